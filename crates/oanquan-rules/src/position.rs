@@ -3,7 +3,9 @@ use std::fmt;
 use serde::{Deserialize, Serialize};
 
 use crate::player::{ByPlayer, Direction, Player};
-use crate::rules::{CITIZEN_STONES, EmptyMandarinNext, EndCondition, MANDARIN_STONES, Rules, RulesError};
+use crate::rules::{
+    CITIZEN_STONES, EmptyMandarinNext, EndCondition, MANDARIN_STONES, Rules, RulesError,
+};
 use crate::trace::{NoTrace, Step, Tracer};
 
 /// Squares on the ring.
@@ -408,15 +410,16 @@ impl Position {
         for player in Player::ALL {
             let c = setup.captured[player];
             let p = setup.captured_pieces[player];
-            if !(-MAX_CAPTURED_MAGNITUDE..=MAX_CAPTURED_MAGNITUDE).contains(&c) || !(0..=2).contains(&p) {
+            if !(-MAX_CAPTURED_MAGNITUDE..=MAX_CAPTURED_MAGNITUDE).contains(&c)
+                || !(0..=2).contains(&p)
+            {
                 return Err(PositionError::CapturedOutOfRange { player });
             }
             total += i64::from(c) + i64::from(p) * i64::from(rules.piece_value());
         }
         let expected_pieces = if rules.has_pieces() { 2 } else { 0 };
-        let found_pieces = pieces.count_ones() as i32
-            + setup.captured_pieces.first
-            + setup.captured_pieces.second;
+        let found_pieces =
+            pieces.count_ones() as i32 + setup.captured_pieces.first + setup.captured_pieces.second;
         if found_pieces != expected_pieces {
             return Err(PositionError::PieceTotal {
                 expected: expected_pieces,
@@ -667,7 +670,9 @@ impl Position {
             let last = self.sow(from, stones, direction, trace);
             let n = next(last, direction);
             if is_mandarin(n) {
-                if self.rules.empty_mandarin_next == EmptyMandarinNext::EmptySquare && self.is_empty(n) {
+                if self.rules.empty_mandarin_next == EmptyMandarinNext::EmptySquare
+                    && self.is_empty(n)
+                {
                     self.capture_chain(n, direction, mover, trace);
                 } else {
                     trace.step(Step::StopAtMandarin { square: n });
@@ -729,7 +734,13 @@ impl Position {
     }
 
     /// Captures from the square after `gap` on, as long as gaps and full squares alternate.
-    fn capture_chain<T: Tracer>(&mut self, mut gap: u8, direction: Direction, mover: Player, trace: &mut T) {
+    fn capture_chain<T: Tracer>(
+        &mut self,
+        mut gap: u8,
+        direction: Direction,
+        mover: Player,
+        trace: &mut T,
+    ) {
         loop {
             let target = next(gap, direction);
             if self.is_empty(target) {
@@ -741,7 +752,9 @@ impl Position {
                     trace.step(Step::CaptureProtected { square: target });
                     return;
                 }
-                if self.has_piece(target) && self.squares[target as usize] < self.rules.immature_mandarin {
+                if self.has_piece(target)
+                    && self.squares[target as usize] < self.rules.immature_mandarin
+                {
                     trace.step(Step::CaptureImmature { square: target });
                     return;
                 }

@@ -48,7 +48,10 @@ fn check_moves(preset: Preset) -> usize {
         let before = Position::from_setup(setup(&v["before"]), rules)
             .unwrap_or_else(|e| panic!("{preset} line {line_no}: before: {e}"));
         let m = mv(&v["move"]["square"], &v["move"]["direction"]);
-        assert!(before.legal_moves().contains(&m), "{preset} line {line_no}: {m} not legal");
+        assert!(
+            before.legal_moves().contains(&m),
+            "{preset} line {line_no}: {m} not legal"
+        );
         let (after, _trace) = before
             .play(m)
             .unwrap_or_else(|e| panic!("{preset} line {line_no}: {m}: {e}"));
@@ -56,7 +59,11 @@ fn check_moves(preset: Preset) -> usize {
         let context = format!("{preset} line {line_no}: {before} {m} -> {after}");
         assert_eq!(after.to_setup(), setup(want), "{context}");
         assert_eq!(after.scores(), pair(&want["score"]), "{context}");
-        assert_eq!(after.is_over(), want["over"].as_bool().unwrap(), "{context}");
+        assert_eq!(
+            after.is_over(),
+            want["over"].as_bool().unwrap(),
+            "{context}"
+        );
         // The untraced fast path lands on the same position.
         let mut fast = before;
         fast.play_unchecked(m);
@@ -86,8 +93,18 @@ fn check_games(preset: Preset) -> usize {
             "max_plies" => EndReason::PlyLimit,
             other => panic!("unknown end {other}"),
         };
-        assert_eq!(game.end_reason(), Some(want_end), "{preset} game {}", line_no + 1);
-        assert_eq!(game.scores(), pair(&v["score"]), "{preset} game {}", line_no + 1);
+        assert_eq!(
+            game.end_reason(),
+            Some(want_end),
+            "{preset} game {}",
+            line_no + 1
+        );
+        assert_eq!(
+            game.scores(),
+            pair(&v["score"]),
+            "{preset} game {}",
+            line_no + 1
+        );
         count += 1;
     }
     count
