@@ -268,3 +268,39 @@ impl Naive {
         )
     }
 }
+
+impl Naive {
+    /// The naive state of any engine position (no history: repetition starts counting here).
+    pub fn from_position(p: &oanquan_rules::Position) -> Naive {
+        let s = p.to_setup();
+        let mut n = Naive {
+            rules: *p.rules(),
+            stones: s.squares.iter().map(|&x| i64::from(x)).collect(),
+            piece: s.pieces.iter().map(|&x| x == 1).collect(),
+            captured: [s.captured.first, s.captured.second].map(i64::from),
+            captured_pieces: [s.captured_pieces.first, s.captured_pieces.second].map(i64::from),
+            to_move: s.to_move.index(),
+            ply: s.ply,
+            over: p.end_reason().map(|_| "given"),
+            history: Vec::new(),
+        };
+        n.history.push(n.key());
+        n
+    }
+
+    /// perft by the naive rules (repetition switched off, as in the engine's perft).
+    pub fn perft(&self, depth: u32) -> u64 {
+        if depth == 0 {
+            return 1;
+        }
+        self.legal()
+            .into_iter()
+            .map(|(sq, dir)| {
+                let mut child = self.clone();
+                child.rules.repetition_limit = 0;
+                child.play(sq, dir);
+                child.perft(depth - 1)
+            })
+            .sum()
+    }
+}
