@@ -75,8 +75,8 @@ fn apply_trace(before: &Position, trace: &[Step]) -> Setup {
     s
 }
 
+// The default config reads PROPTEST_CASES (256 unless set); `.ci/run` raises it.
 proptest! {
-    #![proptest_config(ProptestConfig::with_cases(200))]
 
     #[test]
     fn every_game_ends_and_conserves_stones(seed in any::<u64>()) {
