@@ -1,0 +1,102 @@
+//! What can go wrong in the game service, independent of the transport. `grpc::status` maps
+//! each variant to a status code in one table.
+
+use oanquan_rules::{PlayError, Player};
+
+use super::model::GameId;
+
+/// A request failed. Messages say what to do next; they never contain a token.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum GameError {
+    /// No game with that id.
+    #[error("no game with id {0:?}; list games with ListGames")]
+    GameNotFound(GameId),
+    /// A field of the request is malformed.
+    #[error("invalid {field}: {description}")]
+    InvalidArgument {
+        /// The field's path in the request, e.g. `move.square`.
+        field: String,
+        /// What is wrong and what would be right.
+        description: String,
+    },
+    /// It is the other player's turn.
+    #[error("it is the {to_move}'s turn; wait for a TurnStarted event for your seat")]
+    NotYourTurn {
+        /// Who is to move.
+        to_move: Player,
+    },
+    /// The move is not legal in the current position.
+    #[error("illegal move: {0}; ask RulesService.LegalMoves for the legal ones")]
+    IllegalMove(PlayError),
+    /// The game is finished or aborted.
+    #[error("the game is over; create or join another game")]
+    GameOver,
+    /// Still waiting for the second player.
+    #[error("the game has not started: it is waiting for a second player to join")]
+    GameNotStarted,
+    /// No free seat (or not the requested one).
+    #[error("{0}")]
+    SeatTaken(&'static str),
+    /// `expected_ply` is not the current ply.
+    #[error(
+        "expected ply {expected} but the game is at ply {current}; refresh with GetGame and retry"
+    )]
+    StalePly {
+        /// What the client expected.
+        expected: u32,
+        /// The game's current ply.
+        current: u32,
+    },
+    /// Abort after the first move.
+    #[error("a move has already been played, so the game cannot be aborted; resign instead")]
+    GameAlreadyStarted,
+    /// No bearer token on a call that needs one.
+    #[error(
+        "this call needs the player token: send metadata `authorization: Bearer <player_token>` as returned by CreateGame or JoinGame"
+    )]
+    MissingToken,
+    /// A token that belongs to no seat of this game.
+    #[error("the player token does not belong to a seat of this game")]
+    WrongToken,
+    /// A server limit.
+    #[error("{0}; retry later")]
+    LimitExceeded(String),
+    /// Resume point beyond the last event.
+    #[error(
+        "after_sequence {requested} is beyond the last event ({last}); resume from a sequence you received, or omit it for a snapshot"
+    )]
+    SequenceAhead {
+        /// What the client asked for.
+        requested: u64,
+        /// The last sequence there is.
+        last: u64,
+    },
+    /// The server is shutting down or the store is unreachable.
+    #[error("{0}")]
+    Unavailable(String),
+    /// A bug or a broken store. The message is logged; clients get a generic one.
+    #[error("internal error: {0}")]
+    Internal(String),
+}
+
+impl GameError {
+    /// An [`GameError::InvalidArgument`] for `field`.
+    pub fn invalid(field: impl Into<String>, description: impl Into<String>) -> GameError {
+        GameError::InvalidArgument {
+            field: field.into(),
+            description: description.into(),
+        }
+    }
+}
+
+impl From<PlayError> for GameError {
+    /// A move refused by the engine: out-of-range squares are malformed requests, the rest
+    /// are well-formed moves that the position does not allow.
+    fn from(error: PlayError) -> GameError {
+        match error {
+            PlayError::GameOver => GameError::GameOver,
+            PlayError::NoSuchSquare { .. } => GameError::invalid("move.square", error.to_string()),
+            error => GameError::IllegalMove(error),
+        }
+    }
+}

@@ -1,0 +1,607 @@
+//! The game service proper: every command and query, in domain types.
+
+use std::sync::Arc;
+use std::time::SystemTime;
+
+use oanquan_rules::{Game, Move, Outcome, Player, Position, Preset, Rules};
+use tracing::{debug, info};
+
+use super::error::GameError;
+use super::hub::Hub;
+use super::model::{
+    GameEventKind, GameFilter, GameId, GameInfo, GameResult, GameState, GameStatus, LobbyEventKind,
+    MoveRecord, PlayerKind, SeatInfo, Termination,
+};
+use super::store::{Commit, Committed, GameStore, Page, StoreError};
+use super::token::PlayerToken;
+use super::watch::{GameFeed, LobbyFeed, Watch};
+
+/// Longest display name, in characters after trimming.
+pub const MAX_DISPLAY_NAME_CHARS: usize = 32;
+/// Page size when the client asks for 0.
+pub const DEFAULT_PAGE_SIZE: usize = 50;
+/// Largest page size; bigger requests are capped.
+pub const MAX_PAGE_SIZE: usize = 100;
+/// A command that keeps losing optimistic-concurrency races gives up after this many tries.
+const MAX_ATTEMPTS: usize = 16;
+
+/// Limits the manager enforces itself (the store and the transport have their own).
+#[derive(Debug, Clone, Copy)]
+pub struct ManagerLimits {
+    /// Concurrent watchers (players included) of one game.
+    pub max_watchers_per_game: usize,
+    /// Games in a lobby snapshot.
+    pub lobby_snapshot_limit: usize,
+}
+
+impl Default for ManagerLimits {
+    fn default() -> Self {
+        ManagerLimits {
+            max_watchers_per_game: 100,
+            lobby_snapshot_limit: 200,
+        }
+    }
+}
+
+/// A request to create a game.
+#[derive(Debug, Clone)]
+pub struct NewGame {
+    /// The full rule set.
+    pub rules: Rules,
+    /// The preset it came from, if any.
+    pub preset: Option<Preset>,
+    /// A custom start position (validated under `rules`), or the rules' start.
+    pub start: Option<Position>,
+    /// The seat wanted; `None` = any (picked at random).
+    pub seat: Option<Player>,
+    /// The creator's display name.
+    pub display_name: String,
+}
+
+/// A seat taken: the game, the seat and its secret token (shown once).
+#[derive(Debug, Clone)]
+pub struct Seated {
+    /// The game after sitting down.
+    pub game: GameInfo,
+    /// The seat.
+    pub seat: Player,
+    /// The seat's token.
+    pub token: PlayerToken,
+}
+
+/// See the module docs. Cheap to share: clone the `Arc`.
+#[derive(Debug)]
+pub struct GameManager {
+    store: Arc<dyn GameStore>,
+    hub: Arc<Hub>,
+    limits: ManagerLimits,
+}
+
+impl From<StoreError> for GameError {
+    fn from(error: StoreError) -> Self {
+        match error {
+            StoreError::BadCursor => GameError::invalid(
+                "page_token",
+                "not a page token of this listing; pass next_page_token from the previous response with the same filter, or nothing",
+            ),
+            StoreError::Full(why) => GameError::LimitExceeded(why),
+            StoreError::Conflict { .. } => GameError::Unavailable(
+                "the game is changing too fast to apply this request; retry".to_owned(),
+            ),
+            StoreError::NotFound | StoreError::Backend(_) => GameError::Internal(error.to_string()),
+        }
+    }
+}
+
+/// What a command does to a loaded game.
+struct Change<T> {
+    game_events: Vec<GameEventKind>,
+    lobby_events: Vec<LobbyEventKind>,
+    output: T,
+}
+
+impl GameManager {
+    /// A manager over `store`, publishing to `hub`.
+    #[must_use]
+    pub fn new(store: Arc<dyn GameStore>, hub: Arc<Hub>, limits: ManagerLimits) -> GameManager {
+        GameManager { store, hub, limits }
+    }
+
+    fn not_found(id: &GameId) -> impl FnOnce(StoreError) -> GameError + '_ {
+        move |e| match e {
+            StoreError::NotFound => GameError::GameNotFound(id.clone()),
+            e => e.into(),
+        }
+    }
+
+    /// Creates a game and seats its creator.
+    ///
+    /// # Errors
+    ///
+    /// [`GameError::InvalidArgument`] for a bad name or a finished start position;
+    /// [`GameError::LimitExceeded`] when the store is full.
+    pub async fn create_game(&self, new: NewGame) -> Result<Seated, GameError> {
+        let display_name = check_display_name(&new.display_name)?;
+        let start = match new.start {
+            Some(start) if start.is_over() => {
+                return Err(GameError::invalid(
+                    "start_position",
+                    "the position is already over; give one with legal moves",
+                ));
+            }
+            Some(start) => start,
+            None => Position::new(new.rules)
+                .map_err(|e| GameError::invalid("rules.rule_set", e.to_string()))?,
+        };
+        let seat = new.seat.unwrap_or_else(|| {
+            if rand::random::<bool>() {
+                Player::First
+            } else {
+                Player::Second
+            }
+        });
+        let token = PlayerToken::generate();
+        let now = SystemTime::now();
+        let mut info = GameInfo {
+            id: GameId::generate(),
+            rules: new.rules,
+            preset: new.preset,
+            seats: Default::default(),
+            status: GameStatus::WaitingForPlayers,
+            start,
+            position: start,
+            move_count: 0,
+            result: None,
+            created: now,
+            updated: now,
+            sequence: 0,
+        };
+        info.seats[seat] = Some(SeatInfo {
+            display_name: display_name.clone(),
+            kind: PlayerKind::Human,
+        });
+        let mut state = GameState {
+            info: info.clone(),
+            token_hashes: Default::default(),
+            moves: Vec::new(),
+            engine: Game::from_position(start),
+        };
+        state.token_hashes[seat] = Some(token.hash());
+        let committed = self
+            .store
+            .create(Commit {
+                state,
+                expected_sequence: 0,
+                game_events: vec![GameEventKind::PlayerJoined {
+                    seat,
+                    display_name,
+                    kind: PlayerKind::Human,
+                }],
+                lobby_events: vec![LobbyEventKind::GameCreated {
+                    game: Box::new(info),
+                }],
+                time: now,
+            })
+            .await?;
+        self.hub.publish(&committed);
+        info!(game_id = %committed.info.id, ?seat, "game created");
+        Ok(Seated {
+            game: committed.info,
+            seat,
+            token,
+        })
+    }
+
+    /// Seats a second player in the free seat of a waiting game.
+    ///
+    /// # Errors
+    ///
+    /// [`GameError::SeatTaken`] if the game is full, [`GameError::GameOver`] if it ended,
+    /// [`GameError::GameNotFound`], [`GameError::InvalidArgument`] for a bad name.
+    pub async fn join_game(&self, id: &GameId, display_name: &str) -> Result<Seated, GameError> {
+        let display_name = check_display_name(display_name)?;
+        let token = PlayerToken::generate();
+        let hash = token.hash();
+        let (committed, seat) = self
+            .update(id, |state, now| {
+                match state.info.status {
+                    GameStatus::WaitingForPlayers => {}
+                    GameStatus::Active => {
+                        return Err(GameError::SeatTaken(
+                            "both seats are taken; watch the game or create a new one",
+                        ));
+                    }
+                    GameStatus::Finished | GameStatus::Aborted => return Err(GameError::GameOver),
+                }
+                let seat = Player::ALL
+                    .into_iter()
+                    .find(|&p| state.info.seats[p].is_none())
+                    .ok_or(GameError::SeatTaken("both seats are taken"))?;
+                state.info.seats[seat] = Some(SeatInfo {
+                    display_name: display_name.clone(),
+                    kind: PlayerKind::Human,
+                });
+                state.token_hashes[seat] = Some(hash);
+                state.info.status = GameStatus::Active;
+                state.info.updated = now;
+                let position = state.info.position;
+                Ok(Change {
+                    game_events: vec![
+                        GameEventKind::PlayerJoined {
+                            seat,
+                            display_name: display_name.clone(),
+                            kind: PlayerKind::Human,
+                        },
+                        GameEventKind::GameStarted {
+                            game: Box::new(state.info.clone()),
+                        },
+                        GameEventKind::TurnStarted {
+                            player: position.to_move(),
+                            ply: position.ply(),
+                            refill: None,
+                        },
+                    ],
+                    lobby_events: vec![
+                        LobbyEventKind::SeatTaken {
+                            game_id: id.clone(),
+                            seat,
+                            display_name: display_name.clone(),
+                        },
+                        LobbyEventKind::GameStarted {
+                            game_id: id.clone(),
+                        },
+                    ],
+                    output: seat,
+                })
+            })
+            .await?;
+        info!(game_id = %id, ?seat, "player joined");
+        Ok(Seated {
+            game: committed.info,
+            seat,
+            token,
+        })
+    }
+
+    /// One game's public data.
+    ///
+    /// # Errors
+    ///
+    /// [`GameError::GameNotFound`].
+    pub async fn get_game(&self, id: &GameId) -> Result<GameInfo, GameError> {
+        self.store.info(id).await.map_err(Self::not_found(id))
+    }
+
+    /// A page of games, newest first. `page_size` 0 means [`DEFAULT_PAGE_SIZE`]; larger than
+    /// [`MAX_PAGE_SIZE`] is capped.
+    ///
+    /// # Errors
+    ///
+    /// [`GameError::InvalidArgument`] for a page token not from this listing.
+    pub async fn list_games(
+        &self,
+        filter: GameFilter,
+        page_size: usize,
+        page_token: Option<&str>,
+    ) -> Result<Page, GameError> {
+        let limit = match page_size {
+            0 => DEFAULT_PAGE_SIZE,
+            n => n.min(MAX_PAGE_SIZE),
+        };
+        Ok(self.store.list(filter, limit, page_token).await?)
+    }
+
+    /// Plays a move for the token's seat. With `expected_ply`, only if the game is at that ply,
+    /// so a retried request cannot play twice.
+    ///
+    /// # Errors
+    ///
+    /// [`GameError::WrongToken`], [`GameError::GameNotStarted`], [`GameError::GameOver`],
+    /// [`GameError::StalePly`], [`GameError::NotYourTurn`], [`GameError::IllegalMove`],
+    /// [`GameError::GameNotFound`].
+    pub async fn play_move(
+        &self,
+        id: &GameId,
+        token: &PlayerToken,
+        mv: Move,
+        expected_ply: Option<u32>,
+    ) -> Result<(MoveRecord, GameInfo), GameError> {
+        let hash = token.hash();
+        let (committed, record) = self
+            .update(id, |state, now| {
+                let seat = state.seat_of(&hash).ok_or(GameError::WrongToken)?;
+                match state.info.status {
+                    GameStatus::WaitingForPlayers => return Err(GameError::GameNotStarted),
+                    GameStatus::Finished | GameStatus::Aborted => return Err(GameError::GameOver),
+                    GameStatus::Active => {}
+                }
+                let current = state.engine.position().ply();
+                match expected_ply {
+                    Some(expected) if expected != current => {
+                        return Err(GameError::StalePly { expected, current });
+                    }
+                    _ => {}
+                }
+                let to_move = state.engine.position().to_move();
+                if to_move != seat {
+                    return Err(GameError::NotYourTurn { to_move });
+                }
+                let steps = state.engine.play(mv)?;
+                let position = *state.engine.position();
+                let record = MoveRecord {
+                    number: state.info.move_count + 1,
+                    player: seat,
+                    mv,
+                    steps,
+                    position,
+                    time: now,
+                };
+                state.moves.push(record.clone());
+                state.info.position = position;
+                state.info.move_count += 1;
+                state.info.updated = now;
+                let mut game_events = vec![GameEventKind::MovePlayed {
+                    record: Box::new(record.clone()),
+                }];
+                let mut lobby_events = Vec::new();
+                if let Some(reason) = position.end_reason() {
+                    let result = GameResult {
+                        outcome: position.outcome(),
+                        scores: position.scores(),
+                        termination: Termination::Rules(reason),
+                        ended_by: None,
+                    };
+                    finish(
+                        state,
+                        GameStatus::Finished,
+                        result,
+                        &mut game_events,
+                        &mut lobby_events,
+                    );
+                } else {
+                    let refill = record
+                        .refill()
+                        .filter(|&(player, _)| player == position.to_move())
+                        .map(|(_, captured_after)| captured_after);
+                    game_events.push(GameEventKind::TurnStarted {
+                        player: position.to_move(),
+                        ply: position.ply(),
+                        refill,
+                    });
+                }
+                Ok(Change {
+                    game_events,
+                    lobby_events,
+                    output: record,
+                })
+            })
+            .await?;
+        debug!(game_id = %id, mv = %record.mv, ply = record.position.ply(), "move played");
+        Ok((record, committed.info))
+    }
+
+    /// Resigns for the token's seat; the opponent wins.
+    ///
+    /// # Errors
+    ///
+    /// [`GameError::WrongToken`], [`GameError::GameNotStarted`] (abort instead),
+    /// [`GameError::GameOver`], [`GameError::GameNotFound`].
+    pub async fn resign(&self, id: &GameId, token: &PlayerToken) -> Result<GameInfo, GameError> {
+        let hash = token.hash();
+        let (committed, ()) = self
+            .update(id, |state, now| {
+                let seat = state.seat_of(&hash).ok_or(GameError::WrongToken)?;
+                match state.info.status {
+                    GameStatus::WaitingForPlayers => return Err(GameError::GameNotStarted),
+                    GameStatus::Finished | GameStatus::Aborted => return Err(GameError::GameOver),
+                    GameStatus::Active => {}
+                }
+                let result = GameResult {
+                    outcome: Some(Outcome::Decisive {
+                        winner: seat.other(),
+                    }),
+                    scores: state.info.position.scores(),
+                    termination: Termination::Resignation,
+                    ended_by: Some(seat),
+                };
+                state.info.updated = now;
+                let (mut game_events, mut lobby_events) = (Vec::new(), Vec::new());
+                finish(
+                    state,
+                    GameStatus::Finished,
+                    result,
+                    &mut game_events,
+                    &mut lobby_events,
+                );
+                Ok(Change {
+                    game_events,
+                    lobby_events,
+                    output: (),
+                })
+            })
+            .await?;
+        info!(game_id = %id, "player resigned");
+        Ok(committed.info)
+    }
+
+    /// Aborts a game before its first move.
+    ///
+    /// # Errors
+    ///
+    /// [`GameError::WrongToken`], [`GameError::GameAlreadyStarted`], [`GameError::GameOver`],
+    /// [`GameError::GameNotFound`].
+    pub async fn abort(&self, id: &GameId, token: &PlayerToken) -> Result<GameInfo, GameError> {
+        let hash = token.hash();
+        let (committed, ()) = self
+            .update(id, |state, now| {
+                let seat = state.seat_of(&hash).ok_or(GameError::WrongToken)?;
+                if state.info.status.is_over() {
+                    return Err(GameError::GameOver);
+                }
+                if state.info.move_count > 0 {
+                    return Err(GameError::GameAlreadyStarted);
+                }
+                let result = GameResult {
+                    outcome: None,
+                    scores: state.info.position.scores(),
+                    termination: Termination::Aborted,
+                    ended_by: Some(seat),
+                };
+                state.info.updated = now;
+                let (mut game_events, mut lobby_events) = (Vec::new(), Vec::new());
+                finish(
+                    state,
+                    GameStatus::Aborted,
+                    result,
+                    &mut game_events,
+                    &mut lobby_events,
+                );
+                Ok(Change {
+                    game_events,
+                    lobby_events,
+                    output: (),
+                })
+            })
+            .await?;
+        info!(game_id = %id, "game aborted");
+        Ok(committed.info)
+    }
+
+    /// The start position and every move with its trace.
+    ///
+    /// # Errors
+    ///
+    /// [`GameError::GameNotFound`].
+    pub async fn list_moves(&self, id: &GameId) -> Result<(Position, Vec<MoveRecord>), GameError> {
+        let state = self.store.load(id).await.map_err(Self::not_found(id))?;
+        Ok((state.info.start, state.moves))
+    }
+
+    /// Watches a game: a snapshot (no `after`, or 0) or the events after `after`, then live.
+    ///
+    /// # Errors
+    ///
+    /// [`GameError::GameNotFound`], [`GameError::LimitExceeded`] (too many watchers),
+    /// [`GameError::SequenceAhead`].
+    pub async fn watch_game(
+        &self,
+        id: &GameId,
+        after: Option<u64>,
+    ) -> Result<Watch<GameFeed>, GameError> {
+        self.store.info(id).await.map_err(Self::not_found(id))?;
+        let (rx, guard) = self
+            .hub
+            .subscribe_game(id, self.limits.max_watchers_per_game)
+            .map_err(|e| {
+                GameError::LimitExceeded(format!("this game already has {} watchers", e.0))
+            })?;
+        let feed = GameFeed {
+            store: Arc::clone(&self.store),
+            id: id.clone(),
+        };
+        Watch::start(feed, rx, Some(guard), after).await
+    }
+
+    /// Watches the lobby, like [`GameManager::watch_game`].
+    ///
+    /// # Errors
+    ///
+    /// [`GameError::SequenceAhead`].
+    pub async fn watch_lobby(&self, after: Option<u64>) -> Result<Watch<LobbyFeed>, GameError> {
+        let rx = self.hub.subscribe_lobby();
+        let feed = LobbyFeed {
+            store: Arc::clone(&self.store),
+            snapshot_limit: self.limits.lobby_snapshot_limit,
+        };
+        Watch::start(feed, rx, None, after).await
+    }
+
+    /// Load, change, commit; on a concurrency conflict, reload and decide again (the change
+    /// function re-validates against the fresh state, e.g. `expected_ply` becomes stale).
+    async fn update<T>(
+        &self,
+        id: &GameId,
+        mut change: impl FnMut(&mut GameState, SystemTime) -> Result<Change<T>, GameError>,
+    ) -> Result<(Committed, T), GameError> {
+        for _ in 0..MAX_ATTEMPTS {
+            let mut state = self.store.load(id).await.map_err(Self::not_found(id))?;
+            let expected_sequence = state.info.sequence;
+            let now = SystemTime::now();
+            let Change {
+                game_events,
+                lobby_events,
+                output,
+            } = change(&mut state, now)?;
+            match self
+                .store
+                .commit(Commit {
+                    state,
+                    expected_sequence,
+                    game_events,
+                    lobby_events,
+                    time: now,
+                })
+                .await
+            {
+                Ok(committed) => {
+                    self.hub.publish(&committed);
+                    return Ok((committed, output));
+                }
+                Err(StoreError::Conflict { .. }) => {
+                    debug!(game_id = %id, "lost a commit race; retrying");
+                }
+                Err(e) => return Err(Self::not_found(id)(e)),
+            }
+        }
+        Err(StoreError::Conflict { current: 0 }.into())
+    }
+}
+
+fn finish(
+    state: &mut GameState,
+    status: GameStatus,
+    result: GameResult,
+    game_events: &mut Vec<GameEventKind>,
+    lobby_events: &mut Vec<LobbyEventKind>,
+) {
+    state.info.status = status;
+    state.info.result = Some(result);
+    game_events.push(GameEventKind::GameOver { result });
+    lobby_events.push(LobbyEventKind::GameFinished {
+        game_id: state.info.id.clone(),
+        result,
+    });
+}
+
+/// Trims a display name and checks it is 1..=32 printable characters.
+fn check_display_name(name: &str) -> Result<String, GameError> {
+    let name = name.trim();
+    let chars = name.chars().count();
+    if chars == 0 || chars > MAX_DISPLAY_NAME_CHARS {
+        return Err(GameError::invalid(
+            "display_name",
+            format!("must be 1 to {MAX_DISPLAY_NAME_CHARS} characters after trimming, got {chars}"),
+        ));
+    }
+    if name.chars().any(char::is_control) {
+        return Err(GameError::invalid(
+            "display_name",
+            "must not contain control characters",
+        ));
+    }
+    Ok(name.to_owned())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn display_names_are_trimmed_and_bounded() {
+        assert_eq!(check_display_name("  Lan ").unwrap(), "Lan");
+        assert!(check_display_name("   ").is_err());
+        assert!(check_display_name(&"x".repeat(33)).is_err());
+        assert!(check_display_name(&"ô".repeat(32)).is_ok());
+        assert!(check_display_name("a\u{7}b").is_err());
+    }
+}

@@ -1,0 +1,336 @@
+//! The in-memory [`GameStore`]: everything behind one mutex, lost on restart.
+//!
+//! The lock is a `std` mutex held only for map operations, never across an `.await`, so it is
+//! cheaper than an async one and cannot deadlock a task.
+
+use std::collections::hash_map::Entry;
+use std::collections::{HashMap, VecDeque};
+use std::sync::{Arc, Mutex, MutexGuard};
+
+use futures::FutureExt as _;
+
+use super::model::{GameEvent, GameFilter, GameId, GameInfo, GameState, LobbyEvent};
+use super::store::{Commit, Committed, GameStore, Page, Since, StoreError, StoreFuture};
+
+/// Capacity knobs of the memory store.
+#[derive(Debug, Clone, Copy)]
+pub struct MemoryLimits {
+    /// Games kept at most (they are never evicted; creation fails beyond this).
+    pub max_games: usize,
+    /// Events kept per game; older ones are dropped and resuming before them yields a snapshot.
+    pub game_event_retention: usize,
+    /// Lobby events kept; same.
+    pub lobby_event_retention: usize,
+}
+
+impl Default for MemoryLimits {
+    fn default() -> Self {
+        MemoryLimits {
+            max_games: 10_000,
+            // A 300-ply game has about 600 events: keep whole games.
+            game_event_retention: 1_024,
+            lobby_event_retention: 10_000,
+        }
+    }
+}
+
+/// See the module docs.
+#[derive(Debug, Default)]
+pub struct MemoryStore {
+    limits: MemoryLimits,
+    inner: Mutex<Inner>,
+}
+
+#[derive(Debug, Default)]
+struct Inner {
+    games: HashMap<GameId, Stored>,
+    /// Creation order; the index is the listing key used in cursors.
+    order: Vec<GameId>,
+    lobby: VecDeque<Arc<LobbyEvent>>,
+    lobby_sequence: u64,
+}
+
+#[derive(Debug)]
+struct Stored {
+    state: GameState,
+    index: usize,
+    events: VecDeque<Arc<GameEvent>>,
+}
+
+impl MemoryStore {
+    /// An empty store.
+    #[must_use]
+    pub fn new(limits: MemoryLimits) -> MemoryStore {
+        MemoryStore {
+            limits,
+            inner: Mutex::default(),
+        }
+    }
+
+    fn lock(&self) -> MutexGuard<'_, Inner> {
+        // A panic while holding the lock cannot leave a half-written game (every write below is
+        // prepared first and then moved in), so a poisoned lock is still consistent.
+        self.inner
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    fn write(&self, inner: &mut Inner, mut commit: Commit, index: usize) -> Committed {
+        let id = commit.state.info.id.clone();
+        let mut sequence = commit.expected_sequence;
+        let game_events: Vec<Arc<GameEvent>> = commit
+            .game_events
+            .drain(..)
+            .map(|kind| {
+                sequence += 1;
+                Arc::new(GameEvent {
+                    game_id: id.clone(),
+                    sequence,
+                    time: commit.time,
+                    kind,
+                })
+            })
+            .collect();
+        let lobby_events: Vec<Arc<LobbyEvent>> = commit
+            .lobby_events
+            .drain(..)
+            .map(|kind| {
+                inner.lobby_sequence += 1;
+                Arc::new(LobbyEvent {
+                    sequence: inner.lobby_sequence,
+                    time: commit.time,
+                    kind,
+                })
+            })
+            .collect();
+        commit.state.info.sequence = sequence;
+        let info = commit.state.info.clone();
+        let stored = match inner.games.entry(id) {
+            Entry::Occupied(entry) => {
+                let stored = entry.into_mut();
+                stored.state = commit.state;
+                stored
+            }
+            Entry::Vacant(entry) => entry.insert(Stored {
+                state: commit.state,
+                index,
+                events: VecDeque::new(),
+            }),
+        };
+        for event in &game_events {
+            if stored.events.len() == self.limits.game_event_retention {
+                stored.events.pop_front();
+            }
+            stored.events.push_back(Arc::clone(event));
+        }
+        for event in &lobby_events {
+            if inner.lobby.len() == self.limits.lobby_event_retention {
+                inner.lobby.pop_front();
+            }
+            inner.lobby.push_back(Arc::clone(event));
+        }
+        Committed {
+            info,
+            game_events,
+            lobby_events,
+        }
+    }
+}
+
+/// Events after `after` from a log holding a suffix of `1..=last`.
+fn since<E>(log: &VecDeque<Arc<E>>, last: u64, after: u64, done: bool) -> Since<E> {
+    if after > last {
+        return Since::Ahead { last };
+    }
+    let missing = (last - after) as usize;
+    if missing > log.len() {
+        return Since::Gone;
+    }
+    Since::Events {
+        events: log.iter().skip(log.len() - missing).cloned().collect(),
+        done,
+    }
+}
+
+fn cursor(filter: GameFilter, index: usize) -> String {
+    format!("{}.{index}", filter.name())
+}
+
+fn parse_cursor(filter: GameFilter, cursor: &str) -> Result<usize, StoreError> {
+    let (name, index) = cursor.split_once('.').ok_or(StoreError::BadCursor)?;
+    if name != filter.name() {
+        return Err(StoreError::BadCursor);
+    }
+    index.parse().map_err(|_| StoreError::BadCursor)
+}
+
+impl GameStore for MemoryStore {
+    fn create(&self, commit: Commit) -> StoreFuture<'_, Committed> {
+        let result = (|| {
+            let mut inner = self.lock();
+            if inner.games.len() >= self.limits.max_games {
+                return Err(StoreError::Full(format!(
+                    "the server holds its maximum of {} games",
+                    self.limits.max_games
+                )));
+            }
+            if commit.expected_sequence != 0 || inner.games.contains_key(&commit.state.info.id) {
+                return Err(StoreError::Conflict { current: 0 });
+            }
+            let index = inner.order.len();
+            inner.order.push(commit.state.info.id.clone());
+            Ok(self.write(&mut inner, commit, index))
+        })();
+        futures::future::ready(result).boxed()
+    }
+
+    fn commit(&self, commit: Commit) -> StoreFuture<'_, Committed> {
+        let result = (|| {
+            let mut inner = self.lock();
+            let stored = inner
+                .games
+                .get(&commit.state.info.id)
+                .ok_or(StoreError::NotFound)?;
+            let current = stored.state.info.sequence;
+            if current != commit.expected_sequence {
+                return Err(StoreError::Conflict { current });
+            }
+            let index = stored.index;
+            Ok(self.write(&mut inner, commit, index))
+        })();
+        futures::future::ready(result).boxed()
+    }
+
+    fn load<'a>(&'a self, id: &'a GameId) -> StoreFuture<'a, GameState> {
+        let result = self
+            .lock()
+            .games
+            .get(id)
+            .map(|stored| stored.state.clone())
+            .ok_or(StoreError::NotFound);
+        futures::future::ready(result).boxed()
+    }
+
+    fn info<'a>(&'a self, id: &'a GameId) -> StoreFuture<'a, GameInfo> {
+        let result = self
+            .lock()
+            .games
+            .get(id)
+            .map(|stored| stored.state.info.clone())
+            .ok_or(StoreError::NotFound);
+        futures::future::ready(result).boxed()
+    }
+
+    fn list<'a>(
+        &'a self,
+        filter: GameFilter,
+        limit: usize,
+        cursor_text: Option<&'a str>,
+    ) -> StoreFuture<'a, Page> {
+        let result = (|| {
+            let inner = self.lock();
+            // Cursor = index of the last game returned; the next page starts below it.
+            let end = match cursor_text {
+                Some(text) => parse_cursor(filter, text)?.min(inner.order.len()),
+                None => inner.order.len(),
+            };
+            let mut games = Vec::with_capacity(limit.min(end));
+            let mut next_cursor = None;
+            for index in (0..end).rev() {
+                let stored = &inner.games[&inner.order[index]];
+                if !filter.accepts(stored.state.info.status) {
+                    continue;
+                }
+                if games.len() == limit {
+                    // One more exists: resume just above it.
+                    next_cursor = Some(cursor(filter, index + 1));
+                    break;
+                }
+                games.push(stored.state.info.clone());
+            }
+            Ok(Page { games, next_cursor })
+        })();
+        futures::future::ready(result).boxed()
+    }
+
+    fn game_events_since<'a>(
+        &'a self,
+        id: &'a GameId,
+        after: u64,
+    ) -> StoreFuture<'a, Since<GameEvent>> {
+        let result = self
+            .lock()
+            .games
+            .get(id)
+            .map(|stored| {
+                let info = &stored.state.info;
+                since(&stored.events, info.sequence, after, info.status.is_over())
+            })
+            .ok_or(StoreError::NotFound);
+        futures::future::ready(result).boxed()
+    }
+
+    fn lobby_events_since(&self, after: u64) -> StoreFuture<'_, Since<LobbyEvent>> {
+        let inner = self.lock();
+        let result = Ok(since(&inner.lobby, inner.lobby_sequence, after, false));
+        futures::future::ready(result).boxed()
+    }
+
+    fn lobby_snapshot(&self, limit: usize) -> StoreFuture<'_, (Vec<GameInfo>, u64)> {
+        let inner = self.lock();
+        let games = inner
+            .order
+            .iter()
+            .rev()
+            .map(|id| &inner.games[id].state.info)
+            .filter(|info| !info.status.is_over())
+            .take(limit)
+            .cloned()
+            .collect();
+        let result = Ok((games, inner.lobby_sequence));
+        futures::future::ready(result).boxed()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn since_reports_events_gaps_and_the_future() {
+        let log: VecDeque<Arc<u64>> = (3..=5).map(Arc::new).collect();
+        let Since::Events { events, done } = since(&log, 5, 3, true) else {
+            panic!("events expected")
+        };
+        assert_eq!(events.iter().map(|e| **e).collect::<Vec<_>>(), [4, 5]);
+        assert!(done);
+        assert!(
+            matches!(since(&log, 5, 2, false), Since::Events { events, .. } if events.len() == 3)
+        );
+        assert!(matches!(since(&log, 5, 1, false), Since::Gone));
+        assert!(
+            matches!(since(&log, 5, 5, false), Since::Events { events, .. } if events.is_empty())
+        );
+        assert!(matches!(since(&log, 5, 6, false), Since::Ahead { last: 5 }));
+    }
+
+    #[test]
+    fn cursors_are_bound_to_their_filter() {
+        assert_eq!(
+            parse_cursor(GameFilter::Open, &cursor(GameFilter::Open, 7)),
+            Ok(7)
+        );
+        assert_eq!(
+            parse_cursor(GameFilter::All, &cursor(GameFilter::Open, 7)),
+            Err(StoreError::BadCursor)
+        );
+        assert_eq!(
+            parse_cursor(GameFilter::All, "junk"),
+            Err(StoreError::BadCursor)
+        );
+        assert_eq!(
+            parse_cursor(GameFilter::All, "all.-1"),
+            Err(StoreError::BadCursor)
+        );
+    }
+}

@@ -1,0 +1,29 @@
+//! The game service in plain Rust types: no protobuf, no tonic.
+//!
+//! * [`GameManager`] runs every command and query against a [`GameStore`] and publishes what it
+//!   commits to the [`Hub`], which [`Watch`]es read.
+//! * [`MemoryStore`] is the only store today; a durable one implements the same trait.
+
+mod error;
+mod hub;
+mod manager;
+mod memory;
+mod model;
+mod store;
+mod token;
+mod watch;
+
+pub use error::GameError;
+pub use hub::{Hub, TooManyWatchers, WatcherGuard};
+pub use manager::{
+    DEFAULT_PAGE_SIZE, GameManager, MAX_DISPLAY_NAME_CHARS, MAX_PAGE_SIZE, ManagerLimits, NewGame,
+    Seated,
+};
+pub use memory::{MemoryLimits, MemoryStore};
+pub use model::{
+    GameEvent, GameEventKind, GameFilter, GameId, GameIdError, GameInfo, GameResult, GameState,
+    GameStatus, LobbyEvent, LobbyEventKind, MoveRecord, PlayerKind, SeatInfo, Termination,
+};
+pub use store::{Commit, Committed, GameStore, Page, Since, StoreError, StoreFuture};
+pub use token::{PlayerToken, TokenHash};
+pub use watch::{Feed, GameFeed, LobbyFeed, Sequenced, Watch, WatchItem};

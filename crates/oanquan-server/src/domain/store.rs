@@ -1,0 +1,172 @@
+//! The storage seam: where games and their event logs live.
+//!
+//! Every method is one atomic unit, so that a SQLite backend maps each to a transaction and a
+//! PostgreSQL one to a transaction plus `NOTIFY`. Events get their sequence numbers inside the
+//! store, in the same unit that writes the new state, so that a state and the events leading to
+//! it can never disagree.
+//!
+//! Methods return boxed `Send` futures (rather than `async fn` in the trait) so that the trait
+//! stays object-safe: the server holds an `Arc<dyn GameStore>` chosen at startup.
+
+use std::fmt;
+use std::sync::Arc;
+use std::time::SystemTime;
+
+use futures::future::BoxFuture;
+
+use super::model::{
+    GameEvent, GameEventKind, GameFilter, GameId, GameInfo, GameState, LobbyEvent, LobbyEventKind,
+};
+
+/// A store's boxed future.
+pub type StoreFuture<'a, T> = BoxFuture<'a, Result<T, StoreError>>;
+
+/// Why a store operation failed.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum StoreError {
+    /// No such game.
+    #[error("no such game")]
+    NotFound,
+    /// Optimistic concurrency: the game changed since it was loaded. Reload and retry.
+    #[error("the game changed concurrently (now at sequence {current})")]
+    Conflict {
+        /// The game's sequence now.
+        current: u64,
+    },
+    /// A page cursor this store did not issue (or issued for another filter).
+    #[error("bad page cursor")]
+    BadCursor,
+    /// A capacity limit of the store.
+    #[error("{0}")]
+    Full(String),
+    /// The backend failed (I/O, connection, corruption).
+    #[error("storage backend: {0}")]
+    Backend(String),
+}
+
+/// A state change to write atomically.
+#[derive(Debug)]
+pub struct Commit {
+    /// The new state. Its `info.sequence` is overwritten by the store with the sequence of the
+    /// last event written.
+    pub state: GameState,
+    /// The sequence the state was loaded at (0 to create): the write fails with
+    /// [`StoreError::Conflict`] if the stored game is elsewhere. This is stricter than checking
+    /// the ply alone: joins, resignations and aborts change a game without changing its ply.
+    pub expected_sequence: u64,
+    /// Events of this game, numbered from `expected_sequence + 1`.
+    pub game_events: Vec<GameEventKind>,
+    /// Lobby events, numbered after the server's last one.
+    pub lobby_events: Vec<LobbyEventKind>,
+    /// Time stamp of every event.
+    pub time: SystemTime,
+}
+
+/// What a commit wrote, with sequence numbers, ready to publish.
+#[derive(Debug, Clone)]
+pub struct Committed {
+    /// The state as stored.
+    pub info: GameInfo,
+    /// The numbered game events.
+    pub game_events: Vec<Arc<GameEvent>>,
+    /// The numbered lobby events.
+    pub lobby_events: Vec<Arc<LobbyEvent>>,
+}
+
+/// The events after a sequence number.
+#[derive(Debug, Clone)]
+pub enum Since<E> {
+    /// All of them, in order (possibly none).
+    Events {
+        /// The events.
+        events: Vec<Arc<E>>,
+        /// No event will ever follow (the game is over).
+        done: bool,
+    },
+    /// Some were dropped from the log: the reader needs a snapshot.
+    Gone,
+    /// The sequence asked for is beyond the last event.
+    Ahead {
+        /// The last sequence there is.
+        last: u64,
+    },
+}
+
+/// One page of a listing.
+#[derive(Debug, Clone)]
+pub struct Page {
+    /// Newest first.
+    pub games: Vec<GameInfo>,
+    /// Opaque cursor for the next page, if there is one.
+    pub next_cursor: Option<String>,
+}
+
+/// Where games live. See the module docs.
+pub trait GameStore: Send + Sync + fmt::Debug + 'static {
+    /// Creates a game (`commit.expected_sequence` is 0).
+    ///
+    /// # Errors
+    ///
+    /// [`StoreError::Full`] at capacity, [`StoreError::Conflict`] if the id exists.
+    fn create(&self, commit: Commit) -> StoreFuture<'_, Committed>;
+
+    /// Replaces a game's state and appends its events, if the game is still at
+    /// `commit.expected_sequence`.
+    ///
+    /// # Errors
+    ///
+    /// [`StoreError::Conflict`] if it moved on, [`StoreError::NotFound`].
+    fn commit(&self, commit: Commit) -> StoreFuture<'_, Committed>;
+
+    /// Loads a whole game.
+    ///
+    /// # Errors
+    ///
+    /// [`StoreError::NotFound`].
+    fn load<'a>(&'a self, id: &'a GameId) -> StoreFuture<'a, GameState>;
+
+    /// Loads a game's public data only (cheaper than [`GameStore::load`]).
+    ///
+    /// # Errors
+    ///
+    /// [`StoreError::NotFound`].
+    fn info<'a>(&'a self, id: &'a GameId) -> StoreFuture<'a, GameInfo>;
+
+    /// Lists games newest first, `limit` at a time, resuming after `cursor`.
+    ///
+    /// # Errors
+    ///
+    /// [`StoreError::BadCursor`].
+    fn list<'a>(
+        &'a self,
+        filter: GameFilter,
+        limit: usize,
+        cursor: Option<&'a str>,
+    ) -> StoreFuture<'a, Page>;
+
+    /// A game's events after sequence `after`.
+    ///
+    /// # Errors
+    ///
+    /// [`StoreError::NotFound`].
+    fn game_events_since<'a>(
+        &'a self,
+        id: &'a GameId,
+        after: u64,
+    ) -> StoreFuture<'a, Since<GameEvent>>;
+
+    /// Lobby events after sequence `after`.
+    ///
+    /// # Errors
+    ///
+    /// Backend failures only.
+    fn lobby_events_since(&self, after: u64) -> StoreFuture<'_, Since<LobbyEvent>>;
+
+    /// The waiting and active games, newest first (at most `limit`), and the lobby sequence this
+    /// list reflects, read atomically.
+    ///
+    /// # Errors
+    ///
+    /// Backend failures only.
+    fn lobby_snapshot(&self, limit: usize) -> StoreFuture<'_, (Vec<GameInfo>, u64)>;
+}

@@ -1,0 +1,12 @@
+//! Thin gRPC adapters over [`crate::domain`]: conversions at the edge ([`convert`]), one status
+//! table ([`status`]), and service impls that hold no logic.
+
+pub mod convert;
+mod game_service;
+mod rules_service;
+pub mod status;
+mod stream;
+
+pub use game_service::GameApi;
+pub use rules_service::RulesApi;
+pub use stream::StreamSettings;

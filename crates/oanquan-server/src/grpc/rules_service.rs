@@ -1,0 +1,55 @@
+//! `oanquan.v1.RulesService`: stateless access to the rules engine.
+
+use oanquan_proto::v1 as pb;
+use oanquan_rules::Preset;
+use tonic::{Request, Response, Status};
+
+use super::convert;
+use crate::domain::GameError;
+
+/// The RulesService adapter. Holds no state.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct RulesApi;
+
+#[tonic::async_trait]
+impl pb::rules_service_server::RulesService for RulesApi {
+    async fn list_presets(
+        &self,
+        _request: Request<pb::ListPresetsRequest>,
+    ) -> Result<Response<pb::ListPresetsResponse>, Status> {
+        Ok(Response::new(pb::ListPresetsResponse {
+            presets: Preset::ALL.into_iter().map(convert::preset_out).collect(),
+        }))
+    }
+
+    async fn legal_moves(
+        &self,
+        request: Request<pb::LegalMovesRequest>,
+    ) -> Result<Response<pb::LegalMovesResponse>, Status> {
+        let request = request.into_inner();
+        let (rules, _) = convert::rules_spec(request.rules.as_ref(), "rules")?;
+        let position = convert::position(request.position.as_ref(), rules, "position")?;
+        Ok(Response::new(pb::LegalMovesResponse {
+            moves: position
+                .legal_moves()
+                .iter()
+                .map(|&mv| convert::move_out(mv))
+                .collect(),
+        }))
+    }
+
+    async fn apply_move(
+        &self,
+        request: Request<pb::ApplyMoveRequest>,
+    ) -> Result<Response<pb::ApplyMoveResponse>, Status> {
+        let request = request.into_inner();
+        let (rules, _) = convert::rules_spec(request.rules.as_ref(), "rules")?;
+        let position = convert::position(request.position.as_ref(), rules, "position")?;
+        let mv = convert::mv(request.r#move.as_ref(), "move")?;
+        let (after, steps) = position.play(mv).map_err(GameError::from)?;
+        Ok(Response::new(pb::ApplyMoveResponse {
+            position: Some(convert::position_out(&after)),
+            steps: convert::steps_out(&steps),
+        }))
+    }
+}

@@ -1,0 +1,214 @@
+//! The one table from domain errors to gRPC status codes and error details.
+//!
+//! Details follow `errors.proto`: INVALID_ARGUMENT carries a `google.rpc.BadRequest` naming the
+//! field; FAILED_PRECONDITION, PERMISSION_DENIED, UNAUTHENTICATED, NOT_FOUND and
+//! RESOURCE_EXHAUSTED carry a `google.rpc.ErrorInfo` with domain `oanquan.v1` and the
+//! `ErrorReason` value name as reason.
+
+use std::collections::HashMap;
+
+use oanquan_proto::v1::ErrorReason;
+use tonic::{Code, Status};
+use tonic_types::{ErrorDetails, StatusExt as _};
+
+use crate::domain::GameError;
+
+/// `ErrorInfo.domain` of every error.
+pub const ERROR_DOMAIN: &str = "oanquan.v1";
+
+/// What goes into the status details.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Detail {
+    /// `google.rpc.ErrorInfo` with this reason.
+    Reason(ErrorReason),
+    /// `google.rpc.BadRequest` with one field violation.
+    Field {
+        /// Path of the offending field.
+        field: String,
+        /// What is wrong.
+        description: String,
+    },
+    /// No details.
+    None,
+}
+
+/// The table.
+#[must_use]
+pub fn classify(error: &GameError) -> (Code, Detail) {
+    use Detail::Reason;
+    use ErrorReason as R;
+    match error {
+        GameError::GameNotFound(_) => (Code::NotFound, Reason(R::GameNotFound)),
+        GameError::InvalidArgument { field, description } => (
+            Code::InvalidArgument,
+            Detail::Field {
+                field: field.clone(),
+                description: description.clone(),
+            },
+        ),
+        GameError::NotYourTurn { .. } => (Code::FailedPrecondition, Reason(R::NotYourTurn)),
+        GameError::IllegalMove(_) => (Code::FailedPrecondition, Reason(R::IllegalMove)),
+        GameError::GameOver => (Code::FailedPrecondition, Reason(R::GameOver)),
+        GameError::GameNotStarted => (Code::FailedPrecondition, Reason(R::GameNotStarted)),
+        GameError::SeatTaken(_) => (Code::FailedPrecondition, Reason(R::SeatTaken)),
+        GameError::StalePly { .. } => (Code::FailedPrecondition, Reason(R::StalePly)),
+        GameError::GameAlreadyStarted => (Code::FailedPrecondition, Reason(R::GameAlreadyStarted)),
+        GameError::MissingToken => (Code::Unauthenticated, Reason(R::MissingToken)),
+        GameError::WrongToken => (Code::PermissionDenied, Reason(R::WrongToken)),
+        GameError::LimitExceeded(_) => (Code::ResourceExhausted, Reason(R::LimitExceeded)),
+        GameError::SequenceAhead { .. } => (Code::OutOfRange, Detail::None),
+        GameError::Unavailable(_) => (Code::Unavailable, Detail::None),
+        GameError::Internal(_) => (Code::Internal, Detail::None),
+    }
+}
+
+/// The status a client receives for `error`. Internal errors are logged here and reach the
+/// client without their text, which may describe server internals.
+#[must_use]
+pub fn to_status(error: &GameError) -> Status {
+    let (code, detail) = classify(error);
+    let message = if code == Code::Internal {
+        tracing::error!(%error, "internal error");
+        "internal server error; it has been logged, retry later".to_owned()
+    } else {
+        error.to_string()
+    };
+    match detail {
+        Detail::Reason(reason) => Status::with_error_details(
+            code,
+            message,
+            ErrorDetails::with_error_info(reason.as_str_name(), ERROR_DOMAIN, HashMap::new()),
+        ),
+        Detail::Field { field, description } => Status::with_error_details(
+            code,
+            message,
+            ErrorDetails::with_bad_request_violation(field, description),
+        ),
+        Detail::None => Status::new(code, message),
+    }
+}
+
+impl From<GameError> for Status {
+    fn from(error: GameError) -> Status {
+        to_status(&error)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use oanquan_rules::{PlayError, Player};
+
+    use super::*;
+    use crate::domain::GameId;
+
+    fn reason(error: &GameError) -> Option<String> {
+        to_status(error).get_details_error_info().map(|i| i.reason)
+    }
+
+    #[test]
+    fn every_error_has_its_code_and_reason() {
+        let id = GameId::parse("abc").unwrap();
+        let table: Vec<(GameError, Code, Option<&str>)> = vec![
+            (
+                GameError::GameNotFound(id),
+                Code::NotFound,
+                Some("ERROR_REASON_GAME_NOT_FOUND"),
+            ),
+            (
+                GameError::NotYourTurn {
+                    to_move: Player::First,
+                },
+                Code::FailedPrecondition,
+                Some("ERROR_REASON_NOT_YOUR_TURN"),
+            ),
+            (
+                GameError::IllegalMove(PlayError::EmptySquare { square: 3 }),
+                Code::FailedPrecondition,
+                Some("ERROR_REASON_ILLEGAL_MOVE"),
+            ),
+            (
+                GameError::GameOver,
+                Code::FailedPrecondition,
+                Some("ERROR_REASON_GAME_OVER"),
+            ),
+            (
+                GameError::GameNotStarted,
+                Code::FailedPrecondition,
+                Some("ERROR_REASON_GAME_NOT_STARTED"),
+            ),
+            (
+                GameError::SeatTaken("full"),
+                Code::FailedPrecondition,
+                Some("ERROR_REASON_SEAT_TAKEN"),
+            ),
+            (
+                GameError::StalePly {
+                    expected: 1,
+                    current: 2,
+                },
+                Code::FailedPrecondition,
+                Some("ERROR_REASON_STALE_PLY"),
+            ),
+            (
+                GameError::GameAlreadyStarted,
+                Code::FailedPrecondition,
+                Some("ERROR_REASON_GAME_ALREADY_STARTED"),
+            ),
+            (
+                GameError::MissingToken,
+                Code::Unauthenticated,
+                Some("ERROR_REASON_MISSING_TOKEN"),
+            ),
+            (
+                GameError::WrongToken,
+                Code::PermissionDenied,
+                Some("ERROR_REASON_WRONG_TOKEN"),
+            ),
+            (
+                GameError::LimitExceeded("too many".into()),
+                Code::ResourceExhausted,
+                Some("ERROR_REASON_LIMIT_EXCEEDED"),
+            ),
+            (
+                GameError::SequenceAhead {
+                    requested: 9,
+                    last: 3,
+                },
+                Code::OutOfRange,
+                None,
+            ),
+            (
+                GameError::Unavailable("bye".into()),
+                Code::Unavailable,
+                None,
+            ),
+            (GameError::Internal("boom".into()), Code::Internal, None),
+        ];
+        for (error, code, expected_reason) in table {
+            let status = to_status(&error);
+            assert_eq!(status.code(), code, "{error:?}");
+            assert_eq!(reason(&error).as_deref(), expected_reason, "{error:?}");
+            if let Some(info) = status.get_details_error_info() {
+                assert_eq!(info.domain, ERROR_DOMAIN);
+            }
+            assert!(status.get_details_bad_request().is_none(), "{error:?}");
+        }
+    }
+
+    #[test]
+    fn invalid_argument_names_the_field() {
+        let status = to_status(&GameError::invalid("move.square", "must be 0 to 11"));
+        assert_eq!(status.code(), Code::InvalidArgument);
+        let bad = status.get_details_bad_request().expect("BadRequest");
+        assert_eq!(bad.field_violations.len(), 1);
+        assert_eq!(bad.field_violations[0].field, "move.square");
+        assert!(status.message().contains("must be 0 to 11"));
+        assert!(status.get_details_error_info().is_none());
+    }
+
+    #[test]
+    fn internal_errors_do_not_leak_their_text() {
+        let status = to_status(&GameError::Internal("secret path /var/db".into()));
+        assert!(!status.message().contains("/var/db"));
+    }
+}

@@ -1,0 +1,207 @@
+//! `oanquan-server`: the Ô Ăn Quan game server.
+//!
+//! Once the listener is bound it prints exactly one line to stdout,
+//! `oanquan-server listening on <ip:port>`, so scripts and tests can start it with
+//! `--listen 127.0.0.1:0` and read the port. Logs go to stderr (filter with `RUST_LOG`).
+
+use std::io::{IsTerminal as _, Write as _};
+use std::net::SocketAddr;
+use std::process::ExitCode;
+use std::time::Duration;
+
+use anyhow::Context as _;
+use clap::Parser;
+use oanquan_server::{Config, Storage};
+use tokio::net::TcpListener;
+
+/// Hosts Ô Ăn Quan games over gRPC: games, moves and resumable event streams, plus the
+/// stateless RulesService, grpc.health.v1 and server reflection (v1 and v1alpha).
+///
+/// Every option can also be set through the environment variable shown with it.
+/// Durations take a unit: 500ms, 15s, 2m (a bare number means seconds).
+#[derive(Debug, Parser)]
+#[command(name = "oanquan-server", version, about, long_about)]
+struct Args {
+    /// Address to listen on; port 0 picks a free port (printed on stdout).
+    #[arg(long, env = "OANQUAN_LISTEN", default_value = "127.0.0.1:50051")]
+    listen: SocketAddr,
+
+    /// Keep games in memory. This is the default and, for now, the only storage (a durable
+    /// `--database PATH` comes next).
+    #[arg(long, env = "OANQUAN_IN_MEMORY")]
+    in_memory: bool,
+
+    /// Concurrent calls (open watch streams included) per HTTP/2 connection.
+    #[arg(long, env = "OANQUAN_MAX_CONCURRENT_STREAMS", default_value_t = 128)]
+    max_concurrent_streams: u32,
+
+    /// Requests one connection may have in service at once; more wait their turn.
+    #[arg(
+        long,
+        env = "OANQUAN_CONCURRENCY_LIMIT_PER_CONNECTION",
+        default_value_t = 64
+    )]
+    concurrency_limit_per_connection: usize,
+
+    /// Largest message decoded or encoded, in bytes.
+    #[arg(long, env = "OANQUAN_MAX_MESSAGE_SIZE", default_value_t = 4 * 1024 * 1024)]
+    max_message_size: usize,
+
+    /// HTTP/2 keepalive PING interval.
+    #[arg(long, env = "OANQUAN_KEEPALIVE_INTERVAL", default_value = "30s", value_parser = parse_duration)]
+    keepalive_interval: Duration,
+
+    /// Close a connection whose keepalive PING is not answered within this time.
+    #[arg(long, env = "OANQUAN_KEEPALIVE_TIMEOUT", default_value = "10s", value_parser = parse_duration)]
+    keepalive_timeout: Duration,
+
+    /// Deadline of a unary call (a client's shorter grpc-timeout wins).
+    #[arg(long, env = "OANQUAN_REQUEST_TIMEOUT", default_value = "30s", value_parser = parse_duration)]
+    request_timeout: Duration,
+
+    /// Concurrent watchers (spectators and players) of one game.
+    #[arg(long, env = "OANQUAN_MAX_SPECTATORS_PER_GAME", default_value_t = 100)]
+    max_spectators_per_game: usize,
+
+    /// Games kept in memory at most.
+    #[arg(long, env = "OANQUAN_MAX_GAMES", default_value_t = 10_000)]
+    max_games: usize,
+
+    /// Idle time after which a stream sends a Heartbeat event.
+    #[arg(long, env = "OANQUAN_HEARTBEAT_INTERVAL", default_value = "15s", value_parser = parse_duration)]
+    heartbeat_interval: Duration,
+
+    /// On SIGINT/SIGTERM, how long to let calls finish before exiting anyway.
+    #[arg(long, env = "OANQUAN_SHUTDOWN_DRAIN_TIMEOUT", default_value = "10s", value_parser = parse_duration)]
+    shutdown_drain_timeout: Duration,
+}
+
+/// `500ms`, `15s`, `2m`, or a bare number of seconds.
+fn parse_duration(text: &str) -> Result<Duration, String> {
+    let text = text.trim();
+    let split = text
+        .find(|c: char| !c.is_ascii_digit() && c != '.')
+        .unwrap_or(text.len());
+    let (number, unit) = text.split_at(split);
+    let value: f64 = number
+        .parse()
+        .map_err(|_| format!("{text:?} is not a duration like 500ms, 15s or 2m"))?;
+    let seconds = match unit {
+        "ms" => value / 1000.0,
+        "" | "s" => value,
+        "m" => value * 60.0,
+        _ => return Err(format!("unknown unit {unit:?}; use ms, s or m")),
+    };
+    Duration::try_from_secs_f64(seconds).map_err(|e| e.to_string())
+}
+
+impl Args {
+    fn config(&self) -> Config {
+        // The only backend so far; `--database PATH` will select SQLite here.
+        let storage = if self.in_memory {
+            Storage::InMemory
+        } else {
+            Storage::default()
+        };
+        Config {
+            storage,
+            max_concurrent_streams: self.max_concurrent_streams,
+            concurrency_limit_per_connection: self.concurrency_limit_per_connection,
+            max_message_size: self.max_message_size,
+            keepalive_interval: self.keepalive_interval,
+            keepalive_timeout: self.keepalive_timeout,
+            request_timeout: self.request_timeout,
+            max_watchers_per_game: self.max_spectators_per_game,
+            max_games: self.max_games,
+            heartbeat_interval: self.heartbeat_interval,
+            drain_timeout: self.shutdown_drain_timeout,
+            ..Config::default()
+        }
+    }
+}
+
+/// Resolves on SIGINT or SIGTERM.
+async fn shutdown_signal() {
+    #[cfg(unix)]
+    {
+        use tokio::signal::unix::{SignalKind, signal};
+        match signal(SignalKind::terminate()) {
+            Ok(mut term) => {
+                tokio::select! {
+                    _ = tokio::signal::ctrl_c() => {}
+                    _ = term.recv() => {}
+                }
+            }
+            Err(error) => {
+                tracing::warn!(%error, "cannot watch SIGTERM; only SIGINT stops the server");
+                let _ = tokio::signal::ctrl_c().await;
+            }
+        }
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = tokio::signal::ctrl_c().await;
+    }
+    tracing::info!("shutdown signal received");
+}
+
+async fn serve(args: Args) -> anyhow::Result<()> {
+    let listener = TcpListener::bind(args.listen)
+        .await
+        .with_context(|| format!("cannot listen on {}", args.listen))?;
+    let local = listener.local_addr()?;
+    // The one line on stdout, flushed at once: the end-to-end tests' contract.
+    let mut stdout = std::io::stdout().lock();
+    writeln!(stdout, "oanquan-server listening on {local}")?;
+    stdout.flush()?;
+    drop(stdout);
+    oanquan_server::run(listener, args.config(), shutdown_signal()).await?;
+    Ok(())
+}
+
+fn main() -> ExitCode {
+    let args = Args::parse();
+    tracing_subscriber::fmt()
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_default_env()
+                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info")),
+        )
+        .with_writer(std::io::stderr)
+        .with_ansi(std::io::stderr().is_terminal())
+        .init();
+    let runtime = match tokio::runtime::Runtime::new() {
+        Ok(runtime) => runtime,
+        Err(error) => {
+            eprintln!("oanquan-server: cannot start the async runtime: {error}");
+            return ExitCode::FAILURE;
+        }
+    };
+    match runtime.block_on(serve(args)) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(error) => {
+            eprintln!("oanquan-server: {error:#}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn durations_parse_with_units() {
+        assert_eq!(parse_duration("500ms"), Ok(Duration::from_millis(500)));
+        assert_eq!(parse_duration("15s"), Ok(Duration::from_secs(15)));
+        assert_eq!(parse_duration("2m"), Ok(Duration::from_secs(120)));
+        assert_eq!(parse_duration("3"), Ok(Duration::from_secs(3)));
+        assert!(parse_duration("fast").is_err());
+        assert!(parse_duration("5h").is_err());
+    }
+
+    #[test]
+    fn cli_is_well_formed() {
+        use clap::CommandFactory as _;
+        Args::command().debug_assert();
+    }
+}

@@ -1,0 +1,222 @@
+//! Wiring: services, limits, health, reflection and graceful shutdown.
+
+use std::future::Future;
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
+
+use oanquan_proto::v1::game_service_server::GameServiceServer;
+use oanquan_proto::v1::rules_service_server::RulesServiceServer;
+use tokio::net::TcpListener;
+use tokio::sync::watch;
+use tonic::transport::Server;
+use tonic::transport::server::TcpIncoming;
+use tonic_health::ServingStatus;
+use tracing::{info, warn};
+
+use crate::domain::{GameManager, GameStore, Hub, ManagerLimits, MemoryLimits, MemoryStore};
+use crate::grpc::{GameApi, RulesApi, StreamSettings};
+
+/// Descriptor set of `google/rpc/error_details.proto`, for reflection (see `build.rs`).
+const GOOGLE_RPC_DESCRIPTOR_SET: &[u8] =
+    include_bytes!(concat!(env!("OUT_DIR"), "/google_rpc_descriptor.bin"));
+
+/// Health-checked service names besides `""` (the whole server).
+pub const HEALTH_SERVICES: [&str; 2] = ["oanquan.v1.GameService", "oanquan.v1.RulesService"];
+
+/// Where games are stored.
+#[derive(Debug, Clone, Default)]
+pub enum Storage {
+    /// In process memory; everything is lost on restart.
+    #[default]
+    InMemory,
+}
+
+/// Server configuration. Every limit is deliberate: tonic's defaults leave streams per
+/// connection unlimited and requests without a deadline.
+#[derive(Debug, Clone)]
+pub struct Config {
+    /// Where games live.
+    pub storage: Storage,
+    /// HTTP/2 `SETTINGS_MAX_CONCURRENT_STREAMS`: calls in flight on one connection, open watch
+    /// streams included. Bounds what one client can hold open.
+    pub max_concurrent_streams: u32,
+    /// Requests one connection may have in service at once (tower concurrency limit); further
+    /// requests wait. Protects the server from a single busy client.
+    pub concurrency_limit_per_connection: usize,
+    /// Largest protobuf message decoded or encoded, in bytes. Our messages are small (a full
+    /// 300-move history is well under 1 MiB); a bound stops memory blow-ups from hostile input.
+    pub max_message_size: usize,
+    /// HTTP/2 PING interval: finds dead peers (and keeps NATs open) on idle connections.
+    pub keepalive_interval: Duration,
+    /// How long a PING may go unanswered before the connection is closed.
+    pub keepalive_timeout: Duration,
+    /// Deadline for a unary call (and for a stream to start); a client's shorter
+    /// `grpc-timeout` wins.
+    pub request_timeout: Duration,
+    /// Watchers of one game (players included).
+    pub max_watchers_per_game: usize,
+    /// Games the in-memory store holds.
+    pub max_games: usize,
+    /// Idle time before a stream sends a Heartbeat.
+    pub heartbeat_interval: Duration,
+    /// On shutdown, how long to wait for in-flight calls before exiting anyway.
+    pub drain_timeout: Duration,
+    /// Events buffered per watcher in the hub before it lags (and catches up from the log).
+    pub broadcast_capacity: usize,
+    /// Events the in-memory store keeps per game (older ones force a snapshot on resume).
+    pub game_event_retention: usize,
+    /// Lobby events the in-memory store keeps.
+    pub lobby_event_retention: usize,
+}
+
+impl Default for Config {
+    fn default() -> Self {
+        let memory = MemoryLimits::default();
+        Config {
+            storage: Storage::InMemory,
+            max_concurrent_streams: 128,
+            concurrency_limit_per_connection: 64,
+            max_message_size: 4 * 1024 * 1024,
+            keepalive_interval: Duration::from_secs(30),
+            keepalive_timeout: Duration::from_secs(10),
+            request_timeout: Duration::from_secs(30),
+            max_watchers_per_game: 100,
+            max_games: memory.max_games,
+            heartbeat_interval: Duration::from_secs(15),
+            drain_timeout: Duration::from_secs(10),
+            broadcast_capacity: 256,
+            game_event_retention: memory.game_event_retention,
+            lobby_event_retention: memory.lobby_event_retention,
+        }
+    }
+}
+
+/// Why the server stopped with an error.
+#[derive(Debug, thiserror::Error)]
+pub enum ServeError {
+    /// Reflection could not load a descriptor set (a build problem).
+    #[error("building the reflection service: {0}")]
+    Reflection(#[from] tonic_reflection::server::Error),
+    /// The transport failed.
+    #[error("serving gRPC: {0}")]
+    Transport(#[from] tonic::transport::Error),
+    /// The listener has no local address.
+    #[error("listener address: {0}")]
+    Io(#[from] std::io::Error),
+}
+
+fn store_for(config: &Config) -> Arc<dyn GameStore> {
+    match config.storage {
+        Storage::InMemory => Arc::new(MemoryStore::new(MemoryLimits {
+            max_games: config.max_games,
+            game_event_retention: config.game_event_retention.max(1),
+            lobby_event_retention: config.lobby_event_retention.max(1),
+        })),
+    }
+}
+
+/// Serves the API on `listener` until `shutdown` resolves, then drains: health turns
+/// NOT_SERVING, every open stream ends with UNAVAILABLE (telling the client the sequence to
+/// resume from), and calls still running after `config.drain_timeout` are abandoned.
+///
+/// # Errors
+///
+/// [`ServeError`] if the transport fails.
+pub async fn run(
+    listener: TcpListener,
+    config: Config,
+    shutdown: impl Future<Output = ()>,
+) -> Result<(), ServeError> {
+    let local: SocketAddr = listener.local_addr()?;
+    let (stop_tx, stop_rx) = watch::channel(false);
+
+    let hub = Hub::new(config.broadcast_capacity);
+    let manager = Arc::new(GameManager::new(
+        store_for(&config),
+        hub,
+        ManagerLimits {
+            max_watchers_per_game: config.max_watchers_per_game,
+            ..ManagerLimits::default()
+        },
+    ));
+    let streams = StreamSettings {
+        heartbeat: config.heartbeat_interval,
+        shutdown: stop_rx.clone(),
+    };
+
+    let (health, health_service) = tonic_health::server::health_reporter();
+    for name in HEALTH_SERVICES {
+        health
+            .set_service_status(name, ServingStatus::Serving)
+            .await;
+    }
+
+    let reflection = || {
+        tonic_reflection::server::Builder::configure()
+            .register_encoded_file_descriptor_set(oanquan_proto::FILE_DESCRIPTOR_SET)
+            .register_encoded_file_descriptor_set(tonic_health::pb::FILE_DESCRIPTOR_SET)
+            .register_encoded_file_descriptor_set(GOOGLE_RPC_DESCRIPTOR_SET)
+    };
+    let reflection_v1 = reflection().build_v1()?;
+    let reflection_v1alpha = reflection().build_v1alpha()?;
+
+    let max = config.max_message_size;
+    let game_service = GameServiceServer::new(GameApi::new(manager, streams))
+        .max_decoding_message_size(max)
+        .max_encoding_message_size(max);
+    let rules_service = RulesServiceServer::new(RulesApi)
+        .max_decoding_message_size(max)
+        .max_encoding_message_size(max);
+
+    // `TcpIncoming` rather than `TcpListenerStream`: tonic ignores its own `tcp_nodelay` for
+    // custom incoming streams, and small request/response messages must not wait for Nagle.
+    let incoming = TcpIncoming::from(listener)
+        .with_nodelay(Some(true))
+        .with_keepalive(Some(config.keepalive_interval));
+
+    let mut stop_serving = stop_rx.clone();
+    let serve = Server::builder()
+        .max_concurrent_streams(config.max_concurrent_streams)
+        .concurrency_limit_per_connection(config.concurrency_limit_per_connection)
+        .http2_keepalive_interval(Some(config.keepalive_interval))
+        .http2_keepalive_timeout(Some(config.keepalive_timeout))
+        .timeout(config.request_timeout)
+        .trace_fn(|request| {
+            tracing::info_span!(
+                "rpc",
+                method = %request.uri().path(),
+                game_id = tracing::field::Empty,
+            )
+        })
+        .add_service(health_service)
+        .add_service(reflection_v1)
+        .add_service(reflection_v1alpha)
+        .add_service(game_service)
+        .add_service(rules_service)
+        .serve_with_incoming_shutdown(incoming, async move {
+            let _ = stop_serving.wait_for(|stopping| *stopping).await;
+        });
+    tokio::pin!(serve);
+
+    info!(%local, "serving");
+    tokio::select! {
+        result = &mut serve => return result.map_err(ServeError::from),
+        () = shutdown => {}
+    }
+
+    info!(drain_timeout = ?config.drain_timeout, "shutting down");
+    for name in std::iter::once("").chain(HEALTH_SERVICES) {
+        health
+            .set_service_status(name, ServingStatus::NotServing)
+            .await;
+    }
+    // Ends every open stream with UNAVAILABLE and tells tonic to stop accepting and drain.
+    let _ = stop_tx.send(true);
+    match tokio::time::timeout(config.drain_timeout, serve).await {
+        Ok(result) => result?,
+        Err(_) => warn!("drain timeout reached; abandoning the remaining calls"),
+    }
+    info!("stopped");
+    Ok(())
+}

@@ -1,0 +1,200 @@
+//! An in-process server on 127.0.0.1:0 and helpers shared by the integration tests.
+#![allow(dead_code)]
+
+use std::net::SocketAddr;
+use std::time::Duration;
+
+use oanquan_proto::v1 as pb;
+use oanquan_proto::v1::game_service_client::GameServiceClient;
+use oanquan_proto::v1::rules_service_client::RulesServiceClient;
+use oanquan_server::{Config, ServeError};
+use tokio::net::TcpListener;
+use tokio::sync::oneshot;
+use tokio::task::JoinHandle;
+use tonic::transport::Channel;
+use tonic::{Code, Request, Status};
+use tonic_types::StatusExt as _;
+
+pub type Games = GameServiceClient<Channel>;
+
+/// A running server; dropped = aborted.
+pub struct TestServer {
+    pub addr: SocketAddr,
+    stop: Option<oneshot::Sender<()>>,
+    handle: Option<JoinHandle<Result<(), ServeError>>>,
+}
+
+/// A config for tests: short heartbeats and drain.
+pub fn config() -> Config {
+    Config {
+        heartbeat_interval: Duration::from_millis(200),
+        drain_timeout: Duration::from_secs(2),
+        ..Config::default()
+    }
+}
+
+pub async fn start(config: Config) -> TestServer {
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let (stop, stopped) = oneshot::channel::<()>();
+    let handle = tokio::spawn(oanquan_server::run(listener, config, async {
+        let _ = stopped.await;
+    }));
+    TestServer {
+        addr,
+        stop: Some(stop),
+        handle: Some(handle),
+    }
+}
+
+impl TestServer {
+    pub async fn channel(&self) -> Channel {
+        Channel::from_shared(format!("http://{}", self.addr))
+            .unwrap()
+            .connect()
+            .await
+            .unwrap()
+    }
+
+    pub async fn games(&self) -> Games {
+        GameServiceClient::new(self.channel().await)
+    }
+
+    pub async fn rules(&self) -> RulesServiceClient<Channel> {
+        RulesServiceClient::new(self.channel().await)
+    }
+
+    /// Triggers shutdown without waiting.
+    pub fn trigger_shutdown(&mut self) {
+        if let Some(stop) = self.stop.take() {
+            let _ = stop.send(());
+        }
+    }
+
+    /// Shuts down and waits for `run` to return.
+    pub async fn stop(mut self) -> Result<(), ServeError> {
+        self.trigger_shutdown();
+        self.handle.take().unwrap().await.unwrap()
+    }
+}
+
+impl Drop for TestServer {
+    fn drop(&mut self) {
+        if let Some(handle) = &self.handle {
+            handle.abort();
+        }
+    }
+}
+
+pub fn authed<T>(message: T, token: &str) -> Request<T> {
+    let mut request = Request::new(message);
+    request
+        .metadata_mut()
+        .insert("authorization", format!("Bearer {token}").parse().unwrap());
+    request
+}
+
+pub fn preset(name: &str) -> Option<pb::RulesSpec> {
+    Some(pb::RulesSpec {
+        kind: Some(pb::rules_spec::Kind::Preset(name.to_owned())),
+    })
+}
+
+/// Creates a game as PLAYER_FIRST: (game, token).
+pub async fn create(client: &mut Games, preset_name: &str) -> (pb::Game, String) {
+    let response = client
+        .create_game(pb::CreateGameRequest {
+            rules: preset(preset_name),
+            start_position: None,
+            seat: pb::Player::First.into(),
+            display_name: "Lan".into(),
+        })
+        .await
+        .unwrap()
+        .into_inner();
+    (response.game.unwrap(), response.player_token)
+}
+
+/// A started game: (id, first player's token, second player's token).
+pub async fn started(client: &mut Games, preset_name: &str) -> (String, String, String) {
+    let (game, first) = create(client, preset_name).await;
+    let joined = client
+        .join_game(pb::JoinGameRequest {
+            game_id: game.id.clone(),
+            display_name: "Minh".into(),
+        })
+        .await
+        .unwrap()
+        .into_inner();
+    assert_eq!(joined.seat, i32::from(pb::Player::Second));
+    (game.id, first, joined.player_token)
+}
+
+pub fn mv(square: u32, direction: pb::Direction) -> Option<pb::Move> {
+    Some(pb::Move {
+        square,
+        direction: direction.into(),
+    })
+}
+
+pub async fn play(
+    client: &mut Games,
+    id: &str,
+    token: &str,
+    square: u32,
+    direction: pb::Direction,
+    expected_ply: Option<u32>,
+) -> Result<pb::PlayMoveResponse, Status> {
+    client
+        .play_move(authed(
+            pb::PlayMoveRequest {
+                game_id: id.to_owned(),
+                r#move: mv(square, direction),
+                expected_ply,
+            },
+            token,
+        ))
+        .await
+        .map(tonic::Response::into_inner)
+}
+
+/// Asserts a status code and ErrorInfo reason (domain oanquan.v1).
+pub fn assert_reason(status: &Status, code: Code, reason: &str) {
+    assert_eq!(status.code(), code, "{status:?}");
+    let info = status
+        .get_details_error_info()
+        .unwrap_or_else(|| panic!("no ErrorInfo in {status:?}"));
+    assert_eq!(info.reason, reason, "{status:?}");
+    assert_eq!(info.domain, "oanquan.v1");
+}
+
+/// Asserts INVALID_ARGUMENT with a BadRequest violation on `field`.
+pub fn assert_field(status: &Status, field: &str) {
+    assert_eq!(status.code(), Code::InvalidArgument, "{status:?}");
+    let bad = status
+        .get_details_bad_request()
+        .unwrap_or_else(|| panic!("no BadRequest in {status:?}"));
+    assert!(
+        bad.field_violations.iter().any(|v| v.field == field),
+        "expected a violation on {field}: {status:?}"
+    );
+}
+
+/// The next stream message within 5 s.
+pub async fn next<T>(stream: &mut tonic::Streaming<T>) -> Result<Option<T>, Status> {
+    tokio::time::timeout(Duration::from_secs(5), stream.message())
+        .await
+        .expect("stream stalled")
+}
+
+/// The next game event that is not a heartbeat.
+pub async fn next_game_event(
+    stream: &mut tonic::Streaming<pb::WatchGameResponse>,
+) -> Option<pb::GameEvent> {
+    loop {
+        let event = next(stream).await.unwrap()?.event.unwrap();
+        if !matches!(event.kind, Some(pb::game_event::Kind::Heartbeat(_))) {
+            return Some(event);
+        }
+    }
+}

@@ -1,0 +1,185 @@
+//! Whole games through the API, for every preset, watched by a spectator.
+
+mod common;
+
+use common::*;
+use oanquan_proto::v1 as pb;
+use oanquan_rules::{Direction, Game, Move, Preset};
+use oanquan_server::grpc::convert;
+use pb::game_event::Kind;
+use rand::seq::IndexedRandom as _;
+
+async fn play_to_the_end(preset: Preset) {
+    let server = start(config()).await;
+    let mut client = server.games().await;
+    let (id, first, second) = started(&mut client, preset.name()).await;
+    let rules = preset.rules();
+
+    // A spectator from the start: snapshot, then every event.
+    let mut watch = client
+        .watch_game(pb::WatchGameRequest {
+            game_id: id.clone(),
+            after_sequence: None,
+        })
+        .await
+        .unwrap()
+        .into_inner();
+    let snapshot = next_game_event(&mut watch).await.unwrap();
+    assert!(
+        matches!(snapshot.kind, Some(Kind::Snapshot(_))),
+        "{snapshot:?}"
+    );
+
+    let mut rng = rand::rng();
+    let mut game = client
+        .get_game(pb::GetGameRequest {
+            game_id: id.clone(),
+        })
+        .await
+        .unwrap()
+        .into_inner()
+        .game
+        .unwrap();
+    let mut played: Vec<Move> = Vec::new();
+    while game.status == i32::from(pb::GameStatus::Active) {
+        let position = convert::position(game.position.as_ref(), rules, "position").unwrap();
+        let mv = *position.legal_moves().choose(&mut rng).unwrap();
+        let token = if position.to_move() == oanquan_rules::Player::First {
+            &first
+        } else {
+            &second
+        };
+        let direction = match mv.direction {
+            Direction::Right => pb::Direction::Right,
+            Direction::Left => pb::Direction::Left,
+        };
+        let response = play(
+            &mut client,
+            &id,
+            token,
+            u32::from(mv.square),
+            direction,
+            Some(position.ply()),
+        )
+        .await
+        .unwrap();
+        played.push(mv);
+        game = response.game.unwrap();
+        assert_eq!(game.move_count as usize, played.len());
+    }
+    assert_eq!(game.status, i32::from(pb::GameStatus::Finished), "{preset}");
+    let result = game.result.unwrap();
+    assert_ne!(result.end_reason, i32::from(pb::EndReason::Unspecified));
+
+    // The server's history replays to the same final position.
+    let moves = client
+        .list_moves(pb::ListMovesRequest {
+            game_id: id.clone(),
+        })
+        .await
+        .unwrap()
+        .into_inner();
+    assert_eq!(moves.moves.len(), played.len());
+    let replayed = Game::replay(oanquan_rules::Position::new(rules).unwrap(), &played).unwrap();
+    let final_position = convert::position(game.position.as_ref(), rules, "position").unwrap();
+    assert_eq!(*replayed.position(), final_position, "{preset}");
+    for (i, record) in moves.moves.iter().enumerate() {
+        assert_eq!(record.number as usize, i + 1);
+        assert!(!record.steps.is_empty());
+    }
+
+    // The spectator saw every move, in order, then GameOver, then the stream closed OK.
+    let mut sequence = snapshot.sequence;
+    let mut moves_seen = 0;
+    let mut pending_refill = None;
+    loop {
+        let Some(event) = next_game_event(&mut watch).await else {
+            break;
+        };
+        assert_eq!(event.sequence, sequence + 1, "no gaps, no duplicates");
+        sequence = event.sequence;
+        match event.kind.unwrap() {
+            Kind::MovePlayed(m) => {
+                moves_seen += 1;
+                let record = m.record.unwrap();
+                assert_eq!(record.number, moves_seen);
+                pending_refill = record.steps.iter().find_map(|step| match &step.kind {
+                    Some(pb::step::Kind::Refill(refill)) => Some(*refill),
+                    _ => None,
+                });
+            }
+            Kind::GameOver(over) => {
+                assert_eq!(over.result.unwrap(), result);
+                assert!(
+                    next(&mut watch).await.unwrap().is_none(),
+                    "stream ends after GameOver"
+                );
+                break;
+            }
+            // The refill at the end of a move's trace is repeated in the next TurnStarted.
+            Kind::TurnStarted(turn) => assert_eq!(turn.refill, pending_refill.take()),
+            other => panic!("unexpected {other:?}"),
+        }
+    }
+    assert_eq!(moves_seen as usize, played.len());
+    server.stop().await.unwrap();
+}
+
+#[tokio::test]
+async fn standard_games_play_to_the_end() {
+    play_to_the_end(Preset::Standard).await;
+}
+
+#[tokio::test]
+async fn traditional_games_play_to_the_end() {
+    play_to_the_end(Preset::Traditional).await;
+}
+
+#[tokio::test]
+async fn mancala_world_games_play_to_the_end() {
+    play_to_the_end(Preset::MancalaWorld).await;
+}
+
+#[tokio::test]
+async fn list_games_pages_and_filters() {
+    let server = start(config()).await;
+    let mut client = server.games().await;
+    let mut ids = Vec::new();
+    for _ in 0..5 {
+        ids.push(create(&mut client, "standard").await.0.id);
+    }
+    let (active, _, _) = started(&mut client, "traditional").await;
+
+    let mut seen = Vec::new();
+    let mut page_token = String::new();
+    loop {
+        let page = client
+            .list_games(pb::ListGamesRequest {
+                filter: pb::GameFilter::Open.into(),
+                page_size: 2,
+                page_token: page_token.clone(),
+            })
+            .await
+            .unwrap()
+            .into_inner();
+        assert!(page.games.len() <= 2);
+        seen.extend(page.games.into_iter().map(|g| g.id));
+        if page.next_page_token.is_empty() {
+            break;
+        }
+        page_token = page.next_page_token;
+    }
+    ids.reverse();
+    assert_eq!(seen, ids, "open games, newest first, each once");
+
+    let active_list = client
+        .list_games(pb::ListGamesRequest {
+            filter: pb::GameFilter::Active.into(),
+            ..Default::default()
+        })
+        .await
+        .unwrap()
+        .into_inner();
+    assert_eq!(active_list.games.len(), 1);
+    assert_eq!(active_list.games[0].id, active);
+}

@@ -1,0 +1,231 @@
+//! Health, reflection, graceful shutdown, and the binary's stdout contract.
+
+mod common;
+
+use std::io::{BufRead as _, BufReader};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use common::*;
+use oanquan_proto::v1 as pb;
+use tokio_stream::StreamExt as _;
+use tonic_health::pb::HealthCheckRequest;
+use tonic_health::pb::health_check_response::ServingStatus;
+use tonic_health::pb::health_client::HealthClient;
+use tonic_reflection::pb::{v1, v1alpha};
+
+#[tokio::test]
+async fn health_reports_serving() {
+    let server = start(config()).await;
+    let mut health = HealthClient::new(server.channel().await);
+    for service in ["", "oanquan.v1.GameService", "oanquan.v1.RulesService"] {
+        let response = health
+            .check(HealthCheckRequest {
+                service: service.into(),
+            })
+            .await
+            .unwrap()
+            .into_inner();
+        assert_eq!(response.status(), ServingStatus::Serving, "{service:?}");
+    }
+    server.stop().await.unwrap();
+}
+
+#[tokio::test]
+async fn reflection_v1_lists_services_and_error_details() {
+    use v1::server_reflection_client::ServerReflectionClient;
+    use v1::server_reflection_request::MessageRequest;
+    use v1::server_reflection_response::MessageResponse;
+
+    let server = start(config()).await;
+    let mut client = ServerReflectionClient::new(server.channel().await);
+    let ask = |request| v1::ServerReflectionRequest {
+        host: String::new(),
+        message_request: Some(request),
+    };
+    let requests = vec![
+        ask(MessageRequest::ListServices(String::new())),
+        ask(MessageRequest::FileContainingSymbol(
+            "google.rpc.BadRequest".into(),
+        )),
+        ask(MessageRequest::FileContainingSymbol(
+            "oanquan.v1.ErrorReason".into(),
+        )),
+    ];
+    let mut responses = client
+        .server_reflection_info(tokio_stream::iter(requests))
+        .await
+        .unwrap()
+        .into_inner();
+    let Some(MessageResponse::ListServicesResponse(list)) =
+        responses.next().await.unwrap().unwrap().message_response
+    else {
+        panic!("expected a service list")
+    };
+    let names: Vec<_> = list.service.into_iter().map(|s| s.name).collect();
+    for expected in [
+        "oanquan.v1.GameService",
+        "oanquan.v1.RulesService",
+        "grpc.health.v1.Health",
+        "grpc.reflection.v1.ServerReflection",
+    ] {
+        assert!(
+            names.iter().any(|n| n == expected),
+            "{expected} in {names:?}"
+        );
+    }
+    for _ in 0..2 {
+        let response = responses.next().await.unwrap().unwrap().message_response;
+        assert!(
+            matches!(&response, Some(MessageResponse::FileDescriptorResponse(f)) if !f.file_descriptor_proto.is_empty()),
+            "{response:?}"
+        );
+    }
+    server.stop().await.unwrap();
+}
+
+#[tokio::test]
+async fn reflection_v1alpha_answers() {
+    use v1alpha::server_reflection_client::ServerReflectionClient;
+    use v1alpha::server_reflection_request::MessageRequest;
+    use v1alpha::server_reflection_response::MessageResponse;
+
+    let server = start(config()).await;
+    let mut client = ServerReflectionClient::new(server.channel().await);
+    let request = v1alpha::ServerReflectionRequest {
+        host: String::new(),
+        message_request: Some(MessageRequest::ListServices(String::new())),
+    };
+    let mut responses = client
+        .server_reflection_info(tokio_stream::iter(vec![request]))
+        .await
+        .unwrap()
+        .into_inner();
+    let Some(MessageResponse::ListServicesResponse(list)) =
+        responses.next().await.unwrap().unwrap().message_response
+    else {
+        panic!("expected a service list")
+    };
+    assert!(
+        list.service
+            .iter()
+            .any(|s| s.name == "oanquan.v1.GameService")
+    );
+    server.stop().await.unwrap();
+}
+
+#[tokio::test]
+async fn shutdown_ends_streams_with_unavailable_within_the_drain_limit() {
+    let mut server = start(config()).await;
+    let mut client = server.games().await;
+    let (game, _) = create(&mut client, "standard").await;
+    let mut game_watch = client
+        .watch_game(pb::WatchGameRequest {
+            game_id: game.id.clone(),
+            after_sequence: None,
+        })
+        .await
+        .unwrap()
+        .into_inner();
+    let snapshot = next_game_event(&mut game_watch).await.unwrap();
+    let mut lobby = client
+        .watch_lobby(pb::WatchLobbyRequest::default())
+        .await
+        .unwrap()
+        .into_inner();
+    next(&mut lobby).await.unwrap().unwrap();
+
+    let mut health = HealthClient::new(server.channel().await)
+        .watch(HealthCheckRequest::default())
+        .await
+        .unwrap()
+        .into_inner();
+    let serving = next(&mut health).await.unwrap().unwrap();
+    assert_eq!(serving.status(), ServingStatus::Serving);
+
+    let started = Instant::now();
+    server.trigger_shutdown();
+    let not_serving = next(&mut health).await.unwrap().unwrap();
+    assert_eq!(not_serving.status(), ServingStatus::NotServing);
+    // Health watches never end by themselves; a client that heard NOT_SERVING goes away.
+    drop(health);
+    let status = loop {
+        match next(&mut game_watch).await {
+            Ok(Some(_)) => {}
+            Ok(None) => panic!("stream ended OK instead of UNAVAILABLE"),
+            Err(status) => break status,
+        }
+    };
+    assert_eq!(status.code(), tonic::Code::Unavailable, "{status:?}");
+    assert!(
+        status
+            .message()
+            .contains(&format!("after_sequence={}", snapshot.sequence)),
+        "{status:?}"
+    );
+    let lobby_status = loop {
+        match next(&mut lobby).await {
+            Ok(Some(_)) => {}
+            Ok(None) => panic!("lobby stream ended OK"),
+            Err(status) => break status,
+        }
+    };
+    assert_eq!(lobby_status.code(), tonic::Code::Unavailable);
+    server.stop().await.unwrap();
+    assert!(started.elapsed() < Duration::from_secs(2) + Duration::from_millis(500));
+}
+
+#[test]
+fn binary_prints_its_address_and_exits_cleanly_on_sigterm() {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_oanquan-server"))
+        .args(["--listen", "127.0.0.1:0", "--shutdown-drain-timeout", "2s"])
+        .env("RUST_LOG", "warn")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut line = String::new();
+    BufReader::new(child.stdout.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    let addr = line
+        .trim()
+        .strip_prefix("oanquan-server listening on ")
+        .unwrap_or_else(|| panic!("unexpected first line {line:?}"));
+    let addr: std::net::SocketAddr = addr.parse().unwrap();
+    assert_ne!(addr.port(), 0);
+
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    runtime.block_on(async {
+        let channel = tonic::transport::Channel::from_shared(format!("http://{addr}"))
+            .unwrap()
+            .connect()
+            .await
+            .unwrap();
+        let mut health = HealthClient::new(channel);
+        let status = health
+            .check(HealthCheckRequest::default())
+            .await
+            .unwrap()
+            .into_inner();
+        assert_eq!(status.status(), ServingStatus::Serving);
+    });
+
+    let killed = Command::new("kill")
+        .args(["-TERM", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(killed.success());
+    let deadline = Instant::now() + Duration::from_secs(5);
+    loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            assert!(status.success(), "{status:?}");
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "server did not exit after SIGTERM"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
