@@ -12,7 +12,6 @@ use sha2::{Digest as _, Sha256};
 use subtle::ConstantTimeEq as _;
 
 const TOKEN_BYTES: usize = 24;
-const GAME_ID_BYTES: usize = 12;
 
 /// A secret player token, as handed to the player once. `Debug` does not print it, so it cannot
 /// leak into logs by accident.
@@ -83,11 +82,17 @@ impl fmt::Debug for TokenHash {
     }
 }
 
-/// A new random game id: 96 bits, 16 base64url characters. Unguessable ids are not a security
-/// boundary (games are public), they just keep ids from leaking how many games exist.
+/// A new random game id: 16 characters of Crockford's base32 in lower case (80 bits).
+/// Unguessable ids are not a security boundary (games are public), they just keep ids from
+/// leaking how many games exist. Not base64url: an id starting with `-` reads as a flag on
+/// every command line, and people type these ids.
 #[must_use]
 pub(crate) fn random_game_id() -> String {
-    random_base64url::<GAME_ID_BYTES>()
+    const ALPHABET: &[u8; 32] = b"0123456789abcdefghjkmnpqrstvwxyz";
+    let mut rng = rand::rng();
+    (0..16)
+        .map(|_| char::from(ALPHABET[rng.random_range(0..32)]))
+        .collect()
 }
 
 fn random_base64url<const N: usize>() -> String {
@@ -157,6 +162,14 @@ mod tests {
         assert_eq!(base64url(b"foo"), "Zm9v");
         assert_eq!(base64url(b"foob"), "Zm9vYg");
         assert_eq!(base64url(&[0xfb, 0xff]), "-_8");
-        assert_eq!(random_game_id().len(), 16);
+    }
+
+    #[test]
+    fn game_ids_are_safe_on_a_command_line() {
+        for _ in 0..1000 {
+            let id = random_game_id();
+            assert_eq!(id.len(), 16);
+            assert!(id.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit()), "{id}");
+        }
     }
 }

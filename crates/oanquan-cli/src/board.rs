@@ -1,0 +1,616 @@
+//! Drawing the board the way a player sees it, and replaying a move's trace for animation.
+//!
+//! The viewer's seat is at the bottom. For the first player (and spectators) that is the drawing
+//! of RULES.md; for the second player it is rotated 180°: their squares 7..11 run left to right
+//! along the bottom, mandarin square 6 is on their left and 0 on their right.
+//!
+//! Every line the renderer returns starts with two spaces. Scripts reading `play`/`watch`
+//! output can skip such lines: they are for eyes only.
+
+use oanquan_proto::v1::{Position, Step, step};
+
+use crate::moves::Side;
+
+/// How to draw: box-drawing characters and ANSI colours, or plain ASCII.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Style {
+    pub unicode: bool,
+    pub color: bool,
+}
+
+impl Style {
+    pub const PLAIN: Style = Style {
+        unicode: false,
+        color: false,
+    };
+    pub const FANCY: Style = Style {
+        unicode: true,
+        color: true,
+    };
+}
+
+/// The board contents the renderer needs, decoupled from the proto so that a trace can be
+/// replayed onto it frame by frame.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BoardState {
+    pub squares: [u32; 12],
+    pub pieces: [u32; 12],
+    /// Scores, first player then second.
+    pub scores: [i64; 2],
+}
+
+impl BoardState {
+    /// Copies a position. A malformed position (wrong number of squares) is padded or cut rather
+    /// than rejected: drawing something is better than aborting a game over a display detail.
+    pub fn from_position(position: &Position) -> Self {
+        let mut squares = [0; 12];
+        let mut pieces = [0; 12];
+        for (dst, src) in squares.iter_mut().zip(&position.squares) {
+            *dst = *src;
+        }
+        for (dst, src) in pieces.iter_mut().zip(&position.pieces) {
+            *dst = *src;
+        }
+        let scores = position
+            .scores
+            .map_or([0, 0], |s| [i64::from(s.first), i64::from(s.second)]);
+        Self {
+            squares,
+            pieces,
+            scores,
+        }
+    }
+
+    fn score(&mut self, side: Side) -> &mut i64 {
+        match side {
+            Side::First => &mut self.scores[0],
+            Side::Second => &mut self.scores[1],
+        }
+    }
+}
+
+/// Who is looking, and what to point out.
+#[derive(Debug, Clone)]
+pub struct View<'a> {
+    /// The seat drawn at the bottom.
+    pub bottom: Side,
+    /// The viewer's own seat, if they play in this game.
+    pub you: Option<Side>,
+    /// Display names, first player then second ("" for an empty seat).
+    pub names: [&'a str; 2],
+    /// Whose turn it is, if the game is on.
+    pub to_move: Option<Side>,
+    /// A ring index to highlight (the square a stone just landed in, during animation).
+    pub highlight: Option<u32>,
+    /// Stones in the mover's hand, during animation.
+    pub hand: Option<u32>,
+}
+
+const ESC_RESET: &str = "\x1b[0m";
+const ESC_BOLD: &str = "\x1b[1m";
+const ESC_DIM: &str = "\x1b[2m";
+const ESC_REVERSE: &str = "\x1b[7m";
+const ESC_GREEN: &str = "\x1b[32m";
+const ESC_CYAN: &str = "\x1b[36m";
+const ESC_YELLOW: &str = "\x1b[1;33m";
+
+struct Glyphs {
+    h: &'static str,
+    v: &'static str,
+    top: [&'static str; 3],
+    middle: [&'static str; 3],
+    bottom: [&'static str; 3],
+    turn: &'static str,
+}
+
+const UNICODE: Glyphs = Glyphs {
+    h: "────",
+    v: "│",
+    top: ["╭", "┬", "╮"],
+    middle: ["├", "┼", "┤"],
+    bottom: ["╰", "┴", "╯"],
+    turn: "◀ to move",
+};
+
+const ASCII: Glyphs = Glyphs {
+    h: "----",
+    v: "|",
+    top: ["+", "+", "+"],
+    middle: ["+", "+", "+"],
+    bottom: ["+", "+", "+"],
+    turn: "<- to move",
+};
+
+/// Ring indices as laid out for a viewer: (top row left to right, left mandarin, right
+/// mandarin, bottom row left to right).
+pub fn layout(bottom: Side) -> ([u32; 5], u32, u32, [u32; 5]) {
+    match bottom {
+        Side::First => ([11, 10, 9, 8, 7], 0, 6, [1, 2, 3, 4, 5]),
+        Side::Second => ([5, 4, 3, 2, 1], 6, 0, [7, 8, 9, 10, 11]),
+    }
+}
+
+fn paint(text: &str, codes: &[&str], style: Style) -> String {
+    if !style.color || codes.is_empty() {
+        return text.to_owned();
+    }
+    format!("{}{text}{ESC_RESET}", codes.concat())
+}
+
+fn cell_text(board: &BoardState, ring: usize) -> String {
+    let stones = board.squares.get(ring).copied().unwrap_or(0);
+    let pieces = board.pieces.get(ring).copied().unwrap_or(0);
+    match (pieces, stones) {
+        (0, s) => format!("{s:>3} "),
+        (_, 0) => "  Q ".to_owned(),
+        (_, s) => format!("{:>3} ", format!("Q{s}")),
+    }
+}
+
+fn cell(
+    board: &BoardState,
+    view: &View<'_>,
+    ring: u32,
+    color: &'static str,
+    style: Style,
+) -> String {
+    let idx = usize::try_from(ring).unwrap_or(usize::MAX);
+    let text = cell_text(board, idx);
+    let empty = board.squares.get(idx).copied().unwrap_or(0) == 0
+        && board.pieces.get(idx).copied().unwrap_or(0) == 0;
+    let mut codes = vec![if empty { ESC_DIM } else { color }];
+    if view.highlight == Some(ring) {
+        codes.push(ESC_REVERSE);
+    }
+    paint(&text, &codes, style)
+}
+
+fn player_line(
+    board: &BoardState,
+    view: &View<'_>,
+    side: Side,
+    glyphs: &Glyphs,
+    style: Style,
+) -> String {
+    let idx = usize::from(side == Side::Second);
+    let name = view.names[idx].trim();
+    let name = if name.is_empty() {
+        "(empty seat)"
+    } else {
+        name
+    };
+    let you = if view.you == Some(side) { " (you)" } else { "" };
+    let turn = if view.to_move == Some(side) {
+        format!("  {}", paint(glyphs.turn, &[ESC_BOLD], style))
+    } else {
+        String::new()
+    };
+    let score = paint(&board.scores[idx].to_string(), &[ESC_BOLD], style);
+    format!("  {side} player: {name}{you}  score {score}{turn}")
+}
+
+/// Draws the board for `view`; one string per line, each starting with two spaces.
+pub fn render(board: &BoardState, view: &View<'_>, style: Style) -> Vec<String> {
+    let g = if style.unicode { &UNICODE } else { &ASCII };
+    let (top, left, right, bottom) = layout(view.bottom);
+    let (top_color, bottom_color) = (ESC_CYAN, ESC_GREEN);
+    let blank = "    ";
+    let border = |ends: [&str; 3]| {
+        let mut s = format!("  {}{}", ends[0], g.h);
+        for _ in 0..6 {
+            s.push_str(ends[1]);
+            s.push_str(g.h);
+        }
+        s.push_str(ends[2]);
+        s
+    };
+    let row = |rings: [u32; 5], color| {
+        let mut s = format!("  {}{blank}{}", g.v, g.v);
+        for ring in rings {
+            s.push_str(&cell(board, view, ring, color, style));
+            s.push_str(g.v);
+        }
+        s.push_str(blank);
+        s.push_str(g.v);
+        s
+    };
+    let middle = {
+        let mut s = format!(
+            "  {}{}{}",
+            g.v,
+            cell(board, view, left, ESC_YELLOW, style),
+            g.middle[0]
+        );
+        for i in 0..5 {
+            s.push_str(g.h);
+            s.push_str(if i < 4 { g.middle[1] } else { g.middle[2] });
+        }
+        s.push_str(&cell(board, view, right, ESC_YELLOW, style));
+        s.push_str(g.v);
+        s
+    };
+    let mut labels = String::from("        ");
+    for i in 1..=5 {
+        labels.push_str(&format!("{i:>3}  "));
+    }
+    let mut lines = vec![
+        player_line(board, view, view.bottom.other(), g, style),
+        border(g.top),
+        row(top, top_color),
+        middle,
+        row(bottom, bottom_color),
+        border(g.bottom),
+        labels.trim_end().to_owned(),
+        player_line(board, view, view.bottom, g, style),
+    ];
+    if let Some(hand) = view.hand {
+        lines.push(format!("  in hand: {hand}"));
+    }
+    lines
+}
+
+/// Applies one trace step to a board being animated; returns the square it touched. Only for
+/// display: the position the server sends after the move is what the client keeps.
+pub fn replay_step(
+    board: &mut BoardState,
+    hand: &mut u32,
+    step: &Step,
+    quan_value: u32,
+) -> Option<u32> {
+    let slot = |ring: u32| usize::try_from(ring).ok().filter(|i| *i < 12);
+    match step.kind.as_ref()? {
+        step::Kind::PickUp(p) => {
+            let i = slot(p.square)?;
+            board.squares[i] = 0;
+            *hand = p.stones;
+            Some(p.square)
+        }
+        step::Kind::Sow(s) => {
+            let i = slot(s.square)?;
+            board.squares[i] = board.squares[i].saturating_add(1);
+            *hand = hand.saturating_sub(1);
+            Some(s.square)
+        }
+        step::Kind::Capture(c) => {
+            let i = slot(c.square)?;
+            board.squares[i] = 0;
+            board.pieces[i] = 0;
+            if let Some(side) = Side::from_i32(c.player) {
+                let gained = i64::from(c.stones) + i64::from(c.pieces) * i64::from(quan_value);
+                *board.score(side) += gained;
+            }
+            Some(c.square)
+        }
+        step::Kind::Refill(r) => {
+            let side = Side::from_i32(r.player)?;
+            for ring in side.own_ring_squares() {
+                if let Some(i) = slot(ring) {
+                    board.squares[i] = 1;
+                }
+            }
+            *board.score(side) -= 5;
+            None
+        }
+        step::Kind::GameOver(g) => {
+            if let Some(c) = g.collected {
+                board.scores[0] += i64::from(c.first);
+                board.scores[1] += i64::from(c.second);
+            }
+            for side in [Side::First, Side::Second] {
+                for ring in side.own_ring_squares() {
+                    if let Some(i) = slot(ring) {
+                        board.squares[i] = 0;
+                    }
+                }
+            }
+            None
+        }
+        step::Kind::StopAtMandarin(_)
+        | step::Kind::StopTwoEmpty(_)
+        | step::Kind::CaptureProtected(_)
+        | step::Kind::CaptureImmature(_) => None,
+    }
+}
+
+/// Squares in trace lines are ring indices, mandarin squares marked `Q`: `Q0`, `Q6`.
+fn sq(ring: u32) -> String {
+    if ring == 0 || ring == 6 {
+        format!("Q{ring}")
+    } else {
+        ring.to_string()
+    }
+}
+
+fn player_name(value: i32) -> &'static str {
+    Side::from_i32(value).map_or("?", Side::name)
+}
+
+/// A move's trace as concise text lines (each starting with two spaces); consecutive sowings
+/// are joined into one line.
+pub fn trace_lines(steps: &[Step]) -> Vec<String> {
+    let mut lines = Vec::new();
+    let mut sown: Vec<String> = Vec::new();
+    let flush = |sown: &mut Vec<String>, lines: &mut Vec<String>| {
+        if !sown.is_empty() {
+            lines.push(format!("  sow {}", sown.join(" ")));
+            sown.clear();
+        }
+    };
+    for step in steps {
+        let Some(kind) = step.kind.as_ref() else {
+            continue;
+        };
+        if let step::Kind::Sow(s) = kind {
+            sown.push(sq(s.square));
+            continue;
+        }
+        flush(&mut sown, &mut lines);
+        lines.push(match kind {
+            step::Kind::PickUp(p) if p.relay => {
+                format!("  relay: pick up {} from {}", p.stones, sq(p.square))
+            }
+            step::Kind::PickUp(p) => format!("  pick up {} from {}", p.stones, sq(p.square)),
+            step::Kind::StopAtMandarin(s) => format!("  stop: next is mandarin {}", sq(s.square)),
+            step::Kind::StopTwoEmpty(s) => {
+                format!("  stop: {} and {} are empty", sq(s.gap), sq(s.next))
+            }
+            step::Kind::Capture(c) => {
+                let pieces = if c.pieces > 0 {
+                    " and the mandarin piece"
+                } else {
+                    ""
+                };
+                format!(
+                    "  {} captures {} from {}{pieces}",
+                    player_name(c.player),
+                    c.stones,
+                    sq(c.square)
+                )
+            }
+            step::Kind::CaptureProtected(c) => {
+                format!(
+                    "  no capture: mandarin {} is protected in the opening",
+                    sq(c.square)
+                )
+            }
+            step::Kind::CaptureImmature(c) => {
+                format!("  no capture: mandarin {} is immature", sq(c.square))
+            }
+            step::Kind::Refill(r) => format!(
+                "  refill: {} puts 1 stone in each square (captured now {})",
+                player_name(r.player),
+                r.captured_after
+            ),
+            step::Kind::GameOver(g) => {
+                let c = g.collected.unwrap_or_default();
+                format!("  end of game: collected {}:{}", c.first, c.second)
+            }
+            step::Kind::Sow(_) => continue,
+        });
+    }
+    flush(&mut sown, &mut lines);
+    lines
+}
+
+/// Stones captured in a trace, as "6" or "6 and a mandarin piece" — for the one-line summary.
+pub fn captured_total(steps: &[Step]) -> (u64, u32) {
+    steps
+        .iter()
+        .filter_map(|s| match s.kind.as_ref() {
+            Some(step::Kind::Capture(c)) => Some((u64::from(c.stones), c.pieces)),
+            _ => None,
+        })
+        .fold((0, 0), |(s, p), (s2, p2)| (s + s2, p.saturating_add(p2)))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use oanquan_proto::v1::{PlayerPair, step::Kind};
+
+    fn start() -> Position {
+        Position {
+            squares: vec![10, 5, 5, 5, 5, 5, 10, 5, 5, 5, 5, 5],
+            pieces: vec![0; 12],
+            scores: Some(PlayerPair {
+                first: 0,
+                second: 0,
+            }),
+            ..Position::default()
+        }
+    }
+
+    /// A position where every square holds a distinct count, so the layout is unambiguous.
+    fn distinct() -> BoardState {
+        BoardState {
+            squares: [20, 1, 2, 3, 4, 5, 26, 7, 8, 9, 10, 11],
+            pieces: [0; 12],
+            scores: [3, 4],
+        }
+    }
+
+    fn view(bottom: Side) -> View<'static> {
+        View {
+            bottom,
+            you: Some(bottom),
+            names: ["alice", "bob"],
+            to_move: Some(Side::First),
+            highlight: None,
+            hand: None,
+        }
+    }
+
+    fn numbers(line: &str) -> Vec<u32> {
+        line.split(|c: char| !c.is_ascii_digit())
+            .filter_map(|t| t.parse().ok())
+            .collect()
+    }
+
+    #[test]
+    fn first_player_sees_the_rules_drawing() {
+        let lines = render(&distinct(), &view(Side::First), Style::PLAIN);
+        assert_eq!(numbers(&lines[2]), vec![11, 10, 9, 8, 7]);
+        assert_eq!(numbers(&lines[3]), vec![20, 26]);
+        assert_eq!(numbers(&lines[4]), vec![1, 2, 3, 4, 5]);
+        assert_eq!(numbers(&lines[6]), vec![1, 2, 3, 4, 5]);
+        assert!(
+            lines[0].contains("second player: bob  score 4"),
+            "{}",
+            lines[0]
+        );
+        assert!(
+            lines[7].contains("first player: alice (you)  score 3  <- to move"),
+            "{}",
+            lines[7]
+        );
+    }
+
+    #[test]
+    fn second_player_sees_it_rotated() {
+        let lines = render(&distinct(), &view(Side::Second), Style::PLAIN);
+        assert_eq!(numbers(&lines[2]), vec![5, 4, 3, 2, 1]);
+        // Mandarin 6 is on North's left, 0 on their right.
+        assert_eq!(numbers(&lines[3]), vec![26, 20]);
+        assert_eq!(numbers(&lines[4]), vec![7, 8, 9, 10, 11]);
+        assert!(lines[0].contains("first player: alice  score 3  <- to move"));
+        assert!(lines[7].contains("second player: bob (you)  score 4"));
+    }
+
+    #[test]
+    fn plain_mode_is_ascii_and_aligned() {
+        let lines = render(
+            &BoardState::from_position(&start()),
+            &view(Side::First),
+            Style::PLAIN,
+        );
+        let expected = [
+            "  second player: bob  score 0",
+            "  +----+----+----+----+----+----+----+",
+            "  |    |  5 |  5 |  5 |  5 |  5 |    |",
+            "  | 10 +----+----+----+----+----+ 10 |",
+            "  |    |  5 |  5 |  5 |  5 |  5 |    |",
+            "  +----+----+----+----+----+----+----+",
+            "          1    2    3    4    5",
+            "  first player: alice (you)  score 0  <- to move",
+        ];
+        assert_eq!(lines, expected);
+        assert!(lines.iter().all(|l| l.is_ascii() && l.starts_with("  ")));
+    }
+
+    #[test]
+    fn fancy_mode_uses_box_drawing_and_colour() {
+        let lines = render(
+            &BoardState::from_position(&start()),
+            &view(Side::Second),
+            Style::FANCY,
+        );
+        assert!(lines[1].starts_with("  ╭────┬"), "{}", lines[1]);
+        assert!(lines[3].contains('├') && lines[3].contains('┤'));
+        assert!(lines.iter().any(|l| l.contains("\x1b[")));
+        let no_colour = render(
+            &BoardState::from_position(&start()),
+            &view(Side::Second),
+            Style {
+                unicode: true,
+                color: false,
+            },
+        );
+        assert!(no_colour.iter().all(|l| !l.contains('\x1b')));
+        // Same width in every row: the box is closed.
+        let widths: Vec<usize> = no_colour[1..6].iter().map(|l| l.chars().count()).collect();
+        assert!(widths.windows(2).all(|w| w[0] == w[1]), "{widths:?}");
+    }
+
+    #[test]
+    fn mandarin_pieces_and_garbage_positions_render() {
+        let mut p = start();
+        p.pieces = vec![1, 0, 0, 0, 0, 0, 1, 0, 0, 0, 0, 0];
+        p.squares = vec![0, 1, 2, 3, 4, 5, 3, 7, 8, 9, 10]; // one square short
+        p.scores = None;
+        let lines = render(
+            &BoardState::from_position(&p),
+            &view(Side::First),
+            Style::PLAIN,
+        );
+        assert!(lines[3].contains("|  Q +"), "{}", lines[3]);
+        assert!(lines[3].contains("+ Q3 |"), "{}", lines[3]);
+        let lines = render(
+            &BoardState::from_position(&Position::default()),
+            &View {
+                names: ["", ""],
+                you: None,
+                to_move: None,
+                ..view(Side::First)
+            },
+            Style::PLAIN,
+        );
+        assert!(lines[0].contains("(empty seat)"));
+    }
+
+    fn st(kind: Kind) -> Step {
+        Step { kind: Some(kind) }
+    }
+
+    /// RULES.md example 2: (1, +1) from the start captures square 2.
+    fn example_two() -> Vec<Step> {
+        let mut steps = vec![st(Kind::PickUp(step::PickUp {
+            square: 1,
+            stones: 5,
+            relay: false,
+        }))];
+        steps.extend((2..=6).map(|s| st(Kind::Sow(step::Sow { square: s }))));
+        steps.push(st(Kind::PickUp(step::PickUp {
+            square: 7,
+            stones: 5,
+            relay: true,
+        })));
+        steps.extend([8, 9, 10, 11, 0].map(|s| st(Kind::Sow(step::Sow { square: s }))));
+        steps.push(st(Kind::Capture(step::Capture {
+            square: 2,
+            stones: 6,
+            pieces: 0,
+            player: 1,
+        })));
+        steps
+    }
+
+    #[test]
+    fn replaying_a_trace_reaches_the_final_position() {
+        let mut board = BoardState::from_position(&start());
+        let mut hand = 0;
+        for s in &example_two() {
+            replay_step(&mut board, &mut hand, s, 10);
+        }
+        assert_eq!(board.squares, [11, 0, 0, 6, 6, 6, 11, 0, 6, 6, 6, 6]);
+        assert_eq!(board.scores, [6, 0]);
+        assert_eq!(hand, 0);
+        // Out-of-range squares and empty steps are ignored, not a panic.
+        let junk = [
+            st(Kind::Sow(step::Sow { square: 99 })),
+            Step { kind: None },
+            st(Kind::Refill(step::Refill {
+                player: 9,
+                captured_after: 0,
+            })),
+        ];
+        for s in &junk {
+            replay_step(&mut board, &mut hand, s, 10);
+        }
+    }
+
+    #[test]
+    fn trace_lines_are_concise() {
+        let lines = trace_lines(&example_two());
+        assert_eq!(
+            lines,
+            [
+                "  pick up 5 from 1",
+                "  sow 2 3 4 5 Q6",
+                "  relay: pick up 5 from 7",
+                "  sow 8 9 10 11 Q0",
+                "  first captures 6 from 2",
+            ]
+        );
+        assert_eq!(captured_total(&example_two()), (6, 0));
+    }
+}

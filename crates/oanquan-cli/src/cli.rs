@@ -1,0 +1,400 @@
+//! Command-line definition (clap derive). The help texts are the manual: keep them accurate.
+
+use std::path::PathBuf;
+
+use clap::{Args, Parser, Subcommand, ValueEnum};
+
+use crate::moves::Side;
+
+const ABOUT: &str = "Play and watch Ô Ăn Quan (Vietnamese mancala) games on an oanquan server.";
+
+const LONG_ABOUT: &str = "\
+Play and watch Ô Ăn Quan (Vietnamese mancala) games on an oanquan server.
+
+oanquan is a thin client: the server keeps the games and judges every move; this program draws \
+the board, reads your moves and follows the game's live event stream.
+
+THE BOARD
+    Your seat is always drawn at the bottom. The first player's squares are ring 1..5, the \
+second player's ring 7..11, the mandarin squares (ô quan) ring 0 and 6. You name a move in your \
+own terms: your square 1-5 counted from YOUR left, and a direction as YOU see it: `3 r`, `3r`, \
+`3 right`, `2 l`, `2 left`.
+
+TOKENS
+    `create` and `join` receive a secret token for your seat and keep it in \
+$XDG_CONFIG_HOME/oanquan/tokens.json (or ~/.config/oanquan/tokens.json, or \
+$OANQUAN_CONFIG_DIR/tokens.json), mode 0600, keyed by server and game id. `play GAME` finds it \
+there, so you can stop the client and come back to a game later.
+
+CONNECTIONS
+    `play` and `watch` follow the game's event stream. When the connection drops they reconnect \
+with exponential backoff (capped at 10 s, jittered) and resume after the last event they saw: \
+no move is missed and none is shown twice.";
+
+const AFTER_LONG_HELP: &str = "\
+EXAMPLES:
+    Start a game and wait for an opponent (prints the game id):
+        oanquan create --name Lan --play
+    Find open games and join one:
+        oanquan list --filter open
+        oanquan join 7fq3k2 --name Minh --play
+    Come back to a game after closing the client:
+        oanquan play 7fq3k2
+    Watch a game as a spectator, or as JSON lines for a script:
+        oanquan watch 7fq3k2
+        oanquan watch 7fq3k2 --json | jq .type
+    Another server:
+        OANQUAN_SERVER=http://games.example:50051 oanquan list
+
+";
+
+#[derive(Debug, Parser)]
+#[command(
+    name = "oanquan",
+    version,
+    about = ABOUT,
+    long_about = LONG_ABOUT,
+    after_long_help = format!("{AFTER_LONG_HELP}{}", crate::error::EXIT_CODES_HELP),
+    propagate_version = true
+)]
+pub struct Cli {
+    #[command(flatten)]
+    pub global: Global,
+
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+/// Options shared by every subcommand.
+#[derive(Debug, Args)]
+pub struct Global {
+    /// Server address (plain HTTP/2 gRPC).
+    #[arg(
+        long,
+        global = true,
+        env = "OANQUAN_SERVER",
+        default_value = "http://127.0.0.1:50051",
+        value_name = "URL"
+    )]
+    pub server: String,
+
+    /// Directory of the token file [default: $XDG_CONFIG_HOME/oanquan or ~/.config/oanquan].
+    #[arg(long, global = true, env = "OANQUAN_CONFIG_DIR", value_name = "DIR")]
+    pub config_dir: Option<PathBuf>,
+
+    /// Print machine-readable JSON instead of text (create, join, list, show, moves, presets;
+    /// `watch` prints one JSON object per event line).
+    #[arg(long, global = true)]
+    pub json: bool,
+
+    /// Plain ASCII output without colours even on a terminal (also implied by NO_COLOR or when
+    /// standard output is not a terminal).
+    #[arg(long, global = true)]
+    pub plain: bool,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Create a game and take a seat in it.
+    #[command(long_about = "\
+Create a game and take a seat in it. The game waits for a second player (`oanquan join GAME`). \
+Prints the game id; the seat's token is stored in the token file. With --play, goes straight to \
+the board and waits there for the opponent.
+
+Only games between two people exist for now.")]
+    Create(CreateArgs),
+
+    /// Join a waiting game (takes the free seat).
+    #[command(long_about = "\
+Join a waiting game: takes its free seat and starts the game. The seat's token is stored in the \
+token file so that `oanquan play GAME` works afterwards. Exits 4 if the game is full.")]
+    Join(JoinArgs),
+
+    /// Play a game you have a seat in (interactive).
+    #[command(long_about = PLAY_LONG_ABOUT)]
+    Play(PlayArgs),
+
+    /// Follow a game as a spectator.
+    #[command(long_about = "\
+Follow a game as a spectator: the board, then every move as it is played, until the game ends \
+(exit 0). Survives dropped connections (reconnect and resume, no move shown twice).
+
+With --json, prints one JSON object per line per event (`type` is snapshot, player_joined, \
+game_started, move_played, turn_started or game_over; heartbeats are not printed). Moves missed \
+while disconnected that the server no longer had as events are fetched and printed as \
+move_played objects with \"recovered\": true.
+
+Text output without a terminal uses the same stable lines as `play` (see `oanquan play --help`).")]
+    Watch(WatchArgs),
+
+    /// List games.
+    List(ListArgs),
+
+    /// Show one game: players, status, board.
+    Show(ShowArgs),
+
+    /// Print a game's moves, with --trace their step-by-step effects.
+    Moves(MovesArgs),
+
+    /// List the rule presets a game can be created with.
+    Presets,
+}
+
+const PLAY_LONG_ABOUT: &str = "\
+Play a game you hold a seat in (from `create` or `join` with the same --server). The board is \
+drawn from your seat; when it is your turn, type a move in your own terms: your square 1-5 \
+counted from your left, then l/left or r/right as you see the board: `3 r`, `3r`, `2 left`. \
+Other commands at the prompt: `moves` (legal moves), `board`, `help`, `resign`, `quit` (leave; \
+the game goes on and `oanquan play GAME` resumes it).
+
+Opponent moves arrive through the live event stream, shown step by step (sowing, relays, \
+captures, refills): animated on a terminal, as text lines otherwise.
+
+SCRIPTS
+    When standard input or output is not a terminal, `play` reads one move per line from \
+standard input and prints plain, stable lines. Lines starting with a space (the board, move \
+traces) are for people; the others are, one per line:
+
+    playing GAME as SEAT                        at start (SEAT is first or second)
+    game GAME: STATUS, N moves played           the state found on connecting (STATUS is
+                                                waiting, active, finished or aborted)
+    joined: SEAT NAME                           a player took a seat
+    game started
+    waiting for an opponent to join
+    turn: SEAT                                  whose turn it is now
+    move N: SEAT plays S DIR (ring R +1|-1), captured C, score F:S
+                                                S and DIR in the mover's own terms
+    legal moves: 1r 1l 3r ...                   before each prompt, in your own terms
+    your move                                   waiting for one line of input
+    error: MESSAGE                              bad input or a rejected move; re-prompts
+    game over: OUTCOME F:S (REASON)             OUTCOME is `first wins`, `second wins`,
+                                                `draw` or `aborted`
+
+    Notices about the connection (reconnecting, resumed) go to standard error. `play` exits 0 \
+when the game is over, 6 if standard input ends first.";
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum SeatChoice {
+    /// Move first (South).
+    First,
+    /// Move second (North).
+    Second,
+    /// Let the server pick at random.
+    Any,
+}
+
+impl SeatChoice {
+    pub fn side(self) -> Option<Side> {
+        match self {
+            SeatChoice::First => Some(Side::First),
+            SeatChoice::Second => Some(Side::Second),
+            SeatChoice::Any => None,
+        }
+    }
+}
+
+#[derive(Debug, Args)]
+pub struct CreateArgs {
+    /// Rule preset (see `oanquan presets`).
+    #[arg(long, default_value = "standard", value_name = "NAME")]
+    pub preset: String,
+
+    /// Which seat to take.
+    #[arg(long, value_enum, default_value_t = SeatChoice::First)]
+    pub seat: SeatChoice,
+
+    #[command(flatten)]
+    pub name: NameArg,
+
+    /// Go straight to `play` after creating (waits for the opponent).
+    #[arg(long)]
+    pub play: bool,
+
+    #[command(flatten)]
+    pub display: DisplayArgs,
+}
+
+#[derive(Debug, Args)]
+pub struct NameArg {
+    /// Your display name (1-32 characters; not authenticated) [default: $USER].
+    #[arg(long, env = "OANQUAN_NAME", value_name = "NAME")]
+    pub name: Option<String>,
+}
+
+#[derive(Debug, Args)]
+pub struct JoinArgs {
+    /// The game id. Ids may start with `-`: they are still read as the id.
+    #[arg(allow_hyphen_values = true)]
+    pub game: String,
+
+    #[command(flatten)]
+    pub name: NameArg,
+
+    /// Go straight to `play` after joining.
+    #[arg(long)]
+    pub play: bool,
+
+    #[command(flatten)]
+    pub display: DisplayArgs,
+}
+
+/// Options of the live board (`play`, `watch`).
+#[derive(Debug, Args, Clone)]
+pub struct DisplayArgs {
+    /// Do not animate moves on a terminal; print their steps as text lines instead.
+    #[arg(long)]
+    pub no_animate: bool,
+
+    /// Delay between two animation frames, in milliseconds.
+    #[arg(long, default_value_t = 90, value_name = "MS")]
+    pub animate_ms: u64,
+
+    /// Give up (exit 69) after this many seconds without a working connection; 0 = never.
+    #[arg(long, default_value_t = 0, value_name = "SECONDS")]
+    pub give_up: u64,
+}
+
+#[derive(Debug, Args)]
+pub struct PlayArgs {
+    /// The game id. Ids may start with `-`: they are still read as the id.
+    #[arg(allow_hyphen_values = true)]
+    pub game: String,
+
+    #[command(flatten)]
+    pub display: DisplayArgs,
+}
+
+#[derive(Debug, Args)]
+pub struct WatchArgs {
+    /// The game id. Ids may start with `-`: they are still read as the id.
+    #[arg(allow_hyphen_values = true)]
+    pub game: String,
+
+    /// Also print the moves played before the watch started.
+    #[arg(long)]
+    pub from_start: bool,
+
+    /// Draw the board from this seat (default: first player at the bottom).
+    #[arg(long, value_name = "SEAT")]
+    pub view: Option<Side>,
+
+    #[command(flatten)]
+    pub display: DisplayArgs,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum Filter {
+    /// Waiting for a second player: the ones you can join.
+    Open,
+    /// Being played.
+    Active,
+    /// Over (finished or aborted).
+    Finished,
+    /// Everything.
+    All,
+}
+
+#[derive(Debug, Args)]
+pub struct ListArgs {
+    /// Which games.
+    #[arg(long, value_enum, default_value_t = Filter::All)]
+    pub filter: Filter,
+
+    /// At most this many games (newest first).
+    #[arg(long, default_value_t = 50, value_name = "N")]
+    pub limit: u32,
+}
+
+#[derive(Debug, Args)]
+pub struct ShowArgs {
+    /// The game id. Ids may start with `-`: they are still read as the id.
+    #[arg(allow_hyphen_values = true)]
+    pub game: String,
+
+    /// Draw the board from this seat [default: your seat if you play in it, else first].
+    #[arg(long, value_name = "SEAT")]
+    pub view: Option<Side>,
+}
+
+#[derive(Debug, Args)]
+pub struct MovesArgs {
+    /// The game id. Ids may start with `-`: they are still read as the id.
+    #[arg(allow_hyphen_values = true)]
+    pub game: String,
+
+    /// Also print each move's steps.
+    #[arg(long)]
+    pub trace: bool,
+}
+
+#[cfg(test)]
+mod tests {
+    use clap::CommandFactory as _;
+
+    use super::*;
+
+    #[test]
+    fn clap_definition_is_consistent() {
+        Cli::command().debug_assert();
+    }
+
+    #[test]
+    fn long_help_teaches() {
+        let help = Cli::command().render_long_help().to_string();
+        for needle in [
+            "EXAMPLES:",
+            "EXIT CODES:",
+            "69  server unavailable",
+            "OANQUAN_SERVER",
+        ] {
+            assert!(help.contains(needle), "missing {needle:?} in:\n{help}");
+        }
+    }
+
+    #[test]
+    fn parses_global_flags_after_the_subcommand() {
+        let cli = Cli::try_parse_from([
+            "oanquan",
+            "watch",
+            "g1",
+            "--server",
+            "http://x:1",
+            "--json",
+            "--no-animate",
+        ])
+        .expect("parses");
+        assert_eq!(cli.global.server, "http://x:1");
+        assert!(cli.global.json);
+        match cli.command {
+            Command::Watch(w) => {
+                assert_eq!(w.game, "g1");
+                assert!(w.display.no_animate);
+            }
+            other => panic!("{other:?}"),
+        }
+        let cli =
+            Cli::try_parse_from(["oanquan", "show", "g", "--view", "second"]).expect("parses");
+        assert!(matches!(
+            cli.command,
+            Command::Show(ShowArgs {
+                view: Some(Side::Second),
+                ..
+            })
+        ));
+        assert!(Cli::try_parse_from(["oanquan", "show", "g", "--view", "west"]).is_err());
+        // Game ids are URL-safe base64 and may start with a hyphen.
+        for args in [
+            &["oanquan", "join", "-4ab", "--name", "x"][..],
+            &["oanquan", "join", "--name", "x", "-4ab"][..],
+            &["oanquan", "join", "--name", "x", "--", "-4ab"][..],
+        ] {
+            match Cli::try_parse_from(args).map(|c| c.command) {
+                Ok(Command::Join(j)) => {
+                    assert_eq!(j.game, "-4ab", "{args:?}");
+                    assert_eq!(j.name.name.as_deref(), Some("x"), "{args:?}");
+                }
+                other => panic!("{args:?}: {other:?}"),
+            }
+        }
+    }
+}

@@ -1,0 +1,332 @@
+//! `play` and `watch`: following a game live, and for `play` reading moves.
+
+use std::io::BufRead as _;
+use std::time::Duration;
+
+use oanquan_proto::v1::{LegalMovesRequest, PlayMoveRequest, ResignRequest, RulesSpec, rules_spec};
+use tokio::sync::mpsc;
+
+use crate::Context;
+use crate::cli::{DisplayArgs, WatchArgs};
+use crate::client::{Clients, authed, request};
+use crate::error::{CliError, code, error_reason};
+use crate::feed::{self, FeedItem, FeedOptions};
+use crate::live::{Live, Output, note, out, out_inline};
+use crate::moves::{Input, LocalMove, Side, parse_input};
+
+const PROMPT_HELP: &str = "\
+  Type a move as your square 1-5, counted from YOUR left, and a direction as you see the board:
+    3 r   3r   3 right     sow square 3 to your right
+    2 l   2 left           sow square 2 to your left
+  Commands: moves (legal moves), board (draw the board), help, resign, quit (leave; the game
+  goes on and `oanquan play GAME` resumes it).";
+
+fn output(ctx: &Context, display: &DisplayArgs, json: bool) -> Output {
+    Output {
+        json,
+        style: ctx.style,
+        animate: (ctx.stdout_tty && !display.no_animate && !json)
+            .then(|| Duration::from_millis(display.animate_ms)),
+    }
+}
+
+fn feed_options(display: &DisplayArgs) -> FeedOptions {
+    FeedOptions {
+        give_up: (display.give_up > 0).then(|| Duration::from_secs(display.give_up)),
+    }
+}
+
+pub async fn watch(ctx: &Context, clients: Clients, args: &WatchArgs) -> Result<(), CliError> {
+    let mut live = Live::new(
+        clients,
+        args.view.unwrap_or(Side::First),
+        None,
+        output(ctx, &args.display, ctx.json),
+    );
+    live.from_start = args.from_start;
+    let mut events = feed::spawn(
+        ctx.server.clone(),
+        args.game.clone(),
+        feed_options(&args.display),
+    );
+    while let Some(item) = events.recv().await {
+        match item {
+            FeedItem::Event(event) => {
+                live.handle(*event).await?;
+                if live.over {
+                    return Ok(());
+                }
+            }
+            FeedItem::Notice(notice) => note(format!("notice: {notice}")),
+            FeedItem::Fatal(err) => return Err(err),
+        }
+    }
+    if live.over {
+        Ok(())
+    } else {
+        Err(CliError::new(
+            code::FAILURE,
+            "the event stream stopped unexpectedly",
+        ))
+    }
+}
+
+/// Lines from standard input, read on a plain thread (tokio's stdin is blocking underneath
+/// anyway). The channel closes at end of input.
+fn stdin_lines() -> mpsc::UnboundedReceiver<String> {
+    let (tx, rx) = mpsc::unbounded_channel();
+    std::thread::spawn(move || {
+        let stdin = std::io::stdin();
+        for line in stdin.lock().lines() {
+            let Ok(line) = line else { break };
+            if tx.send(line).is_err() {
+                break;
+            }
+        }
+    });
+    rx
+}
+
+/// State of the prompt.
+struct Player {
+    game_id: String,
+    token: String,
+    me: Side,
+    /// stdin and stdout are terminals: inline prompt; input read at any time.
+    interactive: bool,
+    /// The ply for which the prompt was last shown, so that it is shown once per turn.
+    prompted: Option<u32>,
+}
+
+pub async fn play(
+    ctx: &Context,
+    clients: Clients,
+    game_id: &str,
+    display: &DisplayArgs,
+) -> Result<(), CliError> {
+    let store = ctx.token_store()?;
+    let entry = store.get(&ctx.server, game_id)?.ok_or_else(|| {
+        CliError::new(
+            code::AUTH,
+            format!(
+                "you have no seat in game {game_id} on {} (no token in {}); take one with `oanquan join {game_id}`, or watch it with `oanquan watch {game_id}`",
+                ctx.server,
+                store.path().display()
+            ),
+        )
+    })?;
+    let me: Side = entry.seat.parse().map_err(|e: String| {
+        CliError::new(
+            code::FAILURE,
+            format!("token file {}: {e}", store.path().display()),
+        )
+    })?;
+    let mut player = Player {
+        game_id: game_id.to_owned(),
+        token: entry.token,
+        me,
+        interactive: ctx.stdin_tty && ctx.stdout_tty,
+        prompted: None,
+    };
+    let mut live = Live::new(clients, me, Some(me), output(ctx, display, false));
+    out(format!("playing {game_id} as {me}"))?;
+    let mut events = feed::spawn(
+        ctx.server.clone(),
+        game_id.to_owned(),
+        feed_options(display),
+    );
+    let mut lines = stdin_lines();
+    loop {
+        let my_turn = live.to_move() == Some(me);
+        if my_turn && player.prompted != Some(live.ply()) {
+            player.prompted = Some(live.ply());
+            player.prompt(&mut live).await?;
+        }
+        // Scripts may pipe all their moves at once: read the next line only when a move is
+        // wanted, so that lines are not consumed (and rejected) during the opponent's turn.
+        let want_input = my_turn || player.interactive;
+        tokio::select! {
+            item = events.recv() => match item {
+                Some(FeedItem::Event(event)) => {
+                    live.handle(*event).await?;
+                    if live.over {
+                        return Ok(());
+                    }
+                }
+                Some(FeedItem::Notice(notice)) => note(format!("notice: {notice}")),
+                Some(FeedItem::Fatal(err)) => return Err(err),
+                None if live.over => return Ok(()),
+                None => return Err(CliError::new(code::FAILURE, "the event stream stopped unexpectedly")),
+            },
+            line = lines.recv(), if want_input => match line {
+                Some(line) => {
+                    if player.on_line(&mut live, &line).await? {
+                        note(format!("left game {game_id}; it goes on: resume with `oanquan play {game_id}`"));
+                        return Ok(());
+                    }
+                }
+                None => {
+                    return Err(CliError::new(
+                        code::UNFINISHED,
+                        format!("input ended before the game did; resume with `oanquan play {game_id}`"),
+                    ));
+                }
+            },
+        }
+    }
+}
+
+impl Player {
+    /// Shows legal moves and the prompt. The board is not redrawn: it was printed with the
+    /// snapshot or after the last move, a line or two above.
+    async fn prompt(&mut self, live: &mut Live) -> Result<(), CliError> {
+        let legal = self.legal_moves(live).await;
+        let listed: Vec<String> = legal.iter().map(|m| m.short()).collect();
+        out(format!("legal moves: {}", listed.join(" ")))?;
+        if self.interactive {
+            out_inline("your move> ")
+        } else {
+            out("your move")
+        }
+    }
+
+    /// The legal moves in the player's own terms: asked from the server's rules engine, so that
+    /// the client holds no rules. If that fails, every own square with stones in both
+    /// directions (which is what the rules say) keeps the prompt useful.
+    async fn legal_moves(&self, live: &Live) -> Vec<LocalMove> {
+        let position = live.game.position.clone();
+        let rules = live.game.rule_set.map(|r| RulesSpec {
+            kind: Some(rules_spec::Kind::RuleSet(r)),
+        });
+        let mut rules_client = live_rules(live);
+        let asked = rules_client
+            .legal_moves(request(LegalMovesRequest {
+                rules,
+                position: position.clone(),
+            }))
+            .await;
+        if let Ok(response) = asked {
+            let moves: Vec<LocalMove> = response
+                .into_inner()
+                .moves
+                .iter()
+                .filter_map(|m| LocalMove::from_proto(self.me, m))
+                .collect();
+            if !moves.is_empty() {
+                return moves;
+            }
+        }
+        let squares = position.map(|p| p.squares).unwrap_or_default();
+        let mut moves = Vec::new();
+        for (local, ring) in (1u8..).zip(self.me.own_ring_squares()) {
+            let stones = usize::try_from(ring)
+                .ok()
+                .and_then(|i| squares.get(i))
+                .copied()
+                .unwrap_or(0);
+            if stones > 0 {
+                for dir in [crate::moves::Dir::Right, crate::moves::Dir::Left] {
+                    moves.push(LocalMove { square: local, dir });
+                }
+            }
+        }
+        moves
+    }
+
+    /// Handles one input line; returns true to quit.
+    async fn on_line(&mut self, live: &mut Live, line: &str) -> Result<bool, CliError> {
+        let my_turn = live.to_move() == Some(self.me);
+        let input = match parse_input(line) {
+            Ok(input) => input,
+            Err(err) => {
+                out(format!("error: {err}"))?;
+                self.reprompt(live, my_turn).await?;
+                return Ok(false);
+            }
+        };
+        match input {
+            Input::Quit => return Ok(true),
+            Input::Empty => {}
+            Input::Help => out(PROMPT_HELP)?,
+            Input::Board => live.print_board()?,
+            Input::Moves => {}
+            Input::Resign => {
+                let resigned = live_games(live)
+                    .resign(authed(
+                        ResignRequest {
+                            game_id: self.game_id.clone(),
+                        },
+                        &self.token,
+                    )?)
+                    .await;
+                if let Err(status) = resigned {
+                    out(format!(
+                        "error: {}",
+                        CliError::from_status("resign", &status)
+                    ))?;
+                } else {
+                    // The GameOver event ends the session.
+                    return Ok(false);
+                }
+            }
+            Input::Move(mv) if my_turn => {
+                if self.send_move(live, mv).await? {
+                    return Ok(false);
+                }
+            }
+            Input::Move(_) => out("error: it is not your turn; wait for the opponent's move")?,
+        }
+        self.reprompt(live, my_turn).await?;
+        Ok(false)
+    }
+
+    async fn reprompt(&mut self, live: &mut Live, my_turn: bool) -> Result<(), CliError> {
+        if my_turn {
+            self.prompt(live).await
+        } else if self.interactive {
+            out_inline("(waiting for the opponent)> ")
+        } else {
+            Ok(())
+        }
+    }
+
+    /// Sends a move; true if the server accepted it (the move then arrives as an event).
+    async fn send_move(&mut self, live: &mut Live, mv: LocalMove) -> Result<bool, CliError> {
+        let request = authed(
+            PlayMoveRequest {
+                game_id: self.game_id.clone(),
+                r#move: Some(mv.to_proto(self.me)),
+                // Guards against a move typed for a position that has changed meanwhile (e.g. a
+                // retry after a lost answer whose move did get played).
+                expected_ply: Some(live.ply()),
+            },
+            &self.token,
+        )?;
+        match live_games(live).play_move(request).await {
+            Ok(_) => Ok(true),
+            Err(status) => {
+                let err = CliError::from_status(&format!("move {}", mv.short()), &status);
+                if err.code == code::AUTH {
+                    return Err(err);
+                }
+                let reason = error_reason(&status)
+                    .map(|r| format!(" [{}]", r.as_str_name()))
+                    .unwrap_or_default();
+                out(format!("error: {}{reason}", err.message))?;
+                Ok(false)
+            }
+        }
+    }
+}
+
+fn live_games(
+    live: &Live,
+) -> oanquan_proto::v1::game_service_client::GameServiceClient<tonic::transport::Channel> {
+    live.clients().games.clone()
+}
+
+fn live_rules(
+    live: &Live,
+) -> oanquan_proto::v1::rules_service_client::RulesServiceClient<tonic::transport::Channel> {
+    live.clients().rules.clone()
+}
