@@ -1,0 +1,305 @@
+"""A small Ô Ăn Quan client on top of the generated gRPC stubs.
+
+It shows the three things every integrator needs:
+
+* calling GameService/RulesService with deadlines and the `authorization: Bearer <token>`
+  metadata (`Client`, `bearer`),
+* reading the machine-readable reason of a failed call (`error_reason`),
+* following a game's event stream and resuming it after a disconnect without gaps or
+  duplicates (`EventFollower`).
+
+Stubs come from `python generate.py` (into ./gen, or the directory in $OANQUAN_PY_GEN).
+"""
+
+from __future__ import annotations
+
+import os
+import pathlib
+import random
+import sys
+import threading
+import time
+from dataclasses import dataclass, field
+
+_GEN = pathlib.Path(os.environ.get("OANQUAN_PY_GEN", pathlib.Path(__file__).resolve().parent / "gen"))
+if not (_GEN / "oanquan" / "v1" / "game_pb2.py").exists():
+    raise ImportError(f"no generated stubs in {_GEN}: run `python generate.py` first")
+if str(_GEN) not in sys.path:
+    sys.path.insert(0, str(_GEN))
+
+import grpc  # noqa: E402
+from google.rpc import error_details_pb2  # noqa: E402
+from grpc_status import rpc_status  # noqa: E402
+
+from oanquan.v1 import game_pb2, game_pb2_grpc, rules_pb2, rules_pb2_grpc  # noqa: E402
+
+__all__ = [
+    "Client",
+    "EventFollower",
+    "GapError",
+    "PlayedGame",
+    "bearer",
+    "create_game",
+    "error_reason",
+    "join_game",
+    "play_move",
+    "game_pb2",
+    "play_self_game",
+    "rules_pb2",
+]
+
+# Deadline for every unary call, in seconds. Always set one: a call without a deadline can
+# hang forever on a dead connection.
+CALL_TIMEOUT = 10.0
+
+
+def bearer(token: str) -> list[tuple[str, str]]:
+    """gRPC metadata for PlayMove, Resign and AbortGame."""
+    return [("authorization", f"Bearer {token}")]
+
+
+def error_reason(error: grpc.RpcError) -> str | None:
+    """The google.rpc.ErrorInfo reason of a failed call ("ERROR_REASON_NOT_YOUR_TURN", ...).
+
+    Branch on this, not on the message. None when the status carries no ErrorInfo (e.g.
+    INVALID_ARGUMENT carries a google.rpc.BadRequest instead).
+    """
+    status = rpc_status.from_call(error)
+    if status is None:
+        return None
+    for detail in status.details:
+        if detail.Is(error_details_pb2.ErrorInfo.DESCRIPTOR):
+            info = error_details_pb2.ErrorInfo()
+            detail.Unpack(info)
+            return info.reason
+    return None
+
+
+class Client:
+    """One channel to the server and the two service stubs."""
+
+    def __init__(self, target: str):
+        # The server speaks gRPC over cleartext HTTP/2. Proxies are disabled so that an
+        # http_proxy variable in the environment cannot capture a localhost target.
+        self.channel = grpc.insecure_channel(target, options=[("grpc.enable_http_proxy", 0)])
+        grpc.channel_ready_future(self.channel).result(timeout=CALL_TIMEOUT)
+        self.games = game_pb2_grpc.GameServiceStub(self.channel)
+        self.rules = rules_pb2_grpc.RulesServiceStub(self.channel)
+
+    def close(self) -> None:
+        self.channel.close()
+
+    def __enter__(self) -> Client:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+class GapError(AssertionError):
+    """The event stream skipped or repeated a sequence number (a server bug)."""
+
+
+class EventFollower:
+    """Follows GameService.WatchGame for one game, in a background thread.
+
+    * The first connection has no `after_sequence`: the server starts with a Snapshot.
+    * Every real event must have sequence = last + 1 (else GapError). Snapshot and
+      Heartbeat carry the sequence of the last real event they reflect and are not counted;
+      a Snapshot replaces whatever state we had.
+    * After a disconnect we reconnect with `after_sequence = last sequence seen`, and the
+      server sends exactly the missed events (or a fresh Snapshot if its log no longer has
+      them).
+    * The stream ends with status OK after GameOver.
+
+    `drop()` cancels the current stream, as a network failure would, and holds off the
+    reconnection until `resume()`, so a test can make sure events are missed meanwhile.
+    """
+
+    def __init__(self, client: Client, game_id: str, on_event=None):
+        self._client = client
+        self.game_id = game_id
+        self._on_event = on_event
+        self.last_sequence = 0
+        self.events: list[game_pb2.GameEvent] = []  # real events, in order
+        self.snapshots: list[game_pb2.GameEvent] = []
+        self.connections: list[int] = []  # after_sequence used by each connection (0 = none)
+        self.first_sequence_per_connection: list[int] = []
+        self.disconnected_at: list[int] = []  # last sequence seen when each stream broke
+        self.game_over: game_pb2.GameEvent.GameOver | None = None
+        self.error: BaseException | None = None
+        self._lock = threading.Lock()
+        self._changed = threading.Condition(self._lock)
+        self._call = None
+        self._held = False
+        self._resume = threading.Event()
+        self._thread = threading.Thread(target=self._run, name=f"watch-{game_id}", daemon=True)
+
+    # -- control, from any thread ---------------------------------------------------------
+
+    def start(self) -> EventFollower:
+        self._thread.start()
+        return self
+
+    def wait_until(self, predicate, timeout: float = CALL_TIMEOUT) -> None:
+        """Blocks until predicate(self) holds (checked on every event); raises on timeout."""
+        with self._changed:
+            if not self._changed.wait_for(lambda: predicate(self) or self.error is not None, timeout):
+                raise TimeoutError(f"watcher of {self.game_id}: condition not met within {timeout}s")
+        if self.error is not None:
+            raise self.error
+
+    def drop(self) -> None:
+        """Cancels the current stream and does not reconnect until resume()."""
+        with self._lock:
+            self._held = True
+            self._resume.clear()
+            call = self._call
+        if call is not None:
+            call.cancel()
+
+    def resume(self) -> None:
+        self._resume.set()
+
+    def join(self, timeout: float) -> None:
+        self._thread.join(timeout)
+        if self._thread.is_alive():
+            self.drop()
+            raise TimeoutError(f"watcher of {self.game_id} still running after {timeout}s")
+        if self.error is not None:
+            raise self.error
+
+    # -- the watching thread ----------------------------------------------------------------
+
+    def _run(self) -> None:
+        try:
+            while self.game_over is None:
+                if self._held:
+                    if not self._resume.wait(timeout=60):
+                        raise TimeoutError("held disconnected for more than 60s")
+                    self._held = False
+                self._stream_once()
+        except BaseException as error:  # noqa: BLE001 - reported to the caller by join()
+            with self._changed:
+                self.error = error
+                self._changed.notify_all()
+
+    def _stream_once(self) -> None:
+        request = game_pb2.WatchGameRequest(game_id=self.game_id)
+        if self.last_sequence > 0:
+            request.after_sequence = self.last_sequence
+        # No deadline: a watch lasts as long as the game. Heartbeats (about every 15s) keep an
+        # idle stream alive; a production client would also treat a long silence as a drop.
+        call = self._client.games.WatchGame(request)
+        with self._lock:
+            if self._held:  # drop() raced with the connect
+                call.cancel()
+                return
+            self._call = call
+            self.connections.append(request.after_sequence)
+        first = True
+        try:
+            for response in call:
+                if first:
+                    self.first_sequence_per_connection.append(response.event.sequence)
+                    first = False
+                self._accept(response.event)
+        except grpc.RpcError as error:
+            if error.code() == grpc.StatusCode.CANCELLED and self._held:
+                self.disconnected_at.append(self.last_sequence)
+                return  # our own drop(): reconnect after resume()
+            if error.code() == grpc.StatusCode.UNAVAILABLE:
+                self.disconnected_at.append(self.last_sequence)
+                time.sleep(0.5)  # a real disconnect: resume from last_sequence shortly
+                return
+            raise
+        except BaseException:
+            call.cancel()  # e.g. GapError: stop the stream before reporting
+            raise
+        finally:
+            with self._lock:
+                self._call = None
+        if self.game_over is None:
+            raise GapError(f"stream ended (OK) at sequence {self.last_sequence} without GameOver")
+
+    def _accept(self, event: game_pb2.GameEvent) -> None:
+        kind = event.WhichOneof("kind")
+        with self._changed:
+            if kind == "heartbeat":
+                pass
+            elif kind == "snapshot":
+                # Full state; the next real event is sequence + 1.
+                self.snapshots.append(event)
+                self.last_sequence = event.sequence
+                if event.snapshot.game.status in (game_pb2.GAME_STATUS_FINISHED, game_pb2.GAME_STATUS_ABORTED):
+                    self.game_over = game_pb2.GameEvent.GameOver(result=event.snapshot.game.result)
+            else:
+                if event.sequence != self.last_sequence + 1:
+                    raise GapError(f"expected sequence {self.last_sequence + 1}, got {event.sequence} ({kind})")
+                self.events.append(event)
+                self.last_sequence = event.sequence
+                if kind == "game_over":
+                    self.game_over = event.game_over
+            self._changed.notify_all()
+        if self._on_event is not None:
+            self._on_event(event)
+
+
+@dataclass
+class PlayedGame:
+    game: game_pb2.Game
+    tokens: dict[int, str]  # Player -> player token
+    moves: list[game_pb2.MoveRecord] = field(default_factory=list)
+
+
+def create_game(client: Client, name: str = "alice") -> PlayedGame:
+    """Creates a game with the standard preset, seated as FIRST (who moves first)."""
+    created = client.games.CreateGame(
+        game_pb2.CreateGameRequest(
+            rules=rules_pb2.RulesSpec(preset="standard"),
+            seat=rules_pb2.PLAYER_FIRST,
+            display_name=name,
+        ),
+        timeout=CALL_TIMEOUT,
+    )
+    return PlayedGame(game=created.game, tokens={created.seat: created.player_token})
+
+
+def join_game(client: Client, played: PlayedGame, name: str = "bob") -> None:
+    """Takes the free seat (SECOND); the game becomes ACTIVE."""
+    joined = client.games.JoinGame(
+        game_pb2.JoinGameRequest(game_id=played.game.id, display_name=name), timeout=CALL_TIMEOUT
+    )
+    played.tokens[joined.seat] = joined.player_token
+    played.game = joined.game
+
+
+def play_move(client: Client, played: PlayedGame, rng: random.Random) -> game_pb2.MoveRecord:
+    """Asks RulesService for the legal moves of the game's position, plays one at random."""
+    game = played.game
+    legal = client.rules.LegalMoves(
+        rules_pb2.LegalMovesRequest(rules=rules_pb2.RulesSpec(rule_set=game.rule_set), position=game.position),
+        timeout=CALL_TIMEOUT,
+    ).moves
+    if not legal:
+        raise AssertionError(f"no legal move in an active game: {game.position.notation}")
+    move = rng.choice(list(legal))
+    response = client.games.PlayMove(
+        # expected_ply guards against playing on a position that changed meanwhile.
+        game_pb2.PlayMoveRequest(game_id=game.id, move=move, expected_ply=game.position.ply),
+        metadata=bearer(played.tokens[game.position.to_move]),
+        timeout=CALL_TIMEOUT,
+    )
+    played.game = response.game
+    played.moves.append(response.record)
+    return response.record
+
+
+def play_self_game(client: Client, played: PlayedGame, seed: int = 7, on_move=None) -> game_pb2.Game:
+    """Plays both seats until the game is over; returns the final game."""
+    rng = random.Random(seed)
+    while played.game.status == game_pb2.GAME_STATUS_ACTIVE:
+        record = play_move(client, played, rng)
+        if on_move is not None:
+            on_move(record)
+    return played.game
