@@ -98,7 +98,7 @@ impl Server {
     /// If it does not start or announces no address within [`STEP_TIMEOUT`].
     pub fn start() -> Self {
         let mut child = Command::new(&binaries().server)
-            .args(["--listen", "127.0.0.1:0"])
+            .args(["--listen", "127.0.0.1:0", "--in-memory"])
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
             .stderr(Stdio::inherit())

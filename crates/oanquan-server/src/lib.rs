@@ -3,10 +3,11 @@
 //! * [`domain`]: games, seats, moves, events, tokens and storage in plain Rust types.
 //! * [`grpc`]: thin tonic adapters (protobuf conversions at the edge, one status table).
 //! * [`run`]: serves everything on a bound listener until a shutdown future resolves, like
-//!   mini-redis, so tests bind `127.0.0.1:0` first and need no sleeps.
+//!   mini-redis, so tests bind `127.0.0.1:0` first and need no sleeps. [`open_store`] +
+//!   [`run_with_store`] split it, so the binary can refuse a bad database before it listens.
 
 pub mod domain;
 pub mod grpc;
 mod server;
 
-pub use server::{Config, HEALTH_SERVICES, ServeError, Storage, run};
+pub use server::{Config, HEALTH_SERVICES, ServeError, Storage, open_store, run, run_with_store};

@@ -3,9 +3,13 @@
 //! Once the listener is bound it prints exactly one line to stdout,
 //! `oanquan-server listening on <ip:port>`, so scripts and tests can start it with
 //! `--listen 127.0.0.1:0` and read the port. Logs go to stderr (filter with `RUST_LOG`).
+//!
+//! The database is opened and checked before the listener is bound: a database that cannot be
+//! used is reported on stderr with exit status 1 and nothing is printed on stdout.
 
 use std::io::{IsTerminal as _, Write as _};
 use std::net::SocketAddr;
+use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
 
@@ -26,8 +30,22 @@ struct Args {
     #[arg(long, env = "OANQUAN_LISTEN", default_value = "127.0.0.1:50051")]
     listen: SocketAddr,
 
-    /// Keep games in memory. This is the default and, for now, the only storage (a durable
-    /// `--database PATH` comes next).
+    /// SQLite database file holding every game, move and event (created if missing, with its
+    /// `-wal` and `-shm` companions next to it). A move is acknowledged only once it is on disk,
+    /// and a restart resumes games and watch streams. A file that is corrupt, another
+    /// application's or from a newer server is refused and left untouched. See STORAGE.md for
+    /// backups.
+    #[arg(
+        long,
+        env = "OANQUAN_DATABASE",
+        value_name = "PATH",
+        default_value = "oanquan.db",
+        conflicts_with = "in_memory"
+    )]
+    database: PathBuf,
+
+    /// Keep games in memory instead of a database: for throwaway runs, everything is lost when
+    /// the server stops.
     #[arg(long, env = "OANQUAN_IN_MEMORY")]
     in_memory: bool,
 
@@ -63,7 +81,7 @@ struct Args {
     #[arg(long, env = "OANQUAN_MAX_SPECTATORS_PER_GAME", default_value_t = 100)]
     max_spectators_per_game: usize,
 
-    /// Games kept in memory at most.
+    /// Games kept at most with --in-memory (a database has no limit of its own).
     #[arg(long, env = "OANQUAN_MAX_GAMES", default_value_t = 10_000)]
     max_games: usize,
 
@@ -97,11 +115,10 @@ fn parse_duration(text: &str) -> Result<Duration, String> {
 
 impl Args {
     fn config(&self) -> Config {
-        // The only backend so far; `--database PATH` will select SQLite here.
         let storage = if self.in_memory {
             Storage::InMemory
         } else {
-            Storage::default()
+            Storage::Sqlite(self.database.clone())
         };
         Config {
             storage,
@@ -146,6 +163,9 @@ async fn shutdown_signal() {
 }
 
 async fn serve(args: Args) -> anyhow::Result<()> {
+    let config = args.config();
+    // Before listening: a bad database must stop the server before clients can connect.
+    let store = oanquan_server::open_store(&config).await?;
     let listener = TcpListener::bind(args.listen)
         .await
         .with_context(|| format!("cannot listen on {}", args.listen))?;
@@ -155,7 +175,7 @@ async fn serve(args: Args) -> anyhow::Result<()> {
     writeln!(stdout, "oanquan-server listening on {local}")?;
     stdout.flush()?;
     drop(stdout);
-    oanquan_server::run(listener, args.config(), shutdown_signal()).await?;
+    oanquan_server::run_with_store(listener, config, store, shutdown_signal()).await?;
     Ok(())
 }
 
@@ -187,6 +207,8 @@ fn main() -> ExitCode {
 
 #[cfg(test)]
 mod tests {
+    use std::path::Path;
+
     use super::*;
 
     #[test]
@@ -197,6 +219,23 @@ mod tests {
         assert_eq!(parse_duration("3"), Ok(Duration::from_secs(3)));
         assert!(parse_duration("fast").is_err());
         assert!(parse_duration("5h").is_err());
+    }
+
+    #[test]
+    fn storage_defaults_to_a_database_file() {
+        let args = Args::try_parse_from(["oanquan-server"]).unwrap();
+        assert!(
+            matches!(args.config().storage, Storage::Sqlite(path) if path == Path::new("oanquan.db"))
+        );
+        let args = Args::try_parse_from(["oanquan-server", "--in-memory"]).unwrap();
+        assert!(matches!(args.config().storage, Storage::InMemory));
+        let args = Args::try_parse_from(["oanquan-server", "--database", "/tmp/x.db"]).unwrap();
+        assert!(
+            matches!(args.config().storage, Storage::Sqlite(path) if path == Path::new("/tmp/x.db"))
+        );
+        assert!(
+            Args::try_parse_from(["oanquan-server", "--in-memory", "--database", "x.db"]).is_err()
+        );
     }
 
     #[test]

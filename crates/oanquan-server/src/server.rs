@@ -2,6 +2,7 @@
 
 use std::future::Future;
 use std::net::SocketAddr;
+use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -14,7 +15,9 @@ use tonic::transport::server::TcpIncoming;
 use tonic_health::ServingStatus;
 use tracing::{info, warn};
 
-use crate::domain::{GameManager, GameStore, Hub, ManagerLimits, MemoryLimits, MemoryStore};
+use crate::domain::{
+    GameManager, GameStore, Hub, ManagerLimits, MemoryLimits, MemoryStore, OpenError, SqliteStore,
+};
 use crate::grpc::{GameApi, RulesApi, StreamSettings};
 
 /// Descriptor set of `google/rpc/error_details.proto`, for reflection (see `build.rs`).
@@ -25,11 +28,17 @@ const GOOGLE_RPC_DESCRIPTOR_SET: &[u8] =
 pub const HEALTH_SERVICES: [&str; 2] = ["oanquan.v1.GameService", "oanquan.v1.RulesService"];
 
 /// Where games are stored.
+///
+/// The library's default is [`Storage::InMemory`], which suits tests and embedding; the
+/// `oanquan-server` binary defaults to [`Storage::Sqlite`] at `./oanquan.db`.
 #[derive(Debug, Clone, Default)]
 pub enum Storage {
     /// In process memory; everything is lost on restart.
     #[default]
     InMemory,
+    /// An SQLite database file, created if missing: every acknowledged change survives a crash
+    /// or power loss, and a restart resumes games and streams (see `STORAGE.md`).
+    Sqlite(PathBuf),
 }
 
 /// Server configuration. Every limit is deliberate: tonic's defaults leave streams per
@@ -56,7 +65,7 @@ pub struct Config {
     pub request_timeout: Duration,
     /// Watchers of one game (players included).
     pub max_watchers_per_game: usize,
-    /// Games the in-memory store holds.
+    /// Games the in-memory store holds (the SQLite store has no limit of its own).
     pub max_games: usize,
     /// Idle time before a stream sends a Heartbeat.
     pub heartbeat_interval: Duration,
@@ -104,28 +113,61 @@ pub enum ServeError {
     /// The listener has no local address.
     #[error("listener address: {0}")]
     Io(#[from] std::io::Error),
+    /// The database cannot be used; the message says why and what to do.
+    #[error("{0}")]
+    Storage(#[from] OpenError),
 }
 
-fn store_for(config: &Config) -> Arc<dyn GameStore> {
-    match config.storage {
+/// Opens the store `config.storage` names: for SQLite, checks and migrates the file (on a
+/// blocking thread) and replays the unfinished games.
+///
+/// # Errors
+///
+/// [`ServeError::Storage`] for a database that is corrupt, another application's, from a newer
+/// server, or unreadable; such a file is left untouched.
+pub async fn open_store(config: &Config) -> Result<Arc<dyn GameStore>, ServeError> {
+    Ok(match &config.storage {
         Storage::InMemory => Arc::new(MemoryStore::new(MemoryLimits {
             max_games: config.max_games,
             game_event_retention: config.game_event_retention.max(1),
             lobby_event_retention: config.lobby_event_retention.max(1),
         })),
-    }
+        Storage::Sqlite(path) => {
+            let path = path.clone();
+            let store = tokio::task::spawn_blocking(move || SqliteStore::open(path))
+                .await
+                .map_err(|e| std::io::Error::other(e.to_string()))??;
+            Arc::new(store)
+        }
+    })
 }
 
-/// Serves the API on `listener` until `shutdown` resolves, then drains: health turns
-/// NOT_SERVING, every open stream ends with UNAVAILABLE (telling the client the sequence to
-/// resume from), and calls still running after `config.drain_timeout` are abandoned.
+/// Opens the store ([`open_store`]) and serves with it ([`run_with_store`]).
+///
+/// # Errors
+///
+/// [`ServeError`] if the store cannot be opened or the transport fails.
+pub async fn run(
+    listener: TcpListener,
+    config: Config,
+    shutdown: impl Future<Output = ()>,
+) -> Result<(), ServeError> {
+    let store = open_store(&config).await?;
+    run_with_store(listener, config, store, shutdown).await
+}
+
+/// Serves the API on `listener` from `store` until `shutdown` resolves, then drains: health
+/// turns NOT_SERVING, every open stream ends with UNAVAILABLE (telling the client the sequence
+/// to resume from), and calls still running after `config.drain_timeout` are abandoned.
+/// `config.storage` is not looked at: `store` is used as it is.
 ///
 /// # Errors
 ///
 /// [`ServeError`] if the transport fails.
-pub async fn run(
+pub async fn run_with_store(
     listener: TcpListener,
     config: Config,
+    store: Arc<dyn GameStore>,
     shutdown: impl Future<Output = ()>,
 ) -> Result<(), ServeError> {
     let local: SocketAddr = listener.local_addr()?;
@@ -133,7 +175,7 @@ pub async fn run(
 
     let hub = Hub::new(config.broadcast_capacity);
     let manager = Arc::new(GameManager::new(
-        store_for(&config),
+        store,
         hub,
         ManagerLimits {
             max_watchers_per_game: config.max_watchers_per_game,

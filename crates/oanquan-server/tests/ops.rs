@@ -178,7 +178,13 @@ async fn shutdown_ends_streams_with_unavailable_within_the_drain_limit() {
 #[test]
 fn binary_prints_its_address_and_exits_cleanly_on_sigterm() {
     let mut child = Command::new(env!("CARGO_BIN_EXE_oanquan-server"))
-        .args(["--listen", "127.0.0.1:0", "--shutdown-drain-timeout", "2s"])
+        .args([
+            "--listen",
+            "127.0.0.1:0",
+            "--shutdown-drain-timeout",
+            "2s",
+            "--in-memory",
+        ])
         .env("RUST_LOG", "warn")
         .stdout(Stdio::piped())
         .stderr(Stdio::null())

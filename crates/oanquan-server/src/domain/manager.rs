@@ -168,22 +168,23 @@ impl GameManager {
         };
         state.token_hashes[seat] = Some(token.hash());
         let committed = self
-            .store
-            .create(Commit {
-                state,
-                expected_sequence: 0,
-                game_events: vec![GameEventKind::PlayerJoined {
-                    seat,
-                    display_name,
-                    kind: PlayerKind::Human,
-                }],
-                lobby_events: vec![LobbyEventKind::GameCreated {
-                    game: Box::new(info),
-                }],
-                time: now,
-            })
+            .commit_and_publish(
+                true,
+                Commit {
+                    state,
+                    expected_sequence: 0,
+                    game_events: vec![GameEventKind::PlayerJoined {
+                        seat,
+                        display_name,
+                        kind: PlayerKind::Human,
+                    }],
+                    lobby_events: vec![LobbyEventKind::GameCreated {
+                        game: Box::new(info),
+                    }],
+                    time: now,
+                },
+            )
             .await?;
-        self.hub.publish(&committed);
         info!(game_id = %committed.info.id, ?seat, "game created");
         Ok(Seated {
             game: committed.info,
@@ -516,6 +517,30 @@ impl GameManager {
         Watch::start(feed, rx, None, after).await
     }
 
+    /// Creates (`create`) or commits, then publishes, in a task of its own: a durable store
+    /// takes a while to answer, and a caller that goes away meanwhile (a cancelled call) must
+    /// not leave a committed change unpublished, or watchers would wait for it until the next
+    /// event of the game.
+    async fn commit_and_publish(
+        &self,
+        create: bool,
+        commit: Commit,
+    ) -> Result<Committed, StoreError> {
+        let store = Arc::clone(&self.store);
+        let hub = Arc::clone(&self.hub);
+        tokio::spawn(async move {
+            let committed = if create {
+                store.create(commit).await
+            } else {
+                store.commit(commit).await
+            }?;
+            hub.publish(&committed);
+            Ok(committed)
+        })
+        .await
+        .map_err(|e| StoreError::Backend(format!("commit task: {e}")))?
+    }
+
     /// Load, change, commit; on a concurrency conflict, reload and decide again (the change
     /// function re-validates against the fresh state, e.g. `expected_ply` becomes stale).
     async fn update<T>(
@@ -533,20 +558,19 @@ impl GameManager {
                 output,
             } = change(&mut state, now)?;
             match self
-                .store
-                .commit(Commit {
-                    state,
-                    expected_sequence,
-                    game_events,
-                    lobby_events,
-                    time: now,
-                })
+                .commit_and_publish(
+                    false,
+                    Commit {
+                        state,
+                        expected_sequence,
+                        game_events,
+                        lobby_events,
+                        time: now,
+                    },
+                )
                 .await
             {
-                Ok(committed) => {
-                    self.hub.publish(&committed);
-                    return Ok((committed, output));
-                }
+                Ok(committed) => return Ok((committed, output)),
                 Err(StoreError::Conflict { .. }) => {
                     debug!(game_id = %id, "lost a commit race; retrying");
                 }

@@ -2,13 +2,14 @@
 //!
 //! * [`GameManager`] runs every command and query against a [`GameStore`] and publishes what it
 //!   commits to the [`Hub`], which [`Watch`]es read.
-//! * [`MemoryStore`] is the only store today; a durable one implements the same trait.
+//! * [`MemoryStore`] keeps games in memory; [`SqliteStore`] keeps them durably in one file.
 
 mod error;
 mod hub;
 mod manager;
 mod memory;
 mod model;
+mod sqlite;
 mod store;
 mod token;
 mod watch;
@@ -24,6 +25,7 @@ pub use model::{
     GameEvent, GameEventKind, GameFilter, GameId, GameIdError, GameInfo, GameResult, GameState,
     GameStatus, LobbyEvent, LobbyEventKind, MoveRecord, PlayerKind, SeatInfo, Termination,
 };
+pub use sqlite::{APPLICATION_ID, MAX_BATCH, OpenError, SCHEMA_VERSION, SqliteStore};
 pub use store::{Commit, Committed, GameStore, Page, Since, StoreError, StoreFuture};
 pub use token::{PlayerToken, TokenHash};
 pub use watch::{Feed, GameFeed, LobbyFeed, Sequenced, Watch, WatchItem};

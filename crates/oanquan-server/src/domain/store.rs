@@ -102,6 +102,24 @@ pub struct Page {
 }
 
 /// Where games live. See the module docs.
+///
+/// Two backends exist: [`MemoryStore`](super::MemoryStore) and
+/// [`SqliteStore`](super::SqliteStore) (one file, one server, group commit). The seam is shaped
+/// for a PostgreSQL backend shared by many server nodes:
+///
+/// * **Transactions.** Each method is one transaction. `create`/`commit` run
+///   `UPDATE games SET … WHERE id = $1 AND sequence = $expected` (zero rows: `Conflict`), insert
+///   the events with their sequence numbers, and take lobby numbers from a counter row locked
+///   in the same transaction (or a sequence plus a gap-tolerant reader). Reads run at
+///   `REPEATABLE READ` so a snapshot and its sequence agree.
+/// * **Optimistic concurrency.** `expected_sequence` is the only lock across nodes: the
+///   manager reloads and retries on `Conflict`, so no node needs to own a game.
+/// * **Change notifications.** Each commit sends `NOTIFY oanquan_game, '<id>:<sequence>'` (and
+///   `oanquan_lobby`) inside its transaction, so it is delivered only if it commits. Every
+///   node `LISTEN`s and feeds its [`Hub`](super::Hub) from the log
+///   ([`GameStore::game_events_since`]); watchers already fall back to the log on any gap, so
+///   a lost notification delays an event but never loses it.
+/// * **Durability** is the database's: acknowledge after `COMMIT` with `synchronous_commit = on`.
 pub trait GameStore: Send + Sync + fmt::Debug + 'static {
     /// Creates a game (`commit.expected_sequence` is 0).
     ///

@@ -169,7 +169,11 @@ mod tests {
         for _ in 0..1000 {
             let id = random_game_id();
             assert_eq!(id.len(), 16);
-            assert!(id.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit()), "{id}");
+            assert!(
+                id.bytes()
+                    .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit()),
+                "{id}"
+            );
         }
     }
 }

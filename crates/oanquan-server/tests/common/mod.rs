@@ -7,7 +7,7 @@ use std::time::Duration;
 use oanquan_proto::v1 as pb;
 use oanquan_proto::v1::game_service_client::GameServiceClient;
 use oanquan_proto::v1::rules_service_client::RulesServiceClient;
-use oanquan_server::{Config, ServeError};
+use oanquan_server::{Config, ServeError, Storage};
 use tokio::net::TcpListener;
 use tokio::sync::oneshot;
 use tokio::task::JoinHandle;
@@ -22,6 +22,8 @@ pub struct TestServer {
     pub addr: SocketAddr,
     stop: Option<oneshot::Sender<()>>,
     handle: Option<JoinHandle<Result<(), ServeError>>>,
+    /// The database's directory when the suite runs on SQLite; removed on drop.
+    _database: Option<tempfile::TempDir>,
 }
 
 /// A config for tests: short heartbeats and drain.
@@ -33,7 +35,23 @@ pub fn config() -> Config {
     }
 }
 
-pub async fn start(config: Config) -> TestServer {
+/// Starts a server. With `OANQUAN_TEST_STORAGE=sqlite`, a test that asks for the in-memory
+/// store gets a fresh SQLite database instead, so the whole suite can run on both stores
+/// (except the tests of the memory store's event retention: SQLite keeps whole logs).
+pub async fn start(mut config: Config) -> TestServer {
+    let defaults = Config::default();
+    let memory_only = config.game_event_retention != defaults.game_event_retention
+        || config.lobby_event_retention != defaults.lobby_event_retention;
+    let database = match config.storage {
+        Storage::InMemory
+            if !memory_only && std::env::var("OANQUAN_TEST_STORAGE").as_deref() == Ok("sqlite") =>
+        {
+            let dir = tempfile::tempdir().unwrap();
+            config.storage = Storage::Sqlite(dir.path().join("oanquan.db"));
+            Some(dir)
+        }
+        _ => None,
+    };
     let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();
     let (stop, stopped) = oneshot::channel::<()>();
@@ -44,6 +62,7 @@ pub async fn start(config: Config) -> TestServer {
         addr,
         stop: Some(stop),
         handle: Some(handle),
+        _database: database,
     }
 }
 

@@ -1,0 +1,636 @@
+//! Drives `.ci/crash-test.sh`: plays many games against a server that is about to be killed
+//! with SIGKILL, keeps a journal of everything the server acknowledged, and after the restart
+//! checks the journal against the server.
+//!
+//! ```text
+//! crash_driver --addr 127.0.0.1:50051 --journal journal.json [--verify-only]
+//! ```
+//!
+//! Each run first verifies the journal (if any) against the server:
+//!
+//! * every acknowledged move is stored, in order (at most one more move per game, the one in
+//!   flight at the kill, may be stored without having been acknowledged);
+//! * every game replays from its move list (ListMoves) to its stored position (GetGame);
+//! * a WatchGame / WatchLobby resumed with `after_sequence` = the last sequence seen before the
+//!   kill delivers every following event, without gap or duplicate, up to the current one;
+//!
+//! then (without `--verify-only`) plays: continues every unfinished game with the tokens from
+//! the journal, starts new games to keep `--games` going, watches all of them and the lobby,
+//! until the server goes away. Then it writes the journal and exits 0. Any violation exits 1.
+
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use clap::Parser;
+use oanquan_proto::v1 as pb;
+use oanquan_proto::v1::game_service_client::GameServiceClient;
+use oanquan_rules::{Direction, Game, Move, Player, Preset};
+use oanquan_server::grpc::convert;
+use rand::seq::IndexedRandom as _;
+use serde::{Deserialize, Serialize};
+use tonic::transport::Channel;
+use tonic::{Code, Request, Status};
+
+type Client = GameServiceClient<Channel>;
+
+#[derive(Debug, Parser)]
+struct Args {
+    /// The server, host:port.
+    #[arg(long)]
+    addr: String,
+    /// Journal file: read if present, written at the end.
+    #[arg(long)]
+    journal: PathBuf,
+    /// Games played at once.
+    #[arg(long, default_value_t = 24)]
+    games: usize,
+    /// Give up playing after this many seconds even if the server is still up.
+    #[arg(long, default_value_t = 30)]
+    max_seconds: u64,
+    /// Verify only; then play one move in each unfinished game to prove the tokens work.
+    #[arg(long)]
+    verify_only: bool,
+}
+
+#[derive(Debug, Default, Serialize, Deserialize)]
+struct Journal {
+    games: Vec<GameEntry>,
+    /// Last lobby sequence a watcher received.
+    lobby_seen: u64,
+    rounds: u32,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+struct GameEntry {
+    id: String,
+    first: Option<String>,
+    second: Option<String>,
+    /// Moves acknowledged by PlayMove, in notation.
+    acked: Vec<String>,
+    /// Last game-event sequence a watcher received.
+    seen: u64,
+    over: bool,
+}
+
+#[derive(Debug, Default)]
+struct Failures(Mutex<Vec<String>>);
+
+impl Failures {
+    fn add(&self, message: String) {
+        eprintln!("crash_driver: FAIL: {message}");
+        self.0.lock().unwrap().push(message);
+    }
+    fn count(&self) -> usize {
+        self.0.lock().unwrap().len()
+    }
+}
+
+fn rules() -> oanquan_rules::Rules {
+    Preset::Standard.rules()
+}
+
+fn authed<T>(message: T, token: &str) -> Request<T> {
+    let mut request = Request::new(message);
+    request
+        .metadata_mut()
+        .insert("authorization", format!("Bearer {token}").parse().unwrap());
+    request.set_timeout(Duration::from_secs(10));
+    request
+}
+
+fn timed<T>(message: T) -> Request<T> {
+    let mut request = Request::new(message);
+    request.set_timeout(Duration::from_secs(10));
+    request
+}
+
+/// Errors a killed server causes; anything else is a bug.
+fn server_gone(status: &Status) -> bool {
+    matches!(
+        status.code(),
+        Code::Unavailable | Code::Unknown | Code::Cancelled | Code::DeadlineExceeded
+    )
+}
+
+async fn connect(addr: &str) -> Result<Client, tonic::transport::Error> {
+    let channel = Channel::from_shared(format!("http://{addr}"))
+        .expect("address")
+        .connect()
+        .await?;
+    Ok(GameServiceClient::new(channel))
+}
+
+// ---------------------------------------------------------------------------------------------
+// Verification
+
+async fn snapshot_sequence(client: &mut Client, id: &str) -> Result<u64, Status> {
+    let mut stream = client
+        .watch_game(timed(pb::WatchGameRequest {
+            game_id: id.to_owned(),
+            after_sequence: None,
+        }))
+        .await?
+        .into_inner();
+    let event = stream
+        .message()
+        .await?
+        .and_then(|m| m.event)
+        .ok_or_else(|| Status::internal("empty watch stream"))?;
+    match event.kind {
+        Some(pb::game_event::Kind::Snapshot(_)) => Ok(event.sequence),
+        other => Err(Status::internal(format!(
+            "expected a snapshot, got {other:?}"
+        ))),
+    }
+}
+
+/// Resumes a watch after `after` and checks it delivers exactly `after + 1 ..= last`.
+async fn check_game_resume(client: &mut Client, id: &str, after: u64) -> Result<(), String> {
+    let last = snapshot_sequence(client, id)
+        .await
+        .map_err(|e| format!("{id}: snapshot: {e}"))?;
+    if after > last {
+        return Err(format!(
+            "{id}: a watcher saw sequence {after} before the kill but the game is at {last}"
+        ));
+    }
+    if after == 0 || after == last {
+        return Ok(());
+    }
+    let mut stream = client
+        .watch_game(timed(pb::WatchGameRequest {
+            game_id: id.to_owned(),
+            after_sequence: Some(after),
+        }))
+        .await
+        .map_err(|e| format!("{id}: resume after {after}: {e}"))?
+        .into_inner();
+    let mut expected = after + 1;
+    while expected <= last {
+        let event = tokio::time::timeout(Duration::from_secs(5), stream.message())
+            .await
+            .map_err(|_| format!("{id}: resumed stream stalled before {expected}"))?
+            .map_err(|e| format!("{id}: resumed stream: {e}"))?
+            .and_then(|m| m.event)
+            .ok_or_else(|| format!("{id}: resumed stream ended before {expected}"))?;
+        match event.kind {
+            Some(pb::game_event::Kind::Heartbeat(_)) => continue,
+            Some(pb::game_event::Kind::Snapshot(_)) => {
+                return Err(format!(
+                    "{id}: resume after {after} got a snapshot, not the events"
+                ));
+            }
+            _ => {}
+        }
+        if event.sequence != expected {
+            return Err(format!(
+                "{id}: resumed stream gave {} where {expected} was due",
+                event.sequence
+            ));
+        }
+        expected += 1;
+    }
+    Ok(())
+}
+
+async fn check_lobby_resume(client: &mut Client, after: u64) -> Result<(), String> {
+    let mut stream = client
+        .watch_lobby(timed(pb::WatchLobbyRequest {
+            after_sequence: None,
+        }))
+        .await
+        .map_err(|e| format!("lobby snapshot: {e}"))?
+        .into_inner();
+    let last = stream
+        .message()
+        .await
+        .map_err(|e| format!("lobby snapshot: {e}"))?
+        .and_then(|m| m.event)
+        .ok_or("lobby stream ended")?
+        .sequence;
+    drop(stream);
+    if after > last {
+        return Err(format!(
+            "the lobby watcher saw {after} before the kill but the lobby is at {last}"
+        ));
+    }
+    if after == 0 || after == last {
+        return Ok(());
+    }
+    let mut stream = client
+        .watch_lobby(timed(pb::WatchLobbyRequest {
+            after_sequence: Some(after),
+        }))
+        .await
+        .map_err(|e| format!("lobby resume: {e}"))?
+        .into_inner();
+    let mut expected = after + 1;
+    while expected <= last {
+        let event = tokio::time::timeout(Duration::from_secs(5), stream.message())
+            .await
+            .map_err(|_| format!("lobby resume stalled before {expected}"))?
+            .map_err(|e| format!("lobby resume: {e}"))?
+            .and_then(|m| m.event)
+            .ok_or("lobby resume ended")?;
+        match event.kind {
+            Some(pb::lobby_event::Kind::Heartbeat(_)) => continue,
+            Some(pb::lobby_event::Kind::Snapshot(_)) => {
+                return Err(format!("lobby resume after {after} got a snapshot"));
+            }
+            _ => {}
+        }
+        if event.sequence != expected {
+            return Err(format!(
+                "lobby resume gave {} where {expected} was due",
+                event.sequence
+            ));
+        }
+        expected += 1;
+    }
+    Ok(())
+}
+
+/// Checks one game; returns its stored moves (to continue from) on success.
+async fn verify_game(client: &mut Client, entry: &GameEntry) -> Result<Vec<Move>, String> {
+    let id = &entry.id;
+    let game = client
+        .get_game(timed(pb::GetGameRequest {
+            game_id: id.clone(),
+        }))
+        .await
+        .map_err(|e| format!("{id}: GetGame: {e}"))?
+        .into_inner()
+        .game
+        .ok_or("no game")?;
+    let listed = client
+        .list_moves(timed(pb::ListMovesRequest {
+            game_id: id.clone(),
+        }))
+        .await
+        .map_err(|e| format!("{id}: ListMoves: {e}"))?
+        .into_inner();
+    let stored: Vec<Move> = listed
+        .moves
+        .iter()
+        .map(|m| convert::mv(m.r#move.as_ref(), "move").map_err(|e| format!("{id}: {e:?}")))
+        .collect::<Result<_, _>>()?;
+    let stored_text: Vec<String> = stored.iter().map(Move::to_string).collect();
+    if stored_text.len() < entry.acked.len() || stored_text[..entry.acked.len()] != entry.acked {
+        return Err(format!(
+            "{id}: acknowledged moves lost: acknowledged {:?}, stored {:?}",
+            entry.acked, stored_text
+        ));
+    }
+    if stored.len() > entry.acked.len() + 1 {
+        return Err(format!(
+            "{id}: {} moves stored but only {} acknowledged (at most one can be in flight)",
+            stored.len(),
+            entry.acked.len()
+        ));
+    }
+    if game.move_count as usize != stored.len() {
+        return Err(format!(
+            "{id}: GetGame says {} moves, ListMoves lists {}",
+            game.move_count,
+            stored.len()
+        ));
+    }
+    let start = convert::position(listed.start_position.as_ref(), rules(), "start")
+        .map_err(|e| format!("{id}: start: {e:?}"))?;
+    let replayed = Game::replay(start, &stored).map_err(|e| format!("{id}: replay: {e}"))?;
+    let position = convert::position(game.position.as_ref(), rules(), "position")
+        .map_err(|e| format!("{id}: position: {e:?}"))?;
+    if replayed.position().to_setup() != position.to_setup()
+        || replayed.position().is_over() != position.is_over()
+    {
+        return Err(format!(
+            "{id}: the moves replay to {} but the stored position is {position}",
+            replayed.position()
+        ));
+    }
+    for (record, index) in listed.moves.iter().zip(1..) {
+        if record.number != index {
+            return Err(format!("{id}: move numbered {} at {index}", record.number));
+        }
+    }
+    check_game_resume(client, id, entry.seen).await?;
+    Ok(stored)
+}
+
+// ---------------------------------------------------------------------------------------------
+// Playing
+
+#[derive(Debug)]
+struct Shared {
+    journal: Mutex<Journal>,
+    failures: Failures,
+    deadline: Instant,
+    addr: String,
+}
+
+/// Watches a game, checking live events arrive in order, recording the last sequence seen.
+async fn watch_game(shared: Arc<Shared>, mut client: Client, index: usize, id: String) {
+    let Ok(response) = client
+        .watch_game(pb::WatchGameRequest {
+            game_id: id.clone(),
+            after_sequence: None,
+        })
+        .await
+    else {
+        return;
+    };
+    let mut stream = response.into_inner();
+    let mut last = None;
+    while let Ok(Some(message)) = stream.message().await {
+        let Some(event) = message.event else { continue };
+        match event.kind {
+            Some(pb::game_event::Kind::Heartbeat(_)) => continue,
+            Some(pb::game_event::Kind::Snapshot(_)) => {}
+            _ => {
+                if let Some(last) = last {
+                    if event.sequence != last + 1 {
+                        shared.failures.add(format!(
+                            "{id}: live watch went from {last} to {}",
+                            event.sequence
+                        ));
+                    }
+                }
+            }
+        }
+        last = Some(event.sequence);
+        let mut journal = shared.journal.lock().unwrap();
+        let entry = &mut journal.games[index];
+        entry.seen = entry.seen.max(event.sequence);
+    }
+}
+
+async fn watch_lobby(shared: Arc<Shared>, mut client: Client) {
+    let Ok(response) = client
+        .watch_lobby(pb::WatchLobbyRequest {
+            after_sequence: None,
+        })
+        .await
+    else {
+        return;
+    };
+    let mut stream = response.into_inner();
+    let mut last = None;
+    while let Ok(Some(message)) = stream.message().await {
+        let Some(event) = message.event else { continue };
+        match event.kind {
+            Some(pb::lobby_event::Kind::Heartbeat(_)) => continue,
+            Some(pb::lobby_event::Kind::Snapshot(_)) => {}
+            _ => {
+                if let Some(last) = last {
+                    if event.sequence != last + 1 {
+                        shared.failures.add(format!(
+                            "live lobby watch went from {last} to {}",
+                            event.sequence
+                        ));
+                    }
+                }
+            }
+        }
+        last = Some(event.sequence);
+        shared.journal.lock().unwrap().lobby_seen = event.sequence;
+    }
+}
+
+/// Creates a standard game and seats both players; records it as soon as it exists.
+async fn new_game(shared: &Shared, client: &mut Client) -> Result<usize, Status> {
+    let created = client
+        .create_game(timed(pb::CreateGameRequest {
+            rules: Some(pb::RulesSpec {
+                kind: Some(pb::rules_spec::Kind::Preset("standard".to_owned())),
+            }),
+            start_position: None,
+            seat: pb::Player::First.into(),
+            display_name: "crash".to_owned(),
+        }))
+        .await?
+        .into_inner();
+    let id = created.game.map(|g| g.id).unwrap_or_default();
+    let index = {
+        let mut journal = shared.journal.lock().unwrap();
+        journal.games.push(GameEntry {
+            id: id.clone(),
+            first: Some(created.player_token),
+            second: None,
+            acked: Vec::new(),
+            seen: 0,
+            over: false,
+        });
+        journal.games.len() - 1
+    };
+    let joined = client
+        .join_game(timed(pb::JoinGameRequest {
+            game_id: id,
+            display_name: "test".to_owned(),
+        }))
+        .await?
+        .into_inner();
+    shared.journal.lock().unwrap().games[index].second = Some(joined.player_token);
+    Ok(index)
+}
+
+/// Plays a game from `moves` until it ends (Ok) or the server goes away (Err).
+async fn play_game(
+    shared: &Shared,
+    client: &mut Client,
+    index: usize,
+    moves: &[Move],
+    limit: Option<usize>,
+) -> Result<(), Status> {
+    let (id, first, second) = {
+        let journal = shared.journal.lock().unwrap();
+        let entry = &journal.games[index];
+        (entry.id.clone(), entry.first.clone(), entry.second.clone())
+    };
+    let (Some(first), Some(second)) = (first, second) else {
+        return Ok(()); // The join was not acknowledged: nobody can play it.
+    };
+    let start = oanquan_rules::Position::new(rules()).expect("standard rules");
+    let mut game = Game::replay(start, moves).map_err(|e| Status::internal(e.to_string()))?;
+    let mut played = 0;
+    while !game.position().is_over() && limit.is_none_or(|limit| played < limit) {
+        if Instant::now() > shared.deadline {
+            return Ok(());
+        }
+        let position = *game.position();
+        let mv = *position
+            .legal_moves()
+            .choose(&mut rand::rng())
+            .expect("a position not over has moves");
+        let token = match position.to_move() {
+            Player::First => &first,
+            Player::Second => &second,
+        };
+        let direction = match mv.direction {
+            Direction::Right => pb::Direction::Right,
+            Direction::Left => pb::Direction::Left,
+        };
+        client
+            .play_move(authed(
+                pb::PlayMoveRequest {
+                    game_id: id.clone(),
+                    r#move: Some(pb::Move {
+                        square: u32::from(mv.square),
+                        direction: direction.into(),
+                    }),
+                    expected_ply: Some(position.ply()),
+                },
+                token,
+            ))
+            .await?;
+        game.play(mv).map_err(|e| Status::internal(e.to_string()))?;
+        played += 1;
+        let mut journal = shared.journal.lock().unwrap();
+        let entry = &mut journal.games[index];
+        entry.acked.push(mv.to_string());
+        entry.over = game.position().is_over();
+    }
+    Ok(())
+}
+
+/// One player task: continue `resume`, then keep starting new games until the server is gone.
+async fn player(
+    shared: Arc<Shared>,
+    mut client: Client,
+    watcher: Client,
+    resume: Vec<(usize, Vec<Move>)>,
+    new_games: bool,
+) {
+    let report = |status: Status| {
+        if !server_gone(&status) {
+            shared
+                .failures
+                .add(format!("unexpected error while playing: {status:?}"));
+        }
+    };
+    for (index, moves) in resume {
+        let id = shared.journal.lock().unwrap().games[index].id.clone();
+        tokio::spawn(watch_game(Arc::clone(&shared), watcher.clone(), index, id));
+        let limit = (!new_games).then_some(1);
+        if let Err(status) = play_game(&shared, &mut client, index, &moves, limit).await {
+            return report(status);
+        }
+    }
+    while new_games && Instant::now() < shared.deadline {
+        let index = match new_game(&shared, &mut client).await {
+            Ok(index) => index,
+            Err(status) => return report(status),
+        };
+        let id = shared.journal.lock().unwrap().games[index].id.clone();
+        tokio::spawn(watch_game(Arc::clone(&shared), watcher.clone(), index, id));
+        if let Err(status) = play_game(&shared, &mut client, index, &[], None).await {
+            return report(status);
+        }
+    }
+}
+
+async fn run(args: Args) -> Result<String, String> {
+    let mut journal: Journal = match std::fs::read(&args.journal) {
+        Ok(bytes) => serde_json::from_slice(&bytes).map_err(|e| format!("journal: {e}"))?,
+        Err(_) => Journal::default(),
+    };
+    let mut client = connect(&args.addr)
+        .await
+        .map_err(|e| format!("connect: {e}"))?;
+
+    // 1. Verify what the previous rounds were told.
+    let failures = Failures::default();
+    let mut resume: Vec<(usize, Vec<Move>)> = Vec::new();
+    for (index, entry) in journal.games.iter().enumerate() {
+        match verify_game(&mut client, entry).await {
+            Ok(stored) => {
+                if !entry.over {
+                    resume.push((index, stored));
+                }
+            }
+            Err(message) => failures.add(message),
+        }
+    }
+    if let Err(message) = check_lobby_resume(&mut client, journal.lobby_seen).await {
+        failures.add(message);
+    }
+    let verified_games = journal.games.len();
+    let verified_moves: usize = journal.games.iter().map(|g| g.acked.len()).sum();
+    if failures.count() > 0 {
+        return Err(format!("{} verification failures", failures.count()));
+    }
+    // Moves stored but not acknowledged (in flight at the kill) are now known: adopt them.
+    for (index, stored) in &resume {
+        journal.games[*index].acked = stored.iter().map(Move::to_string).collect();
+    }
+
+    // 2. Play until the server goes away (or, with --verify-only, one move per game).
+    journal.rounds += 1;
+    let shared = Arc::new(Shared {
+        journal: Mutex::new(journal),
+        failures,
+        deadline: Instant::now() + Duration::from_secs(args.max_seconds),
+        addr: args.addr.clone(),
+    });
+    let watcher = connect(&shared.addr)
+        .await
+        .map_err(|e| format!("connect: {e}"))?;
+    tokio::spawn(watch_lobby(Arc::clone(&shared), watcher.clone()));
+    let mut groups: HashMap<usize, Vec<(usize, Vec<Move>)>> = HashMap::new();
+    for (n, game) in resume.into_iter().enumerate() {
+        groups.entry(n % args.games.max(1)).or_default().push(game);
+    }
+    let mut tasks = Vec::new();
+    for task in 0..args.games.max(1) {
+        tasks.push(tokio::spawn(player(
+            Arc::clone(&shared),
+            client.clone(),
+            watcher.clone(),
+            groups.remove(&task).unwrap_or_default(),
+            !args.verify_only,
+        )));
+    }
+    for task in tasks {
+        task.await.map_err(|e| format!("player task: {e}"))?;
+    }
+    // Let the watchers take in the last events before the journal is written.
+    tokio::time::sleep(Duration::from_millis(if args.verify_only {
+        500
+    } else {
+        100
+    }))
+    .await;
+
+    let failures = shared.failures.count();
+    let journal = shared.journal.lock().unwrap();
+    let bytes = serde_json::to_vec(&*journal).map_err(|e| e.to_string())?;
+    std::fs::write(&args.journal, bytes).map_err(|e| format!("journal: {e}"))?;
+    if failures > 0 {
+        return Err(format!("{failures} failures while playing"));
+    }
+    let acked: usize = journal.games.iter().map(|g| g.acked.len()).sum();
+    Ok(format!(
+        "round {}: verified {verified_games} games / {verified_moves} acknowledged moves; \
+         now {} games, {acked} acknowledged moves, lobby seen up to {}",
+        journal.rounds,
+        journal.games.len(),
+        journal.lobby_seen
+    ))
+}
+
+fn main() -> ExitCode {
+    let args = Args::parse();
+    let runtime = tokio::runtime::Runtime::new().expect("runtime");
+    match runtime.block_on(run(args)) {
+        Ok(summary) => {
+            println!("crash_driver: {summary}");
+            ExitCode::SUCCESS
+        }
+        Err(message) => {
+            eprintln!("crash_driver: FAILED: {message}");
+            ExitCode::FAILURE
+        }
+    }
+}

@@ -1,0 +1,316 @@
+//! Opening a database file: checks first (read-only), then migrations (one transaction).
+//!
+//! A file is ours when its `PRAGMA application_id` is [`APPLICATION_ID`]; its schema version is
+//! `PRAGMA user_version`, the number of [`MIGRATIONS`] applied. Both live in the database header
+//! and change inside the migration transaction, so a file is never half migrated.
+//!
+//! Before anything is written the file is opened read-only and must be either ours (at a schema
+//! version this build knows) or a blank SQLite database; anything else (not SQLite, corrupt,
+//! another application's, a newer server's) is an [`OpenError`] and the file is left as it was.
+
+use std::path::{Path, PathBuf};
+
+use rusqlite::{Connection, ErrorCode, OpenFlags, TransactionBehavior};
+
+/// `PRAGMA application_id` of our files: "OANQ" in ASCII.
+pub const APPLICATION_ID: i32 = 0x4F41_4E51;
+
+/// Migration `i` takes a database from schema version `i` to `i + 1`. Append only: a released
+/// migration never changes.
+pub(super) const MIGRATIONS: &[&str] = &[
+    // 1: games, their moves and event logs, and the lobby's event log.
+    "
+    CREATE TABLE games (
+        ord          INTEGER PRIMARY KEY,   -- creation order: listing order and page cursors
+        id           TEXT    NOT NULL UNIQUE,
+        status       TEXT    NOT NULL,      -- waiting | active | finished | aborted
+        sequence     INTEGER NOT NULL,      -- sequence of the game's last event
+        move_count   INTEGER NOT NULL,
+        token_first  BLOB,                  -- SHA-256 of the seat's token, never the token
+        token_second BLOB,
+        info         TEXT    NOT NULL       -- JSON, see codec::InfoDto
+    ) STRICT;
+    CREATE INDEX games_by_status ON games (status, ord);
+
+    CREATE TABLE moves (
+        game   INTEGER NOT NULL REFERENCES games (ord),
+        number INTEGER NOT NULL,            -- 1-based
+        player TEXT    NOT NULL,            -- first | second
+        mv     TEXT    NOT NULL,            -- notation: 3-, 10+
+        time   INTEGER NOT NULL,            -- nanoseconds since the Unix epoch
+        PRIMARY KEY (game, number)
+    ) STRICT, WITHOUT ROWID;
+
+    CREATE TABLE game_events (
+        game     INTEGER NOT NULL REFERENCES games (ord),
+        sequence INTEGER NOT NULL,          -- 1, 2, 3, ... per game
+        time     INTEGER NOT NULL,
+        event    TEXT    NOT NULL,          -- JSON, see codec::GameEventDto
+        PRIMARY KEY (game, sequence)
+    ) STRICT, WITHOUT ROWID;
+
+    CREATE TABLE lobby_events (
+        sequence INTEGER PRIMARY KEY,       -- 1, 2, 3, ... for the whole server
+        time     INTEGER NOT NULL,
+        event    TEXT    NOT NULL           -- JSON, see codec::LobbyEventDto
+    ) STRICT;
+    ",
+];
+
+/// The schema version this build writes.
+pub const SCHEMA_VERSION: i32 = MIGRATIONS.len() as i32;
+
+/// Why a database file cannot be used. The file is left untouched in every case.
+#[derive(Debug, thiserror::Error)]
+pub enum OpenError {
+    /// Not an SQLite database at all, or one whose header is damaged.
+    #[error(
+        "{path}: not an SQLite database, or a damaged one ({detail}). \
+         Nothing was changed. Restore it from a backup, or point --database at a new file \
+         (move this one away) to start fresh"
+    )]
+    NotADatabase {
+        /// The file.
+        path: PathBuf,
+        /// SQLite's words.
+        detail: String,
+    },
+    /// An SQLite database of another application.
+    #[error(
+        "{path}: this SQLite database belongs to another application \
+         (application_id {application_id:#010x}, {tables} tables; ours is {APPLICATION_ID:#010x}). \
+         Nothing was changed. Point --database at a different file"
+    )]
+    Foreign {
+        /// The file.
+        path: PathBuf,
+        /// Its `PRAGMA application_id`.
+        application_id: i32,
+        /// Objects in its schema.
+        tables: i64,
+    },
+    /// Written by a newer server.
+    #[error(
+        "{path}: schema version {found} was written by a newer oanquan-server (this one knows \
+         versions up to {SCHEMA_VERSION}). Nothing was changed. Run a newer oanquan-server, or \
+         point --database at another file"
+    )]
+    Newer {
+        /// The file.
+        path: PathBuf,
+        /// Its schema version.
+        found: i32,
+    },
+    /// Ours, but SQLite's integrity check fails.
+    #[error(
+        "{path}: the database is corrupt (integrity check: {detail}). Nothing was changed. \
+         Restore it from a backup (see STORAGE.md), or move it away to start fresh"
+    )]
+    Corrupt {
+        /// The file.
+        path: PathBuf,
+        /// The first problems reported.
+        detail: String,
+    },
+    /// Anything else: permissions, a missing directory, a locked file, a full disk.
+    #[error("{path}: {context}: {source}")]
+    Sqlite {
+        /// The file.
+        path: PathBuf,
+        /// What we were doing.
+        context: &'static str,
+        /// The error.
+        #[source]
+        source: rusqlite::Error,
+    },
+    /// The operating system refused something (a thread, a file).
+    #[error("{path}: {context}: {source}")]
+    Io {
+        /// The file.
+        path: PathBuf,
+        /// What we were doing.
+        context: &'static str,
+        /// The error.
+        #[source]
+        source: std::io::Error,
+    },
+}
+
+impl OpenError {
+    fn sqlite(path: &Path, context: &'static str) -> impl FnOnce(rusqlite::Error) -> OpenError {
+        let path = path.to_owned();
+        move |source| {
+            if matches!(source.sqlite_error_code(), Some(ErrorCode::NotADatabase)) {
+                OpenError::NotADatabase {
+                    path,
+                    detail: source.to_string(),
+                }
+            } else if matches!(source.sqlite_error_code(), Some(ErrorCode::DatabaseCorrupt)) {
+                OpenError::Corrupt {
+                    path,
+                    detail: source.to_string(),
+                }
+            } else {
+                OpenError::Sqlite {
+                    path,
+                    context,
+                    source,
+                }
+            }
+        }
+    }
+}
+
+/// How long a connection waits for another one's lock before failing.
+pub(super) const BUSY_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(5);
+
+/// Checks an existing file without writing to it: blank, or ours at a known version and intact.
+fn check(path: &Path) -> Result<(), OpenError> {
+    let error = |context| OpenError::sqlite(path, context);
+    let conn = Connection::open_with_flags(
+        path,
+        OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX,
+    )
+    .map_err(error("opening read-only to check it"))?;
+    conn.busy_timeout(BUSY_TIMEOUT)
+        .map_err(error("setting the busy timeout"))?;
+    let (application_id, version, tables): (i32, i32, i64) = conn
+        .query_row(
+            "SELECT (SELECT application_id FROM pragma_application_id),
+                    (SELECT user_version FROM pragma_user_version),
+                    (SELECT count(*) FROM sqlite_schema)",
+            [],
+            |row| Ok((row.get(0)?, row.get(1)?, row.get(2)?)),
+        )
+        .map_err(error("reading the header"))?;
+    let blank = application_id == 0 && version == 0 && tables == 0;
+    if blank {
+        return Ok(());
+    }
+    if application_id != APPLICATION_ID {
+        return Err(OpenError::Foreign {
+            path: path.to_owned(),
+            application_id,
+            tables,
+        });
+    }
+    if version > SCHEMA_VERSION {
+        return Err(OpenError::Newer {
+            path: path.to_owned(),
+            found: version,
+        });
+    }
+    // Reads every page once: fast for our sizes, and a damaged file is refused at start rather
+    // than half way through a game.
+    let mut problems = Vec::new();
+    let mut statement = conn
+        .prepare("PRAGMA quick_check(5)")
+        .map_err(error("checking integrity"))?;
+    let rows = statement
+        .query_map([], |row| row.get::<_, String>(0))
+        .map_err(error("checking integrity"))?;
+    for row in rows {
+        problems.push(row.map_err(error("checking integrity"))?);
+    }
+    if problems != ["ok"] {
+        return Err(OpenError::Corrupt {
+            path: path.to_owned(),
+            detail: problems.join("; "),
+        });
+    }
+    Ok(())
+}
+
+/// Opens the writer connection: checks the file, switches it to WAL and migrates it.
+///
+/// # Errors
+///
+/// [`OpenError`]; the file is unchanged unless it was ours or blank.
+pub(super) fn open_writer(path: &Path) -> Result<Connection, OpenError> {
+    let error = |context| OpenError::sqlite(path, context);
+    let exists = std::fs::metadata(path).is_ok_and(|m| m.len() > 0);
+    if exists {
+        check(path)?;
+    }
+    let mut conn = Connection::open_with_flags(
+        path,
+        OpenFlags::SQLITE_OPEN_READ_WRITE
+            | OpenFlags::SQLITE_OPEN_CREATE
+            | OpenFlags::SQLITE_OPEN_NO_MUTEX,
+    )
+    .map_err(error("opening for writing"))?;
+    conn.busy_timeout(BUSY_TIMEOUT)
+        .map_err(error("setting the busy timeout"))?;
+    // WAL: readers never block the writer nor each other, and a commit appends to one file.
+    let mode: String = conn
+        .query_row("PRAGMA journal_mode = WAL", [], |row| row.get(0))
+        .map_err(error("switching to WAL"))?;
+    if !mode.eq_ignore_ascii_case("wal") {
+        return Err(OpenError::Sqlite {
+            path: path.to_owned(),
+            context: "switching to WAL",
+            source: rusqlite::Error::InvalidQuery,
+        });
+    }
+    // FULL: every commit fsyncs the WAL before returning, so an acknowledged move survives a
+    // power loss, not only a killed process. Group commit (see the writer) keeps that affordable.
+    conn.pragma_update(None, "synchronous", "FULL")
+        .map_err(error("setting synchronous"))?;
+    migrate(&mut conn, path)?;
+    Ok(conn)
+}
+
+/// Applies the missing migrations in one transaction, re-checking under the write lock.
+fn migrate(conn: &mut Connection, path: &Path) -> Result<(), OpenError> {
+    let error = |context| OpenError::sqlite(path, context);
+    let tx = conn
+        .transaction_with_behavior(TransactionBehavior::Immediate)
+        .map_err(error("starting the migration"))?;
+    let (application_id, version, tables): (i32, i32, i64) = tx
+        .query_row(
+            "SELECT (SELECT application_id FROM pragma_application_id),
+                    (SELECT user_version FROM pragma_user_version),
+                    (SELECT count(*) FROM sqlite_schema)",
+            [],
+            |row| Ok((row.get(0)?, row.get(1)?, row.get(2)?)),
+        )
+        .map_err(error("reading the header"))?;
+    let blank = application_id == 0 && version == 0 && tables == 0;
+    if !blank && application_id != APPLICATION_ID {
+        return Err(OpenError::Foreign {
+            path: path.to_owned(),
+            application_id,
+            tables,
+        });
+    }
+    if version > SCHEMA_VERSION {
+        return Err(OpenError::Newer {
+            path: path.to_owned(),
+            found: version,
+        });
+    }
+    if version == SCHEMA_VERSION {
+        return Ok(());
+    }
+    tx.pragma_update(None, "application_id", APPLICATION_ID)
+        .map_err(error("setting the application id"))?;
+    for (from, migration) in MIGRATIONS.iter().enumerate().skip(version as usize) {
+        tx.execute_batch(migration)
+            .map_err(error("applying a migration"))?;
+        tx.pragma_update(None, "user_version", from as i32 + 1)
+            .map_err(error("recording the schema version"))?;
+    }
+    tx.commit().map_err(error("committing the migration"))?;
+    tracing::info!(path = %path.display(), from = version, to = SCHEMA_VERSION, "database migrated");
+    Ok(())
+}
+
+/// A read-only connection for queries (WAL lets it read while the writer writes).
+pub(super) fn open_reader(path: &Path) -> rusqlite::Result<Connection> {
+    let conn = Connection::open_with_flags(
+        path,
+        OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX,
+    )?;
+    conn.busy_timeout(BUSY_TIMEOUT)?;
+    Ok(conn)
+}
