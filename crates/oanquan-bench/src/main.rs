@@ -1,0 +1,836 @@
+//! `oanquan-bench`: load benchmark of `oanquan-server` against a bare tonic echo server, in one
+//! run. See `crates/oanquan-bench/RESULTS.md` for what each scenario measures and the figures.
+//!
+//! ```sh
+//! cargo run --release -p oanquan-bench -- all            # every scenario, a few minutes
+//! cargo run --release -p oanquan-bench -- throughput --concurrency 1,16,64
+//! ```
+
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use anyhow::{Context as _, bail};
+use clap::{Parser, ValueEnum};
+use oanquan_bench::chart;
+use oanquan_bench::load::{self, EchoLoad, GameLoad, LoadStats, Pool};
+use oanquan_bench::procs::{ProcSample, ServerProcess};
+use oanquan_bench::report::{Point, Usage};
+use serde::Serialize;
+
+/// Load benchmark of oanquan-server: moves/s, move latency, event delivery to spectators, server
+/// CPU and peak memory, each beside a bare tonic echo server driven by the same client with the
+/// same concurrency and message sizes, in the same run.
+///
+/// The servers are started by the benchmark on 127.0.0.1 (a fresh process per measurement) and
+/// killed at its end. Output: a table on stdout, and in --out-dir `results.json`,
+/// `throughput.svg` and `results.md`.
+#[derive(Debug, Parser)]
+#[command(name = "oanquan-bench", version, about, long_about)]
+struct Args {
+    /// What to run.
+    #[arg(value_enum)]
+    scenario: Scenario,
+
+    /// The `oanquan-server` binary [default: target/release/oanquan-server, built with
+    /// `cargo build --release -p oanquan-server` if missing].
+    #[arg(long, env = "OANQUAN_BENCH_SERVER_BIN")]
+    server_bin: Option<PathBuf>,
+
+    /// The `oanquan-echo-server` binary [default: next to this binary].
+    #[arg(long, env = "OANQUAN_BENCH_ECHO_BIN")]
+    echo_bin: Option<PathBuf>,
+
+    /// Where to write results.json, throughput.svg and results.md [default: target/bench].
+    #[arg(long)]
+    out_dir: Option<PathBuf>,
+
+    /// Server storages to measure; `durable` needs a server with `--database PATH`.
+    #[arg(long, value_delimiter = ',', default_value = "memory,durable")]
+    storage: Vec<StorageKind>,
+
+    /// Concurrency levels of the throughput sweep (concurrent games = echo callers).
+    #[arg(long, value_delimiter = ',', default_value = "1,4,16,64,256")]
+    concurrency: Vec<usize>,
+
+    /// HTTP/2 connections of the load (players and echo callers); fewer if fewer workers.
+    #[arg(long, default_value_t = 4)]
+    connections: usize,
+
+    /// Warm-up before each measurement window (not counted).
+    #[arg(long, default_value = "1s", value_parser = parse_duration)]
+    warmup: Duration,
+
+    /// Each measurement window.
+    #[arg(long, default_value = "3s", value_parser = parse_duration)]
+    duration: Duration,
+
+    /// Spectators per game in the throughput sweep.
+    #[arg(long, default_value_t = 0)]
+    spectators: usize,
+
+    /// `spectators` scenario: concurrent games.
+    #[arg(long, default_value_t = 64)]
+    few_concurrency: usize,
+
+    /// `spectators` scenario: spectators per game.
+    #[arg(long, default_value_t = 2)]
+    few_spectators: usize,
+
+    /// `fanout` scenario: spectators of the one game.
+    #[arg(long, default_value_t = 1000)]
+    fanout_spectators: usize,
+
+    /// `fanout` scenario: connections the spectators are spread over.
+    #[arg(long, default_value_t = 8)]
+    fanout_connections: usize,
+
+    /// `fanout` scenario: games played one after the other (each with fresh spectators).
+    #[arg(long, default_value_t = 3)]
+    fanout_games: usize,
+
+    /// `fanout` scenario: pause between moves of the paced run (an unpaced run follows).
+    #[arg(long, default_value = "100ms", value_parser = parse_duration)]
+    fanout_interval: Duration,
+
+    /// `idle` scenario: open WatchGame streams.
+    #[arg(long, default_value_t = 10_000)]
+    idle_streams: usize,
+
+    /// `idle` scenario: games watched (streams are spread evenly).
+    #[arg(long, default_value_t = 100)]
+    idle_games: usize,
+
+    /// `idle` scenario: connections the streams are spread over.
+    #[arg(long, default_value_t = 20)]
+    idle_connections: usize,
+
+    /// `first-move` scenario: moves/s to hold [default: half of the peak measured by the
+    /// throughput sweep in the same run, or by a short peak run].
+    #[arg(long)]
+    first_move_rate: Option<f64>,
+
+    /// `first-move` scenario: concurrent games.
+    #[arg(long, default_value_t = 64)]
+    first_move_concurrency: usize,
+
+    /// Seed of the move choices.
+    #[arg(long, default_value_t = 1)]
+    seed: u64,
+
+    /// Pin the servers to CPU 1 and this client to CPU 0 (with `taskset`), so that each has one
+    /// core of its own instead of competing for both.
+    #[arg(long)]
+    pin: bool,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+enum Scenario {
+    /// Every scenario below, in one run.
+    All,
+    /// Moves/s and p99 against concurrency, each storage beside echo; draws the chart.
+    Throughput,
+    /// Many games with a few spectators each: moves/s and delivery latency, beside echo.
+    Spectators,
+    /// One game with 1,000 spectators: delivery of each move to all of them.
+    Fanout,
+    /// 10,000 idle WatchGame streams: server memory.
+    Idle,
+    /// Create-to-first-move latency at half of the peak load.
+    FirstMove,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum, Serialize)]
+#[serde(rename_all = "lowercase")]
+enum StorageKind {
+    /// `--in-memory`.
+    Memory,
+    /// `--database PATH` (SQLite), in a temporary directory.
+    Durable,
+}
+
+impl StorageKind {
+    fn name(self) -> &'static str {
+        match self {
+            StorageKind::Memory => "memory",
+            StorageKind::Durable => "durable",
+        }
+    }
+}
+
+/// `500ms`, `15s`, `2m`, or a bare number of seconds.
+fn parse_duration(text: &str) -> Result<Duration, String> {
+    let text = text.trim();
+    let split = text
+        .find(|c: char| !c.is_ascii_digit() && c != '.')
+        .unwrap_or(text.len());
+    let (number, unit) = text.split_at(split);
+    let value: f64 = number
+        .parse()
+        .map_err(|_| format!("{text:?} is not a duration like 500ms, 15s or 2m"))?;
+    let seconds = match unit {
+        "ms" => value / 1000.0,
+        "" | "s" => value,
+        "m" => value * 60.0,
+        _ => return Err(format!("unknown unit {unit:?}; use ms, s or m")),
+    };
+    Duration::try_from_secs_f64(seconds).map_err(|e| e.to_string())
+}
+
+/// The workspace root (this crate is `crates/oanquan-bench`).
+fn workspace_root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+fn locate_server(args: &Args) -> anyhow::Result<PathBuf> {
+    if let Some(bin) = &args.server_bin {
+        return Ok(bin.clone());
+    }
+    let root = workspace_root();
+    let bin = root.join("target/release/oanquan-server");
+    if !bin.exists() {
+        eprintln!(
+            "building oanquan-server (release): {} is missing",
+            bin.display()
+        );
+        let status = std::process::Command::new(env!("CARGO"))
+            .args(["build", "--release", "-p", "oanquan-server"])
+            .current_dir(&root)
+            .status()
+            .context("running cargo build")?;
+        if !status.success() || !bin.exists() {
+            bail!("cargo build --release -p oanquan-server failed; pass --server-bin");
+        }
+    }
+    Ok(bin)
+}
+
+fn locate_echo(args: &Args) -> anyhow::Result<PathBuf> {
+    if let Some(bin) = &args.echo_bin {
+        return Ok(bin.clone());
+    }
+    let exe = std::env::current_exe()?;
+    let bin = exe
+        .parent()
+        .context("no directory of this binary")?
+        .join("oanquan-echo-server");
+    if !bin.exists() {
+        bail!(
+            "{} is missing: build it with `cargo build --release -p oanquan-bench` or pass --echo-bin",
+            bin.display()
+        );
+    }
+    Ok(bin)
+}
+
+/// What the benchmark starts and how.
+#[derive(Debug)]
+struct Targets {
+    server: PathBuf,
+    echo: PathBuf,
+    durable: bool,
+    tmp: tempfile::TempDir,
+    runs: usize,
+    pin: bool,
+}
+
+impl Targets {
+    /// Starts a fresh process of `target` ("echo", "memory" or "durable").
+    fn start(&mut self, target: &str) -> anyhow::Result<ServerProcess> {
+        self.runs += 1;
+        if target == "echo" {
+            let args = [
+                "--listen",
+                "127.0.0.1:0",
+                "--max-concurrent-streams",
+                "4096",
+            ];
+            let args: Vec<String> = args.iter().map(|s| (*s).to_owned()).collect();
+            return self.spawn(&self.echo.clone(), args);
+        }
+        let mut args: Vec<String> = [
+            "--listen",
+            "127.0.0.1:0",
+            "--max-games",
+            "1000000",
+            "--max-concurrent-streams",
+            "4096",
+            "--concurrency-limit-per-connection",
+            "4096",
+            "--max-spectators-per-game",
+            "5000",
+        ]
+        .iter()
+        .map(|s| (*s).to_owned())
+        .collect();
+        match target {
+            "memory" => args.push("--in-memory".to_owned()),
+            "durable" => {
+                args.push("--database".to_owned());
+                let path = self.tmp.path().join(format!("bench-{}.db", self.runs));
+                args.push(path.display().to_string());
+            }
+            other => bail!("unknown target {other}"),
+        }
+        self.spawn(&self.server.clone(), args)
+    }
+
+    fn spawn(&self, bin: &Path, args: Vec<String>) -> anyhow::Result<ServerProcess> {
+        if self.pin {
+            let mut pinned = vec!["-c".to_owned(), "1".to_owned(), bin.display().to_string()];
+            pinned.extend(args);
+            ServerProcess::start(Path::new("taskset"), &pinned)
+        } else {
+            ServerProcess::start(bin, &args)
+        }
+    }
+}
+
+/// Samples server and client CPU at the start and end of the measurement window (from a thread,
+/// so that a busy runtime does not delay the readings).
+fn sample_window(pid: u32, warmup: Duration, duration: Duration) -> std::thread::JoinHandle<Usage> {
+    std::thread::spawn(move || {
+        std::thread::sleep(warmup);
+        let start = (
+            ProcSample::read(pid).unwrap_or_default(),
+            ProcSample::read_self().unwrap_or_default(),
+        );
+        let t0 = Instant::now();
+        std::thread::sleep(duration);
+        let end = (
+            ProcSample::read(pid).unwrap_or_default(),
+            ProcSample::read_self().unwrap_or_default(),
+        );
+        Usage {
+            server: (start.0, end.0),
+            client: (start.1, end.1),
+            wall_s: t0.elapsed().as_secs_f64(),
+        }
+    })
+}
+
+/// Samples around a whole run (no window).
+fn usage_between(server: &ServerProcess, before: (ProcSample, ProcSample), t0: Instant) -> Usage {
+    Usage {
+        server: (before.0, server.sample().unwrap_or_default()),
+        client: (before.1, ProcSample::read_self().unwrap_or_default()),
+        wall_s: t0.elapsed().as_secs_f64(),
+    }
+}
+
+fn now_samples(server: &ServerProcess) -> (ProcSample, ProcSample) {
+    (
+        server.sample().unwrap_or_default(),
+        ProcSample::read_self().unwrap_or_default(),
+    )
+}
+
+/// The 10,000-idle-streams measurement.
+#[derive(Debug, Clone, Serialize)]
+struct IdleResult {
+    streams_opened: usize,
+    games: usize,
+    connections: usize,
+    open_seconds: f64,
+    errors: u64,
+    first_error: Option<String>,
+    rss_before_mib: f64,
+    rss_with_streams_mib: f64,
+    peak_rss_mib: f64,
+    kib_per_stream: f64,
+    server_cpu_cores_while_idle: f64,
+}
+
+/// Everything one run measured.
+#[derive(Debug, Default, Serialize)]
+struct Results {
+    machine: String,
+    server_bin: String,
+    durable_available: bool,
+    points: Vec<Point>,
+    idle: Option<IdleResult>,
+    notes: Vec<String>,
+}
+
+struct Bench {
+    args: Args,
+    targets: Targets,
+    results: Results,
+    /// Mean PlayMove request/response sizes seen so far (for the echo calls).
+    sizes: Option<(usize, usize)>,
+}
+
+impl Bench {
+    fn storages(&self) -> Vec<&'static str> {
+        self.args
+            .storage
+            .iter()
+            .filter(|s| **s == StorageKind::Memory || self.targets.durable)
+            .map(|s| s.name())
+            .collect()
+    }
+
+    fn push(&mut self, point: Point) {
+        println!("{}", point.row());
+        if let Some(error) = &point.first_error {
+            eprintln!("  first error: {error}");
+        }
+        if point.target != "echo" && point.request_bytes > 0 {
+            self.sizes = Some((point.request_bytes, point.response_bytes));
+        }
+        self.results.points.push(point);
+    }
+
+    /// One windowed game load against a fresh `target` process.
+    async fn games_point(
+        &mut self,
+        scenario: &str,
+        target: &str,
+        load: &GameLoad,
+        connections: usize,
+    ) -> anyhow::Result<Point> {
+        let server = self.targets.start(target)?;
+        let pool = Pool::connect(server.addr(), connections).await?;
+        let sampler = sample_window(server.pid(), load.warmup, load.duration);
+        let stats = load::run_games(&pool, load).await;
+        let usage = sampler
+            .join()
+            .map_err(|_| anyhow::anyhow!("sampler panicked"))?;
+        let mut usage = usage;
+        usage.server.1.hwm_kib = server
+            .sample()
+            .map_or(usage.server.1.hwm_kib, |s| s.hwm_kib);
+        Ok(Point::new(
+            scenario,
+            target,
+            (load.workers, load.spectators, pool.len()),
+            &stats,
+            &usage,
+        ))
+    }
+
+    async fn echo_point(
+        &mut self,
+        scenario: &str,
+        workers: usize,
+        connections: usize,
+    ) -> anyhow::Result<Point> {
+        let (request_bytes, response_bytes) = self.sizes.unwrap_or((70, 1500));
+        let server = self.targets.start("echo")?;
+        let pool = Pool::connect(server.addr(), connections).await?;
+        let load = EchoLoad {
+            workers,
+            warmup: self.args.warmup,
+            duration: self.args.duration,
+            request_bytes,
+            response_bytes,
+        };
+        let sampler = sample_window(server.pid(), load.warmup, load.duration);
+        let stats = load::run_echo(&pool, &load).await;
+        let mut usage = sampler
+            .join()
+            .map_err(|_| anyhow::anyhow!("sampler panicked"))?;
+        usage.server.1.hwm_kib = server
+            .sample()
+            .map_or(usage.server.1.hwm_kib, |s| s.hwm_kib);
+        Ok(Point::new(
+            scenario,
+            "echo",
+            (workers, 0, pool.len()),
+            &stats,
+            &usage,
+        ))
+    }
+
+    fn game_load(&self, workers: usize, spectators: usize) -> GameLoad {
+        GameLoad {
+            workers,
+            spectators,
+            warmup: self.args.warmup,
+            duration: self.args.duration,
+            move_interval: None,
+            games_per_worker: None,
+            seed: self.args.seed,
+        }
+    }
+
+    async fn throughput(&mut self) -> anyhow::Result<()> {
+        println!("\n== throughput: moves/s and PlayMove latency against concurrency, beside echo");
+        println!("{}", Point::header());
+        let levels = self.args.concurrency.clone();
+        for &c in &levels {
+            let connections = self.args.connections.min(c).max(1);
+            for target in self.storages() {
+                let load = self.game_load(c, self.args.spectators);
+                let point = self
+                    .games_point("throughput", target, &load, connections)
+                    .await?;
+                self.push(point);
+            }
+            let point = self.echo_point("throughput", c, connections).await?;
+            self.push(point);
+        }
+        std::fs::create_dir_all(self.out_dir())?;
+        let svg = self.out_dir().join("throughput.svg");
+        let points: Vec<Point> = self
+            .results
+            .points
+            .iter()
+            .filter(|p| p.scenario == "throughput")
+            .cloned()
+            .collect();
+        chart::throughput_chart(
+            &svg,
+            &format!(
+                "oanquan-server vs bare tonic echo, {} spectators/game, {} connections, 2 shared cores",
+                self.args.spectators, self.args.connections
+            ),
+            &points,
+        )?;
+        println!("chart: {}", svg.display());
+        Ok(())
+    }
+
+    async fn spectators(&mut self) -> anyhow::Result<()> {
+        let c = self.args.few_concurrency;
+        let s = self.args.few_spectators;
+        println!("\n== spectators: {c} games at once, {s} spectators each, beside echo");
+        println!("{}", Point::header());
+        let connections = self.args.connections.min(c * (s + 1)).max(1);
+        for target in self.storages() {
+            let load = self.game_load(c, s);
+            let point = self
+                .games_point("spectators", target, &load, connections)
+                .await?;
+            self.push(point);
+        }
+        let point = self.echo_point("spectators", c, connections).await?;
+        self.push(point);
+        Ok(())
+    }
+
+    async fn fanout(&mut self) -> anyhow::Result<()> {
+        let n = self.args.fanout_spectators;
+        println!(
+            "\n== fanout: one game at a time with {n} spectators over {} connections ({} games, \
+             paced every {:?}, then back to back)",
+            self.args.fanout_connections, self.args.fanout_games, self.args.fanout_interval
+        );
+        println!("{}", Point::header());
+        for target in self.storages() {
+            for interval in [Some(self.args.fanout_interval), None] {
+                let server = self.targets.start(target)?;
+                // Connection 0 for the player, the others for the spectators.
+                let pool = Pool::connect(server.addr(), self.args.fanout_connections + 1).await?;
+                let load = GameLoad {
+                    workers: 1,
+                    spectators: n,
+                    warmup: Duration::ZERO,
+                    // A bound, not a target: the run ends after `fanout_games` games.
+                    duration: Duration::from_secs(60),
+                    move_interval: interval,
+                    games_per_worker: Some(self.args.fanout_games),
+                    seed: self.args.seed,
+                };
+                let before = now_samples(&server);
+                let t0 = Instant::now();
+                let mut stats: LoadStats = load::run_games(&pool, &load).await;
+                let usage = usage_between(&server, before, t0);
+                stats.window = t0.elapsed();
+                let scenario = if interval.is_some() {
+                    "fanout"
+                } else {
+                    "fanout-max"
+                };
+                let point = Point::new(scenario, target, (1, n, pool.len()), &stats, &usage);
+                self.push(point);
+            }
+        }
+        Ok(())
+    }
+
+    async fn idle(&mut self) -> anyhow::Result<()> {
+        let streams = self.args.idle_streams;
+        let games = self.args.idle_games.max(1);
+        let per_game = streams.div_ceil(games);
+        println!(
+            "\n== idle: {} WatchGame streams ({games} games × {per_game}) over {} connections, memory storage",
+            games * per_game,
+            self.args.idle_connections
+        );
+        let server = self.targets.start("memory")?;
+        let pool = Pool::connect(server.addr(), self.args.idle_connections).await?;
+        let ids = load::create_games(&pool, games).await?;
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        let before = server.sample()?;
+        let idle = load::open_idle_streams(&pool, &ids, per_game, 256).await;
+        // Let the server settle, then read its memory and CPU while the streams sit idle.
+        tokio::time::sleep(Duration::from_secs(1)).await;
+        let settled = server.sample()?;
+        tokio::time::sleep(Duration::from_secs(3)).await;
+        let after = server.sample()?;
+        let opened = idle.streams.len();
+        let result = IdleResult {
+            streams_opened: opened,
+            games,
+            connections: pool.len(),
+            open_seconds: idle.elapsed.as_secs_f64(),
+            errors: idle.errors,
+            first_error: idle.first_error.clone(),
+            rss_before_mib: before.rss_kib as f64 / 1024.0,
+            rss_with_streams_mib: after.rss_kib as f64 / 1024.0,
+            peak_rss_mib: after.hwm_kib as f64 / 1024.0,
+            kib_per_stream: (after.rss_kib.saturating_sub(before.rss_kib)) as f64
+                / opened.max(1) as f64,
+            server_cpu_cores_while_idle: (after.cpu_seconds - settled.cpu_seconds) / 3.0,
+        };
+        println!(
+            "opened {opened} streams in {:.2} s ({} errors{}); server RSS {:.1} MiB before, {:.1} MiB \
+             with the streams (peak {:.1} MiB), {:.1} KiB per stream; idle CPU {:.3} cores",
+            result.open_seconds,
+            result.errors,
+            result
+                .first_error
+                .as_deref()
+                .map(|e| format!(", first: {e}"))
+                .unwrap_or_default(),
+            result.rss_before_mib,
+            result.rss_with_streams_mib,
+            result.peak_rss_mib,
+            result.kib_per_stream,
+            result.server_cpu_cores_while_idle,
+        );
+        drop(idle);
+        self.results.idle = Some(result);
+        Ok(())
+    }
+
+    async fn first_move(&mut self) -> anyhow::Result<()> {
+        let c = self.args.first_move_concurrency;
+        let connections = self.args.connections.min(c).max(1);
+        println!(
+            "\n== first-move: create → join → first move at half of the peak moves/s, {c} games at once"
+        );
+        println!("{}", Point::header());
+        for target in self.storages() {
+            let peak = match self.args.first_move_rate {
+                Some(rate) => rate * 2.0,
+                None => {
+                    let measured = self
+                        .results
+                        .points
+                        .iter()
+                        .filter(|p| p.target == target && p.scenario == "throughput")
+                        .map(|p| p.ops_per_s)
+                        .fold(0.0, f64::max);
+                    if measured > 0.0 {
+                        measured
+                    } else {
+                        let load = self.game_load(c, 0);
+                        let point = self.games_point("peak", target, &load, connections).await?;
+                        let peak = point.ops_per_s;
+                        self.push(point);
+                        peak
+                    }
+                }
+            };
+            let rate = (peak / 2.0).max(1.0);
+            let mut load = self.game_load(c, 0);
+            load.move_interval = Some(Duration::from_secs_f64(c as f64 / rate));
+            let point = self
+                .games_point("first-move", target, &load, connections)
+                .await?;
+            println!("  (target rate {rate:.0} moves/s = half of {peak:.0})");
+            self.push(point);
+        }
+        Ok(())
+    }
+
+    fn out_dir(&self) -> PathBuf {
+        self.args
+            .out_dir
+            .clone()
+            .unwrap_or_else(|| workspace_root().join("target/bench"))
+    }
+
+    fn summary(&self) {
+        let points = &self.results.points;
+        let echo_at = |scenario: &str, c: usize| {
+            points
+                .iter()
+                .find(|p| p.scenario == scenario && p.target == "echo" && p.concurrency == c)
+        };
+        let mut lines = Vec::new();
+        for p in points.iter().filter(|p| p.target != "echo") {
+            if let Some(echo) = echo_at(&p.scenario, p.concurrency) {
+                lines.push(format!(
+                    "{:<11} {:<8} {:>5}  moves/s {:>8.0} / echo {:>8.0} = {:>5.1} %   server CPU per call {:>6.1} µs / {:>5.1} µs = {:>4.1}×",
+                    p.scenario,
+                    p.target,
+                    p.concurrency,
+                    p.ops_per_s,
+                    echo.ops_per_s,
+                    100.0 * p.ops_per_s / echo.ops_per_s.max(1e-9),
+                    p.server_cpu_us_per_op,
+                    echo.server_cpu_us_per_op,
+                    p.server_cpu_us_per_op / echo.server_cpu_us_per_op.max(1e-9),
+                ));
+            }
+        }
+        if !lines.is_empty() {
+            println!(
+                "\n== ratios service / echo (same run, same client, same concurrency and sizes)"
+            );
+            for line in lines {
+                println!("{line}");
+            }
+        }
+    }
+
+    fn write(&self) -> anyhow::Result<()> {
+        let dir = self.out_dir();
+        std::fs::create_dir_all(&dir)?;
+        let json = dir.join("results.json");
+        std::fs::write(&json, serde_json::to_string_pretty(&self.results)?)?;
+        let mut md = String::from(
+            "| scenario | target | conc. | spect. | calls/s | p50 ms | p99 ms | p99.9 ms | create→1st move p99 ms | delivery p50 / p99 / p99.9 / max ms | server CPU (cores) | server µs/call | peak RSS MiB | errors |\n\
+             | --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n",
+        );
+        for p in &self.results.points {
+            let first = if p.create_to_first_move_ms.count > 0 {
+                format!("{:.2}", p.create_to_first_move_ms.p99)
+            } else {
+                "–".to_owned()
+            };
+            let delivery = if p.delivery_ms.count > 0 {
+                format!(
+                    "{:.2} / {:.2} / {:.2} / {:.2}",
+                    p.delivery_ms.p50, p.delivery_ms.p99, p.delivery_ms.p999, p.delivery_ms.max
+                )
+            } else {
+                "–".to_owned()
+            };
+            md.push_str(&format!(
+                "| {} | {} | {} | {} | {:.0} | {:.2} | {:.2} | {:.2} | {} | {} | {:.2} | {:.1} | {:.1} | {} |\n",
+                p.scenario,
+                p.target,
+                p.concurrency,
+                p.spectators,
+                p.ops_per_s,
+                p.latency_ms.p50,
+                p.latency_ms.p99,
+                p.latency_ms.p999,
+                first,
+                delivery,
+                p.server_cpu_cores,
+                p.server_cpu_us_per_op,
+                p.server_peak_rss_mib,
+                p.errors,
+            ));
+        }
+        std::fs::write(dir.join("results.md"), md)?;
+        println!("\nresults: {}", json.display());
+        Ok(())
+    }
+}
+
+fn machine() -> String {
+    let cpus = std::thread::available_parallelism().map_or(0, std::num::NonZero::get);
+    let model = std::fs::read_to_string("/proc/cpuinfo")
+        .ok()
+        .and_then(|text| {
+            text.lines()
+                .find_map(|l| l.strip_prefix("model name"))
+                .map(|l| l.trim_start_matches([' ', '\t', ':']).to_owned())
+        })
+        .unwrap_or_default();
+    format!("{cpus} CPUs ({model}), shared with other work")
+}
+
+async fn run(args: Args) -> anyhow::Result<()> {
+    let server = locate_server(&args)?;
+    let echo = locate_echo(&args)?;
+    let help = std::process::Command::new(&server)
+        .arg("--help")
+        .output()
+        .with_context(|| format!("running {} --help", server.display()))?;
+    let durable = String::from_utf8_lossy(&help.stdout).contains("--database");
+    let mut bench = Bench {
+        results: Results {
+            machine: machine(),
+            server_bin: server.display().to_string(),
+            durable_available: durable,
+            ..Results::default()
+        },
+        targets: Targets {
+            server,
+            echo,
+            durable,
+            tmp: tempfile::tempdir()?,
+            runs: 0,
+            pin: args.pin,
+        },
+        args,
+        sizes: None,
+    };
+    if !durable && bench.args.storage.contains(&StorageKind::Durable) {
+        let note = "durable storage skipped: this oanquan-server has no --database flag yet";
+        eprintln!("{note}");
+        bench.results.notes.push(note.to_owned());
+    }
+    if bench.args.pin {
+        // All threads of this process (the runtime's workers exist already) to CPU 0.
+        let status = std::process::Command::new("taskset")
+            .args(["-a", "-p", "-c", "0", &std::process::id().to_string()])
+            .stdout(std::process::Stdio::null())
+            .status()
+            .context("running taskset")?;
+        if !status.success() {
+            bail!("taskset failed");
+        }
+        bench
+            .results
+            .notes
+            .push("client pinned to CPU 0, servers to CPU 1".to_owned());
+    }
+    println!("machine: {}", bench.results.machine);
+    let scenario = bench.args.scenario;
+    let all = scenario == Scenario::All;
+    let started = Instant::now();
+    if all || scenario == Scenario::Throughput {
+        bench.throughput().await?;
+    }
+    if all || scenario == Scenario::Spectators {
+        bench.spectators().await?;
+    }
+    if all || scenario == Scenario::Fanout {
+        bench.fanout().await?;
+    }
+    if all || scenario == Scenario::Idle {
+        bench.idle().await?;
+    }
+    if all || scenario == Scenario::FirstMove {
+        bench.first_move().await?;
+    }
+    bench.summary();
+    bench.write()?;
+    println!("total time {:.0} s", started.elapsed().as_secs_f64());
+    Ok(())
+}
+
+fn main() -> std::process::ExitCode {
+    let args = Args::parse();
+    let runtime = match tokio::runtime::Runtime::new() {
+        Ok(runtime) => runtime,
+        Err(error) => {
+            eprintln!("oanquan-bench: cannot start the async runtime: {error}");
+            return std::process::ExitCode::FAILURE;
+        }
+    };
+    match runtime.block_on(run(args)) {
+        Ok(()) => std::process::ExitCode::SUCCESS,
+        Err(error) => {
+            eprintln!("oanquan-bench: {error:#}");
+            std::process::ExitCode::FAILURE
+        }
+    }
+}
