@@ -1,0 +1,306 @@
+//! Playing levels, from a random mover to the full-strength search.
+
+use std::fmt;
+use std::str::FromStr;
+use std::sync::atomic::AtomicBool;
+
+use oanquan_rules::{Game, Move, Position};
+
+use crate::eval::score_difference;
+use crate::rng::SplitMix64;
+use crate::search::{Engine, SearchLimits};
+
+/// How strong the computer plays. Numbered 1 (weakest) to 7 (strongest); the names are what a
+/// client shows.
+///
+/// | # | name | plays |
+/// | --- | --- | --- |
+/// | 1 | `random` | a uniformly random legal move |
+/// | 2 | `greedy` | the move that gains the most points at once (ties at random) |
+/// | 3 | `novice` | searches 2 plies |
+/// | 4 | `casual` | searches 4 plies |
+/// | 5 | `club` | searches 6 plies |
+/// | 6 | `expert` | searches 9 plies, solves endgames exactly |
+/// | 7 | `master` | searches as deep as the limits allow, solves endgames exactly |
+///
+/// Every searching level also obeys the caller's [`SearchLimits`]; only `master` uses the
+/// whole time budget on every move.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Level {
+    /// 1: a uniformly random legal move.
+    Random = 1,
+    /// 2: the best immediate gain in points.
+    Greedy = 2,
+    /// 3: a 2-ply search.
+    Novice = 3,
+    /// 4: a 4-ply search.
+    Casual = 4,
+    /// 5: a 6-ply search.
+    Club = 5,
+    /// 6: a 9-ply search, exact in endgames.
+    Expert = 6,
+    /// 7: iterative deepening until the limits, exact in endgames.
+    Master = 7,
+}
+
+impl Level {
+    /// Every level, weakest first.
+    pub const ALL: [Level; 7] = [
+        Level::Random,
+        Level::Greedy,
+        Level::Novice,
+        Level::Casual,
+        Level::Club,
+        Level::Expert,
+        Level::Master,
+    ];
+
+    /// The strongest level.
+    pub const STRONGEST: Level = Level::Master;
+
+    /// The level's number, 1 to 7.
+    #[must_use]
+    pub const fn number(self) -> u8 {
+        self as u8
+    }
+
+    /// The level numbered `number` (1 to 7).
+    #[must_use]
+    pub const fn from_number(number: u8) -> Option<Level> {
+        Some(match number {
+            1 => Level::Random,
+            2 => Level::Greedy,
+            3 => Level::Novice,
+            4 => Level::Casual,
+            5 => Level::Club,
+            6 => Level::Expert,
+            7 => Level::Master,
+            _ => return None,
+        })
+    }
+
+    /// The level's name, as [`FromStr`] reads it.
+    #[must_use]
+    pub const fn name(self) -> &'static str {
+        match self {
+            Level::Random => "random",
+            Level::Greedy => "greedy",
+            Level::Novice => "novice",
+            Level::Casual => "casual",
+            Level::Club => "club",
+            Level::Expert => "expert",
+            Level::Master => "master",
+        }
+    }
+
+    /// One line on how the level plays.
+    #[must_use]
+    pub const fn description(self) -> &'static str {
+        match self {
+            Level::Random => "plays a random legal move",
+            Level::Greedy => "takes the biggest capture it sees, nothing more",
+            Level::Novice => "looks 2 moves ahead",
+            Level::Casual => "looks 4 moves ahead",
+            Level::Club => "looks 6 moves ahead",
+            Level::Expert => "looks 9 moves ahead and plays endgames perfectly",
+            Level::Master => "uses its whole thinking time and plays endgames perfectly",
+        }
+    }
+
+    /// The search depth cap, in plies; `None` for the levels that do not search (`random`,
+    /// `greedy`) and for `master` (no cap).
+    #[must_use]
+    pub const fn depth(self) -> Option<u32> {
+        match self {
+            Level::Random | Level::Greedy | Level::Master => None,
+            Level::Novice => Some(2),
+            Level::Casual => Some(4),
+            Level::Club => Some(6),
+            Level::Expert => Some(9),
+        }
+    }
+
+    /// Whether the level searches (levels 3 and up).
+    #[must_use]
+    pub const fn searches(self) -> bool {
+        !matches!(self, Level::Random | Level::Greedy)
+    }
+
+    /// Whether the level solves endgames exactly (lifts its depth cap with few stones left).
+    #[must_use]
+    pub const fn solves_endgames(self) -> bool {
+        matches!(self, Level::Expert | Level::Master)
+    }
+}
+
+impl fmt::Display for Level {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// A level that is neither a known name nor a number from 1 to 7.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct UnknownLevel(pub String);
+
+impl fmt::Display for UnknownLevel {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "unknown level {:?}; levels are 1-7 or random, greedy, novice, casual, club, expert, master",
+            self.0
+        )
+    }
+}
+
+impl std::error::Error for UnknownLevel {}
+
+impl FromStr for Level {
+    type Err = UnknownLevel;
+
+    /// Reads a level's name (any case) or number: `master`, `7`.
+    fn from_str(s: &str) -> Result<Level, UnknownLevel> {
+        let t = s.trim();
+        t.parse::<u8>()
+            .ok()
+            .and_then(Level::from_number)
+            .or_else(|| {
+                Level::ALL
+                    .into_iter()
+                    .find(|l| l.name().eq_ignore_ascii_case(t))
+            })
+            .ok_or_else(|| UnknownLevel(s.to_owned()))
+    }
+}
+
+/// A uniformly random legal move; `None` if the game is over.
+fn random_move(position: &Position, seed: u64) -> Option<Move> {
+    let moves = position.legal_moves();
+    if moves.is_empty() {
+        return None;
+    }
+    let mut rng = SplitMix64::new(seed);
+    Some(moves[rng.below(moves.len())])
+}
+
+/// The move with the best score difference right after it (captures, the end-of-game
+/// collection), ties broken by `seed`; `None` if the game is over.
+fn greedy_move(position: &Position, seed: u64) -> Option<Move> {
+    let mut moves = position.legal_moves().to_vec();
+    SplitMix64::new(seed).shuffle(&mut moves);
+    moves.into_iter().max_by_key(|&mv| {
+        let mut next = *position;
+        next.play_unchecked(mv);
+        // `max_by_key` keeps the last maximum; the shuffle already made the order random.
+        -score_difference(&next)
+    })
+}
+
+impl Engine {
+    /// The move `level` plays in `position` (the position alone counts for the repetition rule;
+    /// see [`Engine::choose_move_in_game`]). `seed` varies the play between equally good moves;
+    /// the same seed, level, position and engine state give the same move when `limits` has no
+    /// time budget. Returns at once when there is only one legal move.
+    ///
+    /// Returns `None` only if the game is over. When `cancel` is set, returns promptly with the
+    /// best move found so far.
+    pub fn choose_move(
+        &mut self,
+        level: Level,
+        position: &Position,
+        seed: u64,
+        limits: SearchLimits,
+        cancel: &AtomicBool,
+    ) -> Option<Move> {
+        self.choose(level, position, None, seed, limits, cancel)
+    }
+
+    /// As [`Engine::choose_move`] for the current position of `game`, applying the repetition
+    /// rule with the game's history.
+    pub fn choose_move_in_game(
+        &mut self,
+        level: Level,
+        game: &Game,
+        seed: u64,
+        limits: SearchLimits,
+        cancel: &AtomicBool,
+    ) -> Option<Move> {
+        self.choose(level, game.position(), Some(game), seed, limits, cancel)
+    }
+
+    fn choose(
+        &mut self,
+        level: Level,
+        position: &Position,
+        game: Option<&Game>,
+        seed: u64,
+        limits: SearchLimits,
+        cancel: &AtomicBool,
+    ) -> Option<Move> {
+        match level {
+            Level::Random => return random_move(position, seed),
+            Level::Greedy => return greedy_move(position, seed),
+            _ => {}
+        }
+        let moves = position.legal_moves();
+        if moves.len() <= 1 {
+            return moves.first().copied();
+        }
+        let depth = match (level.depth(), limits.depth) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        };
+        let limits = SearchLimits { depth, ..limits };
+        let saved_seed = self.seed();
+        let saved_threshold = self.endgame_threshold();
+        self.set_seed(seed);
+        if !level.solves_endgames() {
+            self.set_endgame_threshold(None);
+        }
+        let result = match game {
+            Some(game) => self.search_game(game, limits, cancel),
+            None => self.search(position, limits, cancel),
+        };
+        self.set_seed(saved_seed);
+        self.set_endgame_threshold(saved_threshold);
+        result.best_move
+    }
+}
+
+/// The move `level` plays in `position`, with a fresh engine (a 1 MiB transposition table).
+/// A server seating the computer for a whole game should keep one [`Engine`] per game and call
+/// [`Engine::choose_move_in_game`] instead: the table carries over between moves and the
+/// repetition rule sees the game's history.
+///
+/// Returns `None` only if the game is over.
+pub fn choose_move(
+    level: Level,
+    position: &Position,
+    seed: u64,
+    limits: SearchLimits,
+    cancel: &AtomicBool,
+) -> Option<Move> {
+    match level {
+        Level::Random => return random_move(position, seed),
+        Level::Greedy => return greedy_move(position, seed),
+        _ => {}
+    }
+    Engine::with_tt_bytes(1 << 20).choose_move(level, position, seed, limits, cancel)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn levels_parse_by_name_and_number() {
+        for level in Level::ALL {
+            assert_eq!(level.name().parse::<Level>(), Ok(level));
+            assert_eq!(level.number().to_string().parse::<Level>(), Ok(level));
+            assert_eq!(Level::from_number(level.number()), Some(level));
+        }
+        assert!("grandmaster".parse::<Level>().is_err());
+        assert!("0".parse::<Level>().is_err());
+        assert_eq!(" MASTER ".parse::<Level>(), Ok(Level::Master));
+    }
+}
