@@ -97,8 +97,18 @@ impl Server {
     ///
     /// If it does not start or announces no address within [`STEP_TIMEOUT`].
     pub fn start() -> Self {
+        Self::start_with(&[])
+    }
+
+    /// [`Server::start`] with more command-line options.
+    ///
+    /// # Panics
+    ///
+    /// As [`Server::start`].
+    pub fn start_with(extra: &[&str]) -> Self {
         let mut child = Command::new(&binaries().server)
             .args(["--listen", "127.0.0.1:0", "--in-memory"])
+            .args(extra)
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
             .stderr(Stdio::inherit())

@@ -447,6 +447,7 @@ async fn play_one_game(
             start_position: None,
             seat: pb::Player::First.into(),
             display_name: "bench-first".to_owned(),
+            computer: None,
         })
         .await
         .context("CreateGame")?
@@ -648,6 +649,7 @@ pub async fn create_games(pool: &Pool, games: usize) -> anyhow::Result<Vec<Strin
                 start_position: None,
                 seat: pb::Player::First.into(),
                 display_name: "bench-idle".to_owned(),
+                computer: None,
             })
             .await
             .context("CreateGame")?

@@ -35,6 +35,8 @@ const AFTER_LONG_HELP: &str = "\
 EXAMPLES:
     Start a game and wait for an opponent (prints the game id):
         oanquan create --name Lan --play
+    Play against the computer (levels 1-7 or random ... master); type `hint` at the prompt:
+        oanquan create --name Lan --computer club --play
     Find open games and join one:
         oanquan list --filter open
         oanquan join 7fq3k2 --name Minh --play
@@ -101,7 +103,16 @@ Create a game and take a seat in it. The game waits for a second player (`oanqua
 Prints the game id; the seat's token is stored in the token file. With --play, goes straight to \
 the board and waits there for the opponent.
 
-Only games between two people exist for now.")]
+With --computer LEVEL the server's computer takes the other seat and the game starts at once. \
+Levels, weakest to strongest (a name or its number):
+
+    1 random   plays a random legal move
+    2 greedy   takes the biggest capture it sees, nothing more
+    3 novice   looks 2 moves ahead
+    4 casual   looks 4 moves ahead
+    5 club     looks 6 moves ahead
+    6 expert   looks 9 moves ahead and plays endgames perfectly
+    7 master   uses its whole thinking time and plays endgames perfectly")]
     Create(CreateArgs),
 
     /// Join a waiting game (takes the free seat).
@@ -144,8 +155,9 @@ const PLAY_LONG_ABOUT: &str = "\
 Play a game you hold a seat in (from `create` or `join` with the same --server). The board is \
 drawn from your seat; when it is your turn, type a move in your own terms: your square 1-5 \
 counted from your left, then l/left or r/right as you see the board: `3 r`, `3r`, `2 left`. \
-Other commands at the prompt: `moves` (legal moves), `board`, `help`, `resign`, `quit` (leave; \
-the game goes on and `oanquan play GAME` resumes it).
+Other commands at the prompt: `moves` (legal moves), `board`, `hint` (the server's engine \
+suggests a move, with its evaluation), `help`, `resign`, `quit` (leave; the game goes on and \
+`oanquan play GAME` resumes it).
 
 Opponent moves arrive through the live event stream, shown step by step (sowing, relays, \
 captures, refills): animated on a terminal, as text lines otherwise.
@@ -166,6 +178,9 @@ traces) are for people; the others are, one per line:
                                                 S and DIR in the mover's own terms
     legal moves: 1r 1l 3r ...                   before each prompt, in your own terms
     your move                                   waiting for one line of input
+    hint: S DIR (Sd), eval E, depth D[, exact]  answer to `hint`: S DIR in your terms
+                                                (Sd its short form, e.g. 3r), E the
+                                                expected final score difference for you
     error: MESSAGE                              bad input or a rejected move; re-prompts
     game over: OUTCOME F:S (REASON)             OUTCOME is `first wins`, `second wins`,
                                                 `draw` or `aborted`
@@ -210,8 +225,46 @@ pub struct CreateArgs {
     #[arg(long)]
     pub play: bool,
 
+    /// Play against the server's computer at this level: 1-7 or random, greedy, novice, casual,
+    /// club, expert, master (weakest to strongest). It takes the other seat; the game starts at
+    /// once.
+    #[arg(long, value_name = "LEVEL", value_parser = parse_level)]
+    pub computer: Option<u32>,
+
     #[command(flatten)]
     pub display: DisplayArgs,
+}
+
+/// The computer's levels, weakest (1) first.
+pub const COMPUTER_LEVELS: [&str; 7] = [
+    "random", "greedy", "novice", "casual", "club", "expert", "master",
+];
+
+/// A computer level by name (any case) or number, 1-7.
+pub fn parse_level(text: &str) -> Result<u32, String> {
+    let text = text.trim();
+    let by_number = text.parse::<u32>().ok().filter(|n| (1..=7).contains(n));
+    let by_name = || {
+        (1u32..)
+            .zip(COMPUTER_LEVELS)
+            .find(|(_, name)| name.eq_ignore_ascii_case(text))
+            .map(|(n, _)| n)
+    };
+    by_number.or_else(by_name).ok_or_else(|| {
+        format!(
+            "`{text}` is not a level: use 1-7 or {}",
+            COMPUTER_LEVELS.join(", ")
+        )
+    })
+}
+
+/// The name of computer level `level` (1-7), or `level N` for one this client does not know.
+pub fn level_name(level: u32) -> String {
+    usize::try_from(level)
+        .ok()
+        .and_then(|n| n.checked_sub(1))
+        .and_then(|i| COMPUTER_LEVELS.get(i))
+        .map_or_else(|| format!("level {level}"), |name| (*name).to_owned())
 }
 
 #[derive(Debug, Args)]
@@ -382,6 +435,18 @@ mod tests {
             })
         ));
         assert!(Cli::try_parse_from(["oanquan", "show", "g", "--view", "west"]).is_err());
+        for (text, level) in [("club", 5), ("MASTER", 7), ("1", 1), ("7", 7)] {
+            match Cli::try_parse_from(["oanquan", "create", "--computer", text]).map(|c| c.command)
+            {
+                Ok(Command::Create(c)) => assert_eq!(c.computer, Some(level), "{text}"),
+                other => panic!("{text}: {other:?}"),
+            }
+        }
+        for bad in ["0", "8", "grandmaster"] {
+            assert!(Cli::try_parse_from(["oanquan", "create", "--computer", bad]).is_err());
+        }
+        assert_eq!(level_name(5), "club");
+        assert_eq!(level_name(9), "level 9");
         // Game ids are URL-safe base64 and may start with a hyphen.
         for args in [
             &["oanquan", "join", "-4ab", "--name", "x"][..],

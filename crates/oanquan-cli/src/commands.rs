@@ -1,8 +1,9 @@
 //! The one-shot subcommands: create, join, list, show, moves, presets.
 
 use oanquan_proto::v1::{
-    CreateGameRequest, Game, GameFilter, GameStatus, GetGameRequest, JoinGameRequest,
-    ListGamesRequest, ListMovesRequest, ListPresetsRequest, Player, RulesSpec, rules_spec,
+    ComputerOpponent, CreateGameRequest, Game, GameFilter, GameStatus, GetGameRequest,
+    JoinGameRequest, ListGamesRequest, ListMovesRequest, ListPresetsRequest, Player, PlayerKind,
+    RulesSpec, rules_spec,
 };
 use serde_json::json;
 
@@ -71,6 +72,17 @@ fn record_seat(
                 game.id
             ))?;
         }
+        let opponent = match seat {
+            Side::First => game.second_seat.as_ref(),
+            Side::Second => game.first_seat.as_ref(),
+        };
+        if let Some(computer) = opponent.filter(|s| s.kind() == PlayerKind::Computer) {
+            out(format!(
+                "playing against the computer, level {} ({})",
+                computer.computer_level,
+                crate::cli::level_name(computer.computer_level)
+            ))?;
+        }
         out(format!("play with: oanquan play {}", game.id))?;
     }
     Ok(game.id)
@@ -93,6 +105,7 @@ pub async fn create(
             start_position: None,
             seat: seat.into(),
             display_name: name.clone(),
+            computer: args.computer.map(|level| ComputerOpponent { level }),
         }))
         .await
         .map_err(|s| CliError::from_status("create game", &s))?

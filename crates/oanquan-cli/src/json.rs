@@ -124,6 +124,7 @@ fn seat(s: Option<&Seat>) -> Value {
             PlayerKind::Human => "human",
             PlayerKind::Computer => "computer",
         }),
+        "computer_level": s.computer_level,
     })
 }
 

@@ -188,6 +188,7 @@ pub enum Input {
     Board,
     Moves,
     Resign,
+    Hint,
     Quit,
     Empty,
 }
@@ -209,7 +210,7 @@ const DIRECTION_WORDS: &[(&str, Dir)] = &[
     ("right", Dir::Right),
 ];
 
-/// Parses a prompt line: a command (`help`, `board`, `moves`, `resign`, `quit`) or a move such
+/// Parses a prompt line: a command (`help`, `board`, `moves`, `hint`, `resign`, `quit`) or a move such
 /// as `3 r`, `3r`, `3 left`, `r 3`, `3-right`.
 pub fn parse_input(line: &str) -> Result<Input, InputError> {
     let text = line.trim().to_lowercase();
@@ -219,6 +220,7 @@ pub fn parse_input(line: &str) -> Result<Input, InputError> {
         "b" | "board" => Some(Input::Board),
         "m" | "moves" | "legal" => Some(Input::Moves),
         "resign" => Some(Input::Resign),
+        "hint" => Some(Input::Hint),
         "q" | "quit" | "exit" => Some(Input::Quit),
         _ => None,
     };

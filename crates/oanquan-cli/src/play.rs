@@ -3,7 +3,9 @@
 use std::io::BufRead as _;
 use std::time::Duration;
 
-use oanquan_proto::v1::{LegalMovesRequest, PlayMoveRequest, ResignRequest, RulesSpec, rules_spec};
+use oanquan_proto::v1::{
+    AnalyzeRequest, LegalMovesRequest, PlayMoveRequest, ResignRequest, RulesSpec, rules_spec,
+};
 use tokio::sync::mpsc;
 
 use crate::Context;
@@ -18,8 +20,12 @@ const PROMPT_HELP: &str = "\
   Type a move as your square 1-5, counted from YOUR left, and a direction as you see the board:
     3 r   3r   3 right     sow square 3 to your right
     2 l   2 left           sow square 2 to your left
-  Commands: moves (legal moves), board (draw the board), help, resign, quit (leave; the game
-  goes on and `oanquan play GAME` resumes it).";
+  Commands: moves (legal moves), board (draw the board), hint (a suggested move from the
+  server's engine), help, resign, quit (leave; the game goes on and `oanquan play GAME`
+  resumes it).";
+
+/// Thinking time of a `hint`.
+const HINT_TIME_MS: u32 = 1000;
 
 fn output(ctx: &Context, display: &DisplayArgs, json: bool) -> Output {
     Output {
@@ -269,6 +275,8 @@ impl Player {
                     return Ok(false);
                 }
             }
+            Input::Hint if my_turn => self.hint(live).await?,
+            Input::Hint => out("error: hints are for your turn; wait for the opponent's move")?,
             Input::Move(mv) if my_turn => {
                 if self.send_move(live, mv).await? {
                     return Ok(false);
@@ -278,6 +286,43 @@ impl Player {
         }
         self.reprompt(live, my_turn).await?;
         Ok(false)
+    }
+
+    /// Asks the server's engine for the best move in the current position and prints it in
+    /// the player's own terms: `hint: 3 right (3r), eval +4, depth 9`.
+    async fn hint(&self, live: &Live) -> Result<(), CliError> {
+        let rules = live.game.rule_set.map(|r| RulesSpec {
+            kind: Some(rules_spec::Kind::RuleSet(r)),
+        });
+        let analyzed = live_rules(live)
+            .analyze(request(AnalyzeRequest {
+                rules,
+                position: live.game.position.clone(),
+                time_limit_ms: HINT_TIME_MS,
+                node_limit: None,
+                depth_limit: None,
+            }))
+            .await;
+        let analysis = match analyzed {
+            Ok(response) => response.into_inner(),
+            Err(status) => {
+                let err = CliError::from_status("hint", &status);
+                return out(format!("error: {}", err.message));
+            }
+        };
+        let Some(mv) = analysis
+            .best_move
+            .as_ref()
+            .and_then(|m| LocalMove::from_proto(self.me, m))
+        else {
+            return out("error: the server suggested no move for your seat");
+        };
+        out(hint_line(
+            mv,
+            analysis.eval_points,
+            analysis.depth,
+            analysis.exact,
+        ))
     }
 
     async fn reprompt(&mut self, live: &mut Live, my_turn: bool) -> Result<(), CliError> {
@@ -319,6 +364,15 @@ impl Player {
     }
 }
 
+/// `hint: 3 right (3r), eval +4, depth 9` (stable format, see `play --help`).
+fn hint_line(mv: LocalMove, eval_points: i32, depth: u32, exact: bool) -> String {
+    let exact = if exact { ", exact" } else { "" };
+    format!(
+        "hint: {mv} ({}), eval {eval_points:+}, depth {depth}{exact}",
+        mv.short()
+    )
+}
+
 fn live_games(
     live: &Live,
 ) -> oanquan_proto::v1::game_service_client::GameServiceClient<tonic::transport::Channel> {
@@ -329,4 +383,30 @@ fn live_rules(
     live: &Live,
 ) -> oanquan_proto::v1::rules_service_client::RulesServiceClient<tonic::transport::Channel> {
     live.clients().rules.clone()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::moves::Dir;
+
+    #[test]
+    fn hint_lines() {
+        let mv = LocalMove {
+            square: 3,
+            dir: Dir::Right,
+        };
+        assert_eq!(
+            hint_line(mv, 4, 9, false),
+            "hint: 3 right (3r), eval +4, depth 9"
+        );
+        assert_eq!(
+            hint_line(mv, -2, 30, true),
+            "hint: 3 right (3r), eval -2, depth 30, exact"
+        );
+        assert_eq!(
+            hint_line(mv, 0, 1, false),
+            "hint: 3 right (3r), eval +0, depth 1"
+        );
+    }
 }

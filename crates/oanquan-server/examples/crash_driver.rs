@@ -409,6 +409,7 @@ async fn new_game(shared: &Shared, client: &mut Client) -> Result<usize, Status>
             start_position: None,
             seat: pb::Player::First.into(),
             display_name: "crash".to_owned(),
+            computer: None,
         }))
         .await?
         .into_inner();

@@ -10,4 +10,6 @@ pub mod domain;
 pub mod grpc;
 mod server;
 
-pub use server::{Config, HEALTH_SERVICES, ServeError, Storage, open_store, run, run_with_store};
+pub use server::{
+    Config, HEALTH_SERVICES, ServeError, Storage, TlsIdentity, open_store, run, run_with_store,
+};

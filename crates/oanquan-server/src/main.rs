@@ -15,14 +15,18 @@ use std::time::Duration;
 
 use anyhow::Context as _;
 use clap::Parser;
-use oanquan_server::{Config, Storage};
+use oanquan_server::domain::limits::RateLimit;
+use oanquan_server::{Config, Storage, TlsIdentity};
 use tokio::net::TcpListener;
 
 /// Hosts Ô Ăn Quan games over gRPC: games, moves and resumable event streams, plus the
 /// stateless RulesService, grpc.health.v1 and server reflection (v1 and v1alpha).
 ///
 /// Every option can also be set through the environment variable shown with it.
-/// Durations take a unit: 500ms, 15s, 2m (a bare number means seconds).
+/// Durations take a unit: 500ms, 15s, 2m, 1h (a bare number means seconds).
+///
+/// Per-client limits (--rate-limit, --max-open-games-per-client) count by peer address
+/// (IPv6 by /64); behind a reverse proxy enforce them at the proxy instead.
 #[derive(Debug, Parser)]
 #[command(name = "oanquan-server", version, about, long_about)]
 struct Args {
@@ -92,6 +96,68 @@ struct Args {
     /// On SIGINT/SIGTERM, how long to let calls finish before exiting anyway.
     #[arg(long, env = "OANQUAN_SHUTDOWN_DRAIN_TIMEOUT", default_value = "10s", value_parser = parse_duration)]
     shutdown_drain_timeout: Duration,
+
+    /// Serve TLS with this PEM certificate chain (needs --tls-key). Without it the server
+    /// speaks cleartext HTTP/2 (h2c).
+    #[arg(
+        long,
+        env = "OANQUAN_TLS_CERT",
+        value_name = "PATH",
+        requires = "tls_key"
+    )]
+    tls_cert: Option<PathBuf>,
+
+    /// The PEM private key of --tls-cert.
+    #[arg(
+        long,
+        env = "OANQUAN_TLS_KEY",
+        value_name = "PATH",
+        requires = "tls_cert"
+    )]
+    tls_key: Option<PathBuf>,
+
+    /// Requests per second one client address may make on average (health checks excluded);
+    /// more get RESOURCE_EXHAUSTED with a retry delay. 0 turns the limit off.
+    #[arg(
+        long,
+        env = "OANQUAN_RATE_LIMIT",
+        value_name = "PER_SECOND",
+        default_value_t = 50.0
+    )]
+    rate_limit: f64,
+
+    /// Requests one client address may make in a burst above --rate-limit.
+    #[arg(long, env = "OANQUAN_RATE_LIMIT_BURST", default_value_t = 100)]
+    rate_limit_burst: u32,
+
+    /// Waiting or active games one client address may have created at once; 0 = no limit.
+    #[arg(long, env = "OANQUAN_MAX_OPEN_GAMES_PER_CLIENT", default_value_t = 20)]
+    max_open_games_per_client: usize,
+
+    /// A game nobody joins, or nobody moves in, for this long is aborted (watchers get
+    /// GameOver); 0 = never.
+    #[arg(long, env = "OANQUAN_IDLE_GAME_TIMEOUT", default_value = "1h", value_parser = parse_duration)]
+    idle_game_timeout: Duration,
+
+    /// A watch stream whose client reads nothing for this long is dropped with
+    /// RESOURCE_EXHAUSTED (it may resume with after_sequence).
+    #[arg(long, env = "OANQUAN_STREAM_STALL_TIMEOUT", default_value = "30s", value_parser = parse_duration)]
+    stream_stall_timeout: Duration,
+
+    /// Exempt loopback clients (127.0.0.0/8, ::1) from the per-client limits, so local tools
+    /// and benchmarks are not throttled: `--exempt-loopback false` to count them too.
+    #[arg(long, env = "OANQUAN_EXEMPT_LOOPBACK", default_value_t = true, action = clap::ArgAction::Set)]
+    exempt_loopback: bool,
+
+    /// Thinking time of the computer opponent per move (games created with a computer level).
+    /// Its weaker levels stop earlier, at their depth.
+    #[arg(long, env = "OANQUAN_COMPUTER_MOVE_TIME", default_value = "300ms", value_parser = parse_duration)]
+    computer_move_time: Duration,
+
+    /// Searches (computer moves and RulesService.Analyze calls) running at once; more wait for
+    /// a free slot. 0 = one per CPU core.
+    #[arg(long, env = "OANQUAN_MAX_SEARCHES", default_value_t = 0)]
+    max_searches: usize,
 }
 
 /// `500ms`, `15s`, `2m`, or a bare number of seconds.
@@ -108,7 +174,8 @@ fn parse_duration(text: &str) -> Result<Duration, String> {
         "ms" => value / 1000.0,
         "" | "s" => value,
         "m" => value * 60.0,
-        _ => return Err(format!("unknown unit {unit:?}; use ms, s or m")),
+        "h" => value * 3600.0,
+        _ => return Err(format!("unknown unit {unit:?}; use ms, s, m or h")),
     };
     Duration::try_from_secs_f64(seconds).map_err(|e| e.to_string())
 }
@@ -132,6 +199,16 @@ impl Args {
             max_games: self.max_games,
             heartbeat_interval: self.heartbeat_interval,
             drain_timeout: self.shutdown_drain_timeout,
+            rate_limit: (self.rate_limit > 0.0 && self.rate_limit_burst > 0).then_some(RateLimit {
+                per_second: self.rate_limit,
+                burst: self.rate_limit_burst,
+            }),
+            max_open_games_per_client: self.max_open_games_per_client,
+            idle_game_timeout: Some(self.idle_game_timeout).filter(|t| !t.is_zero()),
+            stream_stall_timeout: self.stream_stall_timeout,
+            exempt_loopback: self.exempt_loopback,
+            computer_move_time: self.computer_move_time,
+            max_searches: self.max_searches,
             ..Config::default()
         }
     }
@@ -163,7 +240,10 @@ async fn shutdown_signal() {
 }
 
 async fn serve(args: Args) -> anyhow::Result<()> {
-    let config = args.config();
+    let mut config = args.config();
+    if let (Some(cert), Some(key)) = (&args.tls_cert, &args.tls_key) {
+        config.tls = Some(TlsIdentity::read(cert, key)?);
+    }
     // Before listening: a bad database must stop the server before clients can connect.
     let store = oanquan_server::open_store(&config).await?;
     let listener = TcpListener::bind(args.listen)
@@ -218,7 +298,8 @@ mod tests {
         assert_eq!(parse_duration("2m"), Ok(Duration::from_secs(120)));
         assert_eq!(parse_duration("3"), Ok(Duration::from_secs(3)));
         assert!(parse_duration("fast").is_err());
-        assert!(parse_duration("5h").is_err());
+        assert_eq!(parse_duration("1h"), Ok(Duration::from_secs(3600)));
+        assert!(parse_duration("5d").is_err());
     }
 
     #[test]
@@ -236,6 +317,38 @@ mod tests {
         assert!(
             Args::try_parse_from(["oanquan-server", "--in-memory", "--database", "x.db"]).is_err()
         );
+    }
+
+    #[test]
+    fn flag_defaults_are_the_library_defaults() {
+        let config = Args::try_parse_from(["oanquan-server"]).unwrap().config();
+        let library = Config::default();
+        assert_eq!(config.rate_limit, library.rate_limit);
+        assert_eq!(
+            config.max_open_games_per_client,
+            library.max_open_games_per_client
+        );
+        assert_eq!(config.idle_game_timeout, library.idle_game_timeout);
+        assert_eq!(config.stream_stall_timeout, library.stream_stall_timeout);
+        assert_eq!(config.exempt_loopback, library.exempt_loopback);
+        assert_eq!(config.computer_move_time, library.computer_move_time);
+        assert_eq!(config.max_searches, library.max_searches);
+        assert!(config.tls.is_none());
+        let off = Args::try_parse_from([
+            "oanquan-server",
+            "--rate-limit",
+            "0",
+            "--idle-game-timeout",
+            "0",
+            "--exempt-loopback",
+            "false",
+        ])
+        .unwrap()
+        .config();
+        assert_eq!(off.rate_limit, None);
+        assert_eq!(off.idle_game_timeout, None);
+        assert!(!off.exempt_loopback);
+        assert!(Args::try_parse_from(["oanquan-server", "--tls-cert", "c.pem"]).is_err());
     }
 
     #[test]

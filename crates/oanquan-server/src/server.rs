@@ -1,8 +1,9 @@
 //! Wiring: services, limits, health, reflection and graceful shutdown.
 
+use std::fmt;
 use std::future::Future;
 use std::net::SocketAddr;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -10,15 +11,17 @@ use oanquan_proto::v1::game_service_server::GameServiceServer;
 use oanquan_proto::v1::rules_service_server::RulesServiceServer;
 use tokio::net::TcpListener;
 use tokio::sync::watch;
-use tonic::transport::Server;
 use tonic::transport::server::TcpIncoming;
+use tonic::transport::{Identity, Server, ServerTlsConfig};
 use tonic_health::ServingStatus;
 use tracing::{info, warn};
 
+use crate::domain::computer::{self, Computer, SearchPool};
+use crate::domain::limits::{self, RateLimit, RateLimiter};
 use crate::domain::{
     GameManager, GameStore, Hub, ManagerLimits, MemoryLimits, MemoryStore, OpenError, SqliteStore,
 };
-use crate::grpc::{GameApi, RulesApi, StreamSettings};
+use crate::grpc::{GameApi, RateLimitLayer, RulesApi, StreamSettings};
 
 /// Descriptor set of `google/rpc/error_details.proto`, for reflection (see `build.rs`).
 const GOOGLE_RPC_DESCRIPTOR_SET: &[u8] =
@@ -40,6 +43,61 @@ pub enum Storage {
     /// or power loss, and a restart resumes games and streams (see `STORAGE.md`).
     Sqlite(PathBuf),
 }
+
+/// A TLS certificate chain and private key, PEM-encoded. `Debug` does not show the key.
+#[derive(Clone)]
+pub struct TlsIdentity {
+    /// The certificate chain, leaf first.
+    pub cert_pem: Vec<u8>,
+    /// The private key (PKCS#8, PKCS#1 or SEC1).
+    pub key_pem: Vec<u8>,
+}
+
+impl fmt::Debug for TlsIdentity {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("TlsIdentity")
+            .field("cert_pem", &format_args!("{} bytes", self.cert_pem.len()))
+            .finish_non_exhaustive()
+    }
+}
+
+impl TlsIdentity {
+    /// Reads both files and checks that they make a usable TLS configuration.
+    ///
+    /// # Errors
+    ///
+    /// [`ServeError::Tls`] naming the file or the problem.
+    pub fn read(cert: &Path, key: &Path) -> Result<TlsIdentity, ServeError> {
+        let read = |path: &Path, what: &str| {
+            std::fs::read(path).map_err(|e| {
+                ServeError::Tls(format!(
+                    "cannot read the TLS {what} {}: {e}",
+                    path.display()
+                ))
+            })
+        };
+        let identity = TlsIdentity {
+            cert_pem: read(cert, "certificate")?,
+            key_pem: read(key, "private key")?,
+        };
+        identity.server_config()?;
+        Ok(identity)
+    }
+
+    fn server_config(&self) -> Result<ServerTlsConfig, ServeError> {
+        let config = ServerTlsConfig::new()
+            .identity(Identity::from_pem(&self.cert_pem, &self.key_pem))
+            .timeout(TLS_HANDSHAKE_TIMEOUT);
+        // Building a server is how tonic validates the certificate and key.
+        Server::builder()
+            .tls_config(config.clone())
+            .map_err(|e| ServeError::Tls(format!("unusable TLS certificate or key: {e}")))?;
+        Ok(config)
+    }
+}
+
+/// A TLS handshake not done by then is dropped (slowloris).
+const TLS_HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// Server configuration. Every limit is deliberate: tonic's defaults leave streams per
 /// connection unlimited and requests without a deadline.
@@ -77,6 +135,27 @@ pub struct Config {
     pub game_event_retention: usize,
     /// Lobby events the in-memory store keeps.
     pub lobby_event_retention: usize,
+    /// Serve TLS with this certificate instead of cleartext HTTP/2.
+    pub tls: Option<TlsIdentity>,
+    /// Requests per client address (token bucket); `None` = unlimited. Health checks are not
+    /// counted. See [`crate::domain::limits`].
+    pub rate_limit: Option<RateLimit>,
+    /// Waiting or active games one client address may have created; 0 = unlimited.
+    pub max_open_games_per_client: usize,
+    /// Games waiting for a player or a move for longer than this are aborted; `None` = never.
+    pub idle_game_timeout: Option<Duration>,
+    /// A watch stream its client does not read for this long is dropped (RESOURCE_EXHAUSTED).
+    pub stream_stall_timeout: Duration,
+    /// Loopback peers (127.0.0.0/8, ::1) are exempt from the per-client limits above, so local
+    /// tools, tests and benchmarks are not throttled. Turn off when clients are local, e.g.
+    /// the limits are tested.
+    pub exempt_loopback: bool,
+    /// Thinking time of the computer opponent per move (`CreateGameRequest.computer`).
+    pub computer_move_time: Duration,
+    /// Searches (computer moves and `RulesService.Analyze` calls) running at once; more wait
+    /// for a free slot. 0 = one per core. Searches run on tokio's blocking pool, never on the
+    /// async workers that answer calls.
+    pub max_searches: usize,
 }
 
 impl Default for Config {
@@ -97,6 +176,17 @@ impl Default for Config {
             broadcast_capacity: 256,
             game_event_retention: memory.game_event_retention,
             lobby_event_retention: memory.lobby_event_retention,
+            tls: None,
+            rate_limit: Some(RateLimit {
+                per_second: 50.0,
+                burst: 100,
+            }),
+            max_open_games_per_client: 20,
+            idle_game_timeout: Some(Duration::from_secs(3600)),
+            stream_stall_timeout: Duration::from_secs(30),
+            exempt_loopback: true,
+            computer_move_time: computer::DEFAULT_MOVE_TIME,
+            max_searches: 0,
         }
     }
 }
@@ -116,6 +206,9 @@ pub enum ServeError {
     /// The database cannot be used; the message says why and what to do.
     #[error("{0}")]
     Storage(#[from] OpenError),
+    /// The TLS certificate or key cannot be used.
+    #[error("{0}")]
+    Tls(String),
 }
 
 /// Opens the store `config.storage` names: for SQLite, checks and migrates the file (on a
@@ -174,18 +267,40 @@ pub async fn run_with_store(
     let (stop_tx, stop_rx) = watch::channel(false);
 
     let hub = Hub::new(config.broadcast_capacity);
-    let manager = Arc::new(GameManager::new(
-        store,
-        hub,
-        ManagerLimits {
-            max_watchers_per_game: config.max_watchers_per_game,
-            ..ManagerLimits::default()
-        },
-    ));
+    let searches = SearchPool::new(match config.max_searches {
+        0 => computer::default_max_searches(),
+        n => n,
+    });
+    let computer = Computer::new(Arc::clone(&searches), config.computer_move_time);
+    let manager = Arc::new(
+        GameManager::new(
+            store,
+            hub,
+            ManagerLimits {
+                max_watchers_per_game: config.max_watchers_per_game,
+                max_open_games_per_client: config.max_open_games_per_client,
+                exempt_loopback: config.exempt_loopback,
+                ..ManagerLimits::default()
+            },
+        )
+        .with_computer(computer),
+    );
     let streams = StreamSettings {
         heartbeat: config.heartbeat_interval,
+        stall_timeout: config.stream_stall_timeout,
         shutdown: stop_rx.clone(),
     };
+    let rate_limiter = Arc::new(RateLimiter::new(config.rate_limit, config.exempt_loopback));
+    let reaper = config
+        .idle_game_timeout
+        .filter(|idle| !idle.is_zero())
+        .map(|idle| limits::spawn_idle_reaper(Arc::clone(&manager), idle, stop_rx.clone()));
+    // Plays the computer's turns (resuming those of reloaded games) until shutdown. Aborted if
+    // `run_with_store` itself is dropped, which cancels its searches.
+    let computer_driver = AbortOnDrop(computer::spawn_driver(
+        Arc::clone(&manager),
+        stop_rx.clone(),
+    ));
 
     let (health, health_service) = tonic_health::server::health_reporter();
     for name in HEALTH_SERVICES {
@@ -207,7 +322,7 @@ pub async fn run_with_store(
     let game_service = GameServiceServer::new(GameApi::new(manager, streams))
         .max_decoding_message_size(max)
         .max_encoding_message_size(max);
-    let rules_service = RulesServiceServer::new(RulesApi)
+    let rules_service = RulesServiceServer::new(RulesApi::new(Arc::clone(&searches)))
         .max_decoding_message_size(max)
         .max_encoding_message_size(max);
 
@@ -217,8 +332,12 @@ pub async fn run_with_store(
         .with_nodelay(Some(true))
         .with_keepalive(Some(config.keepalive_interval));
 
+    let mut builder = Server::builder();
+    if let Some(tls) = &config.tls {
+        builder = builder.tls_config(tls.server_config()?)?;
+    }
     let mut stop_serving = stop_rx.clone();
-    let serve = Server::builder()
+    let serve = builder
         .max_concurrent_streams(config.max_concurrent_streams)
         .concurrency_limit_per_connection(config.concurrency_limit_per_connection)
         .http2_keepalive_interval(Some(config.keepalive_interval))
@@ -231,6 +350,7 @@ pub async fn run_with_store(
                 game_id = tracing::field::Empty,
             )
         })
+        .layer(RateLimitLayer::new(rate_limiter))
         .add_service(health_service)
         .add_service(reflection_v1)
         .add_service(reflection_v1alpha)
@@ -241,9 +361,14 @@ pub async fn run_with_store(
         });
     tokio::pin!(serve);
 
-    info!(%local, "serving");
+    info!(%local, tls = config.tls.is_some(), "serving");
     tokio::select! {
-        result = &mut serve => return result.map_err(ServeError::from),
+        result = &mut serve => {
+            if let Some(reaper) = reaper {
+                reaper.abort();
+            }
+            return result.map_err(ServeError::from);
+        }
         () = shutdown => {}
     }
 
@@ -255,10 +380,34 @@ pub async fn run_with_store(
     }
     // Ends every open stream with UNAVAILABLE and tells tonic to stop accepting and drain.
     let _ = stop_tx.send(true);
+    // Cancels every search (computer moves and Analyze calls end at once, without committing).
+    searches.stop();
     match tokio::time::timeout(config.drain_timeout, serve).await {
         Ok(result) => result?,
         Err(_) => warn!("drain timeout reached; abandoning the remaining calls"),
     }
+    if tokio::time::timeout(config.drain_timeout, computer_driver.join())
+        .await
+        .is_err()
+    {
+        warn!("the computer player did not stop in time");
+    }
     info!("stopped");
     Ok(())
+}
+
+/// Aborts a task when dropped.
+#[derive(Debug)]
+struct AbortOnDrop(tokio::task::JoinHandle<()>);
+
+impl AbortOnDrop {
+    async fn join(mut self) {
+        let _ = (&mut self.0).await;
+    }
+}
+
+impl Drop for AbortOnDrop {
+    fn drop(&mut self) {
+        self.0.abort();
+    }
 }

@@ -39,6 +39,7 @@ async fn every_error_code() {
         start_position: None,
         seat,
         display_name: name.into(),
+        computer: None,
     };
     let status = client
         .create_game(bad_create(preset("chess"), 0, "Lan"))

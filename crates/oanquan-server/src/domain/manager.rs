@@ -1,13 +1,18 @@
 //! The game service proper: every command and query, in domain types.
 
+use std::net::IpAddr;
 use std::sync::Arc;
 use std::time::SystemTime;
 
 use oanquan_rules::{Game, Move, Outcome, Player, Position, Preset, Rules};
 use tracing::{debug, info};
 
+use oanquan_ai::Level;
+
+use super::computer::{self, Computer, SearchPool};
 use super::error::GameError;
 use super::hub::Hub;
+use super::limits::OpenGames;
 use super::model::{
     GameEventKind, GameFilter, GameId, GameInfo, GameResult, GameState, GameStatus, LobbyEventKind,
     MoveRecord, PlayerKind, SeatInfo, Termination,
@@ -32,6 +37,11 @@ pub struct ManagerLimits {
     pub max_watchers_per_game: usize,
     /// Games in a lobby snapshot.
     pub lobby_snapshot_limit: usize,
+    /// Waiting or active games one client address may have created (0 = no limit); see
+    /// [`super::limits::OpenGames`].
+    pub max_open_games_per_client: usize,
+    /// Whether loopback clients are exempt from per-client limits.
+    pub exempt_loopback: bool,
 }
 
 impl Default for ManagerLimits {
@@ -39,6 +49,8 @@ impl Default for ManagerLimits {
         ManagerLimits {
             max_watchers_per_game: 100,
             lobby_snapshot_limit: 200,
+            max_open_games_per_client: 0,
+            exempt_loopback: true,
         }
     }
 }
@@ -56,6 +68,8 @@ pub struct NewGame {
     pub seat: Option<Player>,
     /// The creator's display name.
     pub display_name: String,
+    /// Seat the server's computer at this level in the other seat (the game starts at once).
+    pub computer: Option<Level>,
 }
 
 /// A seat taken: the game, the seat and its secret token (shown once).
@@ -75,6 +89,8 @@ pub struct GameManager {
     store: Arc<dyn GameStore>,
     hub: Arc<Hub>,
     limits: ManagerLimits,
+    open_games: Arc<OpenGames>,
+    computer: Arc<Computer>,
 }
 
 impl From<StoreError> for GameError {
@@ -104,7 +120,31 @@ impl GameManager {
     /// A manager over `store`, publishing to `hub`.
     #[must_use]
     pub fn new(store: Arc<dyn GameStore>, hub: Arc<Hub>, limits: ManagerLimits) -> GameManager {
-        GameManager { store, hub, limits }
+        GameManager {
+            open_games: OpenGames::new(limits.max_open_games_per_client, limits.exempt_loopback),
+            store,
+            hub,
+            limits,
+            computer: Computer::new(
+                SearchPool::new(computer::default_max_searches()),
+                computer::DEFAULT_MOVE_TIME,
+            ),
+        }
+    }
+
+    /// This manager with `computer` playing the computer seats (the default thinks
+    /// [`computer::DEFAULT_MOVE_TIME`] per move, one search per core). Its turns are played once
+    /// [`computer::spawn_driver`] runs.
+    #[must_use]
+    pub fn with_computer(mut self, computer: Arc<Computer>) -> GameManager {
+        self.computer = computer;
+        self
+    }
+
+    /// The computer player and its search pool.
+    #[must_use]
+    pub fn computer(&self) -> &Arc<Computer> {
+        &self.computer
     }
 
     fn not_found(id: &GameId) -> impl FnOnce(StoreError) -> GameError + '_ {
@@ -121,6 +161,22 @@ impl GameManager {
     /// [`GameError::InvalidArgument`] for a bad name or a finished start position;
     /// [`GameError::LimitExceeded`] when the store is full.
     pub async fn create_game(&self, new: NewGame) -> Result<Seated, GameError> {
+        self.create_game_from(None, new).await
+    }
+
+    /// [`GameManager::create_game`] for a client at `client`, which counts towards its open
+    /// games ([`ManagerLimits::max_open_games_per_client`]).
+    ///
+    /// # Errors
+    ///
+    /// As [`GameManager::create_game`]; [`GameError::LimitExceeded`] also when the client has
+    /// too many open games.
+    pub async fn create_game_from(
+        &self,
+        client: Option<IpAddr>,
+        new: NewGame,
+    ) -> Result<Seated, GameError> {
+        let slot = self.open_games.reserve(client)?;
         let display_name = check_display_name(&new.display_name)?;
         let start = match new.start {
             Some(start) if start.is_over() => {
@@ -160,6 +216,27 @@ impl GameManager {
             display_name: display_name.clone(),
             kind: PlayerKind::Human,
         });
+        let mut game_events = vec![GameEventKind::PlayerJoined {
+            seat,
+            display_name,
+            kind: PlayerKind::Human,
+        }];
+        let mut lobby_events = Vec::new();
+        if let Some(level) = new.computer {
+            seat_computer(
+                &mut info,
+                seat.other(),
+                level,
+                &mut game_events,
+                &mut lobby_events,
+            );
+        }
+        lobby_events.insert(
+            0,
+            LobbyEventKind::GameCreated {
+                game: Box::new(info.clone()),
+            },
+        );
         let mut state = GameState {
             info: info.clone(),
             token_hashes: Default::default(),
@@ -173,18 +250,13 @@ impl GameManager {
                 Commit {
                     state,
                     expected_sequence: 0,
-                    game_events: vec![GameEventKind::PlayerJoined {
-                        seat,
-                        display_name,
-                        kind: PlayerKind::Human,
-                    }],
-                    lobby_events: vec![LobbyEventKind::GameCreated {
-                        game: Box::new(info),
-                    }],
+                    game_events,
+                    lobby_events,
                     time: now,
                 },
             )
             .await?;
+        slot.bind(&committed.info.id);
         info!(game_id = %committed.info.id, ?seat, "game created");
         Ok(Seated {
             game: committed.info,
@@ -311,76 +383,127 @@ impl GameManager {
         let (committed, record) = self
             .update(id, |state, now| {
                 let seat = state.seat_of(&hash).ok_or(GameError::WrongToken)?;
-                match state.info.status {
-                    GameStatus::WaitingForPlayers => return Err(GameError::GameNotStarted),
-                    GameStatus::Finished | GameStatus::Aborted => return Err(GameError::GameOver),
-                    GameStatus::Active => {}
-                }
-                let current = state.engine.position().ply();
-                match expected_ply {
-                    Some(expected) if expected != current => {
-                        return Err(GameError::StalePly { expected, current });
-                    }
-                    _ => {}
-                }
-                let to_move = state.engine.position().to_move();
-                if to_move != seat {
-                    return Err(GameError::NotYourTurn { to_move });
-                }
-                let steps = state.engine.play(mv)?;
-                let position = *state.engine.position();
-                let record = MoveRecord {
-                    number: state.info.move_count + 1,
-                    player: seat,
-                    mv,
-                    steps,
-                    position,
-                    time: now,
-                };
-                state.moves.push(record.clone());
-                state.info.position = position;
-                state.info.move_count += 1;
-                state.info.updated = now;
-                let mut game_events = vec![GameEventKind::MovePlayed {
-                    record: Box::new(record.clone()),
-                }];
-                let mut lobby_events = Vec::new();
-                if let Some(reason) = position.end_reason() {
-                    let result = GameResult {
-                        outcome: position.outcome(),
-                        scores: position.scores(),
-                        termination: Termination::Rules(reason),
-                        ended_by: None,
-                    };
-                    finish(
-                        state,
-                        GameStatus::Finished,
-                        result,
-                        &mut game_events,
-                        &mut lobby_events,
-                    );
-                } else {
-                    let refill = record
-                        .refill()
-                        .filter(|&(player, _)| player == position.to_move())
-                        .map(|(_, captured_after)| captured_after);
-                    game_events.push(GameEventKind::TurnStarted {
-                        player: position.to_move(),
-                        ply: position.ply(),
-                        refill,
-                    });
-                }
-                Ok(Change {
-                    game_events,
-                    lobby_events,
-                    output: record,
-                })
+                apply_move(state, seat, mv, expected_ply, now)
             })
             .await?;
         debug!(game_id = %id, mv = %record.mv, ply = record.position.ply(), "move played");
         Ok((record, committed.info))
     }
 
+    /// Plays the computer's move `mv` in game `id` at ply `ply`, through the same checks,
+    /// commit and events as [`GameManager::play_move`]. For [`computer`]'s driver.
+    ///
+    /// # Errors
+    ///
+    /// [`GameError::NotYourTurn`] if the player to move is not the computer, else as
+    /// [`GameManager::play_move`].
+    pub(super) async fn play_computer_move(
+        &self,
+        id: &GameId,
+        mv: Move,
+        ply: u32,
+    ) -> Result<MoveRecord, GameError> {
+        let (_, record) = self
+            .update(id, |state, now| {
+                let to_move = state.info.position.to_move();
+                let is_computer = state.info.seats[to_move]
+                    .as_ref()
+                    .is_some_and(|s| matches!(s.kind, PlayerKind::Computer { .. }));
+                if !is_computer {
+                    return Err(GameError::NotYourTurn { to_move });
+                }
+                apply_move(state, to_move, mv, Some(ply), now)
+            })
+            .await?;
+        Ok(record)
+    }
+
+    /// A whole game, for the computer's turn.
+    ///
+    /// # Errors
+    ///
+    /// [`GameError::GameNotFound`], store failures.
+    pub(super) async fn load_state(&self, id: &GameId) -> Result<GameState, GameError> {
+        self.store.load(id).await.map_err(Self::not_found(id))
+    }
+}
+
+/// Plays `mv` for `seat`: the checks and the change of [`GameManager::play_move`], shared with
+/// the computer's moves.
+fn apply_move(
+    state: &mut GameState,
+    seat: Player,
+    mv: Move,
+    expected_ply: Option<u32>,
+    now: SystemTime,
+) -> Result<Change<MoveRecord>, GameError> {
+    match state.info.status {
+        GameStatus::WaitingForPlayers => return Err(GameError::GameNotStarted),
+        GameStatus::Finished | GameStatus::Aborted => return Err(GameError::GameOver),
+        GameStatus::Active => {}
+    }
+    let current = state.engine.position().ply();
+    match expected_ply {
+        Some(expected) if expected != current => {
+            return Err(GameError::StalePly { expected, current });
+        }
+        _ => {}
+    }
+    let to_move = state.engine.position().to_move();
+    if to_move != seat {
+        return Err(GameError::NotYourTurn { to_move });
+    }
+    let steps = state.engine.play(mv)?;
+    let position = *state.engine.position();
+    let record = MoveRecord {
+        number: state.info.move_count + 1,
+        player: seat,
+        mv,
+        steps,
+        position,
+        time: now,
+    };
+    state.moves.push(record.clone());
+    state.info.position = position;
+    state.info.move_count += 1;
+    state.info.updated = now;
+    let mut game_events = vec![GameEventKind::MovePlayed {
+        record: Box::new(record.clone()),
+    }];
+    let mut lobby_events = Vec::new();
+    if let Some(reason) = position.end_reason() {
+        let result = GameResult {
+            outcome: position.outcome(),
+            scores: position.scores(),
+            termination: Termination::Rules(reason),
+            ended_by: None,
+        };
+        finish(
+            state,
+            GameStatus::Finished,
+            result,
+            &mut game_events,
+            &mut lobby_events,
+        );
+    } else {
+        let refill = record
+            .refill()
+            .filter(|&(player, _)| player == position.to_move())
+            .map(|(_, captured_after)| captured_after);
+        game_events.push(GameEventKind::TurnStarted {
+            player: position.to_move(),
+            ply: position.ply(),
+            refill,
+        });
+    }
+    Ok(Change {
+        game_events,
+        lobby_events,
+        output: record,
+    })
+}
+
+impl GameManager {
     /// Resigns for the token's seat; the opponent wins.
     ///
     /// # Errors
@@ -468,6 +591,53 @@ impl GameManager {
         Ok(committed.info)
     }
 
+    /// Aborts a waiting or active game whose last change is older than `idle_since` (no seat
+    /// ends it: `ended_by` stays empty), with the normal `GameOver` events. `Ok(false)` if the
+    /// game is over or changed since. Used by [`super::limits::expire_idle_games`].
+    ///
+    /// # Errors
+    ///
+    /// [`GameError::GameNotFound`], store failures.
+    pub async fn expire_idle(
+        &self,
+        id: &GameId,
+        idle_since: SystemTime,
+    ) -> Result<bool, GameError> {
+        let outcome = self
+            .update(id, |state, now| {
+                if state.info.status.is_over() || state.info.updated >= idle_since {
+                    // Nothing to expire; reported as Ok(false) below.
+                    return Err(GameError::GameOver);
+                }
+                let result = GameResult {
+                    outcome: None,
+                    scores: state.info.position.scores(),
+                    termination: Termination::Aborted,
+                    ended_by: None,
+                };
+                state.info.updated = now;
+                let (mut game_events, mut lobby_events) = (Vec::new(), Vec::new());
+                finish(
+                    state,
+                    GameStatus::Aborted,
+                    result,
+                    &mut game_events,
+                    &mut lobby_events,
+                );
+                Ok(Change {
+                    game_events,
+                    lobby_events,
+                    output: (),
+                })
+            })
+            .await;
+        match outcome {
+            Ok(_) => Ok(true),
+            Err(GameError::GameOver) => Ok(false),
+            Err(error) => Err(error),
+        }
+    }
+
     /// The start position and every move with its trace.
     ///
     /// # Errors
@@ -528,6 +698,8 @@ impl GameManager {
     ) -> Result<Committed, StoreError> {
         let store = Arc::clone(&self.store);
         let hub = Arc::clone(&self.hub);
+        let open_games = Arc::clone(&self.open_games);
+        let computer = Arc::clone(&self.computer);
         tokio::spawn(async move {
             let committed = if create {
                 store.create(commit).await
@@ -535,6 +707,10 @@ impl GameManager {
                 store.commit(commit).await
             }?;
             hub.publish(&committed);
+            computer.on_commit(&committed.info);
+            if committed.info.status.is_over() {
+                open_games.release(&committed.info.id);
+            }
             Ok(committed)
         })
         .await
@@ -579,6 +755,42 @@ impl GameManager {
         }
         Err(StoreError::Conflict { current: 0 }.into())
     }
+}
+
+/// Seats the computer at `level` in `seat` of a game being created and starts it, with the
+/// events of a person joining.
+fn seat_computer(
+    info: &mut GameInfo,
+    seat: Player,
+    level: Level,
+    game_events: &mut Vec<GameEventKind>,
+    lobby_events: &mut Vec<LobbyEventKind>,
+) {
+    let display_name = computer::computer_name(level);
+    let kind = PlayerKind::Computer { level };
+    info.seats[seat] = Some(SeatInfo {
+        display_name: display_name.clone(),
+        kind,
+    });
+    info.status = GameStatus::Active;
+    game_events.extend([
+        GameEventKind::PlayerJoined {
+            seat,
+            display_name,
+            kind,
+        },
+        GameEventKind::GameStarted {
+            game: Box::new(info.clone()),
+        },
+        GameEventKind::TurnStarted {
+            player: info.position.to_move(),
+            ply: info.position.ply(),
+            refill: None,
+        },
+    ]);
+    lobby_events.push(LobbyEventKind::GameStarted {
+        game_id: info.id.clone(),
+    });
 }
 
 fn finish(

@@ -4,8 +4,10 @@
 //!   commits to the [`Hub`], which [`Watch`]es read.
 //! * [`MemoryStore`] keeps games in memory; [`SqliteStore`] keeps them durably in one file.
 
+pub mod computer;
 mod error;
 mod hub;
+pub mod limits;
 mod manager;
 mod memory;
 mod model;

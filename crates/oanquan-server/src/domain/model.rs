@@ -3,6 +3,7 @@
 use std::fmt;
 use std::time::SystemTime;
 
+use oanquan_ai::Level;
 use oanquan_rules::{
     ByPlayer, EndReason, Game, Move, Outcome, Player, Position, Preset, Rules, Step,
 };
@@ -128,8 +129,13 @@ impl GameFilter {
 /// Who sits in a seat.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum PlayerKind {
-    /// A person using a client. (Computer players are reserved in the API for later.)
+    /// A person using a client.
     Human,
+    /// The server's computer player (see [`super::computer`]).
+    Computer {
+        /// How strong it plays.
+        level: Level,
+    },
 }
 
 /// The public face of an occupied seat.

@@ -3,6 +3,7 @@
 
 use std::time::SystemTime;
 
+use oanquan_ai::{Level, SearchResult};
 use oanquan_proto::v1 as pb;
 use oanquan_rules::{
     ByPlayer, Direction, EmptyMandarinNext, EndCondition, EndReason, MandarinSetup, Move, Outcome,
@@ -28,6 +29,45 @@ fn sub(field: &str, name: &str) -> String {
 /// A game id field.
 pub fn game_id(id: &str, field: &str) -> Result<GameId> {
     GameId::parse(id).map_err(|e| GameError::invalid(field, e.to_string()))
+}
+
+/// A `ComputerOpponent` (unset or level 0 → `None`).
+pub fn computer_opponent(
+    computer: Option<&pb::ComputerOpponent>,
+    field: &str,
+) -> Result<Option<Level>> {
+    let level = computer.map_or(0, |c| c.level);
+    if level == 0 {
+        return Ok(None);
+    }
+    u8::try_from(level)
+        .ok()
+        .and_then(Level::from_number)
+        .map(Some)
+        .ok_or_else(|| {
+            GameError::invalid(
+                sub(field, "level"),
+                format!(
+                    "must be 1 ({}) to 7 ({}), or 0 for no computer; got {level}",
+                    Level::Random,
+                    Level::Master
+                ),
+            )
+        })
+}
+
+/// An analysis.
+#[must_use]
+pub fn analysis_out(result: &SearchResult) -> pb::AnalyzeResponse {
+    pb::AnalyzeResponse {
+        best_move: result.best_move.map(move_out),
+        eval_points: result.eval_points,
+        principal_variation: result.pv.iter().map(|&mv| move_out(mv)).collect(),
+        depth: result.depth,
+        nodes: result.nodes,
+        exact: result.exact,
+        time_ms: u32::try_from(result.time.as_millis()).unwrap_or(u32::MAX),
+    }
 }
 
 /// A `Player` that may be unset (`PLAYER_UNSPECIFIED` → `None`).
@@ -420,6 +460,7 @@ fn status_out(status: GameStatus) -> i32 {
 fn kind_out(kind: PlayerKind) -> i32 {
     match kind {
         PlayerKind::Human => pb::PlayerKind::Human,
+        PlayerKind::Computer { .. } => pb::PlayerKind::Computer,
     }
     .into()
 }
@@ -430,7 +471,10 @@ fn seat_out(player: Player, seat: Option<&SeatInfo>) -> pb::Seat {
         occupied: seat.is_some(),
         display_name: seat.map(|s| s.display_name.clone()).unwrap_or_default(),
         kind: seat.map_or(pb::PlayerKind::Unspecified.into(), |s| kind_out(s.kind)),
-        computer_level: 0,
+        computer_level: match seat.map(|s| s.kind) {
+            Some(PlayerKind::Computer { level }) => u32::from(level.number()),
+            _ => 0,
+        },
     }
 }
 

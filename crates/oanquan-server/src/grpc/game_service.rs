@@ -3,11 +3,10 @@
 use std::sync::Arc;
 
 use oanquan_proto::v1 as pb;
-use tokio_stream::wrappers::ReceiverStream;
 use tonic::{Request, Response, Status};
 
 use super::convert;
-use super::stream::{self, StreamSettings};
+use super::stream::{self, StreamSettings, WatchStream};
 use crate::domain::{
     GameError, GameFeed, GameId, GameManager, LobbyFeed, NewGame, PlayerToken, WatchItem,
 };
@@ -90,6 +89,7 @@ impl pb::game_service_server::GameService for GameApi {
         &self,
         request: Request<pb::CreateGameRequest>,
     ) -> Result<Response<pb::CreateGameResponse>, Status> {
+        let client = request.remote_addr().map(|addr| addr.ip());
         let request = request.into_inner();
         let (rules, preset) = convert::rules_spec(request.rules.as_ref(), "rules")?;
         let start = request
@@ -98,15 +98,20 @@ impl pb::game_service_server::GameService for GameApi {
             .map(|p| convert::position(Some(p), rules, "start_position"))
             .transpose()?;
         let seat = convert::optional_player(request.seat, "seat")?;
+        let computer = convert::computer_opponent(request.computer.as_ref(), "computer")?;
         let seated = self
             .manager
-            .create_game(NewGame {
-                rules,
-                preset,
-                start,
-                seat,
-                display_name: request.display_name,
-            })
+            .create_game_from(
+                client,
+                NewGame {
+                    rules,
+                    preset,
+                    start,
+                    seat,
+                    display_name: request.display_name,
+                    computer,
+                },
+            )
             .await?;
         tracing::Span::current().record("game_id", seated.game.id.as_str());
         Ok(Response::new(pb::CreateGameResponse {
@@ -210,7 +215,7 @@ impl pb::game_service_server::GameService for GameApi {
         }))
     }
 
-    type WatchGameStream = ReceiverStream<Result<pb::WatchGameResponse, Status>>;
+    type WatchGameStream = WatchStream<pb::WatchGameResponse>;
 
     async fn watch_game(
         &self,
@@ -227,7 +232,7 @@ impl pb::game_service_server::GameService for GameApi {
         )))
     }
 
-    type WatchLobbyStream = ReceiverStream<Result<pb::WatchLobbyResponse, Status>>;
+    type WatchLobbyStream = WatchStream<pb::WatchLobbyResponse>;
 
     async fn watch_lobby(
         &self,

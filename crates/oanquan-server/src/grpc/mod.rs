@@ -3,10 +3,12 @@
 
 pub mod convert;
 mod game_service;
+pub mod rate_limit;
 mod rules_service;
 pub mod status;
 mod stream;
 
 pub use game_service::GameApi;
+pub use rate_limit::RateLimitLayer;
 pub use rules_service::RulesApi;
-pub use stream::StreamSettings;
+pub use stream::{StreamSettings, WatchStream};

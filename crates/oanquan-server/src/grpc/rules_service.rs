@@ -1,15 +1,36 @@
 //! `oanquan.v1.RulesService`: stateless access to the rules engine.
 
+use std::sync::Arc;
+
 use oanquan_proto::v1 as pb;
 use oanquan_rules::Preset;
 use tonic::{Request, Response, Status};
 
 use super::convert;
 use crate::domain::GameError;
+use crate::domain::computer::{self, SearchPool};
 
-/// The RulesService adapter. Holds no state.
-#[derive(Debug, Clone, Copy, Default)]
-pub struct RulesApi;
+/// The RulesService adapter. Holds no game state; `Analyze` searches in a shared pool.
+#[derive(Debug, Clone)]
+pub struct RulesApi {
+    searches: Arc<SearchPool>,
+}
+
+impl RulesApi {
+    /// An adapter whose `Analyze` calls search in `searches` (shared with the computer player,
+    /// so that both count towards one cap).
+    #[must_use]
+    pub fn new(searches: Arc<SearchPool>) -> RulesApi {
+        RulesApi { searches }
+    }
+}
+
+impl Default for RulesApi {
+    /// With a search pool of its own, one search per core.
+    fn default() -> Self {
+        RulesApi::new(SearchPool::new(computer::default_max_searches()))
+    }
+}
 
 #[tonic::async_trait]
 impl pb::rules_service_server::RulesService for RulesApi {
@@ -51,5 +72,23 @@ impl pb::rules_service_server::RulesService for RulesApi {
             position: Some(convert::position_out(&after)),
             steps: convert::steps_out(&steps),
         }))
+    }
+
+    async fn analyze(
+        &self,
+        request: Request<pb::AnalyzeRequest>,
+    ) -> Result<Response<pb::AnalyzeResponse>, Status> {
+        let request = request.into_inner();
+        let (rules, _) = convert::rules_spec(request.rules.as_ref(), "rules")?;
+        let position = convert::position(request.position.as_ref(), rules, "position")?;
+        let limits = computer::analysis_limits(
+            request.time_limit_ms,
+            request.node_limit,
+            request.depth_limit,
+        )?;
+        // Dropping this future (the client went away, or the deadline passed) cancels the
+        // search.
+        let result = self.searches.analyze(position, limits).await?;
+        Ok(Response::new(convert::analysis_out(&result)))
     }
 }

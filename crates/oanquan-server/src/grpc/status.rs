@@ -12,6 +12,7 @@ use tonic::{Code, Status};
 use tonic_types::{ErrorDetails, StatusExt as _};
 
 use crate::domain::GameError;
+use crate::domain::limits::RateLimited;
 
 /// `ErrorInfo.domain` of every error.
 pub const ERROR_DOMAIN: &str = "oanquan.v1";
@@ -86,6 +87,21 @@ pub fn to_status(error: &GameError) -> Status {
         ),
         Detail::None => Status::new(code, message),
     }
+}
+
+/// RESOURCE_EXHAUSTED for a client over its request rate: an `ErrorInfo` with reason
+/// `ERROR_REASON_LIMIT_EXCEEDED` and a `google.rpc.RetryInfo` saying when to retry.
+#[must_use]
+pub fn rate_limited(limited: &RateLimited) -> Status {
+    let mut details = ErrorDetails::new();
+    details
+        .set_error_info(
+            ErrorReason::LimitExceeded.as_str_name(),
+            ERROR_DOMAIN,
+            HashMap::new(),
+        )
+        .set_retry_info(Some(limited.retry_after));
+    Status::with_error_details(Code::ResourceExhausted, limited.to_string(), details)
 }
 
 impl From<GameError> for Status {
@@ -204,6 +220,32 @@ mod tests {
         assert_eq!(bad.field_violations[0].field, "move.square");
         assert!(status.message().contains("must be 0 to 11"));
         assert!(status.get_details_error_info().is_none());
+    }
+
+    #[test]
+    fn rate_limits_carry_a_retry_delay() {
+        use crate::domain::limits::RateLimit;
+        let status = rate_limited(&RateLimited {
+            retry_after: std::time::Duration::from_millis(250),
+            limit: RateLimit {
+                per_second: 4.0,
+                burst: 8,
+            },
+        });
+        assert_eq!(status.code(), Code::ResourceExhausted);
+        assert_eq!(
+            status.get_details_error_info().unwrap().reason,
+            "ERROR_REASON_LIMIT_EXCEEDED"
+        );
+        assert_eq!(
+            status.get_details_retry_info().unwrap().retry_delay,
+            Some(std::time::Duration::from_millis(250))
+        );
+        assert!(
+            status.message().contains("retry in 250 ms"),
+            "{}",
+            status.message()
+        );
     }
 
     #[test]

@@ -1,28 +1,66 @@
 //! Runs a domain [`Watch`] as a gRPC server stream: heartbeats while idle, and a clear
 //! UNAVAILABLE status (with the sequence to resume from) when the server shuts down.
+//!
+//! **Slow consumers.** Publishing a move never waits for a watcher: the hub's broadcast send
+//! does not block, and each stream has a task of its own between the hub and the connection.
+//! When a client reads slower than events arrive, its task waits on a small buffer
+//! ([`STREAM_BUFFER`] messages; HTTP/2 flow control bounds what sits in the connection), its hub
+//! receiver lags, and it later catches up from the store's log, or from a fresh snapshot if the
+//! log no longer has the events. Memory per slow client stays bounded. A client that does not
+//! read at all for [`StreamSettings::stall_timeout`] is dropped: its task ends (freeing its
+//! watcher slot) and the stream, once the client reads what is buffered, ends with
+//! RESOURCE_EXHAUSTED naming the `after_sequence` to resume from.
 
+use std::pin::Pin;
+use std::task::{Context, Poll};
 use std::time::Duration;
 
-use tokio::sync::{mpsc, watch};
+use futures::Stream;
+use tokio::sync::{mpsc, oneshot, watch};
 use tokio::time::{Instant, MissedTickBehavior};
-use tokio_stream::wrappers::ReceiverStream;
 use tonic::Status;
 use tracing::Instrument as _;
 
-use crate::domain::{Feed, Watch, WatchItem};
+use crate::domain::{Feed, GameError, Watch, WatchItem};
 
-/// Messages buffered per stream. When a client reads slower than events arrive, the stream task
-/// waits here, its hub receiver lags, and it catches up from the store's log (or a snapshot)
-/// later: memory per slow client stays bounded.
-const STREAM_BUFFER: usize = 16;
+/// Messages buffered per stream besides what HTTP/2 flow control lets into the connection.
+pub const STREAM_BUFFER: usize = 16;
 
 /// What every stream needs from the server.
 #[derive(Debug, Clone)]
 pub struct StreamSettings {
     /// Idle time before a heartbeat.
     pub heartbeat: Duration,
+    /// How long a stream may stay unread (its buffer full) before it is dropped.
+    pub stall_timeout: Duration,
     /// Turns `true` when the server starts shutting down.
     pub shutdown: watch::Receiver<bool>,
+}
+
+/// A server stream fed by a task: what the task buffered, then the status it ended with, if
+/// it could not deliver it through the full buffer.
+#[derive(Debug)]
+pub struct WatchStream<M> {
+    rx: mpsc::Receiver<Result<M, Status>>,
+    last: Option<oneshot::Receiver<Status>>,
+}
+
+impl<M> Stream for WatchStream<M> {
+    type Item = Result<M, Status>;
+
+    fn poll_next(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
+        match self.rx.poll_recv(cx) {
+            Poll::Ready(None) => {}
+            other => return other,
+        }
+        // The task has ended (the sender is gone), so the oneshot is settled either way.
+        Poll::Ready(
+            self.last
+                .take()
+                .and_then(|mut last| last.try_recv().ok())
+                .map(Err),
+        )
+    }
 }
 
 /// Spawns the task that feeds a stream from `watch`.
@@ -31,14 +69,16 @@ pub(crate) fn spawn<F, M>(
     settings: &StreamSettings,
     item: fn(WatchItem<F>) -> M,
     heartbeat: fn(u64) -> M,
-) -> ReceiverStream<Result<M, Status>>
+) -> WatchStream<M>
 where
     F: Feed,
     M: Send + 'static,
 {
     let (tx, rx) = mpsc::channel(STREAM_BUFFER);
+    let (last_tx, last_rx) = oneshot::channel();
     let mut shutdown = settings.shutdown.clone();
     let period = settings.heartbeat.max(Duration::from_millis(10));
+    let stall = settings.stall_timeout.max(Duration::from_millis(10));
     let task = async move {
         let mut ticker = tokio::time::interval_at(Instant::now() + period, period);
         ticker.set_missed_tick_behavior(MissedTickBehavior::Delay);
@@ -63,12 +103,25 @@ where
                 _ = ticker.tick() => Ok(heartbeat(last)),
             };
             let fatal = out.is_err();
-            if tx.send(out).await.is_err() || fatal {
-                break;
+            match tokio::time::timeout(stall, tx.send(out)).await {
+                Ok(Ok(())) if !fatal => {}
+                Ok(_) => break,
+                Err(_) => {
+                    // Never read for `stall`: free the slot, tell the client when it reads.
+                    // The message in hand is dropped; resuming from `last` replays it.
+                    tracing::info!(stall = ?stall, "dropping a stream its client does not read");
+                    let _ = last_tx.send(Status::from(GameError::LimitExceeded(format!(
+                        "this stream was not read for {stall:?} and was dropped; reconnect with after_sequence={last}"
+                    ))));
+                    break;
+                }
             }
         }
         tracing::debug!("stream ended");
     };
     tokio::spawn(task.in_current_span());
-    ReceiverStream::new(rx)
+    WatchStream {
+        rx,
+        last: Some(last_rx),
+    }
 }

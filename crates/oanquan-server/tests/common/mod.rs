@@ -127,6 +127,7 @@ pub async fn create(client: &mut Games, preset_name: &str) -> (pb::Game, String)
             start_position: None,
             seat: pb::Player::First.into(),
             display_name: "Lan".into(),
+            computer: None,
         })
         .await
         .unwrap()

@@ -13,6 +13,7 @@
 
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
+use oanquan_ai::Level;
 use oanquan_rules::{ByPlayer, EndReason, Outcome, Player, Position, Preset, Rules, Setup};
 use serde::{Deserialize, Serialize};
 
@@ -101,12 +102,21 @@ impl From<StatusDto> for GameStatus {
 #[serde(rename_all = "snake_case")]
 pub(super) enum KindDto {
     Human,
+    /// Added without a migration: older files have no such seats, and the
+    /// encoding of `human` is unchanged.
+    Computer {
+        /// 1 to 7.
+        level: u8,
+    },
 }
 
 impl From<PlayerKind> for KindDto {
     fn from(kind: PlayerKind) -> Self {
         match kind {
             PlayerKind::Human => KindDto::Human,
+            PlayerKind::Computer { level } => KindDto::Computer {
+                level: level.number(),
+            },
         }
     }
 }
@@ -115,6 +125,11 @@ impl From<KindDto> for PlayerKind {
     fn from(kind: KindDto) -> Self {
         match kind {
             KindDto::Human => PlayerKind::Human,
+            // Only this server writes levels; a number out of range is read as the nearest.
+            KindDto::Computer { level } => PlayerKind::Computer {
+                level: Level::from_number(level.clamp(1, Level::STRONGEST.number()))
+                    .unwrap_or(Level::STRONGEST),
+            },
         }
     }
 }

@@ -255,30 +255,37 @@ fn run_writer(mut conn: Connection, jobs: &mpsc::Receiver<Job>, cache: &Cache) {
             .map(|job| ((job.create, job.commit), job.reply))
             .unzip();
         let results = write_batch(&mut conn, work);
+        // The states move into the cache (no copy): only the `Committed` part goes back.
+        let mut answers = Vec::with_capacity(results.len());
         {
             let mut cache = lock(cache);
-            for result in &results {
-                match result {
-                    Ok((_, state)) if state.info.status.is_over() => {
-                        cache.remove(&state.info.id);
-                    }
-                    Ok((_, state)) => {
-                        if cache.len() >= MAX_CACHED_GAMES {
-                            cache.clear();
+            for result in results {
+                answers.push(match result {
+                    Ok((committed, state)) => {
+                        if state.info.status.is_over() {
+                            cache.remove(&state.info.id);
+                        } else {
+                            if cache.len() >= MAX_CACHED_GAMES
+                                && !cache.contains_key(&state.info.id)
+                            {
+                                cache.clear();
+                            }
+                            cache.insert(state.info.id.clone(), state);
                         }
-                        cache.insert(state.info.id.clone(), state.clone());
+                        Ok(committed)
                     }
-                    // Another process may have written the game: read it afresh next time.
-                    Err((Some(id), StoreError::Conflict { .. })) => {
-                        cache.remove(id);
+                    Err((id, error)) => {
+                        // Another process may have written the game: read it afresh next time.
+                        if let (Some(id), StoreError::Conflict { .. }) = (&id, &error) {
+                            cache.remove(id);
+                        }
+                        Err(error)
                     }
-                    Err(_) => {}
-                }
+                });
             }
         }
         // Answered only now: every result in the batch is durable (or failed) at this point.
-        for (reply, result) in replies.into_iter().zip(results) {
-            let result = result.map(|(committed, _)| committed).map_err(|(_, e)| e);
+        for (reply, result) in replies.into_iter().zip(answers) {
             // The caller may have gone away; what it committed stays committed.
             let _ = reply.send(result);
         }
@@ -333,7 +340,11 @@ fn apply(
     mut commit: Commit,
 ) -> Result<(Committed, GameState), StoreError> {
     let expected = commit.expected_sequence;
-    let (ord, stored_moves) = if create {
+    let tokens = commit
+        .state
+        .token_hashes
+        .map(|hash| hash.map(TokenHash::to_bytes));
+    let (stored, stored_moves) = if create {
         let exists = conn
             .prepare_cached("SELECT 1 FROM games WHERE id = ?1")
             .and_then(|mut s| s.exists([commit.state.info.id.as_str()]))
@@ -343,11 +354,25 @@ fn apply(
         }
         (None, 0)
     } else {
-        let (ord, current, moves): (i64, i64, i64) = conn
-            .prepare_cached("SELECT ord, sequence, move_count FROM games WHERE id = ?1")
+        let (ord, current, moves, same_columns): (i64, i64, i64, bool) = conn
+            .prepare_cached(
+                "SELECT ord, sequence, move_count, status, token_first, token_second
+                 FROM games WHERE id = ?1",
+            )
             .and_then(|mut s| {
                 s.query_row([commit.state.info.id.as_str()], |row| {
-                    Ok((row.get(0)?, row.get(1)?, row.get(2)?))
+                    // Whether the indexed status and the tokens stay as they are: then the
+                    // update leaves them (and the status index) alone.
+                    let same_token = |column, token: Option<[u8; 32]>| {
+                        row.get_ref(column)
+                            .map(|value| value.as_blob_or_null().ok().flatten())
+                            .map(|stored| stored == token.as_ref().map(<[u8; 32]>::as_slice))
+                    };
+                    let same_columns = row.get_ref(3)?.as_str().ok()
+                        == Some(status_name(commit.state.info.status))
+                        && same_token(4, tokens.first)?
+                        && same_token(5, tokens.second)?;
+                    Ok((row.get(0)?, row.get(1)?, row.get(2)?, same_columns))
                 })
                 .optional()
             })
@@ -357,48 +382,67 @@ fn apply(
         if current != expected {
             return Err(StoreError::Conflict { current });
         }
-        (Some(ord), moves as usize)
+        (Some((ord, same_columns)), moves as usize)
     };
 
     let sequence = expected + commit.game_events.len() as u64;
     commit.state.info.sequence = sequence;
     let state = &commit.state;
-    let id = state.info.id.clone();
+    let id = &state.info.id;
     let new_moves = state.moves.get(stored_moves..).ok_or_else(|| {
         StoreError::Backend(format!(
             "a commit to game {id} removes moves; they only append"
         ))
     })?;
-    let info_json = serde_json::to_string(&InfoDto::new(&state.info))
+    let info_json = encode_json(&InfoDto::new(&state.info))
         .map_err(|e| StoreError::Backend(format!("encoding game {id}: {e}")))?;
-    let tokens = state
-        .token_hashes
-        .map(|hash| hash.map(|hash| hash.to_bytes().to_vec()));
-    let row = params![
-        id.as_str(),
-        status_name(state.info.status),
-        sequence as i64,
-        i64::from(state.info.move_count),
-        tokens.first,
-        tokens.second,
-        info_json,
-    ];
-    let ord = match ord {
+    let status = status_name(state.info.status);
+    let move_count = i64::from(state.info.move_count);
+    let ord = match stored {
         None => {
             conn.prepare_cached(
                 "INSERT INTO games (id, status, sequence, move_count, token_first, token_second, info)
                  VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
             )
-            .and_then(|mut s| s.execute(row))
+            .and_then(|mut s| {
+                s.execute(params![
+                    id.as_str(),
+                    status,
+                    sequence as i64,
+                    move_count,
+                    tokens.first,
+                    tokens.second,
+                    info_json,
+                ])
+            })
             .map_err(backend)?;
             conn.last_insert_rowid()
         }
-        Some(ord) => {
+        // A move: only the changing columns, by primary key.
+        Some((ord, true)) => {
+            conn.prepare_cached(
+                "UPDATE games SET sequence = ?2, move_count = ?3, info = ?4 WHERE ord = ?1",
+            )
+            .and_then(|mut s| s.execute(params![ord, sequence as i64, move_count, info_json]))
+            .map_err(backend)?;
+            ord
+        }
+        Some((ord, false)) => {
             conn.prepare_cached(
                 "UPDATE games SET status = ?2, sequence = ?3, move_count = ?4, token_first = ?5,
-                 token_second = ?6, info = ?7 WHERE id = ?1",
+                 token_second = ?6, info = ?7 WHERE ord = ?1",
             )
-            .and_then(|mut s| s.execute(row))
+            .and_then(|mut s| {
+                s.execute(params![
+                    ord,
+                    status,
+                    sequence as i64,
+                    move_count,
+                    tokens.first,
+                    tokens.second,
+                    info_json,
+                ])
+            })
             .map_err(backend)?;
             ord
         }
@@ -429,7 +473,7 @@ fn apply(
     let time = time_to_db(commit.time);
     let mut game_events = Vec::with_capacity(commit.game_events.len());
     for (sequence, kind) in (expected + 1..).zip(commit.game_events) {
-        let json = serde_json::to_string(&GameEventDto::new(&kind))
+        let json = encode_json(&GameEventDto::new(&kind))
             .map_err(|e| StoreError::Backend(format!("encoding an event of game {id}: {e}")))?;
         conn.prepare_cached(
             "INSERT INTO game_events (game, sequence, time, event) VALUES (?1, ?2, ?3, ?4)",
@@ -448,7 +492,7 @@ fn apply(
     if !commit.lobby_events.is_empty() {
         let last = last_lobby_sequence(conn)?;
         for (sequence, kind) in (last + 1..).zip(commit.lobby_events) {
-            let json = serde_json::to_string(&LobbyEventDto::new(&kind))
+            let json = encode_json(&LobbyEventDto::new(&kind))
                 .map_err(|e| StoreError::Backend(format!("encoding a lobby event: {e}")))?;
             conn.prepare_cached(
                 "INSERT INTO lobby_events (sequence, time, event) VALUES (?1, ?2, ?3)",
@@ -469,6 +513,15 @@ fn apply(
         lobby_events,
     };
     Ok((committed, commit.state))
+}
+
+/// `serde_json::to_string` into a buffer sized for our rows up front, rather than one grown
+/// (and copied) several times per row.
+fn encode_json(value: &impl serde::Serialize) -> serde_json::Result<String> {
+    let mut buffer = Vec::with_capacity(1024);
+    serde_json::to_writer(&mut buffer, value)?;
+    // serde_json writes UTF-8 only.
+    Ok(String::from_utf8(buffer).unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned()))
 }
 
 fn last_lobby_sequence(conn: &Connection) -> Result<u64, StoreError> {
@@ -938,6 +991,7 @@ mod tests {
                 start: None,
                 seat: Some(Player::First),
                 display_name: "Lan".to_owned(),
+                computer: None,
             })
             .await
             .unwrap();

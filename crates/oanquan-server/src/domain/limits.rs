@@ -1,0 +1,434 @@
+//! Abuse limits per client, so that one misbehaving client cannot hurt the others' games:
+//!
+//! * [`RateLimiter`]: a token bucket of requests per client address (the transport checks it
+//!   before any RPC runs);
+//! * [`OpenGames`]: how many waiting or active games one client address has created (the
+//!   manager checks it in `create_game_from`);
+//! * [`expire_idle_games`] / [`spawn_idle_reaper`]: games nobody joins or plays in for too long
+//!   are aborted with the normal events, so watchers see them end.
+//!
+//! A "client" is a peer address as the TCP connection shows it, normalised by [`client_key`]
+//! (IPv4-mapped IPv6 as IPv4, other IPv6 by their /64 prefix, which one subscriber usually
+//! holds whole). Behind a reverse proxy every client has the proxy's address: enforce per-client
+//! limits at the proxy then. Loopback peers can be exempted (the default), so local tools,
+//! tests and benchmarks are not throttled.
+
+use std::collections::HashMap;
+use std::fmt;
+use std::net::{IpAddr, Ipv6Addr};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::time::{Duration, Instant, SystemTime};
+
+use tokio::sync::watch;
+use tokio::task::JoinHandle;
+use tracing::{debug, info, warn};
+
+use super::error::GameError;
+use super::manager::{GameManager, MAX_PAGE_SIZE};
+use super::model::{GameFilter, GameId};
+
+/// Clients tracked at most by one limiter; past it, idle entries are pruned, and if none is
+/// idle a new client is let through untracked (failing open: an attacker with that many
+/// addresses must not lock everybody out).
+pub const MAX_TRACKED_CLIENTS: usize = 65_536;
+
+/// The key a client's limits are counted under: IPv4 (also when IPv4-mapped in IPv6) as is,
+/// IPv6 by its /64 prefix.
+#[must_use]
+pub fn client_key(ip: IpAddr) -> IpAddr {
+    match ip {
+        IpAddr::V4(_) => ip,
+        IpAddr::V6(v6) => match v6.to_ipv4_mapped() {
+            Some(v4) => IpAddr::V4(v4),
+            None => {
+                let s = v6.segments();
+                IpAddr::V6(Ipv6Addr::new(s[0], s[1], s[2], s[3], 0, 0, 0, 0))
+            }
+        },
+    }
+}
+
+fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
+    // Only plain map operations happen under these locks; a poisoned map is still consistent.
+    mutex.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+/// Requests per second a client may make on average, and how many at once.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct RateLimit {
+    /// Tokens added per second.
+    pub per_second: f64,
+    /// Bucket size: requests allowed in a burst.
+    pub burst: u32,
+}
+
+/// A client went over its [`RateLimit`].
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct RateLimited {
+    /// When one request will be allowed again.
+    pub retry_after: Duration,
+    /// The limit.
+    pub limit: RateLimit,
+}
+
+impl fmt::Display for RateLimited {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "too many requests from your address (limit {} per second, bursts of {}); retry in {} ms",
+            self.limit.per_second,
+            self.limit.burst,
+            self.retry_after.as_millis().max(1)
+        )
+    }
+}
+
+impl From<RateLimited> for GameError {
+    fn from(limited: RateLimited) -> GameError {
+        GameError::LimitExceeded(limited.to_string())
+    }
+}
+
+#[derive(Debug, Clone, Copy)]
+struct Bucket {
+    tokens: f64,
+    updated: Instant,
+}
+
+/// A token bucket per client. See the module docs.
+#[derive(Debug)]
+pub struct RateLimiter {
+    limit: Option<RateLimit>,
+    exempt_loopback: bool,
+    buckets: Mutex<HashMap<IpAddr, Bucket>>,
+}
+
+impl RateLimiter {
+    /// A limiter; `None`, a zero rate or a zero burst means no limit.
+    #[must_use]
+    pub fn new(limit: Option<RateLimit>, exempt_loopback: bool) -> RateLimiter {
+        let limit = limit.filter(|l| l.per_second > 0.0 && l.burst > 0);
+        RateLimiter {
+            limit,
+            exempt_loopback,
+            buckets: Mutex::default(),
+        }
+    }
+
+    /// Takes one token for `ip` now.
+    ///
+    /// # Errors
+    ///
+    /// [`RateLimited`] when its bucket is empty.
+    pub fn check(&self, ip: IpAddr) -> Result<(), RateLimited> {
+        self.check_at(ip, Instant::now())
+    }
+
+    /// [`RateLimiter::check`] at a given time (for tests).
+    ///
+    /// # Errors
+    ///
+    /// [`RateLimited`] when its bucket is empty.
+    pub fn check_at(&self, ip: IpAddr, now: Instant) -> Result<(), RateLimited> {
+        let Some(limit) = self.limit else {
+            return Ok(());
+        };
+        if self.exempt_loopback && ip.is_loopback() {
+            return Ok(());
+        }
+        let key = client_key(ip);
+        let burst = f64::from(limit.burst);
+        let mut buckets = lock(&self.buckets);
+        if buckets.len() >= MAX_TRACKED_CLIENTS && !buckets.contains_key(&key) {
+            // Full buckets carry no information: drop them.
+            buckets.retain(|_, b| {
+                b.tokens + now.saturating_duration_since(b.updated).as_secs_f64() * limit.per_second
+                    < burst
+            });
+            if buckets.len() >= MAX_TRACKED_CLIENTS {
+                warn!("rate limiter tracks too many clients; letting a new one through");
+                return Ok(());
+            }
+        }
+        let bucket = buckets.entry(key).or_insert(Bucket {
+            tokens: burst,
+            updated: now,
+        });
+        let elapsed = now.saturating_duration_since(bucket.updated).as_secs_f64();
+        bucket.tokens = (bucket.tokens + elapsed * limit.per_second).min(burst);
+        bucket.updated = now;
+        if bucket.tokens >= 1.0 {
+            bucket.tokens -= 1.0;
+            Ok(())
+        } else {
+            let wait = (1.0 - bucket.tokens) / limit.per_second;
+            Err(RateLimited {
+                retry_after: Duration::from_secs_f64(wait.clamp(0.001, 3600.0)),
+                limit,
+            })
+        }
+    }
+}
+
+#[derive(Debug, Default)]
+struct OpenInner {
+    per_client: HashMap<IpAddr, usize>,
+    games: HashMap<GameId, IpAddr>,
+}
+
+/// Waiting or active games per client, since the server started. See the module docs.
+#[derive(Debug)]
+pub struct OpenGames {
+    max: usize,
+    exempt_loopback: bool,
+    inner: Mutex<OpenInner>,
+}
+
+/// A reserved place for one more open game of a client; given back on drop unless
+/// [`OpenGameSlot::bind`] ties it to the game created.
+#[derive(Debug)]
+#[must_use]
+pub struct OpenGameSlot {
+    owner: Option<(Arc<OpenGames>, IpAddr)>,
+}
+
+impl OpenGames {
+    /// At most `max` open games per client; 0 means no limit.
+    #[must_use]
+    pub fn new(max: usize, exempt_loopback: bool) -> Arc<OpenGames> {
+        Arc::new(OpenGames {
+            max,
+            exempt_loopback,
+            inner: Mutex::default(),
+        })
+    }
+
+    /// Reserves a place for a game `client` is about to create. Unknown clients (`None`) and,
+    /// if exempted, loopback ones are not counted.
+    ///
+    /// # Errors
+    ///
+    /// [`GameError::LimitExceeded`] if the client already has the maximum of open games.
+    pub fn reserve(self: &Arc<Self>, client: Option<IpAddr>) -> Result<OpenGameSlot, GameError> {
+        let client = match client {
+            Some(ip) if self.max > 0 && !(self.exempt_loopback && ip.is_loopback()) => {
+                client_key(ip)
+            }
+            _ => return Ok(OpenGameSlot { owner: None }),
+        };
+        let mut inner = lock(&self.inner);
+        let open = inner.per_client.entry(client).or_insert(0);
+        if *open >= self.max {
+            return Err(GameError::LimitExceeded(format!(
+                "your address already has {} open games (the limit); finish, resign or abort one first",
+                *open
+            )));
+        }
+        *open += 1;
+        Ok(OpenGameSlot {
+            owner: Some((Arc::clone(self), client)),
+        })
+    }
+
+    /// A game is over: its place is free again.
+    pub fn release(&self, id: &GameId) {
+        let mut inner = lock(&self.inner);
+        if let Some(client) = inner.games.remove(id) {
+            inner.unreserve(client);
+        }
+    }
+
+    /// Open games counted for `ip`.
+    #[must_use]
+    pub fn count(&self, ip: IpAddr) -> usize {
+        lock(&self.inner)
+            .per_client
+            .get(&client_key(ip))
+            .copied()
+            .unwrap_or(0)
+    }
+}
+
+impl OpenInner {
+    fn unreserve(&mut self, client: IpAddr) {
+        if let Some(open) = self.per_client.get_mut(&client) {
+            *open -= 1;
+            if *open == 0 {
+                self.per_client.remove(&client);
+            }
+        }
+    }
+}
+
+impl OpenGameSlot {
+    /// Ties the place to the game created: it is freed when that game is over.
+    pub fn bind(mut self, id: &GameId) {
+        if let Some((games, client)) = self.owner.take() {
+            lock(&games.inner).games.insert(id.clone(), client);
+        }
+    }
+}
+
+impl Drop for OpenGameSlot {
+    fn drop(&mut self) {
+        if let Some((games, client)) = self.owner.take() {
+            lock(&games.inner).unreserve(client);
+        }
+    }
+}
+
+/// Aborts every waiting or active game whose last change (creation, join or move) is older
+/// than `idle`, with the normal `GameOver` and lobby events. Returns how many it aborted.
+///
+/// # Errors
+///
+/// Store failures while listing.
+pub async fn expire_idle_games(manager: &GameManager, idle: Duration) -> Result<usize, GameError> {
+    let Some(cutoff) = SystemTime::now().checked_sub(idle) else {
+        return Ok(0);
+    };
+    let mut idle_ids = Vec::new();
+    for filter in [GameFilter::Open, GameFilter::Active] {
+        let mut cursor: Option<String> = None;
+        loop {
+            let page = manager
+                .list_games(filter, MAX_PAGE_SIZE, cursor.as_deref())
+                .await?;
+            idle_ids.extend(
+                page.games
+                    .iter()
+                    .filter(|g| !g.status.is_over() && g.updated < cutoff)
+                    .map(|g| g.id.clone()),
+            );
+            match page.next_cursor {
+                Some(next) => cursor = Some(next),
+                None => break,
+            }
+        }
+    }
+    let mut expired = 0;
+    for id in idle_ids {
+        match manager.expire_idle(&id, cutoff).await {
+            Ok(true) => {
+                expired += 1;
+                info!(game_id = %id, idle = ?idle, "idle game aborted");
+            }
+            Ok(false) => {}
+            Err(error) => debug!(game_id = %id, %error, "could not expire an idle game"),
+        }
+    }
+    Ok(expired)
+}
+
+/// How often the reaper looks for idle games: a quarter of the idle time, between 10 ms and
+/// one minute.
+#[must_use]
+pub fn sweep_interval(idle: Duration) -> Duration {
+    (idle / 4).clamp(Duration::from_millis(10), Duration::from_secs(60))
+}
+
+/// Runs [`expire_idle_games`] every [`sweep_interval`] until `stop` turns `true`.
+pub fn spawn_idle_reaper(
+    manager: Arc<GameManager>,
+    idle: Duration,
+    mut stop: watch::Receiver<bool>,
+) -> JoinHandle<()> {
+    let period = sweep_interval(idle);
+    tokio::spawn(async move {
+        let mut ticker = tokio::time::interval(period);
+        ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        loop {
+            tokio::select! {
+                _ = stop.wait_for(|stopping| *stopping) => break,
+                _ = ticker.tick() => {}
+            }
+            if let Err(error) = expire_idle_games(&manager, idle).await {
+                warn!(%error, "looking for idle games failed");
+            }
+        }
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ip(text: &str) -> IpAddr {
+        text.parse().unwrap()
+    }
+
+    #[test]
+    fn clients_are_keyed_by_ipv4_or_ipv6_prefix() {
+        assert_eq!(client_key(ip("192.0.2.7")), ip("192.0.2.7"));
+        assert_eq!(client_key(ip("::ffff:192.0.2.7")), ip("192.0.2.7"));
+        assert_eq!(client_key(ip("2001:db8:1:2:3:4:5:6")), ip("2001:db8:1:2::"));
+        assert_eq!(
+            client_key(ip("2001:db8:1:2:ffff::1")),
+            client_key(ip("2001:db8:1:2::9"))
+        );
+    }
+
+    #[test]
+    fn token_bucket_allows_bursts_then_refills() {
+        let limit = RateLimit {
+            per_second: 10.0,
+            burst: 3,
+        };
+        let limiter = RateLimiter::new(Some(limit), true);
+        let t0 = Instant::now();
+        let a = ip("192.0.2.1");
+        for _ in 0..3 {
+            limiter.check_at(a, t0).unwrap();
+        }
+        let limited = limiter.check_at(a, t0).unwrap_err();
+        assert!(limited.retry_after > Duration::ZERO);
+        assert!(limited.retry_after <= Duration::from_millis(100));
+        // Another client is not affected.
+        limiter.check_at(ip("192.0.2.2"), t0).unwrap();
+        // 100 ms later one token is back.
+        limiter
+            .check_at(a, t0 + Duration::from_millis(100))
+            .unwrap();
+        assert!(
+            limiter
+                .check_at(a, t0 + Duration::from_millis(100))
+                .is_err()
+        );
+        // Loopback is exempt; no limit means no limit.
+        for _ in 0..10 {
+            limiter.check_at(ip("127.0.0.1"), t0).unwrap();
+            RateLimiter::new(None, false).check_at(a, t0).unwrap();
+        }
+        let message = GameError::from(limited).to_string();
+        assert!(message.contains("too many requests"), "{message}");
+    }
+
+    #[test]
+    fn open_games_are_counted_per_client_and_freed() {
+        let games = OpenGames::new(2, false);
+        let a = Some(ip("192.0.2.1"));
+        let one = GameId::parse("one").unwrap();
+        games.reserve(a).unwrap().bind(&one);
+        let pending = games.reserve(a).unwrap();
+        assert!(matches!(
+            games.reserve(a).unwrap_err(),
+            GameError::LimitExceeded(_)
+        ));
+        games
+            .reserve(Some(ip("192.0.2.2")))
+            .unwrap()
+            .bind(&GameId::parse("three").unwrap());
+        drop(pending); // creation failed: the place is free again
+        games
+            .reserve(a)
+            .unwrap()
+            .bind(&GameId::parse("two").unwrap());
+        assert_eq!(games.count(ip("192.0.2.1")), 2);
+        games.release(&GameId::parse("two").unwrap());
+        assert_eq!(games.count(ip("192.0.2.1")), 1);
+        // Unknown clients are not counted.
+        for _ in 0..5 {
+            games.reserve(None).unwrap().bind(&one);
+        }
+    }
+}

@@ -1,0 +1,87 @@
+//! A tower layer that applies the per-client request [`RateLimiter`] before any RPC runs, so a
+//! flooding client is refused cheaply (no decoding, no store access) and others carry on.
+//!
+//! Health checks (`grpc.health.v1`) are not limited: load balancers probe often from one
+//! address, and their answer must not depend on other traffic.
+
+use std::net::IpAddr;
+use std::sync::Arc;
+use std::task::{Context, Poll};
+
+use futures::future::{Either, Ready, ready};
+use tonic::transport::server::{TcpConnectInfo, TlsConnectInfo};
+use tower::{Layer, Service};
+
+use super::status;
+use crate::domain::limits::RateLimiter;
+
+/// The peer address of a request, over plain TCP or TLS.
+#[must_use]
+pub fn peer_ip<B>(request: &http::Request<B>) -> Option<IpAddr> {
+    let extensions = request.extensions();
+    extensions
+        .get::<TcpConnectInfo>()
+        .and_then(TcpConnectInfo::remote_addr)
+        .or_else(|| {
+            extensions
+                .get::<TlsConnectInfo<TcpConnectInfo>>()
+                .and_then(|info| info.get_ref().remote_addr())
+        })
+        .map(|addr| addr.ip())
+}
+
+/// See the module docs.
+#[derive(Debug, Clone)]
+pub struct RateLimitLayer {
+    limiter: Arc<RateLimiter>,
+}
+
+impl RateLimitLayer {
+    /// A layer checking `limiter`.
+    #[must_use]
+    pub fn new(limiter: Arc<RateLimiter>) -> RateLimitLayer {
+        RateLimitLayer { limiter }
+    }
+}
+
+impl<S> Layer<S> for RateLimitLayer {
+    type Service = RateLimitService<S>;
+    fn layer(&self, inner: S) -> RateLimitService<S> {
+        RateLimitService {
+            inner,
+            limiter: Arc::clone(&self.limiter),
+        }
+    }
+}
+
+/// The service [`RateLimitLayer`] makes.
+#[derive(Debug, Clone)]
+pub struct RateLimitService<S> {
+    inner: S,
+    limiter: Arc<RateLimiter>,
+}
+
+impl<S, B, R> Service<http::Request<B>> for RateLimitService<S>
+where
+    S: Service<http::Request<B>, Response = http::Response<R>>,
+    R: Default,
+{
+    type Response = http::Response<R>;
+    type Error = S::Error;
+    type Future = Either<S::Future, Ready<Result<http::Response<R>, S::Error>>>;
+
+    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Self::Error>> {
+        self.inner.poll_ready(cx)
+    }
+
+    fn call(&mut self, request: http::Request<B>) -> Self::Future {
+        if !request.uri().path().starts_with("/grpc.health.")
+            && let Some(ip) = peer_ip(&request)
+            && let Err(limited) = self.limiter.check(ip)
+        {
+            tracing::debug!(%ip, path = %request.uri().path(), "rate limited");
+            return Either::Right(ready(Ok(status::rate_limited(&limited).into_http())));
+        }
+        Either::Left(self.inner.call(request))
+    }
+}

@@ -1,0 +1,509 @@
+//! The computer opponent through the API: whole games against every level and preset, moves
+//! that arrive as ordinary events, cancellation on resignation and shutdown, resuming after a
+//! restart; and `RulesService.Analyze`.
+
+mod common;
+
+use std::time::{Duration, Instant};
+
+use common::*;
+use oanquan_proto::v1 as pb;
+use oanquan_rules::{Position, Preset, Rules};
+use oanquan_server::grpc::convert;
+use oanquan_server::{Config, Storage};
+use pb::game_event::Kind;
+use tonic::Code;
+
+const PRESETS: [&str; 3] = ["standard", "traditional", "mancala-world"];
+
+/// A quick computer: 10 ms per move.
+fn quick() -> Config {
+    Config {
+        computer_move_time: Duration::from_millis(10),
+        ..config()
+    }
+}
+
+fn rules_of(preset: &str) -> Rules {
+    preset.parse::<Preset>().unwrap().rules()
+}
+
+fn vs_computer(preset: &str, seat: pb::Player, level: u32) -> pb::CreateGameRequest {
+    pb::CreateGameRequest {
+        rules: common::preset(preset),
+        start_position: None,
+        seat: seat.into(),
+        display_name: "Lan".into(),
+        computer: Some(pb::ComputerOpponent { level }),
+    }
+}
+
+fn other(seat: pb::Player) -> pb::Player {
+    match seat {
+        pb::Player::First => pb::Player::Second,
+        _ => pb::Player::First,
+    }
+}
+
+/// A tiny deterministic generator for the person's random moves.
+struct Lcg(u64);
+
+impl Lcg {
+    fn below(&mut self, n: usize) -> usize {
+        self.0 = self
+            .0
+            .wrapping_mul(6_364_136_223_846_793_005)
+            .wrapping_add(1_442_695_040_888_963_407);
+        usize::try_from((self.0 >> 33) % n as u64).unwrap()
+    }
+}
+
+/// Creates a game against the computer and plays random legal moves for the person, driven by
+/// the game's event stream, until GameOver. Returns the game id and every real event.
+async fn play_to_the_end(
+    server: &TestServer,
+    preset: &str,
+    seat: pb::Player,
+    level: u32,
+    seed: u64,
+) -> (String, Vec<pb::GameEvent>) {
+    let mut client = server.games().await;
+    let rules = rules_of(preset);
+    let created = client
+        .create_game(vs_computer(preset, seat, level))
+        .await
+        .unwrap()
+        .into_inner();
+    let game = created.game.unwrap();
+    assert_eq!(game.status(), pb::GameStatus::Active, "starts at once");
+    assert_eq!(created.seat, i32::from(seat));
+    let computer_seat = match other(seat) {
+        pb::Player::First => game.first_seat.clone().unwrap(),
+        _ => game.second_seat.clone().unwrap(),
+    };
+    assert_eq!(computer_seat.kind(), pb::PlayerKind::Computer);
+    assert_eq!(computer_seat.computer_level, level);
+    assert!(computer_seat.occupied);
+    let token = created.player_token;
+    let mut watch = client
+        .watch_game(pb::WatchGameRequest {
+            game_id: game.id.clone(),
+            // From event 2 on: the computer joining, the start, then every move.
+            after_sequence: Some(1),
+        })
+        .await
+        .unwrap()
+        .into_inner();
+    let mut rng = Lcg(seed);
+    let mut position = convert::position(game.position.as_ref(), rules, "position").unwrap();
+    let mut events = Vec::new();
+    loop {
+        let event = tokio::time::timeout(Duration::from_secs(30), next_game_event(&mut watch))
+            .await
+            .expect("the game goes on")
+            .expect("the stream ends only after GameOver");
+        let kind = event.kind.clone().unwrap();
+        match &kind {
+            Kind::Snapshot(snapshot) => {
+                let game = snapshot.game.as_ref().unwrap();
+                position = convert::position(game.position.as_ref(), rules, "position").unwrap();
+            }
+            Kind::MovePlayed(played) => {
+                let record = played.record.as_ref().unwrap();
+                position = convert::position(record.position.as_ref(), rules, "position").unwrap();
+            }
+            _ => {}
+        }
+        let done = matches!(kind, Kind::GameOver(_));
+        if !matches!(kind, Kind::Snapshot(_)) {
+            events.push(event);
+        }
+        if done {
+            break;
+        }
+        // The person's turn: after the snapshot or a TurnStarted for their seat.
+        let my_turn = match &kind {
+            Kind::Snapshot(s) => {
+                let game = s.game.as_ref().unwrap();
+                game.status() == pb::GameStatus::Active
+                    && game.position.as_ref().unwrap().to_move == i32::from(seat)
+            }
+            Kind::TurnStarted(turn) => turn.player == i32::from(seat),
+            _ => false,
+        };
+        if my_turn && !position.is_over() {
+            let moves = position.legal_moves();
+            let mv = moves[rng.below(moves.len())];
+            client
+                .play_move(authed(
+                    pb::PlayMoveRequest {
+                        game_id: game.id.clone(),
+                        r#move: Some(convert::move_out(mv)),
+                        expected_ply: Some(position.ply()),
+                    },
+                    &token,
+                ))
+                .await
+                .unwrap();
+        }
+    }
+    (game.id, events)
+}
+
+#[tokio::test]
+async fn people_play_whole_games_against_every_level_and_preset() {
+    let server = start(quick()).await;
+    let mut games = Vec::new();
+    for level in 1..=7u32 {
+        let preset = PRESETS[level as usize % 3];
+        let seat = if level % 2 == 0 {
+            pb::Player::First
+        } else {
+            pb::Player::Second
+        };
+        games.push((preset, seat, level));
+    }
+    let played =
+        futures::future::join_all(games.iter().map(|&(preset, seat, level)| {
+            play_to_the_end(&server, preset, seat, level, level.into())
+        }))
+        .await;
+    let mut client = server.games().await;
+    for ((id, events), &(preset, seat, level)) in played.iter().zip(&games) {
+        let computer = i32::from(other(seat));
+        // The start: the computer joined (as a computer), the game started.
+        let joined: Vec<_> = events
+            .iter()
+            .filter_map(|e| match &e.kind {
+                Some(Kind::PlayerJoined(j)) => Some(j.clone()),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(joined.len(), 1, "{preset} level {level}: {joined:?}");
+        assert_eq!(events[0].sequence, 2);
+        assert_eq!(joined[0].seat, computer);
+        assert_eq!(joined[0].kind(), pb::PlayerKind::Computer);
+        assert!(joined[0].display_name.starts_with("Computer ("));
+        assert!(
+            events
+                .iter()
+                .any(|e| matches!(e.kind, Some(Kind::GameStarted(_))))
+        );
+        // The computer's moves are ordinary MovePlayed events with traces, alternating with
+        // the person's, each followed by a TurnStarted unless it ended the game.
+        let moves: Vec<_> = events
+            .iter()
+            .filter_map(|e| match &e.kind {
+                Some(Kind::MovePlayed(p)) => p.record.clone(),
+                _ => None,
+            })
+            .collect();
+        assert!(!moves.is_empty(), "{preset} level {level}");
+        assert!(moves.iter().any(|m| m.player == computer));
+        for (i, record) in moves.iter().enumerate() {
+            assert_eq!(record.number as usize, i + 1);
+            assert!(!record.steps.is_empty());
+        }
+        for pair in moves.windows(2) {
+            assert_ne!(pair[0].player, pair[1].player, "players alternate");
+        }
+        let Some(Kind::GameOver(over)) = &events.last().unwrap().kind else {
+            panic!("ends with GameOver")
+        };
+        assert_ne!(
+            over.result.as_ref().unwrap().end_reason(),
+            pb::EndReason::Resignation
+        );
+        // Sequences have no gaps, and the stored moves are the ones streamed.
+        for pair in events.windows(2) {
+            assert_eq!(pair[0].sequence + 1, pair[1].sequence);
+        }
+        let listed = client
+            .list_moves(pb::ListMovesRequest {
+                game_id: id.clone(),
+            })
+            .await
+            .unwrap()
+            .into_inner()
+            .moves;
+        assert_eq!(listed, moves, "{preset} level {level}");
+        let rules = rules_of(preset);
+        let mut replay = oanquan_rules::Game::new(rules).unwrap();
+        for record in &listed {
+            let mv = convert::mv(record.r#move.as_ref(), "move").unwrap();
+            replay.play(mv).expect("every stored move is legal");
+        }
+        assert!(replay.position().is_over());
+    }
+}
+
+#[tokio::test]
+async fn bad_computer_levels_are_rejected() {
+    let server = start(quick()).await;
+    let mut client = server.games().await;
+    let status = client
+        .create_game(vs_computer("standard", pb::Player::First, 8))
+        .await
+        .unwrap_err();
+    assert_field(&status, "computer.level");
+    // Level 0 means no computer: an ordinary waiting game.
+    let game = client
+        .create_game(vs_computer("standard", pb::Player::First, 0))
+        .await
+        .unwrap()
+        .into_inner()
+        .game
+        .unwrap();
+    assert_eq!(game.status(), pb::GameStatus::WaitingForPlayers);
+}
+
+#[tokio::test]
+async fn resigning_cancels_the_computers_search_at_once() {
+    // One search slot and a very long thinking time: the slot is only free again if
+    // the search was cancelled.
+    let server = start(Config {
+        computer_move_time: Duration::from_secs(120),
+        max_searches: 1,
+        ..config()
+    })
+    .await;
+    let mut client = server.games().await;
+    let created = client
+        .create_game(vs_computer("standard", pb::Player::Second, 7))
+        .await
+        .unwrap()
+        .into_inner();
+    let id = created.game.unwrap().id;
+    // Let the computer start thinking about its first move.
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let resigned = client
+        .resign(authed(
+            pb::ResignRequest {
+                game_id: id.clone(),
+            },
+            &created.player_token,
+        ))
+        .await
+        .unwrap()
+        .into_inner()
+        .game
+        .unwrap();
+    assert_eq!(resigned.status(), pb::GameStatus::Finished);
+    let began = Instant::now();
+    let analysis = server
+        .rules()
+        .await
+        .analyze(pb::AnalyzeRequest {
+            node_limit: Some(2000),
+            ..pb::AnalyzeRequest::default()
+        })
+        .await
+        .unwrap()
+        .into_inner();
+    assert!(analysis.best_move.is_some());
+    assert!(
+        began.elapsed() < Duration::from_secs(5),
+        "the search slot was freed promptly: {:?}",
+        began.elapsed()
+    );
+    let game = client
+        .get_game(pb::GetGameRequest { game_id: id })
+        .await
+        .unwrap()
+        .into_inner()
+        .game
+        .unwrap();
+    assert_eq!(game.move_count, 0, "no move from a cancelled search");
+}
+
+#[tokio::test]
+async fn a_computer_turn_pending_at_shutdown_is_played_after_a_restart() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("oanquan.db");
+    let on_disk = |move_time: Duration| Config {
+        storage: Storage::Sqlite(path.clone()),
+        computer_move_time: move_time,
+        ..config()
+    };
+
+    // Before: the computer moves first and thinks for two minutes; the server stops meanwhile.
+    let server = start(on_disk(Duration::from_secs(120))).await;
+    let mut client = server.games().await;
+    let created = client
+        .create_game(vs_computer("standard", pb::Player::Second, 7))
+        .await
+        .unwrap()
+        .into_inner();
+    let id = created.game.unwrap().id;
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    let began = Instant::now();
+    server.stop().await.unwrap();
+    assert!(
+        began.elapsed() < Duration::from_secs(2),
+        "shutdown cancels the search: {:?}",
+        began.elapsed()
+    );
+
+    // After: the turn resumes and the person can answer.
+    let server = start(on_disk(Duration::from_millis(10))).await;
+    let mut client = server.games().await;
+    let mut watch = client
+        .watch_game(pb::WatchGameRequest {
+            game_id: id.clone(),
+            after_sequence: None,
+        })
+        .await
+        .unwrap()
+        .into_inner();
+    let snapshot = next_game_event(&mut watch).await.unwrap();
+    let Some(Kind::Snapshot(snapshot)) = snapshot.kind else {
+        panic!("{snapshot:?}")
+    };
+    let mut moved = snapshot.move_count == 1;
+    while !moved {
+        let event = next_game_event(&mut watch).await.unwrap();
+        if let Some(Kind::MovePlayed(played)) = event.kind {
+            assert_eq!(played.record.unwrap().player, i32::from(pb::Player::First));
+            moved = true;
+        }
+    }
+    let game = client
+        .get_game(pb::GetGameRequest {
+            game_id: id.clone(),
+        })
+        .await
+        .unwrap()
+        .into_inner()
+        .game
+        .unwrap();
+    assert_eq!(game.move_count, 1);
+    let position =
+        convert::position(game.position.as_ref(), rules_of("standard"), "position").unwrap();
+    let mv = position.legal_moves()[0];
+    client
+        .play_move(authed(
+            pb::PlayMoveRequest {
+                game_id: id,
+                r#move: Some(convert::move_out(mv)),
+                expected_ply: Some(1),
+            },
+            &created.player_token,
+        ))
+        .await
+        .expect("the person's token still works after the restart");
+}
+
+#[tokio::test]
+async fn analyze_returns_a_legal_move_and_a_line_that_replays() {
+    let server = start(quick()).await;
+    let mut rules_client = server.rules().await;
+    for preset_name in PRESETS {
+        let rules = rules_of(preset_name);
+        // A position a few moves in.
+        let mut position = Position::new(rules).unwrap();
+        for i in 0..5 {
+            let moves = position.legal_moves();
+            position = position.play(moves[i % moves.len()]).unwrap().0;
+        }
+        let request = pb::AnalyzeRequest {
+            rules: preset(preset_name),
+            position: Some(convert::position_out(&position)),
+            time_limit_ms: 5000,
+            node_limit: Some(20_000),
+            depth_limit: None,
+        };
+        let analysis = rules_client
+            .analyze(request.clone())
+            .await
+            .unwrap()
+            .into_inner();
+        let best = convert::mv(analysis.best_move.as_ref(), "best_move").unwrap();
+        assert!(position.legal_moves().contains(&best), "{preset_name}");
+        assert!(analysis.depth >= 1);
+        assert!(analysis.nodes > 0);
+        assert_eq!(
+            analysis.principal_variation.first(),
+            analysis.best_move.as_ref()
+        );
+        let mut line = position;
+        for mv in &analysis.principal_variation {
+            let mv = convert::mv(Some(mv), "pv").unwrap();
+            line = line.play(mv).expect("the line replays legally").0;
+        }
+        // A node limit makes the answer reproducible.
+        let again = rules_client.analyze(request).await.unwrap().into_inner();
+        assert_eq!(again.best_move, analysis.best_move);
+        assert_eq!(again.eval_points, analysis.eval_points);
+        assert_eq!(again.nodes, analysis.nodes);
+    }
+    // The defaults: the standard start, one second at most.
+    let analysis = rules_client
+        .analyze(pb::AnalyzeRequest {
+            depth_limit: Some(2),
+            ..pb::AnalyzeRequest::default()
+        })
+        .await
+        .unwrap()
+        .into_inner();
+    assert!(analysis.best_move.is_some());
+    assert!(analysis.depth <= 2);
+}
+
+#[tokio::test]
+async fn analyze_rejects_bad_limits_and_finished_positions() {
+    let server = start(quick()).await;
+    let mut rules_client = server.rules().await;
+    for (request, field) in [
+        (
+            pb::AnalyzeRequest {
+                time_limit_ms: 5001,
+                ..pb::AnalyzeRequest::default()
+            },
+            "time_limit_ms",
+        ),
+        (
+            pb::AnalyzeRequest {
+                node_limit: Some(0),
+                ..pb::AnalyzeRequest::default()
+            },
+            "node_limit",
+        ),
+        (
+            pb::AnalyzeRequest {
+                depth_limit: Some(0),
+                ..pb::AnalyzeRequest::default()
+            },
+            "depth_limit",
+        ),
+        (
+            pb::AnalyzeRequest {
+                depth_limit: Some(10_000),
+                ..pb::AnalyzeRequest::default()
+            },
+            "depth_limit",
+        ),
+        (
+            pb::AnalyzeRequest {
+                rules: preset("chess"),
+                ..pb::AnalyzeRequest::default()
+            },
+            "rules.preset",
+        ),
+    ] {
+        let status = rules_client.analyze(request).await.unwrap_err();
+        assert_field(&status, field);
+    }
+    // A finished position: nothing to analyze.
+    let mut position = Position::new(rules_of("standard")).unwrap();
+    while !position.is_over() {
+        position = position.play(position.legal_moves()[0]).unwrap().0;
+    }
+    let status = rules_client
+        .analyze(pb::AnalyzeRequest {
+            position: Some(convert::position_out(&position)),
+            ..pb::AnalyzeRequest::default()
+        })
+        .await
+        .unwrap_err();
+    assert_reason(&status, Code::FailedPrecondition, "ERROR_REASON_GAME_OVER");
+}

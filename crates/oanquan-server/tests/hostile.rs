@@ -1,0 +1,1266 @@
+//! Hostile input and faults: a bad-input matrix over every RPC, garbage on the wire, abuse
+//! limits (rate, open games, idle games), slow consumers and TLS. After each, the server must
+//! be healthy and a game running in parallel must be untouched: its moves go on succeeding and
+//! its watcher sees every event.
+
+mod common;
+
+use std::net::SocketAddr;
+use std::time::{Duration, Instant};
+
+use bytes::{BufMut as _, Bytes, BytesMut};
+use common::*;
+use oanquan_proto::v1 as pb;
+use pb::Direction::{Left, Right};
+use pb::game_event::Kind;
+use prost::Message as _;
+use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
+use tokio::net::TcpStream;
+use tonic::transport::{Certificate, Channel, ClientTlsConfig, Endpoint};
+use tonic::{Code, Status};
+use tonic_health::pb::health_check_response::ServingStatus;
+use tonic_health::pb::health_client::HealthClient;
+use tonic_types::StatusExt as _;
+
+/// A config with every per-client limit counting loopback clients, but off unless a test
+/// turns it on.
+fn hostile_config() -> oanquan_server::Config {
+    oanquan_server::Config {
+        exempt_loopback: false,
+        rate_limit: None,
+        max_open_games_per_client: 0,
+        ..config()
+    }
+}
+
+async fn assert_serving(channel: Channel) {
+    let mut health = HealthClient::new(channel);
+    for service in ["", "oanquan.v1.GameService", "oanquan.v1.RulesService"] {
+        let status = health
+            .check(tonic_health::pb::HealthCheckRequest {
+                service: service.into(),
+            })
+            .await
+            .unwrap()
+            .into_inner()
+            .status;
+        assert_eq!(status, i32::from(ServingStatus::Serving), "{service:?}");
+    }
+}
+
+/// A client connecting from another loopback address (the server sees a different peer).
+async fn channel_from(source: &str, addr: SocketAddr) -> Channel {
+    let source: std::net::IpAddr = source.parse().unwrap();
+    Endpoint::from_shared(format!("http://{addr}"))
+        .unwrap()
+        .connect_with_connector(tower::service_fn(move |_uri: http::Uri| async move {
+            let socket = tokio::net::TcpSocket::new_v4()?;
+            socket.bind(SocketAddr::new(source, 0))?;
+            let stream = socket.connect(addr).await?;
+            Ok::<_, std::io::Error>(hyper_util::rt::TokioIo::new(stream))
+        }))
+        .await
+        .unwrap()
+}
+
+/// A game played in parallel with the abuse, with a watcher that must see every event.
+struct Bystander {
+    client: Games,
+    id: String,
+    tokens: [String; 2],
+    watch: tonic::Streaming<pb::WatchGameResponse>,
+    last_sequence: u64,
+    moves: u32,
+}
+
+impl Bystander {
+    async fn new(client: Games) -> Bystander {
+        let mut client = client;
+        let (id, first, second) = started(&mut client, "standard").await;
+        let mut watch = client
+            .watch_game(pb::WatchGameRequest {
+                game_id: id.clone(),
+                after_sequence: None,
+            })
+            .await
+            .unwrap()
+            .into_inner();
+        let snapshot = next_game_event(&mut watch).await.unwrap();
+        assert!(matches!(snapshot.kind, Some(Kind::Snapshot(_))));
+        Bystander {
+            client,
+            id,
+            tokens: [first, second],
+            watch,
+            last_sequence: snapshot.sequence,
+            moves: 0,
+        }
+    }
+
+    /// Plays one legal move and checks that the watcher sees it, with no gap.
+    async fn advance(&mut self) {
+        let game = self
+            .client
+            .get_game(pb::GetGameRequest {
+                game_id: self.id.clone(),
+            })
+            .await
+            .unwrap()
+            .into_inner()
+            .game
+            .unwrap();
+        assert_eq!(game.status, i32::from(pb::GameStatus::Active), "{game:?}");
+        let position = game.position.unwrap();
+        let seat = usize::from(position.to_move != i32::from(pb::Player::First));
+        let first_own = if seat == 0 { 1 } else { 7 };
+        let square = (first_own..first_own + 5)
+            .find(|&s| position.squares[s as usize] > 0)
+            .expect("a square to play");
+        let response = play(
+            &mut self.client,
+            &self.id,
+            &self.tokens[seat],
+            square,
+            // Always sowing left from the first non-empty square lasts the full 300 plies.
+            Left,
+            Some(position.ply),
+        )
+        .await
+        .unwrap();
+        self.moves += 1;
+        // MovePlayed, then TurnStarted or GameOver.
+        let mut saw_move = false;
+        loop {
+            let event = next_game_event(&mut self.watch).await.expect("stream open");
+            assert_eq!(event.sequence, self.last_sequence + 1, "gap: {event:?}");
+            self.last_sequence = event.sequence;
+            match event.kind {
+                Some(Kind::MovePlayed(_)) => saw_move = true,
+                Some(Kind::TurnStarted(_)) if saw_move => break,
+                Some(Kind::GameOver(_)) => {
+                    // Over by the rules: start another one.
+                    let fresh = Bystander::new(self.client.clone()).await;
+                    *self = fresh;
+                    return;
+                }
+                other => panic!("unexpected {other:?}"),
+            }
+        }
+        assert!(response.record.is_some());
+    }
+}
+
+fn status_of<T: std::fmt::Debug>(result: Result<tonic::Response<T>, Status>) -> Status {
+    result.expect_err("the call must fail")
+}
+
+fn assert_message(status: &Status) {
+    assert!(
+        status.message().len() > 10,
+        "a useful message is expected: {status:?}"
+    );
+}
+
+#[tokio::test]
+async fn bad_input_matrix_over_every_rpc() {
+    let server = start(hostile_config()).await;
+    let mut bystander = Bystander::new(server.games().await).await;
+    let mut c = server.games().await;
+    let mut rules = server.rules().await;
+    let (waiting, waiting_token) = create(&mut c, "standard").await;
+    let (id, first, second) = started(&mut c, "standard").await;
+    let (over, over_first, _) = started(&mut c, "standard").await;
+    c.resign(authed(
+        pb::ResignRequest {
+            game_id: over.clone(),
+        },
+        &over_first,
+    ))
+    .await
+    .unwrap();
+    let huge = "x".repeat(64 * 1024);
+    let unknown_id = "no-such-game".to_owned();
+    let create_req = |f: &dyn Fn(&mut pb::CreateGameRequest)| {
+        let mut r = pb::CreateGameRequest {
+            rules: preset("standard"),
+            start_position: None,
+            seat: 0,
+            display_name: "Lan".into(),
+            computer: None,
+        };
+        f(&mut r);
+        r
+    };
+    let standard_set = || pb::RuleSet {
+        mandarin_setup: pb::MandarinSetup::Stones.into(),
+        quan_value: 0,
+        empty_mandarin: pb::EmptyMandarinRule::EndsTurn.into(),
+        protected_plies: 1,
+        immature_mandarin_min_stones: 0,
+        end_condition: pb::EndCondition::MandarinSquaresEmpty.into(),
+        repetition_limit: 0,
+        max_plies: 300,
+    };
+    let custom = |set: pb::RuleSet| {
+        Some(pb::RulesSpec {
+            kind: Some(pb::rules_spec::Kind::RuleSet(set)),
+        })
+    };
+    let position = |squares: Vec<u32>| pb::Position {
+        squares,
+        to_move: pb::Player::First.into(),
+        ..Default::default()
+    };
+
+    // (what, status, field or reason)
+    let mut cases: Vec<(&str, Status, &str)> = Vec::new();
+    macro_rules! case {
+        ($what:expr, $call:expr, $expect:expr) => {
+            cases.push(($what, status_of($call.await), $expect));
+        };
+    }
+
+    // CreateGame.
+    case!(
+        "create: unknown preset",
+        c.create_game(create_req(&|r| r.rules = preset("chess"))),
+        "rules.preset"
+    );
+    case!(
+        "create: unknown seat enum",
+        c.create_game(create_req(&|r| r.seat = 99)),
+        "seat"
+    );
+    case!(
+        "create: negative seat enum",
+        c.create_game(create_req(&|r| r.seat = -1)),
+        "seat"
+    );
+    case!(
+        "create: empty name",
+        c.create_game(create_req(&|r| r.display_name = "  ".into())),
+        "display_name"
+    );
+    case!(
+        "create: oversized name",
+        c.create_game(create_req(&|r| r.display_name = huge.clone())),
+        "display_name"
+    );
+    case!(
+        "create: control characters in name",
+        c.create_game(create_req(&|r| r.display_name = "a\u{0}b".into())),
+        "display_name"
+    );
+    case!(
+        "create: unknown enum in rule set",
+        c.create_game(create_req(&|r| {
+            r.rules = custom(pb::RuleSet {
+                end_condition: 42,
+                ..standard_set()
+            })
+        })),
+        "rules.rule_set.end_condition"
+    );
+    case!(
+        "create: out-of-range rule knob",
+        c.create_game(create_req(&|r| {
+            r.rules = custom(pb::RuleSet {
+                immature_mandarin_min_stones: 1 << 20,
+                ..standard_set()
+            })
+        })),
+        "rules.rule_set.immature_mandarin_min_stones"
+    );
+    case!(
+        "create: zero max plies",
+        c.create_game(create_req(&|r| {
+            r.rules = custom(pb::RuleSet {
+                max_plies: 0,
+                ..standard_set()
+            })
+        })),
+        "rules.rule_set.max_plies"
+    );
+    case!(
+        "create: 11 squares",
+        c.create_game(create_req(
+            &|r| r.start_position = Some(position(vec![5; 11]))
+        )),
+        "start_position.squares"
+    );
+    case!(
+        "create: 100000 squares",
+        c.create_game(create_req(
+            &|r| r.start_position = Some(position(vec![5; 100_000]))
+        )),
+        "start_position.squares"
+    );
+    case!(
+        "create: stone counts out of range",
+        c.create_game(create_req(
+            &|r| r.start_position = Some(position(vec![u32::MAX; 12]))
+        )),
+        "start_position.squares"
+    );
+    case!(
+        "create: stones do not add up",
+        c.create_game(create_req(
+            &|r| r.start_position = Some(position(vec![1_000_000; 12]))
+        )),
+        "start_position"
+    );
+    case!(
+        "create: start position without a player to move",
+        c.create_game(create_req(&|r| {
+            r.start_position = Some(pb::Position {
+                to_move: 0,
+                ..position(vec![10, 5, 5, 5, 5, 5, 10, 5, 5, 5, 5, 5])
+            })
+        })),
+        "start_position.to_move"
+    );
+
+    // JoinGame.
+    case!(
+        "join: empty id",
+        c.join_game(pb::JoinGameRequest {
+            game_id: String::new(),
+            display_name: "Minh".into()
+        }),
+        "game_id"
+    );
+    case!(
+        "join: oversized id",
+        c.join_game(pb::JoinGameRequest {
+            game_id: huge.clone(),
+            display_name: "Minh".into()
+        }),
+        "game_id"
+    );
+    case!(
+        "join: unknown game",
+        c.join_game(pb::JoinGameRequest {
+            game_id: unknown_id.clone(),
+            display_name: "Minh".into()
+        }),
+        "ERROR_REASON_GAME_NOT_FOUND"
+    );
+    case!(
+        "join: full game",
+        c.join_game(pb::JoinGameRequest {
+            game_id: id.clone(),
+            display_name: "Minh".into()
+        }),
+        "ERROR_REASON_SEAT_TAKEN"
+    );
+    case!(
+        "join: finished game",
+        c.join_game(pb::JoinGameRequest {
+            game_id: over.clone(),
+            display_name: "Minh".into()
+        }),
+        "ERROR_REASON_GAME_OVER"
+    );
+    case!(
+        "join: bad name",
+        c.join_game(pb::JoinGameRequest {
+            game_id: waiting.id.clone(),
+            display_name: huge.clone()
+        }),
+        "display_name"
+    );
+
+    // GetGame, ListGames, ListMoves.
+    case!(
+        "get: bad id",
+        c.get_game(pb::GetGameRequest {
+            game_id: "../../etc/passwd".into()
+        }),
+        "game_id"
+    );
+    case!(
+        "get: unknown id",
+        c.get_game(pb::GetGameRequest {
+            game_id: unknown_id.clone()
+        }),
+        "ERROR_REASON_GAME_NOT_FOUND"
+    );
+    case!(
+        "list: unknown filter enum",
+        c.list_games(pb::ListGamesRequest {
+            filter: 77,
+            page_size: 10,
+            page_token: String::new()
+        }),
+        "filter"
+    );
+    case!(
+        "list: forged page token",
+        c.list_games(pb::ListGamesRequest {
+            filter: 0,
+            page_size: 10,
+            page_token: "'; DROP TABLE games; --".into()
+        }),
+        "page_token"
+    );
+    case!(
+        "list: oversized page token",
+        c.list_games(pb::ListGamesRequest {
+            filter: 0,
+            page_size: 10,
+            page_token: huge.clone()
+        }),
+        "page_token"
+    );
+    case!(
+        "list moves: bad id",
+        c.list_moves(pb::ListMovesRequest {
+            game_id: String::new()
+        }),
+        "game_id"
+    );
+
+    // PlayMove: tokens, fields, game states.
+    let play_req = |game: &str, m: Option<pb::Move>| pb::PlayMoveRequest {
+        game_id: game.to_owned(),
+        r#move: m,
+        expected_ply: None,
+    };
+    case!(
+        "play: no token",
+        c.play_move(play_req(&id, mv(1, Right))),
+        "ERROR_REASON_MISSING_TOKEN"
+    );
+    let mut basic = tonic::Request::new(play_req(&id, mv(1, Right)));
+    basic
+        .metadata_mut()
+        .insert("authorization", "Basic dXNlcjpwYXNz".parse().unwrap());
+    case!(
+        "play: not a bearer token",
+        c.play_move(basic),
+        "ERROR_REASON_MISSING_TOKEN"
+    );
+    case!(
+        "play: garbage token",
+        c.play_move(authed(play_req(&id, mv(1, Right)), "garbage")),
+        "ERROR_REASON_WRONG_TOKEN"
+    );
+    case!(
+        "play: oversized token",
+        c.play_move(authed(play_req(&id, mv(1, Right)), &"t".repeat(8000))),
+        "ERROR_REASON_WRONG_TOKEN"
+    );
+    case!(
+        "play: another game's token",
+        c.play_move(authed(play_req(&id, mv(1, Right)), &waiting_token)),
+        "ERROR_REASON_WRONG_TOKEN"
+    );
+    case!(
+        "play: other seat's turn",
+        c.play_move(authed(play_req(&id, mv(7, Right)), &second)),
+        "ERROR_REASON_NOT_YOUR_TURN"
+    );
+    case!(
+        "play: missing move",
+        c.play_move(authed(play_req(&id, None), &first)),
+        "move"
+    );
+    case!(
+        "play: square out of range",
+        c.play_move(authed(play_req(&id, mv(12, Right)), &first)),
+        "move.square"
+    );
+    case!(
+        "play: square u32::MAX",
+        c.play_move(authed(play_req(&id, mv(u32::MAX, Right)), &first)),
+        "move.square"
+    );
+    case!(
+        "play: unknown direction",
+        c.play_move(authed(
+            play_req(
+                &id,
+                Some(pb::Move {
+                    square: 1,
+                    direction: 9
+                })
+            ),
+            &first
+        )),
+        "move.direction"
+    );
+    case!(
+        "play: opponent's square",
+        c.play_move(authed(play_req(&id, mv(8, Right)), &first)),
+        "ERROR_REASON_ILLEGAL_MOVE"
+    );
+    case!(
+        "play: mandarin square",
+        c.play_move(authed(play_req(&id, mv(0, Left)), &first)),
+        "ERROR_REASON_ILLEGAL_MOVE"
+    );
+    case!(
+        "play: stale ply",
+        c.play_move(authed(
+            pb::PlayMoveRequest {
+                expected_ply: Some(u32::MAX),
+                ..play_req(&id, mv(1, Right))
+            },
+            &first
+        )),
+        "ERROR_REASON_STALE_PLY"
+    );
+    case!(
+        "play: waiting game",
+        c.play_move(authed(play_req(&waiting.id, mv(1, Right)), &waiting_token)),
+        "ERROR_REASON_GAME_NOT_STARTED"
+    );
+    case!(
+        "play: finished game",
+        c.play_move(authed(play_req(&over, mv(1, Right)), &over_first)),
+        "ERROR_REASON_GAME_OVER"
+    );
+    case!(
+        "play: unknown game",
+        c.play_move(authed(play_req(&unknown_id, mv(1, Right)), &first)),
+        "ERROR_REASON_GAME_NOT_FOUND"
+    );
+
+    // Resign and AbortGame.
+    case!(
+        "resign: no token",
+        c.resign(pb::ResignRequest {
+            game_id: id.clone()
+        }),
+        "ERROR_REASON_MISSING_TOKEN"
+    );
+    case!(
+        "resign: another game's token",
+        c.resign(authed(
+            pb::ResignRequest {
+                game_id: id.clone()
+            },
+            &over_first
+        )),
+        "ERROR_REASON_WRONG_TOKEN"
+    );
+    case!(
+        "resign: finished game",
+        c.resign(authed(
+            pb::ResignRequest {
+                game_id: over.clone()
+            },
+            &over_first
+        )),
+        "ERROR_REASON_GAME_OVER"
+    );
+    case!(
+        "resign: waiting game",
+        c.resign(authed(
+            pb::ResignRequest {
+                game_id: waiting.id.clone()
+            },
+            &waiting_token
+        )),
+        "ERROR_REASON_GAME_NOT_STARTED"
+    );
+    case!(
+        "abort: wrong token",
+        c.abort_game(authed(
+            pb::AbortGameRequest {
+                game_id: id.clone()
+            },
+            &waiting_token
+        )),
+        "ERROR_REASON_WRONG_TOKEN"
+    );
+    case!(
+        "abort: finished game",
+        c.abort_game(authed(
+            pb::AbortGameRequest {
+                game_id: over.clone()
+            },
+            &over_first
+        )),
+        "ERROR_REASON_GAME_OVER"
+    );
+    case!(
+        "abort: bad id",
+        c.abort_game(authed(
+            pb::AbortGameRequest {
+                game_id: "bad id!".into()
+            },
+            &first
+        )),
+        "game_id"
+    );
+
+    // Streams.
+    case!(
+        "watch: unknown game",
+        c.watch_game(pb::WatchGameRequest {
+            game_id: unknown_id.clone(),
+            after_sequence: None
+        }),
+        "ERROR_REASON_GAME_NOT_FOUND"
+    );
+    case!(
+        "watch: bad id",
+        c.watch_game(pb::WatchGameRequest {
+            game_id: String::new(),
+            after_sequence: None
+        }),
+        "game_id"
+    );
+    case!(
+        "watch: sequence far ahead",
+        c.watch_game(pb::WatchGameRequest {
+            game_id: id.clone(),
+            after_sequence: Some(u64::MAX)
+        }),
+        "OUT_OF_RANGE"
+    );
+    case!(
+        "lobby: sequence far ahead",
+        c.watch_lobby(pb::WatchLobbyRequest {
+            after_sequence: Some(u64::MAX)
+        }),
+        "OUT_OF_RANGE"
+    );
+
+    // RulesService.
+    case!(
+        "legal moves: unknown preset",
+        rules.legal_moves(pb::LegalMovesRequest {
+            rules: preset(""),
+            position: None
+        }),
+        "rules.preset"
+    );
+    case!(
+        "legal moves: 13 squares",
+        rules.legal_moves(pb::LegalMovesRequest {
+            rules: preset("standard"),
+            position: Some(position(vec![5; 13]))
+        }),
+        "position.squares"
+    );
+    case!(
+        "legal moves: pieces on citizen squares",
+        rules.legal_moves(pb::LegalMovesRequest {
+            rules: preset("mancala-world"),
+            position: Some(pb::Position {
+                pieces: vec![1; 12],
+                ..position(vec![5; 12])
+            })
+        }),
+        "position.pieces"
+    );
+    case!(
+        "apply: empty square",
+        rules.apply_move(pb::ApplyMoveRequest {
+            rules: preset("standard"),
+            position: Some(position(vec![10, 0, 5, 5, 5, 5, 10, 5, 5, 5, 5, 10])),
+            r#move: mv(1, Right)
+        }),
+        "ERROR_REASON_ILLEGAL_MOVE"
+    );
+    case!(
+        "apply: missing move",
+        rules.apply_move(pb::ApplyMoveRequest {
+            rules: None,
+            position: None,
+            r#move: None
+        }),
+        "move"
+    );
+
+    let mut failures = Vec::new();
+    for (what, status, expected) in &cases {
+        assert_message(status);
+        for token in [&first, &second, &waiting_token, &over_first] {
+            assert!(
+                !status.message().contains(token.as_str()),
+                "a token in {status:?}"
+            );
+        }
+        let ok = if let Some(reason) = expected.strip_prefix("ERROR_REASON_") {
+            status
+                .get_details_error_info()
+                .is_some_and(|i| i.reason == format!("ERROR_REASON_{reason}"))
+        } else if *expected == "OUT_OF_RANGE" {
+            status.code() == Code::OutOfRange
+        } else {
+            status.code() == Code::InvalidArgument
+                && status
+                    .get_details_bad_request()
+                    .is_some_and(|b| b.field_violations.iter().any(|v| v.field == *expected))
+        };
+        if !ok {
+            failures.push(format!("{what}: expected {expected}, got {status:?}"));
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+
+    // Oversized requests: refused by the transport's message limit, before decoding.
+    let mut big = server
+        .games()
+        .await
+        .max_encoding_message_size(64 * 1024 * 1024);
+    let status = big
+        .create_game(create_req(&|r| {
+            r.display_name = "x".repeat(5 * 1024 * 1024)
+        }))
+        .await
+        .unwrap_err();
+    assert_eq!(status.code(), Code::OutOfRange, "{status:?}");
+    assert!(status.message().contains("too large"), "{status:?}");
+
+    // Nothing above touched the bystander.
+    for _ in 0..4 {
+        bystander.advance().await;
+    }
+    assert_serving(server.channel().await).await;
+}
+
+/// Writes `bytes` on a raw connection and waits until the server closes it.
+async fn raw_junk(addr: SocketAddr, bytes: &[u8]) {
+    let mut stream = TcpStream::connect(addr).await.unwrap();
+    // The server may close while we are still writing: that is fine.
+    let _ = stream.write_all(bytes).await;
+    let mut sink = vec![0; 64 * 1024];
+    let closed = tokio::time::timeout(Duration::from_secs(10), async {
+        loop {
+            match stream.read(&mut sink).await {
+                Ok(0) | Err(_) => break,
+                Ok(_) => {}
+            }
+        }
+    })
+    .await;
+    assert!(closed.is_ok(), "the server kept a junk connection open");
+}
+
+/// A gRPC call over raw HTTP/2 with an arbitrary body: (grpc-status, grpc-message).
+async fn raw_grpc(addr: SocketAddr, path: &str, body: Bytes) -> (String, String) {
+    let tcp = TcpStream::connect(addr).await.unwrap();
+    let (client, connection) = h2::client::handshake(tcp).await.unwrap();
+    tokio::spawn(connection);
+    let mut client = client.ready().await.unwrap();
+    let request = http::Request::post(format!("http://{addr}{path}"))
+        .header("content-type", "application/grpc")
+        .header("te", "trailers")
+        .body(())
+        .unwrap();
+    let (response, mut send) = client.send_request(request, false).unwrap();
+    send.send_data(body, true).unwrap();
+    let response = tokio::time::timeout(Duration::from_secs(10), response)
+        .await
+        .expect("no response")
+        .unwrap();
+    let header = |map: &http::HeaderMap, name: &str| {
+        map.get(name)
+            .map(|v| v.to_str().unwrap().to_owned())
+            .unwrap_or_default()
+    };
+    let (parts, mut body) = response.into_parts();
+    if parts.headers.contains_key("grpc-status") {
+        return (
+            header(&parts.headers, "grpc-status"),
+            header(&parts.headers, "grpc-message"),
+        );
+    }
+    while let Some(data) = body.data().await {
+        let data = data.unwrap();
+        let _ = body.flow_control().release_capacity(data.len());
+    }
+    let trailers = body.trailers().await.unwrap().expect("trailers");
+    (
+        header(&trailers, "grpc-status"),
+        header(&trailers, "grpc-message"),
+    )
+}
+
+fn frame(compressed: bool, declared: u32, payload: &[u8]) -> Bytes {
+    let mut frame = BytesMut::new();
+    frame.put_u8(u8::from(compressed));
+    frame.put_u32(declared);
+    frame.put_slice(payload);
+    frame.freeze()
+}
+
+#[tokio::test]
+async fn garbage_on_the_wire_does_not_hurt_the_server() {
+    let server = start(hostile_config()).await;
+    let addr = server.addr;
+    let mut bystander = Bystander::new(server.games().await).await;
+
+    // Raw TCP: HTTP/1, random bytes, a valid HTTP/2 preface followed by junk frames.
+    raw_junk(addr, b"GET / HTTP/1.1\r\nHost: x\r\n\r\n").await;
+    let noise: Vec<u8> = (0..100_000u32)
+        .map(|i| (i.wrapping_mul(2_654_435_761) >> 13) as u8)
+        .collect();
+    raw_junk(addr, &noise).await;
+    let mut preface = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n".to_vec();
+    preface.extend_from_slice(&[0xff; 4096]);
+    raw_junk(addr, &preface).await;
+    bystander.advance().await;
+
+    // gRPC frames with bad payloads.
+    let get_game = "/oanquan.v1.GameService/GetGame";
+    let garbage = [0xff, 0xff, 0xff, 0xff, 0x0f, 0x12];
+    let (code, message) = raw_grpc(addr, get_game, frame(false, 6, &garbage)).await;
+    assert_eq!(code, (Code::Internal as i32).to_string(), "{message}");
+    assert!(message.to_lowercase().contains("decode"), "{message}");
+    // Wrong wire type for a field.
+    let (code, _) = raw_grpc(
+        addr,
+        "/oanquan.v1.RulesService/ApplyMove",
+        frame(false, 3, &[0x0d, 0x01, 0x02]),
+    )
+    .await;
+    assert_eq!(code, (Code::Internal as i32).to_string());
+    // Compressed flag without an encoding; a length prefix beyond the message limit; a
+    // truncated frame.
+    let (code, _) = raw_grpc(addr, get_game, frame(true, 0, &[])).await;
+    assert_ne!(code, "0");
+    let (code, message) = raw_grpc(addr, get_game, frame(false, u32::MAX, &[1, 2, 3])).await;
+    assert_eq!(code, (Code::OutOfRange as i32).to_string(), "{message}");
+    let (code, _) = raw_grpc(addr, get_game, frame(false, 100, &[1, 2, 3])).await;
+    assert_ne!(code, "0");
+    // A valid message with unknown fields is accepted (forward compatibility) and still
+    // validated.
+    let mut payload = pb::GetGameRequest {
+        game_id: "no-such-game".into(),
+    }
+    .encode_to_vec();
+    payload.extend_from_slice(&[0xf8, 0x07, 0x01]); // field 127, varint 1
+    let (code, _) = raw_grpc(addr, get_game, frame(false, payload.len() as u32, &payload)).await;
+    assert_eq!(code, (Code::NotFound as i32).to_string());
+    // An unknown method.
+    let (code, _) = raw_grpc(
+        addr,
+        "/oanquan.v1.GameService/DropTables",
+        frame(false, 0, &[]),
+    )
+    .await;
+    assert_eq!(code, (Code::Unimplemented as i32).to_string());
+
+    for _ in 0..3 {
+        bystander.advance().await;
+    }
+    assert_serving(server.channel().await).await;
+}
+
+#[tokio::test]
+async fn a_client_over_the_request_rate_is_refused_and_others_carry_on() {
+    let server = start(oanquan_server::Config {
+        rate_limit: Some(oanquan_server::domain::limits::RateLimit {
+            per_second: 2.0,
+            burst: 10,
+        }),
+        ..hostile_config()
+    })
+    .await;
+    // The bystander plays from another address, so it has a bucket of its own.
+    let mut bystander =
+        Bystander::new(Games::new(channel_from("127.0.0.2", server.addr).await)).await;
+    let mut flooder = server.rules().await;
+    let mut refused = None;
+    let mut allowed = 0;
+    for _ in 0..40 {
+        match flooder.list_presets(pb::ListPresetsRequest {}).await {
+            Ok(_) => allowed += 1,
+            Err(status) => {
+                refused = Some(status);
+                break;
+            }
+        }
+    }
+    let status = refused.expect("the flood was never refused");
+    assert!((10..=13).contains(&allowed), "{allowed} allowed");
+    assert_reason(
+        &status,
+        Code::ResourceExhausted,
+        "ERROR_REASON_LIMIT_EXCEEDED",
+    );
+    let retry = status
+        .get_details_retry_info()
+        .and_then(|r| r.retry_delay)
+        .expect("RetryInfo");
+    assert!(
+        retry > Duration::ZERO && retry <= Duration::from_secs(1),
+        "{retry:?}"
+    );
+    assert!(status.message().contains("too many requests"), "{status:?}");
+    // Health checks are not counted: a load balancer on the same address still sees SERVING.
+    assert_serving(server.channel().await).await;
+    // Others carry on (within their own bucket: 3 calls to start, 2 per move).
+    for _ in 0..3 {
+        bystander.advance().await;
+    }
+    // After the retry delay, the flooder may call again.
+    tokio::time::sleep(retry + Duration::from_millis(50)).await;
+    flooder
+        .list_presets(pb::ListPresetsRequest {})
+        .await
+        .unwrap();
+}
+
+#[tokio::test]
+async fn open_games_per_client_are_limited() {
+    let server = start(oanquan_server::Config {
+        max_open_games_per_client: 2,
+        ..hostile_config()
+    })
+    .await;
+    let mut c = server.games().await;
+    let (a, a_token) = create(&mut c, "standard").await;
+    let (b, _) = create(&mut c, "standard").await;
+    let status = c
+        .create_game(pb::CreateGameRequest {
+            rules: preset("standard"),
+            start_position: None,
+            seat: 0,
+            display_name: "Lan".into(),
+            computer: None,
+        })
+        .await
+        .unwrap_err();
+    assert_reason(
+        &status,
+        Code::ResourceExhausted,
+        "ERROR_REASON_LIMIT_EXCEEDED",
+    );
+    assert!(status.message().contains("open games"), "{status:?}");
+    // Another client is not affected, and joining is not creating.
+    let mut other = Games::new(channel_from("127.0.0.3", server.addr).await);
+    let (_, _) = create(&mut other, "standard").await;
+    let joined = other
+        .join_game(pb::JoinGameRequest {
+            game_id: b.id.clone(),
+            display_name: "Minh".into(),
+        })
+        .await
+        .unwrap()
+        .into_inner();
+    // A game that ends frees its place: abort one, resign the other.
+    c.abort_game(authed(
+        pb::AbortGameRequest {
+            game_id: a.id.clone(),
+        },
+        &a_token,
+    ))
+    .await
+    .unwrap();
+    let (_, _) = create(&mut c, "standard").await;
+    assert!(
+        c.create_game(pb::CreateGameRequest {
+            rules: preset("standard"),
+            start_position: None,
+            seat: 0,
+            display_name: "Lan".into(),
+            computer: None,
+        })
+        .await
+        .is_err()
+    );
+    other
+        .resign(authed(
+            pb::ResignRequest {
+                game_id: b.id.clone(),
+            },
+            &joined.player_token,
+        ))
+        .await
+        .unwrap();
+    let (_, _) = create(&mut c, "standard").await;
+    assert_serving(server.channel().await).await;
+}
+
+#[tokio::test]
+async fn idle_games_expire_with_events_and_busy_ones_do_not() {
+    let idle = Duration::from_millis(800);
+    let server = start(oanquan_server::Config {
+        idle_game_timeout: Some(idle),
+        ..hostile_config()
+    })
+    .await;
+    let mut c = server.games().await;
+    let (waiting, _) = create(&mut c, "standard").await;
+    let (active, first, _) = started(&mut c, "standard").await;
+    let mut watch = c
+        .watch_game(pb::WatchGameRequest {
+            game_id: active.clone(),
+            after_sequence: None,
+        })
+        .await
+        .unwrap()
+        .into_inner();
+    let mut busy = Bystander::new(server.games().await).await;
+    // The busy game moves every 100 ms for twice the idle time.
+    let until = Instant::now() + idle * 2;
+    while Instant::now() < until {
+        busy.advance().await;
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    // The idle active game ends with GameOver(aborted, no one ended it) for its watchers.
+    let game_over = tokio::time::timeout(Duration::from_secs(10), async {
+        loop {
+            let event = next_game_event(&mut watch).await.expect("stream open");
+            if let Some(Kind::GameOver(over)) = event.kind {
+                return over;
+            }
+        }
+    })
+    .await
+    .expect("no GameOver for an idle game");
+    let result = game_over.result.unwrap();
+    assert_eq!(result.end_reason, i32::from(pb::EndReason::Aborted));
+    assert_eq!(result.ended_by, i32::from(pb::Player::Unspecified));
+    assert!(next(&mut watch).await.unwrap().is_none(), "stream ends OK");
+    for id in [&waiting.id, &active] {
+        let game = c
+            .get_game(pb::GetGameRequest {
+                game_id: id.clone(),
+            })
+            .await
+            .unwrap()
+            .into_inner()
+            .game
+            .unwrap();
+        assert_eq!(game.status, i32::from(pb::GameStatus::Aborted), "{id}");
+    }
+    let status = play(&mut c, &active, &first, 1, Right, None)
+        .await
+        .unwrap_err();
+    assert_reason(&status, Code::FailedPrecondition, "ERROR_REASON_GAME_OVER");
+    // The busy game is still going.
+    busy.advance().await;
+}
+
+/// A raw HTTP/2 watcher whose connection window is 0: it never reads a byte of the stream.
+struct StuckWatcher {
+    response: h2::RecvStream,
+    open_window: tokio::sync::mpsc::Sender<u32>,
+}
+
+async fn stuck_watcher(addr: SocketAddr, game_id: &str) -> StuckWatcher {
+    let tcp = TcpStream::connect(addr).await.unwrap();
+    let (client, mut connection) = h2::client::Builder::new()
+        .initial_window_size(0)
+        .handshake::<_, Bytes>(tcp)
+        .await
+        .unwrap();
+    let (open_window, mut opened) = tokio::sync::mpsc::channel::<u32>(1);
+    tokio::spawn(async move {
+        loop {
+            tokio::select! {
+                _ = &mut connection => break,
+                Some(size) = opened.recv() => connection.set_initial_window_size(size).unwrap(),
+            }
+        }
+    });
+    let mut client = client.ready().await.unwrap();
+    let payload = pb::WatchGameRequest {
+        game_id: game_id.to_owned(),
+        after_sequence: None,
+    }
+    .encode_to_vec();
+    let request = http::Request::post(format!("http://{addr}/oanquan.v1.GameService/WatchGame"))
+        .header("content-type", "application/grpc")
+        .header("te", "trailers")
+        .body(())
+        .unwrap();
+    let (response, mut send) = client.send_request(request, false).unwrap();
+    send.send_data(frame(false, payload.len() as u32, &payload), true)
+        .unwrap();
+    let response = tokio::time::timeout(Duration::from_secs(5), response)
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(response.status(), 200);
+    StuckWatcher {
+        response: response.into_body(),
+        open_window,
+    }
+}
+
+#[tokio::test]
+async fn spectators_that_never_read_do_not_slow_moves_or_other_spectators() {
+    const MOVES: usize = 24;
+    const STUCK: usize = 6;
+    let server = start(oanquan_server::Config {
+        max_watchers_per_game: STUCK + 2,
+        stream_stall_timeout: Duration::from_millis(500),
+        ..hostile_config()
+    })
+    .await;
+
+    // Baseline: moves with one reading watcher.
+    let mut game = Bystander::new(server.games().await).await;
+    let started = Instant::now();
+    for _ in 0..MOVES {
+        game.advance().await;
+    }
+    let baseline = started.elapsed();
+
+    // The same with STUCK watchers that never read a byte (they take every free slot but one).
+    let mut stuck = Vec::new();
+    for _ in 0..STUCK {
+        stuck.push(stuck_watcher(server.addr, &game.id).await);
+    }
+    let started = Instant::now();
+    for _ in 0..MOVES {
+        game.advance().await;
+    }
+    let with_stuck = started.elapsed();
+    assert!(
+        with_stuck < baseline * 5 + Duration::from_secs(1),
+        "moves slowed down by watchers that do not read: {baseline:?} → {with_stuck:?}"
+    );
+
+    // The stuck streams are dropped after the stall timeout: their slots are free again.
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    let mut c = server.games().await;
+    let mut fresh = Vec::new();
+    for _ in 0..STUCK {
+        let mut watch = c
+            .watch_game(pb::WatchGameRequest {
+                game_id: game.id.clone(),
+                after_sequence: None,
+            })
+            .await
+            .expect("a slot freed by a stuck watcher")
+            .into_inner();
+        next_game_event(&mut watch).await.unwrap();
+        fresh.push(watch);
+    }
+    // When a stuck client finally reads, it gets what was buffered, then a clear status.
+    let mut stuck = stuck.remove(0);
+    stuck.open_window.send(1 << 20).await.unwrap();
+    let drained = tokio::time::timeout(Duration::from_secs(10), async {
+        while let Some(data) = stuck.response.data().await {
+            let data = data.unwrap();
+            let _ = stuck.response.flow_control().release_capacity(data.len());
+        }
+        stuck.response.trailers().await.unwrap().expect("trailers")
+    })
+    .await
+    .expect("the dropped stream did not end");
+    assert_eq!(
+        drained["grpc-status"],
+        (Code::ResourceExhausted as i32).to_string()
+    );
+    let message = drained["grpc-message"].to_str().unwrap();
+    assert!(message.contains("after_sequence"), "{message}");
+    game.advance().await;
+    assert_serving(server.channel().await).await;
+}
+
+// ---------------------------------------------------------------------------------------------
+// TLS.
+
+fn certificate() -> (String, String) {
+    let key = rcgen::generate_simple_self_signed(vec!["localhost".to_owned()]).unwrap();
+    (key.cert.pem(), key.signing_key.serialize_pem())
+}
+
+async fn tls_channel(addr: SocketAddr, ca: &str) -> Result<Channel, tonic::transport::Error> {
+    Endpoint::from_shared(format!("https://{addr}"))
+        .unwrap()
+        .tls_config(
+            ClientTlsConfig::new()
+                .ca_certificate(Certificate::from_pem(ca))
+                .domain_name("localhost"),
+        )
+        .unwrap()
+        .connect_timeout(Duration::from_secs(5))
+        .timeout(Duration::from_secs(10))
+        .connect()
+        .await
+}
+
+#[tokio::test]
+async fn tls_clients_play_and_plaintext_clients_fail_cleanly() {
+    let (cert, key) = certificate();
+    let dir = tempfile::tempdir().unwrap();
+    let (cert_path, key_path) = (dir.path().join("cert.pem"), dir.path().join("key.pem"));
+    std::fs::write(&cert_path, &cert).unwrap();
+    std::fs::write(&key_path, &key).unwrap();
+    let identity = oanquan_server::TlsIdentity::read(&cert_path, &key_path).unwrap();
+    assert!(!format!("{identity:?}").contains("PRIVATE KEY"));
+    let server = start(oanquan_server::Config {
+        tls: Some(identity),
+        ..hostile_config()
+    })
+    .await;
+
+    // A TLS client plays a game and watches it.
+    let channel = tls_channel(server.addr, &cert).await.unwrap();
+    let mut game = Bystander::new(Games::new(channel.clone())).await;
+    for _ in 0..3 {
+        game.advance().await;
+    }
+    assert_serving(channel.clone()).await;
+
+    // A cleartext HTTP/2 client fails quickly instead of hanging.
+    let plaintext = Endpoint::from_shared(format!("http://{}", server.addr))
+        .unwrap()
+        .connect_timeout(Duration::from_secs(5))
+        .timeout(Duration::from_secs(5))
+        .connect_lazy();
+    let started = Instant::now();
+    let status = Games::new(plaintext)
+        .get_game(pb::GetGameRequest {
+            game_id: game.id.clone(),
+        })
+        .await
+        .unwrap_err();
+    assert!(
+        started.elapsed() < Duration::from_secs(6),
+        "took {:?}",
+        started.elapsed()
+    );
+    assert!(
+        matches!(status.code(), Code::Unavailable | Code::Unknown),
+        "{status:?}"
+    );
+    // A client that does not trust the certificate is refused.
+    let (other_cert, _) = certificate();
+    assert!(
+        HealthClient::new(match tls_channel(server.addr, &other_cert).await {
+            Ok(channel) => channel,
+            Err(_) => return finish_tls(game).await,
+        })
+        .check(tonic_health::pb::HealthCheckRequest::default())
+        .await
+        .is_err()
+    );
+    // Junk on the TLS port is dropped.
+    raw_junk(server.addr, b"GET / HTTP/1.1\r\n\r\n").await;
+    finish_tls(game).await;
+}
+
+async fn finish_tls(mut game: Bystander) {
+    game.advance().await;
+}
+
+#[test]
+fn unusable_tls_files_are_refused_with_a_clear_message() {
+    let dir = tempfile::tempdir().unwrap();
+    let missing = dir.path().join("missing.pem");
+    let error = oanquan_server::TlsIdentity::read(&missing, &missing).unwrap_err();
+    assert!(error.to_string().contains("missing.pem"), "{error}");
+    let junk = dir.path().join("junk.pem");
+    std::fs::write(&junk, "not a certificate").unwrap();
+    let error = oanquan_server::TlsIdentity::read(&junk, &junk).unwrap_err();
+    assert!(error.to_string().contains("TLS"), "{error}");
+    // A certificate with another certificate's key.
+    let (cert, _) = certificate();
+    let (_, key) = certificate();
+    let (cert_path, key_path) = (dir.path().join("c.pem"), dir.path().join("k.pem"));
+    std::fs::write(&cert_path, cert).unwrap();
+    std::fs::write(&key_path, key).unwrap();
+    assert!(oanquan_server::TlsIdentity::read(&cert_path, &key_path).is_err());
+}

@@ -1,0 +1,124 @@
+//! The `oanquan` CLI against the server's computer opponent, both real binaries.
+
+use oanquan_e2e::{CliProcess, Lcg, Lines, Server, Stream, config_dir, run_cli};
+use serde_json::Value;
+
+/// A quick computer, so that a whole game takes a few seconds.
+fn server() -> Server {
+    Server::start_with(&["--computer-move-time", "20ms"])
+}
+
+#[test]
+fn the_cli_plays_a_whole_game_against_the_computer_with_a_hint() {
+    let server = server();
+    let dir = config_dir();
+    let (tx, mut lines) = Lines::new();
+    let mut player = CliProcess::spawn(
+        "lan",
+        &server.url(),
+        dir.path(),
+        &[
+            "create",
+            "--name",
+            "lan",
+            "--seat",
+            "second",
+            "--computer",
+            "club",
+            "--play",
+        ],
+        &tx,
+    );
+    let mut rng = Lcg(11);
+    let mut legal: Vec<String> = Vec::new();
+    let mut hinted = false;
+    let mut hint = None;
+    let mut prompts = 0;
+    loop {
+        let line = lines.next_line();
+        if line.stream != Stream::Stdout {
+            continue;
+        }
+        let text = line.text.as_str();
+        if let Some(list) = text.strip_prefix("legal moves: ") {
+            legal = list.split_whitespace().map(str::to_owned).collect();
+        } else if text.starts_with("hint: ") {
+            hint = Some(text.to_owned());
+        } else if text == "your move" {
+            prompts += 1;
+            assert!(prompts < 1000, "game does not end:\n{}", lines.tail(60));
+            if hinted {
+                let choice = rng
+                    .pick(&legal)
+                    .unwrap_or_else(|| panic!("prompt without legal moves:\n{}", lines.tail(30)));
+                player.send(choice);
+            } else {
+                hinted = true;
+                player.send("hint");
+            }
+        } else if text.starts_with("game over: ") {
+            break;
+        }
+    }
+    let status = player.wait();
+    assert_eq!(status.code(), Some(0), "{}", lines.tail(30));
+
+    let out = lines.stdout_of("lan");
+    assert!(
+        out.iter()
+            .any(|l| l == "playing against the computer, level 5 (club)"),
+        "{}",
+        out.join("\n")
+    );
+    // The computer joined, the game started at once, and the computer (first seat) moved
+    // first, printed like any move.
+    assert!(out.iter().any(|l| l.starts_with("move 1: first plays ")));
+    assert!(out.iter().any(|l| l.starts_with("move 2: second plays ")));
+    // The hint is one of the legal moves, in the player's own terms.
+    let hint = hint.unwrap_or_else(|| panic!("no hint line:\n{}", out.join("\n")));
+    let short = hint
+        .split_once('(')
+        .and_then(|(_, rest)| rest.split_once(')'))
+        .map(|(short, _)| short.to_owned())
+        .unwrap_or_else(|| panic!("{hint}"));
+    let before_hint: Vec<&String> = out
+        .iter()
+        .take_while(|l| !l.starts_with("hint: "))
+        .filter(|l| l.starts_with("legal moves: "))
+        .collect();
+    let legal_then = before_hint.last().expect("legal moves before the hint");
+    assert!(
+        legal_then.split_whitespace().any(|m| m == short),
+        "{hint} not in {legal_then}"
+    );
+    assert!(
+        hint.contains(", eval ") && hint.contains(", depth "),
+        "{hint}"
+    );
+
+    // The game as the one-shot commands see it.
+    let id = out
+        .iter()
+        .find_map(|l| l.strip_prefix("playing ")?.strip_suffix(" as second"))
+        .expect("playing line")
+        .to_owned();
+    let shown = run_cli(&server.url(), dir.path(), &["show", &id, "--json"]);
+    let shown: Value = serde_json::from_str(&shown.stdout).expect("json");
+    assert_eq!(shown["status"], "finished");
+    assert_eq!(shown["first_seat"]["kind"], "computer");
+    assert_eq!(shown["first_seat"]["computer_level"], 5);
+    assert_eq!(shown["second_seat"]["kind"], "human");
+}
+
+#[test]
+fn bad_computer_levels_are_usage_errors() {
+    let server = server();
+    let dir = config_dir();
+    let created = run_cli(
+        &server.url(),
+        dir.path(),
+        &["create", "--name", "lan", "--computer", "grandmaster"],
+    );
+    assert_eq!(created.code, Some(2), "{created:?}");
+    assert!(created.stderr.contains("master"), "{created:?}");
+}
