@@ -214,29 +214,31 @@ impl Args {
     }
 }
 
-/// Resolves on SIGINT or SIGTERM.
-async fn shutdown_signal() {
+/// Installs the SIGINT and SIGTERM handlers now and returns a future that resolves on either.
+///
+/// Installing eagerly matters: a handler registered on first poll leaves a window after the
+/// address is announced in which SIGTERM still kills the process outright.
+fn shutdown_signal() -> std::io::Result<impl std::future::Future<Output = ()>> {
     #[cfg(unix)]
     {
         use tokio::signal::unix::{SignalKind, signal};
-        match signal(SignalKind::terminate()) {
-            Ok(mut term) => {
-                tokio::select! {
-                    _ = tokio::signal::ctrl_c() => {}
-                    _ = term.recv() => {}
-                }
+        let mut term = signal(SignalKind::terminate())?;
+        let mut int = signal(SignalKind::interrupt())?;
+        Ok(async move {
+            tokio::select! {
+                _ = int.recv() => {}
+                _ = term.recv() => {}
             }
-            Err(error) => {
-                tracing::warn!(%error, "cannot watch SIGTERM; only SIGINT stops the server");
-                let _ = tokio::signal::ctrl_c().await;
-            }
-        }
+            tracing::info!("shutdown signal received");
+        })
     }
     #[cfg(not(unix))]
     {
-        let _ = tokio::signal::ctrl_c().await;
+        Ok(async {
+            let _ = tokio::signal::ctrl_c().await;
+            tracing::info!("shutdown signal received");
+        })
     }
-    tracing::info!("shutdown signal received");
 }
 
 async fn serve(args: Args) -> anyhow::Result<()> {
@@ -250,12 +252,13 @@ async fn serve(args: Args) -> anyhow::Result<()> {
         .await
         .with_context(|| format!("cannot listen on {}", args.listen))?;
     let local = listener.local_addr()?;
+    let shutdown = shutdown_signal().context("cannot install the SIGINT/SIGTERM handlers")?;
     // The one line on stdout, flushed at once: the end-to-end tests' contract.
     let mut stdout = std::io::stdout().lock();
     writeln!(stdout, "oanquan-server listening on {local}")?;
     stdout.flush()?;
     drop(stdout);
-    oanquan_server::run_with_store(listener, config, store, shutdown_signal()).await?;
+    oanquan_server::run_with_store(listener, config, store, shutdown).await?;
     Ok(())
 }
 

@@ -528,20 +528,7 @@ impl GameManager {
                     termination: Termination::Resignation,
                     ended_by: Some(seat),
                 };
-                state.info.updated = now;
-                let (mut game_events, mut lobby_events) = (Vec::new(), Vec::new());
-                finish(
-                    state,
-                    GameStatus::Finished,
-                    result,
-                    &mut game_events,
-                    &mut lobby_events,
-                );
-                Ok(Change {
-                    game_events,
-                    lobby_events,
-                    output: (),
-                })
+                Ok(ended(state, GameStatus::Finished, result, now))
             })
             .await?;
         info!(game_id = %id, "player resigned");
@@ -571,20 +558,7 @@ impl GameManager {
                     termination: Termination::Aborted,
                     ended_by: Some(seat),
                 };
-                state.info.updated = now;
-                let (mut game_events, mut lobby_events) = (Vec::new(), Vec::new());
-                finish(
-                    state,
-                    GameStatus::Aborted,
-                    result,
-                    &mut game_events,
-                    &mut lobby_events,
-                );
-                Ok(Change {
-                    game_events,
-                    lobby_events,
-                    output: (),
-                })
+                Ok(ended(state, GameStatus::Aborted, result, now))
             })
             .await?;
         info!(game_id = %id, "game aborted");
@@ -615,20 +589,7 @@ impl GameManager {
                     termination: Termination::Aborted,
                     ended_by: None,
                 };
-                state.info.updated = now;
-                let (mut game_events, mut lobby_events) = (Vec::new(), Vec::new());
-                finish(
-                    state,
-                    GameStatus::Aborted,
-                    result,
-                    &mut game_events,
-                    &mut lobby_events,
-                );
-                Ok(Change {
-                    game_events,
-                    lobby_events,
-                    output: (),
-                })
+                Ok(ended(state, GameStatus::Aborted, result, now))
             })
             .await;
         match outcome {
@@ -791,6 +752,23 @@ fn seat_computer(
     lobby_events.push(LobbyEventKind::GameStarted {
         game_id: info.id.clone(),
     });
+}
+
+/// The change that ends a game by a decision outside the rules (resignation, abort, expiry).
+fn ended(
+    state: &mut GameState,
+    status: GameStatus,
+    result: GameResult,
+    now: SystemTime,
+) -> Change<()> {
+    state.info.updated = now;
+    let (mut game_events, mut lobby_events) = (Vec::new(), Vec::new());
+    finish(state, status, result, &mut game_events, &mut lobby_events);
+    Change {
+        game_events,
+        lobby_events,
+        output: (),
+    }
 }
 
 fn finish(
