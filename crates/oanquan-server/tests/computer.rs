@@ -347,15 +347,7 @@ async fn a_computer_turn_pending_at_shutdown_is_played_after_a_restart() {
     // After: the turn resumes and the person can answer.
     let server = start(on_disk(Duration::from_millis(10))).await;
     let mut client = server.games().await;
-    let mut watch = client
-        .watch_game(pb::WatchGameRequest {
-            game_id: id.clone(),
-            after_sequence: None,
-        })
-        .await
-        .unwrap()
-        .into_inner();
-    let snapshot = next_game_event(&mut watch).await.unwrap();
+    let (mut watch, snapshot) = watch_snapshot(&mut client, &id).await;
     let Some(Kind::Snapshot(snapshot)) = snapshot.kind else {
         panic!("{snapshot:?}")
     };

@@ -16,19 +16,7 @@ async fn play_to_the_end(preset: Preset) {
     let rules = preset.rules();
 
     // A spectator from the start: snapshot, then every event.
-    let mut watch = client
-        .watch_game(pb::WatchGameRequest {
-            game_id: id.clone(),
-            after_sequence: None,
-        })
-        .await
-        .unwrap()
-        .into_inner();
-    let snapshot = next_game_event(&mut watch).await.unwrap();
-    assert!(
-        matches!(snapshot.kind, Some(Kind::Snapshot(_))),
-        "{snapshot:?}"
-    );
+    let (mut watch, snapshot) = watch_snapshot(&mut client, &id).await;
 
     let mut rng = rand::rng();
     let mut game = client

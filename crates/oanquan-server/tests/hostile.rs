@@ -77,16 +77,7 @@ impl Bystander {
     async fn new(client: Games) -> Bystander {
         let mut client = client;
         let (id, first, second) = started(&mut client, "standard").await;
-        let mut watch = client
-            .watch_game(pb::WatchGameRequest {
-                game_id: id.clone(),
-                after_sequence: None,
-            })
-            .await
-            .unwrap()
-            .into_inner();
-        let snapshot = next_game_event(&mut watch).await.unwrap();
-        assert!(matches!(snapshot.kind, Some(Kind::Snapshot(_))));
+        let (watch, snapshot) = watch_snapshot(&mut client, &id).await;
         Bystander {
             client,
             id,

@@ -36,20 +36,7 @@ async fn get(client: &mut Games, id: &str) -> pb::Game {
 
 /// The sequence a fresh snapshot reflects: the game's last event.
 async fn last_sequence(client: &mut Games, id: &str) -> u64 {
-    let mut watch = client
-        .watch_game(pb::WatchGameRequest {
-            game_id: id.to_owned(),
-            after_sequence: None,
-        })
-        .await
-        .unwrap()
-        .into_inner();
-    let snapshot = next_game_event(&mut watch).await.unwrap();
-    assert!(
-        matches!(snapshot.kind, Some(Kind::Snapshot(_))),
-        "{snapshot:?}"
-    );
-    snapshot.sequence
+    watch_snapshot(client, id).await.1.sequence
 }
 
 /// Plays up to `count` moves (the first legal one each time); returns the game after them.

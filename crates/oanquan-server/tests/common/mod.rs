@@ -218,3 +218,25 @@ pub async fn next_game_event(
         }
     }
 }
+
+/// Starts watching `id` without `after_sequence`; returns the stream and its first event, which
+/// must be the snapshot.
+pub async fn watch_snapshot(
+    client: &mut Games,
+    id: &str,
+) -> (tonic::Streaming<pb::WatchGameResponse>, pb::GameEvent) {
+    let mut watch = client
+        .watch_game(pb::WatchGameRequest {
+            game_id: id.to_owned(),
+            after_sequence: None,
+        })
+        .await
+        .unwrap()
+        .into_inner();
+    let snapshot = next_game_event(&mut watch).await.unwrap();
+    assert!(
+        matches!(snapshot.kind, Some(pb::game_event::Kind::Snapshot(_))),
+        "{snapshot:?}"
+    );
+    (watch, snapshot)
+}
