@@ -521,7 +521,8 @@ fn encode_json(value: &impl serde::Serialize) -> serde_json::Result<String> {
     let mut buffer = Vec::with_capacity(1024);
     serde_json::to_writer(&mut buffer, value)?;
     // serde_json writes UTF-8 only.
-    Ok(String::from_utf8(buffer).unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned()))
+    Ok(String::from_utf8(buffer)
+        .unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned()))
 }
 
 fn last_lobby_sequence(conn: &Connection) -> Result<u64, StoreError> {
