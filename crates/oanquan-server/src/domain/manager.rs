@@ -15,7 +15,7 @@ use super::hub::Hub;
 use super::limits::OpenGames;
 use super::model::{
     GameEventKind, GameFilter, GameId, GameInfo, GameResult, GameState, GameStatus, LobbyEventKind,
-    MoveRecord, PlayerKind, SeatInfo, Termination,
+    MoveLog, MoveRecord, PlayerKind, SeatInfo, Termination,
 };
 use super::store::{Commit, Committed, GameStore, Page, StoreError};
 use super::token::PlayerToken;
@@ -240,7 +240,7 @@ impl GameManager {
         let mut state = GameState {
             info: info.clone(),
             token_hashes: Default::default(),
-            moves: Vec::new(),
+            moves: MoveLog::new(),
             engine: Game::from_position(start),
         };
         state.token_hashes[seat] = Some(token.hash());
@@ -604,7 +604,7 @@ impl GameManager {
     /// # Errors
     ///
     /// [`GameError::GameNotFound`].
-    pub async fn list_moves(&self, id: &GameId) -> Result<(Position, Vec<MoveRecord>), GameError> {
+    pub async fn list_moves(&self, id: &GameId) -> Result<(Position, MoveLog), GameError> {
         let state = self.store.load(id).await.map_err(Self::not_found(id))?;
         Ok((state.info.start, state.moves))
     }

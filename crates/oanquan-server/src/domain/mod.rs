@@ -25,7 +25,7 @@ pub use manager::{
 pub use memory::{MemoryLimits, MemoryStore};
 pub use model::{
     GameEvent, GameEventKind, GameFilter, GameId, GameIdError, GameInfo, GameResult, GameState,
-    GameStatus, LobbyEvent, LobbyEventKind, MoveRecord, PlayerKind, SeatInfo, Termination,
+    GameStatus, LobbyEvent, LobbyEventKind, MoveLog, MoveRecord, PlayerKind, SeatInfo, Termination,
 };
 pub use sqlite::{APPLICATION_ID, MAX_BATCH, OpenError, SCHEMA_VERSION, SqliteStore};
 pub use store::{Commit, Committed, GameStore, Page, Since, StoreError, StoreFuture};

@@ -1,6 +1,7 @@
 //! The game aggregate and its read views, in plain Rust types (no protobuf).
 
 use std::fmt;
+use std::sync::Arc;
 use std::time::SystemTime;
 
 use oanquan_ai::Level;
@@ -202,6 +203,144 @@ impl MoveRecord {
     }
 }
 
+/// Every move of a game, oldest first: an append-only log whose clones share their records.
+///
+/// A store hands out a copy of a game for every change, and a change only ever appends a move:
+/// the log is a chain of reference-counted nodes from the newest move back to the first, so a
+/// clone is a pointer copy and [`MoveLog::push`] adds one node, both O(1) whatever the game's
+/// length. Reading the newest moves is cheap ([`MoveLog::since`], [`MoveLog::last`]); reading
+/// the whole log in order ([`MoveLog::iter`]) walks it once, O(moves).
+#[derive(Clone, Default)]
+pub struct MoveLog {
+    newest: Option<Arc<MoveNode>>,
+    len: usize,
+}
+
+struct MoveNode {
+    record: MoveRecord,
+    previous: Option<Arc<MoveNode>>,
+}
+
+impl MoveLog {
+    /// No moves.
+    #[must_use]
+    pub const fn new() -> MoveLog {
+        MoveLog {
+            newest: None,
+            len: 0,
+        }
+    }
+
+    /// Moves played.
+    #[must_use]
+    pub const fn len(&self) -> usize {
+        self.len
+    }
+
+    /// No move yet.
+    #[must_use]
+    pub const fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// Appends a move. O(1): no record is copied, clones made earlier are unaffected.
+    pub fn push(&mut self, record: MoveRecord) {
+        let previous = self.newest.take();
+        self.newest = Some(Arc::new(MoveNode { record, previous }));
+        self.len += 1;
+    }
+
+    /// The newest move.
+    #[must_use]
+    pub fn last(&self) -> Option<&MoveRecord> {
+        self.newest.as_deref().map(|node| &node.record)
+    }
+
+    /// Newest first.
+    pub fn iter_newest_first(&self) -> impl Iterator<Item = &MoveRecord> {
+        std::iter::successors(self.newest.as_deref(), |node| node.previous.as_deref())
+            .map(|node| &node.record)
+    }
+
+    /// The moves after the first `skip`, oldest first (`None` if there are fewer than `skip`).
+    /// O(moves returned).
+    #[must_use]
+    pub fn since(&self, skip: usize) -> Option<Vec<&MoveRecord>> {
+        let count = self.len.checked_sub(skip)?;
+        let mut moves: Vec<&MoveRecord> = self.iter_newest_first().take(count).collect();
+        moves.reverse();
+        Some(moves)
+    }
+
+    /// Every move, oldest first. O(moves).
+    pub fn iter(&self) -> impl DoubleEndedIterator<Item = &MoveRecord> + ExactSizeIterator {
+        self.since(0).unwrap_or_default().into_iter()
+    }
+
+    /// The move at 0-based `index`. O(moves after it): for the newest moves.
+    #[must_use]
+    pub fn get(&self, index: usize) -> Option<&MoveRecord> {
+        let after = self.len.checked_sub(index + 1)?;
+        self.iter_newest_first().nth(after)
+    }
+
+    /// Copies every move out, oldest first.
+    #[must_use]
+    pub fn to_vec(&self) -> Vec<MoveRecord> {
+        self.iter().cloned().collect()
+    }
+}
+
+impl Drop for MoveLog {
+    /// Frees the nodes only this log holds one by one, not recursively: a long game must not
+    /// exhaust the stack.
+    fn drop(&mut self) {
+        let mut next = self.newest.take();
+        while let Some(node) = next {
+            // `into_inner` gives the node to exactly one of its last owners, even under races.
+            next = Arc::into_inner(node).and_then(|mut node| node.previous.take());
+        }
+    }
+}
+
+impl FromIterator<MoveRecord> for MoveLog {
+    fn from_iter<I: IntoIterator<Item = MoveRecord>>(records: I) -> MoveLog {
+        let mut log = MoveLog::new();
+        for record in records {
+            log.push(record);
+        }
+        log
+    }
+}
+
+impl PartialEq for MoveLog {
+    fn eq(&self, other: &MoveLog) -> bool {
+        let nodes =
+            |log: &MoveLog| std::iter::successors(log.newest.clone(), |node| node.previous.clone());
+        if self.len != other.len {
+            return false;
+        }
+        for (a, b) in nodes(self).zip(nodes(other)) {
+            if Arc::ptr_eq(&a, &b) {
+                // The same node: the same history from here back.
+                return true;
+            }
+            if a.record != b.record {
+                return false;
+            }
+        }
+        true
+    }
+}
+
+impl Eq for MoveLog {}
+
+impl fmt::Debug for MoveLog {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_list().entries(self.iter()).finish()
+    }
+}
+
 /// Everything public about a game: what lists, snapshots and responses show. Cheap to clone
 /// (no move history, no secrets).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -244,8 +383,8 @@ pub struct GameState {
     pub info: GameInfo,
     /// SHA-256 of each seat's token.
     pub token_hashes: ByPlayer<Option<TokenHash>>,
-    /// Every move with its trace.
-    pub moves: Vec<MoveRecord>,
+    /// Every move with its trace, shared between copies of the state (see [`MoveLog`]).
+    pub moves: MoveLog,
     /// The engine, positioned after the last move.
     pub engine: Game,
 }
@@ -357,4 +496,70 @@ pub struct LobbyEvent {
     pub time: SystemTime,
     /// What happened.
     pub kind: LobbyEventKind,
+}
+
+#[cfg(test)]
+mod tests {
+    use oanquan_rules::Preset;
+
+    use super::*;
+
+    fn record(number: u32) -> MoveRecord {
+        let start = Position::new(Preset::Standard.rules()).unwrap();
+        let mv = start.legal_moves()[0];
+        let (position, steps) = start.play(mv).unwrap();
+        MoveRecord {
+            number,
+            player: Player::First,
+            mv,
+            steps,
+            position,
+            time: SystemTime::UNIX_EPOCH,
+        }
+    }
+
+    #[test]
+    fn move_log_clones_share_and_appends_stay_apart() {
+        let mut log: MoveLog = (1..=3).map(record).collect();
+        let copy = log.clone();
+        log.push(record(4));
+        assert_eq!((log.len(), copy.len()), (4, 3));
+        assert_eq!(log.last().map(|r| r.number), Some(4));
+        assert_eq!(copy.last().map(|r| r.number), Some(3));
+        let numbers = |log: &MoveLog| log.iter().map(|r| r.number).collect::<Vec<_>>();
+        assert_eq!(numbers(&log), [1, 2, 3, 4]);
+        assert_eq!(numbers(&copy), [1, 2, 3]);
+        assert_eq!(
+            log.since(2)
+                .unwrap()
+                .iter()
+                .map(|r| r.number)
+                .collect::<Vec<_>>(),
+            [3, 4]
+        );
+        assert!(log.since(4).unwrap().is_empty());
+        assert!(log.since(5).is_none());
+        assert_eq!(log.get(0).map(|r| r.number), Some(1));
+        assert_eq!(log.get(3).map(|r| r.number), Some(4));
+        assert!(log.get(4).is_none());
+        assert_ne!(log, copy);
+        let mut other = copy.clone();
+        other.push(record(4));
+        assert_eq!(log, other);
+        assert_eq!(log, log.to_vec().into_iter().collect());
+        assert!(MoveLog::new().is_empty());
+    }
+
+    #[test]
+    fn a_long_move_log_drops_without_recursion() {
+        let record = record(1);
+        let mut log = MoveLog::new();
+        for _ in 0..1_000_000 {
+            log.push(record.clone());
+        }
+        let shared = log.clone();
+        drop(log);
+        assert_eq!(shared.len(), 1_000_000);
+        drop(shared);
+    }
 }

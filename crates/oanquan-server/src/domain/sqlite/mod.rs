@@ -389,7 +389,7 @@ fn apply(
     commit.state.info.sequence = sequence;
     let state = &commit.state;
     let id = &state.info.id;
-    let new_moves = state.moves.get(stored_moves..).ok_or_else(|| {
+    let new_moves = state.moves.since(stored_moves).ok_or_else(|| {
         StoreError::Backend(format!(
             "a commit to game {id} removes moves; they only append"
         ))
@@ -448,7 +448,7 @@ fn apply(
         }
     };
 
-    for (index, record) in new_moves.iter().enumerate() {
+    for (index, record) in new_moves.into_iter().enumerate() {
         if record.number as usize != stored_moves + index + 1 {
             return Err(StoreError::Backend(format!(
                 "game {id}: move number {} out of order",
@@ -660,22 +660,24 @@ fn load_state(conn: &Connection, id: &GameId) -> Result<GameState, StoreError> {
     Ok(GameState {
         info,
         token_hashes,
-        moves,
+        moves: moves.into_iter().collect(),
         engine,
     })
 }
 
-/// A game's history for decoding its events, loaded on first use.
+/// A game's start position and moves for decoding its events, loaded on first use.
 struct Lazy<'a> {
     conn: &'a Connection,
     id: &'a GameId,
-    state: Option<GameState>,
+    state: Option<(Position, Vec<MoveRecord>)>,
 }
 
 impl Lazy<'_> {
-    fn state(&mut self) -> Result<&GameState, String> {
+    fn state(&mut self) -> Result<&(Position, Vec<MoveRecord>), String> {
         if self.state.is_none() {
-            self.state = Some(load_state(self.conn, self.id).map_err(|e| e.to_string())?);
+            let state = load_state(self.conn, self.id).map_err(|e| e.to_string())?;
+            // Indexed by number below: one copy into a vector rather than a walk per lookup.
+            self.state = Some((state.info.start, state.moves.to_vec()));
         }
         Ok(self.state.as_ref().expect("just loaded"))
     }
@@ -683,20 +685,19 @@ impl Lazy<'_> {
 
 impl History for Lazy<'_> {
     fn record(&mut self, number: u32) -> Result<MoveRecord, String> {
-        let state = self.state()?;
+        let (_, moves) = self.state()?;
         (number as usize)
             .checked_sub(1)
-            .and_then(|index| state.moves.get(index))
+            .and_then(|index| moves.get(index))
             .cloned()
             .ok_or_else(|| format!("an event refers to move {number}, which is not stored"))
     }
 
     fn position_after(&mut self, moves: u32) -> Result<Position, String> {
-        let state = self.state()?;
+        let (start, records) = self.state()?;
         match moves {
-            0 => Ok(state.info.start),
-            n => state
-                .moves
+            0 => Ok(*start),
+            n => records
                 .get(n as usize - 1)
                 .map(|record| record.position)
                 .ok_or_else(|| format!("an event refers to move {n}, which is not stored")),
