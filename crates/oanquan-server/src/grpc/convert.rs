@@ -352,6 +352,11 @@ fn outcome_out(outcome: Option<Outcome>) -> pb::Outcome {
 /// A position, with every derived field.
 #[must_use]
 pub fn position_out(position: &Position) -> pb::Position {
+    position_with_notation(position, notation(position))
+}
+
+/// [`position_out`] with its `notation` already written (by [`notation`]).
+fn position_with_notation(position: &Position, notation: String) -> pb::Position {
     pb::Position {
         squares: position.squares().iter().map(|&s| u32::from(s)).collect(),
         pieces: position.pieces().iter().map(|&s| u32::from(s)).collect(),
@@ -363,8 +368,76 @@ pub fn position_out(position: &Position) -> pb::Position {
         over: position.is_over(),
         end_reason: end_reason_out(position.end_reason()).into(),
         outcome: outcome_out(position.outcome()).into(),
-        notation: position.to_string(),
+        notation,
     }
+}
+
+/// The position's notation, exactly as its `Display` (the rules crate's `Setup` notation, e.g.
+/// `10,5,5,5,5,5,10,5,5,5,5,5 0:0 1 0`), written straight into one buffer: it is produced for
+/// every position of every response and event, and the `fmt` machinery cost several times
+/// more. `notation_matches_display` checks the two agree.
+#[must_use]
+pub fn notation(position: &Position) -> String {
+    /// Stones, then one `q` per mandarin piece; `omit_zero`: a square holding only pieces is
+    /// written `q`, not `0q`.
+    fn count(out: &mut String, stones: i32, pieces: i32, omit_zero: bool) {
+        if !(omit_zero && stones == 0 && pieces > 0) {
+            integer(out, i64::from(stones));
+        }
+        for _ in 0..pieces.clamp(0, 8) {
+            out.push('q');
+        }
+    }
+    fn integer(out: &mut String, n: i64) {
+        if n < 0 {
+            out.push('-');
+        }
+        let mut n = n.unsigned_abs();
+        let mut digits = [0_u8; 20];
+        let mut start = digits.len();
+        loop {
+            start -= 1;
+            digits[start] = b'0' + (n % 10) as u8;
+            n /= 10;
+            if n == 0 {
+                break;
+            }
+        }
+        for &digit in &digits[start..] {
+            out.push(char::from(digit));
+        }
+    }
+    let squares = position.squares();
+    let pieces = position.pieces();
+    let captured = position.captured();
+    let captured_pieces = position.captured_pieces();
+    let mut out = String::with_capacity(64);
+    for (i, (&stones, &piece_count)) in squares.iter().zip(&pieces).enumerate() {
+        if i > 0 {
+            out.push(',');
+        }
+        count(&mut out, i32::from(stones), i32::from(piece_count), true);
+    }
+    out.push(' ');
+    count(
+        &mut out,
+        captured.first,
+        i32::from(captured_pieces.first),
+        false,
+    );
+    out.push(':');
+    count(
+        &mut out,
+        captured.second,
+        i32::from(captured_pieces.second),
+        false,
+    );
+    out.push_str(match position.to_move() {
+        Player::First => " 1 ",
+        Player::Second => " 2 ",
+    });
+    integer(&mut out, i64::from(position.ply()));
+    out
 }
 
 /// A move.
@@ -498,6 +571,11 @@ pub fn result_out(result: &GameResult) -> pb::GameResult {
 /// A game.
 #[must_use]
 pub fn game_out(game: &GameInfo) -> pb::Game {
+    game_with_position(game, position_out(&game.position))
+}
+
+/// [`game_out`] with its current position already converted.
+fn game_with_position(game: &GameInfo, position: pb::Position) -> pb::Game {
     pb::Game {
         id: game.id.to_string(),
         rule_set: Some(rule_set_out(&game.rules)),
@@ -506,7 +584,7 @@ pub fn game_out(game: &GameInfo) -> pb::Game {
         second_seat: Some(seat_out(Player::Second, game.seats.second.as_ref())),
         status: status_out(game.status),
         start_position: Some(position_out(&game.start)),
-        position: Some(position_out(&game.position)),
+        position: Some(position),
         move_count: game.move_count,
         result: game.result.as_ref().map(result_out),
         create_time: timestamp(game.created),
@@ -517,14 +595,35 @@ pub fn game_out(game: &GameInfo) -> pb::Game {
 /// A move record.
 #[must_use]
 pub fn move_record_out(record: &MoveRecord) -> pb::MoveRecord {
+    move_record_with_position(record, position_out(&record.position))
+}
+
+/// [`move_record_out`] with the position after the move already converted.
+fn move_record_with_position(record: &MoveRecord, position: pb::Position) -> pb::MoveRecord {
     pb::MoveRecord {
         number: record.number,
         player: player_out(record.player),
         r#move: Some(move_out(record.mv)),
         steps: steps_out(&record.steps),
-        position: Some(position_out(&record.position)),
+        position: Some(position),
         play_time: timestamp(record.time),
     }
+}
+
+/// A move record and the game after it (a `PlayMoveResponse`): the position after the move,
+/// which is also the game's, is converted once.
+#[must_use]
+pub fn move_and_game_out(record: &MoveRecord, game: &GameInfo) -> (pb::MoveRecord, pb::Game) {
+    let after = position_out(&record.position);
+    let current = if game.position == record.position {
+        after.clone()
+    } else {
+        position_out(&game.position)
+    };
+    (
+        move_record_with_position(record, after),
+        game_with_position(game, current),
+    )
 }
 
 /// A game event.
@@ -784,6 +883,71 @@ mod tests {
             position(Some(&no_pieces), Rules::STANDARD, "p").unwrap(),
             start
         );
+    }
+
+    #[test]
+    fn notation_matches_display() {
+        let mut seed = 11_u64;
+        let mut seen = 0;
+        let mut negative = false;
+        for preset in Preset::ALL {
+            for _ in 0..200 {
+                let mut position = Position::new(preset.rules()).unwrap();
+                loop {
+                    assert_eq!(notation(&position), position.to_string());
+                    seen += 1;
+                    negative |= position.captured().first < 0 || position.captured().second < 0;
+                    let moves = position.legal_moves();
+                    if moves.is_empty() {
+                        break;
+                    }
+                    seed = seed.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1);
+                    position = position
+                        .play(moves[(seed >> 33) as usize % moves.len()])
+                        .unwrap()
+                        .0;
+                }
+            }
+        }
+        assert!(
+            seen > 1_000 && negative,
+            "{seen} positions, negative {negative}"
+        );
+    }
+
+    #[test]
+    fn a_play_move_response_converts_the_position_after_the_move_once() {
+        let start = Position::new(Rules::STANDARD).unwrap();
+        let mv = start.legal_moves()[0];
+        let (after, steps) = start.play(mv).unwrap();
+        let record = MoveRecord {
+            number: 1,
+            player: Player::First,
+            mv,
+            steps,
+            position: after,
+            time: SystemTime::UNIX_EPOCH,
+        };
+        let mut game = GameInfo {
+            id: GameId::parse("g1").unwrap(),
+            rules: Rules::STANDARD,
+            preset: None,
+            seats: ByPlayer::new(None, None),
+            status: GameStatus::Active,
+            start,
+            position: after,
+            move_count: 1,
+            result: None,
+            created: SystemTime::UNIX_EPOCH,
+            updated: SystemTime::UNIX_EPOCH,
+            sequence: 6,
+        };
+        let (record_out, game_out_) = move_and_game_out(&record, &game);
+        assert_eq!(record_out, move_record_out(&record));
+        assert_eq!(game_out_, game_out(&game));
+        // A game that moved on since (not what PlayMove returns) still shows its own position.
+        game.position = start;
+        assert_eq!(move_and_game_out(&record, &game).1, game_out(&game));
     }
 
     #[test]

@@ -173,9 +173,10 @@ impl pb::game_service_server::GameService for GameApi {
             .manager
             .play_move(&id, &token, mv, request.expected_ply)
             .await?;
+        let (record, game) = convert::move_and_game_out(&record, &game);
         Ok(Response::new(pb::PlayMoveResponse {
-            record: Some(convert::move_record_out(&record)),
-            game: Some(convert::game_out(&game)),
+            record: Some(record),
+            game: Some(game),
         }))
     }
 
