@@ -7,7 +7,6 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
-use oanquan_proto::v1::game_service_server::GameServiceServer;
 use oanquan_proto::v1::rules_service_server::RulesServiceServer;
 use tokio::net::TcpListener;
 use tokio::sync::watch;
@@ -21,7 +20,7 @@ use crate::domain::limits::{self, RateLimit, RateLimiter};
 use crate::domain::{
     GameManager, GameStore, Hub, ManagerLimits, MemoryLimits, MemoryStore, OpenError, SqliteStore,
 };
-use crate::grpc::{GameApi, RateLimitLayer, RulesApi, StreamSettings};
+use crate::grpc::{GameApi, GameRoutes, RateLimitLayer, RulesApi, StreamSettings};
 
 /// Descriptor set of `google/rpc/error_details.proto`, for reflection (see `build.rs`).
 const GOOGLE_RPC_DESCRIPTOR_SET: &[u8] =
@@ -319,9 +318,8 @@ pub async fn run_with_store(
     let reflection_v1alpha = reflection().build_v1alpha()?;
 
     let max = config.max_message_size;
-    let game_service = GameServiceServer::new(GameApi::new(manager, streams))
-        .max_decoding_message_size(max)
-        .max_encoding_message_size(max);
+    // The generated GameService, with WatchGame events encoded once for all watchers.
+    let game_service = GameRoutes::new(GameApi::new(manager, streams), max);
     let rules_service = RulesServiceServer::new(RulesApi::new(Arc::clone(&searches)))
         .max_decoding_message_size(max)
         .max_encoding_message_size(max);

@@ -7,6 +7,7 @@ use tonic::{Request, Response, Status};
 
 use super::convert;
 use super::stream::{self, StreamSettings, WatchStream};
+use super::wire::{self, Wire};
 use crate::domain::{
     GameError, GameFeed, GameId, GameManager, LobbyFeed, NewGame, PlayerToken, WatchItem,
 };
@@ -59,6 +60,35 @@ fn game_item(item: WatchItem<GameFeed>) -> pb::WatchGameResponse {
         WatchItem::Event(event) => convert::game_event_out(&event),
     };
     pb::WatchGameResponse { event: Some(event) }
+}
+
+/// As [`game_item`], encoded; a hub event is encoded once for all its watchers.
+fn game_item_wire(item: WatchItem<GameFeed>) -> Wire {
+    match item {
+        WatchItem::Event(event) => Wire(wire::encoded_event(&event)),
+        snapshot => Wire::encode(&game_item(snapshot)),
+    }
+}
+
+fn game_heartbeat_wire(sequence: u64) -> Wire {
+    Wire::encode(&game_heartbeat(sequence))
+}
+
+/// `WatchGame` as served by [`wire::GameRoutes`]: as [`GameApi::watch_game`], with encoded
+/// messages.
+pub(super) async fn watch_game_wire(
+    api: &GameApi,
+    request: Request<pb::WatchGameRequest>,
+) -> Result<Response<WatchStream<Wire>>, Status> {
+    let request = request.into_inner();
+    let id = game_id(&request.game_id)?;
+    let watch = api.manager.watch_game(&id, request.after_sequence).await?;
+    Ok(Response::new(stream::spawn(
+        watch,
+        &api.streams,
+        game_item_wire,
+        game_heartbeat_wire,
+    )))
 }
 
 fn game_heartbeat(sequence: u64) -> pb::WatchGameResponse {

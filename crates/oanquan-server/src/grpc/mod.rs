@@ -7,8 +7,10 @@ pub mod rate_limit;
 mod rules_service;
 pub mod status;
 mod stream;
+pub mod wire;
 
 pub use game_service::GameApi;
 pub use rate_limit::RateLimitLayer;
 pub use rules_service::RulesApi;
 pub use stream::{StreamSettings, WatchStream};
+pub use wire::GameRoutes;

@@ -1,0 +1,210 @@
+//! `WatchGame` with each event converted and protobuf-encoded once for all its watchers.
+//!
+//! With many spectators of one game, converting the same [`GameEvent`] to protobuf and encoding
+//! it again for every stream was a large share of the server's fan-out work. Here the route
+//! `/oanquan.v1.GameService/WatchGame` is served by [`GameRoutes`] in front of the generated
+//! `GameServiceServer` (every other method goes to the generated code unchanged), with a codec
+//! ([`WireCodec`]) whose items are already-encoded `WatchGameResponse` messages ([`Wire`]).
+//! Events delivered through the hub are the same `Arc<GameEvent>` for every watcher, so a small
+//! process-wide cache keyed by that `Arc`'s identity ([`encoded_event`]) encodes each once.
+//! Snapshots and heartbeats are per stream and are encoded per stream, as before. The bytes on
+//! the wire are exactly what the generated codec writes; stream semantics (sequences, resume,
+//! heartbeats, stall timeout, final status) are those of [`super::stream`].
+
+use std::collections::VecDeque;
+use std::convert::Infallible;
+use std::sync::{Arc, Mutex};
+use std::task::{Context, Poll};
+
+use bytes::{BufMut as _, Bytes};
+use futures::future::BoxFuture;
+use oanquan_proto::v1 as pb;
+use oanquan_proto::v1::game_service_server::GameServiceServer;
+use prost::Message as _;
+use tonic::codec::{Codec, DecodeBuf, Decoder, EncodeBuf, Encoder};
+use tonic::server::{Grpc, NamedService, ServerStreamingService};
+use tonic::{Request, Response, Status};
+
+use super::game_service::GameApi;
+use super::stream::WatchStream;
+use super::{convert, game_service};
+use crate::domain::GameEvent;
+
+/// The route served here; everything else goes to the generated service.
+const WATCH_GAME: &str = "/oanquan.v1.GameService/WatchGame";
+
+/// Encoded events kept for reuse: enough for the events of the latest moves of many games.
+const CACHED_EVENTS: usize = 64;
+
+/// An encoded `WatchGameResponse`.
+#[derive(Debug, Clone)]
+pub struct Wire(pub Bytes);
+
+impl Wire {
+    /// Encodes `message`.
+    #[must_use]
+    pub fn encode(message: &pb::WatchGameResponse) -> Wire {
+        Wire(Bytes::from(message.encode_to_vec()))
+    }
+}
+
+/// Recently encoded hub events, with the `Arc` they came from (held, so its address cannot be
+/// reused while it is a key).
+static ENCODED: Mutex<VecDeque<(Arc<GameEvent>, Bytes)>> = Mutex::new(VecDeque::new());
+
+/// `event` as an encoded `WatchGameResponse`, encoded once per `Arc` while it stays among the
+/// [`CACHED_EVENTS`] most recent.
+#[must_use]
+pub fn encoded_event(event: &Arc<GameEvent>) -> Bytes {
+    let lock = || {
+        ENCODED
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    };
+    if let Some((_, bytes)) = lock().iter().rev().find(|(e, _)| Arc::ptr_eq(e, event)) {
+        return bytes.clone();
+    }
+    let bytes = Wire::encode(&pb::WatchGameResponse {
+        event: Some(convert::game_event_out(event)),
+    })
+    .0;
+    let mut cache = lock();
+    if !cache.iter().any(|(e, _)| Arc::ptr_eq(e, event)) {
+        if cache.len() >= CACHED_EVENTS {
+            cache.pop_front();
+        }
+        cache.push_back((Arc::clone(event), bytes.clone()));
+    }
+    bytes
+}
+
+/// Writes [`Wire`] messages as they are; decodes requests with prost.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct WireCodec;
+
+/// [`WireCodec`]'s encoder.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct WireEncoder;
+
+/// [`WireCodec`]'s decoder.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct WireDecoder;
+
+impl Codec for WireCodec {
+    type Encode = Wire;
+    type Decode = pb::WatchGameRequest;
+    type Encoder = WireEncoder;
+    type Decoder = WireDecoder;
+    fn encoder(&mut self) -> WireEncoder {
+        WireEncoder
+    }
+    fn decoder(&mut self) -> WireDecoder {
+        WireDecoder
+    }
+}
+
+impl Encoder for WireEncoder {
+    type Item = Wire;
+    type Error = Status;
+    fn encode(&mut self, item: Wire, dst: &mut EncodeBuf<'_>) -> Result<(), Status> {
+        dst.put_slice(&item.0);
+        Ok(())
+    }
+}
+
+impl Decoder for WireDecoder {
+    type Item = pb::WatchGameRequest;
+    type Error = Status;
+    fn decode(&mut self, src: &mut DecodeBuf<'_>) -> Result<Option<Self::Item>, Status> {
+        pb::WatchGameRequest::decode(src)
+            .map(Some)
+            .map_err(|e| Status::internal(e.to_string()))
+    }
+}
+
+struct WatchGameWire(GameApi);
+
+impl ServerStreamingService<pb::WatchGameRequest> for WatchGameWire {
+    type Response = Wire;
+    type ResponseStream = WatchStream<Wire>;
+    type Future = BoxFuture<'static, Result<Response<WatchStream<Wire>>, Status>>;
+    fn call(&mut self, request: Request<pb::WatchGameRequest>) -> Self::Future {
+        let api = self.0.clone();
+        Box::pin(async move { game_service::watch_game_wire(&api, request).await })
+    }
+}
+
+/// `GameService`: the generated server, except `WatchGame` (see the module docs).
+#[derive(Debug, Clone)]
+pub struct GameRoutes {
+    inner: GameServiceServer<GameApi>,
+    api: GameApi,
+    max_message_size: usize,
+}
+
+impl GameRoutes {
+    /// Serves `api`, with messages of at most `max_message_size` bytes either way.
+    #[must_use]
+    pub fn new(api: GameApi, max_message_size: usize) -> GameRoutes {
+        GameRoutes {
+            inner: GameServiceServer::new(api.clone())
+                .max_decoding_message_size(max_message_size)
+                .max_encoding_message_size(max_message_size),
+            api,
+            max_message_size,
+        }
+    }
+}
+
+impl NamedService for GameRoutes {
+    const NAME: &'static str = <GameServiceServer<GameApi> as NamedService>::NAME;
+}
+
+impl tower::Service<http::Request<tonic::body::Body>> for GameRoutes {
+    type Response = http::Response<tonic::body::Body>;
+    type Error = Infallible;
+    type Future = BoxFuture<'static, Result<Self::Response, Infallible>>;
+
+    fn poll_ready(&mut self, _cx: &mut Context<'_>) -> Poll<Result<(), Infallible>> {
+        Poll::Ready(Ok(()))
+    }
+
+    fn call(&mut self, request: http::Request<tonic::body::Body>) -> Self::Future {
+        if request.uri().path() != WATCH_GAME {
+            return self.inner.call(request);
+        }
+        let method = WatchGameWire(self.api.clone());
+        let max = self.max_message_size;
+        Box::pin(async move {
+            let mut grpc = Grpc::new(WireCodec).apply_max_message_size_config(Some(max), Some(max));
+            Ok(grpc.server_streaming(method, request).await)
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::SystemTime;
+
+    use super::*;
+    use crate::domain::{GameEventKind, GameId};
+
+    #[test]
+    fn an_event_is_encoded_once_and_decodes_as_converted() {
+        let event = Arc::new(GameEvent {
+            game_id: GameId::generate(),
+            sequence: 7,
+            time: SystemTime::now(),
+            kind: GameEventKind::TurnStarted {
+                player: oanquan_rules::Player::Second,
+                ply: 6,
+                refill: None,
+            },
+        });
+        let first = encoded_event(&event);
+        let again = encoded_event(&event);
+        assert_eq!(first.as_ptr(), again.as_ptr(), "shared, not re-encoded");
+        let decoded = pb::WatchGameResponse::decode(first).unwrap();
+        assert_eq!(decoded.event, Some(convert::game_event_out(&event)));
+    }
+}
