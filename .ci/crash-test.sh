@@ -45,9 +45,23 @@ start_server() {
 
 for round in $(seq "$rounds"); do
   start_server
-  "$driver" --addr "$addr" --journal "$journal" &
+  rm -f "$work/ready"
+  "$driver" --addr "$addr" --journal "$journal" --ready-file "$work/ready" &
   driver_pid=$!
-  # A random moment between 1 and 4 seconds into the round.
+  # The kill must fall in the load, not in the verification of earlier rounds' games, which
+  # takes longer each round and longer still on a busy machine.
+  for _ in $(seq 1200); do
+    if [[ -e $work/ready ]] || ! kill -0 "$driver_pid" 2>/dev/null; then break; fi
+    sleep 0.1
+  done
+  if [[ ! -e $work/ready ]]; then
+    kill -KILL "$driver_pid" 2>/dev/null || true
+    wait "$driver_pid" || true
+    echo "crash-test: round $round: the driver failed or timed out verifying; server log:" >&2
+    tail -n 50 "$work/server.log" >&2
+    exit 1
+  fi
+  # A random moment between 1 and 4 seconds into the load.
   sleep "$((1 + RANDOM % 3)).$((RANDOM % 10))"
   kill -KILL "$pid"
   wait "$pid" 2>/dev/null || true

@@ -3,7 +3,7 @@
 //! checks the journal against the server.
 //!
 //! ```text
-//! crash_driver --addr 127.0.0.1:50051 --journal journal.json [--verify-only]
+//! crash_driver --addr 127.0.0.1:50051 --journal journal.json [--verify-only] [--ready-file F]
 //! ```
 //!
 //! Each run first verifies the journal (if any) against the server:
@@ -53,6 +53,10 @@ struct Args {
     /// Verify only; then play one move in each unfinished game to prove the tokens work.
     #[arg(long)]
     verify_only: bool,
+    /// Created once the journal is verified, so that the crash test starts its kill timer only
+    /// when the load starts: verifying a long journal may itself take seconds on a busy machine.
+    #[arg(long)]
+    ready_file: Option<PathBuf>,
 }
 
 #[derive(Debug, Default, Serialize, Deserialize)]
@@ -561,6 +565,9 @@ async fn run(args: Args) -> Result<String, String> {
     let verified_moves: usize = journal.games.iter().map(|g| g.acked.len()).sum();
     if failures.count() > 0 {
         return Err(format!("{} verification failures", failures.count()));
+    }
+    if let Some(path) = &args.ready_file {
+        std::fs::write(path, b"verified\n").map_err(|e| format!("ready file: {e}"))?;
     }
     // Moves stored but not acknowledged (in flight at the kill) are now known: adopt them.
     for (index, stored) in &resume {
