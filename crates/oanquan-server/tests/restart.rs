@@ -322,3 +322,31 @@ fn the_binary_refuses_a_bad_database_before_listening() {
     assert!(stderr.contains("--database"), "says what to do: {stderr}");
     assert_untouched(&path, &bytes);
 }
+
+#[tokio::test]
+async fn a_second_server_on_the_same_database_is_refused_until_the_first_stops() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("shared.db");
+    let first = start(on_disk(&path)).await;
+    let mut client = first.games().await;
+    let (game, _) = create(&mut client, "standard").await;
+    let bytes = std::fs::read(&path).unwrap();
+
+    let error = refused(&path).await;
+    assert!(matches!(error, OpenError::Locked { .. }), "{error}");
+    let message = error.to_string();
+    assert!(
+        message.contains("another oanquan-server")
+            && message.contains(&format!("(pid {})", std::process::id())),
+        "{message}"
+    );
+    assert_untouched(&path, &bytes);
+    // The first server carries on.
+    assert_eq!(get(&mut client, &game.id).await.id, game.id);
+
+    first.stop().await.unwrap();
+    let second = start(on_disk(&path)).await;
+    let mut client = second.games().await;
+    assert_eq!(get(&mut client, &game.id).await.id, game.id);
+    second.stop().await.unwrap();
+}

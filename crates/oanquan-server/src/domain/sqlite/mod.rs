@@ -23,10 +23,12 @@
 //!
 //! # One server per file
 //!
-//! Optimistic concurrency is checked inside the transaction, so two processes on one file
-//! cannot corrupt it, but only the process that commits tells its own watchers (and a game
-//! changed by the other process costs one conflict and a fresh read here); a shared,
-//! multi-node deployment is what the PostgreSQL seam in [`GameStore`]'s docs is for.
+//! A store holds an exclusive lock on `<database>.lock` while it is open (see
+//! `schema::lock`): a second server on the same file is refused at start. Optimistic
+//! concurrency is also checked inside every transaction, so even without the lock (a filesystem
+//! without `flock`) two processes could not corrupt the file, but each would tell only its own
+//! watchers; a shared, multi-node deployment is what the PostgreSQL seam in [`GameStore`]'s
+//! docs is for.
 
 mod codec;
 mod schema;
@@ -88,6 +90,8 @@ pub struct SqliteStore {
     thread: Option<thread::JoinHandle<()>>,
     readers: Arc<Readers>,
     cache: Cache,
+    /// Dropped after `drop` has joined the writer, so it outlives every write.
+    _lock: schema::FileLock,
 }
 
 impl fmt::Debug for SqliteStore {
@@ -120,6 +124,7 @@ impl SqliteStore {
     /// a file is left unchanged.
     pub fn open(path: impl AsRef<Path>) -> Result<SqliteStore, OpenError> {
         let path = path.as_ref().to_owned();
+        let lock = schema::lock(&path)?;
         let conn = schema::open_writer(&path)?;
         check_unfinished(&conn, &path)?;
         let (writer, jobs) = mpsc::channel();
@@ -142,6 +147,7 @@ impl SqliteStore {
             writer: Some(writer),
             thread: Some(thread),
             cache,
+            _lock: lock,
         })
     }
 

@@ -124,6 +124,16 @@ pub enum OpenError {
         source: rusqlite::Error,
     },
     /// The operating system refused something (a thread, a file).
+    #[error(
+        "{path}: another oanquan-server{holder} is using this database (it holds {lock}). \
+         Nothing was changed. Stop that server first, or point --database at another file"
+    )]
+    Locked {
+        path: PathBuf,
+        lock: PathBuf,
+        /// " (pid N)" when the holder wrote its pid, else empty.
+        holder: String,
+    },
     #[error("{path}: {context}: {source}")]
     Io {
         /// The file.
@@ -159,6 +169,75 @@ impl OpenError {
             }
         }
     }
+}
+
+/// An exclusive lock on `<database>.lock`, held for as long as the store is open.
+///
+/// Two servers on one file would not corrupt it (every commit checks its expected sequence in
+/// its transaction) but each would tell only its own watchers about its own moves, so a second
+/// server is refused at start instead. `flock` locks belong to the open file, so the kernel
+/// releases this one when the process dies, even by SIGKILL: a stale lock file is harmless and
+/// is never deleted (deleting lock files races with the next server taking them). A separate
+/// file rather than the database itself, because closing any descriptor of the database would
+/// drop SQLite's own POSIX locks on it.
+#[derive(Debug)]
+pub(super) struct FileLock {
+    _file: std::fs::File,
+}
+
+/// Takes the database's lock without waiting.
+///
+/// # Errors
+///
+/// [`OpenError::Locked`] if another store (in this process or another) holds it.
+pub(super) fn lock(path: &Path) -> Result<FileLock, OpenError> {
+    let mut lock_path = path.as_os_str().to_owned();
+    lock_path.push(".lock");
+    let lock_path = PathBuf::from(lock_path);
+    let io = |context| {
+        let path = path.to_owned();
+        move |source| OpenError::Io {
+            path,
+            context,
+            source,
+        }
+    };
+    let mut file = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create(true)
+        .truncate(false)
+        .open(&lock_path)
+        .map_err(io("opening the lock file"))?;
+    #[cfg(unix)]
+    {
+        use std::io::{Read as _, Seek as _, Write as _};
+        use rustix::fs::{FlockOperation, flock};
+        if let Err(errno) = flock(&file, FlockOperation::NonBlockingLockExclusive) {
+            if errno != rustix::io::Errno::WOULDBLOCK {
+                return Err(io("locking the lock file")(errno.into()));
+            }
+            let mut pid = String::new();
+            let _ = file.read_to_string(&mut pid);
+            let pid = pid.trim();
+            let holder = if !pid.is_empty() && pid.bytes().all(|b| b.is_ascii_digit()) {
+                format!(" (pid {pid})")
+            } else {
+                String::new()
+            };
+            return Err(OpenError::Locked {
+                path: path.to_owned(),
+                lock: lock_path,
+                holder,
+            });
+        }
+        // For the message above only; the lock is what counts.
+        let _ = file
+            .set_len(0)
+            .and_then(|()| file.rewind())
+            .and_then(|()| writeln!(file, "{}", std::process::id()));
+    }
+    Ok(FileLock { _file: file })
 }
 
 /// How long a connection waits for another one's lock before failing.
