@@ -29,7 +29,16 @@ there, so you can stop the client and come back to a game later.
 CONNECTIONS
     `play` and `watch` follow the game's event stream. When the connection drops they reconnect \
 with exponential backoff (capped at 10 s, jittered) and resume after the last event they saw: \
-no move is missed and none is shown twice.";
+no move is missed and none is shown twice.
+
+TLS
+    `--server https://HOST:PORT` connects with TLS (rustls), `http://HOST:PORT` or a bare \
+HOST:PORT in cleartext. A server certificate from a public CA is trusted as it is (Mozilla's \
+root certificates are built in; the system's store is not read). For a self-signed certificate \
+or a private CA, pass the CA certificate with --ca-cert FILE (PEM); it implies TLS for a bare \
+HOST:PORT and contradicts http://. The host in the address must be a name (or IP address) the \
+server's certificate lists. A certificate that is not trusted or not valid for the name fails \
+with exit code 69 and says so.";
 
 const AFTER_LONG_HELP: &str = "\
 EXAMPLES:
@@ -47,6 +56,8 @@ EXAMPLES:
         oanquan watch 7fq3k2 --json | jq .type
     Another server:
         OANQUAN_SERVER=http://games.example:50051 oanquan list
+    A server with TLS, its certificate self-signed or from a private CA:
+        oanquan --server https://games.example:443 --ca-cert ca.pem list
 
 ";
 
@@ -70,7 +81,8 @@ pub struct Cli {
 /// Options shared by every subcommand.
 #[derive(Debug, Args)]
 pub struct Global {
-    /// Server address (plain HTTP/2 gRPC).
+    /// Server address: https://HOST:PORT for TLS; http://HOST:PORT or HOST:PORT for cleartext
+    /// HTTP/2.
     #[arg(
         long,
         global = true,
@@ -79,6 +91,11 @@ pub struct Global {
         value_name = "URL"
     )]
     pub server: String,
+
+    /// Also trust this PEM CA certificate for TLS (a self-signed server certificate, a private
+    /// CA). Implies TLS for a bare HOST:PORT; an error with http://.
+    #[arg(long, global = true, env = "OANQUAN_CA_CERT", value_name = "FILE")]
+    pub ca_cert: Option<PathBuf>,
 
     /// Directory of the token file [default: $XDG_CONFIG_HOME/oanquan or ~/.config/oanquan].
     #[arg(long, global = true, env = "OANQUAN_CONFIG_DIR", value_name = "DIR")]
@@ -399,6 +416,9 @@ mod tests {
             "EXIT CODES:",
             "69  server unavailable",
             "OANQUAN_SERVER",
+            "--ca-cert <FILE>",
+            "OANQUAN_CA_CERT",
+            "oanquan --server https://",
         ] {
             assert!(help.contains(needle), "missing {needle:?} in:\n{help}");
         }
@@ -418,6 +438,7 @@ mod tests {
         .expect("parses");
         assert_eq!(cli.global.server, "http://x:1");
         assert!(cli.global.json);
+        assert_eq!(cli.global.ca_cert, None);
         match cli.command {
             Command::Watch(w) => {
                 assert_eq!(w.game, "g1");
@@ -425,6 +446,17 @@ mod tests {
             }
             other => panic!("{other:?}"),
         }
+        let cli = Cli::try_parse_from([
+            "oanquan",
+            "--server",
+            "https://h:1",
+            "presets",
+            "--ca-cert",
+            "ca.pem",
+        ])
+        .expect("parses");
+        assert_eq!(cli.global.ca_cert, Some(PathBuf::from("ca.pem")));
+        assert!(Cli::try_parse_from(["oanquan", "presets", "--ca-cert"]).is_err());
         let cli =
             Cli::try_parse_from(["oanquan", "show", "g", "--view", "second"]).expect("parses");
         assert!(matches!(

@@ -1,12 +1,14 @@
-//! Connecting to the server.
+//! Connecting to the server: cleartext HTTP/2 or TLS, decided once from the global flags.
 
+use std::path::Path;
 use std::time::Duration;
 
 use oanquan_proto::v1::game_service_client::GameServiceClient;
 use oanquan_proto::v1::rules_service_client::RulesServiceClient;
-use tonic::transport::{Channel, Endpoint};
+use tonic::transport::{Certificate, Channel, ClientTlsConfig, Endpoint};
 
 use crate::error::{CliError, code};
+use crate::tokens::normalize_server;
 
 /// The two service clients over one HTTP/2 connection.
 #[derive(Debug, Clone)]
@@ -19,35 +21,177 @@ pub struct Clients {
 /// are not bounded by this (they live as long as the game), only by the HTTP/2 keepalive below.
 const REQUEST_TIMEOUT: Duration = Duration::from_secs(15);
 
-fn endpoint(server: &str) -> Result<Endpoint, CliError> {
-    let uri = if server.contains("://") {
-        server.to_owned()
-    } else {
-        // `host:port` is what people type; tonic wants a URI.
-        format!("http://{server}")
+/// TCP connect, then (with TLS) the handshake: each bounded, so that a server that accepts and
+/// then says nothing cannot keep the client waiting.
+const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
+const TLS_HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// The server and how to talk to it, built once from `--server` and `--ca-cert` so that every
+/// connection (the first, and each reconnect of `play` and `watch`) uses the same settings.
+#[derive(Debug, Clone)]
+pub struct Server {
+    /// `--server` as given, normalised: the token file's key and the name in messages. A bare
+    /// `host:port` stays bare here even when `--ca-cert` makes it TLS, so tokens stored before
+    /// keep working.
+    pub name: String,
+    endpoint: Endpoint,
+    tls: bool,
+}
+
+/// The scheme `--server` was given with.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Scheme {
+    Http,
+    Https,
+    /// `host:port`: cleartext, or TLS with `--ca-cert`.
+    Bare,
+}
+
+/// Splits `--server` into its scheme and the `host:port` after it.
+fn split_scheme(server: &str) -> Result<(Scheme, &str), CliError> {
+    let Some((scheme, rest)) = server.split_once("://") else {
+        return Ok((Scheme::Bare, server));
     };
-    let endpoint = Endpoint::from_shared(uri).map_err(|e| {
-        CliError::new(
+    if scheme.eq_ignore_ascii_case("http") {
+        Ok((Scheme::Http, rest))
+    } else if scheme.eq_ignore_ascii_case("https") {
+        Ok((Scheme::Https, rest))
+    } else {
+        Err(CliError::new(
             code::USAGE,
-            format!("--server `{server}` is not a valid address: {e}"),
+            format!("--server `{server}`: use http://HOST:PORT, https://HOST:PORT or HOST:PORT"),
+        ))
+    }
+}
+
+impl Server {
+    /// Checks the flags and, with TLS, reads the CA certificate.
+    ///
+    /// # Errors
+    ///
+    /// [`code::USAGE`]: an address that is not one, `--ca-cert` with an `http://` address, or a
+    /// CA file that cannot be read or holds no valid PEM certificate.
+    pub fn new(server: &str, ca_cert: Option<&Path>) -> Result<Self, CliError> {
+        let name = normalize_server(server);
+        let (scheme, host_port) = split_scheme(&name)?;
+        let tls = match (scheme, ca_cert) {
+            (Scheme::Http, Some(ca)) => {
+                return Err(CliError::new(
+                    code::USAGE,
+                    format!(
+                        "--ca-cert {} is for TLS, but --server `{name}` asks for cleartext: \
+                         use https://{host_port}, or drop --ca-cert (OANQUAN_CA_CERT)",
+                        ca.display()
+                    ),
+                ));
+            }
+            (Scheme::Https, _) | (Scheme::Bare, Some(_)) => true,
+            (Scheme::Http | Scheme::Bare, None) => false,
+        };
+        let uri = format!("{}://{host_port}", if tls { "https" } else { "http" });
+        let mut endpoint = Endpoint::from_shared(uri).map_err(|e| {
+            CliError::new(
+                code::USAGE,
+                format!("--server `{name}` is not a valid address: {e}"),
+            )
+        })?;
+        if tls {
+            // Mozilla's roots for servers with a public certificate, plus --ca-cert for a
+            // self-signed one or a private CA.
+            let mut config = ClientTlsConfig::new()
+                .with_webpki_roots()
+                .timeout(TLS_HANDSHAKE_TIMEOUT);
+            if let Some(path) = ca_cert {
+                config = config.ca_certificate(read_ca_cert(path)?);
+            }
+            endpoint = endpoint.tls_config(config).map_err(|e| {
+                CliError::new(
+                    code::USAGE,
+                    format!("--server `{name}`: cannot set up TLS: {}", error_chain(&e)),
+                )
+            })?;
+        }
+        let endpoint = endpoint
+            .connect_timeout(CONNECT_TIMEOUT)
+            // A half-open connection (a cable pulled, a proxy gone) would otherwise leave a watch
+            // waiting forever; pings notice it within about 20 seconds.
+            .http2_keep_alive_interval(Duration::from_secs(10))
+            .keep_alive_timeout(Duration::from_secs(10))
+            .keep_alive_while_idle(true)
+            .tcp_nodelay(true);
+        Ok(Self {
+            name,
+            endpoint,
+            tls,
+        })
+    }
+
+    /// A failed connection, with what to do about it where the error says.
+    fn connect_error(&self, err: &tonic::transport::Error) -> CliError {
+        let detail = error_chain(err);
+        let hint = connect_hint(self.tls, &detail).map_or(String::new(), |h| format!(" ({h})"));
+        CliError::unavailable(&self.name, format!("{detail}{hint}"))
+    }
+}
+
+/// Reads a PEM CA certificate for `--ca-cert`; a file without one is refused here rather than
+/// left to fail every handshake later with "unknown issuer".
+fn read_ca_cert(path: &Path) -> Result<Certificate, CliError> {
+    let usage =
+        |what: String| CliError::new(code::USAGE, format!("--ca-cert {}: {what}", path.display()));
+    let pem = std::fs::read(path).map_err(|e| usage(format!("cannot read it: {e}")))?;
+    let text = String::from_utf8_lossy(&pem);
+    if !text.contains("-----BEGIN CERTIFICATE-----") {
+        return Err(usage(
+            "no PEM certificate in it (a block starting -----BEGIN CERTIFICATE-----)".into(),
+        ));
+    }
+    let certificate = Certificate::from_pem(pem);
+    // tonic parses the PEM only when a TLS configuration is built: build a throwaway one, so
+    // that a damaged file is reported as such.
+    Endpoint::from_static("https://localhost")
+        .tls_config(ClientTlsConfig::new().ca_certificate(certificate.clone()))
+        .map_err(|e| usage(format!("not a valid PEM certificate: {}", error_chain(&e))))?;
+    Ok(certificate)
+}
+
+/// What a person can do about a failed connection, recognised from rustls's error text (tonic
+/// does not expose the TLS error types).
+fn connect_hint(tls: bool, detail: &str) -> Option<&'static str> {
+    if !tls {
+        return None;
+    }
+    if detail.contains("certificate not valid for name") || detail.contains("NotValidForName") {
+        Some(
+            "the server's certificate is for another name: connect by a name it lists, \
+             https://NAME:PORT",
         )
-    })?;
-    Ok(endpoint
-        .connect_timeout(Duration::from_secs(5))
-        // A half-open connection (a cable pulled, a proxy gone) would otherwise leave a watch
-        // waiting forever; pings notice it within about 20 seconds.
-        .http2_keep_alive_interval(Duration::from_secs(10))
-        .keep_alive_timeout(Duration::from_secs(10))
-        .keep_alive_while_idle(true)
-        .tcp_nodelay(true))
+    } else if detail.contains("CaUsedAsEndEntity") {
+        // What `openssl req -x509` makes by default (basicConstraints CA:TRUE); rustls, unlike
+        // some other clients, refuses it as a server's own certificate, trusted or not.
+        Some(
+            "the server presents a CA certificate (CA:TRUE) as its own, which this client \
+             refuses: give the server a certificate without CA:TRUE, e.g. one issued by that CA",
+        )
+    } else if detail.contains("invalid peer certificate") {
+        Some(
+            "the server's TLS certificate is not trusted; if it is self-signed or from a \
+             private CA, pass that CA certificate with --ca-cert FILE",
+        )
+    } else if detail.contains("received corrupt message") || detail.contains("InvalidContentType") {
+        Some("the server does not seem to speak TLS; try http://HOST:PORT")
+    } else {
+        None
+    }
 }
 
 /// Opens a connection. Failing to connect is exit code 69.
-pub async fn connect(server: &str) -> Result<Clients, CliError> {
-    let channel = endpoint(server)?
+pub async fn connect(server: &Server) -> Result<Clients, CliError> {
+    let channel = server
+        .endpoint
         .connect()
         .await
-        .map_err(|e| CliError::unavailable(server, error_chain(&e)))?;
+        .map_err(|e| server.connect_error(&e))?;
     Ok(Clients {
         games: GameServiceClient::new(channel.clone()),
         rules: RulesServiceClient::new(channel),
@@ -94,14 +238,105 @@ pub fn error_chain(err: &dyn std::error::Error) -> String {
 mod tests {
     use super::*;
 
+    /// `(tls, name)` of a `Server`, or the exit code and message of its error.
+    fn server(address: &str, ca: Option<&Path>) -> Result<(bool, String), (u8, String)> {
+        Server::new(address, ca)
+            .map(|s| (s.tls, s.name))
+            .map_err(|e| (e.code, e.message))
+    }
+
+    fn usage_error(address: &str, ca: Option<&Path>) -> String {
+        match server(address, ca) {
+            Err((code::USAGE, message)) => message,
+            other => panic!("{address} {ca:?}: {other:?}"),
+        }
+    }
+
+    fn ca_file(dir: &Path, name: &str, contents: &str) -> std::path::PathBuf {
+        let path = dir.join(name);
+        std::fs::write(&path, contents).expect("write");
+        path
+    }
+
     #[test]
-    fn accepts_bare_host_port() {
-        assert!(endpoint("127.0.0.1:50051").is_ok());
-        assert!(endpoint("http://[::1]:1").is_ok());
+    fn scheme_decides_tls() {
+        for (address, tls, name) in [
+            ("127.0.0.1:50051", false, "127.0.0.1:50051"),
+            ("http://[::1]:1", false, "http://[::1]:1"),
+            (" http://host:1/ ", false, "http://host:1"),
+            ("HTTP://host:1", false, "HTTP://host:1"),
+            ("https://localhost:443", true, "https://localhost:443"),
+            ("https://127.0.0.1:1/", true, "https://127.0.0.1:1"),
+        ] {
+            assert_eq!(
+                server(address, None),
+                Ok((tls, name.to_owned())),
+                "{address}"
+            );
+        }
+        assert!(usage_error("http://exa mple", None).contains("not a valid address"));
+        assert!(usage_error("ftp://host:1", None).contains("https://HOST:PORT"));
+    }
+
+    #[test]
+    fn ca_cert_implies_tls_and_contradicts_http() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let key = rcgen::generate_simple_self_signed(vec!["localhost".to_owned()]).expect("cert");
+        let ca = ca_file(dir.path(), "ca.pem", &key.cert.pem());
+        // A bare host:port with a CA is TLS, and keeps its name (the token file's key).
         assert_eq!(
-            endpoint("http://exa mple").map(|_| ()).map_err(|e| e.code),
-            Err(code::USAGE)
+            server("localhost:7", Some(&ca)),
+            Ok((true, "localhost:7".to_owned()))
         );
+        assert_eq!(
+            server("https://localhost:7", Some(&ca)),
+            Ok((true, "https://localhost:7".to_owned()))
+        );
+        let message = usage_error("http://localhost:7", Some(&ca));
+        assert!(message.contains("https://localhost:7"), "{message}");
+        assert!(message.contains("--ca-cert"), "{message}");
+        // Checked before the file is read.
+        let message = usage_error("http://localhost:7", Some(&dir.path().join("missing.pem")));
+        assert!(message.contains("cleartext"), "{message}");
+    }
+
+    #[test]
+    fn unusable_ca_files_are_usage_errors() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let missing = dir.path().join("missing.pem");
+        let message = usage_error("https://localhost:7", Some(&missing));
+        assert!(message.contains("missing.pem: cannot read it"), "{message}");
+
+        let key = rcgen::generate_simple_self_signed(vec!["localhost".to_owned()]).expect("cert");
+        let key_only = ca_file(dir.path(), "key.pem", &key.signing_key.serialize_pem());
+        let message = usage_error("localhost:7", Some(&key_only));
+        assert!(message.contains("no PEM certificate"), "{message}");
+
+        let damaged = ca_file(
+            dir.path(),
+            "damaged.pem",
+            "-----BEGIN CERTIFICATE-----\nnot base64 at all!\n-----END CERTIFICATE-----\n",
+        );
+        let message = usage_error("localhost:7", Some(&damaged));
+        assert!(message.contains("not a valid PEM certificate"), "{message}");
+    }
+
+    #[test]
+    fn handshake_failures_name_the_fix() {
+        let unknown = "transport error: invalid peer certificate: UnknownIssuer";
+        assert!(connect_hint(true, unknown).is_some_and(|h| h.contains("--ca-cert FILE")));
+        let name = "transport error: invalid peer certificate: certificate not valid for name \
+                    \"127.0.0.1\"; certificate is only valid for DnsName(\"localhost\")";
+        assert!(connect_hint(true, name).is_some_and(|h| h.contains("another name")));
+        let ca = "transport error: invalid peer certificate: Other(OtherError(CaUsedAsEndEntity))";
+        assert!(connect_hint(true, ca).is_some_and(|h| h.contains("CA:TRUE")));
+        let cleartext = "transport error: received corrupt message of type InvalidContentType";
+        assert!(connect_hint(true, cleartext).is_some_and(|h| h.contains("http://")));
+        assert_eq!(
+            connect_hint(true, "Connection refused (os error 111)"),
+            None
+        );
+        assert_eq!(connect_hint(false, unknown), None);
     }
 
     #[test]

@@ -50,7 +50,7 @@ fn record_seat(
 ) -> Result<String, CliError> {
     let game = game.ok_or_else(|| CliError::bad_answer(&format!("{verb} without a game")))?;
     store.put(Entry {
-        server: ctx.server.clone(),
+        server: ctx.server.name.clone(),
         game_id: game.id.clone(),
         seat: seat.name().to_owned(),
         token,
@@ -253,7 +253,7 @@ pub async fn show(ctx: &Context, clients: &mut Clients, args: &ShowArgs) -> Resu
     let mine = ctx
         .token_store()
         .ok()
-        .and_then(|s| s.get(&ctx.server, &game.id).ok().flatten())
+        .and_then(|s| s.get(&ctx.server.name, &game.id).ok().flatten())
         .and_then(|e| e.seat.parse::<Side>().ok());
     let bottom = args.view.or(mine).unwrap_or(Side::First);
     let position = game.position.clone().unwrap_or_default();

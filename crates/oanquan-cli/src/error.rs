@@ -44,7 +44,8 @@ EXIT CODES:
     4   rejected by the game's state (seat taken, game over, not started, illegal move)
     5   no stored token for the game, or the server refused it
     6   `play`: input ended before the game did
-    69  server unavailable (cannot connect, connection lost and --give-up elapsed)
+    69  server unavailable (cannot connect, TLS certificate refused, connection lost
+        and --give-up elapsed)
     75  server limit reached (too many games or watchers); retry later";
 
 /// A failure with the exit code it should produce.
@@ -67,6 +68,19 @@ impl CliError {
     /// Maps a gRPC status to an exit code and a message. `what` names the request, for context
     /// ("join game abc").
     pub fn from_status(what: &str, status: &tonic::Status) -> Self {
+        if broken_connection(status) {
+            let detail = match std::error::Error::source(status) {
+                Some(source) => crate::client::error_chain(source),
+                None => status.message().to_owned(),
+            };
+            return Self::new(
+                code::UNAVAILABLE,
+                format!(
+                    "{what}: the connection failed ({detail}); if the server uses TLS, connect \
+                     with --server https://HOST:PORT"
+                ),
+            );
+        }
         let reason = error_reason(status);
         let code = match status.code() {
             Code::NotFound => code::NOT_FOUND,
@@ -116,6 +130,23 @@ impl fmt::Display for CliError {
 
 impl std::error::Error for CliError {}
 
+/// A status that tonic made up on this side because the connection broke, rather than one the
+/// server sent: UNKNOWN or INTERNAL carrying the transport error as its source or worded
+/// "h2 protocol error: ..." (a server's status, read from trailers, has neither), or CANCELLED
+/// (hyper's "operation was canceled": the connection closed before the request went out; this
+/// client never cancels a request itself). The usual cause is a cleartext client talking to a
+/// TLS server: the TLS alert it gets back is no HTTP/2 frame.
+fn broken_connection(status: &tonic::Status) -> bool {
+    match status.code() {
+        Code::Cancelled => true,
+        Code::Unknown | Code::Internal => {
+            std::error::Error::source(status).is_some()
+                || status.message().starts_with("h2 protocol error")
+        }
+        _ => false,
+    }
+}
+
 /// The machine-readable reason of a failed call, if the server attached one (ErrorInfo in the
 /// status details, domain "oanquan.v1").
 pub fn error_reason(status: &tonic::Status) -> Option<ErrorReason> {
@@ -161,6 +192,19 @@ mod tests {
             assert_eq!(err.code, exit, "{status_code:?}");
             assert_eq!(err.message, "x: m");
         }
+    }
+
+    #[test]
+    fn a_broken_connection_is_unavailable() {
+        let status = tonic::Status::unknown("h2 protocol error: http2 error");
+        let err = CliError::from_status("list presets", &status);
+        assert_eq!(err.code, code::UNAVAILABLE);
+        assert!(err.message.contains("https://"), "{}", err.message);
+        let status = tonic::Status::cancelled("operation was canceled");
+        assert_eq!(CliError::from_status("x", &status).code, code::UNAVAILABLE);
+        // The same words from the server, under another code, are the server's.
+        let status = tonic::Status::invalid_argument("h2 protocol error: x");
+        assert_eq!(CliError::from_status("x", &status).code, code::USAGE);
     }
 
     #[test]

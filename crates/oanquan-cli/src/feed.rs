@@ -14,7 +14,7 @@ use oanquan_proto::v1::{GameEvent, GameStatus, WatchGameRequest, game_event};
 use tokio::sync::mpsc;
 use tonic::Code;
 
-use crate::client::error_chain;
+use crate::client::{Server, error_chain};
 use crate::error::{CliError, code};
 
 /// What the feed hands to its consumer.
@@ -55,7 +55,7 @@ pub fn backoff(attempt: u32, jitter: f64) -> Duration {
 
 /// Starts the feed for `game_id`; it runs until the game is over, a fatal error, or the
 /// receiver is dropped.
-pub fn spawn(server: String, game_id: String, options: FeedOptions) -> mpsc::Receiver<FeedItem> {
+pub fn spawn(server: Server, game_id: String, options: FeedOptions) -> mpsc::Receiver<FeedItem> {
     let (tx, rx) = mpsc::channel(64);
     tokio::spawn(async move {
         Feed {
@@ -73,7 +73,7 @@ pub fn spawn(server: String, game_id: String, options: FeedOptions) -> mpsc::Rec
 }
 
 struct Feed {
-    server: String,
+    server: Server,
     game_id: String,
     options: FeedOptions,
     tx: mpsc::Sender<FeedItem>,
@@ -119,7 +119,7 @@ impl Feed {
                 && since.elapsed() >= limit
             {
                 let err = CliError::unavailable(
-                    &self.server,
+                    &self.server.name,
                     format!("{why}; gave up after {} s", limit.as_secs()),
                 );
                 let _ = self.tx.send(FeedItem::Fatal(err)).await;
@@ -261,7 +261,7 @@ mod tests {
         let (tx, rx) = mpsc::channel(4);
         (
             Feed {
-                server: "s".into(),
+                server: Server::new("s:1", None).expect("valid"),
                 game_id: "g".into(),
                 options: FeedOptions { give_up: None },
                 tx,

@@ -21,13 +21,13 @@ use clap::Parser as _;
 use crate::board::Style;
 use crate::cli::{Cli, Command};
 use crate::error::CliError;
-use crate::tokens::{TokenStore, normalize_server};
+use crate::tokens::TokenStore;
 
 /// What every subcommand needs to know about the invocation and the terminal.
 #[derive(Debug)]
 pub struct Context {
-    /// `--server`, normalised (the token file's key).
-    pub server: String,
+    /// `--server` and `--ca-cert`: where to connect and how (its `name` is the token file's key).
+    pub server: client::Server,
     pub json: bool,
     pub style: Style,
     pub stdout_tty: bool,
@@ -55,7 +55,7 @@ fn style(stdout_tty: bool, plain: bool) -> Style {
 async fn run(cli: Cli) -> Result<(), CliError> {
     let stdout_tty = std::io::stdout().is_terminal();
     let ctx = Context {
-        server: normalize_server(&cli.global.server),
+        server: client::Server::new(&cli.global.server, cli.global.ca_cert.as_deref())?,
         json: cli.global.json,
         style: style(stdout_tty, cli.global.plain),
         stdout_tty,

@@ -111,12 +111,12 @@ pub async fn play(
     display: &DisplayArgs,
 ) -> Result<(), CliError> {
     let store = ctx.token_store()?;
-    let entry = store.get(&ctx.server, game_id)?.ok_or_else(|| {
+    let entry = store.get(&ctx.server.name, game_id)?.ok_or_else(|| {
         CliError::new(
             code::AUTH,
             format!(
                 "you have no seat in game {game_id} on {} (no token in {}); take one with `oanquan join {game_id}`, or watch it with `oanquan watch {game_id}`",
-                ctx.server,
+                ctx.server.name,
                 store.path().display()
             ),
         )
