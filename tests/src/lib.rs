@@ -106,12 +106,32 @@ impl Server {
     ///
     /// As [`Server::start`].
     pub fn start_with(extra: &[&str]) -> Self {
-        let mut child = Command::new(&binaries().server)
-            .args(["--listen", "127.0.0.1:0", "--in-memory"])
+        let mut command = Command::new(&binaries().server);
+        command.args(extra).stderr(Stdio::inherit());
+        Self::spawn(command)
+    }
+
+    /// [`Server::start_with`] with `RUST_LOG=rust_log` and its log (stderr) written to `log`.
+    ///
+    /// # Panics
+    ///
+    /// As [`Server::start`], or if `log` cannot be created.
+    pub fn start_logged(extra: &[&str], rust_log: &str, log: &Path) -> Self {
+        let file = std::fs::File::create(log).expect("create the server log");
+        let mut command = Command::new(&binaries().server);
+        command
             .args(extra)
+            .env("RUST_LOG", rust_log)
+            .env("NO_COLOR", "1")
+            .stderr(file);
+        Self::spawn(command)
+    }
+
+    fn spawn(mut command: Command) -> Self {
+        let mut child = command
+            .args(["--listen", "127.0.0.1:0", "--in-memory"])
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
-            .stderr(Stdio::inherit())
             .spawn()
             .expect("spawn oanquan-server");
         let stdout = child.stdout.take().expect("server stdout");

@@ -1,0 +1,98 @@
+//! The server's log never contains a player token, at any log level: seat tokens are bearer
+//! secrets, and logs are read by more people (and systems) than the database is.
+
+use std::path::Path;
+
+use oanquan_e2e::{CliProcess, Lines, Server, config_dir, run_cli};
+use serde_json::Value;
+
+fn json_of(stdout: &str) -> Value {
+    serde_json::from_str(stdout).unwrap_or_else(|e| panic!("not JSON ({e}): {stdout}"))
+}
+
+/// Every token in a CLI token file.
+fn tokens_in(config: &Path) -> Vec<String> {
+    let file = std::fs::read(config.join("tokens.json")).expect("token file");
+    let file: Value = serde_json::from_slice(&file).expect("token file is JSON");
+    file["entries"]
+        .as_array()
+        .expect("entries")
+        .iter()
+        .map(|entry| entry["token"].as_str().expect("token").to_owned())
+        .collect()
+}
+
+/// Replaces every stored token with `token` (for the wrong-token attempt).
+fn overwrite_tokens(config: &Path, token: &str) {
+    let path = config.join("tokens.json");
+    let mut file: Value = serde_json::from_slice(&std::fs::read(&path).unwrap()).unwrap();
+    for entry in file["entries"].as_array_mut().unwrap() {
+        entry["token"] = Value::from(token);
+    }
+    std::fs::write(&path, serde_json::to_vec(&file).unwrap()).unwrap();
+}
+
+#[test]
+fn no_token_reaches_the_log_even_at_trace_level() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("server.log");
+    let server = Server::start_logged(&[], "trace", &log);
+    let url = server.url();
+    let (alice, bob) = (config_dir(), config_dir());
+
+    let created = run_cli(
+        &url,
+        alice.path(),
+        &["create", "--name", "alice", "--seat", "first", "--json"],
+    );
+    assert_eq!(created.code, Some(0), "{created:?}");
+    let id = json_of(&created.stdout)["game_id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let joined = run_cli(&url, bob.path(), &["join", &id, "--name", "bob", "--json"]);
+    assert_eq!(joined.code, Some(0), "{joined:?}");
+    let mut tokens = tokens_in(alice.path());
+    tokens.extend(tokens_in(bob.path()));
+    assert_eq!(tokens.len(), 2);
+
+    // One move with the right token, through the authorised PlayMove path.
+    let (tx, mut lines) = Lines::new();
+    let mut play = CliProcess::spawn("alice", &url, alice.path(), &["play", &id], &tx);
+    let legal = lines.expect("alice", |l| l.starts_with("legal moves: "));
+    let first = legal
+        .strip_prefix("legal moves: ")
+        .and_then(|l| l.split_whitespace().next())
+        .expect("a legal move")
+        .to_owned();
+    lines.expect("alice", |l| l == "your move");
+    play.send(&first);
+
+    // Bob with a token that is not his: his resignation is refused, and the refusal is logged
+    // without the token. His prompt also shows that Alice's move was played.
+    let wrong = format!("{}x", tokens[1]);
+    overwrite_tokens(bob.path(), &wrong);
+    tokens.push(wrong);
+    let mut bob_play = CliProcess::spawn("bob", &url, bob.path(), &["play", &id], &tx);
+    lines.expect("bob", |l| l == "your move");
+    bob_play.send("resign");
+    lines.expect("bob", |l| l.starts_with("error:"));
+    // Neither reads stdin on the other's turn, so they are stopped rather than told EOF.
+    drop((play, bob_play));
+
+    drop(server);
+    let text = std::fs::read_to_string(&log).unwrap();
+    // The log level took effect (so this test would see a token if one were logged).
+    assert!(
+        text.lines().count() > 50 && text.contains("TRACE") && text.contains(&id),
+        "expected a trace-level log mentioning the game:\n{}",
+        &text[..text.len().min(2000)]
+    );
+    for token in &tokens {
+        assert!(
+            !text.contains(token.as_str()),
+            "a token is in the server log at line {:?}",
+            text.lines().find(|l| l.contains(token.as_str()))
+        );
+    }
+}
