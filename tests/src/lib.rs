@@ -14,6 +14,7 @@
 //!
 //! Every child is killed when its handle is dropped, so a failing test leaves no process behind.
 
+use std::collections::{HashMap, HashSet};
 use std::io::{BufRead as _, BufReader, Read, Write as _};
 use std::net::{Shutdown, SocketAddr, TcpListener, TcpStream};
 use std::path::{Path, PathBuf};
@@ -491,4 +492,62 @@ impl Lcg {
         let idx = usize::try_from((self.0 >> 33) % items.len() as u64).unwrap_or(0);
         items.get(idx)
     }
+}
+
+/// Plays `play` processes until every process in `finishers` has printed `game over:`.
+///
+/// At each `your move` prompt, `answer(who, legal, lines)` says what to type, given the moves
+/// listed on that player's preceding `legal moves:` line. `hook` sees every line first (to cut
+/// a proxy, ...).
+///
+/// # Panics
+///
+/// If a prompt comes from a process not in `players`, or after 2,000 prompts (a game that does
+/// not end), or if no line arrives within [`STEP_TIMEOUT`].
+pub fn drive(
+    lines: &mut Lines,
+    players: &mut HashMap<String, CliProcess>,
+    finishers: &[&str],
+    mut answer: impl FnMut(&str, &[String], &Lines) -> String,
+    mut hook: impl FnMut(&Line),
+) {
+    let mut legal: HashMap<String, Vec<String>> = HashMap::new();
+    let mut finished: HashSet<String> = HashSet::new();
+    let mut prompts = 0;
+    while finishers.iter().any(|f| !finished.contains(*f)) {
+        let line = lines.next_line();
+        hook(&line);
+        if line.stream != Stream::Stdout {
+            continue;
+        }
+        let text = line.text.as_str();
+        if let Some(list) = text.strip_prefix("legal moves: ") {
+            legal.insert(
+                line.who.clone(),
+                list.split_whitespace().map(str::to_owned).collect(),
+            );
+        } else if text == "your move" {
+            prompts += 1;
+            assert!(prompts < 2000, "game does not end:\n{}", lines.tail(60));
+            let moves = legal.remove(&line.who).unwrap_or_default();
+            let typed = answer(&line.who, &moves, lines);
+            players
+                .get_mut(&line.who)
+                .expect("a player prompts")
+                .send(&typed);
+        } else if text.starts_with("game over: ") {
+            finished.insert(line.who.clone());
+        }
+    }
+}
+
+/// One of `moves` at random, for [`drive`].
+///
+/// # Panics
+///
+/// If `moves` is empty (a prompt without legal moves), with the transcript's tail.
+pub fn random_move(rng: &mut Lcg, moves: &[String], lines: &Lines) -> String {
+    rng.pick(moves)
+        .unwrap_or_else(|| panic!("prompt without legal moves:\n{}", lines.tail(30)))
+        .clone()
 }

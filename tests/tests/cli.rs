@@ -1,9 +1,11 @@
 //! The `oanquan` CLI against a real `oanquan-server`, both as child processes.
 
-use std::collections::{BTreeMap, HashMap, HashSet};
+use std::collections::{BTreeMap, HashMap};
 use std::path::Path;
 
-use oanquan_e2e::{CliProcess, Lcg, Line, Lines, Proxy, Server, Stream, config_dir, run_cli};
+use oanquan_e2e::{
+    CliProcess, Lcg, Line, Lines, Proxy, Server, Stream, config_dir, random_move, run_cli,
+};
 use serde_json::Value;
 
 fn json_of(stdout: &str) -> Value {
@@ -41,41 +43,15 @@ fn drive(
     players: &mut HashMap<String, CliProcess>,
     finishers: &[&str],
     mut typos: HashMap<String, Vec<&str>>,
-    mut hook: impl FnMut(&Line),
+    hook: impl FnMut(&Line),
 ) {
     let mut rng = Lcg(7);
-    let mut legal: HashMap<String, Vec<String>> = HashMap::new();
-    let mut finished: HashSet<String> = HashSet::new();
-    let mut prompts = 0;
-    while finishers.iter().any(|f| !finished.contains(*f)) {
-        let line = lines.next_line();
-        hook(&line);
-        if line.stream != Stream::Stdout {
-            continue;
-        }
-        let text = line.text.as_str();
-        if let Some(list) = text.strip_prefix("legal moves: ") {
-            legal.insert(
-                line.who.clone(),
-                list.split_whitespace().map(str::to_owned).collect(),
-            );
-        } else if text == "your move" {
-            prompts += 1;
-            assert!(prompts < 2000, "game does not end:\n{}", lines.tail(60));
-            let player = players.get_mut(&line.who).expect("a player prompts");
-            if let Some(typo) = typos.get_mut(&line.who).and_then(Vec::pop) {
-                player.send(typo);
-                continue;
-            }
-            let moves = legal.remove(&line.who).unwrap_or_default();
-            let choice = rng
-                .pick(&moves)
-                .unwrap_or_else(|| panic!("prompt without legal moves:\n{}", lines.tail(30)));
-            player.send(choice);
-        } else if text.starts_with("game over: ") {
-            finished.insert(line.who.clone());
-        }
-    }
+    let answer =
+        |who: &str, moves: &[String], lines: &Lines| match typos.get_mut(who).and_then(Vec::pop) {
+            Some(typo) => typo.to_owned(),
+            None => random_move(&mut rng, moves, lines),
+        };
+    oanquan_e2e::drive(lines, players, finishers, answer, hook);
 }
 
 /// `move N:` lines of one process; asserts they are numbered 1, 2, 3, ... with no gap and no

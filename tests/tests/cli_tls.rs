@@ -7,7 +7,8 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use oanquan_e2e::{
-    CliProcess, Lcg, Lines, Output, Proxy, Server, Stream, binaries, config_dir, run_cli,
+    CliProcess, Lcg, Lines, Output, Proxy, Server, Stream, binaries, config_dir, drive,
+    random_move, run_cli,
 };
 use serde_json::Value;
 
@@ -125,43 +126,29 @@ fn the_cli_plays_and_watches_over_tls_across_a_dropped_connection() {
 
     // A few moves, the proxy cut after the 2nd and restored after the 5th, then a resignation.
     let mut rng = Lcg(3);
-    let mut legal: HashMap<String, Vec<String>> = HashMap::new();
     let mut sent = 0;
-    let mut over = Vec::new();
-    while over.len() < 3 {
-        let line = lines.next_line();
-        if line.stream != Stream::Stdout {
-            continue;
+    let answer = |_: &str, moves: &[String], lines: &Lines| {
+        sent += 1;
+        if sent == 3 {
+            proxy.cut();
+            // Let the watcher notice and fail a reconnect attempt or two.
+            std::thread::sleep(Duration::from_millis(1500));
+        } else if sent == 6 {
+            proxy.restore();
         }
-        let text = line.text.as_str();
-        if let Some(list) = text.strip_prefix("legal moves: ") {
-            legal.insert(
-                line.who.clone(),
-                list.split_whitespace().map(str::to_owned).collect(),
-            );
-        } else if text == "your move" {
-            sent += 1;
-            if sent == 3 {
-                proxy.cut();
-                // Let the watcher notice and fail a reconnect attempt or two.
-                std::thread::sleep(Duration::from_millis(1500));
-            } else if sent == 6 {
-                proxy.restore();
-            }
-            let player = players.get_mut(&line.who).expect("a player prompts");
-            if sent > 7 {
-                player.send("resign");
-            } else {
-                let moves = legal.remove(&line.who).unwrap_or_default();
-                let choice = rng
-                    .pick(&moves)
-                    .unwrap_or_else(|| panic!("prompt without legal moves:\n{}", lines.tail(30)));
-                player.send(choice);
-            }
-        } else if text.starts_with("game over: ") {
-            over.push(line.who.clone());
+        if sent > 7 {
+            "resign".to_owned()
+        } else {
+            random_move(&mut rng, moves, lines)
         }
-    }
+    };
+    drive(
+        &mut lines,
+        &mut players,
+        &["alice", "bob", "eve"],
+        answer,
+        |_| {},
+    );
     for player in players.values_mut() {
         assert_eq!(player.wait().code(), Some(0), "{}", lines.tail(30));
     }
