@@ -194,16 +194,16 @@ impl Default for Config {
 #[derive(Debug, thiserror::Error)]
 pub enum ServeError {
     /// Reflection could not load a descriptor set (a build problem).
-    #[error("building the reflection service: {0}")]
+    #[error("building the reflection service")]
     Reflection(#[from] tonic_reflection::server::Error),
     /// The transport failed.
-    #[error("serving gRPC: {0}")]
+    #[error("serving gRPC")]
     Transport(#[from] tonic::transport::Error),
     /// The listener has no local address.
-    #[error("listener address: {0}")]
+    #[error("listener address")]
     Io(#[from] std::io::Error),
     /// The database cannot be used; the message says why and what to do.
-    #[error("{0}")]
+    #[error(transparent)]
     Storage(#[from] OpenError),
     /// The TLS certificate or key cannot be used.
     #[error("{0}")]

@@ -320,6 +320,11 @@ fn the_binary_refuses_a_bad_database_before_listening() {
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert!(stderr.contains("another application"), "{stderr}");
     assert!(stderr.contains("--database"), "says what to do: {stderr}");
+    assert_eq!(
+        stderr.matches("another application").count(),
+        1,
+        "said once, not once more as its own cause: {stderr}"
+    );
     assert_untouched(&path, &bytes);
 }
 

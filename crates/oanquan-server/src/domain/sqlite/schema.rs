@@ -113,7 +113,7 @@ pub enum OpenError {
         detail: String,
     },
     /// Anything else: permissions, a missing directory, a locked file, a full disk.
-    #[error("{path}: {context}: {source}")]
+    #[error("{path}: {context}")]
     Sqlite {
         /// The file.
         path: PathBuf,
@@ -134,7 +134,7 @@ pub enum OpenError {
         /// " (pid N)" when the holder wrote its pid, else empty.
         holder: String,
     },
-    #[error("{path}: {context}: {source}")]
+    #[error("{path}: {context}")]
     Io {
         /// The file.
         path: PathBuf,
