@@ -208,6 +208,9 @@ pub enum ServeError {
     /// The TLS certificate or key cannot be used.
     #[error("{0}")]
     Tls(String),
+    /// Another start-up step failed.
+    #[error("starting up: {0}")]
+    Startup(String),
 }
 
 /// Opens the store `config.storage` names: for SQLite, checks and migrates the file (on a
@@ -284,6 +287,18 @@ pub async fn run_with_store(
         )
         .with_computer(computer),
     );
+    // Before anything can end a game (the idle reaper, the computer): each restored game must
+    // be counted before its release can come.
+    let restored = manager
+        .restore_open_games()
+        .await
+        .map_err(|e| ServeError::Startup(e.to_string()))?;
+    if restored > 0 {
+        tracing::info!(
+            games = restored,
+            "open games counted towards their creators' limits"
+        );
+    }
     let streams = StreamSettings {
         heartbeat: config.heartbeat_interval,
         stall_timeout: config.stream_stall_timeout,

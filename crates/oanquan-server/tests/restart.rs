@@ -14,6 +14,7 @@ use oanquan_server::grpc::convert;
 use oanquan_server::{Config, ServeError, Storage};
 use pb::game_event::Kind;
 use tokio::net::TcpListener;
+use tonic::Code;
 
 fn on_disk(path: &Path) -> Config {
     Config {
@@ -354,4 +355,57 @@ async fn a_second_server_on_the_same_database_is_refused_until_the_first_stops()
     let mut client = second.games().await;
     assert_eq!(get(&mut client, &game.id).await.id, game.id);
     second.stop().await.unwrap();
+}
+
+#[tokio::test]
+async fn open_games_still_count_towards_their_creators_limit_after_a_restart() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("limits.db");
+    let limited = || Config {
+        max_open_games_per_client: 2,
+        exempt_loopback: false,
+        rate_limit: None,
+        ..on_disk(&path)
+    };
+    let new_game = pb::CreateGameRequest {
+        rules: preset("standard"),
+        start_position: None,
+        seat: 0,
+        display_name: "Lan".into(),
+        computer: None,
+    };
+
+    let server = start(limited()).await;
+    let mut client = server.games().await;
+    let (first, first_token) = create(&mut client, "standard").await;
+    let (_second, _) = create(&mut client, "standard").await;
+    let refused = client.create_game(new_game.clone()).await.unwrap_err();
+    assert_reason(
+        &refused,
+        Code::ResourceExhausted,
+        "ERROR_REASON_LIMIT_EXCEEDED",
+    );
+    server.stop().await.unwrap();
+
+    let server = start(limited()).await;
+    let mut client = server.games().await;
+    let refused = client.create_game(new_game.clone()).await.unwrap_err();
+    assert_reason(
+        &refused,
+        Code::ResourceExhausted,
+        "ERROR_REASON_LIMIT_EXCEEDED",
+    );
+    assert!(refused.message().contains("2 open games"), "{refused:?}");
+    // Ending a game from before the restart frees its place.
+    client
+        .abort_game(authed(
+            pb::AbortGameRequest {
+                game_id: first.id.clone(),
+            },
+            &first_token,
+        ))
+        .await
+        .unwrap();
+    client.create_game(new_game).await.unwrap();
+    server.stop().await.unwrap();
 }

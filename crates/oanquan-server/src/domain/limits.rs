@@ -3,7 +3,8 @@
 //! * [`RateLimiter`]: a token bucket of requests per client address (the transport checks it
 //!   before any RPC runs);
 //! * [`OpenGames`]: how many waiting or active games one client address has created (the
-//!   manager checks it in `create_game_from`);
+//!   manager checks it in `create_game_from`; the store keeps each game's creator, so a restart
+//!   counts them again);
 //! * [`expire_idle_games`] / [`spawn_idle_reaper`]: games nobody joins or plays in for too long
 //!   are aborted with the normal events, so watchers see them end.
 //!
@@ -228,6 +229,20 @@ impl OpenGames {
         Ok(OpenGameSlot {
             owner: Some((Arc::clone(self), client)),
         })
+    }
+
+    /// Counts a game that `creator` created before a restart (from the store), even beyond the
+    /// limit: the client then cannot create more until it has fewer. Skipped, like in
+    /// [`OpenGames::reserve`], when there is no limit or the address is an exempt loopback one.
+    pub fn restore(&self, id: &GameId, creator: IpAddr) {
+        if self.max == 0 || (self.exempt_loopback && creator.is_loopback()) {
+            return;
+        }
+        let client = client_key(creator);
+        let mut inner = lock(&self.inner);
+        if inner.games.insert(id.clone(), client).is_none() {
+            *inner.per_client.entry(client).or_insert(0) += 1;
+        }
     }
 
     /// A game is over: its place is free again.

@@ -242,6 +242,7 @@ impl GameManager {
             token_hashes: Default::default(),
             moves: MoveLog::new(),
             engine: Game::from_position(start),
+            creator: client.map(super::limits::client_key),
         };
         state.token_hashes[seat] = Some(token.hash());
         let committed = self
@@ -263,6 +264,25 @@ impl GameManager {
             seat,
             token,
         })
+    }
+
+    /// Counts the unfinished games in the store towards their creators' open games
+    /// ([`ManagerLimits::max_open_games_per_client`]); a server calls it once at start, so that
+    /// a restart does not hand every client a fresh allowance. Returns how many were counted.
+    ///
+    /// # Errors
+    ///
+    /// [`GameError::Internal`] if the store cannot list them.
+    pub async fn restore_open_games(&self) -> Result<usize, GameError> {
+        let games = self
+            .store
+            .open_games_by_creator()
+            .await
+            .map_err(|e| GameError::Internal(format!("listing open games: {e}")))?;
+        for (id, creator) in &games {
+            self.open_games.restore(id, *creator);
+        }
+        Ok(games.len())
     }
 
     /// Seats a second player in the free seat of a waiting game.

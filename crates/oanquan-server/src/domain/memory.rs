@@ -5,6 +5,7 @@
 
 use std::collections::hash_map::Entry;
 use std::collections::{HashMap, VecDeque};
+use std::net::IpAddr;
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use futures::FutureExt as _;
@@ -289,6 +290,17 @@ impl GameStore for MemoryStore {
             .collect();
         let result = Ok((games, inner.lobby_sequence));
         futures::future::ready(result).boxed()
+    }
+
+    fn open_games_by_creator(&self) -> StoreFuture<'_, Vec<(GameId, IpAddr)>> {
+        let inner = self.lock();
+        let games = inner
+            .games
+            .iter()
+            .filter(|(_, stored)| !stored.state.info.status.is_over())
+            .filter_map(|(id, stored)| stored.state.creator.map(|ip| (id.clone(), ip)))
+            .collect();
+        futures::future::ready(Ok(games)).boxed()
     }
 }
 

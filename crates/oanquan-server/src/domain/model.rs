@@ -387,6 +387,10 @@ pub struct GameState {
     pub moves: MoveLog,
     /// The engine, positioned after the last move.
     pub engine: Game,
+    /// The address that created the game (in [`client_key`](super::limits::client_key) form:
+    /// IPv6 cut to its /64), for the open-games-per-client limit across restarts. Never sent to
+    /// clients; `None` for games created in-process or before this was recorded.
+    pub creator: Option<std::net::IpAddr>,
 }
 
 impl GameState {

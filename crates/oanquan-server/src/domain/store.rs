@@ -9,6 +9,7 @@
 //! stays object-safe: the server holds an `Arc<dyn GameStore>` chosen at startup.
 
 use std::fmt;
+use std::net::IpAddr;
 use std::sync::Arc;
 use std::time::SystemTime;
 
@@ -187,4 +188,12 @@ pub trait GameStore: Send + Sync + fmt::Debug + 'static {
     ///
     /// Backend failures only.
     fn lobby_snapshot(&self, limit: usize) -> StoreFuture<'_, (Vec<GameInfo>, u64)>;
+
+    /// Every waiting or active game whose creator's address is known, with that address: a
+    /// restarted server counts them again towards each client's open games.
+    ///
+    /// # Errors
+    ///
+    /// Backend failures only.
+    fn open_games_by_creator(&self) -> StoreFuture<'_, Vec<(GameId, IpAddr)>>;
 }

@@ -35,6 +35,7 @@ mod schema;
 
 use std::collections::HashMap;
 use std::fmt;
+use std::net::IpAddr;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, mpsc};
 use std::thread;
@@ -407,8 +408,9 @@ fn apply(
     let ord = match stored {
         None => {
             conn.prepare_cached(
-                "INSERT INTO games (id, status, sequence, move_count, token_first, token_second, info)
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+                "INSERT INTO games (id, status, sequence, move_count, token_first, token_second, info,
+                                    creator)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
             )
             .and_then(|mut s| {
                 s.execute(params![
@@ -419,6 +421,7 @@ fn apply(
                     tokens.first,
                     tokens.second,
                     info_json,
+                    state.creator.map(|ip| ip.to_string()),
                 ])
             })
             .map_err(backend)?;
@@ -595,16 +598,37 @@ fn token(id: &GameId, bytes: Option<Vec<u8>>) -> Result<Option<TokenHash>, Store
 
 /// Loads a whole game and replays it, cross-checking the stored position.
 fn load_state(conn: &Connection, id: &GameId) -> Result<GameState, StoreError> {
-    let (ord, first, second, json): (i64, Option<Vec<u8>>, Option<Vec<u8>>, String) = conn
-        .prepare_cached("SELECT ord, token_first, token_second, info FROM games WHERE id = ?1")
+    type Row = (
+        i64,
+        Option<Vec<u8>>,
+        Option<Vec<u8>>,
+        String,
+        Option<String>,
+    );
+    let (ord, first, second, json, creator): Row = conn
+        .prepare_cached(
+            "SELECT ord, token_first, token_second, info, creator FROM games WHERE id = ?1",
+        )
         .and_then(|mut s| {
             s.query_row([id.as_str()], |row| {
-                Ok((row.get(0)?, row.get(1)?, row.get(2)?, row.get(3)?))
+                Ok((
+                    row.get(0)?,
+                    row.get(1)?,
+                    row.get(2)?,
+                    row.get(3)?,
+                    row.get(4)?,
+                ))
             })
             .optional()
         })
         .map_err(backend)?
         .ok_or(StoreError::NotFound)?;
+    let creator = creator
+        .map(|text| {
+            text.parse()
+                .map_err(|e| corrupt(id, format_args!("creator: {e}")))
+        })
+        .transpose()?;
     let dto: InfoDto = serde_json::from_str(&json).map_err(|e| corrupt(id, e))?;
     let decoded = dto.decode().map_err(|e| corrupt(id, e))?;
     let mut info = decoded.info;
@@ -668,6 +692,7 @@ fn load_state(conn: &Connection, id: &GameId) -> Result<GameState, StoreError> {
         token_hashes,
         moves: moves.into_iter().collect(),
         engine,
+        creator,
     })
 }
 
@@ -968,6 +993,34 @@ impl GameStore for SqliteStore {
             Ok((games, last_lobby_sequence(conn)?))
         })
     }
+
+    fn open_games_by_creator(&self) -> StoreFuture<'_, Vec<(GameId, IpAddr)>> {
+        self.read(|conn| {
+            let mut statement = conn
+                .prepare_cached(
+                    "SELECT id, creator FROM games
+                     WHERE status IN ('waiting', 'active') AND creator IS NOT NULL",
+                )
+                .map_err(backend)?;
+            let rows: Vec<(String, String)> = statement
+                .query_map([], |row| Ok((row.get(0)?, row.get(1)?)))
+                .and_then(Iterator::collect)
+                .map_err(backend)?;
+            // A row that does not parse is skipped with a warning: it only loosens a limit.
+            Ok(rows
+                .into_iter()
+                .filter_map(|(id, creator)| {
+                    match (GameId::parse(&id), creator.parse::<IpAddr>()) {
+                        (Ok(id), Ok(ip)) => Some((id, ip)),
+                        _ => {
+                            warn!(game_id = %id, %creator, "unreadable creator address; not counted");
+                            None
+                        }
+                    }
+                })
+                .collect())
+        })
+    }
 }
 
 #[cfg(test)]
@@ -1176,6 +1229,53 @@ mod tests {
         let (snapshot, sequence) = store.lobby_snapshot(3).await.unwrap();
         assert_eq!(snapshot.len(), 3);
         assert_eq!(sequence, 5 * 3, "created, seat taken, started per game");
+    }
+
+    #[tokio::test]
+    async fn a_version_1_database_is_migrated_and_keeps_its_games() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("v1.db");
+        let store: Arc<dyn GameStore> = Arc::new(SqliteStore::open(&path).unwrap());
+        let (before, _hub) = manager(Arc::clone(&store));
+        let id = new_game(&before, Preset::Standard.rules()).await.0;
+        drop(before);
+        drop(store);
+        // Back to version 1, as the first release wrote it: no `creator` column.
+        let conn = Connection::open(&path).unwrap();
+        conn.execute_batch("ALTER TABLE games DROP COLUMN creator; PRAGMA user_version = 1;")
+            .unwrap();
+        drop(conn);
+
+        let store = SqliteStore::open(&path).unwrap();
+        let version: i32 = Connection::open(&path)
+            .unwrap()
+            .query_row("PRAGMA user_version", [], |row| row.get(0))
+            .unwrap();
+        assert_eq!(version, SCHEMA_VERSION);
+        let store: Arc<dyn GameStore> = Arc::new(store);
+        assert_eq!(store.load(&id).await.unwrap().creator, None);
+        assert!(store.open_games_by_creator().await.unwrap().is_empty());
+        // New games record their creator in the new column.
+        let (games, _hub) = manager(Arc::clone(&store));
+        let ip: IpAddr = "192.0.2.7".parse().unwrap();
+        let created = games
+            .create_game_from(
+                Some(ip),
+                NewGame {
+                    rules: Preset::Standard.rules(),
+                    preset: None,
+                    start: None,
+                    seat: Some(Player::First),
+                    display_name: "Lan".to_owned(),
+                    computer: None,
+                },
+            )
+            .await
+            .unwrap();
+        assert_eq!(
+            store.open_games_by_creator().await.unwrap(),
+            [(created.game.id, ip)]
+        );
     }
 
     #[test]

@@ -55,6 +55,10 @@ pub(super) const MIGRATIONS: &[&str] = &[
         event    TEXT    NOT NULL           -- JSON, see codec::LobbyEventDto
     ) STRICT;
     ",
+    // 2: who created each game, so that a restart counts open games per client again.
+    "
+    ALTER TABLE games ADD COLUMN creator TEXT; -- IP address (IPv6 as its /64), NULL if unknown
+    ",
 ];
 
 /// The schema version this build writes.
@@ -211,8 +215,8 @@ pub(super) fn lock(path: &Path) -> Result<FileLock, OpenError> {
         .map_err(io("opening the lock file"))?;
     #[cfg(unix)]
     {
-        use std::io::{Read as _, Seek as _, Write as _};
         use rustix::fs::{FlockOperation, flock};
+        use std::io::{Read as _, Seek as _, Write as _};
         if let Err(errno) = flock(&file, FlockOperation::NonBlockingLockExclusive) {
             if errno != rustix::io::Errno::WOULDBLOCK {
                 return Err(io("locking the lock file")(errno.into()));
