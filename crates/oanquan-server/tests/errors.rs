@@ -25,6 +25,10 @@ async fn every_error_code() {
         .await
         .unwrap_err();
     assert_reason(&status, Code::NotFound, "ERROR_REASON_GAME_NOT_FOUND");
+    assert_eq!(
+        status.message(),
+        "no game with id nosuchgame; list games with ListGames"
+    );
 
     // INVALID_ARGUMENT, naming the field.
     let status = client

@@ -9,7 +9,7 @@ use super::model::GameId;
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum GameError {
     /// No game with that id.
-    #[error("no game with id {0:?}; list games with ListGames")]
+    #[error("no game with id {0}; list games with ListGames")]
     GameNotFound(GameId),
     /// A field of the request is malformed.
     #[error("invalid {field}: {description}")]
