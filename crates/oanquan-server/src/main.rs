@@ -134,6 +134,11 @@ struct Args {
     #[arg(long, env = "OANQUAN_MAX_OPEN_GAMES_PER_CLIENT", default_value_t = 20)]
     max_open_games_per_client: usize,
 
+    /// TCP connections one client address may have open at once; more are closed as they are
+    /// accepted. 0 = no limit.
+    #[arg(long, env = "OANQUAN_MAX_CONNECTIONS_PER_CLIENT", default_value_t = 64)]
+    max_connections_per_client: usize,
+
     /// A game nobody joins, or nobody moves in, for this long is aborted (watchers get
     /// GameOver); 0 = never.
     #[arg(long, env = "OANQUAN_IDLE_GAME_TIMEOUT", default_value = "1h", value_parser = parse_duration)]
@@ -204,6 +209,7 @@ impl Args {
                 burst: self.rate_limit_burst,
             }),
             max_open_games_per_client: self.max_open_games_per_client,
+            max_connections_per_client: self.max_connections_per_client,
             idle_game_timeout: Some(self.idle_game_timeout).filter(|t| !t.is_zero()),
             stream_stall_timeout: self.stream_stall_timeout,
             exempt_loopback: self.exempt_loopback,
@@ -330,6 +336,10 @@ mod tests {
         assert_eq!(
             config.max_open_games_per_client,
             library.max_open_games_per_client
+        );
+        assert_eq!(
+            config.max_connections_per_client,
+            library.max_connections_per_client
         );
         assert_eq!(config.idle_game_timeout, library.idle_game_timeout);
         assert_eq!(config.stream_stall_timeout, library.stream_stall_timeout);

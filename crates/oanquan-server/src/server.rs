@@ -10,6 +10,7 @@ use std::time::Duration;
 use oanquan_proto::v1::rules_service_server::RulesServiceServer;
 use tokio::net::TcpListener;
 use tokio::sync::watch;
+use tokio_stream::StreamExt as _;
 use tonic::transport::server::TcpIncoming;
 use tonic::transport::{Identity, Server, ServerTlsConfig};
 use tonic_health::ServingStatus;
@@ -20,6 +21,7 @@ use crate::domain::limits::{self, RateLimit, RateLimiter};
 use crate::domain::{
     GameManager, GameStore, Hub, ManagerLimits, MemoryLimits, MemoryStore, OpenError, SqliteStore,
 };
+use crate::grpc::connections::ConnectionLimit;
 use crate::grpc::{GameApi, GameRoutes, RateLimitLayer, RulesApi, StreamSettings};
 
 /// Descriptor set of `google/rpc/error_details.proto`, for reflection (see `build.rs`).
@@ -141,6 +143,9 @@ pub struct Config {
     pub rate_limit: Option<RateLimit>,
     /// Waiting or active games one client address may have created; 0 = unlimited.
     pub max_open_games_per_client: usize,
+    /// TCP connections one client address may have open; more are closed as they are
+    /// accepted. 0 = unlimited. See [`crate::grpc::connections`].
+    pub max_connections_per_client: usize,
     /// Games waiting for a player or a move for longer than this are aborted; `None` = never.
     pub idle_game_timeout: Option<Duration>,
     /// A watch stream its client does not read for this long is dropped (RESOURCE_EXHAUSTED).
@@ -181,6 +186,7 @@ impl Default for Config {
                 burst: 100,
             }),
             max_open_games_per_client: 20,
+            max_connections_per_client: 64,
             idle_game_timeout: Some(Duration::from_secs(3600)),
             stream_stall_timeout: Duration::from_secs(30),
             exempt_loopback: true,
@@ -341,9 +347,16 @@ pub async fn run_with_store(
 
     // `TcpIncoming` rather than `TcpListenerStream`: tonic ignores its own `tcp_nodelay` for
     // custom incoming streams, and small request/response messages must not wait for Nagle.
+    let connections =
+        ConnectionLimit::new(config.max_connections_per_client, config.exempt_loopback);
     let incoming = TcpIncoming::from(listener)
         .with_nodelay(Some(true))
-        .with_keepalive(Some(config.keepalive_interval));
+        .with_keepalive(Some(config.keepalive_interval))
+        .filter_map(move |accepted| match accepted {
+            // Over the cap: dropped here, which closes it.
+            Ok(stream) => connections.admit(stream).map(Ok),
+            Err(error) => Some(Err(error)),
+        });
 
     let mut builder = Server::builder();
     if let Some(tls) = &config.tls {

@@ -50,9 +50,19 @@ async fn assert_serving(channel: Channel) {
 
 /// A client connecting from another loopback address (the server sees a different peer).
 async fn channel_from(source: &str, addr: SocketAddr) -> Channel {
+    try_channel_from(source, addr).await.unwrap()
+}
+
+/// A connection from `source` (any 127.0.0.0/8 address), or the error of making it.
+async fn try_channel_from(
+    source: &str,
+    addr: SocketAddr,
+) -> Result<Channel, tonic::transport::Error> {
     let source: std::net::IpAddr = source.parse().unwrap();
     Endpoint::from_shared(format!("http://{addr}"))
         .unwrap()
+        .connect_timeout(Duration::from_secs(5))
+        .timeout(Duration::from_secs(5))
         .connect_with_connector(tower::service_fn(move |_uri: http::Uri| async move {
             let socket = tokio::net::TcpSocket::new_v4()?;
             socket.bind(SocketAddr::new(source, 0))?;
@@ -60,7 +70,17 @@ async fn channel_from(source: &str, addr: SocketAddr) -> Channel {
             Ok::<_, std::io::Error>(hyper_util::rt::TokioIo::new(stream))
         }))
         .await
-        .unwrap()
+}
+
+/// Whether a new connection from `source` gets an answer.
+async fn connection_served(source: &str, addr: SocketAddr) -> bool {
+    match try_channel_from(source, addr).await {
+        Ok(channel) => pb::rules_service_client::RulesServiceClient::new(channel)
+            .list_presets(pb::ListPresetsRequest {})
+            .await
+            .is_ok(),
+        Err(_) => false,
+    }
 }
 
 /// A game played in parallel with the abuse, with a watcher that must see every event.
@@ -896,6 +916,43 @@ async fn a_client_over_the_request_rate_is_refused_and_others_carry_on() {
         .list_presets(pb::ListPresetsRequest {})
         .await
         .unwrap();
+}
+
+#[tokio::test]
+async fn connections_per_client_are_limited() {
+    let server = start(oanquan_server::Config {
+        max_connections_per_client: 2,
+        ..hostile_config()
+    })
+    .await;
+    let mut kept = Vec::new();
+    for _ in 0..2 {
+        let mut rules = pb::rules_service_client::RulesServiceClient::new(
+            channel_from("127.0.0.2", server.addr).await,
+        );
+        rules.list_presets(pb::ListPresetsRequest {}).await.unwrap();
+        kept.push(rules);
+    }
+    // A third from the same address is closed as it is accepted; the two open ones carry on,
+    // and so does another address.
+    let started = Instant::now();
+    assert!(!connection_served("127.0.0.2", server.addr).await);
+    assert!(
+        started.elapsed() < Duration::from_secs(5),
+        "refused at once"
+    );
+    for rules in &mut kept {
+        rules.list_presets(pb::ListPresetsRequest {}).await.unwrap();
+    }
+    assert!(connection_served("127.0.0.3", server.addr).await);
+    // A closed connection gives its place back (once the server has seen it close).
+    drop(kept.pop());
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while !connection_served("127.0.0.2", server.addr).await {
+        assert!(Instant::now() < deadline, "the place was not given back");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert_serving(server.channel().await).await;
 }
 
 #[tokio::test]
