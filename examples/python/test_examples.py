@@ -162,6 +162,60 @@ def test_errors_carry_machine_readable_reasons(client):
     assert resigned.result.winner == rules_pb2.PLAYER_FIRST
 
 
+def test_apply_move_replays_a_served_game(client):
+    """RulesService.ApplyMove, fed the game's own moves, reproduces every recorded position and
+    trace: a bot can simulate with the server's rules instead of its own."""
+    played = oq.create_game(client, "gina")
+    oq.join_game(client, played, "hal")
+    final = oq.play_self_game(client, played, seed=5)
+    listed = client.games.ListMoves(game_pb2.ListMovesRequest(game_id=final.id), timeout=oq.CALL_TIMEOUT)
+    rules = rules_pb2.RulesSpec(rule_set=final.rule_set)
+    position = listed.start_position
+    assert len(listed.moves) == final.move_count > 0
+    for record in listed.moves:
+        applied = client.rules.ApplyMove(
+            rules_pb2.ApplyMoveRequest(rules=rules, position=position, move=record.move),
+            timeout=oq.CALL_TIMEOUT,
+        )
+        assert applied.position == record.position, f"move {record.number}"
+        assert list(applied.steps) == list(record.steps), f"move {record.number}"
+        position = applied.position
+    # After the last move the game is over: no legal moves remain.
+    assert list(client.rules.LegalMoves(
+        rules_pb2.LegalMovesRequest(rules=rules, position=position), timeout=oq.CALL_TIMEOUT
+    ).moves) == []
+
+
+def test_lobby_stream_resumes_after_its_last_sequence(client):
+    stream = client.games.WatchLobby(game_pb2.WatchLobbyRequest(), timeout=30)
+    first = next(stream).event
+    assert first.HasField("snapshot")
+    stream.cancel()
+
+    played = oq.create_game(client, "ivy")
+    oq.join_game(client, played, "jon")
+
+    # Resuming right after the snapshot's sequence: every later lobby event, numbered without a
+    # gap, and among them this game's creation, seat and start, in that order.
+    last = first.sequence
+    ours = []
+    resumed = client.games.WatchLobby(game_pb2.WatchLobbyRequest(after_sequence=last), timeout=30)
+    for response in resumed:
+        event = response.event
+        if event.HasField("heartbeat"):
+            continue
+        assert event.sequence == last + 1, "a gap or a repeat in the lobby stream"
+        last = event.sequence
+        kind = event.WhichOneof("kind")
+        game_id = event.game_created.game.id if kind == "game_created" else getattr(event, kind).game_id
+        if game_id == played.game.id:
+            ours.append(kind)
+        if kind == "game_started" and game_id == played.game.id:
+            break
+    resumed.cancel()
+    assert ours == ["game_created", "seat_taken", "game_started"]
+
+
 def test_play_script(server_addr):
     """The CLI example, as an integrator would run it."""
     result = subprocess.run(
