@@ -93,7 +93,8 @@ fn start(bytes: &mut Bytes<'_>, rules: Rules) -> Option<Position> {
     let setup = Setup {
         squares,
         pieces,
-        captured: ByPlayer::new(bytes.small() - 4, bytes.small() - 4),
+        // Wrapping: `small` may return any i32, and the engine must refuse extreme counts.
+        captured: ByPlayer::new(bytes.small().wrapping_sub(4), bytes.small().wrapping_sub(4)),
         captured_pieces: ByPlayer::new(i32::from(bytes.u8() % 3), i32::from(bytes.u8() % 3)),
         to_move: if bytes.u8() % 2 == 0 {
             Player::First
