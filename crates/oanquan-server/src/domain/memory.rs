@@ -11,7 +11,10 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use futures::FutureExt as _;
 
 use super::model::{GameEvent, GameFilter, GameId, GameInfo, GameState, LobbyEvent};
-use super::store::{Commit, Committed, GameStore, Page, Since, StoreError, StoreFuture};
+use super::store::{
+    Commit, Committed, GameStore, Page, Since, StoreError, StoreFuture, page_cursor,
+    parse_page_cursor,
+};
 
 /// Capacity knobs of the memory store.
 #[derive(Debug, Clone, Copy)]
@@ -153,18 +156,6 @@ fn since<E>(log: &VecDeque<Arc<E>>, last: u64, after: u64, done: bool) -> Since<
     }
 }
 
-fn cursor(filter: GameFilter, index: usize) -> String {
-    format!("{}.{index}", filter.name())
-}
-
-fn parse_cursor(filter: GameFilter, cursor: &str) -> Result<usize, StoreError> {
-    let (name, index) = cursor.split_once('.').ok_or(StoreError::BadCursor)?;
-    if name != filter.name() {
-        return Err(StoreError::BadCursor);
-    }
-    index.parse().map_err(|_| StoreError::BadCursor)
-}
-
 impl GameStore for MemoryStore {
     fn create(&self, commit: Commit) -> StoreFuture<'_, Committed> {
         let result = (|| {
@@ -232,7 +223,9 @@ impl GameStore for MemoryStore {
             let inner = self.lock();
             // Cursor = index of the last game returned; the next page starts below it.
             let end = match cursor_text {
-                Some(text) => parse_cursor(filter, text)?.min(inner.order.len()),
+                Some(text) => usize::try_from(parse_page_cursor(filter, text)?)
+                    .map_err(|_| StoreError::BadCursor)?
+                    .min(inner.order.len()),
                 None => inner.order.len(),
             };
             let mut games = Vec::with_capacity(limit.min(end));
@@ -244,7 +237,7 @@ impl GameStore for MemoryStore {
                 }
                 if games.len() == limit {
                     // One more exists: resume just above it.
-                    next_cursor = Some(cursor(filter, index + 1));
+                    next_cursor = Some(page_cursor(filter, index as u64 + 1));
                     break;
                 }
                 games.push(stored.state.info.clone());
@@ -324,25 +317,5 @@ mod tests {
             matches!(since(&log, 5, 5, false), Since::Events { events, .. } if events.is_empty())
         );
         assert!(matches!(since(&log, 5, 6, false), Since::Ahead { last: 5 }));
-    }
-
-    #[test]
-    fn cursors_are_bound_to_their_filter() {
-        assert_eq!(
-            parse_cursor(GameFilter::Open, &cursor(GameFilter::Open, 7)),
-            Ok(7)
-        );
-        assert_eq!(
-            parse_cursor(GameFilter::All, &cursor(GameFilter::Open, 7)),
-            Err(StoreError::BadCursor)
-        );
-        assert_eq!(
-            parse_cursor(GameFilter::All, "junk"),
-            Err(StoreError::BadCursor)
-        );
-        assert_eq!(
-            parse_cursor(GameFilter::All, "all.-1"),
-            Err(StoreError::BadCursor)
-        );
     }
 }

@@ -197,3 +197,47 @@ pub trait GameStore: Send + Sync + fmt::Debug + 'static {
     /// Backend failures only.
     fn open_games_by_creator(&self) -> StoreFuture<'_, Vec<(GameId, IpAddr)>>;
 }
+
+/// A page cursor: the filter's name and a position in the store's listing order, so that a
+/// cursor issued for one filter is refused for another. Opaque to clients; shared by the
+/// stores so that both accept and refuse the same texts.
+pub(crate) fn page_cursor(filter: GameFilter, position: u64) -> String {
+    format!("{}.{position}", filter.name())
+}
+
+/// The position in a cursor made by [`page_cursor`] for the same filter.
+///
+/// # Errors
+///
+/// [`StoreError::BadCursor`] for any other text.
+pub(crate) fn parse_page_cursor(filter: GameFilter, cursor: &str) -> Result<u64, StoreError> {
+    let (name, position) = cursor.split_once('.').ok_or(StoreError::BadCursor)?;
+    if name != filter.name() {
+        return Err(StoreError::BadCursor);
+    }
+    position.parse().map_err(|_| StoreError::BadCursor)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn cursors_are_bound_to_their_filter() {
+        assert_eq!(
+            parse_page_cursor(GameFilter::Open, &page_cursor(GameFilter::Open, 7)),
+            Ok(7)
+        );
+        assert_eq!(
+            parse_page_cursor(GameFilter::All, &page_cursor(GameFilter::Open, 7)),
+            Err(StoreError::BadCursor)
+        );
+        for junk in ["junk", "all.-1", "all.", "all.7x", ".7"] {
+            assert_eq!(
+                parse_page_cursor(GameFilter::All, junk),
+                Err(StoreError::BadCursor),
+                "{junk}"
+            );
+        }
+    }
+}
