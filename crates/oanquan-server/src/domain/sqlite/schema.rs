@@ -247,16 +247,16 @@ pub(super) fn lock(path: &Path) -> Result<FileLock, OpenError> {
 /// How long a connection waits for another one's lock before failing.
 pub(super) const BUSY_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(5);
 
-/// Checks an existing file without writing to it: blank, or ours at a known version and intact.
-fn check(path: &Path) -> Result<(), OpenError> {
-    let error = |context| OpenError::sqlite(path, context);
-    let conn = Connection::open_with_flags(
-        path,
-        OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX,
-    )
-    .map_err(error("opening read-only to check it"))?;
-    conn.busy_timeout(BUSY_TIMEOUT)
-        .map_err(error("setting the busy timeout"))?;
+/// What the header of a database file says.
+struct Header {
+    /// No application id, no schema version, no tables: a new file, ours to set up.
+    blank: bool,
+    /// `user_version`: our schema version (0 when blank).
+    version: i32,
+}
+
+/// Reads the header and refuses a file that is another application's or from a newer server.
+fn vet_header(conn: &Connection, path: &Path) -> Result<Header, OpenError> {
     let (application_id, version, tables): (i32, i32, i64) = conn
         .query_row(
             "SELECT (SELECT application_id FROM pragma_application_id),
@@ -265,12 +265,9 @@ fn check(path: &Path) -> Result<(), OpenError> {
             [],
             |row| Ok((row.get(0)?, row.get(1)?, row.get(2)?)),
         )
-        .map_err(error("reading the header"))?;
+        .map_err(OpenError::sqlite(path, "reading the header"))?;
     let blank = application_id == 0 && version == 0 && tables == 0;
-    if blank {
-        return Ok(());
-    }
-    if application_id != APPLICATION_ID {
+    if !blank && application_id != APPLICATION_ID {
         return Err(OpenError::Foreign {
             path: path.to_owned(),
             application_id,
@@ -282,6 +279,22 @@ fn check(path: &Path) -> Result<(), OpenError> {
             path: path.to_owned(),
             found: version,
         });
+    }
+    Ok(Header { blank, version })
+}
+
+/// Checks an existing file without writing to it: blank, or ours at a known version and intact.
+fn check(path: &Path) -> Result<(), OpenError> {
+    let error = |context| OpenError::sqlite(path, context);
+    let conn = Connection::open_with_flags(
+        path,
+        OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX,
+    )
+    .map_err(error("opening read-only to check it"))?;
+    conn.busy_timeout(BUSY_TIMEOUT)
+        .map_err(error("setting the busy timeout"))?;
+    if vet_header(&conn, path)?.blank {
+        return Ok(());
     }
     // Reads every page once: fast for our sizes, and a damaged file is refused at start rather
     // than half way through a game.
@@ -349,29 +362,7 @@ fn migrate(conn: &mut Connection, path: &Path) -> Result<(), OpenError> {
     let tx = conn
         .transaction_with_behavior(TransactionBehavior::Immediate)
         .map_err(error("starting the migration"))?;
-    let (application_id, version, tables): (i32, i32, i64) = tx
-        .query_row(
-            "SELECT (SELECT application_id FROM pragma_application_id),
-                    (SELECT user_version FROM pragma_user_version),
-                    (SELECT count(*) FROM sqlite_schema)",
-            [],
-            |row| Ok((row.get(0)?, row.get(1)?, row.get(2)?)),
-        )
-        .map_err(error("reading the header"))?;
-    let blank = application_id == 0 && version == 0 && tables == 0;
-    if !blank && application_id != APPLICATION_ID {
-        return Err(OpenError::Foreign {
-            path: path.to_owned(),
-            application_id,
-            tables,
-        });
-    }
-    if version > SCHEMA_VERSION {
-        return Err(OpenError::Newer {
-            path: path.to_owned(),
-            found: version,
-        });
-    }
+    let version = vet_header(&tx, path)?.version;
     if version == SCHEMA_VERSION {
         return Ok(());
     }
