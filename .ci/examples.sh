@@ -77,8 +77,9 @@ command -v python3 >/dev/null || die "python3 not found"
 command -v node >/dev/null || die "node not found"
 command -v npm >/dev/null || die "npm not found"
 echo "python3 $(python3 -c 'import sys; print(sys.version.split()[0])'), node $(node --version), npm $(npm --version)"
-node -e 'process.exit(Number(process.versions.node.split(".")[0]) >= 20 ? 0 : 1)' ||
-  die "Node.js 20 or newer is needed, found $(node --version)"
+node -e 'const [major, minor] = process.versions.node.split(".").map(Number);
+  process.exit(major > 20 || (major === 20 && minor >= 11) ? 0 : 1)' ||
+  die "Node.js 20.11 or newer is needed, found $(node --version)"
 
 step "install: Python (examples/python/.venv)"
 VENV=$ROOT/examples/python/.venv
@@ -89,7 +90,7 @@ timeout "$INSTALL_TIMEOUT" "$VENV/bin/python" -m pip install -q --disable-pip-ve
 echo
 
 step "install: TypeScript (npm ci in examples/typescript)"
-(cd examples/typescript && timeout "$INSTALL_TIMEOUT" npm ci --no-audit --no-fund --loglevel=error)
+(cd examples/typescript && timeout "$INSTALL_TIMEOUT" npm ci --no-audit --no-fund)
 
 step "start $BIN"
 if ! start_server --in-memory; then
