@@ -3,6 +3,7 @@
 import assert from "node:assert/strict";
 import { after, before, test } from "node:test";
 
+import { equals, toJsonString } from "@bufbuild/protobuf";
 import { Code, ConnectError } from "@connectrpc/connect";
 
 import {
@@ -18,8 +19,15 @@ import {
   type OanQuan,
 } from "../src/client.js";
 import { main as playMain } from "../src/play.js";
-import { GameStatus, type GameEvent } from "../src/gen/oanquan/v1/game_pb.js";
-import { Direction, EndReason, Player } from "../src/gen/oanquan/v1/rules_pb.js";
+import { GameStatus, type GameEvent, type LobbyEvent } from "../src/gen/oanquan/v1/game_pb.js";
+import {
+  Direction,
+  EndReason,
+  Player,
+  PositionSchema,
+  StepSchema,
+  type Position,
+} from "../src/gen/oanquan/v1/rules_pb.js";
 import { startServer, type RunningServer } from "./server.js";
 
 let server: RunningServer;
@@ -173,6 +181,65 @@ test("errors carry machine-readable reasons", async () => {
   assert.equal(game?.status, GameStatus.FINISHED);
   assert.equal(game?.result?.endReason, EndReason.RESIGNATION);
   assert.equal(game?.result?.winner, Player.FIRST);
+});
+
+test("ApplyMove replays a served game", async () => {
+  // RulesService.ApplyMove, fed the game's own moves, reproduces every recorded position and
+  // trace: a bot can simulate with the server's rules instead of its own.
+  const played = await createGame(api, "gina");
+  await joinGame(api, played, "hal");
+  const final = await playSelfGame(api, played, 5);
+  const listed = await api.games.listMoves({ gameId: final.id });
+  const rules = { kind: { case: "ruleSet" as const, value: final.ruleSet! } };
+  assert.ok(final.moveCount > 0);
+  assert.equal(listed.moves.length, final.moveCount);
+  let position: Position = listed.startPosition!;
+  for (const record of listed.moves) {
+    const applied = await api.rules.applyMove({ rules, position, move: record.move });
+    const json = (p?: Position) => (p ? toJsonString(PositionSchema, p) : "none");
+    assert.ok(
+      equals(PositionSchema, applied.position!, record.position!),
+      `move ${record.number}: ApplyMove gave ${json(applied.position)}, the game recorded ${json(record.position)}`,
+    );
+    assert.equal(applied.steps.length, record.steps.length, `move ${record.number}: trace length`);
+    applied.steps.forEach((step, i) =>
+      assert.ok(equals(StepSchema, step, record.steps[i]!), `move ${record.number}: step ${i} differs`),
+    );
+    position = applied.position!;
+  }
+  // After the last move the game is over: no legal moves remain.
+  const { moves } = await api.rules.legalMoves({ rules, position });
+  assert.deepEqual(moves, []);
+});
+
+test("WatchLobby resumes after its last sequence", async () => {
+  // The first message of a fresh lobby watch is a Snapshot; then hang up.
+  let first: LobbyEvent | undefined;
+  for await (const { event } of api.games.watchLobby({}, { timeoutMs: 30_000 })) {
+    first = event;
+    break; // leaving the loop cancels the stream
+  }
+  assert.equal(first?.kind.case, "snapshot");
+
+  const played = await createGame(api, "ivy");
+  await joinGame(api, played, "jon");
+
+  // Resuming right after the snapshot's sequence: every later lobby event, numbered without a
+  // gap, and among them this game's creation, seat and start, in that order.
+  let last = first!.sequence;
+  const ours: string[] = [];
+  for await (const { event } of api.games.watchLobby({ afterSequence: last }, { timeoutMs: 30_000 })) {
+    const kind = event!.kind;
+    if (kind.case === "heartbeat") continue;
+    // A Snapshot here would mean the server no longer had the events after `last`.
+    assert.ok(kind.case !== undefined && kind.case !== "snapshot", `resume gave ${kind.case}, not events`);
+    assert.equal(event!.sequence, last + 1n, `a gap or a repeat in the lobby stream after ${last}`);
+    last = event!.sequence;
+    const gameId = kind.case === "gameCreated" ? kind.value.game?.id : kind.value.gameId;
+    if (gameId === played.game.id) ours.push(kind.case);
+    if (kind.case === "gameStarted" && gameId === played.game.id) break;
+  }
+  assert.deepEqual(ours, ["gameCreated", "seatTaken", "gameStarted"]);
 });
 
 test("the play example runs to the end", async () => {
