@@ -1,7 +1,11 @@
 #!/usr/bin/env bash
 # Runs the example clients (examples/python, examples/typescript) against the real server:
 #
-#   bash .ci/examples.sh path/to/oanquan-server
+#   bash .ci/examples.sh [path/to/oanquan-server]
+#
+# Without an argument it takes $OANQUAN_SERVER_BIN, else target/release/oanquan-server or
+# target/debug/oanquan-server, whichever was built last (release on a tie) -- the same rule as
+# the examples' own test setups -- and its first line says which binary it runs.
 #
 # Installs what they need (a venv with examples/python/requirements.txt; `npm ci` in
 # examples/typescript), starts the server once on a free loopback port, runs both example
@@ -12,11 +16,32 @@ set -euo pipefail
 step() { printf '\n=== examples: %s (%ss)\n' "$*" "$SECONDS"; }
 die() { printf 'examples.sh: %s\n' "$*" >&2; exit 1; }
 
-[[ $# -eq 1 ]] || die "usage: bash .ci/examples.sh path/to/oanquan-server"
-[[ -f $1 && -x $1 ]] || die "server binary '$1' not found or not executable (cargo build -p oanquan-server)"
-BIN=$(cd "$(dirname "$1")" && pwd)/$(basename "$1")
-cd "$(dirname "$0")/.."
-ROOT=$PWD
+[[ $# -le 1 ]] || die "usage: bash .ci/examples.sh [path/to/oanquan-server]"
+ROOT=$(cd "$(dirname "$0")/.." && pwd)
+if [[ $# -eq 1 ]]; then
+  BIN=$1 WHY="given on the command line"
+elif [[ -n ${OANQUAN_SERVER_BIN:-} ]]; then
+  BIN=$OANQUAN_SERVER_BIN WHY="from OANQUAN_SERVER_BIN"
+else
+  release=$ROOT/target/release/oanquan-server debug=$ROOT/target/debug/oanquan-server
+  if [[ -f $release && -x $release ]] && ! [[ -f $debug && -x $debug && $debug -nt $release ]]; then
+    BIN=$release
+  elif [[ -f $debug && -x $debug ]]; then
+    BIN=$debug
+  else
+    die "no oanquan-server in target/release or target/debug: build one with" \
+      "\`cargo build --release -p oanquan-server\`, or pass its path"
+  fi
+  if [[ -f $release && -x $release && -f $debug && -x $debug ]]; then
+    WHY="the one built last of target/release and target/debug"
+  else
+    WHY="the only one built"
+  fi
+fi
+[[ -f $BIN && -x $BIN ]] || die "server binary '$BIN' ($WHY) not found or not executable"
+BIN=$(cd "$(dirname "$BIN")" && pwd)/$(basename "$BIN")
+echo "examples: oanquan-server ${BIN#"$ROOT"/} ($WHY)"
+cd "$ROOT"
 
 # Limits (seconds), generous for 2 cores and a cold package cache.
 INSTALL_TIMEOUT=${EXAMPLES_INSTALL_TIMEOUT:-900}

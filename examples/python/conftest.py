@@ -2,8 +2,10 @@
 
 Environment:
   OANQUAN_SERVER_ADDR  host:port of a running server (then none is started), or
-  OANQUAN_SERVER_BIN   path of the oanquan-server binary to start
-                       (default: ../../target/debug/oanquan-server).
+  OANQUAN_SERVER_BIN   path of the oanquan-server binary to start (default: the newer of
+                       ../../target/release and ../../target/debug, see server_binary.py).
+
+The first line of the output names the server the tests use.
 """
 
 from __future__ import annotations
@@ -31,6 +33,30 @@ def pytest_configure(config: pytest.Config) -> None:
     _GEN_DIR = tempfile.mkdtemp(prefix="oanquan-py-gen-")
     generate.generate(pathlib.Path(_GEN_DIR))
     os.environ["OANQUAN_PY_GEN"] = _GEN_DIR
+
+
+_SERVER: tuple[pathlib.Path, str] | str | None = None  # (binary, why), or why there is none
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_sessionstart(session: pytest.Session) -> None:
+    # Before pytest's own header, so the first line says which server the results are about.
+    global _SERVER
+    import server_binary
+
+    addr = os.environ.get("OANQUAN_SERVER_ADDR")
+    if addr:
+        line = f"oanquan-server: the running server at {addr} (from OANQUAN_SERVER_ADDR)"
+    else:
+        try:
+            _SERVER = server_binary.locate()
+            line = server_binary.describe(*_SERVER)
+        except server_binary.NoServerBinary as error:
+            _SERVER = str(error)
+            line = f"oanquan-server: none: {error}"
+    reporter = session.config.pluginmanager.get_plugin("terminalreporter")
+    if reporter is not None:
+        reporter.write_line(line)
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:
@@ -66,9 +92,9 @@ def server_addr():
     if addr:
         yield addr
         return
-    binary = os.environ.get("OANQUAN_SERVER_BIN", str(HERE.parent.parent / "target/debug/oanquan-server"))
-    if not os.access(binary, os.X_OK):
-        pytest.fail(f"server binary {binary} not found: build it with `cargo build -p oanquan-server`")
+    if not isinstance(_SERVER, tuple):
+        pytest.fail(f"no server to start: {_SERVER}")
+    binary = str(_SERVER[0])
     proc, result = _start_server(binary, ["--listen", "127.0.0.1:0", "--in-memory"])
     if proc is None:  # an older server without --in-memory
         proc, result = _start_server(binary, ["--listen", "127.0.0.1:0"])

@@ -1,15 +1,77 @@
 // Starts the real oanquan-server for the tests (or uses OANQUAN_SERVER_ADDR).
 //
 //   OANQUAN_SERVER_ADDR  host:port of a running server (then none is started), or
-//   OANQUAN_SERVER_BIN   path of the binary (default: ../../target/debug/oanquan-server).
+//   OANQUAN_SERVER_BIN   path of the binary to start.
+//
+// Without either, locateServer() takes target/release/oanquan-server or
+// target/debug/oanquan-server, whichever was built last (release on a tie): the README's quick
+// start builds a release binary, `cargo build` a debug one, and the one built last is the one
+// the user means. The same rule as examples/python/server_binary.py and .ci/examples.sh.
+// `npm test` prints the choice first (test/which-server.ts).
 
 import { spawn, type ChildProcess } from "node:child_process";
-import { accessSync, constants } from "node:fs";
+import { accessSync, constants, statSync } from "node:fs";
+import { isAbsolute, join, relative } from "node:path";
 import { fileURLToPath } from "node:url";
 import { createInterface } from "node:readline";
 
-const DEFAULT_BIN = fileURLToPath(new URL("../../../target/debug/oanquan-server", import.meta.url));
+const REPO = fileURLToPath(new URL("../../..", import.meta.url));
+const CANDIDATES = ["target/release/oanquan-server", "target/debug/oanquan-server"];
 const PREFIX = "oanquan-server listening on ";
+
+/** The binary to start and why it was chosen. */
+export interface ServerBinary {
+  binary: string;
+  why: string;
+}
+
+function executable(path: string): boolean {
+  try {
+    accessSync(path, constants.X_OK);
+    return statSync(path).isFile();
+  } catch {
+    return false;
+  }
+}
+
+/** Which binary to start (see the top of this file); throws if there is none. */
+export function locateServer(repo: string = REPO, env: NodeJS.ProcessEnv = process.env): ServerBinary {
+  const given = env.OANQUAN_SERVER_BIN;
+  if (given) {
+    if (!executable(given)) throw new Error(`OANQUAN_SERVER_BIN=${given} is not an executable file`);
+    return { binary: given, why: "from OANQUAN_SERVER_BIN" };
+  }
+  const found = CANDIDATES.map((candidate) => join(repo, candidate)).filter(executable);
+  if (found.length === 0) {
+    throw new Error(
+      `no oanquan-server in ${join(repo, "target")}/{release,debug}: build one with ` +
+        "`cargo build --release -p oanquan-server`, or set OANQUAN_SERVER_BIN",
+    );
+  }
+  const mtime = (path: string) => statSync(path).mtimeMs;
+  // Strictly newer only: release, listed first, wins a tie.
+  const chosen = found.reduce((best, path) => (mtime(path) > mtime(best) ? path : best));
+  const other = found.find((path) => path !== chosen);
+  if (other === undefined) return { binary: chosen, why: "the only one built" };
+  const shown = relative(repo, other);
+  return mtime(other) === mtime(chosen)
+    ? { binary: chosen, why: `as new as ${shown}; release wins a tie` }
+    : { binary: chosen, why: `built more recently than ${shown}` };
+}
+
+/** One line for the top of the test output: which server the results are about. */
+export function describeServer(env: NodeJS.ProcessEnv = process.env, repo: string = REPO): string {
+  if (env.OANQUAN_SERVER_ADDR) {
+    return `oanquan-server: the running server at ${env.OANQUAN_SERVER_ADDR} (from OANQUAN_SERVER_ADDR)`;
+  }
+  try {
+    const { binary, why } = locateServer(repo, env);
+    const shown = isAbsolute(binary) && !relative(repo, binary).startsWith("..") ? relative(repo, binary) : binary;
+    return `oanquan-server: ${shown} (${why}; OANQUAN_SERVER_BIN picks another)`;
+  } catch (error) {
+    return `oanquan-server: none: ${(error as Error).message}`;
+  }
+}
 
 export interface RunningServer {
   address: string;
@@ -55,12 +117,7 @@ function startOnce(binary: string, args: string[], timeoutMs: number): Promise<R
 export async function startServer(): Promise<RunningServer> {
   const existing = process.env.OANQUAN_SERVER_ADDR;
   if (existing) return { address: existing, stop: async () => {} };
-  const binary = process.env.OANQUAN_SERVER_BIN ?? DEFAULT_BIN;
-  try {
-    accessSync(binary, constants.X_OK);
-  } catch {
-    throw new Error(`server binary ${binary} not found: build it with \`cargo build -p oanquan-server\``);
-  }
+  const { binary } = locateServer();
   try {
     return await startOnce(binary, ["--listen", "127.0.0.1:0", "--in-memory"], 20_000);
   } catch {
