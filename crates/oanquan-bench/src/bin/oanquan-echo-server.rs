@@ -3,8 +3,8 @@
 //! the same bytes as `PlayMove` calls and compare. It runs as its own process, like
 //! `oanquan-server`, so that its CPU time and memory are measured the same way.
 //!
-//! Prints `oanquan-echo-server listening on <ip:port>` on stdout once bound; stops on SIGINT,
-//! SIGTERM or when stdin closes.
+//! Prints `oanquan-echo-server listening on <ip:port>` on stdout once bound; stops on SIGINT or
+//! SIGTERM.
 
 use std::io::Write as _;
 use std::net::SocketAddr;
@@ -18,9 +18,19 @@ use tonic::transport::Server;
 use tonic::transport::server::TcpIncoming;
 use tonic::{Request, Response, Status};
 
-/// Bare tonic echo server, the baseline of `oanquan-bench`.
+/// The bare tonic echo server that `oanquan-bench` measures `oanquan-server` against.
+///
+/// It serves one unary method that replies with as many zero bytes as the request asks for (at
+/// most 1 MiB): gRPC over HTTP/2 with no storage, no rules and no limit but the stream count, so
+/// the benchmark can tell what the game server costs on top of tonic itself. `oanquan-bench`
+/// starts and stops it by itself; run it by hand only to look at the baseline alone.
+///
+/// Prints `oanquan-echo-server listening on ADDR` on stdout once bound; stops on SIGINT or
+/// SIGTERM.
+// No bare `about` in `command(...)`: it would show the crate's description, which is the load
+// benchmark's, instead of this text.
 #[derive(Debug, Parser)]
-#[command(name = "oanquan-echo-server", version, about)]
+#[command(name = "oanquan-echo-server", version)]
 struct Args {
     /// Address to listen on; port 0 picks a free port (printed on stdout).
     #[arg(long, default_value = "127.0.0.1:0")]
