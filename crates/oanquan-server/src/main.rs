@@ -14,7 +14,9 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 use anyhow::Context as _;
-use clap::Parser;
+use clap::error::ErrorKind;
+use clap::parser::ValueSource;
+use clap::{CommandFactory as _, FromArgMatches as _, Parser};
 use oanquan_server::domain::limits::RateLimit;
 use oanquan_server::{Config, Storage, TlsIdentity};
 use tokio::net::TcpListener;
@@ -23,7 +25,9 @@ use tokio::net::TcpListener;
 /// stateless RulesService, grpc.health.v1 and server reflection (v1 and v1alpha).
 ///
 /// Every option can also be set through the environment variable shown with it.
-/// Durations take a unit: 500ms, 15s, 2m, 1h (a bare number means seconds).
+/// Durations take a unit: 500ms, 15s, 2m, 1h (a bare number means seconds). Sizes may: 4MiB,
+/// 512 KiB, 1MB (a bare number means bytes). Switches take true/false, 1/0, yes/no or on/off,
+/// on the command line and in the environment alike.
 ///
 /// Per-client limits (--rate-limit, --max-open-games-per-client) count by peer address
 /// (IPv6 by /64); behind a reverse proxy enforce them at the proxy instead.
@@ -39,18 +43,19 @@ struct Args {
     /// and a restart resumes games and watch streams. A file that is corrupt, another
     /// application's or from a newer server is refused and left untouched. See STORAGE.md for
     /// backups.
+    // Not `conflicts_with = "in_memory"`: clap would count OANQUAN_IN_MEMORY=0 as present and
+    // refuse every database; Args::try_parse_checked refuses the combination only when on.
     #[arg(
         long,
         env = "OANQUAN_DATABASE",
         value_name = "PATH",
-        default_value = "oanquan.db",
-        conflicts_with = "in_memory"
+        default_value = "oanquan.db"
     )]
     database: PathBuf,
 
     /// Keep games in memory instead of a database: for throwaway runs, everything is lost when
     /// the server stops.
-    #[arg(long, env = "OANQUAN_IN_MEMORY")]
+    #[arg(long, env = "OANQUAN_IN_MEMORY", value_parser = parse_switch)]
     in_memory: bool,
 
     /// Concurrent calls (open watch streams included) per HTTP/2 connection.
@@ -65,8 +70,15 @@ struct Args {
     )]
     concurrency_limit_per_connection: usize,
 
-    /// Largest message decoded or encoded, in bytes.
-    #[arg(long, env = "OANQUAN_MAX_MESSAGE_SIZE", default_value_t = 4 * 1024 * 1024)]
+    /// Largest message decoded or encoded: a number of bytes, or with a unit (B, KB, KiB, MB,
+    /// MiB; KB and MB count 1000s, KiB and MiB 1024s; any case, a space is allowed).
+    #[arg(
+        long,
+        env = "OANQUAN_MAX_MESSAGE_SIZE",
+        value_name = "SIZE",
+        default_value = "4MiB",
+        value_parser = parse_byte_size
+    )]
     max_message_size: usize,
 
     /// HTTP/2 keepalive PING interval.
@@ -150,8 +162,15 @@ struct Args {
     stream_stall_timeout: Duration,
 
     /// Exempt loopback clients (127.0.0.0/8, ::1) from the per-client limits, so local tools
-    /// and benchmarks are not throttled: `--exempt-loopback false` to count them too.
-    #[arg(long, env = "OANQUAN_EXEMPT_LOOPBACK", default_value_t = true, action = clap::ArgAction::Set)]
+    /// and benchmarks are not throttled: `--exempt-loopback false` (or off, no, 0) to count
+    /// them too.
+    #[arg(
+        long,
+        env = "OANQUAN_EXEMPT_LOOPBACK",
+        default_value_t = true,
+        action = clap::ArgAction::Set,
+        value_parser = parse_switch
+    )]
     exempt_loopback: bool,
 
     /// Thinking time of the computer opponent per move (games created with a computer level).
@@ -185,7 +204,76 @@ fn parse_duration(text: &str) -> Result<Duration, String> {
     Duration::try_from_secs_f64(seconds).map_err(|e| e.to_string())
 }
 
+/// A switch's value, on the command line or from the environment (`OANQUAN_IN_MEMORY=1`).
+fn parse_switch(text: &str) -> Result<bool, String> {
+    match text.trim().to_ascii_lowercase().as_str() {
+        "true" | "1" | "yes" | "on" => Ok(true),
+        "false" | "0" | "no" | "off" => Ok(false),
+        _ => Err(format!(
+            "{text:?} is neither on nor off; use true/false, 1/0, yes/no or on/off"
+        )),
+    }
+}
+
+/// `4MiB`, `4 MiB`, `512kb`, or a bare number of bytes; at least 1 byte.
+fn parse_byte_size(text: &str) -> Result<usize, String> {
+    let text = text.trim();
+    let split = text
+        .find(|c: char| !c.is_ascii_digit())
+        .unwrap_or(text.len());
+    let (number, unit) = text.split_at(split);
+    let unit = unit.trim_start();
+    let not_a_size = || format!("{text:?} is not a size like 4MiB, 512 KiB or 65536");
+    if number.is_empty() || !unit.chars().all(|c| c.is_ascii_alphabetic()) {
+        return Err(not_a_size());
+    }
+    let multiplier: usize = match unit.to_ascii_lowercase().as_str() {
+        "" | "b" => 1,
+        "kb" => 1000,
+        "kib" => 1 << 10,
+        "mb" => 1_000_000,
+        "mib" => 1 << 20,
+        _ => return Err(format!("unknown unit {unit:?}; use B, KB, KiB, MB or MiB")),
+    };
+    // `number` is all digits, so parsing fails only on overflow.
+    let bytes = number
+        .parse::<usize>()
+        .ok()
+        .and_then(|n| n.checked_mul(multiplier))
+        .ok_or_else(|| format!("{text:?} is too large"))?;
+    if bytes == 0 {
+        return Err("the size must be at least 1 byte".to_owned());
+    }
+    Ok(bytes)
+}
+
 impl Args {
+    /// [`Parser::parse`], plus the rule clap cannot express: `--database` contradicts
+    /// `--in-memory` only when in-memory is on (env `OANQUAN_IN_MEMORY=0` leaves it off).
+    fn parse_checked() -> Self {
+        Self::try_parse_checked(std::env::args_os()).unwrap_or_else(|error| error.exit())
+    }
+
+    fn try_parse_checked<I, T>(args: I) -> Result<Self, clap::Error>
+    where
+        I: IntoIterator<Item = T>,
+        T: Into<std::ffi::OsString> + Clone,
+    {
+        let matches = Self::command().try_get_matches_from(args)?;
+        let args = Self::from_arg_matches(&matches)?;
+        let database_given = matches
+            .value_source("database")
+            .is_some_and(|source| source != ValueSource::DefaultValue);
+        if args.in_memory && database_given {
+            return Err(Self::command().error(
+                ErrorKind::ArgumentConflict,
+                "--database (OANQUAN_DATABASE) and --in-memory (OANQUAN_IN_MEMORY) contradict \
+                 each other: keep one",
+            ));
+        }
+        Ok(args)
+    }
+
     fn config(&self) -> Config {
         let storage = if self.in_memory {
             Storage::InMemory
@@ -269,7 +357,7 @@ async fn serve(args: Args) -> anyhow::Result<()> {
 }
 
 fn main() -> ExitCode {
-    let args = Args::parse();
+    let args = Args::parse_checked();
     tracing_subscriber::fmt()
         .with_env_filter(
             tracing_subscriber::EnvFilter::try_from_default_env()
@@ -312,6 +400,68 @@ mod tests {
     }
 
     #[test]
+    fn byte_sizes_parse_with_units() {
+        assert_eq!(parse_byte_size("4MiB"), Ok(4 * 1024 * 1024));
+        assert_eq!(parse_byte_size("4 MiB"), Ok(4 * 1024 * 1024));
+        assert_eq!(parse_byte_size(" 4mib "), Ok(4 * 1024 * 1024));
+        assert_eq!(parse_byte_size("512KiB"), Ok(512 * 1024));
+        assert_eq!(parse_byte_size("512 kb"), Ok(512_000));
+        assert_eq!(parse_byte_size("2MB"), Ok(2_000_000));
+        assert_eq!(parse_byte_size("100B"), Ok(100));
+        assert_eq!(parse_byte_size("65536"), Ok(65_536));
+        let refused = |text: &str, why: &str| {
+            let error = parse_byte_size(text).expect_err(text);
+            assert!(error.contains(why), "{text:?}: {error}");
+        };
+        refused("0", "at least 1 byte");
+        refused("0MiB", "at least 1 byte");
+        refused("4GiB", "unknown unit \"GiB\"");
+        refused("4 M", "unknown unit");
+        refused("99999999999999999999999", "too large");
+        refused(&format!("{}MiB", usize::MAX / 1024), "too large");
+        refused("", "not a size");
+        refused("MiB", "not a size");
+        refused("-4MiB", "not a size");
+        refused("4.5MiB", "not a size");
+        refused("4 MiB 2", "not a size");
+        refused("four", "not a size");
+    }
+
+    #[test]
+    fn switches_take_the_usual_spellings() {
+        let memory = |args: &[&str]| {
+            let args = Args::try_parse_checked(
+                std::iter::once("oanquan-server").chain(args.iter().copied()),
+            );
+            args.map(|args| matches!(args.config().storage, Storage::InMemory))
+        };
+        assert_eq!(memory(&[]).ok(), Some(false));
+        assert_eq!(memory(&["--in-memory"]).ok(), Some(true));
+        let loopback = |value: &str| {
+            Args::try_parse_checked(["oanquan-server", "--exempt-loopback", value])
+                .map(|args| args.config().exempt_loopback)
+                .ok()
+        };
+        for value in ["false", "FALSE", "0", "no", "No", "off"] {
+            assert_eq!(loopback(value), Some(false), "{value}");
+        }
+        for value in ["true", "True", "1", "yes", "YES", "on"] {
+            assert_eq!(loopback(value), Some(true), "{value}");
+        }
+        assert_eq!(loopback("maybe"), None);
+        assert!(parse_switch("maybe").unwrap_err().contains("yes/no"));
+        let size = Args::try_parse_checked(["oanquan-server", "--max-message-size", "4 MiB"])
+            .map(|args| args.config().max_message_size);
+        assert_eq!(size.ok(), Some(4 * 1024 * 1024));
+        assert_eq!(
+            Args::try_parse_checked(["oanquan-server"])
+                .map(|args| args.config().max_message_size)
+                .ok(),
+            Some(Config::default().max_message_size)
+        );
+    }
+
+    #[test]
     fn storage_defaults_to_a_database_file() {
         let args = Args::try_parse_from(["oanquan-server"]).unwrap();
         assert!(
@@ -324,7 +474,8 @@ mod tests {
             matches!(args.config().storage, Storage::Sqlite(path) if path == Path::new("/tmp/x.db"))
         );
         assert!(
-            Args::try_parse_from(["oanquan-server", "--in-memory", "--database", "x.db"]).is_err()
+            Args::try_parse_checked(["oanquan-server", "--in-memory", "--database", "x.db"])
+                .is_err()
         );
     }
 

@@ -1,0 +1,200 @@
+//! The real binary's flags as users write them: switches from the environment
+//! (`OANQUAN_IN_MEMORY=1`) and sizes with units (`--max-message-size "4 MiB"`, as the README
+//! writes it).
+
+use std::io::{BufRead as _, BufReader};
+use std::net::SocketAddr;
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+
+use oanquan_proto::v1 as pb;
+use oanquan_proto::v1::game_service_client::GameServiceClient;
+use tonic::Code;
+
+/// `oanquan-server --listen 127.0.0.1:0` in `dir`, with none of the variables under test
+/// inherited from the environment of the test run.
+fn server(dir: &Path, env: &[(&str, &str)], args: &[&str]) -> Command {
+    let mut command = Command::new(env!("CARGO_BIN_EXE_oanquan-server"));
+    command
+        .current_dir(dir)
+        .args(["--listen", "127.0.0.1:0"])
+        .args(args)
+        .env("RUST_LOG", "warn")
+        .stdin(Stdio::null());
+    for variable in [
+        "OANQUAN_IN_MEMORY",
+        "OANQUAN_DATABASE",
+        "OANQUAN_MAX_MESSAGE_SIZE",
+    ] {
+        command.env_remove(variable);
+    }
+    command.envs(env.iter().copied());
+    command
+}
+
+/// A started server; killed when dropped.
+struct Running {
+    child: Child,
+    addr: SocketAddr,
+}
+
+impl Running {
+    fn start(mut command: Command) -> Self {
+        let mut child = command
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .expect("spawn oanquan-server");
+        let mut line = String::new();
+        BufReader::new(child.stdout.take().expect("stdout"))
+            .read_line(&mut line)
+            .expect("read the first line");
+        let addr = line
+            .trim()
+            .strip_prefix("oanquan-server listening on ")
+            .unwrap_or_else(|| panic!("the server did not start; first line {line:?}"))
+            .parse()
+            .expect("an address");
+        Self { child, addr }
+    }
+}
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn files_in(dir: &Path) -> Vec<String> {
+    let mut names: Vec<String> = std::fs::read_dir(dir)
+        .expect("read dir")
+        .map(|entry| {
+            entry
+                .expect("entry")
+                .file_name()
+                .to_string_lossy()
+                .into_owned()
+        })
+        .collect();
+    names.sort();
+    names
+}
+
+/// CreateGame with a display name of `len` bytes: the request is a little over `len` bytes.
+async fn create_with_name_of(addr: SocketAddr, len: usize) -> Code {
+    let mut client = GameServiceClient::connect(format!("http://{addr}"))
+        .await
+        .expect("connect")
+        .max_encoding_message_size(usize::MAX);
+    let request = pb::CreateGameRequest {
+        display_name: "x".repeat(len),
+        ..Default::default()
+    };
+    match client.create_game(request).await {
+        Ok(_) => Code::Ok,
+        Err(status) => status.code(),
+    }
+}
+
+#[test]
+fn switches_from_the_environment_and_sizes_with_units() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let running = Running::start(server(
+        dir.path(),
+        &[("OANQUAN_IN_MEMORY", "1")],
+        &["--max-message-size", "4 MiB"],
+    ));
+    assert_eq!(
+        files_in(dir.path()),
+        Vec::<String>::new(),
+        "in memory: no database file"
+    );
+    const MIB: usize = 1024 * 1024;
+    let runtime = tokio::runtime::Runtime::new().expect("runtime");
+    // Just under 4 MiB is decoded (and then refused for its name); just over is not decoded.
+    // 4 MB (4,000,000) or 4 bytes would refuse both.
+    let under = runtime.block_on(create_with_name_of(running.addr, 4 * MIB - 1024));
+    assert_eq!(under, Code::InvalidArgument);
+    let over = runtime.block_on(create_with_name_of(running.addr, 4 * MIB + 1024));
+    assert_eq!(over, Code::OutOfRange);
+}
+
+#[test]
+fn a_switch_turned_off_in_the_environment_keeps_the_database() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let database = dir.path().join("games.db");
+    let database = database.to_str().expect("a UTF-8 path");
+    let running = Running::start(server(
+        dir.path(),
+        &[("OANQUAN_IN_MEMORY", "0")],
+        &["--database", database],
+    ));
+    assert!(
+        files_in(dir.path()).contains(&"games.db".to_owned()),
+        "{:?}",
+        files_in(dir.path())
+    );
+    drop(running);
+}
+
+/// Environment, arguments, and what the error must say.
+type Case<'a> = (&'a [(&'a str, &'a str)], &'a [&'a str], &'a str);
+
+#[test]
+fn bad_switches_and_sizes_are_refused_with_the_reason() {
+    let cases: [Case<'_>; 6] = [
+        (
+            &[("OANQUAN_IN_MEMORY", "maybe")],
+            &[],
+            "\"maybe\" is neither on nor off; use true/false, 1/0, yes/no or on/off",
+        ),
+        (
+            &[("OANQUAN_IN_MEMORY", "YES")],
+            &["--database", "games.db"],
+            "contradict",
+        ),
+        (
+            &[],
+            &["--exempt-loopback", "perhaps", "--in-memory"],
+            "neither on nor off",
+        ),
+        (
+            &[],
+            &["--in-memory", "--max-message-size", "0"],
+            "at least 1 byte",
+        ),
+        (
+            &[("OANQUAN_MAX_MESSAGE_SIZE", "4 GiB")],
+            &["--in-memory"],
+            "unknown unit \"GiB\"; use B, KB, KiB, MB or MiB",
+        ),
+        (
+            &[],
+            &[
+                "--in-memory",
+                "--max-message-size",
+                "99999999999999999999 MiB",
+            ],
+            "is too large",
+        ),
+    ];
+    for (env, args, reason) in cases {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let output = server(dir.path(), env, args)
+            .output()
+            .expect("run oanquan-server");
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert_eq!(output.status.code(), Some(2), "{env:?} {args:?}: {stderr}");
+        assert!(
+            output.stdout.is_empty(),
+            "{env:?} {args:?}: nothing listens"
+        );
+        assert!(stderr.contains(reason), "{env:?} {args:?}: {stderr}");
+        assert_eq!(
+            files_in(dir.path()),
+            Vec::<String>::new(),
+            "{env:?} {args:?}"
+        );
+    }
+}
