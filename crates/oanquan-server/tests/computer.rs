@@ -265,8 +265,9 @@ async fn computer_reply(client: &mut Games, id: &str) -> pb::game_event::MovePla
     let mut watch = client
         .watch_game(pb::WatchGameRequest {
             game_id: id.to_owned(),
-            // Replayed from the log if the computer was quicker than this call.
-            after_sequence: Some(0),
+            // After the first event (the person joining): the computer's move comes replayed
+            // from the log if it was quicker than this call. 0 would mean a snapshot.
+            after_sequence: Some(1),
         })
         .await
         .unwrap()
