@@ -29,8 +29,9 @@ use tokio::net::TcpListener;
 /// 512 KiB, 1MB (a bare number means bytes). Switches take true/false, 1/0, yes/no or on/off,
 /// on the command line and in the environment alike.
 ///
-/// Per-client limits (--rate-limit, --max-open-games-per-client) count by peer address
-/// (IPv6 by /64); behind a reverse proxy enforce them at the proxy instead.
+/// Per-client limits (--rate-limit, --max-open-games-per-client, --max-connections-per-client,
+/// --max-analyses-per-client) count by peer address (IPv6 by /64); behind a reverse proxy
+/// enforce them at the proxy instead.
 #[derive(Debug, Parser)]
 #[command(name = "oanquan-server", version, about, long_about)]
 struct Args {
@@ -178,10 +179,30 @@ struct Args {
     #[arg(long, env = "OANQUAN_COMPUTER_MOVE_TIME", default_value = "300ms", value_parser = parse_duration)]
     computer_move_time: Duration,
 
-    /// Searches (computer moves and RulesService.Analyze calls) running at once; more wait for
-    /// a free slot. 0 = one per CPU core.
+    /// Computer moves searching at once; more wait for a free slot. 0 = one per CPU core.
+    /// RulesService.Analyze calls have slots of their own (--max-analyses), so a computer
+    /// opponent never waits behind them.
     #[arg(long, env = "OANQUAN_MAX_SEARCHES", default_value_t = 0)]
     max_searches: usize,
+
+    /// RulesService.Analyze calls searching at once (each up to 5 s), apart from computer
+    /// moves. 0 = one per CPU core but one, at least 1.
+    #[arg(long, env = "OANQUAN_MAX_ANALYSES", default_value_t = 0)]
+    max_analyses: usize,
+
+    /// Analyze calls one client address may have running or waiting; one more gets
+    /// RESOURCE_EXHAUSTED with a retry delay. 0 = no limit.
+    #[arg(
+        long,
+        env = "OANQUAN_MAX_ANALYSES_PER_CLIENT",
+        default_value_t = oanquan_server::domain::computer::DEFAULT_ANALYSES_PER_CLIENT
+    )]
+    max_analyses_per_client: usize,
+
+    /// How long an Analyze call waits for a free slot when all --max-analyses are taken; then
+    /// it gets RESOURCE_EXHAUSTED with a retry delay. 0 = refuse at once.
+    #[arg(long, env = "OANQUAN_ANALYSIS_QUEUE_TIMEOUT", default_value = "500ms", value_parser = parse_duration)]
+    analysis_queue_timeout: Duration,
 }
 
 /// `500ms`, `15s`, `2m`, or a bare number of seconds.
@@ -303,6 +324,9 @@ impl Args {
             exempt_loopback: self.exempt_loopback,
             computer_move_time: self.computer_move_time,
             max_searches: self.max_searches,
+            max_analyses: self.max_analyses,
+            max_analyses_per_client: self.max_analyses_per_client,
+            analysis_queue_timeout: self.analysis_queue_timeout,
             ..Config::default()
         }
     }
@@ -497,6 +521,15 @@ mod tests {
         assert_eq!(config.exempt_loopback, library.exempt_loopback);
         assert_eq!(config.computer_move_time, library.computer_move_time);
         assert_eq!(config.max_searches, library.max_searches);
+        assert_eq!(config.max_analyses, library.max_analyses);
+        assert_eq!(
+            config.max_analyses_per_client,
+            library.max_analyses_per_client
+        );
+        assert_eq!(
+            config.analysis_queue_timeout,
+            library.analysis_queue_timeout
+        );
         assert!(config.tls.is_none());
         let off = Args::try_parse_from([
             "oanquan-server",

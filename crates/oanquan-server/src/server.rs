@@ -16,7 +16,7 @@ use tonic::transport::{Identity, Server, ServerTlsConfig};
 use tonic_health::ServingStatus;
 use tracing::{info, warn};
 
-use crate::domain::computer::{self, Computer, SearchPool};
+use crate::domain::computer::{self, Computer, SearchCapacity, SearchPool};
 use crate::domain::limits::{self, RateLimit, RateLimiter};
 use crate::domain::{
     GameManager, GameStore, Hub, ManagerLimits, MemoryLimits, MemoryStore, OpenError, SqliteStore,
@@ -156,10 +156,18 @@ pub struct Config {
     pub exempt_loopback: bool,
     /// Thinking time of the computer opponent per move (`CreateGameRequest.computer`).
     pub computer_move_time: Duration,
-    /// Searches (computer moves and `RulesService.Analyze` calls) running at once; more wait
-    /// for a free slot. 0 = one per core. Searches run on tokio's blocking pool, never on the
-    /// async workers that answer calls.
+    /// Computer moves searching at once; more wait for a free slot. 0 = one per core.
+    /// Searches run on tokio's blocking pool, never on the async workers that answer calls.
+    /// `Analyze` calls have slots of their own (below), so they never delay a computer move.
     pub max_searches: usize,
+    /// `RulesService.Analyze` calls searching at once; 0 = one per core but one (at least 1).
+    pub max_analyses: usize,
+    /// `Analyze` calls one client address may have running or waiting; 0 = unlimited.
+    /// Loopback is exempt with `exempt_loopback`, like the per-client limits above.
+    pub max_analyses_per_client: usize,
+    /// How long an `Analyze` call waits for a free slot before RESOURCE_EXHAUSTED (with a
+    /// retry delay); zero = refuse at once when every slot is taken.
+    pub analysis_queue_timeout: Duration,
 }
 
 impl Default for Config {
@@ -192,6 +200,9 @@ impl Default for Config {
             exempt_loopback: true,
             computer_move_time: computer::DEFAULT_MOVE_TIME,
             max_searches: 0,
+            max_analyses: 0,
+            max_analyses_per_client: computer::DEFAULT_ANALYSES_PER_CLIENT,
+            analysis_queue_timeout: computer::DEFAULT_ANALYSIS_WAIT,
         }
     }
 }
@@ -275,9 +286,18 @@ pub async fn run_with_store(
     let (stop_tx, stop_rx) = watch::channel(false);
 
     let hub = Hub::new(config.broadcast_capacity);
-    let searches = SearchPool::new(match config.max_searches {
-        0 => computer::default_max_searches(),
-        n => n,
+    let searches = SearchPool::new(SearchCapacity {
+        computer_moves: match config.max_searches {
+            0 => computer::default_max_searches(),
+            n => n,
+        },
+        analyses: match config.max_analyses {
+            0 => computer::default_max_analyses(),
+            n => n,
+        },
+        analyses_per_client: config.max_analyses_per_client,
+        analysis_wait: config.analysis_queue_timeout,
+        exempt_loopback: config.exempt_loopback,
     });
     let computer = Computer::new(Arc::clone(&searches), config.computer_move_time);
     let manager = Arc::new(
@@ -406,7 +426,8 @@ pub async fn run_with_store(
     }
     // Ends every open stream with UNAVAILABLE and tells tonic to stop accepting and drain.
     let _ = stop_tx.send(true);
-    // Cancels every search (computer moves and Analyze calls end at once, without committing).
+    // Cancels every search: computer moves end without committing, Analyze calls in progress
+    // with UNAVAILABLE.
     searches.stop();
     match tokio::time::timeout(config.drain_timeout, serve).await {
         Ok(result) => result?,

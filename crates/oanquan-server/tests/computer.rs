@@ -8,11 +8,14 @@ use std::time::{Duration, Instant};
 
 use common::*;
 use oanquan_proto::v1 as pb;
+use oanquan_proto::v1::rules_service_client::RulesServiceClient;
 use oanquan_rules::{Position, Preset, Rules};
 use oanquan_server::grpc::convert;
 use oanquan_server::{Config, Storage};
 use pb::game_event::Kind;
-use tonic::Code;
+use tokio::sync::mpsc;
+use tonic::{Code, Status};
+use tonic_types::StatusExt as _;
 
 const PRESETS: [&str; 3] = ["standard", "traditional", "mancala-world"];
 
@@ -257,9 +260,30 @@ async fn bad_computer_levels_are_rejected() {
     assert_eq!(game.status(), pb::GameStatus::WaitingForPlayers);
 }
 
+/// Waits (at most 5 s) for the first MovePlayed of game `id`, which the computer plays.
+async fn computer_reply(client: &mut Games, id: &str) -> pb::game_event::MovePlayed {
+    let mut watch = client
+        .watch_game(pb::WatchGameRequest {
+            game_id: id.to_owned(),
+            // After the first event (the person joining): the computer's move comes replayed
+            // from the log if it was quicker than this call. 0 would mean a snapshot.
+            after_sequence: Some(1),
+        })
+        .await
+        .unwrap()
+        .into_inner();
+    loop {
+        match next_game_event(&mut watch).await.map(|e| e.kind) {
+            Some(Some(Kind::MovePlayed(played))) => return played,
+            Some(_) => {}
+            None => panic!("the stream ended before the computer moved"),
+        }
+    }
+}
+
 #[tokio::test]
 async fn resigning_cancels_the_computers_search_at_once() {
-    // One search slot and a very long thinking time: the slot is only free again if
+    // One computer-move slot and a very long thinking time: the slot is only free again if
     // the search was cancelled.
     let server = start(Config {
         computer_move_time: Duration::from_secs(120),
@@ -289,18 +313,14 @@ async fn resigning_cancels_the_computers_search_at_once() {
         .game
         .unwrap();
     assert_eq!(resigned.status(), pb::GameStatus::Finished);
+    // Another game whose computer moves first needs that one slot.
     let began = Instant::now();
-    let analysis = server
-        .rules()
-        .await
-        .analyze(pb::AnalyzeRequest {
-            node_limit: Some(2000),
-            ..pb::AnalyzeRequest::default()
-        })
+    let next = client
+        .create_game(vs_computer("standard", pb::Player::Second, 1))
         .await
         .unwrap()
         .into_inner();
-    assert!(analysis.best_move.is_some());
+    computer_reply(&mut client, &next.game.unwrap().id).await;
     assert!(
         began.elapsed() < Duration::from_secs(5),
         "the search slot was freed promptly: {:?}",
@@ -498,4 +518,188 @@ async fn analyze_rejects_bad_limits_and_finished_positions() {
         .await
         .unwrap_err();
     assert_reason(&status, Code::FailedPrecondition, "ERROR_REASON_GAME_OVER");
+}
+
+/// `n` analyses of the start position at their longest (5 s), started at once on `channel`;
+/// each result arrives on the receiver as its call ends.
+fn long_analyses(
+    channel: &tonic::transport::Channel,
+    n: usize,
+) -> mpsc::UnboundedReceiver<Result<pb::AnalyzeResponse, Status>> {
+    let (sender, receiver) = mpsc::unbounded_channel();
+    for _ in 0..n {
+        let mut rules = RulesServiceClient::new(channel.clone());
+        let sender = sender.clone();
+        tokio::spawn(async move {
+            let result = rules
+                .analyze(pb::AnalyzeRequest {
+                    time_limit_ms: 5000,
+                    ..pb::AnalyzeRequest::default()
+                })
+                .await
+                .map(tonic::Response::into_inner);
+            let _ = sender.send(result);
+        });
+    }
+    receiver
+}
+
+/// The next analysis to end, within `within`.
+async fn next_ended(
+    ended: &mut mpsc::UnboundedReceiver<Result<pb::AnalyzeResponse, Status>>,
+    within: Duration,
+) -> Result<pb::AnalyzeResponse, Status> {
+    tokio::time::timeout(within, ended.recv())
+        .await
+        .expect("an analysis ended in time")
+        .expect("the analysis task reported")
+}
+
+/// RESOURCE_EXHAUSTED, LIMIT_EXCEEDED and a RetryInfo of at most the longest analysis.
+fn assert_retry_later(status: &Status) {
+    assert_reason(
+        status,
+        Code::ResourceExhausted,
+        "ERROR_REASON_LIMIT_EXCEEDED",
+    );
+    let delay = status
+        .get_details_retry_info()
+        .and_then(|info| info.retry_delay)
+        .unwrap_or_else(|| panic!("no RetryInfo in {status:?}"));
+    assert!(delay > Duration::ZERO, "{status:?}");
+    assert!(delay <= Duration::from_secs(5), "{status:?}");
+}
+
+#[tokio::test]
+async fn analyses_cannot_starve_a_computer_opponent() {
+    // As on a small machine: one computer-move slot and two analysis slots.
+    let server = start(Config {
+        max_searches: 1,
+        max_analyses: 2,
+        analysis_queue_timeout: Duration::from_millis(200),
+        ..quick()
+    })
+    .await;
+    // Three analyses of 5 s: two take the slots, the third is refused after the short wait
+    // (it would otherwise sit in a queue until its deadline).
+    let began = Instant::now();
+    let mut ended = long_analyses(&server.channel().await, 3);
+    let refused = next_ended(&mut ended, Duration::from_secs(4))
+        .await
+        .expect_err("the analysis beyond the slots is refused");
+    assert!(
+        began.elapsed() < Duration::from_secs(2),
+        "refused quickly: {:?}",
+        began.elapsed()
+    );
+    assert_retry_later(&refused);
+    assert!(
+        refused.message().contains("maximum of 2 analyses"),
+        "{refused:?}"
+    );
+
+    // Every analysis slot is busy: a level-1 computer still answers at once.
+    let mut client = server.games().await;
+    let began = Instant::now();
+    let created = client
+        .create_game(vs_computer("standard", pb::Player::Second, 1))
+        .await
+        .unwrap()
+        .into_inner();
+    let id = created.game.unwrap().id;
+    let played = computer_reply(&mut client, &id).await;
+    let waited = began.elapsed();
+    assert_eq!(
+        played.record.unwrap().player,
+        i32::from(pb::Player::First),
+        "the computer's move"
+    );
+    assert!(
+        matches!(ended.try_recv(), Err(mpsc::error::TryRecvError::Empty)),
+        "both analyses were still searching when the computer moved"
+    );
+    // Its move time is 10 ms; the bound leaves room for a loaded machine, far below the 5 s
+    // it waited when computer moves queued behind analyses.
+    assert!(
+        waited < Duration::from_secs(2),
+        "the computer replied in {waited:?}"
+    );
+    server.stop().await.unwrap();
+}
+
+#[tokio::test]
+async fn analyses_are_capped_per_client_address() {
+    // Loopback is exempt by default; the test's client is on loopback.
+    let server = start(Config {
+        exempt_loopback: false,
+        rate_limit: None,
+        max_analyses: 4,
+        max_analyses_per_client: 1,
+        analysis_queue_timeout: Duration::from_secs(10),
+        ..config()
+    })
+    .await;
+    let channel = server.channel().await;
+    // Two at once from one address: one runs, the other is refused at once (a free slot
+    // would not change that, and there is no waiting for one).
+    let began = Instant::now();
+    let mut ended = long_analyses(&channel, 2);
+    let refused = next_ended(&mut ended, Duration::from_secs(4))
+        .await
+        .expect_err("the second analysis of the address is refused");
+    assert!(
+        began.elapsed() < Duration::from_secs(2),
+        "refused quickly: {:?}",
+        began.elapsed()
+    );
+    assert_retry_later(&refused);
+    assert!(
+        refused
+            .message()
+            .contains("your address already has 1 analyses"),
+        "{refused:?}"
+    );
+    assert!(
+        matches!(ended.try_recv(), Err(mpsc::error::TryRecvError::Empty)),
+        "the first analysis still runs"
+    );
+    // Other calls of the client are not affected.
+    server
+        .rules()
+        .await
+        .list_presets(pb::ListPresetsRequest {})
+        .await
+        .unwrap();
+    server.stop().await.unwrap();
+}
+
+#[tokio::test]
+async fn an_analysis_in_progress_at_shutdown_gets_unavailable() {
+    let mut server = start(Config {
+        max_analyses: 1,
+        analysis_queue_timeout: Duration::from_millis(100),
+        ..config()
+    })
+    .await;
+    // One slot, two analyses: once one is refused, the other is searching.
+    let mut ended = long_analyses(&server.channel().await, 2);
+    let refused = next_ended(&mut ended, Duration::from_secs(4))
+        .await
+        .expect_err("the analysis beyond the slot is refused");
+    assert_retry_later(&refused);
+    let began = Instant::now();
+    server.trigger_shutdown();
+    // Not a partial result that looks like a complete one: UNAVAILABLE, as for a call that
+    // arrives during the shutdown, so the client asks again on the next server.
+    let stopped = next_ended(&mut ended, Duration::from_secs(4))
+        .await
+        .expect_err("an analysis cut short by the shutdown gives no result");
+    assert_eq!(stopped.code(), Code::Unavailable, "{stopped:?}");
+    assert!(stopped.message().contains("shutting down"), "{stopped:?}");
+    assert!(
+        began.elapsed() < Duration::from_secs(2),
+        "ended at once, not at its time limit: {:?}",
+        began.elapsed()
+    );
+    server.stop().await.unwrap();
 }

@@ -1,10 +1,14 @@
 //! The computer opponent and analysis searches, on top of [`oanquan_ai`].
 //!
 //! * [`SearchPool`] runs every search (computer moves and `RulesService.Analyze`) on tokio's
-//!   blocking pool, at most `max_searches` at once (a semaphore, by default one per core), so
-//!   searches never occupy the async workers that answer people's calls. Each search has its own
-//!   cancel flag: set when its caller goes away (a drop guard), when its game ends
-//!   ([`SearchPool::cancel_game`]) and when the server stops ([`SearchPool::stop`]).
+//!   blocking pool, so searches never occupy the async workers that answer people's calls.
+//!   Computer moves and analyses have separate slots ([`SearchCapacity`]): an analysis runs for
+//!   up to 5 s, a computer move for its move time, and a hosted game must not wait for
+//!   strangers' analyses. A computer move waits for a slot of its own kind; an analysis waits
+//!   briefly and is then refused with a retry delay, as is a client with too many analyses.
+//!   Each search has its own cancel flag: set when its caller goes away (a drop guard), when
+//!   its game ends ([`SearchPool::cancel_game`]) and when the server stops
+//!   ([`SearchPool::stop`]).
 //! * [`Computer`] plays the computer's seats. The manager calls [`Computer::on_commit`] after
 //!   every commit; when the computer is to move, the game's id goes to the driver task
 //!   ([`spawn_driver`]), which searches and commits the move through
@@ -16,17 +20,20 @@
 //! simply played again by the next server.
 
 use std::collections::HashMap;
+use std::fmt;
+use std::net::IpAddr;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use oanquan_ai::{Engine, Level, MAX_DEPTH, SearchLimits, SearchResult};
 use oanquan_rules::{Player, Position};
-use tokio::sync::{OwnedSemaphorePermit, Semaphore, mpsc, watch};
+use tokio::sync::{OwnedSemaphorePermit, Semaphore, TryAcquireError, mpsc, watch};
 use tokio::task::{JoinHandle, JoinSet};
 use tracing::{debug, info, warn};
 
 use super::error::GameError;
+use super::limits;
 use super::manager::GameManager;
 use super::model::{GameFilter, GameId, GameInfo, GameStatus, PlayerKind};
 
@@ -106,14 +113,125 @@ pub fn analysis_limits(
     Ok(limits)
 }
 
+/// How many searches run at once, and how Analyze calls are admitted. Computer moves and
+/// analyses have separate slots, so a hosted game's computer never waits behind analyses (which
+/// run up to [`MAX_ANALYSIS_TIME_MS`] each, while a computer move takes at most its move time).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SearchCapacity {
+    /// Computer moves searching at once (at least 1).
+    pub computer_moves: usize,
+    /// `RulesService.Analyze` searches at once (at least 1), apart from computer moves.
+    pub analyses: usize,
+    /// Analyze calls one client address may have running or waiting; 0 = no cap.
+    pub analyses_per_client: usize,
+    /// How long an Analyze call may wait for a free slot before it is refused. Waiting longer
+    /// helps nobody: the caller's deadline runs meanwhile, and a queue only grows under load.
+    pub analysis_wait: Duration,
+    /// Loopback clients (127.0.0.0/8, ::1) skip the per-client cap.
+    pub exempt_loopback: bool,
+}
+
+/// [`SearchCapacity::analysis_wait`] by default.
+pub const DEFAULT_ANALYSIS_WAIT: Duration = Duration::from_millis(500);
+/// [`SearchCapacity::analyses_per_client`] by default: a hint and a second opinion.
+pub const DEFAULT_ANALYSES_PER_CLIENT: usize = 2;
+
+/// Analyses at once by default: one per core but one, at least 1, so that long analyses leave
+/// a core to the async workers, the store and the computer's moves.
+#[must_use]
+pub fn default_max_analyses() -> usize {
+    default_max_searches().saturating_sub(1).max(1)
+}
+
+impl Default for SearchCapacity {
+    /// One computer move per core, [`default_max_analyses`], [`DEFAULT_ANALYSES_PER_CLIENT`],
+    /// [`DEFAULT_ANALYSIS_WAIT`], loopback exempt.
+    fn default() -> Self {
+        SearchCapacity {
+            computer_moves: default_max_searches(),
+            analyses: default_max_analyses(),
+            analyses_per_client: DEFAULT_ANALYSES_PER_CLIENT,
+            analysis_wait: DEFAULT_ANALYSIS_WAIT,
+            exempt_loopback: true,
+        }
+    }
+}
+
+/// Why an Analyze call was refused before it searched. The gRPC layer answers
+/// `RESOURCE_EXHAUSTED` with a `google.rpc.RetryInfo` of [`Refused::retry_after`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Refused {
+    /// Every analysis slot stayed taken for the whole wait.
+    Busy {
+        /// The cap on analyses at once.
+        max: usize,
+        /// When the soonest running analysis reaches its time limit.
+        retry_after: Duration,
+    },
+    /// The client's address already has its maximum of analyses running or waiting.
+    PerClient {
+        /// The cap per client address.
+        max: usize,
+        /// When the soonest of that client's analyses reaches its time limit.
+        retry_after: Duration,
+    },
+}
+
+impl Refused {
+    /// When the client should try again.
+    #[must_use]
+    pub fn retry_after(&self) -> Duration {
+        match *self {
+            Refused::Busy { retry_after, .. } | Refused::PerClient { retry_after, .. } => {
+                retry_after
+            }
+        }
+    }
+}
+
+impl fmt::Display for Refused {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let retry = self.retry_after().as_millis();
+        match *self {
+            Refused::Busy { max, .. } => write!(
+                f,
+                "the server is running its maximum of {max} analyses at once; retry in {retry} ms"
+            ),
+            Refused::PerClient { max, .. } => write!(
+                f,
+                "your address already has {max} analyses running or waiting (the limit per client); \
+                 wait for one to finish, retry in {retry} ms"
+            ),
+        }
+    }
+}
+
+/// Why an Analyze call gave no result.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum AnalysisError {
+    /// Refused for lack of capacity, before searching.
+    Refused(Refused),
+    /// Anything else: a finished position, a shutdown, a failed search.
+    Failed(GameError),
+}
+
+impl From<GameError> for AnalysisError {
+    fn from(error: GameError) -> AnalysisError {
+        AnalysisError::Failed(error)
+    }
+}
+
 /// See the module docs.
 #[derive(Debug)]
 pub struct SearchPool {
-    max_searches: usize,
-    permits: Arc<Semaphore>,
-    /// Engines not in use (their transposition tables are reused; at most `max_searches`).
+    capacity: SearchCapacity,
+    moves: Arc<Semaphore>,
+    analyses: Arc<Semaphore>,
+    /// Engines not in use (their transposition tables are reused; at most one per slot).
     engines: Mutex<Vec<Engine>>,
     running: Mutex<HashMap<u64, Running>>,
+    /// Analyze calls running or waiting, per client key (see [`limits::client_key`]).
+    clients: Mutex<HashMap<IpAddr, usize>>,
     next_id: AtomicU64,
     stopping: AtomicBool,
 }
@@ -122,6 +240,8 @@ pub struct SearchPool {
 struct Running {
     game: Option<GameId>,
     cancel: Arc<AtomicBool>,
+    /// An analysis: its client key if counted, and when its time limit ends.
+    analysis: Option<(Option<IpAddr>, Instant)>,
 }
 
 /// A reserved search slot: see [`SearchPool::reserve`].
@@ -173,12 +293,36 @@ struct Registered<'a> {
     pool: &'a SearchPool,
     id: u64,
     cancel: Arc<AtomicBool>,
+    /// Held until the search is over, so that it counts towards its client's cap.
+    _client: ClientPlace<'a>,
 }
 
 impl Drop for Registered<'_> {
     fn drop(&mut self) {
         self.cancel.store(true, Ordering::Relaxed);
         self.pool.running().remove(&self.id);
+    }
+}
+
+/// One Analyze call of a client, counted from before it waits for a slot until its search ends
+/// (or it is refused), so waiting calls count towards the cap too.
+#[derive(Debug)]
+struct ClientPlace<'a> {
+    pool: &'a SearchPool,
+    client: Option<IpAddr>,
+}
+
+impl Drop for ClientPlace<'_> {
+    fn drop(&mut self) {
+        if let Some(client) = self.client {
+            let mut clients = lock(&self.pool.clients);
+            if let Some(count) = clients.get_mut(&client) {
+                *count -= 1;
+                if *count == 0 {
+                    clients.remove(&client);
+                }
+            }
+        }
     }
 }
 
@@ -193,25 +337,34 @@ fn stopping_error() -> GameError {
     GameError::Unavailable("the server is shutting down; retry on the next one".to_owned())
 }
 
+/// A retry delay is never below this, so that refused clients do not spin.
+const MIN_RETRY: Duration = Duration::from_millis(10);
+
 impl SearchPool {
-    /// A pool running at most `max_searches` (at least 1) searches at once.
+    /// A pool with `capacity` (each count at least 1).
     #[must_use]
-    pub fn new(max_searches: usize) -> Arc<SearchPool> {
-        let max_searches = max_searches.max(1);
+    pub fn new(capacity: SearchCapacity) -> Arc<SearchPool> {
+        let capacity = SearchCapacity {
+            computer_moves: capacity.computer_moves.max(1),
+            analyses: capacity.analyses.max(1),
+            ..capacity
+        };
         Arc::new(SearchPool {
-            max_searches,
-            permits: Arc::new(Semaphore::new(max_searches)),
+            capacity,
+            moves: Arc::new(Semaphore::new(capacity.computer_moves)),
+            analyses: Arc::new(Semaphore::new(capacity.analyses)),
             engines: Mutex::default(),
             running: Mutex::default(),
+            clients: Mutex::default(),
             next_id: AtomicU64::new(0),
             stopping: AtomicBool::new(false),
         })
     }
 
-    /// The cap on simultaneous searches.
+    /// The pool's capacity.
     #[must_use]
-    pub fn max_searches(&self) -> usize {
-        self.max_searches
+    pub fn capacity(&self) -> SearchCapacity {
+        self.capacity
     }
 
     /// Searches running or registered now.
@@ -242,13 +395,14 @@ impl SearchPool {
     /// Cancels every search and refuses new ones (the server stops).
     pub fn stop(&self) {
         self.stopping.store(true, Ordering::Relaxed);
-        self.permits.close();
+        self.moves.close();
+        self.analyses.close();
         for running in self.running().values() {
             running.cancel.store(true, Ordering::Relaxed);
         }
     }
 
-    /// Waits for a free search slot and registers a search for game `game` if any. From then
+    /// Waits for a free computer-move slot and registers a search for game `game`. From then
     /// on the search's cancel flag is set when the game ends or the pool stops, even before
     /// [`Slot::search`] runs: a caller that reserves first and then checks its game cannot
     /// miss the end of the game.
@@ -256,14 +410,28 @@ impl SearchPool {
     /// # Errors
     ///
     /// [`GameError::Unavailable`] once the pool is stopping.
-    pub async fn reserve(&self, game: Option<GameId>) -> Result<Slot<'_>, GameError> {
+    pub async fn reserve(&self, game: GameId) -> Result<Slot<'_>, GameError> {
         if self.is_stopping() {
             return Err(stopping_error());
         }
-        let permit = Arc::clone(&self.permits)
+        let permit = Arc::clone(&self.moves)
             .acquire_owned()
             .await
             .map_err(|_| stopping_error())?;
+        let place = ClientPlace {
+            pool: self,
+            client: None,
+        };
+        self.register(permit, Some(game), None, place)
+    }
+
+    fn register<'a>(
+        &'a self,
+        permit: OwnedSemaphorePermit,
+        game: Option<GameId>,
+        analysis: Option<(Option<IpAddr>, Instant)>,
+        place: ClientPlace<'a>,
+    ) -> Result<Slot<'a>, GameError> {
         let cancel = Arc::new(AtomicBool::new(false));
         let id = self.next_id.fetch_add(1, Ordering::Relaxed);
         self.running().insert(
@@ -271,56 +439,150 @@ impl SearchPool {
             Running {
                 game,
                 cancel: Arc::clone(&cancel),
+                analysis,
             },
         );
         let registered = Registered {
             pool: self,
             id,
             cancel,
+            _client: place,
         };
+        // `stop` may have run between the acquire and the insert, missing this search.
         if self.is_stopping() {
             return Err(stopping_error());
         }
         Ok(Slot { permit, registered })
     }
 
-    /// [`SearchPool::reserve`], then [`Slot::search`].
-    ///
-    /// # Errors
-    ///
-    /// As those two.
-    pub async fn run<T, F>(&self, game: Option<GameId>, search: F) -> Result<T, GameError>
-    where
-        T: Send + 'static,
-        F: FnOnce(&mut Engine, &AtomicBool) -> T + Send + 'static,
-    {
-        self.reserve(game).await?.search(search).await
+    /// Counts an Analyze call of `client` (unless exempt), or refuses it when the client is at
+    /// its cap.
+    fn admit_client(&self, client: Option<IpAddr>) -> Result<ClientPlace<'_>, Refused> {
+        let max = self.capacity.analyses_per_client;
+        let key = client
+            .filter(|ip| max > 0 && !(self.capacity.exempt_loopback && ip.is_loopback()))
+            .map(limits::client_key);
+        if let Some(key) = key {
+            let mut clients = lock(&self.clients);
+            let count = clients.entry(key).or_insert(0);
+            if *count >= max {
+                drop(clients);
+                return Err(Refused::PerClient {
+                    max,
+                    retry_after: self.soonest_end(Some(key)),
+                });
+            }
+            *count += 1;
+        }
+        Ok(ClientPlace {
+            pool: self,
+            client: key,
+        })
     }
 
-    /// Searches `position` for `RulesService.Analyze`, from a cleared engine (so a node or depth
-    /// limit without a time limit gives the same answer every time).
+    /// How long until the soonest running analysis (of client `key` if given) reaches its time
+    /// limit; the whole wait if none is running yet.
+    fn soonest_end(&self, key: Option<IpAddr>) -> Duration {
+        let now = Instant::now();
+        self.running()
+            .values()
+            .filter_map(|running| running.analysis)
+            .filter(|(client, _)| key.is_none() || *client == key)
+            .map(|(_, ends)| ends.saturating_duration_since(now))
+            .min()
+            .unwrap_or(self.capacity.analysis_wait)
+            .max(MIN_RETRY)
+    }
+
+    /// Admits an Analyze call of `client` that may search for up to `time`: counts it towards
+    /// the client's cap, then waits at most [`SearchCapacity::analysis_wait`] for an analysis
+    /// slot.
     ///
     /// # Errors
     ///
-    /// [`GameError::GameOver`] if the position is over, else as [`SearchPool::run`].
+    /// [`AnalysisError::Refused`] when the client is at its cap or no slot came free in time;
+    /// [`GameError::Unavailable`] once the pool is stopping.
+    pub async fn reserve_analysis(
+        &self,
+        client: Option<IpAddr>,
+        time: Duration,
+    ) -> Result<Slot<'_>, AnalysisError> {
+        if self.is_stopping() {
+            return Err(stopping_error().into());
+        }
+        let place = self.admit_client(client).map_err(AnalysisError::Refused)?;
+        let analyses = Arc::clone(&self.analyses);
+        let acquired = if self.capacity.analysis_wait.is_zero() {
+            analyses.try_acquire_owned().map_err(|e| match e {
+                TryAcquireError::Closed => Some(stopping_error()),
+                TryAcquireError::NoPermits => None,
+            })
+        } else {
+            match tokio::time::timeout(self.capacity.analysis_wait, analyses.acquire_owned()).await
+            {
+                Ok(permit) => permit.map_err(|_| Some(stopping_error())),
+                Err(_) => Err(None),
+            }
+        };
+        let permit = match acquired {
+            Ok(permit) => permit,
+            Err(Some(stopping)) => return Err(stopping.into()),
+            Err(None) => {
+                return Err(AnalysisError::Refused(Refused::Busy {
+                    max: self.capacity.analyses,
+                    retry_after: self.soonest_end(None),
+                }));
+            }
+        };
+        let ends = Instant::now() + time;
+        let key = place.client;
+        Ok(self.register(permit, None, Some((key, ends)), place)?)
+    }
+
+    /// Searches `position` for `RulesService.Analyze` on behalf of `client`, from a cleared
+    /// engine (so a node or depth limit without a time limit gives the same answer every time).
+    ///
+    /// A search cut short by a shutdown gives no result: a partial search looks like a
+    /// complete one (same fields, smaller depth), so the caller gets
+    /// [`GameError::Unavailable`] and asks the next server.
+    ///
+    /// # Errors
+    ///
+    /// [`GameError::GameOver`] if the position is over, [`GameError::Unavailable`] if the
+    /// server stops before or during the search, else as [`SearchPool::reserve_analysis`].
     pub async fn analyze(
         &self,
         position: Position,
         limits: SearchLimits,
-    ) -> Result<SearchResult, GameError> {
+        client: Option<IpAddr>,
+    ) -> Result<SearchResult, AnalysisError> {
         if position.is_over() {
-            return Err(GameError::GameOver);
+            return Err(GameError::GameOver.into());
         }
-        let result = self
-            .run(None, move |engine, cancel| {
+        let time = limits.time.unwrap_or(DEFAULT_ANALYSIS_TIME);
+        let slot = self.reserve_analysis(client, time).await?;
+        let (result, cancelled) = slot
+            .search(move |engine, cancel| {
                 engine.clear();
-                engine.search(&position, limits, cancel)
+                let result = engine.search(&position, limits, cancel);
+                (result, cancel.load(Ordering::Relaxed))
             })
             .await?;
+        // Analyses belong to no game and their caller is still here, so only `stop` can
+        // have set the flag.
+        if cancelled {
+            return Err(GameError::Unavailable(
+                "the server is shutting down and stopped this analysis before its limit; \
+                 retry on the next one"
+                    .to_owned(),
+            )
+            .into());
+        }
         if result.best_move.is_none() {
             return Err(GameError::Internal(
                 "the search found no move in a position that is not over".to_owned(),
-            ));
+            )
+            .into());
         }
         Ok(result)
     }
@@ -451,7 +713,7 @@ async fn resume(manager: &GameManager, computer: &Computer) -> Result<usize, Gam
 async fn play_turn(manager: Arc<GameManager>, id: GameId) {
     let computer = Arc::clone(manager.computer());
     // Reserved before loading: a game that ends after the load cancels this search.
-    let Ok(slot) = computer.pool.reserve(Some(id.clone())).await else {
+    let Ok(slot) = computer.pool.reserve(id.clone()).await else {
         return;
     };
     let state = match manager.load_state(&id).await {
@@ -539,24 +801,135 @@ mod tests {
         assert_ne!(seed(&a, 3), seed(&b, 3));
     }
 
+    fn capacity(computer_moves: usize, analyses: usize, per_client: usize) -> SearchCapacity {
+        SearchCapacity {
+            computer_moves,
+            analyses,
+            analyses_per_client: per_client,
+            analysis_wait: Duration::from_millis(20),
+            exempt_loopback: true,
+        }
+    }
+
+    fn start() -> Position {
+        Position::new(oanquan_rules::Preset::Standard.rules()).unwrap()
+    }
+
+    fn ip(text: &str) -> Option<IpAddr> {
+        Some(text.parse().unwrap())
+    }
+
     #[tokio::test]
     async fn a_dropped_search_is_cancelled_and_frees_its_slot() {
-        let pool = SearchPool::new(1);
-        let position = Position::new(oanquan_rules::Preset::Standard.rules()).unwrap();
+        let pool = SearchPool::new(capacity(1, 1, 0));
         let long = SearchLimits::time(Duration::from_secs(60));
-        let search = pool.analyze(position, long);
+        let search = pool.analyze(start(), long, None);
         // Dropped after a moment: the slot must come back quickly.
         let _ = tokio::time::timeout(Duration::from_millis(50), search).await;
         let quick = SearchLimits::nodes(1000);
-        let result = tokio::time::timeout(Duration::from_secs(5), pool.analyze(position, quick))
+        let analysis = async {
+            loop {
+                // The cancelled search may still hold the slot for a moment.
+                match pool.analyze(start(), quick, None).await {
+                    Err(AnalysisError::Refused(Refused::Busy { .. })) => {}
+                    other => return other,
+                }
+            }
+        };
+        let result = tokio::time::timeout(Duration::from_secs(5), analysis)
             .await
             .expect("the cancelled search freed its slot")
             .unwrap();
         assert!(result.best_move.is_some());
         pool.stop();
         assert!(matches!(
-            pool.analyze(position, quick).await,
-            Err(GameError::Unavailable(_))
+            pool.analyze(start(), quick, None).await,
+            Err(AnalysisError::Failed(GameError::Unavailable(_)))
         ));
+    }
+
+    #[tokio::test]
+    async fn computer_moves_do_not_wait_for_analyses() {
+        let pool = SearchPool::new(capacity(1, 1, 0));
+        let analysis = pool
+            .reserve_analysis(None, Duration::from_secs(5))
+            .await
+            .unwrap();
+        // The analysis slot is taken: another analysis is refused after the short wait...
+        let refused = pool
+            .reserve_analysis(None, Duration::from_secs(5))
+            .await
+            .unwrap_err();
+        match refused {
+            AnalysisError::Refused(Refused::Busy { max, retry_after }) => {
+                assert_eq!(max, 1);
+                // The running analysis ends within its 5 s.
+                assert!(retry_after > Duration::from_secs(4), "{retry_after:?}");
+                assert!(retry_after <= Duration::from_secs(5), "{retry_after:?}");
+            }
+            other => panic!("{other:?}"),
+        }
+        // ...while a computer move gets its own slot at once.
+        let game = GameId::parse("abc").unwrap();
+        let turn = tokio::time::timeout(Duration::from_secs(5), pool.reserve(game))
+            .await
+            .expect("a computer move never waits behind analyses")
+            .unwrap();
+        assert_eq!(pool.running_searches(), 2);
+        drop((analysis, turn));
+        assert_eq!(pool.running_searches(), 0);
+    }
+
+    #[tokio::test]
+    async fn analyses_are_capped_per_client_address() {
+        let pool = SearchPool::new(capacity(1, 8, 2));
+        let time = Duration::from_secs(3);
+        let a = ip("192.0.2.1");
+        let first = pool.reserve_analysis(a, time).await.unwrap();
+        let second = pool.reserve_analysis(a, time).await.unwrap();
+        let refused = pool.reserve_analysis(a, time).await.unwrap_err();
+        let AnalysisError::Refused(refused @ Refused::PerClient { max: 2, .. }) = refused else {
+            panic!("{refused:?}");
+        };
+        assert!(refused.retry_after() > Duration::from_secs(2));
+        assert!(refused.to_string().contains("your address"), "{refused}");
+        // The same /64 is the same client; another address and loopback are not limited.
+        let v6 = pool
+            .reserve_analysis(ip("2001:db8::1"), time)
+            .await
+            .unwrap();
+        let v6_again = pool
+            .reserve_analysis(ip("2001:db8::2"), time)
+            .await
+            .unwrap();
+        assert!(
+            pool.reserve_analysis(ip("2001:db8::3"), time)
+                .await
+                .is_err()
+        );
+        let other = pool.reserve_analysis(ip("192.0.2.2"), time).await.unwrap();
+        let mut locals = Vec::new();
+        for _ in 0..3 {
+            locals.push(pool.reserve_analysis(ip("127.0.0.1"), time).await.unwrap());
+        }
+        // A finished analysis gives its place back.
+        drop(first);
+        let third = pool.reserve_analysis(a, time).await.unwrap();
+        drop((second, third, v6, v6_again, other, locals));
+        assert!(lock(&pool.clients).is_empty());
+        // Without the exemption loopback counts like any address.
+        let strict = SearchPool::new(SearchCapacity {
+            exempt_loopback: false,
+            ..capacity(1, 8, 1)
+        });
+        let held = strict
+            .reserve_analysis(ip("127.0.0.1"), time)
+            .await
+            .unwrap();
+        assert!(matches!(
+            strict.reserve_analysis(ip("127.0.0.1"), time).await,
+            Err(AnalysisError::Refused(Refused::PerClient { max: 1, .. }))
+        ));
+        drop(held);
     }
 }

@@ -126,7 +126,7 @@ impl GameManager {
             hub,
             limits,
             computer: Computer::new(
-                SearchPool::new(computer::default_max_searches()),
+                SearchPool::new(computer::SearchCapacity::default()),
                 computer::DEFAULT_MOVE_TIME,
             ),
         }

@@ -6,9 +6,9 @@ use oanquan_proto::v1 as pb;
 use oanquan_rules::Preset;
 use tonic::{Request, Response, Status};
 
-use super::convert;
+use super::{convert, status};
 use crate::domain::GameError;
-use crate::domain::computer::{self, SearchPool};
+use crate::domain::computer::{self, AnalysisError, SearchCapacity, SearchPool};
 
 /// The RulesService adapter. Holds no game state; `Analyze` searches in a shared pool.
 #[derive(Debug, Clone)]
@@ -17,8 +17,8 @@ pub struct RulesApi {
 }
 
 impl RulesApi {
-    /// An adapter whose `Analyze` calls search in `searches` (shared with the computer player,
-    /// so that both count towards one cap).
+    /// An adapter whose `Analyze` calls search in `searches`, the pool the computer player
+    /// uses too (each with its own slots; one `stop` ends both).
     #[must_use]
     pub fn new(searches: Arc<SearchPool>) -> RulesApi {
         RulesApi { searches }
@@ -26,9 +26,9 @@ impl RulesApi {
 }
 
 impl Default for RulesApi {
-    /// With a search pool of its own, one search per core.
+    /// With a search pool of its own, of the default capacity.
     fn default() -> Self {
-        RulesApi::new(SearchPool::new(computer::default_max_searches()))
+        RulesApi::new(SearchPool::new(SearchCapacity::default()))
     }
 }
 
@@ -78,6 +78,7 @@ impl pb::rules_service_server::RulesService for RulesApi {
         &self,
         request: Request<pb::AnalyzeRequest>,
     ) -> Result<Response<pb::AnalyzeResponse>, Status> {
+        let client = request.remote_addr().map(|addr| addr.ip());
         let request = request.into_inner();
         let (rules, _) = convert::rules_spec(request.rules.as_ref(), "rules")?;
         let position = convert::position(request.position.as_ref(), rules, "position")?;
@@ -88,7 +89,16 @@ impl pb::rules_service_server::RulesService for RulesApi {
         )?;
         // Dropping this future (the client went away, or the deadline passed) cancels the
         // search.
-        let result = self.searches.analyze(position, limits).await?;
-        Ok(Response::new(convert::analysis_out(&result)))
+        match self.searches.analyze(position, limits, client).await {
+            Ok(result) => Ok(Response::new(convert::analysis_out(&result))),
+            Err(AnalysisError::Refused(refused)) => {
+                tracing::debug!(?client, %refused, "analysis refused");
+                Err(status::limit_exceeded(
+                    refused.to_string(),
+                    refused.retry_after(),
+                ))
+            }
+            Err(AnalysisError::Failed(error)) => Err(error.into()),
+        }
     }
 }

@@ -89,10 +89,16 @@ pub fn to_status(error: &GameError) -> Status {
     }
 }
 
-/// RESOURCE_EXHAUSTED for a client over its request rate: an `ErrorInfo` with reason
-/// `ERROR_REASON_LIMIT_EXCEEDED` and a `google.rpc.RetryInfo` saying when to retry.
+/// RESOURCE_EXHAUSTED for a client over its request rate: see [`limit_exceeded`].
 #[must_use]
 pub fn rate_limited(limited: &RateLimited) -> Status {
+    limit_exceeded(limited.to_string(), limited.retry_after)
+}
+
+/// RESOURCE_EXHAUSTED for a limit that frees up by itself: an `ErrorInfo` with reason
+/// `ERROR_REASON_LIMIT_EXCEEDED` and a `google.rpc.RetryInfo` saying when to retry.
+#[must_use]
+pub fn limit_exceeded(message: String, retry_after: std::time::Duration) -> Status {
     let mut details = ErrorDetails::new();
     details
         .set_error_info(
@@ -100,8 +106,8 @@ pub fn rate_limited(limited: &RateLimited) -> Status {
             ERROR_DOMAIN,
             HashMap::new(),
         )
-        .set_retry_info(Some(limited.retry_after));
-    Status::with_error_details(Code::ResourceExhausted, limited.to_string(), details)
+        .set_retry_info(Some(retry_after));
+    Status::with_error_details(Code::ResourceExhausted, message, details)
 }
 
 impl From<GameError> for Status {
