@@ -197,7 +197,9 @@ pub fn config_dir() -> tempfile::TempDir {
     tempfile::tempdir().expect("tempdir")
 }
 
-fn cli_command(server: &str, config: &Path, args: &[&str]) -> Command {
+/// `oanquan ARGS` against `server` with the token file in `config`, plain output, nothing
+/// started yet (for tests that need their own stdio).
+pub fn cli_command(server: &str, config: &Path, args: &[&str]) -> Command {
     let mut cmd = Command::new(&binaries().cli);
     cmd.args(args)
         .env("OANQUAN_SERVER", server)

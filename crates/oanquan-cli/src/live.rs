@@ -387,6 +387,14 @@ impl Live {
         if first && !self.from_start {
             self.shown_moves = game.move_count;
         }
+        // The state found comes first, then (`--from-start`) the moves that led to it.
+        if first && !self.output.json {
+            let status = json::status_name(game.status());
+            out(format!(
+                "game {}: {status}, {} moves played",
+                game.id, game.move_count
+            ))?;
+        }
         if game.move_count > self.shown_moves {
             // Resumed from a snapshot (the server's log no longer had our events), or
             // `--from-start`: fill in the moves not shown yet, from the move list.
@@ -399,15 +407,6 @@ impl Live {
         self.game = game;
         if self.game.status() == GameStatus::Active {
             self.turn_announced = Some(self.ply());
-        }
-        if self.output.json {
-            // Printed by `handle` already.
-        } else if first {
-            let status = json::status_name(self.game.status());
-            out(format!(
-                "game {}: {status}, {} moves played",
-                self.game.id, self.game.move_count
-            ))?;
         }
         let status = self.game.status();
         if matches!(status, GameStatus::Finished | GameStatus::Aborted) {
