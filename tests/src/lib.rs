@@ -499,7 +499,8 @@ impl Lcg {
 /// Plays `play` processes until every process in `finishers` has printed `game over:`.
 ///
 /// At each `your move` prompt, `answer(who, legal, lines)` says what to type, given the moves
-/// listed on that player's preceding `legal moves:` line. `hook` sees every line first (to cut
+/// listed on that player's preceding `legal moves:` line. An answer of `resign` is confirmed
+/// (`y`) when the client asks `resign? (y/N)`. `hook` sees every line first (to cut
 /// a proxy, ...).
 ///
 /// # Panics
@@ -537,6 +538,8 @@ pub fn drive(
                 .get_mut(&line.who)
                 .expect("a player prompts")
                 .send(&typed);
+        } else if text == "resign? (y/N)" {
+            players.get_mut(&line.who).expect("a player asks").send("y");
         } else if text.starts_with("game over: ") {
             finished.insert(line.who.clone());
         }

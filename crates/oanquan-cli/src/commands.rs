@@ -38,9 +38,9 @@ fn seat_of(value: i32, what: &str) -> Result<Side, CliError> {
     Side::from_i32(value).ok_or_else(|| CliError::bad_answer(&format!("{what} without a seat")))
 }
 
-/// Stores a fresh seat token and prints the outcome (`answer`, the API's response with its
-/// token taken out, for --json); returns the game id.
-fn record_seat<M: prost::Message + prost::Name>(
+/// Stores a fresh seat token and prints the outcome in text (with --json the caller prints the
+/// API's answer); returns the game id.
+fn record_seat(
     ctx: &Context,
     store: &TokenStore,
     game: Option<Game>,
@@ -48,7 +48,6 @@ fn record_seat<M: prost::Message + prost::Name>(
     seat: Side,
     name: &str,
     verb: &str,
-    answer: &M,
 ) -> Result<String, CliError> {
     let game = game.ok_or_else(|| CliError::bad_answer(&format!("{verb} without a game")))?;
     store.put(Entry {
@@ -58,9 +57,7 @@ fn record_seat<M: prost::Message + prost::Name>(
         token,
         display_name: name.to_owned(),
     })?;
-    if ctx.json {
-        json::print(answer)?;
-    } else {
+    if !ctx.json {
         out(format!("{verb} game {} as the {seat} player", game.id))?;
         out(format!("token saved in {}", store.path().display()))?;
         if game.status() == GameStatus::WaitingForPlayers {
@@ -109,9 +106,10 @@ pub async fn create(
         .map_err(|s| CliError::from_status("create game", &s))?
         .into_inner();
     let seat = seat_of(response.seat, "create answer")?;
+    // --json: the API's answer, less the token (it goes to the token file only).
     let mut answer = response.clone();
     answer.player_token.clear();
-    record_seat(
+    let id = record_seat(
         ctx,
         &store,
         response.game,
@@ -119,9 +117,11 @@ pub async fn create(
         seat,
         &name,
         "created",
-        &answer,
-    )
-    .map(|id| (id, seat))
+    )?;
+    if ctx.json {
+        json::print(&answer)?;
+    }
+    Ok((id, seat))
 }
 
 /// Returns the game id and the seat taken.
@@ -142,9 +142,10 @@ pub async fn join(
         .map_err(|s| CliError::from_status(&format!("join game {}", args.game), &s))?
         .into_inner();
     let seat = seat_of(response.seat, "join answer")?;
+    // --json: the API's answer, less the token (it goes to the token file only).
     let mut answer = response.clone();
     answer.player_token.clear();
-    record_seat(
+    let id = record_seat(
         ctx,
         &store,
         response.game,
@@ -152,9 +153,11 @@ pub async fn join(
         seat,
         &name,
         "joined",
-        &answer,
-    )
-    .map(|id| (id, seat))
+    )?;
+    if ctx.json {
+        json::print(&answer)?;
+    }
+    Ok((id, seat))
 }
 
 fn filter(f: Filter) -> GameFilter {

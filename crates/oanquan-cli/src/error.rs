@@ -343,9 +343,8 @@ mod tests {
         let err = CliError::from_status("create game", &bad);
         assert_eq!(err.code, code::USAGE);
         assert!(err.message.contains("--preset"), "{}", err.message);
-        assert_eq!(
-            api_words(&cases[1], error_reason(&cases[1])).contains("ERROR_REASON_ILLEGAL_MOVE"),
-            true
+        assert!(
+            api_words(&cases[1], error_reason(&cases[1])).contains("ERROR_REASON_ILLEGAL_MOVE")
         );
     }
 }

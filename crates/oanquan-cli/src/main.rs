@@ -68,17 +68,17 @@ async fn run(cli: Cli) -> Result<(), CliError> {
         Command::Create(args) => {
             let (id, seat) = commands::create(&ctx, &mut clients, args).await?;
             if args.play {
-                play::play(&ctx, clients, &id, Some(seat), &args.display).await?;
+                play::play(&ctx, clients, &id, Some(seat), true, &args.display).await?;
             }
         }
         Command::Join(args) => {
             let (id, seat) = commands::join(&ctx, &mut clients, args).await?;
             if args.play {
-                play::play(&ctx, clients, &id, Some(seat), &args.display).await?;
+                play::play(&ctx, clients, &id, Some(seat), true, &args.display).await?;
             }
         }
         Command::Play(args) => {
-            play::play(&ctx, clients, &args.game, args.seat, &args.display).await?;
+            play::play(&ctx, clients, &args.game, args.seat, false, &args.display).await?;
         }
         Command::Resign(args) => commands::resign(&ctx, &mut clients, args).await?,
         Command::Abort(args) => commands::abort(&ctx, &mut clients, args).await?,

@@ -127,11 +127,14 @@ struct Player {
 
 /// `seat`: the seat just taken (`create --play`, `join --play`) or `--seat`; without it, the
 /// only seat stored for the game, or on a terminal the player's answer if both are.
+/// `from_start`: the player has seen none of the game yet (it was just created or joined), so
+/// moves made before the board comes up (a computer's opening move) are shown too.
 pub async fn play(
     ctx: &Context,
     mut clients: Clients,
     game_id: &str,
     seat: Option<Side>,
+    from_start: bool,
     display: &DisplayArgs,
 ) -> Result<(), CliError> {
     let interactive = ctx.stdin_tty && ctx.stdout_tty;
@@ -163,6 +166,7 @@ pub async fn play(
         confirming_resign: false,
     };
     let mut live = Live::new(clients, me, Some(me), output(ctx, display, false));
+    live.from_start = from_start;
     out(format!("playing {game_id} as {me}"))?;
     let mut connection = Connection::new(&ctx.server.name);
     let mut events = feed::spawn(
