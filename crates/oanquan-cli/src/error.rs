@@ -38,7 +38,8 @@ pub mod code {
 /// The exit-code table as shown at the end of `oanquan --help`.
 pub const EXIT_CODES_HELP: &str = "\
 EXIT CODES:
-    0   success; for `play`, the game is over
+    0   success; for `play`, the game is over; also when standard output is closed
+        by its reader (`oanquan watch GAME | head`): the client stops quietly
     1   unexpected failure (local I/O error, unexpected server answer)
     2   usage error, or the server rejected the request as malformed
     3   no such game
