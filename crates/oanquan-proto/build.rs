@@ -36,10 +36,14 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
 
     let client = env::var_os("CARGO_FEATURE_CLIENT").is_some();
     let server = env::var_os("CARGO_FEATURE_SERVER").is_some();
+    // Type names (`prost::Name`) let the `json` feature find each message's descriptor by its
+    // full name; they cost nothing when unused.
+    let mut config = tonic_prost_build::Config::new();
+    config.enable_type_names();
     tonic_prost_build::configure()
         .build_client(client)
         .build_server(server)
         .build_transport(client)
-        .compile_fds(fds)?;
+        .compile_fds_with_config(fds, config)?;
     Ok(())
 }

@@ -197,7 +197,9 @@ pub fn config_dir() -> tempfile::TempDir {
     tempfile::tempdir().expect("tempdir")
 }
 
-fn cli_command(server: &str, config: &Path, args: &[&str]) -> Command {
+/// `oanquan ARGS` against `server` with the token file in `config`, plain output, nothing
+/// started yet (for tests that need their own stdio).
+pub fn cli_command(server: &str, config: &Path, args: &[&str]) -> Command {
     let mut cmd = Command::new(&binaries().cli);
     cmd.args(args)
         .env("OANQUAN_SERVER", server)
@@ -497,7 +499,8 @@ impl Lcg {
 /// Plays `play` processes until every process in `finishers` has printed `game over:`.
 ///
 /// At each `your move` prompt, `answer(who, legal, lines)` says what to type, given the moves
-/// listed on that player's preceding `legal moves:` line. `hook` sees every line first (to cut
+/// listed on that player's preceding `legal moves:` line. An answer of `resign` is confirmed
+/// (`y`) when the client asks `resign? (y/N)`. `hook` sees every line first (to cut
 /// a proxy, ...).
 ///
 /// # Panics
@@ -535,6 +538,8 @@ pub fn drive(
                 .get_mut(&line.who)
                 .expect("a player prompts")
                 .send(&typed);
+        } else if text == "resign? (y/N)" {
+            players.get_mut(&line.who).expect("a player asks").send("y");
         } else if text.starts_with("game over: ") {
             finished.insert(line.who.clone());
         }

@@ -20,17 +20,19 @@ fn new_game(server: &str, alice: &Path, bob: &Path) -> String {
         &["create", "--name", "alice", "--seat", "first", "--json"],
     );
     assert_eq!(created.code, Some(0), "{created:?}");
+    // The API's CreateGameResponse, less the token (kept in the token file only).
     let created = json_of(&created.stdout);
-    let id = created["game_id"].as_str().expect("game_id").to_owned();
-    assert_eq!(created["seat"], "first");
-    assert_eq!(created["game"]["status"], "waiting");
+    let id = created["game"]["id"].as_str().expect("game.id").to_owned();
+    assert_eq!(created["seat"], "PLAYER_FIRST");
+    assert_eq!(created["game"]["status"], "GAME_STATUS_WAITING_FOR_PLAYERS");
+    assert!(created.get("playerToken").is_none(), "{created}");
 
     let joined = run_cli(server, bob, &["join", &id, "--name", "bob", "--json"]);
     assert_eq!(joined.code, Some(0), "{joined:?}");
     let joined = json_of(&joined.stdout);
-    assert_eq!(joined["game_id"], id.as_str());
-    assert_eq!(joined["seat"], "second");
-    assert_eq!(joined["game"]["status"], "active");
+    assert_eq!(joined["game"]["id"], id.as_str());
+    assert_eq!(joined["seat"], "PLAYER_SECOND");
+    assert_eq!(joined["game"]["status"], "GAME_STATUS_ACTIVE");
     id
 }
 
@@ -148,7 +150,13 @@ fn two_clis_play_a_whole_game_through_stdin() {
         .collect();
     assert_eq!(text_moves, alice_moves);
     let shown = run_cli(&server.url(), bob_dir.path(), &["show", &id, "--json"]);
-    assert_eq!(json_of(&shown.stdout)["status"], "finished");
+    assert_eq!(
+        json_of(&shown.stdout)["game"]["status"],
+        "GAME_STATUS_FINISHED"
+    );
+    for who in ["alice", "bob"] {
+        assert_turn_line_before_each_prompt(&lines, who);
+    }
 }
 
 #[test]
@@ -218,18 +226,17 @@ fn watch_sees_every_move_across_a_dropped_connection() {
         .iter()
         .filter(|l| l.who == "eve" && l.stream == Stream::Stderr)
         .collect();
-    let lost = eve_notices
-        .iter()
-        .filter(|l| l.text.contains("connection lost"))
-        .count();
-    assert!(
-        lost >= 2,
-        "expected the cut and at least one failed reconnect attempt: {eve_notices:#?}"
-    );
-    assert!(
-        eve_notices.iter().any(|l| l.text.contains("reconnected")),
-        "{eve_notices:#?}"
-    );
+    // Off a terminal: one line when the server is lost, one when it is back, however many
+    // attempts in between; no transport error text unless --verbose.
+    let count = |needle: &str| {
+        eve_notices
+            .iter()
+            .filter(|l| l.text.contains(needle))
+            .count()
+    };
+    assert_eq!(count("unreachable; reconnecting"), 1, "{eve_notices:#?}");
+    assert_eq!(count("reconnected to "), 1, "{eve_notices:#?}");
+    assert_eq!(eve_notices.len(), 2, "{eve_notices:#?}");
 }
 
 #[test]
@@ -247,8 +254,11 @@ fn watch_json_prints_one_object_per_event() {
     );
     let first = lines.expect("eve", |_| true);
     let snapshot = json_of(&first);
-    assert_eq!(snapshot["type"], "snapshot");
-    assert_eq!(snapshot["game"]["id"], id.as_str());
+    assert_eq!(
+        snapshot["event"]["snapshot"]["game"]["id"],
+        id.as_str(),
+        "{first}"
+    );
 
     // bob resigns at once through `play`, which ends the game.
     let mut players = HashMap::new();
@@ -264,23 +274,138 @@ fn watch_json_prints_one_object_per_event() {
     alice.send("1 r");
     lines.expect("bob", |l| l == "your move");
     bob.send("resign");
+    lines.expect("bob", |l| l == "resign? (y/N)");
+    bob.send("y");
     players.insert("alice".to_owned(), alice);
     players.insert("bob".to_owned(), bob);
-    lines.expect("eve", |l| l.contains(r#""type":"game_over""#));
-    // `expect` above skipped eve's other lines; the transcript has them all.
-    let mut types = Vec::new();
+    lines.expect("eve", |l| l.contains(r#""gameOver""#));
+    // `expect` above skipped eve's other lines; the transcript has them all. Each is a
+    // WatchGameResponse in the canonical protobuf JSON mapping, as grpcurl prints it.
+    let mut kinds = Vec::new();
     for text in lines.stdout_of("eve").iter().skip(1) {
-        let event = json_of(text);
-        assert!(event["sequence"].as_u64().is_some(), "{text}");
-        types.push(event["type"].as_str().expect("type").to_owned());
-        if event["type"] == "game_over" {
-            assert_eq!(event["result"]["winner"], "first");
-            assert_eq!(event["result"]["end_reason"], "resignation");
+        let response = json_of(text);
+        assert_canonical(&response);
+        let event = &response["event"];
+        let sequence = event["sequence"].as_str().expect("uint64 as a string");
+        assert!(sequence.parse::<u64>().is_ok(), "{text}");
+        assert!(is_rfc3339(&event["time"]), "{text}");
+        let kind: Vec<&String> = event
+            .as_object()
+            .expect("event")
+            .keys()
+            .filter(|k| !matches!(k.as_str(), "sequence" | "time"))
+            .collect();
+        assert_eq!(kind.len(), 1, "{text}");
+        kinds.push(kind[0].clone());
+        if let Some(over) = event.get("gameOver") {
+            assert_eq!(over["result"]["winner"], "PLAYER_FIRST");
+            assert_eq!(over["result"]["endReason"], "END_REASON_RESIGNATION");
         }
     }
-    assert_eq!(types, ["move_played", "turn_started", "game_over"]);
+    assert_eq!(kinds, ["movePlayed", "turnStarted", "gameOver"]);
     for p in players.values_mut() {
         assert_eq!(p.wait().code(), Some(0));
+    }
+
+    // A finished game's stream is its snapshot alone, whose game says how it ended; the game
+    // in it is the one GetGame (`show --json`) returns.
+    let finished = run_cli(&server.url(), eve_dir.path(), &["watch", &id, "--json"]);
+    assert_eq!(finished.code, Some(0), "{finished:?}");
+    let stream: Vec<&str> = finished.stdout.lines().collect();
+    assert_eq!(stream.len(), 1, "{}", finished.stdout);
+    let snapshot = json_of(stream[0]);
+    let game = &snapshot["event"]["snapshot"]["game"];
+    assert_eq!(game["status"], "GAME_STATUS_FINISHED");
+    assert_eq!(game["result"]["endReason"], "END_REASON_RESIGNATION");
+    let shown = run_cli(&server.url(), eve_dir.path(), &["show", &id, "--json"]);
+    assert_eq!(&json_of(&shown.stdout)["game"], game);
+    // The moves before a snapshot are not on the stream: --from-start is text only.
+    let from_start = run_cli(
+        &server.url(),
+        eve_dir.path(),
+        &["watch", &id, "--json", "--from-start"],
+    );
+    assert_eq!(from_start.code, Some(2), "{from_start:?}");
+    assert!(
+        from_start.stderr.contains("oanquan moves"),
+        "{from_start:?}"
+    );
+    assert!(from_start.stdout.is_empty());
+    // In text, the state found comes first, then the moves that led to it.
+    let text = run_cli(
+        &server.url(),
+        eve_dir.path(),
+        &["watch", &id, "--from-start"],
+    );
+    assert_eq!(text.code, Some(0), "{text:?}");
+    let text: Vec<&str> = text.stdout.lines().collect();
+    assert!(
+        text[0].starts_with(&format!("game {id}: finished, 1 moves played")),
+        "{text:?}"
+    );
+    assert!(
+        text[1].starts_with("move 1: first plays 1 right"),
+        "{text:?}"
+    );
+    assert!(
+        text.last()
+            .is_some_and(|l| l.starts_with("game over: first wins")),
+        "{text:?}"
+    );
+}
+
+/// Every object key in lowerCamelCase (the canonical mapping's field names), every enum a name.
+fn assert_canonical(value: &Value) {
+    match value {
+        Value::Object(map) => {
+            for (key, inner) in map {
+                assert!(
+                    !key.contains('_') && key.starts_with(|c: char| c.is_ascii_lowercase()),
+                    "not a JSON field name of the canonical mapping: {key}"
+                );
+                assert_canonical(inner);
+            }
+        }
+        Value::Array(items) => items.iter().for_each(assert_canonical),
+        _ => {}
+    }
+}
+
+/// `2026-11-30T23:31:16.123456789Z`: the canonical form of a google.protobuf.Timestamp.
+fn is_rfc3339(value: &Value) -> bool {
+    let Some(text) = value.as_str() else {
+        return false;
+    };
+    let bytes = text.as_bytes();
+    bytes.len() >= 20
+        && text.ends_with('Z')
+        && bytes[4] == b'-'
+        && bytes[7] == b'-'
+        && bytes[10] == b'T'
+        && bytes[13] == b':'
+        && bytes[16] == b':'
+        && text[..4].bytes().all(|b| b.is_ascii_digit())
+}
+
+/// `turn: SEAT` comes before each `your move`: of the `move N:` and `turn:` lines, the last one
+/// before a prompt announces the prompting player's turn (a resumed client's first prompt may
+/// follow the snapshot alone).
+fn assert_turn_line_before_each_prompt(lines: &Lines, who: &str) {
+    let out = lines.stdout_of(who);
+    let seat = out
+        .iter()
+        .find_map(|l| l.strip_prefix("playing ")?.rsplit(" as ").next())
+        .expect("playing ... as SEAT")
+        .to_owned();
+    let mut last = None;
+    for line in &out {
+        if line.starts_with("move ") || line.starts_with("turn: ") {
+            last = Some(line.as_str());
+        } else if line == "your move" {
+            if let Some(last) = last {
+                assert_eq!(last, format!("turn: {seat}"), "{who}:\n{}", out.join("\n"));
+            }
+        }
     }
 }
 
@@ -340,6 +465,7 @@ fn exit_codes_and_json_of_the_one_shot_commands() {
     let presets = run_cli(&url, alice_dir.path(), &["presets", "--json"]);
     assert_eq!(presets.code, Some(0), "{presets:?}");
     let presets = json_of(&presets.stdout);
+    assert_canonical(&presets);
     let names: Vec<&str> = presets["presets"]
         .as_array()
         .expect("presets")
@@ -356,20 +482,28 @@ fn exit_codes_and_json_of_the_one_shot_commands() {
     );
     assert_eq!(list.code, Some(0));
     let games = json_of(&list.stdout);
-    assert!(
-        games["games"]
-            .as_array()
-            .expect("games")
-            .iter()
-            .any(|g| g["id"] == id.as_str())
-    );
+    assert_canonical(&games);
+    let listed = games["games"]
+        .as_array()
+        .expect("games")
+        .iter()
+        .find(|g| g["id"] == id.as_str())
+        .expect("the game is listed")
+        .clone();
     let show = run_cli(&url, carol_dir.path(), &["show", &id, "--json"]);
+    let shown = json_of(&show.stdout);
+    assert_canonical(&shown);
+    assert_eq!(shown["game"], listed, "one message, one JSON");
     assert_eq!(
-        json_of(&show.stdout)["position"]["squares"]
+        shown["game"]["position"]["squares"]
             .as_array()
             .map(Vec::len),
         Some(12)
     );
+    assert_eq!(shown["game"]["position"]["toMove"], "PLAYER_FIRST");
+    assert!(is_rfc3339(&shown["game"]["createTime"]), "{shown}");
+    // Defaults are left out, as in every protobuf JSON: no move yet, no moveCount.
+    assert!(shown["game"].get("moveCount").is_none(), "{shown}");
     let show_text = run_cli(&url, bob_dir.path(), &["show", &id]);
     assert_eq!(show_text.code, Some(0));
     assert!(
@@ -396,9 +530,305 @@ fn exit_codes_and_json_of_the_one_shot_commands() {
         let out = run_cli(&url, carol_dir.path(), args);
         assert_eq!(out.code, Some(*code), "{what}: {out:?}");
         assert!(!out.stderr.is_empty(), "{what}: says why");
+        // People read the game's words, not the API's.
+        for api in [
+            "ListGames",
+            "GetGame",
+            "RulesService",
+            "ERROR_REASON",
+            "rules.preset",
+        ] {
+            assert!(!out.stderr.contains(api), "{what}: {}", out.stderr);
+        }
     }
+    // --verbose keeps the API's words available.
+    let verbose = run_cli(
+        &url,
+        carol_dir.path(),
+        &["show", "no-such-game", "--verbose"],
+    );
+    assert_eq!(verbose.code, Some(3));
+    assert!(
+        verbose.stderr.contains("ERROR_REASON_GAME_NOT_FOUND"),
+        "{}",
+        verbose.stderr
+    );
+    // A started game has no free seat: never suggest `join` for it.
+    let no_token = run_cli(&url, carol_dir.path(), &["play", &id]);
+    assert!(
+        no_token
+            .stderr
+            .contains(&format!("no seat of game {id} is saved")),
+        "{}",
+        no_token.stderr
+    );
+    assert!(
+        !no_token.stderr.contains("oanquan join"),
+        "{}",
+        no_token.stderr
+    );
     let dead = run_cli("http://127.0.0.1:1", carol_dir.path(), &["list"]);
     assert_eq!(dead.code, Some(69), "{dead:?}");
     let help = run_cli(&url, carol_dir.path(), &["--help"]);
     assert!(help.stdout.contains("EXIT CODES:") && help.stdout.contains("EXAMPLES:"));
+}
+
+/// The game id from `created game ID as the first player`.
+fn created_id(line: &str) -> String {
+    line.strip_prefix("created game ")
+        .and_then(|r| r.split_whitespace().next())
+        .unwrap_or_else(|| panic!("not a `created game` line: {line}"))
+        .to_owned()
+}
+
+/// The README's two-terminal demo with one shared config directory: the joiner's token does not
+/// replace the creator's, and the creator comes back to the first seat.
+#[test]
+fn readme_demo_on_one_machine_keeps_both_seats() {
+    let server = Server::start();
+    let url = server.url();
+    let shared = config_dir();
+    let (tx, mut lines) = Lines::new();
+    let mut lan = CliProcess::spawn(
+        "lan",
+        &url,
+        shared.path(),
+        &[
+            "create", "--preset", "standard", "--seat", "first", "--name", "Lan", "--play",
+        ],
+        &tx,
+    );
+    let id = created_id(&lines.expect("lan", |l| l.starts_with("created game ")));
+    lines.expect("lan", |l| l == "waiting for an opponent to join");
+    let minh = CliProcess::spawn(
+        "minh",
+        &url,
+        shared.path(),
+        &["join", &id, "--name", "Minh", "--play"],
+        &tx,
+    );
+    lines.expect("lan", |l| l == "your move");
+    lan.send("quit");
+    assert_eq!(lan.wait().code(), Some(0), "{}", lines.tail(20));
+    // Minh's seat is saved before `join` says so; Lan may have been prompted before that.
+    let joined = |l: &str| l.starts_with(&format!("joined game {id} as the second player"));
+    if !lines.stdout_of("minh").iter().any(|l| joined(l)) {
+        lines.expect("minh", joined);
+    }
+
+    let raw = std::fs::read_to_string(shared.path().join("tokens.json")).expect("token file");
+    let file = json_of(&raw);
+    let seats: Vec<(&str, &str)> = file["entries"]
+        .as_array()
+        .expect("entries")
+        .iter()
+        .filter(|e| e["game_id"] == id.as_str())
+        .map(|e| {
+            (
+                e["seat"].as_str().unwrap_or(""),
+                e["token"].as_str().unwrap_or(""),
+            )
+        })
+        .collect();
+    assert_eq!(seats.len(), 2, "{raw}");
+    assert_ne!(seats[0].0, seats[1].0, "{raw}");
+    assert_ne!(seats[0].1, seats[1].1, "{raw}");
+
+    // Holding both seats, a script must say which.
+    let ambiguous = run_cli(&url, shared.path(), &["play", &id]);
+    assert_eq!(ambiguous.code, Some(2), "{ambiguous:?}");
+    assert!(ambiguous.stderr.contains("--seat first"), "{ambiguous:?}");
+
+    let lan = CliProcess::spawn(
+        "lan2",
+        &url,
+        shared.path(),
+        &["play", &id, "--seat", "first"],
+        &tx,
+    );
+    let mut players = HashMap::from([("lan2".to_owned(), lan), ("minh".to_owned(), minh)]);
+    drive(
+        &mut lines,
+        &mut players,
+        &["lan2", "minh"],
+        HashMap::new(),
+        |_| {},
+    );
+    for player in players.values_mut() {
+        assert_eq!(player.wait().code(), Some(0), "{}", lines.tail(30));
+    }
+    assert_eq!(lines.stdout_of("lan2")[0], format!("playing {id} as first"));
+    assert!(
+        lines
+            .stdout_of("minh")
+            .contains(&format!("playing {id} as second")),
+        "{}",
+        lines.tail(40)
+    );
+    assert_eq!(
+        move_lines(&lines, "lan2").last(),
+        move_lines(&lines, "minh").last()
+    );
+    for who in ["lan2", "minh"] {
+        assert_turn_line_before_each_prompt(&lines, who);
+    }
+}
+
+/// `127.0.0.1:PORT`, `http://127.0.0.1:PORT` and `HTTP://127.0.0.1:PORT/` are one server in the
+/// token file; when no seat is found, the message says what is likely wrong.
+#[test]
+fn one_server_however_it_is_written() {
+    let server = Server::start();
+    let (alice_dir, bob_dir, carol_dir) = (config_dir(), config_dir(), config_dir());
+    let id = new_game(&server.url(), alice_dir.path(), bob_dir.path());
+    let bare = server.addr.to_string();
+    for spelling in [bare.clone(), format!("HTTP://{bare}/")] {
+        // alice's turn, and her input is empty: the seat was found, then input ended (6).
+        let out = run_cli(&spelling, alice_dir.path(), &["play", &id]);
+        assert_eq!(out.code, Some(6), "{spelling}: {out:?}");
+        assert!(
+            out.stdout.starts_with(&format!("playing {id} as first")),
+            "{spelling}: {out:?}"
+        );
+    }
+    // Another name for the same server is another key: say which one holds the seat.
+    let localhost = format!("http://localhost:{}", server.addr.port());
+    let other = run_cli(&localhost, alice_dir.path(), &["play", &id]);
+    assert_eq!(other.code, Some(5), "{other:?}");
+    assert!(
+        other
+            .stderr
+            .contains(&format!("pass --server {}", server.url())),
+        "{other:?}"
+    );
+    // A waiting game has a free seat: `join` is the advice there, and only there.
+    let created = run_cli(&server.url(), alice_dir.path(), &["create", "--name", "a"]);
+    let waiting = created_id(created.stdout.lines().next().unwrap_or_default());
+    let out = run_cli(&server.url(), carol_dir.path(), &["play", &waiting]);
+    assert_eq!(out.code, Some(5), "{out:?}");
+    assert!(
+        out.stderr.contains(&format!("oanquan join {waiting}")),
+        "{out:?}"
+    );
+    let out = run_cli(&server.url(), carol_dir.path(), &["play", "no-such-game"]);
+    assert_eq!(out.code, Some(3), "{out:?}");
+}
+
+#[test]
+fn resign_and_abort_from_the_command_line_and_the_prompt() {
+    let server = Server::start();
+    let url = server.url();
+    let (alice_dir, bob_dir) = (config_dir(), config_dir());
+    let (tx, mut lines) = Lines::new();
+
+    // `oanquan abort` before the first move.
+    let id = new_game(&url, alice_dir.path(), bob_dir.path());
+    let aborted = run_cli(&url, bob_dir.path(), &["abort", &id]);
+    assert_eq!(aborted.code, Some(0), "{aborted:?}");
+    assert!(aborted.stdout.contains("game over: aborted"), "{aborted:?}");
+
+    // `abort` at the prompt before the first move.
+    let id = new_game(&url, alice_dir.path(), bob_dir.path());
+    let mut alice = CliProcess::spawn("a1", &url, alice_dir.path(), &["play", &id], &tx);
+    lines.expect("a1", |l| l == "your move");
+    alice.send("abort");
+    lines.expect("a1", |l| l.starts_with("game over: aborted"));
+    assert_eq!(alice.wait().code(), Some(0));
+
+    // After a move, abort is refused in plain words; `oanquan resign` ends the game.
+    let id = new_game(&url, alice_dir.path(), bob_dir.path());
+    let mut alice = CliProcess::spawn("a2", &url, alice_dir.path(), &["play", &id], &tx);
+    lines.expect("a2", |l| l == "your move");
+    alice.send("2 r");
+    lines.expect("a2", |l| l.starts_with("move 1: "));
+    let refused = run_cli(&url, bob_dir.path(), &["abort", &id]);
+    assert_eq!(refused.code, Some(4), "{refused:?}");
+    assert!(refused.stderr.contains("resign instead"), "{refused:?}");
+    assert!(!refused.stderr.contains("ERROR_REASON"), "{refused:?}");
+    let resigned = run_cli(&url, bob_dir.path(), &["resign", &id, "--json"]);
+    assert_eq!(resigned.code, Some(0), "{resigned:?}");
+    let resigned = json_of(&resigned.stdout);
+    assert_eq!(
+        resigned["game"]["result"]["endReason"],
+        "END_REASON_RESIGNATION"
+    );
+    assert_eq!(resigned["game"]["result"]["winner"], "PLAYER_FIRST");
+    lines.expect("a2", |l| l.starts_with("game over: first wins"));
+    assert_eq!(alice.wait().code(), Some(0));
+
+    // `resign` at the prompt asks first; anything but y keeps playing.
+    let id = new_game(&url, alice_dir.path(), bob_dir.path());
+    let mut alice = CliProcess::spawn("a3", &url, alice_dir.path(), &["play", &id], &tx);
+    lines.expect("a3", |l| l == "your move");
+    alice.send("resign");
+    lines.expect("a3", |l| l == "resign? (y/N)");
+    alice.send("n");
+    lines.expect("a3", |l| l == "not resigned; the game goes on");
+    lines.expect("a3", |l| l == "your move");
+    alice.send("resign");
+    lines.expect("a3", |l| l == "resign? (y/N)");
+    alice.send("y");
+    let over = lines.expect("a3", |l| l.starts_with("game over: "));
+    assert_eq!(over, "game over: second wins 0:0 (resignation by first)");
+    assert_eq!(alice.wait().code(), Some(0));
+}
+
+/// `oanquan watch G | head -1`: the reader goes away, the client ends quietly with 0.
+#[test]
+fn a_closed_pipe_ends_quietly() {
+    use std::io::BufRead as _;
+    use std::process::Stdio;
+
+    let server = Server::start();
+    let (alice_dir, bob_dir, eve_dir) = (config_dir(), config_dir(), config_dir());
+    let created = run_cli(&server.url(), alice_dir.path(), &["create", "--name", "a"]);
+    let id = created_id(created.stdout.lines().next().unwrap_or_default());
+    let mut watcher = oanquan_e2e::cli_command(&server.url(), eve_dir.path(), &["watch", &id])
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn oanquan watch");
+    let mut stdout = std::io::BufReader::new(watcher.stdout.take().expect("stdout"));
+    let mut first = String::new();
+    stdout.read_line(&mut first).expect("first line");
+    assert!(first.starts_with(&format!("game {id}: waiting")), "{first}");
+    drop(stdout);
+    // The next event has nowhere to go.
+    let joined = run_cli(&server.url(), bob_dir.path(), &["join", &id, "--name", "b"]);
+    assert_eq!(joined.code, Some(0), "{joined:?}");
+    let out = watcher.wait_with_output().expect("watch ends");
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
+    assert_eq!(String::from_utf8_lossy(&out.stderr), "");
+}
+
+/// Columns follow their widest cell, "Computer (random)" included.
+#[test]
+fn list_columns_line_up() {
+    let server = Server::start();
+    let dir = config_dir();
+    for args in [
+        &["create", "--name", "Lân", "--computer", "random"][..],
+        &["create", "--name", "x"][..],
+    ] {
+        let out = run_cli(&server.url(), dir.path(), args);
+        assert_eq!(out.code, Some(0), "{out:?}");
+    }
+    let list = run_cli(&server.url(), dir.path(), &["list"]);
+    assert_eq!(list.code, Some(0), "{list:?}");
+    assert!(list.stdout.contains("Computer (random)"), "{}", list.stdout);
+    let widths: Vec<usize> = list.stdout.lines().map(|l| l.chars().count()).collect();
+    assert_eq!(widths.len(), 3, "{}", list.stdout);
+    // The last column is right-aligned: aligned columns make every line as long.
+    assert!(widths.iter().all(|w| *w == widths[0]), "{}", list.stdout);
+    let header = list.stdout.lines().next().unwrap_or_default();
+    let second = header.find("SECOND").expect("SECOND column");
+    for line in list.stdout.lines().skip(1) {
+        let at: String = line.chars().skip(second).collect();
+        assert!(
+            !at.starts_with(' ') || at.trim_start().starts_with('-'),
+            "{}",
+            list.stdout
+        );
+    }
 }

@@ -90,9 +90,9 @@ fn the_cli_plays_and_watches_over_tls_across_a_dropped_connection() {
         &["create", "--name", "alice", "--seat", "first", "--json"],
     );
     assert_eq!(created.code, Some(0), "{created:?}");
-    let id = json_of(&created.stdout)["game_id"]
+    let id = json_of(&created.stdout)["game"]["id"]
         .as_str()
-        .expect("game_id")
+        .expect("game.id")
         .to_owned();
     let joined = run_with_ca(
         &tls.url(),
@@ -101,7 +101,10 @@ fn the_cli_plays_and_watches_over_tls_across_a_dropped_connection() {
         &["join", &id, "--name", "bob", "--json"],
     );
     assert_eq!(joined.code, Some(0), "{joined:?}");
-    assert_eq!(json_of(&joined.stdout)["game"]["status"], "active");
+    assert_eq!(
+        json_of(&joined.stdout)["game"]["status"],
+        "GAME_STATUS_ACTIVE"
+    );
 
     // The spectator goes through a TCP proxy that the test cuts: its reconnects must speak TLS
     // again (the proxy forwards bytes; the certificate is still for localhost).
@@ -169,7 +172,7 @@ fn the_cli_plays_and_watches_over_tls_across_a_dropped_connection() {
         .map(|l| l.text.as_str())
         .collect();
     assert!(
-        eve_notices.iter().any(|l| l.contains("connection lost")),
+        eve_notices.iter().any(|l| l.contains("unreachable")),
         "{eve_notices:#?}"
     );
     assert!(

@@ -104,10 +104,11 @@ fn the_cli_plays_a_whole_game_against_the_computer_with_a_hint() {
         .to_owned();
     let shown = run_cli(&server.url(), dir.path(), &["show", &id, "--json"]);
     let shown: Value = serde_json::from_str(&shown.stdout).expect("json");
-    assert_eq!(shown["status"], "finished");
-    assert_eq!(shown["first_seat"]["kind"], "computer");
-    assert_eq!(shown["first_seat"]["computer_level"], 5);
-    assert_eq!(shown["second_seat"]["kind"], "human");
+    let game = &shown["game"];
+    assert_eq!(game["status"], "GAME_STATUS_FINISHED");
+    assert_eq!(game["firstSeat"]["kind"], "PLAYER_KIND_COMPUTER");
+    assert_eq!(game["firstSeat"]["computerLevel"], 5);
+    assert_eq!(game["secondSeat"]["kind"], "PLAYER_KIND_HUMAN");
 }
 
 #[test]

@@ -46,7 +46,7 @@ fn no_token_reaches_the_log_even_at_trace_level() {
         &["create", "--name", "alice", "--seat", "first", "--json"],
     );
     assert_eq!(created.code, Some(0), "{created:?}");
-    let id = json_of(&created.stdout)["game_id"]
+    let id = json_of(&created.stdout)["game"]["id"]
         .as_str()
         .unwrap()
         .to_owned();
@@ -76,6 +76,8 @@ fn no_token_reaches_the_log_even_at_trace_level() {
     let mut bob_play = CliProcess::spawn("bob", &url, bob.path(), &["play", &id], &tx);
     lines.expect("bob", |l| l == "your move");
     bob_play.send("resign");
+    lines.expect("bob", |l| l == "resign? (y/N)");
+    bob_play.send("y");
     lines.expect("bob", |l| l.starts_with("error:"));
     // Neither reads stdin on the other's turn, so they are stopped rather than told EOF.
     drop((play, bob_play));

@@ -23,13 +23,19 @@ own terms: your square 1-5 counted from YOUR left, and a direction as YOU see it
 TOKENS
     `create` and `join` receive a secret token for your seat and keep it in \
 $XDG_CONFIG_HOME/oanquan/tokens.json (or ~/.config/oanquan/tokens.json, or \
-$OANQUAN_CONFIG_DIR/tokens.json), mode 0600, keyed by server and game id. `play GAME` finds it \
-there, so you can stop the client and come back to a game later.
+$OANQUAN_CONFIG_DIR/tokens.json), mode 0600, one entry per server, game and seat. `play GAME` \
+finds it there, so you can stop the client and come back to a game later. Two people on one \
+machine (or one person playing both sides) keep both seats of a game side by side: `play GAME \
+--seat first|second` picks one (without --seat, `play` asks on a terminal). The server is \
+recognised however it is written: `127.0.0.1:50051`, `http://127.0.0.1:50051` and \
+`http://127.0.0.1:50051/` are the same.
 
 CONNECTIONS
     `play` and `watch` follow the game's event stream. When the connection drops they reconnect \
 with exponential backoff (capped at 10 s, jittered) and resume after the last event they saw: \
-no move is missed and none is shown twice.
+no move is missed and none is shown twice. While the server cannot be reached, one line on \
+standard error says so (updated in place on a terminal; one line per change otherwise); \
+--verbose shows every attempt with its error.
 
 TLS
     `--server https://HOST:PORT` connects with TLS (rustls), `http://HOST:PORT` or a bare \
@@ -51,9 +57,12 @@ EXAMPLES:
         oanquan join 7fq3k2 --name Minh --play
     Come back to a game after closing the client:
         oanquan play 7fq3k2
+    Give up, or call off a game before its first move:
+        oanquan resign 7fq3k2
+        oanquan abort 7fq3k2
     Watch a game as a spectator, or as JSON lines for a script:
         oanquan watch 7fq3k2
-        oanquan watch 7fq3k2 --json | jq .type
+        oanquan watch 7fq3k2 --json | jq -c '.event.movePlayed.record.move // empty'
     Another server:
         OANQUAN_SERVER=http://games.example:50051 oanquan list
     A server with TLS, its certificate self-signed or from a private CA:
@@ -101,10 +110,17 @@ pub struct Global {
     #[arg(long, global = true, env = "OANQUAN_CONFIG_DIR", value_name = "DIR")]
     pub config_dir: Option<PathBuf>,
 
-    /// Print machine-readable JSON instead of text (create, join, list, show, moves, presets;
-    /// `watch` prints one JSON object per event line).
+    /// Print the API's own messages as JSON instead of text, in the canonical protobuf JSON
+    /// mapping that grpcurl and buf curl print (camelCase fields, enum names such as
+    /// PLAYER_FIRST, RFC 3339 times, 64-bit numbers as strings, default values left out): one
+    /// object per line. See each command's help for which message it prints.
     #[arg(long, global = true)]
     pub json: bool,
+
+    /// Also show the API's own words in errors and connection notices (status codes, error
+    /// reasons, the server's message, every reconnect attempt).
+    #[arg(long, short, global = true)]
+    pub verbose: bool,
 
     /// Plain ASCII output without colours even on a terminal (also implied by NO_COLOR or when
     /// standard output is not a terminal).
@@ -118,7 +134,8 @@ pub enum Command {
     #[command(long_about = "\
 Create a game and take a seat in it. The game waits for a second player (`oanquan join GAME`). \
 Prints the game id; the seat's token is stored in the token file. With --play, goes straight to \
-the board and waits there for the opponent.
+the board and waits there for the opponent. With --json, prints the CreateGameResponse without \
+its `playerToken` (the token goes to the token file only).
 
 With --computer LEVEL the server's computer takes the other seat and the game starts at once. \
 Levels, weakest to strongest (a name or its number):
@@ -135,36 +152,67 @@ Levels, weakest to strongest (a name or its number):
     /// Join a waiting game (takes the free seat).
     #[command(long_about = "\
 Join a waiting game: takes its free seat and starts the game. The seat's token is stored in the \
-token file so that `oanquan play GAME` works afterwards. Exits 4 if the game is full.")]
+token file so that `oanquan play GAME` works afterwards; a seat of the same game already stored \
+there (the creator's, on the same machine) is kept. Exits 4 if the game is full. With --json, \
+prints the JoinGameResponse without its `playerToken`.")]
     Join(JoinArgs),
 
     /// Play a game you have a seat in (interactive).
     #[command(long_about = PLAY_LONG_ABOUT)]
     Play(PlayArgs),
 
+    /// Give up a game you play in: the opponent wins.
+    #[command(long_about = "\
+Resign a game you hold a seat in (from the token file): the opponent wins and the game is over. \
+If you hold both seats, say which resigns with --seat (on a terminal, `resign` asks). Prints the \
+result; with --json the API's ResignResponse. Exits 4 if the game is already over.")]
+    Resign(SeatArgs),
+
+    /// Call off a game before its first move.
+    #[command(long_about = "\
+Abort a game you hold a seat in, before its first move: it ends without a winner. A game in \
+which a move has been played cannot be aborted (exit 4): resign it instead. Prints the result; \
+with --json the API's AbortGameResponse.")]
+    Abort(SeatArgs),
+
     /// Follow a game as a spectator.
     #[command(long_about = "\
 Follow a game as a spectator: the board, then every move as it is played, until the game ends \
 (exit 0). Survives dropped connections (reconnect and resume, no move shown twice).
 
-With --json, prints one JSON object per line per event (`type` is snapshot, player_joined, \
-game_started, move_played, turn_started or game_over; heartbeats are not printed). Moves missed \
-while disconnected that the server no longer had as events are fetched and printed as \
-move_played objects with \"recovered\": true.
+With --json, prints the WatchGame stream itself: one WatchGameResponse per line, `{\"event\": \
+{...}}`, exactly as the server sends them (heartbeats left out). The first is a snapshot \
+(`event.snapshot.game`); for a game that is already over it is the only one, and its \
+`game.status` (GAME_STATUS_FINISHED or GAME_STATUS_ABORTED) and `game.result` say how it ended. \
+A live game's stream ends with `event.gameOver`. After a reconnect the stream goes on with the \
+missed events, or with a fresh snapshot if the server no longer has them. --from-start does not \
+combine with --json: the earlier moves are not on the stream; `oanquan moves GAME --json` prints \
+them (ListMovesResponse).
 
 Text output without a terminal uses the same stable lines as `play` (see `oanquan play --help`).")]
     Watch(WatchArgs),
 
     /// List games.
+    #[command(long_about = "\
+List games, newest first, one per line. With --json, one ListGamesResponse holding every game \
+listed (`.games[]`).")]
     List(ListArgs),
 
     /// Show one game: players, status, board.
+    #[command(long_about = "\
+Show one game: players, status, board. With --json, the GetGameResponse (`{\"game\": {...}}`), \
+as grpcurl prints it.")]
     Show(ShowArgs),
 
     /// Print a game's moves, with --trace their step-by-step effects.
+    #[command(long_about = "\
+Print a game's moves, with --trace their step-by-step effects. With --json, the \
+ListMovesResponse (`.moves[]`, `.startPosition`).")]
     Moves(MovesArgs),
 
     /// List the rule presets a game can be created with.
+    #[command(long_about = "\
+List the rule presets a game can be created with. With --json, the ListPresetsResponse.")]
     Presets,
 }
 
@@ -173,8 +221,9 @@ Play a game you hold a seat in (from `create` or `join` with the same --server).
 drawn from your seat; when it is your turn, type a move in your own terms: your square 1-5 \
 counted from your left, then l/left or r/right as you see the board: `3 r`, `3r`, `2 left`. \
 Other commands at the prompt: `moves` (legal moves), `board`, `hint` (the server's engine \
-suggests a move, with its evaluation), `help`, `resign`, `quit` (leave; the game goes on and \
-`oanquan play GAME` resumes it).
+suggests a move, with its evaluation), `help`, `resign` (asks to confirm with y), `abort` (only \
+before the first move: calls the game off), `quit` (leave; the game goes on and `oanquan play \
+GAME` resumes it).
 
 Opponent moves arrive through the live event stream, shown step by step (sowing, relays, \
 captures, refills): animated on a terminal, as text lines otherwise.
@@ -199,11 +248,14 @@ traces) are for people; the others are, one per line:
                                                 (Sd its short form, e.g. 3r), E the
                                                 expected final score difference for you
     error: MESSAGE                              bad input or a rejected move; re-prompts
+    resign? (y/N)                               after `resign`: the next line confirms it
+                                                (y or yes); anything else keeps playing
     game over: OUTCOME F:S (REASON)             OUTCOME is `first wins`, `second wins`,
                                                 `draw` or `aborted`
 
-    Notices about the connection (reconnecting, resumed) go to standard error. `play` exits 0 \
-when the game is over, 6 if standard input ends first.";
+    The turn line comes before the prompt. Notices about the connection (`server unreachable: \
+...`, `reconnected`) go to standard error, one line per change; after a reconnect the prompt \
+is shown again. `play` exits 0 when the game is over, 6 if standard input ends first.";
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum SeatChoice {
@@ -330,6 +382,12 @@ pub struct PlayArgs {
     #[arg(allow_hyphen_values = true)]
     pub game: String,
 
+    /// Which of your seats to play when the token file holds both seats of the game (two
+    /// players on one machine). Without it, `play` asks on a terminal and is a usage error
+    /// (exit 2) otherwise.
+    #[arg(long, value_name = "SEAT")]
+    pub seat: Option<Side>,
+
     #[command(flatten)]
     pub display: DisplayArgs,
 }
@@ -350,6 +408,17 @@ pub struct WatchArgs {
 
     #[command(flatten)]
     pub display: DisplayArgs,
+}
+
+#[derive(Debug, Args)]
+pub struct SeatArgs {
+    /// The game id. Ids may start with `-`: they are still read as the id.
+    #[arg(allow_hyphen_values = true)]
+    pub game: String,
+
+    /// Which of your seats, when the token file holds both seats of the game.
+    #[arg(long, value_name = "SEAT")]
+    pub seat: Option<Side>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]

@@ -30,9 +30,8 @@ const TLS_HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
 /// connection (the first, and each reconnect of `play` and `watch`) uses the same settings.
 #[derive(Debug, Clone)]
 pub struct Server {
-    /// `--server` as given, normalised: the token file's key and the name in messages. A bare
-    /// `host:port` stays bare here even when `--ca-cert` makes it TLS, so tokens stored before
-    /// keep working.
+    /// `--server` in its one canonical spelling ([`normalize_server`], with the scheme it
+    /// connects with): the token file's key and the name in messages.
     pub name: String,
     endpoint: Endpoint,
     tls: bool,
@@ -72,14 +71,15 @@ impl Server {
     /// [`code::USAGE`]: an address that is not one, `--ca-cert` with an `http://` address, or a
     /// CA file that cannot be read or holds no valid PEM certificate.
     pub fn new(server: &str, ca_cert: Option<&Path>) -> Result<Self, CliError> {
-        let name = normalize_server(server);
-        let (scheme, host_port) = split_scheme(&name)?;
+        let given = server.trim();
+        let (scheme, host_port) = split_scheme(given)?;
+        let host_port = host_port.trim_end_matches('/');
         let tls = match (scheme, ca_cert) {
             (Scheme::Http, Some(ca)) => {
                 return Err(CliError::new(
                     code::USAGE,
                     format!(
-                        "--ca-cert {} is for TLS, but --server `{name}` asks for cleartext: \
+                        "--ca-cert {} is for TLS, but --server `{given}` asks for cleartext: \
                          use https://{host_port}, or drop --ca-cert (OANQUAN_CA_CERT)",
                         ca.display()
                     ),
@@ -89,10 +89,11 @@ impl Server {
             (Scheme::Http | Scheme::Bare, None) => false,
         };
         let uri = format!("{}://{host_port}", if tls { "https" } else { "http" });
+        let name = normalize_server(&uri);
         let mut endpoint = Endpoint::from_shared(uri).map_err(|e| {
             CliError::new(
                 code::USAGE,
-                format!("--server `{name}` is not a valid address: {e}"),
+                format!("--server `{given}` is not a valid address: {e}"),
             )
         })?;
         if tls {
@@ -261,11 +262,11 @@ mod tests {
     #[test]
     fn scheme_decides_tls() {
         for (address, tls, name) in [
-            ("127.0.0.1:50051", false, "127.0.0.1:50051"),
+            ("127.0.0.1:50051", false, "http://127.0.0.1:50051"),
             ("http://[::1]:1", false, "http://[::1]:1"),
-            (" http://host:1/ ", false, "http://host:1"),
-            ("HTTP://host:1", false, "HTTP://host:1"),
-            ("https://localhost:443", true, "https://localhost:443"),
+            (" http://Host:1/ ", false, "http://host:1"),
+            ("HTTP://host:1", false, "http://host:1"),
+            ("https://localhost", true, "https://localhost:443"),
             ("https://127.0.0.1:1/", true, "https://127.0.0.1:1"),
         ] {
             assert_eq!(
@@ -283,10 +284,10 @@ mod tests {
         let dir = tempfile::tempdir().expect("tempdir");
         let key = rcgen::generate_simple_self_signed(vec!["localhost".to_owned()]).expect("cert");
         let ca = ca_file(dir.path(), "ca.pem", &key.cert.pem());
-        // A bare host:port with a CA is TLS, and keeps its name (the token file's key).
+        // A bare host:port with a CA is TLS, and named (the token file's key) as such.
         assert_eq!(
             server("localhost:7", Some(&ca)),
-            Ok((true, "localhost:7".to_owned()))
+            Ok((true, "https://localhost:7".to_owned()))
         );
         assert_eq!(
             server("https://localhost:7", Some(&ca)),

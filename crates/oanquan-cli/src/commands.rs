@@ -1,16 +1,16 @@
-//! The one-shot subcommands: create, join, list, show, moves, presets.
+//! The one-shot subcommands: create, join, list, show, moves, presets, resign, abort; and
+//! finding the seat a command acts for in the token file.
 
 use oanquan_proto::v1::{
-    ComputerOpponent, CreateGameRequest, Game, GameFilter, GameStatus, GetGameRequest,
-    JoinGameRequest, ListGamesRequest, ListMovesRequest, ListPresetsRequest, Player, PlayerKind,
-    RulesSpec, rules_spec,
+    AbortGameRequest, ComputerOpponent, CreateGameRequest, Game, GameFilter, GameStatus,
+    GetGameRequest, GetGameResponse, JoinGameRequest, ListGamesRequest, ListGamesResponse,
+    ListMovesRequest, ListPresetsRequest, Player, PlayerKind, ResignRequest, RulesSpec, rules_spec,
 };
-use serde_json::json;
 
 use crate::Context;
 use crate::board::{self, BoardState, View};
-use crate::cli::{CreateArgs, Filter, JoinArgs, ListArgs, MovesArgs, NameArg, ShowArgs};
-use crate::client::{Clients, request};
+use crate::cli::{CreateArgs, Filter, JoinArgs, ListArgs, MovesArgs, NameArg, SeatArgs, ShowArgs};
+use crate::client::{Clients, authed, request};
 use crate::error::{CliError, code};
 use crate::json;
 use crate::live::{game_over_line, move_line, out, out_lines};
@@ -38,7 +38,8 @@ fn seat_of(value: i32, what: &str) -> Result<Side, CliError> {
     Side::from_i32(value).ok_or_else(|| CliError::bad_answer(&format!("{what} without a seat")))
 }
 
-/// Stores a fresh seat token and prints the outcome; returns the game id.
+/// Stores a fresh seat token and prints the outcome in text (with --json the caller prints the
+/// API's answer); returns the game id.
 fn record_seat(
     ctx: &Context,
     store: &TokenStore,
@@ -56,14 +57,7 @@ fn record_seat(
         token,
         display_name: name.to_owned(),
     })?;
-    if ctx.json {
-        out(json!({
-            "game_id": game.id,
-            "seat": seat.name(),
-            "game": json::game(&game),
-            "token_file": store.path(),
-        }))?;
-    } else {
+    if !ctx.json {
         out(format!("{verb} game {} as the {seat} player", game.id))?;
         out(format!("token saved in {}", store.path().display()))?;
         if game.status() == GameStatus::WaitingForPlayers {
@@ -88,11 +82,12 @@ fn record_seat(
     Ok(game.id)
 }
 
+/// Returns the game id and the seat taken.
 pub async fn create(
     ctx: &Context,
     clients: &mut Clients,
     args: &CreateArgs,
-) -> Result<String, CliError> {
+) -> Result<(String, Side), CliError> {
     let name = display_name(&args.name)?;
     let store = ctx.token_store()?;
     let seat = args.seat.side().map_or(Player::Unspecified, Side::to_proto);
@@ -111,7 +106,10 @@ pub async fn create(
         .map_err(|s| CliError::from_status("create game", &s))?
         .into_inner();
     let seat = seat_of(response.seat, "create answer")?;
-    record_seat(
+    // --json: the API's answer, less the token (it goes to the token file only).
+    let mut answer = response.clone();
+    answer.player_token.clear();
+    let id = record_seat(
         ctx,
         &store,
         response.game,
@@ -119,14 +117,19 @@ pub async fn create(
         seat,
         &name,
         "created",
-    )
+    )?;
+    if ctx.json {
+        json::print(&answer)?;
+    }
+    Ok((id, seat))
 }
 
+/// Returns the game id and the seat taken.
 pub async fn join(
     ctx: &Context,
     clients: &mut Clients,
     args: &JoinArgs,
-) -> Result<String, CliError> {
+) -> Result<(String, Side), CliError> {
     let name = display_name(&args.name)?;
     let store = ctx.token_store()?;
     let response = clients
@@ -139,7 +142,10 @@ pub async fn join(
         .map_err(|s| CliError::from_status(&format!("join game {}", args.game), &s))?
         .into_inner();
     let seat = seat_of(response.seat, "join answer")?;
-    record_seat(
+    // --json: the API's answer, less the token (it goes to the token file only).
+    let mut answer = response.clone();
+    answer.player_token.clear();
+    let id = record_seat(
         ctx,
         &store,
         response.game,
@@ -147,7 +153,11 @@ pub async fn join(
         seat,
         &name,
         "joined",
-    )
+    )?;
+    if ctx.json {
+        json::print(&answer)?;
+    }
+    Ok((id, seat))
 }
 
 fn filter(f: Filter) -> GameFilter {
@@ -197,15 +207,18 @@ pub async fn list(ctx: &Context, clients: &mut Clients, args: &ListArgs) -> Resu
     }
     games.truncate(limit);
     if ctx.json {
-        return out(json!({ "games": games.iter().map(json::game).collect::<Vec<_>>() }));
+        return json::print(&ListGamesResponse {
+            games,
+            next_page_token: String::new(),
+        });
     }
     if games.is_empty() {
         return out("no games");
     }
-    let mut lines = vec![format!(
-        "{:<16} {:<9} {:<14} {:<16} {:<16} {:>5} {:>7}",
-        "GAME", "STATUS", "RULES", "FIRST", "SECOND", "MOVES", "SCORE"
-    )];
+    let header = [
+        "GAME", "STATUS", "RULES", "FIRST", "SECOND", "MOVES", "SCORE",
+    ];
+    let mut rows: Vec<[String; 7]> = vec![header.map(str::to_owned)];
     for g in &games {
         let scores = g
             .position
@@ -217,18 +230,54 @@ pub async fn list(ctx: &Context, clients: &mut Clients, args: &ListArgs) -> Resu
         } else {
             g.preset.as_str()
         };
-        lines.push(format!(
-            "{:<16} {:<9} {:<14} {:<16} {:<16} {:>5} {:>7}",
-            g.id,
-            json::status_name(g.status()),
-            preset,
+        rows.push([
+            g.id.clone(),
+            json::status_name(g.status()).to_owned(),
+            preset.to_owned(),
             seat_name(g, Side::First),
             seat_name(g, Side::Second),
-            g.move_count,
+            g.move_count.to_string(),
             format!("{}:{}", scores.first, scores.second),
-        ));
+        ]);
     }
-    out_lines(&lines)
+    out_lines(&table(
+        &rows,
+        &[false, false, false, false, false, true, true],
+    ))
+}
+
+/// Columns as wide as their widest cell, counted in characters (names such as "Computer
+/// (random)" or "Lân" must not push the columns after them out of line). `right[i]` aligns
+/// column `i` to the right.
+fn table<const N: usize>(rows: &[[String; N]], right: &[bool; N]) -> Vec<String> {
+    let mut widths = [0usize; N];
+    for row in rows {
+        for (width, cell) in widths.iter_mut().zip(row) {
+            *width = (*width).max(cell.chars().count());
+        }
+    }
+    rows.iter()
+        .map(|row| {
+            let mut line = String::new();
+            for (i, cell) in row.iter().enumerate() {
+                let pad = " ".repeat(widths[i].saturating_sub(cell.chars().count()));
+                if i > 0 {
+                    line.push(' ');
+                }
+                if right[i] {
+                    line.push_str(&pad);
+                    line.push_str(cell);
+                } else {
+                    line.push_str(cell);
+                    // No trailing blanks after the last column.
+                    if i + 1 < N {
+                        line.push_str(&pad);
+                    }
+                }
+            }
+            line
+        })
+        .collect()
 }
 
 async fn get_game(clients: &mut Clients, game_id: &str) -> Result<Game, CliError> {
@@ -247,14 +296,15 @@ async fn get_game(clients: &mut Clients, game_id: &str) -> Result<Game, CliError
 pub async fn show(ctx: &Context, clients: &mut Clients, args: &ShowArgs) -> Result<(), CliError> {
     let game = get_game(clients, &args.game).await?;
     if ctx.json {
-        return out(json::game(&game));
+        return json::print(&GetGameResponse { game: Some(game) });
     }
-    // Your own seat at the bottom if you play in this game.
+    // Your own seat at the bottom if you play in this game (and only one of its seats).
     let mine = ctx
         .token_store()
         .ok()
-        .and_then(|s| s.get(&ctx.server.name, &game.id).ok().flatten())
-        .and_then(|e| e.seat.parse::<Side>().ok());
+        .and_then(|s| s.seats(&ctx.server.name, &game.id).ok())
+        .filter(|seats| seats.len() == 1)
+        .and_then(|seats| seats[0].seat.parse::<Side>().ok());
     let bottom = args.view.or(mine).unwrap_or(Side::First);
     let position = game.position.clone().unwrap_or_default();
     let over = matches!(game.status(), GameStatus::Finished | GameStatus::Aborted);
@@ -307,11 +357,7 @@ pub async fn moves(ctx: &Context, clients: &mut Clients, args: &MovesArgs) -> Re
         .map_err(|s| CliError::from_status(&format!("list moves of {}", args.game), &s))?
         .into_inner();
     if ctx.json {
-        return out(json!({
-            "game_id": args.game,
-            "start_position": response.start_position.as_ref().map(json::position),
-            "moves": response.moves.iter().map(json::move_record).collect::<Vec<_>>(),
-        }));
+        return json::print(&response);
     }
     let quan_value = game.rule_set.as_ref().map_or(0, |r| r.quan_value);
     let mut lines = Vec::new();
@@ -331,16 +377,16 @@ pub async fn moves(ctx: &Context, clients: &mut Clients, args: &MovesArgs) -> Re
 }
 
 pub async fn presets(ctx: &Context, clients: &mut Clients) -> Result<(), CliError> {
-    let presets = clients
+    let response = clients
         .rules
         .list_presets(request(ListPresetsRequest {}))
         .await
         .map_err(|s| CliError::from_status("list presets", &s))?
-        .into_inner()
-        .presets;
+        .into_inner();
     if ctx.json {
-        return out(json!({ "presets": presets.iter().map(json::preset).collect::<Vec<_>>() }));
+        return json::print(&response);
     }
+    let presets = response.presets;
     let mut lines = Vec::new();
     for p in &presets {
         lines.push(p.name.clone());
@@ -351,6 +397,205 @@ pub async fn presets(ctx: &Context, clients: &mut Clients) -> Result<(), CliErro
         );
     }
     out_lines(&lines)
+}
+
+/// The seats of one game that the token file holds.
+#[derive(Debug)]
+pub enum Seats {
+    One(Entry),
+    /// Both seats (two players on one machine): first, then second.
+    Both(Entry, Entry),
+}
+
+impl Entry {
+    /// The seat of a stored entry.
+    ///
+    /// # Errors
+    ///
+    /// A token file edited by hand with a seat that is neither `first` nor `second`.
+    pub fn side(&self) -> Result<Side, CliError> {
+        self.seat.parse().map_err(|e: String| {
+            CliError::new(
+                code::FAILURE,
+                format!("token file, game {}: {e}", self.game_id),
+            )
+        })
+    }
+}
+
+/// The stored seat(s) of `game_id` on this server; with `wanted`, that seat only.
+///
+/// # Errors
+///
+/// [`code::AUTH`] when none is stored (saying what is likely wrong), [`code::NOT_FOUND`] when
+/// the server has no such game either.
+pub async fn saved_seats(
+    ctx: &Context,
+    clients: &mut Clients,
+    game_id: &str,
+    wanted: Option<Side>,
+) -> Result<Seats, CliError> {
+    let store = ctx.token_store()?;
+    let mut seats = store.seats(&ctx.server.name, game_id)?;
+    if let Some(wanted) = wanted {
+        let held: Vec<String> = seats.iter().map(|e| e.seat.clone()).collect();
+        seats.retain(|e| e.seat == wanted.name());
+        if seats.is_empty() && !held.is_empty() {
+            return Err(CliError::new(
+                code::AUTH,
+                format!(
+                    "your saved seat in game {game_id} is the {} one, not the {wanted} one",
+                    held.join(" and ")
+                ),
+            ));
+        }
+    }
+    let mut seats = seats.into_iter();
+    match (seats.next(), seats.next()) {
+        (Some(first), Some(second)) => Ok(Seats::Both(first, second)),
+        (Some(one), None) => Ok(Seats::One(one)),
+        _ => Err(no_seat(ctx, clients, &store, game_id).await),
+    }
+}
+
+/// Why no seat of `game_id` is stored for this server, as far as the token file and the server
+/// can tell: `join` is suggested only for a game that still has a free seat.
+async fn no_seat(
+    ctx: &Context,
+    clients: &mut Clients,
+    store: &TokenStore,
+    game_id: &str,
+) -> CliError {
+    let server = &ctx.server.name;
+    let mut message = format!(
+        "no seat of game {game_id} is saved for server {server} (in {})",
+        store.path().display()
+    );
+    let others = store.other_servers(server, game_id).unwrap_or_default();
+    if let Some(other) = others.first() {
+        message.push_str(&format!(
+            "; one is saved for server {other}: pass --server {other}"
+        ));
+        return CliError::new(code::AUTH, message);
+    }
+    match get_game(clients, game_id).await {
+        Ok(game) => match game.status() {
+            GameStatus::WaitingForPlayers => message.push_str(&format!(
+                "; it waits for a second player: take the free seat with `oanquan join {game_id}`"
+            )),
+            GameStatus::Finished | GameStatus::Aborted => message.push_str(&format!(
+                "; the game is over: `oanquan show {game_id}` shows how it ended"
+            )),
+            _ => message.push_str(&format!(
+                "; you may have joined it from another machine or with another --server \
+                 (or another config directory); follow it with `oanquan watch {game_id}`"
+            )),
+        },
+        Err(err) if err.code == code::NOT_FOUND => {
+            return CliError::new(
+                code::NOT_FOUND,
+                format!("there is no game {game_id} on server {server}"),
+            );
+        }
+        Err(_) => message
+            .push_str("; you may have joined it from another machine or with another --server"),
+    }
+    CliError::new(code::AUTH, message)
+}
+
+/// Holding both seats, a command that acts for one of them must be told which.
+pub fn both_seats(game_id: &str) -> CliError {
+    CliError::new(
+        code::USAGE,
+        format!(
+            "you hold both seats of game {game_id} (two players on this machine): pass --seat \
+             first or --seat second"
+        ),
+    )
+}
+
+/// Parses the answer to "which seat?"; `None` for anything else.
+pub fn seat_answer(line: &str) -> Option<Side> {
+    line.trim().parse().ok()
+}
+
+/// The seat a one-shot command acts for: the only one stored, `--seat`, or on a terminal the
+/// answer to a question.
+async fn one_seat(
+    ctx: &Context,
+    clients: &mut Clients,
+    args: &SeatArgs,
+    any_will_do: bool,
+) -> Result<Entry, CliError> {
+    match saved_seats(ctx, clients, &args.game, args.seat).await? {
+        Seats::One(entry) => Ok(entry),
+        Seats::Both(first, _) if any_will_do => Ok(first),
+        Seats::Both(first, second) if ctx.stdin_tty => {
+            crate::live::out_inline(&format!(
+                "you hold both seats of game {}: which one? (first/second) ",
+                args.game
+            ))?;
+            let mut line = String::new();
+            std::io::stdin()
+                .read_line(&mut line)
+                .map_err(|e| CliError::io("reading standard input", &e))?;
+            match seat_answer(&line) {
+                Some(Side::First) => Ok(first),
+                Some(Side::Second) => Ok(second),
+                None => Err(both_seats(&args.game)),
+            }
+        }
+        Seats::Both(..) => Err(both_seats(&args.game)),
+    }
+}
+
+/// `oanquan resign GAME`.
+pub async fn resign(ctx: &Context, clients: &mut Clients, args: &SeatArgs) -> Result<(), CliError> {
+    let entry = one_seat(ctx, clients, args, false).await?;
+    let response = clients
+        .games
+        .resign(authed(
+            ResignRequest {
+                game_id: args.game.clone(),
+            },
+            &entry.token,
+        )?)
+        .await
+        .map_err(|s| CliError::from_status(&format!("resign game {}", args.game), &s))?
+        .into_inner();
+    if ctx.json {
+        return json::print(&response);
+    }
+    out(format!(
+        "resigned game {} as the {} player",
+        args.game, entry.seat
+    ))?;
+    out(game_over_line(
+        response.game.as_ref().and_then(|g| g.result.as_ref()),
+    ))
+}
+
+/// `oanquan abort GAME`: either seat may call a game off, so holding both needs no choice.
+pub async fn abort(ctx: &Context, clients: &mut Clients, args: &SeatArgs) -> Result<(), CliError> {
+    let entry = one_seat(ctx, clients, args, true).await?;
+    let response = clients
+        .games
+        .abort_game(authed(
+            AbortGameRequest {
+                game_id: args.game.clone(),
+            },
+            &entry.token,
+        )?)
+        .await
+        .map_err(|s| CliError::from_status(&format!("abort game {}", args.game), &s))?
+        .into_inner();
+    if ctx.json {
+        return json::print(&response);
+    }
+    out(format!("aborted game {}", args.game))?;
+    out(game_over_line(
+        response.game.as_ref().and_then(|g| g.result.as_ref()),
+    ))
 }
 
 /// Greedy word wrap for descriptions.
@@ -381,6 +626,30 @@ mod tests {
         assert_eq!(wrap("a bb ccc dd", 6), ["a bb", "ccc dd"]);
         assert!(wrap("", 6).is_empty());
         assert_eq!(wrap("toolongword x", 4), ["toolongword", "x"]);
+    }
+
+    #[test]
+    fn columns_fit_their_widest_cell_in_characters() {
+        let rows = [
+            ["GAME".to_owned(), "SECOND".to_owned(), "MOVES".to_owned()],
+            [
+                "g1".to_owned(),
+                "Computer (random)".to_owned(),
+                "3".to_owned(),
+            ],
+            ["g2".to_owned(), "Lân".to_owned(), "12".to_owned()],
+        ];
+        let lines = table(&rows, &[false, false, true]);
+        assert_eq!(
+            lines,
+            [
+                "GAME SECOND            MOVES",
+                "g1   Computer (random)     3",
+                "g2   Lân                  12",
+            ]
+        );
+        assert_eq!(seat_answer(" second\n"), Some(Side::Second));
+        assert_eq!(seat_answer("both"), None);
     }
 
     #[test]

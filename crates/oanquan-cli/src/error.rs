@@ -4,6 +4,7 @@
 //! ([`CliError::from_status`]) instead of ad-hoc `process::exit` calls.
 
 use std::fmt;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use oanquan_proto::v1::ErrorReason;
 use tonic::Code;
@@ -37,7 +38,8 @@ pub mod code {
 /// The exit-code table as shown at the end of `oanquan --help`.
 pub const EXIT_CODES_HELP: &str = "\
 EXIT CODES:
-    0   success; for `play`, the game is over
+    0   success; for `play`, the game is over; also when standard output is closed
+        by its reader (`oanquan watch GAME | head`): the client stops quietly
     1   unexpected failure (local I/O error, unexpected server answer)
     2   usage error, or the server rejected the request as malformed
     3   no such game
@@ -91,15 +93,18 @@ impl CliError {
             Code::ResourceExhausted => code::TEMPFAIL,
             _ => code::FAILURE,
         };
-        let detail = if status.message().is_empty() {
-            format!("{:?}", status.code())
-        } else {
-            status.message().to_owned()
-        };
-        let hint = reason
-            .and_then(reason_hint)
-            .map_or(String::new(), |h| format!(" ({h})"));
-        Self::new(code, format!("{what}: {detail}{hint}"))
+        let mut message = format!("{what}: {}", plain_words(status, reason));
+        if verbose() {
+            message.push_str(&api_words(status, reason));
+        }
+        Self::new(code, message)
+    }
+
+    /// Standard output was closed by its reader (`oanquan list | head`): the reader has what it
+    /// wanted, so the command ends quietly and successfully, as `ripgrep` and `ls` do, rather
+    /// than with an error about a broken pipe.
+    pub fn output_closed() -> Self {
+        Self::new(code::OK, "")
     }
 
     pub fn io(what: &str, err: &std::io::Error) -> Self {
@@ -157,18 +162,79 @@ pub fn error_reason(status: &tonic::Status) -> Option<ErrorReason> {
     ErrorReason::from_str_name(&info.reason)
 }
 
-/// What a user can do about a reason, where the server's message alone would not say.
-fn reason_hint(reason: ErrorReason) -> Option<&'static str> {
-    Some(match reason {
-        ErrorReason::SeatTaken => "the game is full; watch it with `oanquan watch`",
-        ErrorReason::GameNotStarted => "wait for a second player to join",
-        ErrorReason::StalePly => "another move was played meanwhile",
-        ErrorReason::MissingToken | ErrorReason::WrongToken => {
-            "only the players of a game can do that; `join` or `create` first"
+static VERBOSE: AtomicBool = AtomicBool::new(false);
+
+/// `--verbose`: errors and notices also carry the API's own words.
+pub fn set_verbose(on: bool) {
+    VERBOSE.store(on, Ordering::Relaxed);
+}
+
+pub fn verbose() -> bool {
+    VERBOSE.load(Ordering::Relaxed)
+}
+
+/// A refusal in the words of the game: the server's messages are written for API clients
+/// ("list games with ListGames", "ask RulesService.LegalMoves"), so a person gets these, and
+/// `--verbose` adds the server's own.
+fn plain_words(status: &tonic::Status, reason: Option<ErrorReason>) -> String {
+    let words = match reason {
+        Some(ErrorReason::GameNotFound) => {
+            "there is no such game on this server (`oanquan list` shows its games)"
         }
-        ErrorReason::LimitExceeded => "retry later",
-        _ => return None,
-    })
+        Some(ErrorReason::NotYourTurn) => "it is not your turn; wait for the opponent's move",
+        Some(ErrorReason::IllegalMove) => "that move is not allowed in this position",
+        Some(ErrorReason::GameOver) => "the game is over",
+        Some(ErrorReason::GameNotStarted) => {
+            "the game has not started: it waits for a second player to join"
+        }
+        Some(ErrorReason::SeatTaken) => "the game is full; watch it with `oanquan watch`",
+        Some(ErrorReason::StalePly) => {
+            "another move was played meanwhile; look at the board and try again"
+        }
+        Some(ErrorReason::GameAlreadyStarted) => {
+            "a move has been played, so the game can no longer be aborted; resign instead"
+        }
+        Some(ErrorReason::MissingToken | ErrorReason::WrongToken) => {
+            "the server does not accept your saved seat for this game"
+        }
+        // The server words its limits for people already ("...; retry later").
+        Some(ErrorReason::LimitExceeded) => return status.message().to_owned(),
+        _ => match status.code() {
+            Code::NotFound => "not found",
+            Code::InvalidArgument => return invalid_argument(status),
+            Code::Unavailable => "the server is unavailable; try again later",
+            Code::DeadlineExceeded => "the server did not answer in time",
+            Code::ResourceExhausted => "the server is busy; try again later",
+            _ if status.message().is_empty() => "the server could not do it",
+            _ => return status.message().to_owned(),
+        },
+    };
+    words.to_owned()
+}
+
+/// A malformed request names a field of the API; say which option of this program it was.
+fn invalid_argument(status: &tonic::Status) -> String {
+    let violation = status
+        .get_details_bad_request()
+        .and_then(|b| b.field_violations.into_iter().next());
+    let Some(violation) = violation else {
+        return status.message().to_owned();
+    };
+    let option = match violation.field.as_str() {
+        "rules.preset" | "rules" => "--preset (`oanquan presets` lists them)",
+        "display_name" => "--name",
+        "game_id" => "the game id",
+        "computer.level" | "computer" => "--computer",
+        "seat" => "--seat",
+        _ => return status.message().to_owned(),
+    };
+    format!("{option}: {}", violation.description)
+}
+
+/// `--verbose`: the status code, the error reason and the server's message, as the API has them.
+fn api_words(status: &tonic::Status, reason: Option<ErrorReason>) -> String {
+    let reason = reason.map_or(String::new(), |r| format!(" {}", r.as_str_name()));
+    format!(" [{:?}{reason}: {}]", status.code(), status.message())
 }
 
 #[cfg(test)]
@@ -190,7 +256,7 @@ mod tests {
         for (status_code, exit) in cases {
             let err = CliError::from_status("x", &tonic::Status::new(status_code, "m"));
             assert_eq!(err.code, exit, "{status_code:?}");
-            assert_eq!(err.message, "x: m");
+            assert!(err.message.starts_with("x: "), "{}", err.message);
         }
     }
 
@@ -223,5 +289,63 @@ mod tests {
         assert_eq!(err.code, code::REJECTED);
         assert!(err.message.contains("the game is full"), "{}", err.message);
         assert_eq!(error_reason(&tonic::Status::internal("x")), None);
+    }
+
+    #[test]
+    fn people_read_no_api_names() {
+        let refusal = |reason: &str, code: Code, message: &str| {
+            tonic::Status::with_error_details(
+                code,
+                message,
+                tonic_types::ErrorDetails::with_error_info(
+                    reason,
+                    "oanquan.v1",
+                    std::collections::HashMap::new(),
+                ),
+            )
+        };
+        let cases = [
+            refusal(
+                "ERROR_REASON_GAME_NOT_FOUND",
+                Code::NotFound,
+                "no game with id g; list games with ListGames",
+            ),
+            refusal(
+                "ERROR_REASON_ILLEGAL_MOVE",
+                Code::FailedPrecondition,
+                "illegal move: square 3 is empty; ask RulesService.LegalMoves for the legal ones",
+            ),
+            refusal(
+                "ERROR_REASON_STALE_PLY",
+                Code::FailedPrecondition,
+                "expected ply 2 but the game is at ply 3; refresh with GetGame and retry",
+            ),
+        ];
+        for status in &cases {
+            let err = CliError::from_status("move 3r", status);
+            for api in [
+                "ListGames",
+                "RulesService",
+                "GetGame",
+                "ERROR_REASON",
+                "ply",
+            ] {
+                assert!(!err.message.contains(api), "{}", err.message);
+            }
+        }
+        let bad = tonic::Status::with_error_details(
+            Code::InvalidArgument,
+            "invalid rules.preset: unknown preset `chess`",
+            tonic_types::ErrorDetails::with_bad_request_violation(
+                "rules.preset",
+                "unknown preset `chess`",
+            ),
+        );
+        let err = CliError::from_status("create game", &bad);
+        assert_eq!(err.code, code::USAGE);
+        assert!(err.message.contains("--preset"), "{}", err.message);
+        assert!(
+            api_words(&cases[1], error_reason(&cases[1])).contains("ERROR_REASON_ILLEGAL_MOVE")
+        );
     }
 }

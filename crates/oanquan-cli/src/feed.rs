@@ -22,8 +22,15 @@ use crate::error::{CliError, code};
 pub enum FeedItem {
     /// A snapshot or a real event, in order, each real event once. Heartbeats are filtered out.
     Event(Box<GameEvent>),
-    /// Something a person may want to know about the connection (for stderr).
-    Notice(String),
+    /// The stream broke; reconnect attempt `attempt` (0-based) follows in `retry_in`. `why` is
+    /// the transport's or the server's own wording, for `--verbose`.
+    Down {
+        why: String,
+        attempt: u32,
+        retry_in: Duration,
+    },
+    /// A new stream is open again after `Down`, resuming after event `after`.
+    Up { after: u64 },
     /// The feed stopped for good (unknown game, gave up reconnecting, ...).
     Fatal(CliError),
 }
@@ -126,13 +133,14 @@ impl Feed {
                 return;
             }
             let delay = backoff(attempt, rand::random::<f64>());
+            let down = FeedItem::Down {
+                why,
+                attempt,
+                retry_in: delay,
+            };
             attempt = attempt.saturating_add(1);
             was_down = true;
-            let notice = format!(
-                "connection lost ({why}); reconnecting in {} ms",
-                delay.as_millis()
-            );
-            if self.tx.send(FeedItem::Notice(notice)).await.is_err() {
+            if self.tx.send(down).await.is_err() {
                 return;
             }
             tokio::time::sleep(delay).await;
@@ -160,8 +168,10 @@ impl Feed {
             Err(status) => return self.classify(&status, false),
         };
         if std::mem::take(was_down) {
-            let notice = format!("reconnected; resuming after event {}", self.last_sequence);
-            if self.tx.send(FeedItem::Notice(notice)).await.is_err() {
+            let up = FeedItem::Up {
+                after: self.last_sequence,
+            };
+            if self.tx.send(up).await.is_err() {
                 return Ended::ConsumerGone;
             }
         }

@@ -4,12 +4,12 @@
 //! The client holds state only to draw it: every position comes from the server (snapshots,
 //! move records); traces are replayed locally only to animate between two server positions.
 
-use std::io::Write as _;
+use std::io::{IsTerminal as _, Write as _};
 use std::time::Duration;
 
 use oanquan_proto::v1::{
     EndReason, Game, GameEvent, GameResult, GameStatus, ListMovesRequest, MoveRecord, Position,
-    Seat, game_event,
+    Seat, WatchGameResponse, game_event,
 };
 
 use crate::board::{self, BoardState, Style, View};
@@ -18,13 +18,23 @@ use crate::error::CliError;
 use crate::json;
 use crate::moves::{Dir, LocalMove, Side};
 
-/// Writes lines to stdout. A closed stdout (`oanquan watch | head`) is an error to return, not
-/// a panic as with `println!`.
+/// A failed write to stdout. Its reader going away (`oanquan watch G | head`) ends the command
+/// quietly with exit 0 (see [`CliError::output_closed`]); any other failure is reported.
+fn stdout_error(err: &std::io::Error) -> CliError {
+    if err.kind() == std::io::ErrorKind::BrokenPipe {
+        CliError::output_closed()
+    } else {
+        CliError::io("writing to standard output", err)
+    }
+}
+
+/// Writes lines to stdout. A closed stdout is an error to return, not a panic as with
+/// `println!`.
 pub fn out(text: impl std::fmt::Display) -> Result<(), CliError> {
     let mut stdout = std::io::stdout().lock();
     writeln!(stdout, "{text}")
         .and_then(|()| stdout.flush())
-        .map_err(|e| CliError::io("writing to standard output", &e))
+        .map_err(|e| stdout_error(&e))
 }
 
 pub fn out_lines(lines: &[String]) -> Result<(), CliError> {
@@ -33,7 +43,7 @@ pub fn out_lines(lines: &[String]) -> Result<(), CliError> {
         .iter()
         .try_for_each(|l| writeln!(stdout, "{l}"))
         .and_then(|()| stdout.flush())
-        .map_err(|e| CliError::io("writing to standard output", &e))
+        .map_err(|e| stdout_error(&e))
 }
 
 /// A line on stderr. Unlike `eprintln!`, a closed stderr is ignored rather than a panic: there
@@ -47,13 +57,83 @@ pub fn out_inline(text: &str) -> Result<(), CliError> {
     let mut stdout = std::io::stdout().lock();
     write!(stdout, "{text}")
         .and_then(|()| stdout.flush())
-        .map_err(|e| CliError::io("writing to standard output", &e))
+        .map_err(|e| stdout_error(&e))
+}
+
+/// The one line on stderr that says the server cannot be reached: on a terminal it is redrawn
+/// in place at each attempt; otherwise it is written once per change (lost, then reconnected),
+/// so a log is not flooded by a server that stays down. `--verbose` adds every attempt with the
+/// transport's or the server's own words.
+#[derive(Debug)]
+pub struct Connection {
+    server: String,
+    tty: bool,
+    down: bool,
+}
+
+impl Connection {
+    pub fn new(server: &str) -> Self {
+        Self {
+            server: server.to_owned(),
+            tty: std::io::stderr().is_terminal(),
+            down: false,
+        }
+    }
+
+    /// The stream broke; attempt `attempt` (0-based) comes in `retry_in`.
+    pub fn down(&mut self, why: &str, attempt: u32, retry_in: Duration) {
+        if crate::error::verbose() {
+            self.clear_line();
+            note(format!(
+                "notice: connection lost ({why}); reconnect attempt {} in {} ms",
+                attempt.saturating_add(1),
+                retry_in.as_millis()
+            ));
+        }
+        if self.tty {
+            let _ = write!(
+                std::io::stderr().lock(),
+                "\r\x1b[Kserver {} unreachable; reconnecting (attempt {}, next in {:.1} s)",
+                self.server,
+                attempt.saturating_add(1),
+                retry_in.as_secs_f64()
+            );
+        } else if !self.down {
+            note(format!(
+                "server {} unreachable; reconnecting (no move is missed meanwhile)",
+                self.server
+            ));
+        }
+        self.down = true;
+    }
+
+    /// A stream is open again.
+    pub fn up(&mut self, after: u64) {
+        if !std::mem::take(&mut self.down) {
+            return;
+        }
+        self.clear_line();
+        if crate::error::verbose() {
+            note(format!(
+                "reconnected to {}; resuming after event {after}",
+                self.server
+            ));
+        } else {
+            note(format!("reconnected to {}", self.server));
+        }
+    }
+
+    fn clear_line(&self) {
+        if self.tty && self.down {
+            let _ = write!(std::io::stderr().lock(), "\r\x1b[K");
+        }
+    }
 }
 
 /// How events are shown.
 #[derive(Debug, Clone, Copy)]
 pub struct Output {
-    /// One JSON object per event (`watch --json`).
+    /// The stream's own messages, one JSON object per line (`watch --json`), and no text.
     pub json: bool,
     pub style: Style,
     /// Redraw moves frame by frame with this delay (terminal only); `None` prints the trace as
@@ -122,6 +202,9 @@ pub struct Live {
     pub you: Option<Side>,
     /// Show moves played before the first snapshot (`watch --from-start`).
     pub from_start: bool,
+    /// The ply whose turn has been announced (a TurnStarted, or a snapshot of a game under way):
+    /// the prompt for a turn waits for it, so that `turn:` comes before `your move`.
+    pub turn_announced: Option<u32>,
     pub output: Output,
     clients: Clients,
 }
@@ -136,6 +219,7 @@ impl Live {
             bottom,
             you,
             from_start: false,
+            turn_announced: None,
             output,
             clients,
         }
@@ -214,15 +298,18 @@ impl Live {
         let Some(kind) = event.kind.clone() else {
             return Ok(());
         };
-        if self.output.json && !matches!(kind, game_event::Kind::Snapshot(_)) {
-            out(json::event(&event))?;
+        if self.output.json {
+            // The stream as the server sent it (heartbeats never reach here).
+            json::print(&WatchGameResponse {
+                event: Some(event.clone()),
+            })?;
         }
         match kind {
             game_event::Kind::Snapshot(snapshot) => {
                 let game = snapshot
                     .game
                     .ok_or_else(|| CliError::bad_answer("snapshot without a game"))?;
-                self.on_snapshot(&event, game).await?;
+                self.on_snapshot(game).await?;
             }
             game_event::Kind::PlayerJoined(joined) => {
                 let seat = Seat {
@@ -267,6 +354,7 @@ impl Live {
                 }
                 let side = Side::from_i32(turn.player).map_or("?", Side::name);
                 self.text(format!("turn: {side}"))?;
+                self.turn_announced = Some(turn.ply);
             }
             game_event::Kind::GameOver(over) => {
                 self.finish(over.result)?;
@@ -293,11 +381,19 @@ impl Live {
         self.text(game_over_line(self.game.result.as_ref()))
     }
 
-    async fn on_snapshot(&mut self, event: &GameEvent, game: Game) -> Result<(), CliError> {
+    async fn on_snapshot(&mut self, game: Game) -> Result<(), CliError> {
         let first = !self.known;
         self.known = true;
         if first && !self.from_start {
             self.shown_moves = game.move_count;
+        }
+        // The state found comes first, then (`--from-start`) the moves that led to it.
+        if first && !self.output.json {
+            let status = json::status_name(game.status());
+            out(format!(
+                "game {}: {status}, {} moves played",
+                game.id, game.move_count
+            ))?;
         }
         if game.move_count > self.shown_moves {
             // Resumed from a snapshot (the server's log no longer had our events), or
@@ -309,14 +405,8 @@ impl Live {
             self.show_missed_moves(game.move_count).await?;
         }
         self.game = game;
-        if self.output.json {
-            out(json::event(event))?;
-        } else if first {
-            let status = json::status_name(self.game.status());
-            out(format!(
-                "game {}: {status}, {} moves played",
-                self.game.id, self.game.move_count
-            ))?;
+        if self.game.status() == GameStatus::Active {
+            self.turn_announced = Some(self.ply());
         }
         let status = self.game.status();
         if matches!(status, GameStatus::Finished | GameStatus::Aborted) {
@@ -331,8 +421,13 @@ impl Live {
         Ok(())
     }
 
-    /// Fetches the move list and shows moves `shown_moves + 1 ..= up_to`.
+    /// Fetches the move list and shows moves `shown_moves + 1 ..= up_to`. Not for JSON: that
+    /// prints the stream as it is, and a snapshot there already stands for the moves before it.
     async fn show_missed_moves(&mut self, up_to: u32) -> Result<(), CliError> {
+        if self.output.json {
+            self.shown_moves = up_to;
+            return Ok(());
+        }
         let response = self
             .clients
             .games
@@ -346,16 +441,13 @@ impl Live {
             Err(status) => {
                 note(format!(
                     "notice: could not fetch the moves missed while disconnected: {}",
-                    status.message()
+                    CliError::from_status("list moves", &status)
                 ));
                 return Ok(());
             }
         };
         for record in moves {
             if record.number > self.shown_moves && record.number <= up_to {
-                if self.output.json {
-                    out(json::recovered_move(&record))?;
-                }
                 self.show_move(&record, false).await?;
             }
         }

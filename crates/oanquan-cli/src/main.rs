@@ -53,6 +53,7 @@ fn style(stdout_tty: bool, plain: bool) -> Style {
 }
 
 async fn run(cli: Cli) -> Result<(), CliError> {
+    error::set_verbose(cli.global.verbose);
     let stdout_tty = std::io::stdout().is_terminal();
     let ctx = Context {
         server: client::Server::new(&cli.global.server, cli.global.ca_cert.as_deref())?,
@@ -65,18 +66,22 @@ async fn run(cli: Cli) -> Result<(), CliError> {
     let mut clients = client::connect(&ctx.server).await?;
     match &cli.command {
         Command::Create(args) => {
-            let id = commands::create(&ctx, &mut clients, args).await?;
+            let (id, seat) = commands::create(&ctx, &mut clients, args).await?;
             if args.play {
-                play::play(&ctx, clients, &id, &args.display).await?;
+                play::play(&ctx, clients, &id, Some(seat), true, &args.display).await?;
             }
         }
         Command::Join(args) => {
-            let id = commands::join(&ctx, &mut clients, args).await?;
+            let (id, seat) = commands::join(&ctx, &mut clients, args).await?;
             if args.play {
-                play::play(&ctx, clients, &id, &args.display).await?;
+                play::play(&ctx, clients, &id, Some(seat), true, &args.display).await?;
             }
         }
-        Command::Play(args) => play::play(&ctx, clients, &args.game, &args.display).await?,
+        Command::Play(args) => {
+            play::play(&ctx, clients, &args.game, args.seat, false, &args.display).await?;
+        }
+        Command::Resign(args) => commands::resign(&ctx, &mut clients, args).await?,
+        Command::Abort(args) => commands::abort(&ctx, &mut clients, args).await?,
         Command::Watch(args) => play::watch(&ctx, clients, args).await?,
         Command::List(args) => commands::list(&ctx, &mut clients, args).await?,
         Command::Show(args) => commands::show(&ctx, &mut clients, args).await?,
@@ -106,7 +111,10 @@ fn main() -> ExitCode {
     match result {
         Ok(()) => ExitCode::from(error::code::OK),
         Err(err) => {
-            live::note(format!("oanquan: {err}"));
+            // An empty message is a quiet ending (standard output closed by its reader).
+            if !err.message.is_empty() {
+                live::note(format!("oanquan: {err}"));
+            }
             ExitCode::from(err.code)
         }
     }

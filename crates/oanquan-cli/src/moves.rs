@@ -188,6 +188,7 @@ pub enum Input {
     Board,
     Moves,
     Resign,
+    Abort,
     Hint,
     Quit,
     Empty,
@@ -210,7 +211,7 @@ const DIRECTION_WORDS: &[(&str, Dir)] = &[
     ("right", Dir::Right),
 ];
 
-/// Parses a prompt line: a command (`help`, `board`, `moves`, `hint`, `resign`, `quit`) or a move such
+/// Parses a prompt line: a command (`help`, `board`, `moves`, `hint`, `resign`, `abort`, `quit`) or a move such
 /// as `3 r`, `3r`, `3 left`, `r 3`, `3-right`.
 pub fn parse_input(line: &str) -> Result<Input, InputError> {
     let text = line.trim().to_lowercase();
@@ -220,6 +221,7 @@ pub fn parse_input(line: &str) -> Result<Input, InputError> {
         "b" | "board" => Some(Input::Board),
         "m" | "moves" | "legal" => Some(Input::Moves),
         "resign" => Some(Input::Resign),
+        "abort" => Some(Input::Abort),
         "hint" => Some(Input::Hint),
         "q" | "quit" | "exit" => Some(Input::Quit),
         _ => None,
@@ -314,6 +316,7 @@ mod tests {
         assert_eq!(parse_input("q"), Ok(Input::Quit));
         assert_eq!(parse_input("moves"), Ok(Input::Moves));
         assert_eq!(parse_input("resign"), Ok(Input::Resign));
+        assert_eq!(parse_input("Abort"), Ok(Input::Abort));
         assert_eq!(parse_input("   "), Ok(Input::Empty));
     }
 

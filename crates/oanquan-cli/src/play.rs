@@ -4,16 +4,18 @@ use std::io::BufRead as _;
 use std::time::Duration;
 
 use oanquan_proto::v1::{
-    AnalyzeRequest, LegalMovesRequest, PlayMoveRequest, ResignRequest, RulesSpec, rules_spec,
+    AbortGameRequest, AnalyzeRequest, LegalMovesRequest, PlayMoveRequest, ResignRequest, RulesSpec,
+    rules_spec,
 };
 use tokio::sync::mpsc;
 
 use crate::Context;
 use crate::cli::{DisplayArgs, WatchArgs};
 use crate::client::{Clients, authed, request};
-use crate::error::{CliError, code, error_reason};
+use crate::commands::{self, Seats};
+use crate::error::{CliError, code};
 use crate::feed::{self, FeedItem, FeedOptions};
-use crate::live::{Live, Output, note, out, out_inline};
+use crate::live::{Connection, Live, Output, note, out, out_inline};
 use crate::moves::{Input, LocalMove, Side, parse_input};
 
 const PROMPT_HELP: &str = "\
@@ -21,8 +23,8 @@ const PROMPT_HELP: &str = "\
     3 r   3r   3 right     sow square 3 to your right
     2 l   2 left           sow square 2 to your left
   Commands: moves (legal moves), board (draw the board), hint (a suggested move from the
-  server's engine), help, resign, quit (leave; the game goes on and `oanquan play GAME`
-  resumes it).";
+  server's engine), help, resign (asks to confirm), abort (call the game off; only before
+  the first move), quit (leave; the game goes on and `oanquan play GAME` resumes it).";
 
 /// Thinking time of a `hint`.
 const HINT_TIME_MS: u32 = 1000;
@@ -43,6 +45,18 @@ fn feed_options(display: &DisplayArgs) -> FeedOptions {
 }
 
 pub async fn watch(ctx: &Context, clients: Clients, args: &WatchArgs) -> Result<(), CliError> {
+    if ctx.json && args.from_start {
+        return Err(CliError::new(
+            code::USAGE,
+            format!(
+                "--from-start does not combine with --json: --json prints the game's event \
+                 stream as the server sends it, and the earlier moves are not on it; print them \
+                 with `oanquan moves {} --json`",
+                args.game
+            ),
+        ));
+    }
+    let mut connection = Connection::new(&ctx.server.name);
     let mut live = Live::new(
         clients,
         args.view.unwrap_or(Side::First),
@@ -63,7 +77,12 @@ pub async fn watch(ctx: &Context, clients: Clients, args: &WatchArgs) -> Result<
                     return Ok(());
                 }
             }
-            FeedItem::Notice(notice) => note(format!("notice: {notice}")),
+            FeedItem::Down {
+                why,
+                attempt,
+                retry_in,
+            } => connection.down(&why, attempt, retry_in),
+            FeedItem::Up { after } => connection.up(after),
             FeedItem::Fatal(err) => return Err(err),
         }
     }
@@ -102,55 +121,70 @@ struct Player {
     interactive: bool,
     /// The ply for which the prompt was last shown, so that it is shown once per turn.
     prompted: Option<u32>,
+    /// `resign` was typed: the next line says whether it is meant.
+    confirming_resign: bool,
 }
 
+/// `seat`: the seat just taken (`create --play`, `join --play`) or `--seat`; without it, the
+/// only seat stored for the game, or on a terminal the player's answer if both are.
+/// `from_start`: the player has seen none of the game yet (it was just created or joined), so
+/// moves made before the board comes up (a computer's opening move) are shown too.
 pub async fn play(
     ctx: &Context,
-    clients: Clients,
+    mut clients: Clients,
     game_id: &str,
+    seat: Option<Side>,
+    from_start: bool,
     display: &DisplayArgs,
 ) -> Result<(), CliError> {
-    let store = ctx.token_store()?;
-    let entry = store.get(&ctx.server.name, game_id)?.ok_or_else(|| {
-        CliError::new(
-            code::AUTH,
-            format!(
-                "you have no seat in game {game_id} on {} (no token in {}); take one with `oanquan join {game_id}`, or watch it with `oanquan watch {game_id}`",
-                ctx.server.name,
-                store.path().display()
-            ),
-        )
-    })?;
-    let me: Side = entry.seat.parse().map_err(|e: String| {
-        CliError::new(
-            code::FAILURE,
-            format!("token file {}: {e}", store.path().display()),
-        )
-    })?;
+    let interactive = ctx.stdin_tty && ctx.stdout_tty;
+    let mut lines = stdin_lines();
+    let entry = match commands::saved_seats(ctx, &mut clients, game_id, seat).await? {
+        Seats::One(entry) => entry,
+        Seats::Both(first, second) if interactive => loop {
+            out_inline(&format!(
+                "you hold both seats of game {game_id}: play which? (first/second) "
+            ))?;
+            let Some(line) = lines.recv().await else {
+                return Err(commands::both_seats(game_id));
+            };
+            match commands::seat_answer(&line) {
+                Some(Side::First) => break first,
+                Some(Side::Second) => break second,
+                None => {}
+            }
+        },
+        Seats::Both(..) => return Err(commands::both_seats(game_id)),
+    };
+    let me = entry.side()?;
     let mut player = Player {
         game_id: game_id.to_owned(),
         token: entry.token,
         me,
-        interactive: ctx.stdin_tty && ctx.stdout_tty,
+        interactive,
         prompted: None,
+        confirming_resign: false,
     };
     let mut live = Live::new(clients, me, Some(me), output(ctx, display, false));
+    live.from_start = from_start;
     out(format!("playing {game_id} as {me}"))?;
+    let mut connection = Connection::new(&ctx.server.name);
     let mut events = feed::spawn(
         ctx.server.clone(),
         game_id.to_owned(),
         feed_options(display),
     );
-    let mut lines = stdin_lines();
     loop {
         let my_turn = live.to_move() == Some(me);
-        if my_turn && player.prompted != Some(live.ply()) {
+        // The prompt waits for the turn's announcement, so `turn:` is printed before it.
+        if my_turn && player.prompted != Some(live.ply()) && live.turn_announced == Some(live.ply())
+        {
             player.prompted = Some(live.ply());
             player.prompt(&mut live).await?;
         }
         // Scripts may pipe all their moves at once: read the next line only when a move is
         // wanted, so that lines are not consumed (and rejected) during the opponent's turn.
-        let want_input = my_turn || player.interactive;
+        let want_input = my_turn || player.interactive || player.confirming_resign;
         tokio::select! {
             item = events.recv() => match item {
                 Some(FeedItem::Event(event)) => {
@@ -159,7 +193,18 @@ pub async fn play(
                         return Ok(());
                     }
                 }
-                Some(FeedItem::Notice(notice)) => note(format!("notice: {notice}")),
+                Some(FeedItem::Down { why, attempt, retry_in }) => {
+                    connection.down(&why, attempt, retry_in);
+                }
+                Some(FeedItem::Up { after }) => {
+                    connection.up(after);
+                    // The notice went over the prompt: show it again (a turn's first prompt
+                    // is still to come at the top of the loop).
+                    let my_turn = live.to_move() == Some(me);
+                    if !my_turn || player.prompted == Some(live.ply()) {
+                        player.reprompt(&mut live, my_turn).await?;
+                    }
+                }
                 Some(FeedItem::Fatal(err)) => return Err(err),
                 None if live.over => return Ok(()),
                 None => return Err(CliError::new(code::FAILURE, "the event stream stopped unexpectedly")),
@@ -242,6 +287,14 @@ impl Player {
     /// Handles one input line; returns true to quit.
     async fn on_line(&mut self, live: &mut Live, line: &str) -> Result<bool, CliError> {
         let my_turn = live.to_move() == Some(self.me);
+        if std::mem::take(&mut self.confirming_resign) {
+            if matches!(line.trim().to_lowercase().as_str(), "y" | "yes") {
+                return self.resign(live).await;
+            }
+            out("not resigned; the game goes on")?;
+            self.reprompt(live, my_turn).await?;
+            return Ok(false);
+        }
         let input = match parse_input(line) {
             Ok(input) => input,
             Err(err) => {
@@ -257,22 +310,32 @@ impl Player {
             Input::Board => live.print_board()?,
             Input::Moves => {}
             Input::Resign => {
-                let resigned = live_games(live)
-                    .resign(authed(
-                        ResignRequest {
+                self.confirming_resign = true;
+                return if self.interactive {
+                    out_inline("resign? (y/N) ").map(|()| false)
+                } else {
+                    out("resign? (y/N)").map(|()| false)
+                };
+            }
+            Input::Abort if live.game.move_count > 0 => out(
+                "error: a move has been played, so the game can no longer be aborted; `resign` to give up",
+            )?,
+            Input::Abort => {
+                let aborted = live_games(live)
+                    .abort_game(authed(
+                        AbortGameRequest {
                             game_id: self.game_id.clone(),
                         },
                         &self.token,
                     )?)
                     .await;
-                if let Err(status) = resigned {
-                    out(format!(
-                        "error: {}",
-                        CliError::from_status("resign", &status)
-                    ))?;
-                } else {
+                match aborted {
                     // The GameOver event ends the session.
-                    return Ok(false);
+                    Ok(_) => return Ok(false),
+                    Err(status) => out(format!(
+                        "error: {}",
+                        CliError::from_status("abort", &status)
+                    ))?,
                 }
             }
             Input::Hint if my_turn => self.hint(live).await?,
@@ -285,6 +348,27 @@ impl Player {
             Input::Move(_) => out("error: it is not your turn; wait for the opponent's move")?,
         }
         self.reprompt(live, my_turn).await?;
+        Ok(false)
+    }
+
+    /// Resigns (confirmed); the GameOver event then ends the session.
+    async fn resign(&mut self, live: &mut Live) -> Result<bool, CliError> {
+        let resigned = live_games(live)
+            .resign(authed(
+                ResignRequest {
+                    game_id: self.game_id.clone(),
+                },
+                &self.token,
+            )?)
+            .await;
+        if let Err(status) = resigned {
+            out(format!(
+                "error: {}",
+                CliError::from_status("resign", &status)
+            ))?;
+            let my_turn = live.to_move() == Some(self.me);
+            self.reprompt(live, my_turn).await?;
+        }
         Ok(false)
     }
 
@@ -354,10 +438,7 @@ impl Player {
                 if err.code == code::AUTH {
                     return Err(err);
                 }
-                let reason = error_reason(&status)
-                    .map(|r| format!(" [{}]", r.as_str_name()))
-                    .unwrap_or_default();
-                out(format!("error: {}{reason}", err.message))?;
+                out(format!("error: {}", err.message))?;
                 Ok(false)
             }
         }

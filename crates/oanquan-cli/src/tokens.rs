@@ -3,8 +3,14 @@
 //!
 //! Location: `$OANQUAN_CONFIG_DIR/tokens.json`, else `$XDG_CONFIG_HOME/oanquan/tokens.json`,
 //! else `~/.config/oanquan/tokens.json`. The file is created with mode 0600 (the directory 0700)
-//! because a token is a password for a seat. Entries are keyed by server address and game id:
-//! the same game id on two servers is two different games.
+//! because a token is a password for a seat. Entries are keyed by server address, game id and
+//! seat: the same game id on two servers is two different games, and one user may hold both
+//! seats of a game (two terminals on one machine), so storing one seat never replaces the other.
+//! Server addresses are stored in one canonical form ([`normalize_server`]), so that
+//! `127.0.0.1:50051` and `http://127.0.0.1:50051/` find the same seats.
+//!
+//! Version 1 files kept one entry per server and game, under the address as typed; they are
+//! read as they are (their addresses normalised) and written back as version 2.
 //!
 //! Writes go to a temporary file that is then renamed over the old one, so a crash never leaves
 //! a half-written file. Two clients writing at the very same moment can still lose one entry
@@ -23,7 +29,7 @@ const FILE_NAME: &str = "tokens.json";
 /// One stored seat.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Entry {
-    /// Server address as given to `--server`, normalised by [`normalize_server`].
+    /// Server address, normalised by [`normalize_server`].
     pub server: String,
     pub game_id: String,
     /// "first" or "second".
@@ -47,9 +53,34 @@ pub struct TokenStore {
     dir: PathBuf,
 }
 
-/// `http://host:1/` and `http://host:1` are the same server.
+/// The file format written; see the module docs for what older versions held.
+const VERSION: u32 = 2;
+
+/// One spelling per server: `scheme://host:port`, scheme and host in lower case, the scheme's
+/// default port written out, no trailing slash. A bare `host:port` is `http://` (what it
+/// connects with unless `--ca-cert` says TLS; the caller then passes `https://` itself). So
+/// `127.0.0.1:50051`, `http://127.0.0.1:50051/` and `HTTP://127.0.0.1:50051` are one key.
+/// Text that is no address is only trimmed: it can never match a working server's key.
 pub fn normalize_server(server: &str) -> String {
-    server.trim().trim_end_matches('/').to_owned()
+    let text = server.trim();
+    let (scheme, rest) = match text.split_once("://") {
+        Some((scheme, rest)) => (scheme.to_ascii_lowercase(), rest),
+        None => ("http".to_owned(), text),
+    };
+    let default_port = match scheme.as_str() {
+        "http" => "80",
+        "https" => "443",
+        _ => return text.trim_end_matches('/').to_owned(),
+    };
+    let (authority, path) = rest.split_at(rest.find('/').unwrap_or(rest.len()));
+    let path = path.trim_end_matches('/');
+    // An IPv6 literal keeps its brackets; its colons are not the port's.
+    let (host, port) = match authority.rfind(':') {
+        Some(i) if !authority[i..].contains(']') => (&authority[..i], &authority[i + 1..]),
+        _ => (authority, ""),
+    };
+    let port = if port.is_empty() { default_port } else { port };
+    format!("{scheme}://{}:{port}{path}", host.to_ascii_lowercase())
 }
 
 impl TokenStore {
@@ -85,34 +116,62 @@ impl TokenStore {
     fn load(&self) -> Result<TokenFile, CliError> {
         let path = self.path();
         match fs::read(&path) {
-            Ok(bytes) => serde_json::from_slice(&bytes).map_err(|e| {
-                CliError::new(
-                    code::FAILURE,
-                    format!("token file {} is not valid: {e}", path.display()),
-                )
-            }),
+            Ok(bytes) => {
+                let mut file: TokenFile = serde_json::from_slice(&bytes).map_err(|e| {
+                    CliError::new(
+                        code::FAILURE,
+                        format!("token file {} is not valid: {e}", path.display()),
+                    )
+                })?;
+                // Version 1 stored addresses as typed (minus a trailing slash).
+                for entry in &mut file.entries {
+                    entry.server = normalize_server(&entry.server);
+                }
+                Ok(file)
+            }
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(TokenFile::default()),
             Err(e) => Err(CliError::io(&format!("reading {}", path.display()), &e)),
         }
     }
 
-    /// The stored seat for a game on a server, if any.
-    pub fn get(&self, server: &str, game_id: &str) -> Result<Option<Entry>, CliError> {
+    /// The stored seats of a game on a server: none, one, or both (first seat first).
+    pub fn seats(&self, server: &str, game_id: &str) -> Result<Vec<Entry>, CliError> {
         let server = normalize_server(server);
-        Ok(self
+        let mut seats: Vec<Entry> = self
             .load()?
             .entries
             .into_iter()
-            .find(|e| e.server == server && e.game_id == game_id))
+            .filter(|e| e.server == server && e.game_id == game_id)
+            .collect();
+        seats.sort_by(|a, b| a.seat.cmp(&b.seat));
+        Ok(seats)
     }
 
-    /// Stores (or replaces) the seat for `entry.server` + `entry.game_id`.
+    /// The servers other than `server` for which a seat of `game_id` is stored: the usual reason
+    /// for finding none is another `--server` (or a game joined on another machine).
+    pub fn other_servers(&self, server: &str, game_id: &str) -> Result<Vec<String>, CliError> {
+        let server = normalize_server(server);
+        let mut others: Vec<String> = self
+            .load()?
+            .entries
+            .into_iter()
+            .filter(|e| e.server != server && e.game_id == game_id)
+            .map(|e| e.server)
+            .collect();
+        others.sort();
+        others.dedup();
+        Ok(others)
+    }
+
+    /// Stores (or replaces) the token of one seat: `entry.server` + `entry.game_id` +
+    /// `entry.seat`. The other seat of the same game, if stored, is kept.
     pub fn put(&self, mut entry: Entry) -> Result<(), CliError> {
         entry.server = normalize_server(&entry.server);
         let mut file = self.load()?;
-        file.version = 1;
-        file.entries
-            .retain(|e| !(e.server == entry.server && e.game_id == entry.game_id));
+        file.version = VERSION;
+        file.entries.retain(|e| {
+            !(e.server == entry.server && e.game_id == entry.game_id && e.seat == entry.seat)
+        });
         file.entries.push(entry);
         self.save(&file)
     }
@@ -173,46 +232,120 @@ fn write_private(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
 mod tests {
     use super::*;
 
-    fn entry(server: &str, game: &str, token: &str) -> Entry {
+    fn entry(server: &str, game: &str, seat: &str, token: &str) -> Entry {
         Entry {
             server: server.into(),
             game_id: game.into(),
-            seat: "first".into(),
+            seat: seat.into(),
             token: token.into(),
             display_name: "alice".into(),
         }
+    }
+
+    fn tokens(store: &TokenStore, server: &str, game: &str) -> Vec<(String, String)> {
+        store
+            .seats(server, game)
+            .expect("seats")
+            .into_iter()
+            .map(|e| (e.seat, e.token))
+            .collect()
+    }
+
+    fn pair(seat: &str, token: &str) -> (String, String) {
+        (seat.to_owned(), token.to_owned())
     }
 
     #[test]
     fn stores_and_finds_by_server_and_game() {
         let dir = tempfile::tempdir().expect("tempdir");
         let store = TokenStore::new(dir.path().join("nested/oanquan"));
-        assert_eq!(store.get("http://a:1", "g1").expect("get"), None);
-        store.put(entry("http://a:1/", "g1", "t1")).expect("put");
-        store.put(entry("http://b:1", "g1", "t2")).expect("put");
-        store.put(entry("http://a:1", "g2", "t3")).expect("put");
-        assert_eq!(
-            store.get("http://a:1", "g1").expect("get").map(|e| e.token),
-            Some("t1".into())
-        );
-        assert_eq!(
-            store
-                .get("http://b:1/", "g1")
-                .expect("get")
-                .map(|e| e.token),
-            Some("t2".into())
-        );
-        // Replacing keeps one entry per key.
-        store.put(entry("http://a:1", "g1", "t4")).expect("put");
-        assert_eq!(
-            store.get("http://a:1", "g1").expect("get").map(|e| e.token),
-            Some("t4".into())
-        );
+        assert!(tokens(&store, "http://a:1", "g1").is_empty());
+        store
+            .put(entry("http://a:1/", "g1", "first", "t1"))
+            .expect("put");
+        store
+            .put(entry("http://b:1", "g1", "first", "t2"))
+            .expect("put");
+        store
+            .put(entry("http://a:1", "g2", "first", "t3"))
+            .expect("put");
+        assert_eq!(tokens(&store, "http://a:1", "g1"), [pair("first", "t1")]);
+        assert_eq!(tokens(&store, "http://b:1/", "g1"), [pair("first", "t2")]);
+        // Replacing a seat keeps one entry per seat.
+        store
+            .put(entry("http://a:1", "g1", "first", "t4"))
+            .expect("put");
+        assert_eq!(tokens(&store, "http://a:1", "g1"), [pair("first", "t4")]);
         let raw = fs::read_to_string(store.path()).expect("read");
         assert_eq!(raw.matches("\"g1\"").count(), 2, "{raw}");
         // A fresh handle (a restarted client) sees the same data.
         let again = TokenStore::new(dir.path().join("nested/oanquan"));
-        assert!(again.get("http://a:1", "g2").expect("get").is_some());
+        assert_eq!(tokens(&again, "http://a:1", "g2"), [pair("first", "t3")]);
+        assert_eq!(
+            again.other_servers("http://a:1", "g1").expect("others"),
+            ["http://b:1"]
+        );
+    }
+
+    #[test]
+    fn both_seats_of_one_game_are_kept() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let store = TokenStore::new(dir.path());
+        store
+            .put(entry("http://a:1", "g", "first", "creator"))
+            .expect("put");
+        store
+            .put(entry("a:1", "g", "second", "joiner"))
+            .expect("put");
+        assert_eq!(
+            tokens(&store, "http://a:1", "g"),
+            [pair("first", "creator"), pair("second", "joiner")]
+        );
+    }
+
+    #[test]
+    fn one_key_per_server_however_it_is_spelt() {
+        for same in [
+            "127.0.0.1:50051",
+            "http://127.0.0.1:50051",
+            " HTTP://127.0.0.1:50051/ ",
+        ] {
+            assert_eq!(normalize_server(same), "http://127.0.0.1:50051", "{same}");
+        }
+        assert_eq!(normalize_server("Games.Example"), "http://games.example:80");
+        assert_eq!(
+            normalize_server("https://Games.Example/"),
+            "https://games.example:443"
+        );
+        assert_eq!(normalize_server("http://[::1]:7"), "http://[::1]:7");
+        assert_eq!(normalize_server("https://[::1]"), "https://[::1]:443");
+        assert_eq!(normalize_server("http://h:1/api/"), "http://h:1/api");
+        assert_eq!(normalize_server("ftp://h:1/"), "ftp://h:1");
+    }
+
+    #[test]
+    fn version_1_files_are_read_and_upgraded() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let old = r#"{"version": 1, "entries": [
+            {"server": "127.0.0.1:50051/", "game_id": "g", "seat": "first", "token": "t1",
+             "display_name": "Lan"}]}"#;
+        fs::write(dir.path().join(FILE_NAME), old).expect("write");
+        let store = TokenStore::new(dir.path());
+        assert_eq!(
+            tokens(&store, "http://127.0.0.1:50051", "g"),
+            [pair("first", "t1")]
+        );
+        store
+            .put(entry("127.0.0.1:50051", "g", "second", "t2"))
+            .expect("put");
+        let raw: serde_json::Value =
+            serde_json::from_str(&fs::read_to_string(store.path()).expect("read")).expect("json");
+        assert_eq!(raw["version"], VERSION);
+        assert_eq!(raw["entries"][0]["server"], "http://127.0.0.1:50051");
+        assert_eq!(
+            tokens(&store, "127.0.0.1:50051", "g"),
+            [pair("first", "t1"), pair("second", "t2")]
+        );
     }
 
     #[cfg(unix)]
@@ -221,7 +354,7 @@ mod tests {
         use std::os::unix::fs::PermissionsExt as _;
         let dir = tempfile::tempdir().expect("tempdir");
         let store = TokenStore::new(dir.path().join("cfg"));
-        store.put(entry("s", "g", "t")).expect("put");
+        store.put(entry("s", "g", "first", "t")).expect("put");
         let mode = fs::metadata(store.path())
             .expect("stat")
             .permissions()
@@ -239,7 +372,7 @@ mod tests {
         let dir = tempfile::tempdir().expect("tempdir");
         fs::write(dir.path().join(FILE_NAME), b"{not json").expect("write");
         let store = TokenStore::new(dir.path());
-        let err = store.get("s", "g").expect_err("corrupt");
+        let err = store.seats("s", "g").expect_err("corrupt");
         assert_eq!(err.code, code::FAILURE);
         assert!(err.message.contains("not valid"));
     }

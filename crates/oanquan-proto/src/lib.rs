@@ -9,7 +9,8 @@
 //! * with the `server` feature, `v1::rules_service_server` and `v1::game_service_server`;
 //! * with the `client` feature, `v1::rules_service_client` and `v1::game_service_client`.
 //!
-//! [`FILE_DESCRIPTOR_SET`] is the encoded descriptor set, for `tonic-reflection`.
+//! [`FILE_DESCRIPTOR_SET`] is the encoded descriptor set, for `tonic-reflection`. With the `json`
+//! feature, [`json::to_json`] writes any message in the canonical protobuf JSON mapping.
 
 /// Version 1 of the API: protobuf package `oanquan.v1`.
 #[allow(
@@ -30,6 +31,63 @@ pub mod v1 {
 /// `tonic_reflection::server::Builder::configure().register_encoded_file_descriptor_set(..)`.
 pub const FILE_DESCRIPTOR_SET: &[u8] =
     include_bytes!(concat!(env!("OUT_DIR"), "/oanquan_v1_descriptor.bin"));
+
+/// The canonical protobuf JSON mapping (<https://protobuf.dev/programming-guides/json/>), the
+/// dialect of grpcurl, buf curl and every protobuf JSON library: lowerCamelCase field names, enum
+/// value names (`PLAYER_FIRST`), RFC 3339 timestamps, 64-bit integers as strings, fields with
+/// their default value left out.
+///
+/// The generated types carry no serde code; a message is re-read as a `prost_reflect`
+/// `DynamicMessage` through the descriptor set embedded in this crate, so the JSON follows the
+/// `.proto` files and cannot drift from them.
+#[cfg(feature = "json")]
+pub mod json {
+    use std::sync::OnceLock;
+
+    use prost_reflect::{DescriptorPool, DynamicMessage, SerializeOptions};
+
+    /// A message this crate cannot describe: only possible for a type from outside `oanquan.v1`
+    /// and its imports.
+    #[derive(Debug)]
+    pub struct JsonError(String);
+
+    impl std::fmt::Display for JsonError {
+        fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+            f.write_str(&self.0)
+        }
+    }
+
+    impl std::error::Error for JsonError {}
+
+    fn pool() -> Result<&'static DescriptorPool, JsonError> {
+        static POOL: OnceLock<Result<DescriptorPool, String>> = OnceLock::new();
+        POOL.get_or_init(|| {
+            DescriptorPool::decode(super::FILE_DESCRIPTOR_SET).map_err(|e| e.to_string())
+        })
+        .as_ref()
+        .map_err(|e| JsonError(format!("the embedded descriptor set does not decode: {e}")))
+    }
+
+    /// `message` as one line of canonical protobuf JSON.
+    ///
+    /// # Errors
+    ///
+    /// [`JsonError`] if `M` is not a message of this API (or its imports).
+    pub fn to_json<M: prost::Message + prost::Name>(message: &M) -> Result<String, JsonError> {
+        let name = M::full_name();
+        let descriptor = pool()?
+            .get_message_by_name(&name)
+            .ok_or_else(|| JsonError(format!("no descriptor for {name}")))?;
+        let dynamic = DynamicMessage::decode(descriptor, message.encode_to_vec().as_slice())
+            .map_err(|e| JsonError(format!("{name} does not re-decode: {e}")))?;
+        let mut serializer = serde_json::Serializer::new(Vec::new());
+        dynamic
+            .serialize_with_options(&mut serializer, &SerializeOptions::new())
+            .map_err(|e| JsonError(format!("{name} does not serialise: {e}")))?;
+        String::from_utf8(serializer.into_inner())
+            .map_err(|e| JsonError(format!("{name}: JSON is not UTF-8: {e}")))
+    }
+}
 
 #[cfg(test)]
 mod tests {
@@ -85,5 +143,42 @@ mod tests {
         let decoded = v1::Move::decode(mv.encode_to_vec().as_slice()).expect("decodes");
         assert_eq!(decoded, mv);
         assert_eq!(decoded.direction(), v1::Direction::Right);
+    }
+
+    #[cfg(feature = "json")]
+    #[test]
+    fn json_is_the_canonical_mapping() {
+        use super::v1;
+
+        let game = v1::Game {
+            id: "g1".into(),
+            status: v1::GameStatus::Active.into(),
+            first_seat: Some(v1::Seat {
+                player: v1::Player::First.into(),
+                occupied: true,
+                display_name: "Lan".into(),
+                ..v1::Seat::default()
+            }),
+            move_count: 0,
+            create_time: Some(prost_types::Timestamp {
+                seconds: 1_700_000_000,
+                nanos: 500_000_000,
+            }),
+            ..v1::Game::default()
+        };
+        let text = super::json::to_json(&v1::GetGameResponse { game: Some(game) }).expect("json");
+        assert_eq!(
+            text,
+            r#"{"game":{"id":"g1","firstSeat":{"player":"PLAYER_FIRST","occupied":true,"displayName":"Lan"},"status":"GAME_STATUS_ACTIVE","createTime":"2023-11-14T22:13:20.500Z"}}"#
+        );
+        let event = v1::GameEvent {
+            sequence: 7,
+            ..v1::GameEvent::default()
+        };
+        assert_eq!(
+            super::json::to_json(&event).expect("json"),
+            r#"{"sequence":"7"}"#,
+            "uint64 as a string"
+        );
     }
 }
