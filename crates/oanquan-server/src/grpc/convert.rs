@@ -15,7 +15,7 @@ use prost_types::Timestamp;
 
 use crate::domain::{
     GameError, GameEvent, GameEventKind, GameFilter, GameId, GameInfo, GameResult, GameStatus,
-    LobbyEvent, LobbyEventKind, MoveRecord, PlayerKind, SeatInfo, Termination,
+    LobbyEvent, LobbyEventKind, MoveRecord, PlayerKind, SeatInfo, Termination, quoted,
 };
 
 type Result<T> = std::result::Result<T, GameError>;
@@ -121,8 +121,16 @@ pub fn rules_spec(spec: Option<&pb::RulesSpec>, field: &str) -> Result<(Rules, O
     match spec.and_then(|s| s.kind.as_ref()) {
         None => Ok((Rules::STANDARD, Some(Preset::Standard))),
         Some(pb::rules_spec::Kind::Preset(name)) => {
-            let preset: Preset = name.parse().map_err(|e: oanquan_rules::UnknownPreset| {
-                GameError::invalid(sub(field, "preset"), e.to_string())
+            let preset: Preset = name.parse().map_err(|_: oanquan_rules::UnknownPreset| {
+                let known: Vec<&str> = Preset::ALL.iter().map(|p| p.name()).collect();
+                GameError::invalid(
+                    sub(field, "preset"),
+                    format!(
+                        "unknown rule preset {}; known presets: {}",
+                        quoted(name),
+                        known.join(", ")
+                    ),
+                )
             })?;
             Ok((preset.rules(), Some(preset)))
         }
