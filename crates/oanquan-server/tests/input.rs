@@ -109,6 +109,26 @@ async fn positions_beyond_the_bounds_are_refused_with_their_field() {
         i64::from(board) + i64::from(scores.first + scores.second),
         70
     );
+
+    // The engine searches the fullest board with the deepest debt, and a search that runs
+    // into a refused loan, without a panic.
+    for (squares, first, second) in [
+        ([1, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 253], -100_000, 99_815),
+        ([4, 0, 0, 0, 0, 1, 250, 0, 0, 0, 0, 0], -100, -85),
+    ] {
+        let analysis = rules
+            .analyze(pb::AnalyzeRequest {
+                rules: None,
+                position: Some(standard_position(squares, first, second)),
+                time_limit_ms: 200,
+                node_limit: Some(20_000),
+                depth_limit: None,
+            })
+            .await
+            .unwrap()
+            .into_inner();
+        assert!(analysis.best_move.is_some(), "{analysis:?}");
+    }
 }
 
 #[tokio::test]
