@@ -1,12 +1,13 @@
 //! `play` on arbitrary positions under arbitrary rule sets, with arbitrary moves: it never
-//! panics, accepts exactly the legal moves, agrees with `play_unchecked`, and a refused move
-//! leaves nothing changed.
+//! panics, accepts exactly the legal moves, agrees with `play_unchecked`, keeps every stone and
+//! every position within the bounds `from_setup` accepts, and a refused move leaves nothing
+//! changed.
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
 use oanquan_rules::{
-    ByPlayer, Direction, EmptyMandarinNext, EndCondition, MandarinSetup, Move, Player, Position,
-    Preset, Rules, SQUARES, Setup,
+    ByPlayer, Direction, EmptyMandarinNext, EndCondition, MAX_BOARD_STONES, MAX_DEBT,
+    MandarinSetup, Move, Player, Position, Preset, Rules, SQUARES, Setup,
 };
 
 /// Reads bytes, then zeros.
@@ -29,9 +30,12 @@ impl Bytes<'_> {
         self.u32() as i32
     }
     fn small(&mut self) -> i32 {
-        // Mostly ordinary stone counts, sometimes anything.
+        // Mostly ordinary stone counts; sometimes counts at the engine's bounds (a board of
+        // 255 stones, a debt of 100,000), where a wrap would hide; sometimes anything.
         match self.u8() {
             255 => self.i32(),
+            254 => MAX_BOARD_STONES - 16 + i32::from(self.u8() % 32),
+            253 => -MAX_DEBT - 16 + i32::from(self.u8() % 32),
             b => i32::from(b % 24),
         }
     }
@@ -90,7 +94,7 @@ fn start(bytes: &mut Bytes<'_>, rules: Rules) -> Option<Position> {
     if piece_bits & 4 != 0 {
         pieces[usize::from(bytes.u8()) % SQUARES] = bytes.small();
     }
-    let setup = Setup {
+    let mut setup = Setup {
         squares,
         pieces,
         // Wrapping: `small` may return any i32, and the engine must refuse extreme counts.
@@ -103,6 +107,18 @@ fn start(bytes: &mut Bytes<'_>, rules: Rules) -> Option<Position> {
         },
         ply: bytes.u32() % 64,
     };
+    if piece_bits & 8 != 0 {
+        // The second count takes whatever makes the points add up, so that piled-up squares
+        // and deep debts get past the total check to the bounds themselves, and to `play`.
+        let value = i64::from(rules.piece_value());
+        let pieces: i64 = setup.pieces.iter().map(|&p| i64::from(p)).sum::<i64>()
+            + i64::from(setup.captured_pieces.first)
+            + i64::from(setup.captured_pieces.second);
+        let rest = setup.squares.iter().map(|&s| i64::from(s)).sum::<i64>()
+            + pieces * value
+            + i64::from(setup.captured.first);
+        setup.captured.second = i32::try_from(i64::from(rules.total()) - rest).unwrap_or(0);
+    }
     Position::from_setup(setup, rules).ok()
 }
 
@@ -145,6 +161,19 @@ fuzz_target!(|data: &[u8]| {
                 fast.play_unchecked(mv);
                 assert_eq!(fast, after, "play and play_unchecked disagree on {mv}");
                 assert_eq!(after.ply(), before.ply() + 1);
+                let scores = after.scores();
+                assert_eq!(
+                    after.board_points() + scores.first + scores.second,
+                    rules.total(),
+                    "{mv} from {before:?} lost or made stones"
+                );
+                if !after.is_over() {
+                    assert_eq!(
+                        Position::from_setup(after.to_setup(), rules),
+                        Ok(after),
+                        "{mv} from {before:?} left the bounds"
+                    );
+                }
                 position = after;
             }
             Err(_) => {

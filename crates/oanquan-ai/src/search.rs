@@ -651,7 +651,9 @@ impl Engine {
             } else {
                 i32::from(killers[1] == code)
             };
-            let order = -static_value * 4096
+            // Debts may reach 100,000 stones (the rules crate's `MAX_DEBT`), so a value times
+            // 4096 would overflow; beyond ±2^18 (65,536 points) the order cannot matter anyway.
+            let order = -static_value.clamp(-(1 << 18), 1 << 18) * 4096
                 + killer * 1024
                 + self.history[usize::from(code - 1)].min(1023) as i32;
             list.push(Child {

@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 use oanquan_ai::{
     EVAL_SCALE, Engine, Level, SearchLimits, choose_move, evaluate, score_difference,
 };
-use oanquan_rules::{Game, Position, Preset, Rules};
+use oanquan_rules::{ByPlayer, Game, MAX_DEBT, Position, Preset, Rules, Setup};
 
 struct Rng(u64);
 
@@ -152,6 +152,23 @@ fn node_limited_searches_are_reproducible() {
             assert_eq!(level_move(), level_move());
             let random = || choose_move(Level::Random, &pos, seed, SearchLimits::NONE, &cancel);
             assert_eq!(random(), random());
+        }
+    }
+}
+
+#[test]
+fn positions_at_the_rules_bounds_are_searched() {
+    // The fullest board the rules allow, with each debt at its deepest in turn.
+    let cancel = AtomicBool::new(false);
+    for (first, second) in [(-MAX_DEBT, MAX_DEBT - 185), (MAX_DEBT - 185, -MAX_DEBT)] {
+        let mut setup: Setup = "1,1,0,0,0,0,0,0,0,0,0,253 0:0 1 0".parse().unwrap();
+        setup.captured = ByPlayer::new(first, second);
+        let pos = Position::from_setup(setup, Rules::STANDARD).unwrap();
+        let result =
+            Engine::with_tt_bytes(1 << 18).search(&pos, SearchLimits::nodes(20_000), &cancel);
+        assert!(result.best_move.is_some(), "{pos:?}");
+        for level in Level::ALL {
+            assert!(choose_move(level, &pos, 1, SearchLimits::nodes(5_000), &cancel).is_some());
         }
     }
 }

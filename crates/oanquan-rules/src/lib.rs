@@ -61,6 +61,13 @@
 //!   piece: a piece is worth points and is captured like stones.
 //! * A position handed in must be one after the refill: the player to move must have a stone,
 //!   unless the game is over.
+//! * A refill borrows stones that are not on the board, yet RULES.md puts no limit on the debt:
+//!   two players who avoid captures can keep borrowing, and the board keeps filling. The engine
+//!   bounds it: the board holds at most [`MAX_BOARD_STONES`] plain stones and a captured count
+//!   owes at most [`MAX_DEBT`]. A refill that would break either bound cannot be made, and the
+//!   game ends there as at the ply limit ([`EndReason::PlyLimit`], the same collection). No
+//!   ordinary game comes near: random games stay below 80 stones on the board, and pushing the
+//!   board up on purpose takes both players some 300 moves to reach 200.
 
 mod game;
 mod notation;
@@ -75,7 +82,7 @@ pub use notation::NotationError;
 pub use perft::perft;
 pub use player::{ByPlayer, Direction, Player};
 pub use position::{
-    EndReason, MANDARIN_SQUARES, MAX_CAPTURED_MAGNITUDE, Move, MoveList, Outcome, PlayError,
+    EndReason, MANDARIN_SQUARES, MAX_BOARD_STONES, MAX_DEBT, Move, MoveList, Outcome, PlayError,
     Position, PositionError, SQUARES, Setup, is_mandarin,
 };
 pub use rules::{

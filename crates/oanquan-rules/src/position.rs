@@ -12,9 +12,19 @@ use crate::trace::{NoTrace, Step, Tracer};
 pub const SQUARES: usize = 12;
 /// The two mandarin squares' ring indices (left, right as the first player sees them).
 pub const MANDARIN_SQUARES: [u8; 2] = [0, 6];
-/// Captured counts beyond this magnitude are rejected by [`Position::from_setup`]; real games stay
-/// far inside it, and the bound keeps every sum of scores free of overflow.
-pub const MAX_CAPTURED_MAGNITUDE: i32 = 100_000;
+/// The most plain stones the board may hold in all (and so any one square).
+///
+/// Sowing only moves stones around the board, so with at most this many on it no square (a `u8`)
+/// can overflow, whatever the position. Only a refill adds stones to the board, borrowed against
+/// a captured count; a game whose borrowing would take the board past this bound ends instead
+/// (see the crate docs). Ordinary games stay far below it: a board starts with 70 (50 with
+/// pieces).
+pub const MAX_BOARD_STONES: i32 = 255;
+/// The deepest debt a captured count may hold: counts below `-MAX_DEBT` are refused by
+/// [`Position::from_setup`], and a refill that would go below it ends the game instead. With
+/// the total fixed, a count can then never exceed the rule set's total plus `MAX_DEBT`, so every
+/// score and sum of scores stays far inside `i32`.
+pub const MAX_DEBT: i32 = 100_000;
 
 /// Whether ring square `square` is a mandarin square.
 #[must_use]
@@ -50,7 +60,8 @@ pub enum EndReason {
     Mandarins,
     /// A position occurred for the rule set's repetition limit.
     Repetition,
-    /// The rule set's `max_plies` moves were played.
+    /// The rule set's `max_plies` moves were played, or the player to move had to refill but
+    /// the loan would have broken the engine's bounds ([`MAX_BOARD_STONES`], [`MAX_DEBT`]).
     PlyLimit,
 }
 
@@ -145,6 +156,16 @@ pub enum PositionError {
         /// Ring index.
         square: u8,
     },
+    /// A square holds more than [`MAX_BOARD_STONES`] stones.
+    TooManyStones {
+        /// Ring index.
+        square: u8,
+    },
+    /// The board holds more than [`MAX_BOARD_STONES`] plain stones in all.
+    BoardOverfull {
+        /// Plain stones on the board.
+        found: i64,
+    },
     /// A square holds a piece count other than 0 or 1.
     BadPieceCount {
         /// Ring index.
@@ -163,9 +184,14 @@ pub enum PositionError {
         /// Pieces in the setup.
         found: i32,
     },
-    /// A captured count is out of range (negative pieces, or a magnitude beyond
-    /// [`MAX_CAPTURED_MAGNITUDE`]).
+    /// A captured stone count is out of range: a debt deeper than [`MAX_DEBT`], or more than
+    /// the rule set's total plus [`MAX_DEBT`] (which no position adding up to its total has).
     CapturedOutOfRange {
+        /// Whose count.
+        player: Player,
+    },
+    /// A captured piece count is not 0, 1 or 2.
+    CapturedPiecesOutOfRange {
         /// Whose count.
         player: Player,
     },
@@ -189,6 +215,14 @@ impl fmt::Display for PositionError {
             PositionError::NegativeStones { square } => {
                 write!(f, "square {square} holds a negative number of stones")
             }
+            PositionError::TooManyStones { square } => write!(
+                f,
+                "square {square} holds more than {MAX_BOARD_STONES} stones, the most the whole board may hold"
+            ),
+            PositionError::BoardOverfull { found } => write!(
+                f,
+                "the board holds {found} stones in all; at most {MAX_BOARD_STONES}"
+            ),
             PositionError::BadPieceCount { square } => {
                 write!(f, "square {square} must hold 0 or 1 mandarin piece")
             }
@@ -202,7 +236,11 @@ impl fmt::Display for PositionError {
             ),
             PositionError::CapturedOutOfRange { player } => write!(
                 f,
-                "the {player}'s captured count is out of range (pieces must be >= 0, stones within ±{MAX_CAPTURED_MAGNITUDE})"
+                "the {player}'s captured count is out of range: a debt of at most {MAX_DEBT} stones, and no more than the rule set's total plus {MAX_DEBT}"
+            ),
+            PositionError::CapturedPiecesOutOfRange { player } => write!(
+                f,
+                "the {player}'s captured pieces must be 0, 1 or 2"
             ),
             PositionError::WrongTotal { expected, found } => write!(
                 f,
@@ -377,6 +415,12 @@ impl Position {
 
     /// Validates a setup under a rule set.
     ///
+    /// A valid position has no negative counts; at most [`MAX_BOARD_STONES`] plain stones on the
+    /// board in all; captured stone counts from `-MAX_DEBT` to the rule set's total plus
+    /// [`MAX_DEBT`]; 0 to 2 captured pieces each; pieces only on mandarin squares, two in all
+    /// under a piece setup (none otherwise); and points adding up to the rule set's total. Play
+    /// never leaves these bounds, so every position a move produces passes this check again.
+    ///
     /// A setup in which the game is already over (the end condition holds, or `ply` reached
     /// `max_plies`) is accepted as a finished position with no legal moves; nothing is collected.
     ///
@@ -388,11 +432,18 @@ impl Position {
         let mut squares = [0u8; SQUARES];
         let mut pieces = 0u8;
         let mut total: i64 = 0;
+        let mut board_stones: i64 = 0;
         for (i, (&stones, &piece)) in setup.squares.iter().zip(&setup.pieces).enumerate() {
             let square = i as u8;
             if stones < 0 {
                 return Err(PositionError::NegativeStones { square });
             }
+            let Some(stones_u8) = u8::try_from(stones)
+                .ok()
+                .filter(|_| stones <= MAX_BOARD_STONES)
+            else {
+                return Err(PositionError::TooManyStones { square });
+            };
             if !(0..=1).contains(&piece) {
                 return Err(PositionError::BadPieceCount { square });
             }
@@ -402,18 +453,23 @@ impl Position {
                 }
                 pieces |= piece_bit(square);
             }
+            board_stones += i64::from(stones);
             total += i64::from(stones) + i64::from(piece) * i64::from(rules.piece_value());
-            // Only a setup whose total is right gets this far in use, and then every square
-            // holds at most 70; clamping keeps the check below the one that reports it.
-            squares[i] = stones.clamp(0, 255) as u8;
+            squares[i] = stones_u8;
+        }
+        if board_stones > i64::from(MAX_BOARD_STONES) {
+            return Err(PositionError::BoardOverfull {
+                found: board_stones,
+            });
         }
         for player in Player::ALL {
             let c = setup.captured[player];
             let p = setup.captured_pieces[player];
-            if !(-MAX_CAPTURED_MAGNITUDE..=MAX_CAPTURED_MAGNITUDE).contains(&c)
-                || !(0..=2).contains(&p)
-            {
+            if !(-MAX_DEBT..=rules.total().saturating_add(MAX_DEBT)).contains(&c) {
                 return Err(PositionError::CapturedOutOfRange { player });
+            }
+            if !(0..=2).contains(&p) {
+                return Err(PositionError::CapturedPiecesOutOfRange { player });
             }
             total += i64::from(c) + i64::from(p) * i64::from(rules.piece_value());
         }
@@ -690,7 +746,9 @@ impl Position {
         self.to_move = mover.other();
         if self.end_condition_met() {
             self.finish(EndReason::Mandarins, mover, trace);
-        } else if self.ply >= self.rules.max_plies {
+        } else if self.ply >= self.rules.max_plies
+            || (self.side_is_empty(self.to_move) && !self.can_refill(self.to_move))
+        {
             self.finish(EndReason::PlyLimit, mover, trace);
         } else if self.side_is_empty(self.to_move) {
             let player = self.to_move;
@@ -703,6 +761,16 @@ impl Position {
                 captured_after: self.captured[player],
             });
         }
+    }
+
+    /// Whether `player` may borrow a refill: the stones must fit on the board
+    /// ([`MAX_BOARD_STONES`]) and the debt within [`MAX_DEBT`]. Only a refill adds stones to the
+    /// board or deepens a debt, so this one check keeps every position inside the bounds
+    /// [`Position::from_setup`] enforces.
+    fn can_refill(&self, player: Player) -> bool {
+        let board: i32 = self.squares.iter().map(|&s| i32::from(s)).sum();
+        board + i32::from(CITIZEN_STONES) <= MAX_BOARD_STONES
+            && self.captured[player] - i32::from(CITIZEN_STONES) >= -MAX_DEBT
     }
 
     /// Drops `stones` one by one after `from`; returns the square of the last one.

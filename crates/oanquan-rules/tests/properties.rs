@@ -5,7 +5,8 @@ mod common;
 
 use common::{Naive, Rng, random_game, random_rules};
 use oanquan_rules::{
-    ByPlayer, Direction, Game, Move, Player, Position, Preset, Rules, Setup, Step, is_mandarin,
+    ByPlayer, Direction, EndReason, Game, MAX_BOARD_STONES, MAX_DEBT, Move, Player, Position,
+    Preset, Rules, Setup, Step, is_mandarin,
 };
 use proptest::prelude::*;
 
@@ -256,7 +257,7 @@ fn bad_setups_get_typed_errors() {
     s.captured_pieces.first = -1;
     assert_eq!(
         Position::from_setup(s, std),
-        Err(E::CapturedOutOfRange {
+        Err(E::CapturedPiecesOutOfRange {
             player: Player::First
         })
     );
@@ -296,4 +297,171 @@ fn play_errors_say_why() {
         .to_string()
         .contains("squares 1 to 5")
     );
+}
+
+/// A valid setup at the edges of the bounds: up to [`MAX_BOARD_STONES`] stones, piled into one
+/// square or spread, and captured counts at the deepest debt or the matching surplus.
+fn extreme_setup(rng: &mut Rng, rules: Rules) -> Setup {
+    let value = rules.piece_value();
+    let mut setup = Setup::start(&rules);
+    setup.squares = [0; 12];
+    if rules.has_pieces() {
+        setup.pieces[0] = rng.below(2) as i32;
+        setup.pieces[6] = rng.below(2) as i32;
+        let captured = 2 - setup.pieces[0] - setup.pieces[6];
+        setup.captured_pieces.first = rng.below(captured as usize + 1) as i32;
+        setup.captured_pieces.second = captured - setup.captured_pieces.first;
+    }
+    setup.to_move = Player::ALL[rng.below(2)];
+    let own = setup.to_move.citizen_squares();
+    let board = match rng.below(3) {
+        0 => MAX_BOARD_STONES,
+        1 => MAX_BOARD_STONES - rng.below(12) as i32,
+        _ => 1 + rng.below(MAX_BOARD_STONES as usize) as i32,
+    };
+    // The mover needs a stone; the rest goes into one square or everywhere.
+    setup.squares[own[rng.below(5)] as usize] = 1;
+    let heap = rng.below(12);
+    for _ in 1..board {
+        let square = if rng.below(2) == 0 {
+            heap
+        } else {
+            rng.below(12)
+        };
+        setup.squares[square] += 1;
+    }
+    let plain = rules.total() - 2 * value;
+    let sum = plain - board;
+    let first = match rng.below(4) {
+        0 => -MAX_DEBT,
+        1 => sum + MAX_DEBT,
+        2 => -MAX_DEBT + rng.below(12) as i32,
+        _ => sum / 2,
+    };
+    setup.captured = ByPlayer::new(first, sum - first);
+    setup.ply = match rng.below(3) {
+        0 => rules.max_plies - 1,
+        _ => rng.below(rules.max_plies as usize) as u32,
+    };
+    setup
+}
+
+fn plain_on_board(p: &Setup) -> i32 {
+    p.squares.iter().sum()
+}
+
+proptest! {
+    /// Sowing, relays, captures and refills at the bounds: no arithmetic wraps (the tests build
+    /// with overflow checks), stones are conserved, `play_unchecked` agrees with `play`, the
+    /// naive implementation (in `i64`) agrees with every move, and what a move produces passes
+    /// `from_setup` again.
+    #[test]
+    fn extreme_positions_play_like_the_naive_rules(seed in any::<u64>()) {
+        let mut rng = Rng(seed);
+        let rules = if seed % 2 == 0 { random_rules(&mut rng) } else { Preset::ALL[(seed / 2 % 3) as usize].rules() };
+        let setup = extreme_setup(&mut rng, rules);
+        let mut pos = Position::from_setup(setup, rules)
+            .unwrap_or_else(|e| panic!("{setup} under {rules:?}: {e}"));
+        for _ in 0..40 {
+            let legal = pos.legal_moves();
+            if legal.is_empty() {
+                break;
+            }
+            for &mv in &legal {
+                let (after, _) = pos.play(mv).unwrap();
+                let mut fast = pos;
+                fast.play_unchecked(mv);
+                prop_assert_eq!(fast, after);
+                prop_assert!(conserved(&after), "{:?}", after);
+                let mut game = Game::from_position(pos);
+                game.play(mv).unwrap();
+                let mut naive = Naive::from_position(&pos);
+                naive.play(usize::from(mv.square), i64::from(mv.direction.delta()));
+                let refused_loan = after.end_reason() == Some(EndReason::PlyLimit)
+                    && after.ply() < rules.max_plies;
+                if refused_loan {
+                    // The naive rules refilled anyway, past a bound.
+                    let board: i64 = naive.stones.iter().sum();
+                    let debt = naive.captured[after.to_move().index()];
+                    prop_assert!(board > i64::from(MAX_BOARD_STONES) || debt < -i64::from(MAX_DEBT),
+                        "{:?} ended by {} with board {} debt {}", pos, mv, board, debt);
+                } else {
+                    prop_assert!(naive.matches(&game), "{:?} {}: naive {:?} engine {:?}", pos, mv, naive, after);
+                }
+                if !after.is_over() {
+                    prop_assert_eq!(Position::from_setup(after.to_setup(), rules), Ok(after));
+                }
+                prop_assert!(plain_on_board(&after.to_setup()) <= MAX_BOARD_STONES);
+            }
+            pos.play_unchecked(legal[rng.below(legal.len())]);
+        }
+    }
+}
+
+#[test]
+fn counts_beyond_the_bounds_are_refused_with_the_field() {
+    use oanquan_rules::PositionError as E;
+    // The two positions of issue 12: a square of 1000 balanced by a debt, and 255 stones in a
+    // mandarin square on a board of 315 (the move `1-` used to wrap it to 0).
+    let piled: Setup = "10,1000,5,5,5,5,10,5,5,5,5,5 -995:0 1 0".parse().unwrap();
+    assert_eq!(
+        Position::from_setup(piled, Rules::STANDARD),
+        Err(E::TooManyStones { square: 1 })
+    );
+    let full: Setup = "255,5,5,5,5,5,10,5,5,5,5,5 -245:0 1 0".parse().unwrap();
+    assert_eq!(
+        Position::from_setup(full, Rules::STANDARD),
+        Err(E::BoardOverfull { found: 315 })
+    );
+    let mut deep: Setup = "10,5,5,5,5,5,10,5,5,5,5,5 0:0 1 0".parse().unwrap();
+    deep.captured = ByPlayer::new(-MAX_DEBT - 1, MAX_DEBT + 1);
+    assert_eq!(
+        Position::from_setup(deep, Rules::STANDARD),
+        Err(E::CapturedOutOfRange {
+            player: Player::First
+        })
+    );
+    deep.captured = ByPlayer::new(-MAX_DEBT, MAX_DEBT);
+    assert!(Position::from_setup(deep, Rules::STANDARD).is_ok());
+    deep.captured_pieces.second = 3;
+    assert_eq!(
+        Position::from_setup(deep, Rules::STANDARD),
+        Err(E::CapturedPiecesOutOfRange {
+            player: Player::Second
+        })
+    );
+    // The fullest board there may be still plays without wrapping.
+    let fullest: Setup = "1,1,0,0,0,0,0,0,0,0,253,0 -185:0 2 5".parse().unwrap();
+    let pos = Position::from_setup(fullest, Rules::STANDARD).unwrap();
+    let (after, _) = pos.play(Move::new(10, Direction::Right)).unwrap();
+    assert!(conserved(&after));
+    assert_eq!(plain_on_board(&after.to_setup()), 255);
+}
+
+#[test]
+fn a_loan_past_the_bounds_ends_the_game() {
+    // 255 stones on the board; after `5+` the second player's side is empty and a refill would
+    // put 260 there: the game ends as at the ply limit, the mandarin squares split 127 / 128.
+    let setup: Setup = "4,0,0,0,0,1,250,0,0,0,0,0 -100:-85 1 10".parse().unwrap();
+    let pos = Position::from_setup(setup, Rules::STANDARD).unwrap();
+    let (after, trace) = pos.play(Move::new(5, Direction::Right)).unwrap();
+    assert_eq!(after.end_reason(), Some(EndReason::PlyLimit));
+    assert_eq!(after.captured(), ByPlayer::new(27, 43));
+    assert!(!trace.iter().any(|s| matches!(s, Step::Refill { .. })));
+    assert!(conserved(&after));
+    // The same with the second player's debt at the bound instead.
+    let setup: Setup = "4,0,0,0,0,1,10,0,0,0,0,0 100053:-99998 1 10"
+        .parse()
+        .unwrap();
+    let pos = Position::from_setup(setup, Rules::STANDARD).unwrap();
+    let (after, _) = pos.play(Move::new(5, Direction::Right)).unwrap();
+    assert_eq!(after.end_reason(), Some(EndReason::PlyLimit));
+    // One stone of room is enough for the ordinary refill.
+    let setup: Setup = "4,0,0,0,0,1,10,0,0,0,0,0 100050:-99995 1 10"
+        .parse()
+        .unwrap();
+    let pos = Position::from_setup(setup, Rules::STANDARD).unwrap();
+    let (after, _) = pos.play(Move::new(5, Direction::Right)).unwrap();
+    assert!(!after.is_over());
+    assert_eq!(after.captured().second, -MAX_DEBT);
 }

@@ -311,12 +311,19 @@ async fn bad_input_matrix_over_every_rpc() {
         c.create_game(create_req(
             &|r| r.start_position = Some(position(vec![u32::MAX; 12]))
         )),
-        "start_position.squares"
+        "start_position.squares[0]"
+    );
+    case!(
+        "create: more stones in a square than the board may hold",
+        c.create_game(create_req(
+            &|r| r.start_position = Some(position(vec![1_000_000; 12]))
+        )),
+        "start_position.squares[0]"
     );
     case!(
         "create: stones do not add up",
         c.create_game(create_req(
-            &|r| r.start_position = Some(position(vec![1_000_000; 12]))
+            &|r| r.start_position = Some(position(vec![10, 6, 5, 5, 5, 5, 10, 5, 5, 5, 5, 5]))
         )),
         "start_position"
     );
@@ -665,7 +672,7 @@ async fn bad_input_matrix_over_every_rpc() {
                 ..position(vec![5; 12])
             })
         }),
-        "position.pieces"
+        "position.pieces[1]"
     );
     case!(
         "apply: empty square",

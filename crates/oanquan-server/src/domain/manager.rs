@@ -18,11 +18,10 @@ use super::model::{
     MoveLog, MoveRecord, PlayerKind, SeatInfo, Termination,
 };
 use super::store::{Commit, Committed, GameStore, Page, StoreError};
+use super::text;
 use super::token::PlayerToken;
 use super::watch::{GameFeed, LobbyFeed, Watch};
 
-/// Longest display name, in characters after trimming.
-pub const MAX_DISPLAY_NAME_CHARS: usize = 32;
 /// Page size when the client asks for 0.
 pub const DEFAULT_PAGE_SIZE: usize = 50;
 /// Largest page size; bigger requests are capped.
@@ -177,7 +176,7 @@ impl GameManager {
         new: NewGame,
     ) -> Result<Seated, GameError> {
         let slot = self.open_games.reserve(client)?;
-        let display_name = check_display_name(&new.display_name)?;
+        let display_name = text::display_name(&new.display_name)?;
         let start = match new.start {
             Some(start) if start.is_over() => {
                 return Err(GameError::invalid(
@@ -292,7 +291,7 @@ impl GameManager {
     /// [`GameError::SeatTaken`] if the game is full, [`GameError::GameOver`] if it ended,
     /// [`GameError::GameNotFound`], [`GameError::InvalidArgument`] for a bad name.
     pub async fn join_game(&self, id: &GameId, display_name: &str) -> Result<Seated, GameError> {
-        let display_name = check_display_name(display_name)?;
+        let display_name = text::display_name(display_name)?;
         let token = PlayerToken::generate();
         let hash = token.hash();
         let (committed, seat) = self
@@ -805,37 +804,4 @@ fn finish(
         game_id: state.info.id.clone(),
         result,
     });
-}
-
-/// Trims a display name and checks it is 1..=32 printable characters.
-fn check_display_name(name: &str) -> Result<String, GameError> {
-    let name = name.trim();
-    let chars = name.chars().count();
-    if chars == 0 || chars > MAX_DISPLAY_NAME_CHARS {
-        return Err(GameError::invalid(
-            "display_name",
-            format!("must be 1 to {MAX_DISPLAY_NAME_CHARS} characters after trimming, got {chars}"),
-        ));
-    }
-    if name.chars().any(char::is_control) {
-        return Err(GameError::invalid(
-            "display_name",
-            "must not contain control characters",
-        ));
-    }
-    Ok(name.to_owned())
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn display_names_are_trimmed_and_bounded() {
-        assert_eq!(check_display_name("  Lan ").unwrap(), "Lan");
-        assert!(check_display_name("   ").is_err());
-        assert!(check_display_name(&"x".repeat(33)).is_err());
-        assert!(check_display_name(&"ô".repeat(32)).is_ok());
-        assert!(check_display_name("a\u{7}b").is_err());
-    }
 }

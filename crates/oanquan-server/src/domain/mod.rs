@@ -13,15 +13,13 @@ mod memory;
 mod model;
 mod sqlite;
 mod store;
+mod text;
 mod token;
 mod watch;
 
 pub use error::GameError;
 pub use hub::{Hub, TooManyWatchers, WatcherGuard};
-pub use manager::{
-    DEFAULT_PAGE_SIZE, GameManager, MAX_DISPLAY_NAME_CHARS, MAX_PAGE_SIZE, ManagerLimits, NewGame,
-    Seated,
-};
+pub use manager::{DEFAULT_PAGE_SIZE, GameManager, MAX_PAGE_SIZE, ManagerLimits, NewGame, Seated};
 pub use memory::{MemoryLimits, MemoryStore};
 pub use model::{
     GameEvent, GameEventKind, GameFilter, GameId, GameIdError, GameInfo, GameResult, GameState,
@@ -29,5 +27,6 @@ pub use model::{
 };
 pub use sqlite::{APPLICATION_ID, MAX_BATCH, OpenError, SCHEMA_VERSION, SqliteStore};
 pub use store::{Commit, Committed, GameStore, Page, Since, StoreError, StoreFuture};
+pub use text::{MAX_DISPLAY_NAME_CHARS, MAX_QUOTED_CHARS, display_name, quoted};
 pub use token::{PlayerToken, TokenHash};
 pub use watch::{Feed, GameFeed, LobbyFeed, Sequenced, Watch, WatchItem};

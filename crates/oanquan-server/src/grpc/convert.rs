@@ -6,15 +6,16 @@ use std::time::SystemTime;
 use oanquan_ai::{Level, SearchResult};
 use oanquan_proto::v1 as pb;
 use oanquan_rules::{
-    ByPlayer, Direction, EmptyMandarinNext, EndCondition, EndReason, MandarinSetup, Move, Outcome,
-    Player, Position, PositionError, Preset, Rules, RulesError, SQUARES, Setup, Step,
+    ByPlayer, Direction, EmptyMandarinNext, EndCondition, EndReason, MAX_BOARD_STONES,
+    MandarinSetup, Move, Outcome, Player, Position, PositionError, Preset, Rules, RulesError,
+    SQUARES, Setup, Step,
 };
 use pb::step::Kind as StepKind;
 use prost_types::Timestamp;
 
 use crate::domain::{
     GameError, GameEvent, GameEventKind, GameFilter, GameId, GameInfo, GameResult, GameStatus,
-    LobbyEvent, LobbyEventKind, MoveRecord, PlayerKind, SeatInfo, Termination,
+    LobbyEvent, LobbyEventKind, MoveRecord, PlayerKind, SeatInfo, Termination, quoted,
 };
 
 type Result<T> = std::result::Result<T, GameError>;
@@ -120,8 +121,16 @@ pub fn rules_spec(spec: Option<&pb::RulesSpec>, field: &str) -> Result<(Rules, O
     match spec.and_then(|s| s.kind.as_ref()) {
         None => Ok((Rules::STANDARD, Some(Preset::Standard))),
         Some(pb::rules_spec::Kind::Preset(name)) => {
-            let preset: Preset = name.parse().map_err(|e: oanquan_rules::UnknownPreset| {
-                GameError::invalid(sub(field, "preset"), e.to_string())
+            let preset: Preset = name.parse().map_err(|_: oanquan_rules::UnknownPreset| {
+                let known: Vec<&str> = Preset::ALL.iter().map(|p| p.name()).collect();
+                GameError::invalid(
+                    sub(field, "preset"),
+                    format!(
+                        "unknown rule preset {}; known presets: {}",
+                        quoted(name),
+                        known.join(", ")
+                    ),
+                )
             })?;
             Ok((preset.rules(), Some(preset)))
         }
@@ -207,12 +216,45 @@ fn twelve(values: &[u32], field: &str, name: &str, empty_ok: bool) -> Result<[i3
             ),
         ));
     }
-    for (slot, &value) in out.iter_mut().zip(values) {
+    for (i, (slot, &value)) in out.iter_mut().zip(values).enumerate() {
         *slot = i32::try_from(value).map_err(|_| {
-            GameError::invalid(sub(field, name), format!("{value} stones is out of range"))
+            GameError::invalid(
+                format!("{field}.{name}[{i}]"),
+                format!(
+                    "{value} is out of range; a square holds at most {MAX_BOARD_STONES} stones"
+                ),
+            )
         })?;
     }
     Ok(out)
+}
+
+/// The request field a [`PositionError`] is about, below the position's own path `field`.
+fn position_error_field(error: &PositionError, field: &str) -> String {
+    let player = |p: &Player| match p {
+        Player::First => "first",
+        Player::Second => "second",
+    };
+    match error {
+        PositionError::Rules(_) => "rules".to_owned(),
+        PositionError::NegativeStones { square } | PositionError::TooManyStones { square } => {
+            format!("{field}.squares[{square}]")
+        }
+        PositionError::BoardOverfull { .. } => sub(field, "squares"),
+        PositionError::BadPieceCount { square }
+        | PositionError::PieceOutsideMandarinSquare { square } => {
+            format!("{field}.pieces[{square}]")
+        }
+        PositionError::PieceTotal { .. } => sub(field, "pieces"),
+        PositionError::CapturedOutOfRange { player: p } => {
+            format!("{field}.captured.{}", player(p))
+        }
+        PositionError::CapturedPiecesOutOfRange { player: p } => {
+            format!("{field}.captured_pieces.{}", player(p))
+        }
+        PositionError::MoverHasNoStones => sub(field, "to_move"),
+        _ => field.to_owned(),
+    }
 }
 
 /// A position under `rules`; unset means the rules' start position.
@@ -232,18 +274,8 @@ pub fn position(position: Option<&pb::Position>, rules: Rules, field: &str) -> R
         to_move: player(p.to_move, &sub(field, "to_move"))?,
         ply: p.ply,
     };
-    Position::from_setup(setup, rules).map_err(|e| {
-        let name = match e {
-            PositionError::Rules(_) => return GameError::invalid("rules", e.to_string()),
-            PositionError::NegativeStones { .. } => sub(field, "squares"),
-            PositionError::BadPieceCount { .. }
-            | PositionError::PieceOutsideMandarinSquare { .. }
-            | PositionError::PieceTotal { .. } => sub(field, "pieces"),
-            PositionError::CapturedOutOfRange { .. } => sub(field, "captured"),
-            _ => field.to_owned(),
-        };
-        GameError::invalid(name, e.to_string())
-    })
+    Position::from_setup(setup, rules)
+        .map_err(|e| GameError::invalid(position_error_field(&e, field), e.to_string()))
 }
 
 /// A listing filter.
@@ -970,14 +1002,34 @@ mod tests {
             first: i32::MIN,
             second: 0,
         });
+        let mut heap = good.clone();
+        heap.squares[1] = 1000;
+        heap.captured = Some(pb::PlayerPair {
+            first: -995,
+            second: 0,
+        });
+        let mut full = good.clone();
+        full.squares[0] = 255;
+        full.captured = Some(pb::PlayerPair {
+            first: -245,
+            second: 0,
+        });
+        let mut pieces = good.clone();
+        pieces.captured_pieces = Some(pb::PlayerPair {
+            first: 0,
+            second: 3,
+        });
         let cases = [
             (short, "p.squares"),
-            (huge, "p.squares"),
+            (huge, "p.squares[3]"),
             (piece, "p.pieces"),
             (total, "p"),
             (nobody, "p.to_move"),
             (alien, "p.to_move"),
-            (debt, "p.captured"),
+            (debt, "p.captured.first"),
+            (heap, "p.squares[1]"),
+            (full, "p.squares"),
+            (pieces, "p.captured_pieces.second"),
         ];
         for (p, field) in cases {
             assert_eq!(

@@ -63,6 +63,21 @@ pub fn classify(error: &GameError) -> (Code, Detail) {
     }
 }
 
+/// The most characters of a status message or detail description. Client text inside is quoted
+/// short already ([`crate::domain::quoted`]); this is the backstop, so that no message can grow
+/// past what clients accept in a header (grpc-core fails the call, details and all, beyond
+/// 16 KiB of metadata).
+pub const MAX_STATUS_TEXT_CHARS: usize = 512;
+
+/// `text` cut to [`MAX_STATUS_TEXT_CHARS`] on a character boundary, with `…` if it was cut.
+fn bounded(mut text: String) -> String {
+    if let Some((cut, _)) = text.char_indices().nth(MAX_STATUS_TEXT_CHARS) {
+        text.truncate(cut);
+        text.push('…');
+    }
+    text
+}
+
 /// The status a client receives for `error`. Internal errors are logged here and reach the
 /// client without their text, which may describe server internals.
 #[must_use]
@@ -72,7 +87,7 @@ pub fn to_status(error: &GameError) -> Status {
         tracing::error!(%error, "internal error");
         "internal server error; it has been logged, retry later".to_owned()
     } else {
-        error.to_string()
+        bounded(error.to_string())
     };
     match detail {
         Detail::Reason(reason) => Status::with_error_details(
@@ -83,7 +98,7 @@ pub fn to_status(error: &GameError) -> Status {
         Detail::Field { field, description } => Status::with_error_details(
             code,
             message,
-            ErrorDetails::with_bad_request_violation(field, description),
+            ErrorDetails::with_bad_request_violation(bounded(field), bounded(description)),
         ),
         Detail::None => Status::new(code, message),
     }
@@ -252,6 +267,21 @@ mod tests {
             "{}",
             status.message()
         );
+    }
+
+    #[test]
+    fn long_messages_are_cut_on_a_character() {
+        let long = "ô".repeat(3 * MAX_STATUS_TEXT_CHARS);
+        let status = to_status(&GameError::invalid("display_name", long.clone()));
+        for text in [
+            status.message().to_owned(),
+            status.get_details_bad_request().unwrap().field_violations[0]
+                .description
+                .clone(),
+        ] {
+            assert_eq!(text.chars().count(), MAX_STATUS_TEXT_CHARS + 1);
+            assert!(text.ends_with("ô…"), "{text}");
+        }
     }
 
     #[test]

@@ -1,0 +1,131 @@
+//! Text that comes from clients: how it is quoted back in errors, and what a display name may be.
+
+use unicode_normalization::UnicodeNormalization as _;
+use unicode_properties::{GeneralCategory, UnicodeGeneralCategory as _};
+
+use super::GameError;
+
+/// The most characters of a client's text that an error message or detail quotes.
+pub const MAX_QUOTED_CHARS: usize = 64;
+
+/// The most characters in a display name, after normalisation and trimming.
+pub const MAX_DISPLAY_NAME_CHARS: usize = 32;
+
+/// Client text as an error message or detail may show it: at most [`MAX_QUOTED_CHARS`]
+/// characters, cut on a character boundary, in double quotes with control, format and other
+/// invisible characters escaped (`\u{202e}`), then `…` and the full length if it was cut.
+///
+/// Status messages travel in HTTP/2 headers, which clients cap (grpc-core at 16 KiB in all), and
+/// they end up in logs: a long or hostile name echoed whole would cost the client its error
+/// details, or write raw control characters into someone's terminal.
+#[must_use]
+pub fn quoted(input: &str) -> String {
+    let mut chars = input.chars();
+    let head: String = chars.by_ref().take(MAX_QUOTED_CHARS).collect();
+    let rest = chars.count();
+    if rest == 0 {
+        format!("{head:?}")
+    } else {
+        format!("{head:?}… ({} characters)", MAX_QUOTED_CHARS + rest)
+    }
+}
+
+/// Why a display name is refused.
+fn bad_name(description: impl Into<String>) -> GameError {
+    GameError::invalid("display_name", description)
+}
+
+/// The display name to store for what a client sent: Unicode NFC (so the same name typed on two
+/// systems is the same text), trimmed of whitespace, 1 to [`MAX_DISPLAY_NAME_CHARS`] characters,
+/// and free of control characters (Cc), format characters (Cf: zero-width spaces and joiners,
+/// bidirectional overrides and isolates, soft hyphens…) and line or paragraph separators, which
+/// would make a name invisible, reorder the text around it on other players' screens, or break
+/// lines in logs.
+///
+/// # Errors
+///
+/// [`GameError::InvalidArgument`] on `display_name` saying what is wrong; the name itself is
+/// quoted with [`quoted`].
+pub fn display_name(name: &str) -> Result<String, GameError> {
+    let normal: String = name.nfc().collect();
+    let trimmed = normal.trim();
+    if let Some(bad) = trimmed.chars().find(|&c| {
+        matches!(
+            c.general_category(),
+            GeneralCategory::Control
+                | GeneralCategory::Format
+                | GeneralCategory::LineSeparator
+                | GeneralCategory::ParagraphSeparator
+        )
+    }) {
+        return Err(bad_name(format!(
+            "{} contains the invisible or control character U+{:04X}; use letters, digits, \
+             punctuation, symbols and spaces",
+            quoted(trimmed),
+            u32::from(bad)
+        )));
+    }
+    let chars = trimmed.chars().count();
+    if chars == 0 || chars > MAX_DISPLAY_NAME_CHARS {
+        return Err(bad_name(format!(
+            "must be 1 to {MAX_DISPLAY_NAME_CHARS} characters after trimming, got {chars}"
+        )));
+    }
+    Ok(trimmed.to_owned())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn quoting_cuts_on_a_character_and_escapes() {
+        assert_eq!(quoted("Lan"), "\"Lan\"");
+        let long = "ô".repeat(5000);
+        let q = quoted(&long);
+        assert!(
+            q.starts_with(&format!("\"{}\"…", "ô".repeat(MAX_QUOTED_CHARS))),
+            "{q}"
+        );
+        assert!(q.ends_with("(5000 characters)"), "{q}");
+        assert_eq!(quoted(&"x".repeat(MAX_QUOTED_CHARS)).chars().count(), 66);
+        let hostile = quoted("a\u{202e}b\n\u{1b}[31m\u{200b}");
+        assert!(
+            !hostile
+                .chars()
+                .any(|c| c.is_control() || c == '\u{202e}' || c == '\u{200b}')
+        );
+        assert!(
+            hostile.contains("\\u{202e}") && hostile.contains("\\n"),
+            "{hostile}"
+        );
+    }
+
+    #[test]
+    fn display_names_are_normalised_trimmed_and_visible() {
+        assert_eq!(display_name("  Lan ").unwrap(), "Lan");
+        // "Ô" as O + combining circumflex becomes the one precomposed character.
+        assert_eq!(display_name("O\u{302} Quan").unwrap(), "\u{d4} Quan");
+        assert_eq!(display_name(&"ô".repeat(32)).unwrap(), "ô".repeat(32));
+        // 32 precomposed characters written as 64 decomposed ones still fit.
+        assert!(display_name(&"o\u{302}".repeat(32)).is_ok());
+        for bad in [
+            "",
+            "   ",
+            "\u{200b}",
+            "Lan\u{202e}nim",
+            "a\u{7}b",
+            "a\u{2028}b",
+            "\u{2066}x\u{2069}",
+            "x\u{feff}",
+            "soft\u{ad}hyphen",
+        ] {
+            let err = display_name(bad).unwrap_err();
+            assert!(
+                matches!(&err, GameError::InvalidArgument { field, .. } if field == "display_name"),
+                "{bad:?}: {err:?}"
+            );
+        }
+        assert!(display_name(&"x".repeat(33)).is_err());
+    }
+}
