@@ -22,6 +22,7 @@ use crate::domain::{
     GameManager, GameStore, Hub, ManagerLimits, MemoryLimits, MemoryStore, OpenError, SqliteStore,
 };
 use crate::grpc::connections::ConnectionLimit;
+use crate::grpc::health::HealthApi;
 use crate::grpc::{GameApi, GameRoutes, RateLimitLayer, RulesApi, StreamSettings};
 
 /// Descriptor set of `google/rpc/error_details.proto`, for reflection (see `build.rs`).
@@ -322,7 +323,8 @@ pub async fn run_with_store(
         stop_rx.clone(),
     ));
 
-    let (health, health_service) = tonic_health::server::health_reporter();
+    let health = tonic_health::server::HealthReporter::new();
+    let health_service = HealthApi::server(health.clone(), stop_rx.clone());
     for name in HEALTH_SERVICES {
         health
             .set_service_status(name, ServingStatus::Serving)
@@ -404,7 +406,8 @@ pub async fn run_with_store(
             .set_service_status(name, ServingStatus::NotServing)
             .await;
     }
-    // Ends every open stream with UNAVAILABLE and tells tonic to stop accepting and drain.
+    // Ends every open stream (health watches included, after they have seen NOT_SERVING) with
+    // UNAVAILABLE, and tells tonic to stop accepting and drain.
     let _ = stop_tx.send(true);
     // Cancels every search (computer moves and Analyze calls end at once, without committing).
     searches.stop();

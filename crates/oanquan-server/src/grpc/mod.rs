@@ -4,6 +4,7 @@
 pub mod connections;
 pub mod convert;
 mod game_service;
+pub mod health;
 pub mod rate_limit;
 mod rules_service;
 pub mod status;
