@@ -123,8 +123,15 @@ pub struct Config {
     /// Deadline for a unary call (and for a stream to start); a client's shorter
     /// `grpc-timeout` wins.
     pub request_timeout: Duration,
-    /// Watchers of one game (players included).
+    /// Spectators of one game. Each seated player's own streams (watches with its token, up
+    /// to [`crate::domain::DEFAULT_MAX_STREAMS_PER_SEAT`]) have places of their own on top.
     pub max_watchers_per_game: usize,
+    /// Spectator streams of one game on one connection (one connection must not take every
+    /// place of a game); 0 = no limit. Loopback peers are exempt with `exempt_loopback`.
+    pub max_watchers_per_connection: usize,
+    /// Spectator streams of one game from one client address; 0 = no limit. Loopback peers
+    /// are exempt with `exempt_loopback`.
+    pub max_watchers_per_client: usize,
     /// Games the in-memory store holds (the SQLite store has no limit of its own).
     pub max_games: usize,
     /// Idle time before a stream sends a Heartbeat.
@@ -175,6 +182,8 @@ impl Default for Config {
             keepalive_timeout: Duration::from_secs(10),
             request_timeout: Duration::from_secs(30),
             max_watchers_per_game: 100,
+            max_watchers_per_connection: 4,
+            max_watchers_per_client: 8,
             max_games: memory.max_games,
             heartbeat_interval: Duration::from_secs(15),
             drain_timeout: Duration::from_secs(10),
@@ -287,6 +296,8 @@ pub async fn run_with_store(
             hub,
             ManagerLimits {
                 max_watchers_per_game: config.max_watchers_per_game,
+                max_watchers_per_connection: config.max_watchers_per_connection,
+                max_watchers_per_client: config.max_watchers_per_client,
                 max_open_games_per_client: config.max_open_games_per_client,
                 exempt_loopback: config.exempt_loopback,
                 ..ManagerLimits::default()

@@ -1140,6 +1140,10 @@ async fn spectators_that_never_read_do_not_slow_moves_or_other_spectators() {
     const STUCK: usize = 6;
     let server = start(oanquan_server::Config {
         max_watchers_per_game: STUCK + 2,
+        // Every watcher here is on 127.0.0.1, most on one connection: only the game's limit
+        // is under test.
+        max_watchers_per_connection: 0,
+        max_watchers_per_client: 0,
         stream_stall_timeout: Duration::from_millis(500),
         ..hostile_config()
     })
@@ -1203,6 +1207,227 @@ async fn spectators_that_never_read_do_not_slow_moves_or_other_spectators() {
     let message = drained["grpc-message"].to_str().unwrap();
     assert!(message.contains("after_sequence"), "{message}");
     game.advance().await;
+    assert_serving(server.channel().await).await;
+}
+
+/// A raw HTTP/2 connection from `source` whose window is 0: none of its streams reads a byte.
+async fn stuck_connection(source: &str, addr: SocketAddr) -> h2::client::SendRequest<Bytes> {
+    let socket = tokio::net::TcpSocket::new_v4().unwrap();
+    socket
+        .bind(SocketAddr::new(source.parse().unwrap(), 0))
+        .unwrap();
+    let tcp = socket.connect(addr).await.unwrap();
+    let (client, connection) = h2::client::Builder::new()
+        .initial_window_size(0)
+        .handshake::<_, Bytes>(tcp)
+        .await
+        .unwrap();
+    tokio::spawn(connection);
+    client
+}
+
+/// Opens a WatchGame stream on `client` and returns its response head: a stream that is
+/// being served has no grpc-status yet; a refused one answers with headers only.
+async fn open_stuck_stream(
+    client: &mut h2::client::SendRequest<Bytes>,
+    addr: SocketAddr,
+    game_id: &str,
+) -> (http::response::Parts, h2::RecvStream) {
+    let payload = pb::WatchGameRequest {
+        game_id: game_id.to_owned(),
+        after_sequence: None,
+    }
+    .encode_to_vec();
+    let request = http::Request::post(format!("http://{addr}/oanquan.v1.GameService/WatchGame"))
+        .header("content-type", "application/grpc")
+        .header("te", "trailers")
+        .body(())
+        .unwrap();
+    let mut ready = client.clone().ready().await.unwrap();
+    let (response, mut send) = ready.send_request(request, false).unwrap();
+    send.send_data(frame(false, payload.len() as u32, &payload), true)
+        .unwrap();
+    let response = tokio::time::timeout(Duration::from_secs(5), response)
+        .await
+        .expect("no response")
+        .unwrap();
+    assert_eq!(response.status(), 200);
+    response.into_parts()
+}
+
+/// The grpc-status and message of a refused stream's head.
+fn refusal(head: &http::response::Parts) -> Option<(String, String)> {
+    let status = head
+        .headers
+        .get("grpc-status")?
+        .to_str()
+        .unwrap()
+        .to_owned();
+    let message = head
+        .headers
+        .get("grpc-message")
+        .map_or(String::new(), |m| percent_decode(m.to_str().unwrap()));
+    Some((status, message))
+}
+
+/// grpc-message is percent-encoded.
+fn percent_decode(text: &str) -> String {
+    let mut out = Vec::with_capacity(text.len());
+    let mut rest = text.as_bytes();
+    while let Some((&byte, tail)) = rest.split_first() {
+        let escaped = (byte == b'%')
+            .then(|| tail.get(..2))
+            .flatten()
+            .and_then(|hex| u8::from_str_radix(std::str::from_utf8(hex).ok()?, 16).ok());
+        match escaped {
+            Some(decoded) => {
+                out.push(decoded);
+                rest = &tail[2..];
+            }
+            None => {
+                out.push(byte);
+                rest = tail;
+            }
+        }
+    }
+    String::from_utf8_lossy(&out).into_owned()
+}
+
+#[tokio::test]
+async fn one_connection_or_client_cannot_take_every_watcher_place_of_a_game() {
+    const SPECTATORS: usize = 6;
+    const PER_CONNECTION: usize = 3;
+    const PER_CLIENT: usize = 5;
+    let server = start(oanquan_server::Config {
+        max_watchers_per_game: SPECTATORS,
+        max_watchers_per_connection: PER_CONNECTION,
+        max_watchers_per_client: PER_CLIENT,
+        ..hostile_config()
+    })
+    .await;
+    let addr = server.addr;
+    let mut players = Games::new(channel_from("127.0.0.2", addr).await);
+    let (id, first, second) = started(&mut players, "standard").await;
+    let exhausted = (Code::ResourceExhausted as i32).to_string();
+
+    // One connection that never reads: its streams up to the cap are served, the next is
+    // refused with a message naming the limit, and the connection itself stays usable.
+    let mut abuser = stuck_connection("127.0.0.3", addr).await;
+    let mut held = Vec::new();
+    for _ in 0..PER_CONNECTION {
+        let head = open_stuck_stream(&mut abuser, addr, &id).await;
+        assert_eq!(refusal(&head.0), None, "{:?}", head.0);
+        held.push(head);
+    }
+    for _ in 0..3 {
+        let (head, _) = open_stuck_stream(&mut abuser, addr, &id).await;
+        let (code, message) = refusal(&head).expect("refused past the connection's cap");
+        assert_eq!(code, exhausted, "{message}");
+        assert!(message.contains("per connection"), "{message}");
+    }
+    // A second connection from the same address gets the rest of the client's share.
+    let mut abuser_again = stuck_connection("127.0.0.3", addr).await;
+    for _ in PER_CONNECTION..PER_CLIENT {
+        let head = open_stuck_stream(&mut abuser_again, addr, &id).await;
+        assert_eq!(refusal(&head.0), None, "{:?}", head.0);
+        held.push(head);
+    }
+    let (head, _) = open_stuck_stream(&mut abuser_again, addr, &id).await;
+    let (code, message) = refusal(&head).expect("refused past the client's cap");
+    assert_eq!(code, exhausted, "{message}");
+    assert!(message.contains("per client"), "{message}");
+
+    // Another client still watches, and takes the game's last spectator place.
+    let mut honest = Games::new(channel_from("127.0.0.4", addr).await);
+    let (mut honest_watch, _) = watch_snapshot(&mut honest, &id).await;
+    let mut late = Games::new(channel_from("127.0.0.5", addr).await);
+    let status = late
+        .watch_game(pb::WatchGameRequest {
+            game_id: id.clone(),
+            after_sequence: None,
+        })
+        .await
+        .unwrap_err();
+    assert_reason(
+        &status,
+        Code::ResourceExhausted,
+        "ERROR_REASON_LIMIT_EXCEEDED",
+    );
+    assert!(status.message().contains("spectators"), "{status:?}");
+
+    // The game is full of spectators, yet each seated player gets its own stream with its
+    // token, within a bound of its own; a token of no seat of this game is refused.
+    let seat_watch = |token: &str| {
+        authed(
+            pb::WatchGameRequest {
+                game_id: id.clone(),
+                after_sequence: None,
+            },
+            token,
+        )
+    };
+    let mut own = Vec::new();
+    for token in [&first, &second] {
+        let mut watch = players
+            .watch_game(seat_watch(token))
+            .await
+            .unwrap()
+            .into_inner();
+        let snapshot = next_game_event(&mut watch).await.unwrap();
+        assert!(
+            matches!(snapshot.kind, Some(Kind::Snapshot(_))),
+            "{snapshot:?}"
+        );
+        own.push(watch);
+    }
+    for _ in 1..oanquan_server::domain::DEFAULT_MAX_STREAMS_PER_SEAT {
+        own.push(
+            players
+                .watch_game(seat_watch(&first))
+                .await
+                .unwrap()
+                .into_inner(),
+        );
+    }
+    let status = players.watch_game(seat_watch(&first)).await.unwrap_err();
+    assert_eq!(status.code(), Code::ResourceExhausted, "{status:?}");
+    assert!(status.message().contains("your seat"), "{status:?}");
+    let (_, other_token) = create(&mut late, "standard").await;
+    let status = players
+        .watch_game(seat_watch(&other_token))
+        .await
+        .unwrap_err();
+    assert_reason(&status, Code::PermissionDenied, "ERROR_REASON_WRONG_TOKEN");
+
+    // Play goes on and the streams that read see it.
+    play(&mut players, &id, &first, 1, Right, Some(0))
+        .await
+        .unwrap();
+    for watch in [&mut own[0], &mut honest_watch] {
+        let event = next_game_event(watch).await.unwrap();
+        assert!(matches!(event.kind, Some(Kind::MovePlayed(_))), "{event:?}");
+    }
+    // Places come back when streams end: the abuser's connection closes.
+    drop(held);
+    drop(abuser);
+    drop(abuser_again);
+    let deadline = Instant::now() + Duration::from_secs(5);
+    loop {
+        match late
+            .watch_game(pb::WatchGameRequest {
+                game_id: id.clone(),
+                after_sequence: None,
+            })
+            .await
+        {
+            Ok(_) => break,
+            Err(status) => {
+                assert_eq!(status.code(), Code::ResourceExhausted, "{status:?}");
+                assert!(Instant::now() < deadline, "the places were not given back");
+                tokio::time::sleep(Duration::from_millis(50)).await;
+            }
+        }
+    }
     assert_serving(server.channel().await).await;
 }
 

@@ -7,8 +7,8 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use common::*;
-use oanquan_server::Config;
 use oanquan_proto::v1 as pb;
+use oanquan_server::Config;
 use tokio_stream::StreamExt as _;
 use tonic_health::pb::HealthCheckRequest;
 use tonic_health::pb::health_check_response::ServingStatus;

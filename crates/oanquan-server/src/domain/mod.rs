@@ -17,10 +17,10 @@ mod token;
 mod watch;
 
 pub use error::GameError;
-pub use hub::{Hub, TooManyWatchers, WatcherGuard};
+pub use hub::{Hub, TooManyWatchers, WatchLimits, Watcher, WatcherGuard};
 pub use manager::{
-    DEFAULT_PAGE_SIZE, GameManager, MAX_DISPLAY_NAME_CHARS, MAX_PAGE_SIZE, ManagerLimits, NewGame,
-    Seated,
+    DEFAULT_MAX_STREAMS_PER_SEAT, DEFAULT_PAGE_SIZE, GameManager, MAX_DISPLAY_NAME_CHARS,
+    MAX_PAGE_SIZE, ManagerLimits, NewGame, Seated,
 };
 pub use memory::{MemoryLimits, MemoryStore};
 pub use model::{
