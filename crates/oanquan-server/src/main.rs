@@ -156,6 +156,12 @@ struct Args {
     #[arg(long, env = "OANQUAN_MAX_CONNECTIONS_PER_CLIENT", default_value_t = 64)]
     max_connections_per_client: usize,
 
+    /// A new connection that has not finished its TLS handshake (with TLS) and sent its
+    /// HTTP/2 preface within this time is closed, so idle or half-open connections cannot
+    /// pile up or hold a shutdown.
+    #[arg(long, env = "OANQUAN_HANDSHAKE_TIMEOUT", default_value = "5s", value_parser = parse_duration)]
+    handshake_timeout: Duration,
+
     /// A game nobody joins, or nobody moves in, for this long is aborted (watchers get
     /// GameOver); 0 = never.
     #[arg(long, env = "OANQUAN_IDLE_GAME_TIMEOUT", default_value = "1h", value_parser = parse_duration)]
@@ -230,6 +236,7 @@ impl Args {
             }),
             max_open_games_per_client: self.max_open_games_per_client,
             max_connections_per_client: self.max_connections_per_client,
+            handshake_timeout: self.handshake_timeout,
             idle_game_timeout: Some(self.idle_game_timeout).filter(|t| !t.is_zero()),
             stream_stall_timeout: self.stream_stall_timeout,
             exempt_loopback: self.exempt_loopback,
@@ -370,6 +377,7 @@ mod tests {
             config.max_watchers_per_client,
             library.max_watchers_per_client
         );
+        assert_eq!(config.handshake_timeout, library.handshake_timeout);
         assert_eq!(config.idle_game_timeout, library.idle_game_timeout);
         assert_eq!(config.stream_stall_timeout, library.stream_stall_timeout);
         assert_eq!(config.exempt_loopback, library.exempt_loopback);

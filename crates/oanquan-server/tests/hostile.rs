@@ -863,6 +863,86 @@ async fn garbage_on_the_wire_does_not_hurt_the_server() {
     assert_serving(server.channel().await).await;
 }
 
+/// How long until the server closes `stream` (reading and dropping anything it sends); `None`
+/// if it is still open after 5 s.
+async fn closed_after(mut stream: TcpStream) -> Option<Duration> {
+    let started = Instant::now();
+    let mut sink = [0; 4096];
+    tokio::time::timeout(Duration::from_secs(5), async {
+        loop {
+            match stream.read(&mut sink).await {
+                Ok(0) | Err(_) => break,
+                Ok(_) => {}
+            }
+        }
+    })
+    .await
+    .ok()
+    .map(|()| started.elapsed())
+}
+
+/// Raw connections that stop before the end of their handshake: silent, half a preface, the
+/// fixed preface without the SETTINGS frame that must follow it.
+async fn unfinished_handshakes(addr: SocketAddr, each: usize) -> Vec<TcpStream> {
+    let mut streams = Vec::new();
+    for sent in [
+        &b""[..],
+        b"PRI * HTTP/2.0\r\n",
+        b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n",
+    ] {
+        for _ in 0..each {
+            let mut stream = TcpStream::connect(addr).await.unwrap();
+            stream.write_all(sent).await.unwrap();
+            streams.push(stream);
+        }
+    }
+    streams
+}
+
+#[tokio::test]
+async fn connections_that_never_finish_their_handshake_are_closed_and_do_not_hold_shutdown() {
+    let handshake = Duration::from_millis(300);
+    let mut server = start(oanquan_server::Config {
+        handshake_timeout: handshake,
+        // Far longer than the test may take: only a prompt shutdown passes.
+        drain_timeout: Duration::from_secs(30),
+        ..hostile_config()
+    })
+    .await;
+    let mut bystander = Bystander::new(server.games().await).await;
+
+    let stalled = unfinished_handshakes(server.addr, 10).await;
+    let closed = futures::future::join_all(stalled.into_iter().map(closed_after)).await;
+    for after in closed {
+        let after = after.expect("a connection without a handshake was kept open");
+        assert!(
+            after < handshake + Duration::from_secs(2),
+            "closed only after {after:?}"
+        );
+    }
+    // A client that finished its handshake long ago is not affected.
+    bystander.advance().await;
+
+    // Connections in their handshake at shutdown do not hold it.
+    let stalled = unfinished_handshakes(server.addr, 5).await;
+    let started = Instant::now();
+    server.trigger_shutdown();
+    let status = loop {
+        match next(&mut bystander.watch).await {
+            Ok(Some(_)) => {}
+            Ok(None) => panic!("the watch ended OK instead of UNAVAILABLE"),
+            Err(status) => break status,
+        }
+    };
+    assert_eq!(status.code(), Code::Unavailable, "{status:?}");
+    server.stop().await.unwrap();
+    let took = started.elapsed();
+    assert!(took < Duration::from_secs(3), "shutdown took {took:?}");
+    for after in futures::future::join_all(stalled.into_iter().map(closed_after)).await {
+        assert!(after.is_some(), "a connection outlived the server");
+    }
+}
+
 #[tokio::test]
 async fn a_client_over_the_request_rate_is_refused_and_others_carry_on() {
     let server = start(oanquan_server::Config {
@@ -1513,6 +1593,69 @@ async fn tls_clients_play_and_plaintext_clients_fail_cleanly() {
     // Junk on the TLS port is dropped.
     raw_junk(server.addr, b"GET / HTTP/1.1\r\n\r\n").await;
     finish_tls(game).await;
+}
+
+#[tokio::test]
+async fn tls_connections_that_never_send_their_preface_are_closed() {
+    use tokio_rustls::rustls;
+    use tokio_rustls::rustls::pki_types::pem::PemObject as _;
+
+    let (cert, key) = certificate();
+    let handshake = Duration::from_millis(300);
+    let server = start(oanquan_server::Config {
+        tls: Some(oanquan_server::TlsIdentity {
+            cert_pem: cert.clone().into_bytes(),
+            key_pem: key.into_bytes(),
+        }),
+        handshake_timeout: handshake,
+        ..hostile_config()
+    })
+    .await;
+    let mut roots = rustls::RootCertStore::empty();
+    roots
+        .add(rustls::pki_types::CertificateDer::from_pem_slice(cert.as_bytes()).unwrap())
+        .unwrap();
+    let mut client = rustls::ClientConfig::builder_with_provider(std::sync::Arc::new(
+        rustls::crypto::ring::default_provider(),
+    ))
+    .with_safe_default_protocol_versions()
+    .unwrap()
+    .with_root_certificates(roots)
+    .with_no_client_auth();
+    client.alpn_protocols = vec![b"h2".to_vec()];
+    let connector = tokio_rustls::TlsConnector::from(std::sync::Arc::new(client));
+
+    // The TLS handshake done, then nothing: closed once the handshake time is up.
+    let tcp = TcpStream::connect(server.addr).await.unwrap();
+    let mut tls = connector
+        .connect("localhost".try_into().unwrap(), tcp)
+        .await
+        .expect("the TLS handshake itself succeeds");
+    assert_eq!(tls.get_ref().1.alpn_protocol(), Some(&b"h2"[..]));
+    let started = Instant::now();
+    let mut sink = [0; 4096];
+    let closed = tokio::time::timeout(Duration::from_secs(5), async {
+        loop {
+            match tls.read(&mut sink).await {
+                Ok(0) | Err(_) => break,
+                Ok(_) => {}
+            }
+        }
+    })
+    .await;
+    assert!(
+        closed.is_ok(),
+        "a TLS connection without a preface was kept open"
+    );
+    assert!(started.elapsed() < handshake + Duration::from_secs(2));
+    // No TLS handshake at all: closed as well.
+    let silent = TcpStream::connect(server.addr).await.unwrap();
+    let after = closed_after(silent)
+        .await
+        .expect("a silent connection was kept open");
+    assert!(after < handshake + Duration::from_secs(2), "{after:?}");
+    // A real client is served.
+    assert_serving(tls_channel(server.addr, &cert).await.unwrap()).await;
 }
 
 async fn finish_tls(mut game: Bystander) {
