@@ -176,9 +176,9 @@ pub struct Config {
     pub idle_game_timeout: Option<Duration>,
     /// A watch stream its client does not read for this long is dropped (RESOURCE_EXHAUSTED).
     pub stream_stall_timeout: Duration,
-    /// Loopback peers (127.0.0.0/8, ::1) are exempt from the per-client limits above, so local
-    /// tools, tests and benchmarks are not throttled. Turn off when clients are local, e.g.
-    /// the limits are tested.
+    /// Loopback peers (127.0.0.0/8, ::1) are exempt from the per-client limits above (and from
+    /// `max_watchers_per_connection`), so local tools, tests and benchmarks are not throttled.
+    /// Turn off when clients are local, e.g. the limits are tested.
     pub exempt_loopback: bool,
     /// Thinking time of the computer opponent per move (`CreateGameRequest.computer`).
     pub computer_move_time: Duration,
