@@ -30,8 +30,8 @@ use tokio::net::TcpListener;
 /// on the command line and in the environment alike.
 ///
 /// Per-client limits (--rate-limit, --max-open-games-per-client, --max-connections-per-client,
-/// --max-analyses-per-client) count by peer address (IPv6 by /64); behind a reverse proxy
-/// enforce them at the proxy instead.
+/// --max-analyses-per-client, --max-spectators-per-client) count by peer address (IPv6 by /64);
+/// behind a reverse proxy enforce them at the proxy instead.
 #[derive(Debug, Parser)]
 #[command(name = "oanquan-server", version, about, long_about)]
 struct Args {
@@ -94,9 +94,25 @@ struct Args {
     #[arg(long, env = "OANQUAN_REQUEST_TIMEOUT", default_value = "30s", value_parser = parse_duration)]
     request_timeout: Duration,
 
-    /// Concurrent watchers (spectators and players) of one game.
+    /// Concurrent spectators of one game; more get RESOURCE_EXHAUSTED. A seated player's own
+    /// streams (WatchGame with its token, up to 4 per seat) come on top and are never refused
+    /// because spectators took the places.
     #[arg(long, env = "OANQUAN_MAX_SPECTATORS_PER_GAME", default_value_t = 100)]
     max_spectators_per_game: usize,
+
+    /// Spectator streams of one game on one connection; more get RESOURCE_EXHAUSTED. 0 = no
+    /// limit.
+    #[arg(
+        long,
+        env = "OANQUAN_MAX_SPECTATORS_PER_CONNECTION",
+        default_value_t = 4
+    )]
+    max_spectators_per_connection: usize,
+
+    /// Spectator streams of one game from one client address; more get RESOURCE_EXHAUSTED.
+    /// 0 = no limit.
+    #[arg(long, env = "OANQUAN_MAX_SPECTATORS_PER_CLIENT", default_value_t = 8)]
+    max_spectators_per_client: usize,
 
     /// Games kept at most with --in-memory (a database has no limit of its own).
     #[arg(long, env = "OANQUAN_MAX_GAMES", default_value_t = 10_000)]
@@ -152,6 +168,12 @@ struct Args {
     #[arg(long, env = "OANQUAN_MAX_CONNECTIONS_PER_CLIENT", default_value_t = 64)]
     max_connections_per_client: usize,
 
+    /// A new connection that has not finished its TLS handshake (with TLS) and sent its
+    /// HTTP/2 preface within this time is closed, so idle or half-open connections cannot
+    /// pile up or hold a shutdown.
+    #[arg(long, env = "OANQUAN_HANDSHAKE_TIMEOUT", default_value = "5s", value_parser = parse_duration)]
+    handshake_timeout: Duration,
+
     /// A game nobody joins, or nobody moves in, for this long is aborted (watchers get
     /// GameOver); 0 = never.
     #[arg(long, env = "OANQUAN_IDLE_GAME_TIMEOUT", default_value = "1h", value_parser = parse_duration)]
@@ -162,9 +184,9 @@ struct Args {
     #[arg(long, env = "OANQUAN_STREAM_STALL_TIMEOUT", default_value = "30s", value_parser = parse_duration)]
     stream_stall_timeout: Duration,
 
-    /// Exempt loopback clients (127.0.0.0/8, ::1) from the per-client limits, so local tools
-    /// and benchmarks are not throttled: `--exempt-loopback false` (or off, no, 0) to count
-    /// them too.
+    /// Exempt loopback clients (127.0.0.0/8, ::1) from the per-client limits (and from
+    /// --max-spectators-per-connection), so local tools and benchmarks are not throttled:
+    /// `--exempt-loopback false` (or off, no, 0) to count them too.
     #[arg(
         long,
         env = "OANQUAN_EXEMPT_LOOPBACK",
@@ -310,6 +332,8 @@ impl Args {
             keepalive_timeout: self.keepalive_timeout,
             request_timeout: self.request_timeout,
             max_watchers_per_game: self.max_spectators_per_game,
+            max_watchers_per_connection: self.max_spectators_per_connection,
+            max_watchers_per_client: self.max_spectators_per_client,
             max_games: self.max_games,
             heartbeat_interval: self.heartbeat_interval,
             drain_timeout: self.shutdown_drain_timeout,
@@ -319,6 +343,7 @@ impl Args {
             }),
             max_open_games_per_client: self.max_open_games_per_client,
             max_connections_per_client: self.max_connections_per_client,
+            handshake_timeout: self.handshake_timeout,
             idle_game_timeout: Some(self.idle_game_timeout).filter(|t| !t.is_zero()),
             stream_stall_timeout: self.stream_stall_timeout,
             exempt_loopback: self.exempt_loopback,
@@ -516,6 +541,16 @@ mod tests {
             config.max_connections_per_client,
             library.max_connections_per_client
         );
+        assert_eq!(config.max_watchers_per_game, library.max_watchers_per_game);
+        assert_eq!(
+            config.max_watchers_per_connection,
+            library.max_watchers_per_connection
+        );
+        assert_eq!(
+            config.max_watchers_per_client,
+            library.max_watchers_per_client
+        );
+        assert_eq!(config.handshake_timeout, library.handshake_timeout);
         assert_eq!(config.idle_game_timeout, library.idle_game_timeout);
         assert_eq!(config.stream_stall_timeout, library.stream_stall_timeout);
         assert_eq!(config.exempt_loopback, library.exempt_loopback);

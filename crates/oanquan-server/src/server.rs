@@ -10,9 +10,12 @@ use std::time::Duration;
 use oanquan_proto::v1::rules_service_server::RulesServiceServer;
 use tokio::net::TcpListener;
 use tokio::sync::watch;
-use tokio_stream::StreamExt as _;
+use tokio_rustls::TlsAcceptor;
+use tokio_rustls::rustls;
+use tokio_rustls::rustls::pki_types::pem::PemObject as _;
+use tokio_rustls::rustls::pki_types::{CertificateDer, PrivateKeyDer};
+use tonic::transport::Server;
 use tonic::transport::server::TcpIncoming;
-use tonic::transport::{Identity, Server, ServerTlsConfig};
 use tonic_health::ServingStatus;
 use tracing::{info, warn};
 
@@ -21,7 +24,9 @@ use crate::domain::limits::{self, RateLimit, RateLimiter};
 use crate::domain::{
     GameManager, GameStore, Hub, ManagerLimits, MemoryLimits, MemoryStore, OpenError, SqliteStore,
 };
+use crate::grpc::accept::{self, Handshake};
 use crate::grpc::connections::ConnectionLimit;
+use crate::grpc::health::HealthApi;
 use crate::grpc::{GameApi, GameRoutes, RateLimitLayer, RulesApi, StreamSettings};
 
 /// Descriptor set of `google/rpc/error_details.proto`, for reflection (see `build.rs`).
@@ -81,24 +86,35 @@ impl TlsIdentity {
             cert_pem: read(cert, "certificate")?,
             key_pem: read(key, "private key")?,
         };
-        identity.server_config()?;
+        identity.acceptor()?;
         Ok(identity)
     }
 
-    fn server_config(&self) -> Result<ServerTlsConfig, ServeError> {
-        let config = ServerTlsConfig::new()
-            .identity(Identity::from_pem(&self.cert_pem, &self.key_pem))
-            .timeout(TLS_HANDSHAKE_TIMEOUT);
-        // Building a server is how tonic validates the certificate and key.
-        Server::builder()
-            .tls_config(config.clone())
-            .map_err(|e| ServeError::Tls(format!("unusable TLS certificate or key: {e}")))?;
-        Ok(config)
+    /// The TLS side of the server: rustls with the ring provider, TLS 1.2 and 1.3, ALPN `h2`.
+    fn acceptor(&self) -> Result<TlsAcceptor, ServeError> {
+        let unusable =
+            |what: &str, e: &dyn fmt::Display| ServeError::Tls(format!("unusable TLS {what}: {e}"));
+        let chain = CertificateDer::pem_slice_iter(&self.cert_pem)
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(|e| unusable("certificate (not a PEM certificate chain)", &e))?;
+        if chain.is_empty() {
+            return Err(ServeError::Tls(
+                "unusable TLS certificate: no PEM certificate in the file".to_owned(),
+            ));
+        }
+        let key = PrivateKeyDer::from_pem_slice(&self.key_pem)
+            .map_err(|e| unusable("private key (not a PEM PKCS#8, PKCS#1 or SEC1 key)", &e))?;
+        let provider = Arc::new(rustls::crypto::ring::default_provider());
+        let mut config = rustls::ServerConfig::builder_with_provider(provider)
+            .with_safe_default_protocol_versions()
+            .map_err(|e| unusable("configuration", &e))?
+            .with_no_client_auth()
+            .with_single_cert(chain, key)
+            .map_err(|e| unusable("certificate or key", &e))?;
+        config.alpn_protocols = vec![b"h2".to_vec()];
+        Ok(TlsAcceptor::from(Arc::new(config)))
     }
 }
-
-/// A TLS handshake not done by then is dropped (slowloris).
-const TLS_HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// Server configuration. Every limit is deliberate: tonic's defaults leave streams per
 /// connection unlimited and requests without a deadline.
@@ -122,8 +138,15 @@ pub struct Config {
     /// Deadline for a unary call (and for a stream to start); a client's shorter
     /// `grpc-timeout` wins.
     pub request_timeout: Duration,
-    /// Watchers of one game (players included).
+    /// Spectators of one game. Each seated player's own streams (watches with its token, up
+    /// to [`crate::domain::DEFAULT_MAX_STREAMS_PER_SEAT`]) have places of their own on top.
     pub max_watchers_per_game: usize,
+    /// Spectator streams of one game on one connection (one connection must not take every
+    /// place of a game); 0 = no limit. Loopback peers are exempt with `exempt_loopback`.
+    pub max_watchers_per_connection: usize,
+    /// Spectator streams of one game from one client address; 0 = no limit. Loopback peers
+    /// are exempt with `exempt_loopback`.
+    pub max_watchers_per_client: usize,
     /// Games the in-memory store holds (the SQLite store has no limit of its own).
     pub max_games: usize,
     /// Idle time before a stream sends a Heartbeat.
@@ -146,13 +169,16 @@ pub struct Config {
     /// TCP connections one client address may have open; more are closed as they are
     /// accepted. 0 = unlimited. See [`crate::grpc::connections`].
     pub max_connections_per_client: usize,
+    /// Time a new connection has to finish its TLS handshake (with TLS) and send its HTTP/2
+    /// preface; a connection that has not is closed. See [`crate::grpc::accept`].
+    pub handshake_timeout: Duration,
     /// Games waiting for a player or a move for longer than this are aborted; `None` = never.
     pub idle_game_timeout: Option<Duration>,
     /// A watch stream its client does not read for this long is dropped (RESOURCE_EXHAUSTED).
     pub stream_stall_timeout: Duration,
-    /// Loopback peers (127.0.0.0/8, ::1) are exempt from the per-client limits above, so local
-    /// tools, tests and benchmarks are not throttled. Turn off when clients are local, e.g.
-    /// the limits are tested.
+    /// Loopback peers (127.0.0.0/8, ::1) are exempt from the per-client limits above (and from
+    /// `max_watchers_per_connection`), so local tools, tests and benchmarks are not throttled.
+    /// Turn off when clients are local, e.g. the limits are tested.
     pub exempt_loopback: bool,
     /// Thinking time of the computer opponent per move (`CreateGameRequest.computer`).
     pub computer_move_time: Duration,
@@ -182,6 +208,8 @@ impl Default for Config {
             keepalive_timeout: Duration::from_secs(10),
             request_timeout: Duration::from_secs(30),
             max_watchers_per_game: 100,
+            max_watchers_per_connection: 4,
+            max_watchers_per_client: 8,
             max_games: memory.max_games,
             heartbeat_interval: Duration::from_secs(15),
             drain_timeout: Duration::from_secs(10),
@@ -195,6 +223,7 @@ impl Default for Config {
             }),
             max_open_games_per_client: 20,
             max_connections_per_client: 64,
+            handshake_timeout: Duration::from_secs(5),
             idle_game_timeout: Some(Duration::from_secs(3600)),
             stream_stall_timeout: Duration::from_secs(30),
             exempt_loopback: true,
@@ -306,6 +335,8 @@ pub async fn run_with_store(
             hub,
             ManagerLimits {
                 max_watchers_per_game: config.max_watchers_per_game,
+                max_watchers_per_connection: config.max_watchers_per_connection,
+                max_watchers_per_client: config.max_watchers_per_client,
                 max_open_games_per_client: config.max_open_games_per_client,
                 exempt_loopback: config.exempt_loopback,
                 ..ManagerLimits::default()
@@ -342,7 +373,8 @@ pub async fn run_with_store(
         stop_rx.clone(),
     ));
 
-    let (health, health_service) = tonic_health::server::health_reporter();
+    let health = tonic_health::server::HealthReporter::new();
+    let health_service = HealthApi::server(health.clone(), stop_rx.clone());
     for name in HEALTH_SERVICES {
         health
             .set_service_status(name, ServingStatus::Serving)
@@ -365,25 +397,21 @@ pub async fn run_with_store(
         .max_decoding_message_size(max)
         .max_encoding_message_size(max);
 
-    // `TcpIncoming` rather than `TcpListenerStream`: tonic ignores its own `tcp_nodelay` for
-    // custom incoming streams, and small request/response messages must not wait for Nagle.
-    let connections =
-        ConnectionLimit::new(config.max_connections_per_client, config.exempt_loopback);
-    let incoming = TcpIncoming::from(listener)
+    // `TcpIncoming` rather than `TcpListenerStream`: it sets TCP_NODELAY (small
+    // request/response messages must not wait for Nagle) and TCP keepalive on each socket.
+    let accepted = TcpIncoming::from(listener)
         .with_nodelay(Some(true))
-        .with_keepalive(Some(config.keepalive_interval))
-        .filter_map(move |accepted| match accepted {
-            // Over the cap: dropped here, which closes it.
-            Ok(stream) => connections.admit(stream).map(Ok),
-            Err(error) => Some(Err(error)),
-        });
+        .with_keepalive(Some(config.keepalive_interval));
+    let handshake = Handshake {
+        limit: ConnectionLimit::new(config.max_connections_per_client, config.exempt_loopback),
+        tls: config.tls.as_ref().map(TlsIdentity::acceptor).transpose()?,
+        timeout: config.handshake_timeout,
+    };
+    let (incoming, accepting) = accept::spawn(accepted, handshake, stop_rx.clone());
+    let _accepting = AbortOnDrop(accepting);
 
-    let mut builder = Server::builder();
-    if let Some(tls) = &config.tls {
-        builder = builder.tls_config(tls.server_config()?)?;
-    }
     let mut stop_serving = stop_rx.clone();
-    let serve = builder
+    let serve = Server::builder()
         .max_concurrent_streams(config.max_concurrent_streams)
         .concurrency_limit_per_connection(config.concurrency_limit_per_connection)
         .http2_keepalive_interval(Some(config.keepalive_interval))
@@ -424,7 +452,8 @@ pub async fn run_with_store(
             .set_service_status(name, ServingStatus::NotServing)
             .await;
     }
-    // Ends every open stream with UNAVAILABLE and tells tonic to stop accepting and drain.
+    // Ends every open stream (health watches included, after they have seen NOT_SERVING) with
+    // UNAVAILABLE, and tells tonic to stop accepting and drain.
     let _ = stop_tx.send(true);
     // Cancels every search: computer moves end without committing, Analyze calls in progress
     // with UNAVAILABLE.

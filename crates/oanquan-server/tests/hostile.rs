@@ -870,6 +870,86 @@ async fn garbage_on_the_wire_does_not_hurt_the_server() {
     assert_serving(server.channel().await).await;
 }
 
+/// How long until the server closes `stream` (reading and dropping anything it sends); `None`
+/// if it is still open after 5 s.
+async fn closed_after(mut stream: TcpStream) -> Option<Duration> {
+    let started = Instant::now();
+    let mut sink = [0; 4096];
+    tokio::time::timeout(Duration::from_secs(5), async {
+        loop {
+            match stream.read(&mut sink).await {
+                Ok(0) | Err(_) => break,
+                Ok(_) => {}
+            }
+        }
+    })
+    .await
+    .ok()
+    .map(|()| started.elapsed())
+}
+
+/// Raw connections that stop before the end of their handshake: silent, half a preface, the
+/// fixed preface without the SETTINGS frame that must follow it.
+async fn unfinished_handshakes(addr: SocketAddr, each: usize) -> Vec<TcpStream> {
+    let mut streams = Vec::new();
+    for sent in [
+        &b""[..],
+        b"PRI * HTTP/2.0\r\n",
+        b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n",
+    ] {
+        for _ in 0..each {
+            let mut stream = TcpStream::connect(addr).await.unwrap();
+            stream.write_all(sent).await.unwrap();
+            streams.push(stream);
+        }
+    }
+    streams
+}
+
+#[tokio::test]
+async fn connections_that_never_finish_their_handshake_are_closed_and_do_not_hold_shutdown() {
+    let handshake = Duration::from_millis(300);
+    let mut server = start(oanquan_server::Config {
+        handshake_timeout: handshake,
+        // Far longer than the test may take: only a prompt shutdown passes.
+        drain_timeout: Duration::from_secs(30),
+        ..hostile_config()
+    })
+    .await;
+    let mut bystander = Bystander::new(server.games().await).await;
+
+    let stalled = unfinished_handshakes(server.addr, 10).await;
+    let closed = futures::future::join_all(stalled.into_iter().map(closed_after)).await;
+    for after in closed {
+        let after = after.expect("a connection without a handshake was kept open");
+        assert!(
+            after < handshake + Duration::from_secs(2),
+            "closed only after {after:?}"
+        );
+    }
+    // A client that finished its handshake long ago is not affected.
+    bystander.advance().await;
+
+    // Connections in their handshake at shutdown do not hold it.
+    let stalled = unfinished_handshakes(server.addr, 5).await;
+    let started = Instant::now();
+    server.trigger_shutdown();
+    let status = loop {
+        match next(&mut bystander.watch).await {
+            Ok(Some(_)) => {}
+            Ok(None) => panic!("the watch ended OK instead of UNAVAILABLE"),
+            Err(status) => break status,
+        }
+    };
+    assert_eq!(status.code(), Code::Unavailable, "{status:?}");
+    server.stop().await.unwrap();
+    let took = started.elapsed();
+    assert!(took < Duration::from_secs(3), "shutdown took {took:?}");
+    for after in futures::future::join_all(stalled.into_iter().map(closed_after)).await {
+        assert!(after.is_some(), "a connection outlived the server");
+    }
+}
+
 #[tokio::test]
 async fn a_client_over_the_request_rate_is_refused_and_others_carry_on() {
     let server = start(oanquan_server::Config {
@@ -1147,6 +1227,10 @@ async fn spectators_that_never_read_do_not_slow_moves_or_other_spectators() {
     const STUCK: usize = 6;
     let server = start(oanquan_server::Config {
         max_watchers_per_game: STUCK + 2,
+        // Every watcher here is on 127.0.0.1, most on one connection: only the game's limit
+        // is under test.
+        max_watchers_per_connection: 0,
+        max_watchers_per_client: 0,
         stream_stall_timeout: Duration::from_millis(500),
         ..hostile_config()
     })
@@ -1210,6 +1294,227 @@ async fn spectators_that_never_read_do_not_slow_moves_or_other_spectators() {
     let message = drained["grpc-message"].to_str().unwrap();
     assert!(message.contains("after_sequence"), "{message}");
     game.advance().await;
+    assert_serving(server.channel().await).await;
+}
+
+/// A raw HTTP/2 connection from `source` whose window is 0: none of its streams reads a byte.
+async fn stuck_connection(source: &str, addr: SocketAddr) -> h2::client::SendRequest<Bytes> {
+    let socket = tokio::net::TcpSocket::new_v4().unwrap();
+    socket
+        .bind(SocketAddr::new(source.parse().unwrap(), 0))
+        .unwrap();
+    let tcp = socket.connect(addr).await.unwrap();
+    let (client, connection) = h2::client::Builder::new()
+        .initial_window_size(0)
+        .handshake::<_, Bytes>(tcp)
+        .await
+        .unwrap();
+    tokio::spawn(connection);
+    client
+}
+
+/// Opens a WatchGame stream on `client` and returns its response head: a stream that is
+/// being served has no grpc-status yet; a refused one answers with headers only.
+async fn open_stuck_stream(
+    client: &mut h2::client::SendRequest<Bytes>,
+    addr: SocketAddr,
+    game_id: &str,
+) -> (http::response::Parts, h2::RecvStream) {
+    let payload = pb::WatchGameRequest {
+        game_id: game_id.to_owned(),
+        after_sequence: None,
+    }
+    .encode_to_vec();
+    let request = http::Request::post(format!("http://{addr}/oanquan.v1.GameService/WatchGame"))
+        .header("content-type", "application/grpc")
+        .header("te", "trailers")
+        .body(())
+        .unwrap();
+    let mut ready = client.clone().ready().await.unwrap();
+    let (response, mut send) = ready.send_request(request, false).unwrap();
+    send.send_data(frame(false, payload.len() as u32, &payload), true)
+        .unwrap();
+    let response = tokio::time::timeout(Duration::from_secs(5), response)
+        .await
+        .expect("no response")
+        .unwrap();
+    assert_eq!(response.status(), 200);
+    response.into_parts()
+}
+
+/// The grpc-status and message of a refused stream's head.
+fn refusal(head: &http::response::Parts) -> Option<(String, String)> {
+    let status = head
+        .headers
+        .get("grpc-status")?
+        .to_str()
+        .unwrap()
+        .to_owned();
+    let message = head
+        .headers
+        .get("grpc-message")
+        .map_or(String::new(), |m| percent_decode(m.to_str().unwrap()));
+    Some((status, message))
+}
+
+/// grpc-message is percent-encoded.
+fn percent_decode(text: &str) -> String {
+    let mut out = Vec::with_capacity(text.len());
+    let mut rest = text.as_bytes();
+    while let Some((&byte, tail)) = rest.split_first() {
+        let escaped = (byte == b'%')
+            .then(|| tail.get(..2))
+            .flatten()
+            .and_then(|hex| u8::from_str_radix(std::str::from_utf8(hex).ok()?, 16).ok());
+        match escaped {
+            Some(decoded) => {
+                out.push(decoded);
+                rest = &tail[2..];
+            }
+            None => {
+                out.push(byte);
+                rest = tail;
+            }
+        }
+    }
+    String::from_utf8_lossy(&out).into_owned()
+}
+
+#[tokio::test]
+async fn one_connection_or_client_cannot_take_every_watcher_place_of_a_game() {
+    const SPECTATORS: usize = 6;
+    const PER_CONNECTION: usize = 3;
+    const PER_CLIENT: usize = 5;
+    let server = start(oanquan_server::Config {
+        max_watchers_per_game: SPECTATORS,
+        max_watchers_per_connection: PER_CONNECTION,
+        max_watchers_per_client: PER_CLIENT,
+        ..hostile_config()
+    })
+    .await;
+    let addr = server.addr;
+    let mut players = Games::new(channel_from("127.0.0.2", addr).await);
+    let (id, first, second) = started(&mut players, "standard").await;
+    let exhausted = (Code::ResourceExhausted as i32).to_string();
+
+    // One connection that never reads: its streams up to the cap are served, the next is
+    // refused with a message naming the limit, and the connection itself stays usable.
+    let mut abuser = stuck_connection("127.0.0.3", addr).await;
+    let mut held = Vec::new();
+    for _ in 0..PER_CONNECTION {
+        let head = open_stuck_stream(&mut abuser, addr, &id).await;
+        assert_eq!(refusal(&head.0), None, "{:?}", head.0);
+        held.push(head);
+    }
+    for _ in 0..3 {
+        let (head, _) = open_stuck_stream(&mut abuser, addr, &id).await;
+        let (code, message) = refusal(&head).expect("refused past the connection's cap");
+        assert_eq!(code, exhausted, "{message}");
+        assert!(message.contains("per connection"), "{message}");
+    }
+    // A second connection from the same address gets the rest of the client's share.
+    let mut abuser_again = stuck_connection("127.0.0.3", addr).await;
+    for _ in PER_CONNECTION..PER_CLIENT {
+        let head = open_stuck_stream(&mut abuser_again, addr, &id).await;
+        assert_eq!(refusal(&head.0), None, "{:?}", head.0);
+        held.push(head);
+    }
+    let (head, _) = open_stuck_stream(&mut abuser_again, addr, &id).await;
+    let (code, message) = refusal(&head).expect("refused past the client's cap");
+    assert_eq!(code, exhausted, "{message}");
+    assert!(message.contains("per client"), "{message}");
+
+    // Another client still watches, and takes the game's last spectator place.
+    let mut honest = Games::new(channel_from("127.0.0.4", addr).await);
+    let (mut honest_watch, _) = watch_snapshot(&mut honest, &id).await;
+    let mut late = Games::new(channel_from("127.0.0.5", addr).await);
+    let status = late
+        .watch_game(pb::WatchGameRequest {
+            game_id: id.clone(),
+            after_sequence: None,
+        })
+        .await
+        .unwrap_err();
+    assert_reason(
+        &status,
+        Code::ResourceExhausted,
+        "ERROR_REASON_LIMIT_EXCEEDED",
+    );
+    assert!(status.message().contains("spectators"), "{status:?}");
+
+    // The game is full of spectators, yet each seated player gets its own stream with its
+    // token, within a bound of its own; a token of no seat of this game is refused.
+    let seat_watch = |token: &str| {
+        authed(
+            pb::WatchGameRequest {
+                game_id: id.clone(),
+                after_sequence: None,
+            },
+            token,
+        )
+    };
+    let mut own = Vec::new();
+    for token in [&first, &second] {
+        let mut watch = players
+            .watch_game(seat_watch(token))
+            .await
+            .unwrap()
+            .into_inner();
+        let snapshot = next_game_event(&mut watch).await.unwrap();
+        assert!(
+            matches!(snapshot.kind, Some(Kind::Snapshot(_))),
+            "{snapshot:?}"
+        );
+        own.push(watch);
+    }
+    for _ in 1..oanquan_server::domain::DEFAULT_MAX_STREAMS_PER_SEAT {
+        own.push(
+            players
+                .watch_game(seat_watch(&first))
+                .await
+                .unwrap()
+                .into_inner(),
+        );
+    }
+    let status = players.watch_game(seat_watch(&first)).await.unwrap_err();
+    assert_eq!(status.code(), Code::ResourceExhausted, "{status:?}");
+    assert!(status.message().contains("your seat"), "{status:?}");
+    let (_, other_token) = create(&mut late, "standard").await;
+    let status = players
+        .watch_game(seat_watch(&other_token))
+        .await
+        .unwrap_err();
+    assert_reason(&status, Code::PermissionDenied, "ERROR_REASON_WRONG_TOKEN");
+
+    // Play goes on and the streams that read see it.
+    play(&mut players, &id, &first, 1, Right, Some(0))
+        .await
+        .unwrap();
+    for watch in [&mut own[0], &mut honest_watch] {
+        let event = next_game_event(watch).await.unwrap();
+        assert!(matches!(event.kind, Some(Kind::MovePlayed(_))), "{event:?}");
+    }
+    // Places come back when streams end: the abuser's connection closes.
+    drop(held);
+    drop(abuser);
+    drop(abuser_again);
+    let deadline = Instant::now() + Duration::from_secs(5);
+    loop {
+        match late
+            .watch_game(pb::WatchGameRequest {
+                game_id: id.clone(),
+                after_sequence: None,
+            })
+            .await
+        {
+            Ok(_) => break,
+            Err(status) => {
+                assert_eq!(status.code(), Code::ResourceExhausted, "{status:?}");
+                assert!(Instant::now() < deadline, "the places were not given back");
+                tokio::time::sleep(Duration::from_millis(50)).await;
+            }
+        }
+    }
     assert_serving(server.channel().await).await;
 }
 
@@ -1295,6 +1600,69 @@ async fn tls_clients_play_and_plaintext_clients_fail_cleanly() {
     // Junk on the TLS port is dropped.
     raw_junk(server.addr, b"GET / HTTP/1.1\r\n\r\n").await;
     finish_tls(game).await;
+}
+
+#[tokio::test]
+async fn tls_connections_that_never_send_their_preface_are_closed() {
+    use tokio_rustls::rustls;
+    use tokio_rustls::rustls::pki_types::pem::PemObject as _;
+
+    let (cert, key) = certificate();
+    let handshake = Duration::from_millis(300);
+    let server = start(oanquan_server::Config {
+        tls: Some(oanquan_server::TlsIdentity {
+            cert_pem: cert.clone().into_bytes(),
+            key_pem: key.into_bytes(),
+        }),
+        handshake_timeout: handshake,
+        ..hostile_config()
+    })
+    .await;
+    let mut roots = rustls::RootCertStore::empty();
+    roots
+        .add(rustls::pki_types::CertificateDer::from_pem_slice(cert.as_bytes()).unwrap())
+        .unwrap();
+    let mut client = rustls::ClientConfig::builder_with_provider(std::sync::Arc::new(
+        rustls::crypto::ring::default_provider(),
+    ))
+    .with_safe_default_protocol_versions()
+    .unwrap()
+    .with_root_certificates(roots)
+    .with_no_client_auth();
+    client.alpn_protocols = vec![b"h2".to_vec()];
+    let connector = tokio_rustls::TlsConnector::from(std::sync::Arc::new(client));
+
+    // The TLS handshake done, then nothing: closed once the handshake time is up.
+    let tcp = TcpStream::connect(server.addr).await.unwrap();
+    let mut tls = connector
+        .connect("localhost".try_into().unwrap(), tcp)
+        .await
+        .expect("the TLS handshake itself succeeds");
+    assert_eq!(tls.get_ref().1.alpn_protocol(), Some(&b"h2"[..]));
+    let started = Instant::now();
+    let mut sink = [0; 4096];
+    let closed = tokio::time::timeout(Duration::from_secs(5), async {
+        loop {
+            match tls.read(&mut sink).await {
+                Ok(0) | Err(_) => break,
+                Ok(_) => {}
+            }
+        }
+    })
+    .await;
+    assert!(
+        closed.is_ok(),
+        "a TLS connection without a preface was kept open"
+    );
+    assert!(started.elapsed() < handshake + Duration::from_secs(2));
+    // No TLS handshake at all: closed as well.
+    let silent = TcpStream::connect(server.addr).await.unwrap();
+    let after = closed_after(silent)
+        .await
+        .expect("a silent connection was kept open");
+    assert!(after < handshake + Duration::from_secs(2), "{after:?}");
+    // A real client is served.
+    assert_serving(tls_channel(server.addr, &cert).await.unwrap()).await;
 }
 
 async fn finish_tls(mut game: Bystander) {

@@ -8,6 +8,7 @@ use std::time::{Duration, Instant};
 
 use common::*;
 use oanquan_proto::v1 as pb;
+use oanquan_server::Config;
 use tokio_stream::StreamExt as _;
 use tonic_health::pb::HealthCheckRequest;
 use tonic_health::pb::health_check_response::ServingStatus;
@@ -147,8 +148,6 @@ async fn shutdown_ends_streams_with_unavailable_within_the_drain_limit() {
     server.trigger_shutdown();
     let not_serving = next(&mut health).await.unwrap().unwrap();
     assert_eq!(not_serving.status(), ServingStatus::NotServing);
-    // Health watches never end by themselves; a client that heard NOT_SERVING goes away.
-    drop(health);
     let status = loop {
         match next(&mut game_watch).await {
             Ok(Some(_)) => {}
@@ -173,6 +172,45 @@ async fn shutdown_ends_streams_with_unavailable_within_the_drain_limit() {
     assert_eq!(lobby_status.code(), tonic::Code::Unavailable);
     server.stop().await.unwrap();
     assert!(started.elapsed() < Duration::from_secs(2) + Duration::from_millis(500));
+}
+
+#[tokio::test]
+async fn an_open_health_watch_does_not_hold_shutdown() {
+    // A drain far longer than the test may take: only streams that end promptly let it pass.
+    let mut server = start(Config {
+        drain_timeout: Duration::from_secs(30),
+        ..config()
+    })
+    .await;
+    let mut watches = Vec::new();
+    for service in ["", "oanquan.v1.GameService"] {
+        let mut watch = HealthClient::new(server.channel().await)
+            .watch(HealthCheckRequest {
+                service: service.into(),
+            })
+            .await
+            .unwrap()
+            .into_inner();
+        let serving = next(&mut watch).await.unwrap().unwrap();
+        assert_eq!(serving.status(), ServingStatus::Serving);
+        watches.push(watch);
+    }
+
+    let started = Instant::now();
+    server.trigger_shutdown();
+    // Each watcher hears NOT_SERVING, then its stream ends like the other streams, while the
+    // client keeps it open.
+    for watch in &mut watches {
+        let not_serving = next(watch).await.unwrap().unwrap();
+        assert_eq!(not_serving.status(), ServingStatus::NotServing);
+        let status = next(watch).await.expect_err("the watch ends");
+        assert_eq!(status.code(), tonic::Code::Unavailable, "{status:?}");
+        assert!(status.message().contains("shutting down"), "{status:?}");
+    }
+    server.stop().await.unwrap();
+    let took = started.elapsed();
+    assert!(took < Duration::from_secs(3), "shutdown took {took:?}");
+    drop(watches);
 }
 
 #[test]

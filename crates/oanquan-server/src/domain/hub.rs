@@ -11,8 +11,12 @@
 //! `LISTEN` task reacting to the `NOTIFY` each commit sends; nothing else changes.
 
 use std::collections::HashMap;
+use std::fmt;
+use std::hash::Hash;
+use std::net::{IpAddr, SocketAddr};
 use std::sync::{Arc, Mutex, MutexGuard};
 
+use oanquan_rules::{ByPlayer, Player};
 use tokio::sync::broadcast;
 
 use super::model::{GameEvent, GameId, LobbyEvent};
@@ -29,18 +33,109 @@ pub struct Hub {
 #[derive(Debug)]
 struct Channel {
     tx: broadcast::Sender<Arc<GameEvent>>,
-    watchers: usize,
+    spectators: usize,
+    seats: ByPlayer<usize>,
+    /// Spectators per connection and per client, for those that are limited.
+    per_connection: HashMap<SocketAddr, usize>,
+    per_client: HashMap<IpAddr, usize>,
 }
 
-/// The game already has its maximum number of watchers.
+impl Channel {
+    fn is_empty(&self) -> bool {
+        self.spectators == 0 && self.seats[Player::First] == 0 && self.seats[Player::Second] == 0
+    }
+}
+
+/// Who opens a watch of a game, for the per-game limits ([`WatchLimits`]).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Watcher {
+    /// The seat whose player token came with the watch: its own streams have places that
+    /// spectators cannot take. `None`: a spectator.
+    pub seat: Option<Player>,
+    /// The connection a spectator watches on, if its connections are limited. The peer's
+    /// socket address names a connection: no two open connections to one listener share it.
+    pub connection: Option<SocketAddr>,
+    /// The client (see [`super::limits::client_key`]) a spectator watches from, if its
+    /// clients are limited.
+    pub client: Option<IpAddr>,
+}
+
+/// Streams one game may have. A seat's own streams are counted apart from spectators, so
+/// however many spectators come, each player still gets its stream.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct TooManyWatchers(pub usize);
+pub struct WatchLimits {
+    /// Spectators of the game.
+    pub spectators: usize,
+    /// Streams of one seat (its player's devices and reconnections).
+    pub per_seat: usize,
+    /// Spectators on one connection; 0 = no limit.
+    pub per_connection: usize,
+    /// Spectators from one client; 0 = no limit.
+    pub per_client: usize,
+}
+
+/// Which limit a new watch would go over. The number is the limit.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TooManyWatchers {
+    /// The game's spectators.
+    Game(usize),
+    /// The streams of one seat.
+    Seat(usize),
+    /// The spectators on one connection.
+    Connection(usize),
+    /// The spectators from one client.
+    Client(usize),
+}
+
+impl fmt::Display for TooManyWatchers {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            TooManyWatchers::Game(max) => {
+                write!(f, "this game already has {max} spectators (the limit)")
+            }
+            TooManyWatchers::Seat(max) => write!(
+                f,
+                "your seat already has {max} streams open on this game (the limit); close one first"
+            ),
+            TooManyWatchers::Connection(max) => write!(
+                f,
+                "this connection already has {max} streams watching this game (the limit per connection)"
+            ),
+            TooManyWatchers::Client(max) => write!(
+                f,
+                "your address already has {max} streams watching this game (the limit per client)"
+            ),
+        }
+    }
+}
 
 /// Counts one watcher of a game while alive.
 #[derive(Debug)]
 pub struct WatcherGuard {
     hub: Arc<Hub>,
     id: GameId,
+    watcher: Watcher,
+}
+
+fn below<K: Eq + Hash>(counts: &HashMap<K, usize>, key: Option<K>, max: usize) -> bool {
+    max == 0 || key.is_none_or(|key| counts.get(&key).copied().unwrap_or(0) < max)
+}
+
+fn count<K: Eq + Hash>(counts: &mut HashMap<K, usize>, key: Option<K>) {
+    if let Some(key) = key {
+        *counts.entry(key).or_insert(0) += 1;
+    }
+}
+
+fn uncount<K: Eq + Hash>(counts: &mut HashMap<K, usize>, key: Option<K>) {
+    if let Some(key) = key {
+        if let Some(n) = counts.get_mut(&key) {
+            *n -= 1;
+            if *n == 0 {
+                counts.remove(&key);
+            }
+        }
+    }
 }
 
 impl Hub {
@@ -62,7 +157,7 @@ impl Hub {
             .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
-    /// Subscribes to a game's events.
+    /// Subscribes a spectator, limited only by the number of spectators, to a game's events.
     ///
     /// # Errors
     ///
@@ -72,24 +167,85 @@ impl Hub {
         id: &GameId,
         max_watchers: usize,
     ) -> Result<(broadcast::Receiver<Arc<GameEvent>>, WatcherGuard), TooManyWatchers> {
+        let limits = WatchLimits {
+            spectators: max_watchers,
+            per_seat: 0,
+            per_connection: 0,
+            per_client: 0,
+        };
+        self.subscribe_game_as(id, Watcher::default(), limits)
+    }
+
+    /// Subscribes `watcher` to a game's events, within `limits`.
+    ///
+    /// # Errors
+    ///
+    /// [`TooManyWatchers`] naming the limit the watch would go over.
+    pub fn subscribe_game_as(
+        self: &Arc<Self>,
+        id: &GameId,
+        watcher: Watcher,
+        limits: WatchLimits,
+    ) -> Result<(broadcast::Receiver<Arc<GameEvent>>, WatcherGuard), TooManyWatchers> {
         let mut games = self.games();
         let channel = games.entry(id.clone()).or_insert_with(|| Channel {
             tx: broadcast::channel(self.capacity).0,
-            watchers: 0,
+            spectators: 0,
+            seats: ByPlayer::default(),
+            per_connection: HashMap::new(),
+            per_client: HashMap::new(),
         });
-        if channel.watchers >= max_watchers {
-            if channel.watchers == 0 {
+        let refused = match watcher.seat {
+            Some(seat) if channel.seats[seat] >= limits.per_seat => {
+                Some(TooManyWatchers::Seat(limits.per_seat))
+            }
+            Some(_) => None,
+            None if channel.spectators >= limits.spectators => {
+                Some(TooManyWatchers::Game(limits.spectators))
+            }
+            None if !below(
+                &channel.per_connection,
+                watcher.connection,
+                limits.per_connection,
+            ) =>
+            {
+                Some(TooManyWatchers::Connection(limits.per_connection))
+            }
+            None if !below(&channel.per_client, watcher.client, limits.per_client) => {
+                Some(TooManyWatchers::Client(limits.per_client))
+            }
+            None => None,
+        };
+        if let Some(refused) = refused {
+            if channel.is_empty() {
                 games.remove(id);
             }
-            return Err(TooManyWatchers(max_watchers));
+            return Err(refused);
         }
-        channel.watchers += 1;
+        let watcher = match watcher.seat {
+            Some(seat) => {
+                channel.seats[seat] += 1;
+                // Seats are not counted per connection or client: they have their own bound.
+                Watcher {
+                    seat: Some(seat),
+                    connection: None,
+                    client: None,
+                }
+            }
+            None => {
+                channel.spectators += 1;
+                count(&mut channel.per_connection, watcher.connection);
+                count(&mut channel.per_client, watcher.client);
+                watcher
+            }
+        };
         let rx = channel.tx.subscribe();
         Ok((
             rx,
             WatcherGuard {
                 hub: Arc::clone(self),
                 id: id.clone(),
+                watcher,
             },
         ))
     }
@@ -100,10 +256,12 @@ impl Hub {
         self.lobby.subscribe()
     }
 
-    /// Number of watchers of a game.
+    /// Number of watchers of a game, spectators and seats.
     #[must_use]
     pub fn watchers(&self, id: &GameId) -> usize {
-        self.games().get(id).map_or(0, |c| c.watchers)
+        self.games().get(id).map_or(0, |c| {
+            c.spectators + c.seats[Player::First] + c.seats[Player::Second]
+        })
     }
 
     /// Publishes what a commit wrote.
@@ -134,10 +292,110 @@ impl Drop for WatcherGuard {
     fn drop(&mut self) {
         let mut games = self.hub.games();
         if let Some(channel) = games.get_mut(&self.id) {
-            channel.watchers -= 1;
-            if channel.watchers == 0 {
+            match self.watcher.seat {
+                Some(seat) => channel.seats[seat] -= 1,
+                None => {
+                    channel.spectators -= 1;
+                    uncount(&mut channel.per_connection, self.watcher.connection);
+                    uncount(&mut channel.per_client, self.watcher.client);
+                }
+            }
+            if channel.is_empty() {
                 games.remove(&self.id);
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const LIMITS: WatchLimits = WatchLimits {
+        spectators: 4,
+        per_seat: 2,
+        per_connection: 2,
+        per_client: 3,
+    };
+
+    fn spectator(connection: &str) -> Watcher {
+        let connection: SocketAddr = connection.parse().unwrap();
+        Watcher {
+            seat: None,
+            connection: Some(connection),
+            client: Some(connection.ip()),
+        }
+    }
+
+    fn seat(player: Player) -> Watcher {
+        Watcher {
+            seat: Some(player),
+            ..Watcher::default()
+        }
+    }
+
+    #[test]
+    fn spectators_are_limited_per_connection_client_and_game_and_seats_apart() {
+        let hub = Hub::new(4);
+        let id = GameId::parse("g").unwrap();
+        let watch = |watcher| hub.subscribe_game_as(&id, watcher, LIMITS).map(|(_, g)| g);
+        let a1 = "192.0.2.1:1000";
+        let mut held = vec![watch(spectator(a1)).unwrap(), watch(spectator(a1)).unwrap()];
+        assert_eq!(
+            watch(spectator(a1)).unwrap_err(),
+            TooManyWatchers::Connection(2)
+        );
+        held.push(watch(spectator("192.0.2.1:1001")).unwrap());
+        assert_eq!(
+            watch(spectator("192.0.2.1:1002")).unwrap_err(),
+            TooManyWatchers::Client(3)
+        );
+        held.push(watch(spectator("192.0.2.2:1000")).unwrap());
+        assert_eq!(
+            watch(spectator("192.0.2.3:1000")).unwrap_err(),
+            TooManyWatchers::Game(4)
+        );
+        // Unlimited spectators (no connection or client) still count towards the game.
+        assert_eq!(
+            watch(Watcher::default()).unwrap_err(),
+            TooManyWatchers::Game(4)
+        );
+        // Seats get in whatever spectators do, up to their own bound.
+        for player in Player::ALL {
+            held.push(watch(seat(player)).unwrap());
+            held.push(watch(seat(player)).unwrap());
+        }
+        assert_eq!(
+            watch(seat(Player::First)).unwrap_err(),
+            TooManyWatchers::Seat(2)
+        );
+        assert_eq!(hub.watchers(&id), 8);
+        // Places come back with the guards.
+        held.remove(0);
+        watch(spectator(a1)).unwrap();
+        drop(held);
+        assert_eq!(hub.watchers(&id), 0);
+        assert!(hub.games().is_empty(), "an unwatched game keeps no channel");
+    }
+
+    #[test]
+    fn no_connection_or_client_limit_when_zero() {
+        let hub = Hub::new(4);
+        let id = GameId::parse("g").unwrap();
+        let limits = WatchLimits {
+            per_connection: 0,
+            per_client: 0,
+            ..LIMITS
+        };
+        let held: Vec<_> = (0..4)
+            .map(|_| {
+                hub.subscribe_game_as(&id, spectator("192.0.2.1:1"), limits)
+                    .unwrap()
+            })
+            .collect();
+        assert_eq!(held.len(), 4);
+        let refused = hub.subscribe_game(&id, 4).unwrap_err();
+        assert_eq!(refused, TooManyWatchers::Game(4));
+        assert!(refused.to_string().contains("4 spectators"));
     }
 }

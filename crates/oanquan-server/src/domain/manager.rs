@@ -1,6 +1,6 @@
 //! The game service proper: every command and query, in domain types.
 
-use std::net::IpAddr;
+use std::net::{IpAddr, SocketAddr};
 use std::sync::Arc;
 use std::time::SystemTime;
 
@@ -11,8 +11,8 @@ use oanquan_ai::Level;
 
 use super::computer::{self, Computer, SearchPool};
 use super::error::GameError;
-use super::hub::Hub;
-use super::limits::OpenGames;
+use super::hub::{Hub, WatchLimits, Watcher};
+use super::limits::{OpenGames, client_key};
 use super::model::{
     GameEventKind, GameFilter, GameId, GameInfo, GameResult, GameState, GameStatus, LobbyEventKind,
     MoveLog, MoveRecord, PlayerKind, SeatInfo, Termination,
@@ -29,11 +29,21 @@ pub const MAX_PAGE_SIZE: usize = 100;
 /// A command that keeps losing optimistic-concurrency races gives up after this many tries.
 const MAX_ATTEMPTS: usize = 16;
 
+/// Streams one seat may have open on its game (see [`ManagerLimits::max_streams_per_seat`]).
+pub const DEFAULT_MAX_STREAMS_PER_SEAT: usize = 4;
+
 /// Limits the manager enforces itself (the store and the transport have their own).
 #[derive(Debug, Clone, Copy)]
 pub struct ManagerLimits {
-    /// Concurrent watchers (players included) of one game.
+    /// Concurrent spectators of one game. A seated player's own streams do not count.
     pub max_watchers_per_game: usize,
+    /// Spectator streams of one game on one connection; 0 = no limit.
+    pub max_watchers_per_connection: usize,
+    /// Spectator streams of one game from one client address; 0 = no limit.
+    pub max_watchers_per_client: usize,
+    /// Streams of one game a seated player may have with its token, besides the spectators:
+    /// room for a second device or a reconnection, too few to be an abuse.
+    pub max_streams_per_seat: usize,
     /// Games in a lobby snapshot.
     pub lobby_snapshot_limit: usize,
     /// Waiting or active games one client address may have created (0 = no limit); see
@@ -47,6 +57,9 @@ impl Default for ManagerLimits {
     fn default() -> Self {
         ManagerLimits {
             max_watchers_per_game: 100,
+            max_watchers_per_connection: 0,
+            max_watchers_per_client: 0,
+            max_streams_per_seat: DEFAULT_MAX_STREAMS_PER_SEAT,
             lobby_snapshot_limit: 200,
             max_open_games_per_client: 0,
             exempt_loopback: true,
@@ -628,7 +641,8 @@ impl GameManager {
         Ok((state.info.start, state.moves))
     }
 
-    /// Watches a game: a snapshot (no `after`, or 0) or the events after `after`, then live.
+    /// Watches a game as a spectator with no known address: a snapshot (no `after`, or 0)
+    /// or the events after `after`, then live.
     ///
     /// # Errors
     ///
@@ -639,12 +653,54 @@ impl GameManager {
         id: &GameId,
         after: Option<u64>,
     ) -> Result<Watch<GameFeed>, GameError> {
-        self.store.info(id).await.map_err(Self::not_found(id))?;
+        self.watch_game_from(id, after, None, None).await
+    }
+
+    /// Watches a game like [`GameManager::watch_game`], for a client on the connection from
+    /// `peer`. With a `token`, as that seat's player: its streams have places of their own
+    /// ([`ManagerLimits::max_streams_per_seat`]) that spectators cannot take. Without one, as a
+    /// spectator, limited per game, per connection and per client address (loopback peers are
+    /// exempt from the last two when [`ManagerLimits::exempt_loopback`] is set).
+    ///
+    /// # Errors
+    ///
+    /// [`GameError::GameNotFound`], [`GameError::WrongToken`] (not a seat of this game),
+    /// [`GameError::LimitExceeded`] naming the limit, [`GameError::SequenceAhead`].
+    pub async fn watch_game_from(
+        &self,
+        id: &GameId,
+        after: Option<u64>,
+        peer: Option<SocketAddr>,
+        token: Option<&PlayerToken>,
+    ) -> Result<Watch<GameFeed>, GameError> {
+        let seat = match token {
+            Some(token) => {
+                let state = self.store.load(id).await.map_err(Self::not_found(id))?;
+                Some(state.seat_of(&token.hash()).ok_or(GameError::WrongToken)?)
+            }
+            None => {
+                self.store.info(id).await.map_err(Self::not_found(id))?;
+                None
+            }
+        };
+        let limited = peer.filter(|peer| !(self.limits.exempt_loopback && peer.ip().is_loopback()));
+        let watcher = Watcher {
+            seat,
+            connection: limited,
+            client: limited.map(|peer| client_key(peer.ip())),
+        };
+        let limits = WatchLimits {
+            spectators: self.limits.max_watchers_per_game,
+            per_seat: self.limits.max_streams_per_seat,
+            per_connection: self.limits.max_watchers_per_connection,
+            per_client: self.limits.max_watchers_per_client,
+        };
         let (rx, guard) = self
             .hub
-            .subscribe_game(id, self.limits.max_watchers_per_game)
-            .map_err(|e| {
-                GameError::LimitExceeded(format!("this game already has {} watchers", e.0))
+            .subscribe_game_as(id, watcher, limits)
+            .map_err(|refused| {
+                debug!(game_id = %id, ?peer, %refused, "watch refused");
+                GameError::LimitExceeded(refused.to_string())
             })?;
         let feed = GameFeed {
             store: Arc::clone(&self.store),

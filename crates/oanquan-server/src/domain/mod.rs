@@ -18,8 +18,11 @@ mod token;
 mod watch;
 
 pub use error::GameError;
-pub use hub::{Hub, TooManyWatchers, WatcherGuard};
-pub use manager::{DEFAULT_PAGE_SIZE, GameManager, MAX_PAGE_SIZE, ManagerLimits, NewGame, Seated};
+pub use hub::{Hub, TooManyWatchers, WatchLimits, Watcher, WatcherGuard};
+pub use manager::{
+    DEFAULT_MAX_STREAMS_PER_SEAT, DEFAULT_PAGE_SIZE, GameManager, MAX_PAGE_SIZE, ManagerLimits,
+    NewGame, Seated,
+};
 pub use memory::{MemoryLimits, MemoryStore};
 pub use model::{
     GameEvent, GameEventKind, GameFilter, GameId, GameIdError, GameInfo, GameResult, GameState,

@@ -9,7 +9,7 @@ use super::convert;
 use super::stream::{self, StreamSettings, WatchStream};
 use super::wire::{self, Wire};
 use crate::domain::{
-    GameError, GameFeed, GameId, GameManager, LobbyFeed, NewGame, PlayerToken, WatchItem,
+    GameError, GameFeed, GameId, GameManager, LobbyFeed, NewGame, PlayerToken, Watch, WatchItem,
 };
 
 /// The GameService adapter.
@@ -43,6 +43,30 @@ fn bearer<T>(request: &Request<T>) -> Result<PlayerToken, GameError> {
         return Err(GameError::MissingToken);
     }
     Ok(PlayerToken::from_client(token))
+}
+
+/// The bearer token of a request that may come without one (`WatchGame`): `None` without
+/// `authorization` metadata; a malformed one is refused rather than ignored.
+fn optional_bearer<T>(request: &Request<T>) -> Result<Option<PlayerToken>, GameError> {
+    if request.metadata().get("authorization").is_none() {
+        return Ok(None);
+    }
+    bearer(request).map(Some)
+}
+
+/// Starts a `WatchGame` watch: as the seat of the bearer token if there is one, else as a
+/// spectator of the connection the request came on.
+async fn start_game_watch(
+    api: &GameApi,
+    request: Request<pb::WatchGameRequest>,
+) -> Result<Watch<GameFeed>, GameError> {
+    let id = game_id(&request.get_ref().game_id)?;
+    let token = optional_bearer(&request)?;
+    let peer = request.remote_addr();
+    let after = request.into_inner().after_sequence;
+    api.manager
+        .watch_game_from(&id, after, peer, token.as_ref())
+        .await
 }
 
 /// Parses the game id and notes it on the RPC's span.
@@ -80,9 +104,7 @@ pub(super) async fn watch_game_wire(
     api: &GameApi,
     request: Request<pb::WatchGameRequest>,
 ) -> Result<Response<WatchStream<Wire>>, Status> {
-    let request = request.into_inner();
-    let id = game_id(&request.game_id)?;
-    let watch = api.manager.watch_game(&id, request.after_sequence).await?;
+    let watch = start_game_watch(api, request).await?;
     Ok(Response::new(stream::spawn(
         watch,
         &api.streams,
@@ -252,9 +274,7 @@ impl pb::game_service_server::GameService for GameApi {
         &self,
         request: Request<pb::WatchGameRequest>,
     ) -> Result<Response<Self::WatchGameStream>, Status> {
-        let request = request.into_inner();
-        let id = game_id(&request.game_id)?;
-        let watch = self.manager.watch_game(&id, request.after_sequence).await?;
+        let watch = start_game_watch(self, request).await?;
         Ok(Response::new(stream::spawn(
             watch,
             &self.streams,

@@ -1,9 +1,11 @@
 //! Thin gRPC adapters over [`crate::domain`]: conversions at the edge ([`convert`]), one status
 //! table ([`status`]), and service impls that hold no logic.
 
+pub mod accept;
 pub mod connections;
 pub mod convert;
 mod game_service;
+pub mod health;
 pub mod rate_limit;
 mod rules_service;
 pub mod status;

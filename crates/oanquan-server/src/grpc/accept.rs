@@ -1,0 +1,495 @@
+//! Accepting connections: the accept loop, TLS, and a deadline on each connection's handshake.
+//!
+//! tonic would hand every accepted socket to hyper at once, and hyper waits for the client's
+//! HTTP/2 preface without a deadline: a peer that connects and sends nothing (or half a
+//! preface) holds a descriptor forever, and holds a graceful shutdown for its whole drain. So
+//! the server accepts itself ([`spawn`]): each connection gets [`Handshake::timeout`] to finish
+//! its TLS handshake (when TLS is on) and send its whole preface (the 24 fixed bytes and the
+//! SETTINGS frame after them); only then is it handed to hyper, which reads the preface again
+//! from what was buffered ([`ServerConnection`]). A connection still in its handshake belongs
+//! to a task of its own that ends when the server stops, so it never holds shutdown.
+//!
+//! The accept loop itself backs off when accepting fails for a reason that is not about one
+//! connection: with its descriptors exhausted (`EMFILE`, `ENFILE`), the listener stays
+//! readable and `accept` fails again at once, which would spin a core.
+
+use std::io;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::task::{Context, Poll};
+use std::time::Duration;
+
+use futures::{Stream, StreamExt as _};
+use tokio::io::{AsyncRead, AsyncReadExt as _, AsyncWrite, ReadBuf};
+use tokio::net::TcpStream;
+use tokio::sync::{mpsc, watch};
+use tokio_rustls::TlsAcceptor;
+use tokio_rustls::server::TlsStream;
+use tokio_stream::wrappers::ReceiverStream;
+use tonic::transport::server::{Connected, TcpConnectInfo};
+use tracing::{Instrument as _, debug, warn};
+
+use super::connections::{ConnectionLimit, CountedConnection};
+
+/// The fixed start of every HTTP/2 client connection (RFC 9113, section 3.4).
+const PREFACE: &[u8; 24] = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n";
+/// An HTTP/2 frame header: length (3 bytes), type, flags, stream id (4 bytes).
+const FRAME_HEADER: usize = 9;
+/// The type of a SETTINGS frame, which must come first.
+const SETTINGS: u8 = 4;
+/// The largest first frame (the protocol's default SETTINGS_MAX_FRAME_SIZE).
+const MAX_FIRST_FRAME: usize = 16_384;
+
+/// How long the accept loop waits after an error that is not about one connection.
+pub const ACCEPT_BACKOFF: Duration = Duration::from_millis(100);
+
+/// Connections handed to hyper but not yet taken by it.
+const READY_QUEUE: usize = 64;
+
+/// What each accepted connection goes through before hyper sees it.
+#[derive(Clone)]
+pub struct Handshake {
+    /// Per-address connection cap, checked first.
+    pub limit: Arc<ConnectionLimit>,
+    /// TLS, if on.
+    pub tls: Option<TlsAcceptor>,
+    /// Time from accept to the end of the client's preface (TLS handshake included).
+    pub timeout: Duration,
+}
+
+impl std::fmt::Debug for Handshake {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Handshake")
+            .field("tls", &self.tls.is_some())
+            .field("timeout", &self.timeout)
+            .finish_non_exhaustive()
+    }
+}
+
+/// Starts accepting from `accepted` (sockets as they are accepted, e.g. tonic's `TcpIncoming`)
+/// until `stop` turns `true`. Returns the connections whose handshake is done, for
+/// `serve_with_incoming_shutdown`, and the accept task.
+pub fn spawn<S>(
+    accepted: S,
+    handshake: Handshake,
+    stop: watch::Receiver<bool>,
+) -> (
+    ReceiverStream<io::Result<ServerConnection>>,
+    tokio::task::JoinHandle<()>,
+)
+where
+    S: Stream<Item = io::Result<TcpStream>> + Send + 'static,
+{
+    let (ready, incoming) = mpsc::channel(READY_QUEUE);
+    let loop_stop = stop.clone();
+    let task = tokio::spawn(accept_loop(Box::pin(accepted), loop_stop, move |stream| {
+        // Over the per-address cap: dropped here, which closes it.
+        let Some(counted) = handshake.limit.admit(stream) else {
+            return;
+        };
+        let peer = counted.connect_info().remote_addr();
+        let handshake = handshake.clone();
+        let ready = ready.clone();
+        let mut stop = stop.clone();
+        let task = async move {
+            let done = tokio::select! {
+                _ = stop.wait_for(|stopping| *stopping) => return,
+                done = tokio::time::timeout(handshake.timeout, shake(counted, handshake.tls)) => done,
+            };
+            match done {
+                Ok(Ok(connection)) => {
+                    // An error means the server is stopping: the connection is dropped.
+                    let _ = ready.send(Ok(connection)).await;
+                }
+                Ok(Err(error)) => debug!(%error, "connection closed during its handshake"),
+                Err(_) => debug!(
+                    timeout = ?handshake.timeout,
+                    "connection closed: no TLS handshake and HTTP/2 preface in time"
+                ),
+            }
+        };
+        tokio::spawn(task.instrument(tracing::debug_span!("handshake", ?peer)));
+    }));
+    (ReceiverStream::new(incoming), task)
+}
+
+/// Hands each connection of `accepted` to `accept` until it ends or `stop` turns `true`.
+///
+/// Errors about one connection (aborted or reset before it was taken) are skipped. Any other
+/// error (out of descriptors, of buffers, of memory) comes back at once if retried at once, so
+/// the loop waits [`ACCEPT_BACKOFF`] before it tries again, and logs once per run of errors.
+pub async fn accept_loop<S, T>(
+    mut accepted: Pin<Box<S>>,
+    mut stop: watch::Receiver<bool>,
+    mut accept: impl FnMut(T),
+) where
+    S: Stream<Item = io::Result<T>> + ?Sized,
+{
+    let mut failing: usize = 0;
+    loop {
+        let next = tokio::select! {
+            _ = stop.wait_for(|stopping| *stopping) => return,
+            next = accepted.next() => next,
+        };
+        match next {
+            None => return,
+            Some(Ok(connection)) => {
+                if failing > 0 {
+                    warn!(errors = failing, "accepting connections again");
+                    failing = 0;
+                }
+                accept(connection);
+            }
+            Some(Err(error)) if about_one_connection(&error) => {
+                debug!(%error, "a connection failed before it was accepted");
+            }
+            Some(Err(error)) => {
+                if failing == 0 {
+                    warn!(
+                        %error,
+                        backoff = ?ACCEPT_BACKOFF,
+                        "cannot accept connections (out of file descriptors?); retrying"
+                    );
+                }
+                failing += 1;
+                tokio::select! {
+                    _ = stop.wait_for(|stopping| *stopping) => return,
+                    () = tokio::time::sleep(ACCEPT_BACKOFF) => {}
+                }
+            }
+        }
+    }
+}
+
+fn about_one_connection(error: &io::Error) -> bool {
+    matches!(
+        error.kind(),
+        io::ErrorKind::ConnectionAborted
+            | io::ErrorKind::ConnectionReset
+            | io::ErrorKind::ConnectionRefused
+            | io::ErrorKind::BrokenPipe
+            | io::ErrorKind::Interrupted
+            | io::ErrorKind::WouldBlock
+            | io::ErrorKind::TimedOut
+    )
+}
+
+/// TLS (if on), then the client's preface.
+async fn shake(
+    connection: CountedConnection,
+    tls: Option<TlsAcceptor>,
+) -> io::Result<ServerConnection> {
+    let mut transport = match tls {
+        None => Transport::Plain(connection),
+        Some(tls) => Transport::Tls(Box::new(tls.accept(connection).await?)),
+    };
+    let read = read_preface(&mut transport).await?;
+    Ok(ServerConnection {
+        read,
+        replayed: 0,
+        transport,
+    })
+}
+
+/// Reads until the client's whole preface is in: the 24 fixed bytes and a SETTINGS frame.
+/// Bytes that cannot be a preface (another protocol, another first frame, an oversized one)
+/// end the wait at once: hyper then refuses the connection with the protocol's own errors.
+/// Returns every byte read.
+async fn read_preface(io: &mut (impl AsyncRead + Unpin)) -> io::Result<Vec<u8>> {
+    let mut read = Vec::with_capacity(128);
+    let mut chunk = [0_u8; 1024];
+    loop {
+        let fixed = read.len().min(PREFACE.len());
+        if read[..fixed] != PREFACE[..fixed] {
+            return Ok(read);
+        }
+        if let Some(header) = read.get(PREFACE.len()..PREFACE.len() + FRAME_HEADER) {
+            let length =
+                usize::from(header[0]) << 16 | usize::from(header[1]) << 8 | usize::from(header[2]);
+            let settings = header[3] == SETTINGS;
+            if !settings
+                || length > MAX_FIRST_FRAME
+                || read.len() >= PREFACE.len() + FRAME_HEADER + length
+            {
+                return Ok(read);
+            }
+        }
+        let n = io.read(&mut chunk).await?;
+        if n == 0 {
+            return Err(io::Error::new(
+                io::ErrorKind::UnexpectedEof,
+                "the client closed the connection before its HTTP/2 preface",
+            ));
+        }
+        read.extend_from_slice(&chunk[..n]);
+    }
+}
+
+enum Transport {
+    Plain(CountedConnection),
+    Tls(Box<TlsStream<CountedConnection>>),
+}
+
+/// A connection whose handshake is done: what was read of it while waiting for the preface,
+/// then the connection itself.
+pub struct ServerConnection {
+    read: Vec<u8>,
+    replayed: usize,
+    transport: Transport,
+}
+
+impl std::fmt::Debug for ServerConnection {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ServerConnection")
+            .field("tls", &matches!(self.transport, Transport::Tls(_)))
+            .field("to_replay", &(self.read.len() - self.replayed))
+            .finish_non_exhaustive()
+    }
+}
+
+impl Connected for ServerConnection {
+    // The TCP peer over TLS too: the rate limiter and handlers find the peer address where
+    // they look for it, and no client certificates are asked for.
+    type ConnectInfo = TcpConnectInfo;
+
+    fn connect_info(&self) -> TcpConnectInfo {
+        match &self.transport {
+            Transport::Plain(connection) => connection.connect_info(),
+            Transport::Tls(tls) => tls.get_ref().0.connect_info(),
+        }
+    }
+}
+
+impl AsyncRead for ServerConnection {
+    fn poll_read(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &mut ReadBuf<'_>,
+    ) -> Poll<io::Result<()>> {
+        let this = &mut *self;
+        if this.replayed < this.read.len() {
+            let n = buf.remaining().min(this.read.len() - this.replayed);
+            buf.put_slice(&this.read[this.replayed..this.replayed + n]);
+            this.replayed += n;
+            if this.replayed == this.read.len() {
+                this.read = Vec::new();
+                this.replayed = 0;
+            }
+            return Poll::Ready(Ok(()));
+        }
+        Pin::new(&mut this.transport).poll_read(cx, buf)
+    }
+}
+
+impl AsyncWrite for ServerConnection {
+    fn poll_write(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &[u8],
+    ) -> Poll<io::Result<usize>> {
+        Pin::new(&mut self.transport).poll_write(cx, buf)
+    }
+
+    fn poll_write_vectored(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        bufs: &[io::IoSlice<'_>],
+    ) -> Poll<io::Result<usize>> {
+        Pin::new(&mut self.transport).poll_write_vectored(cx, bufs)
+    }
+
+    fn is_write_vectored(&self) -> bool {
+        self.transport.is_write_vectored()
+    }
+
+    fn poll_flush(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        Pin::new(&mut self.transport).poll_flush(cx)
+    }
+
+    fn poll_shutdown(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        Pin::new(&mut self.transport).poll_shutdown(cx)
+    }
+}
+
+// Both kinds are `Unpin`, so each call goes straight through.
+impl AsyncRead for Transport {
+    fn poll_read(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &mut ReadBuf<'_>,
+    ) -> Poll<io::Result<()>> {
+        match self.get_mut() {
+            Transport::Plain(io) => Pin::new(io).poll_read(cx, buf),
+            Transport::Tls(io) => Pin::new(io.as_mut()).poll_read(cx, buf),
+        }
+    }
+}
+
+impl AsyncWrite for Transport {
+    fn poll_write(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &[u8],
+    ) -> Poll<io::Result<usize>> {
+        match self.get_mut() {
+            Transport::Plain(io) => Pin::new(io).poll_write(cx, buf),
+            Transport::Tls(io) => Pin::new(io.as_mut()).poll_write(cx, buf),
+        }
+    }
+
+    fn poll_write_vectored(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        bufs: &[io::IoSlice<'_>],
+    ) -> Poll<io::Result<usize>> {
+        match self.get_mut() {
+            Transport::Plain(io) => Pin::new(io).poll_write_vectored(cx, bufs),
+            Transport::Tls(io) => Pin::new(io.as_mut()).poll_write_vectored(cx, bufs),
+        }
+    }
+
+    fn is_write_vectored(&self) -> bool {
+        match self {
+            Transport::Plain(io) => io.is_write_vectored(),
+            Transport::Tls(io) => io.is_write_vectored(),
+        }
+    }
+
+    fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        match self.get_mut() {
+            Transport::Plain(io) => Pin::new(io).poll_flush(cx),
+            Transport::Tls(io) => Pin::new(io.as_mut()).poll_flush(cx),
+        }
+    }
+
+    fn poll_shutdown(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        match self.get_mut() {
+            Transport::Plain(io) => Pin::new(io).poll_shutdown(cx),
+            Transport::Tls(io) => Pin::new(io.as_mut()).poll_shutdown(cx),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+
+    use tokio::time::Instant;
+
+    use super::*;
+
+    fn emfile() -> io::Error {
+        io::Error::from_raw_os_error(24)
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn the_accept_loop_backs_off_when_out_of_descriptors() {
+        const ERRORS: usize = 20;
+        let polls = Arc::new(AtomicUsize::new(0));
+        let counted = Arc::clone(&polls);
+        // A listener out of descriptors: every accept fails at once, then one succeeds.
+        let accepted = futures::stream::iter(0..=ERRORS).map(move |i| {
+            counted.fetch_add(1, Ordering::Relaxed);
+            if i < ERRORS { Err(emfile()) } else { Ok(i) }
+        });
+        let (_stop, stopped) = watch::channel(false);
+        let mut connections = Vec::new();
+        let started = Instant::now();
+        accept_loop(Box::pin(accepted), stopped, |c| connections.push(c)).await;
+        // The clock is paused: only the loop's own waits move it.
+        let waited = started.elapsed();
+        assert_eq!(polls.load(Ordering::Relaxed), ERRORS + 1);
+        assert_eq!(connections, [ERRORS]);
+        assert!(
+            waited >= ACCEPT_BACKOFF * u32::try_from(ERRORS).unwrap(),
+            "{ERRORS} errors in {waited:?}: no back-off"
+        );
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn errors_about_one_connection_do_not_slow_accepting() {
+        let accepted = futures::stream::iter([
+            Err(io::Error::from(io::ErrorKind::ConnectionAborted)),
+            Ok(1),
+            Err(io::Error::from(io::ErrorKind::ConnectionReset)),
+            Ok(2),
+        ]);
+        let (_stop, stopped) = watch::channel(false);
+        let mut connections = Vec::new();
+        let started = Instant::now();
+        accept_loop(Box::pin(accepted), stopped, |c| connections.push(c)).await;
+        assert_eq!(connections, [1, 2]);
+        assert_eq!(started.elapsed(), Duration::ZERO);
+    }
+
+    #[tokio::test]
+    async fn the_accept_loop_ends_when_the_server_stops() {
+        let (stop, stopped) = watch::channel(false);
+        let failing = futures::stream::unfold((), |()| async {
+            tokio::task::yield_now().await;
+            Some((Err::<(), _>(emfile()), ()))
+        });
+        let looping = tokio::spawn(accept_loop(Box::pin(failing), stopped, |()| {}));
+        tokio::time::sleep(ACCEPT_BACKOFF * 3).await;
+        stop.send(true).unwrap();
+        looping.await.unwrap();
+    }
+
+    #[tokio::test]
+    async fn the_preface_is_read_whole_and_replayed() {
+        let mut settings = vec![0, 0, 6, 4, 0, 0, 0, 0, 0, 0, 3, 0, 0, 0, 100];
+        let mut preface = PREFACE.to_vec();
+        preface.append(&mut settings);
+        preface.extend_from_slice(b"more");
+        // Delivered a few bytes at a time.
+        let mut reader = chunked(&preface);
+        let read = read_preface(&mut reader).await.unwrap();
+        assert!(read.starts_with(&preface[..PREFACE.len() + FRAME_HEADER + 6]));
+        // Junk is handed over as soon as it cannot be a preface.
+        let mut junk = chunked(b"GET / HTTP/1.1\r\n\r\n");
+        let read = read_preface(&mut junk).await.unwrap();
+        assert!(read.len() < PREFACE.len(), "{read:?}");
+        for first_frame in [[0xff; 9], [0, 0, 4, 1, 0, 0, 0, 0, 1]] {
+            let mut bytes = PREFACE.to_vec();
+            bytes.extend_from_slice(&first_frame);
+            let read = read_preface(&mut chunked(&bytes)).await.unwrap();
+            assert_eq!(
+                read, bytes,
+                "handed over without waiting for the frame's payload"
+            );
+        }
+        // A client that closes mid-preface is an error.
+        let mut half = chunked(&PREFACE[..10]);
+        assert_eq!(
+            read_preface(&mut half).await.unwrap_err().kind(),
+            io::ErrorKind::UnexpectedEof
+        );
+    }
+
+    /// A reader that yields `bytes` three at a time, then EOF.
+    fn chunked(bytes: &[u8]) -> ChunkReader {
+        ChunkReader {
+            chunks: bytes.chunks(3).map(<[u8]>::to_vec).collect(),
+            next: 0,
+        }
+    }
+
+    struct ChunkReader {
+        chunks: Vec<Vec<u8>>,
+        next: usize,
+    }
+
+    impl AsyncRead for ChunkReader {
+        fn poll_read(
+            mut self: Pin<&mut Self>,
+            _cx: &mut Context<'_>,
+            buf: &mut ReadBuf<'_>,
+        ) -> Poll<io::Result<()>> {
+            if let Some(chunk) = self.chunks.get(self.next) {
+                buf.put_slice(chunk);
+                self.next += 1;
+            }
+            Poll::Ready(Ok(()))
+        }
+    }
+}

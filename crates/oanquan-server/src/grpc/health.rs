@@ -1,0 +1,119 @@
+//! `grpc.health.v1.Health`: tonic-health's service, with `Watch` streams that end when the
+//! server shuts down.
+//!
+//! tonic-health ends a `Watch` stream only when its status is removed, and a removed status
+//! answers `Check` with `NOT_FOUND`, which a load balancer draining the server must not see.
+//! Left open, a `Watch` stream holds a graceful shutdown for the whole drain timeout. So each
+//! stream here delivers every status change first (the `NOT_SERVING` the server sets before it
+//! stops is always seen) and then, once the server stops, ends with `UNAVAILABLE` like the
+//! other streams.
+
+use std::future::Future;
+use std::pin::Pin;
+use std::task::{Context, Poll};
+
+use futures::Stream;
+use tokio::sync::watch;
+use tonic::{Request, Response, Status};
+use tonic_health::pb::health_server::{Health, HealthServer};
+use tonic_health::pb::{HealthCheckRequest, HealthCheckResponse};
+use tonic_health::server::{HealthReporter, HealthService};
+
+/// The health service; see the module docs.
+#[derive(Debug)]
+pub struct HealthApi {
+    inner: HealthService,
+    shutdown: watch::Receiver<bool>,
+}
+
+impl HealthApi {
+    /// The service answering from `reporter`'s statuses, whose `Watch` streams end when
+    /// `shutdown` turns `true`.
+    #[must_use]
+    pub fn server(reporter: HealthReporter, shutdown: watch::Receiver<bool>) -> HealthServer<Self> {
+        HealthServer::new(HealthApi {
+            inner: HealthService::from_health_reporter(reporter),
+            shutdown,
+        })
+    }
+}
+
+#[tonic::async_trait]
+impl Health for HealthApi {
+    async fn check(
+        &self,
+        request: Request<HealthCheckRequest>,
+    ) -> Result<Response<HealthCheckResponse>, Status> {
+        self.inner.check(request).await
+    }
+
+    type WatchStream = HealthWatch;
+
+    async fn watch(
+        &self,
+        request: Request<HealthCheckRequest>,
+    ) -> Result<Response<HealthWatch>, Status> {
+        let inner = self.inner.watch(request).await?.into_inner();
+        let mut shutdown = self.shutdown.clone();
+        Ok(Response::new(HealthWatch {
+            inner,
+            stopping: Some(Box::pin(async move {
+                // An error means the server dropped the sender: stopping as well.
+                let _ = shutdown.wait_for(|stopping| *stopping).await;
+            })),
+            stopped: false,
+            ended: false,
+        }))
+    }
+}
+
+/// A `Watch` stream of [`HealthApi`].
+pub struct HealthWatch {
+    inner: <HealthService as Health>::WatchStream,
+    /// Resolves when the server stops; `None` once it has (it must not be polled again).
+    stopping: Option<Pin<Box<dyn Future<Output = ()> + Send>>>,
+    stopped: bool,
+    ended: bool,
+}
+
+impl std::fmt::Debug for HealthWatch {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("HealthWatch")
+            .field("stopped", &self.stopped)
+            .field("ended", &self.ended)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Stream for HealthWatch {
+    type Item = Result<HealthCheckResponse, Status>;
+
+    fn poll_next(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
+        if self.ended {
+            return Poll::Ready(None);
+        }
+        if let Some(stopping) = self.stopping.as_mut() {
+            if stopping.as_mut().poll(cx).is_ready() {
+                self.stopping = None;
+                self.stopped = true;
+            }
+        }
+        // The status before the end: the server turns NOT_SERVING before it stops, and a
+        // watcher must hear that rather than only see the stream end.
+        match Pin::new(&mut self.inner).poll_next(cx) {
+            Poll::Ready(Some(item)) => return Poll::Ready(Some(item)),
+            Poll::Ready(None) => {
+                self.ended = true;
+                return Poll::Ready(None);
+            }
+            Poll::Pending => {}
+        }
+        if !self.stopped {
+            return Poll::Pending;
+        }
+        self.ended = true;
+        Poll::Ready(Some(Err(Status::unavailable(
+            "server is shutting down; watch health again on another server or after the restart",
+        ))))
+    }
+}
