@@ -482,7 +482,7 @@ async fn play_game(
                 pb::PlayMoveRequest {
                     game_id: id.clone(),
                     r#move: Some(pb::Move {
-                        square: u32::from(mv.square),
+                        square: Some(u32::from(mv.square)),
                         direction: direction.into(),
                     }),
                     expected_ply: Some(position.ply()),

@@ -93,13 +93,19 @@ pub fn player(value: i32, field: &str) -> Result<Player> {
 /// A move.
 pub fn mv(mv: Option<&pb::Move>, field: &str) -> Result<Move> {
     let mv = mv.ok_or_else(|| GameError::invalid(field, "a move is required"))?;
-    let square = u8::try_from(mv.square)
+    let square = mv.square.ok_or_else(|| {
+        GameError::invalid(
+            sub(field, "square"),
+            "a square (1 to 5 or 7 to 11) is required",
+        )
+    })?;
+    let square = u8::try_from(square)
         .ok()
         .filter(|&s| usize::from(s) < SQUARES)
         .ok_or_else(|| {
             GameError::invalid(
                 sub(field, "square"),
-                format!("{} is not a ring square; squares are 0 to 11", mv.square),
+                format!("{square} is not a ring square; squares are 0 to 11"),
             )
         })?;
     let direction = match pb::Direction::try_from(mv.direction) {
@@ -444,7 +450,7 @@ pub fn notation(position: &Position) -> String {
 #[must_use]
 pub fn move_out(mv: Move) -> pb::Move {
     pb::Move {
-        square: u32::from(mv.square),
+        square: Some(u32::from(mv.square)),
         direction: match mv.direction {
             Direction::Right => pb::Direction::Right,
             Direction::Left => pb::Direction::Left,
@@ -462,19 +468,19 @@ pub fn step_out(step: &Step) -> pb::Step {
             stones,
             relay,
         } => StepKind::PickUp(pb::step::PickUp {
-            square: square.into(),
+            square: Some(square.into()),
             stones: stones.into(),
             relay,
         }),
         Step::Sow { square } => StepKind::Sow(pb::step::Sow {
-            square: square.into(),
+            square: Some(square.into()),
         }),
         Step::StopAtMandarin { square } => StepKind::StopAtMandarin(pb::step::StopAtMandarin {
-            square: square.into(),
+            square: Some(square.into()),
         }),
         Step::StopTwoEmpty { gap, next } => StepKind::StopTwoEmpty(pb::step::StopTwoEmpty {
-            gap: gap.into(),
-            next: next.into(),
+            gap: Some(gap.into()),
+            next: Some(next.into()),
         }),
         Step::Capture {
             player,
@@ -482,18 +488,18 @@ pub fn step_out(step: &Step) -> pb::Step {
             stones,
             pieces,
         } => StepKind::Capture(pb::step::Capture {
-            square: square.into(),
+            square: Some(square.into()),
             stones: stones.into(),
             pieces: pieces.into(),
             player: player_out(player),
         }),
         Step::CaptureProtected { square } => {
             StepKind::CaptureProtected(pb::step::CaptureProtected {
-                square: square.into(),
+                square: Some(square.into()),
             })
         }
         Step::CaptureImmature { square } => StepKind::CaptureImmature(pb::step::CaptureImmature {
-            square: square.into(),
+            square: Some(square.into()),
         }),
         Step::Refill {
             player,
@@ -997,7 +1003,8 @@ mod tests {
         }
         let bad = |square, direction| pb::Move { square, direction };
         assert_eq!(field_of(mv(None, "move").unwrap_err()), "move");
-        for square in [12, 255, 256, u32::MAX] {
+        // Unset is not square 0: presence is what lets square 0 show in JSON.
+        for square in [None, Some(12), Some(255), Some(256), Some(u32::MAX)] {
             assert_eq!(
                 field_of(mv(Some(&bad(square, 1)), "move").unwrap_err()),
                 "move.square"
@@ -1005,7 +1012,7 @@ mod tests {
         }
         for direction in [0, 3, -1] {
             assert_eq!(
-                field_of(mv(Some(&bad(1, direction)), "move").unwrap_err()),
+                field_of(mv(Some(&bad(Some(1), direction)), "move").unwrap_err()),
                 "move.direction"
             );
         }
@@ -1037,7 +1044,7 @@ mod tests {
         assert!(matches!(
             steps.last().and_then(|s| s.kind.as_ref()),
             Some(StepKind::Capture(pb::step::Capture {
-                square: 2,
+                square: Some(2),
                 stones: 6,
                 ..
             }))
