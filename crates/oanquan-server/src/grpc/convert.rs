@@ -229,16 +229,34 @@ pub fn position(position: Option<&pb::Position>, rules: Rules, field: &str) -> R
     let pair = |pair: Option<&pb::PlayerPair>| {
         pair.map_or_else(ByPlayer::default, |p| ByPlayer::new(p.first, p.second))
     };
+    let to_move = optional_player(p.to_move, &sub(field, "to_move"))?;
     let setup = Setup {
         squares: twelve(&p.squares, field, "squares", false)?,
         // No entries = no pieces, so stone-setup clients need not send twelve zeros.
         pieces: twelve(&p.pieces, field, "pieces", true)?,
         captured: pair(p.captured.as_ref()),
         captured_pieces: pair(p.captured_pieces.as_ref()),
-        to_move: player(p.to_move, &sub(field, "to_move"))?,
+        to_move: to_move.unwrap_or(Player::First),
         ply: p.ply,
     };
-    Position::from_setup(setup, rules).map_err(|e| {
+    let checked = Position::from_setup(setup, rules);
+    if to_move.is_none() {
+        // Nobody is to move in a finished position (how outputs show one), and such a position
+        // must be accepted back as it is; its end does not depend on who would have moved.
+        match checked {
+            Ok(position) if position.is_over() => return Ok(position),
+            Ok(_) | Err(PositionError::MoverHasNoStones) => {
+                return Err(GameError::invalid(
+                    sub(field, "to_move"),
+                    "must be PLAYER_FIRST or PLAYER_SECOND: only a finished position has no \
+                     player to move, and this one is not over by the rule set's end condition \
+                     or ply limit (the only ends a position shows without its game's history)",
+                ));
+            }
+            Err(_) => {}
+        }
+    }
+    checked.map_err(|e| {
         let name = match e {
             PositionError::Rules(_) => return GameError::invalid("rules", e.to_string()),
             PositionError::NegativeStones { .. } => sub(field, "squares"),
@@ -369,7 +387,8 @@ fn position_with_notation(position: &Position, notation: String) -> pb::Position
         captured: pair(position.captured()),
         captured_pieces: pair(position.captured_pieces().map(i32::from)),
         scores: pair(position.scores()),
-        to_move: player_out(position.to_move()),
+        // Nobody is to move once the game is over.
+        to_move: optional_player_out((!position.is_over()).then(|| position.to_move())),
         ply: position.ply(),
         over: position.is_over(),
         end_reason: end_reason_out(position.end_reason()).into(),
@@ -456,6 +475,21 @@ pub fn move_out(mv: Move) -> pb::Move {
             Direction::Left => pb::Direction::Left,
         }
         .into(),
+    }
+}
+
+/// A position's legal moves, and whether (and how) it is over instead.
+#[must_use]
+pub fn legal_moves_out(position: &Position) -> pb::LegalMovesResponse {
+    pb::LegalMovesResponse {
+        moves: position
+            .legal_moves()
+            .iter()
+            .map(|&mv| move_out(mv))
+            .collect(),
+        over: position.is_over(),
+        end_reason: end_reason_out(position.end_reason()).into(),
+        outcome: outcome_out(position.outcome()).into(),
     }
 }
 
