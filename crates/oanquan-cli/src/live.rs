@@ -463,7 +463,7 @@ mod tests {
         // A record with nothing in it still prints.
         assert_eq!(
             move_line(&MoveRecord::default(), 0),
-            "move 0: ? plays ? ? (ring 0 ?), captured 0, score 0:0"
+            "move 0: ? plays ? ? (ring ? ?), captured 0, score 0:0"
         );
     }
 
