@@ -926,6 +926,30 @@ mod tests {
     }
 
     #[test]
+    fn a_finished_position_names_nobody_and_reads_back() {
+        // At the ply limit with SECOND to move: over whoever would move.
+        let setup = Setup {
+            to_move: Player::Second,
+            ply: Rules::STANDARD.max_plies,
+            ..Setup::start(&Rules::STANDARD)
+        };
+        let finished = Position::from_setup(setup, Rules::STANDARD).unwrap();
+        let out = position_out(&finished);
+        assert!(out.over);
+        assert_eq!(out.to_move(), pb::Player::Unspecified);
+        let back = position(Some(&out), Rules::STANDARD, "p").unwrap();
+        assert!(back.is_over());
+        assert_eq!(back.end_reason(), finished.end_reason());
+        assert_eq!(
+            Setup {
+                to_move: Player::Second,
+                ..back.to_setup()
+            },
+            setup
+        );
+    }
+
+    #[test]
     fn notation_matches_display() {
         let mut seed = 11_u64;
         let mut seen = 0;
