@@ -24,7 +24,11 @@ def move_numbers(events):
 def test_rules_service_presets_and_legal_moves(client):
     presets = client.rules.ListPresets(rules_pb2.ListPresetsRequest(), timeout=oq.CALL_TIMEOUT).presets
     assert presets[0].name == "standard"
-    moves = client.rules.LegalMoves(rules_pb2.LegalMovesRequest(), timeout=oq.CALL_TIMEOUT).moves
+    legal = client.rules.LegalMoves(rules_pb2.LegalMovesRequest(), timeout=oq.CALL_TIMEOUT)
+    assert not legal.over
+    moves = legal.moves
+    # Ring indices have presence (square 0 is a square, not "unset"): every move names its square.
+    assert all(m.HasField("square") for m in moves)
     # From the start position FIRST may sow any of squares 1..5 either way.
     assert {(m.square, m.direction) for m in moves} == {
         (s, d) for s in range(1, 6) for d in (rules_pb2.DIRECTION_LEFT, rules_pb2.DIRECTION_RIGHT)
@@ -180,10 +184,14 @@ def test_apply_move_replays_a_served_game(client):
         assert applied.position == record.position, f"move {record.number}"
         assert list(applied.steps) == list(record.steps), f"move {record.number}"
         position = applied.position
-    # After the last move the game is over: no legal moves remain.
-    assert list(client.rules.LegalMoves(
+    # After the last move the game is over: nobody is to move, no legal moves remain, and
+    # LegalMoves says why.
+    assert position.over and position.to_move == rules_pb2.PLAYER_UNSPECIFIED
+    legal = client.rules.LegalMoves(
         rules_pb2.LegalMovesRequest(rules=rules, position=position), timeout=oq.CALL_TIMEOUT
-    ).moves) == []
+    )
+    assert list(legal.moves) == []
+    assert legal.over and legal.end_reason == final.result.end_reason
 
 
 def test_lobby_stream_resumes_after_its_last_sequence(client):

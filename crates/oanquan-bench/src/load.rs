@@ -248,7 +248,7 @@ pub async fn run_games(pool: &Pool, load: &GameLoad) -> LoadStats {
 
 fn to_pb(mv: Move) -> pb::Move {
     pb::Move {
-        square: u32::from(mv.square),
+        square: Some(u32::from(mv.square)),
         direction: match mv.direction {
             Direction::Left => pb::Direction::Left,
             Direction::Right => pb::Direction::Right,

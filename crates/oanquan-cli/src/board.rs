@@ -260,26 +260,26 @@ pub fn replay_step(
     let slot = |ring: u32| usize::try_from(ring).ok().filter(|i| *i < 12);
     match step.kind.as_ref()? {
         step::Kind::PickUp(p) => {
-            let i = slot(p.square)?;
+            let i = slot(p.square?)?;
             board.squares[i] = 0;
             *hand = p.stones;
-            Some(p.square)
+            p.square
         }
         step::Kind::Sow(s) => {
-            let i = slot(s.square)?;
+            let i = slot(s.square?)?;
             board.squares[i] = board.squares[i].saturating_add(1);
             *hand = hand.saturating_sub(1);
-            Some(s.square)
+            s.square
         }
         step::Kind::Capture(c) => {
-            let i = slot(c.square)?;
+            let i = slot(c.square?)?;
             board.squares[i] = 0;
             board.pieces[i] = 0;
             if let Some(side) = Side::from_i32(c.player) {
                 let gained = i64::from(c.stones) + i64::from(c.pieces) * i64::from(quan_value);
                 *board.score(side) += gained;
             }
-            Some(c.square)
+            c.square
         }
         step::Kind::Refill(r) => {
             let side = Side::from_i32(r.player)?;
@@ -312,12 +312,13 @@ pub fn replay_step(
     }
 }
 
-/// Squares in trace lines are ring indices, mandarin squares marked `Q`: `Q0`, `Q6`.
-fn sq(ring: u32) -> String {
-    if ring == 0 || ring == 6 {
-        format!("Q{ring}")
-    } else {
-        ring.to_string()
+/// Squares in trace lines are ring indices, mandarin squares marked `Q`: `Q0`, `Q6`; `?` if the
+/// server left the square out (it never does).
+fn sq(ring: Option<u32>) -> String {
+    match ring {
+        Some(ring @ (0 | 6)) => format!("Q{ring}"),
+        Some(ring) => ring.to_string(),
+        None => "?".to_owned(),
     }
 }
 
@@ -554,19 +555,19 @@ mod tests {
     /// RULES.md example 2: (1, +1) from the start captures square 2.
     fn example_two() -> Vec<Step> {
         let mut steps = vec![st(Kind::PickUp(step::PickUp {
-            square: 1,
+            square: Some(1),
             stones: 5,
             relay: false,
         }))];
-        steps.extend((2..=6).map(|s| st(Kind::Sow(step::Sow { square: s }))));
+        steps.extend((2..=6).map(|s| st(Kind::Sow(step::Sow { square: Some(s) }))));
         steps.push(st(Kind::PickUp(step::PickUp {
-            square: 7,
+            square: Some(7),
             stones: 5,
             relay: true,
         })));
-        steps.extend([8, 9, 10, 11, 0].map(|s| st(Kind::Sow(step::Sow { square: s }))));
+        steps.extend([8, 9, 10, 11, 0].map(|s| st(Kind::Sow(step::Sow { square: Some(s) }))));
         steps.push(st(Kind::Capture(step::Capture {
-            square: 2,
+            square: Some(2),
             stones: 6,
             pieces: 0,
             player: 1,
@@ -586,7 +587,7 @@ mod tests {
         assert_eq!(hand, 0);
         // Out-of-range squares and empty steps are ignored, not a panic.
         let junk = [
-            st(Kind::Sow(step::Sow { square: 99 })),
+            st(Kind::Sow(step::Sow { square: Some(99) })),
             Step { kind: None },
             st(Kind::Refill(step::Refill {
                 player: 9,

@@ -160,7 +160,7 @@ pub fn move_line(record: &MoveRecord, quan_value: u32) -> String {
         record.number,
         side.map_or("?", Side::name),
         local.map_or_else(|| "? ?".to_owned(), |m| m.to_string()),
-        mv.square,
+        mv.square.map_or_else(|| "?".to_owned(), |s| s.to_string()),
         scores.first,
         scores.second,
     )
@@ -528,12 +528,12 @@ mod tests {
             number: 2,
             player: 2,
             r#move: Some(Move {
-                square: 8,
+                square: Some(8),
                 direction: Direction::Left.into(),
             }),
             steps: vec![Step {
                 kind: Some(step::Kind::Capture(step::Capture {
-                    square: 3,
+                    square: Some(3),
                     stones: 6,
                     pieces: 1,
                     player: 2,
@@ -555,7 +555,7 @@ mod tests {
         // A record with nothing in it still prints.
         assert_eq!(
             move_line(&MoveRecord::default(), 0),
-            "move 0: ? plays ? ? (ring 0 ?), captured 0, score 0:0"
+            "move 0: ? plays ? ? (ring ? ?), captured 0, score 0:0"
         );
     }
 

@@ -154,7 +154,7 @@ pub struct LocalMove {
 impl LocalMove {
     pub fn to_proto(self, side: Side) -> Move {
         Move {
-            square: side.ring_offset() + u32::from(self.square),
+            square: Some(side.ring_offset() + u32::from(self.square)),
             direction: self.dir.to_proto().into(),
         }
     }
@@ -163,7 +163,7 @@ impl LocalMove {
     /// direction is unset (a server would never send that, but the client must not panic).
     pub fn from_proto(side: Side, mv: &Move) -> Option<Self> {
         Some(Self {
-            square: side.local_square(mv.square)?,
+            square: side.local_square(mv.square?)?,
             dir: Dir::from_proto(Direction::try_from(mv.direction).ok()?)?,
         })
     }
@@ -347,7 +347,7 @@ mod tests {
             dir: Dir::Left,
         }
         .to_proto(Side::First);
-        assert_eq!((m.square, m.direction()), (1, Direction::Left));
+        assert_eq!((m.square, m.direction()), (Some(1), Direction::Left));
         assert_eq!(Side::First.own_ring_squares(), [1, 2, 3, 4, 5]);
     }
 
@@ -361,13 +361,13 @@ mod tests {
         }
         .to_proto(Side::Second);
         // Own leftmost square, sown to the right = toward 8 = +1 = proto RIGHT.
-        assert_eq!((m.square, m.direction()), (7, Direction::Right));
+        assert_eq!((m.square, m.direction()), (Some(7), Direction::Right));
         let m = LocalMove {
             square: 5,
             dir: Dir::Left,
         }
         .to_proto(Side::Second);
-        assert_eq!((m.square, m.direction()), (11, Direction::Left));
+        assert_eq!((m.square, m.direction()), (Some(11), Direction::Left));
     }
 
     #[test]
@@ -384,17 +384,17 @@ mod tests {
             }
         }
         let foreign = Move {
-            square: 8,
+            square: Some(8),
             direction: Direction::Left.into(),
         };
         assert_eq!(LocalMove::from_proto(Side::First, &foreign), None);
         let unset = Move {
-            square: 2,
+            square: Some(2),
             direction: 0,
         };
         assert_eq!(LocalMove::from_proto(Side::First, &unset), None);
         let junk = Move {
-            square: u32::MAX,
+            square: Some(u32::MAX),
             direction: 77,
         };
         assert_eq!(LocalMove::from_proto(Side::Second, &junk), None);

@@ -137,7 +137,7 @@ mod tests {
         use super::v1;
 
         let mv = v1::Move {
-            square: 3,
+            square: Some(3),
             direction: v1::Direction::Right.into(),
         };
         let decoded = v1::Move::decode(mv.encode_to_vec().as_slice()).expect("decodes");

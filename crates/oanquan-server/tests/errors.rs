@@ -107,12 +107,14 @@ async fn every_error_code() {
 
     let (id, first, second) = started(&mut client, "standard").await;
 
-    // Malformed moves.
+    // Malformed moves. A missing square is not square 0 (a mandarin square, so that would be an
+    // illegal move, not a malformed one).
     for (square, direction, field) in [
-        (12, 1, "move.square"),
-        (u32::MAX, 1, "move.square"),
-        (1, 0, "move.direction"),
-        (1, 7, "move.direction"),
+        (None, 1, "move.square"),
+        (Some(12), 1, "move.square"),
+        (Some(u32::MAX), 1, "move.square"),
+        (Some(1), 0, "move.direction"),
+        (Some(1), 7, "move.direction"),
     ] {
         let status = client
             .play_move(authed(

@@ -499,7 +499,7 @@ async fn bad_input_matrix_over_every_rpc() {
             play_req(
                 &id,
                 Some(pb::Move {
-                    square: 1,
+                    square: Some(1),
                     direction: 9
                 })
             ),

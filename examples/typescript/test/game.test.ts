@@ -48,7 +48,8 @@ const moveNumbers = (events: GameEvent[]) =>
 test("RulesService lists presets and legal moves", async () => {
   const { presets } = await api.rules.listPresets({});
   assert.equal(presets[0]?.name, "standard");
-  const { moves } = await api.rules.legalMoves({});
+  const { moves, over } = await api.rules.legalMoves({});
+  assert.equal(over, false);
   // From the start position FIRST may sow any of squares 1..5 either way.
   assert.equal(moves.length, 10);
   assert.deepEqual(new Set(moves.map((m) => m.square)), new Set([1, 2, 3, 4, 5]));
@@ -105,7 +106,7 @@ test("a full game, watched with a dropped and resumed stream", async () => {
 
   // The streamed moves are exactly the game's moves.
   const listed = await api.games.listMoves({ gameId: final.id });
-  const key = (r: { number: number; move?: { square: number; direction: Direction } }) =>
+  const key = (r: { number: number; move?: { square?: number; direction: Direction } }) =>
     `${r.number}:${r.move?.square}:${r.move?.direction}`;
   const streamed = watcher.events.flatMap((e) => (e.kind.case === "movePlayed" ? [e.kind.value.record!] : []));
   assert.deepEqual(streamed.map(key), listed.moves.map(key));

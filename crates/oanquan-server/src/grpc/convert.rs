@@ -94,13 +94,19 @@ pub fn player(value: i32, field: &str) -> Result<Player> {
 /// A move.
 pub fn mv(mv: Option<&pb::Move>, field: &str) -> Result<Move> {
     let mv = mv.ok_or_else(|| GameError::invalid(field, "a move is required"))?;
-    let square = u8::try_from(mv.square)
+    let square = mv.square.ok_or_else(|| {
+        GameError::invalid(
+            sub(field, "square"),
+            "a square (1 to 5 or 7 to 11) is required",
+        )
+    })?;
+    let square = u8::try_from(square)
         .ok()
         .filter(|&s| usize::from(s) < SQUARES)
         .ok_or_else(|| {
             GameError::invalid(
                 sub(field, "square"),
-                format!("{} is not a ring square; squares are 0 to 11", mv.square),
+                format!("{square} is not a ring square; squares are 0 to 11"),
             )
         })?;
     let direction = match pb::Direction::try_from(mv.direction) {
@@ -265,17 +271,34 @@ pub fn position(position: Option<&pb::Position>, rules: Rules, field: &str) -> R
     let pair = |pair: Option<&pb::PlayerPair>| {
         pair.map_or_else(ByPlayer::default, |p| ByPlayer::new(p.first, p.second))
     };
+    let to_move = optional_player(p.to_move, &sub(field, "to_move"))?;
     let setup = Setup {
         squares: twelve(&p.squares, field, "squares", false)?,
         // No entries = no pieces, so stone-setup clients need not send twelve zeros.
         pieces: twelve(&p.pieces, field, "pieces", true)?,
         captured: pair(p.captured.as_ref()),
         captured_pieces: pair(p.captured_pieces.as_ref()),
-        to_move: player(p.to_move, &sub(field, "to_move"))?,
+        to_move: to_move.unwrap_or(Player::First),
         ply: p.ply,
     };
-    Position::from_setup(setup, rules)
-        .map_err(|e| GameError::invalid(position_error_field(&e, field), e.to_string()))
+    let checked = Position::from_setup(setup, rules);
+    if to_move.is_none() {
+        // Nobody is to move in a finished position (how outputs show one), and such a position
+        // must be accepted back as it is; its end does not depend on who would have moved.
+        match checked {
+            Ok(position) if position.is_over() => return Ok(position),
+            Ok(_) | Err(PositionError::MoverHasNoStones) => {
+                return Err(GameError::invalid(
+                    sub(field, "to_move"),
+                    "must be PLAYER_FIRST or PLAYER_SECOND: only a finished position has no \
+                     player to move, and this one is not over by the rule set's end condition \
+                     or ply limit (the only ends a position shows without its game's history)",
+                ));
+            }
+            Err(_) => {}
+        }
+    }
+    checked.map_err(|e| GameError::invalid(position_error_field(&e, field), e.to_string()))
 }
 
 /// A listing filter.
@@ -395,7 +418,8 @@ fn position_with_notation(position: &Position, notation: String) -> pb::Position
         captured: pair(position.captured()),
         captured_pieces: pair(position.captured_pieces().map(i32::from)),
         scores: pair(position.scores()),
-        to_move: player_out(position.to_move()),
+        // Nobody is to move once the game is over.
+        to_move: optional_player_out((!position.is_over()).then(|| position.to_move())),
         ply: position.ply(),
         over: position.is_over(),
         end_reason: end_reason_out(position.end_reason()).into(),
@@ -476,12 +500,27 @@ pub fn notation(position: &Position) -> String {
 #[must_use]
 pub fn move_out(mv: Move) -> pb::Move {
     pb::Move {
-        square: u32::from(mv.square),
+        square: Some(u32::from(mv.square)),
         direction: match mv.direction {
             Direction::Right => pb::Direction::Right,
             Direction::Left => pb::Direction::Left,
         }
         .into(),
+    }
+}
+
+/// A position's legal moves, and whether (and how) it is over instead.
+#[must_use]
+pub fn legal_moves_out(position: &Position) -> pb::LegalMovesResponse {
+    pb::LegalMovesResponse {
+        moves: position
+            .legal_moves()
+            .iter()
+            .map(|&mv| move_out(mv))
+            .collect(),
+        over: position.is_over(),
+        end_reason: end_reason_out(position.end_reason()).into(),
+        outcome: outcome_out(position.outcome()).into(),
     }
 }
 
@@ -494,19 +533,19 @@ pub fn step_out(step: &Step) -> pb::Step {
             stones,
             relay,
         } => StepKind::PickUp(pb::step::PickUp {
-            square: square.into(),
+            square: Some(square.into()),
             stones: stones.into(),
             relay,
         }),
         Step::Sow { square } => StepKind::Sow(pb::step::Sow {
-            square: square.into(),
+            square: Some(square.into()),
         }),
         Step::StopAtMandarin { square } => StepKind::StopAtMandarin(pb::step::StopAtMandarin {
-            square: square.into(),
+            square: Some(square.into()),
         }),
         Step::StopTwoEmpty { gap, next } => StepKind::StopTwoEmpty(pb::step::StopTwoEmpty {
-            gap: gap.into(),
-            next: next.into(),
+            gap: Some(gap.into()),
+            next: Some(next.into()),
         }),
         Step::Capture {
             player,
@@ -514,18 +553,18 @@ pub fn step_out(step: &Step) -> pb::Step {
             stones,
             pieces,
         } => StepKind::Capture(pb::step::Capture {
-            square: square.into(),
+            square: Some(square.into()),
             stones: stones.into(),
             pieces: pieces.into(),
             player: player_out(player),
         }),
         Step::CaptureProtected { square } => {
             StepKind::CaptureProtected(pb::step::CaptureProtected {
-                square: square.into(),
+                square: Some(square.into()),
             })
         }
         Step::CaptureImmature { square } => StepKind::CaptureImmature(pb::step::CaptureImmature {
-            square: square.into(),
+            square: Some(square.into()),
         }),
         Step::Refill {
             player,
@@ -918,6 +957,30 @@ mod tests {
     }
 
     #[test]
+    fn a_finished_position_names_nobody_and_reads_back() {
+        // At the ply limit with SECOND to move: over whoever would move.
+        let setup = Setup {
+            to_move: Player::Second,
+            ply: Rules::STANDARD.max_plies,
+            ..Setup::start(&Rules::STANDARD)
+        };
+        let finished = Position::from_setup(setup, Rules::STANDARD).unwrap();
+        let out = position_out(&finished);
+        assert!(out.over);
+        assert_eq!(out.to_move(), pb::Player::Unspecified);
+        let back = position(Some(&out), Rules::STANDARD, "p").unwrap();
+        assert!(back.is_over());
+        assert_eq!(back.end_reason(), finished.end_reason());
+        assert_eq!(
+            Setup {
+                to_move: Player::Second,
+                ..back.to_setup()
+            },
+            setup
+        );
+    }
+
+    #[test]
     fn notation_matches_display() {
         let mut seed = 11_u64;
         let mut seen = 0;
@@ -1049,7 +1112,8 @@ mod tests {
         }
         let bad = |square, direction| pb::Move { square, direction };
         assert_eq!(field_of(mv(None, "move").unwrap_err()), "move");
-        for square in [12, 255, 256, u32::MAX] {
+        // Unset is not square 0: presence is what lets square 0 show in JSON.
+        for square in [None, Some(12), Some(255), Some(256), Some(u32::MAX)] {
             assert_eq!(
                 field_of(mv(Some(&bad(square, 1)), "move").unwrap_err()),
                 "move.square"
@@ -1057,7 +1121,7 @@ mod tests {
         }
         for direction in [0, 3, -1] {
             assert_eq!(
-                field_of(mv(Some(&bad(1, direction)), "move").unwrap_err()),
+                field_of(mv(Some(&bad(Some(1), direction)), "move").unwrap_err()),
                 "move.direction"
             );
         }
@@ -1089,7 +1153,7 @@ mod tests {
         assert!(matches!(
             steps.last().and_then(|s| s.kind.as_ref()),
             Some(StepKind::Capture(pb::step::Capture {
-                square: 2,
+                square: Some(2),
                 stones: 6,
                 ..
             }))

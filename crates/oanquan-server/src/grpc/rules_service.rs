@@ -50,13 +50,7 @@ impl pb::rules_service_server::RulesService for RulesApi {
         let request = request.into_inner();
         let (rules, _) = convert::rules_spec(request.rules.as_ref(), "rules")?;
         let position = convert::position(request.position.as_ref(), rules, "position")?;
-        Ok(Response::new(pb::LegalMovesResponse {
-            moves: position
-                .legal_moves()
-                .iter()
-                .map(|&mv| convert::move_out(mv))
-                .collect(),
-        }))
+        Ok(Response::new(convert::legal_moves_out(&position)))
     }
 
     async fn apply_move(

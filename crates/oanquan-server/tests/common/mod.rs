@@ -152,7 +152,7 @@ pub async fn started(client: &mut Games, preset_name: &str) -> (String, String, 
 
 pub fn mv(square: u32, direction: pb::Direction) -> Option<pb::Move> {
     Some(pb::Move {
-        square,
+        square: Some(square),
         direction: direction.into(),
     })
 }
