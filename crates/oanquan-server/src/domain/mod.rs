@@ -27,7 +27,10 @@ pub use model::{
     GameEvent, GameEventKind, GameFilter, GameId, GameIdError, GameInfo, GameResult, GameState,
     GameStatus, LobbyEvent, LobbyEventKind, MoveLog, MoveRecord, PlayerKind, SeatInfo, Termination,
 };
-pub use sqlite::{APPLICATION_ID, MAX_BATCH, OpenError, SCHEMA_VERSION, SqliteStore};
+pub use sqlite::{
+    APPLICATION_ID, BackupError, BackupReport, MAX_BATCH, OpenError, SCHEMA_VERSION, SqliteStore,
+    backup,
+};
 pub use store::{Commit, Committed, GameStore, Page, Since, StoreError, StoreFuture};
 pub use token::{PlayerToken, TokenHash};
 pub use watch::{Feed, GameFeed, LobbyFeed, Sequenced, Watch, WatchItem};

@@ -30,6 +30,7 @@
 //! watchers; a shared, multi-node deployment is what the PostgreSQL seam in [`GameStore`]'s
 //! docs is for.
 
+mod backup;
 mod codec;
 mod schema;
 
@@ -48,6 +49,7 @@ use rusqlite::{Connection, ErrorCode, OptionalExtension as _, TransactionBehavio
 use tokio::sync::{oneshot, watch};
 use tracing::{debug, error, info, warn};
 
+pub use self::backup::{BackupError, BackupReport, backup};
 use self::codec::{
     GameEventDto, History, InfoDto, LobbyEventDto, parse_player, player_name, status_name,
     time_from_db, time_to_db,

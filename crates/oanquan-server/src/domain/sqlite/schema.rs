@@ -273,15 +273,15 @@ pub(super) fn lock(path: &Path) -> Result<FileLock, OpenError> {
 pub(super) const BUSY_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(5);
 
 /// What the header of a database file says.
-struct Header {
+pub(super) struct Header {
     /// No application id, no schema version, no tables: a new file, ours to set up.
-    blank: bool,
+    pub(super) blank: bool,
     /// `user_version`: our schema version (0 when blank).
-    version: i32,
+    pub(super) version: i32,
 }
 
 /// Reads the header and refuses a file that is another application's or from a newer server.
-fn vet_header(conn: &Connection, path: &Path) -> Result<Header, OpenError> {
+pub(super) fn vet_header(conn: &Connection, path: &Path) -> Result<Header, OpenError> {
     let (application_id, version, tables): (i32, i32, i64) = conn
         .query_row(
             "SELECT (SELECT application_id FROM pragma_application_id),
