@@ -420,11 +420,36 @@ async fn wait_for_health(
     assert_eq!(seen, Ok(true), "health never turned {wanted:?}");
 }
 
-/// A full disk (simulated with `max_page_count`, which SQLite enforces like a full disk):
-/// UNAVAILABLE with a message to retry, health NOT_SERVING on every service while it lasts,
-/// reads still served, and SERVING again by itself once writes fit.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_full_disk_answers_unavailable_and_health_recovers_by_itself() {
+/// A fault of the writing connection, and its cure.
+type Fault = fn(&mut rusqlite::Connection);
+
+/// `max_page_count` at the current size: SQLite refuses to grow the file with SQLITE_FULL,
+/// "database or disk is full", as on a full disk.
+fn fill_the_disk(conn: &mut rusqlite::Connection) {
+    let pages: i64 = conn
+        .query_row("PRAGMA page_count", [], |row| row.get(0))
+        .unwrap();
+    conn.pragma_update(None, "max_page_count", pages).unwrap();
+}
+
+fn free_the_disk(conn: &mut rusqlite::Connection) {
+    conn.pragma_update(None, "max_page_count", 1_073_741_823)
+        .unwrap();
+}
+
+/// `query_only`: every write fails with SQLITE_READONLY, as when the file turns read-only.
+fn make_read_only(conn: &mut rusqlite::Connection) {
+    conn.pragma_update(None, "query_only", true).unwrap();
+}
+
+fn make_writable(conn: &mut rusqlite::Connection) {
+    conn.pragma_update(None, "query_only", false).unwrap();
+}
+
+/// While `fault` lasts: UNAVAILABLE with a message to retry, health NOT_SERVING on every
+/// service, reads still served. After `cure`: SERVING again by itself, with no request, and
+/// writes work.
+async fn writes_fail_then_recover(fault: Fault, cure: Fault) {
     let dir = tempfile::tempdir().unwrap();
     let store = Arc::new(SqliteStore::open(dir.path().join("oanquan.db")).unwrap());
     let served = serve(Arc::clone(&store) as Arc<dyn GameStore>).await;
@@ -449,16 +474,9 @@ async fn a_full_disk_answers_unavailable_and_health_recovers_by_itself() {
     }
     let (kept, _) = create(&mut client, "standard").await;
 
-    let full = store
-        .on_writer_for_tests(|conn| {
-            let pages: i64 = conn
-                .query_row("PRAGMA page_count", [], |row| row.get(0))
-                .unwrap();
-            conn.pragma_update(None, "max_page_count", pages).unwrap();
-        })
-        .await;
-    assert!(full.is_some());
+    assert!(store.on_writer_for_tests(fault).await.is_some());
     let mut refused = None;
+    // A full "disk" refuses the first commit that needs a new page, a few games in.
     for _ in 0..200 {
         let created = client
             .create_game(pb::CreateGameRequest {
@@ -474,7 +492,7 @@ async fn a_full_disk_answers_unavailable_and_health_recovers_by_itself() {
             break;
         }
     }
-    let status = refused.expect("the database filled up");
+    let status = refused.expect("writes fail");
     assert_eq!(status.code(), Code::Unavailable, "{status:?}");
     assert!(
         status.message().contains("storage unavailable"),
@@ -484,22 +502,14 @@ async fn a_full_disk_answers_unavailable_and_health_recovers_by_itself() {
     for statuses in &mut watches {
         wait_for_health(statuses, ServingStatus::NotServing).await;
     }
-    // Reads go on meanwhile.
     client
         .get_game(pb::GetGameRequest {
             game_id: kept.id.clone(),
         })
         .await
-        .unwrap();
+        .expect("reads go on");
 
-    // Space again: health turns SERVING with no request needed, and writes work.
-    store
-        .on_writer_for_tests(|conn| {
-            conn.pragma_update(None, "max_page_count", 1_073_741_823)
-                .unwrap();
-        })
-        .await
-        .unwrap();
+    assert!(store.on_writer_for_tests(cure).await.is_some());
     for statuses in &mut watches {
         wait_for_health(statuses, ServingStatus::Serving).await;
     }
@@ -507,6 +517,16 @@ async fn a_full_disk_answers_unavailable_and_health_recovers_by_itself() {
     drop(watches);
     let _ = served.stop.send(());
     served.handle.await.unwrap().unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_full_disk_answers_unavailable_and_health_recovers_by_itself() {
+    writes_fail_then_recover(fill_the_disk, free_the_disk).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_database_turned_read_only_answers_unavailable_and_recovers_by_itself() {
+    writes_fail_then_recover(make_read_only, make_writable).await;
 }
 
 async fn refused(path: &Path) -> OpenError {

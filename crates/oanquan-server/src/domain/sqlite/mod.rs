@@ -124,6 +124,13 @@ impl Damage {
         }
     }
 
+    fn contains(&self, what: &str) -> bool {
+        self.reported
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .contains(what)
+    }
+
     /// Reports `result`'s error if it says a game is damaged.
     fn check<T>(&self, result: Result<T, StoreError>) -> Result<T, StoreError> {
         if let Err(error @ StoreError::Damaged { id, .. }) = &result {
@@ -373,7 +380,13 @@ fn check_unfinished(conn: &Connection, path: &Path, damage: &Damage) -> Result<(
         .prepare("SELECT id FROM games WHERE status IN ('waiting', 'active') ORDER BY ord")
         .and_then(|mut statement| {
             statement
-                .query_map([], |row| row.get(0))?
+                .query_map([], |row| {
+                    // Lossy: a damaged id is one broken game below, not a refused database.
+                    Ok(
+                        String::from_utf8_lossy(row.get_ref(0)?.as_bytes().unwrap_or_default())
+                            .into_owned(),
+                    )
+                })?
                 .collect::<Result<_, _>>()
         })
         .map_err(error)?;
@@ -1382,22 +1395,33 @@ impl GameStore for SqliteStore {
     }
 
     fn open_games_by_creator(&self) -> StoreFuture<'_, Vec<(GameId, IpAddr)>> {
-        self.read(|conn| {
+        let damage = Arc::clone(&self.damage);
+        self.read(move |conn| {
             let mut statement = conn
                 .prepare_cached(
                     "SELECT id, creator FROM games
                      WHERE status IN ('waiting', 'active') AND creator IS NOT NULL",
                 )
                 .map_err(backend)?;
+            // Lossy text: a damaged byte must cost one row, not the server's start.
             let rows: Vec<(String, String)> = statement
-                .query_map([], |row| Ok((row.get(0)?, row.get(1)?)))
+                .query_map([], |row| {
+                    let text = |index| {
+                        row.get_ref(index)
+                            .map(|value| String::from_utf8_lossy(value.as_bytes().unwrap_or_default()).into_owned())
+                    };
+                    Ok((text(0)?, text(1)?))
+                })
                 .and_then(Iterator::collect)
                 .map_err(backend)?;
-            // A row that does not parse is skipped with a warning: it only loosens a limit.
+            // A row that does not parse is skipped with a warning: it only loosens a limit. A
+            // damaged game is not counted either: nothing can end it, so it would hold its
+            // creator's slot for ever.
             Ok(rows
                 .into_iter()
                 .filter_map(|(id, creator)| {
                     match (GameId::parse(&id), creator.parse::<IpAddr>()) {
+                        (Ok(id), _) if damage.contains(&format!("game {id}")) => None,
                         (Ok(id), Ok(ip)) => Some((id, ip)),
                         _ => {
                             warn!(game_id = %id, %creator, "unreadable creator address; not counted");
@@ -1695,6 +1719,51 @@ mod tests {
         drop(store);
         let store = SqliteStore::open(dir.path().join("games.db")).unwrap();
         assert_eq!(store.info(&id).await.unwrap(), before.info);
+    }
+
+    #[tokio::test]
+    async fn a_damaged_open_game_does_not_hold_its_creators_slot() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("games.db");
+        let store: Arc<dyn GameStore> = Arc::new(SqliteStore::open(&path).unwrap());
+        let (games, _hub) = manager(Arc::clone(&store));
+        let ip: IpAddr = "192.0.2.7".parse().unwrap();
+        let mut ids = Vec::new();
+        for _ in 0..2 {
+            let created = games
+                .create_game_from(
+                    Some(ip),
+                    NewGame {
+                        rules: Preset::Standard.rules(),
+                        preset: None,
+                        start: None,
+                        seat: Some(Player::First),
+                        display_name: "Lan".to_owned(),
+                        computer: None,
+                    },
+                )
+                .await
+                .unwrap();
+            ids.push(created.game.id);
+        }
+        drop(games);
+        drop(store);
+        Connection::open(&path)
+            .unwrap()
+            .execute(
+                "UPDATE games SET info = '{\"broken' WHERE id = ?1",
+                [ids[0].as_str()],
+            )
+            .unwrap();
+        let store = SqliteStore::open(&path).unwrap();
+        assert_eq!(
+            store.open_games_by_creator().await.unwrap(),
+            [(ids[1].clone(), ip)]
+        );
+        assert!(matches!(
+            store.info(&ids[0]).await,
+            Err(StoreError::Damaged { id, .. }) if id == ids[0]
+        ));
     }
 
     #[test]
