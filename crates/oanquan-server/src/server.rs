@@ -225,7 +225,7 @@ pub enum ServeError {
 /// # Errors
 ///
 /// [`ServeError::Storage`] for a database that is corrupt, another application's, from a newer
-/// server, or unreadable; such a file is left untouched.
+/// server, empty, unreadable or not writable; such a file is left untouched.
 pub async fn open_store(config: &Config) -> Result<Arc<dyn GameStore>, ServeError> {
     Ok(match &config.storage {
         Storage::InMemory => Arc::new(MemoryStore::new(MemoryLimits {
@@ -259,8 +259,10 @@ pub async fn run(
 
 /// Serves the API on `listener` from `store` until `shutdown` resolves, then drains: health
 /// turns NOT_SERVING, every open stream ends with UNAVAILABLE (telling the client the sequence
-/// to resume from), and calls still running after `config.drain_timeout` are abandoned.
-/// `config.storage` is not looked at: `store` is used as it is.
+/// to resume from), calls still running after `config.drain_timeout` are abandoned, and
+/// `store` is closed ([`GameStore::close`]). While it serves, health is NOT_SERVING whenever
+/// the store says it cannot write ([`GameStore::writable`]). `config.storage` is not looked
+/// at: `store` is used as it is.
 ///
 /// # Errors
 ///

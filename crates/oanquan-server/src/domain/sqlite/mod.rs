@@ -21,6 +21,23 @@
 //! latest state of each game being played is also kept in memory by the writer (see [`Cache`]),
 //! so a move does not start by reading and replaying its whole game.
 //!
+//! # Faults
+//!
+//! * A game whose stored data does not decode is [`StoreError::Damaged`] for its own reads,
+//!   and skipped (logged once, see [`Damage`]) by listings, lobby snapshots and lobby logs: one
+//!   damaged row must not hide every other game. A commit is decoded again before it is written
+//!   and refused if it would not read back as accepted.
+//! * A write that fails for a lasting reason of the file or the disk (full, read-only, I/O) is
+//!   [`StoreError::Unavailable`] and turns [`GameStore::writable`] `false`; the writer then
+//!   probes with backoff ([`probe`]) and turns it `true` at the first write that succeeds.
+//!
+//! # Closing
+//!
+//! [`GameStore::close`] (or dropping the store) closes the readers first and the writer last:
+//! SQLite folds the WAL into the file and removes the `-wal` and `-shm` files only when its
+//! last connection closes, and a read-only connection cannot. The writer checkpoints with
+//! `TRUNCATE` before it closes, so a clean stop leaves the database file alone, complete.
+//!
 //! # One server per file
 //!
 //! A store holds an exclusive lock on `<database>.lock` while it is open (see
