@@ -568,3 +568,32 @@ async fn a_read_only_database_is_refused_at_start() {
     assert!(error.to_string().contains("write permission"), "{error}");
     assert_eq!(std::fs::read(&path).unwrap(), bytes, "untouched");
 }
+
+#[test]
+fn the_binary_refuses_an_empty_file_before_listening() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("oanquan.db");
+    std::fs::write(&path, b"").unwrap();
+    let output = std::process::Command::new(env!("CARGO_BIN_EXE_oanquan-server"))
+        .args(["--listen", "127.0.0.1:0", "--database"])
+        .arg(&path)
+        .env_remove("OANQUAN_IN_MEMORY")
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(1), "{output:?}");
+    assert!(output.stdout.is_empty(), "nothing listens: {output:?}");
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(stderr.contains("empty file"), "{stderr}");
+    assert!(stderr.contains("delete it"), "says what to do: {stderr}");
+    assert_eq!(std::fs::metadata(&path).unwrap().len(), 0, "untouched");
+    let mut left: Vec<_> = std::fs::read_dir(dir.path())
+        .unwrap()
+        .map(|entry| entry.unwrap().file_name())
+        .collect();
+    left.sort();
+    assert_eq!(
+        left,
+        ["oanquan.db", "oanquan.db.lock"],
+        "no -wal or -shm made"
+    );
+}
