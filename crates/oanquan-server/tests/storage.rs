@@ -548,24 +548,71 @@ async fn an_empty_file_is_refused_not_taken_for_a_new_database() {
     assert_eq!(std::fs::metadata(&path).unwrap().len(), 0, "untouched");
 }
 
-/// Only meaningful where permissions bind: for root (CAP_DAC_OVERRIDE) a read-only file is
-/// writable, and the test says so rather than pretend.
+/// Runs the server, which must exit by itself: one that starts serving instead is killed, so
+/// that the test fails rather than hangs.
+fn refused_by_binary(command: &mut std::process::Command) -> std::process::Output {
+    let mut child = command
+        .env_remove("OANQUAN_IN_MEMORY")
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    while child.try_wait().unwrap().is_none() {
+        if std::time::Instant::now() > deadline {
+            child.kill().unwrap();
+            break;
+        }
+        // std has no wait with a timeout.
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    child.wait_with_output().unwrap()
+}
+
+/// A database file its user cannot write (its folder writable) is refused before listening,
+/// saying what to fix. Permissions do not bind root, so as root the server runs as `nobody`
+/// (through `setpriv`) on files owned by `nobody`.
 #[cfg(unix)]
-#[tokio::test]
-async fn a_read_only_database_is_refused_at_start() {
-    use std::os::unix::fs::PermissionsExt as _;
+#[test]
+fn the_binary_refuses_a_read_only_database_before_listening() {
+    use std::os::unix::fs::{PermissionsExt as _, chown};
+    const NOBODY: u32 = 65_534;
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("oanquan.db");
     drop(SqliteStore::open(&path).unwrap());
     std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o444)).unwrap();
-    if std::fs::OpenOptions::new().write(true).open(&path).is_ok() {
-        eprintln!("skipped: this user can write read-only files (root)");
-        return;
-    }
+    let privileged = std::fs::OpenOptions::new().write(true).open(&path).is_ok();
+    let server = env!("CARGO_BIN_EXE_oanquan-server");
+    let mut command = if privileged {
+        for entry in std::fs::read_dir(dir.path()).unwrap() {
+            chown(entry.unwrap().path(), Some(NOBODY), Some(NOBODY)).unwrap();
+        }
+        chown(dir.path(), Some(NOBODY), Some(NOBODY)).unwrap();
+        let mut command = std::process::Command::new("setpriv");
+        command.args([
+            &format!("--reuid={NOBODY}"),
+            &format!("--regid={NOBODY}"),
+            "--clear-groups",
+            server,
+        ]);
+        command
+    } else {
+        std::process::Command::new(server)
+    };
     let bytes = std::fs::read(&path).unwrap();
-    let error = refused(&path).await;
-    assert!(matches!(error, OpenError::NotWritable { .. }), "{error}");
-    assert!(error.to_string().contains("write permission"), "{error}");
+    let output = refused_by_binary(
+        command
+            .args(["--listen", "127.0.0.1:0", "--database"])
+            .arg(&path),
+    );
+    assert_eq!(output.status.code(), Some(1), "{output:?}");
+    assert!(output.stdout.is_empty(), "nothing listens: {output:?}");
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(stderr.contains("cannot be written"), "{stderr}");
+    assert!(
+        stderr.contains("write permission"),
+        "says what to do: {stderr}"
+    );
     assert_eq!(std::fs::read(&path).unwrap(), bytes, "untouched");
 }
 
@@ -574,12 +621,11 @@ fn the_binary_refuses_an_empty_file_before_listening() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("oanquan.db");
     std::fs::write(&path, b"").unwrap();
-    let output = std::process::Command::new(env!("CARGO_BIN_EXE_oanquan-server"))
-        .args(["--listen", "127.0.0.1:0", "--database"])
-        .arg(&path)
-        .env_remove("OANQUAN_IN_MEMORY")
-        .output()
-        .unwrap();
+    let output = refused_by_binary(
+        std::process::Command::new(env!("CARGO_BIN_EXE_oanquan-server"))
+            .args(["--listen", "127.0.0.1:0", "--database"])
+            .arg(&path),
+    );
     assert_eq!(output.status.code(), Some(1), "{output:?}");
     assert!(output.stdout.is_empty(), "nothing listens: {output:?}");
     let stderr = String::from_utf8_lossy(&output.stderr);
