@@ -108,7 +108,26 @@ impl Server {
     /// As [`Server::start`].
     pub fn start_with(extra: &[&str]) -> Self {
         let mut command = Command::new(&binaries().server);
-        command.args(extra).stderr(Stdio::inherit());
+        command
+            .args(extra)
+            .arg("--in-memory")
+            .stderr(Stdio::inherit());
+        Self::spawn(command)
+    }
+
+    /// [`Server::start_with`] on the SQLite database file `database` instead of in memory.
+    ///
+    /// # Panics
+    ///
+    /// As [`Server::start`].
+    pub fn start_on(database: &Path, extra: &[&str]) -> Self {
+        let mut command = Command::new(&binaries().server);
+        command
+            .args(extra)
+            .arg("--database")
+            .arg(database)
+            .env_remove("OANQUAN_IN_MEMORY")
+            .stderr(Stdio::inherit());
         Self::spawn(command)
     }
 
@@ -122,6 +141,7 @@ impl Server {
         let mut command = Command::new(&binaries().server);
         command
             .args(extra)
+            .arg("--in-memory")
             .env("RUST_LOG", rust_log)
             .env("NO_COLOR", "1")
             .stderr(file);
@@ -130,7 +150,7 @@ impl Server {
 
     fn spawn(mut command: Command) -> Self {
         let mut child = command
-            .args(["--listen", "127.0.0.1:0", "--in-memory"])
+            .args(["--listen", "127.0.0.1:0"])
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
             .spawn()
@@ -157,6 +177,32 @@ impl Server {
 
     pub fn url(&self) -> String {
         format!("http://{}", self.addr)
+    }
+
+    /// Stops the server with SIGTERM, as an operator would, and waits for it to exit.
+    ///
+    /// # Panics
+    ///
+    /// If the signal cannot be sent or the server has not exited within [`STEP_TIMEOUT`].
+    pub fn terminate(mut self) -> ExitStatus {
+        let sent = Command::new("kill")
+            .args(["-TERM", &self.child.id().to_string()])
+            .status()
+            .expect("run kill");
+        assert!(sent.success(), "kill -TERM failed");
+        let deadline = Instant::now() + STEP_TIMEOUT;
+        loop {
+            if let Some(status) = self.child.try_wait().expect("wait for the server") {
+                return status;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "the server did not stop on SIGTERM"
+            );
+            // No child-exit notification in std short of blocking in `wait`, which could not
+            // time out.
+            thread::sleep(Duration::from_millis(20));
+        }
     }
 }
 

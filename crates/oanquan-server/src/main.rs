@@ -6,6 +6,8 @@
 //!
 //! The database is opened and checked before the listener is bound: a database that cannot be
 //! used is reported on stderr with exit status 1 and nothing is printed on stdout.
+//!
+//! `oanquan-server backup --database PATH --to FILE` copies a database instead of serving it.
 
 use std::io::{IsTerminal as _, Write as _};
 use std::net::SocketAddr;
@@ -16,7 +18,7 @@ use std::time::Duration;
 use anyhow::Context as _;
 use clap::error::ErrorKind;
 use clap::parser::ValueSource;
-use clap::{CommandFactory as _, FromArgMatches as _, Parser};
+use clap::{CommandFactory as _, FromArgMatches as _, Parser, Subcommand};
 use oanquan_server::domain::limits::RateLimit;
 use oanquan_server::{Config, Storage, TlsIdentity};
 use tokio::net::TcpListener;
@@ -32,18 +34,31 @@ use tokio::net::TcpListener;
 /// Per-client limits (--rate-limit, --max-open-games-per-client, --max-connections-per-client,
 /// --max-analyses-per-client, --max-spectators-per-client) count by peer address (IPv6 by /64);
 /// behind a reverse proxy enforce them at the proxy instead.
+///
+/// `oanquan-server backup` copies a database safely while a server runs on it (see STORAGE.md).
 #[derive(Debug, Parser)]
-#[command(name = "oanquan-server", version, about, long_about)]
+#[command(
+    name = "oanquan-server",
+    version,
+    about,
+    long_about,
+    args_conflicts_with_subcommands = true
+)]
 struct Args {
+    /// Without a subcommand, the server runs.
+    #[command(subcommand)]
+    command: Option<Command>,
+
     /// Address to listen on; port 0 picks a free port (printed on stdout).
     #[arg(long, env = "OANQUAN_LISTEN", default_value = "127.0.0.1:50051")]
     listen: SocketAddr,
 
-    /// SQLite database file holding every game, move and event (created if missing, with its
-    /// `-wal` and `-shm` companions next to it). A move is acknowledged only once it is on disk,
-    /// and a restart resumes games and watch streams. A file that is corrupt, another
-    /// application's or from a newer server is refused and left untouched. See STORAGE.md for
-    /// backups.
+    /// SQLite database file holding every game, move and event; created only where no file is.
+    /// While the server runs SQLite keeps `-wal` and `-shm` files next to it (and the server a
+    /// `.lock`); a clean stop folds the WAL in and removes both, so the file alone holds every
+    /// game. A move is acknowledged only once it is on disk, and a restart resumes games and
+    /// watch streams. A file that is empty, corrupt, read-only, another application's or from a
+    /// newer server is refused and left untouched. See STORAGE.md for backups.
     // Not `conflicts_with = "in_memory"`: clap would count OANQUAN_IN_MEMORY=0 as present and
     // refuse every database; Args::try_parse_checked refuses the combination only when on.
     #[arg(
@@ -225,6 +240,60 @@ struct Args {
     /// it gets RESOURCE_EXHAUSTED with a retry delay. 0 = refuse at once.
     #[arg(long, env = "OANQUAN_ANALYSIS_QUEUE_TIMEOUT", default_value = "500ms", value_parser = parse_duration)]
     analysis_queue_timeout: Duration,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Copy a database to a new file, safely while a server runs on it.
+    ///
+    /// Uses SQLite's online backup: the copy is one consistent moment of the database, taken
+    /// through SQLite's own locking while the server keeps writing (it does not need the
+    /// server's .lock). The copy is a single file (no -wal), checked (integrity check,
+    /// application id, schema version) before it is renamed into place; start a server on it
+    /// with --database to restore. Prints one line on success; exits 1 on any error, leaving
+    /// no partial file. See STORAGE.md.
+    Backup(BackupArgs),
+}
+
+#[derive(Debug, clap::Args)]
+struct BackupArgs {
+    /// The database to copy.
+    #[arg(
+        long,
+        env = "OANQUAN_DATABASE",
+        value_name = "PATH",
+        default_value = "oanquan.db"
+    )]
+    database: PathBuf,
+
+    /// The file to write. Refused if it exists, unless --force.
+    #[arg(long, value_name = "FILE")]
+    to: PathBuf,
+
+    /// Replace FILE if it exists (only once the new copy is complete and checked).
+    #[arg(long)]
+    force: bool,
+}
+
+/// Runs `oanquan-server backup`.
+fn backup(args: &BackupArgs) -> ExitCode {
+    match oanquan_server::domain::backup(&args.database, &args.to, args.force) {
+        Ok(report) => {
+            println!(
+                "backed up {} to {}: {} games, {} bytes, schema version {}, integrity ok",
+                args.database.display(),
+                report.to.display(),
+                report.games,
+                report.bytes,
+                report.schema_version,
+            );
+            ExitCode::SUCCESS
+        }
+        Err(error) => {
+            eprintln!("oanquan-server backup: {error}");
+            ExitCode::FAILURE
+        }
+    }
 }
 
 /// `500ms`, `15s`, `2m`, or a bare number of seconds.
@@ -415,6 +484,9 @@ fn main() -> ExitCode {
         .with_writer(std::io::stderr)
         .with_ansi(std::io::stderr().is_terminal())
         .init();
+    if let Some(Command::Backup(backup_args)) = &args.command {
+        return backup(backup_args);
+    }
     let runtime = match tokio::runtime::Runtime::new() {
         Ok(runtime) => runtime,
         Err(error) => {
@@ -581,6 +653,41 @@ mod tests {
         assert_eq!(off.idle_game_timeout, None);
         assert!(!off.exempt_loopback);
         assert!(Args::try_parse_from(["oanquan-server", "--tls-cert", "c.pem"]).is_err());
+    }
+
+    #[test]
+    fn backup_is_a_subcommand_and_the_server_flags_stay_top_level() {
+        let args = Args::try_parse_from([
+            "oanquan-server",
+            "backup",
+            "--database",
+            "a.db",
+            "--to",
+            "b.db",
+        ])
+        .unwrap();
+        assert!(matches!(
+            args.command,
+            Some(Command::Backup(BackupArgs { ref database, ref to, force: false }))
+                if database == Path::new("a.db") && to == Path::new("b.db")
+        ));
+        let args = Args::try_parse_from([
+            "oanquan-server",
+            "--listen",
+            "127.0.0.1:0",
+            "--database",
+            "a.db",
+        ])
+        .unwrap();
+        assert!(args.command.is_none());
+        assert!(
+            Args::try_parse_from(["oanquan-server", "backup"]).is_err(),
+            "--to is needed"
+        );
+        assert!(
+            Args::try_parse_from(["oanquan-server", "--in-memory", "backup", "--to", "b"]).is_err(),
+            "server flags do not mix with backup"
+        );
     }
 
     #[test]

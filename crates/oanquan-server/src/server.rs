@@ -265,7 +265,7 @@ pub enum ServeError {
 /// # Errors
 ///
 /// [`ServeError::Storage`] for a database that is corrupt, another application's, from a newer
-/// server, or unreadable; such a file is left untouched.
+/// server, empty, unreadable or not writable; such a file is left untouched.
 pub async fn open_store(config: &Config) -> Result<Arc<dyn GameStore>, ServeError> {
     Ok(match &config.storage {
         Storage::InMemory => Arc::new(MemoryStore::new(MemoryLimits {
@@ -299,8 +299,10 @@ pub async fn run(
 
 /// Serves the API on `listener` from `store` until `shutdown` resolves, then drains: health
 /// turns NOT_SERVING, every open stream ends with UNAVAILABLE (telling the client the sequence
-/// to resume from), and calls still running after `config.drain_timeout` are abandoned.
-/// `config.storage` is not looked at: `store` is used as it is.
+/// to resume from), calls still running after `config.drain_timeout` are abandoned, and
+/// `store` is closed ([`GameStore::close`]). While it serves, health is NOT_SERVING whenever
+/// the store says it cannot write ([`GameStore::writable`]). `config.storage` is not looked
+/// at: `store` is used as it is.
 ///
 /// # Errors
 ///
@@ -329,9 +331,10 @@ pub async fn run_with_store(
         exempt_loopback: config.exempt_loopback,
     });
     let computer = Computer::new(Arc::clone(&searches), config.computer_move_time);
+    let writable = store.writable();
     let manager = Arc::new(
         GameManager::new(
-            store,
+            Arc::clone(&store),
             hub,
             ManagerLimits {
                 max_watchers_per_game: config.max_watchers_per_game,
@@ -380,6 +383,15 @@ pub async fn run_with_store(
             .set_service_status(name, ServingStatus::Serving)
             .await;
     }
+    // NOT_SERVING while the store cannot write (a full disk, a read-only file), SERVING again
+    // once it can; until shutdown, which has the last word.
+    let storage_health = writable.map(|writable| {
+        AbortOnDrop(tokio::spawn(follow_storage(
+            writable,
+            health.clone(),
+            stop_rx.clone(),
+        )))
+    });
 
     let reflection = || {
         tonic_reflection::server::Builder::configure()
@@ -447,6 +459,11 @@ pub async fn run_with_store(
     }
 
     info!(drain_timeout = ?config.drain_timeout, "shutting down");
+    if let Some(follower) = storage_health {
+        // Stopped (not just told to) before NOT_SERVING is set, so it cannot undo it.
+        follower.0.abort();
+        follower.join().await;
+    }
     for name in std::iter::once("").chain(HEALTH_SERVICES) {
         health
             .set_service_status(name, ServingStatus::NotServing)
@@ -468,8 +485,33 @@ pub async fn run_with_store(
     {
         warn!("the computer player did not stop in time");
     }
+    // Tasks that outlived the drain may still hold the store: close it explicitly, so that
+    // the database file alone holds every game once the process exits.
+    store.close().await;
     info!("stopped");
     Ok(())
+}
+
+/// Sets every health service from the store's `writable` until `stop` turns `true`.
+async fn follow_storage(
+    mut writable: watch::Receiver<bool>,
+    health: tonic_health::server::HealthReporter,
+    mut stop: watch::Receiver<bool>,
+) {
+    loop {
+        let status = if *writable.borrow_and_update() {
+            ServingStatus::Serving
+        } else {
+            ServingStatus::NotServing
+        };
+        for name in std::iter::once("").chain(HEALTH_SERVICES) {
+            health.set_service_status(name, status).await;
+        }
+        tokio::select! {
+            changed = writable.changed() => if changed.is_err() { return },
+            _ = stop.wait_for(|stopping| *stopping) => return,
+        }
+    }
 }
 
 /// Aborts a task when dropped.

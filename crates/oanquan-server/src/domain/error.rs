@@ -71,6 +71,12 @@ pub enum GameError {
         /// The last sequence there is.
         last: u64,
     },
+    /// The game's stored data is damaged: it cannot be loaded, the rest of the service goes on.
+    #[error(
+        "game {0} cannot be read: its stored data is damaged. Other games are not affected; \
+         retrying does not help. Tell the server's operator, whose log names this game"
+    )]
+    GameDamaged(GameId),
     /// The server is shutting down or the store is unreachable.
     #[error("{0}")]
     Unavailable(String),

@@ -116,6 +116,11 @@ impl From<StoreError> for GameError {
             StoreError::Conflict { .. } => GameError::Unavailable(
                 "the game is changing too fast to apply this request; retry".to_owned(),
             ),
+            StoreError::Damaged { id, .. } => GameError::GameDamaged(id),
+            // The detail (disk full, read-only, I/O) is logged by the store.
+            StoreError::Unavailable(_) => GameError::Unavailable(
+                "storage unavailable: the server cannot use its database right now; nothing was changed, retry later".to_owned(),
+            ),
             StoreError::NotFound | StoreError::Backend(_) => GameError::Internal(error.to_string()),
         }
     }

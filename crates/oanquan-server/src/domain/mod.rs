@@ -28,7 +28,10 @@ pub use model::{
     GameEvent, GameEventKind, GameFilter, GameId, GameIdError, GameInfo, GameResult, GameState,
     GameStatus, LobbyEvent, LobbyEventKind, MoveLog, MoveRecord, PlayerKind, SeatInfo, Termination,
 };
-pub use sqlite::{APPLICATION_ID, MAX_BATCH, OpenError, SCHEMA_VERSION, SqliteStore};
+pub use sqlite::{
+    APPLICATION_ID, BackupError, BackupReport, MAX_BATCH, OpenError, SCHEMA_VERSION, SqliteStore,
+    backup,
+};
 pub use store::{Commit, Committed, GameStore, Page, Since, StoreError, StoreFuture};
 pub use text::{MAX_DISPLAY_NAME_CHARS, MAX_QUOTED_CHARS, display_name, quoted};
 pub use token::{PlayerToken, TokenHash};

@@ -14,6 +14,7 @@ use std::sync::Arc;
 use std::time::SystemTime;
 
 use futures::future::BoxFuture;
+use tokio::sync::watch;
 
 use super::model::{
     GameEvent, GameEventKind, GameFilter, GameId, GameInfo, GameState, LobbyEvent, LobbyEventKind,
@@ -40,7 +41,20 @@ pub enum StoreError {
     /// A capacity limit of the store.
     #[error("{0}")]
     Full(String),
-    /// The backend failed (I/O, connection, corruption).
+    /// One game's stored data does not decode (a damaged row, or a form this build cannot
+    /// read). Only that game is affected: listings and the lobby skip it.
+    #[error("game {id} is damaged in the store: {detail}")]
+    Damaged {
+        /// The game.
+        id: GameId,
+        /// What does not decode.
+        detail: String,
+    },
+    /// The store cannot write (or read) right now: a full disk, a read-only file, an I/O error.
+    /// Nothing was changed; the same request may succeed later.
+    #[error("storage unavailable: {0}")]
+    Unavailable(String),
+    /// The backend failed otherwise (a bug, a broken invariant).
     #[error("storage backend: {0}")]
     Backend(String),
 }
@@ -196,6 +210,20 @@ pub trait GameStore: Send + Sync + fmt::Debug + 'static {
     ///
     /// Backend failures only.
     fn open_games_by_creator(&self) -> StoreFuture<'_, Vec<(GameId, IpAddr)>>;
+
+    /// Whether the store can write now: `true` while writes succeed, `false` from a write that
+    /// failed for a lasting reason (full disk, read-only file, I/O error) until one succeeds
+    /// again. `None` for a store that cannot fail that way. The server's health follows it.
+    fn writable(&self) -> Option<watch::Receiver<bool>> {
+        None
+    }
+
+    /// Finishes the queued writes and closes the store for good: for SQLite, folds the
+    /// write-ahead log into the database file and removes it. Later calls fail with
+    /// [`StoreError::Unavailable`]. Called once the server has drained; idempotent.
+    fn close(&self) -> BoxFuture<'_, ()> {
+        Box::pin(async {})
+    }
 }
 
 /// A page cursor: the filter's name and a position in the store's listing order, so that a

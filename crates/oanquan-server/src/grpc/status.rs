@@ -58,6 +58,7 @@ pub fn classify(error: &GameError) -> (Code, Detail) {
         GameError::WrongToken => (Code::PermissionDenied, Reason(R::WrongToken)),
         GameError::LimitExceeded(_) => (Code::ResourceExhausted, Reason(R::LimitExceeded)),
         GameError::SequenceAhead { .. } => (Code::OutOfRange, Detail::None),
+        GameError::GameDamaged(_) => (Code::DataLoss, Detail::None),
         GameError::Unavailable(_) => (Code::Unavailable, Detail::None),
         GameError::Internal(_) => (Code::Internal, Detail::None),
     }
@@ -212,6 +213,11 @@ mod tests {
                     last: 3,
                 },
                 Code::OutOfRange,
+                None,
+            ),
+            (
+                GameError::GameDamaged(GameId::parse("abc").unwrap()),
+                Code::DataLoss,
                 None,
             ),
             (

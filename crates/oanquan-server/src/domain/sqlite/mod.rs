@@ -21,6 +21,23 @@
 //! latest state of each game being played is also kept in memory by the writer (see [`Cache`]),
 //! so a move does not start by reading and replaying its whole game.
 //!
+//! # Faults
+//!
+//! * A game whose stored data does not decode is [`StoreError::Damaged`] for its own reads,
+//!   and skipped (logged once, see [`Damage`]) by listings, lobby snapshots and lobby logs: one
+//!   damaged row must not hide every other game. A commit is decoded again before it is written
+//!   and refused if it would not read back as accepted.
+//! * A write that fails for a lasting reason of the file or the disk (full, read-only, I/O) is
+//!   [`StoreError::Unavailable`] and turns [`GameStore::writable`] `false`; the writer then
+//!   probes with backoff ([`probe`]) and turns it `true` at the first write that succeeds.
+//!
+//! # Closing
+//!
+//! [`GameStore::close`] (or dropping the store) closes the readers first and the writer last:
+//! SQLite folds the WAL into the file and removes the `-wal` and `-shm` files only when its
+//! last connection closes, and a read-only connection cannot. The writer checkpoints with
+//! `TRUNCATE` before it closes, so a clean stop leaves the database file alone, complete.
+//!
 //! # One server per file
 //!
 //! A store holds an exclusive lock on `<database>.lock` while it is open (see
@@ -30,29 +47,34 @@
 //! watchers; a shared, multi-node deployment is what the PostgreSQL seam in [`GameStore`]'s
 //! docs is for.
 
+mod backup;
 mod codec;
 mod schema;
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::fmt;
 use std::net::IpAddr;
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex, mpsc};
+use std::sync::{Arc, Condvar, Mutex, mpsc};
 use std::thread;
+use std::time::Duration;
 
 use futures::FutureExt as _;
+use futures::future::BoxFuture;
 use oanquan_rules::{ByPlayer, Game, Move, Position};
-use rusqlite::{Connection, OptionalExtension as _, TransactionBehavior, params};
-use tokio::sync::oneshot;
-use tracing::{info, warn};
+use rusqlite::{Connection, ErrorCode, OptionalExtension as _, TransactionBehavior, params};
+use tokio::sync::{oneshot, watch};
+use tracing::{debug, error, info, warn};
 
+pub use self::backup::{BackupError, BackupReport, backup};
 use self::codec::{
     GameEventDto, History, InfoDto, LobbyEventDto, parse_player, player_name, status_name,
     time_from_db, time_to_db,
 };
 pub use self::schema::{APPLICATION_ID, OpenError, SCHEMA_VERSION};
 use super::model::{
-    GameEvent, GameFilter, GameId, GameInfo, GameState, GameStatus, LobbyEvent, MoveRecord,
+    GameEvent, GameEventKind, GameFilter, GameId, GameInfo, GameState, GameStatus, LobbyEvent,
+    LobbyEventKind, MoveRecord,
 };
 use super::store::{
     Commit, Committed, GameStore, Page, Since, StoreError, StoreFuture, page_cursor,
@@ -86,15 +108,66 @@ fn lock(cache: &Cache) -> std::sync::MutexGuard<'_, HashMap<GameId, GameState>> 
         .unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
+/// The first wait before the writer tries a write again after a lasting failure; it doubles
+/// up to [`MAX_PROBE_BACKOFF`].
+const FIRST_PROBE_BACKOFF: Duration = Duration::from_millis(100);
+
+/// The longest wait between two tries of a writer that cannot write.
+const MAX_PROBE_BACKOFF: Duration = Duration::from_secs(5);
+
+/// Games (or lobby events) found damaged, each logged once: a listing that skips a damaged
+/// game on every call must not flood the log.
+#[derive(Debug, Default)]
+struct Damage {
+    reported: Mutex<HashSet<String>>,
+}
+
+impl Damage {
+    fn report(&self, what: &str, error: &dyn fmt::Display) {
+        let first = self
+            .reported
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .insert(what.to_owned());
+        if first {
+            error!(
+                damaged = %what,
+                %error,
+                "stored data does not load; it is skipped in listings and the lobby, and the \
+                 game's own calls answer DATA_LOSS (see STORAGE.md)"
+            );
+        } else {
+            debug!(damaged = %what, "skipping damaged stored data");
+        }
+    }
+
+    fn contains(&self, what: &str) -> bool {
+        self.reported
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .contains(what)
+    }
+
+    /// Reports `result`'s error if it says a game is damaged.
+    fn check<T>(&self, result: Result<T, StoreError>) -> Result<T, StoreError> {
+        if let Err(error @ StoreError::Damaged { id, .. }) = &result {
+            self.report(&format!("game {id}"), error);
+        }
+        result
+    }
+}
+
 /// See the module docs.
 pub struct SqliteStore {
     path: PathBuf,
-    /// `None` only while dropping.
-    writer: Option<mpsc::Sender<Job>>,
-    thread: Option<thread::JoinHandle<()>>,
+    /// `None` once closed.
+    writer: Mutex<Option<mpsc::Sender<Message>>>,
+    thread: Mutex<Option<thread::JoinHandle<()>>>,
     readers: Arc<Readers>,
     cache: Cache,
-    /// Dropped after `drop` has joined the writer, so it outlives every write.
+    damage: Arc<Damage>,
+    writable: watch::Receiver<bool>,
+    /// Held until the store is dropped, so it outlives every write.
     _lock: schema::FileLock,
 }
 
@@ -113,8 +186,40 @@ struct Job {
     reply: oneshot::Sender<Result<Committed, StoreError>>,
 }
 
+/// What the writer thread is asked to do.
+// Commits, the hot path, travel unboxed; the small variant is for tests only.
+#[allow(clippy::large_enum_variant)]
+enum Message {
+    Commit(Job),
+    /// Run on the writing connection (tests: fault injection).
+    Call(Box<dyn FnOnce(&mut Connection) + Send>),
+}
+
+/// Errors that say the file cannot be written (or read) now, rather than that a request or
+/// the data is wrong: the same write may succeed once an operator frees disk space or fixes
+/// permissions.
+fn is_unavailable(error: &rusqlite::Error) -> bool {
+    matches!(
+        error.sqlite_error_code(),
+        Some(
+            ErrorCode::DiskFull
+                | ErrorCode::ReadOnly
+                | ErrorCode::SystemIoFailure
+                | ErrorCode::CannotOpen
+                | ErrorCode::PermissionDenied
+                | ErrorCode::DatabaseBusy
+                | ErrorCode::DatabaseLocked
+                | ErrorCode::FileLockingProtocolFailed
+        )
+    )
+}
+
 fn backend(error: rusqlite::Error) -> StoreError {
-    StoreError::Backend(format!("sqlite: {error}"))
+    if is_unavailable(&error) {
+        StoreError::Unavailable(format!("sqlite: {error}"))
+    } else {
+        StoreError::Backend(format!("sqlite: {error}"))
+    }
 }
 
 impl SqliteStore {
@@ -130,13 +235,15 @@ impl SqliteStore {
         let path = path.as_ref().to_owned();
         let lock = schema::lock(&path)?;
         let conn = schema::open_writer(&path)?;
-        check_unfinished(&conn, &path)?;
+        let damage = Arc::new(Damage::default());
+        check_unfinished(&conn, &path, &damage)?;
         let (writer, jobs) = mpsc::channel();
         let cache = Cache::default();
         let writer_cache = Arc::clone(&cache);
+        let (health, writable) = watch::channel(true);
         let thread = thread::Builder::new()
             .name("oanquan-sqlite-writer".to_owned())
-            .spawn(move || run_writer(conn, &jobs, &writer_cache))
+            .spawn(move || run_writer(conn, &jobs, &writer_cache, &health))
             .map_err(|source| OpenError::Io {
                 path: path.clone(),
                 context: "starting the writer thread",
@@ -145,14 +252,77 @@ impl SqliteStore {
         Ok(SqliteStore {
             readers: Arc::new(Readers {
                 path: path.clone(),
-                idle: Mutex::default(),
+                state: Mutex::default(),
+                returned: Condvar::new(),
             }),
             path,
-            writer: Some(writer),
-            thread: Some(thread),
+            writer: Mutex::new(Some(writer)),
+            thread: Mutex::new(Some(thread)),
             cache,
+            damage,
+            writable,
             _lock: lock,
         })
+    }
+
+    /// Runs `call` on the writing connection, between two batches, and returns its result
+    /// (`None` once the store is closed). For tests that inject faults, such as
+    /// `PRAGMA max_page_count` to fill the "disk".
+    #[doc(hidden)]
+    pub async fn on_writer_for_tests<T: Send + 'static>(
+        &self,
+        call: impl FnOnce(&mut Connection) -> T + Send + 'static,
+    ) -> Option<T> {
+        let (reply, answer) = oneshot::channel();
+        let message = Message::Call(Box::new(move |conn| {
+            let _ = reply.send(call(conn));
+        }));
+        if !self.send(message) {
+            return None;
+        }
+        answer.await.ok()
+    }
+
+    fn send(&self, message: Message) -> bool {
+        self.writer
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .as_ref()
+            .is_some_and(|writer| writer.send(message).is_ok())
+    }
+
+    /// See [`GameStore::close`]; blocking.
+    fn close_now(&self) {
+        // Readers first: SQLite removes the WAL only when its last connection closes, and a
+        // read-only connection cannot; so the writer must be the last one.
+        self.readers.close();
+        drop(
+            self.writer
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner)
+                .take(),
+        );
+        let thread = self
+            .thread
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .take();
+        if let Some(thread) = thread {
+            if thread.join().is_err() {
+                warn!("the database writer thread panicked");
+            }
+            let mut wal = self.path.as_os_str().to_owned();
+            wal.push("-wal");
+            if Path::new(&wal).exists() {
+                warn!(
+                    path = %self.path.display(),
+                    "the write-ahead log is still there after closing the database; it is part \
+                     of the database: keep it next to the file (see STORAGE.md)"
+                );
+            } else {
+                info!(path = %self.path.display(), "database closed; the write-ahead log is folded in");
+            }
+        }
     }
 
     /// The database file.
@@ -168,14 +338,11 @@ impl SqliteStore {
             commit,
             reply,
         };
-        let sent = self
-            .writer
-            .as_ref()
-            .is_some_and(|writer| writer.send(job).is_ok());
+        let sent = self.send(Message::Commit(job));
         async move {
             if !sent {
-                return Err(StoreError::Backend(
-                    "the database writer has stopped".to_owned(),
+                return Err(StoreError::Unavailable(
+                    "the database is closed (the server is stopping)".to_owned(),
                 ));
             }
             answer.await.map_err(|_| {
@@ -197,25 +364,30 @@ impl SqliteStore {
         }
         .boxed()
     }
+
+    /// [`SqliteStore::read`] of one game's data: a damaged game is logged (once).
+    fn read_game<T: Send + 'static>(
+        &self,
+        query: impl FnOnce(&Connection) -> Result<T, StoreError> + Send + 'static,
+    ) -> StoreFuture<'_, T> {
+        let damage = Arc::clone(&self.damage);
+        self.read(query)
+            .map(move |result| damage.check(result))
+            .boxed()
+    }
 }
 
 impl Drop for SqliteStore {
-    /// Lets the writer finish the commits already queued, close the connection (which
-    /// checkpoints the WAL into the database file and removes it) and exit. This blocks for as
-    /// long as that takes, once, at shutdown.
+    /// Closes the store if [`GameStore::close`] has not: blocks until the queued commits are
+    /// written and the WAL is folded in, once, at shutdown.
     fn drop(&mut self) {
-        drop(self.writer.take());
-        if let Some(thread) = self.thread.take() {
-            if thread.join().is_err() {
-                warn!("the database writer thread panicked");
-            }
-        }
+        self.close_now();
     }
 }
 
 /// Replays every unfinished game once at start: a game that no longer loads is reported now,
 /// by id, rather than when its players come back.
-fn check_unfinished(conn: &Connection, path: &Path) -> Result<(), OpenError> {
+fn check_unfinished(conn: &Connection, path: &Path, damage: &Damage) -> Result<(), OpenError> {
     let error = |source| OpenError::Sqlite {
         path: path.to_owned(),
         context: "listing unfinished games",
@@ -225,7 +397,13 @@ fn check_unfinished(conn: &Connection, path: &Path) -> Result<(), OpenError> {
         .prepare("SELECT id FROM games WHERE status IN ('waiting', 'active') ORDER BY ord")
         .and_then(|mut statement| {
             statement
-                .query_map([], |row| row.get(0))?
+                .query_map([], |row| {
+                    // Lossy: a damaged id is one broken game below, not a refused database.
+                    Ok(
+                        String::from_utf8_lossy(row.get_ref(0)?.as_bytes().unwrap_or_default())
+                            .into_owned(),
+                    )
+                })?
                 .collect::<Result<_, _>>()
         })
         .map_err(error)?;
@@ -236,7 +414,7 @@ fn check_unfinished(conn: &Connection, path: &Path) -> Result<(), OpenError> {
             .and_then(|id| load_state(conn, &id));
         if let Err(error) = loaded {
             broken += 1;
-            warn!(game_id = %id, %error, "unfinished game does not load; it stays unplayable");
+            damage.report(&format!("game {id}"), &error);
         }
     }
     info!(
@@ -251,12 +429,55 @@ fn check_unfinished(conn: &Connection, path: &Path) -> Result<(), OpenError> {
 // ---------------------------------------------------------------------------------------------
 // Writing
 
-fn run_writer(mut conn: Connection, jobs: &mpsc::Receiver<Job>, cache: &Cache) {
-    while let Ok(first) = jobs.recv() {
+fn run_writer(
+    mut conn: Connection,
+    messages: &mpsc::Receiver<Message>,
+    cache: &Cache,
+    health: &watch::Sender<bool>,
+) {
+    // `Some(wait)` while the file cannot be written: try a probe write after `wait`.
+    let mut backoff: Option<Duration> = None;
+    let mut next = None;
+    loop {
+        let message = match next.take() {
+            Some(message) => message,
+            None => match backoff {
+                None => match messages.recv() {
+                    Ok(message) => message,
+                    Err(_) => break,
+                },
+                Some(wait) => match messages.recv_timeout(wait) {
+                    Ok(message) => message,
+                    Err(mpsc::RecvTimeoutError::Timeout) => {
+                        backoff = match probe(&mut conn) {
+                            Ok(()) => {
+                                set_writable(health, true, None);
+                                None
+                            }
+                            Err(_) => Some((wait * 2).min(MAX_PROBE_BACKOFF)),
+                        };
+                        continue;
+                    }
+                    Err(mpsc::RecvTimeoutError::Disconnected) => break,
+                },
+            },
+        };
+        let first = match message {
+            Message::Commit(job) => job,
+            Message::Call(call) => {
+                call(&mut conn);
+                continue;
+            }
+        };
         let mut batch = vec![first];
         while batch.len() < MAX_BATCH {
-            match jobs.try_recv() {
-                Ok(job) => batch.push(job),
+            match messages.try_recv() {
+                Ok(Message::Commit(job)) => batch.push(job),
+                // Runs after this batch, in order.
+                Ok(call) => {
+                    next = Some(call);
+                    break;
+                }
                 Err(_) => break,
             }
         }
@@ -265,6 +486,19 @@ fn run_writer(mut conn: Connection, jobs: &mpsc::Receiver<Job>, cache: &Cache) {
             .map(|job| ((job.create, job.commit), job.reply))
             .unzip();
         let results = write_batch(&mut conn, work);
+        // Any commit refused for want of space or permission means the store cannot write
+        // now, even if smaller commits of the same batch fitted.
+        let unavailable = results.iter().find_map(|result| match result {
+            Err((_, error @ StoreError::Unavailable(_))) => Some(error.clone()),
+            _ => None,
+        });
+        if let Some(error) = unavailable {
+            set_writable(health, false, Some(&error));
+            backoff.get_or_insert(FIRST_PROBE_BACKOFF);
+        } else if results.iter().any(Result::is_ok) {
+            set_writable(health, true, None);
+            backoff = None;
+        }
         // The states move into the cache (no copy): only the `Committed` part goes back.
         let mut answers = Vec::with_capacity(results.len());
         {
@@ -300,10 +534,53 @@ fn run_writer(mut conn: Connection, jobs: &mpsc::Receiver<Job>, cache: &Cache) {
             let _ = reply.send(result);
         }
     }
-    // Every sender dropped: the store is gone. Closing checkpoints the WAL into the file.
+    // Every sender dropped: the store is closing, and the readers are closed already. Fold the
+    // whole WAL into the file so that the file alone holds every game, then close: as the last
+    // connection, closing removes the -wal and -shm files.
+    if let Err(error) = conn.query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |row| {
+        row.get::<_, i64>(0)
+    }) {
+        warn!(%error, "folding the write-ahead log into the database");
+    }
     if let Err((_, error)) = conn.close() {
         warn!(%error, "closing the database");
     }
+}
+
+/// Publishes whether the store can write, logging each change once.
+fn set_writable(health: &watch::Sender<bool>, writable: bool, error: Option<&StoreError>) {
+    let changed = health.send_if_modified(|now| std::mem::replace(now, writable) != writable);
+    match (changed, writable) {
+        (true, false) => error!(
+            error = %error.map(ToString::to_string).unwrap_or_default(),
+            "the database cannot be written: writes answer UNAVAILABLE and health is NOT_SERVING \
+             until a write succeeds (free disk space, or make the file writable)"
+        ),
+        (true, true) => info!("the database can be written again; health is SERVING"),
+        _ => {}
+    }
+}
+
+/// Tries what a commit needs without changing any data: a page beyond the free ones (a full
+/// disk or `max_page_count` refuses it; rolled back), then a committed rewrite of the header
+/// (the log takes writes and fsyncs).
+fn probe(conn: &mut Connection) -> rusqlite::Result<()> {
+    {
+        let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+        let (free, page_size): (i64, i64) = tx.query_row(
+            "SELECT (SELECT freelist_count FROM pragma_freelist_count),
+                    (SELECT page_size FROM pragma_page_size)",
+            [],
+            |row| Ok((row.get(0)?, row.get(1)?)),
+        )?;
+        // Text of (free + 2) pages, so that it cannot fit in the pages already there. The
+        // sequence is one no event has; the insert is rolled back when `tx` drops.
+        tx.execute(
+            "INSERT INTO lobby_events (sequence, time, event) VALUES (-1, 0, hex(zeroblob(?1)))",
+            [(free + 2) * page_size / 2],
+        )?;
+    }
+    schema::probe_write(conn)
 }
 
 /// One commit's outcome in a batch: what it wrote and the state to cache, or the error and the
@@ -406,6 +683,7 @@ fn apply(
     })?;
     let info_json = encode_json(&InfoDto::new(&state.info))
         .map_err(|e| StoreError::Backend(format!("encoding game {id}: {e}")))?;
+    check_info_reads_back(&state.info, &info_json).map_err(unreadable(id))?;
     let status = status_name(state.info.status);
     let move_count = i64::from(state.info.move_count);
     let ord = match stored {
@@ -461,6 +739,12 @@ fn apply(
     };
 
     for (index, record) in new_moves.into_iter().enumerate() {
+        if record.mv.to_string().parse::<Move>().ok() != Some(record.mv) {
+            return Err(unreadable(id)(format!(
+                "move {} does not read back",
+                record.number
+            )));
+        }
         if record.number as usize != stored_moves + index + 1 {
             return Err(StoreError::Backend(format!(
                 "game {id}: move number {} out of order",
@@ -485,6 +769,9 @@ fn apply(
     let time = time_to_db(commit.time);
     let mut game_events = Vec::with_capacity(commit.game_events.len());
     for (sequence, kind) in (expected + 1..).zip(commit.game_events) {
+        if let GameEventKind::GameStarted { game } = &kind {
+            check_game_reads_back(game).map_err(unreadable(id))?;
+        }
         let json = encode_json(&GameEventDto::new(&kind))
             .map_err(|e| StoreError::Backend(format!("encoding an event of game {id}: {e}")))?;
         conn.prepare_cached(
@@ -504,6 +791,9 @@ fn apply(
     if !commit.lobby_events.is_empty() {
         let last = last_lobby_sequence(conn)?;
         for (sequence, kind) in (last + 1..).zip(commit.lobby_events) {
+            if let LobbyEventKind::GameCreated { game } = &kind {
+                check_game_reads_back(game).map_err(unreadable(id))?;
+            }
             let json = encode_json(&LobbyEventDto::new(&kind))
                 .map_err(|e| StoreError::Backend(format!("encoding a lobby event: {e}")))?;
             conn.prepare_cached(
@@ -525,6 +815,37 @@ fn apply(
         lobby_events,
     };
     Ok((committed, commit.state))
+}
+
+/// A commit refused because what it would store does not decode back to what was accepted:
+/// storing it would leave a game nobody can load.
+fn unreadable(id: &GameId) -> impl Fn(String) -> StoreError + '_ {
+    move |why| {
+        StoreError::Backend(format!(
+            "game {id} would be stored in a form that does not read back ({why}); refused"
+        ))
+    }
+}
+
+/// Whether `json` (the encoding of `info`) decodes to `info` again.
+fn check_info_reads_back(info: &GameInfo, json: &str) -> Result<(), String> {
+    let dto: InfoDto = serde_json::from_str(json).map_err(|e| e.to_string())?;
+    let decoded = dto.decode()?;
+    let mut back = decoded.info;
+    if !decoded.position_known {
+        // Taken from the replay of the stored moves on load, which is checked on its own.
+        back.position = info.position;
+    }
+    if back == *info {
+        Ok(())
+    } else {
+        Err("it decodes to a different game".to_owned())
+    }
+}
+
+fn check_game_reads_back(info: &GameInfo) -> Result<(), String> {
+    let json = encode_json(&InfoDto::new(info)).map_err(|e| e.to_string())?;
+    check_info_reads_back(info, &json)
 }
 
 /// `serde_json::to_string` into a buffer sized for our rows up front, rather than one grown
@@ -550,43 +871,93 @@ fn last_lobby_sequence(conn: &Connection) -> Result<u64, StoreError> {
 #[derive(Debug)]
 struct Readers {
     path: PathBuf,
-    idle: Mutex<Vec<Connection>>,
+    state: Mutex<ReaderState>,
+    /// Signalled whenever a busy connection is given back.
+    returned: Condvar,
+}
+
+#[derive(Debug, Default)]
+struct ReaderState {
+    idle: Vec<Connection>,
+    /// Connections out on a query.
+    busy: usize,
+    closed: bool,
 }
 
 impl Readers {
+    fn state(&self) -> std::sync::MutexGuard<'_, ReaderState> {
+        self.state
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
     /// Runs `query` in a read transaction (one consistent snapshot) on a pooled connection.
     fn with<T>(
         &self,
         query: impl FnOnce(&Connection) -> Result<T, StoreError>,
     ) -> Result<T, StoreError> {
-        let pooled = self
-            .idle
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .pop();
-        let mut conn = match pooled {
-            Some(conn) => conn,
-            None => schema::open_reader(&self.path).map_err(backend)?,
+        let pooled = {
+            let mut state = self.state();
+            if state.closed {
+                return Err(StoreError::Unavailable(
+                    "the database is closed (the server is stopping)".to_owned(),
+                ));
+            }
+            state.busy += 1;
+            state.idle.pop()
+        };
+        let give_back = |conn: Option<Connection>| {
+            let mut state = self.state();
+            state.busy -= 1;
+            if let Some(conn) = conn {
+                if !state.closed && state.idle.len() < MAX_IDLE_READERS {
+                    state.idle.push(conn);
+                } else {
+                    drop(conn);
+                }
+            }
+            drop(state);
+            self.returned.notify_all();
+        };
+        let mut conn = match pooled.map_or_else(|| schema::open_reader(&self.path), Ok) {
+            Ok(conn) => conn,
+            Err(error) => {
+                give_back(None);
+                return Err(backend(error));
+            }
         };
         let result = conn
             .transaction()
             .map_err(backend)
             .and_then(|tx| query(&tx));
-        if conn.is_autocommit() {
-            let mut idle = self
-                .idle
-                .lock()
-                .unwrap_or_else(std::sync::PoisonError::into_inner);
-            if idle.len() < MAX_IDLE_READERS {
-                idle.push(conn);
-            }
-        }
+        give_back(conn.is_autocommit().then_some(conn));
         result
+    }
+
+    /// Closes the idle connections and waits (a few seconds at most) for the busy ones, which
+    /// close as they come back; later reads fail.
+    fn close(&self) {
+        let mut state = self.state();
+        state.closed = true;
+        state.idle.clear();
+        let (state, timeout) = self
+            .returned
+            .wait_timeout_while(state, schema::BUSY_TIMEOUT, |state| state.busy > 0)
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        if timeout.timed_out() {
+            warn!(
+                busy = state.busy,
+                "database reads still running at close; the write-ahead log may stay"
+            );
+        }
     }
 }
 
 fn corrupt(id: &GameId, why: impl fmt::Display) -> StoreError {
-    StoreError::Backend(format!("game {id} in the database does not load: {why}"))
+    StoreError::Damaged {
+        id: id.clone(),
+        detail: why.to_string(),
+    }
 }
 
 fn token(id: &GameId, bytes: Option<Vec<u8>>) -> Result<Option<TokenHash>, StoreError> {
@@ -739,25 +1110,59 @@ impl History for Lazy<'_> {
     }
 }
 
-/// Decodes a `games.info` column, replaying the game only if the position needs it.
-fn decode_info(conn: &Connection, json: &str) -> Result<GameInfo, StoreError> {
-    let dto: InfoDto = serde_json::from_str(json)
-        .map_err(|e| StoreError::Backend(format!("a game in the database does not load: {e}")))?;
-    let decoded = dto.decode().map_err(StoreError::Backend)?;
+/// Decodes the `games.info` column of game `id`, replaying the game only if the position needs
+/// it.
+fn decode_info(conn: &Connection, id: &GameId, json: &str) -> Result<GameInfo, StoreError> {
+    let dto: InfoDto = serde_json::from_str(json).map_err(|e| corrupt(id, e))?;
+    let decoded = dto.decode().map_err(|e| corrupt(id, e))?;
+    if decoded.info.id != *id {
+        return Err(corrupt(
+            id,
+            format_args!("its data is that of game {}", decoded.info.id),
+        ));
+    }
     if decoded.position_known {
         Ok(decoded.info)
     } else {
-        Ok(load_state(conn, &decoded.info.id)?.info)
+        Ok(load_state(conn, id)?.info)
     }
 }
 
 fn read_info(conn: &Connection, id: &GameId) -> Result<GameInfo, StoreError> {
-    let json: String = conn
+    let json: Option<String> = conn
         .prepare_cached("SELECT info FROM games WHERE id = ?1")
-        .and_then(|mut s| s.query_row([id.as_str()], |row| row.get(0)).optional())
+        .and_then(|mut s| {
+            s.query_row([id.as_str()], |row| {
+                // Not as a `String`: text that is not UTF-8 is a damaged game, not a failed query.
+                Ok(row.get_ref(0)?.as_str().ok().map(str::to_owned))
+            })
+            .optional()
+        })
         .map_err(backend)?
         .ok_or(StoreError::NotFound)?;
-    decode_info(conn, &json)
+    let json = json.ok_or_else(|| corrupt(id, "its data is not UTF-8 text"))?;
+    decode_info(conn, id, &json)
+}
+
+/// Decodes one `(ord, id, info)` row of `games`.
+fn decode_row(
+    conn: &Connection,
+    row: &rusqlite::Row<'_>,
+) -> Result<GameInfo, (String, StoreError)> {
+    let text = |index| {
+        row.get_ref(index)
+            .ok()
+            .and_then(|value| value.as_str().ok())
+    };
+    let raw_id = text(1).unwrap_or("(not text)").to_owned();
+    let id = GameId::parse(&raw_id).map_err(|e| {
+        let error = StoreError::Backend(format!("a stored game id does not parse: {e}"));
+        (format!("game {raw_id}"), error)
+    })?;
+    let info = text(2)
+        .ok_or_else(|| corrupt(&id, "its data is not UTF-8 text"))
+        .and_then(|json| decode_info(conn, &id, json));
+    info.map_err(|error| (format!("game {id}"), error))
 }
 
 /// The `games.status` values a filter accepts, padded to four for one prepared statement.
@@ -777,38 +1182,37 @@ fn statuses(filter: GameFilter) -> [&'static str; 4] {
     }
 }
 
-/// Games with `ord < end` passing `filter`, newest first, at most `limit`, plus the `ord` of the
-/// next one if there is one.
+/// Games with `ord < end` whose status is one of `statuses`, newest first, at most `limit`,
+/// plus the `ord` of the next one if there is one. A game that does not decode is skipped (and
+/// reported): one damaged row must not hide every other game.
 fn list_games(
     conn: &Connection,
-    filter: GameFilter,
+    statuses: [&str; 4],
     limit: usize,
     end: i64,
+    damage: &Damage,
 ) -> Result<(Vec<GameInfo>, Option<i64>), StoreError> {
-    let [a, b, c, d] = statuses(filter);
+    let [a, b, c, d] = statuses;
+    // No LIMIT: rows are stepped through lazily, as many as it takes to fill the page.
     let mut statement = conn
         .prepare_cached(
-            "SELECT ord, info FROM games WHERE ord < ?1 AND status IN (?2, ?3, ?4, ?5)
-             ORDER BY ord DESC LIMIT ?6",
+            "SELECT ord, id, info FROM games WHERE ord < ?1 AND status IN (?2, ?3, ?4, ?5)
+             ORDER BY ord DESC",
         )
         .map_err(backend)?;
-    let rows: Vec<(i64, String)> = statement
-        .query_map(
-            params![end, a, b, c, d, limit.saturating_add(1) as i64],
-            |row| Ok((row.get(0)?, row.get(1)?)),
-        )
-        .and_then(Iterator::collect)
-        .map_err(backend)?;
-    let mut games = Vec::with_capacity(rows.len().min(limit));
-    let mut next = None;
-    for (ord, json) in rows {
+    let mut rows = statement.query(params![end, a, b, c, d]).map_err(backend)?;
+    let mut games = Vec::new();
+    while let Some(row) = rows.next().map_err(backend)? {
+        let ord: i64 = row.get(0).map_err(backend)?;
         if games.len() == limit {
-            next = Some(ord);
-            break;
+            return Ok((games, Some(ord)));
         }
-        games.push(decode_info(conn, &json)?);
+        match decode_row(conn, row) {
+            Ok(info) => games.push(info),
+            Err((what, error)) => damage.report(&what, &error),
+        }
     }
-    Ok((games, next))
+    Ok((games, None))
 }
 
 impl GameStore for SqliteStore {
@@ -825,12 +1229,12 @@ impl GameStore for SqliteStore {
             return futures::future::ready(Ok(state.clone())).boxed();
         }
         let id = id.clone();
-        self.read(move |conn| load_state(conn, &id))
+        self.read_game(move |conn| load_state(conn, &id))
     }
 
     fn info<'a>(&'a self, id: &'a GameId) -> StoreFuture<'a, GameInfo> {
         let id = id.clone();
-        self.read(move |conn| read_info(conn, &id))
+        self.read_game(move |conn| read_info(conn, &id))
     }
 
     fn list<'a>(
@@ -849,8 +1253,9 @@ impl GameStore for SqliteStore {
             },
             None => i64::MAX,
         };
+        let damage = Arc::clone(&self.damage);
         self.read(move |conn| {
-            let (games, next) = list_games(conn, filter, limit, end)?;
+            let (games, next) = list_games(conn, statuses(filter), limit, end, &damage)?;
             Ok(Page {
                 games,
                 // Resume just above the first game not returned (rowids are positive).
@@ -865,7 +1270,7 @@ impl GameStore for SqliteStore {
         after: u64,
     ) -> StoreFuture<'a, Since<GameEvent>> {
         let id = id.clone();
-        self.read(move |conn| {
+        self.read_game(move |conn| {
             let (ord, last, status): (i64, i64, String) = conn
                 .prepare_cached("SELECT ord, sequence, status FROM games WHERE id = ?1")
                 .and_then(|mut s| {
@@ -918,6 +1323,7 @@ impl GameStore for SqliteStore {
     }
 
     fn lobby_events_since(&self, after: u64) -> StoreFuture<'_, Since<LobbyEvent>> {
+        let damage = Arc::clone(&self.damage);
         self.read(move |conn| {
             let last = last_lobby_sequence(conn)?;
             if after > last {
@@ -926,19 +1332,20 @@ impl GameStore for SqliteStore {
             if last - after > LOBBY_REPLAY_LIMIT {
                 return Ok(Since::Gone);
             }
-            let rows: Vec<(i64, i64, String)> = conn
+            // The event as text only if it is UTF-8: anything else is one damaged event.
+            let rows: Vec<(i64, i64, Option<String>)> = conn
                 .prepare_cached(
                     "SELECT sequence, time, event FROM lobby_events
                      WHERE sequence > ?1 ORDER BY sequence",
                 )
                 .and_then(|mut s| {
                     s.query_map([after as i64], |row| {
-                        Ok((row.get(0)?, row.get(1)?, row.get(2)?))
+                        let event = row.get_ref(2)?.as_str().ok().map(str::to_owned);
+                        Ok((row.get(0)?, row.get(1)?, event))
                     })?
                     .collect()
                 })
                 .map_err(backend)?;
-            let bad = |e: String| StoreError::Backend(format!("a lobby event does not load: {e}"));
             let mut position = |id: &GameId, moves: u32| {
                 Lazy {
                     conn,
@@ -949,13 +1356,22 @@ impl GameStore for SqliteStore {
             };
             let mut events = Vec::with_capacity(rows.len());
             for (sequence, time, json) in rows {
-                let dto: LobbyEventDto =
-                    serde_json::from_str(&json).map_err(|e| bad(e.to_string()))?;
-                events.push(Arc::new(LobbyEvent {
-                    sequence: sequence as u64,
-                    time: time_from_db(time),
-                    kind: dto.decode(&mut position).map_err(bad)?,
-                }));
+                // An event that does not decode (of a damaged game, or damaged itself) is left
+                // out: watchers skip over its sequence number rather than lose the lobby.
+                let kind = json
+                    .ok_or_else(|| "not UTF-8 text".to_owned())
+                    .and_then(|json| {
+                        serde_json::from_str::<LobbyEventDto>(&json).map_err(|e| e.to_string())
+                    })
+                    .and_then(|dto| dto.decode(&mut position));
+                match kind {
+                    Ok(kind) => events.push(Arc::new(LobbyEvent {
+                        sequence: sequence as u64,
+                        time: time_from_db(time),
+                        kind,
+                    })),
+                    Err(error) => damage.report(&format!("lobby event {sequence}"), &error),
+                }
             }
             Ok(Since::Events {
                 events,
@@ -965,43 +1381,64 @@ impl GameStore for SqliteStore {
     }
 
     fn lobby_snapshot(&self, limit: usize) -> StoreFuture<'_, (Vec<GameInfo>, u64)> {
+        let damage = Arc::clone(&self.damage);
         self.read(move |conn| {
             // One read transaction: the list and the sequence describe the same moment.
-            let mut statement = conn
-                .prepare_cached(
-                    "SELECT info FROM games WHERE status IN ('waiting', 'active')
-                     ORDER BY ord DESC LIMIT ?1",
-                )
-                .map_err(backend)?;
-            let rows: Vec<String> = statement
-                .query_map([limit as i64], |row| row.get(0))
-                .and_then(Iterator::collect)
-                .map_err(backend)?;
-            let games = rows
-                .iter()
-                .map(|json| decode_info(conn, json))
-                .collect::<Result<_, _>>()?;
+            let [waiting, active] =
+                [GameStatus::WaitingForPlayers, GameStatus::Active].map(status_name);
+            let statuses = [waiting, active, waiting, active];
+            let (games, _) = list_games(conn, statuses, limit, i64::MAX, &damage)?;
             Ok((games, last_lobby_sequence(conn)?))
         })
     }
 
+    fn writable(&self) -> Option<watch::Receiver<bool>> {
+        Some(self.writable.clone())
+    }
+
+    fn close(&self) -> BoxFuture<'_, ()> {
+        // Joins the writer (blocking) on this thread: the runtime is about to stop and nothing
+        // else is left to run; `block_in_place` keeps other tasks moving where it can.
+        async move {
+            if tokio::runtime::Handle::current().runtime_flavor()
+                == tokio::runtime::RuntimeFlavor::MultiThread
+            {
+                tokio::task::block_in_place(|| self.close_now());
+            } else {
+                self.close_now();
+            }
+        }
+        .boxed()
+    }
+
     fn open_games_by_creator(&self) -> StoreFuture<'_, Vec<(GameId, IpAddr)>> {
-        self.read(|conn| {
+        let damage = Arc::clone(&self.damage);
+        self.read(move |conn| {
             let mut statement = conn
                 .prepare_cached(
                     "SELECT id, creator FROM games
                      WHERE status IN ('waiting', 'active') AND creator IS NOT NULL",
                 )
                 .map_err(backend)?;
+            // Lossy text: a damaged byte must cost one row, not the server's start.
             let rows: Vec<(String, String)> = statement
-                .query_map([], |row| Ok((row.get(0)?, row.get(1)?)))
+                .query_map([], |row| {
+                    let text = |index| {
+                        row.get_ref(index)
+                            .map(|value| String::from_utf8_lossy(value.as_bytes().unwrap_or_default()).into_owned())
+                    };
+                    Ok((text(0)?, text(1)?))
+                })
                 .and_then(Iterator::collect)
                 .map_err(backend)?;
-            // A row that does not parse is skipped with a warning: it only loosens a limit.
+            // A row that does not parse is skipped with a warning: it only loosens a limit. A
+            // damaged game is not counted either: nothing can end it, so it would hold its
+            // creator's slot for ever.
             Ok(rows
                 .into_iter()
                 .filter_map(|(id, creator)| {
                     match (GameId::parse(&id), creator.parse::<IpAddr>()) {
+                        (Ok(id), _) if damage.contains(&format!("game {id}")) => None,
                         (Ok(id), Ok(ip)) => Some((id, ip)),
                         _ => {
                             warn!(game_id = %id, %creator, "unreadable creator address; not counted");
@@ -1267,6 +1704,83 @@ mod tests {
             store.open_games_by_creator().await.unwrap(),
             [(created.game.id, ip)]
         );
+    }
+
+    #[tokio::test]
+    async fn a_commit_that_would_not_read_back_is_refused_and_leaves_the_game_as_it_was() {
+        let dir = tempfile::tempdir().unwrap();
+        let store: Arc<dyn GameStore> =
+            Arc::new(SqliteStore::open(dir.path().join("games.db")).unwrap());
+        let (manager, _hub) = manager(Arc::clone(&store));
+        let (id, _) = new_game(&manager, Preset::Standard.rules()).await;
+        let before = store.load(&id).await.unwrap();
+        let mut state = before.clone();
+        // Past 2262 the stored nanoseconds saturate: it would load with another time.
+        state.info.updated = SystemTime::UNIX_EPOCH + Duration::from_secs(400 * 366 * 86_400);
+        let error = store
+            .commit(Commit {
+                expected_sequence: state.info.sequence,
+                state,
+                game_events: Vec::new(),
+                lobby_events: Vec::new(),
+                time: SystemTime::now(),
+            })
+            .await
+            .unwrap_err();
+        assert!(
+            matches!(&error, StoreError::Backend(why) if why.contains("does not read back")),
+            "{error:?}"
+        );
+        assert_eq!(store.load(&id).await.unwrap().info, before.info);
+        drop(manager);
+        drop(store);
+        let store = SqliteStore::open(dir.path().join("games.db")).unwrap();
+        assert_eq!(store.info(&id).await.unwrap(), before.info);
+    }
+
+    #[tokio::test]
+    async fn a_damaged_open_game_does_not_hold_its_creators_slot() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("games.db");
+        let store: Arc<dyn GameStore> = Arc::new(SqliteStore::open(&path).unwrap());
+        let (games, _hub) = manager(Arc::clone(&store));
+        let ip: IpAddr = "192.0.2.7".parse().unwrap();
+        let mut ids = Vec::new();
+        for _ in 0..2 {
+            let created = games
+                .create_game_from(
+                    Some(ip),
+                    NewGame {
+                        rules: Preset::Standard.rules(),
+                        preset: None,
+                        start: None,
+                        seat: Some(Player::First),
+                        display_name: "Lan".to_owned(),
+                        computer: None,
+                    },
+                )
+                .await
+                .unwrap();
+            ids.push(created.game.id);
+        }
+        drop(games);
+        drop(store);
+        Connection::open(&path)
+            .unwrap()
+            .execute(
+                "UPDATE games SET info = '{\"broken' WHERE id = ?1",
+                [ids[0].as_str()],
+            )
+            .unwrap();
+        let store = SqliteStore::open(&path).unwrap();
+        assert_eq!(
+            store.open_games_by_creator().await.unwrap(),
+            [(ids[1].clone(), ip)]
+        );
+        assert!(matches!(
+            store.info(&ids[0]).await,
+            Err(StoreError::Damaged { id, .. }) if id == ids[0]
+        ));
     }
 
     #[test]

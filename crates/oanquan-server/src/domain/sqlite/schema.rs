@@ -116,6 +116,31 @@ pub enum OpenError {
         /// The first problems reported.
         detail: String,
     },
+    /// An existing file of zero bytes: not a database, and not taken for a new one (a new
+    /// database is made only where no file is), since it may be a database truncated by
+    /// accident or a path mistyped onto another file.
+    #[error(
+        "{path} is an empty file (0 bytes), not a database. Nothing was changed. If it is left \
+         over, delete it and the server creates a new database there; otherwise point \
+         --database at the right file (see STORAGE.md)"
+    )]
+    Empty {
+        /// The file.
+        path: PathBuf,
+    },
+    /// The file (or its folder, where SQLite keeps its `-wal` and `-shm` files) cannot be
+    /// written, or the disk is full: refused at start rather than failing every move later.
+    #[error(
+        "{path}: the database cannot be written ({detail}). Nothing was changed. Give this user \
+         write permission on the file and on its folder (SQLite writes {path}-wal and \
+         {path}-shm next to it), or free disk space, then start again (see STORAGE.md)"
+    )]
+    NotWritable {
+        /// The file.
+        path: PathBuf,
+        /// What failed.
+        detail: String,
+    },
     /// Anything else: permissions, a missing directory, a locked file, a full disk.
     #[error("{path}: {context}")]
     Sqlite {
@@ -248,15 +273,15 @@ pub(super) fn lock(path: &Path) -> Result<FileLock, OpenError> {
 pub(super) const BUSY_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(5);
 
 /// What the header of a database file says.
-struct Header {
+pub(super) struct Header {
     /// No application id, no schema version, no tables: a new file, ours to set up.
-    blank: bool,
+    pub(super) blank: bool,
     /// `user_version`: our schema version (0 when blank).
-    version: i32,
+    pub(super) version: i32,
 }
 
 /// Reads the header and refuses a file that is another application's or from a newer server.
-fn vet_header(conn: &Connection, path: &Path) -> Result<Header, OpenError> {
+pub(super) fn vet_header(conn: &Connection, path: &Path) -> Result<Header, OpenError> {
     let (application_id, version, tables): (i32, i32, i64) = conn
         .query_row(
             "SELECT (SELECT application_id FROM pragma_application_id),
@@ -324,9 +349,15 @@ fn check(path: &Path) -> Result<(), OpenError> {
 /// [`OpenError`]; the file is unchanged unless it was ours or blank.
 pub(super) fn open_writer(path: &Path) -> Result<Connection, OpenError> {
     let error = |context| OpenError::sqlite(path, context);
-    let exists = std::fs::metadata(path).is_ok_and(|m| m.len() > 0);
-    if exists {
-        check(path)?;
+    match std::fs::metadata(path) {
+        Ok(metadata) if metadata.len() == 0 => {
+            return Err(OpenError::Empty {
+                path: path.to_owned(),
+            });
+        }
+        Ok(_) => check(path)?,
+        // Made below; any other problem (permissions) is reported by SQLite there.
+        Err(_) => {}
     }
     let mut conn = Connection::open_with_flags(
         path,
@@ -335,6 +366,16 @@ pub(super) fn open_writer(path: &Path) -> Result<Connection, OpenError> {
             | OpenFlags::SQLITE_OPEN_NO_MUTEX,
     )
     .map_err(error("opening for writing"))?;
+    // Without write permission SQLite quietly opens the file read-only.
+    if conn
+        .is_readonly(rusqlite::MAIN_DB)
+        .map_err(error("opening for writing"))?
+    {
+        return Err(OpenError::NotWritable {
+            path: path.to_owned(),
+            detail: "the file is read-only for this user".to_owned(),
+        });
+    }
     conn.busy_timeout(BUSY_TIMEOUT)
         .map_err(error("setting the busy timeout"))?;
     // WAL: readers never block the writer nor each other, and a commit appends to one file.
@@ -353,7 +394,21 @@ pub(super) fn open_writer(path: &Path) -> Result<Connection, OpenError> {
     conn.pragma_update(None, "synchronous", "FULL")
         .map_err(error("setting synchronous"))?;
     migrate(&mut conn, path)?;
+    probe_write(&mut conn).map_err(|source| OpenError::NotWritable {
+        path: path.to_owned(),
+        detail: source.to_string(),
+    })?;
     Ok(conn)
+}
+
+/// One committed write that changes nothing (the schema version, rewritten): it goes through
+/// the WAL and its fsync like every commit, so a file, folder or disk that cannot take writes
+/// is found now.
+pub(super) fn probe_write(conn: &mut Connection) -> rusqlite::Result<()> {
+    let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+    let version: i64 = tx.query_row("PRAGMA user_version", [], |row| row.get(0))?;
+    tx.pragma_update(None, "user_version", version)?;
+    tx.commit()
 }
 
 /// Applies the missing migrations in one transaction, re-checking under the write lock.

@@ -1,0 +1,225 @@
+//! `oanquan-server backup`: a consistent copy of a database, safe while a server writes it.
+//!
+//! SQLite's online backup API copies every page inside one read transaction of its own, so the
+//! copy is a snapshot of one moment even while the server commits moves (WAL lets the reader
+//! and the writer proceed together). It goes through SQLite's locks, not the server's
+//! `.lock` file, which it never touches. The copy is written next to its destination under a
+//! temporary name, checked (integrity, application id, schema version), switched out of WAL
+//! mode so that the file alone is the whole database, synced, and only then renamed into place.
+
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use rusqlite::backup::{Backup, StepResult};
+use rusqlite::{Connection, OpenFlags};
+
+use super::schema::{self, APPLICATION_ID, BUSY_TIMEOUT, OpenError};
+
+/// What a finished backup wrote.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BackupReport {
+    /// The copy.
+    pub to: PathBuf,
+    /// Its size in bytes.
+    pub bytes: u64,
+    /// Games it holds.
+    pub games: i64,
+    /// Its schema version.
+    pub schema_version: i32,
+}
+
+/// Why a backup was not made. The source database is never changed; no partial copy is left.
+#[derive(Debug, thiserror::Error)]
+pub enum BackupError {
+    /// The destination exists and `force` was not given.
+    #[error("{0} exists; nothing was written. Pass --force to replace it, or choose another --to")]
+    Exists(PathBuf),
+    /// No database at the source path.
+    #[error("{0}: no such database file; point --database at the server's database")]
+    Missing(PathBuf),
+    /// The source is not one of our databases (or a damaged one).
+    #[error(transparent)]
+    Source(#[from] OpenError),
+    /// The copy does not pass its checks; it was deleted.
+    #[error(
+        "the copy failed its check ({0}); it was deleted. The database itself is unchanged: \
+         check it (see STORAGE.md) and try again"
+    )]
+    Verify(String),
+    /// SQLite failed.
+    #[error("{context}: {source}")]
+    Sqlite {
+        /// What we were doing.
+        context: String,
+        /// The error.
+        #[source]
+        source: rusqlite::Error,
+    },
+    /// The file system failed.
+    #[error("{context}: {source}")]
+    Io {
+        /// What we were doing.
+        context: String,
+        /// The error.
+        #[source]
+        source: std::io::Error,
+    },
+}
+
+fn sqlite(context: impl Into<String>) -> impl FnOnce(rusqlite::Error) -> BackupError {
+    let context = context.into();
+    move |source| BackupError::Sqlite { context, source }
+}
+
+fn io(context: impl Into<String>) -> impl FnOnce(std::io::Error) -> BackupError {
+    let context = context.into();
+    move |source| BackupError::Io { context, source }
+}
+
+/// Copies the database at `from` to `to` (see the module docs). Blocking.
+///
+/// # Errors
+///
+/// [`BackupError`]: `to` exists without `force`, `from` is not one of our databases, the copy
+/// fails its check, or I/O fails.
+pub fn backup(from: &Path, to: &Path, force: bool) -> Result<BackupReport, BackupError> {
+    if !force && to.exists() {
+        return Err(BackupError::Exists(to.to_owned()));
+    }
+    match std::fs::metadata(from) {
+        Ok(metadata) if metadata.len() == 0 => {
+            return Err(OpenError::Empty {
+                path: from.to_owned(),
+            }
+            .into());
+        }
+        Ok(_) => {}
+        Err(_) => return Err(BackupError::Missing(from.to_owned())),
+    }
+    let source = Connection::open_with_flags(
+        from,
+        OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX,
+    )
+    .map_err(sqlite(format!("{}: opening read-only", from.display())))?;
+    source
+        .busy_timeout(BUSY_TIMEOUT)
+        .map_err(sqlite("setting the busy timeout"))?;
+    let header = schema::vet_header(&source, from)?;
+    if header.blank {
+        return Err(BackupError::Source(OpenError::Foreign {
+            path: from.to_owned(),
+            application_id: 0,
+            tables: 0,
+        }));
+    }
+
+    let mut partial = to.as_os_str().to_owned();
+    partial.push(format!(".partial-{}", std::process::id()));
+    let partial = PathBuf::from(partial);
+    let result = copy_and_check(&source, &partial, header.version);
+    drop(source);
+    let games = match result {
+        Ok(games) => games,
+        Err(error) => {
+            remove_quietly(&partial);
+            return Err(error);
+        }
+    };
+    let bytes = std::fs::metadata(&partial)
+        .map_err(io(format!("{}: reading its size", partial.display())))?
+        .len();
+    std::fs::rename(&partial, to).map_err(|error| {
+        remove_quietly(&partial);
+        io(format!("renaming the copy to {}", to.display()))(error)
+    })?;
+    // The rename itself is durable only once the folder is synced.
+    if let Some(folder) = to.parent().filter(|p| !p.as_os_str().is_empty()) {
+        if let Ok(folder) = std::fs::File::open(folder) {
+            let _ = folder.sync_all();
+        }
+    }
+    Ok(BackupReport {
+        to: to.to_owned(),
+        bytes,
+        games,
+        schema_version: header.version,
+    })
+}
+
+/// Copies `source` into a new file at `path` and checks it; returns its number of games.
+fn copy_and_check(source: &Connection, path: &Path, version: i32) -> Result<i64, BackupError> {
+    remove_quietly(path);
+    let mut copy =
+        Connection::open(path).map_err(sqlite(format!("{}: creating", path.display())))?;
+    {
+        let backup = Backup::new(source, &mut copy).map_err(sqlite("starting the backup"))?;
+        // All pages in one step: one read transaction, so one consistent moment. The server's
+        // writer never holds a lock that blocks a WAL reader for long; retry briefly if it does.
+        let deadline = Instant::now() + BUSY_TIMEOUT;
+        loop {
+            match backup.step(-1).map_err(sqlite("copying the pages"))? {
+                StepResult::Done => break,
+                StepResult::More => {}
+                _ if Instant::now() < deadline => std::thread::sleep(Duration::from_millis(20)),
+                _ => {
+                    return Err(BackupError::Verify(
+                        "the database stayed locked; is a process other than oanquan-server \
+                         holding it?"
+                            .to_owned(),
+                    ));
+                }
+            }
+        }
+    }
+    // One file, not a WAL database: the copy is complete by itself, and opens read-only
+    // anywhere.
+    let mode: String = copy
+        .query_row("PRAGMA journal_mode = DELETE", [], |row| row.get(0))
+        .map_err(sqlite("taking the copy out of WAL mode"))?;
+    if !mode.eq_ignore_ascii_case("delete") {
+        return Err(BackupError::Verify(format!("journal mode {mode}")));
+    }
+    let integrity: Vec<String> = copy
+        .prepare("PRAGMA integrity_check(5)")
+        .and_then(|mut statement| {
+            statement
+                .query_map([], |row| row.get(0))?
+                .collect::<Result<_, _>>()
+        })
+        .map_err(sqlite("checking the copy"))?;
+    if integrity != ["ok"] {
+        return Err(BackupError::Verify(format!(
+            "integrity check: {}",
+            integrity.join("; ")
+        )));
+    }
+    let (application_id, copied_version, games): (i32, i32, i64) = copy
+        .query_row(
+            "SELECT (SELECT application_id FROM pragma_application_id),
+                    (SELECT user_version FROM pragma_user_version),
+                    (SELECT count(*) FROM games)",
+            [],
+            |row| Ok((row.get(0)?, row.get(1)?, row.get(2)?)),
+        )
+        .map_err(sqlite("reading the copy's header"))?;
+    if application_id != APPLICATION_ID || copied_version != version {
+        return Err(BackupError::Verify(format!(
+            "application_id {application_id:#010x}, schema version {copied_version}"
+        )));
+    }
+    copy.close()
+        .map_err(|(_, error)| sqlite("closing the copy")(error))?;
+    std::fs::File::open(path)
+        .and_then(|file| file.sync_all())
+        .map_err(io(format!("{}: syncing", path.display())))?;
+    Ok(games)
+}
+
+fn remove_quietly(path: &Path) {
+    let _ = std::fs::remove_file(path);
+    for suffix in ["-journal", "-wal", "-shm"] {
+        let mut companion = path.as_os_str().to_owned();
+        companion.push(suffix);
+        let _ = std::fs::remove_file(companion);
+    }
+}

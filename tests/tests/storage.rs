@@ -1,0 +1,184 @@
+//! The real server on a real database file: what a clean stop leaves, and the online backup.
+
+use std::collections::HashMap;
+use std::path::Path;
+
+use oanquan_e2e::{CliProcess, Lcg, Lines, Server, binaries, config_dir, random_move, run_cli};
+use serde_json::Value;
+
+fn json_of(stdout: &str) -> Value {
+    serde_json::from_str(stdout).unwrap_or_else(|e| panic!("not JSON ({e}): {stdout}"))
+}
+
+/// The files in `dir`, sorted.
+fn files(dir: &Path) -> Vec<String> {
+    let mut names: Vec<String> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|entry| entry.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    names.sort();
+    names
+}
+
+/// What the one-shot commands see of the server's games: every game's status and moves, by id.
+fn games_seen(url: &str) -> HashMap<String, (String, Value)> {
+    let dir = config_dir();
+    let list = run_cli(url, dir.path(), &["list", "--filter", "all", "--json"]);
+    assert_eq!(list.code, Some(0), "{list:?}");
+    json_of(&list.stdout)["games"]
+        .as_array()
+        .expect("games")
+        .iter()
+        .map(|game| {
+            let id = game["id"].as_str().unwrap().to_owned();
+            let moves = run_cli(url, dir.path(), &["moves", &id, "--json"]);
+            assert_eq!(moves.code, Some(0), "{moves:?}");
+            let status = game["status"].as_str().unwrap().to_owned();
+            (id, (status, json_of(&moves.stdout)["moves"].clone()))
+        })
+        .collect()
+}
+
+/// A finished game against the computer, an active one and a waiting one.
+fn play_some_games(url: &str) {
+    let (alice, bob) = (config_dir(), config_dir());
+    let created = run_cli(url, alice.path(), &["create", "--name", "alice", "--json"]);
+    assert_eq!(created.code, Some(0), "{created:?}");
+    let id = json_of(&created.stdout)["game_id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let joined = run_cli(url, bob.path(), &["join", &id, "--name", "bob"]);
+    assert_eq!(joined.code, Some(0), "{joined:?}");
+    let waiting = run_cli(url, bob.path(), &["create", "--name", "bob"]);
+    assert_eq!(waiting.code, Some(0), "{waiting:?}");
+
+    let lan = config_dir();
+    let (tx, mut lines) = Lines::new();
+    let mut players = HashMap::from([(
+        "lan".to_owned(),
+        CliProcess::spawn(
+            "lan",
+            url,
+            lan.path(),
+            &["create", "--name", "lan", "--computer", "random", "--play"],
+            &tx,
+        ),
+    )]);
+    let mut rng = Lcg(5);
+    oanquan_e2e::drive(
+        &mut lines,
+        &mut players,
+        &["lan"],
+        |_, moves, lines| random_move(&mut rng, moves, lines),
+        |_| {},
+    );
+}
+
+/// After SIGTERM only the database file (and the harmless lock file) is left: the write-ahead
+/// log is folded in, so the file copied alone holds every game and move.
+#[test]
+fn a_clean_stop_leaves_one_file_that_holds_every_game() {
+    let dir = tempfile::tempdir().unwrap();
+    let database = dir.path().join("oanquan.db");
+    let server = Server::start_on(&database, &["--computer-move-time", "5ms"]);
+    play_some_games(&server.url());
+    let before = games_seen(&server.url());
+    assert_eq!(before.len(), 3, "{before:?}");
+    assert!(
+        before
+            .values()
+            .any(|(_, moves)| !moves.as_array().unwrap().is_empty())
+    );
+    assert!(server.terminate().success());
+    assert_eq!(files(dir.path()), ["oanquan.db", "oanquan.db.lock"]);
+
+    let copy = tempfile::tempdir().unwrap();
+    std::fs::copy(&database, copy.path().join("oanquan.db")).unwrap();
+    let server = Server::start_on(&copy.path().join("oanquan.db"), &[]);
+    assert_eq!(games_seen(&server.url()), before);
+}
+
+#[test]
+fn a_clean_stop_without_any_request_leaves_no_log_either() {
+    let dir = tempfile::tempdir().unwrap();
+    for _ in 0..2 {
+        // Once on a new file, once on the existing one.
+        let server = Server::start_on(&dir.path().join("oanquan.db"), &[]);
+        assert!(server.terminate().success());
+        assert_eq!(files(dir.path()), ["oanquan.db", "oanquan.db.lock"]);
+    }
+}
+
+/// `oanquan-server backup`, run to completion.
+fn backup(args: &[&str]) -> std::process::Output {
+    std::process::Command::new(&binaries().server)
+        .arg("backup")
+        .args(args)
+        .env_remove("OANQUAN_DATABASE")
+        .env_remove("OANQUAN_IN_MEMORY")
+        .output()
+        .expect("run oanquan-server backup")
+}
+
+/// A backup taken while the server runs (it holds the database's lock) is one checked file;
+/// a server started on it finds every game and move. An existing file is replaced only with
+/// --force.
+#[test]
+fn an_online_backup_restores_every_game() {
+    let dir = tempfile::tempdir().unwrap();
+    let database = dir.path().join("oanquan.db");
+    let server = Server::start_on(&database, &["--computer-move-time", "5ms"]);
+    play_some_games(&server.url());
+    let before = games_seen(&server.url());
+
+    let shelf = tempfile::tempdir().unwrap();
+    let copy = shelf.path().join("backup.db");
+    let (from, to) = (database.to_str().unwrap(), copy.to_str().unwrap());
+    let made = backup(&["--database", from, "--to", to]);
+    assert!(made.status.success(), "{made:?}");
+    let said = String::from_utf8_lossy(&made.stdout);
+    assert!(
+        said.starts_with("backed up ") && said.contains("3 games"),
+        "{said}"
+    );
+    assert_eq!(files(shelf.path()), ["backup.db"], "one file, nothing else");
+
+    let bytes = std::fs::read(&copy).unwrap();
+    let again = backup(&["--database", from, "--to", to]);
+    assert_eq!(again.status.code(), Some(1), "{again:?}");
+    assert!(
+        String::from_utf8_lossy(&again.stderr).contains("--force"),
+        "{again:?}"
+    );
+    assert_eq!(std::fs::read(&copy).unwrap(), bytes, "left as it was");
+    let forced = backup(&["--database", from, "--to", to, "--force"]);
+    assert!(forced.status.success(), "{forced:?}");
+    assert_eq!(files(shelf.path()), ["backup.db"]);
+
+    // The running server did not notice.
+    assert_eq!(games_seen(&server.url()), before);
+    drop(server);
+    let restored = Server::start_on(&copy, &[]);
+    assert_eq!(games_seen(&restored.url()), before);
+}
+
+#[test]
+fn backup_refuses_what_is_not_a_database_of_ours() {
+    let dir = tempfile::tempdir().unwrap();
+    let notes = dir.path().join("notes.txt");
+    std::fs::write(&notes, "not a database\n".repeat(300)).unwrap();
+    let to = dir.path().join("copy.db");
+    for source in [notes.as_path(), &dir.path().join("missing.db")] {
+        let refused = backup(&[
+            "--database",
+            source.to_str().unwrap(),
+            "--to",
+            to.to_str().unwrap(),
+        ]);
+        assert_eq!(refused.status.code(), Some(1), "{refused:?}");
+        assert!(!refused.stderr.is_empty());
+        assert!(!to.exists());
+    }
+    assert_eq!(files(dir.path()), ["notes.txt"], "no partial copy left");
+}
