@@ -44,7 +44,7 @@ fn play_some_games(url: &str) {
     let (alice, bob) = (config_dir(), config_dir());
     let created = run_cli(url, alice.path(), &["create", "--name", "alice", "--json"]);
     assert_eq!(created.code, Some(0), "{created:?}");
-    let id = json_of(&created.stdout)["game_id"]
+    let id = json_of(&created.stdout)["game"]["id"]
         .as_str()
         .unwrap()
         .to_owned();
@@ -88,7 +88,7 @@ fn a_clean_stop_leaves_one_file_that_holds_every_game() {
     assert!(
         before
             .values()
-            .any(|(_, moves)| !moves.as_array().unwrap().is_empty())
+            .any(|(_, moves)| moves.as_array().is_some_and(|moves| !moves.is_empty()))
     );
     assert!(server.terminate().success());
     assert_eq!(files(dir.path()), ["oanquan.db", "oanquan.db.lock"]);
