@@ -76,8 +76,7 @@ EXAMPLES:
     version,
     about = ABOUT,
     long_about = LONG_ABOUT,
-    after_long_help = format!("{AFTER_LONG_HELP}{}", crate::error::EXIT_CODES_HELP),
-    propagate_version = true
+    after_long_help = format!("{AFTER_LONG_HELP}{}", crate::error::EXIT_CODES_HELP)
 )]
 pub struct Cli {
     #[command(flatten)]
@@ -87,8 +86,10 @@ pub struct Cli {
     pub command: Command,
 }
 
-/// Options shared by every subcommand.
+/// Options shared by every subcommand, under one heading of their own in every help text so that
+/// a command's own options stand apart.
 #[derive(Debug, Args)]
+#[command(next_help_heading = "Global options")]
 pub struct Global {
     /// Server address: https://HOST:PORT for TLS; http://HOST:PORT or HOST:PORT for cleartext
     /// HTTP/2.
@@ -300,7 +301,7 @@ pub struct CreateArgs {
     #[arg(long, value_name = "LEVEL", value_parser = parse_level)]
     pub computer: Option<u32>,
 
-    #[command(flatten)]
+    #[command(flatten, next_help_heading = "With --play")]
     pub display: DisplayArgs,
 }
 
@@ -356,7 +357,7 @@ pub struct JoinArgs {
     #[arg(long)]
     pub play: bool,
 
-    #[command(flatten)]
+    #[command(flatten, next_help_heading = "With --play")]
     pub display: DisplayArgs,
 }
 
@@ -490,6 +491,37 @@ mod tests {
             "oanquan --server https://",
         ] {
             assert!(help.contains(needle), "missing {needle:?} in:\n{help}");
+        }
+    }
+
+    #[test]
+    fn help_keeps_global_options_apart_and_play_options_under_play() {
+        let mut command = Cli::command();
+        command.build();
+        for name in [
+            "create", "join", "play", "watch", "list", "show", "moves", "presets",
+        ] {
+            let help = command
+                .find_subcommand_mut(name)
+                .expect("subcommand")
+                .render_long_help()
+                .to_string();
+            let global = help.find("Global options:").expect("a global heading");
+            for flag in ["--server", "--ca-cert", "--config-dir", "--json", "--plain"] {
+                // The option's own line, not a mention of it in the command's text.
+                let at = help
+                    .find(&format!("\n      {flag}"))
+                    .unwrap_or_else(|| panic!("{name}: {flag}"));
+                assert!(
+                    at > global,
+                    "{name}: {flag} is listed among its own options"
+                );
+            }
+            assert!(!help.contains("--version"), "{name} repeats --version");
+            if ["create", "join"].contains(&name) {
+                let play = help.find("With --play:").expect("a --play heading");
+                assert!(help.find("\n      --animate-ms").unwrap() > play, "{name}");
+            }
         }
     }
 
