@@ -832,3 +832,42 @@ fn list_columns_line_up() {
         );
     }
 }
+
+/// Players send their seat's token on their event stream, so a game whose spectator places are
+/// all taken (here: none at all) still streams to both players, while a spectator is refused.
+#[test]
+fn players_stream_their_game_when_no_spectator_may() {
+    let server = Server::start_with(&["--max-spectators-per-game", "0"]);
+    let (alice_dir, bob_dir, eve_dir) = (config_dir(), config_dir(), config_dir());
+    let id = new_game(&server.url(), alice_dir.path(), bob_dir.path());
+
+    let watched = run_cli(&server.url(), eve_dir.path(), &["watch", &id]);
+    assert_ne!(watched.code, Some(0), "{watched:?}");
+    assert!(watched.stderr.contains("spectators"), "{watched:?}");
+
+    let (tx, mut lines) = Lines::new();
+    let mut players = HashMap::new();
+    for (who, dir) in [("alice", alice_dir.path()), ("bob", bob_dir.path())] {
+        players.insert(
+            who.to_owned(),
+            CliProcess::spawn(who, &server.url(), dir, &["play", &id], &tx),
+        );
+    }
+    drive(
+        &mut lines,
+        &mut players,
+        &["alice", "bob"],
+        HashMap::new(),
+        |_| {},
+    );
+    for player in players.values_mut() {
+        let status = player.wait();
+        assert_eq!(
+            status.code(),
+            Some(0),
+            "{}:\n{}",
+            player.name,
+            lines.tail(30)
+        );
+    }
+}

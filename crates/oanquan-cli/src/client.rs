@@ -208,7 +208,14 @@ pub fn request<T>(message: T) -> tonic::Request<T> {
 
 /// A unary request carrying a seat's bearer token.
 pub fn authed<T>(message: T, token: &str) -> Result<tonic::Request<T>, CliError> {
-    let mut request = request(message);
+    bearer(request(message), token)
+}
+
+/// `request` with a seat's bearer token added (streams take it too, with no deadline).
+pub fn bearer<T>(
+    mut request: tonic::Request<T>,
+    token: &str,
+) -> Result<tonic::Request<T>, CliError> {
     let value = format!("Bearer {token}").parse().map_err(|_| {
         CliError::new(
             code::AUTH,

@@ -61,13 +61,20 @@ pub fn backoff(attempt: u32, jitter: f64) -> Duration {
 }
 
 /// Starts the feed for `game_id`; it runs until the game is over, a fatal error, or the
-/// receiver is dropped.
-pub fn spawn(server: Server, game_id: String, options: FeedOptions) -> mpsc::Receiver<FeedItem> {
+/// receiver is dropped. A player passes its seat's `token`, so that its stream takes one of the
+/// places the server keeps for each seat and is never crowded out by spectators.
+pub fn spawn(
+    server: Server,
+    game_id: String,
+    token: Option<String>,
+    options: FeedOptions,
+) -> mpsc::Receiver<FeedItem> {
     let (tx, rx) = mpsc::channel(64);
     tokio::spawn(async move {
         Feed {
             server,
             game_id,
+            token,
             options,
             tx,
             last_sequence: 0,
@@ -82,6 +89,8 @@ pub fn spawn(server: Server, game_id: String, options: FeedOptions) -> mpsc::Rec
 struct Feed {
     server: Server,
     game_id: String,
+    /// The seat's token when a player watches its own game.
+    token: Option<String>,
     options: FeedOptions,
     tx: mpsc::Sender<FeedItem>,
     /// The sequence of the last real event (or snapshot) passed on; 0 = nothing yet.
@@ -162,6 +171,13 @@ impl Feed {
         let request = WatchGameRequest {
             game_id: self.game_id.clone(),
             after_sequence: (self.last_sequence > 0).then_some(self.last_sequence),
+        };
+        let request = match &self.token {
+            Some(token) => match crate::client::bearer(tonic::Request::new(request), token) {
+                Ok(request) => request,
+                Err(err) => return Ended::Fatal(err),
+            },
+            None => tonic::Request::new(request),
         };
         let mut stream = match games.watch_game(request).await {
             Ok(response) => response.into_inner(),
@@ -273,6 +289,7 @@ mod tests {
             Feed {
                 server: Server::new("s:1", None).expect("valid"),
                 game_id: "g".into(),
+                token: None,
                 options: FeedOptions { give_up: None },
                 tx,
                 last_sequence: 0,

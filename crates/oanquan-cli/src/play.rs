@@ -67,6 +67,7 @@ pub async fn watch(ctx: &Context, clients: Clients, args: &WatchArgs) -> Result<
     let mut events = feed::spawn(
         ctx.server.clone(),
         args.game.clone(),
+        None,
         feed_options(&args.display),
     );
     while let Some(item) = events.recv().await {
@@ -172,6 +173,7 @@ pub async fn play(
     let mut events = feed::spawn(
         ctx.server.clone(),
         game_id.to_owned(),
+        Some(player.token.clone()),
         feed_options(display),
     );
     loop {
