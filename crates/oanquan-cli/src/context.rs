@@ -1,5 +1,4 @@
-//! What every command is given: the global options resolved once (server, output style,
-//! terminals, the token store's place).
+//! The global options, resolved once into what every command is given.
 
 use std::io::IsTerminal as _;
 use std::path::PathBuf;
@@ -10,6 +9,7 @@ use crate::client::Server;
 use crate::error::CliError;
 use crate::tokens::TokenStore;
 
+/// What every subcommand needs to know about the invocation and the terminal.
 #[derive(Debug)]
 pub struct Context {
     /// `--server` and `--ca-cert`: where to connect and how (its `name` is the token file's key).

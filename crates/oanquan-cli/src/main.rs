@@ -22,7 +22,6 @@ use crate::cli::{Cli, Command};
 use crate::context::Context;
 use crate::error::CliError;
 
-/// What every subcommand needs to know about the invocation and the terminal.
 async fn run(cli: Cli) -> Result<(), CliError> {
     error::set_verbose(cli.global.verbose);
     let ctx = Context::new(&cli.global)?;
