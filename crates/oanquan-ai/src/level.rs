@@ -196,6 +196,16 @@ fn greedy_move(position: &Position, seed: u64) -> Option<Move> {
     })
 }
 
+/// `Some(move)` for a level that plays without a search (`random`, `greedy`); `None` for the
+/// levels that search. Apart, so that [`choose_move`] need not build an [`Engine`] for them.
+fn move_without_search(level: Level, position: &Position, seed: u64) -> Option<Option<Move>> {
+    match level {
+        Level::Random => Some(random_move(position, seed)),
+        Level::Greedy => Some(greedy_move(position, seed)),
+        _ => None,
+    }
+}
+
 impl Engine {
     /// The move `level` plays in `position` (the position alone counts for the repetition rule;
     /// see [`Engine::choose_move_in_game`]). `seed` varies the play between equally good moves;
@@ -237,10 +247,8 @@ impl Engine {
         limits: SearchLimits,
         cancel: &AtomicBool,
     ) -> Option<Move> {
-        match level {
-            Level::Random => return random_move(position, seed),
-            Level::Greedy => return greedy_move(position, seed),
-            _ => {}
+        if let Some(unsearched) = move_without_search(level, position, seed) {
+            return unsearched;
         }
         let moves = position.legal_moves();
         if moves.len() <= 1 {
@@ -280,10 +288,8 @@ pub fn choose_move(
     limits: SearchLimits,
     cancel: &AtomicBool,
 ) -> Option<Move> {
-    match level {
-        Level::Random => return random_move(position, seed),
-        Level::Greedy => return greedy_move(position, seed),
-        _ => {}
+    if let Some(unsearched) = move_without_search(level, position, seed) {
+        return unsearched;
     }
     Engine::with_tt_bytes(1 << 20).choose_move(level, position, seed, limits, cancel)
 }
@@ -302,5 +308,23 @@ mod tests {
         assert!("grandmaster".parse::<Level>().is_err());
         assert!("0".parse::<Level>().is_err());
         assert_eq!(" MASTER ".parse::<Level>(), Ok(Level::Master));
+    }
+
+    #[test]
+    fn levels_without_search_play_alike_with_or_without_an_engine() {
+        let cancel = AtomicBool::new(false);
+        let mut engine = Engine::with_tt_bytes(1 << 16);
+        let mut position = Position::new(oanquan_rules::Rules::STANDARD).unwrap();
+        for ply in 0_u64..40 {
+            for level in [Level::Random, Level::Greedy] {
+                let free = choose_move(level, &position, ply, SearchLimits::NONE, &cancel);
+                let kept = engine.choose_move(level, &position, ply, SearchLimits::NONE, &cancel);
+                assert_eq!(free, kept, "{level} at ply {ply}");
+            }
+            match choose_move(Level::Random, &position, ply, SearchLimits::NONE, &cancel) {
+                Some(mv) => position.play_unchecked(mv),
+                None => break,
+            }
+        }
     }
 }

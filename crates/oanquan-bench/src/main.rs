@@ -157,7 +157,10 @@ impl StorageKind {
     }
 }
 
-/// `500ms`, `15s`, `2m`, or a bare number of seconds.
+/// `500ms`, `15s`, `2m`, `1h`, or a bare number of seconds: what the server's duration flags
+/// take. A copy of the server's parser rather than a shared one: the two binaries share no
+/// runtime crate where command-line parsing belongs (the bench reaches the server crate only in
+/// its tests).
 fn parse_duration(text: &str) -> Result<Duration, String> {
     let text = text.trim();
     let split = text
@@ -171,7 +174,8 @@ fn parse_duration(text: &str) -> Result<Duration, String> {
         "ms" => value / 1000.0,
         "" | "s" => value,
         "m" => value * 60.0,
-        _ => return Err(format!("unknown unit {unit:?}; use ms, s or m")),
+        "h" => value * 3600.0,
+        _ => return Err(format!("unknown unit {unit:?}; use ms, s, m or h")),
     };
     Duration::try_from_secs_f64(seconds).map_err(|e| e.to_string())
 }
@@ -832,5 +836,22 @@ fn main() -> std::process::ExitCode {
             eprintln!("oanquan-bench: {error:#}");
             std::process::ExitCode::FAILURE
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn durations_read_as_the_server_reads_them() {
+        assert_eq!(parse_duration("500ms"), Ok(Duration::from_millis(500)));
+        assert_eq!(parse_duration(" 1.5s "), Ok(Duration::from_millis(1500)));
+        assert_eq!(parse_duration("2m"), Ok(Duration::from_secs(120)));
+        assert_eq!(parse_duration("1h"), Ok(Duration::from_secs(3600)));
+        assert_eq!(parse_duration("3"), Ok(Duration::from_secs(3)));
+        assert!(parse_duration("fast").is_err());
+        assert!(parse_duration("5d").is_err());
+        assert!(parse_duration("99999999999999999999h").is_err());
     }
 }

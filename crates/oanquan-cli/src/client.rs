@@ -7,7 +7,7 @@ use oanquan_proto::v1::game_service_client::GameServiceClient;
 use oanquan_proto::v1::rules_service_client::RulesServiceClient;
 use tonic::transport::{Certificate, Channel, ClientTlsConfig, Endpoint};
 
-use crate::error::{CliError, code};
+use crate::error::{CliError, code, error_chain};
 use crate::tokens::normalize_server;
 
 /// The two service clients over one HTTP/2 connection.
@@ -224,22 +224,6 @@ pub fn bearer<T>(
     })?;
     request.metadata_mut().insert("authorization", value);
     Ok(request)
-}
-
-/// tonic's transport errors say "transport error" at the top and the useful part (connection
-/// refused, ...) in their sources.
-pub fn error_chain(err: &dyn std::error::Error) -> String {
-    let mut text = err.to_string();
-    let mut source = err.source();
-    while let Some(s) = source {
-        let s_text = s.to_string();
-        if !text.contains(&s_text) {
-            text.push_str(": ");
-            text.push_str(&s_text);
-        }
-        source = s.source();
-    }
-    text
 }
 
 #[cfg(test)]

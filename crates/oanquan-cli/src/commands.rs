@@ -7,14 +7,15 @@ use oanquan_proto::v1::{
     ListMovesRequest, ListPresetsRequest, Player, PlayerKind, ResignRequest, RulesSpec, rules_spec,
 };
 
-use crate::Context;
 use crate::board::{self, BoardState, View};
 use crate::cli::{CreateArgs, Filter, JoinArgs, ListArgs, MovesArgs, NameArg, SeatArgs, ShowArgs};
 use crate::client::{Clients, authed, request};
+use crate::context::Context;
 use crate::error::{CliError, code};
 use crate::json;
-use crate::live::{game_over_line, move_line, out, out_lines};
+use crate::live::{game_over_line, move_line};
 use crate::moves::Side;
+use crate::output::{out, out_inline, out_lines};
 use crate::tokens::{Entry, TokenStore};
 
 fn display_name(arg: &NameArg) -> Result<String, CliError> {
@@ -531,7 +532,7 @@ async fn one_seat(
         Seats::One(entry) => Ok(entry),
         Seats::Both(first, _) if any_will_do => Ok(first),
         Seats::Both(first, second) if ctx.stdin_tty => {
-            crate::live::out_inline(&format!(
+            out_inline(&format!(
                 "you hold both seats of game {}: which one? (first/second) ",
                 args.game
             ))?;

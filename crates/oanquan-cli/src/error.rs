@@ -72,7 +72,7 @@ impl CliError {
     pub fn from_status(what: &str, status: &tonic::Status) -> Self {
         if broken_connection(status) {
             let detail = match std::error::Error::source(status) {
-                Some(source) => crate::client::error_chain(source),
+                Some(source) => error_chain(source),
                 None => status.message().to_owned(),
             };
             return Self::new(
@@ -235,6 +235,22 @@ fn invalid_argument(status: &tonic::Status) -> String {
 fn api_words(status: &tonic::Status, reason: Option<ErrorReason>) -> String {
     let reason = reason.map_or(String::new(), |r| format!(" {}", r.as_str_name()));
     format!(" [{:?}{reason}: {}]", status.code(), status.message())
+}
+
+/// tonic's transport errors say "transport error" at the top and the useful part (connection
+/// refused, ...) in their sources.
+pub fn error_chain(err: &dyn std::error::Error) -> String {
+    let mut text = err.to_string();
+    let mut source = err.source();
+    while let Some(s) = source {
+        let s_text = s.to_string();
+        if !text.contains(&s_text) {
+            text.push_str(": ");
+            text.push_str(&s_text);
+        }
+        source = s.source();
+    }
+    text
 }
 
 #[cfg(test)]

@@ -14,8 +14,8 @@ use oanquan_proto::v1::{GameEvent, GameStatus, WatchGameRequest, game_event};
 use tokio::sync::mpsc;
 use tonic::Code;
 
-use crate::client::{Server, error_chain};
-use crate::error::{CliError, code};
+use crate::client::Server;
+use crate::error::{CliError, code, error_chain};
 
 /// What the feed hands to its consumer.
 #[derive(Debug)]

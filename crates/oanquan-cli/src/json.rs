@@ -5,7 +5,7 @@
 use oanquan_proto::v1::{EndReason, GameStatus, Outcome};
 
 use crate::error::{CliError, code};
-use crate::live::out;
+use crate::output::out;
 
 /// Prints `message` as one line of canonical protobuf JSON.
 pub fn print<M: prost::Message + prost::Name>(message: &M) -> Result<(), CliError> {

@@ -4,65 +4,27 @@ mod board;
 mod cli;
 mod client;
 mod commands;
+mod context;
 mod error;
 mod feed;
 mod json;
 mod live;
 mod moves;
+mod output;
 mod play;
 mod tokens;
 
-use std::io::IsTerminal as _;
-use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::Parser as _;
 
-use crate::board::Style;
 use crate::cli::{Cli, Command};
+use crate::context::Context;
 use crate::error::CliError;
-use crate::tokens::TokenStore;
-
-/// What every subcommand needs to know about the invocation and the terminal.
-#[derive(Debug)]
-pub struct Context {
-    /// `--server` and `--ca-cert`: where to connect and how (its `name` is the token file's key).
-    pub server: client::Server,
-    pub json: bool,
-    pub style: Style,
-    pub stdout_tty: bool,
-    pub stdin_tty: bool,
-    config_dir: Option<PathBuf>,
-}
-
-impl Context {
-    pub fn token_store(&self) -> Result<TokenStore, CliError> {
-        TokenStore::locate(self.config_dir.as_deref())
-    }
-}
-
-/// Box drawing and colour only for a person at a terminal who has not opted out
-/// (https://no-color.org: NO_COLOR set to anything non-empty).
-fn style(stdout_tty: bool, plain: bool) -> Style {
-    let no_color = std::env::var_os("NO_COLOR").is_some_and(|v| !v.is_empty());
-    if stdout_tty && !no_color && !plain {
-        Style::FANCY
-    } else {
-        Style::PLAIN
-    }
-}
 
 async fn run(cli: Cli) -> Result<(), CliError> {
     error::set_verbose(cli.global.verbose);
-    let stdout_tty = std::io::stdout().is_terminal();
-    let ctx = Context {
-        server: client::Server::new(&cli.global.server, cli.global.ca_cert.as_deref())?,
-        json: cli.global.json,
-        style: style(stdout_tty, cli.global.plain),
-        stdout_tty,
-        stdin_tty: std::io::stdin().is_terminal(),
-        config_dir: cli.global.config_dir.clone(),
-    };
+    let ctx = Context::new(&cli.global)?;
     let mut clients = client::connect(&ctx.server).await?;
     match &cli.command {
         Command::Create(args) => {
@@ -101,7 +63,7 @@ fn main() -> ExitCode {
     {
         Ok(rt) => rt,
         Err(e) => {
-            live::note(format!("oanquan: cannot start the async runtime: {e}"));
+            output::note(format!("oanquan: cannot start the async runtime: {e}"));
             return ExitCode::from(error::code::FAILURE);
         }
     };
@@ -113,7 +75,7 @@ fn main() -> ExitCode {
         Err(err) => {
             // An empty message is a quiet ending (standard output closed by its reader).
             if !err.message.is_empty() {
-                live::note(format!("oanquan: {err}"));
+                output::note(format!("oanquan: {err}"));
             }
             ExitCode::from(err.code)
         }

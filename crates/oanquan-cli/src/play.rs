@@ -9,14 +9,15 @@ use oanquan_proto::v1::{
 };
 use tokio::sync::mpsc;
 
-use crate::Context;
 use crate::cli::{DisplayArgs, WatchArgs};
 use crate::client::{Clients, authed, request};
 use crate::commands::{self, Seats};
+use crate::context::Context;
 use crate::error::{CliError, code};
 use crate::feed::{self, FeedItem, FeedOptions};
-use crate::live::{Connection, Live, Output, note, out, out_inline};
+use crate::live::{Connection, Live, Output};
 use crate::moves::{Input, LocalMove, Side, parse_input};
+use crate::output::{note, out, out_inline};
 
 const PROMPT_HELP: &str = "\
   Type a move as your square 1-5, counted from YOUR left, and a direction as you see the board:

@@ -3,10 +3,9 @@ use std::fmt;
 
 use serde::{Deserialize, Serialize};
 
+use crate::outcome::{EndReason, Outcome};
 use crate::player::{ByPlayer, Player};
-use crate::position::{
-    EndReason, Move, Outcome, PlayError, Position, PositionError, SQUARES, Setup,
-};
+use crate::position::{Move, PlayError, Position, PositionError, SQUARES, Setup};
 use crate::rules::Rules;
 use crate::trace::Step;
 

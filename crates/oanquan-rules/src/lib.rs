@@ -71,6 +71,7 @@
 
 mod game;
 mod notation;
+mod outcome;
 mod perft;
 mod player;
 mod position;
@@ -79,11 +80,12 @@ mod trace;
 
 pub use game::{Game, GameRecord, ReplayError};
 pub use notation::NotationError;
+pub use outcome::{EndReason, Outcome};
 pub use perft::perft;
 pub use player::{ByPlayer, Direction, Player};
 pub use position::{
-    EndReason, MANDARIN_SQUARES, MAX_BOARD_STONES, MAX_DEBT, Move, MoveList, Outcome, PlayError,
-    Position, PositionError, SQUARES, Setup, is_mandarin,
+    MANDARIN_SQUARES, MAX_BOARD_STONES, MAX_DEBT, Move, MoveList, PlayError, Position,
+    PositionError, SQUARES, Setup, is_mandarin,
 };
 pub use rules::{
     CITIZEN_STONES, EmptyMandarinNext, EndCondition, MANDARIN_STONES, MandarinSetup, Preset, Rules,

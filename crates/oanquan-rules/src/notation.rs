@@ -1,6 +1,6 @@
 //! Text forms of moves and positions; see the crate docs for the grammar.
 
-use std::fmt::{self, Write as _};
+use std::fmt;
 use std::str::FromStr;
 
 use crate::player::{ByPlayer, Direction, Player};
@@ -66,40 +66,91 @@ impl FromStr for Move {
     }
 }
 
-fn write_count_with_pieces(
-    f: &mut impl fmt::Write,
-    stones: i32,
-    pieces: i32,
-    omit_zero: bool,
-) -> fmt::Result {
-    if !(omit_zero && stones == 0 && pieces > 0) {
-        write!(f, "{stones}")?;
+/// The longest text [`Setup`]'s `Display` writes: 12 squares and 2 captured counts of at most 11
+/// characters (`-2147483648`) and 8 `q`s each, 11 commas, ` `, `:`, ` 1 ` and a `u32` ply.
+const MAX_SETUP_TEXT: usize = 14 * (11 + 8) + 11 + 5 + 10;
+
+/// A stack buffer the notation is written into, then handed to the formatter in one
+/// `write_str`: positions are written for every response and event the server sends, and going
+/// through `write!` per number cost several times more than this.
+struct TextBuf {
+    bytes: [u8; MAX_SETUP_TEXT],
+    len: usize,
+}
+
+impl TextBuf {
+    const fn new() -> Self {
+        TextBuf {
+            bytes: [0; MAX_SETUP_TEXT],
+            len: 0,
+        }
     }
-    for _ in 0..pieces.clamp(0, 8) {
-        f.write_char('q')?;
+
+    fn push(&mut self, byte: u8) {
+        self.bytes[self.len] = byte;
+        self.len += 1;
     }
-    Ok(())
+
+    fn integer(&mut self, n: i64) {
+        if n < 0 {
+            self.push(b'-');
+        }
+        let mut n = n.unsigned_abs();
+        let mut digits = [0_u8; 20];
+        let mut start = digits.len();
+        loop {
+            start -= 1;
+            digits[start] = b'0' + (n % 10) as u8;
+            n /= 10;
+            if n == 0 {
+                break;
+            }
+        }
+        let digits = &digits[start..];
+        self.bytes[self.len..self.len + digits.len()].copy_from_slice(digits);
+        self.len += digits.len();
+    }
+
+    /// Stones, then one `q` per mandarin piece (at most 8); `omit_zero`: a square holding only
+    /// pieces is written `q`, not `0q`.
+    fn count_with_pieces(&mut self, stones: i32, pieces: i32, omit_zero: bool) {
+        if !(omit_zero && stones == 0 && pieces > 0) {
+            self.integer(i64::from(stones));
+        }
+        for _ in 0..pieces.clamp(0, 8) {
+            self.push(b'q');
+        }
+    }
+
+    fn write_to(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        // Only ASCII is ever pushed, so this check cannot fail.
+        f.write_str(std::str::from_utf8(&self.bytes[..self.len]).map_err(|_| fmt::Error)?)
+    }
 }
 
 impl fmt::Display for Setup {
     /// `<12 squares> <captured> <to move> <ply>`, e.g. the standard start
     /// `10,5,5,5,5,5,10,5,5,5,5,5 0:0 1 0`.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let mut out = TextBuf::new();
         for i in 0..SQUARES {
             if i > 0 {
-                f.write_char(',')?;
+                out.push(b',');
             }
-            write_count_with_pieces(f, self.squares[i], self.pieces[i], true)?;
+            out.count_with_pieces(self.squares[i], self.pieces[i], true);
         }
-        f.write_char(' ')?;
-        write_count_with_pieces(f, self.captured.first, self.captured_pieces.first, false)?;
-        f.write_char(':')?;
-        write_count_with_pieces(f, self.captured.second, self.captured_pieces.second, false)?;
-        let mover = match self.to_move {
-            Player::First => 1,
-            Player::Second => 2,
-        };
-        write!(f, " {mover} {}", self.ply)
+        out.push(b' ');
+        out.count_with_pieces(self.captured.first, self.captured_pieces.first, false);
+        out.push(b':');
+        out.count_with_pieces(self.captured.second, self.captured_pieces.second, false);
+        out.push(b' ');
+        out.push(match self.to_move {
+            Player::First => b'1',
+            Player::Second => b'2',
+        });
+        out.push(b' ');
+        out.integer(i64::from(self.ply));
+        out.write_to(f)
     }
 }
 
@@ -210,6 +261,50 @@ mod tests {
         assert_eq!(
             Setup::start(&Rules::MANCALA_WORLD).to_string(),
             "q,5,5,5,5,5,q,5,5,5,5,5 0:0 1 0"
+        );
+    }
+
+    #[test]
+    fn extreme_counts_are_written_in_full() {
+        let widest = Setup {
+            squares: [i32::MIN; SQUARES],
+            pieces: [i32::MAX; SQUARES],
+            captured: ByPlayer::new(i32::MIN, i32::MIN),
+            captured_pieces: ByPlayer::new(9, 100),
+            to_move: Player::Second,
+            ply: u32::MAX,
+        };
+        let square = "-2147483648qqqqqqqq";
+        let text = widest.to_string();
+        assert_eq!(
+            text,
+            format!(
+                "{},{square} {square}:{square} 2 4294967295",
+                [square; 11].join(",")
+            )
+        );
+        assert_eq!(text.len(), MAX_SETUP_TEXT);
+        let mixed = Setup {
+            squares: [0, 7, 0, 10, 0, 100, 0, 1, 2, 3, 4, 2_147_483_647],
+            pieces: [1, 0, 0, 0, 0, 0, 2, 0, -1, 0, 0, 0],
+            captured: ByPlayer::new(0, -40),
+            captured_pieces: ByPlayer::new(1, 0),
+            to_move: Player::First,
+            ply: 0,
+        };
+        assert_eq!(
+            mixed.to_string(),
+            "q,7,0,10,0,100,qq,1,2,3,4,2147483647 0q:-40 1 0"
+        );
+    }
+
+    #[test]
+    fn a_position_reads_as_its_setup() {
+        let setup: Setup = "3q,0,0,0,3,1,10,5,1,1,1,0 29q:-4 2 13".parse().unwrap();
+        let position = Position::from_setup(setup, Rules::MANCALA_WORLD).unwrap();
+        assert_eq!(
+            position.to_string(),
+            "3q,0,0,0,3,1,10,5,1,1,1,0 29q:-4 2 13"
         );
     }
 

@@ -1,7 +1,7 @@
 use serde::{Deserialize, Serialize};
 
+use crate::outcome::EndReason;
 use crate::player::{ByPlayer, Player};
-use crate::position::EndReason;
 
 /// One step of a move, in the order it happened, so that a client can animate the move.
 ///

@@ -407,11 +407,6 @@ fn outcome_out(outcome: Option<Outcome>) -> pb::Outcome {
 /// A position, with every derived field.
 #[must_use]
 pub fn position_out(position: &Position) -> pb::Position {
-    position_with_notation(position, notation(position))
-}
-
-/// [`position_out`] with its `notation` already written (by [`notation`]).
-fn position_with_notation(position: &Position, notation: String) -> pb::Position {
     pb::Position {
         squares: position.squares().iter().map(|&s| u32::from(s)).collect(),
         pieces: position.pieces().iter().map(|&s| u32::from(s)).collect(),
@@ -424,76 +419,8 @@ fn position_with_notation(position: &Position, notation: String) -> pb::Position
         over: position.is_over(),
         end_reason: end_reason_out(position.end_reason()).into(),
         outcome: outcome_out(position.outcome()).into(),
-        notation,
+        notation: position.to_string(),
     }
-}
-
-/// The position's notation, exactly as its `Display` (the rules crate's `Setup` notation, e.g.
-/// `10,5,5,5,5,5,10,5,5,5,5,5 0:0 1 0`), written straight into one buffer: it is produced for
-/// every position of every response and event, and the `fmt` machinery cost several times
-/// more. `notation_matches_display` checks the two agree.
-#[must_use]
-pub fn notation(position: &Position) -> String {
-    /// Stones, then one `q` per mandarin piece; `omit_zero`: a square holding only pieces is
-    /// written `q`, not `0q`.
-    fn count(out: &mut String, stones: i32, pieces: i32, omit_zero: bool) {
-        if !(omit_zero && stones == 0 && pieces > 0) {
-            integer(out, i64::from(stones));
-        }
-        for _ in 0..pieces.clamp(0, 8) {
-            out.push('q');
-        }
-    }
-    fn integer(out: &mut String, n: i64) {
-        if n < 0 {
-            out.push('-');
-        }
-        let mut n = n.unsigned_abs();
-        let mut digits = [0_u8; 20];
-        let mut start = digits.len();
-        loop {
-            start -= 1;
-            digits[start] = b'0' + (n % 10) as u8;
-            n /= 10;
-            if n == 0 {
-                break;
-            }
-        }
-        for &digit in &digits[start..] {
-            out.push(char::from(digit));
-        }
-    }
-    let squares = position.squares();
-    let pieces = position.pieces();
-    let captured = position.captured();
-    let captured_pieces = position.captured_pieces();
-    let mut out = String::with_capacity(64);
-    for (i, (&stones, &piece_count)) in squares.iter().zip(&pieces).enumerate() {
-        if i > 0 {
-            out.push(',');
-        }
-        count(&mut out, i32::from(stones), i32::from(piece_count), true);
-    }
-    out.push(' ');
-    count(
-        &mut out,
-        captured.first,
-        i32::from(captured_pieces.first),
-        false,
-    );
-    out.push(':');
-    count(
-        &mut out,
-        captured.second,
-        i32::from(captured_pieces.second),
-        false,
-    );
-    out.push_str(match position.to_move() {
-        Player::First => " 1 ",
-        Player::Second => " 2 ",
-    });
-    integer(&mut out, i64::from(position.ply()));
-    out
 }
 
 /// A move.
@@ -977,36 +904,6 @@ mod tests {
                 ..back.to_setup()
             },
             setup
-        );
-    }
-
-    #[test]
-    fn notation_matches_display() {
-        let mut seed = 11_u64;
-        let mut seen = 0;
-        let mut negative = false;
-        for preset in Preset::ALL {
-            for _ in 0..200 {
-                let mut position = Position::new(preset.rules()).unwrap();
-                loop {
-                    assert_eq!(notation(&position), position.to_string());
-                    seen += 1;
-                    negative |= position.captured().first < 0 || position.captured().second < 0;
-                    let moves = position.legal_moves();
-                    if moves.is_empty() {
-                        break;
-                    }
-                    seed = seed.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1);
-                    position = position
-                        .play(moves[(seed >> 33) as usize % moves.len()])
-                        .unwrap()
-                        .0;
-                }
-            }
-        }
-        assert!(
-            seen > 1_000 && negative,
-            "{seen} positions, negative {negative}"
         );
     }
 

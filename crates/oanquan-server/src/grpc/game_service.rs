@@ -7,7 +7,6 @@ use tonic::{Request, Response, Status};
 
 use super::convert;
 use super::stream::{self, StreamSettings, WatchStream};
-use super::wire::{self, Wire};
 use crate::domain::{
     GameError, GameFeed, GameId, GameManager, LobbyFeed, NewGame, PlayerToken, Watch, WatchItem,
 };
@@ -76,7 +75,7 @@ fn game_id(id: &str) -> Result<GameId, GameError> {
     Ok(id)
 }
 
-fn game_item(item: WatchItem<GameFeed>) -> pb::WatchGameResponse {
+pub(super) fn game_item(item: WatchItem<GameFeed>) -> pb::WatchGameResponse {
     let event = match item {
         WatchItem::Snapshot { snapshot, sequence } => {
             convert::game_snapshot_out(&snapshot, sequence)
@@ -86,34 +85,26 @@ fn game_item(item: WatchItem<GameFeed>) -> pb::WatchGameResponse {
     pb::WatchGameResponse { event: Some(event) }
 }
 
-/// As [`game_item`], encoded; a hub event is encoded once for all its watchers.
-fn game_item_wire(item: WatchItem<GameFeed>) -> Wire {
-    match item {
-        WatchItem::Event(event) => Wire(wire::encoded_event(&event)),
-        snapshot => Wire::encode(&game_item(snapshot)),
+impl GameApi {
+    /// A `WatchGame` stream whose messages `item` and `heartbeat` make: protobuf messages for
+    /// the generated service, already-encoded ones for [`super::wire::GameRoutes`].
+    pub(super) async fn watch_game_as<M: Send + 'static>(
+        &self,
+        request: Request<pb::WatchGameRequest>,
+        item: fn(WatchItem<GameFeed>) -> M,
+        heartbeat: fn(u64) -> M,
+    ) -> Result<Response<WatchStream<M>>, Status> {
+        let watch = start_game_watch(self, request).await?;
+        Ok(Response::new(stream::spawn(
+            watch,
+            &self.streams,
+            item,
+            heartbeat,
+        )))
     }
 }
 
-fn game_heartbeat_wire(sequence: u64) -> Wire {
-    Wire::encode(&game_heartbeat(sequence))
-}
-
-/// `WatchGame` as served by [`wire::GameRoutes`]: as [`GameApi::watch_game`], with encoded
-/// messages.
-pub(super) async fn watch_game_wire(
-    api: &GameApi,
-    request: Request<pb::WatchGameRequest>,
-) -> Result<Response<WatchStream<Wire>>, Status> {
-    let watch = start_game_watch(api, request).await?;
-    Ok(Response::new(stream::spawn(
-        watch,
-        &api.streams,
-        game_item_wire,
-        game_heartbeat_wire,
-    )))
-}
-
-fn game_heartbeat(sequence: u64) -> pb::WatchGameResponse {
+pub(super) fn game_heartbeat(sequence: u64) -> pb::WatchGameResponse {
     pb::WatchGameResponse {
         event: Some(convert::game_heartbeat_out(sequence)),
     }
@@ -274,13 +265,7 @@ impl pb::game_service_server::GameService for GameApi {
         &self,
         request: Request<pb::WatchGameRequest>,
     ) -> Result<Response<Self::WatchGameStream>, Status> {
-        let watch = start_game_watch(self, request).await?;
-        Ok(Response::new(stream::spawn(
-            watch,
-            &self.streams,
-            game_item,
-            game_heartbeat,
-        )))
+        self.watch_game_as(request, game_item, game_heartbeat).await
     }
 
     type WatchLobbyStream = WatchStream<pb::WatchLobbyResponse>;

@@ -25,10 +25,10 @@ use tonic::codec::{Codec, DecodeBuf, Decoder, EncodeBuf, Encoder};
 use tonic::server::{Grpc, NamedService, ServerStreamingService};
 use tonic::{Request, Response, Status};
 
-use super::game_service::GameApi;
+use super::convert;
+use super::game_service::{GameApi, game_heartbeat, game_item};
 use super::stream::WatchStream;
-use super::{convert, game_service};
-use crate::domain::GameEvent;
+use crate::domain::{GameEvent, GameFeed, WatchItem};
 
 /// The route served here; everything else goes to the generated service.
 const WATCH_GAME: &str = "/oanquan.v1.GameService/WatchGame";
@@ -130,8 +130,23 @@ impl ServerStreamingService<pb::WatchGameRequest> for WatchGameWire {
     type Future = BoxFuture<'static, Result<Response<WatchStream<Wire>>, Status>>;
     fn call(&mut self, request: Request<pb::WatchGameRequest>) -> Self::Future {
         let api = self.0.clone();
-        Box::pin(async move { game_service::watch_game_wire(&api, request).await })
+        Box::pin(async move {
+            api.watch_game_as(request, game_item_wire, game_heartbeat_wire)
+                .await
+        })
     }
+}
+
+/// As [`game_item`], encoded; a hub event is encoded once for all its watchers.
+fn game_item_wire(item: WatchItem<GameFeed>) -> Wire {
+    match item {
+        WatchItem::Event(event) => Wire(encoded_event(&event)),
+        snapshot => Wire::encode(&game_item(snapshot)),
+    }
+}
+
+fn game_heartbeat_wire(sequence: u64) -> Wire {
+    Wire::encode(&game_heartbeat(sequence))
 }
 
 /// `GameService`: the generated server, except `WatchGame` (see the module docs).
