@@ -7,7 +7,6 @@ use tonic::{Request, Response, Status};
 
 use super::convert;
 use super::stream::{self, StreamSettings, WatchStream};
-use super::wire::{self, Wire};
 use crate::domain::{
     GameError, GameFeed, GameId, GameManager, LobbyFeed, NewGame, PlayerToken, Watch, WatchItem,
 };
@@ -24,6 +23,11 @@ impl GameApi {
     #[must_use]
     pub fn new(manager: Arc<GameManager>, streams: StreamSettings) -> GameApi {
         GameApi { manager, streams }
+    }
+
+    /// What every watch stream of this service runs with.
+    pub(super) fn streams(&self) -> &StreamSettings {
+        &self.streams
     }
 }
 
@@ -56,7 +60,7 @@ fn optional_bearer<T>(request: &Request<T>) -> Result<Option<PlayerToken>, GameE
 
 /// Starts a `WatchGame` watch: as the seat of the bearer token if there is one, else as a
 /// spectator of the connection the request came on.
-async fn start_game_watch(
+pub(super) async fn start_game_watch(
     api: &GameApi,
     request: Request<pb::WatchGameRequest>,
 ) -> Result<Watch<GameFeed>, GameError> {
@@ -76,7 +80,7 @@ fn game_id(id: &str) -> Result<GameId, GameError> {
     Ok(id)
 }
 
-fn game_item(item: WatchItem<GameFeed>) -> pb::WatchGameResponse {
+pub(super) fn game_item(item: WatchItem<GameFeed>) -> pb::WatchGameResponse {
     let event = match item {
         WatchItem::Snapshot { snapshot, sequence } => {
             convert::game_snapshot_out(&snapshot, sequence)
@@ -86,34 +90,7 @@ fn game_item(item: WatchItem<GameFeed>) -> pb::WatchGameResponse {
     pb::WatchGameResponse { event: Some(event) }
 }
 
-/// As [`game_item`], encoded; a hub event is encoded once for all its watchers.
-fn game_item_wire(item: WatchItem<GameFeed>) -> Wire {
-    match item {
-        WatchItem::Event(event) => Wire(wire::encoded_event(&event)),
-        snapshot => Wire::encode(&game_item(snapshot)),
-    }
-}
-
-fn game_heartbeat_wire(sequence: u64) -> Wire {
-    Wire::encode(&game_heartbeat(sequence))
-}
-
-/// `WatchGame` as served by [`wire::GameRoutes`]: as [`GameApi::watch_game`], with encoded
-/// messages.
-pub(super) async fn watch_game_wire(
-    api: &GameApi,
-    request: Request<pb::WatchGameRequest>,
-) -> Result<Response<WatchStream<Wire>>, Status> {
-    let watch = start_game_watch(api, request).await?;
-    Ok(Response::new(stream::spawn(
-        watch,
-        &api.streams,
-        game_item_wire,
-        game_heartbeat_wire,
-    )))
-}
-
-fn game_heartbeat(sequence: u64) -> pb::WatchGameResponse {
+pub(super) fn game_heartbeat(sequence: u64) -> pb::WatchGameResponse {
     pb::WatchGameResponse {
         event: Some(convert::game_heartbeat_out(sequence)),
     }

@@ -65,15 +65,16 @@ impl<M> Stream for WatchStream<M> {
 }
 
 /// Spawns the task that feeds a stream from `watch`.
-pub(crate) fn spawn<F, M>(
+pub(crate) fn spawn<F, M, I>(
     mut watch: Watch<F>,
     settings: &StreamSettings,
-    item: fn(WatchItem<F>) -> M,
+    item: I,
     heartbeat: fn(u64) -> M,
 ) -> WatchStream<M>
 where
     F: Feed,
     M: Send + 'static,
+    I: Fn(WatchItem<F>) -> M + Send + 'static,
 {
     let (tx, rx) = mpsc::channel(STREAM_BUFFER);
     let (last_tx, last_rx) = oneshot::channel();
