@@ -222,23 +222,49 @@ mod tests {
     use super::*;
     use crate::domain::{GameEventKind, GameId};
 
-    #[test]
-    fn an_event_is_encoded_once_and_decodes_as_converted() {
-        let event = Arc::new(GameEvent {
+    fn turn_started(sequence: u64) -> Arc<GameEvent> {
+        Arc::new(GameEvent {
             game_id: GameId::generate(),
-            sequence: 7,
+            sequence,
             time: SystemTime::now(),
             kind: GameEventKind::TurnStarted {
                 player: oanquan_rules::Player::Second,
                 ply: 6,
                 refill: None,
             },
-        });
+        })
+    }
+
+    #[test]
+    fn an_event_is_encoded_once_and_decodes_as_converted() {
+        let event = turn_started(7);
         let cache = EncodedEvents::default();
         let first = cache.get(&event);
         let again = cache.get(&event);
         assert_eq!(first.as_ptr(), again.as_ptr(), "shared, not re-encoded");
         let decoded = pb::WatchGameResponse::decode(first).unwrap();
         assert_eq!(decoded.event, Some(convert::game_event_out(&event)));
+    }
+
+    #[test]
+    fn each_cache_holds_only_its_latest_events() {
+        let cache = EncodedEvents::default();
+        let oldest = turn_started(0);
+        let first = cache.get(&oldest);
+        let newest: Vec<_> = (1..=CACHED_EVENTS as u64).map(turn_started).collect();
+        for event in &newest {
+            let _ = cache.get(event);
+        }
+        assert_eq!(cache.recent.lock().unwrap().len(), CACHED_EVENTS);
+        let last = newest.last().unwrap();
+        assert_eq!(cache.get(last).as_ptr(), cache.get(last).as_ptr());
+        assert_ne!(
+            cache.get(&oldest).as_ptr(),
+            first.as_ptr(),
+            "pushed out, so encoded again"
+        );
+        // Another server's cache does not see this one's entries.
+        let other = EncodedEvents::default();
+        assert_ne!(other.get(last).as_ptr(), cache.get(last).as_ptr());
     }
 }
