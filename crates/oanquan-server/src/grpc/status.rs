@@ -1,4 +1,7 @@
-//! The one table from domain errors to gRPC status codes and error details.
+//! The one table from domain errors to gRPC status codes and error details ([`classify`]), and
+//! every other status the server answers on its own: the request rate limit, a refused
+//! analysis, a watch stream ended by shutdown or left unread, an undecodable request. No other
+//! file builds a status from a server condition.
 //!
 //! Details follow `errors.proto`: INVALID_ARGUMENT carries a `google.rpc.BadRequest` naming the
 //! field; FAILED_PRECONDITION, PERMISSION_DENIED, UNAUTHENTICATED, NOT_FOUND and
