@@ -161,48 +161,185 @@ impl Bystander {
     }
 }
 
-fn status_of<T: std::fmt::Debug>(result: Result<tonic::Response<T>, Status>) -> Status {
-    result.expect_err("the call must fail")
+/// What a refused call must carry besides its code.
+#[derive(Debug, Clone, Copy)]
+enum Detail {
+    /// A `google.rpc.BadRequest` with a violation on this field.
+    Field(&'static str),
+    /// A `google.rpc.ErrorInfo` with this reason.
+    Reason(&'static str),
+    /// The code alone.
+    None,
 }
 
-fn assert_message(status: &Status) {
-    assert!(
-        status.message().len() > 10,
-        "a useful message is expected: {status:?}"
-    );
+use Detail::{Field, Reason};
+
+/// One bad call of an RPC: what it tries, the request, and how it must be refused.
+struct Row<R> {
+    name: &'static str,
+    request: tonic::Request<R>,
+    code: Code,
+    detail: Detail,
 }
 
-#[tokio::test]
-async fn bad_input_matrix_over_every_rpc() {
-    let server = start(hostile_config()).await;
-    let mut bystander = Bystander::new(server.games().await).await;
-    let mut c = server.games().await;
-    let mut rules = server.rules().await;
-    let (waiting, waiting_token) = create(&mut c, "standard").await;
-    let (id, first, second) = started(&mut c, "standard").await;
-    let (over, over_first, _) = started(&mut c, "standard").await;
-    c.resign(authed(
-        pb::ResignRequest {
-            game_id: over.clone(),
-        },
-        &over_first,
-    ))
-    .await
-    .unwrap();
-    let huge = "x".repeat(64 * 1024);
-    let unknown_id = "no-such-game".to_owned();
-    let create_req = |f: &dyn Fn(&mut pb::CreateGameRequest)| {
-        let mut r = pb::CreateGameRequest {
-            rules: preset("standard"),
-            start_position: None,
-            seat: 0,
-            display_name: "Lan".into(),
-            computer: None,
-        };
-        f(&mut r);
-        r
+fn row<R>(
+    name: &'static str,
+    request: impl tonic::IntoRequest<R>,
+    code: Code,
+    detail: Detail,
+) -> Row<R> {
+    Row {
+        name,
+        request: request.into_request(),
+        code,
+        detail,
+    }
+}
+
+/// An RPC of `client` (cloned for each call), as [`Matrix::check`] takes it.
+macro_rules! rpc {
+    ($client:expr, $method:ident) => {{
+        let client = $client.clone();
+        move |request| {
+            let mut client = client.clone();
+            async move { client.$method(request).await }
+        }
+    }};
+}
+
+/// A server with a game in every state for bad calls to aim at, and a game played beside them
+/// that they must not touch.
+struct Matrix {
+    server: TestServer,
+    bystander: Bystander,
+    games: Games,
+    rules: pb::rules_service_client::RulesServiceClient<Channel>,
+    /// Waiting for its second player.
+    waiting: String,
+    waiting_token: String,
+    /// Started, the first player to move.
+    id: String,
+    first: String,
+    second: String,
+    /// Resigned.
+    over: String,
+    over_first: String,
+}
+
+const UNKNOWN_ID: &str = "no-such-game";
+
+impl Matrix {
+    async fn new() -> Matrix {
+        let server = start(hostile_config()).await;
+        let bystander = Bystander::new(server.games().await).await;
+        let mut games = server.games().await;
+        let rules = server.rules().await;
+        let (waiting, waiting_token) = create(&mut games, "standard").await;
+        let (id, first, second) = started(&mut games, "standard").await;
+        let (over, over_first, _) = started(&mut games, "standard").await;
+        games
+            .resign(authed(
+                pb::ResignRequest {
+                    game_id: over.clone(),
+                },
+                &over_first,
+            ))
+            .await
+            .unwrap();
+        Matrix {
+            server,
+            bystander,
+            games,
+            rules,
+            waiting: waiting.id,
+            waiting_token,
+            id,
+            first,
+            second,
+            over,
+            over_first,
+        }
+    }
+
+    /// Makes every call of `rows` with `call`: each must fail with its code and detail, and a
+    /// useful message that repeats no player token.
+    async fn check<R, T, Fut>(&self, rows: Vec<Row<R>>, call: impl Fn(tonic::Request<R>) -> Fut)
+    where
+        Fut: Future<Output = Result<tonic::Response<T>, Status>>,
+    {
+        assert!(!rows.is_empty());
+        let tokens = [
+            &self.first,
+            &self.second,
+            &self.waiting_token,
+            &self.over_first,
+        ];
+        let mut failures = Vec::new();
+        for Row {
+            name,
+            request,
+            code,
+            detail,
+        } in rows
+        {
+            let status = match call(request).await {
+                Ok(_) => {
+                    failures.push(format!("{name}: the call must fail"));
+                    continue;
+                }
+                Err(status) => status,
+            };
+            if status.message().len() <= 10 {
+                failures.push(format!("{name}: a useful message is expected: {status:?}"));
+            }
+            if tokens.iter().any(|t| status.message().contains(t.as_str())) {
+                failures.push(format!("{name}: a token in {status:?}"));
+            }
+            let detail_ok = match detail {
+                Detail::Field(field) => status
+                    .get_details_bad_request()
+                    .is_some_and(|b| b.field_violations.iter().any(|v| v.field == field)),
+                Detail::Reason(reason) => status
+                    .get_details_error_info()
+                    .is_some_and(|i| i.reason == reason),
+                Detail::None => true,
+            };
+            if status.code() != code || !detail_ok {
+                failures.push(format!(
+                    "{name}: expected {code:?} with {detail:?}, got {status:?}"
+                ));
+            }
+        }
+        assert!(failures.is_empty(), "{}", failures.join("\n"));
+    }
+
+    /// Nothing the bad calls did touched the bystander's game or the server's health.
+    async fn finish(mut self) {
+        for _ in 0..4 {
+            self.bystander.advance().await;
+        }
+        assert_serving(self.server.channel().await).await;
+    }
+}
+
+fn huge() -> String {
+    "x".repeat(64 * 1024)
+}
+
+fn create_req(f: impl FnOnce(&mut pb::CreateGameRequest)) -> pb::CreateGameRequest {
+    let mut r = pb::CreateGameRequest {
+        rules: preset("standard"),
+        start_position: None,
+        seat: 0,
+        display_name: "Lan".into(),
+        computer: None,
     };
-    let standard_set = || pb::RuleSet {
+    f(&mut r);
+    r
+}
+
+fn standard_set() -> pb::RuleSet {
+    pb::RuleSet {
         mandarin_setup: pb::MandarinSetup::Stones.into(),
         quan_value: 0,
         empty_mandarin: pb::EmptyMandarinRule::EndsTurn.into(),
@@ -211,534 +348,591 @@ async fn bad_input_matrix_over_every_rpc() {
         end_condition: pb::EndCondition::MandarinSquaresEmpty.into(),
         repetition_limit: 0,
         max_plies: 300,
-    };
-    let custom = |set: pb::RuleSet| {
-        Some(pb::RulesSpec {
-            kind: Some(pb::rules_spec::Kind::RuleSet(set)),
-        })
-    };
-    let position = |squares: Vec<u32>| pb::Position {
+    }
+}
+
+fn custom(set: pb::RuleSet) -> Option<pb::RulesSpec> {
+    Some(pb::RulesSpec {
+        kind: Some(pb::rules_spec::Kind::RuleSet(set)),
+    })
+}
+
+fn position(squares: Vec<u32>) -> pb::Position {
+    pb::Position {
         squares,
         to_move: pb::Player::First.into(),
         ..Default::default()
-    };
-
-    // (what, status, field or reason)
-    let mut cases: Vec<(&str, Status, &str)> = Vec::new();
-    macro_rules! case {
-        ($what:expr, $call:expr, $expect:expr) => {
-            cases.push(($what, status_of($call.await), $expect));
-        };
     }
+}
 
-    // CreateGame.
-    case!(
-        "create: unknown preset",
-        c.create_game(create_req(&|r| r.rules = preset("chess"))),
-        "rules.preset"
-    );
-    case!(
-        "create: unknown seat enum",
-        c.create_game(create_req(&|r| r.seat = 99)),
-        "seat"
-    );
-    case!(
-        "create: negative seat enum",
-        c.create_game(create_req(&|r| r.seat = -1)),
-        "seat"
-    );
-    case!(
-        "create: empty name",
-        c.create_game(create_req(&|r| r.display_name = "  ".into())),
-        "display_name"
-    );
-    case!(
-        "create: oversized name",
-        c.create_game(create_req(&|r| r.display_name = huge.clone())),
-        "display_name"
-    );
-    case!(
-        "create: control characters in name",
-        c.create_game(create_req(&|r| r.display_name = "a\u{0}b".into())),
-        "display_name"
-    );
-    case!(
-        "create: unknown enum in rule set",
-        c.create_game(create_req(&|r| {
-            r.rules = custom(pb::RuleSet {
-                end_condition: 42,
-                ..standard_set()
-            })
-        })),
-        "rules.rule_set.end_condition"
-    );
-    case!(
-        "create: out-of-range rule knob",
-        c.create_game(create_req(&|r| {
-            r.rules = custom(pb::RuleSet {
-                immature_mandarin_min_stones: 1 << 20,
-                ..standard_set()
-            })
-        })),
-        "rules.rule_set.immature_mandarin_min_stones"
-    );
-    case!(
-        "create: zero max plies",
-        c.create_game(create_req(&|r| {
-            r.rules = custom(pb::RuleSet {
-                max_plies: 0,
-                ..standard_set()
-            })
-        })),
-        "rules.rule_set.max_plies"
-    );
-    case!(
-        "create: 11 squares",
-        c.create_game(create_req(
-            &|r| r.start_position = Some(position(vec![5; 11]))
-        )),
-        "start_position.squares"
-    );
-    case!(
-        "create: 100000 squares",
-        c.create_game(create_req(
-            &|r| r.start_position = Some(position(vec![5; 100_000]))
-        )),
-        "start_position.squares"
-    );
-    case!(
-        "create: stone counts out of range",
-        c.create_game(create_req(
-            &|r| r.start_position = Some(position(vec![u32::MAX; 12]))
-        )),
-        "start_position.squares[0]"
-    );
-    case!(
-        "create: more stones in a square than the board may hold",
-        c.create_game(create_req(
-            &|r| r.start_position = Some(position(vec![1_000_000; 12]))
-        )),
-        "start_position.squares[0]"
-    );
-    case!(
-        "create: stones do not add up",
-        c.create_game(create_req(
-            &|r| r.start_position = Some(position(vec![10, 6, 5, 5, 5, 5, 10, 5, 5, 5, 5, 5]))
-        )),
-        "start_position"
-    );
-    case!(
-        "create: start position without a player to move",
-        c.create_game(create_req(&|r| {
-            r.start_position = Some(pb::Position {
-                to_move: 0,
-                ..position(vec![10, 5, 5, 5, 5, 5, 10, 5, 5, 5, 5, 5])
-            })
-        })),
-        "start_position.to_move"
-    );
-
-    // JoinGame.
-    case!(
-        "join: empty id",
-        c.join_game(pb::JoinGameRequest {
-            game_id: String::new(),
-            display_name: "Minh".into()
-        }),
-        "game_id"
-    );
-    case!(
-        "join: oversized id",
-        c.join_game(pb::JoinGameRequest {
-            game_id: huge.clone(),
-            display_name: "Minh".into()
-        }),
-        "game_id"
-    );
-    case!(
-        "join: unknown game",
-        c.join_game(pb::JoinGameRequest {
-            game_id: unknown_id.clone(),
-            display_name: "Minh".into()
-        }),
-        "ERROR_REASON_GAME_NOT_FOUND"
-    );
-    case!(
-        "join: full game",
-        c.join_game(pb::JoinGameRequest {
-            game_id: id.clone(),
-            display_name: "Minh".into()
-        }),
-        "ERROR_REASON_SEAT_TAKEN"
-    );
-    case!(
-        "join: finished game",
-        c.join_game(pb::JoinGameRequest {
-            game_id: over.clone(),
-            display_name: "Minh".into()
-        }),
-        "ERROR_REASON_GAME_OVER"
-    );
-    case!(
-        "join: bad name",
-        c.join_game(pb::JoinGameRequest {
-            game_id: waiting.id.clone(),
-            display_name: huge.clone()
-        }),
-        "display_name"
-    );
-
-    // GetGame, ListGames, ListMoves.
-    case!(
-        "get: bad id",
-        c.get_game(pb::GetGameRequest {
-            game_id: "../../etc/passwd".into()
-        }),
-        "game_id"
-    );
-    case!(
-        "get: unknown id",
-        c.get_game(pb::GetGameRequest {
-            game_id: unknown_id.clone()
-        }),
-        "ERROR_REASON_GAME_NOT_FOUND"
-    );
-    case!(
-        "list: unknown filter enum",
-        c.list_games(pb::ListGamesRequest {
-            filter: 77,
-            page_size: 10,
-            page_token: String::new()
-        }),
-        "filter"
-    );
-    case!(
-        "list: forged page token",
-        c.list_games(pb::ListGamesRequest {
-            filter: 0,
-            page_size: 10,
-            page_token: "'; DROP TABLE games; --".into()
-        }),
-        "page_token"
-    );
-    case!(
-        "list: oversized page token",
-        c.list_games(pb::ListGamesRequest {
-            filter: 0,
-            page_size: 10,
-            page_token: huge.clone()
-        }),
-        "page_token"
-    );
-    case!(
-        "list moves: bad id",
-        c.list_moves(pb::ListMovesRequest {
-            game_id: String::new()
-        }),
-        "game_id"
-    );
-
-    // PlayMove: tokens, fields, game states.
-    let play_req = |game: &str, m: Option<pb::Move>| pb::PlayMoveRequest {
-        game_id: game.to_owned(),
-        r#move: m,
-        expected_ply: None,
-    };
-    case!(
-        "play: no token",
-        c.play_move(play_req(&id, mv(1, Right))),
-        "ERROR_REASON_MISSING_TOKEN"
-    );
-    let mut basic = tonic::Request::new(play_req(&id, mv(1, Right)));
-    basic
-        .metadata_mut()
-        .insert("authorization", "Basic dXNlcjpwYXNz".parse().unwrap());
-    case!(
-        "play: not a bearer token",
-        c.play_move(basic),
-        "ERROR_REASON_MISSING_TOKEN"
-    );
-    case!(
-        "play: garbage token",
-        c.play_move(authed(play_req(&id, mv(1, Right)), "garbage")),
-        "ERROR_REASON_WRONG_TOKEN"
-    );
-    case!(
-        "play: oversized token",
-        c.play_move(authed(play_req(&id, mv(1, Right)), &"t".repeat(8000))),
-        "ERROR_REASON_WRONG_TOKEN"
-    );
-    case!(
-        "play: another game's token",
-        c.play_move(authed(play_req(&id, mv(1, Right)), &waiting_token)),
-        "ERROR_REASON_WRONG_TOKEN"
-    );
-    case!(
-        "play: other seat's turn",
-        c.play_move(authed(play_req(&id, mv(7, Right)), &second)),
-        "ERROR_REASON_NOT_YOUR_TURN"
-    );
-    case!(
-        "play: missing move",
-        c.play_move(authed(play_req(&id, None), &first)),
-        "move"
-    );
-    case!(
-        "play: square out of range",
-        c.play_move(authed(play_req(&id, mv(12, Right)), &first)),
-        "move.square"
-    );
-    case!(
-        "play: square u32::MAX",
-        c.play_move(authed(play_req(&id, mv(u32::MAX, Right)), &first)),
-        "move.square"
-    );
-    case!(
-        "play: unknown direction",
-        c.play_move(authed(
-            play_req(
-                &id,
-                Some(pb::Move {
-                    square: Some(1),
-                    direction: 9
+#[tokio::test]
+async fn bad_create_game_requests() {
+    let m = Matrix::new().await;
+    let invalid = Code::InvalidArgument;
+    let rows = vec![
+        row(
+            "unknown preset",
+            create_req(|r| r.rules = preset("chess")),
+            invalid,
+            Field("rules.preset"),
+        ),
+        row(
+            "unknown seat enum",
+            create_req(|r| r.seat = 99),
+            invalid,
+            Field("seat"),
+        ),
+        row(
+            "negative seat enum",
+            create_req(|r| r.seat = -1),
+            invalid,
+            Field("seat"),
+        ),
+        row(
+            "empty name",
+            create_req(|r| r.display_name = "  ".into()),
+            invalid,
+            Field("display_name"),
+        ),
+        row(
+            "oversized name",
+            create_req(|r| r.display_name = huge()),
+            invalid,
+            Field("display_name"),
+        ),
+        row(
+            "control characters in name",
+            create_req(|r| r.display_name = "a\u{0}b".into()),
+            invalid,
+            Field("display_name"),
+        ),
+        row(
+            "unknown enum in rule set",
+            create_req(|r| {
+                r.rules = custom(pb::RuleSet {
+                    end_condition: 42,
+                    ..standard_set()
                 })
-            ),
-            &first
-        )),
-        "move.direction"
-    );
-    case!(
-        "play: opponent's square",
-        c.play_move(authed(play_req(&id, mv(8, Right)), &first)),
-        "ERROR_REASON_ILLEGAL_MOVE"
-    );
-    case!(
-        "play: mandarin square",
-        c.play_move(authed(play_req(&id, mv(0, Left)), &first)),
-        "ERROR_REASON_ILLEGAL_MOVE"
-    );
-    case!(
-        "play: stale ply",
-        c.play_move(authed(
-            pb::PlayMoveRequest {
-                expected_ply: Some(u32::MAX),
-                ..play_req(&id, mv(1, Right))
-            },
-            &first
-        )),
-        "ERROR_REASON_STALE_PLY"
-    );
-    case!(
-        "play: waiting game",
-        c.play_move(authed(play_req(&waiting.id, mv(1, Right)), &waiting_token)),
-        "ERROR_REASON_GAME_NOT_STARTED"
-    );
-    case!(
-        "play: finished game",
-        c.play_move(authed(play_req(&over, mv(1, Right)), &over_first)),
-        "ERROR_REASON_GAME_OVER"
-    );
-    case!(
-        "play: unknown game",
-        c.play_move(authed(play_req(&unknown_id, mv(1, Right)), &first)),
-        "ERROR_REASON_GAME_NOT_FOUND"
-    );
-
-    // Resign and AbortGame.
-    case!(
-        "resign: no token",
-        c.resign(pb::ResignRequest {
-            game_id: id.clone()
-        }),
-        "ERROR_REASON_MISSING_TOKEN"
-    );
-    case!(
-        "resign: another game's token",
-        c.resign(authed(
-            pb::ResignRequest {
-                game_id: id.clone()
-            },
-            &over_first
-        )),
-        "ERROR_REASON_WRONG_TOKEN"
-    );
-    case!(
-        "resign: finished game",
-        c.resign(authed(
-            pb::ResignRequest {
-                game_id: over.clone()
-            },
-            &over_first
-        )),
-        "ERROR_REASON_GAME_OVER"
-    );
-    case!(
-        "resign: waiting game",
-        c.resign(authed(
-            pb::ResignRequest {
-                game_id: waiting.id.clone()
-            },
-            &waiting_token
-        )),
-        "ERROR_REASON_GAME_NOT_STARTED"
-    );
-    case!(
-        "abort: wrong token",
-        c.abort_game(authed(
-            pb::AbortGameRequest {
-                game_id: id.clone()
-            },
-            &waiting_token
-        )),
-        "ERROR_REASON_WRONG_TOKEN"
-    );
-    case!(
-        "abort: finished game",
-        c.abort_game(authed(
-            pb::AbortGameRequest {
-                game_id: over.clone()
-            },
-            &over_first
-        )),
-        "ERROR_REASON_GAME_OVER"
-    );
-    case!(
-        "abort: bad id",
-        c.abort_game(authed(
-            pb::AbortGameRequest {
-                game_id: "bad id!".into()
-            },
-            &first
-        )),
-        "game_id"
-    );
-
-    // Streams.
-    case!(
-        "watch: unknown game",
-        c.watch_game(pb::WatchGameRequest {
-            game_id: unknown_id.clone(),
-            after_sequence: None
-        }),
-        "ERROR_REASON_GAME_NOT_FOUND"
-    );
-    case!(
-        "watch: bad id",
-        c.watch_game(pb::WatchGameRequest {
-            game_id: String::new(),
-            after_sequence: None
-        }),
-        "game_id"
-    );
-    case!(
-        "watch: sequence far ahead",
-        c.watch_game(pb::WatchGameRequest {
-            game_id: id.clone(),
-            after_sequence: Some(u64::MAX)
-        }),
-        "OUT_OF_RANGE"
-    );
-    case!(
-        "lobby: sequence far ahead",
-        c.watch_lobby(pb::WatchLobbyRequest {
-            after_sequence: Some(u64::MAX)
-        }),
-        "OUT_OF_RANGE"
-    );
-
-    // RulesService.
-    case!(
-        "legal moves: unknown preset",
-        rules.legal_moves(pb::LegalMovesRequest {
-            rules: preset(""),
-            position: None
-        }),
-        "rules.preset"
-    );
-    case!(
-        "legal moves: 13 squares",
-        rules.legal_moves(pb::LegalMovesRequest {
-            rules: preset("standard"),
-            position: Some(position(vec![5; 13]))
-        }),
-        "position.squares"
-    );
-    case!(
-        "legal moves: pieces on citizen squares",
-        rules.legal_moves(pb::LegalMovesRequest {
-            rules: preset("mancala-world"),
-            position: Some(pb::Position {
-                pieces: vec![1; 12],
-                ..position(vec![5; 12])
-            })
-        }),
-        "position.pieces[1]"
-    );
-    case!(
-        "apply: empty square",
-        rules.apply_move(pb::ApplyMoveRequest {
-            rules: preset("standard"),
-            position: Some(position(vec![10, 0, 5, 5, 5, 5, 10, 5, 5, 5, 5, 10])),
-            r#move: mv(1, Right)
-        }),
-        "ERROR_REASON_ILLEGAL_MOVE"
-    );
-    case!(
-        "apply: missing move",
-        rules.apply_move(pb::ApplyMoveRequest {
-            rules: None,
-            position: None,
-            r#move: None
-        }),
-        "move"
-    );
-
-    let mut failures = Vec::new();
-    for (what, status, expected) in &cases {
-        assert_message(status);
-        for token in [&first, &second, &waiting_token, &over_first] {
-            assert!(
-                !status.message().contains(token.as_str()),
-                "a token in {status:?}"
-            );
-        }
-        let ok = if let Some(reason) = expected.strip_prefix("ERROR_REASON_") {
-            status
-                .get_details_error_info()
-                .is_some_and(|i| i.reason == format!("ERROR_REASON_{reason}"))
-        } else if *expected == "OUT_OF_RANGE" {
-            status.code() == Code::OutOfRange
-        } else {
-            status.code() == Code::InvalidArgument
-                && status
-                    .get_details_bad_request()
-                    .is_some_and(|b| b.field_violations.iter().any(|v| v.field == *expected))
-        };
-        if !ok {
-            failures.push(format!("{what}: expected {expected}, got {status:?}"));
-        }
-    }
-    assert!(failures.is_empty(), "{}", failures.join("\n"));
+            }),
+            invalid,
+            Field("rules.rule_set.end_condition"),
+        ),
+        row(
+            "out-of-range rule knob",
+            create_req(|r| {
+                r.rules = custom(pb::RuleSet {
+                    immature_mandarin_min_stones: 1 << 20,
+                    ..standard_set()
+                })
+            }),
+            invalid,
+            Field("rules.rule_set.immature_mandarin_min_stones"),
+        ),
+        row(
+            "zero max plies",
+            create_req(|r| {
+                r.rules = custom(pb::RuleSet {
+                    max_plies: 0,
+                    ..standard_set()
+                })
+            }),
+            invalid,
+            Field("rules.rule_set.max_plies"),
+        ),
+        row(
+            "11 squares",
+            create_req(|r| r.start_position = Some(position(vec![5; 11]))),
+            invalid,
+            Field("start_position.squares"),
+        ),
+        row(
+            "100000 squares",
+            create_req(|r| r.start_position = Some(position(vec![5; 100_000]))),
+            invalid,
+            Field("start_position.squares"),
+        ),
+        row(
+            "stone counts out of range",
+            create_req(|r| r.start_position = Some(position(vec![u32::MAX; 12]))),
+            invalid,
+            Field("start_position.squares[0]"),
+        ),
+        row(
+            "more stones in a square than the board may hold",
+            create_req(|r| r.start_position = Some(position(vec![1_000_000; 12]))),
+            invalid,
+            Field("start_position.squares[0]"),
+        ),
+        row(
+            "stones do not add up",
+            create_req(|r| {
+                r.start_position = Some(position(vec![10, 6, 5, 5, 5, 5, 10, 5, 5, 5, 5, 5]))
+            }),
+            invalid,
+            Field("start_position"),
+        ),
+        row(
+            "start position without a player to move",
+            create_req(|r| {
+                r.start_position = Some(pb::Position {
+                    to_move: 0,
+                    ..position(vec![10, 5, 5, 5, 5, 5, 10, 5, 5, 5, 5, 5])
+                })
+            }),
+            invalid,
+            Field("start_position.to_move"),
+        ),
+    ];
+    m.check(rows, rpc!(m.games, create_game)).await;
 
     // Oversized requests: refused by the transport's message limit, before decoding.
-    let mut big = server
+    let mut big = m
+        .server
         .games()
         .await
         .max_encoding_message_size(64 * 1024 * 1024);
     let status = big
-        .create_game(create_req(&|r| {
-            r.display_name = "x".repeat(5 * 1024 * 1024)
-        }))
+        .create_game(create_req(|r| r.display_name = "x".repeat(5 * 1024 * 1024)))
         .await
         .unwrap_err();
     assert_eq!(status.code(), Code::OutOfRange, "{status:?}");
     assert!(status.message().contains("too large"), "{status:?}");
+    m.finish().await;
+}
 
-    // Nothing above touched the bystander.
-    for _ in 0..4 {
-        bystander.advance().await;
-    }
-    assert_serving(server.channel().await).await;
+#[tokio::test]
+async fn bad_join_game_requests() {
+    let m = Matrix::new().await;
+    let join = |game_id: &str, display_name: &str| pb::JoinGameRequest {
+        game_id: game_id.to_owned(),
+        display_name: display_name.to_owned(),
+    };
+    let over = Code::FailedPrecondition;
+    let rows = vec![
+        row(
+            "empty id",
+            join("", "Minh"),
+            Code::InvalidArgument,
+            Field("game_id"),
+        ),
+        row(
+            "oversized id",
+            join(&huge(), "Minh"),
+            Code::InvalidArgument,
+            Field("game_id"),
+        ),
+        row(
+            "unknown game",
+            join(UNKNOWN_ID, "Minh"),
+            Code::NotFound,
+            Reason("ERROR_REASON_GAME_NOT_FOUND"),
+        ),
+        row(
+            "full game",
+            join(&m.id, "Minh"),
+            over,
+            Reason("ERROR_REASON_SEAT_TAKEN"),
+        ),
+        row(
+            "finished game",
+            join(&m.over, "Minh"),
+            over,
+            Reason("ERROR_REASON_GAME_OVER"),
+        ),
+        row(
+            "bad name",
+            join(&m.waiting, &huge()),
+            Code::InvalidArgument,
+            Field("display_name"),
+        ),
+    ];
+    m.check(rows, rpc!(m.games, join_game)).await;
+    m.finish().await;
+}
+
+#[tokio::test]
+async fn bad_get_game_requests() {
+    let m = Matrix::new().await;
+    let get = |game_id: &str| pb::GetGameRequest {
+        game_id: game_id.to_owned(),
+    };
+    let rows = vec![
+        row(
+            "bad id",
+            get("../../etc/passwd"),
+            Code::InvalidArgument,
+            Field("game_id"),
+        ),
+        row(
+            "unknown id",
+            get(UNKNOWN_ID),
+            Code::NotFound,
+            Reason("ERROR_REASON_GAME_NOT_FOUND"),
+        ),
+    ];
+    m.check(rows, rpc!(m.games, get_game)).await;
+    m.finish().await;
+}
+
+#[tokio::test]
+async fn bad_list_games_requests() {
+    let m = Matrix::new().await;
+    let list = |filter: i32, page_token: &str| pb::ListGamesRequest {
+        filter,
+        page_size: 10,
+        page_token: page_token.to_owned(),
+    };
+    let invalid = Code::InvalidArgument;
+    let rows = vec![
+        row(
+            "unknown filter enum",
+            list(77, ""),
+            invalid,
+            Field("filter"),
+        ),
+        row(
+            "forged page token",
+            list(0, "'; DROP TABLE games; --"),
+            invalid,
+            Field("page_token"),
+        ),
+        row(
+            "oversized page token",
+            list(0, &huge()),
+            invalid,
+            Field("page_token"),
+        ),
+    ];
+    m.check(rows, rpc!(m.games, list_games)).await;
+    m.finish().await;
+}
+
+#[tokio::test]
+async fn bad_list_moves_requests() {
+    let m = Matrix::new().await;
+    let rows = vec![row(
+        "bad id",
+        pb::ListMovesRequest {
+            game_id: String::new(),
+        },
+        Code::InvalidArgument,
+        Field("game_id"),
+    )];
+    m.check(rows, rpc!(m.games, list_moves)).await;
+    m.finish().await;
+}
+
+#[tokio::test]
+async fn bad_play_move_requests() {
+    let m = Matrix::new().await;
+    let play = |game: &str, m: Option<pb::Move>| pb::PlayMoveRequest {
+        game_id: game.to_owned(),
+        r#move: m,
+        expected_ply: None,
+    };
+    let mut basic = tonic::Request::new(play(&m.id, mv(1, Right)));
+    basic
+        .metadata_mut()
+        .insert("authorization", "Basic dXNlcjpwYXNz".parse().unwrap());
+    let (id, first) = (m.id.as_str(), m.first.as_str());
+    let invalid = Code::InvalidArgument;
+    let refused = Code::FailedPrecondition;
+    let rows = vec![
+        row(
+            "no token",
+            play(id, mv(1, Right)),
+            Code::Unauthenticated,
+            Reason("ERROR_REASON_MISSING_TOKEN"),
+        ),
+        row(
+            "not a bearer token",
+            basic,
+            Code::Unauthenticated,
+            Reason("ERROR_REASON_MISSING_TOKEN"),
+        ),
+        row(
+            "garbage token",
+            authed(play(id, mv(1, Right)), "garbage"),
+            Code::PermissionDenied,
+            Reason("ERROR_REASON_WRONG_TOKEN"),
+        ),
+        row(
+            "oversized token",
+            authed(play(id, mv(1, Right)), &"t".repeat(8000)),
+            Code::PermissionDenied,
+            Reason("ERROR_REASON_WRONG_TOKEN"),
+        ),
+        row(
+            "another game's token",
+            authed(play(id, mv(1, Right)), &m.waiting_token),
+            Code::PermissionDenied,
+            Reason("ERROR_REASON_WRONG_TOKEN"),
+        ),
+        row(
+            "other seat's turn",
+            authed(play(id, mv(7, Right)), &m.second),
+            refused,
+            Reason("ERROR_REASON_NOT_YOUR_TURN"),
+        ),
+        row(
+            "missing move",
+            authed(play(id, None), first),
+            invalid,
+            Field("move"),
+        ),
+        row(
+            "square out of range",
+            authed(play(id, mv(12, Right)), first),
+            invalid,
+            Field("move.square"),
+        ),
+        row(
+            "square u32::MAX",
+            authed(play(id, mv(u32::MAX, Right)), first),
+            invalid,
+            Field("move.square"),
+        ),
+        row(
+            "unknown direction",
+            authed(
+                play(
+                    id,
+                    Some(pb::Move {
+                        square: Some(1),
+                        direction: 9,
+                    }),
+                ),
+                first,
+            ),
+            invalid,
+            Field("move.direction"),
+        ),
+        row(
+            "opponent's square",
+            authed(play(id, mv(8, Right)), first),
+            refused,
+            Reason("ERROR_REASON_ILLEGAL_MOVE"),
+        ),
+        row(
+            "mandarin square",
+            authed(play(id, mv(0, Left)), first),
+            refused,
+            Reason("ERROR_REASON_ILLEGAL_MOVE"),
+        ),
+        row(
+            "stale ply",
+            authed(
+                pb::PlayMoveRequest {
+                    expected_ply: Some(u32::MAX),
+                    ..play(id, mv(1, Right))
+                },
+                first,
+            ),
+            refused,
+            Reason("ERROR_REASON_STALE_PLY"),
+        ),
+        row(
+            "waiting game",
+            authed(play(&m.waiting, mv(1, Right)), &m.waiting_token),
+            refused,
+            Reason("ERROR_REASON_GAME_NOT_STARTED"),
+        ),
+        row(
+            "finished game",
+            authed(play(&m.over, mv(1, Right)), &m.over_first),
+            refused,
+            Reason("ERROR_REASON_GAME_OVER"),
+        ),
+        row(
+            "unknown game",
+            authed(play(UNKNOWN_ID, mv(1, Right)), first),
+            Code::NotFound,
+            Reason("ERROR_REASON_GAME_NOT_FOUND"),
+        ),
+    ];
+    m.check(rows, rpc!(m.games, play_move)).await;
+    m.finish().await;
+}
+
+#[tokio::test]
+async fn bad_resign_requests() {
+    let m = Matrix::new().await;
+    let resign = |game_id: &str| pb::ResignRequest {
+        game_id: game_id.to_owned(),
+    };
+    let rows = vec![
+        row(
+            "no token",
+            resign(&m.id),
+            Code::Unauthenticated,
+            Reason("ERROR_REASON_MISSING_TOKEN"),
+        ),
+        row(
+            "another game's token",
+            authed(resign(&m.id), &m.over_first),
+            Code::PermissionDenied,
+            Reason("ERROR_REASON_WRONG_TOKEN"),
+        ),
+        row(
+            "finished game",
+            authed(resign(&m.over), &m.over_first),
+            Code::FailedPrecondition,
+            Reason("ERROR_REASON_GAME_OVER"),
+        ),
+        row(
+            "waiting game",
+            authed(resign(&m.waiting), &m.waiting_token),
+            Code::FailedPrecondition,
+            Reason("ERROR_REASON_GAME_NOT_STARTED"),
+        ),
+    ];
+    m.check(rows, rpc!(m.games, resign)).await;
+    m.finish().await;
+}
+
+#[tokio::test]
+async fn bad_abort_game_requests() {
+    let m = Matrix::new().await;
+    let abort = |game_id: &str| pb::AbortGameRequest {
+        game_id: game_id.to_owned(),
+    };
+    let rows = vec![
+        row(
+            "wrong token",
+            authed(abort(&m.id), &m.waiting_token),
+            Code::PermissionDenied,
+            Reason("ERROR_REASON_WRONG_TOKEN"),
+        ),
+        row(
+            "finished game",
+            authed(abort(&m.over), &m.over_first),
+            Code::FailedPrecondition,
+            Reason("ERROR_REASON_GAME_OVER"),
+        ),
+        row(
+            "bad id",
+            authed(abort("bad id!"), &m.first),
+            Code::InvalidArgument,
+            Field("game_id"),
+        ),
+    ];
+    m.check(rows, rpc!(m.games, abort_game)).await;
+    m.finish().await;
+}
+
+#[tokio::test]
+async fn bad_watch_game_requests() {
+    let m = Matrix::new().await;
+    let watch = |game_id: &str, after_sequence: Option<u64>| pb::WatchGameRequest {
+        game_id: game_id.to_owned(),
+        after_sequence,
+    };
+    let rows = vec![
+        row(
+            "unknown game",
+            watch(UNKNOWN_ID, None),
+            Code::NotFound,
+            Reason("ERROR_REASON_GAME_NOT_FOUND"),
+        ),
+        row(
+            "bad id",
+            watch("", None),
+            Code::InvalidArgument,
+            Field("game_id"),
+        ),
+        row(
+            "sequence far ahead",
+            watch(&m.id, Some(u64::MAX)),
+            Code::OutOfRange,
+            Detail::None,
+        ),
+    ];
+    m.check(rows, rpc!(m.games, watch_game)).await;
+    m.finish().await;
+}
+
+#[tokio::test]
+async fn bad_watch_lobby_requests() {
+    let m = Matrix::new().await;
+    let rows = vec![row(
+        "sequence far ahead",
+        pb::WatchLobbyRequest {
+            after_sequence: Some(u64::MAX),
+        },
+        Code::OutOfRange,
+        Detail::None,
+    )];
+    m.check(rows, rpc!(m.games, watch_lobby)).await;
+    m.finish().await;
+}
+
+#[tokio::test]
+async fn bad_legal_moves_requests() {
+    let m = Matrix::new().await;
+    let invalid = Code::InvalidArgument;
+    let rows = vec![
+        row(
+            "unknown preset",
+            pb::LegalMovesRequest {
+                rules: preset(""),
+                position: None,
+            },
+            invalid,
+            Field("rules.preset"),
+        ),
+        row(
+            "13 squares",
+            pb::LegalMovesRequest {
+                rules: preset("standard"),
+                position: Some(position(vec![5; 13])),
+            },
+            invalid,
+            Field("position.squares"),
+        ),
+        row(
+            "pieces on citizen squares",
+            pb::LegalMovesRequest {
+                rules: preset("mancala-world"),
+                position: Some(pb::Position {
+                    pieces: vec![1; 12],
+                    ..position(vec![5; 12])
+                }),
+            },
+            invalid,
+            Field("position.pieces[1]"),
+        ),
+    ];
+    m.check(rows, rpc!(m.rules, legal_moves)).await;
+    m.finish().await;
+}
+
+#[tokio::test]
+async fn bad_apply_move_requests() {
+    let m = Matrix::new().await;
+    let rows = vec![
+        row(
+            "empty square",
+            pb::ApplyMoveRequest {
+                rules: preset("standard"),
+                position: Some(position(vec![10, 0, 5, 5, 5, 5, 10, 5, 5, 5, 5, 10])),
+                r#move: mv(1, Right),
+            },
+            Code::FailedPrecondition,
+            Reason("ERROR_REASON_ILLEGAL_MOVE"),
+        ),
+        row(
+            "missing move",
+            pb::ApplyMoveRequest {
+                rules: None,
+                position: None,
+                r#move: None,
+            },
+            Code::InvalidArgument,
+            Field("move"),
+        ),
+    ];
+    m.check(rows, rpc!(m.rules, apply_move)).await;
+    m.finish().await;
 }
 
 /// Writes `bytes` on a raw connection and waits until the server closes it.

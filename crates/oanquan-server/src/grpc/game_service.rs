@@ -24,6 +24,11 @@ impl GameApi {
     pub fn new(manager: Arc<GameManager>, streams: StreamSettings) -> GameApi {
         GameApi { manager, streams }
     }
+
+    /// What every watch stream of this service runs with.
+    pub(super) fn streams(&self) -> &StreamSettings {
+        &self.streams
+    }
 }
 
 /// The bearer token of a request. Scheme matching is case-insensitive (RFC 7235).
@@ -55,7 +60,7 @@ fn optional_bearer<T>(request: &Request<T>) -> Result<Option<PlayerToken>, GameE
 
 /// Starts a `WatchGame` watch: as the seat of the bearer token if there is one, else as a
 /// spectator of the connection the request came on.
-async fn start_game_watch(
+pub(super) async fn start_game_watch(
     api: &GameApi,
     request: Request<pb::WatchGameRequest>,
 ) -> Result<Watch<GameFeed>, GameError> {
@@ -83,25 +88,6 @@ pub(super) fn game_item(item: WatchItem<GameFeed>) -> pb::WatchGameResponse {
         WatchItem::Event(event) => convert::game_event_out(&event),
     };
     pb::WatchGameResponse { event: Some(event) }
-}
-
-impl GameApi {
-    /// A `WatchGame` stream whose messages `item` and `heartbeat` make: protobuf messages for
-    /// the generated service, already-encoded ones for [`super::wire::GameRoutes`].
-    pub(super) async fn watch_game_as<M: Send + 'static>(
-        &self,
-        request: Request<pb::WatchGameRequest>,
-        item: fn(WatchItem<GameFeed>) -> M,
-        heartbeat: fn(u64) -> M,
-    ) -> Result<Response<WatchStream<M>>, Status> {
-        let watch = start_game_watch(self, request).await?;
-        Ok(Response::new(stream::spawn(
-            watch,
-            &self.streams,
-            item,
-            heartbeat,
-        )))
-    }
 }
 
 pub(super) fn game_heartbeat(sequence: u64) -> pb::WatchGameResponse {
@@ -265,7 +251,13 @@ impl pb::game_service_server::GameService for GameApi {
         &self,
         request: Request<pb::WatchGameRequest>,
     ) -> Result<Response<Self::WatchGameStream>, Status> {
-        self.watch_game_as(request, game_item, game_heartbeat).await
+        let watch = start_game_watch(self, request).await?;
+        Ok(Response::new(stream::spawn(
+            watch,
+            &self.streams,
+            game_item,
+            game_heartbeat,
+        )))
     }
 
     type WatchLobbyStream = WatchStream<pb::WatchLobbyResponse>;

@@ -19,6 +19,8 @@ use tonic_health::pb::health_server::{Health, HealthServer};
 use tonic_health::pb::{HealthCheckRequest, HealthCheckResponse};
 use tonic_health::server::{HealthReporter, HealthService};
 
+use super::status;
+
 /// The health service; see the module docs.
 #[derive(Debug)]
 pub struct HealthApi {
@@ -112,8 +114,6 @@ impl Stream for HealthWatch {
             return Poll::Pending;
         }
         self.ended = true;
-        Poll::Ready(Some(Err(Status::unavailable(
-            "server is shutting down; watch health again on another server or after the restart",
-        ))))
+        Poll::Ready(Some(Err(status::health_shutting_down())))
     }
 }

@@ -6,6 +6,8 @@ pub mod connections;
 pub mod convert;
 mod game_service;
 pub mod health;
+#[cfg(test)]
+mod imports;
 pub mod rate_limit;
 mod rules_service;
 pub mod status;

@@ -87,10 +87,7 @@ impl pb::rules_service_server::RulesService for RulesApi {
             Ok(result) => Ok(Response::new(convert::analysis_out(&result))),
             Err(AnalysisError::Refused(refused)) => {
                 tracing::debug!(?client, %refused, "analysis refused");
-                Err(status::limit_exceeded(
-                    refused.to_string(),
-                    refused.retry_after(),
-                ))
+                Err(status::analysis_refused(&refused))
             }
             Err(AnalysisError::Failed(error)) => Err(error.into()),
         }

@@ -1,4 +1,7 @@
-//! The one table from domain errors to gRPC status codes and error details.
+//! The one table from domain errors to gRPC status codes and error details ([`classify`]), and
+//! every other status the server answers on its own: the request rate limit, a refused
+//! analysis, a watch stream ended by shutdown or left unread, an undecodable request. No other
+//! file builds a status from a server condition.
 //!
 //! Details follow `errors.proto`: INVALID_ARGUMENT carries a `google.rpc.BadRequest` naming the
 //! field; FAILED_PRECONDITION, PERMISSION_DENIED, UNAUTHENTICATED, NOT_FOUND and
@@ -12,6 +15,7 @@ use tonic::{Code, Status};
 use tonic_types::{ErrorDetails, StatusExt as _};
 
 use crate::domain::GameError;
+use crate::domain::computer::Refused;
 use crate::domain::limits::RateLimited;
 
 /// `ErrorInfo.domain` of every error.
@@ -124,6 +128,46 @@ pub fn limit_exceeded(message: String, retry_after: std::time::Duration) -> Stat
         )
         .set_retry_info(Some(retry_after));
     Status::with_error_details(Code::ResourceExhausted, message, details)
+}
+
+/// RESOURCE_EXHAUSTED for an `Analyze` call refused for lack of search capacity: see
+/// [`limit_exceeded`].
+#[must_use]
+pub fn analysis_refused(refused: &Refused) -> Status {
+    limit_exceeded(refused.to_string(), refused.retry_after())
+}
+
+/// UNAVAILABLE ending a watch stream because the server is shutting down, with the sequence to
+/// resume from on another server or after the restart.
+#[must_use]
+pub fn shutting_down(after_sequence: u64) -> Status {
+    Status::unavailable(format!(
+        "server is shutting down; reconnect with after_sequence={after_sequence}"
+    ))
+}
+
+/// UNAVAILABLE ending a health watch because the server is shutting down.
+#[must_use]
+pub fn health_shutting_down() -> Status {
+    Status::unavailable(
+        "server is shutting down; watch health again on another server or after the restart",
+    )
+}
+
+/// RESOURCE_EXHAUSTED ending a watch stream its client left unread for `stall`: the limit on
+/// unread streams, as every other limit, with the sequence to resume from.
+#[must_use]
+pub fn stream_dropped(stall: std::time::Duration, after_sequence: u64) -> Status {
+    to_status(&GameError::LimitExceeded(format!(
+        "this stream was not read for {stall:?} and was dropped; reconnect with after_sequence={after_sequence}"
+    )))
+}
+
+/// A request that is not a valid protobuf message: INTERNAL, as the generated services answer
+/// it (tonic's prost codec), so that the hand-served `WatchGame` answers the same.
+#[must_use]
+pub fn undecodable(error: &prost::DecodeError) -> Status {
+    Status::internal(error.to_string())
 }
 
 impl From<GameError> for Status {
@@ -273,6 +317,92 @@ mod tests {
             "{}",
             status.message()
         );
+    }
+
+    #[test]
+    fn statuses_without_a_domain_error_have_their_code_and_reason() {
+        use std::time::Duration;
+
+        use crate::domain::limits::RateLimit;
+        let limit = "ERROR_REASON_LIMIT_EXCEEDED";
+        let refused = Refused::Busy {
+            max: 2,
+            retry_after: Duration::from_millis(100),
+        };
+        let refused_text = refused.to_string();
+        let garbage = <oanquan_proto::v1::WatchGameRequest as prost::Message>::decode(&[0xff][..])
+            .expect_err("a truncated varint");
+        let rate = RateLimited {
+            retry_after: Duration::from_millis(250),
+            limit: RateLimit {
+                per_second: 4.0,
+                burst: 8,
+            },
+        };
+        /// Status, code, reason, retry delay, and text its message must hold.
+        type Row<'a> = (Status, Code, Option<&'a str>, Option<Duration>, &'a str);
+        let table: Vec<Row<'_>> = vec![
+            (
+                rate_limited(&rate),
+                Code::ResourceExhausted,
+                Some(limit),
+                Some(Duration::from_millis(250)),
+                "retry in 250 ms",
+            ),
+            (
+                analysis_refused(&refused),
+                Code::ResourceExhausted,
+                Some(limit),
+                Some(Duration::from_millis(100)),
+                &refused_text,
+            ),
+            (
+                stream_dropped(Duration::from_secs(3), 41),
+                Code::ResourceExhausted,
+                Some(limit),
+                None,
+                "reconnect with after_sequence=41",
+            ),
+            (
+                shutting_down(42),
+                Code::Unavailable,
+                None,
+                None,
+                "reconnect with after_sequence=42",
+            ),
+            (
+                health_shutting_down(),
+                Code::Unavailable,
+                None,
+                None,
+                "watch health again",
+            ),
+            (
+                undecodable(&garbage),
+                Code::Internal,
+                None,
+                None,
+                "failed to decode Protobuf message",
+            ),
+        ];
+        for (status, code, reason, retry, text) in table {
+            let info = status.get_details_error_info();
+            assert_eq!(status.code(), code, "{status:?}");
+            assert_eq!(
+                info.as_ref().map(|i| i.reason.as_str()),
+                reason,
+                "{status:?}"
+            );
+            if let Some(info) = info {
+                assert_eq!(info.domain, ERROR_DOMAIN);
+            }
+            assert_eq!(
+                status.get_details_retry_info().and_then(|r| r.retry_delay),
+                retry,
+                "{status:?}"
+            );
+            assert!(status.message().contains(text), "{status:?}");
+        }
     }
 
     #[test]

@@ -21,7 +21,8 @@ use tokio::time::{Instant, MissedTickBehavior};
 use tonic::Status;
 use tracing::Instrument as _;
 
-use crate::domain::{Feed, GameError, Watch, WatchItem};
+use super::status;
+use crate::domain::{Feed, Watch, WatchItem};
 
 /// Messages buffered per stream besides what HTTP/2 flow control lets into the connection.
 pub const STREAM_BUFFER: usize = 16;
@@ -64,15 +65,16 @@ impl<M> Stream for WatchStream<M> {
 }
 
 /// Spawns the task that feeds a stream from `watch`.
-pub(crate) fn spawn<F, M>(
+pub(crate) fn spawn<F, M, I>(
     mut watch: Watch<F>,
     settings: &StreamSettings,
-    item: fn(WatchItem<F>) -> M,
+    item: I,
     heartbeat: fn(u64) -> M,
 ) -> WatchStream<M>
 where
     F: Feed,
     M: Send + 'static,
+    I: Fn(WatchItem<F>) -> M + Send + 'static,
 {
     let (tx, rx) = mpsc::channel(STREAM_BUFFER);
     let (last_tx, last_rx) = oneshot::channel();
@@ -87,9 +89,7 @@ where
             let out = tokio::select! {
                 biased;
                 // An error means the server dropped the sender: shutting down as well.
-                _ = shutdown.wait_for(|stopping| *stopping) => Err(Status::unavailable(format!(
-                    "server is shutting down; reconnect with after_sequence={last}"
-                ))),
+                _ = shutdown.wait_for(|stopping| *stopping) => Err(status::shutting_down(last)),
                 () = tx.closed() => break,
                 next = watch.next() => match next {
                     Ok(Some(next)) => {
@@ -110,9 +110,7 @@ where
                     // Never read for `stall`: free the slot, tell the client when it reads.
                     // The message in hand is dropped; resuming from `last` replays it.
                     tracing::info!(stall = ?stall, "dropping a stream its client does not read");
-                    let _ = last_tx.send(Status::from(GameError::LimitExceeded(format!(
-                        "this stream was not read for {stall:?} and was dropped; reconnect with after_sequence={last}"
-                    ))));
+                    let _ = last_tx.send(status::stream_dropped(stall, last));
                     break;
                 }
             }

@@ -6,10 +6,15 @@
 //! `GameServiceServer` (every other method goes to the generated code unchanged), with a codec
 //! ([`WireCodec`]) whose items are already-encoded `WatchGameResponse` messages ([`Wire`]).
 //! Events delivered through the hub are the same `Arc<GameEvent>` for every watcher, so a small
-//! process-wide cache keyed by that `Arc`'s identity ([`encoded_event`]) encodes each once.
+//! cache keyed by that `Arc`'s identity ([`EncodedEvents`], one per [`GameRoutes`]) encodes each
+//! once.
 //! Snapshots and heartbeats are per stream and are encoded per stream, as before. The bytes on
 //! the wire are exactly what the generated codec writes; stream semantics (sequences, resume,
 //! heartbeats, stall timeout, final status) are those of [`super::stream`].
+//!
+//! Why not the generated service: its codec is chosen per service and encodes every item it is
+//! given, so each stream would encode the event again; BENCHMARKS.md ("Spectator fan-out", under
+//! "After the profile: the SQLite path") has what encoding once saves with 1,000 spectators.
 
 use std::collections::VecDeque;
 use std::convert::Infallible;
@@ -25,10 +30,10 @@ use tonic::codec::{Codec, DecodeBuf, Decoder, EncodeBuf, Encoder};
 use tonic::server::{Grpc, NamedService, ServerStreamingService};
 use tonic::{Request, Response, Status};
 
-use super::convert;
-use super::game_service::{GameApi, game_heartbeat, game_item};
-use super::stream::WatchStream;
-use crate::domain::{GameEvent, GameFeed, WatchItem};
+use super::game_service::{self, GameApi};
+use super::stream::{self, WatchStream};
+use super::{convert, status};
+use crate::domain::{GameEvent, WatchItem};
 
 /// The route served here; everything else goes to the generated service.
 const WATCH_GAME: &str = "/oanquan.v1.GameService/WatchGame";
@@ -48,34 +53,40 @@ impl Wire {
     }
 }
 
-/// Recently encoded hub events, with the `Arc` they came from (held, so its address cannot be
-/// reused while it is a key).
-static ENCODED: Mutex<VecDeque<(Arc<GameEvent>, Bytes)>> = Mutex::new(VecDeque::new());
+/// Recently encoded hub events, with the `Arc` each came from (held, so that its address cannot
+/// be reused while it is a key).
+#[derive(Debug, Default)]
+pub struct EncodedEvents {
+    recent: Mutex<VecDeque<(Arc<GameEvent>, Bytes)>>,
+}
 
-/// `event` as an encoded `WatchGameResponse`, encoded once per `Arc` while it stays among the
-/// [`CACHED_EVENTS`] most recent.
-#[must_use]
-pub fn encoded_event(event: &Arc<GameEvent>) -> Bytes {
-    let lock = || {
-        ENCODED
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-    };
-    if let Some((_, bytes)) = lock().iter().rev().find(|(e, _)| Arc::ptr_eq(e, event)) {
-        return bytes.clone();
-    }
-    let bytes = Wire::encode(&pb::WatchGameResponse {
-        event: Some(convert::game_event_out(event)),
-    })
-    .0;
-    let mut cache = lock();
-    if !cache.iter().any(|(e, _)| Arc::ptr_eq(e, event)) {
-        if cache.len() >= CACHED_EVENTS {
-            cache.pop_front();
+impl EncodedEvents {
+    /// `event` as an encoded `WatchGameResponse`, encoded once per `Arc` while it stays among
+    /// the [`CACHED_EVENTS`] most recent.
+    #[must_use]
+    pub fn get(&self, event: &Arc<GameEvent>) -> Bytes {
+        let lock = || {
+            self.recent
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner)
+        };
+        if let Some((_, bytes)) = lock().iter().rev().find(|(e, _)| Arc::ptr_eq(e, event)) {
+            return bytes.clone();
         }
-        cache.push_back((Arc::clone(event), bytes.clone()));
+        // Encoded outside the lock: other streams' lookups need not wait for it.
+        let bytes = Wire::encode(&pb::WatchGameResponse {
+            event: Some(convert::game_event_out(event)),
+        })
+        .0;
+        let mut cache = lock();
+        if !cache.iter().any(|(e, _)| Arc::ptr_eq(e, event)) {
+            if cache.len() >= CACHED_EVENTS {
+                cache.pop_front();
+            }
+            cache.push_back((Arc::clone(event), bytes.clone()));
+        }
+        bytes
     }
-    bytes
 }
 
 /// Writes [`Wire`] messages as they are; decodes requests with prost.
@@ -118,35 +129,37 @@ impl Decoder for WireDecoder {
     fn decode(&mut self, src: &mut DecodeBuf<'_>) -> Result<Option<Self::Item>, Status> {
         pb::WatchGameRequest::decode(src)
             .map(Some)
-            .map_err(|e| Status::internal(e.to_string()))
+            .map_err(|e| status::undecodable(&e))
     }
 }
 
-struct WatchGameWire(GameApi);
+/// `WatchGame` as [`GameApi::watch_game`](pb::game_service_server::GameService::watch_game)
+/// serves it, with encoded messages; a hub event is encoded once for all its watchers.
+struct WatchGameWire {
+    api: GameApi,
+    encoded: Arc<EncodedEvents>,
+}
 
 impl ServerStreamingService<pb::WatchGameRequest> for WatchGameWire {
     type Response = Wire;
     type ResponseStream = WatchStream<Wire>;
     type Future = BoxFuture<'static, Result<Response<WatchStream<Wire>>, Status>>;
     fn call(&mut self, request: Request<pb::WatchGameRequest>) -> Self::Future {
-        let api = self.0.clone();
+        let api = self.api.clone();
+        let encoded = Arc::clone(&self.encoded);
         Box::pin(async move {
-            api.watch_game_as(request, game_item_wire, game_heartbeat_wire)
-                .await
+            let watch = game_service::start_game_watch(&api, request).await?;
+            Ok(Response::new(stream::spawn(
+                watch,
+                api.streams(),
+                move |item| match item {
+                    WatchItem::Event(event) => Wire(encoded.get(&event)),
+                    snapshot => Wire::encode(&game_service::game_item(snapshot)),
+                },
+                |sequence| Wire::encode(&game_service::game_heartbeat(sequence)),
+            )))
         })
     }
-}
-
-/// As [`game_item`], encoded; a hub event is encoded once for all its watchers.
-fn game_item_wire(item: WatchItem<GameFeed>) -> Wire {
-    match item {
-        WatchItem::Event(event) => Wire(encoded_event(&event)),
-        snapshot => Wire::encode(&game_item(snapshot)),
-    }
-}
-
-fn game_heartbeat_wire(sequence: u64) -> Wire {
-    Wire::encode(&game_heartbeat(sequence))
 }
 
 /// `GameService`: the generated server, except `WatchGame` (see the module docs).
@@ -155,6 +168,7 @@ pub struct GameRoutes {
     inner: GameServiceServer<GameApi>,
     api: GameApi,
     max_message_size: usize,
+    encoded: Arc<EncodedEvents>,
 }
 
 impl GameRoutes {
@@ -167,6 +181,7 @@ impl GameRoutes {
                 .max_encoding_message_size(max_message_size),
             api,
             max_message_size,
+            encoded: Arc::default(),
         }
     }
 }
@@ -188,7 +203,10 @@ impl tower::Service<http::Request<tonic::body::Body>> for GameRoutes {
         if request.uri().path() != WATCH_GAME {
             return self.inner.call(request);
         }
-        let method = WatchGameWire(self.api.clone());
+        let method = WatchGameWire {
+            api: self.api.clone(),
+            encoded: Arc::clone(&self.encoded),
+        };
         let max = self.max_message_size;
         Box::pin(async move {
             let mut grpc = Grpc::new(WireCodec).apply_max_message_size_config(Some(max), Some(max));
@@ -204,22 +222,49 @@ mod tests {
     use super::*;
     use crate::domain::{GameEventKind, GameId};
 
-    #[test]
-    fn an_event_is_encoded_once_and_decodes_as_converted() {
-        let event = Arc::new(GameEvent {
+    fn turn_started(sequence: u64) -> Arc<GameEvent> {
+        Arc::new(GameEvent {
             game_id: GameId::generate(),
-            sequence: 7,
+            sequence,
             time: SystemTime::now(),
             kind: GameEventKind::TurnStarted {
                 player: oanquan_rules::Player::Second,
                 ply: 6,
                 refill: None,
             },
-        });
-        let first = encoded_event(&event);
-        let again = encoded_event(&event);
+        })
+    }
+
+    #[test]
+    fn an_event_is_encoded_once_and_decodes_as_converted() {
+        let event = turn_started(7);
+        let cache = EncodedEvents::default();
+        let first = cache.get(&event);
+        let again = cache.get(&event);
         assert_eq!(first.as_ptr(), again.as_ptr(), "shared, not re-encoded");
         let decoded = pb::WatchGameResponse::decode(first).unwrap();
         assert_eq!(decoded.event, Some(convert::game_event_out(&event)));
+    }
+
+    #[test]
+    fn each_cache_holds_only_its_latest_events() {
+        let cache = EncodedEvents::default();
+        let oldest = turn_started(0);
+        let first = cache.get(&oldest);
+        let newest: Vec<_> = (1..=CACHED_EVENTS as u64).map(turn_started).collect();
+        for event in &newest {
+            let _ = cache.get(event);
+        }
+        assert_eq!(cache.recent.lock().unwrap().len(), CACHED_EVENTS);
+        let last = newest.last().unwrap();
+        assert_eq!(cache.get(last).as_ptr(), cache.get(last).as_ptr());
+        assert_ne!(
+            cache.get(&oldest).as_ptr(),
+            first.as_ptr(),
+            "pushed out, so encoded again"
+        );
+        // Another server's cache does not see this one's entries.
+        let other = EncodedEvents::default();
+        assert_ne!(other.get(last).as_ptr(), cache.get(last).as_ptr());
     }
 }

@@ -1,0 +1,291 @@
+//! Protobuf → domain: every request field validated, so nothing a client sends can reach a
+//! cast or an index unchecked; errors name the field (`move.square`).
+
+use oanquan_ai::Level;
+use oanquan_proto::v1 as pb;
+use oanquan_rules::{
+    ByPlayer, Direction, EmptyMandarinNext, EndCondition, MAX_BOARD_STONES, MandarinSetup, Move,
+    Player, Position, PositionError, Preset, Rules, RulesError, SQUARES, Setup,
+};
+
+use crate::domain::{GameError, GameFilter, GameId, quoted};
+
+type Result<T> = std::result::Result<T, GameError>;
+
+fn sub(field: &str, name: &str) -> String {
+    format!("{field}.{name}")
+}
+
+/// A game id field.
+pub fn game_id(id: &str, field: &str) -> Result<GameId> {
+    GameId::parse(id).map_err(|e| GameError::invalid(field, e.to_string()))
+}
+
+/// A `ComputerOpponent` (unset or level 0 → `None`).
+pub fn computer_opponent(
+    computer: Option<&pb::ComputerOpponent>,
+    field: &str,
+) -> Result<Option<Level>> {
+    let level = computer.map_or(0, |c| c.level);
+    if level == 0 {
+        return Ok(None);
+    }
+    u8::try_from(level)
+        .ok()
+        .and_then(Level::from_number)
+        .map(Some)
+        .ok_or_else(|| {
+            GameError::invalid(
+                sub(field, "level"),
+                format!(
+                    "must be 1 ({}) to 7 ({}), or 0 for no computer; got {level}",
+                    Level::Random,
+                    Level::Master
+                ),
+            )
+        })
+}
+
+/// A `Player` that may be unset (`PLAYER_UNSPECIFIED` → `None`).
+pub fn optional_player(value: i32, field: &str) -> Result<Option<Player>> {
+    match pb::Player::try_from(value) {
+        Ok(pb::Player::Unspecified) => Ok(None),
+        Ok(pb::Player::First) => Ok(Some(Player::First)),
+        Ok(pb::Player::Second) => Ok(Some(Player::Second)),
+        Err(_) => Err(GameError::invalid(
+            field,
+            format!("unknown Player value {value}; use PLAYER_FIRST or PLAYER_SECOND"),
+        )),
+    }
+}
+
+/// A `Player` that must be set.
+pub fn player(value: i32, field: &str) -> Result<Player> {
+    optional_player(value, field)?.ok_or_else(|| {
+        GameError::invalid(field, "must be PLAYER_FIRST or PLAYER_SECOND, not unset")
+    })
+}
+
+/// A move.
+pub fn mv(mv: Option<&pb::Move>, field: &str) -> Result<Move> {
+    let mv = mv.ok_or_else(|| GameError::invalid(field, "a move is required"))?;
+    let square = mv.square.ok_or_else(|| {
+        GameError::invalid(
+            sub(field, "square"),
+            "a square (1 to 5 or 7 to 11) is required",
+        )
+    })?;
+    let square = u8::try_from(square)
+        .ok()
+        .filter(|&s| usize::from(s) < SQUARES)
+        .ok_or_else(|| {
+            GameError::invalid(
+                sub(field, "square"),
+                format!("{square} is not a ring square; squares are 0 to 11"),
+            )
+        })?;
+    let direction = match pb::Direction::try_from(mv.direction) {
+        Ok(pb::Direction::Right) => Direction::Right,
+        Ok(pb::Direction::Left) => Direction::Left,
+        _ => {
+            return Err(GameError::invalid(
+                sub(field, "direction"),
+                "must be DIRECTION_RIGHT or DIRECTION_LEFT",
+            ));
+        }
+    };
+    Ok(Move::new(square, direction))
+}
+
+/// A `RulesSpec`; unset means the standard preset.
+pub fn rules_spec(spec: Option<&pb::RulesSpec>, field: &str) -> Result<(Rules, Option<Preset>)> {
+    match spec.and_then(|s| s.kind.as_ref()) {
+        None => Ok((Rules::STANDARD, Some(Preset::Standard))),
+        Some(pb::rules_spec::Kind::Preset(name)) => {
+            let preset: Preset = name.parse().map_err(|_: oanquan_rules::UnknownPreset| {
+                let known: Vec<&str> = Preset::ALL.iter().map(|p| p.name()).collect();
+                GameError::invalid(
+                    sub(field, "preset"),
+                    format!(
+                        "unknown rule preset {}; known presets: {}",
+                        quoted(name),
+                        known.join(", ")
+                    ),
+                )
+            })?;
+            Ok((preset.rules(), Some(preset)))
+        }
+        Some(pb::rules_spec::Kind::RuleSet(set)) => {
+            Ok((rule_set(set, &sub(field, "rule_set"))?, None))
+        }
+    }
+}
+
+fn enum_error(field: &str, name: &str, value: i32) -> GameError {
+    GameError::invalid(
+        sub(field, name),
+        format!("must be set to a known value, got {value}"),
+    )
+}
+
+fn small(value: u32, field: &str, name: &str) -> Result<u8> {
+    u8::try_from(value).map_err(|_| {
+        GameError::invalid(
+            sub(field, name),
+            format!("{value} is too large; at most 255"),
+        )
+    })
+}
+
+/// A full rule set, validated.
+pub fn rule_set(set: &pb::RuleSet, field: &str) -> Result<Rules> {
+    let mandarin = match pb::MandarinSetup::try_from(set.mandarin_setup) {
+        Ok(pb::MandarinSetup::Stones) => MandarinSetup::Stones,
+        Ok(pb::MandarinSetup::Piece) => MandarinSetup::Piece {
+            value: small(set.quan_value, field, "quan_value")?,
+        },
+        _ => return Err(enum_error(field, "mandarin_setup", set.mandarin_setup)),
+    };
+    let empty_mandarin_next = match pb::EmptyMandarinRule::try_from(set.empty_mandarin) {
+        Ok(pb::EmptyMandarinRule::EndsTurn) => EmptyMandarinNext::EndsTurn,
+        Ok(pb::EmptyMandarinRule::EmptySquare) => EmptyMandarinNext::EmptySquare,
+        _ => return Err(enum_error(field, "empty_mandarin", set.empty_mandarin)),
+    };
+    let end_condition = match pb::EndCondition::try_from(set.end_condition) {
+        Ok(pb::EndCondition::MandarinSquaresEmpty) => EndCondition::MandarinSquaresEmpty,
+        Ok(pb::EndCondition::PiecesCaptured) => EndCondition::PiecesCaptured,
+        _ => return Err(enum_error(field, "end_condition", set.end_condition)),
+    };
+    let rules = Rules {
+        mandarin,
+        empty_mandarin_next,
+        protected_plies: set.protected_plies,
+        immature_mandarin: small(
+            set.immature_mandarin_min_stones,
+            field,
+            "immature_mandarin_min_stones",
+        )?,
+        end_condition,
+        repetition_limit: set.repetition_limit,
+        max_plies: set.max_plies,
+    };
+    rules.validate().map_err(|e| {
+        let name = match e {
+            RulesError::ZeroPieceValue => "quan_value",
+            RulesError::ImmatureWithoutPieces => "immature_mandarin_min_stones",
+            RulesError::PiecesCapturedWithoutPieces => "end_condition",
+            RulesError::RepetitionLimitOne => "repetition_limit",
+            RulesError::ZeroMaxPlies => "max_plies",
+            _ => return GameError::invalid(field, e.to_string()),
+        };
+        GameError::invalid(sub(field, name), e.to_string())
+    })?;
+    Ok(rules)
+}
+
+fn twelve(values: &[u32], field: &str, name: &str, empty_ok: bool) -> Result<[i32; SQUARES]> {
+    let mut out = [0; SQUARES];
+    if values.is_empty() && empty_ok {
+        return Ok(out);
+    }
+    if values.len() != SQUARES {
+        return Err(GameError::invalid(
+            sub(field, name),
+            format!(
+                "needs exactly 12 entries (ring squares 0 to 11), got {}",
+                values.len()
+            ),
+        ));
+    }
+    for (i, (slot, &value)) in out.iter_mut().zip(values).enumerate() {
+        *slot = i32::try_from(value).map_err(|_| {
+            GameError::invalid(
+                format!("{field}.{name}[{i}]"),
+                format!(
+                    "{value} is out of range; a square holds at most {MAX_BOARD_STONES} stones"
+                ),
+            )
+        })?;
+    }
+    Ok(out)
+}
+
+/// The request field a [`PositionError`] is about, below the position's own path `field`.
+fn position_error_field(error: &PositionError, field: &str) -> String {
+    let player = |p: &Player| match p {
+        Player::First => "first",
+        Player::Second => "second",
+    };
+    match error {
+        PositionError::Rules(_) => "rules".to_owned(),
+        PositionError::NegativeStones { square } | PositionError::TooManyStones { square } => {
+            format!("{field}.squares[{square}]")
+        }
+        PositionError::BoardOverfull { .. } => sub(field, "squares"),
+        PositionError::BadPieceCount { square }
+        | PositionError::PieceOutsideMandarinSquare { square } => {
+            format!("{field}.pieces[{square}]")
+        }
+        PositionError::PieceTotal { .. } => sub(field, "pieces"),
+        PositionError::CapturedOutOfRange { player: p } => {
+            format!("{field}.captured.{}", player(p))
+        }
+        PositionError::CapturedPiecesOutOfRange { player: p } => {
+            format!("{field}.captured_pieces.{}", player(p))
+        }
+        PositionError::MoverHasNoStones => sub(field, "to_move"),
+        _ => field.to_owned(),
+    }
+}
+
+/// A position under `rules`; unset means the rules' start position.
+pub fn position(position: Option<&pb::Position>, rules: Rules, field: &str) -> Result<Position> {
+    let Some(p) = position else {
+        return Position::new(rules).map_err(|e| GameError::invalid("rules", e.to_string()));
+    };
+    let pair = |pair: Option<&pb::PlayerPair>| {
+        pair.map_or_else(ByPlayer::default, |p| ByPlayer::new(p.first, p.second))
+    };
+    let to_move = optional_player(p.to_move, &sub(field, "to_move"))?;
+    let setup = Setup {
+        squares: twelve(&p.squares, field, "squares", false)?,
+        // No entries = no pieces, so stone-setup clients need not send twelve zeros.
+        pieces: twelve(&p.pieces, field, "pieces", true)?,
+        captured: pair(p.captured.as_ref()),
+        captured_pieces: pair(p.captured_pieces.as_ref()),
+        to_move: to_move.unwrap_or(Player::First),
+        ply: p.ply,
+    };
+    let checked = Position::from_setup(setup, rules);
+    if to_move.is_none() {
+        // Nobody is to move in a finished position (how outputs show one), and such a position
+        // must be accepted back as it is; its end does not depend on who would have moved.
+        match checked {
+            Ok(position) if position.is_over() => return Ok(position),
+            Ok(_) | Err(PositionError::MoverHasNoStones) => {
+                return Err(GameError::invalid(
+                    sub(field, "to_move"),
+                    "must be PLAYER_FIRST or PLAYER_SECOND: only a finished position has no \
+                     player to move, and this one is not over by the rule set's end condition \
+                     or ply limit (the only ends a position shows without its game's history)",
+                ));
+            }
+            Err(_) => {}
+        }
+    }
+    checked.map_err(|e| GameError::invalid(position_error_field(&e, field), e.to_string()))
+}
+
+/// A listing filter.
+pub fn filter(value: i32) -> Result<GameFilter> {
+    match pb::GameFilter::try_from(value) {
+        Ok(pb::GameFilter::Unspecified | pb::GameFilter::All) => Ok(GameFilter::All),
+        Ok(pb::GameFilter::Open) => Ok(GameFilter::Open),
+        Ok(pb::GameFilter::Active) => Ok(GameFilter::Active),
+        Ok(pb::GameFilter::Finished) => Ok(GameFilter::Finished),
+        Err(_) => Err(GameError::invalid(
+            "filter",
+            format!("unknown GameFilter value {value}"),
+        )),
+    }
+}

@@ -1,0 +1,15 @@
+//! Protobuf ↔ domain conversions, at the edge. Inputs are validated field by field, so nothing a
+//! client sends can reach a cast or an index unchecked; errors name the field (`move.square`).
+//!
+//! Split by direction: `input` (requests, validated), `output` (responses) and `events`
+//! (watch streams). Everything is re-exported here, so callers write `convert::position`.
+
+mod events;
+mod input;
+mod output;
+#[cfg(test)]
+mod tests;
+
+pub use events::*;
+pub use input::*;
+pub use output::*;

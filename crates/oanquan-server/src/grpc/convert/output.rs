@@ -1,0 +1,336 @@
+//! Domain → protobuf: responses, with every derived field filled in.
+
+use std::time::SystemTime;
+
+use oanquan_ai::SearchResult;
+use oanquan_proto::v1 as pb;
+use oanquan_rules::{
+    ByPlayer, Direction, EmptyMandarinNext, EndCondition, EndReason, MandarinSetup, Move, Outcome,
+    Player, Position, Preset, Rules, Step,
+};
+use pb::step::Kind as StepKind;
+use prost_types::Timestamp;
+
+use crate::domain::{
+    GameInfo, GameResult, GameStatus, MoveRecord, PlayerKind, SeatInfo, Termination,
+};
+
+/// An analysis.
+#[must_use]
+pub fn analysis_out(result: &SearchResult) -> pb::AnalyzeResponse {
+    pb::AnalyzeResponse {
+        best_move: result.best_move.map(move_out),
+        eval_points: result.eval_points,
+        principal_variation: result.pv.iter().map(|&mv| move_out(mv)).collect(),
+        depth: result.depth,
+        nodes: result.nodes,
+        exact: result.exact,
+        time_ms: u32::try_from(result.time.as_millis()).unwrap_or(u32::MAX),
+    }
+}
+
+/// A time stamp.
+#[must_use]
+pub fn timestamp(time: SystemTime) -> Option<Timestamp> {
+    Some(Timestamp::from(time))
+}
+
+/// A player.
+#[must_use]
+pub fn player_out(player: Player) -> i32 {
+    match player {
+        Player::First => pb::Player::First,
+        Player::Second => pb::Player::Second,
+    }
+    .into()
+}
+
+fn optional_player_out(player: Option<Player>) -> i32 {
+    player.map_or(pb::Player::Unspecified.into(), player_out)
+}
+
+fn pair(pair: ByPlayer<i32>) -> Option<pb::PlayerPair> {
+    Some(pb::PlayerPair {
+        first: pair.first,
+        second: pair.second,
+    })
+}
+
+/// A rule set.
+#[must_use]
+pub fn rule_set_out(rules: &Rules) -> pb::RuleSet {
+    let (mandarin_setup, quan_value) = match rules.mandarin {
+        MandarinSetup::Stones => (pb::MandarinSetup::Stones, 0),
+        MandarinSetup::Piece { value } => (pb::MandarinSetup::Piece, u32::from(value)),
+    };
+    pb::RuleSet {
+        mandarin_setup: mandarin_setup.into(),
+        quan_value,
+        empty_mandarin: match rules.empty_mandarin_next {
+            EmptyMandarinNext::EndsTurn => pb::EmptyMandarinRule::EndsTurn,
+            EmptyMandarinNext::EmptySquare => pb::EmptyMandarinRule::EmptySquare,
+        }
+        .into(),
+        protected_plies: rules.protected_plies,
+        immature_mandarin_min_stones: u32::from(rules.immature_mandarin),
+        end_condition: match rules.end_condition {
+            EndCondition::MandarinSquaresEmpty => pb::EndCondition::MandarinSquaresEmpty,
+            EndCondition::PiecesCaptured => pb::EndCondition::PiecesCaptured,
+        }
+        .into(),
+        repetition_limit: rules.repetition_limit,
+        max_plies: rules.max_plies,
+    }
+}
+
+/// A preset.
+#[must_use]
+pub fn preset_out(preset: Preset) -> pb::Preset {
+    pb::Preset {
+        name: preset.name().to_owned(),
+        description: preset.description().to_owned(),
+        rule_set: Some(rule_set_out(&preset.rules())),
+    }
+}
+
+fn end_reason_out(reason: Option<EndReason>) -> pb::EndReason {
+    match reason {
+        None => pb::EndReason::Unspecified,
+        Some(EndReason::Mandarins) => pb::EndReason::Mandarins,
+        Some(EndReason::Repetition) => pb::EndReason::Repetition,
+        Some(EndReason::PlyLimit) => pb::EndReason::PlyLimit,
+    }
+}
+
+fn outcome_out(outcome: Option<Outcome>) -> pb::Outcome {
+    match outcome {
+        None => pb::Outcome::Unspecified,
+        Some(Outcome::Decisive {
+            winner: Player::First,
+        }) => pb::Outcome::FirstWins,
+        Some(Outcome::Decisive {
+            winner: Player::Second,
+        }) => pb::Outcome::SecondWins,
+        Some(Outcome::Draw) => pb::Outcome::Draw,
+    }
+}
+
+/// A position, with every derived field.
+#[must_use]
+pub fn position_out(position: &Position) -> pb::Position {
+    pb::Position {
+        squares: position.squares().iter().map(|&s| u32::from(s)).collect(),
+        pieces: position.pieces().iter().map(|&s| u32::from(s)).collect(),
+        captured: pair(position.captured()),
+        captured_pieces: pair(position.captured_pieces().map(i32::from)),
+        scores: pair(position.scores()),
+        // Nobody is to move once the game is over.
+        to_move: optional_player_out((!position.is_over()).then(|| position.to_move())),
+        ply: position.ply(),
+        over: position.is_over(),
+        end_reason: end_reason_out(position.end_reason()).into(),
+        outcome: outcome_out(position.outcome()).into(),
+        notation: position.to_string(),
+    }
+}
+
+/// A move.
+#[must_use]
+pub fn move_out(mv: Move) -> pb::Move {
+    pb::Move {
+        square: Some(u32::from(mv.square)),
+        direction: match mv.direction {
+            Direction::Right => pb::Direction::Right,
+            Direction::Left => pb::Direction::Left,
+        }
+        .into(),
+    }
+}
+
+/// A position's legal moves, and whether (and how) it is over instead.
+#[must_use]
+pub fn legal_moves_out(position: &Position) -> pb::LegalMovesResponse {
+    pb::LegalMovesResponse {
+        moves: position
+            .legal_moves()
+            .iter()
+            .map(|&mv| move_out(mv))
+            .collect(),
+        over: position.is_over(),
+        end_reason: end_reason_out(position.end_reason()).into(),
+        outcome: outcome_out(position.outcome()).into(),
+    }
+}
+
+/// A trace step.
+#[must_use]
+pub fn step_out(step: &Step) -> pb::Step {
+    let kind = match *step {
+        Step::PickUp {
+            square,
+            stones,
+            relay,
+        } => StepKind::PickUp(pb::step::PickUp {
+            square: Some(square.into()),
+            stones: stones.into(),
+            relay,
+        }),
+        Step::Sow { square } => StepKind::Sow(pb::step::Sow {
+            square: Some(square.into()),
+        }),
+        Step::StopAtMandarin { square } => StepKind::StopAtMandarin(pb::step::StopAtMandarin {
+            square: Some(square.into()),
+        }),
+        Step::StopTwoEmpty { gap, next } => StepKind::StopTwoEmpty(pb::step::StopTwoEmpty {
+            gap: Some(gap.into()),
+            next: Some(next.into()),
+        }),
+        Step::Capture {
+            player,
+            square,
+            stones,
+            pieces,
+        } => StepKind::Capture(pb::step::Capture {
+            square: Some(square.into()),
+            stones: stones.into(),
+            pieces: pieces.into(),
+            player: player_out(player),
+        }),
+        Step::CaptureProtected { square } => {
+            StepKind::CaptureProtected(pb::step::CaptureProtected {
+                square: Some(square.into()),
+            })
+        }
+        Step::CaptureImmature { square } => StepKind::CaptureImmature(pb::step::CaptureImmature {
+            square: Some(square.into()),
+        }),
+        Step::Refill {
+            player,
+            captured_after,
+        } => StepKind::Refill(refill_out(player, captured_after)),
+        Step::GameOver { reason, collected } => StepKind::GameOver(pb::step::GameOver {
+            reason: end_reason_out(Some(reason)).into(),
+            collected: pair(collected),
+        }),
+    };
+    pb::Step { kind: Some(kind) }
+}
+
+pub(super) fn refill_out(player: Player, captured_after: i32) -> pb::step::Refill {
+    pb::step::Refill {
+        player: player_out(player),
+        captured_after,
+    }
+}
+
+/// A trace.
+#[must_use]
+pub fn steps_out(steps: &[Step]) -> Vec<pb::Step> {
+    steps.iter().map(step_out).collect()
+}
+
+fn status_out(status: GameStatus) -> i32 {
+    match status {
+        GameStatus::WaitingForPlayers => pb::GameStatus::WaitingForPlayers,
+        GameStatus::Active => pb::GameStatus::Active,
+        GameStatus::Finished => pb::GameStatus::Finished,
+        GameStatus::Aborted => pb::GameStatus::Aborted,
+    }
+    .into()
+}
+
+pub(super) fn kind_out(kind: PlayerKind) -> i32 {
+    match kind {
+        PlayerKind::Human => pb::PlayerKind::Human,
+        PlayerKind::Computer { .. } => pb::PlayerKind::Computer,
+    }
+    .into()
+}
+
+fn seat_out(player: Player, seat: Option<&SeatInfo>) -> pb::Seat {
+    pb::Seat {
+        player: player_out(player),
+        occupied: seat.is_some(),
+        display_name: seat.map(|s| s.display_name.clone()).unwrap_or_default(),
+        kind: seat.map_or(pb::PlayerKind::Unspecified.into(), |s| kind_out(s.kind)),
+        computer_level: match seat.map(|s| s.kind) {
+            Some(PlayerKind::Computer { level }) => u32::from(level.number()),
+            _ => 0,
+        },
+    }
+}
+
+/// A result.
+#[must_use]
+pub fn result_out(result: &GameResult) -> pb::GameResult {
+    let end_reason = match result.termination {
+        Termination::Rules(reason) => end_reason_out(Some(reason)),
+        Termination::Resignation => pb::EndReason::Resignation,
+        Termination::Aborted => pb::EndReason::Aborted,
+    };
+    pb::GameResult {
+        outcome: outcome_out(result.outcome).into(),
+        winner: optional_player_out(result.outcome.and_then(Outcome::winner)),
+        scores: pair(result.scores),
+        end_reason: end_reason.into(),
+        ended_by: optional_player_out(result.ended_by),
+    }
+}
+
+/// A game.
+#[must_use]
+pub fn game_out(game: &GameInfo) -> pb::Game {
+    game_with_position(game, position_out(&game.position))
+}
+
+/// [`game_out`] with its current position already converted.
+fn game_with_position(game: &GameInfo, position: pb::Position) -> pb::Game {
+    pb::Game {
+        id: game.id.to_string(),
+        rule_set: Some(rule_set_out(&game.rules)),
+        preset: game.preset.map(|p| p.name().to_owned()).unwrap_or_default(),
+        first_seat: Some(seat_out(Player::First, game.seats.first.as_ref())),
+        second_seat: Some(seat_out(Player::Second, game.seats.second.as_ref())),
+        status: status_out(game.status),
+        start_position: Some(position_out(&game.start)),
+        position: Some(position),
+        move_count: game.move_count,
+        result: game.result.as_ref().map(result_out),
+        create_time: timestamp(game.created),
+        update_time: timestamp(game.updated),
+    }
+}
+
+/// A move record.
+#[must_use]
+pub fn move_record_out(record: &MoveRecord) -> pb::MoveRecord {
+    move_record_with_position(record, position_out(&record.position))
+}
+
+/// [`move_record_out`] with the position after the move already converted.
+fn move_record_with_position(record: &MoveRecord, position: pb::Position) -> pb::MoveRecord {
+    pb::MoveRecord {
+        number: record.number,
+        player: player_out(record.player),
+        r#move: Some(move_out(record.mv)),
+        steps: steps_out(&record.steps),
+        position: Some(position),
+        play_time: timestamp(record.time),
+    }
+}
+
+/// A move record and the game after it (a `PlayMoveResponse`): the position after the move,
+/// which is also the game's, is converted once.
+#[must_use]
+pub fn move_and_game_out(record: &MoveRecord, game: &GameInfo) -> (pb::MoveRecord, pb::Game) {
+    let after = position_out(&record.position);
+    let current = if game.position == record.position {
+        after.clone()
+    } else {
+        position_out(&game.position)
+    };
+    (
+        move_record_with_position(record, after),
+        game_with_position(game, current),
+    )
+}

@@ -1,0 +1,316 @@
+//! Round trips through [`super::input`] and [`super::output`], and their refusals.
+
+use std::time::SystemTime;
+
+use oanquan_proto::v1 as pb;
+use oanquan_rules::{ByPlayer, Direction, Move, Player, Position, Preset, Rules, Setup};
+use pb::step::Kind as StepKind;
+
+use super::*;
+use crate::domain::{GameError, GameFilter, GameId, GameInfo, GameStatus, MoveRecord};
+
+fn field_of(error: GameError) -> String {
+    match error {
+        GameError::InvalidArgument { field, .. } => field,
+        other => panic!("expected InvalidArgument, got {other:?}"),
+    }
+}
+
+#[test]
+fn rule_sets_round_trip() {
+    for preset in Preset::ALL {
+        let rules = preset.rules();
+        assert_eq!(
+            rule_set(&rule_set_out(&rules), "r").unwrap(),
+            rules,
+            "{preset}"
+        );
+        let (back, named) = rules_spec(
+            Some(&pb::RulesSpec {
+                kind: Some(pb::rules_spec::Kind::Preset(preset.name().to_owned())),
+            }),
+            "rules",
+        )
+        .unwrap();
+        assert_eq!((back, named), (rules, Some(preset)));
+    }
+    assert_eq!(
+        rules_spec(None, "rules").unwrap(),
+        (Rules::STANDARD, Some(Preset::Standard))
+    );
+}
+
+#[test]
+fn bad_rule_sets_name_the_field() {
+    let good = rule_set_out(&Rules::MANCALA_WORLD);
+    let cases: Vec<(pb::RuleSet, &str)> = vec![
+        (
+            pb::RuleSet {
+                mandarin_setup: 0,
+                ..good
+            },
+            "r.mandarin_setup",
+        ),
+        (
+            pb::RuleSet {
+                mandarin_setup: 99,
+                ..good
+            },
+            "r.mandarin_setup",
+        ),
+        (
+            pb::RuleSet {
+                quan_value: 256,
+                ..good
+            },
+            "r.quan_value",
+        ),
+        (
+            pb::RuleSet {
+                quan_value: 0,
+                ..good
+            },
+            "r.quan_value",
+        ),
+        (
+            pb::RuleSet {
+                empty_mandarin: -1,
+                ..good
+            },
+            "r.empty_mandarin",
+        ),
+        (
+            pb::RuleSet {
+                end_condition: 0,
+                ..good
+            },
+            "r.end_condition",
+        ),
+        (
+            pb::RuleSet {
+                immature_mandarin_min_stones: 300,
+                ..good
+            },
+            "r.immature_mandarin_min_stones",
+        ),
+        (
+            pb::RuleSet {
+                repetition_limit: 1,
+                ..good
+            },
+            "r.repetition_limit",
+        ),
+        (
+            pb::RuleSet {
+                max_plies: 0,
+                ..good
+            },
+            "r.max_plies",
+        ),
+    ];
+    for (set, field) in cases {
+        assert_eq!(field_of(rule_set(&set, "r").unwrap_err()), field, "{set:?}");
+    }
+    let unknown = pb::RulesSpec {
+        kind: Some(pb::rules_spec::Kind::Preset("chess".into())),
+    };
+    assert_eq!(
+        field_of(rules_spec(Some(&unknown), "rules").unwrap_err()),
+        "rules.preset"
+    );
+}
+
+#[test]
+fn positions_round_trip() {
+    for preset in Preset::ALL {
+        let rules = preset.rules();
+        let start = Position::new(rules).unwrap();
+        let (after, _) = start.play(start.legal_moves()[0]).unwrap();
+        for p in [start, after] {
+            assert_eq!(position(Some(&position_out(&p)), rules, "p").unwrap(), p);
+        }
+    }
+    let start = Position::new(Rules::STANDARD).unwrap();
+    assert_eq!(position(None, Rules::STANDARD, "p").unwrap(), start);
+    // Stone-setup clients may leave `pieces` empty.
+    let mut no_pieces = position_out(&start);
+    no_pieces.pieces.clear();
+    assert_eq!(
+        position(Some(&no_pieces), Rules::STANDARD, "p").unwrap(),
+        start
+    );
+}
+
+#[test]
+fn a_finished_position_names_nobody_and_reads_back() {
+    // At the ply limit with SECOND to move: over whoever would move.
+    let setup = Setup {
+        to_move: Player::Second,
+        ply: Rules::STANDARD.max_plies,
+        ..Setup::start(&Rules::STANDARD)
+    };
+    let finished = Position::from_setup(setup, Rules::STANDARD).unwrap();
+    let out = position_out(&finished);
+    assert!(out.over);
+    assert_eq!(out.to_move(), pb::Player::Unspecified);
+    let back = position(Some(&out), Rules::STANDARD, "p").unwrap();
+    assert!(back.is_over());
+    assert_eq!(back.end_reason(), finished.end_reason());
+    assert_eq!(
+        Setup {
+            to_move: Player::Second,
+            ..back.to_setup()
+        },
+        setup
+    );
+}
+
+#[test]
+fn a_play_move_response_converts_the_position_after_the_move_once() {
+    let start = Position::new(Rules::STANDARD).unwrap();
+    let mv = start.legal_moves()[0];
+    let (after, steps) = start.play(mv).unwrap();
+    let record = MoveRecord {
+        number: 1,
+        player: Player::First,
+        mv,
+        steps,
+        position: after,
+        time: SystemTime::UNIX_EPOCH,
+    };
+    let mut game = GameInfo {
+        id: GameId::parse("g1").unwrap(),
+        rules: Rules::STANDARD,
+        preset: None,
+        seats: ByPlayer::new(None, None),
+        status: GameStatus::Active,
+        start,
+        position: after,
+        move_count: 1,
+        result: None,
+        created: SystemTime::UNIX_EPOCH,
+        updated: SystemTime::UNIX_EPOCH,
+        sequence: 6,
+    };
+    let (record_out, game_out_) = move_and_game_out(&record, &game);
+    assert_eq!(record_out, move_record_out(&record));
+    assert_eq!(game_out_, game_out(&game));
+    // A game that moved on since (not what PlayMove returns) still shows its own position.
+    game.position = start;
+    assert_eq!(move_and_game_out(&record, &game).1, game_out(&game));
+}
+
+#[test]
+fn bad_positions_name_the_field() {
+    let good = position_out(&Position::new(Rules::STANDARD).unwrap());
+    let mut short = good.clone();
+    short.squares.pop();
+    let mut huge = good.clone();
+    huge.squares[3] = u32::MAX;
+    let mut piece = good.clone();
+    piece.pieces[0] = 1;
+    let mut total = good.clone();
+    total.squares[1] += 1;
+    let mut nobody = good.clone();
+    nobody.to_move = 0;
+    let mut alien = good.clone();
+    alien.to_move = 7;
+    let mut debt = good.clone();
+    debt.captured = Some(pb::PlayerPair {
+        first: i32::MIN,
+        second: 0,
+    });
+    let mut heap = good.clone();
+    heap.squares[1] = 1000;
+    heap.captured = Some(pb::PlayerPair {
+        first: -995,
+        second: 0,
+    });
+    let mut full = good.clone();
+    full.squares[0] = 255;
+    full.captured = Some(pb::PlayerPair {
+        first: -245,
+        second: 0,
+    });
+    let mut pieces = good.clone();
+    pieces.captured_pieces = Some(pb::PlayerPair {
+        first: 0,
+        second: 3,
+    });
+    let cases = [
+        (short, "p.squares"),
+        (huge, "p.squares[3]"),
+        (piece, "p.pieces"),
+        (total, "p"),
+        (nobody, "p.to_move"),
+        (alien, "p.to_move"),
+        (debt, "p.captured.first"),
+        (heap, "p.squares[1]"),
+        (full, "p.squares"),
+        (pieces, "p.captured_pieces.second"),
+    ];
+    for (p, field) in cases {
+        assert_eq!(
+            field_of(position(Some(&p), Rules::STANDARD, "p").unwrap_err()),
+            field
+        );
+    }
+}
+
+#[test]
+fn moves_round_trip_and_reject_bad_input() {
+    for square in 0..12 {
+        for direction in Direction::ALL {
+            let m = Move::new(square, direction);
+            assert_eq!(mv(Some(&move_out(m)), "move").unwrap(), m);
+        }
+    }
+    let bad = |square, direction| pb::Move { square, direction };
+    assert_eq!(field_of(mv(None, "move").unwrap_err()), "move");
+    // Unset is not square 0: presence is what lets square 0 show in JSON.
+    for square in [None, Some(12), Some(255), Some(256), Some(u32::MAX)] {
+        assert_eq!(
+            field_of(mv(Some(&bad(square, 1)), "move").unwrap_err()),
+            "move.square"
+        );
+    }
+    for direction in [0, 3, -1] {
+        assert_eq!(
+            field_of(mv(Some(&bad(Some(1), direction)), "move").unwrap_err()),
+            "move.direction"
+        );
+    }
+}
+
+#[test]
+fn enums_and_ids_reject_unknown_values() {
+    assert_eq!(optional_player(0, "seat").unwrap(), None);
+    assert_eq!(optional_player(2, "seat").unwrap(), Some(Player::Second));
+    assert_eq!(field_of(optional_player(3, "seat").unwrap_err()), "seat");
+    assert_eq!(field_of(filter(5).unwrap_err()), "filter");
+    assert_eq!(filter(0).unwrap(), GameFilter::All);
+    assert_eq!(field_of(game_id("", "game_id").unwrap_err()), "game_id");
+    assert_eq!(field_of(game_id("a/b", "game_id").unwrap_err()), "game_id");
+    assert_eq!(
+        field_of(game_id(&"a".repeat(65), "game_id").unwrap_err()),
+        "game_id"
+    );
+}
+
+#[test]
+fn traces_convert_every_step() {
+    let rules = Rules::STANDARD;
+    let start = Position::new(rules).unwrap();
+    let (_, trace) = start.play(Move::new(1, Direction::Right)).unwrap();
+    let steps = steps_out(&trace);
+    assert_eq!(steps.len(), trace.len());
+    assert!(steps.iter().all(|s| s.kind.is_some()));
+    assert!(matches!(
+        steps.last().and_then(|s| s.kind.as_ref()),
+        Some(StepKind::Capture(pb::step::Capture {
+            square: Some(2),
+            stones: 6,
+            ..
+        }))
+    ));
+}
