@@ -9,9 +9,9 @@ use std::time::Duration;
 
 use clap::{Args, Command, FromArgMatches};
 
+use crate::domain::MemoryLimits;
 use crate::domain::computer::{self, SearchCapacity};
 use crate::domain::limits::RateLimit;
-use crate::domain::{ManagerLimits, MemoryLimits};
 
 /// The HTTP/2 transport: tonic's server, the accept loop and the shutdown drain.
 #[derive(Debug, Clone, Copy, PartialEq, Args)]
@@ -165,21 +165,6 @@ pub struct StreamLimits {
     /// Not a flag: only the library's tests need another value.
     #[arg(skip = 256_usize)]
     pub broadcast_capacity: usize,
-}
-
-impl StreamLimits {
-    /// The manager's limits: these spectator caps plus `games` and `exempt_loopback`.
-    #[must_use]
-    pub fn manager_limits(&self, games: &GameLimits, exempt_loopback: bool) -> ManagerLimits {
-        ManagerLimits {
-            max_watchers_per_game: self.max_spectators_per_game,
-            max_watchers_per_connection: self.max_spectators_per_connection,
-            max_watchers_per_client: self.max_spectators_per_client,
-            max_open_games_per_client: games.max_open_games_per_client,
-            exempt_loopback,
-            ..ManagerLimits::default()
-        }
-    }
 }
 
 /// The search pool: the computer opponent's moves and `RulesService.Analyze`.

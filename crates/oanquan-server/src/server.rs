@@ -23,7 +23,9 @@ use crate::config::{
 };
 use crate::domain::computer::{self, Computer, SearchPool};
 use crate::domain::limits::{self, RateLimiter};
-use crate::domain::{GameManager, GameStore, Hub, MemoryStore, OpenError, SqliteStore};
+use crate::domain::{
+    GameManager, GameStore, Hub, ManagerLimits, MemoryStore, OpenError, SqliteStore,
+};
 use crate::grpc::accept::{self, Handshake};
 use crate::grpc::connections::ConnectionLimit;
 use crate::grpc::health::HealthApi;
@@ -226,14 +228,7 @@ pub async fn run_with_store(
     let computer = Computer::new(Arc::clone(&searches), config.computer.computer_move_time);
     let writable = store.writable();
     let manager = Arc::new(
-        GameManager::new(
-            Arc::clone(&store),
-            hub,
-            config
-                .streams
-                .manager_limits(&config.games, exempt_loopback),
-        )
-        .with_computer(computer),
+        GameManager::new(Arc::clone(&store), hub, manager_limits(&config)).with_computer(computer),
     );
     // Before anything can end a game (the idle reaper, the computer): each restored game must
     // be counted before its release can come.
@@ -382,6 +377,20 @@ pub async fn run_with_store(
     store.close().await;
     info!("stopped");
     Ok(())
+}
+
+/// What the manager enforces itself, from the sections that hold those limits.
+fn manager_limits(config: &Config) -> ManagerLimits {
+    let streams = &config.streams;
+    ManagerLimits {
+        max_watchers_per_game: streams.max_spectators_per_game,
+        max_watchers_per_connection: streams.max_spectators_per_connection,
+        max_watchers_per_client: streams.max_spectators_per_client,
+        max_open_games_per_client: config.games.max_open_games_per_client,
+        exempt_loopback: config.clients.exempt_loopback,
+        // Not flags: the domain's own defaults.
+        ..ManagerLimits::default()
+    }
 }
 
 /// Sets every health service from the store's `writable` until `stop` turns `true`.
