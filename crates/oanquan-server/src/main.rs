@@ -13,13 +13,15 @@ use std::io::{IsTerminal as _, Write as _};
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::process::ExitCode;
-use std::time::Duration;
 
 use anyhow::Context as _;
 use clap::error::ErrorKind;
 use clap::parser::ValueSource;
 use clap::{CommandFactory as _, FromArgMatches as _, Parser, Subcommand};
-use oanquan_server::domain::limits::RateLimit;
+use oanquan_server::config::{
+    ClientLimits, ComputerLimits, GameLimits, MemoryStoreLimits, StreamLimits, TransportLimits,
+    parse_switch,
+};
 use oanquan_server::{Config, Storage, TlsIdentity};
 use tokio::net::TcpListener;
 
@@ -53,94 +55,6 @@ struct Args {
     #[arg(long, env = "OANQUAN_LISTEN", default_value = "127.0.0.1:50051")]
     listen: SocketAddr,
 
-    /// SQLite database file holding every game, move and event; created only where no file is.
-    /// While the server runs SQLite keeps `-wal` and `-shm` files next to it (and the server a
-    /// `.lock`); a clean stop folds the WAL in and removes both, so the file alone holds every
-    /// game. A move is acknowledged only once it is on disk, and a restart resumes games and
-    /// watch streams. A file that is empty, corrupt, read-only, another application's or from a
-    /// newer server is refused and left untouched. See STORAGE.md for backups.
-    // Not `conflicts_with = "in_memory"`: clap would count OANQUAN_IN_MEMORY=0 as present and
-    // refuse every database; Args::try_parse_checked refuses the combination only when on.
-    #[arg(
-        long,
-        env = "OANQUAN_DATABASE",
-        value_name = "PATH",
-        default_value = "oanquan.db"
-    )]
-    database: PathBuf,
-
-    /// Keep games in memory instead of a database: for throwaway runs, everything is lost when
-    /// the server stops.
-    #[arg(long, env = "OANQUAN_IN_MEMORY", value_parser = parse_switch)]
-    in_memory: bool,
-
-    /// Concurrent calls (open watch streams included) per HTTP/2 connection.
-    #[arg(long, env = "OANQUAN_MAX_CONCURRENT_STREAMS", default_value_t = 128)]
-    max_concurrent_streams: u32,
-
-    /// Requests one connection may have in service at once; more wait their turn.
-    #[arg(
-        long,
-        env = "OANQUAN_CONCURRENCY_LIMIT_PER_CONNECTION",
-        default_value_t = 64
-    )]
-    concurrency_limit_per_connection: usize,
-
-    /// Largest message decoded or encoded: a number of bytes, or with a unit (B, KB, KiB, MB,
-    /// MiB; KB and MB count 1000s, KiB and MiB 1024s; any case, a space is allowed).
-    #[arg(
-        long,
-        env = "OANQUAN_MAX_MESSAGE_SIZE",
-        value_name = "SIZE",
-        default_value = "4MiB",
-        value_parser = parse_byte_size
-    )]
-    max_message_size: usize,
-
-    /// HTTP/2 keepalive PING interval.
-    #[arg(long, env = "OANQUAN_KEEPALIVE_INTERVAL", default_value = "30s", value_parser = parse_duration)]
-    keepalive_interval: Duration,
-
-    /// Close a connection whose keepalive PING is not answered within this time.
-    #[arg(long, env = "OANQUAN_KEEPALIVE_TIMEOUT", default_value = "10s", value_parser = parse_duration)]
-    keepalive_timeout: Duration,
-
-    /// Deadline of a unary call (a client's shorter grpc-timeout wins).
-    #[arg(long, env = "OANQUAN_REQUEST_TIMEOUT", default_value = "30s", value_parser = parse_duration)]
-    request_timeout: Duration,
-
-    /// Concurrent spectators of one game; more get RESOURCE_EXHAUSTED. A seated player's own
-    /// streams (WatchGame with its token, up to 4 per seat) come on top and are never refused
-    /// because spectators took the places.
-    #[arg(long, env = "OANQUAN_MAX_SPECTATORS_PER_GAME", default_value_t = 100)]
-    max_spectators_per_game: usize,
-
-    /// Spectator streams of one game on one connection; more get RESOURCE_EXHAUSTED. 0 = no
-    /// limit.
-    #[arg(
-        long,
-        env = "OANQUAN_MAX_SPECTATORS_PER_CONNECTION",
-        default_value_t = 4
-    )]
-    max_spectators_per_connection: usize,
-
-    /// Spectator streams of one game from one client address; more get RESOURCE_EXHAUSTED.
-    /// 0 = no limit.
-    #[arg(long, env = "OANQUAN_MAX_SPECTATORS_PER_CLIENT", default_value_t = 8)]
-    max_spectators_per_client: usize,
-
-    /// Games kept at most with --in-memory (a database has no limit of its own).
-    #[arg(long, env = "OANQUAN_MAX_GAMES", default_value_t = 10_000)]
-    max_games: usize,
-
-    /// Idle time after which a stream sends a Heartbeat event.
-    #[arg(long, env = "OANQUAN_HEARTBEAT_INTERVAL", default_value = "15s", value_parser = parse_duration)]
-    heartbeat_interval: Duration,
-
-    /// On SIGINT/SIGTERM, how long to let calls finish before exiting anyway.
-    #[arg(long, env = "OANQUAN_SHUTDOWN_DRAIN_TIMEOUT", default_value = "10s", value_parser = parse_duration)]
-    shutdown_drain_timeout: Duration,
-
     /// Serve TLS with this PEM certificate chain (needs --tls-key). Without it the server
     /// speaks cleartext HTTP/2 (h2c).
     #[arg(
@@ -160,87 +74,49 @@ struct Args {
     )]
     tls_key: Option<PathBuf>,
 
-    /// Requests per second one client address may make on average (health checks excluded);
-    /// more get RESOURCE_EXHAUSTED with a retry delay. 0 turns the limit off.
+    /// SQLite database file holding every game, move and event; created only where no file is.
+    /// While the server runs SQLite keeps `-wal` and `-shm` files next to it (and the server a
+    /// `.lock`); a clean stop folds the WAL in and removes both, so the file alone holds every
+    /// game. A move is acknowledged only once it is on disk, and a restart resumes games and
+    /// watch streams. A file that is empty, corrupt, read-only, another application's or from a
+    /// newer server is refused and left untouched. See STORAGE.md for backups.
+    // Not `conflicts_with = "in_memory"`: clap would count OANQUAN_IN_MEMORY=0 as present and
+    // refuse every database; Args::try_parse_checked refuses the combination only when on.
     #[arg(
         long,
-        env = "OANQUAN_RATE_LIMIT",
-        value_name = "PER_SECOND",
-        default_value_t = 50.0
+        env = "OANQUAN_DATABASE",
+        value_name = "PATH",
+        default_value = DEFAULT_DATABASE,
+        help_heading = "Storage"
     )]
-    rate_limit: f64,
+    database: PathBuf,
 
-    /// Requests one client address may make in a burst above --rate-limit.
-    #[arg(long, env = "OANQUAN_RATE_LIMIT_BURST", default_value_t = 100)]
-    rate_limit_burst: u32,
+    /// Keep games in memory instead of a database: for throwaway runs, everything is lost when
+    /// the server stops.
+    #[arg(long, env = "OANQUAN_IN_MEMORY", value_parser = parse_switch, help_heading = "Storage")]
+    in_memory: bool,
 
-    /// Waiting or active games one client address may have created at once; 0 = no limit.
-    #[arg(long, env = "OANQUAN_MAX_OPEN_GAMES_PER_CLIENT", default_value_t = 20)]
-    max_open_games_per_client: usize,
+    #[command(flatten)]
+    memory: MemoryStoreLimits,
 
-    /// TCP connections one client address may have open at once; more are closed as they are
-    /// accepted. 0 = no limit.
-    #[arg(long, env = "OANQUAN_MAX_CONNECTIONS_PER_CLIENT", default_value_t = 64)]
-    max_connections_per_client: usize,
+    #[command(flatten)]
+    transport: TransportLimits,
 
-    /// A new connection that has not finished its TLS handshake (with TLS) and sent its
-    /// HTTP/2 preface within this time is closed, so idle or half-open connections cannot
-    /// pile up or hold a shutdown.
-    #[arg(long, env = "OANQUAN_HANDSHAKE_TIMEOUT", default_value = "5s", value_parser = parse_duration)]
-    handshake_timeout: Duration,
+    #[command(flatten)]
+    clients: ClientLimits,
 
-    /// A game nobody joins, or nobody moves in, for this long is aborted (watchers get
-    /// GameOver); 0 = never.
-    #[arg(long, env = "OANQUAN_IDLE_GAME_TIMEOUT", default_value = "1h", value_parser = parse_duration)]
-    idle_game_timeout: Duration,
+    #[command(flatten)]
+    games: GameLimits,
 
-    /// A watch stream whose client reads nothing for this long is dropped with
-    /// RESOURCE_EXHAUSTED (it may resume with after_sequence).
-    #[arg(long, env = "OANQUAN_STREAM_STALL_TIMEOUT", default_value = "30s", value_parser = parse_duration)]
-    stream_stall_timeout: Duration,
+    #[command(flatten)]
+    streams: StreamLimits,
 
-    /// Exempt loopback clients (127.0.0.0/8, ::1) from the per-client limits (and from
-    /// --max-spectators-per-connection), so local tools and benchmarks are not throttled:
-    /// `--exempt-loopback false` (or off, no, 0) to count them too.
-    #[arg(
-        long,
-        env = "OANQUAN_EXEMPT_LOOPBACK",
-        default_value_t = true,
-        action = clap::ArgAction::Set,
-        value_parser = parse_switch
-    )]
-    exempt_loopback: bool,
-
-    /// Thinking time of the computer opponent per move (games created with a computer level).
-    /// Its weaker levels stop earlier, at their depth.
-    #[arg(long, env = "OANQUAN_COMPUTER_MOVE_TIME", default_value = "300ms", value_parser = parse_duration)]
-    computer_move_time: Duration,
-
-    /// Computer moves searching at once; more wait for a free slot. 0 = one per CPU core.
-    /// RulesService.Analyze calls have slots of their own (--max-analyses), so a computer
-    /// opponent never waits behind them.
-    #[arg(long, env = "OANQUAN_MAX_SEARCHES", default_value_t = 0)]
-    max_searches: usize,
-
-    /// RulesService.Analyze calls searching at once (each up to 5 s), apart from computer
-    /// moves. 0 = one per CPU core but one, at least 1.
-    #[arg(long, env = "OANQUAN_MAX_ANALYSES", default_value_t = 0)]
-    max_analyses: usize,
-
-    /// Analyze calls one client address may have running or waiting; one more gets
-    /// RESOURCE_EXHAUSTED with a retry delay. 0 = no limit.
-    #[arg(
-        long,
-        env = "OANQUAN_MAX_ANALYSES_PER_CLIENT",
-        default_value_t = oanquan_server::domain::computer::DEFAULT_ANALYSES_PER_CLIENT
-    )]
-    max_analyses_per_client: usize,
-
-    /// How long an Analyze call waits for a free slot when all --max-analyses are taken; then
-    /// it gets RESOURCE_EXHAUSTED with a retry delay. 0 = refuse at once.
-    #[arg(long, env = "OANQUAN_ANALYSIS_QUEUE_TIMEOUT", default_value = "500ms", value_parser = parse_duration)]
-    analysis_queue_timeout: Duration,
+    #[command(flatten)]
+    computer: ComputerLimits,
 }
+
+/// The database of `oanquan-server` and of `oanquan-server backup` when none is named.
+const DEFAULT_DATABASE: &str = "oanquan.db";
 
 #[derive(Debug, Subcommand)]
 enum Command {
@@ -262,7 +138,7 @@ struct BackupArgs {
         long,
         env = "OANQUAN_DATABASE",
         value_name = "PATH",
-        default_value = "oanquan.db"
+        default_value = DEFAULT_DATABASE
     )]
     database: PathBuf,
 
@@ -294,69 +170,6 @@ fn backup(args: &BackupArgs) -> ExitCode {
             ExitCode::FAILURE
         }
     }
-}
-
-/// `500ms`, `15s`, `2m`, or a bare number of seconds.
-fn parse_duration(text: &str) -> Result<Duration, String> {
-    let text = text.trim();
-    let split = text
-        .find(|c: char| !c.is_ascii_digit() && c != '.')
-        .unwrap_or(text.len());
-    let (number, unit) = text.split_at(split);
-    let value: f64 = number
-        .parse()
-        .map_err(|_| format!("{text:?} is not a duration like 500ms, 15s or 2m"))?;
-    let seconds = match unit {
-        "ms" => value / 1000.0,
-        "" | "s" => value,
-        "m" => value * 60.0,
-        "h" => value * 3600.0,
-        _ => return Err(format!("unknown unit {unit:?}; use ms, s, m or h")),
-    };
-    Duration::try_from_secs_f64(seconds).map_err(|e| e.to_string())
-}
-
-/// A switch's value, on the command line or from the environment (`OANQUAN_IN_MEMORY=1`).
-fn parse_switch(text: &str) -> Result<bool, String> {
-    match text.trim().to_ascii_lowercase().as_str() {
-        "true" | "1" | "yes" | "on" => Ok(true),
-        "false" | "0" | "no" | "off" => Ok(false),
-        _ => Err(format!(
-            "{text:?} is neither on nor off; use true/false, 1/0, yes/no or on/off"
-        )),
-    }
-}
-
-/// `4MiB`, `4 MiB`, `512kb`, or a bare number of bytes; at least 1 byte.
-fn parse_byte_size(text: &str) -> Result<usize, String> {
-    let text = text.trim();
-    let split = text
-        .find(|c: char| !c.is_ascii_digit())
-        .unwrap_or(text.len());
-    let (number, unit) = text.split_at(split);
-    let unit = unit.trim_start();
-    let not_a_size = || format!("{text:?} is not a size like 4MiB, 512 KiB or 65536");
-    if number.is_empty() || !unit.chars().all(|c| c.is_ascii_alphabetic()) {
-        return Err(not_a_size());
-    }
-    let multiplier: usize = match unit.to_ascii_lowercase().as_str() {
-        "" | "b" => 1,
-        "kb" => 1000,
-        "kib" => 1 << 10,
-        "mb" => 1_000_000,
-        "mib" => 1 << 20,
-        _ => return Err(format!("unknown unit {unit:?}; use B, KB, KiB, MB or MiB")),
-    };
-    // `number` is all digits, so parsing fails only on overflow.
-    let bytes = number
-        .parse::<usize>()
-        .ok()
-        .and_then(|n| n.checked_mul(multiplier))
-        .ok_or_else(|| format!("{text:?} is too large"))?;
-    if bytes == 0 {
-        return Err("the size must be at least 1 byte".to_owned());
-    }
-    Ok(bytes)
 }
 
 impl Args {
@@ -394,34 +207,13 @@ impl Args {
         };
         Config {
             storage,
-            max_concurrent_streams: self.max_concurrent_streams,
-            concurrency_limit_per_connection: self.concurrency_limit_per_connection,
-            max_message_size: self.max_message_size,
-            keepalive_interval: self.keepalive_interval,
-            keepalive_timeout: self.keepalive_timeout,
-            request_timeout: self.request_timeout,
-            max_watchers_per_game: self.max_spectators_per_game,
-            max_watchers_per_connection: self.max_spectators_per_connection,
-            max_watchers_per_client: self.max_spectators_per_client,
-            max_games: self.max_games,
-            heartbeat_interval: self.heartbeat_interval,
-            drain_timeout: self.shutdown_drain_timeout,
-            rate_limit: (self.rate_limit > 0.0 && self.rate_limit_burst > 0).then_some(RateLimit {
-                per_second: self.rate_limit,
-                burst: self.rate_limit_burst,
-            }),
-            max_open_games_per_client: self.max_open_games_per_client,
-            max_connections_per_client: self.max_connections_per_client,
-            handshake_timeout: self.handshake_timeout,
-            idle_game_timeout: Some(self.idle_game_timeout).filter(|t| !t.is_zero()),
-            stream_stall_timeout: self.stream_stall_timeout,
-            exempt_loopback: self.exempt_loopback,
-            computer_move_time: self.computer_move_time,
-            max_searches: self.max_searches,
-            max_analyses: self.max_analyses,
-            max_analyses_per_client: self.max_analyses_per_client,
-            analysis_queue_timeout: self.analysis_queue_timeout,
-            ..Config::default()
+            tls: None,
+            transport: self.transport,
+            clients: self.clients,
+            games: self.games,
+            streams: self.streams,
+            computer: self.computer,
+            memory: self.memory,
         }
     }
 }
@@ -510,45 +302,6 @@ mod tests {
     use super::*;
 
     #[test]
-    fn durations_parse_with_units() {
-        assert_eq!(parse_duration("500ms"), Ok(Duration::from_millis(500)));
-        assert_eq!(parse_duration("15s"), Ok(Duration::from_secs(15)));
-        assert_eq!(parse_duration("2m"), Ok(Duration::from_secs(120)));
-        assert_eq!(parse_duration("3"), Ok(Duration::from_secs(3)));
-        assert!(parse_duration("fast").is_err());
-        assert_eq!(parse_duration("1h"), Ok(Duration::from_secs(3600)));
-        assert!(parse_duration("5d").is_err());
-    }
-
-    #[test]
-    fn byte_sizes_parse_with_units() {
-        assert_eq!(parse_byte_size("4MiB"), Ok(4 * 1024 * 1024));
-        assert_eq!(parse_byte_size("4 MiB"), Ok(4 * 1024 * 1024));
-        assert_eq!(parse_byte_size(" 4mib "), Ok(4 * 1024 * 1024));
-        assert_eq!(parse_byte_size("512KiB"), Ok(512 * 1024));
-        assert_eq!(parse_byte_size("512 kb"), Ok(512_000));
-        assert_eq!(parse_byte_size("2MB"), Ok(2_000_000));
-        assert_eq!(parse_byte_size("100B"), Ok(100));
-        assert_eq!(parse_byte_size("65536"), Ok(65_536));
-        let refused = |text: &str, why: &str| {
-            let error = parse_byte_size(text).expect_err(text);
-            assert!(error.contains(why), "{text:?}: {error}");
-        };
-        refused("0", "at least 1 byte");
-        refused("0MiB", "at least 1 byte");
-        refused("4GiB", "unknown unit \"GiB\"");
-        refused("4 M", "unknown unit");
-        refused("99999999999999999999999", "too large");
-        refused(&format!("{}MiB", usize::MAX / 1024), "too large");
-        refused("", "not a size");
-        refused("MiB", "not a size");
-        refused("-4MiB", "not a size");
-        refused("4.5MiB", "not a size");
-        refused("4 MiB 2", "not a size");
-        refused("four", "not a size");
-    }
-
-    #[test]
     fn switches_take_the_usual_spellings() {
         let memory = |args: &[&str]| {
             let args = Args::try_parse_checked(
@@ -560,7 +313,7 @@ mod tests {
         assert_eq!(memory(&["--in-memory"]).ok(), Some(true));
         let loopback = |value: &str| {
             Args::try_parse_checked(["oanquan-server", "--exempt-loopback", value])
-                .map(|args| args.config().exempt_loopback)
+                .map(|args| args.config().clients.exempt_loopback)
                 .ok()
         };
         for value in ["false", "FALSE", "0", "no", "No", "off"] {
@@ -572,13 +325,13 @@ mod tests {
         assert_eq!(loopback("maybe"), None);
         assert!(parse_switch("maybe").unwrap_err().contains("yes/no"));
         let size = Args::try_parse_checked(["oanquan-server", "--max-message-size", "4 MiB"])
-            .map(|args| args.config().max_message_size);
+            .map(|args| args.config().transport.max_message_size);
         assert_eq!(size.ok(), Some(4 * 1024 * 1024));
         assert_eq!(
             Args::try_parse_checked(["oanquan-server"])
-                .map(|args| args.config().max_message_size)
+                .map(|args| args.config().transport.max_message_size)
                 .ok(),
-            Some(Config::default().max_message_size)
+            Some(Config::default().transport.max_message_size)
         );
     }
 
@@ -586,7 +339,7 @@ mod tests {
     fn storage_defaults_to_a_database_file() {
         let args = Args::try_parse_from(["oanquan-server"]).unwrap();
         assert!(
-            matches!(args.config().storage, Storage::Sqlite(path) if path == Path::new("oanquan.db"))
+            matches!(args.config().storage, Storage::Sqlite(path) if path == Path::new(DEFAULT_DATABASE))
         );
         let args = Args::try_parse_from(["oanquan-server", "--in-memory"]).unwrap();
         assert!(matches!(args.config().storage, Storage::InMemory));
@@ -600,44 +353,122 @@ mod tests {
         );
     }
 
+    /// `--help` is read as the documentation of the defaults: every `[default: …]` it shows,
+    /// given back as a flag, must make the library's `Config::default()` (and the binary's
+    /// database), section by section.
     #[test]
-    fn flag_defaults_are_the_library_defaults() {
-        let config = Args::try_parse_from(["oanquan-server"]).unwrap().config();
-        let library = Config::default();
-        assert_eq!(config.rate_limit, library.rate_limit);
-        assert_eq!(
-            config.max_open_games_per_client,
-            library.max_open_games_per_client
-        );
-        assert_eq!(
-            config.max_connections_per_client,
-            library.max_connections_per_client
-        );
-        assert_eq!(config.max_watchers_per_game, library.max_watchers_per_game);
-        assert_eq!(
-            config.max_watchers_per_connection,
-            library.max_watchers_per_connection
-        );
-        assert_eq!(
-            config.max_watchers_per_client,
-            library.max_watchers_per_client
-        );
-        assert_eq!(config.handshake_timeout, library.handshake_timeout);
-        assert_eq!(config.idle_game_timeout, library.idle_game_timeout);
-        assert_eq!(config.stream_stall_timeout, library.stream_stall_timeout);
-        assert_eq!(config.exempt_loopback, library.exempt_loopback);
-        assert_eq!(config.computer_move_time, library.computer_move_time);
-        assert_eq!(config.max_searches, library.max_searches);
-        assert_eq!(config.max_analyses, library.max_analyses);
-        assert_eq!(
-            config.max_analyses_per_client,
-            library.max_analyses_per_client
-        );
-        assert_eq!(
-            config.analysis_queue_timeout,
-            library.analysis_queue_timeout
+    fn help_shows_the_defaults_of_the_code() {
+        // Without the environment, so an OANQUAN_* variable cannot show up as a default.
+        let mut command = Args::command().mut_args(|arg| arg.env(None));
+        let help = command.render_long_help().to_string();
+        let mut argv = vec!["oanquan-server".to_owned()];
+        let mut flag = None;
+        let mut shown = Vec::new();
+        for line in help.lines() {
+            if let Some(rest) = line.strip_prefix("      --") {
+                flag = rest.split_whitespace().next().map(str::to_owned);
+            }
+            let default = line
+                .trim()
+                .strip_prefix("[default: ")
+                .and_then(|rest| rest.strip_suffix(']'));
+            if let Some(default) = default {
+                let flag = flag.clone().expect("a default follows its flag");
+                argv.extend([format!("--{flag}"), default.to_owned()]);
+                shown.push(flag);
+            }
+        }
+        let mut with_defaults: Vec<String> = command
+            .get_arguments()
+            .filter(|arg| arg.get_action().takes_values() && !arg.get_default_values().is_empty())
+            .filter_map(|arg| arg.get_long().map(str::to_owned))
+            .collect();
+        with_defaults.sort();
+        shown.sort();
+        assert_eq!(shown, with_defaults, "--help shows every default");
+
+        let config = Args::try_parse_checked(&argv)
+            .unwrap_or_else(|error| panic!("{argv:?}: {error}"))
+            .config();
+        let code = Config::default();
+        assert_eq!(config.transport, code.transport);
+        assert_eq!(config.clients, code.clients);
+        assert_eq!(config.games, code.games);
+        assert_eq!(config.streams, code.streams);
+        assert_eq!(config.computer, code.computer);
+        assert_eq!(config.memory, code.memory);
+        assert!(
+            matches!(config.storage, Storage::Sqlite(path) if path == Path::new(DEFAULT_DATABASE))
         );
         assert!(config.tls.is_none());
+        // And with no flag at all the binary runs on the same defaults.
+        let bare = Args::try_parse_checked(["oanquan-server"])
+            .unwrap()
+            .config();
+        assert_eq!(bare.transport, code.transport);
+        assert_eq!(bare.games, code.games);
+    }
+
+    /// The README's flag tables (`| `--flag` … | default | why |`) show the defaults
+    /// `--help` shows.
+    #[test]
+    fn readme_tables_show_the_defaults_of_the_code() {
+        let command = Args::command().mut_args(|arg| arg.env(None));
+        let default_of = |long: &str| {
+            command
+                .get_arguments()
+                .find(|arg| arg.get_long() == Some(long))
+                .map(|arg| {
+                    let shown = arg.get_action().takes_values() && !arg.is_hide_default_value_set();
+                    let values = arg.get_default_values();
+                    (shown && !values.is_empty()).then(|| values[0].to_string_lossy().into_owned())
+                })
+        };
+        let mut checked = 0;
+        for row in include_str!("../../../README.md").lines() {
+            if !row.starts_with("| `--") {
+                continue;
+            }
+            let cells: Vec<String> = row
+                .split('|')
+                .skip(1)
+                .map(|cell| cell.replace(['`', ' '], ""))
+                .collect();
+            let (Some(flags), Some(defaults)) = (cells.first(), cells.get(1)) else {
+                continue;
+            };
+            // The storage table's second column is the environment variable, not a default.
+            if defaults.starts_with("OANQUAN_") {
+                continue;
+            }
+            let flags: Vec<&str> = flags
+                .split('/')
+                .filter_map(|flag| flag.strip_prefix("--"))
+                .collect();
+            let parts: Vec<&str> = defaults.split('/').collect();
+            for (index, flag) in flags.iter().enumerate() {
+                let Some(default) = default_of(flag).unwrap_or_else(|| {
+                    panic!("README row {row:?}: oanquan-server has no --{flag}")
+                }) else {
+                    continue;
+                };
+                let documented = if parts.len() == flags.len() {
+                    parts[index].starts_with(default.as_str())
+                } else {
+                    parts.iter().any(|part| part.starts_with(default.as_str()))
+                };
+                assert!(
+                    documented,
+                    "README says --{flag} defaults to {defaults:?}; --help says {default:?}"
+                );
+                checked += 1;
+            }
+        }
+        assert!(checked >= 30, "only {checked} README defaults found");
+    }
+
+    #[test]
+    fn zero_turns_the_optional_limits_off() {
         let off = Args::try_parse_from([
             "oanquan-server",
             "--rate-limit",
@@ -649,9 +480,10 @@ mod tests {
         ])
         .unwrap()
         .config();
-        assert_eq!(off.rate_limit, None);
-        assert_eq!(off.idle_game_timeout, None);
-        assert!(!off.exempt_loopback);
+        assert_eq!(off.clients.rate_limit(), None);
+        assert!(off.games.idle_game_timeout.is_zero());
+        assert!(!off.clients.exempt_loopback);
+        assert!(Config::default().clients.rate_limit().is_some());
         assert!(Args::try_parse_from(["oanquan-server", "--tls-cert", "c.pem"]).is_err());
     }
 

@@ -5,7 +5,6 @@ use std::future::Future;
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use std::time::Duration;
 
 use oanquan_proto::v1::rules_service_server::RulesServiceServer;
 use tokio::net::TcpListener;
@@ -19,10 +18,13 @@ use tonic::transport::server::TcpIncoming;
 use tonic_health::ServingStatus;
 use tracing::{info, warn};
 
-use crate::domain::computer::{self, Computer, SearchCapacity, SearchPool};
-use crate::domain::limits::{self, RateLimit, RateLimiter};
+use crate::config::{
+    ClientLimits, ComputerLimits, GameLimits, MemoryStoreLimits, StreamLimits, TransportLimits,
+};
+use crate::domain::computer::{self, Computer, SearchPool};
+use crate::domain::limits::{self, RateLimiter};
 use crate::domain::{
-    GameManager, GameStore, Hub, ManagerLimits, MemoryLimits, MemoryStore, OpenError, SqliteStore,
+    GameManager, GameStore, Hub, ManagerLimits, MemoryStore, OpenError, SqliteStore,
 };
 use crate::grpc::accept::{self, Handshake};
 use crate::grpc::connections::ConnectionLimit;
@@ -116,124 +118,28 @@ impl TlsIdentity {
     }
 }
 
-/// Server configuration. Every limit is deliberate: tonic's defaults leave streams per
-/// connection unlimited and requests without a deadline.
-#[derive(Debug, Clone)]
+/// Server configuration: where games live, TLS, and one section of limits per consumer (see
+/// [`crate::config`]). Every limit is deliberate: tonic's defaults leave streams per connection
+/// unlimited and requests without a deadline.
+#[derive(Debug, Clone, Default)]
 pub struct Config {
     /// Where games live.
     pub storage: Storage,
-    /// HTTP/2 `SETTINGS_MAX_CONCURRENT_STREAMS`: calls in flight on one connection, open watch
-    /// streams included. Bounds what one client can hold open.
-    pub max_concurrent_streams: u32,
-    /// Requests one connection may have in service at once (tower concurrency limit); further
-    /// requests wait. Protects the server from a single busy client.
-    pub concurrency_limit_per_connection: usize,
-    /// Largest protobuf message decoded or encoded, in bytes. Our messages are small (a full
-    /// 300-move history is well under 1 MiB); a bound stops memory blow-ups from hostile input.
-    pub max_message_size: usize,
-    /// HTTP/2 PING interval: finds dead peers (and keeps NATs open) on idle connections.
-    pub keepalive_interval: Duration,
-    /// How long a PING may go unanswered before the connection is closed.
-    pub keepalive_timeout: Duration,
-    /// Deadline for a unary call (and for a stream to start); a client's shorter
-    /// `grpc-timeout` wins.
-    pub request_timeout: Duration,
-    /// Spectators of one game. Each seated player's own streams (watches with its token, up
-    /// to [`crate::domain::DEFAULT_MAX_STREAMS_PER_SEAT`]) have places of their own on top.
-    pub max_watchers_per_game: usize,
-    /// Spectator streams of one game on one connection (one connection must not take every
-    /// place of a game); 0 = no limit. Loopback peers are exempt with `exempt_loopback`.
-    pub max_watchers_per_connection: usize,
-    /// Spectator streams of one game from one client address; 0 = no limit. Loopback peers
-    /// are exempt with `exempt_loopback`.
-    pub max_watchers_per_client: usize,
-    /// Games the in-memory store holds (the SQLite store has no limit of its own).
-    pub max_games: usize,
-    /// Idle time before a stream sends a Heartbeat.
-    pub heartbeat_interval: Duration,
-    /// On shutdown, how long to wait for in-flight calls before exiting anyway.
-    pub drain_timeout: Duration,
-    /// Events buffered per watcher in the hub before it lags (and catches up from the log).
-    pub broadcast_capacity: usize,
-    /// Events the in-memory store keeps per game (older ones force a snapshot on resume).
-    pub game_event_retention: usize,
-    /// Lobby events the in-memory store keeps.
-    pub lobby_event_retention: usize,
     /// Serve TLS with this certificate instead of cleartext HTTP/2.
     pub tls: Option<TlsIdentity>,
-    /// Requests per client address (token bucket); `None` = unlimited. Health checks are not
-    /// counted. See [`crate::domain::limits`].
-    pub rate_limit: Option<RateLimit>,
-    /// Waiting or active games one client address may have created; 0 = unlimited.
-    pub max_open_games_per_client: usize,
-    /// TCP connections one client address may have open; more are closed as they are
-    /// accepted. 0 = unlimited. See [`crate::grpc::connections`].
-    pub max_connections_per_client: usize,
-    /// Time a new connection has to finish its TLS handshake (with TLS) and send its HTTP/2
-    /// preface; a connection that has not is closed. See [`crate::grpc::accept`].
-    pub handshake_timeout: Duration,
-    /// Games waiting for a player or a move for longer than this are aborted; `None` = never.
-    pub idle_game_timeout: Option<Duration>,
-    /// A watch stream its client does not read for this long is dropped (RESOURCE_EXHAUSTED).
-    pub stream_stall_timeout: Duration,
-    /// Loopback peers (127.0.0.0/8, ::1) are exempt from the per-client limits above (and from
-    /// `max_watchers_per_connection`), so local tools, tests and benchmarks are not throttled.
-    /// Turn off when clients are local, e.g. the limits are tested.
-    pub exempt_loopback: bool,
-    /// Thinking time of the computer opponent per move (`CreateGameRequest.computer`).
-    pub computer_move_time: Duration,
-    /// Computer moves searching at once; more wait for a free slot. 0 = one per core.
-    /// Searches run on tokio's blocking pool, never on the async workers that answer calls.
-    /// `Analyze` calls have slots of their own (below), so they never delay a computer move.
-    pub max_searches: usize,
-    /// `RulesService.Analyze` calls searching at once; 0 = one per core but one (at least 1).
-    pub max_analyses: usize,
-    /// `Analyze` calls one client address may have running or waiting; 0 = unlimited.
-    /// Loopback is exempt with `exempt_loopback`, like the per-client limits above.
-    pub max_analyses_per_client: usize,
-    /// How long an `Analyze` call waits for a free slot before RESOURCE_EXHAUSTED (with a
-    /// retry delay); zero = refuse at once when every slot is taken.
-    pub analysis_queue_timeout: Duration,
-}
-
-impl Default for Config {
-    fn default() -> Self {
-        let memory = MemoryLimits::default();
-        Config {
-            storage: Storage::InMemory,
-            max_concurrent_streams: 128,
-            concurrency_limit_per_connection: 64,
-            max_message_size: 4 * 1024 * 1024,
-            keepalive_interval: Duration::from_secs(30),
-            keepalive_timeout: Duration::from_secs(10),
-            request_timeout: Duration::from_secs(30),
-            max_watchers_per_game: 100,
-            max_watchers_per_connection: 4,
-            max_watchers_per_client: 8,
-            max_games: memory.max_games,
-            heartbeat_interval: Duration::from_secs(15),
-            drain_timeout: Duration::from_secs(10),
-            broadcast_capacity: 256,
-            game_event_retention: memory.game_event_retention,
-            lobby_event_retention: memory.lobby_event_retention,
-            tls: None,
-            rate_limit: Some(RateLimit {
-                per_second: 50.0,
-                burst: 100,
-            }),
-            max_open_games_per_client: 20,
-            max_connections_per_client: 64,
-            handshake_timeout: Duration::from_secs(5),
-            idle_game_timeout: Some(Duration::from_secs(3600)),
-            stream_stall_timeout: Duration::from_secs(30),
-            exempt_loopback: true,
-            computer_move_time: computer::DEFAULT_MOVE_TIME,
-            max_searches: 0,
-            max_analyses: 0,
-            max_analyses_per_client: computer::DEFAULT_ANALYSES_PER_CLIENT,
-            analysis_queue_timeout: computer::DEFAULT_ANALYSIS_WAIT,
-        }
-    }
+    /// HTTP/2, the accept loop and the shutdown drain.
+    pub transport: TransportLimits,
+    /// Request rate and connections per client address, and the loopback exemption (which
+    /// every per-client limit follows).
+    pub clients: ClientLimits,
+    /// The game manager's limits and the idle reaper.
+    pub games: GameLimits,
+    /// Spectator caps and stream behaviour of `WatchGame`.
+    pub streams: StreamLimits,
+    /// The computer opponent and `RulesService.Analyze`.
+    pub computer: ComputerLimits,
+    /// The in-memory store's capacity.
+    pub memory: MemoryStoreLimits,
 }
 
 /// Why the server stopped with an error.
@@ -246,11 +152,15 @@ pub enum ServeError {
     #[error("serving gRPC")]
     Transport(#[from] tonic::transport::Error),
     /// The listener has no local address.
-    #[error("listener address")]
-    Io(#[from] std::io::Error),
+    #[error("the listener has no local address")]
+    Listener(#[source] std::io::Error),
     /// The database cannot be used; the message says why and what to do.
     #[error(transparent)]
     Storage(#[from] OpenError),
+    /// Opening the store stopped before it could say why: its thread panicked or was
+    /// cancelled.
+    #[error("opening the store failed")]
+    StoreOpen(#[source] tokio::task::JoinError),
     /// The TLS certificate or key cannot be used.
     #[error("{0}")]
     Tls(String),
@@ -268,16 +178,12 @@ pub enum ServeError {
 /// server, empty, unreadable or not writable; such a file is left untouched.
 pub async fn open_store(config: &Config) -> Result<Arc<dyn GameStore>, ServeError> {
     Ok(match &config.storage {
-        Storage::InMemory => Arc::new(MemoryStore::new(MemoryLimits {
-            max_games: config.max_games,
-            game_event_retention: config.game_event_retention.max(1),
-            lobby_event_retention: config.lobby_event_retention.max(1),
-        })),
+        Storage::InMemory => Arc::new(MemoryStore::new(config.memory.memory_limits())),
         Storage::Sqlite(path) => {
             let path = path.clone();
             let store = tokio::task::spawn_blocking(move || SqliteStore::open(path))
                 .await
-                .map_err(|e| std::io::Error::other(e.to_string()))??;
+                .map_err(ServeError::StoreOpen)??;
             Arc::new(store)
         }
     })
@@ -299,10 +205,10 @@ pub async fn run(
 
 /// Serves the API on `listener` from `store` until `shutdown` resolves, then drains: health
 /// turns NOT_SERVING, every open stream ends with UNAVAILABLE (telling the client the sequence
-/// to resume from), calls still running after `config.drain_timeout` are abandoned, and
-/// `store` is closed ([`GameStore::close`]). While it serves, health is NOT_SERVING whenever
-/// the store says it cannot write ([`GameStore::writable`]). `config.storage` is not looked
-/// at: `store` is used as it is.
+/// to resume from), calls still running after `config.transport.shutdown_drain_timeout` are
+/// abandoned, and `store` is closed ([`GameStore::close`]). While it serves, health is
+/// NOT_SERVING whenever the store says it cannot write ([`GameStore::writable`]).
+/// `config.storage` is not looked at: `store` is used as it is.
 ///
 /// # Errors
 ///
@@ -313,39 +219,16 @@ pub async fn run_with_store(
     store: Arc<dyn GameStore>,
     shutdown: impl Future<Output = ()>,
 ) -> Result<(), ServeError> {
-    let local: SocketAddr = listener.local_addr()?;
+    let local: SocketAddr = listener.local_addr().map_err(ServeError::Listener)?;
     let (stop_tx, stop_rx) = watch::channel(false);
 
-    let hub = Hub::new(config.broadcast_capacity);
-    let searches = SearchPool::new(SearchCapacity {
-        computer_moves: match config.max_searches {
-            0 => computer::default_max_searches(),
-            n => n,
-        },
-        analyses: match config.max_analyses {
-            0 => computer::default_max_analyses(),
-            n => n,
-        },
-        analyses_per_client: config.max_analyses_per_client,
-        analysis_wait: config.analysis_queue_timeout,
-        exempt_loopback: config.exempt_loopback,
-    });
-    let computer = Computer::new(Arc::clone(&searches), config.computer_move_time);
+    let exempt_loopback = config.clients.exempt_loopback;
+    let hub = Hub::new(config.streams.broadcast_capacity);
+    let searches = SearchPool::new(config.computer.search_capacity(exempt_loopback));
+    let computer = Computer::new(Arc::clone(&searches), config.computer.computer_move_time);
     let writable = store.writable();
     let manager = Arc::new(
-        GameManager::new(
-            Arc::clone(&store),
-            hub,
-            ManagerLimits {
-                max_watchers_per_game: config.max_watchers_per_game,
-                max_watchers_per_connection: config.max_watchers_per_connection,
-                max_watchers_per_client: config.max_watchers_per_client,
-                max_open_games_per_client: config.max_open_games_per_client,
-                exempt_loopback: config.exempt_loopback,
-                ..ManagerLimits::default()
-            },
-        )
-        .with_computer(computer),
+        GameManager::new(Arc::clone(&store), hub, manager_limits(&config)).with_computer(computer),
     );
     // Before anything can end a game (the idle reaper, the computer): each restored game must
     // be counted before its release can come.
@@ -360,13 +243,15 @@ pub async fn run_with_store(
         );
     }
     let streams = StreamSettings {
-        heartbeat: config.heartbeat_interval,
-        stall_timeout: config.stream_stall_timeout,
+        heartbeat: config.streams.heartbeat_interval,
+        stall_timeout: config.streams.stream_stall_timeout,
         shutdown: stop_rx.clone(),
     };
-    let rate_limiter = Arc::new(RateLimiter::new(config.rate_limit, config.exempt_loopback));
-    let reaper = config
-        .idle_game_timeout
+    let rate_limiter = Arc::new(RateLimiter::new(
+        config.clients.rate_limit(),
+        exempt_loopback,
+    ));
+    let reaper = Some(config.games.idle_game_timeout)
         .filter(|idle| !idle.is_zero())
         .map(|idle| limits::spawn_idle_reaper(Arc::clone(&manager), idle, stop_rx.clone()));
     // Plays the computer's turns (resuming those of reloaded games) until shutdown. Aborted if
@@ -402,7 +287,8 @@ pub async fn run_with_store(
     let reflection_v1 = reflection().build_v1()?;
     let reflection_v1alpha = reflection().build_v1alpha()?;
 
-    let max = config.max_message_size;
+    let transport = &config.transport;
+    let max = transport.max_message_size;
     // The generated GameService, with WatchGame events encoded once for all watchers.
     let game_service = GameRoutes::new(GameApi::new(manager, streams), max);
     let rules_service = RulesServiceServer::new(RulesApi::new(Arc::clone(&searches)))
@@ -413,22 +299,22 @@ pub async fn run_with_store(
     // request/response messages must not wait for Nagle) and TCP keepalive on each socket.
     let accepted = TcpIncoming::from(listener)
         .with_nodelay(Some(true))
-        .with_keepalive(Some(config.keepalive_interval));
+        .with_keepalive(Some(transport.keepalive_interval));
     let handshake = Handshake {
-        limit: ConnectionLimit::new(config.max_connections_per_client, config.exempt_loopback),
+        limit: ConnectionLimit::new(config.clients.max_connections_per_client, exempt_loopback),
         tls: config.tls.as_ref().map(TlsIdentity::acceptor).transpose()?,
-        timeout: config.handshake_timeout,
+        timeout: transport.handshake_timeout,
     };
     let (incoming, accepting) = accept::spawn(accepted, handshake, stop_rx.clone());
     let _accepting = AbortOnDrop(accepting);
 
     let mut stop_serving = stop_rx.clone();
     let serve = Server::builder()
-        .max_concurrent_streams(config.max_concurrent_streams)
-        .concurrency_limit_per_connection(config.concurrency_limit_per_connection)
-        .http2_keepalive_interval(Some(config.keepalive_interval))
-        .http2_keepalive_timeout(Some(config.keepalive_timeout))
-        .timeout(config.request_timeout)
+        .max_concurrent_streams(transport.max_concurrent_streams)
+        .concurrency_limit_per_connection(transport.concurrency_limit_per_connection)
+        .http2_keepalive_interval(Some(transport.keepalive_interval))
+        .http2_keepalive_timeout(Some(transport.keepalive_timeout))
+        .timeout(transport.request_timeout)
         .trace_fn(|request| {
             tracing::info_span!(
                 "rpc",
@@ -458,7 +344,8 @@ pub async fn run_with_store(
         () = shutdown => {}
     }
 
-    info!(drain_timeout = ?config.drain_timeout, "shutting down");
+    let drain_timeout = transport.shutdown_drain_timeout;
+    info!(?drain_timeout, "shutting down");
     if let Some(follower) = storage_health {
         // Stopped (not just told to) before NOT_SERVING is set, so it cannot undo it.
         follower.0.abort();
@@ -475,11 +362,11 @@ pub async fn run_with_store(
     // Cancels every search: computer moves end without committing, Analyze calls in progress
     // with UNAVAILABLE.
     searches.stop();
-    match tokio::time::timeout(config.drain_timeout, serve).await {
+    match tokio::time::timeout(drain_timeout, serve).await {
         Ok(result) => result?,
         Err(_) => warn!("drain timeout reached; abandoning the remaining calls"),
     }
-    if tokio::time::timeout(config.drain_timeout, computer_driver.join())
+    if tokio::time::timeout(drain_timeout, computer_driver.join())
         .await
         .is_err()
     {
@@ -490,6 +377,20 @@ pub async fn run_with_store(
     store.close().await;
     info!("stopped");
     Ok(())
+}
+
+/// What the manager enforces itself, from the sections that hold those limits.
+fn manager_limits(config: &Config) -> ManagerLimits {
+    let streams = &config.streams;
+    ManagerLimits {
+        max_watchers_per_game: streams.max_spectators_per_game,
+        max_watchers_per_connection: streams.max_spectators_per_connection,
+        max_watchers_per_client: streams.max_spectators_per_client,
+        max_open_games_per_client: config.games.max_open_games_per_client,
+        exempt_loopback: config.clients.exempt_loopback,
+        // Not flags: the domain's own defaults.
+        ..ManagerLimits::default()
+    }
 }
 
 /// Sets every health service from the store's `writable` until `stop` turns `true`.

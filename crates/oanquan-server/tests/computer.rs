@@ -21,10 +21,9 @@ const PRESETS: [&str; 3] = ["standard", "traditional", "mancala-world"];
 
 /// A quick computer: 10 ms per move.
 fn quick() -> Config {
-    Config {
-        computer_move_time: Duration::from_millis(10),
-        ..config()
-    }
+    let mut settings = config();
+    settings.computer.computer_move_time = Duration::from_millis(10);
+    settings
 }
 
 fn rules_of(preset: &str) -> Rules {
@@ -285,12 +284,10 @@ async fn computer_reply(client: &mut Games, id: &str) -> pb::game_event::MovePla
 async fn resigning_cancels_the_computers_search_at_once() {
     // One computer-move slot and a very long thinking time: the slot is only free again if
     // the search was cancelled.
-    let server = start(Config {
-        computer_move_time: Duration::from_secs(120),
-        max_searches: 1,
-        ..config()
-    })
-    .await;
+    let mut settings = config();
+    settings.computer.computer_move_time = Duration::from_secs(120);
+    settings.computer.max_searches = 1;
+    let server = start(settings).await;
     let mut client = server.games().await;
     let created = client
         .create_game(vs_computer("standard", pb::Player::Second, 7))
@@ -340,10 +337,11 @@ async fn resigning_cancels_the_computers_search_at_once() {
 async fn a_computer_turn_pending_at_shutdown_is_played_after_a_restart() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("oanquan.db");
-    let on_disk = |move_time: Duration| Config {
-        storage: Storage::Sqlite(path.clone()),
-        computer_move_time: move_time,
-        ..config()
+    let on_disk = |move_time: Duration| {
+        let mut settings = config();
+        settings.storage = Storage::Sqlite(path.clone());
+        settings.computer.computer_move_time = move_time;
+        settings
     };
 
     // Before: the computer moves first and thinks for two minutes; the server stops meanwhile.
@@ -573,13 +571,11 @@ fn assert_retry_later(status: &Status) {
 #[tokio::test]
 async fn analyses_cannot_starve_a_computer_opponent() {
     // As on a small machine: one computer-move slot and two analysis slots.
-    let server = start(Config {
-        max_searches: 1,
-        max_analyses: 2,
-        analysis_queue_timeout: Duration::from_millis(200),
-        ..quick()
-    })
-    .await;
+    let mut settings = quick();
+    settings.computer.max_searches = 1;
+    settings.computer.max_analyses = 2;
+    settings.computer.analysis_queue_timeout = Duration::from_millis(200);
+    let server = start(settings).await;
     // Three analyses of 5 s: two take the slots, the third is refused after the short wait
     // (it would otherwise sit in a queue until its deadline).
     let began = Instant::now();
@@ -630,15 +626,13 @@ async fn analyses_cannot_starve_a_computer_opponent() {
 #[tokio::test]
 async fn analyses_are_capped_per_client_address() {
     // Loopback is exempt by default; the test's client is on loopback.
-    let server = start(Config {
-        exempt_loopback: false,
-        rate_limit: None,
-        max_analyses: 4,
-        max_analyses_per_client: 1,
-        analysis_queue_timeout: Duration::from_secs(10),
-        ..config()
-    })
-    .await;
+    let mut settings = config();
+    settings.clients.exempt_loopback = false;
+    settings.clients.rate_limit = 0.0;
+    settings.computer.max_analyses = 4;
+    settings.computer.max_analyses_per_client = 1;
+    settings.computer.analysis_queue_timeout = Duration::from_secs(10);
+    let server = start(settings).await;
     let channel = server.channel().await;
     // Two at once from one address: one runs, the other is refused at once (a free slot
     // would not change that, and there is no waiting for one).
@@ -675,12 +669,10 @@ async fn analyses_are_capped_per_client_address() {
 
 #[tokio::test]
 async fn an_analysis_in_progress_at_shutdown_gets_unavailable() {
-    let mut server = start(Config {
-        max_analyses: 1,
-        analysis_queue_timeout: Duration::from_millis(100),
-        ..config()
-    })
-    .await;
+    let mut settings = config();
+    settings.computer.max_analyses = 1;
+    settings.computer.analysis_queue_timeout = Duration::from_millis(100);
+    let mut server = start(settings).await;
     // One slot, two analyses: once one is refused, the other is searching.
     let mut ended = long_analyses(&server.channel().await, 2);
     let refused = next_ended(&mut ended, Duration::from_secs(4))

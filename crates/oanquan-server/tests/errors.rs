@@ -9,11 +9,9 @@ use tonic::{Code, Request};
 
 #[tokio::test]
 async fn every_error_code() {
-    let server = start(oanquan_server::Config {
-        max_watchers_per_game: 1,
-        ..config()
-    })
-    .await;
+    let mut settings = config();
+    settings.streams.max_spectators_per_game = 1;
+    let server = start(settings).await;
     let mut client = server.games().await;
     let mut rules = server.rules().await;
 

@@ -25,12 +25,11 @@ use tonic_types::StatusExt as _;
 /// A config with every per-client limit counting loopback clients, but off unless a test
 /// turns it on.
 fn hostile_config() -> oanquan_server::Config {
-    oanquan_server::Config {
-        exempt_loopback: false,
-        rate_limit: None,
-        max_open_games_per_client: 0,
-        ..config()
-    }
+    let mut settings = config();
+    settings.clients.exempt_loopback = false;
+    settings.clients.rate_limit = 0.0;
+    settings.games.max_open_games_per_client = 0;
+    settings
 }
 
 async fn assert_serving(channel: Channel) {
@@ -1103,13 +1102,11 @@ async fn unfinished_handshakes(addr: SocketAddr, each: usize) -> Vec<TcpStream> 
 #[tokio::test]
 async fn connections_that_never_finish_their_handshake_are_closed_and_do_not_hold_shutdown() {
     let handshake = Duration::from_millis(300);
-    let mut server = start(oanquan_server::Config {
-        handshake_timeout: handshake,
-        // Far longer than the test may take: only a prompt shutdown passes.
-        drain_timeout: Duration::from_secs(30),
-        ..hostile_config()
-    })
-    .await;
+    let mut settings = hostile_config();
+    settings.transport.handshake_timeout = handshake;
+    // Far longer than the test may take: only a prompt shutdown passes.
+    settings.transport.shutdown_drain_timeout = Duration::from_secs(30);
+    let mut server = start(settings).await;
     let mut bystander = Bystander::new(server.games().await).await;
 
     let stalled = unfinished_handshakes(server.addr, 10).await;
@@ -1146,14 +1143,10 @@ async fn connections_that_never_finish_their_handshake_are_closed_and_do_not_hol
 
 #[tokio::test]
 async fn a_client_over_the_request_rate_is_refused_and_others_carry_on() {
-    let server = start(oanquan_server::Config {
-        rate_limit: Some(oanquan_server::domain::limits::RateLimit {
-            per_second: 2.0,
-            burst: 10,
-        }),
-        ..hostile_config()
-    })
-    .await;
+    let mut settings = hostile_config();
+    settings.clients.rate_limit = 2.0;
+    settings.clients.rate_limit_burst = 10;
+    let server = start(settings).await;
     // The bystander plays from another address, so it has a bucket of its own.
     let mut bystander =
         Bystander::new(Games::new(channel_from("127.0.0.2", server.addr).await)).await;
@@ -1201,11 +1194,9 @@ async fn a_client_over_the_request_rate_is_refused_and_others_carry_on() {
 
 #[tokio::test]
 async fn connections_per_client_are_limited() {
-    let server = start(oanquan_server::Config {
-        max_connections_per_client: 2,
-        ..hostile_config()
-    })
-    .await;
+    let mut settings = hostile_config();
+    settings.clients.max_connections_per_client = 2;
+    let server = start(settings).await;
     let mut kept = Vec::new();
     for _ in 0..2 {
         let mut rules = pb::rules_service_client::RulesServiceClient::new(
@@ -1238,11 +1229,9 @@ async fn connections_per_client_are_limited() {
 
 #[tokio::test]
 async fn open_games_per_client_are_limited() {
-    let server = start(oanquan_server::Config {
-        max_open_games_per_client: 2,
-        ..hostile_config()
-    })
-    .await;
+    let mut settings = hostile_config();
+    settings.games.max_open_games_per_client = 2;
+    let server = start(settings).await;
     let mut c = server.games().await;
     let (a, a_token) = create(&mut c, "standard").await;
     let (b, _) = create(&mut c, "standard").await;
@@ -1310,11 +1299,9 @@ async fn open_games_per_client_are_limited() {
 #[tokio::test]
 async fn idle_games_expire_with_events_and_busy_ones_do_not() {
     let idle = Duration::from_millis(800);
-    let server = start(oanquan_server::Config {
-        idle_game_timeout: Some(idle),
-        ..hostile_config()
-    })
-    .await;
+    let mut settings = hostile_config();
+    settings.games.idle_game_timeout = idle;
+    let server = start(settings).await;
     let mut c = server.games().await;
     let (waiting, _) = create(&mut c, "standard").await;
     let (active, first, _) = started(&mut c, "standard").await;
@@ -1419,16 +1406,14 @@ async fn stuck_watcher(addr: SocketAddr, game_id: &str) -> StuckWatcher {
 async fn spectators_that_never_read_do_not_slow_moves_or_other_spectators() {
     const MOVES: usize = 24;
     const STUCK: usize = 6;
-    let server = start(oanquan_server::Config {
-        max_watchers_per_game: STUCK + 2,
-        // Every watcher here is on 127.0.0.1, most on one connection: only the game's limit
-        // is under test.
-        max_watchers_per_connection: 0,
-        max_watchers_per_client: 0,
-        stream_stall_timeout: Duration::from_millis(500),
-        ..hostile_config()
-    })
-    .await;
+    let mut settings = hostile_config();
+    settings.streams.max_spectators_per_game = STUCK + 2;
+    // Every watcher here is on 127.0.0.1, most on one connection: only the game's limit
+    // is under test.
+    settings.streams.max_spectators_per_connection = 0;
+    settings.streams.max_spectators_per_client = 0;
+    settings.streams.stream_stall_timeout = Duration::from_millis(500);
+    let server = start(settings).await;
 
     // Baseline: moves with one reading watcher.
     let mut game = Bystander::new(server.games().await).await;
@@ -1579,13 +1564,11 @@ async fn one_connection_or_client_cannot_take_every_watcher_place_of_a_game() {
     const SPECTATORS: usize = 6;
     const PER_CONNECTION: usize = 3;
     const PER_CLIENT: usize = 5;
-    let server = start(oanquan_server::Config {
-        max_watchers_per_game: SPECTATORS,
-        max_watchers_per_connection: PER_CONNECTION,
-        max_watchers_per_client: PER_CLIENT,
-        ..hostile_config()
-    })
-    .await;
+    let mut settings = hostile_config();
+    settings.streams.max_spectators_per_game = SPECTATORS;
+    settings.streams.max_spectators_per_connection = PER_CONNECTION;
+    settings.streams.max_spectators_per_client = PER_CLIENT;
+    let server = start(settings).await;
     let addr = server.addr;
     let mut players = Games::new(channel_from("127.0.0.2", addr).await);
     let (id, first, second) = started(&mut players, "standard").await;
@@ -1744,11 +1727,9 @@ async fn tls_clients_play_and_plaintext_clients_fail_cleanly() {
     std::fs::write(&key_path, &key).unwrap();
     let identity = oanquan_server::TlsIdentity::read(&cert_path, &key_path).unwrap();
     assert!(!format!("{identity:?}").contains("PRIVATE KEY"));
-    let server = start(oanquan_server::Config {
-        tls: Some(identity),
-        ..hostile_config()
-    })
-    .await;
+    let mut settings = hostile_config();
+    settings.tls = Some(identity);
+    let server = start(settings).await;
 
     // A TLS client plays a game and watches it.
     let channel = tls_channel(server.addr, &cert).await.unwrap();
@@ -1803,15 +1784,13 @@ async fn tls_connections_that_never_send_their_preface_are_closed() {
 
     let (cert, key) = certificate();
     let handshake = Duration::from_millis(300);
-    let server = start(oanquan_server::Config {
-        tls: Some(oanquan_server::TlsIdentity {
-            cert_pem: cert.clone().into_bytes(),
-            key_pem: key.into_bytes(),
-        }),
-        handshake_timeout: handshake,
-        ..hostile_config()
-    })
-    .await;
+    let mut settings = hostile_config();
+    settings.tls = Some(oanquan_server::TlsIdentity {
+        cert_pem: cert.clone().into_bytes(),
+        key_pem: key.into_bytes(),
+    });
+    settings.transport.handshake_timeout = handshake;
+    let server = start(settings).await;
     let mut roots = rustls::RootCertStore::empty();
     roots
         .add(rustls::pki_types::CertificateDer::from_pem_slice(cert.as_bytes()).unwrap())

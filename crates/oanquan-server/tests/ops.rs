@@ -8,7 +8,6 @@ use std::time::{Duration, Instant};
 
 use common::*;
 use oanquan_proto::v1 as pb;
-use oanquan_server::Config;
 use tokio_stream::StreamExt as _;
 use tonic_health::pb::HealthCheckRequest;
 use tonic_health::pb::health_check_response::ServingStatus;
@@ -177,11 +176,9 @@ async fn shutdown_ends_streams_with_unavailable_within_the_drain_limit() {
 #[tokio::test]
 async fn an_open_health_watch_does_not_hold_shutdown() {
     // A drain far longer than the test may take: only streams that end promptly let it pass.
-    let mut server = start(Config {
-        drain_timeout: Duration::from_secs(30),
-        ..config()
-    })
-    .await;
+    let mut settings = config();
+    settings.transport.shutdown_drain_timeout = Duration::from_secs(30);
+    let mut server = start(settings).await;
     let mut watches = Vec::new();
     for service in ["", "oanquan.v1.GameService"] {
         let mut watch = HealthClient::new(server.channel().await)

@@ -17,10 +17,9 @@ use tokio::net::TcpListener;
 use tonic::Code;
 
 fn on_disk(path: &Path) -> Config {
-    Config {
-        storage: Storage::Sqlite(path.to_owned()),
-        ..config()
-    }
+    let mut settings = config();
+    settings.storage = Storage::Sqlite(path.to_owned());
+    settings
 }
 
 async fn get(client: &mut Games, id: &str) -> pb::Game {
@@ -361,11 +360,12 @@ async fn a_second_server_on_the_same_database_is_refused_until_the_first_stops()
 async fn open_games_still_count_towards_their_creators_limit_after_a_restart() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("limits.db");
-    let limited = || Config {
-        max_open_games_per_client: 2,
-        exempt_loopback: false,
-        rate_limit: None,
-        ..on_disk(&path)
+    let limited = || {
+        let mut settings = on_disk(&path);
+        settings.games.max_open_games_per_client = 2;
+        settings.clients.exempt_loopback = false;
+        settings.clients.rate_limit = 0.0;
+        settings
     };
     let new_game = pb::CreateGameRequest {
         rules: preset("standard"),

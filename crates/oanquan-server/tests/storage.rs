@@ -22,11 +22,10 @@ use tonic_health::pb::health_check_response::ServingStatus;
 use tonic_health::pb::health_client::HealthClient;
 
 fn on_disk(path: &Path) -> Config {
-    Config {
-        storage: Storage::Sqlite(path.to_owned()),
-        idle_game_timeout: None,
-        ..config()
-    }
+    let mut settings = config();
+    settings.storage = Storage::Sqlite(path.to_owned());
+    settings.games.idle_game_timeout = Duration::ZERO;
+    settings
 }
 
 async fn list(client: &mut Games, filter: pb::GameFilter) -> Vec<String> {
@@ -88,11 +87,9 @@ struct Played {
 /// Plays a first server on `path` and stops it cleanly.
 async fn games_on(path: &Path) -> Played {
     // The computer thinks for a minute: it is still to move when the server stops.
-    let server = start(Config {
-        computer_move_time: Duration::from_secs(60),
-        ..on_disk(path)
-    })
-    .await;
+    let mut settings = on_disk(path);
+    settings.computer.computer_move_time = Duration::from_secs(60);
+    let server = start(settings).await;
     let mut client = server.games().await;
     let (open, _) = create(&mut client, "standard").await;
     let (active, first, _) = started(&mut client, "standard").await;
@@ -197,11 +194,9 @@ async fn one_damaged_game_fails_alone(damage: fn(&Path, &str)) {
     let (victim, victim_token, _) = &games.victim;
     damage(&path, victim);
 
-    let server = start(Config {
-        computer_move_time: Duration::from_millis(10),
-        ..on_disk(&path)
-    })
-    .await;
+    let mut settings = on_disk(&path);
+    settings.computer.computer_move_time = Duration::from_millis(10);
+    let server = start(settings).await;
     let mut client = server.games().await;
     let all = list(&mut client, pb::GameFilter::All).await;
     assert_eq!(
@@ -312,11 +307,9 @@ async fn one_damaged_game_fails_alone(damage: fn(&Path, &str)) {
     server.stop().await.unwrap();
 
     // The idle reaper aborts the other games.
-    let server = start(Config {
-        idle_game_timeout: Some(Duration::from_millis(200)),
-        ..on_disk(&path)
-    })
-    .await;
+    let mut settings = on_disk(&path);
+    settings.games.idle_game_timeout = Duration::from_millis(200);
+    let server = start(settings).await;
     let mut client = server.games().await;
     let mut lobby = watch_lobby(&mut client, Some(last)).await;
     let mut waiting = HashSet::from([games.open, games.active, games.computer]);

@@ -138,11 +138,9 @@ async fn reconnecting_gets_exactly_the_missed_events() {
 
 #[tokio::test]
 async fn a_watcher_beyond_the_log_gets_a_fresh_snapshot() {
-    let server = start(oanquan_server::Config {
-        game_event_retention: 3,
-        ..config()
-    })
-    .await;
+    let mut settings = config();
+    settings.memory.game_event_retention = 3;
+    let server = start(settings).await;
     let mut client = server.games().await;
     let (id, first, second) = started(&mut client, "standard").await;
     play(&mut client, &id, &first, 1, Right, Some(0))
@@ -255,11 +253,9 @@ async fn next_lobby(stream: &mut tonic::Streaming<pb::WatchLobbyResponse>) -> pb
 
 #[tokio::test]
 async fn lobby_streams_lifecycle_events_and_resumes() {
-    let server = start(oanquan_server::Config {
-        lobby_event_retention: 4,
-        ..config()
-    })
-    .await;
+    let mut settings = config();
+    settings.memory.lobby_event_retention = 4;
+    let server = start(settings).await;
     let mut client = server.games().await;
     let mut lobby = client
         .watch_lobby(pb::WatchLobbyRequest {

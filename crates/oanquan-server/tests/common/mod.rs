@@ -28,11 +28,10 @@ pub struct TestServer {
 
 /// A config for tests: short heartbeats and drain.
 pub fn config() -> Config {
-    Config {
-        heartbeat_interval: Duration::from_millis(200),
-        drain_timeout: Duration::from_secs(2),
-        ..Config::default()
-    }
+    let mut settings = Config::default();
+    settings.streams.heartbeat_interval = Duration::from_millis(200);
+    settings.transport.shutdown_drain_timeout = Duration::from_secs(2);
+    settings
 }
 
 /// Starts a server. With `OANQUAN_TEST_STORAGE=sqlite`, a test that asks for the in-memory
@@ -40,8 +39,8 @@ pub fn config() -> Config {
 /// (except the tests of the memory store's event retention: SQLite keeps whole logs).
 pub async fn start(mut config: Config) -> TestServer {
     let defaults = Config::default();
-    let memory_only = config.game_event_retention != defaults.game_event_retention
-        || config.lobby_event_retention != defaults.lobby_event_retention;
+    let memory_only = config.memory.game_event_retention != defaults.memory.game_event_retention
+        || config.memory.lobby_event_retention != defaults.memory.lobby_event_retention;
     let database = match config.storage {
         Storage::InMemory
             if !memory_only && std::env::var("OANQUAN_TEST_STORAGE").as_deref() == Ok("sqlite") =>

@@ -1,0 +1,432 @@
+//! The server's settings, one section per consumer.
+//!
+//! Each section is a `clap::Args` that `oanquan-server` flattens into its command line, and its
+//! [`Default`] is the command line's defaults: every default is written once, in the section's
+//! `#[arg(default_value…)]`, and a field has the name of its flag. `--help` shows one heading
+//! per section.
+
+use std::time::Duration;
+
+use clap::{Args, Command, FromArgMatches};
+
+use crate::domain::MemoryLimits;
+use crate::domain::computer::{self, SearchCapacity};
+use crate::domain::limits::RateLimit;
+
+/// The HTTP/2 transport: tonic's server, the accept loop and the shutdown drain.
+#[derive(Debug, Clone, Copy, PartialEq, Args)]
+#[command(next_help_heading = "Transport")]
+pub struct TransportLimits {
+    /// Concurrent calls (open watch streams included) per HTTP/2 connection.
+    // HTTP/2 `SETTINGS_MAX_CONCURRENT_STREAMS`; tonic leaves it unlimited.
+    #[arg(long, env = "OANQUAN_MAX_CONCURRENT_STREAMS", default_value = "128")]
+    pub max_concurrent_streams: u32,
+
+    /// Requests one connection may have in service at once; more wait their turn.
+    #[arg(
+        long,
+        env = "OANQUAN_CONCURRENCY_LIMIT_PER_CONNECTION",
+        default_value = "64"
+    )]
+    pub concurrency_limit_per_connection: usize,
+
+    /// Largest message decoded or encoded: a number of bytes, or with a unit (B, KB, KiB, MB,
+    /// MiB; KB and MB count 1000s, KiB and MiB 1024s; any case, a space is allowed).
+    // Our messages are small (a 300-move history is well under 1 MiB); the bound stops memory
+    // blow-ups from hostile input.
+    #[arg(
+        long,
+        env = "OANQUAN_MAX_MESSAGE_SIZE",
+        value_name = "SIZE",
+        default_value = "4MiB",
+        value_parser = parse_byte_size
+    )]
+    pub max_message_size: usize,
+
+    /// HTTP/2 keepalive PING interval.
+    #[arg(long, env = "OANQUAN_KEEPALIVE_INTERVAL", default_value = "30s", value_parser = parse_duration)]
+    pub keepalive_interval: Duration,
+
+    /// Close a connection whose keepalive PING is not answered within this time.
+    #[arg(long, env = "OANQUAN_KEEPALIVE_TIMEOUT", default_value = "10s", value_parser = parse_duration)]
+    pub keepalive_timeout: Duration,
+
+    /// Deadline of a unary call (a client's shorter grpc-timeout wins).
+    #[arg(long, env = "OANQUAN_REQUEST_TIMEOUT", default_value = "30s", value_parser = parse_duration)]
+    pub request_timeout: Duration,
+
+    /// A new connection that has not finished its TLS handshake (with TLS) and sent its
+    /// HTTP/2 preface within this time is closed, so idle or half-open connections cannot
+    /// pile up or hold a shutdown.
+    #[arg(long, env = "OANQUAN_HANDSHAKE_TIMEOUT", default_value = "5s", value_parser = parse_duration)]
+    pub handshake_timeout: Duration,
+
+    /// On SIGINT/SIGTERM, how long to let calls finish before exiting anyway.
+    #[arg(long, env = "OANQUAN_SHUTDOWN_DRAIN_TIMEOUT", default_value = "10s", value_parser = parse_duration)]
+    pub shutdown_drain_timeout: Duration,
+}
+
+/// What one client address may take, counted at the edge: its request rate and its TCP
+/// connections. The other per-client limits belong to their consumers' sections.
+#[derive(Debug, Clone, Copy, PartialEq, Args)]
+#[command(next_help_heading = "Per-client limits")]
+pub struct ClientLimits {
+    /// Requests per second one client address may make on average (health checks excluded);
+    /// more get RESOURCE_EXHAUSTED with a retry delay. 0 turns the limit off.
+    #[arg(
+        long,
+        env = "OANQUAN_RATE_LIMIT",
+        value_name = "PER_SECOND",
+        default_value = "50"
+    )]
+    pub rate_limit: f64,
+
+    /// Requests one client address may make in a burst above --rate-limit.
+    #[arg(long, env = "OANQUAN_RATE_LIMIT_BURST", default_value = "100")]
+    pub rate_limit_burst: u32,
+
+    /// TCP connections one client address may have open at once; more are closed as they are
+    /// accepted. 0 = no limit.
+    #[arg(long, env = "OANQUAN_MAX_CONNECTIONS_PER_CLIENT", default_value = "64")]
+    pub max_connections_per_client: usize,
+
+    /// Exempt loopback clients (127.0.0.0/8, ::1) from the per-client limits (and from
+    /// --max-spectators-per-connection), so local tools and benchmarks are not throttled:
+    /// `--exempt-loopback false` (or off, no, 0) to count them too.
+    #[arg(
+        long,
+        env = "OANQUAN_EXEMPT_LOOPBACK",
+        default_value = "true",
+        action = clap::ArgAction::Set,
+        value_parser = parse_switch
+    )]
+    pub exempt_loopback: bool,
+}
+
+impl ClientLimits {
+    /// The request rate limit, `None` when `--rate-limit` or `--rate-limit-burst` is 0.
+    #[must_use]
+    pub fn rate_limit(&self) -> Option<RateLimit> {
+        (self.rate_limit > 0.0 && self.rate_limit_burst > 0).then_some(RateLimit {
+            per_second: self.rate_limit,
+            burst: self.rate_limit_burst,
+        })
+    }
+}
+
+/// The game manager's own limits, and its idle reaper.
+#[derive(Debug, Clone, Copy, PartialEq, Args)]
+#[command(next_help_heading = "Games")]
+pub struct GameLimits {
+    /// Waiting or active games one client address may have created at once; 0 = no limit.
+    #[arg(long, env = "OANQUAN_MAX_OPEN_GAMES_PER_CLIENT", default_value = "20")]
+    pub max_open_games_per_client: usize,
+
+    /// A game nobody joins, or nobody moves in, for this long is aborted (watchers get
+    /// GameOver); 0 = never.
+    #[arg(long, env = "OANQUAN_IDLE_GAME_TIMEOUT", default_value = "1h", value_parser = parse_duration)]
+    pub idle_game_timeout: Duration,
+}
+
+/// `WatchGame` streams: how many a game takes (counted by the manager) and how each behaves.
+#[derive(Debug, Clone, Copy, PartialEq, Args)]
+#[command(next_help_heading = "Watch streams")]
+pub struct StreamLimits {
+    /// Concurrent spectators of one game; more get RESOURCE_EXHAUSTED. A seated player's own
+    /// streams (WatchGame with its token, up to 4 per seat) come on top and are never refused
+    /// because spectators took the places.
+    #[arg(long, env = "OANQUAN_MAX_SPECTATORS_PER_GAME", default_value = "100")]
+    pub max_spectators_per_game: usize,
+
+    /// Spectator streams of one game on one connection; more get RESOURCE_EXHAUSTED. 0 = no
+    /// limit.
+    #[arg(
+        long,
+        env = "OANQUAN_MAX_SPECTATORS_PER_CONNECTION",
+        default_value = "4"
+    )]
+    pub max_spectators_per_connection: usize,
+
+    /// Spectator streams of one game from one client address; more get RESOURCE_EXHAUSTED.
+    /// 0 = no limit.
+    #[arg(long, env = "OANQUAN_MAX_SPECTATORS_PER_CLIENT", default_value = "8")]
+    pub max_spectators_per_client: usize,
+
+    /// Idle time after which a stream sends a Heartbeat event.
+    #[arg(long, env = "OANQUAN_HEARTBEAT_INTERVAL", default_value = "15s", value_parser = parse_duration)]
+    pub heartbeat_interval: Duration,
+
+    /// A watch stream whose client reads nothing for this long is dropped with
+    /// RESOURCE_EXHAUSTED (it may resume with after_sequence).
+    #[arg(long, env = "OANQUAN_STREAM_STALL_TIMEOUT", default_value = "30s", value_parser = parse_duration)]
+    pub stream_stall_timeout: Duration,
+
+    /// Events buffered per watcher in the hub before it lags (and catches up from the log).
+    /// Not a flag: only the library's tests need another value.
+    #[arg(skip = 256_usize)]
+    pub broadcast_capacity: usize,
+}
+
+/// The search pool: the computer opponent's moves and `RulesService.Analyze`.
+#[derive(Debug, Clone, Copy, PartialEq, Args)]
+#[command(next_help_heading = "Computer player and analysis")]
+pub struct ComputerLimits {
+    /// Thinking time of the computer opponent per move (games created with a computer level).
+    /// Its weaker levels stop earlier, at their depth.
+    #[arg(long, env = "OANQUAN_COMPUTER_MOVE_TIME", default_value = "300ms", value_parser = parse_duration)]
+    pub computer_move_time: Duration,
+
+    /// Computer moves searching at once; more wait for a free slot. 0 = one per CPU core.
+    /// RulesService.Analyze calls have slots of their own (--max-analyses), so a computer
+    /// opponent never waits behind them.
+    // Searches run on tokio's blocking pool, never on the async workers that answer calls.
+    #[arg(long, env = "OANQUAN_MAX_SEARCHES", default_value = "0")]
+    pub max_searches: usize,
+
+    /// RulesService.Analyze calls searching at once (each up to 5 s), apart from computer
+    /// moves. 0 = one per CPU core but one, at least 1.
+    #[arg(long, env = "OANQUAN_MAX_ANALYSES", default_value = "0")]
+    pub max_analyses: usize,
+
+    /// Analyze calls one client address may have running or waiting; one more gets
+    /// RESOURCE_EXHAUSTED with a retry delay. 0 = no limit.
+    #[arg(long, env = "OANQUAN_MAX_ANALYSES_PER_CLIENT", default_value = "2")]
+    pub max_analyses_per_client: usize,
+
+    /// How long an Analyze call waits for a free slot when all --max-analyses are taken; then
+    /// it gets RESOURCE_EXHAUSTED with a retry delay. 0 = refuse at once.
+    #[arg(long, env = "OANQUAN_ANALYSIS_QUEUE_TIMEOUT", default_value = "500ms", value_parser = parse_duration)]
+    pub analysis_queue_timeout: Duration,
+}
+
+impl ComputerLimits {
+    /// The search pool's capacity, with the 0s (one per core) resolved on this machine.
+    #[must_use]
+    pub fn search_capacity(&self, exempt_loopback: bool) -> SearchCapacity {
+        SearchCapacity {
+            computer_moves: match self.max_searches {
+                0 => computer::default_max_searches(),
+                n => n,
+            },
+            analyses: match self.max_analyses {
+                0 => computer::default_max_analyses(),
+                n => n,
+            },
+            analyses_per_client: self.max_analyses_per_client,
+            analysis_wait: self.analysis_queue_timeout,
+            exempt_loopback,
+        }
+    }
+}
+
+/// The in-memory store's capacity (`--in-memory`; the SQLite store has no limit of its own).
+#[derive(Debug, Clone, Copy, PartialEq, Args)]
+#[command(next_help_heading = "Storage")]
+pub struct MemoryStoreLimits {
+    /// Games kept at most with --in-memory (a database has no limit of its own).
+    #[arg(long, env = "OANQUAN_MAX_GAMES", default_value = "10000")]
+    pub max_games: usize,
+
+    /// Events kept per game (older ones force a snapshot on resume). Not a flag.
+    #[arg(skip = MemoryLimits::default().game_event_retention)]
+    pub game_event_retention: usize,
+
+    /// Lobby events kept. Not a flag.
+    #[arg(skip = MemoryLimits::default().lobby_event_retention)]
+    pub lobby_event_retention: usize,
+}
+
+impl MemoryStoreLimits {
+    /// The memory store's limits; a retention of 0 is taken as 1.
+    #[must_use]
+    pub fn memory_limits(&self) -> MemoryLimits {
+        MemoryLimits {
+            max_games: self.max_games,
+            game_event_retention: self.game_event_retention.max(1),
+            lobby_event_retention: self.lobby_event_retention.max(1),
+        }
+    }
+}
+
+/// Each section's `Default` is what its flags give when none is set, the environment left out
+/// (a library's defaults must not change with `OANQUAN_*` variables).
+macro_rules! default_from_flags {
+    ($($section:ty),*) => {$(
+        impl Default for $section {
+            fn default() -> Self {
+                flag_defaults()
+            }
+        }
+    )*};
+}
+
+default_from_flags!(
+    TransportLimits,
+    ClientLimits,
+    GameLimits,
+    StreamLimits,
+    ComputerLimits,
+    MemoryStoreLimits
+);
+
+// The defaults are constants, and `tests::help_shows_the_defaults_of_the_code` parses every one,
+// so the `expect`s cannot fire in a build whose tests pass.
+fn flag_defaults<T: Args + FromArgMatches>() -> T {
+    let command = T::augment_args(Command::new("defaults").no_binary_name(true))
+        .mut_args(|arg| arg.env(None));
+    let matches = command
+        .try_get_matches_from(std::iter::empty::<&str>())
+        .expect("the flags' defaults parse");
+    T::from_arg_matches(&matches).expect("the flags' defaults make a section")
+}
+
+/// `500ms`, `15s`, `2m`, `1h`, or a bare number of seconds.
+///
+/// # Errors
+///
+/// A message for `--help` readers when `text` is not such a duration.
+pub fn parse_duration(text: &str) -> Result<Duration, String> {
+    let text = text.trim();
+    let split = text
+        .find(|c: char| !c.is_ascii_digit() && c != '.')
+        .unwrap_or(text.len());
+    let (number, unit) = text.split_at(split);
+    let value: f64 = number
+        .parse()
+        .map_err(|_| format!("{text:?} is not a duration like 500ms, 15s or 2m"))?;
+    let seconds = match unit {
+        "ms" => value / 1000.0,
+        "" | "s" => value,
+        "m" => value * 60.0,
+        "h" => value * 3600.0,
+        _ => return Err(format!("unknown unit {unit:?}; use ms, s, m or h")),
+    };
+    Duration::try_from_secs_f64(seconds).map_err(|e| e.to_string())
+}
+
+/// A switch's value, on the command line or from the environment (`OANQUAN_IN_MEMORY=1`).
+///
+/// # Errors
+///
+/// A message naming the accepted spellings.
+pub fn parse_switch(text: &str) -> Result<bool, String> {
+    match text.trim().to_ascii_lowercase().as_str() {
+        "true" | "1" | "yes" | "on" => Ok(true),
+        "false" | "0" | "no" | "off" => Ok(false),
+        _ => Err(format!(
+            "{text:?} is neither on nor off; use true/false, 1/0, yes/no or on/off"
+        )),
+    }
+}
+
+/// `4MiB`, `4 MiB`, `512kb`, or a bare number of bytes; at least 1 byte.
+///
+/// # Errors
+///
+/// A message for `--help` readers when `text` is not such a size, is 0 or overflows.
+pub fn parse_byte_size(text: &str) -> Result<usize, String> {
+    let text = text.trim();
+    let split = text
+        .find(|c: char| !c.is_ascii_digit())
+        .unwrap_or(text.len());
+    let (number, unit) = text.split_at(split);
+    let unit = unit.trim_start();
+    let not_a_size = || format!("{text:?} is not a size like 4MiB, 512 KiB or 65536");
+    if number.is_empty() || !unit.chars().all(|c| c.is_ascii_alphabetic()) {
+        return Err(not_a_size());
+    }
+    let multiplier: usize = match unit.to_ascii_lowercase().as_str() {
+        "" | "b" => 1,
+        "kb" => 1000,
+        "kib" => 1 << 10,
+        "mb" => 1_000_000,
+        "mib" => 1 << 20,
+        _ => return Err(format!("unknown unit {unit:?}; use B, KB, KiB, MB or MiB")),
+    };
+    // `number` is all digits, so parsing fails only on overflow.
+    let bytes = number
+        .parse::<usize>()
+        .ok()
+        .and_then(|n| n.checked_mul(multiplier))
+        .ok_or_else(|| format!("{text:?} is too large"))?;
+    if bytes == 0 {
+        return Err("the size must be at least 1 byte".to_owned());
+    }
+    Ok(bytes)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn durations_parse_with_units() {
+        assert_eq!(parse_duration("500ms"), Ok(Duration::from_millis(500)));
+        assert_eq!(parse_duration("15s"), Ok(Duration::from_secs(15)));
+        assert_eq!(parse_duration("2m"), Ok(Duration::from_secs(120)));
+        assert_eq!(parse_duration("3"), Ok(Duration::from_secs(3)));
+        assert!(parse_duration("fast").is_err());
+        assert_eq!(parse_duration("1h"), Ok(Duration::from_secs(3600)));
+        assert!(parse_duration("5d").is_err());
+    }
+
+    #[test]
+    fn byte_sizes_parse_with_units() {
+        assert_eq!(parse_byte_size("4MiB"), Ok(4 * 1024 * 1024));
+        assert_eq!(parse_byte_size("4 MiB"), Ok(4 * 1024 * 1024));
+        assert_eq!(parse_byte_size(" 4mib "), Ok(4 * 1024 * 1024));
+        assert_eq!(parse_byte_size("512KiB"), Ok(512 * 1024));
+        assert_eq!(parse_byte_size("512 kb"), Ok(512_000));
+        assert_eq!(parse_byte_size("2MB"), Ok(2_000_000));
+        assert_eq!(parse_byte_size("100B"), Ok(100));
+        assert_eq!(parse_byte_size("65536"), Ok(65_536));
+        let refused = |text: &str, why: &str| {
+            let error = parse_byte_size(text).expect_err(text);
+            assert!(error.contains(why), "{text:?}: {error}");
+        };
+        refused("0", "at least 1 byte");
+        refused("0MiB", "at least 1 byte");
+        refused("4GiB", "unknown unit \"GiB\"");
+        refused("4 M", "unknown unit");
+        refused("99999999999999999999999", "too large");
+        refused(&format!("{}MiB", usize::MAX / 1024), "too large");
+        refused("", "not a size");
+        refused("MiB", "not a size");
+        refused("-4MiB", "not a size");
+        refused("4.5MiB", "not a size");
+        refused("4 MiB 2", "not a size");
+        refused("four", "not a size");
+    }
+
+    #[test]
+    fn sections_default_to_their_flags_defaults() {
+        let transport = TransportLimits::default();
+        assert_eq!(transport.max_message_size, 4 * 1024 * 1024);
+        assert_eq!(transport.shutdown_drain_timeout, Duration::from_secs(10));
+        assert_eq!(
+            ClientLimits::default().rate_limit(),
+            Some(RateLimit {
+                per_second: 50.0,
+                burst: 100
+            })
+        );
+        assert!(ClientLimits::default().exempt_loopback);
+        assert_eq!(
+            GameLimits::default().idle_game_timeout,
+            Duration::from_secs(3600)
+        );
+        let streams = StreamLimits::default();
+        assert_eq!(streams.max_spectators_per_game, 100);
+        assert_eq!(streams.broadcast_capacity, 256);
+        assert_eq!(
+            ComputerLimits::default().computer_move_time,
+            Duration::from_millis(300)
+        );
+        let memory = MemoryStoreLimits::default();
+        assert_eq!(memory.max_games, 10_000);
+        assert_eq!(
+            memory.game_event_retention,
+            MemoryLimits::default().game_event_retention
+        );
+    }
+}
