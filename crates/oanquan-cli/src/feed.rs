@@ -13,6 +13,7 @@ use oanquan_proto::v1::game_service_client::GameServiceClient;
 use oanquan_proto::v1::{GameEvent, GameStatus, WatchGameRequest, game_event};
 use tokio::sync::mpsc;
 use tonic::Code;
+use tonic_types::StatusExt as _;
 
 use crate::client::Server;
 use crate::error::{CliError, code, error_chain};
@@ -251,6 +252,12 @@ impl Feed {
             | Code::PermissionDenied
             | Code::Unauthenticated
             | Code::Unimplemented => Ended::Fatal(CliError::from_status(&what, status)),
+            // Refused at the door with no retry delay: the game's watcher places are taken, and
+            // hammering it would not free one. The rate limit (which attaches a delay) and a
+            // stream dropped later for not reading are retried below.
+            Code::ResourceExhausted if !progress && status.get_details_retry_info().is_none() => {
+                Ended::Fatal(CliError::from_status(&what, status))
+            }
             Code::OutOfRange => {
                 // Our sequence is beyond the server's log: it lost its history (restarted).
                 // Start over from a snapshot rather than wait for events that never come.
