@@ -20,7 +20,8 @@ use tonic_health::ServingStatus;
 use tracing::{info, warn};
 
 use crate::domain::computer::{self, Computer, SearchCapacity, SearchPool};
-use crate::domain::limits::{self, RateLimit, RateLimiter};
+use crate::domain::limits::{RateLimit, RateLimiter};
+use crate::domain::reaper;
 use crate::domain::{
     GameManager, GameStore, Hub, ManagerLimits, MemoryLimits, MemoryStore, OpenError, SqliteStore,
 };
@@ -332,21 +333,18 @@ pub async fn run_with_store(
     });
     let computer = Computer::new(Arc::clone(&searches), config.computer_move_time);
     let writable = store.writable();
-    let manager = Arc::new(
-        GameManager::new(
-            Arc::clone(&store),
-            hub,
-            ManagerLimits {
-                max_watchers_per_game: config.max_watchers_per_game,
-                max_watchers_per_connection: config.max_watchers_per_connection,
-                max_watchers_per_client: config.max_watchers_per_client,
-                max_open_games_per_client: config.max_open_games_per_client,
-                exempt_loopback: config.exempt_loopback,
-                ..ManagerLimits::default()
-            },
-        )
-        .with_computer(computer),
-    );
+    let manager = Arc::new(GameManager::new(
+        Arc::clone(&store),
+        hub,
+        ManagerLimits {
+            max_watchers_per_game: config.max_watchers_per_game,
+            max_watchers_per_connection: config.max_watchers_per_connection,
+            max_watchers_per_client: config.max_watchers_per_client,
+            max_open_games_per_client: config.max_open_games_per_client,
+            exempt_loopback: config.exempt_loopback,
+            ..ManagerLimits::default()
+        },
+    ));
     // Before anything can end a game (the idle reaper, the computer): each restored game must
     // be counted before its release can come.
     let restored = manager
@@ -368,11 +366,12 @@ pub async fn run_with_store(
     let reaper = config
         .idle_game_timeout
         .filter(|idle| !idle.is_zero())
-        .map(|idle| limits::spawn_idle_reaper(Arc::clone(&manager), idle, stop_rx.clone()));
+        .map(|idle| reaper::spawn_idle_reaper(Arc::clone(&manager), idle, stop_rx.clone()));
     // Plays the computer's turns (resuming those of reloaded games) until shutdown. Aborted if
     // `run_with_store` itself is dropped, which cancels its searches.
     let computer_driver = AbortOnDrop(computer::spawn_driver(
         Arc::clone(&manager),
+        computer,
         stop_rx.clone(),
     ));
 

@@ -126,10 +126,10 @@ pub fn limit_exceeded(message: String, retry_after: std::time::Duration) -> Stat
     Status::with_error_details(Code::ResourceExhausted, message, details)
 }
 
-impl From<GameError> for Status {
-    fn from(error: GameError) -> Status {
-        to_status(&error)
-    }
+/// [`to_status`] by value, for `map_err`: `GameError` lives in `oanquan-game` and `Status` in
+/// tonic, so the orphan rule forbids a `From` impl between them.
+pub fn into_status(error: GameError) -> Status {
+    to_status(&error)
 }
 
 #[cfg(test)]

@@ -21,6 +21,7 @@ use tokio::time::{Instant, MissedTickBehavior};
 use tonic::Status;
 use tracing::Instrument as _;
 
+use super::status::into_status;
 use crate::domain::{Feed, GameError, Watch, WatchItem};
 
 /// Messages buffered per stream besides what HTTP/2 flow control lets into the connection.
@@ -98,7 +99,7 @@ where
                     }
                     // Complete: ending the task closes the stream with status OK.
                     Ok(None) => break,
-                    Err(error) => Err(Status::from(error)),
+                    Err(error) => Err(into_status(error)),
                 },
                 _ = ticker.tick() => Ok(heartbeat(last)),
             };
@@ -110,7 +111,7 @@ where
                     // Never read for `stall`: free the slot, tell the client when it reads.
                     // The message in hand is dropped; resuming from `last` replays it.
                     tracing::info!(stall = ?stall, "dropping a stream its client does not read");
-                    let _ = last_tx.send(Status::from(GameError::LimitExceeded(format!(
+                    let _ = last_tx.send(into_status(GameError::LimitExceeded(format!(
                         "this stream was not read for {stall:?} and was dropped; reconnect with after_sequence={last}"
                     ))));
                     break;

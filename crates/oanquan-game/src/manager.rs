@@ -9,18 +9,17 @@ use tracing::{debug, info};
 
 use oanquan_ai::Level;
 
-use super::computer::{self, Computer, SearchPool};
-use super::error::GameError;
-use super::hub::{Hub, WatchLimits, Watcher};
-use super::limits::{OpenGames, client_key};
-use super::model::{
+use crate::error::GameError;
+use crate::hub::{Hub, WatchLimits, Watcher};
+use crate::limits::{OpenGames, client_key};
+use crate::model::{
     GameEventKind, GameFilter, GameId, GameInfo, GameResult, GameState, GameStatus, LobbyEventKind,
-    MoveLog, MoveRecord, PlayerKind, SeatInfo, Termination,
+    MoveLog, MoveRecord, PlayerKind, SeatInfo, Termination, computer_name,
 };
-use super::store::{Commit, Committed, GameStore, Page, StoreError};
-use super::text;
-use super::token::PlayerToken;
-use super::watch::{GameFeed, LobbyFeed, Watch};
+use crate::store::{Commit, Committed, GameStore, Page, StoreError};
+use crate::text;
+use crate::token::PlayerToken;
+use crate::watch::{GameFeed, LobbyFeed, Watch};
 
 /// Page size when the client asks for 0.
 pub const DEFAULT_PAGE_SIZE: usize = 50;
@@ -47,7 +46,7 @@ pub struct ManagerLimits {
     /// Games in a lobby snapshot.
     pub lobby_snapshot_limit: usize,
     /// Waiting or active games one client address may have created (0 = no limit); see
-    /// [`super::limits::OpenGames`].
+    /// [`crate::limits::OpenGames`].
     pub max_open_games_per_client: usize,
     /// Whether loopback clients are exempt from per-client limits.
     pub exempt_loopback: bool,
@@ -102,7 +101,6 @@ pub struct GameManager {
     hub: Arc<Hub>,
     limits: ManagerLimits,
     open_games: Arc<OpenGames>,
-    computer: Arc<Computer>,
 }
 
 impl From<StoreError> for GameError {
@@ -142,26 +140,14 @@ impl GameManager {
             store,
             hub,
             limits,
-            computer: Computer::new(
-                SearchPool::new(computer::SearchCapacity::default()),
-                computer::DEFAULT_MOVE_TIME,
-            ),
         }
     }
 
-    /// This manager with `computer` playing the computer seats (the default thinks
-    /// [`computer::DEFAULT_MOVE_TIME`] per move, one search per core). Its turns are played once
-    /// [`computer::spawn_driver`] runs.
+    /// Subscribes to every game's state after each commit: how background agents (the
+    /// computer player) learn that they have something to do.
     #[must_use]
-    pub fn with_computer(mut self, computer: Arc<Computer>) -> GameManager {
-        self.computer = computer;
-        self
-    }
-
-    /// The computer player and its search pool.
-    #[must_use]
-    pub fn computer(&self) -> &Arc<Computer> {
-        &self.computer
+    pub fn subscribe_commits(&self) -> tokio::sync::broadcast::Receiver<Arc<GameInfo>> {
+        self.hub.subscribe_commits()
     }
 
     fn not_found(id: &GameId) -> impl FnOnce(StoreError) -> GameError + '_ {
@@ -259,7 +245,7 @@ impl GameManager {
             token_hashes: Default::default(),
             moves: MoveLog::new(),
             engine: Game::from_position(start),
-            creator: client.map(super::limits::client_key),
+            creator: client.map(crate::limits::client_key),
         };
         state.token_hashes[seat] = Some(token.hash());
         let committed = self
@@ -428,13 +414,13 @@ impl GameManager {
     }
 
     /// Plays the computer's move `mv` in game `id` at ply `ply`, through the same checks,
-    /// commit and events as [`GameManager::play_move`]. For [`computer`]'s driver.
+    /// commit and events as [`GameManager::play_move`]. For [`crate::computer`]'s driver.
     ///
     /// # Errors
     ///
     /// [`GameError::NotYourTurn`] if the player to move is not the computer, else as
     /// [`GameManager::play_move`].
-    pub(super) async fn play_computer_move(
+    pub(crate) async fn play_computer_move(
         &self,
         id: &GameId,
         mv: Move,
@@ -460,7 +446,7 @@ impl GameManager {
     /// # Errors
     ///
     /// [`GameError::GameNotFound`], store failures.
-    pub(super) async fn load_state(&self, id: &GameId) -> Result<GameState, GameError> {
+    pub(crate) async fn load_state(&self, id: &GameId) -> Result<GameState, GameError> {
         self.store.load(id).await.map_err(Self::not_found(id))
     }
 }
@@ -604,7 +590,7 @@ impl GameManager {
 
     /// Aborts a waiting or active game whose last change is older than `idle_since` (no seat
     /// ends it: `ended_by` stays empty), with the normal `GameOver` events. `Ok(false)` if the
-    /// game is over or changed since. Used by [`super::limits::expire_idle_games`].
+    /// game is over or changed since. Used by [`crate::limits::expire_idle_games`].
     ///
     /// # Errors
     ///
@@ -740,7 +726,6 @@ impl GameManager {
         let store = Arc::clone(&self.store);
         let hub = Arc::clone(&self.hub);
         let open_games = Arc::clone(&self.open_games);
-        let computer = Arc::clone(&self.computer);
         tokio::spawn(async move {
             let committed = if create {
                 store.create(commit).await
@@ -748,7 +733,6 @@ impl GameManager {
                 store.commit(commit).await
             }?;
             hub.publish(&committed);
-            computer.on_commit(&committed.info);
             if committed.info.status.is_over() {
                 open_games.release(&committed.info.id);
             }
@@ -807,7 +791,7 @@ fn seat_computer(
     game_events: &mut Vec<GameEventKind>,
     lobby_events: &mut Vec<LobbyEventKind>,
 ) {
-    let display_name = computer::computer_name(level);
+    let display_name = computer_name(level);
     let kind = PlayerKind::Computer { level };
     info.seats[seat] = Some(SeatInfo {
         display_name: display_name.clone(),
