@@ -756,7 +756,11 @@ async fn play_turn(manager: Arc<GameManager>, computer: Arc<Computer>, id: GameI
 
 #[cfg(test)]
 mod tests {
+    use oanquan_ai::Level;
+    use oanquan_rules::Player;
+
     use super::*;
+    use crate::model::GameInfo;
 
     #[test]
     fn analysis_limits_are_checked() {
@@ -925,5 +929,92 @@ mod tests {
             Err(AnalysisError::Refused(Refused::PerClient { max: 1, .. }))
         ));
         drop(held);
+    }
+
+    fn computer_first(level: Level) -> crate::manager::NewGame {
+        crate::manager::NewGame {
+            rules: oanquan_rules::Preset::Standard.rules(),
+            preset: None,
+            start: None,
+            // The computer takes the first seat, which moves first.
+            seat: Some(Player::Second),
+            display_name: "Lan".to_owned(),
+            computer: Some(level),
+        }
+    }
+
+    /// Waits until game `id` has a move, as `manager` commits it.
+    async fn first_move(
+        manager: &GameManager,
+        commits: &mut tokio::sync::broadcast::Receiver<Arc<GameInfo>>,
+        id: &GameId,
+    ) {
+        loop {
+            match commits.recv().await {
+                Ok(info) if info.id == *id && info.position.ply() > 0 => return,
+                Ok(_) => {}
+                // Commits this receiver missed: the store has the answer.
+                Err(RecvError::Lagged(_)) => {
+                    if manager.get_game(id).await.unwrap().position.ply() > 0 {
+                        return;
+                    }
+                }
+                Err(RecvError::Closed) => panic!("the hub went away"),
+            }
+        }
+    }
+
+    /// The driver learns of turns only from the commit feed; when it lags behind the feed
+    /// (its commit is lost), it must find the game in the store instead of never playing.
+    #[tokio::test]
+    async fn a_driver_that_lags_behind_the_commits_still_plays_every_turn() {
+        let store: Arc<dyn crate::store::GameStore> = Arc::new(crate::memory::MemoryStore::new(
+            crate::memory::MemoryLimits::default(),
+        ));
+        // One commit of buffer: two unread commits make the driver lag.
+        let hub = crate::hub::Hub::new(1);
+        let manager = Arc::new(GameManager::new(
+            Arc::clone(&store),
+            Arc::clone(&hub),
+            crate::manager::ManagerLimits::default(),
+        ));
+        // The same store behind another hub: its commits never reach the driver's feed.
+        let elsewhere = GameManager::new(
+            Arc::clone(&store),
+            crate::hub::Hub::new(16),
+            crate::manager::ManagerLimits::default(),
+        );
+        let computer = Computer::new(
+            SearchPool::new(capacity(2, 1, 1)),
+            Duration::from_millis(10),
+        );
+        let (stop_tx, stop_rx) = watch::channel(false);
+        let mut commits = manager.subscribe_commits();
+
+        // Played from the driver's first look at the store; once it is, the driver is
+        // listening to the feed.
+        let first = manager
+            .create_game(computer_first(Level::Random))
+            .await
+            .unwrap();
+        let driver = spawn_driver(Arc::clone(&manager), Arc::clone(&computer), stop_rx);
+        first_move(&manager, &mut commits, &first.game.id).await;
+
+        let second = elsewhere
+            .create_game(computer_first(Level::Random))
+            .await
+            .unwrap();
+        let stale = Arc::new(manager.get_game(&first.game.id).await.unwrap());
+        hub.publish_commit(Arc::clone(&stale));
+        hub.publish_commit(stale);
+        tokio::time::timeout(
+            Duration::from_secs(10),
+            first_move(&manager, &mut commits, &second.game.id),
+        )
+        .await
+        .expect("the lagging driver never played the second game");
+
+        stop_tx.send(true).unwrap();
+        driver.await.unwrap();
     }
 }
