@@ -16,6 +16,8 @@ mod memory;
 mod model;
 pub mod reaper;
 mod store;
+#[cfg(any(test, feature = "store-suite"))]
+pub mod store_suite;
 mod text;
 mod token;
 mod watch;

@@ -1,4 +1,4 @@
-//! The SQLite store's own tests; the cases every store passes are in the server's tests.
+//! The SQLite store's own tests; the cases every store passes come from `oanquan_game::store_suite`.
 
 use std::time::SystemTime;
 
@@ -337,4 +337,20 @@ fn every_status_has_a_filter_slot() {
         ["waiting", "active", "finished", "aborted"]
     );
     assert!(statuses(GameFilter::Finished).contains(&"aborted"));
+}
+
+/// The cases every store passes, on a fresh database file each.
+mod suite {
+    use std::sync::Arc;
+
+    use oanquan_game::GameStore;
+
+    use crate::SqliteStore;
+
+    oanquan_game::store_suite!({
+        let dir = tempfile::tempdir().unwrap();
+        let store: Arc<dyn GameStore> =
+            Arc::new(SqliteStore::open(dir.path().join("games.db")).unwrap());
+        (store, dir)
+    });
 }
