@@ -1,7 +1,8 @@
 //! The Ô Ăn Quan game service in plain Rust types: no protobuf, no tonic, no SQL.
 //!
 //! * [`GameManager`] runs every command and query against a [`GameStore`] and publishes what it
-//!   commits to the [`Hub`], which [`Watch`]es read: load → decide → commit → publish.
+//!   commits to the [`Hub`], which [`Watch`]es read: load → decide → commit → publish, where
+//!   deciding is a pure function of [`transition`] (state, command, now → new state and events).
 //! * Background agents are clients of the manager: the computer player
 //!   ([`computer::spawn_driver`]) is woken by the hub's feed of commits, the idle reaper
 //!   ([`reaper::spawn_idle_reaper`]) by a timer. The manager never calls into them.
@@ -20,6 +21,7 @@ mod store;
 pub mod store_suite;
 mod text;
 mod token;
+pub mod transition;
 mod watch;
 
 pub use error::GameError;
