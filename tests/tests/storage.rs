@@ -44,9 +44,9 @@ fn play_some_games(url: &str) {
     let (alice, bob) = (config_dir(), config_dir());
     let created = run_cli(url, alice.path(), &["create", "--name", "alice", "--json"]);
     assert_eq!(created.code, Some(0), "{created:?}");
-    let id = json_of(&created.stdout)["game_id"]
+    let id = json_of(&created.stdout)["game"]["id"]
         .as_str()
-        .unwrap()
+        .expect("game.id")
         .to_owned();
     let joined = run_cli(url, bob.path(), &["join", &id, "--name", "bob"]);
     assert_eq!(joined.code, Some(0), "{joined:?}");
