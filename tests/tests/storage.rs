@@ -46,7 +46,7 @@ fn play_some_games(url: &str) {
     assert_eq!(created.code, Some(0), "{created:?}");
     let id = json_of(&created.stdout)["game"]["id"]
         .as_str()
-        .unwrap()
+        .expect("game.id")
         .to_owned();
     let joined = run_cli(url, bob.path(), &["join", &id, "--name", "bob"]);
     assert_eq!(joined.code, Some(0), "{joined:?}");

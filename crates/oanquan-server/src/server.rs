@@ -22,7 +22,8 @@ use crate::config::{
     ClientLimits, ComputerLimits, GameLimits, MemoryStoreLimits, StreamLimits, TransportLimits,
 };
 use crate::domain::computer::{self, Computer, SearchPool};
-use crate::domain::limits::{self, RateLimiter};
+use crate::domain::limits::RateLimiter;
+use crate::domain::reaper;
 use crate::domain::{
     GameManager, GameStore, Hub, ManagerLimits, MemoryStore, OpenError, SqliteStore,
 };
@@ -227,9 +228,11 @@ pub async fn run_with_store(
     let searches = SearchPool::new(config.computer.search_capacity(exempt_loopback));
     let computer = Computer::new(Arc::clone(&searches), config.computer.computer_move_time);
     let writable = store.writable();
-    let manager = Arc::new(
-        GameManager::new(Arc::clone(&store), hub, manager_limits(&config)).with_computer(computer),
-    );
+    let manager = Arc::new(GameManager::new(
+        Arc::clone(&store),
+        hub,
+        manager_limits(&config),
+    ));
     // Before anything can end a game (the idle reaper, the computer): each restored game must
     // be counted before its release can come.
     let restored = manager
@@ -253,11 +256,12 @@ pub async fn run_with_store(
     ));
     let reaper = Some(config.games.idle_game_timeout)
         .filter(|idle| !idle.is_zero())
-        .map(|idle| limits::spawn_idle_reaper(Arc::clone(&manager), idle, stop_rx.clone()));
+        .map(|idle| reaper::spawn_idle_reaper(Arc::clone(&manager), idle, stop_rx.clone()));
     // Plays the computer's turns (resuming those of reloaded games) until shutdown. Aborted if
     // `run_with_store` itself is dropped, which cancels its searches.
     let computer_driver = AbortOnDrop(computer::spawn_driver(
         Arc::clone(&manager),
+        computer,
         stop_rx.clone(),
     ));
 

@@ -6,6 +6,7 @@ use oanquan_proto::v1 as pb;
 use tonic::{Request, Response, Status};
 
 use super::convert;
+use super::status::into_status;
 use super::stream::{self, StreamSettings, WatchStream};
 use crate::domain::{
     GameError, GameFeed, GameId, GameManager, LobbyFeed, NewGame, PlayerToken, Watch, WatchItem,
@@ -120,14 +121,17 @@ impl pb::game_service_server::GameService for GameApi {
     ) -> Result<Response<pb::CreateGameResponse>, Status> {
         let client = request.remote_addr().map(|addr| addr.ip());
         let request = request.into_inner();
-        let (rules, preset) = convert::rules_spec(request.rules.as_ref(), "rules")?;
+        let (rules, preset) =
+            convert::rules_spec(request.rules.as_ref(), "rules").map_err(into_status)?;
         let start = request
             .start_position
             .as_ref()
             .map(|p| convert::position(Some(p), rules, "start_position"))
-            .transpose()?;
-        let seat = convert::optional_player(request.seat, "seat")?;
-        let computer = convert::computer_opponent(request.computer.as_ref(), "computer")?;
+            .transpose()
+            .map_err(into_status)?;
+        let seat = convert::optional_player(request.seat, "seat").map_err(into_status)?;
+        let computer = convert::computer_opponent(request.computer.as_ref(), "computer")
+            .map_err(into_status)?;
         let seated = self
             .manager
             .create_game_from(
@@ -141,7 +145,8 @@ impl pb::game_service_server::GameService for GameApi {
                     computer,
                 },
             )
-            .await?;
+            .await
+            .map_err(into_status)?;
         tracing::Span::current().record("game_id", seated.game.id.as_str());
         Ok(Response::new(pb::CreateGameResponse {
             game: Some(convert::game_out(&seated.game)),
@@ -155,8 +160,12 @@ impl pb::game_service_server::GameService for GameApi {
         request: Request<pb::JoinGameRequest>,
     ) -> Result<Response<pb::JoinGameResponse>, Status> {
         let request = request.into_inner();
-        let id = game_id(&request.game_id)?;
-        let seated = self.manager.join_game(&id, &request.display_name).await?;
+        let id = game_id(&request.game_id).map_err(into_status)?;
+        let seated = self
+            .manager
+            .join_game(&id, &request.display_name)
+            .await
+            .map_err(into_status)?;
         Ok(Response::new(pb::JoinGameResponse {
             game: Some(convert::game_out(&seated.game)),
             player_token: seated.token.expose().to_owned(),
@@ -168,8 +177,8 @@ impl pb::game_service_server::GameService for GameApi {
         &self,
         request: Request<pb::GetGameRequest>,
     ) -> Result<Response<pb::GetGameResponse>, Status> {
-        let id = game_id(&request.get_ref().game_id)?;
-        let game = self.manager.get_game(&id).await?;
+        let id = game_id(&request.get_ref().game_id).map_err(into_status)?;
+        let game = self.manager.get_game(&id).await.map_err(into_status)?;
         Ok(Response::new(pb::GetGameResponse {
             game: Some(convert::game_out(&game)),
         }))
@@ -180,10 +189,14 @@ impl pb::game_service_server::GameService for GameApi {
         request: Request<pb::ListGamesRequest>,
     ) -> Result<Response<pb::ListGamesResponse>, Status> {
         let request = request.into_inner();
-        let filter = convert::filter(request.filter)?;
+        let filter = convert::filter(request.filter).map_err(into_status)?;
         let page_size = usize::try_from(request.page_size).unwrap_or(usize::MAX);
         let token = Some(request.page_token.as_str()).filter(|t| !t.is_empty());
-        let page = self.manager.list_games(filter, page_size, token).await?;
+        let page = self
+            .manager
+            .list_games(filter, page_size, token)
+            .await
+            .map_err(into_status)?;
         Ok(Response::new(pb::ListGamesResponse {
             games: page.games.iter().map(convert::game_out).collect(),
             next_page_token: page.next_cursor.unwrap_or_default(),
@@ -194,14 +207,15 @@ impl pb::game_service_server::GameService for GameApi {
         &self,
         request: Request<pb::PlayMoveRequest>,
     ) -> Result<Response<pb::PlayMoveResponse>, Status> {
-        let token = bearer(&request)?;
+        let token = bearer(&request).map_err(into_status)?;
         let request = request.into_inner();
-        let id = game_id(&request.game_id)?;
-        let mv = convert::mv(request.r#move.as_ref(), "move")?;
+        let id = game_id(&request.game_id).map_err(into_status)?;
+        let mv = convert::mv(request.r#move.as_ref(), "move").map_err(into_status)?;
         let (record, game) = self
             .manager
             .play_move(&id, &token, mv, request.expected_ply)
-            .await?;
+            .await
+            .map_err(into_status)?;
         let (record, game) = convert::move_and_game_out(&record, &game);
         Ok(Response::new(pb::PlayMoveResponse {
             record: Some(record),
@@ -213,9 +227,13 @@ impl pb::game_service_server::GameService for GameApi {
         &self,
         request: Request<pb::ResignRequest>,
     ) -> Result<Response<pb::ResignResponse>, Status> {
-        let token = bearer(&request)?;
-        let id = game_id(&request.get_ref().game_id)?;
-        let game = self.manager.resign(&id, &token).await?;
+        let token = bearer(&request).map_err(into_status)?;
+        let id = game_id(&request.get_ref().game_id).map_err(into_status)?;
+        let game = self
+            .manager
+            .resign(&id, &token)
+            .await
+            .map_err(into_status)?;
         Ok(Response::new(pb::ResignResponse {
             game: Some(convert::game_out(&game)),
         }))
@@ -225,9 +243,9 @@ impl pb::game_service_server::GameService for GameApi {
         &self,
         request: Request<pb::AbortGameRequest>,
     ) -> Result<Response<pb::AbortGameResponse>, Status> {
-        let token = bearer(&request)?;
-        let id = game_id(&request.get_ref().game_id)?;
-        let game = self.manager.abort(&id, &token).await?;
+        let token = bearer(&request).map_err(into_status)?;
+        let id = game_id(&request.get_ref().game_id).map_err(into_status)?;
+        let game = self.manager.abort(&id, &token).await.map_err(into_status)?;
         Ok(Response::new(pb::AbortGameResponse {
             game: Some(convert::game_out(&game)),
         }))
@@ -237,8 +255,8 @@ impl pb::game_service_server::GameService for GameApi {
         &self,
         request: Request<pb::ListMovesRequest>,
     ) -> Result<Response<pb::ListMovesResponse>, Status> {
-        let id = game_id(&request.get_ref().game_id)?;
-        let (start, moves) = self.manager.list_moves(&id).await?;
+        let id = game_id(&request.get_ref().game_id).map_err(into_status)?;
+        let (start, moves) = self.manager.list_moves(&id).await.map_err(into_status)?;
         Ok(Response::new(pb::ListMovesResponse {
             moves: moves.iter().map(convert::move_record_out).collect(),
             start_position: Some(convert::position_out(&start)),
@@ -251,7 +269,7 @@ impl pb::game_service_server::GameService for GameApi {
         &self,
         request: Request<pb::WatchGameRequest>,
     ) -> Result<Response<Self::WatchGameStream>, Status> {
-        let watch = start_game_watch(self, request).await?;
+        let watch = start_game_watch(self, request).await.map_err(into_status)?;
         Ok(Response::new(stream::spawn(
             watch,
             &self.streams,
@@ -269,7 +287,8 @@ impl pb::game_service_server::GameService for GameApi {
         let watch = self
             .manager
             .watch_lobby(request.into_inner().after_sequence)
-            .await?;
+            .await
+            .map_err(into_status)?;
         Ok(Response::new(stream::spawn(
             watch,
             &self.streams,

@@ -6,7 +6,8 @@ use oanquan_proto::v1 as pb;
 use oanquan_rules::Preset;
 use tonic::{Request, Response, Status};
 
-use super::{convert, status};
+use super::convert;
+use super::status::{self, into_status};
 use crate::domain::GameError;
 use crate::domain::computer::{self, AnalysisError, SearchCapacity, SearchPool};
 
@@ -48,8 +49,10 @@ impl pb::rules_service_server::RulesService for RulesApi {
         request: Request<pb::LegalMovesRequest>,
     ) -> Result<Response<pb::LegalMovesResponse>, Status> {
         let request = request.into_inner();
-        let (rules, _) = convert::rules_spec(request.rules.as_ref(), "rules")?;
-        let position = convert::position(request.position.as_ref(), rules, "position")?;
+        let (rules, _) =
+            convert::rules_spec(request.rules.as_ref(), "rules").map_err(into_status)?;
+        let position =
+            convert::position(request.position.as_ref(), rules, "position").map_err(into_status)?;
         Ok(Response::new(convert::legal_moves_out(&position)))
     }
 
@@ -58,10 +61,15 @@ impl pb::rules_service_server::RulesService for RulesApi {
         request: Request<pb::ApplyMoveRequest>,
     ) -> Result<Response<pb::ApplyMoveResponse>, Status> {
         let request = request.into_inner();
-        let (rules, _) = convert::rules_spec(request.rules.as_ref(), "rules")?;
-        let position = convert::position(request.position.as_ref(), rules, "position")?;
-        let mv = convert::mv(request.r#move.as_ref(), "move")?;
-        let (after, steps) = position.play(mv).map_err(GameError::from)?;
+        let (rules, _) =
+            convert::rules_spec(request.rules.as_ref(), "rules").map_err(into_status)?;
+        let position =
+            convert::position(request.position.as_ref(), rules, "position").map_err(into_status)?;
+        let mv = convert::mv(request.r#move.as_ref(), "move").map_err(into_status)?;
+        let (after, steps) = position
+            .play(mv)
+            .map_err(GameError::from)
+            .map_err(into_status)?;
         Ok(Response::new(pb::ApplyMoveResponse {
             position: Some(convert::position_out(&after)),
             steps: convert::steps_out(&steps),
@@ -74,13 +82,16 @@ impl pb::rules_service_server::RulesService for RulesApi {
     ) -> Result<Response<pb::AnalyzeResponse>, Status> {
         let client = request.remote_addr().map(|addr| addr.ip());
         let request = request.into_inner();
-        let (rules, _) = convert::rules_spec(request.rules.as_ref(), "rules")?;
-        let position = convert::position(request.position.as_ref(), rules, "position")?;
+        let (rules, _) =
+            convert::rules_spec(request.rules.as_ref(), "rules").map_err(into_status)?;
+        let position =
+            convert::position(request.position.as_ref(), rules, "position").map_err(into_status)?;
         let limits = computer::analysis_limits(
             request.time_limit_ms,
             request.node_limit,
             request.depth_limit,
-        )?;
+        )
+        .map_err(into_status)?;
         // Dropping this future (the client went away, or the deadline passed) cancels the
         // search.
         match self.searches.analyze(position, limits, client).await {
@@ -89,7 +100,7 @@ impl pb::rules_service_server::RulesService for RulesApi {
                 tracing::debug!(?client, %refused, "analysis refused");
                 Err(status::analysis_refused(&refused))
             }
-            Err(AnalysisError::Failed(error)) => Err(error.into()),
+            Err(AnalysisError::Failed(error)) => Err(into_status(error)),
         }
     }
 }

@@ -170,10 +170,10 @@ pub fn undecodable(error: &prost::DecodeError) -> Status {
     Status::internal(error.to_string())
 }
 
-impl From<GameError> for Status {
-    fn from(error: GameError) -> Status {
-        to_status(&error)
-    }
+/// [`to_status`] by value, for `map_err`: `GameError` lives in `oanquan-game` and `Status` in
+/// tonic, so the orphan rule forbids a `From` impl between them.
+pub fn into_status(error: GameError) -> Status {
+    to_status(&error)
 }
 
 #[cfg(test)]

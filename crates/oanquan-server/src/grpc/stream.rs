@@ -98,7 +98,7 @@ where
                     }
                     // Complete: ending the task closes the stream with status OK.
                     Ok(None) => break,
-                    Err(error) => Err(Status::from(error)),
+                    Err(error) => Err(status::into_status(error)),
                 },
                 _ = ticker.tick() => Ok(heartbeat(last)),
             };

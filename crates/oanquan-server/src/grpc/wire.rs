@@ -148,7 +148,9 @@ impl ServerStreamingService<pb::WatchGameRequest> for WatchGameWire {
         let api = self.api.clone();
         let encoded = Arc::clone(&self.encoded);
         Box::pin(async move {
-            let watch = game_service::start_game_watch(&api, request).await?;
+            let watch = game_service::start_game_watch(&api, request)
+                .await
+                .map_err(status::into_status)?;
             Ok(Response::new(stream::spawn(
                 watch,
                 api.streams(),

@@ -3,7 +3,7 @@
 use unicode_normalization::UnicodeNormalization as _;
 use unicode_properties::{GeneralCategory, UnicodeGeneralCategory as _};
 
-use super::GameError;
+use crate::error::GameError;
 
 /// The most characters of a client's text that an error message or detail quotes.
 pub const MAX_QUOTED_CHARS: usize = 64;

@@ -9,7 +9,7 @@ use oanquan_rules::{
     ByPlayer, EndReason, Game, Move, Outcome, Player, Position, Preset, Rules, Step,
 };
 
-use super::token::{TokenHash, random_game_id};
+use crate::token::{TokenHash, random_game_id};
 
 /// Longest game id accepted from a client; ours are 16 characters.
 const MAX_GAME_ID_LEN: usize = 64;
@@ -132,7 +132,7 @@ impl GameFilter {
 pub enum PlayerKind {
     /// A person using a client.
     Human,
-    /// The server's computer player (see [`super::computer`]).
+    /// The server's computer player (see [`crate::computer`]).
     Computer {
         /// How strong it plays.
         level: Level,
@@ -387,7 +387,7 @@ pub struct GameState {
     pub moves: MoveLog,
     /// The engine, positioned after the last move.
     pub engine: Game,
-    /// The address that created the game (in [`client_key`](super::limits::client_key) form:
+    /// The address that created the game (in [`client_key`](crate::limits::client_key) form:
     /// IPv6 cut to its /64), for the open-games-per-client limit across restarts. Never sent to
     /// clients; `None` for games created in-process or before this was recorded.
     pub creator: Option<std::net::IpAddr>,
@@ -500,6 +500,25 @@ pub struct LobbyEvent {
     pub time: SystemTime,
     /// What happened.
     pub kind: LobbyEventKind,
+}
+
+/// The display name of a computer seat: `Computer (club)`.
+#[must_use]
+pub fn computer_name(level: Level) -> String {
+    format!("Computer ({level})")
+}
+
+/// The computer's seat and level if the game is active and the computer is to move.
+#[must_use]
+pub fn computer_to_move(info: &GameInfo) -> Option<(Player, Level)> {
+    if info.status != GameStatus::Active || info.position.is_over() {
+        return None;
+    }
+    let seat = info.position.to_move();
+    match info.seats[seat].as_ref()?.kind {
+        PlayerKind::Computer { level } => Some((seat, level)),
+        PlayerKind::Human => None,
+    }
 }
 
 #[cfg(test)]

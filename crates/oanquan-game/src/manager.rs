@@ -1,26 +1,24 @@
-//! The game service proper: every command and query, in domain types.
+//! The game service proper: every command and query, in domain types. A command loads its
+//! game, decides with a pure function of [`crate::transition`], commits, and publishes.
 
 use std::net::{IpAddr, SocketAddr};
 use std::sync::Arc;
 use std::time::SystemTime;
 
-use oanquan_rules::{Game, Move, Outcome, Player, Position, Preset, Rules};
+use oanquan_rules::{Move, Player, Position, Preset, Rules};
 use tracing::{debug, info};
 
 use oanquan_ai::Level;
 
-use super::computer::{self, Computer, SearchPool};
-use super::error::GameError;
-use super::hub::{Hub, WatchLimits, Watcher};
-use super::limits::{OpenGames, client_key};
-use super::model::{
-    GameEventKind, GameFilter, GameId, GameInfo, GameResult, GameState, GameStatus, LobbyEventKind,
-    MoveLog, MoveRecord, PlayerKind, SeatInfo, Termination,
-};
-use super::store::{Commit, Committed, GameStore, Page, StoreError};
-use super::text;
-use super::token::PlayerToken;
-use super::watch::{GameFeed, LobbyFeed, Watch};
+use crate::error::GameError;
+use crate::hub::{Hub, WatchLimits, Watcher};
+use crate::limits::{OpenGames, client_key};
+use crate::model::{GameFilter, GameId, GameInfo, GameState, MoveLog, MoveRecord};
+use crate::store::{Commit, Committed, GameStore, Page, StoreError};
+use crate::text;
+use crate::token::PlayerToken;
+use crate::transition::{self, Mover, Transition};
+use crate::watch::{GameFeed, LobbyFeed, Watch};
 
 /// Page size when the client asks for 0.
 pub const DEFAULT_PAGE_SIZE: usize = 50;
@@ -47,7 +45,7 @@ pub struct ManagerLimits {
     /// Games in a lobby snapshot.
     pub lobby_snapshot_limit: usize,
     /// Waiting or active games one client address may have created (0 = no limit); see
-    /// [`super::limits::OpenGames`].
+    /// [`crate::limits::OpenGames`].
     pub max_open_games_per_client: usize,
     /// Whether loopback clients are exempt from per-client limits.
     pub exempt_loopback: bool,
@@ -102,7 +100,6 @@ pub struct GameManager {
     hub: Arc<Hub>,
     limits: ManagerLimits,
     open_games: Arc<OpenGames>,
-    computer: Arc<Computer>,
 }
 
 impl From<StoreError> for GameError {
@@ -126,13 +123,6 @@ impl From<StoreError> for GameError {
     }
 }
 
-/// What a command does to a loaded game.
-struct Change<T> {
-    game_events: Vec<GameEventKind>,
-    lobby_events: Vec<LobbyEventKind>,
-    output: T,
-}
-
 impl GameManager {
     /// A manager over `store`, publishing to `hub`.
     #[must_use]
@@ -142,26 +132,14 @@ impl GameManager {
             store,
             hub,
             limits,
-            computer: Computer::new(
-                SearchPool::new(computer::SearchCapacity::default()),
-                computer::DEFAULT_MOVE_TIME,
-            ),
         }
     }
 
-    /// This manager with `computer` playing the computer seats (the default thinks
-    /// [`computer::DEFAULT_MOVE_TIME`] per move, one search per core). Its turns are played once
-    /// [`computer::spawn_driver`] runs.
+    /// Subscribes to every game's state after each commit: how background agents (the
+    /// computer player) learn that they have something to do.
     #[must_use]
-    pub fn with_computer(mut self, computer: Arc<Computer>) -> GameManager {
-        self.computer = computer;
-        self
-    }
-
-    /// The computer player and its search pool.
-    #[must_use]
-    pub fn computer(&self) -> &Arc<Computer> {
-        &self.computer
+    pub fn subscribe_commits(&self) -> tokio::sync::broadcast::Receiver<Arc<GameInfo>> {
+        self.hub.subscribe_commits()
     }
 
     fn not_found(id: &GameId) -> impl FnOnce(StoreError) -> GameError + '_ {
@@ -215,53 +193,27 @@ impl GameManager {
         });
         let token = PlayerToken::generate();
         let now = SystemTime::now();
-        let mut info = GameInfo {
-            id: GameId::generate(),
-            rules: new.rules,
-            preset: new.preset,
-            seats: Default::default(),
-            status: GameStatus::WaitingForPlayers,
-            start,
-            position: start,
-            move_count: 0,
-            result: None,
-            created: now,
-            updated: now,
-            sequence: 0,
-        };
-        info.seats[seat] = Some(SeatInfo {
-            display_name: display_name.clone(),
-            kind: PlayerKind::Human,
-        });
-        let mut game_events = vec![GameEventKind::PlayerJoined {
-            seat,
-            display_name,
-            kind: PlayerKind::Human,
-        }];
-        let mut lobby_events = Vec::new();
-        if let Some(level) = new.computer {
-            seat_computer(
-                &mut info,
-                seat.other(),
-                level,
-                &mut game_events,
-                &mut lobby_events,
-            );
-        }
-        lobby_events.insert(
-            0,
-            LobbyEventKind::GameCreated {
-                game: Box::new(info.clone()),
+        let (
+            state,
+            Transition {
+                game_events,
+                lobby_events,
+                output: (),
             },
+        ) = transition::create(
+            transition::Create {
+                id: GameId::generate(),
+                rules: new.rules,
+                preset: new.preset,
+                start,
+                seat,
+                display_name,
+                token: token.hash(),
+                computer: new.computer,
+                creator: client.map(crate::limits::client_key),
+            },
+            now,
         );
-        let mut state = GameState {
-            info: info.clone(),
-            token_hashes: Default::default(),
-            moves: MoveLog::new(),
-            engine: Game::from_position(start),
-            creator: client.map(super::limits::client_key),
-        };
-        state.token_hashes[seat] = Some(token.hash());
         let committed = self
             .commit_and_publish(
                 true,
@@ -314,55 +266,7 @@ impl GameManager {
         let hash = token.hash();
         let (committed, seat) = self
             .update(id, |state, now| {
-                match state.info.status {
-                    GameStatus::WaitingForPlayers => {}
-                    GameStatus::Active => {
-                        return Err(GameError::SeatTaken(
-                            "both seats are taken; watch the game or create a new one",
-                        ));
-                    }
-                    GameStatus::Finished | GameStatus::Aborted => return Err(GameError::GameOver),
-                }
-                let seat = Player::ALL
-                    .into_iter()
-                    .find(|&p| state.info.seats[p].is_none())
-                    .ok_or(GameError::SeatTaken("both seats are taken"))?;
-                state.info.seats[seat] = Some(SeatInfo {
-                    display_name: display_name.clone(),
-                    kind: PlayerKind::Human,
-                });
-                state.token_hashes[seat] = Some(hash);
-                state.info.status = GameStatus::Active;
-                state.info.updated = now;
-                let position = state.info.position;
-                Ok(Change {
-                    game_events: vec![
-                        GameEventKind::PlayerJoined {
-                            seat,
-                            display_name: display_name.clone(),
-                            kind: PlayerKind::Human,
-                        },
-                        GameEventKind::GameStarted {
-                            game: Box::new(state.info.clone()),
-                        },
-                        GameEventKind::TurnStarted {
-                            player: position.to_move(),
-                            ply: position.ply(),
-                            refill: None,
-                        },
-                    ],
-                    lobby_events: vec![
-                        LobbyEventKind::SeatTaken {
-                            game_id: id.clone(),
-                            seat,
-                            display_name: display_name.clone(),
-                        },
-                        LobbyEventKind::GameStarted {
-                            game_id: id.clone(),
-                        },
-                    ],
-                    output: seat,
-                })
+                transition::join(state, &display_name, hash, now)
             })
             .await?;
         info!(game_id = %id, ?seat, "player joined");
@@ -419,8 +323,7 @@ impl GameManager {
         let hash = token.hash();
         let (committed, record) = self
             .update(id, |state, now| {
-                let seat = state.seat_of(&hash).ok_or(GameError::WrongToken)?;
-                apply_move(state, seat, mv, expected_ply, now)
+                transition::play(state, Mover::Token(hash), mv, expected_ply, now)
             })
             .await?;
         debug!(game_id = %id, mv = %record.mv, ply = record.position.ply(), "move played");
@@ -428,13 +331,13 @@ impl GameManager {
     }
 
     /// Plays the computer's move `mv` in game `id` at ply `ply`, through the same checks,
-    /// commit and events as [`GameManager::play_move`]. For [`computer`]'s driver.
+    /// commit and events as [`GameManager::play_move`]. For [`crate::computer`]'s driver.
     ///
     /// # Errors
     ///
     /// [`GameError::NotYourTurn`] if the player to move is not the computer, else as
     /// [`GameManager::play_move`].
-    pub(super) async fn play_computer_move(
+    pub(crate) async fn play_computer_move(
         &self,
         id: &GameId,
         mv: Move,
@@ -442,14 +345,7 @@ impl GameManager {
     ) -> Result<MoveRecord, GameError> {
         let (_, record) = self
             .update(id, |state, now| {
-                let to_move = state.info.position.to_move();
-                let is_computer = state.info.seats[to_move]
-                    .as_ref()
-                    .is_some_and(|s| matches!(s.kind, PlayerKind::Computer { .. }));
-                if !is_computer {
-                    return Err(GameError::NotYourTurn { to_move });
-                }
-                apply_move(state, to_move, mv, Some(ply), now)
+                transition::play(state, Mover::Computer, mv, Some(ply), now)
             })
             .await?;
         Ok(record)
@@ -460,84 +356,9 @@ impl GameManager {
     /// # Errors
     ///
     /// [`GameError::GameNotFound`], store failures.
-    pub(super) async fn load_state(&self, id: &GameId) -> Result<GameState, GameError> {
+    pub(crate) async fn load_state(&self, id: &GameId) -> Result<GameState, GameError> {
         self.store.load(id).await.map_err(Self::not_found(id))
     }
-}
-
-/// Plays `mv` for `seat`: the checks and the change of [`GameManager::play_move`], shared with
-/// the computer's moves.
-fn apply_move(
-    state: &mut GameState,
-    seat: Player,
-    mv: Move,
-    expected_ply: Option<u32>,
-    now: SystemTime,
-) -> Result<Change<MoveRecord>, GameError> {
-    match state.info.status {
-        GameStatus::WaitingForPlayers => return Err(GameError::GameNotStarted),
-        GameStatus::Finished | GameStatus::Aborted => return Err(GameError::GameOver),
-        GameStatus::Active => {}
-    }
-    let current = state.engine.position().ply();
-    match expected_ply {
-        Some(expected) if expected != current => {
-            return Err(GameError::StalePly { expected, current });
-        }
-        _ => {}
-    }
-    let to_move = state.engine.position().to_move();
-    if to_move != seat {
-        return Err(GameError::NotYourTurn { to_move });
-    }
-    let steps = state.engine.play(mv)?;
-    let position = *state.engine.position();
-    let record = MoveRecord {
-        number: state.info.move_count + 1,
-        player: seat,
-        mv,
-        steps,
-        position,
-        time: now,
-    };
-    state.moves.push(record.clone());
-    state.info.position = position;
-    state.info.move_count += 1;
-    state.info.updated = now;
-    let mut game_events = vec![GameEventKind::MovePlayed {
-        record: Box::new(record.clone()),
-    }];
-    let mut lobby_events = Vec::new();
-    if let Some(reason) = position.end_reason() {
-        let result = GameResult {
-            outcome: position.outcome(),
-            scores: position.scores(),
-            termination: Termination::Rules(reason),
-            ended_by: None,
-        };
-        finish(
-            state,
-            GameStatus::Finished,
-            result,
-            &mut game_events,
-            &mut lobby_events,
-        );
-    } else {
-        let refill = record
-            .refill()
-            .filter(|&(player, _)| player == position.to_move())
-            .map(|(_, captured_after)| captured_after);
-        game_events.push(GameEventKind::TurnStarted {
-            player: position.to_move(),
-            ply: position.ply(),
-            refill,
-        });
-    }
-    Ok(Change {
-        game_events,
-        lobby_events,
-        output: record,
-    })
 }
 
 impl GameManager {
@@ -550,23 +371,7 @@ impl GameManager {
     pub async fn resign(&self, id: &GameId, token: &PlayerToken) -> Result<GameInfo, GameError> {
         let hash = token.hash();
         let (committed, ()) = self
-            .update(id, |state, now| {
-                let seat = state.seat_of(&hash).ok_or(GameError::WrongToken)?;
-                match state.info.status {
-                    GameStatus::WaitingForPlayers => return Err(GameError::GameNotStarted),
-                    GameStatus::Finished | GameStatus::Aborted => return Err(GameError::GameOver),
-                    GameStatus::Active => {}
-                }
-                let result = GameResult {
-                    outcome: Some(Outcome::Decisive {
-                        winner: seat.other(),
-                    }),
-                    scores: state.info.position.scores(),
-                    termination: Termination::Resignation,
-                    ended_by: Some(seat),
-                };
-                Ok(ended(state, GameStatus::Finished, result, now))
-            })
+            .update(id, |state, now| transition::resign(state, &hash, now))
             .await?;
         info!(game_id = %id, "player resigned");
         Ok(committed.info)
@@ -581,22 +386,7 @@ impl GameManager {
     pub async fn abort(&self, id: &GameId, token: &PlayerToken) -> Result<GameInfo, GameError> {
         let hash = token.hash();
         let (committed, ()) = self
-            .update(id, |state, now| {
-                let seat = state.seat_of(&hash).ok_or(GameError::WrongToken)?;
-                if state.info.status.is_over() {
-                    return Err(GameError::GameOver);
-                }
-                if state.info.move_count > 0 {
-                    return Err(GameError::GameAlreadyStarted);
-                }
-                let result = GameResult {
-                    outcome: None,
-                    scores: state.info.position.scores(),
-                    termination: Termination::Aborted,
-                    ended_by: Some(seat),
-                };
-                Ok(ended(state, GameStatus::Aborted, result, now))
-            })
+            .update(id, |state, now| transition::abort(state, &hash, now))
             .await?;
         info!(game_id = %id, "game aborted");
         Ok(committed.info)
@@ -604,7 +394,7 @@ impl GameManager {
 
     /// Aborts a waiting or active game whose last change is older than `idle_since` (no seat
     /// ends it: `ended_by` stays empty), with the normal `GameOver` events. `Ok(false)` if the
-    /// game is over or changed since. Used by [`super::limits::expire_idle_games`].
+    /// game is over or changed since. Used by [`crate::limits::expire_idle_games`].
     ///
     /// # Errors
     ///
@@ -615,19 +405,7 @@ impl GameManager {
         idle_since: SystemTime,
     ) -> Result<bool, GameError> {
         let outcome = self
-            .update(id, |state, now| {
-                if state.info.status.is_over() || state.info.updated >= idle_since {
-                    // Nothing to expire; reported as Ok(false) below.
-                    return Err(GameError::GameOver);
-                }
-                let result = GameResult {
-                    outcome: None,
-                    scores: state.info.position.scores(),
-                    termination: Termination::Aborted,
-                    ended_by: None,
-                };
-                Ok(ended(state, GameStatus::Aborted, result, now))
-            })
+            .update(id, |state, now| transition::expire(state, idle_since, now))
             .await;
         match outcome {
             Ok(_) => Ok(true),
@@ -740,7 +518,6 @@ impl GameManager {
         let store = Arc::clone(&self.store);
         let hub = Arc::clone(&self.hub);
         let open_games = Arc::clone(&self.open_games);
-        let computer = Arc::clone(&self.computer);
         tokio::spawn(async move {
             let committed = if create {
                 store.create(commit).await
@@ -748,7 +525,6 @@ impl GameManager {
                 store.commit(commit).await
             }?;
             hub.publish(&committed);
-            computer.on_commit(&committed.info);
             if committed.info.status.is_over() {
                 open_games.release(&committed.info.id);
             }
@@ -763,17 +539,20 @@ impl GameManager {
     async fn update<T>(
         &self,
         id: &GameId,
-        mut change: impl FnMut(&mut GameState, SystemTime) -> Result<Change<T>, GameError>,
+        mut decide: impl FnMut(GameState, SystemTime) -> Result<(GameState, Transition<T>), GameError>,
     ) -> Result<(Committed, T), GameError> {
         for _ in 0..MAX_ATTEMPTS {
-            let mut state = self.store.load(id).await.map_err(Self::not_found(id))?;
+            let state = self.store.load(id).await.map_err(Self::not_found(id))?;
             let expected_sequence = state.info.sequence;
             let now = SystemTime::now();
-            let Change {
-                game_events,
-                lobby_events,
-                output,
-            } = change(&mut state, now)?;
+            let (
+                state,
+                Transition {
+                    game_events,
+                    lobby_events,
+                    output,
+                },
+            ) = decide(state, now)?;
             match self
                 .commit_and_publish(
                     false,
@@ -796,73 +575,4 @@ impl GameManager {
         }
         Err(StoreError::Conflict { current: 0 }.into())
     }
-}
-
-/// Seats the computer at `level` in `seat` of a game being created and starts it, with the
-/// events of a person joining.
-fn seat_computer(
-    info: &mut GameInfo,
-    seat: Player,
-    level: Level,
-    game_events: &mut Vec<GameEventKind>,
-    lobby_events: &mut Vec<LobbyEventKind>,
-) {
-    let display_name = computer::computer_name(level);
-    let kind = PlayerKind::Computer { level };
-    info.seats[seat] = Some(SeatInfo {
-        display_name: display_name.clone(),
-        kind,
-    });
-    info.status = GameStatus::Active;
-    game_events.extend([
-        GameEventKind::PlayerJoined {
-            seat,
-            display_name,
-            kind,
-        },
-        GameEventKind::GameStarted {
-            game: Box::new(info.clone()),
-        },
-        GameEventKind::TurnStarted {
-            player: info.position.to_move(),
-            ply: info.position.ply(),
-            refill: None,
-        },
-    ]);
-    lobby_events.push(LobbyEventKind::GameStarted {
-        game_id: info.id.clone(),
-    });
-}
-
-/// The change that ends a game by a decision outside the rules (resignation, abort, expiry).
-fn ended(
-    state: &mut GameState,
-    status: GameStatus,
-    result: GameResult,
-    now: SystemTime,
-) -> Change<()> {
-    state.info.updated = now;
-    let (mut game_events, mut lobby_events) = (Vec::new(), Vec::new());
-    finish(state, status, result, &mut game_events, &mut lobby_events);
-    Change {
-        game_events,
-        lobby_events,
-        output: (),
-    }
-}
-
-fn finish(
-    state: &mut GameState,
-    status: GameStatus,
-    result: GameResult,
-    game_events: &mut Vec<GameEventKind>,
-    lobby_events: &mut Vec<LobbyEventKind>,
-) {
-    state.info.status = status;
-    state.info.result = Some(result);
-    game_events.push(GameEventKind::GameOver { result });
-    lobby_events.push(LobbyEventKind::GameFinished {
-        game_id: state.info.id.clone(),
-        result,
-    });
 }

@@ -14,10 +14,10 @@ use futures::FutureExt as _;
 use tokio::sync::broadcast;
 use tokio::sync::broadcast::error::RecvError;
 
-use super::error::GameError;
-use super::hub::WatcherGuard;
-use super::model::{GameEvent, GameEventKind, GameId, GameInfo, LobbyEvent};
-use super::store::{GameStore, Since, StoreFuture};
+use crate::error::GameError;
+use crate::hub::WatcherGuard;
+use crate::model::{GameEvent, GameEventKind, GameId, GameInfo, LobbyEvent};
+use crate::store::{GameStore, Since, StoreFuture};
 
 /// An event with a sequence number.
 pub trait Sequenced {

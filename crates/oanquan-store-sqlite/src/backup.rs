@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 use rusqlite::backup::{Backup, StepResult};
 use rusqlite::{Connection, OpenFlags};
 
-use super::schema::{self, APPLICATION_ID, BUSY_TIMEOUT, OpenError};
+use crate::schema::{self, APPLICATION_ID, BUSY_TIMEOUT, OpenError};
 
 /// What a finished backup wrote.
 #[derive(Debug, Clone, PartialEq, Eq)]

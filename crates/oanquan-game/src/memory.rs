@@ -10,8 +10,8 @@ use std::sync::{Arc, Mutex, MutexGuard};
 
 use futures::FutureExt as _;
 
-use super::model::{GameEvent, GameFilter, GameId, GameInfo, GameState, LobbyEvent};
-use super::store::{
+use crate::model::{GameEvent, GameFilter, GameId, GameInfo, GameState, LobbyEvent};
+use crate::store::{
     Commit, Committed, GameStore, Page, Since, StoreError, StoreFuture, page_cursor,
     parse_page_cursor,
 };

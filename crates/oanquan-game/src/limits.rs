@@ -5,8 +5,7 @@
 //! * [`OpenGames`]: how many waiting or active games one client address has created (the
 //!   manager checks it in `create_game_from`; the store keeps each game's creator, so a restart
 //!   counts them again);
-//! * [`expire_idle_games`] / [`spawn_idle_reaper`]: games nobody joins or plays in for too long
-//!   are aborted with the normal events, so watchers see them end.
+//! * idle games are aborted by [`crate::reaper`], a client of the manager.
 //!
 //! A "client" is a peer address as the TCP connection shows it, normalised by [`client_key`]
 //! (IPv4-mapped IPv6 as IPv4, other IPv6 by their /64 prefix, which one subscriber usually
@@ -18,15 +17,12 @@ use std::collections::HashMap;
 use std::fmt;
 use std::net::{IpAddr, Ipv6Addr};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
-use std::time::{Duration, Instant, SystemTime};
+use std::time::{Duration, Instant};
 
-use tokio::sync::watch;
-use tokio::task::JoinHandle;
-use tracing::{debug, info, warn};
+use tracing::warn;
 
-use super::error::GameError;
-use super::manager::{GameManager, MAX_PAGE_SIZE};
-use super::model::{GameFilter, GameId};
+use crate::error::GameError;
+use crate::model::GameId;
 
 /// Clients tracked at most by one limiter; past it, idle entries are pruned, and if none is
 /// idle a new client is let through untracked (failing open: an attacker with that many
@@ -290,78 +286,6 @@ impl Drop for OpenGameSlot {
             lock(&games.inner).unreserve(client);
         }
     }
-}
-
-/// Aborts every waiting or active game whose last change (creation, join or move) is older
-/// than `idle`, with the normal `GameOver` and lobby events. Returns how many it aborted.
-///
-/// # Errors
-///
-/// Store failures while listing.
-pub async fn expire_idle_games(manager: &GameManager, idle: Duration) -> Result<usize, GameError> {
-    let Some(cutoff) = SystemTime::now().checked_sub(idle) else {
-        return Ok(0);
-    };
-    let mut idle_ids = Vec::new();
-    for filter in [GameFilter::Open, GameFilter::Active] {
-        let mut cursor: Option<String> = None;
-        loop {
-            let page = manager
-                .list_games(filter, MAX_PAGE_SIZE, cursor.as_deref())
-                .await?;
-            idle_ids.extend(
-                page.games
-                    .iter()
-                    .filter(|g| !g.status.is_over() && g.updated < cutoff)
-                    .map(|g| g.id.clone()),
-            );
-            match page.next_cursor {
-                Some(next) => cursor = Some(next),
-                None => break,
-            }
-        }
-    }
-    let mut expired = 0;
-    for id in idle_ids {
-        match manager.expire_idle(&id, cutoff).await {
-            Ok(true) => {
-                expired += 1;
-                info!(game_id = %id, idle = ?idle, "idle game aborted");
-            }
-            Ok(false) => {}
-            Err(error) => debug!(game_id = %id, %error, "could not expire an idle game"),
-        }
-    }
-    Ok(expired)
-}
-
-/// How often the reaper looks for idle games: a quarter of the idle time, between 10 ms and
-/// one minute.
-#[must_use]
-pub fn sweep_interval(idle: Duration) -> Duration {
-    (idle / 4).clamp(Duration::from_millis(10), Duration::from_secs(60))
-}
-
-/// Runs [`expire_idle_games`] every [`sweep_interval`] until `stop` turns `true`.
-pub fn spawn_idle_reaper(
-    manager: Arc<GameManager>,
-    idle: Duration,
-    mut stop: watch::Receiver<bool>,
-) -> JoinHandle<()> {
-    let period = sweep_interval(idle);
-    tokio::spawn(async move {
-        let mut ticker = tokio::time::interval(period);
-        ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-        loop {
-            tokio::select! {
-                _ = stop.wait_for(|stopping| *stopping) => break,
-                _ = ticker.tick() => {}
-            }
-            if let Err(error) = expire_idle_games(&manager, idle).await {
-                warn!(%error, "looking for idle games failed");
-            }
-        }
-    })
 }
 
 #[cfg(test)]

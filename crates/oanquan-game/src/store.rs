@@ -16,7 +16,7 @@ use std::time::SystemTime;
 use futures::future::BoxFuture;
 use tokio::sync::watch;
 
-use super::model::{
+use crate::model::{
     GameEvent, GameEventKind, GameFilter, GameId, GameInfo, GameState, LobbyEvent, LobbyEventKind,
 };
 
@@ -118,8 +118,8 @@ pub struct Page {
 
 /// Where games live. See the module docs.
 ///
-/// Two backends exist: [`MemoryStore`](super::MemoryStore) and
-/// [`SqliteStore`](super::SqliteStore) (one file, one server, group commit). The seam is shaped
+/// Two backends exist: [`MemoryStore`](crate::MemoryStore) and
+/// [`SqliteStore`](crate::SqliteStore) (one file, one server, group commit). The seam is shaped
 /// for a PostgreSQL backend shared by many server nodes:
 ///
 /// * **Transactions.** Each method is one transaction. `create`/`commit` run
@@ -131,7 +131,7 @@ pub struct Page {
 ///   manager reloads and retries on `Conflict`, so no node needs to own a game.
 /// * **Change notifications.** Each commit sends `NOTIFY oanquan_game, '<id>:<sequence>'` (and
 ///   `oanquan_lobby`) inside its transaction, so it is delivered only if it commits. Every
-///   node `LISTEN`s and feeds its [`Hub`](super::Hub) from the log
+///   node `LISTEN`s and feeds its [`Hub`](crate::Hub) from the log
 ///   ([`GameStore::game_events_since`]); watchers already fall back to the log on any gap, so
 ///   a lost notification delays an event but never loses it.
 /// * **Durability** is the database's: acknowledge after `COMMIT` with `synchronous_commit = on`.
@@ -229,7 +229,7 @@ pub trait GameStore: Send + Sync + fmt::Debug + 'static {
 /// A page cursor: the filter's name and a position in the store's listing order, so that a
 /// cursor issued for one filter is refused for another. Opaque to clients; shared by the
 /// stores so that both accept and refuse the same texts.
-pub(crate) fn page_cursor(filter: GameFilter, position: u64) -> String {
+pub fn page_cursor(filter: GameFilter, position: u64) -> String {
     format!("{}.{position}", filter.name())
 }
 
@@ -238,7 +238,7 @@ pub(crate) fn page_cursor(filter: GameFilter, position: u64) -> String {
 /// # Errors
 ///
 /// [`StoreError::BadCursor`] for any other text.
-pub(crate) fn parse_page_cursor(filter: GameFilter, cursor: &str) -> Result<u64, StoreError> {
+pub fn parse_page_cursor(filter: GameFilter, cursor: &str) -> Result<u64, StoreError> {
     let (name, position) = cursor.split_once('.').ok_or(StoreError::BadCursor)?;
     if name != filter.name() {
         return Err(StoreError::BadCursor);

@@ -1,8 +1,12 @@
-//! The game service in plain Rust types: no protobuf, no tonic.
+//! The Ô Ăn Quan game service in plain Rust types: no protobuf, no tonic, no SQL.
 //!
 //! * [`GameManager`] runs every command and query against a [`GameStore`] and publishes what it
-//!   commits to the [`Hub`], which [`Watch`]es read.
-//! * [`MemoryStore`] keeps games in memory; [`SqliteStore`] keeps them durably in one file.
+//!   commits to the [`Hub`], which [`Watch`]es read: load → decide → commit → publish, where
+//!   deciding is a pure function of [`transition`] (state, command, now → new state and events).
+//! * Background agents are clients of the manager: the computer player
+//!   ([`computer::spawn_driver`]) is woken by the hub's feed of commits, the idle reaper
+//!   ([`reaper::spawn_idle_reaper`]) by a timer. The manager never calls into them.
+//! * [`MemoryStore`] keeps games in memory; the SQLite store lives in `oanquan-store-sqlite`.
 
 pub mod computer;
 mod error;
@@ -11,10 +15,13 @@ pub mod limits;
 mod manager;
 mod memory;
 mod model;
-mod sqlite;
+pub mod reaper;
 mod store;
+#[cfg(any(test, feature = "store-suite"))]
+pub mod store_suite;
 mod text;
 mod token;
+pub mod transition;
 mod watch;
 
 pub use error::GameError;
@@ -28,11 +35,10 @@ pub use model::{
     GameEvent, GameEventKind, GameFilter, GameId, GameIdError, GameInfo, GameResult, GameState,
     GameStatus, LobbyEvent, LobbyEventKind, MoveLog, MoveRecord, PlayerKind, SeatInfo, Termination,
 };
-pub use sqlite::{
-    APPLICATION_ID, BackupError, BackupReport, MAX_BATCH, OpenError, SCHEMA_VERSION, SqliteStore,
-    backup,
+pub use store::{
+    Commit, Committed, GameStore, Page, Since, StoreError, StoreFuture, page_cursor,
+    parse_page_cursor,
 };
-pub use store::{Commit, Committed, GameStore, Page, Since, StoreError, StoreFuture};
 pub use text::{MAX_DISPLAY_NAME_CHARS, MAX_QUOTED_CHARS, display_name, quoted};
 pub use token::{PlayerToken, TokenHash};
 pub use watch::{Feed, GameFeed, LobbyFeed, Sequenced, Watch, WatchItem};

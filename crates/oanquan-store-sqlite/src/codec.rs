@@ -17,7 +17,7 @@ use oanquan_ai::Level;
 use oanquan_rules::{ByPlayer, EndReason, Outcome, Player, Position, Preset, Rules, Setup};
 use serde::{Deserialize, Serialize};
 
-use crate::domain::model::{
+use oanquan_game::{
     GameEventKind, GameId, GameInfo, GameResult, GameStatus, LobbyEventKind, MoveRecord,
     PlayerKind, SeatInfo, Termination,
 };

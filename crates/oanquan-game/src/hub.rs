@@ -1,7 +1,8 @@
 //! In-process fan-out of committed events to watchers.
 //!
 //! One `tokio::sync::broadcast` channel per watched game (created on the first watcher, removed
-//! with the last) plus one for the lobby. Delivery through the hub is best effort: a slow
+//! with the last), one for the lobby, and one of committed game states for the background
+//! agents (the computer player), which are woken by it instead of being called by the manager. Delivery through the hub is best effort: a slow
 //! watcher lags, and two commits may publish out of order. Watchers therefore treat the hub as
 //! a fast path and fall back to the store's event log whenever a sequence number is missing
 //! (see `watch`), which is what makes resume exact.
@@ -19,8 +20,8 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use oanquan_rules::{ByPlayer, Player};
 use tokio::sync::broadcast;
 
-use super::model::{GameEvent, GameId, LobbyEvent};
-use super::store::Committed;
+use crate::model::{GameEvent, GameId, GameInfo, LobbyEvent};
+use crate::store::Committed;
 
 /// See the module docs.
 #[derive(Debug)]
@@ -28,6 +29,7 @@ pub struct Hub {
     capacity: usize,
     games: Mutex<HashMap<GameId, Channel>>,
     lobby: broadcast::Sender<Arc<LobbyEvent>>,
+    commits: broadcast::Sender<Arc<GameInfo>>,
 }
 
 #[derive(Debug)]
@@ -55,7 +57,7 @@ pub struct Watcher {
     /// The connection a spectator watches on, if its connections are limited. The peer's
     /// socket address names a connection: no two open connections to one listener share it.
     pub connection: Option<SocketAddr>,
-    /// The client (see [`super::limits::client_key`]) a spectator watches from, if its
+    /// The client (see [`crate::limits::client_key`]) a spectator watches from, if its
     /// clients are limited.
     pub client: Option<IpAddr>,
 }
@@ -147,6 +149,7 @@ impl Hub {
             capacity,
             games: Mutex::default(),
             lobby: broadcast::channel(capacity).0,
+            commits: broadcast::channel(capacity).0,
         })
     }
 
@@ -256,6 +259,13 @@ impl Hub {
         self.lobby.subscribe()
     }
 
+    /// Subscribes to the state of every game after each commit. Best effort like every hub
+    /// channel: a receiver that lags must look at the store again.
+    #[must_use]
+    pub fn subscribe_commits(&self) -> broadcast::Receiver<Arc<GameInfo>> {
+        self.commits.subscribe()
+    }
+
     /// Number of watchers of a game, spectators and seats.
     #[must_use]
     pub fn watchers(&self, id: &GameId) -> usize {
@@ -272,6 +282,15 @@ impl Hub {
         for event in &committed.lobby_events {
             self.publish_lobby(event);
         }
+        // The clone is only worth it when an agent listens.
+        if self.commits.receiver_count() > 0 {
+            self.publish_commit(Arc::new(committed.info.clone()));
+        }
+    }
+
+    /// Publishes a game's state after a commit to the agents.
+    pub fn publish_commit(&self, info: Arc<GameInfo>) {
+        let _ = self.commits.send(info);
     }
 
     /// Publishes one game event to the game's watchers, if any.

@@ -9,11 +9,11 @@
 //!   Each search has its own cancel flag: set when its caller goes away (a drop guard), when
 //!   its game ends ([`SearchPool::cancel_game`]) and when the server stops
 //!   ([`SearchPool::stop`]).
-//! * [`Computer`] plays the computer's seats. The manager calls [`Computer::on_commit`] after
-//!   every commit; when the computer is to move, the game's id goes to the driver task
-//!   ([`spawn_driver`]), which searches and commits the move through
-//!   [`GameManager::play_computer_move`] — the same validated path, events and traces as a
-//!   person's `PlayMove`. On start the driver resumes every active game where the computer is to
+//! * [`Computer`] plays the computer's seats as a client of the [`GameManager`], which knows
+//!   nothing of it: its driver task ([`spawn_driver`]) listens to the hub's feed of commits;
+//!   when the computer is to move it searches and commits the move through
+//!   `GameManager::play_computer_move` — the same validated path, events and traces as a
+//!   person's `PlayMove` — and when a game ends it cancels that game's searches. On start the driver resumes every active game where the computer is to
 //!   move (games reloaded from SQLite after a restart).
 //!
 //! A computer move is never committed from a cancelled search: after a shutdown the turn is
@@ -26,16 +26,18 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
-use oanquan_ai::{Engine, Level, MAX_DEPTH, SearchLimits, SearchResult};
-use oanquan_rules::{Player, Position};
-use tokio::sync::{OwnedSemaphorePermit, Semaphore, TryAcquireError, mpsc, watch};
+use oanquan_ai::{Engine, MAX_DEPTH, SearchLimits, SearchResult};
+use oanquan_rules::Position;
+use tokio::sync::broadcast::error::RecvError;
+use tokio::sync::{OwnedSemaphorePermit, Semaphore, TryAcquireError, watch};
 use tokio::task::{JoinHandle, JoinSet};
 use tracing::{debug, info, warn};
 
-use super::error::GameError;
-use super::limits;
-use super::manager::GameManager;
-use super::model::{GameFilter, GameId, GameInfo, GameStatus, PlayerKind};
+use crate::error::GameError;
+use crate::limits;
+use crate::manager::{GameManager, MAX_PAGE_SIZE};
+use crate::model::{GameFilter, GameId};
+pub use crate::model::{computer_name, computer_to_move};
 
 /// Default thinking time of a computer move.
 pub const DEFAULT_MOVE_TIME: Duration = Duration::from_millis(300);
@@ -48,25 +50,6 @@ pub const MAX_ANALYSIS_TIME_MS: u32 = 5000;
 #[must_use]
 pub fn default_max_searches() -> usize {
     std::thread::available_parallelism().map_or(1, std::num::NonZero::get)
-}
-
-/// The display name of a computer seat: `Computer (club)`.
-#[must_use]
-pub fn computer_name(level: Level) -> String {
-    format!("Computer ({level})")
-}
-
-/// The computer's seat and level if the game is active and the computer is to move.
-#[must_use]
-pub fn computer_to_move(info: &GameInfo) -> Option<(Player, Level)> {
-    if info.status != GameStatus::Active || info.position.is_over() {
-        return None;
-    }
-    let seat = info.position.to_move();
-    match info.seats[seat].as_ref()?.kind {
-        PlayerKind::Computer { level } => Some((seat, level)),
-        PlayerKind::Human => None,
-    }
 }
 
 /// The search limits of an Analyze request, checked: `time_ms` 0 means
@@ -588,14 +571,11 @@ impl SearchPool {
     }
 }
 
-/// See the module docs. Shared by the manager (which calls [`Computer::on_commit`]) and the
-/// driver task.
+/// See the module docs. Shared by the driver task and whoever reads its settings.
 #[derive(Debug)]
 pub struct Computer {
     pool: Arc<SearchPool>,
     move_time: Duration,
-    turns: mpsc::UnboundedSender<GameId>,
-    receiver: Mutex<Option<mpsc::UnboundedReceiver<GameId>>>,
     driven: AtomicBool,
 }
 
@@ -603,12 +583,9 @@ impl Computer {
     /// Computer players thinking `move_time` per move, searching in `pool`.
     #[must_use]
     pub fn new(pool: Arc<SearchPool>, move_time: Duration) -> Arc<Computer> {
-        let (turns, receiver) = mpsc::unbounded_channel();
         Arc::new(Computer {
             pool,
             move_time,
-            turns,
-            receiver: Mutex::new(Some(receiver)),
             driven: AtomicBool::new(false),
         })
     }
@@ -624,16 +601,6 @@ impl Computer {
     pub fn move_time(&self) -> Duration {
         self.move_time
     }
-
-    /// After every commit: cancels the searches of a game that ended, and hands a game where
-    /// the computer is now to move to the driver.
-    pub(super) fn on_commit(&self, info: &GameInfo) {
-        if info.status.is_over() {
-            self.pool.cancel_game(&info.id);
-        } else if self.driven.load(Ordering::Relaxed) && computer_to_move(info).is_some() {
-            let _ = self.turns.send(info.id.clone());
-        }
-    }
 }
 
 /// A seed per game and ply: the same game replays the same way under node limits, and the
@@ -648,34 +615,58 @@ fn seed(id: &GameId, ply: u32) -> u64 {
     hash
 }
 
-/// Starts the task that plays the computer's turns of `manager`'s games until `shutdown` turns
+/// Starts the task that plays `computer`'s turns in `manager`'s games until `shutdown` turns
 /// true (or its sender goes away); then it stops the search pool and waits for the turns in
-/// progress, which end at once. Resumes the games where the computer is to move first. Does
-/// nothing if a driver was already started for this manager's [`Computer`].
+/// progress, which end at once. It listens to the manager's commits and resumes the games where
+/// the computer is to move first (and again whenever it lagged behind the commits). Does
+/// nothing if a driver was already started for this [`Computer`].
 pub fn spawn_driver(
     manager: Arc<GameManager>,
+    computer: Arc<Computer>,
     mut shutdown: watch::Receiver<bool>,
 ) -> JoinHandle<()> {
-    let computer = Arc::clone(manager.computer());
-    let receiver = lock(&computer.receiver).take();
-    computer.driven.store(true, Ordering::Relaxed);
+    let already_driven = computer.driven.swap(true, Ordering::Relaxed);
+    // Subscribed before the resume lists the games, so no commit falls in between.
+    let mut commits = manager.subscribe_commits();
     tokio::spawn(async move {
-        let Some(mut receiver) = receiver else {
+        if already_driven {
             return;
-        };
+        }
         let mut turns = JoinSet::new();
-        match resume(&manager, &computer).await {
+        match resume(&manager, &computer, &mut turns).await {
             Ok(0) => {}
             Ok(count) => info!(count, "resuming computer turns"),
             Err(error) => warn!(%error, "cannot list the games to resume computer turns"),
         }
         loop {
-            tokio::select! {
-                Some(id) = receiver.recv() => {
-                    turns.spawn(play_turn(Arc::clone(&manager), id));
-                }
-                Some(_) = turns.join_next(), if !turns.is_empty() => {}
+            let commit = tokio::select! {
+                commit = commits.recv() => commit,
+                Some(_) = turns.join_next(), if !turns.is_empty() => continue,
                 _ = shutdown.wait_for(|stopping| *stopping) => break,
+            };
+            match commit {
+                Ok(info) => {
+                    if info.status.is_over() {
+                        computer.pool.cancel_game(&info.id);
+                    } else if computer_to_move(&info).is_some() {
+                        turns.spawn(play_turn(
+                            Arc::clone(&manager),
+                            Arc::clone(&computer),
+                            info.id.clone(),
+                        ));
+                    }
+                }
+                // Commits were missed: the store knows which games wait for the computer.
+                Err(RecvError::Lagged(missed)) => {
+                    warn!(
+                        missed,
+                        "the computer player lagged behind the commits; looking again"
+                    );
+                    if let Err(error) = resume(&manager, &computer, &mut turns).await {
+                        warn!(%error, "cannot list the games to resume computer turns");
+                    }
+                }
+                Err(RecvError::Closed) => break,
             }
         }
         computer.pool.stop();
@@ -684,21 +675,25 @@ pub fn spawn_driver(
     })
 }
 
-/// Queues every active game where the computer is to move; returns how many.
-async fn resume(manager: &GameManager, computer: &Computer) -> Result<usize, GameError> {
+/// Starts a turn in every active game where the computer is to move; returns how many.
+async fn resume(
+    manager: &Arc<GameManager>,
+    computer: &Arc<Computer>,
+    turns: &mut JoinSet<()>,
+) -> Result<usize, GameError> {
     let mut count = 0;
     let mut cursor: Option<String> = None;
     loop {
         let page = manager
-            .list_games(
-                GameFilter::Active,
-                super::manager::MAX_PAGE_SIZE,
-                cursor.as_deref(),
-            )
+            .list_games(GameFilter::Active, MAX_PAGE_SIZE, cursor.as_deref())
             .await?;
         for info in &page.games {
             if computer_to_move(info).is_some() {
-                let _ = computer.turns.send(info.id.clone());
+                turns.spawn(play_turn(
+                    Arc::clone(manager),
+                    Arc::clone(computer),
+                    info.id.clone(),
+                ));
                 count += 1;
             }
         }
@@ -710,8 +705,7 @@ async fn resume(manager: &GameManager, computer: &Computer) -> Result<usize, Gam
 }
 
 /// Plays the computer's move in game `id`, if it is still the computer's turn.
-async fn play_turn(manager: Arc<GameManager>, id: GameId) {
-    let computer = Arc::clone(manager.computer());
+async fn play_turn(manager: Arc<GameManager>, computer: Arc<Computer>, id: GameId) {
     // Reserved before loading: a game that ends after the load cancels this search.
     let Ok(slot) = computer.pool.reserve(id.clone()).await else {
         return;
@@ -762,7 +756,11 @@ async fn play_turn(manager: Arc<GameManager>, id: GameId) {
 
 #[cfg(test)]
 mod tests {
+    use oanquan_ai::Level;
+    use oanquan_rules::Player;
+
     use super::*;
+    use crate::model::GameInfo;
 
     #[test]
     fn analysis_limits_are_checked() {
@@ -931,5 +929,92 @@ mod tests {
             Err(AnalysisError::Refused(Refused::PerClient { max: 1, .. }))
         ));
         drop(held);
+    }
+
+    fn computer_first(level: Level) -> crate::manager::NewGame {
+        crate::manager::NewGame {
+            rules: oanquan_rules::Preset::Standard.rules(),
+            preset: None,
+            start: None,
+            // The computer takes the first seat, which moves first.
+            seat: Some(Player::Second),
+            display_name: "Lan".to_owned(),
+            computer: Some(level),
+        }
+    }
+
+    /// Waits until game `id` has a move, as `manager` commits it.
+    async fn first_move(
+        manager: &GameManager,
+        commits: &mut tokio::sync::broadcast::Receiver<Arc<GameInfo>>,
+        id: &GameId,
+    ) {
+        loop {
+            match commits.recv().await {
+                Ok(info) if info.id == *id && info.position.ply() > 0 => return,
+                Ok(_) => {}
+                // Commits this receiver missed: the store has the answer.
+                Err(RecvError::Lagged(_)) => {
+                    if manager.get_game(id).await.unwrap().position.ply() > 0 {
+                        return;
+                    }
+                }
+                Err(RecvError::Closed) => panic!("the hub went away"),
+            }
+        }
+    }
+
+    /// The driver learns of turns only from the commit feed; when it lags behind the feed
+    /// (its commit is lost), it must find the game in the store instead of never playing.
+    #[tokio::test]
+    async fn a_driver_that_lags_behind_the_commits_still_plays_every_turn() {
+        let store: Arc<dyn crate::store::GameStore> = Arc::new(crate::memory::MemoryStore::new(
+            crate::memory::MemoryLimits::default(),
+        ));
+        // One commit of buffer: two unread commits make the driver lag.
+        let hub = crate::hub::Hub::new(1);
+        let manager = Arc::new(GameManager::new(
+            Arc::clone(&store),
+            Arc::clone(&hub),
+            crate::manager::ManagerLimits::default(),
+        ));
+        // The same store behind another hub: its commits never reach the driver's feed.
+        let elsewhere = GameManager::new(
+            Arc::clone(&store),
+            crate::hub::Hub::new(16),
+            crate::manager::ManagerLimits::default(),
+        );
+        let computer = Computer::new(
+            SearchPool::new(capacity(2, 1, 1)),
+            Duration::from_millis(10),
+        );
+        let (stop_tx, stop_rx) = watch::channel(false);
+        let mut commits = manager.subscribe_commits();
+
+        // Played from the driver's first look at the store; once it is, the driver is
+        // listening to the feed.
+        let first = manager
+            .create_game(computer_first(Level::Random))
+            .await
+            .unwrap();
+        let driver = spawn_driver(Arc::clone(&manager), Arc::clone(&computer), stop_rx);
+        first_move(&manager, &mut commits, &first.game.id).await;
+
+        let second = elsewhere
+            .create_game(computer_first(Level::Random))
+            .await
+            .unwrap();
+        let stale = Arc::new(manager.get_game(&first.game.id).await.unwrap());
+        hub.publish_commit(Arc::clone(&stale));
+        hub.publish_commit(stale);
+        tokio::time::timeout(
+            Duration::from_secs(10),
+            first_move(&manager, &mut commits, &second.game.id),
+        )
+        .await
+        .expect("the lagging driver never played the second game");
+
+        stop_tx.send(true).unwrap();
+        driver.await.unwrap();
     }
 }

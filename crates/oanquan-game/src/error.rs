@@ -3,7 +3,7 @@
 
 use oanquan_rules::{PlayError, Player};
 
-use super::model::GameId;
+use crate::model::GameId;
 
 /// A request failed. Messages say what to do next; they never contain a token.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]

@@ -1,0 +1,86 @@
+//! The idle reaper: games nobody joins or plays in for too long are aborted with the normal
+//! events, so watchers see them end. A client of the [`GameManager`] like any caller, woken by
+//! a timer; the manager knows nothing of it.
+
+use std::sync::Arc;
+use std::time::{Duration, SystemTime};
+
+use tokio::sync::watch;
+use tokio::task::JoinHandle;
+use tracing::{debug, info, warn};
+
+use crate::error::GameError;
+use crate::manager::{GameManager, MAX_PAGE_SIZE};
+use crate::model::GameFilter;
+
+/// Aborts every waiting or active game whose last change (creation, join or move) is older
+/// than `idle`, with the normal `GameOver` and lobby events. Returns how many it aborted.
+///
+/// # Errors
+///
+/// Store failures while listing.
+pub async fn expire_idle_games(manager: &GameManager, idle: Duration) -> Result<usize, GameError> {
+    let Some(cutoff) = SystemTime::now().checked_sub(idle) else {
+        return Ok(0);
+    };
+    let mut idle_ids = Vec::new();
+    for filter in [GameFilter::Open, GameFilter::Active] {
+        let mut cursor: Option<String> = None;
+        loop {
+            let page = manager
+                .list_games(filter, MAX_PAGE_SIZE, cursor.as_deref())
+                .await?;
+            idle_ids.extend(
+                page.games
+                    .iter()
+                    .filter(|g| !g.status.is_over() && g.updated < cutoff)
+                    .map(|g| g.id.clone()),
+            );
+            match page.next_cursor {
+                Some(next) => cursor = Some(next),
+                None => break,
+            }
+        }
+    }
+    let mut expired = 0;
+    for id in idle_ids {
+        match manager.expire_idle(&id, cutoff).await {
+            Ok(true) => {
+                expired += 1;
+                info!(game_id = %id, idle = ?idle, "idle game aborted");
+            }
+            Ok(false) => {}
+            Err(error) => debug!(game_id = %id, %error, "could not expire an idle game"),
+        }
+    }
+    Ok(expired)
+}
+
+/// How often the reaper looks for idle games: a quarter of the idle time, between 10 ms and
+/// one minute.
+#[must_use]
+pub fn sweep_interval(idle: Duration) -> Duration {
+    (idle / 4).clamp(Duration::from_millis(10), Duration::from_secs(60))
+}
+
+/// Runs [`expire_idle_games`] every [`sweep_interval`] until `stop` turns `true`.
+pub fn spawn_idle_reaper(
+    manager: Arc<GameManager>,
+    idle: Duration,
+    mut stop: watch::Receiver<bool>,
+) -> JoinHandle<()> {
+    let period = sweep_interval(idle);
+    tokio::spawn(async move {
+        let mut ticker = tokio::time::interval(period);
+        ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        loop {
+            tokio::select! {
+                _ = stop.wait_for(|stopping| *stopping) => break,
+                _ = ticker.tick() => {}
+            }
+            if let Err(error) = expire_idle_games(&manager, idle).await {
+                warn!(%error, "looking for idle games failed");
+            }
+        }
+    })
+}

@@ -1,0 +1,85 @@
+//! What a SQLite failure means for the caller: unavailable for now, a bug, or a damaged game.
+
+use std::collections::HashSet;
+use std::fmt;
+use std::sync::Mutex;
+
+use oanquan_game::{GameId, StoreError};
+use rusqlite::ErrorCode;
+use tracing::{debug, error};
+
+/// Errors that say the file cannot be written (or read) now, rather than that a request or
+/// the data is wrong: the same write may succeed once an operator frees disk space or fixes
+/// permissions.
+pub(crate) fn is_unavailable(error: &rusqlite::Error) -> bool {
+    matches!(
+        error.sqlite_error_code(),
+        Some(
+            ErrorCode::DiskFull
+                | ErrorCode::ReadOnly
+                | ErrorCode::SystemIoFailure
+                | ErrorCode::CannotOpen
+                | ErrorCode::PermissionDenied
+                | ErrorCode::DatabaseBusy
+                | ErrorCode::DatabaseLocked
+                | ErrorCode::FileLockingProtocolFailed
+        )
+    )
+}
+
+pub(crate) fn backend(error: rusqlite::Error) -> StoreError {
+    if is_unavailable(&error) {
+        StoreError::Unavailable(format!("sqlite: {error}"))
+    } else {
+        StoreError::Backend(format!("sqlite: {error}"))
+    }
+}
+
+pub(crate) fn corrupt(id: &GameId, why: impl fmt::Display) -> StoreError {
+    StoreError::Damaged {
+        id: id.clone(),
+        detail: why.to_string(),
+    }
+}
+
+/// Games (or lobby events) found damaged, each logged once: a listing that skips a damaged
+/// game on every call must not flood the log.
+#[derive(Debug, Default)]
+pub(crate) struct Damage {
+    reported: Mutex<HashSet<String>>,
+}
+
+impl Damage {
+    pub(crate) fn report(&self, what: &str, error: &dyn fmt::Display) {
+        let first = self
+            .reported
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .insert(what.to_owned());
+        if first {
+            error!(
+                damaged = %what,
+                %error,
+                "stored data does not load; it is skipped in listings and the lobby, and the \
+                 game's own calls answer DATA_LOSS (see STORAGE.md)"
+            );
+        } else {
+            debug!(damaged = %what, "skipping damaged stored data");
+        }
+    }
+
+    pub(crate) fn contains(&self, what: &str) -> bool {
+        self.reported
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .contains(what)
+    }
+
+    /// Reports `result`'s error if it says a game is damaged.
+    pub(crate) fn check<T>(&self, result: Result<T, StoreError>) -> Result<T, StoreError> {
+        if let Err(error @ StoreError::Damaged { id, .. }) = &result {
+            self.report(&format!("game {id}"), error);
+        }
+        result
+    }
+}

@@ -1,0 +1,508 @@
+//! The SQLite [`GameStore`]: games, moves and both event logs in one file, SQLite compiled in.
+//!
+//! # Durability
+//!
+//! A commit's future resolves only after its transaction is committed, in WAL mode with
+//! `synchronous = FULL`: the WAL is fsynced before the answer, so an acknowledged change
+//! survives the process being killed (SIGKILL) and the machine losing power, as far as the disk
+//! honours fsync. The event logs are kept whole, so resuming by sequence number works across
+//! restarts; unfinished games load on demand (and are all replayed once at start as a check).
+//!
+//! # Group commit
+//!
+//! One writer thread owns the only writing connection. Commits reach it through a channel; it
+//! takes every commit waiting (up to [`MAX_BATCH`]), runs them in one transaction, each inside
+//! its own `SAVEPOINT` (so a commit that fails its optimistic-concurrency check is rolled back
+//! alone), commits once, and then answers every caller. Under load, many moves share one fsync;
+//! when idle, a lone move is written at once. Nothing waits for a timer.
+//!
+//! Reads run on a small pool of read-only connections in `spawn_blocking`; WAL lets them read a
+//! consistent snapshot while the writer writes. Nothing here blocks the async runtime. The
+//! latest state of each game being played is also kept in memory by the writer (see `writer::Cache`),
+//! so a move does not start by reading and replaying its whole game.
+//!
+//! # Faults
+//!
+//! * A game whose stored data does not decode is [`StoreError::Damaged`] for its own reads,
+//!   and skipped (logged once, see `fault::Damage`) by listings, lobby snapshots and lobby logs: one
+//!   damaged row must not hide every other game. A commit is decoded again before it is written
+//!   and refused if it would not read back as accepted.
+//! * A write that fails for a lasting reason of the file or the disk (full, read-only, I/O) is
+//!   [`StoreError::Unavailable`] and turns [`GameStore::writable`] `false`; the writer then
+//!   probes with backoff (`writer::probe`) and turns it `true` at the first write that succeeds.
+//!
+//! # Closing
+//!
+//! [`GameStore::close`] (or dropping the store) closes the readers first and the writer last:
+//! SQLite folds the WAL into the file and removes the `-wal` and `-shm` files only when its
+//! last connection closes, and a read-only connection cannot. The writer checkpoints with
+//! `TRUNCATE` before it closes, so a clean stop leaves the database file alone, complete.
+//!
+//! # One server per file
+//!
+//! A store holds an exclusive lock on `<database>.lock` while it is open (see
+//! `schema::lock`): a second server on the same file is refused at start. Optimistic
+//! concurrency is also checked inside every transaction, so even without the lock (a filesystem
+//! without `flock`) two processes could not corrupt the file, but each would tell only its own
+//! watchers; a shared, multi-node deployment is what the PostgreSQL seam in [`GameStore`]'s
+//! docs is for.
+
+mod backup;
+mod codec;
+mod fault;
+mod reads;
+mod schema;
+mod writer;
+
+use std::fmt;
+use std::net::IpAddr;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Condvar, Mutex, mpsc};
+use std::thread;
+
+use futures::FutureExt as _;
+use futures::future::BoxFuture;
+use oanquan_game::{
+    Commit, Committed, GameEvent, GameFilter, GameId, GameInfo, GameState, GameStatus, GameStore,
+    LobbyEvent, Page, Since, StoreError, StoreFuture, page_cursor, parse_page_cursor,
+};
+use rusqlite::{Connection, OptionalExtension as _, params};
+use tokio::sync::{oneshot, watch};
+use tracing::{info, warn};
+
+use crate::codec::{GameEventDto, History, LobbyEventDto, status_name, time_from_db};
+use crate::fault::{Damage, backend, corrupt};
+use crate::reads::{Lazy, Readers, check_unfinished, list_games, load_state, read_info, statuses};
+use crate::writer::{Cache, Job, Message, last_lobby_sequence, lock, run_writer};
+
+pub use crate::backup::{BackupError, BackupReport, backup};
+pub use crate::schema::{APPLICATION_ID, OpenError, SCHEMA_VERSION};
+pub use crate::writer::MAX_BATCH;
+
+/// A lobby resume missing more events than this gets a snapshot instead (like the memory
+/// store's retention): replaying thousands of lobby events is slower than a fresh list.
+const LOBBY_REPLAY_LIMIT: u64 = 10_000;
+
+/// See the module docs.
+pub struct SqliteStore {
+    path: PathBuf,
+    /// `None` once closed.
+    writer: Mutex<Option<mpsc::Sender<Message>>>,
+    thread: Mutex<Option<thread::JoinHandle<()>>>,
+    readers: Arc<Readers>,
+    cache: Cache,
+    damage: Arc<Damage>,
+    writable: watch::Receiver<bool>,
+    /// Held until the store is dropped, so it outlives every write.
+    _lock: schema::FileLock,
+}
+
+impl fmt::Debug for SqliteStore {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("SqliteStore")
+            .field("path", &self.path)
+            .finish_non_exhaustive()
+    }
+}
+
+impl SqliteStore {
+    /// Opens (creating if missing) the database at `path`, checks it, migrates it, replays every
+    /// unfinished game once, and starts the writer thread. Blocking: call it before serving or
+    /// from `spawn_blocking`.
+    ///
+    /// # Errors
+    ///
+    /// [`OpenError`] for a file that is not ours, from a newer server, corrupt, or unusable; such
+    /// a file is left unchanged.
+    pub fn open(path: impl AsRef<Path>) -> Result<SqliteStore, OpenError> {
+        let path = path.as_ref().to_owned();
+        let lock = schema::lock(&path)?;
+        let conn = schema::open_writer(&path)?;
+        let damage = Arc::new(Damage::default());
+        check_unfinished(&conn, &path, &damage)?;
+        let (writer, jobs) = mpsc::channel();
+        let cache = Cache::default();
+        let writer_cache = Arc::clone(&cache);
+        let (health, writable) = watch::channel(true);
+        let thread = thread::Builder::new()
+            .name("oanquan-sqlite-writer".to_owned())
+            .spawn(move || run_writer(conn, &jobs, &writer_cache, &health))
+            .map_err(|source| OpenError::Io {
+                path: path.clone(),
+                context: "starting the writer thread",
+                source,
+            })?;
+        Ok(SqliteStore {
+            readers: Arc::new(Readers {
+                path: path.clone(),
+                state: Mutex::default(),
+                returned: Condvar::new(),
+            }),
+            path,
+            writer: Mutex::new(Some(writer)),
+            thread: Mutex::new(Some(thread)),
+            cache,
+            damage,
+            writable,
+            _lock: lock,
+        })
+    }
+
+    /// Runs `call` on the writing connection, between two batches, and returns its result
+    /// (`None` once the store is closed). For tests that inject faults, such as
+    /// `PRAGMA max_page_count` to fill the "disk".
+    #[doc(hidden)]
+    pub async fn on_writer_for_tests<T: Send + 'static>(
+        &self,
+        call: impl FnOnce(&mut Connection) -> T + Send + 'static,
+    ) -> Option<T> {
+        let (reply, answer) = oneshot::channel();
+        let message = Message::Call(Box::new(move |conn| {
+            let _ = reply.send(call(conn));
+        }));
+        if !self.send(message) {
+            return None;
+        }
+        answer.await.ok()
+    }
+
+    fn send(&self, message: Message) -> bool {
+        self.writer
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .as_ref()
+            .is_some_and(|writer| writer.send(message).is_ok())
+    }
+
+    /// See [`GameStore::close`]; blocking.
+    fn close_now(&self) {
+        // Readers first: SQLite removes the WAL only when its last connection closes, and a
+        // read-only connection cannot; so the writer must be the last one.
+        self.readers.close();
+        drop(
+            self.writer
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner)
+                .take(),
+        );
+        let thread = self
+            .thread
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .take();
+        if let Some(thread) = thread {
+            if thread.join().is_err() {
+                warn!("the database writer thread panicked");
+            }
+            let mut wal = self.path.as_os_str().to_owned();
+            wal.push("-wal");
+            if Path::new(&wal).exists() {
+                warn!(
+                    path = %self.path.display(),
+                    "the write-ahead log is still there after closing the database; it is part \
+                     of the database: keep it next to the file (see STORAGE.md)"
+                );
+            } else {
+                info!(path = %self.path.display(), "database closed; the write-ahead log is folded in");
+            }
+        }
+    }
+
+    /// The database file.
+    #[must_use]
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    fn submit(&self, create: bool, commit: Commit) -> StoreFuture<'_, Committed> {
+        let (reply, answer) = oneshot::channel();
+        let job = Job {
+            create,
+            commit,
+            reply,
+        };
+        let sent = self.send(Message::Commit(job));
+        async move {
+            if !sent {
+                return Err(StoreError::Unavailable(
+                    "the database is closed (the server is stopping)".to_owned(),
+                ));
+            }
+            answer.await.map_err(|_| {
+                StoreError::Backend("the database writer stopped before answering".to_owned())
+            })?
+        }
+        .boxed()
+    }
+
+    fn read<T: Send + 'static>(
+        &self,
+        query: impl FnOnce(&Connection) -> Result<T, StoreError> + Send + 'static,
+    ) -> StoreFuture<'_, T> {
+        let readers = Arc::clone(&self.readers);
+        async move {
+            tokio::task::spawn_blocking(move || readers.with(query))
+                .await
+                .map_err(|e| StoreError::Backend(format!("database reader task: {e}")))?
+        }
+        .boxed()
+    }
+
+    /// [`SqliteStore::read`] of one game's data: a damaged game is logged (once).
+    fn read_game<T: Send + 'static>(
+        &self,
+        query: impl FnOnce(&Connection) -> Result<T, StoreError> + Send + 'static,
+    ) -> StoreFuture<'_, T> {
+        let damage = Arc::clone(&self.damage);
+        self.read(query)
+            .map(move |result| damage.check(result))
+            .boxed()
+    }
+}
+
+impl Drop for SqliteStore {
+    /// Closes the store if [`GameStore::close`] has not: blocks until the queued commits are
+    /// written and the WAL is folded in, once, at shutdown.
+    fn drop(&mut self) {
+        self.close_now();
+    }
+}
+
+impl GameStore for SqliteStore {
+    fn create(&self, commit: Commit) -> StoreFuture<'_, Committed> {
+        self.submit(true, commit)
+    }
+
+    fn commit(&self, commit: Commit) -> StoreFuture<'_, Committed> {
+        self.submit(false, commit)
+    }
+
+    fn load<'a>(&'a self, id: &'a GameId) -> StoreFuture<'a, GameState> {
+        if let Some(state) = lock(&self.cache).get(id) {
+            return futures::future::ready(Ok(state.clone())).boxed();
+        }
+        let id = id.clone();
+        self.read_game(move |conn| load_state(conn, &id))
+    }
+
+    fn info<'a>(&'a self, id: &'a GameId) -> StoreFuture<'a, GameInfo> {
+        let id = id.clone();
+        self.read_game(move |conn| read_info(conn, &id))
+    }
+
+    fn list<'a>(
+        &'a self,
+        filter: GameFilter,
+        limit: usize,
+        cursor_text: Option<&'a str>,
+    ) -> StoreFuture<'a, Page> {
+        let end = match cursor_text {
+            // Cursors hold an `ord` bound, which SQLite keeps as an i64.
+            Some(text) => match parse_page_cursor(filter, text)
+                .and_then(|end| i64::try_from(end).map_err(|_| StoreError::BadCursor))
+            {
+                Ok(end) => end,
+                Err(error) => return futures::future::ready(Err(error)).boxed(),
+            },
+            None => i64::MAX,
+        };
+        let damage = Arc::clone(&self.damage);
+        self.read(move |conn| {
+            let (games, next) = list_games(conn, statuses(filter), limit, end, &damage)?;
+            Ok(Page {
+                games,
+                // Resume just above the first game not returned (rowids are positive).
+                next_cursor: next.map(|ord| page_cursor(filter, ord.unsigned_abs() + 1)),
+            })
+        })
+    }
+
+    fn game_events_since<'a>(
+        &'a self,
+        id: &'a GameId,
+        after: u64,
+    ) -> StoreFuture<'a, Since<GameEvent>> {
+        let id = id.clone();
+        self.read_game(move |conn| {
+            let (ord, last, status): (i64, i64, String) = conn
+                .prepare_cached("SELECT ord, sequence, status FROM games WHERE id = ?1")
+                .and_then(|mut s| {
+                    s.query_row([id.as_str()], |row| {
+                        Ok((row.get(0)?, row.get(1)?, row.get(2)?))
+                    })
+                    .optional()
+                })
+                .map_err(backend)?
+                .ok_or(StoreError::NotFound)?;
+            let last = last as u64;
+            if after > last {
+                return Ok(Since::Ahead { last });
+            }
+            let done = status == status_name(GameStatus::Finished)
+                || status == status_name(GameStatus::Aborted);
+            let rows: Vec<(i64, i64, String)> = conn
+                .prepare_cached(
+                    "SELECT sequence, time, event FROM game_events
+                     WHERE game = ?1 AND sequence > ?2 ORDER BY sequence",
+                )
+                .and_then(|mut s| {
+                    s.query_map(params![ord, after as i64], |row| {
+                        Ok((row.get(0)?, row.get(1)?, row.get(2)?))
+                    })?
+                    .collect()
+                })
+                .map_err(backend)?;
+            let mut history = Lazy {
+                conn,
+                id: &id,
+                state: None,
+            };
+            let mut events = Vec::with_capacity(rows.len());
+            for (sequence, time, json) in rows {
+                let dto: GameEventDto = serde_json::from_str(&json).map_err(|e| corrupt(&id, e))?;
+                let kind = dto.decode(&mut history).map_err(|e| corrupt(&id, e))?;
+                events.push(Arc::new(GameEvent {
+                    game_id: id.clone(),
+                    sequence: sequence as u64,
+                    time: time_from_db(time),
+                    kind,
+                }));
+            }
+            if events.len() as u64 != last - after {
+                return Err(corrupt(&id, "its event log has gaps"));
+            }
+            Ok(Since::Events { events, done })
+        })
+    }
+
+    fn lobby_events_since(&self, after: u64) -> StoreFuture<'_, Since<LobbyEvent>> {
+        let damage = Arc::clone(&self.damage);
+        self.read(move |conn| {
+            let last = last_lobby_sequence(conn)?;
+            if after > last {
+                return Ok(Since::Ahead { last });
+            }
+            if last - after > LOBBY_REPLAY_LIMIT {
+                return Ok(Since::Gone);
+            }
+            // The event as text only if it is UTF-8: anything else is one damaged event.
+            let rows: Vec<(i64, i64, Option<String>)> = conn
+                .prepare_cached(
+                    "SELECT sequence, time, event FROM lobby_events
+                     WHERE sequence > ?1 ORDER BY sequence",
+                )
+                .and_then(|mut s| {
+                    s.query_map([after as i64], |row| {
+                        let event = row.get_ref(2)?.as_str().ok().map(str::to_owned);
+                        Ok((row.get(0)?, row.get(1)?, event))
+                    })?
+                    .collect()
+                })
+                .map_err(backend)?;
+            let mut position = |id: &GameId, moves: u32| {
+                Lazy {
+                    conn,
+                    id,
+                    state: None,
+                }
+                .position_after(moves)
+            };
+            let mut events = Vec::with_capacity(rows.len());
+            for (sequence, time, json) in rows {
+                // An event that does not decode (of a damaged game, or damaged itself) is left
+                // out: watchers skip over its sequence number rather than lose the lobby.
+                let kind = json
+                    .ok_or_else(|| "not UTF-8 text".to_owned())
+                    .and_then(|json| {
+                        serde_json::from_str::<LobbyEventDto>(&json).map_err(|e| e.to_string())
+                    })
+                    .and_then(|dto| dto.decode(&mut position));
+                match kind {
+                    Ok(kind) => events.push(Arc::new(LobbyEvent {
+                        sequence: sequence as u64,
+                        time: time_from_db(time),
+                        kind,
+                    })),
+                    Err(error) => damage.report(&format!("lobby event {sequence}"), &error),
+                }
+            }
+            Ok(Since::Events {
+                events,
+                done: false,
+            })
+        })
+    }
+
+    fn lobby_snapshot(&self, limit: usize) -> StoreFuture<'_, (Vec<GameInfo>, u64)> {
+        let damage = Arc::clone(&self.damage);
+        self.read(move |conn| {
+            // One read transaction: the list and the sequence describe the same moment.
+            let [waiting, active] =
+                [GameStatus::WaitingForPlayers, GameStatus::Active].map(status_name);
+            let statuses = [waiting, active, waiting, active];
+            let (games, _) = list_games(conn, statuses, limit, i64::MAX, &damage)?;
+            Ok((games, last_lobby_sequence(conn)?))
+        })
+    }
+
+    fn writable(&self) -> Option<watch::Receiver<bool>> {
+        Some(self.writable.clone())
+    }
+
+    fn close(&self) -> BoxFuture<'_, ()> {
+        // Joins the writer (blocking) on this thread: the runtime is about to stop and nothing
+        // else is left to run; `block_in_place` keeps other tasks moving where it can.
+        async move {
+            if tokio::runtime::Handle::current().runtime_flavor()
+                == tokio::runtime::RuntimeFlavor::MultiThread
+            {
+                tokio::task::block_in_place(|| self.close_now());
+            } else {
+                self.close_now();
+            }
+        }
+        .boxed()
+    }
+
+    fn open_games_by_creator(&self) -> StoreFuture<'_, Vec<(GameId, IpAddr)>> {
+        let damage = Arc::clone(&self.damage);
+        self.read(move |conn| {
+            let mut statement = conn
+                .prepare_cached(
+                    "SELECT id, creator FROM games
+                     WHERE status IN ('waiting', 'active') AND creator IS NOT NULL",
+                )
+                .map_err(backend)?;
+            // Lossy text: a damaged byte must cost one row, not the server's start.
+            let rows: Vec<(String, String)> = statement
+                .query_map([], |row| {
+                    let text = |index| {
+                        row.get_ref(index)
+                            .map(|value| String::from_utf8_lossy(value.as_bytes().unwrap_or_default()).into_owned())
+                    };
+                    Ok((text(0)?, text(1)?))
+                })
+                .and_then(Iterator::collect)
+                .map_err(backend)?;
+            // A row that does not parse is skipped with a warning: it only loosens a limit. A
+            // damaged game is not counted either: nothing can end it, so it would hold its
+            // creator's slot for ever.
+            Ok(rows
+                .into_iter()
+                .filter_map(|(id, creator)| {
+                    match (GameId::parse(&id), creator.parse::<IpAddr>()) {
+                        (Ok(id), _) if damage.contains(&format!("game {id}")) => None,
+                        (Ok(id), Ok(ip)) => Some((id, ip)),
+                        _ => {
+                            warn!(game_id = %id, %creator, "unreadable creator address; not counted");
+                            None
+                        }
+                    }
+                })
+                .collect())
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,408 @@
+//! Reads on a pool of read-only connections: loading and replaying games, listings, and the
+//! check of every unfinished game at start.
+
+use std::path::{Path, PathBuf};
+use std::sync::{Condvar, Mutex};
+
+use oanquan_game::{
+    GameFilter, GameId, GameInfo, GameState, GameStatus, MoveRecord, StoreError, TokenHash,
+};
+use oanquan_rules::{ByPlayer, Game, Move, Position};
+use rusqlite::{Connection, OptionalExtension as _, params};
+use tracing::{info, warn};
+
+use crate::codec::{History, InfoDto, parse_player, status_name, time_from_db};
+use crate::fault::{Damage, backend, corrupt};
+use crate::schema::{self, OpenError};
+
+/// Idle read connections kept open.
+pub(crate) const MAX_IDLE_READERS: usize = 8;
+
+/// Replays every unfinished game once at start: a game that no longer loads is reported now,
+/// by id, rather than when its players come back.
+pub(crate) fn check_unfinished(
+    conn: &Connection,
+    path: &Path,
+    damage: &Damage,
+) -> Result<(), OpenError> {
+    let error = |source| OpenError::Sqlite {
+        path: path.to_owned(),
+        context: "listing unfinished games",
+        source,
+    };
+    let ids: Vec<String> = conn
+        .prepare("SELECT id FROM games WHERE status IN ('waiting', 'active') ORDER BY ord")
+        .and_then(|mut statement| {
+            statement
+                .query_map([], |row| {
+                    // Lossy: a damaged id is one broken game below, not a refused database.
+                    Ok(
+                        String::from_utf8_lossy(row.get_ref(0)?.as_bytes().unwrap_or_default())
+                            .into_owned(),
+                    )
+                })?
+                .collect::<Result<_, _>>()
+        })
+        .map_err(error)?;
+    let mut broken = 0;
+    for id in &ids {
+        let loaded = GameId::parse(id)
+            .map_err(|e| StoreError::Backend(e.to_string()))
+            .and_then(|id| load_state(conn, &id));
+        if let Err(error) = loaded {
+            broken += 1;
+            damage.report(&format!("game {id}"), &error);
+        }
+    }
+    info!(
+        path = %path.display(),
+        unfinished = ids.len() - broken,
+        broken,
+        "database open; unfinished games resume"
+    );
+    Ok(())
+}
+
+#[derive(Debug)]
+pub(crate) struct Readers {
+    pub(crate) path: PathBuf,
+    pub(crate) state: Mutex<ReaderState>,
+    /// Signalled whenever a busy connection is given back.
+    pub(crate) returned: Condvar,
+}
+
+#[derive(Debug, Default)]
+pub(crate) struct ReaderState {
+    idle: Vec<Connection>,
+    /// Connections out on a query.
+    busy: usize,
+    closed: bool,
+}
+
+impl Readers {
+    pub(crate) fn state(&self) -> std::sync::MutexGuard<'_, ReaderState> {
+        self.state
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// Runs `query` in a read transaction (one consistent snapshot) on a pooled connection.
+    pub(crate) fn with<T>(
+        &self,
+        query: impl FnOnce(&Connection) -> Result<T, StoreError>,
+    ) -> Result<T, StoreError> {
+        let pooled = {
+            let mut state = self.state();
+            if state.closed {
+                return Err(StoreError::Unavailable(
+                    "the database is closed (the server is stopping)".to_owned(),
+                ));
+            }
+            state.busy += 1;
+            state.idle.pop()
+        };
+        let give_back = |conn: Option<Connection>| {
+            let mut state = self.state();
+            state.busy -= 1;
+            if let Some(conn) = conn {
+                if !state.closed && state.idle.len() < MAX_IDLE_READERS {
+                    state.idle.push(conn);
+                } else {
+                    drop(conn);
+                }
+            }
+            drop(state);
+            self.returned.notify_all();
+        };
+        let mut conn = match pooled.map_or_else(|| schema::open_reader(&self.path), Ok) {
+            Ok(conn) => conn,
+            Err(error) => {
+                give_back(None);
+                return Err(backend(error));
+            }
+        };
+        let result = conn
+            .transaction()
+            .map_err(backend)
+            .and_then(|tx| query(&tx));
+        give_back(conn.is_autocommit().then_some(conn));
+        result
+    }
+
+    /// Closes the idle connections and waits (a few seconds at most) for the busy ones, which
+    /// close as they come back; later reads fail.
+    pub(crate) fn close(&self) {
+        let mut state = self.state();
+        state.closed = true;
+        state.idle.clear();
+        let (state, timeout) = self
+            .returned
+            .wait_timeout_while(state, schema::BUSY_TIMEOUT, |state| state.busy > 0)
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        if timeout.timed_out() {
+            warn!(
+                busy = state.busy,
+                "database reads still running at close; the write-ahead log may stay"
+            );
+        }
+    }
+}
+
+pub(crate) fn token(id: &GameId, bytes: Option<Vec<u8>>) -> Result<Option<TokenHash>, StoreError> {
+    bytes
+        .map(|bytes| {
+            <[u8; 32]>::try_from(bytes.as_slice())
+                .map(TokenHash::from_bytes)
+                .map_err(|_| corrupt(id, "a token hash is not 32 bytes"))
+        })
+        .transpose()
+}
+
+/// Loads a whole game and replays it, cross-checking the stored position.
+pub(crate) fn load_state(conn: &Connection, id: &GameId) -> Result<GameState, StoreError> {
+    type Row = (
+        i64,
+        Option<Vec<u8>>,
+        Option<Vec<u8>>,
+        String,
+        Option<String>,
+    );
+    let (ord, first, second, json, creator): Row = conn
+        .prepare_cached(
+            "SELECT ord, token_first, token_second, info, creator FROM games WHERE id = ?1",
+        )
+        .and_then(|mut s| {
+            s.query_row([id.as_str()], |row| {
+                Ok((
+                    row.get(0)?,
+                    row.get(1)?,
+                    row.get(2)?,
+                    row.get(3)?,
+                    row.get(4)?,
+                ))
+            })
+            .optional()
+        })
+        .map_err(backend)?
+        .ok_or(StoreError::NotFound)?;
+    let creator = creator
+        .map(|text| {
+            text.parse()
+                .map_err(|e| corrupt(id, format_args!("creator: {e}")))
+        })
+        .transpose()?;
+    let dto: InfoDto = serde_json::from_str(&json).map_err(|e| corrupt(id, e))?;
+    let decoded = dto.decode().map_err(|e| corrupt(id, e))?;
+    let mut info = decoded.info;
+    let token_hashes = ByPlayer::new(token(id, first)?, token(id, second)?);
+
+    let mut engine = Game::from_position(info.start);
+    let mut moves: Vec<MoveRecord> = Vec::with_capacity(info.move_count as usize);
+    let mut statement = conn
+        .prepare_cached(
+            "SELECT number, player, mv, time FROM moves WHERE game = ?1 ORDER BY number",
+        )
+        .map_err(backend)?;
+    let rows = statement
+        .query_map([ord], |row| {
+            Ok((
+                row.get::<_, i64>(0)?,
+                row.get::<_, String>(1)?,
+                row.get::<_, String>(2)?,
+                row.get::<_, i64>(3)?,
+            ))
+        })
+        .map_err(backend)?;
+    for row in rows {
+        let (number, player, mv, time) = row.map_err(backend)?;
+        if number != moves.len() as i64 + 1 {
+            return Err(corrupt(id, format_args!("move {number} out of order")));
+        }
+        let player = parse_player(&player).map_err(|e| corrupt(id, e))?;
+        let mv: Move = mv.parse().map_err(|e| corrupt(id, e))?;
+        if engine.position().to_move() != player {
+            return Err(corrupt(
+                id,
+                format_args!("move {number} by the wrong player"),
+            ));
+        }
+        let steps = engine
+            .play(mv)
+            .map_err(|e| corrupt(id, format_args!("move {number} ({mv}): {e}")))?;
+        moves.push(MoveRecord {
+            number: number as u32,
+            player,
+            mv,
+            steps,
+            position: *engine.position(),
+            time: time_from_db(time),
+        });
+    }
+    if moves.len() != info.move_count as usize {
+        return Err(corrupt(
+            id,
+            format_args!("{} moves stored, {} expected", moves.len(), info.move_count),
+        ));
+    }
+    let replayed = *engine.position();
+    if decoded.position_known && info.position != replayed {
+        return Err(corrupt(id, "the stored position differs from the replay"));
+    }
+    info.position = replayed;
+    Ok(GameState {
+        info,
+        token_hashes,
+        moves: moves.into_iter().collect(),
+        engine,
+        creator,
+    })
+}
+
+/// A game's start position and moves for decoding its events, loaded on first use.
+pub(crate) struct Lazy<'a> {
+    pub(crate) conn: &'a Connection,
+    pub(crate) id: &'a GameId,
+    pub(crate) state: Option<(Position, Vec<MoveRecord>)>,
+}
+
+impl Lazy<'_> {
+    pub(crate) fn state(&mut self) -> Result<&(Position, Vec<MoveRecord>), String> {
+        if self.state.is_none() {
+            let state = load_state(self.conn, self.id).map_err(|e| e.to_string())?;
+            // Indexed by number below: one copy into a vector rather than a walk per lookup.
+            self.state = Some((state.info.start, state.moves.to_vec()));
+        }
+        Ok(self.state.as_ref().expect("just loaded"))
+    }
+}
+
+impl History for Lazy<'_> {
+    fn record(&mut self, number: u32) -> Result<MoveRecord, String> {
+        let (_, moves) = self.state()?;
+        (number as usize)
+            .checked_sub(1)
+            .and_then(|index| moves.get(index))
+            .cloned()
+            .ok_or_else(|| format!("an event refers to move {number}, which is not stored"))
+    }
+
+    fn position_after(&mut self, moves: u32) -> Result<Position, String> {
+        let (start, records) = self.state()?;
+        match moves {
+            0 => Ok(*start),
+            n => records
+                .get(n as usize - 1)
+                .map(|record| record.position)
+                .ok_or_else(|| format!("an event refers to move {n}, which is not stored")),
+        }
+    }
+}
+
+/// Decodes the `games.info` column of game `id`, replaying the game only if the position needs
+/// it.
+pub(crate) fn decode_info(
+    conn: &Connection,
+    id: &GameId,
+    json: &str,
+) -> Result<GameInfo, StoreError> {
+    let dto: InfoDto = serde_json::from_str(json).map_err(|e| corrupt(id, e))?;
+    let decoded = dto.decode().map_err(|e| corrupt(id, e))?;
+    if decoded.info.id != *id {
+        return Err(corrupt(
+            id,
+            format_args!("its data is that of game {}", decoded.info.id),
+        ));
+    }
+    if decoded.position_known {
+        Ok(decoded.info)
+    } else {
+        Ok(load_state(conn, id)?.info)
+    }
+}
+
+pub(crate) fn read_info(conn: &Connection, id: &GameId) -> Result<GameInfo, StoreError> {
+    let json: Option<String> = conn
+        .prepare_cached("SELECT info FROM games WHERE id = ?1")
+        .and_then(|mut s| {
+            s.query_row([id.as_str()], |row| {
+                // Not as a `String`: text that is not UTF-8 is a damaged game, not a failed query.
+                Ok(row.get_ref(0)?.as_str().ok().map(str::to_owned))
+            })
+            .optional()
+        })
+        .map_err(backend)?
+        .ok_or(StoreError::NotFound)?;
+    let json = json.ok_or_else(|| corrupt(id, "its data is not UTF-8 text"))?;
+    decode_info(conn, id, &json)
+}
+
+/// Decodes one `(ord, id, info)` row of `games`.
+pub(crate) fn decode_row(
+    conn: &Connection,
+    row: &rusqlite::Row<'_>,
+) -> Result<GameInfo, (String, StoreError)> {
+    let text = |index| {
+        row.get_ref(index)
+            .ok()
+            .and_then(|value| value.as_str().ok())
+    };
+    let raw_id = text(1).unwrap_or("(not text)").to_owned();
+    let id = GameId::parse(&raw_id).map_err(|e| {
+        let error = StoreError::Backend(format!("a stored game id does not parse: {e}"));
+        (format!("game {raw_id}"), error)
+    })?;
+    let info = text(2)
+        .ok_or_else(|| corrupt(&id, "its data is not UTF-8 text"))
+        .and_then(|json| decode_info(conn, &id, json));
+    info.map_err(|error| (format!("game {id}"), error))
+}
+
+/// The `games.status` values a filter accepts, padded to four for one prepared statement.
+pub(crate) fn statuses(filter: GameFilter) -> [&'static str; 4] {
+    let [waiting, active, finished, aborted] = [
+        GameStatus::WaitingForPlayers,
+        GameStatus::Active,
+        GameStatus::Finished,
+        GameStatus::Aborted,
+    ]
+    .map(status_name);
+    match filter {
+        GameFilter::Open => [waiting; 4],
+        GameFilter::Active => [active; 4],
+        GameFilter::Finished => [finished, aborted, finished, aborted],
+        GameFilter::All => [waiting, active, finished, aborted],
+    }
+}
+
+/// Games with `ord < end` whose status is one of `statuses`, newest first, at most `limit`,
+/// plus the `ord` of the next one if there is one. A game that does not decode is skipped (and
+/// reported): one damaged row must not hide every other game.
+pub(crate) fn list_games(
+    conn: &Connection,
+    statuses: [&str; 4],
+    limit: usize,
+    end: i64,
+    damage: &Damage,
+) -> Result<(Vec<GameInfo>, Option<i64>), StoreError> {
+    let [a, b, c, d] = statuses;
+    // No LIMIT: rows are stepped through lazily, as many as it takes to fill the page.
+    let mut statement = conn
+        .prepare_cached(
+            "SELECT ord, id, info FROM games WHERE ord < ?1 AND status IN (?2, ?3, ?4, ?5)
+             ORDER BY ord DESC",
+        )
+        .map_err(backend)?;
+    let mut rows = statement.query(params![end, a, b, c, d]).map_err(backend)?;
+    let mut games = Vec::new();
+    while let Some(row) = rows.next().map_err(backend)? {
+        let ord: i64 = row.get(0).map_err(backend)?;
+        if games.len() == limit {
+            return Ok((games, Some(ord)));
+        }
+        match decode_row(conn, row) {
+            Ok(info) => games.push(info),
+            Err((what, error)) => damage.report(&what, &error),
+        }
+    }
+    Ok((games, None))
+}

@@ -1,0 +1,356 @@
+//! The SQLite store's own tests; the cases every store passes come from `oanquan_game::store_suite`.
+
+use std::time::SystemTime;
+
+use oanquan_rules::{Player, Preset};
+
+use super::*;
+use crate::writer::write_batch;
+use oanquan_game::GameEventKind;
+use oanquan_game::{GameManager, Hub, ManagerLimits, NewGame, PlayerToken};
+use std::time::Duration;
+
+fn manager(store: Arc<dyn GameStore>) -> (GameManager, Arc<Hub>) {
+    let hub = Hub::new(1024);
+    (
+        GameManager::new(store, Arc::clone(&hub), ManagerLimits::default()),
+        hub,
+    )
+}
+
+async fn new_game(
+    manager: &GameManager,
+    rules: oanquan_rules::Rules,
+) -> (GameId, [PlayerToken; 2]) {
+    let created = manager
+        .create_game(NewGame {
+            rules,
+            preset: None,
+            start: None,
+            seat: Some(Player::First),
+            display_name: "Lan".to_owned(),
+            computer: None,
+        })
+        .await
+        .unwrap();
+    let id = created.game.id.clone();
+    let joined = manager.join_game(&id, "Minh").await.unwrap();
+    (id, [created.token, joined.token])
+}
+
+/// Plays random legal moves until the game ends.
+async fn play_out(manager: &GameManager, id: &GameId, tokens: &[PlayerToken; 2], seed: u64) {
+    let mut seed = seed;
+    loop {
+        let info = manager.get_game(id).await.unwrap();
+        if info.status.is_over() {
+            return;
+        }
+        let position = info.position;
+        let moves = position.legal_moves();
+        seed = seed.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1);
+        let mv = moves[(seed >> 33) as usize % moves.len()];
+        let token = &tokens[usize::from(position.to_move() == Player::Second)];
+        manager
+            .play_move(id, token, mv, Some(position.ply()))
+            .await
+            .unwrap();
+    }
+}
+
+#[tokio::test]
+async fn games_and_logs_read_back_exactly_as_committed_across_a_reopen() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("games.db");
+    let store: Arc<dyn GameStore> = Arc::new(SqliteStore::open(&path).unwrap());
+    let (manager, hub) = manager(Arc::clone(&store));
+    let mut lobby = hub.subscribe_lobby();
+    // Short games, so that some end by the ply limit and some by the mandarins.
+    let rules = oanquan_rules::Rules {
+        repetition_limit: 2,
+        max_plies: 40,
+        ..Preset::Standard.rules()
+    };
+    let mut games = Vec::new();
+    let mut endings = std::collections::HashSet::new();
+    for seed in 0..8 {
+        let (id, tokens) = new_game(&manager, rules).await;
+        let (mut rx, _guard) = hub.subscribe_game(&id, 10).unwrap();
+        play_out(&manager, &id, &tokens, seed).await;
+        endings.insert(store.info(&id).await.unwrap().result.unwrap().termination);
+        let Since::Events { events, done } = store.game_events_since(&id, 0).await.unwrap() else {
+            panic!("events expected")
+        };
+        assert!(done);
+        // Created, joined, started, turn: published before the subscription.
+        for event in &events[4..] {
+            assert_eq!(**event, *rx.try_recv().unwrap(), "as published");
+        }
+        assert!(rx.try_recv().is_err());
+        let state = store.load(&id).await.unwrap();
+        assert_eq!(state.info, store.info(&id).await.unwrap());
+        games.push((id, state, events));
+    }
+    assert!(endings.len() > 1, "{endings:?}");
+    let mut published = Vec::new();
+    while let Ok(event) = lobby.try_recv() {
+        published.push(event);
+    }
+    let Since::Events { events, .. } = store.lobby_events_since(0).await.unwrap() else {
+        panic!("lobby events expected")
+    };
+    assert_eq!(events, published);
+
+    drop(manager);
+    drop(store);
+    let store = SqliteStore::open(&path).unwrap();
+    for (id, before, events) in games {
+        let after = store.load(&id).await.unwrap();
+        assert_eq!(after.info, before.info);
+        assert_eq!(after.moves, before.moves);
+        assert_eq!(after.token_hashes, before.token_hashes);
+        assert_eq!(after.engine.position(), before.engine.position());
+        let Since::Events { events: again, .. } = store.game_events_since(&id, 0).await.unwrap()
+        else {
+            panic!("events expected")
+        };
+        assert_eq!(again, events);
+    }
+    let Since::Events { events: again, .. } = store.lobby_events_since(0).await.unwrap() else {
+        panic!("lobby events expected")
+    };
+    assert_eq!(again, published);
+}
+
+#[tokio::test]
+async fn a_failed_commit_in_a_batch_rolls_back_alone() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("games.db");
+    let store: Arc<dyn GameStore> = Arc::new(SqliteStore::open(&path).unwrap());
+    let (manager, _hub) = manager(Arc::clone(&store));
+    let (a, _) = new_game(&manager, Preset::Standard.rules()).await;
+    let (b, _) = new_game(&manager, Preset::Standard.rules()).await;
+    let commit = |state: GameState, expected_sequence| Commit {
+        state,
+        expected_sequence,
+        game_events: vec![GameEventKind::TurnStarted {
+            player: Player::First,
+            ply: 0,
+            refill: None,
+        }],
+        lobby_events: Vec::new(),
+        time: SystemTime::now(),
+    };
+    let (state_a, state_b) = (store.load(&a).await.unwrap(), store.load(&b).await.unwrap());
+    let (seq_a, seq_b) = (state_a.info.sequence, state_b.info.sequence);
+    // A second writing connection, driven by hand to control the batch.
+    let mut conn = schema::open_writer(&path).unwrap();
+    let results = write_batch(
+        &mut conn,
+        vec![
+            (false, commit(state_a.clone(), seq_a)),
+            (false, commit(state_a, seq_a)),
+            (false, commit(state_b, seq_b)),
+        ],
+    );
+    assert_eq!(results[0].as_ref().unwrap().0.info.sequence, seq_a + 1);
+    assert_eq!(
+        results[1].as_ref().unwrap_err().1,
+        StoreError::Conflict { current: seq_a + 1 }
+    );
+    assert_eq!(results[2].as_ref().unwrap().0.info.sequence, seq_b + 1);
+    assert_eq!(store.info(&a).await.unwrap().sequence, seq_a + 1);
+    assert_eq!(store.info(&b).await.unwrap().sequence, seq_b + 1);
+    let Since::Events { events, .. } = store.game_events_since(&a, seq_a).await.unwrap() else {
+        panic!("events expected")
+    };
+    assert_eq!(events.len(), 1, "the failed commit wrote nothing");
+}
+
+#[tokio::test]
+async fn listing_pages_newest_first_and_filters() {
+    let dir = tempfile::tempdir().unwrap();
+    let store: Arc<dyn GameStore> =
+        Arc::new(SqliteStore::open(dir.path().join("games.db")).unwrap());
+    let (manager, _hub) = manager(Arc::clone(&store));
+    let mut ids = Vec::new();
+    for _ in 0..5 {
+        ids.push(new_game(&manager, Preset::Standard.rules()).await.0);
+    }
+    let page = store.list(GameFilter::All, 2, None).await.unwrap();
+    assert_eq!(
+        page.games.iter().map(|g| &g.id).collect::<Vec<_>>(),
+        [&ids[4], &ids[3]]
+    );
+    let cursor = page.next_cursor.unwrap();
+    let page = store.list(GameFilter::All, 3, Some(&cursor)).await.unwrap();
+    assert_eq!(page.games.len(), 3);
+    assert!(page.next_cursor.is_none());
+    assert_eq!(
+        store
+            .list(GameFilter::Open, 2, Some(&cursor))
+            .await
+            .unwrap_err(),
+        StoreError::BadCursor
+    );
+    assert!(
+        store
+            .list(GameFilter::Finished, 10, None)
+            .await
+            .unwrap()
+            .games
+            .is_empty()
+    );
+    let (snapshot, sequence) = store.lobby_snapshot(3).await.unwrap();
+    assert_eq!(snapshot.len(), 3);
+    assert_eq!(sequence, 5 * 3, "created, seat taken, started per game");
+}
+
+#[tokio::test]
+async fn a_version_1_database_is_migrated_and_keeps_its_games() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("v1.db");
+    let store: Arc<dyn GameStore> = Arc::new(SqliteStore::open(&path).unwrap());
+    let (before, _hub) = manager(Arc::clone(&store));
+    let id = new_game(&before, Preset::Standard.rules()).await.0;
+    drop(before);
+    drop(store);
+    // Back to version 1, as the first release wrote it: no `creator` column.
+    let conn = Connection::open(&path).unwrap();
+    conn.execute_batch("ALTER TABLE games DROP COLUMN creator; PRAGMA user_version = 1;")
+        .unwrap();
+    drop(conn);
+
+    let store = SqliteStore::open(&path).unwrap();
+    let version: i32 = Connection::open(&path)
+        .unwrap()
+        .query_row("PRAGMA user_version", [], |row| row.get(0))
+        .unwrap();
+    assert_eq!(version, SCHEMA_VERSION);
+    let store: Arc<dyn GameStore> = Arc::new(store);
+    assert_eq!(store.load(&id).await.unwrap().creator, None);
+    assert!(store.open_games_by_creator().await.unwrap().is_empty());
+    // New games record their creator in the new column.
+    let (games, _hub) = manager(Arc::clone(&store));
+    let ip: IpAddr = "192.0.2.7".parse().unwrap();
+    let created = games
+        .create_game_from(
+            Some(ip),
+            NewGame {
+                rules: Preset::Standard.rules(),
+                preset: None,
+                start: None,
+                seat: Some(Player::First),
+                display_name: "Lan".to_owned(),
+                computer: None,
+            },
+        )
+        .await
+        .unwrap();
+    assert_eq!(
+        store.open_games_by_creator().await.unwrap(),
+        [(created.game.id, ip)]
+    );
+}
+
+#[tokio::test]
+async fn a_commit_that_would_not_read_back_is_refused_and_leaves_the_game_as_it_was() {
+    let dir = tempfile::tempdir().unwrap();
+    let store: Arc<dyn GameStore> =
+        Arc::new(SqliteStore::open(dir.path().join("games.db")).unwrap());
+    let (manager, _hub) = manager(Arc::clone(&store));
+    let (id, _) = new_game(&manager, Preset::Standard.rules()).await;
+    let before = store.load(&id).await.unwrap();
+    let mut state = before.clone();
+    // Past 2262 the stored nanoseconds saturate: it would load with another time.
+    state.info.updated = SystemTime::UNIX_EPOCH + Duration::from_secs(400 * 366 * 86_400);
+    let error = store
+        .commit(Commit {
+            expected_sequence: state.info.sequence,
+            state,
+            game_events: Vec::new(),
+            lobby_events: Vec::new(),
+            time: SystemTime::now(),
+        })
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(&error, StoreError::Backend(why) if why.contains("does not read back")),
+        "{error:?}"
+    );
+    assert_eq!(store.load(&id).await.unwrap().info, before.info);
+    drop(manager);
+    drop(store);
+    let store = SqliteStore::open(dir.path().join("games.db")).unwrap();
+    assert_eq!(store.info(&id).await.unwrap(), before.info);
+}
+
+#[tokio::test]
+async fn a_damaged_open_game_does_not_hold_its_creators_slot() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("games.db");
+    let store: Arc<dyn GameStore> = Arc::new(SqliteStore::open(&path).unwrap());
+    let (games, _hub) = manager(Arc::clone(&store));
+    let ip: IpAddr = "192.0.2.7".parse().unwrap();
+    let mut ids = Vec::new();
+    for _ in 0..2 {
+        let created = games
+            .create_game_from(
+                Some(ip),
+                NewGame {
+                    rules: Preset::Standard.rules(),
+                    preset: None,
+                    start: None,
+                    seat: Some(Player::First),
+                    display_name: "Lan".to_owned(),
+                    computer: None,
+                },
+            )
+            .await
+            .unwrap();
+        ids.push(created.game.id);
+    }
+    drop(games);
+    drop(store);
+    Connection::open(&path)
+        .unwrap()
+        .execute(
+            "UPDATE games SET info = '{\"broken' WHERE id = ?1",
+            [ids[0].as_str()],
+        )
+        .unwrap();
+    let store = SqliteStore::open(&path).unwrap();
+    assert_eq!(
+        store.open_games_by_creator().await.unwrap(),
+        [(ids[1].clone(), ip)]
+    );
+    assert!(matches!(
+        store.info(&ids[0]).await,
+        Err(StoreError::Damaged { id, .. }) if id == ids[0]
+    ));
+}
+
+#[test]
+fn every_status_has_a_filter_slot() {
+    assert_eq!(
+        statuses(GameFilter::All),
+        ["waiting", "active", "finished", "aborted"]
+    );
+    assert!(statuses(GameFilter::Finished).contains(&"aborted"));
+}
+
+/// The cases every store passes, on a fresh database file each.
+mod suite {
+    use std::sync::Arc;
+
+    use oanquan_game::GameStore;
+
+    use crate::SqliteStore;
+
+    oanquan_game::store_suite!({
+        let dir = tempfile::tempdir().unwrap();
+        let store: Arc<dyn GameStore> =
+            Arc::new(SqliteStore::open(dir.path().join("games.db")).unwrap());
+        (store, dir)
+    });
+}

@@ -1,0 +1,501 @@
+//! The writer thread: the only writing connection, group commit, the cache of unfinished
+//! games, and the probes of a writer that cannot write.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, mpsc};
+use std::time::Duration;
+
+use oanquan_game::{
+    Commit, Committed, GameEvent, GameEventKind, GameId, GameInfo, GameState, LobbyEvent,
+    LobbyEventKind, StoreError, TokenHash,
+};
+use oanquan_rules::Move;
+use rusqlite::{Connection, OptionalExtension as _, TransactionBehavior, params};
+use tokio::sync::{oneshot, watch};
+use tracing::{error, info, warn};
+
+use crate::codec::{GameEventDto, InfoDto, LobbyEventDto, player_name, status_name, time_to_db};
+use crate::fault::backend;
+use crate::schema::{self};
+
+/// Most commits in one transaction. Bounds the latency one batch adds to its last member.
+pub const MAX_BATCH: usize = 256;
+
+/// Unfinished games whose latest state is kept in memory for [`GameStore::load`](oanquan_game::GameStore::load).
+pub(crate) const MAX_CACHED_GAMES: usize = 4_096;
+
+/// The latest committed state of recently changed, unfinished games, so that playing a move does
+/// not read and replay the whole game first. Only the writer thread changes it, after its
+/// transaction commits and before it answers, so it never holds a state older than one already
+/// acknowledged; readers only look. A game missing from it is read from the database.
+pub(crate) type Cache = Arc<Mutex<HashMap<GameId, GameState>>>;
+
+pub(crate) fn lock(cache: &Cache) -> std::sync::MutexGuard<'_, HashMap<GameId, GameState>> {
+    // Only whole entries are inserted or removed under the lock: a poisoned map is consistent.
+    cache
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+/// The first wait before the writer tries a write again after a lasting failure; it doubles
+/// up to [`MAX_PROBE_BACKOFF`].
+pub(crate) const FIRST_PROBE_BACKOFF: Duration = Duration::from_millis(100);
+
+/// The longest wait between two tries of a writer that cannot write.
+pub(crate) const MAX_PROBE_BACKOFF: Duration = Duration::from_secs(5);
+
+/// One commit for the writer thread.
+pub(crate) struct Job {
+    pub(crate) create: bool,
+    pub(crate) commit: Commit,
+    pub(crate) reply: oneshot::Sender<Result<Committed, StoreError>>,
+}
+
+/// What the writer thread is asked to do.
+// Commits, the hot path, travel unboxed; the small variant is for tests only.
+#[allow(clippy::large_enum_variant)]
+pub(crate) enum Message {
+    Commit(Job),
+    /// Run on the writing connection (tests: fault injection).
+    Call(Box<dyn FnOnce(&mut Connection) + Send>),
+}
+
+pub(crate) fn run_writer(
+    mut conn: Connection,
+    messages: &mpsc::Receiver<Message>,
+    cache: &Cache,
+    health: &watch::Sender<bool>,
+) {
+    // `Some(wait)` while the file cannot be written: try a probe write after `wait`.
+    let mut backoff: Option<Duration> = None;
+    let mut next = None;
+    loop {
+        let message = match next.take() {
+            Some(message) => message,
+            None => match backoff {
+                None => match messages.recv() {
+                    Ok(message) => message,
+                    Err(_) => break,
+                },
+                Some(wait) => match messages.recv_timeout(wait) {
+                    Ok(message) => message,
+                    Err(mpsc::RecvTimeoutError::Timeout) => {
+                        backoff = match probe(&mut conn) {
+                            Ok(()) => {
+                                set_writable(health, true, None);
+                                None
+                            }
+                            Err(_) => Some((wait * 2).min(MAX_PROBE_BACKOFF)),
+                        };
+                        continue;
+                    }
+                    Err(mpsc::RecvTimeoutError::Disconnected) => break,
+                },
+            },
+        };
+        let first = match message {
+            Message::Commit(job) => job,
+            Message::Call(call) => {
+                call(&mut conn);
+                continue;
+            }
+        };
+        let mut batch = vec![first];
+        while batch.len() < MAX_BATCH {
+            match messages.try_recv() {
+                Ok(Message::Commit(job)) => batch.push(job),
+                // Runs after this batch, in order.
+                Ok(call) => {
+                    next = Some(call);
+                    break;
+                }
+                Err(_) => break,
+            }
+        }
+        let (work, replies): (Vec<_>, Vec<_>) = batch
+            .into_iter()
+            .map(|job| ((job.create, job.commit), job.reply))
+            .unzip();
+        let results = write_batch(&mut conn, work);
+        // Any commit refused for want of space or permission means the store cannot write
+        // now, even if smaller commits of the same batch fitted.
+        let unavailable = results.iter().find_map(|result| match result {
+            Err((_, error @ StoreError::Unavailable(_))) => Some(error.clone()),
+            _ => None,
+        });
+        if let Some(error) = unavailable {
+            set_writable(health, false, Some(&error));
+            backoff.get_or_insert(FIRST_PROBE_BACKOFF);
+        } else if results.iter().any(Result::is_ok) {
+            set_writable(health, true, None);
+            backoff = None;
+        }
+        // The states move into the cache (no copy): only the `Committed` part goes back.
+        let mut answers = Vec::with_capacity(results.len());
+        {
+            let mut cache = lock(cache);
+            for result in results {
+                answers.push(match result {
+                    Ok((committed, state)) => {
+                        if state.info.status.is_over() {
+                            cache.remove(&state.info.id);
+                        } else {
+                            if cache.len() >= MAX_CACHED_GAMES
+                                && !cache.contains_key(&state.info.id)
+                            {
+                                cache.clear();
+                            }
+                            cache.insert(state.info.id.clone(), state);
+                        }
+                        Ok(committed)
+                    }
+                    Err((id, error)) => {
+                        // Another process may have written the game: read it afresh next time.
+                        if let (Some(id), StoreError::Conflict { .. }) = (&id, &error) {
+                            cache.remove(id);
+                        }
+                        Err(error)
+                    }
+                });
+            }
+        }
+        // Answered only now: every result in the batch is durable (or failed) at this point.
+        for (reply, result) in replies.into_iter().zip(answers) {
+            // The caller may have gone away; what it committed stays committed.
+            let _ = reply.send(result);
+        }
+    }
+    // Every sender dropped: the store is closing, and the readers are closed already. Fold the
+    // whole WAL into the file so that the file alone holds every game, then close: as the last
+    // connection, closing removes the -wal and -shm files.
+    if let Err(error) = conn.query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |row| {
+        row.get::<_, i64>(0)
+    }) {
+        warn!(%error, "folding the write-ahead log into the database");
+    }
+    if let Err((_, error)) = conn.close() {
+        warn!(%error, "closing the database");
+    }
+}
+
+/// Publishes whether the store can write, logging each change once.
+pub(crate) fn set_writable(
+    health: &watch::Sender<bool>,
+    writable: bool,
+    error: Option<&StoreError>,
+) {
+    let changed = health.send_if_modified(|now| std::mem::replace(now, writable) != writable);
+    match (changed, writable) {
+        (true, false) => error!(
+            error = %error.map(ToString::to_string).unwrap_or_default(),
+            "the database cannot be written: writes answer UNAVAILABLE and health is NOT_SERVING \
+             until a write succeeds (free disk space, or make the file writable)"
+        ),
+        (true, true) => info!("the database can be written again; health is SERVING"),
+        _ => {}
+    }
+}
+
+/// Tries what a commit needs without changing any data: a page beyond the free ones (a full
+/// disk or `max_page_count` refuses it; rolled back), then a committed rewrite of the header
+/// (the log takes writes and fsyncs).
+pub(crate) fn probe(conn: &mut Connection) -> rusqlite::Result<()> {
+    {
+        let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+        let (free, page_size): (i64, i64) = tx.query_row(
+            "SELECT (SELECT freelist_count FROM pragma_freelist_count),
+                    (SELECT page_size FROM pragma_page_size)",
+            [],
+            |row| Ok((row.get(0)?, row.get(1)?)),
+        )?;
+        // Text of (free + 2) pages, so that it cannot fit in the pages already there. The
+        // sequence is one no event has; the insert is rolled back when `tx` drops.
+        tx.execute(
+            "INSERT INTO lobby_events (sequence, time, event) VALUES (-1, 0, hex(zeroblob(?1)))",
+            [(free + 2) * page_size / 2],
+        )?;
+    }
+    schema::probe_write(conn)
+}
+
+/// One commit's outcome in a batch: what it wrote and the state to cache, or the error and the
+/// game it was for.
+pub(crate) type BatchResult = Result<(Committed, GameState), (Option<GameId>, StoreError)>;
+
+/// Runs a batch of commits in one transaction, each in its own savepoint.
+pub(crate) fn write_batch(conn: &mut Connection, work: Vec<(bool, Commit)>) -> Vec<BatchResult> {
+    let count = work.len();
+    let mut tx = match conn.transaction_with_behavior(TransactionBehavior::Immediate) {
+        Ok(tx) => tx,
+        Err(error) => return vec![Err((None, backend(error))); count],
+    };
+    let mut results = Vec::with_capacity(count);
+    for (create, commit) in work {
+        let id = commit.state.info.id.clone();
+        let result = tx.savepoint().map_err(backend).and_then(|savepoint| {
+            // Dropping the savepoint on error rolls back this commit only.
+            let committed = apply(&savepoint, create, commit)?;
+            savepoint.commit().map_err(backend)?;
+            Ok(committed)
+        });
+        results.push(result.map_err(|e| (Some(id), e)));
+    }
+    if let Err(error) = tx.commit() {
+        let error = backend(error);
+        warn!(%error, commits = count, "database commit failed");
+        if !conn.is_autocommit() {
+            let _ = conn.execute_batch("ROLLBACK");
+        }
+        for result in &mut results {
+            if result.is_ok() {
+                *result = Err((None, error.clone()));
+            }
+        }
+    }
+    results
+}
+
+/// Writes one commit. Runs inside a savepoint.
+pub(crate) fn apply(
+    conn: &Connection,
+    create: bool,
+    mut commit: Commit,
+) -> Result<(Committed, GameState), StoreError> {
+    let expected = commit.expected_sequence;
+    let tokens = commit
+        .state
+        .token_hashes
+        .map(|hash| hash.map(TokenHash::to_bytes));
+    let (stored, stored_moves) = if create {
+        let exists = conn
+            .prepare_cached("SELECT 1 FROM games WHERE id = ?1")
+            .and_then(|mut s| s.exists([commit.state.info.id.as_str()]))
+            .map_err(backend)?;
+        if expected != 0 || exists {
+            return Err(StoreError::Conflict { current: 0 });
+        }
+        (None, 0)
+    } else {
+        let (ord, current, moves, same_columns): (i64, i64, i64, bool) = conn
+            .prepare_cached(
+                "SELECT ord, sequence, move_count, status, token_first, token_second
+                 FROM games WHERE id = ?1",
+            )
+            .and_then(|mut s| {
+                s.query_row([commit.state.info.id.as_str()], |row| {
+                    // Whether the indexed status and the tokens stay as they are: then the
+                    // update leaves them (and the status index) alone.
+                    let same_token = |column, token: Option<[u8; 32]>| {
+                        row.get_ref(column)
+                            .map(|value| value.as_blob_or_null().ok().flatten())
+                            .map(|stored| stored == token.as_ref().map(<[u8; 32]>::as_slice))
+                    };
+                    let same_columns = row.get_ref(3)?.as_str().ok()
+                        == Some(status_name(commit.state.info.status))
+                        && same_token(4, tokens.first)?
+                        && same_token(5, tokens.second)?;
+                    Ok((row.get(0)?, row.get(1)?, row.get(2)?, same_columns))
+                })
+                .optional()
+            })
+            .map_err(backend)?
+            .ok_or(StoreError::NotFound)?;
+        let current = current as u64;
+        if current != expected {
+            return Err(StoreError::Conflict { current });
+        }
+        (Some((ord, same_columns)), moves as usize)
+    };
+
+    let sequence = expected + commit.game_events.len() as u64;
+    commit.state.info.sequence = sequence;
+    let state = &commit.state;
+    let id = &state.info.id;
+    let new_moves = state.moves.since(stored_moves).ok_or_else(|| {
+        StoreError::Backend(format!(
+            "a commit to game {id} removes moves; they only append"
+        ))
+    })?;
+    let info_json = encode_json(&InfoDto::new(&state.info))
+        .map_err(|e| StoreError::Backend(format!("encoding game {id}: {e}")))?;
+    check_info_reads_back(&state.info, &info_json).map_err(unreadable(id))?;
+    let status = status_name(state.info.status);
+    let move_count = i64::from(state.info.move_count);
+    let ord = match stored {
+        None => {
+            conn.prepare_cached(
+                "INSERT INTO games (id, status, sequence, move_count, token_first, token_second, info,
+                                    creator)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
+            )
+            .and_then(|mut s| {
+                s.execute(params![
+                    id.as_str(),
+                    status,
+                    sequence as i64,
+                    move_count,
+                    tokens.first,
+                    tokens.second,
+                    info_json,
+                    state.creator.map(|ip| ip.to_string()),
+                ])
+            })
+            .map_err(backend)?;
+            conn.last_insert_rowid()
+        }
+        // A move: only the changing columns, by primary key.
+        Some((ord, true)) => {
+            conn.prepare_cached(
+                "UPDATE games SET sequence = ?2, move_count = ?3, info = ?4 WHERE ord = ?1",
+            )
+            .and_then(|mut s| s.execute(params![ord, sequence as i64, move_count, info_json]))
+            .map_err(backend)?;
+            ord
+        }
+        Some((ord, false)) => {
+            conn.prepare_cached(
+                "UPDATE games SET status = ?2, sequence = ?3, move_count = ?4, token_first = ?5,
+                 token_second = ?6, info = ?7 WHERE ord = ?1",
+            )
+            .and_then(|mut s| {
+                s.execute(params![
+                    ord,
+                    status,
+                    sequence as i64,
+                    move_count,
+                    tokens.first,
+                    tokens.second,
+                    info_json,
+                ])
+            })
+            .map_err(backend)?;
+            ord
+        }
+    };
+
+    for (index, record) in new_moves.into_iter().enumerate() {
+        if record.mv.to_string().parse::<Move>().ok() != Some(record.mv) {
+            return Err(unreadable(id)(format!(
+                "move {} does not read back",
+                record.number
+            )));
+        }
+        if record.number as usize != stored_moves + index + 1 {
+            return Err(StoreError::Backend(format!(
+                "game {id}: move number {} out of order",
+                record.number
+            )));
+        }
+        conn.prepare_cached(
+            "INSERT INTO moves (game, number, player, mv, time) VALUES (?1, ?2, ?3, ?4, ?5)",
+        )
+        .and_then(|mut s| {
+            s.execute(params![
+                ord,
+                record.number,
+                player_name(record.player),
+                record.mv.to_string(),
+                time_to_db(record.time),
+            ])
+        })
+        .map_err(backend)?;
+    }
+
+    let time = time_to_db(commit.time);
+    let mut game_events = Vec::with_capacity(commit.game_events.len());
+    for (sequence, kind) in (expected + 1..).zip(commit.game_events) {
+        if let GameEventKind::GameStarted { game } = &kind {
+            check_game_reads_back(game).map_err(unreadable(id))?;
+        }
+        let json = encode_json(&GameEventDto::new(&kind))
+            .map_err(|e| StoreError::Backend(format!("encoding an event of game {id}: {e}")))?;
+        conn.prepare_cached(
+            "INSERT INTO game_events (game, sequence, time, event) VALUES (?1, ?2, ?3, ?4)",
+        )
+        .and_then(|mut s| s.execute(params![ord, sequence as i64, time, json]))
+        .map_err(backend)?;
+        game_events.push(Arc::new(GameEvent {
+            game_id: id.clone(),
+            sequence,
+            time: commit.time,
+            kind,
+        }));
+    }
+
+    let mut lobby_events = Vec::with_capacity(commit.lobby_events.len());
+    if !commit.lobby_events.is_empty() {
+        let last = last_lobby_sequence(conn)?;
+        for (sequence, kind) in (last + 1..).zip(commit.lobby_events) {
+            if let LobbyEventKind::GameCreated { game } = &kind {
+                check_game_reads_back(game).map_err(unreadable(id))?;
+            }
+            let json = encode_json(&LobbyEventDto::new(&kind))
+                .map_err(|e| StoreError::Backend(format!("encoding a lobby event: {e}")))?;
+            conn.prepare_cached(
+                "INSERT INTO lobby_events (sequence, time, event) VALUES (?1, ?2, ?3)",
+            )
+            .and_then(|mut s| s.execute(params![sequence as i64, time, json]))
+            .map_err(backend)?;
+            lobby_events.push(Arc::new(LobbyEvent {
+                sequence,
+                time: commit.time,
+                kind,
+            }));
+        }
+    }
+
+    let committed = Committed {
+        info: commit.state.info.clone(),
+        game_events,
+        lobby_events,
+    };
+    Ok((committed, commit.state))
+}
+
+/// A commit refused because what it would store does not decode back to what was accepted:
+/// storing it would leave a game nobody can load.
+pub(crate) fn unreadable(id: &GameId) -> impl Fn(String) -> StoreError + '_ {
+    move |why| {
+        StoreError::Backend(format!(
+            "game {id} would be stored in a form that does not read back ({why}); refused"
+        ))
+    }
+}
+
+/// Whether `json` (the encoding of `info`) decodes to `info` again.
+pub(crate) fn check_info_reads_back(info: &GameInfo, json: &str) -> Result<(), String> {
+    let dto: InfoDto = serde_json::from_str(json).map_err(|e| e.to_string())?;
+    let decoded = dto.decode()?;
+    let mut back = decoded.info;
+    if !decoded.position_known {
+        // Taken from the replay of the stored moves on load, which is checked on its own.
+        back.position = info.position;
+    }
+    if back == *info {
+        Ok(())
+    } else {
+        Err("it decodes to a different game".to_owned())
+    }
+}
+
+pub(crate) fn check_game_reads_back(info: &GameInfo) -> Result<(), String> {
+    let json = encode_json(&InfoDto::new(info)).map_err(|e| e.to_string())?;
+    check_info_reads_back(info, &json)
+}
+
+/// `serde_json::to_string` into a buffer sized for our rows up front, rather than one grown
+/// (and copied) several times per row.
+pub(crate) fn encode_json(value: &impl serde::Serialize) -> serde_json::Result<String> {
+    let mut buffer = Vec::with_capacity(1024);
+    serde_json::to_writer(&mut buffer, value)?;
+    // serde_json writes UTF-8 only.
+    Ok(String::from_utf8(buffer)
+        .unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned()))
+}
+
+pub(crate) fn last_lobby_sequence(conn: &Connection) -> Result<u64, StoreError> {
+    conn.prepare_cached("SELECT COALESCE(MAX(sequence), 0) FROM lobby_events")
+        .and_then(|mut s| s.query_row([], |row| row.get::<_, i64>(0)))
+        .map(|last| last as u64)
+        .map_err(backend)
+}
