@@ -717,10 +717,10 @@ async fn play_turn(manager: Arc<GameManager>, computer: Arc<Computer>, id: GameI
             return;
         }
     };
-    let Some((seat, level)) = computer_to_move(&state.info) else {
+    let Some((seat, level)) = computer_to_move(state.info()) else {
         return;
     };
-    let game = state.engine;
+    let game = state.into_engine();
     let ply = game.position().ply();
     let seed = seed(&id, ply);
     let limits = SearchLimits::time(computer.move_time);

@@ -33,7 +33,8 @@ pub use manager::{
 pub use memory::{MemoryLimits, MemoryStore};
 pub use model::{
     GameEvent, GameEventKind, GameFilter, GameId, GameIdError, GameInfo, GameResult, GameState,
-    GameStatus, LobbyEvent, LobbyEventKind, MoveLog, MoveRecord, PlayerKind, SeatInfo, Termination,
+    GameStatus, LobbyEvent, LobbyEventKind, MoveLog, MoveRecord, PlayedMove, PlayerKind,
+    RestoreError, SeatInfo, Termination,
 };
 pub use store::{
     Commit, Committed, GameStore, Page, Since, StoreError, StoreFuture, page_cursor,

@@ -421,7 +421,7 @@ impl GameManager {
     /// [`GameError::GameNotFound`].
     pub async fn list_moves(&self, id: &GameId) -> Result<(Position, MoveLog), GameError> {
         let state = self.store.load(id).await.map_err(Self::not_found(id))?;
-        Ok((state.info.start, state.moves))
+        Ok((state.info().start, state.moves().clone()))
     }
 
     /// Watches a game as a spectator with no known address: a snapshot (no `after`, or 0)
@@ -543,7 +543,7 @@ impl GameManager {
     ) -> Result<(Committed, T), GameError> {
         for _ in 0..MAX_ATTEMPTS {
             let state = self.store.load(id).await.map_err(Self::not_found(id))?;
-            let expected_sequence = state.info.sequence;
+            let expected_sequence = state.info().sequence;
             let now = SystemTime::now();
             let (
                 state,

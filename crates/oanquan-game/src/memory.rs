@@ -80,7 +80,7 @@ impl MemoryStore {
     }
 
     fn write(&self, inner: &mut Inner, mut commit: Commit, index: usize) -> Committed {
-        let id = commit.state.info.id.clone();
+        let id = commit.state.info().id.clone();
         let mut sequence = commit.expected_sequence;
         let game_events: Vec<Arc<GameEvent>> = commit
             .game_events
@@ -107,8 +107,8 @@ impl MemoryStore {
                 })
             })
             .collect();
-        commit.state.info.sequence = sequence;
-        let info = commit.state.info.clone();
+        commit.state.set_sequence(sequence);
+        let info = commit.state.info().clone();
         let stored = match inner.games.entry(id) {
             Entry::Occupied(entry) => {
                 let stored = entry.into_mut();
@@ -166,11 +166,11 @@ impl GameStore for MemoryStore {
                     self.limits.max_games
                 )));
             }
-            if commit.expected_sequence != 0 || inner.games.contains_key(&commit.state.info.id) {
+            if commit.expected_sequence != 0 || inner.games.contains_key(&commit.state.info().id) {
                 return Err(StoreError::Conflict { current: 0 });
             }
             let index = inner.order.len();
-            inner.order.push(commit.state.info.id.clone());
+            inner.order.push(commit.state.info().id.clone());
             Ok(self.write(&mut inner, commit, index))
         })();
         futures::future::ready(result).boxed()
@@ -181,9 +181,9 @@ impl GameStore for MemoryStore {
             let mut inner = self.lock();
             let stored = inner
                 .games
-                .get(&commit.state.info.id)
+                .get(&commit.state.info().id)
                 .ok_or(StoreError::NotFound)?;
-            let current = stored.state.info.sequence;
+            let current = stored.state.info().sequence;
             if current != commit.expected_sequence {
                 return Err(StoreError::Conflict { current });
             }
@@ -208,7 +208,7 @@ impl GameStore for MemoryStore {
             .lock()
             .games
             .get(id)
-            .map(|stored| stored.state.info.clone())
+            .map(|stored| stored.state.info().clone())
             .ok_or(StoreError::NotFound);
         futures::future::ready(result).boxed()
     }
@@ -232,7 +232,7 @@ impl GameStore for MemoryStore {
             let mut next_cursor = None;
             for index in (0..end).rev() {
                 let stored = &inner.games[&inner.order[index]];
-                if !filter.accepts(stored.state.info.status) {
+                if !filter.accepts(stored.state.info().status) {
                     continue;
                 }
                 if games.len() == limit {
@@ -240,7 +240,7 @@ impl GameStore for MemoryStore {
                     next_cursor = Some(page_cursor(filter, index as u64 + 1));
                     break;
                 }
-                games.push(stored.state.info.clone());
+                games.push(stored.state.info().clone());
             }
             Ok(Page { games, next_cursor })
         })();
@@ -257,7 +257,7 @@ impl GameStore for MemoryStore {
             .games
             .get(id)
             .map(|stored| {
-                let info = &stored.state.info;
+                let info = stored.state.info();
                 since(&stored.events, info.sequence, after, info.status.is_over())
             })
             .ok_or(StoreError::NotFound);
@@ -276,7 +276,7 @@ impl GameStore for MemoryStore {
             .order
             .iter()
             .rev()
-            .map(|id| &inner.games[id].state.info)
+            .map(|id| inner.games[id].state.info())
             .filter(|info| !info.status.is_over())
             .take(limit)
             .cloned()
@@ -290,8 +290,8 @@ impl GameStore for MemoryStore {
         let games = inner
             .games
             .iter()
-            .filter(|(_, stored)| !stored.state.info.status.is_over())
-            .filter_map(|(id, stored)| stored.state.creator.map(|ip| (id.clone(), ip)))
+            .filter(|(_, stored)| !stored.state.info().status.is_over())
+            .filter_map(|(id, stored)| stored.state.creator().map(|ip| (id.clone(), ip)))
             .collect();
         futures::future::ready(Ok(games)).boxed()
     }

@@ -6,7 +6,7 @@ use std::time::SystemTime;
 
 use oanquan_ai::Level;
 use oanquan_rules::{
-    ByPlayer, EndReason, Game, Move, Outcome, Player, Position, Preset, Rules, Step,
+    ByPlayer, EndReason, Game, Move, Outcome, PlayError, Player, Position, Preset, Rules, Step,
 };
 
 use crate::token::{TokenHash, random_game_id};
@@ -372,28 +372,242 @@ pub struct GameInfo {
     pub sequence: u64,
 }
 
-/// The whole game as a store keeps it.
+/// The whole game as a store keeps it, with its invariants: the current position lives in the
+/// engine alone, and `info.position` and `info.move_count` are set from the engine and the move
+/// log by [`GameState`] itself after every change, never by hand.
 ///
 /// `engine` (the rules crate's [`Game`], which tracks repetitions) is derived data: a durable
-/// store persists `info`, `token_hashes` and `moves` and rebuilds it on load with
-/// [`Game::replay`]`(info.start, moves.map(|m| m.mv))`.
+/// store persists `info`, `token_hashes`, the moves and `creator`, and rebuilds the rest with
+/// [`GameState::restore`], which replays the moves and checks them against what was stored.
+/// Only the transitions of [`transition`](crate::transition) change a state (and a store its
+/// [`sequence`](GameState::set_sequence)).
 #[derive(Debug, Clone)]
 pub struct GameState {
-    /// Public data.
-    pub info: GameInfo,
+    info: GameInfo,
     /// SHA-256 of each seat's token.
-    pub token_hashes: ByPlayer<Option<TokenHash>>,
+    token_hashes: ByPlayer<Option<TokenHash>>,
     /// Every move with its trace, shared between copies of the state (see [`MoveLog`]).
-    pub moves: MoveLog,
-    /// The engine, positioned after the last move.
-    pub engine: Game,
+    moves: MoveLog,
+    /// The engine, positioned after the last move: the one source of the current position.
+    engine: Game,
     /// The address that created the game (in [`client_key`](crate::limits::client_key) form:
     /// IPv6 cut to its /64), for the open-games-per-client limit across restarts. Never sent to
     /// clients; `None` for games created in-process or before this was recorded.
-    pub creator: Option<std::net::IpAddr>,
+    creator: Option<std::net::IpAddr>,
+}
+
+/// A stored move, before it is replayed: what a durable store keeps of a [`MoveRecord`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PlayedMove {
+    /// Who played it.
+    pub player: Player,
+    /// The move.
+    pub mv: Move,
+    /// When.
+    pub time: SystemTime,
+}
+
+/// Why stored data does not make a game: the store reports it as a damaged game.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum RestoreError {
+    /// A move was stored for the player not to move.
+    #[error("move {number} by the wrong player")]
+    WrongPlayer {
+        /// 1-based move number.
+        number: u32,
+    },
+    /// A move the rules refuse in its position.
+    #[error("move {number} ({mv}): {reason}")]
+    IllegalMove {
+        /// 1-based move number.
+        number: u32,
+        /// The move.
+        mv: Move,
+        /// The rules' reason.
+        reason: String,
+    },
+    /// The summary counts another number of moves than the log holds.
+    #[error("{stored} moves stored, {expected} expected")]
+    MoveCount {
+        /// Moves in the log.
+        stored: usize,
+        /// The summary's `move_count`.
+        expected: u32,
+    },
+    /// The summary's position is not where the moves lead.
+    #[error("the stored position differs from the replay")]
+    PositionDiffers,
 }
 
 impl GameState {
+    /// A new game before any move: the engine at `info.start`.
+    pub(crate) fn new(
+        info: GameInfo,
+        token_hashes: ByPlayer<Option<TokenHash>>,
+        creator: Option<std::net::IpAddr>,
+    ) -> GameState {
+        let mut state = GameState {
+            engine: Game::from_position(info.start),
+            info,
+            token_hashes,
+            moves: MoveLog::new(),
+            creator,
+        };
+        state.sync();
+        state
+    }
+
+    /// Rebuilds a stored game by replaying `moves` from `info.start`, checking that each was
+    /// legal and played by the player to move, that `info.move_count` counts them, and, when
+    /// the store kept it, that `stored_position` is where they lead. `info.position` is then
+    /// the replayed position, whatever was stored in it.
+    ///
+    /// # Errors
+    ///
+    /// [`RestoreError`] if the stored data is inconsistent.
+    pub fn restore(
+        info: GameInfo,
+        token_hashes: ByPlayer<Option<TokenHash>>,
+        moves: impl IntoIterator<Item = PlayedMove>,
+        creator: Option<std::net::IpAddr>,
+        stored_position: Option<Position>,
+    ) -> Result<GameState, RestoreError> {
+        let mut engine = Game::from_position(info.start);
+        let mut log = MoveLog::new();
+        for (played, number) in moves.into_iter().zip(1..) {
+            if engine.position().to_move() != played.player {
+                return Err(RestoreError::WrongPlayer { number });
+            }
+            let steps = engine
+                .play(played.mv)
+                .map_err(|e| RestoreError::IllegalMove {
+                    number,
+                    mv: played.mv,
+                    reason: e.to_string(),
+                })?;
+            log.push(MoveRecord {
+                number,
+                player: played.player,
+                mv: played.mv,
+                steps,
+                position: *engine.position(),
+                time: played.time,
+            });
+        }
+        if log.len() != info.move_count as usize {
+            return Err(RestoreError::MoveCount {
+                stored: log.len(),
+                expected: info.move_count,
+            });
+        }
+        if stored_position.is_some_and(|position| position != *engine.position()) {
+            return Err(RestoreError::PositionDiffers);
+        }
+        let mut state = GameState {
+            info,
+            token_hashes,
+            moves: log,
+            engine,
+            creator,
+        };
+        state.sync();
+        Ok(state)
+    }
+
+    /// Public data.
+    #[must_use]
+    pub fn info(&self) -> &GameInfo {
+        &self.info
+    }
+
+    /// Public data, taken out.
+    #[must_use]
+    pub fn into_info(self) -> GameInfo {
+        self.info
+    }
+
+    /// SHA-256 of each seat's token.
+    #[must_use]
+    pub fn token_hashes(&self) -> &ByPlayer<Option<TokenHash>> {
+        &self.token_hashes
+    }
+
+    /// Every move with its trace, oldest first.
+    #[must_use]
+    pub fn moves(&self) -> &MoveLog {
+        &self.moves
+    }
+
+    /// The engine, positioned after the last move (it knows the repetitions).
+    #[must_use]
+    pub fn engine(&self) -> &Game {
+        &self.engine
+    }
+
+    /// The engine, taken out (for a search that needs its repetitions).
+    #[must_use]
+    pub fn into_engine(self) -> Game {
+        self.engine
+    }
+
+    /// The current position.
+    #[must_use]
+    pub fn position(&self) -> &Position {
+        self.engine.position()
+    }
+
+    /// The creator's address in [`client_key`](crate::limits::client_key) form, if recorded.
+    #[must_use]
+    pub fn creator(&self) -> Option<std::net::IpAddr> {
+        self.creator
+    }
+
+    /// Stamps the sequence number of the last event committed with this state: the store's
+    /// part of a commit (see [`Commit`](crate::Commit)).
+    pub fn set_sequence(&mut self, sequence: u64) {
+        self.info.sequence = sequence;
+    }
+
+    /// Changes the summary; what it says of the position is then set again from the engine, so
+    /// an edit cannot make it a second, diverging copy.
+    pub(crate) fn edit(&mut self, change: impl FnOnce(&mut GameInfo)) {
+        change(&mut self.info);
+        self.sync();
+    }
+
+    /// Gives `seat` the token that hashes to `hash`.
+    pub(crate) fn set_token(&mut self, seat: Player, hash: TokenHash) {
+        self.token_hashes[seat] = Some(hash);
+    }
+
+    /// Plays `mv` for `player` (whose turn the caller checked) and logs it.
+    pub(crate) fn play(
+        &mut self,
+        player: Player,
+        mv: Move,
+        now: SystemTime,
+    ) -> Result<MoveRecord, PlayError> {
+        let steps = self.engine.play(mv)?;
+        let record = MoveRecord {
+            number: self.info.move_count + 1,
+            player,
+            mv,
+            steps,
+            position: *self.engine.position(),
+            time: now,
+        };
+        self.moves.push(record.clone());
+        self.sync();
+        Ok(record)
+    }
+
+    /// The one place the summary's position and move count are written: from the engine and
+    /// the log.
+    fn sync(&mut self) {
+        self.info.position = *self.engine.position();
+        self.info.move_count = u32::try_from(self.moves.len()).unwrap_or(u32::MAX);
+    }
+
     /// The seat whose token hashes to `hash`, checking both seats in constant time.
     #[must_use]
     pub fn seat_of(&self, hash: &TokenHash) -> Option<Player> {

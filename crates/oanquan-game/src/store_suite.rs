@@ -80,9 +80,9 @@ pub async fn a_game_reads_back_as_committed(store: Arc<dyn GameStore>) {
     let (id, _) = played(&manager, 3).await;
     let info = manager.get_game(&id).await.unwrap();
     let state = store.load(&id).await.unwrap();
-    assert_eq!(state.info, info);
+    assert_eq!(state.info(), &info);
     assert_eq!(store.info(&id).await.unwrap(), info);
-    assert_eq!(state.engine.position(), &info.position);
+    assert_eq!(state.position(), &info.position);
     assert_eq!(info.position.ply(), 3);
     assert_eq!(info.status, GameStatus::Active);
 }
@@ -100,9 +100,9 @@ pub async fn a_stale_commit_conflicts_and_changes_nothing(store: Arc<dyn GameSto
     let manager = manager(&store);
     let (id, [first, _]) = played(&manager, 0).await;
     let stale = store.load(&id).await.unwrap();
-    let stale_sequence = stale.info.sequence;
+    let stale_sequence = stale.info().sequence;
     // The game moves on without the stale copy.
-    let position = stale.info.position;
+    let position = stale.info().position;
     manager
         .play_move(
             &id,

@@ -10,12 +10,12 @@ use std::net::IpAddr;
 use std::time::SystemTime;
 
 use oanquan_ai::Level;
-use oanquan_rules::{Game, Move, Outcome, Player, Position, Preset, Rules};
+use oanquan_rules::{ByPlayer, Move, Outcome, Player, Position, Preset, Rules};
 
 use crate::error::GameError;
 use crate::model::{
-    GameEventKind, GameId, GameInfo, GameResult, GameState, GameStatus, LobbyEventKind, MoveLog,
-    MoveRecord, PlayerKind, SeatInfo, Termination, computer_name,
+    GameEventKind, GameId, GameInfo, GameResult, GameState, GameStatus, LobbyEventKind, MoveRecord,
+    PlayerKind, SeatInfo, Termination, computer_name,
 };
 use crate::token::TokenHash;
 
@@ -100,14 +100,9 @@ pub fn create(command: Create, now: SystemTime) -> (GameState, Transition<()>) {
             game: Box::new(info.clone()),
         },
     );
-    let mut state = GameState {
-        info,
-        token_hashes: Default::default(),
-        moves: MoveLog::new(),
-        engine: Game::from_position(command.start),
-        creator: command.creator,
-    };
-    state.token_hashes[seat] = Some(command.token);
+    let mut token_hashes = ByPlayer::default();
+    token_hashes[seat] = Some(command.token);
+    let state = GameState::new(info, token_hashes, command.creator);
     (
         state,
         Transition {
@@ -130,7 +125,7 @@ pub fn join(
     token: TokenHash,
     now: SystemTime,
 ) -> Decided<Player> {
-    match state.info.status {
+    match state.info().status {
         GameStatus::WaitingForPlayers => {}
         GameStatus::Active => {
             return Err(GameError::SeatTaken(
@@ -141,17 +136,19 @@ pub fn join(
     }
     let seat = Player::ALL
         .into_iter()
-        .find(|&p| state.info.seats[p].is_none())
+        .find(|&p| state.info().seats[p].is_none())
         .ok_or(GameError::SeatTaken("both seats are taken"))?;
-    state.info.seats[seat] = Some(SeatInfo {
-        display_name: display_name.to_owned(),
-        kind: PlayerKind::Human,
+    state.edit(|info| {
+        info.seats[seat] = Some(SeatInfo {
+            display_name: display_name.to_owned(),
+            kind: PlayerKind::Human,
+        });
+        info.status = GameStatus::Active;
+        info.updated = now;
     });
-    state.token_hashes[seat] = Some(token);
-    state.info.status = GameStatus::Active;
-    state.info.updated = now;
-    let position = state.info.position;
-    let id = state.info.id.clone();
+    state.set_token(seat, token);
+    let position = *state.position();
+    let id = state.info().id.clone();
     let transition = Transition {
         game_events: vec![
             GameEventKind::PlayerJoined {
@@ -160,7 +157,7 @@ pub fn join(
                 kind: PlayerKind::Human,
             },
             GameEventKind::GameStarted {
-                game: Box::new(state.info.clone()),
+                game: Box::new(state.info().clone()),
             },
             GameEventKind::TurnStarted {
                 player: position.to_move(),
@@ -207,8 +204,8 @@ pub fn play(
     let seat = match mover {
         Mover::Token(hash) => state.seat_of(&hash).ok_or(GameError::WrongToken)?,
         Mover::Computer => {
-            let to_move = state.info.position.to_move();
-            let is_computer = state.info.seats[to_move]
+            let to_move = state.position().to_move();
+            let is_computer = state.info().seats[to_move]
                 .as_ref()
                 .is_some_and(|s| matches!(s.kind, PlayerKind::Computer { .. }));
             if !is_computer {
@@ -217,36 +214,25 @@ pub fn play(
             to_move
         }
     };
-    match state.info.status {
+    match state.info().status {
         GameStatus::WaitingForPlayers => return Err(GameError::GameNotStarted),
         GameStatus::Finished | GameStatus::Aborted => return Err(GameError::GameOver),
         GameStatus::Active => {}
     }
-    let current = state.engine.position().ply();
+    let current = state.position().ply();
     match expected_ply {
         Some(expected) if expected != current => {
             return Err(GameError::StalePly { expected, current });
         }
         _ => {}
     }
-    let to_move = state.engine.position().to_move();
+    let to_move = state.position().to_move();
     if to_move != seat {
         return Err(GameError::NotYourTurn { to_move });
     }
-    let steps = state.engine.play(mv)?;
-    let position = *state.engine.position();
-    let record = MoveRecord {
-        number: state.info.move_count + 1,
-        player: seat,
-        mv,
-        steps,
-        position,
-        time: now,
-    };
-    state.moves.push(record.clone());
-    state.info.position = position;
-    state.info.move_count += 1;
-    state.info.updated = now;
+    let record = state.play(seat, mv, now)?;
+    let position = record.position;
+    state.edit(|info| info.updated = now);
     let mut game_events = vec![GameEventKind::MovePlayed {
         record: Box::new(record.clone()),
     }];
@@ -294,7 +280,7 @@ pub fn play(
 /// [`GameError::GameOver`].
 pub fn resign(state: GameState, token: &TokenHash, now: SystemTime) -> Decided<()> {
     let seat = state.seat_of(token).ok_or(GameError::WrongToken)?;
-    match state.info.status {
+    match state.info().status {
         GameStatus::WaitingForPlayers => return Err(GameError::GameNotStarted),
         GameStatus::Finished | GameStatus::Aborted => return Err(GameError::GameOver),
         GameStatus::Active => {}
@@ -303,7 +289,7 @@ pub fn resign(state: GameState, token: &TokenHash, now: SystemTime) -> Decided<(
         outcome: Some(Outcome::Decisive {
             winner: seat.other(),
         }),
-        scores: state.info.position.scores(),
+        scores: state.position().scores(),
         termination: Termination::Resignation,
         ended_by: Some(seat),
     };
@@ -317,15 +303,15 @@ pub fn resign(state: GameState, token: &TokenHash, now: SystemTime) -> Decided<(
 /// [`GameError::WrongToken`], [`GameError::GameAlreadyStarted`], [`GameError::GameOver`].
 pub fn abort(state: GameState, token: &TokenHash, now: SystemTime) -> Decided<()> {
     let seat = state.seat_of(token).ok_or(GameError::WrongToken)?;
-    if state.info.status.is_over() {
+    if state.info().status.is_over() {
         return Err(GameError::GameOver);
     }
-    if state.info.move_count > 0 {
+    if state.info().move_count > 0 {
         return Err(GameError::GameAlreadyStarted);
     }
     let result = GameResult {
         outcome: None,
-        scores: state.info.position.scores(),
+        scores: state.position().scores(),
         termination: Termination::Aborted,
         ended_by: Some(seat),
     };
@@ -339,12 +325,12 @@ pub fn abort(state: GameState, token: &TokenHash, now: SystemTime) -> Decided<()
 ///
 /// [`GameError::GameOver`] if the game is over or changed since: nothing to expire.
 pub fn expire(state: GameState, idle_since: SystemTime, now: SystemTime) -> Decided<()> {
-    if state.info.status.is_over() || state.info.updated >= idle_since {
+    if state.info().status.is_over() || state.info().updated >= idle_since {
         return Err(GameError::GameOver);
     }
     let result = GameResult {
         outcome: None,
-        scores: state.info.position.scores(),
+        scores: state.position().scores(),
         termination: Termination::Aborted,
         ended_by: None,
     };
@@ -394,7 +380,7 @@ fn ended(
     result: GameResult,
     now: SystemTime,
 ) -> (GameState, Transition<()>) {
-    state.info.updated = now;
+    state.edit(|info| info.updated = now);
     let (mut game_events, mut lobby_events) = (Vec::new(), Vec::new());
     finish(
         &mut state,
@@ -420,11 +406,13 @@ fn finish(
     game_events: &mut Vec<GameEventKind>,
     lobby_events: &mut Vec<LobbyEventKind>,
 ) {
-    state.info.status = status;
-    state.info.result = Some(result);
+    state.edit(|info| {
+        info.status = status;
+        info.result = Some(result);
+    });
     game_events.push(GameEventKind::GameOver { result });
     lobby_events.push(LobbyEventKind::GameFinished {
-        game_id: state.info.id.clone(),
+        game_id: state.info().id.clone(),
         result,
     });
 }
@@ -433,10 +421,11 @@ fn finish(
 mod tests {
     use std::time::Duration;
 
-    use oanquan_rules::ByPlayer;
+    use oanquan_rules::Game;
     use proptest::prelude::*;
 
     use super::*;
+    use crate::model::{PlayedMove, RestoreError};
     use crate::token::PlayerToken;
 
     const T0: SystemTime = SystemTime::UNIX_EPOCH;
@@ -471,9 +460,9 @@ mod tests {
         let joiner = PlayerToken::generate().hash();
         let (state, joined) = join(state, "Minh", joiner, at(1)).unwrap();
         assert_eq!(joined.output, Player::Second);
-        assert_eq!(state.info.status, GameStatus::Active);
+        assert_eq!(state.info().status, GameStatus::Active);
         assert_eq!(state.seat_of(&joiner), Some(Player::Second));
-        assert_eq!(state.info.updated, at(1));
+        assert_eq!(state.info().updated, at(1));
         let third = join(state, "Hoa", PlayerToken::generate().hash(), at(2));
         assert!(matches!(third, Err(GameError::SeatTaken(_))));
     }
@@ -483,7 +472,7 @@ mod tests {
         let (state, _, first) = created(Player::First, None);
         let second = PlayerToken::generate().hash();
         let (state, _) = join(state, "Minh", second, at(1)).unwrap();
-        let mv = state.info.position.legal_moves()[0];
+        let mv = state.info().position.legal_moves()[0];
         let stranger = PlayerToken::generate().hash();
         assert_eq!(
             play(state.clone(), Mover::Token(stranger), mv, None, at(2)).unwrap_err(),
@@ -510,28 +499,81 @@ mod tests {
         );
         let (after, played) = play(state, Mover::Token(first), mv, Some(0), at(2)).unwrap();
         assert_eq!(played.output.number, 1);
-        assert_eq!(after.info.position, *after.engine.position());
-        assert_eq!(after.moves.len(), 1);
+        assert_eq!(after.info().position, *after.engine().position());
+        assert_eq!(after.moves().len(), 1);
     }
 
     #[test]
     fn a_computer_game_starts_at_once_and_only_the_computer_plays_its_turns() {
         let (state, created, _) = created(Player::Second, Some(Level::Random));
-        assert_eq!(state.info.status, GameStatus::Active);
+        assert_eq!(state.info().status, GameStatus::Active);
         assert!(
             created.lobby_events.len() == 2,
             "{:?}",
             created.lobby_events
         );
-        let mv = state.info.position.legal_moves()[0];
+        let mv = state.info().position.legal_moves()[0];
         let (state, _) = play(state, Mover::Computer, mv, Some(0), at(1)).unwrap();
-        let mv = state.info.position.legal_moves()[0];
+        let mv = state.info().position.legal_moves()[0];
         assert_eq!(
             play(state, Mover::Computer, mv, None, at(2)).unwrap_err(),
             GameError::NotYourTurn {
                 to_move: Player::Second
             }
         );
+    }
+
+    #[test]
+    fn the_summary_position_is_the_engines_whatever_a_transition_writes_into_it() {
+        let (mut state, _, _) = created(Player::First, None);
+        let (moved, _) = Position::new(Preset::Standard.rules())
+            .unwrap()
+            .play(state.position().legal_moves()[0])
+            .unwrap();
+        state.edit(|info| {
+            info.position = moved;
+            info.move_count = 7;
+        });
+        assert_eq!(state.info().position, *state.engine().position());
+        assert_eq!(state.info().move_count, 0);
+    }
+
+    #[test]
+    fn a_stored_move_by_the_wrong_player_or_against_the_rules_does_not_restore() {
+        let (state, _, _) = created(Player::First, None);
+        let start = state.info().start;
+        let mut info = state.info().clone();
+        info.move_count = 1;
+        let restore = |player, mv| {
+            GameState::restore(
+                info.clone(),
+                *state.token_hashes(),
+                [PlayedMove {
+                    player,
+                    mv,
+                    time: T0,
+                }],
+                None,
+                None,
+            )
+        };
+        let legal = start.legal_moves()[0];
+        assert_eq!(
+            restore(Player::Second, legal).unwrap_err(),
+            RestoreError::WrongPlayer { number: 1 }
+        );
+        let illegal = (0..12u8)
+            .flat_map(|square| [format!("{square}+"), format!("{square}-")])
+            .filter_map(|text| text.parse::<Move>().ok())
+            .find(|mv| !start.legal_moves().contains(mv))
+            .unwrap();
+        assert!(matches!(
+            restore(Player::First, illegal),
+            Err(RestoreError::IllegalMove { number: 1, .. })
+        ));
+        let restored = restore(Player::First, legal).unwrap();
+        assert_eq!(restored.info().move_count, 1);
+        assert_eq!(restored.moves().len(), 1);
     }
 
     #[test]
@@ -542,8 +584,8 @@ mod tests {
             GameError::GameOver
         );
         let (state, expired) = expire(state, at(1), at(5)).unwrap();
-        assert_eq!(state.info.status, GameStatus::Aborted);
-        assert_eq!(state.info.result.unwrap().ended_by, None);
+        assert_eq!(state.info().status, GameStatus::Aborted);
+        assert_eq!(state.info().result.unwrap().ended_by, None);
         assert_eq!(expired.lobby_events.len(), 1);
         assert_eq!(
             expire(state, at(9), at(10)).unwrap_err(),
@@ -627,11 +669,11 @@ mod tests {
     }
 
     fn check_invariants(state: &GameState) {
-        let info = &state.info;
-        assert_eq!(info.position, *state.engine.position());
-        assert_eq!(info.move_count as usize, state.moves.len());
+        let info = state.info();
+        assert_eq!(info.position, *state.engine().position());
+        assert_eq!(info.move_count as usize, state.moves().len());
         assert_eq!(
-            state.moves.last().map(|m| m.position),
+            state.moves().last().map(|m| m.position),
             (info.move_count > 0).then_some(info.position)
         );
         assert_eq!(info.status.is_over(), info.result.is_some());
@@ -659,7 +701,7 @@ mod tests {
                     ..
                 })
             );
-            assert_eq!(human, state.token_hashes[player].is_some());
+            assert_eq!(human, state.token_hashes()[player].is_some());
         }
     }
 
@@ -701,12 +743,12 @@ mod tests {
                     Command::Play { seat, square, right, stale } => {
                         let text = format!("{square}{}", if right { '+' } else { '-' });
                         let Ok(mv) = text.parse::<Move>() else { continue };
-                        let ply = state.info.position.ply() + u32::from(stale);
+                        let ply = state.info().position.ply() + u32::from(stale);
                         play(before, Mover::Token(token_of(&tokens, seat)), mv, Some(ply), now)
                             .map(|(s, t)| (s, t.game_events))
                     }
                     Command::Computer { index } => {
-                        let legal = state.info.position.legal_moves();
+                        let legal = state.info().position.legal_moves();
                         if legal.is_empty() { continue; }
                         let mv = legal[index % legal.len()];
                         play(before, Mover::Computer, mv, None, now).map(|(s, t)| (s, t.game_events))
@@ -716,29 +758,55 @@ mod tests {
                     Command::Abort { seat } => abort(before, &token_of(&tokens, seat), now)
                         .map(|(s, t)| (s, t.game_events)),
                     Command::Expire { idle } => {
-                        let cutoff = if idle { now } else { state.info.updated };
+                        let cutoff = if idle { now } else { state.info().updated };
                         expire(before, cutoff, now).map(|(s, t)| (s, t.game_events))
                     }
                 };
                 if let Ok((next, events)) = decided {
                     prop_assert!(!events.is_empty(), "an accepted command says what it did");
-                    prop_assert!(!state.info.status.is_over(), "a finished game changed");
+                    prop_assert!(!state.info().status.is_over(), "a finished game changed");
                     events.iter().for_each(|e| replayed.apply(e));
                     state = next;
                     check_invariants(&state);
                 }
             }
-            prop_assert_eq!(&replayed.seats, &state.info.seats);
-            let both_seated = Player::ALL.into_iter().all(|p| state.info.seats[p].is_some());
+            prop_assert_eq!(&replayed.seats, &state.info().seats);
+            let both_seated = Player::ALL.into_iter().all(|p| state.info().seats[p].is_some());
             prop_assert_eq!(replayed.started, both_seated);
-            prop_assert_eq!(replayed.position.unwrap_or(state.info.start), state.info.position);
-            prop_assert_eq!(replayed.move_count, state.info.move_count);
-            prop_assert_eq!(replayed.result, state.info.result);
+            prop_assert_eq!(replayed.position.unwrap_or(state.info().start), state.info().position);
+            prop_assert_eq!(replayed.move_count, state.info().move_count);
+            prop_assert_eq!(replayed.result, state.info().result);
             // The log replays to the same position from the start: one position, one place.
-            let mut moves: Vec<Move> = state.moves.iter_newest_first().map(|m| m.mv).collect();
+            let mut moves: Vec<Move> = state.moves().iter_newest_first().map(|m| m.mv).collect();
             moves.reverse();
-            let game = Game::replay(state.info.start, &moves).unwrap();
-            prop_assert_eq!(*game.position(), state.info.position);
+            let game = Game::replay(state.info().start, &moves).unwrap();
+            prop_assert_eq!(*game.position(), state.info().position);
+            // What a durable store keeps restores the same state, and only that.
+            let played = || state.moves().iter().map(|m| PlayedMove {
+                player: m.player,
+                mv: m.mv,
+                time: m.time,
+            });
+            let restore = |info: GameInfo, position| GameState::restore(
+                info, *state.token_hashes(), played(), state.creator(), position,
+            );
+            let restored = restore(state.info().clone(), Some(state.info().position)).unwrap();
+            prop_assert_eq!(restored.info(), state.info());
+            prop_assert_eq!(restored.moves(), state.moves());
+            check_invariants(&restored);
+            let mut miscounted = state.info().clone();
+            miscounted.move_count += 1;
+            prop_assert!(
+                matches!(restore(miscounted, None), Err(RestoreError::MoveCount { .. })),
+                "a move count the log does not have restores"
+            );
+            let first = state.moves().iter().map(|m| m.position).next();
+            if let Some(other) = first.filter(|&p| p != state.info().position) {
+                prop_assert_eq!(
+                    restore(state.info().clone(), Some(other)).unwrap_err(),
+                    RestoreError::PositionDiffers
+                );
+            }
         }
     }
 }

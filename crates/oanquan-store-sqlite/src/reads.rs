@@ -5,9 +5,10 @@ use std::path::{Path, PathBuf};
 use std::sync::{Condvar, Mutex};
 
 use oanquan_game::{
-    GameFilter, GameId, GameInfo, GameState, GameStatus, MoveRecord, StoreError, TokenHash,
+    GameFilter, GameId, GameInfo, GameState, GameStatus, MoveRecord, PlayedMove, StoreError,
+    TokenHash,
 };
-use oanquan_rules::{ByPlayer, Game, Move, Position};
+use oanquan_rules::{ByPlayer, Position};
 use rusqlite::{Connection, OptionalExtension as _, params};
 use tracing::{info, warn};
 
@@ -193,11 +194,9 @@ pub(crate) fn load_state(conn: &Connection, id: &GameId) -> Result<GameState, St
         .transpose()?;
     let dto: InfoDto = serde_json::from_str(&json).map_err(|e| corrupt(id, e))?;
     let decoded = dto.decode().map_err(|e| corrupt(id, e))?;
-    let mut info = decoded.info;
     let token_hashes = ByPlayer::new(token(id, first)?, token(id, second)?);
 
-    let mut engine = Game::from_position(info.start);
-    let mut moves: Vec<MoveRecord> = Vec::with_capacity(info.move_count as usize);
+    let mut moves: Vec<PlayedMove> = Vec::with_capacity(decoded.info.move_count as usize);
     let mut statement = conn
         .prepare_cached(
             "SELECT number, player, mv, time FROM moves WHERE game = ?1 ORDER BY number",
@@ -218,44 +217,15 @@ pub(crate) fn load_state(conn: &Connection, id: &GameId) -> Result<GameState, St
         if number != moves.len() as i64 + 1 {
             return Err(corrupt(id, format_args!("move {number} out of order")));
         }
-        let player = parse_player(&player).map_err(|e| corrupt(id, e))?;
-        let mv: Move = mv.parse().map_err(|e| corrupt(id, e))?;
-        if engine.position().to_move() != player {
-            return Err(corrupt(
-                id,
-                format_args!("move {number} by the wrong player"),
-            ));
-        }
-        let steps = engine
-            .play(mv)
-            .map_err(|e| corrupt(id, format_args!("move {number} ({mv}): {e}")))?;
-        moves.push(MoveRecord {
-            number: number as u32,
-            player,
-            mv,
-            steps,
-            position: *engine.position(),
+        moves.push(PlayedMove {
+            player: parse_player(&player).map_err(|e| corrupt(id, e))?,
+            mv: mv.parse().map_err(|e| corrupt(id, e))?,
             time: time_from_db(time),
         });
     }
-    if moves.len() != info.move_count as usize {
-        return Err(corrupt(
-            id,
-            format_args!("{} moves stored, {} expected", moves.len(), info.move_count),
-        ));
-    }
-    let replayed = *engine.position();
-    if decoded.position_known && info.position != replayed {
-        return Err(corrupt(id, "the stored position differs from the replay"));
-    }
-    info.position = replayed;
-    Ok(GameState {
-        info,
-        token_hashes,
-        moves: moves.into_iter().collect(),
-        engine,
-        creator,
-    })
+    let stored_position = decoded.position_known.then_some(decoded.info.position);
+    GameState::restore(decoded.info, token_hashes, moves, creator, stored_position)
+        .map_err(|e| corrupt(id, e))
 }
 
 /// A game's start position and moves for decoding its events, loaded on first use.
@@ -270,7 +240,7 @@ impl Lazy<'_> {
         if self.state.is_none() {
             let state = load_state(self.conn, self.id).map_err(|e| e.to_string())?;
             // Indexed by number below: one copy into a vector rather than a walk per lookup.
-            self.state = Some((state.info.start, state.moves.to_vec()));
+            self.state = Some((state.info().start, state.moves().to_vec()));
         }
         Ok(self.state.as_ref().expect("just loaded"))
     }
@@ -316,7 +286,7 @@ pub(crate) fn decode_info(
     if decoded.position_known {
         Ok(decoded.info)
     } else {
-        Ok(load_state(conn, id)?.info)
+        Ok(load_state(conn, id)?.into_info())
     }
 }
 

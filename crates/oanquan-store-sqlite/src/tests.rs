@@ -88,7 +88,7 @@ async fn games_and_logs_read_back_exactly_as_committed_across_a_reopen() {
         }
         assert!(rx.try_recv().is_err());
         let state = store.load(&id).await.unwrap();
-        assert_eq!(state.info, store.info(&id).await.unwrap());
+        assert_eq!(*state.info(), store.info(&id).await.unwrap());
         games.push((id, state, events));
     }
     assert!(endings.len() > 1, "{endings:?}");
@@ -106,10 +106,10 @@ async fn games_and_logs_read_back_exactly_as_committed_across_a_reopen() {
     let store = SqliteStore::open(&path).unwrap();
     for (id, before, events) in games {
         let after = store.load(&id).await.unwrap();
-        assert_eq!(after.info, before.info);
-        assert_eq!(after.moves, before.moves);
-        assert_eq!(after.token_hashes, before.token_hashes);
-        assert_eq!(after.engine.position(), before.engine.position());
+        assert_eq!(after.info(), before.info());
+        assert_eq!(after.moves(), before.moves());
+        assert_eq!(after.token_hashes(), before.token_hashes());
+        assert_eq!(after.engine().position(), before.engine().position());
         let Since::Events { events: again, .. } = store.game_events_since(&id, 0).await.unwrap()
         else {
             panic!("events expected")
@@ -142,7 +142,7 @@ async fn a_failed_commit_in_a_batch_rolls_back_alone() {
         time: SystemTime::now(),
     };
     let (state_a, state_b) = (store.load(&a).await.unwrap(), store.load(&b).await.unwrap());
-    let (seq_a, seq_b) = (state_a.info.sequence, state_b.info.sequence);
+    let (seq_a, seq_b) = (state_a.info().sequence, state_b.info().sequence);
     // A second writing connection, driven by hand to control the batch.
     let mut conn = schema::open_writer(&path).unwrap();
     let results = write_batch(
@@ -228,7 +228,7 @@ async fn a_version_1_database_is_migrated_and_keeps_its_games() {
         .unwrap();
     assert_eq!(version, SCHEMA_VERSION);
     let store: Arc<dyn GameStore> = Arc::new(store);
-    assert_eq!(store.load(&id).await.unwrap().creator, None);
+    assert_eq!(store.load(&id).await.unwrap().creator(), None);
     assert!(store.open_games_by_creator().await.unwrap().is_empty());
     // New games record their creator in the new column.
     let (games, _hub) = manager(Arc::clone(&store));
@@ -261,12 +261,14 @@ async fn a_commit_that_would_not_read_back_is_refused_and_leaves_the_game_as_it_
     let (manager, _hub) = manager(Arc::clone(&store));
     let (id, _) = new_game(&manager, Preset::Standard.rules()).await;
     let before = store.load(&id).await.unwrap();
-    let mut state = before.clone();
-    // Past 2262 the stored nanoseconds saturate: it would load with another time.
-    state.info.updated = SystemTime::UNIX_EPOCH + Duration::from_secs(400 * 366 * 86_400);
+    // Past 2262 the stored nanoseconds saturate: it would load with another time. Expiring the
+    // game then is a transition that writes that time.
+    let far = SystemTime::UNIX_EPOCH + Duration::from_secs(400 * 366 * 86_400);
+    let (state, _) = oanquan_game::transition::expire(before.clone(), far, far).unwrap();
+    assert_eq!(state.info().updated, far);
     let error = store
         .commit(Commit {
-            expected_sequence: state.info.sequence,
+            expected_sequence: state.info().sequence,
             state,
             game_events: Vec::new(),
             lobby_events: Vec::new(),
@@ -278,11 +280,11 @@ async fn a_commit_that_would_not_read_back_is_refused_and_leaves_the_game_as_it_
         matches!(&error, StoreError::Backend(why) if why.contains("does not read back")),
         "{error:?}"
     );
-    assert_eq!(store.load(&id).await.unwrap().info, before.info);
+    assert_eq!(store.load(&id).await.unwrap().info(), before.info());
     drop(manager);
     drop(store);
     let store = SqliteStore::open(dir.path().join("games.db")).unwrap();
-    assert_eq!(store.info(&id).await.unwrap(), before.info);
+    assert_eq!(store.info(&id).await.unwrap(), *before.info());
 }
 
 #[tokio::test]

@@ -137,15 +137,15 @@ pub(crate) fn run_writer(
             for result in results {
                 answers.push(match result {
                     Ok((committed, state)) => {
-                        if state.info.status.is_over() {
-                            cache.remove(&state.info.id);
+                        if state.info().status.is_over() {
+                            cache.remove(&state.info().id);
                         } else {
                             if cache.len() >= MAX_CACHED_GAMES
-                                && !cache.contains_key(&state.info.id)
+                                && !cache.contains_key(&state.info().id)
                             {
                                 cache.clear();
                             }
-                            cache.insert(state.info.id.clone(), state);
+                            cache.insert(state.info().id.clone(), state);
                         }
                         Ok(committed)
                     }
@@ -231,7 +231,7 @@ pub(crate) fn write_batch(conn: &mut Connection, work: Vec<(bool, Commit)>) -> V
     };
     let mut results = Vec::with_capacity(count);
     for (create, commit) in work {
-        let id = commit.state.info.id.clone();
+        let id = commit.state.info().id.clone();
         let result = tx.savepoint().map_err(backend).and_then(|savepoint| {
             // Dropping the savepoint on error rolls back this commit only.
             let committed = apply(&savepoint, create, commit)?;
@@ -264,12 +264,12 @@ pub(crate) fn apply(
     let expected = commit.expected_sequence;
     let tokens = commit
         .state
-        .token_hashes
+        .token_hashes()
         .map(|hash| hash.map(TokenHash::to_bytes));
     let (stored, stored_moves) = if create {
         let exists = conn
             .prepare_cached("SELECT 1 FROM games WHERE id = ?1")
-            .and_then(|mut s| s.exists([commit.state.info.id.as_str()]))
+            .and_then(|mut s| s.exists([commit.state.info().id.as_str()]))
             .map_err(backend)?;
         if expected != 0 || exists {
             return Err(StoreError::Conflict { current: 0 });
@@ -282,7 +282,7 @@ pub(crate) fn apply(
                  FROM games WHERE id = ?1",
             )
             .and_then(|mut s| {
-                s.query_row([commit.state.info.id.as_str()], |row| {
+                s.query_row([commit.state.info().id.as_str()], |row| {
                     // Whether the indexed status and the tokens stay as they are: then the
                     // update leaves them (and the status index) alone.
                     let same_token = |column, token: Option<[u8; 32]>| {
@@ -291,7 +291,7 @@ pub(crate) fn apply(
                             .map(|stored| stored == token.as_ref().map(<[u8; 32]>::as_slice))
                     };
                     let same_columns = row.get_ref(3)?.as_str().ok()
-                        == Some(status_name(commit.state.info.status))
+                        == Some(status_name(commit.state.info().status))
                         && same_token(4, tokens.first)?
                         && same_token(5, tokens.second)?;
                     Ok((row.get(0)?, row.get(1)?, row.get(2)?, same_columns))
@@ -308,19 +308,19 @@ pub(crate) fn apply(
     };
 
     let sequence = expected + commit.game_events.len() as u64;
-    commit.state.info.sequence = sequence;
+    commit.state.set_sequence(sequence);
     let state = &commit.state;
-    let id = &state.info.id;
-    let new_moves = state.moves.since(stored_moves).ok_or_else(|| {
+    let id = &state.info().id;
+    let new_moves = state.moves().since(stored_moves).ok_or_else(|| {
         StoreError::Backend(format!(
             "a commit to game {id} removes moves; they only append"
         ))
     })?;
-    let info_json = encode_json(&InfoDto::new(&state.info))
+    let info_json = encode_json(&InfoDto::new(state.info()))
         .map_err(|e| StoreError::Backend(format!("encoding game {id}: {e}")))?;
-    check_info_reads_back(&state.info, &info_json).map_err(unreadable(id))?;
-    let status = status_name(state.info.status);
-    let move_count = i64::from(state.info.move_count);
+    check_info_reads_back(state.info(), &info_json).map_err(unreadable(id))?;
+    let status = status_name(state.info().status);
+    let move_count = i64::from(state.info().move_count);
     let ord = match stored {
         None => {
             conn.prepare_cached(
@@ -337,7 +337,7 @@ pub(crate) fn apply(
                     tokens.first,
                     tokens.second,
                     info_json,
-                    state.creator.map(|ip| ip.to_string()),
+                    state.creator().map(|ip| ip.to_string()),
                 ])
             })
             .map_err(backend)?;
@@ -445,7 +445,7 @@ pub(crate) fn apply(
     }
 
     let committed = Committed {
-        info: commit.state.info.clone(),
+        info: commit.state.info().clone(),
         game_events,
         lobby_events,
     };
