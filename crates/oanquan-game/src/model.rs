@@ -357,9 +357,10 @@ pub struct GameInfo {
     pub status: GameStatus,
     /// The position the game started from.
     pub start: Position,
-    /// The current position.
+    /// The current position: in a [`GameState`], a copy of its engine's, written by the state
+    /// alone.
     pub position: Position,
-    /// Moves played.
+    /// Moves played: in a [`GameState`], the length of its move log.
     pub move_count: u32,
     /// Set once finished or aborted.
     pub result: Option<GameResult>,

@@ -62,8 +62,8 @@ pub enum StoreError {
 /// A state change to write atomically.
 #[derive(Debug)]
 pub struct Commit {
-    /// The new state. Its `info.sequence` is overwritten by the store with the sequence of the
-    /// last event written.
+    /// The new state. The store stamps it with the sequence of the last event written
+    /// ([`GameState::set_sequence`]).
     pub state: GameState,
     /// The sequence the state was loaded at (0 to create): the write fails with
     /// [`StoreError::Conflict`] if the stored game is elsewhere. This is stricter than checking
