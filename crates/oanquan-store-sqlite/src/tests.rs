@@ -332,6 +332,57 @@ async fn a_damaged_open_game_does_not_hold_its_creators_slot() {
     ));
 }
 
+/// Moves that no longer replay to the stored summary make a damaged game, not a game with
+/// another position: `GameState::restore` checks them on every load.
+#[tokio::test]
+async fn moves_that_do_not_replay_to_the_stored_game_load_as_damaged() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("games.db");
+    let store: Arc<dyn GameStore> = Arc::new(SqliteStore::open(&path).unwrap());
+    let (games, _hub) = manager(Arc::clone(&store));
+    let mut ids = Vec::new();
+    for _ in 0..2 {
+        let (id, tokens) = new_game(&games, Preset::Standard.rules()).await;
+        for token in &tokens {
+            let position = games.get_game(&id).await.unwrap().position;
+            games
+                .play_move(&id, token, position.legal_moves()[0], Some(position.ply()))
+                .await
+                .unwrap();
+        }
+        ids.push(id);
+    }
+    drop(games);
+    drop(store);
+    let conn = Connection::open(&path).unwrap();
+    let tamper = |sql: &str, id: &GameId| {
+        let changed = conn
+            .execute(
+                &format!("{sql} WHERE number = 2 AND game = (SELECT ord FROM games WHERE id = ?1)"),
+                [id.as_str()],
+            )
+            .unwrap();
+        assert_eq!(changed, 1);
+    };
+    tamper("UPDATE moves SET player = 'first'", &ids[0]);
+    tamper("DELETE FROM moves", &ids[1]);
+    drop(conn);
+    let store = SqliteStore::open(&path).unwrap();
+    for (id, why) in ids
+        .iter()
+        .zip(["move 2 by the wrong player", "1 moves stored, 2 expected"])
+    {
+        assert!(
+            matches!(
+                store.load(id).await,
+                Err(StoreError::Damaged { id: damaged, detail })
+                    if damaged == *id && detail.contains(why)
+            ),
+            "{why}"
+        );
+    }
+}
+
 #[test]
 fn every_status_has_a_filter_slot() {
     assert_eq!(
