@@ -394,7 +394,7 @@ impl GameManager {
 
     /// Aborts a waiting or active game whose last change is older than `idle_since` (no seat
     /// ends it: `ended_by` stays empty), with the normal `GameOver` events. `Ok(false)` if the
-    /// game is over or changed since. Used by [`crate::limits::expire_idle_games`].
+    /// game is over or changed since. Used by [`crate::reaper::expire_idle_games`].
     ///
     /// # Errors
     ///

@@ -119,7 +119,7 @@ pub struct Page {
 /// Where games live. See the module docs.
 ///
 /// Two backends exist: [`MemoryStore`](crate::MemoryStore) and
-/// [`SqliteStore`](crate::SqliteStore) (one file, one server, group commit). The seam is shaped
+/// `oanquan_store_sqlite::SqliteStore` (one file, one server, group commit). The seam is shaped
 /// for a PostgreSQL backend shared by many server nodes:
 ///
 /// * **Transactions.** Each method is one transaction. `create`/`commit` run
