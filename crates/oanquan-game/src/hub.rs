@@ -259,7 +259,8 @@ impl Hub {
         self.lobby.subscribe()
     }
 
-    /// Subscribes to the state of every game after each commit. Best effort like every hub
+    /// Subscribes to the state of every game with a computer seat after each commit (the only
+    /// games an agent acts on today). Best effort like every hub
     /// channel: a receiver that lags must look at the store again.
     #[must_use]
     pub fn subscribe_commits(&self) -> broadcast::Receiver<Arc<GameInfo>> {
@@ -282,8 +283,10 @@ impl Hub {
         for event in &committed.lobby_events {
             self.publish_lobby(event);
         }
-        // The clone is only worth it when an agent listens.
-        if self.commits.receiver_count() > 0 {
+        // Only games with a computer seat concern the agent on this feed: skipping the others
+        // keeps every move between people from cloning its game and waking the agent
+        // (measured: about 1-2 µs of server CPU per move, see BENCHMARKS.md).
+        if self.commits.receiver_count() > 0 && crate::model::has_computer_seat(&committed.info) {
             self.publish_commit(Arc::new(committed.info.clone()));
         }
     }

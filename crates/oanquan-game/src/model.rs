@@ -723,6 +723,16 @@ pub fn computer_name(level: Level) -> String {
     format!("Computer ({level})")
 }
 
+/// Whether the computer holds a seat of the game.
+#[must_use]
+pub fn has_computer_seat(info: &GameInfo) -> bool {
+    Player::ALL.into_iter().any(|seat| {
+        info.seats[seat]
+            .as_ref()
+            .is_some_and(|s| matches!(s.kind, PlayerKind::Computer { .. }))
+    })
+}
+
 /// The computer's seat and level if the game is active and the computer is to move.
 #[must_use]
 pub fn computer_to_move(info: &GameInfo) -> Option<(Player, Level)> {
