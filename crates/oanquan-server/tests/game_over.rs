@@ -32,18 +32,6 @@ fn legal_moves_request(game: &pb::Game, position: Option<pb::Position>) -> pb::L
     }
 }
 
-async fn get_game(games: &mut Games, id: &str) -> pb::Game {
-    games
-        .get_game(pb::GetGameRequest {
-            game_id: id.to_owned(),
-        })
-        .await
-        .unwrap()
-        .into_inner()
-        .game
-        .unwrap()
-}
-
 #[tokio::test]
 async fn a_finished_game_has_no_player_to_move_and_legal_moves_says_why() {
     let server = start(config()).await;

@@ -22,18 +22,6 @@ fn on_disk(path: &Path) -> Config {
     settings
 }
 
-async fn get(client: &mut Games, id: &str) -> pb::Game {
-    client
-        .get_game(pb::GetGameRequest {
-            game_id: id.to_owned(),
-        })
-        .await
-        .unwrap()
-        .into_inner()
-        .game
-        .unwrap()
-}
-
 /// The sequence a fresh snapshot reflects: the game's last event.
 async fn last_sequence(client: &mut Games, id: &str) -> u64 {
     watch_snapshot(client, id).await.1.sequence
@@ -47,7 +35,7 @@ async fn play_moves(
     count: usize,
     rules: oanquan_rules::Rules,
 ) -> pb::Game {
-    let mut game = get(client, id).await;
+    let mut game = get_game(client, id).await;
     for _ in 0..count {
         if game.status != i32::from(pb::GameStatus::Active) {
             break;
@@ -127,7 +115,7 @@ async fn a_game_half_played_before_a_restart_is_finished_after_it() {
     // After: the same game, the same tokens, the streams resume where they were.
     let server = start(on_disk(&path)).await;
     let mut client = server.games().await;
-    let after = get(&mut client, &id).await;
+    let after = get_game(&mut client, &id).await;
     assert_eq!(after, before);
 
     let mut watch = client
@@ -347,12 +335,12 @@ async fn a_second_server_on_the_same_database_is_refused_until_the_first_stops()
     );
     assert_untouched(&path, &bytes);
     // The first server carries on.
-    assert_eq!(get(&mut client, &game.id).await.id, game.id);
+    assert_eq!(get_game(&mut client, &game.id).await.id, game.id);
 
     first.stop().await.unwrap();
     let second = start(on_disk(&path)).await;
     let mut client = second.games().await;
-    assert_eq!(get(&mut client, &game.id).await.id, game.id);
+    assert_eq!(get_game(&mut client, &game.id).await.id, game.id);
     second.stop().await.unwrap();
 }
 

@@ -239,3 +239,16 @@ pub async fn watch_snapshot(
     );
     (watch, snapshot)
 }
+
+/// `GetGame`, which must succeed.
+pub async fn get_game(games: &mut Games, id: &str) -> pb::Game {
+    games
+        .get_game(pb::GetGameRequest {
+            game_id: id.to_owned(),
+        })
+        .await
+        .unwrap()
+        .into_inner()
+        .game
+        .unwrap()
+}
