@@ -940,6 +940,7 @@ mod tests {
             seat: Some(Player::Second),
             display_name: "Lan".to_owned(),
             computer: Some(level),
+            time_control: crate::clock::TimeControl::Untimed,
         }
     }
 

@@ -80,6 +80,35 @@ pub enum GameError {
     /// The server is shutting down or the store is unreachable.
     #[error("{0}")]
     Unavailable(String),
+    /// The mover's time (or first-move time) ran out before the move arrived; the game ends on
+    /// time (or is aborted) as the server applies the deadline.
+    #[error("{}", if *first_move {
+        "your first move came too late: the game is aborted (a player who does not make their first move in time ends the game with no result)"
+    } else {
+        "your time ran out before the move arrived: you lose on time"
+    })]
+    TimeUp {
+        /// It was the player's first move (the game is aborted rather than lost).
+        first_move: bool,
+    },
+    /// A deadline was applied that is not (or no longer) due: for the background agents only.
+    #[error("nothing is due in this game")]
+    NotDue,
+    /// A victory claim that the rules do not allow now.
+    #[error("cannot claim the win: {0}")]
+    CannotClaim(String),
+    /// A draw offer that cannot be made now.
+    #[error("cannot offer a draw: {0}")]
+    CannotOffer(String),
+    /// An answer to an offer that does not stand.
+    #[error("nothing to answer: {0}")]
+    NoOffer(&'static str),
+    /// A rematch that cannot be offered or declined.
+    #[error("no rematch: {0}")]
+    RematchUnavailable(String),
+    /// No open seek with that id (taken, withdrawn, or never there).
+    #[error("no open seek with id {0}; list them with ListSeeks")]
+    SeekNotFound(String),
     /// A bug or a broken store. The message is logged; clients get a generic one.
     #[error("internal error: {0}")]
     Internal(String),

@@ -8,6 +8,7 @@
 //!   ([`reaper::spawn_idle_reaper`]) by a timer. The manager never calls into them.
 //! * [`MemoryStore`] keeps games in memory; the SQLite store lives in `oanquan-store-sqlite`.
 
+pub mod clock;
 pub mod computer;
 mod error;
 mod hub;
@@ -16,14 +17,17 @@ mod manager;
 mod memory;
 mod model;
 pub mod reaper;
+pub mod seek;
 mod store;
 #[cfg(any(test, feature = "store-suite"))]
 pub mod store_suite;
 mod text;
+pub mod timekeeper;
 mod token;
 pub mod transition;
 mod watch;
 
+pub use clock::{ClockReading, TimeControl, TimePolicy};
 pub use error::GameError;
 pub use hub::{Hub, TooManyWatchers, WatchLimits, Watcher, WatcherGuard};
 pub use manager::{
@@ -32,9 +36,9 @@ pub use manager::{
 };
 pub use memory::{MemoryLimits, MemoryStore};
 pub use model::{
-    GameEvent, GameEventKind, GameFilter, GameId, GameIdError, GameInfo, GameResult, GameState,
-    GameStatus, LobbyEvent, LobbyEventKind, MoveLog, MoveRecord, PlayedMove, PlayerKind,
-    RestoreError, SeatInfo, Termination,
+    DrawAction, GameEvent, GameEventKind, GameFilter, GameId, GameIdError, GameInfo, GameResult,
+    GameState, GameStatus, LobbyEvent, LobbyEventKind, MoveLog, MoveRecord, PlayedMove, PlayerKind,
+    RematchAction, RestoreError, SeatInfo, Termination,
 };
 pub use store::{
     Commit, Committed, GameStore, Page, Since, StoreError, StoreFuture, page_cursor,

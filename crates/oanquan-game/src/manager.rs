@@ -5,11 +5,12 @@ use std::net::{IpAddr, SocketAddr};
 use std::sync::Arc;
 use std::time::SystemTime;
 
-use oanquan_rules::{Move, Player, Position, Preset, Rules};
+use oanquan_rules::{ByPlayer, Move, Player, Position, Preset, Rules};
 use tracing::{debug, info};
 
 use oanquan_ai::Level;
 
+use crate::clock::{DeadlineKind, TimeControl, TimePolicy};
 use crate::error::GameError;
 use crate::hub::{Hub, WatchLimits, Watcher};
 use crate::limits::{OpenGames, client_key};
@@ -17,7 +18,7 @@ use crate::model::{GameFilter, GameId, GameInfo, GameState, MoveLog, MoveRecord}
 use crate::store::{Commit, Committed, GameStore, Page, StoreError};
 use crate::text;
 use crate::token::PlayerToken;
-use crate::transition::{self, Mover, Transition};
+use crate::transition::{self, Mover, Opponent, RematchOffer, Transition};
 use crate::watch::{GameFeed, LobbyFeed, Watch};
 
 /// Page size when the client asks for 0.
@@ -49,6 +50,8 @@ pub struct ManagerLimits {
     pub max_open_games_per_client: usize,
     /// Whether loopback clients are exempt from per-client limits.
     pub exempt_loopback: bool,
+    /// First-move limit, abandonment time and rematch window.
+    pub time: TimePolicy,
 }
 
 impl Default for ManagerLimits {
@@ -61,6 +64,7 @@ impl Default for ManagerLimits {
             lobby_snapshot_limit: 200,
             max_open_games_per_client: 0,
             exempt_loopback: true,
+            time: TimePolicy::default(),
         }
     }
 }
@@ -80,6 +84,25 @@ pub struct NewGame {
     pub display_name: String,
     /// Seat the server's computer at this level in the other seat (the game starts at once).
     pub computer: Option<Level>,
+    /// The players' time control.
+    pub time_control: TimeControl,
+}
+
+/// A game between two players already paired (by a seek): both seated, started at once.
+#[derive(Debug, Clone)]
+pub struct PairedGame {
+    /// The full rule set.
+    pub rules: Rules,
+    /// The preset it came from, if any.
+    pub preset: Option<Preset>,
+    /// The players' time control.
+    pub time_control: TimeControl,
+    /// Each seat's display name (checked) and token.
+    pub players: ByPlayer<(String, PlayerToken)>,
+    /// The second seat is the computer's at this level instead of `players.second`'s.
+    pub computer: Option<Level>,
+    /// The address of the player who completed the pairing.
+    pub creator: Option<IpAddr>,
 }
 
 /// A seat taken: the game, the seat and its secret token (shown once).
@@ -209,8 +232,11 @@ impl GameManager {
                 seat,
                 display_name,
                 token: token.hash(),
-                computer: new.computer,
+                opponent: new.computer.map_or(Opponent::Wait, Opponent::Computer),
                 creator: client.map(crate::limits::client_key),
+                time_control: new.time_control,
+                policy: self.limits.time,
+                rematch_of: None,
             },
             now,
         );
@@ -321,11 +347,21 @@ impl GameManager {
         expected_ply: Option<u32>,
     ) -> Result<(MoveRecord, GameInfo), GameError> {
         let hash = token.hash();
-        let (committed, record) = self
+        let (committed, record) = match self
             .update(id, |state, now| {
                 transition::play(state, Mover::Token(hash), mv, expected_ply, now)
             })
-            .await?;
+            .await
+        {
+            Ok(done) => done,
+            Err(error @ GameError::TimeUp { .. }) => {
+                // The deadline has passed: end the game now rather than when the timekeeper
+                // gets to it, so the refused player sees the result at once.
+                let _ = self.apply_deadline(id).await;
+                return Err(error);
+            }
+            Err(error) => return Err(error),
+        };
         debug!(game_id = %id, mv = %record.mv, ply = record.position.ply(), "move played");
         Ok((record, committed.info))
     }
@@ -412,6 +448,234 @@ impl GameManager {
             Err(GameError::GameOver) => Ok(false),
             Err(error) => Err(error),
         }
+    }
+
+    /// Applies the game's deadline if it has passed (a flag falls, a first move not made aborts
+    /// the game, a rematch window closes). `Ok(None)` if nothing is due. For the
+    /// [`timekeeper`](crate::timekeeper).
+    ///
+    /// # Errors
+    ///
+    /// [`GameError::GameNotFound`], store failures.
+    pub async fn apply_deadline(&self, id: &GameId) -> Result<Option<DeadlineKind>, GameError> {
+        match self
+            .update(id, |state, now| transition::apply_deadline(state, now))
+            .await
+        {
+            Ok((committed, kind)) => {
+                info!(game_id = %id, ?kind, sequence = committed.info.sequence, "deadline applied");
+                Ok(Some(kind))
+            }
+            Err(GameError::NotDue) => Ok(None),
+            Err(error) => Err(error),
+        }
+    }
+
+    /// Restarts the running turn of an active timed game at the current time, with the time the
+    /// player to move had when it started: a restarted server calls it for each such game, so
+    /// the outage is not charged. `Ok(false)` if the game is not an active timed game.
+    ///
+    /// # Errors
+    ///
+    /// [`GameError::GameNotFound`], store failures.
+    pub async fn resume_clock(&self, id: &GameId) -> Result<bool, GameError> {
+        match self
+            .update(id, |state, now| transition::resume_clock(state, now))
+            .await
+        {
+            Ok(_) => Ok(true),
+            Err(GameError::NotDue) => Ok(false),
+            Err(error) => Err(error),
+        }
+    }
+
+    /// Claims the win of an untimed game whose opponent has not moved for the server's
+    /// abandonment time.
+    ///
+    /// # Errors
+    ///
+    /// [`GameError::CannotClaim`], [`GameError::WrongToken`], [`GameError::GameOver`],
+    /// [`GameError::GameNotStarted`], [`GameError::GameNotFound`].
+    pub async fn claim_victory(
+        &self,
+        id: &GameId,
+        token: &PlayerToken,
+    ) -> Result<GameInfo, GameError> {
+        let hash = token.hash();
+        let after = self.limits.time.abandon_after;
+        let (committed, ()) = self
+            .update(id, |state, now| {
+                transition::claim_victory(state, &hash, after, now)
+            })
+            .await?;
+        info!(game_id = %id, "victory claimed");
+        Ok(committed.info)
+    }
+
+    /// Offers a draw, or accepts the opponent's standing offer.
+    ///
+    /// # Errors
+    ///
+    /// [`GameError::CannotOffer`], [`GameError::WrongToken`], [`GameError::GameOver`],
+    /// [`GameError::GameNotStarted`], [`GameError::GameNotFound`].
+    pub async fn offer_draw(
+        &self,
+        id: &GameId,
+        token: &PlayerToken,
+    ) -> Result<(GameInfo, crate::model::DrawAction), GameError> {
+        let hash = token.hash();
+        let (committed, action) = self
+            .update(id, |state, now| transition::offer_draw(state, &hash, now))
+            .await?;
+        let info = match committed.game_events.is_empty() {
+            // A repeated offer committed nothing: the game as it is.
+            true => self.get_game(id).await?,
+            false => committed.info,
+        };
+        Ok((info, action))
+    }
+
+    /// Declines the opponent's standing draw offer.
+    ///
+    /// # Errors
+    ///
+    /// [`GameError::NoOffer`], [`GameError::WrongToken`], [`GameError::GameOver`],
+    /// [`GameError::GameNotStarted`], [`GameError::GameNotFound`].
+    pub async fn decline_draw(
+        &self,
+        id: &GameId,
+        token: &PlayerToken,
+    ) -> Result<GameInfo, GameError> {
+        let hash = token.hash();
+        let (committed, ()) = self
+            .update(id, |state, now| transition::decline_draw(state, &hash, now))
+            .await?;
+        Ok(committed.info)
+    }
+
+    /// Offers a rematch of a finished game. Returns the game, the caller's token for the
+    /// rematch (shown once; it plays the rematch when it starts), and the rematch if this
+    /// offer started it (the opponent had offered, or is the computer).
+    ///
+    /// # Errors
+    ///
+    /// [`GameError::RematchUnavailable`], [`GameError::WrongToken`],
+    /// [`GameError::GameNotFound`], store failures.
+    pub async fn offer_rematch(
+        &self,
+        id: &GameId,
+        token: &PlayerToken,
+    ) -> Result<(GameInfo, PlayerToken, Option<GameInfo>), GameError> {
+        let hash = token.hash();
+        let next_token = PlayerToken::generate();
+        let next_hash = next_token.hash();
+        let next_id = GameId::generate();
+        let policy = self.limits.time;
+        let (committed, offer) = self
+            .update(id, |state, now| {
+                transition::offer_rematch(state, &hash, next_hash, next_id.clone(), &policy, now)
+            })
+            .await?;
+        let RematchOffer::Started(next) = offer else {
+            return Ok((committed.info, next_token, None));
+        };
+        // This game's commit decided the pairing once; the rematch is created after it. Should
+        // that fail, the link names a game that does not exist (logged; players create anew).
+        let (state, transition) = *next;
+        let now = SystemTime::now();
+        let created = self
+            .commit_and_publish(
+                true,
+                Commit {
+                    state,
+                    expected_sequence: 0,
+                    game_events: transition.game_events,
+                    lobby_events: transition.lobby_events,
+                    time: now,
+                },
+            )
+            .await
+            .map_err(|error| {
+                tracing::error!(game_id = %id, rematch = %next_id, %error, "the rematch could not be created");
+                GameError::from(error)
+            })?;
+        info!(game_id = %id, rematch = %next_id, "rematch started");
+        Ok((committed.info, next_token, Some(created.info)))
+    }
+
+    /// Declines a rematch: the window closes.
+    ///
+    /// # Errors
+    ///
+    /// [`GameError::RematchUnavailable`], [`GameError::WrongToken`],
+    /// [`GameError::GameNotFound`].
+    pub async fn decline_rematch(
+        &self,
+        id: &GameId,
+        token: &PlayerToken,
+    ) -> Result<GameInfo, GameError> {
+        let hash = token.hash();
+        let (committed, ()) = self
+            .update(id, |state, now| {
+                transition::decline_rematch(state, &hash, now)
+            })
+            .await?;
+        Ok(committed.info)
+    }
+
+    /// Creates a game between two players already paired (a seek): both seated, started.
+    ///
+    /// # Errors
+    ///
+    /// [`GameError::LimitExceeded`] when the store is full, store failures.
+    pub async fn create_paired(&self, paired: PairedGame) -> Result<GameInfo, GameError> {
+        let start = Position::new(paired.rules)
+            .map_err(|e| GameError::invalid("rules.rule_set", e.to_string()))?;
+        let now = SystemTime::now();
+        let [first, second] = [Player::First, Player::Second].map(|p| paired.players[p].clone());
+        let (state, transition) = transition::create(
+            transition::Create {
+                id: GameId::generate(),
+                rules: paired.rules,
+                preset: paired.preset,
+                start,
+                seat: Player::First,
+                display_name: first.0,
+                token: first.1.hash(),
+                opponent: match paired.computer {
+                    Some(level) => Opponent::Computer(level),
+                    None => Opponent::Human {
+                        display_name: second.0,
+                        token: second.1.hash(),
+                    },
+                },
+                creator: paired.creator.map(crate::limits::client_key),
+                time_control: paired.time_control,
+                policy: self.limits.time,
+                rematch_of: None,
+            },
+            now,
+        );
+        let committed = self
+            .commit_and_publish(
+                true,
+                Commit {
+                    state,
+                    expected_sequence: 0,
+                    game_events: transition.game_events,
+                    lobby_events: transition.lobby_events,
+                    time: now,
+                },
+            )
+            .await?;
+        info!(game_id = %committed.info.id, "paired game created");
+        Ok(committed.info)
+    }
+
+    /// The server's time policy.
+    #[must_use]
+    pub fn time_policy(&self) -> TimePolicy {
+        self.limits.time
     }
 
     /// The start position and every move with its trace.
@@ -553,6 +817,36 @@ impl GameManager {
                     output,
                 },
             ) = decide(state, now)?;
+            let mut transition = Transition {
+                game_events,
+                lobby_events,
+                output,
+            };
+            let mut state = state;
+            if !self.limits.time.rematch_window.is_zero() {
+                transition::open_rematch_window(
+                    &mut state,
+                    &mut transition,
+                    now + self.limits.time.rematch_window,
+                );
+            }
+            let Transition {
+                game_events,
+                lobby_events,
+                output,
+            } = transition;
+            if game_events.is_empty() && lobby_events.is_empty() {
+                // Nothing happened (a repeated offer): nothing to commit.
+                let info = state.into_info();
+                return Ok((
+                    Committed {
+                        info,
+                        game_events: Vec::new(),
+                        lobby_events: Vec::new(),
+                    },
+                    output,
+                ));
+            }
             match self
                 .commit_and_publish(
                     false,

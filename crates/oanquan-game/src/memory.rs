@@ -258,7 +258,7 @@ impl GameStore for MemoryStore {
             .get(id)
             .map(|stored| {
                 let info = stored.state.info();
-                since(&stored.events, info.sequence, after, info.status.is_over())
+                since(&stored.events, info.sequence, after, info.log_closed())
             })
             .ok_or(StoreError::NotFound);
         futures::future::ready(result).boxed()

@@ -9,6 +9,7 @@ use oanquan_rules::{
     ByPlayer, EndReason, Game, Move, Outcome, PlayError, Player, Position, Preset, Rules, Step,
 };
 
+use crate::clock::{Clock, ClockReading, Rematch, TimeControl};
 use crate::token::{TokenHash, random_game_id};
 
 /// Longest game id accepted from a client; ours are 16 characters.
@@ -155,8 +156,15 @@ pub enum Termination {
     Rules(EndReason),
     /// `ended_by` resigned.
     Resignation,
-    /// `ended_by` aborted before the first move.
+    /// `ended_by` aborted before the first move, or did not make their first move in time; no
+    /// one when the server aborted an idle game.
     Aborted,
+    /// `ended_by`'s time ran out; the opponent wins.
+    Timeout,
+    /// Both players agreed to a draw.
+    Agreement,
+    /// `ended_by` stopped moving in an untimed game and the opponent claimed the win.
+    Abandonment,
 }
 
 /// The result of a finished or aborted game.
@@ -168,7 +176,7 @@ pub struct GameResult {
     pub scores: ByPlayer<i32>,
     /// Why it ended.
     pub termination: Termination,
-    /// Who resigned or aborted.
+    /// Who resigned, aborted, ran out of time or abandoned the game.
     pub ended_by: Option<Player>,
 }
 
@@ -371,6 +379,28 @@ pub struct GameInfo {
     /// Sequence number of the last event of this game: the version optimistic concurrency
     /// checks, and what a snapshot of this state reflects.
     pub sequence: u64,
+    /// The players' time control.
+    pub time_control: TimeControl,
+    /// The clock of a timed game (`None` when untimed).
+    pub clock: Option<Clock>,
+    /// When the current turn started (the commit of the previous move, or of the start): set
+    /// while the game is active.
+    pub turn_started: Option<SystemTime>,
+    /// A draw offer that stands: by whom, and at which move count (see
+    /// [`crate::transition::offer_draw`]).
+    pub draw_offer: Option<Player>,
+    /// The move count at each player's last draw offer: one offer per player per move.
+    pub last_draw_offer: ByPlayer<Option<u32>>,
+    /// Rematch offers and links.
+    pub rematch: Rematch,
+}
+
+impl GameInfo {
+    /// No event will follow: the game is over and no rematch can be offered any more.
+    #[must_use]
+    pub fn log_closed(&self) -> bool {
+        self.status.is_over() && self.rematch.open_until().is_none()
+    }
 }
 
 /// The whole game as a store keeps it, with its invariants: the current position lives in the
@@ -387,6 +417,9 @@ pub struct GameState {
     info: GameInfo,
     /// SHA-256 of each seat's token.
     token_hashes: ByPlayer<Option<TokenHash>>,
+    /// SHA-256 of the token each player will have in the rematch, from their offer (see
+    /// [`crate::transition::offer_rematch`]).
+    rematch_tokens: ByPlayer<Option<TokenHash>>,
     /// Every move with its trace, shared between copies of the state (see [`MoveLog`]).
     moves: MoveLog,
     /// The engine, positioned after the last move: the one source of the current position.
@@ -451,6 +484,7 @@ impl GameState {
             engine: Game::from_position(info.start),
             info,
             token_hashes,
+            rematch_tokens: ByPlayer::default(),
             moves: MoveLog::new(),
             creator,
         };
@@ -469,6 +503,7 @@ impl GameState {
     pub fn restore(
         info: GameInfo,
         token_hashes: ByPlayer<Option<TokenHash>>,
+        rematch_tokens: ByPlayer<Option<TokenHash>>,
         moves: impl IntoIterator<Item = PlayedMove>,
         creator: Option<std::net::IpAddr>,
         stored_position: Option<Position>,
@@ -507,6 +542,7 @@ impl GameState {
         let mut state = GameState {
             info,
             token_hashes,
+            rematch_tokens,
             moves: log,
             engine,
             creator,
@@ -531,6 +567,12 @@ impl GameState {
     #[must_use]
     pub fn token_hashes(&self) -> &ByPlayer<Option<TokenHash>> {
         &self.token_hashes
+    }
+
+    /// SHA-256 of the token each player will have in the rematch, once they offered one.
+    #[must_use]
+    pub fn rematch_tokens(&self) -> &ByPlayer<Option<TokenHash>> {
+        &self.rematch_tokens
     }
 
     /// Every move with its trace, oldest first.
@@ -579,6 +621,11 @@ impl GameState {
     /// Gives `seat` the token that hashes to `hash`.
     pub(crate) fn set_token(&mut self, seat: Player, hash: TokenHash) {
         self.token_hashes[seat] = Some(hash);
+    }
+
+    /// Keeps the hash of the token `seat` will have in the rematch.
+    pub(crate) fn set_rematch_token(&mut self, seat: Player, hash: TokenHash) {
+        self.rematch_tokens[seat] = Some(hash);
     }
 
     /// Plays `mv` for `player` (whose turn the caller checked) and logs it.
@@ -645,8 +692,11 @@ pub enum GameEventKind {
     MovePlayed {
         /// The move, trace and resulting position.
         record: Box<MoveRecord>,
+        /// The clocks after the move (increment added), for a timed game.
+        clock: Option<ClockReading>,
     },
-    /// A player's turn starts.
+    /// A player's turn starts; also sent again, with the same ply, when a restarted server
+    /// resumes a timed game's clock.
     TurnStarted {
         /// The player to move.
         player: Player,
@@ -654,11 +704,59 @@ pub enum GameEventKind {
         ply: u32,
         /// The refill that started the turn, as the mover's captured count afterwards.
         refill: Option<i32>,
+        /// The clocks as the turn starts, for a timed game.
+        clock: Option<ClockReading>,
     },
-    /// The game ended: the last event.
+    /// The game ended. The last event, unless a rematch can still be offered.
     GameOver {
         /// The result.
         result: GameResult,
+        /// The clocks at the end, for a timed game.
+        clock: Option<ClockReading>,
+        /// Until when a rematch can be offered (none: no rematch, this is the last event).
+        rematch_until: Option<SystemTime>,
+    },
+    /// A draw was offered, declined or accepted (an accepted draw is followed by `GameOver`).
+    Draw {
+        /// Who offered, declined or accepted.
+        by: Player,
+        /// Which.
+        action: DrawAction,
+    },
+    /// A rematch was offered, declined, started, or its window closed. Declined, expired and
+    /// started are the game's last event.
+    Rematch {
+        /// Who offered or declined; none when the window closed or the rematch started.
+        by: Option<Player>,
+        /// Which.
+        action: RematchAction,
+    },
+}
+
+/// What happened to a draw offer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum DrawAction {
+    /// Offered; it stands until the offerer's opponent moves or answers.
+    Offered,
+    /// The opponent declined.
+    Declined,
+    /// The opponent accepted: the game is drawn.
+    Accepted,
+}
+
+/// What happened to a rematch.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub enum RematchAction {
+    /// Offered; waits for the opponent.
+    Offered,
+    /// Declined: no rematch.
+    Declined,
+    /// Nobody asked (or answered) in time.
+    Expired,
+    /// Both asked: the new game.
+    Started {
+        /// The rematch's id.
+        game_id: GameId,
     },
 }
 
@@ -721,6 +819,13 @@ pub struct LobbyEvent {
 #[must_use]
 pub fn computer_name(level: Level) -> String {
     format!("Computer ({level})")
+}
+
+/// Whether a game needs the background agents' attention after a commit: a computer seat to
+/// play, or a [`deadline`](crate::clock::deadline) to keep.
+#[must_use]
+pub fn needs_agents(info: &GameInfo) -> bool {
+    has_computer_seat(info) || crate::clock::deadline(info).is_some()
 }
 
 /// Whether the computer holds a seat of the game.

@@ -53,6 +53,7 @@ fn new_game() -> NewGame {
         seat: Some(Player::First),
         display_name: "Lan".to_owned(),
         computer: None,
+        time_control: crate::clock::TimeControl::Untimed,
     }
 }
 

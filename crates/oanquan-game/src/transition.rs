@@ -4,18 +4,20 @@
 //!
 //! Invariants every transition keeps (see the property test below): the summary's position is
 //! the engine's, after exactly `move_count` moves, all in the move log; a game is over exactly
-//! when it has a result; an active game has both seats.
+//! when it has a result; an active game has both seats and a turn start; a timed game has a
+//! clock.
 
 use std::net::IpAddr;
-use std::time::SystemTime;
+use std::time::{Duration, SystemTime};
 
 use oanquan_ai::Level;
 use oanquan_rules::{ByPlayer, Move, Outcome, Player, Position, Preset, Rules};
 
+use crate::clock::{self, Clock, DeadlineKind, Rematch, TimeControl, TimePolicy};
 use crate::error::GameError;
 use crate::model::{
-    GameEventKind, GameId, GameInfo, GameResult, GameState, GameStatus, LobbyEventKind, MoveRecord,
-    PlayerKind, SeatInfo, Termination, computer_name,
+    DrawAction, GameEventKind, GameId, GameInfo, GameResult, GameState, GameStatus, LobbyEventKind,
+    MoveRecord, PlayerKind, RematchAction, SeatInfo, Termination, computer_name,
 };
 use crate::token::TokenHash;
 
@@ -34,6 +36,22 @@ pub struct Transition<T> {
 /// A transition's result.
 pub type Decided<T> = Result<(GameState, Transition<T>), GameError>;
 
+/// Who takes the seat the creator did not take.
+#[derive(Debug, Clone)]
+pub enum Opponent {
+    /// Nobody yet: the game waits for someone to join.
+    Wait,
+    /// The server's computer at this level: the game starts at once.
+    Computer(Level),
+    /// A person already paired (a seek, a rematch): the game starts at once.
+    Human {
+        /// Display name, already checked.
+        display_name: String,
+        /// Their token's hash.
+        token: TokenHash,
+    },
+}
+
 /// A new game, its creator seated.
 #[derive(Debug, Clone)]
 pub struct Create {
@@ -51,13 +69,19 @@ pub struct Create {
     pub display_name: String,
     /// The creator's token hash.
     pub token: TokenHash,
-    /// The computer's level, seated in the other seat (the game starts at once).
-    pub computer: Option<Level>,
+    /// Who sits in the other seat.
+    pub opponent: Opponent,
     /// The creator's address in `client_key` form.
     pub creator: Option<IpAddr>,
+    /// The players' time control.
+    pub time_control: TimeControl,
+    /// The server's time policy (first-move limit).
+    pub policy: TimePolicy,
+    /// The game this one is a rematch of.
+    pub rematch_of: Option<GameId>,
 }
 
-/// Creates a game: the creator in their seat, and the computer in the other if asked.
+/// Creates a game: the creator in their seat, and the opponent in the other if there is one.
 #[must_use]
 pub fn create(command: Create, now: SystemTime) -> (GameState, Transition<()>) {
     let mut info = GameInfo {
@@ -73,6 +97,15 @@ pub fn create(command: Create, now: SystemTime) -> (GameState, Transition<()>) {
         created: now,
         updated: now,
         sequence: 0,
+        time_control: command.time_control,
+        clock: Clock::new(command.time_control, &command.policy),
+        turn_started: None,
+        draw_offer: None,
+        last_draw_offer: ByPlayer::default(),
+        rematch: Rematch {
+            of: command.rematch_of,
+            ..Rematch::default()
+        },
     };
     let seat = command.seat;
     info.seats[seat] = Some(SeatInfo {
@@ -85,14 +118,37 @@ pub fn create(command: Create, now: SystemTime) -> (GameState, Transition<()>) {
         kind: PlayerKind::Human,
     }];
     let mut lobby_events = Vec::new();
-    if let Some(level) = command.computer {
-        seat_computer(
-            &mut info,
-            seat.other(),
-            level,
-            &mut game_events,
-            &mut lobby_events,
-        );
+    let mut token_hashes = ByPlayer::default();
+    token_hashes[seat] = Some(command.token);
+    match command.opponent {
+        Opponent::Wait => {}
+        Opponent::Computer(level) => {
+            let kind = PlayerKind::Computer { level };
+            seat_opponent(
+                &mut info,
+                seat.other(),
+                computer_name(level),
+                kind,
+                now,
+                &mut game_events,
+                &mut lobby_events,
+            );
+        }
+        Opponent::Human {
+            display_name,
+            token,
+        } => {
+            token_hashes[seat.other()] = Some(token);
+            seat_opponent(
+                &mut info,
+                seat.other(),
+                display_name,
+                PlayerKind::Human,
+                now,
+                &mut game_events,
+                &mut lobby_events,
+            );
+        }
     }
     lobby_events.insert(
         0,
@@ -100,8 +156,6 @@ pub fn create(command: Create, now: SystemTime) -> (GameState, Transition<()>) {
             game: Box::new(info.clone()),
         },
     );
-    let mut token_hashes = ByPlayer::default();
-    token_hashes[seat] = Some(command.token);
     let state = GameState::new(info, token_hashes, command.creator);
     (
         state,
@@ -145,6 +199,7 @@ pub fn join(
         });
         info.status = GameStatus::Active;
         info.updated = now;
+        info.turn_started = Some(now);
     });
     state.set_token(seat, token);
     let position = *state.position();
@@ -163,6 +218,7 @@ pub fn join(
                 player: position.to_move(),
                 ply: position.ply(),
                 refill: None,
+                clock: clock::reading(state.info(), now),
             },
         ],
         lobby_events: vec![
@@ -188,12 +244,15 @@ pub enum Mover {
 }
 
 /// Plays `mv` for `mover`; with `expected_ply`, only if the game is at that ply, so a retried
-/// request cannot play twice.
+/// request cannot play twice. In a timed game the move must arrive before the mover's
+/// deadline; the time since the turn started is charged to the mover (except for each
+/// player's first move), then the increment added.
 ///
 /// # Errors
 ///
 /// [`GameError::WrongToken`], [`GameError::GameNotStarted`], [`GameError::GameOver`],
-/// [`GameError::StalePly`], [`GameError::NotYourTurn`], [`GameError::IllegalMove`].
+/// [`GameError::StalePly`], [`GameError::NotYourTurn`], [`GameError::TimeUp`],
+/// [`GameError::IllegalMove`].
 pub fn play(
     mut state: GameState,
     mover: Mover,
@@ -230,11 +289,40 @@ pub fn play(
     if to_move != seat {
         return Err(GameError::NotYourTurn { to_move });
     }
+    if let Some(deadline) = clock::deadline(state.info())
+        && now >= deadline.at
+    {
+        return Err(GameError::TimeUp {
+            first_move: matches!(deadline.kind, DeadlineKind::FirstMove { .. }),
+        });
+    }
+    let first_move = clock::is_first_move(state.info());
     let record = state.play(seat, mv, now)?;
     let position = record.position;
-    state.edit(|info| info.updated = now);
+    state.edit(|info| {
+        info.updated = now;
+        if let (Some(clock), Some(started)) = (info.clock.as_mut(), info.turn_started) {
+            let spent = now.duration_since(started).unwrap_or_default();
+            match info.time_control {
+                TimeControl::RealTime { increment, .. } if !first_move => {
+                    clock.remaining[seat] = clock.remaining[seat].saturating_sub(spent) + increment;
+                }
+                TimeControl::Correspondence { per_move } => {
+                    clock.remaining = ByPlayer::new(per_move, per_move);
+                }
+                _ => {}
+            }
+        }
+        info.turn_started = Some(now);
+        // An offer stands until the offerer's opponent moves: this mover's opponent's offer
+        // lapses; the mover's own stays.
+        if info.draw_offer == Some(seat.other()) {
+            info.draw_offer = None;
+        }
+    });
     let mut game_events = vec![GameEventKind::MovePlayed {
         record: Box::new(record.clone()),
+        clock: None,
     }];
     let mut lobby_events = Vec::new();
     if let Some(reason) = position.end_reason() {
@@ -248,6 +336,7 @@ pub fn play(
             &mut state,
             GameStatus::Finished,
             result,
+            now,
             &mut game_events,
             &mut lobby_events,
         );
@@ -260,7 +349,13 @@ pub fn play(
             player: position.to_move(),
             ply: position.ply(),
             refill,
+            clock: clock::reading(state.info(), now),
         });
+    }
+    // The move's clocks are those the next turn starts with (or the final ones).
+    let after = clock::reading(state.info(), now);
+    if let Some(GameEventKind::MovePlayed { clock, .. }) = game_events.first_mut() {
+        *clock = after;
     }
     Ok((
         state,
@@ -280,11 +375,7 @@ pub fn play(
 /// [`GameError::GameOver`].
 pub fn resign(state: GameState, token: &TokenHash, now: SystemTime) -> Decided<()> {
     let seat = state.seat_of(token).ok_or(GameError::WrongToken)?;
-    match state.info().status {
-        GameStatus::WaitingForPlayers => return Err(GameError::GameNotStarted),
-        GameStatus::Finished | GameStatus::Aborted => return Err(GameError::GameOver),
-        GameStatus::Active => {}
-    }
+    active(&state)?;
     let result = GameResult {
         outcome: Some(Outcome::Decisive {
             winner: seat.other(),
@@ -293,7 +384,7 @@ pub fn resign(state: GameState, token: &TokenHash, now: SystemTime) -> Decided<(
         termination: Termination::Resignation,
         ended_by: Some(seat),
     };
-    Ok(ended(state, GameStatus::Finished, result, now))
+    Ok(ended(state, GameStatus::Finished, result, now, Vec::new()))
 }
 
 /// Aborts a game before its first move, for the seat whose token hashes to `token`.
@@ -315,7 +406,7 @@ pub fn abort(state: GameState, token: &TokenHash, now: SystemTime) -> Decided<()
         termination: Termination::Aborted,
         ended_by: Some(seat),
     };
-    Ok(ended(state, GameStatus::Aborted, result, now))
+    Ok(ended(state, GameStatus::Aborted, result, now, Vec::new()))
 }
 
 /// Aborts a waiting or active game whose last change is older than `idle_since` (no seat ends
@@ -334,29 +425,454 @@ pub fn expire(state: GameState, idle_since: SystemTime, now: SystemTime) -> Deci
         termination: Termination::Aborted,
         ended_by: None,
     };
-    Ok(ended(state, GameStatus::Aborted, result, now))
+    Ok(ended(state, GameStatus::Aborted, result, now, Vec::new()))
 }
 
-/// Seats the computer at `level` in `seat` of a game being created and starts it, with the
-/// events of a person joining.
-fn seat_computer(
+/// Applies the game's [`deadline`](clock::deadline) if it has passed at `now`: a flag falls
+/// (the opponent wins on time), a first move not made aborts the game, a rematch window
+/// closes. Returns what it applied.
+///
+/// # Errors
+///
+/// [`GameError::NotDue`] if nothing is due (a move came first, or the game changed).
+pub fn apply_deadline(state: GameState, now: SystemTime) -> Decided<DeadlineKind> {
+    let Some(deadline) = clock::deadline(state.info()).filter(|d| now >= d.at) else {
+        return Err(GameError::NotDue);
+    };
+    let kind = deadline.kind;
+    let (state, transition) = match kind {
+        DeadlineKind::FirstMove { player } => {
+            let result = GameResult {
+                outcome: None,
+                scores: state.position().scores(),
+                termination: Termination::Aborted,
+                ended_by: Some(player),
+            };
+            ended(state, GameStatus::Aborted, result, deadline.at, Vec::new())
+        }
+        DeadlineKind::Flag { player } => {
+            let mut state = state;
+            state.edit(|info| {
+                if let Some(clock) = info.clock.as_mut() {
+                    clock.remaining[player] = Duration::ZERO;
+                }
+            });
+            let result = GameResult {
+                outcome: Some(Outcome::Decisive {
+                    winner: player.other(),
+                }),
+                scores: state.position().scores(),
+                termination: Termination::Timeout,
+                ended_by: Some(player),
+            };
+            // The game ends at the deadline, whenever the server got to it.
+            ended(state, GameStatus::Finished, result, deadline.at, Vec::new())
+        }
+        DeadlineKind::RematchWindow => {
+            let mut state = state;
+            state.edit(|info| {
+                info.rematch.open_until = None;
+                info.rematch.offered_by = None;
+                info.updated = now;
+            });
+            (
+                state,
+                Transition {
+                    game_events: vec![GameEventKind::Rematch {
+                        by: None,
+                        action: RematchAction::Expired,
+                    }],
+                    lobby_events: Vec::new(),
+                    output: (),
+                },
+            )
+        }
+    };
+    Ok((
+        state,
+        Transition {
+            game_events: transition.game_events,
+            lobby_events: transition.lobby_events,
+            output: kind,
+        },
+    ))
+}
+
+/// After a server restart, starts the turn of a timed game's player to move again at `now`,
+/// with the time they had when it started: the outage is not charged to anyone.
+///
+/// # Errors
+///
+/// [`GameError::NotDue`] if the game is not an active timed game.
+pub fn resume_clock(mut state: GameState, now: SystemTime) -> Decided<()> {
+    if state.info().status != GameStatus::Active || state.info().clock.is_none() {
+        return Err(GameError::NotDue);
+    }
+    state.edit(|info| info.turn_started = Some(now));
+    let position = *state.position();
+    let event = GameEventKind::TurnStarted {
+        player: position.to_move(),
+        ply: position.ply(),
+        refill: None,
+        clock: clock::reading(state.info(), now),
+    };
+    Ok((
+        state,
+        Transition {
+            game_events: vec![event],
+            lobby_events: Vec::new(),
+            output: (),
+        },
+    ))
+}
+
+/// Claims the win of an untimed game whose player to move, the claimer's opponent, has not
+/// moved for `abandon_after`.
+///
+/// # Errors
+///
+/// [`GameError::WrongToken`], [`GameError::GameNotStarted`], [`GameError::GameOver`],
+/// [`GameError::CannotClaim`] if it is the claimer's turn, the game is timed, or the time has
+/// not passed.
+pub fn claim_victory(
+    state: GameState,
+    token: &TokenHash,
+    abandon_after: Duration,
+    now: SystemTime,
+) -> Decided<()> {
+    let seat = state.seat_of(token).ok_or(GameError::WrongToken)?;
+    active(&state)?;
+    let info = state.info();
+    if info.time_control.is_timed() {
+        return Err(GameError::CannotClaim(
+            "this game is timed: it ends on its own when the clock of the player to move runs out"
+                .to_owned(),
+        ));
+    }
+    let to_move = state.position().to_move();
+    if to_move == seat {
+        return Err(GameError::CannotClaim(
+            "it is your turn: only the player waiting for a move can claim".to_owned(),
+        ));
+    }
+    let since = info.turn_started.unwrap_or(info.updated);
+    let waited = now.duration_since(since).unwrap_or_default();
+    if waited < abandon_after {
+        return Err(GameError::CannotClaim(format!(
+            "your opponent has had the move for {}; you can claim the win once they have not \
+             moved for {} (in {})",
+            clock::format_duration(round_secs(waited)),
+            clock::format_duration(abandon_after),
+            clock::format_duration(round_secs(abandon_after - waited).max(Duration::from_secs(1))),
+        )));
+    }
+    let result = GameResult {
+        outcome: Some(Outcome::Decisive { winner: seat }),
+        scores: state.position().scores(),
+        termination: Termination::Abandonment,
+        ended_by: Some(to_move),
+    };
+    Ok(ended(state, GameStatus::Finished, result, now, Vec::new()))
+}
+
+fn round_secs(d: Duration) -> Duration {
+    Duration::from_secs(d.as_secs())
+}
+
+/// Offers a draw for the token's seat, or accepts the opponent's standing offer (the game is
+/// drawn by agreement). One offer per player per move: a second offer before the player's next
+/// move is refused, unless the first still stands (then nothing changes).
+///
+/// # Errors
+///
+/// [`GameError::WrongToken`], [`GameError::GameNotStarted`], [`GameError::GameOver`],
+/// [`GameError::CannotOffer`] for a second offer on the same move.
+pub fn offer_draw(state: GameState, token: &TokenHash, now: SystemTime) -> Decided<DrawAction> {
+    let seat = state.seat_of(token).ok_or(GameError::WrongToken)?;
+    active(&state)?;
+    let info = state.info();
+    if info.draw_offer == Some(seat.other()) {
+        let result = GameResult {
+            outcome: Some(Outcome::Draw),
+            scores: state.position().scores(),
+            termination: Termination::Agreement,
+            ended_by: None,
+        };
+        let accepted = GameEventKind::Draw {
+            by: seat,
+            action: DrawAction::Accepted,
+        };
+        let (state, transition) = ended(state, GameStatus::Finished, result, now, vec![accepted]);
+        return Ok((state, with_output(transition, DrawAction::Accepted)));
+    }
+    if info.draw_offer == Some(seat) {
+        return Ok((state, with_output(nothing(), DrawAction::Offered)));
+    }
+    if info.last_draw_offer[seat] == Some(info.move_count) {
+        return Err(GameError::CannotOffer(
+            "you already offered a draw on this move and it was declined; offer again after your next move"
+                .to_owned(),
+        ));
+    }
+    let mut state = state;
+    state.edit(|info| {
+        info.draw_offer = Some(seat);
+        info.last_draw_offer[seat] = Some(info.move_count);
+        info.updated = now;
+    });
+    Ok((
+        state,
+        Transition {
+            game_events: vec![GameEventKind::Draw {
+                by: seat,
+                action: DrawAction::Offered,
+            }],
+            lobby_events: Vec::new(),
+            output: DrawAction::Offered,
+        },
+    ))
+}
+
+/// Declines the opponent's standing draw offer.
+///
+/// # Errors
+///
+/// [`GameError::WrongToken`], [`GameError::GameNotStarted`], [`GameError::GameOver`],
+/// [`GameError::NoOffer`] if no offer of the opponent stands.
+pub fn decline_draw(mut state: GameState, token: &TokenHash, now: SystemTime) -> Decided<()> {
+    let seat = state.seat_of(token).ok_or(GameError::WrongToken)?;
+    active(&state)?;
+    if state.info().draw_offer != Some(seat.other()) {
+        return Err(GameError::NoOffer(
+            "your opponent has no draw offer standing",
+        ));
+    }
+    state.edit(|info| {
+        info.draw_offer = None;
+        info.updated = now;
+    });
+    Ok((
+        state,
+        Transition {
+            game_events: vec![GameEventKind::Draw {
+                by: seat,
+                action: DrawAction::Declined,
+            }],
+            lobby_events: Vec::new(),
+            output: (),
+        },
+    ))
+}
+
+/// What an offer of a rematch did.
+#[derive(Debug, Clone)]
+pub enum RematchOffer {
+    /// The offer stands; the opponent has not asked yet.
+    Offered,
+    /// Both asked (or the opponent is the computer): the new game, to create.
+    Started(Box<(GameState, Transition<()>)>),
+}
+
+/// Offers a rematch of a finished game for the token's seat, keeping `next_token` as the hash
+/// of the token the player will have in it. When the opponent has offered too (or is the
+/// computer), the rematch is created as `next_id`: seats swapped, the same rules, start and
+/// time control; this game links to it and its log ends.
+///
+/// # Errors
+///
+/// [`GameError::WrongToken`], [`GameError::RematchUnavailable`] if the game is not finished,
+/// the window closed, or the rematch was declined or already started.
+pub fn offer_rematch(
+    mut state: GameState,
+    token: &TokenHash,
+    next_token: TokenHash,
+    next_id: GameId,
+    policy: &TimePolicy,
+    now: SystemTime,
+) -> Decided<RematchOffer> {
+    let seat = state.seat_of(token).ok_or(GameError::WrongToken)?;
+    rematch_open(&state, now)?;
+    let opponent = seat.other();
+    let opponent_seat =
+        state.info().seats[opponent]
+            .clone()
+            .ok_or(GameError::RematchUnavailable(
+                "the game has no opponent".to_owned(),
+            ))?;
+    state.set_rematch_token(seat, next_token);
+    let pairs = match opponent_seat.kind {
+        PlayerKind::Computer { .. } => true,
+        PlayerKind::Human => state.info().rematch.offered_by == Some(opponent),
+    };
+    if !pairs {
+        // A repeated offer replaces the token kept from the first, and is announced again.
+        state.edit(|info| {
+            info.rematch.offered_by = Some(seat);
+            info.updated = now;
+        });
+        return Ok((
+            state,
+            Transition {
+                game_events: vec![GameEventKind::Rematch {
+                    by: Some(seat),
+                    action: RematchAction::Offered,
+                }],
+                lobby_events: Vec::new(),
+                output: RematchOffer::Offered,
+            },
+        ));
+    }
+    // Seats swap: whoever played first now plays second.
+    let info = state.info();
+    let me = info.seats[seat].clone().ok_or(GameError::WrongToken)?;
+    let opponent_entry = match opponent_seat.kind {
+        PlayerKind::Computer { level } => Opponent::Computer(level),
+        PlayerKind::Human => Opponent::Human {
+            display_name: opponent_seat.display_name.clone(),
+            token: state.rematch_tokens()[opponent].ok_or(GameError::RematchUnavailable(
+                "your opponent's offer has no token; offer again".to_owned(),
+            ))?,
+        },
+    };
+    let next = create(
+        Create {
+            id: next_id.clone(),
+            rules: info.rules,
+            preset: info.preset,
+            start: info.start,
+            seat: seat.other(),
+            display_name: me.display_name,
+            token: next_token,
+            opponent: opponent_entry,
+            creator: state.creator(),
+            time_control: info.time_control,
+            policy: TimePolicy {
+                first_move: info.clock.map_or(policy.first_move, |c| c.first_move),
+                ..*policy
+            },
+            rematch_of: Some(info.id.clone()),
+        },
+        now,
+    );
+    state.edit(|info| {
+        info.rematch.next = Some(next_id.clone());
+        info.rematch.offered_by = None;
+        info.rematch.open_until = None;
+        info.updated = now;
+    });
+    Ok((
+        state,
+        Transition {
+            game_events: vec![GameEventKind::Rematch {
+                by: None,
+                action: RematchAction::Started { game_id: next_id },
+            }],
+            lobby_events: Vec::new(),
+            output: RematchOffer::Started(Box::new(next)),
+        },
+    ))
+}
+
+/// Declines a rematch (the opponent's offer, or any before it is made): the window closes.
+///
+/// # Errors
+///
+/// [`GameError::WrongToken`], [`GameError::RematchUnavailable`].
+pub fn decline_rematch(mut state: GameState, token: &TokenHash, now: SystemTime) -> Decided<()> {
+    let seat = state.seat_of(token).ok_or(GameError::WrongToken)?;
+    rematch_open(&state, now)?;
+    state.edit(|info| {
+        info.rematch.offered_by = None;
+        info.rematch.open_until = None;
+        info.updated = now;
+    });
+    Ok((
+        state,
+        Transition {
+            game_events: vec![GameEventKind::Rematch {
+                by: Some(seat),
+                action: RematchAction::Declined,
+            }],
+            lobby_events: Vec::new(),
+            output: (),
+        },
+    ))
+}
+
+fn rematch_open(state: &GameState, now: SystemTime) -> Result<(), GameError> {
+    let info = state.info();
+    match info.status {
+        GameStatus::Finished => {}
+        GameStatus::Aborted => {
+            return Err(GameError::RematchUnavailable(
+                "the game was aborted; create a new one".to_owned(),
+            ));
+        }
+        GameStatus::WaitingForPlayers | GameStatus::Active => {
+            return Err(GameError::RematchUnavailable(
+                "the game is not over yet".to_owned(),
+            ));
+        }
+    }
+    if let Some(next) = &info.rematch.next {
+        return Err(GameError::RematchUnavailable(format!(
+            "the rematch has started: game {next}"
+        )));
+    }
+    match info.rematch.open_until {
+        Some(until) if now < until => Ok(()),
+        _ => Err(GameError::RematchUnavailable(
+            "no rematch can be offered any more (declined, or the time to offer one has passed)"
+                .to_owned(),
+        )),
+    }
+}
+
+fn active(state: &GameState) -> Result<(), GameError> {
+    match state.info().status {
+        GameStatus::WaitingForPlayers => Err(GameError::GameNotStarted),
+        GameStatus::Finished | GameStatus::Aborted => Err(GameError::GameOver),
+        GameStatus::Active => Ok(()),
+    }
+}
+
+fn nothing() -> Transition<()> {
+    Transition {
+        game_events: Vec::new(),
+        lobby_events: Vec::new(),
+        output: (),
+    }
+}
+
+fn with_output<T>(transition: Transition<()>, output: T) -> Transition<T> {
+    Transition {
+        game_events: transition.game_events,
+        lobby_events: transition.lobby_events,
+        output,
+    }
+}
+
+/// Seats the opponent (the computer, or a paired person) in `seat` of a game being created and
+/// starts it, with the events of a person joining.
+fn seat_opponent(
     info: &mut GameInfo,
     seat: Player,
-    level: Level,
+    display_name: String,
+    kind: PlayerKind,
+    now: SystemTime,
     game_events: &mut Vec<GameEventKind>,
     lobby_events: &mut Vec<LobbyEventKind>,
 ) {
-    let display_name = computer_name(level);
-    let kind = PlayerKind::Computer { level };
     info.seats[seat] = Some(SeatInfo {
         display_name: display_name.clone(),
         kind,
     });
     info.status = GameStatus::Active;
+    info.turn_started = Some(now);
     game_events.extend([
         GameEventKind::PlayerJoined {
             seat,
-            display_name,
+            display_name: display_name.clone(),
             kind,
         },
         GameEventKind::GameStarted {
@@ -366,26 +882,37 @@ fn seat_computer(
             player: info.position.to_move(),
             ply: info.position.ply(),
             refill: None,
+            clock: clock::reading(info, now),
         },
     ]);
+    if kind == PlayerKind::Human {
+        lobby_events.push(LobbyEventKind::SeatTaken {
+            game_id: info.id.clone(),
+            seat,
+            display_name,
+        });
+    }
     lobby_events.push(LobbyEventKind::GameStarted {
         game_id: info.id.clone(),
     });
 }
 
-/// The change that ends a game by a decision outside the rules (resignation, abort, expiry).
+/// The change that ends a game by a decision outside the rules (resignation, abort, expiry,
+/// time, agreement, abandonment), after `before` events.
 fn ended(
     mut state: GameState,
     status: GameStatus,
     result: GameResult,
     now: SystemTime,
+    before: Vec<GameEventKind>,
 ) -> (GameState, Transition<()>) {
-    state.edit(|info| info.updated = now);
-    let (mut game_events, mut lobby_events) = (Vec::new(), Vec::new());
+    state.edit(|info| info.updated = info.updated.max(now));
+    let (mut game_events, mut lobby_events) = (before, Vec::new());
     finish(
         &mut state,
         status,
         result,
+        now,
         &mut game_events,
         &mut lobby_events,
     );
@@ -399,22 +926,68 @@ fn ended(
     )
 }
 
+/// The rematch window a game gets when it ends: set later by the manager from its policy (a
+/// transition does not know it), so a finished game starts with none.
 fn finish(
     state: &mut GameState,
     status: GameStatus,
     result: GameResult,
+    now: SystemTime,
     game_events: &mut Vec<GameEventKind>,
     lobby_events: &mut Vec<LobbyEventKind>,
 ) {
     state.edit(|info| {
         info.status = status;
         info.result = Some(result);
+        info.draw_offer = None;
+        if let (Some(clock), Some(started), GameStatus::Active | GameStatus::Finished) =
+            (info.clock.as_mut(), info.turn_started, status)
+        {
+            // The mover's time is charged up to the end (not during the first moves).
+            if info.move_count >= 2 && result.termination != Termination::Timeout {
+                let player = info.position.to_move();
+                let spent = now.duration_since(started).unwrap_or_default();
+                if !info.position.is_over() {
+                    clock.remaining[player] = clock.remaining[player].saturating_sub(spent);
+                }
+            }
+        }
+        info.turn_started = None;
     });
-    game_events.push(GameEventKind::GameOver { result });
+    game_events.push(GameEventKind::GameOver {
+        result,
+        clock: clock::reading(state.info(), now),
+        rematch_until: None,
+    });
     lobby_events.push(LobbyEventKind::GameFinished {
         game_id: state.info().id.clone(),
         result,
     });
+}
+
+/// Opens the rematch window of a game that has just finished, until `until`: the manager calls
+/// it on the result of any transition that finished a game with two seats.
+pub fn open_rematch_window(
+    state: &mut GameState,
+    transition: &mut Transition<impl Sized>,
+    until: SystemTime,
+) {
+    if state.info().status != GameStatus::Finished || state.info().rematch.open_until.is_some() {
+        return;
+    }
+    let ended_now = transition
+        .game_events
+        .iter()
+        .any(|e| matches!(e, GameEventKind::GameOver { .. }));
+    if !ended_now {
+        return;
+    }
+    state.edit(|info| info.rematch.open_until = Some(until));
+    for event in &mut transition.game_events {
+        if let GameEventKind::GameOver { rematch_until, .. } = event {
+            *rematch_until = Some(until);
+        }
+    }
 }
 
 #[cfg(test)]
@@ -435,6 +1008,14 @@ mod tests {
     }
 
     fn created(seat: Player, computer: Option<Level>) -> (GameState, Transition<()>, TokenHash) {
+        created_timed(seat, computer, TimeControl::Untimed)
+    }
+
+    fn created_timed(
+        seat: Player,
+        computer: Option<Level>,
+        time_control: TimeControl,
+    ) -> (GameState, Transition<()>, TokenHash) {
         let token = PlayerToken::generate().hash();
         let rules = Preset::Standard.rules();
         let (state, transition) = create(
@@ -446,8 +1027,11 @@ mod tests {
                 seat,
                 display_name: "Lan".to_owned(),
                 token,
-                computer,
+                opponent: computer.map_or(Opponent::Wait, Opponent::Computer),
                 creator: None,
+                time_control,
+                policy: TimePolicy::default(),
+                rematch_of: None,
             },
             at(0),
         );
@@ -548,6 +1132,7 @@ mod tests {
             GameState::restore(
                 info.clone(),
                 *state.token_hashes(),
+                ByPlayer::default(),
                 [PlayedMove {
                     player,
                     mv,
@@ -654,12 +1239,12 @@ mod tests {
                     });
                 }
                 GameEventKind::GameStarted { .. } => self.started = true,
-                GameEventKind::MovePlayed { record } => {
+                GameEventKind::MovePlayed { record, .. } => {
                     self.move_count += 1;
                     assert_eq!(record.number, self.move_count);
                     self.position = Some(record.position);
                 }
-                GameEventKind::GameOver { result } => {
+                GameEventKind::GameOver { result, .. } => {
                     assert!(self.result.is_none(), "a game ends twice");
                     self.result = Some(*result);
                 }
@@ -788,7 +1373,7 @@ mod tests {
                 time: m.time,
             });
             let restore = |info: GameInfo, position| GameState::restore(
-                info, *state.token_hashes(), played(), state.creator(), position,
+                info, *state.token_hashes(), *state.rematch_tokens(), played(), state.creator(), position,
             );
             let restored = restore(state.info().clone(), Some(state.info().position)).unwrap();
             prop_assert_eq!(restored.info(), state.info());

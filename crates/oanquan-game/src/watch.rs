@@ -16,7 +16,7 @@ use tokio::sync::broadcast::error::RecvError;
 
 use crate::error::GameError;
 use crate::hub::WatcherGuard;
-use crate::model::{GameEvent, GameEventKind, GameId, GameInfo, LobbyEvent};
+use crate::model::{GameEvent, GameEventKind, GameId, GameInfo, LobbyEvent, RematchAction};
 use crate::store::{GameStore, Since, StoreFuture};
 
 /// An event with a sequence number.
@@ -32,7 +32,11 @@ impl Sequenced for GameEvent {
         self.sequence
     }
     fn is_final(&self) -> bool {
-        matches!(self.kind, GameEventKind::GameOver { .. })
+        match &self.kind {
+            GameEventKind::GameOver { rematch_until, .. } => rematch_until.is_none(),
+            GameEventKind::Rematch { action, .. } => !matches!(action, RematchAction::Offered),
+            _ => false,
+        }
     }
 }
 
@@ -75,7 +79,7 @@ impl Feed for GameFeed {
             .info(&self.id)
             .map(|info| {
                 info.map(|info| {
-                    let (sequence, over) = (info.sequence, info.status.is_over());
+                    let (sequence, over) = (info.sequence, info.log_closed());
                     (info, sequence, over)
                 })
             })

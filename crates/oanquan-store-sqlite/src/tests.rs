@@ -30,6 +30,7 @@ async fn new_game(
             seat: Some(Player::First),
             display_name: "Lan".to_owned(),
             computer: None,
+            time_control: oanquan_game::TimeControl::Untimed,
         })
         .await
         .unwrap();
@@ -243,6 +244,7 @@ async fn a_version_1_database_is_migrated_and_keeps_its_games() {
                 seat: Some(Player::First),
                 display_name: "Lan".to_owned(),
                 computer: None,
+                time_control: oanquan_game::TimeControl::Untimed,
             },
         )
         .await
@@ -306,6 +308,7 @@ async fn a_damaged_open_game_does_not_hold_its_creators_slot() {
                     seat: Some(Player::First),
                     display_name: "Lan".to_owned(),
                     computer: None,
+                    time_control: oanquan_game::TimeControl::Untimed,
                 },
             )
             .await
