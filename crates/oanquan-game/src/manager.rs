@@ -88,6 +88,19 @@ pub struct NewGame {
     pub time_control: TimeControl,
 }
 
+/// What an offer of a rematch returns.
+#[derive(Debug, Clone)]
+pub struct RematchOffered {
+    /// The finished game after the offer.
+    pub game: GameInfo,
+    /// The caller's token for the rematch (shown once).
+    pub token: PlayerToken,
+    /// The caller's seat in the rematch.
+    pub seat: Player,
+    /// The rematch, if this offer started it.
+    pub rematch: Option<GameInfo>,
+}
+
 /// A game between two players already paired (by a seek): both seated, started at once.
 #[derive(Debug, Clone)]
 pub struct PairedGame {
@@ -565,7 +578,7 @@ impl GameManager {
         &self,
         id: &GameId,
         token: &PlayerToken,
-    ) -> Result<(GameInfo, PlayerToken, Option<GameInfo>), GameError> {
+    ) -> Result<RematchOffered, GameError> {
         let hash = token.hash();
         let next_token = PlayerToken::generate();
         let next_hash = next_token.hash();
@@ -576,8 +589,22 @@ impl GameManager {
                 transition::offer_rematch(state, &hash, next_hash, next_id.clone(), &policy, now)
             })
             .await?;
+        // The caller's seat in this game, to tell its seat in the rematch (the other one).
+        let seat = self
+            .store
+            .load(id)
+            .await
+            .map_err(Self::not_found(id))?
+            .seat_of(&hash)
+            .ok_or(GameError::WrongToken)?
+            .other();
         let RematchOffer::Started(next) = offer else {
-            return Ok((committed.info, next_token, None));
+            return Ok(RematchOffered {
+                game: committed.info,
+                token: next_token,
+                seat,
+                rematch: None,
+            });
         };
         // This game's commit decided the pairing once; the rematch is created after it. Should
         // that fail, the link names a game that does not exist (logged; players create anew).
@@ -600,7 +627,12 @@ impl GameManager {
                 GameError::from(error)
             })?;
         info!(game_id = %id, rematch = %next_id, "rematch started");
-        Ok((committed.info, next_token, Some(created.info)))
+        Ok(RematchOffered {
+            game: committed.info,
+            token: next_token,
+            seat,
+            rematch: Some(created.info),
+        })
     }
 
     /// Declines a rematch: the window closes.
