@@ -79,6 +79,12 @@ async fn games_and_logs_read_back_exactly_as_committed_across_a_reopen() {
         let (mut rx, _guard) = hub.subscribe_game(&id, 10).unwrap();
         play_out(&manager, &id, &tokens, seed).await;
         endings.insert(store.info(&id).await.unwrap().result.unwrap().termination);
+        // Over, but a rematch can still be offered: the log goes on until that is settled.
+        let Since::Events { done, .. } = store.game_events_since(&id, 0).await.unwrap() else {
+            panic!("events expected")
+        };
+        assert!(!done);
+        manager.decline_rematch(&id, &tokens[0]).await.unwrap();
         let Since::Events { events, done } = store.game_events_since(&id, 0).await.unwrap() else {
             panic!("events expected")
         };
@@ -138,6 +144,7 @@ async fn a_failed_commit_in_a_batch_rolls_back_alone() {
             player: Player::First,
             ply: 0,
             refill: None,
+            clock: None,
         }],
         lobby_events: Vec::new(),
         time: SystemTime::now(),
@@ -216,10 +223,16 @@ async fn a_version_1_database_is_migrated_and_keeps_its_games() {
     let id = new_game(&before, Preset::Standard.rules()).await.0;
     drop(before);
     drop(store);
-    // Back to version 1, as the first release wrote it: no `creator` column.
+    // Back to version 1, as the first release wrote it: no `creator` column (nor the later
+    // ones).
     let conn = Connection::open(&path).unwrap();
-    conn.execute_batch("ALTER TABLE games DROP COLUMN creator; PRAGMA user_version = 1;")
-        .unwrap();
+    conn.execute_batch(
+        "ALTER TABLE games DROP COLUMN rematch_token_first;
+         ALTER TABLE games DROP COLUMN rematch_token_second;
+         ALTER TABLE games DROP COLUMN creator;
+         PRAGMA user_version = 1;",
+    )
+    .unwrap();
     drop(conn);
 
     let store = SqliteStore::open(&path).unwrap();
