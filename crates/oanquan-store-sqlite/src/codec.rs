@@ -18,11 +18,12 @@
 //!
 //! Schema version 3 (clocks, draw offers, rematches) added fields to [`InfoDto`] and to the
 //! game events without rewriting old rows: every new field is `#[serde(default)]`, so a row
-//! written before reads as an **untimed** game (no clock, no turn start) with **no draw offer
-//! and no rematch** (no link, no offer, no window), and its `MovePlayed`, `TurnStarted` and
-//! `GameOver` events as events without clocks (and no rematch window). That is what such a game
-//! was. The rematch tokens live in columns of their own (`games.rematch_token_first`, `_second`,
-//! NULL in old rows).
+//! written before reads as an **untimed** game (no clock; no turn start, so an abandonment claim
+//! counts from the game's last change until its next move) with **no draw offer and no
+//! rematch** (no link, no offer, no window: a finished game's log is closed), and its
+//! `MovePlayed`, `TurnStarted` and `GameOver` events as events without clocks or rematch
+//! window. That is what such a game was. The rematch tokens live in columns of their own
+//! (`games.rematch_token_first`, `_second`, NULL in old rows).
 
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
