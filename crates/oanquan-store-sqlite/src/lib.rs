@@ -324,11 +324,13 @@ impl GameStore for SqliteStore {
     ) -> StoreFuture<'a, Since<GameEvent>> {
         let id = id.clone();
         self.read_game(move |conn| {
-            let (ord, last, status, info): (i64, i64, String, String) = conn
+            let (ord, last, status, info): (i64, i64, String, Option<String>) = conn
                 .prepare_cached("SELECT ord, sequence, status, info FROM games WHERE id = ?1")
                 .and_then(|mut s| {
                     s.query_row([id.as_str()], |row| {
-                        Ok((row.get(0)?, row.get(1)?, row.get(2)?, row.get(3)?))
+                        // Text that is not UTF-8 is a damaged game, not a failed query.
+                        let info = row.get_ref(3)?.as_str().ok().map(str::to_owned);
+                        Ok((row.get(0)?, row.get(1)?, row.get(2)?, info))
                     })
                     .optional()
                 })
@@ -343,6 +345,7 @@ impl GameStore for SqliteStore {
             let over = status == status_name(GameStatus::Finished)
                 || status == status_name(GameStatus::Aborted);
             let done = over && {
+                let info = info.ok_or_else(|| corrupt(&id, "its data is not UTF-8 text"))?;
                 let dto: InfoDto = serde_json::from_str(&info).map_err(|e| corrupt(&id, e))?;
                 dto.decode().map_err(|e| corrupt(&id, e))?.info.log_closed()
             };

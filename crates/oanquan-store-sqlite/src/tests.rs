@@ -718,3 +718,40 @@ async fn a_version_2_database_is_migrated_and_its_games_read_as_untimed() {
     assert_eq!(store.info(&active).await.unwrap(), info);
     assert_eq!(store.info(&waiting).await.unwrap(), joined.game);
 }
+
+/// Whether a finished game's log is closed comes from its stored summary: a summary that does
+/// not decode makes the log's reads a damaged game, not a failed query or a guess.
+#[tokio::test]
+async fn a_finished_game_with_a_damaged_summary_has_a_damaged_log() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("games.db");
+    let store: Arc<dyn GameStore> = Arc::new(SqliteStore::open(&path).unwrap());
+    let (games, _hub) = manager(Arc::clone(&store));
+    let mut ids = Vec::new();
+    for _ in 0..2 {
+        let (id, tokens) = new_game(&games, Preset::Standard.rules()).await;
+        games.resign(&id, &tokens[0]).await.unwrap();
+        ids.push(id);
+    }
+    drop(games);
+    drop(store);
+    let conn = Connection::open(&path).unwrap();
+    for (id, damage) in ids.iter().zip(["CAST(X'FF' AS TEXT)", "'{\"broken'"]) {
+        conn.execute(
+            &format!("UPDATE games SET info = {damage} WHERE id = ?1"),
+            [id.as_str()],
+        )
+        .unwrap();
+    }
+    drop(conn);
+    let store = SqliteStore::open(&path).unwrap();
+    for id in &ids {
+        assert!(
+            matches!(
+                store.game_events_since(id, 0).await,
+                Err(StoreError::Damaged { id: damaged, .. }) if damaged == *id
+            ),
+            "{id}"
+        );
+    }
+}
