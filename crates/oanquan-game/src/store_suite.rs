@@ -500,7 +500,12 @@ pub async fn rematch_offers_tokens_and_links_read_back(store: Arc<dyn GameStore>
     let info = reads_back(&store, &manager, &id, &mut published).await;
     assert!(!info.log_closed(), "a rematch can be offered");
 
-    let (offered, first_next, started) = manager.offer_rematch(&id, &first.token).await.unwrap();
+    let crate::RematchOffered {
+        game: offered,
+        token: first_next,
+        rematch: started,
+        ..
+    } = manager.offer_rematch(&id, &first.token).await.unwrap();
     assert!(started.is_none());
     let info = reads_back(&store, &manager, &id, &mut published).await;
     assert_eq!(info, offered);
@@ -514,7 +519,12 @@ pub async fn rematch_offers_tokens_and_links_read_back(store: Arc<dyn GameStore>
     assert_eq!(tokens.first, Some(first_next.hash().to_bytes()));
     assert_eq!(tokens.second, None);
 
-    let (linked, second_next, started) = manager.offer_rematch(&id, &second.token).await.unwrap();
+    let crate::RematchOffered {
+        game: linked,
+        token: second_next,
+        rematch: started,
+        ..
+    } = manager.offer_rematch(&id, &second.token).await.unwrap();
     let next = started.expect("both asked: the rematch starts");
     let info = reads_back(&store, &manager, &id, &mut published).await;
     assert_eq!(info, linked);
