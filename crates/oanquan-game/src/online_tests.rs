@@ -437,6 +437,47 @@ fn a_flag_falls_at_the_deadline_and_the_opponent_wins_on_time() {
 }
 
 #[test]
+fn past_the_deadline_only_the_deadline_ends_the_game() {
+    let (state, tokens) = started(real_time(60, 0));
+    let state = moves(state, &tokens, 2, 1);
+    // The second player offered a draw; the first player's flag falls at 62 s.
+    let (offered, _) = transition::offer_draw(state, &tokens[SECOND], secs(3)).unwrap();
+    let late = secs(62);
+    let refusals = [
+        transition::offer_draw(offered.clone(), &tokens[FIRST], late).map(|_| ()),
+        transition::offer_draw(offered.clone(), &tokens[SECOND], late).map(|_| ()),
+        transition::decline_draw(offered.clone(), &tokens[FIRST], late).map(|_| ()),
+        transition::resign(offered.clone(), &tokens[SECOND], late).map(|_| ()),
+        transition::resign(offered.clone(), &tokens[FIRST], late).map(|_| ()),
+        transition::expire(offered.clone(), late, late).map(|_| ()),
+    ];
+    for refused in refusals {
+        assert_eq!(refused, Err(GameError::GameOver));
+    }
+    // A moment earlier the draw could still be agreed.
+    let (drawn, _) = transition::offer_draw(offered.clone(), &tokens[FIRST], ms(61_999)).unwrap();
+    assert_eq!(
+        drawn.info().result.unwrap().termination,
+        Termination::Agreement
+    );
+    let (flagged, _) = transition::apply_deadline(offered, late).unwrap();
+    assert_eq!(
+        flagged.info().result.unwrap().outcome,
+        Some(Outcome::Decisive { winner: SECOND })
+    );
+
+    // Nor can a game whose first move is late be aborted by the other player.
+    let (state, tokens) = started(real_time(60, 0));
+    let late = T0 + TimePolicy::default().first_move;
+    assert_eq!(
+        transition::abort(state.clone(), &tokens[SECOND], late).unwrap_err(),
+        GameError::GameOver
+    );
+    let (aborted, _) = transition::apply_deadline(state, late).unwrap();
+    assert_eq!(aborted.info().result.unwrap().ended_by, Some(FIRST));
+}
+
+#[test]
 fn a_move_just_before_the_deadline_is_charged_all_but_the_rest() {
     let (state, tokens) = started(real_time(60, 0));
     let state = moves(state, &tokens, 2, 1);

@@ -372,10 +372,11 @@ pub fn play(
 /// # Errors
 ///
 /// [`GameError::WrongToken`], [`GameError::GameNotStarted`] (abort instead),
-/// [`GameError::GameOver`].
+/// [`GameError::GameOver`], also once the player to move is out of time.
 pub fn resign(state: GameState, token: &TokenHash, now: SystemTime) -> Decided<()> {
     let seat = state.seat_of(token).ok_or(GameError::WrongToken)?;
     active(&state)?;
+    before_deadline(&state, now)?;
     let result = GameResult {
         outcome: Some(Outcome::Decisive {
             winner: seat.other(),
@@ -391,12 +392,14 @@ pub fn resign(state: GameState, token: &TokenHash, now: SystemTime) -> Decided<(
 ///
 /// # Errors
 ///
-/// [`GameError::WrongToken`], [`GameError::GameAlreadyStarted`], [`GameError::GameOver`].
+/// [`GameError::WrongToken`], [`GameError::GameAlreadyStarted`], [`GameError::GameOver`],
+/// also once the player to move is out of time.
 pub fn abort(state: GameState, token: &TokenHash, now: SystemTime) -> Decided<()> {
     let seat = state.seat_of(token).ok_or(GameError::WrongToken)?;
     if state.info().status.is_over() {
         return Err(GameError::GameOver);
     }
+    before_deadline(&state, now)?;
     if state.info().move_count > 0 {
         return Err(GameError::GameAlreadyStarted);
     }
@@ -414,11 +417,13 @@ pub fn abort(state: GameState, token: &TokenHash, now: SystemTime) -> Decided<()
 ///
 /// # Errors
 ///
-/// [`GameError::GameOver`] if the game is over or changed since: nothing to expire.
+/// [`GameError::GameOver`] if the game is over or changed since: nothing to expire. Also
+/// once the player to move is out of time: the deadline, not idleness, ends that game.
 pub fn expire(state: GameState, idle_since: SystemTime, now: SystemTime) -> Decided<()> {
     if state.info().status.is_over() || state.info().updated >= idle_since {
         return Err(GameError::GameOver);
     }
+    before_deadline(&state, now)?;
     let result = GameResult {
         outcome: None,
         scores: state.position().scores(),
@@ -585,11 +590,13 @@ fn round_secs(d: Duration) -> Duration {
 ///
 /// # Errors
 ///
-/// [`GameError::WrongToken`], [`GameError::GameNotStarted`], [`GameError::GameOver`],
-/// [`GameError::CannotOffer`] for a second offer on the same move.
+/// [`GameError::WrongToken`], [`GameError::GameNotStarted`], [`GameError::GameOver`] (also
+/// once the player to move is out of time), [`GameError::CannotOffer`] for a second offer on
+/// the same move.
 pub fn offer_draw(state: GameState, token: &TokenHash, now: SystemTime) -> Decided<DrawAction> {
     let seat = state.seat_of(token).ok_or(GameError::WrongToken)?;
     active(&state)?;
+    before_deadline(&state, now)?;
     let info = state.info();
     if info.draw_offer == Some(seat.other()) {
         let result = GameResult {
@@ -637,11 +644,13 @@ pub fn offer_draw(state: GameState, token: &TokenHash, now: SystemTime) -> Decid
 ///
 /// # Errors
 ///
-/// [`GameError::WrongToken`], [`GameError::GameNotStarted`], [`GameError::GameOver`],
-/// [`GameError::NoOffer`] if no offer of the opponent stands.
+/// [`GameError::WrongToken`], [`GameError::GameNotStarted`], [`GameError::GameOver`] (also
+/// once the player to move is out of time), [`GameError::NoOffer`] if no offer of the
+/// opponent stands.
 pub fn decline_draw(mut state: GameState, token: &TokenHash, now: SystemTime) -> Decided<()> {
     let seat = state.seat_of(token).ok_or(GameError::WrongToken)?;
     active(&state)?;
+    before_deadline(&state, now)?;
     if state.info().draw_offer != Some(seat.other()) {
         return Err(GameError::NoOffer(
             "your opponent has no draw offer standing",
@@ -825,6 +834,18 @@ fn rematch_open(state: &GameState, now: SystemTime) -> Result<(), GameError> {
             "no rematch can be offered any more (declined, or the time to offer one has passed)"
                 .to_owned(),
         )),
+    }
+}
+
+/// A game whose player to move is out of time (or missed their first move) ended at that
+/// deadline, whether or not the timekeeper has applied it yet: refusing every other command
+/// keeps a draw agreed, a resignation or an expiry after a flag from changing the result.
+fn before_deadline(state: &GameState, now: SystemTime) -> Result<(), GameError> {
+    match clock::deadline(state.info()) {
+        Some(deadline) if state.info().status == GameStatus::Active && now >= deadline.at => {
+            Err(GameError::GameOver)
+        }
+        _ => Ok(()),
     }
 }
 
@@ -1594,6 +1615,16 @@ mod tests {
                     }
                 };
                 if let Ok((next, events)) = decided {
+                    // Once the player to move is out of time, the game ended at that deadline
+                    // whether or not it was applied yet: nothing else may happen to it.
+                    let due = clock::deadline(before.info())
+                        .filter(|d| before.info().status == GameStatus::Active && now >= d.at);
+                    if let Some(due) = due {
+                        prop_assert_eq!(
+                            applied, Some(due.kind),
+                            "{:?} accepted after the deadline", command
+                        );
+                    }
                     if before.info().status.is_over() {
                         let rematch_command = matches!(
                             command,
