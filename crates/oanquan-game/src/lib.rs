@@ -16,6 +16,8 @@ pub mod limits;
 mod manager;
 mod memory;
 mod model;
+#[cfg(test)]
+mod online_tests;
 pub mod reaper;
 pub mod seek;
 mod store;

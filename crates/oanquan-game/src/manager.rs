@@ -471,10 +471,7 @@ impl GameManager {
     ///
     /// [`GameError::GameNotFound`], store failures.
     pub async fn apply_deadline(&self, id: &GameId) -> Result<Option<DeadlineKind>, GameError> {
-        match self
-            .update(id, |state, now| transition::apply_deadline(state, now))
-            .await
-        {
+        match self.update(id, transition::apply_deadline).await {
             Ok((committed, kind)) => {
                 info!(game_id = %id, ?kind, sequence = committed.info.sequence, "deadline applied");
                 Ok(Some(kind))
@@ -492,10 +489,7 @@ impl GameManager {
     ///
     /// [`GameError::GameNotFound`], store failures.
     pub async fn resume_clock(&self, id: &GameId) -> Result<bool, GameError> {
-        match self
-            .update(id, |state, now| transition::resume_clock(state, now))
-            .await
-        {
+        match self.update(id, transition::resume_clock).await {
             Ok(_) => Ok(true),
             Err(GameError::NotDue) => Ok(false),
             Err(error) => Err(error),
