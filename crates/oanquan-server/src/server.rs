@@ -246,6 +246,15 @@ pub async fn run_with_store(
             "open games counted towards their creators' limits"
         );
     }
+    // A restart gives each running turn its time back (the outage is not charged), before any
+    // request can come; then flags fall, first moves expire and rematch windows close without
+    // anyone calling.
+    let resumed = timekeeper::resume_clocks(&manager)
+        .await
+        .map_err(|e| ServeError::Startup(format!("resuming the clocks of timed games: {e}")))?;
+    if resumed > 0 {
+        tracing::info!(games = resumed, "clocks of timed games resumed");
+    }
     let streams = StreamSettings {
         heartbeat: config.streams.heartbeat_interval,
         stall_timeout: config.streams.stream_stall_timeout,
@@ -266,11 +275,9 @@ pub async fn run_with_store(
         stop_rx.clone(),
     ));
 
-    // Flags fall, first moves expire and rematch windows close without anyone calling; a
-    // restart first gives each running turn its time back (the outage is not charged).
     let timekeeper = AbortOnDrop(timekeeper::spawn_timekeeper(
         Arc::clone(&manager),
-        true,
+        false,
         stop_rx.clone(),
     ));
     let seeks = SeekPool::new(
