@@ -1498,3 +1498,64 @@ async fn the_timekeeper_lets_a_flag_fall_within_100_ms_of_the_deadline() {
     stop.send(true).unwrap();
     keeper.await.unwrap();
 }
+
+// --- The idle reaper and online play --------------------------------------------------------
+
+/// The reaper leaves timed games to their clocks, and an active untimed game to its waiting
+/// player's claim until the abandonment time has passed too; a game nobody joins still goes.
+#[tokio::test]
+async fn the_idle_reaper_leaves_claimable_and_timed_games_alone() {
+    let manager = manager(ManagerLimits {
+        time: TimePolicy {
+            abandon_after: Duration::from_millis(400),
+            ..TimePolicy::default()
+        },
+        ..ManagerLimits::default()
+    });
+    let new_game = |time_control| crate::manager::NewGame {
+        rules: Preset::Standard.rules(),
+        preset: Some(Preset::Standard),
+        start: None,
+        seat: Some(FIRST),
+        display_name: "Lan".to_owned(),
+        computer: None,
+        time_control,
+    };
+    let waiting = manager
+        .create_game(new_game(TimeControl::Untimed))
+        .await
+        .unwrap();
+    let untimed = manager
+        .create_game(new_game(TimeControl::Untimed))
+        .await
+        .unwrap();
+    manager.join_game(&untimed.game.id, "Minh").await.unwrap();
+    let correspondence = TimeControl::correspondence(Duration::from_secs(86_400)).unwrap();
+    let timed = manager.create_game(new_game(correspondence)).await.unwrap();
+    manager.join_game(&timed.game.id, "Hoa").await.unwrap();
+    let idle = Duration::from_millis(100);
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    assert_eq!(
+        crate::reaper::expire_idle_games(&manager, idle)
+            .await
+            .unwrap(),
+        1
+    );
+    let status = |id| {
+        let manager = Arc::clone(&manager);
+        async move { manager.get_game(&id).await.unwrap().status }
+    };
+    assert_eq!(status(waiting.game.id.clone()).await, GameStatus::Aborted);
+    assert_eq!(status(untimed.game.id.clone()).await, GameStatus::Active);
+    // Past the abandonment time and the idle time after it, the untimed game goes too; the
+    // correspondence game, with a day to move, stays.
+    tokio::time::sleep(Duration::from_millis(400)).await;
+    assert_eq!(
+        crate::reaper::expire_idle_games(&manager, idle)
+            .await
+            .unwrap(),
+        1
+    );
+    assert_eq!(status(untimed.game.id.clone()).await, GameStatus::Aborted);
+    assert_eq!(status(timed.game.id.clone()).await, GameStatus::Active);
+}

@@ -11,18 +11,24 @@ use tracing::{debug, info, warn};
 
 use crate::error::GameError;
 use crate::manager::{GameManager, MAX_PAGE_SIZE};
-use crate::model::GameFilter;
+use crate::model::{GameFilter, GameStatus};
 
-/// Aborts every waiting or active game whose last change (creation, join or move) is older
-/// than `idle`, with the normal `GameOver` and lobby events. Returns how many it aborted.
+/// Aborts every waiting game whose last change is older than `idle`, and every active untimed
+/// game nobody has moved in for `idle` past the abandonment time (so its waiting player had
+/// `idle` to claim the win first), with the normal `GameOver` and lobby events. Timed games
+/// are left to their clocks. Returns how many it aborted.
 ///
 /// # Errors
 ///
 /// Store failures while listing.
 pub async fn expire_idle_games(manager: &GameManager, idle: Duration) -> Result<usize, GameError> {
-    let Some(cutoff) = SystemTime::now().checked_sub(idle) else {
+    let now = SystemTime::now();
+    let Some(cutoff) = now.checked_sub(idle) else {
         return Ok(0);
     };
+    let active_cutoff = now
+        .checked_sub(idle.saturating_add(manager.time_policy().abandon_after))
+        .unwrap_or(std::time::UNIX_EPOCH);
     let mut idle_ids = Vec::new();
     for filter in [GameFilter::Open, GameFilter::Active] {
         let mut cursor: Option<String> = None;
@@ -30,12 +36,13 @@ pub async fn expire_idle_games(manager: &GameManager, idle: Duration) -> Result<
             let page = manager
                 .list_games(filter, MAX_PAGE_SIZE, cursor.as_deref())
                 .await?;
-            idle_ids.extend(
-                page.games
-                    .iter()
-                    .filter(|g| !g.status.is_over() && g.updated < cutoff)
-                    .map(|g| g.id.clone()),
-            );
+            idle_ids.extend(page.games.iter().filter_map(|g| match g.status {
+                GameStatus::WaitingForPlayers if g.updated < cutoff => Some((g.id.clone(), cutoff)),
+                GameStatus::Active if !g.time_control.is_timed() && g.updated < active_cutoff => {
+                    Some((g.id.clone(), active_cutoff))
+                }
+                _ => None,
+            }));
             match page.next_cursor {
                 Some(next) => cursor = Some(next),
                 None => break,
@@ -43,7 +50,7 @@ pub async fn expire_idle_games(manager: &GameManager, idle: Duration) -> Result<
         }
     }
     let mut expired = 0;
-    for id in idle_ids {
+    for (id, cutoff) in idle_ids {
         match manager.expire_idle(&id, cutoff).await {
             Ok(true) => {
                 expired += 1;

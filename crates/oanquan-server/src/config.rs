@@ -122,8 +122,9 @@ pub struct GameLimits {
     #[arg(long, env = "OANQUAN_MAX_OPEN_GAMES_PER_CLIENT", default_value = "20")]
     pub max_open_games_per_client: usize,
 
-    /// A game nobody joins, or nobody moves in, for this long is aborted (watchers get
-    /// GameOver); 0 = never.
+    /// A game nobody joins for this long, or an untimed game nobody moves in for
+    /// --abandon-after plus this long, is aborted (watchers get GameOver); timed games end by
+    /// their clocks instead. 0 = never.
     #[arg(long, env = "OANQUAN_IDLE_GAME_TIMEOUT", default_value = "1h", value_parser = parse_duration)]
     pub idle_game_timeout: Duration,
 

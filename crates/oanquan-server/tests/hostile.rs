@@ -1305,6 +1305,8 @@ async fn idle_games_expire_with_events_and_busy_ones_do_not() {
     let idle = Duration::from_millis(800);
     let mut settings = hostile_config();
     settings.games.idle_game_timeout = idle;
+    // Active untimed games are reaped once idle past the abandonment time: make that nothing.
+    settings.games.abandon_after = Duration::from_millis(1);
     let server = start(settings).await;
     let mut c = server.games().await;
     let (waiting, _) = create(&mut c, "standard").await;

@@ -311,6 +311,8 @@ async fn one_damaged_game_fails_alone(damage: fn(&Path, &str)) {
     // The idle reaper aborts the other games.
     let mut settings = on_disk(&path);
     settings.games.idle_game_timeout = Duration::from_millis(200);
+    // Active untimed games are reaped once idle past the abandonment time: make that nothing.
+    settings.games.abandon_after = Duration::from_millis(1);
     let server = start(settings).await;
     let mut client = server.games().await;
     let mut lobby = watch_lobby(&mut client, Some(last)).await;
