@@ -402,10 +402,10 @@ def remaining(clocks: game_pb2.Clocks, player: int, received_at: float | None = 
 
 
 def format_clocks(clocks: game_pb2.Clocks) -> str:
-    """"FIRST 2:58.4 | SECOND 3:00.0, SECOND's clock running"."""
+    """"FIRST 2:58.412 | SECOND 3:00.000, SECOND's clock running"."""
 
     def mmss(seconds: float) -> str:
-        return f"{int(seconds // 60)}:{seconds % 60:04.1f}"
+        return f"{int(seconds // 60)}:{seconds % 60:06.3f}"
 
     text = (
         f"FIRST {mmss(remaining(clocks, rules_pb2.PLAYER_FIRST))}"

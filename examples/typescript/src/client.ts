@@ -424,11 +424,11 @@ export function remainingMs(clocks: Clocks, player: Player, receivedAt?: number)
   return Math.max(left, 0);
 }
 
-/** "FIRST 2:58.4 | SECOND 3:00.0, SECOND's clock running". */
+/** "FIRST 2:58.412 | SECOND 3:00.000, SECOND's clock running". */
 export function formatClocks(clocks: Clocks): string {
   const mmss = (ms: number) => {
     const seconds = ms / 1000;
-    return `${Math.floor(seconds / 60)}:${(seconds % 60).toFixed(1).padStart(4, "0")}`;
+    return `${Math.floor(seconds / 60)}:${(seconds % 60).toFixed(3).padStart(6, "0")}`;
   };
   const text = `FIRST ${mmss(remainingMs(clocks, Player.FIRST))} | SECOND ${mmss(remainingMs(clocks, Player.SECOND))}`;
   return clocks.running === Player.UNSPECIFIED
