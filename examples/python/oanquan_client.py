@@ -1,12 +1,15 @@
 """A small Ô Ăn Quan client on top of the generated gRPC stubs.
 
-It shows the three things every integrator needs:
+It shows the things every integrator needs:
 
 * calling GameService/RulesService with deadlines and the `authorization: Bearer <token>`
   metadata (`Client`, `bearer`),
 * reading the machine-readable reason of a failed call (`error_reason`),
 * following a game's event stream and resuming it after a disconnect without gaps or
-  duplicates (`EventFollower`).
+  duplicates (`EventFollower`),
+* playing on the clock: time controls (`parse_time_control`) and the server's clocks
+  (`Clocks`, `format_clocks`), with each seat played through its own client (`SeatPlayer`),
+* finding an opponent with a seek (`SeekCall`, `seek`).
 
 Stubs come from `python generate.py` (into ./gen, or the directory in $OANQUAN_PY_GEN).
 """
@@ -38,14 +41,23 @@ __all__ = [
     "EventFollower",
     "GapError",
     "PlayedGame",
+    "SeatPlayer",
+    "SeekCall",
     "bearer",
+    "clocks_of",
     "create_game",
     "error_reason",
+    "format_clocks",
+    "format_time_control",
     "join_game",
+    "parse_time_control",
     "play_move",
     "game_pb2",
+    "play_online",
     "play_self_game",
+    "remaining",
     "rules_pb2",
+    "seek",
 ]
 
 # Deadline for every unary call, in seconds. Always set one: a call without a deadline can
@@ -252,13 +264,19 @@ class PlayedGame:
     moves: list[game_pb2.MoveRecord] = field(default_factory=list)
 
 
-def create_game(client: Client, name: str = "alice") -> PlayedGame:
-    """Creates a game with the standard preset, seated as FIRST (who moves first)."""
+def create_game(
+    client: Client, name: str = "alice", time_control: game_pb2.TimeControl | None = None
+) -> PlayedGame:
+    """Creates a game with the standard preset, seated as FIRST (who moves first).
+
+    `time_control` unset or empty = untimed (see parse_time_control).
+    """
     created = client.games.CreateGame(
         game_pb2.CreateGameRequest(
             rules=rules_pb2.RulesSpec(preset="standard"),
             seat=rules_pb2.PLAYER_FIRST,
             display_name=name,
+            time_control=time_control,
         ),
         timeout=CALL_TIMEOUT,
     )
@@ -303,3 +321,230 @@ def play_self_game(client: Client, played: PlayedGame, seed: int = 7, on_move=No
         if on_move is not None:
             on_move(record)
     return played.game
+
+
+# -- playing on the clock ---------------------------------------------------------------------
+
+
+def parse_time_control(text: str) -> game_pb2.TimeControl:
+    """A time control as players write it.
+
+    * "3+2": 3 minutes each, 2 seconds added after each move (Fischer, real time);
+    * "30s+0": 30 seconds each (seconds instead of minutes: an "s" after the first number);
+    * "2d", "12h", "30m": correspondence, a fixed time for every move;
+    * "" or "untimed": no clock (an empty TimeControl, which the server reads as unset).
+
+    The server checks the ranges (1 s to 3 h initial, 0 to 180 s increment, 1 minute to 30 days
+    per move) and answers INVALID_ARGUMENT naming the field.
+    """
+    text = text.strip().lower()
+    if text in ("", "untimed"):
+        return game_pb2.TimeControl()
+    try:
+        if "+" in text:
+            initial, increment = text.split("+", 1)
+            initial_seconds = float(initial[:-1]) if initial.endswith("s") else float(initial) * 60
+            control = game_pb2.TimeControl()
+            control.real_time.initial.FromMilliseconds(round(initial_seconds * 1000))
+            control.real_time.increment.FromMilliseconds(round(float(increment) * 1000))
+            return control
+        unit = {"d": 86_400, "h": 3_600, "m": 60}[text[-1]]
+        control = game_pb2.TimeControl()
+        control.correspondence.per_move.FromSeconds(round(float(text[:-1]) * unit))
+        return control
+    except (KeyError, ValueError, IndexError) as error:
+        raise ValueError(f"time control {text!r}: expected e.g. 3+2, 30s+0, 2d or untimed") from error
+
+
+def format_time_control(control: game_pb2.TimeControl) -> str:
+    """The inverse of parse_time_control, for display."""
+    kind = control.WhichOneof("kind")
+    if kind == "real_time":
+        initial = control.real_time.initial.ToMilliseconds() / 1000
+        increment = control.real_time.increment.ToMilliseconds() / 1000
+        first = f"{initial / 60:g}" if initial % 60 == 0 else f"{initial:g}s"
+        return f"{first}+{increment:g}"
+    if kind == "correspondence":
+        seconds = control.correspondence.per_move.ToSeconds()
+        for unit, size in (("d", 86_400), ("h", 3_600)):
+            if seconds % size == 0:
+                return f"{seconds // size}{unit} per move"
+        return f"{seconds / 60:g}m per move"
+    return "untimed"
+
+
+def clocks_of(event: game_pb2.GameEvent) -> game_pb2.Clocks | None:
+    """The clocks an event carries (TurnStarted, MovePlayed, GameOver, a Snapshot's game), or
+    None for events without clocks and for untimed games."""
+    kind = event.WhichOneof("kind")
+    if kind in ("turn_started", "move_played", "game_over"):
+        holder = getattr(event, kind)
+    elif kind == "snapshot":
+        holder = event.snapshot.game
+    else:
+        return None
+    return holder.clocks if holder.HasField("clocks") else None
+
+
+def remaining(clocks: game_pb2.Clocks, player: int, received_at: float | None = None) -> float:
+    """`player`'s time left in seconds.
+
+    With `received_at` (your own time.monotonic() when the message arrived) this is the time
+    left now, for a ticking display: the running player's clock goes down by the time elapsed
+    on *your* clock since then. Never compare `measured_at` with your own wall clock: the
+    two machines' clocks may differ.
+    """
+    field = clocks.first_remaining if player == rules_pb2.PLAYER_FIRST else clocks.second_remaining
+    left = field.ToMilliseconds() / 1000
+    if received_at is not None and clocks.running == player:
+        left -= time.monotonic() - received_at
+    return max(left, 0.0)
+
+
+def format_clocks(clocks: game_pb2.Clocks) -> str:
+    """"FIRST 2:58.412 | SECOND 3:00.000, SECOND's clock running"."""
+
+    def mmss(seconds: float) -> str:
+        return f"{int(seconds // 60)}:{seconds % 60:06.3f}"
+
+    text = (
+        f"FIRST {mmss(remaining(clocks, rules_pb2.PLAYER_FIRST))}"
+        f" | SECOND {mmss(remaining(clocks, rules_pb2.PLAYER_SECOND))}"
+    )
+    if clocks.running == rules_pb2.PLAYER_UNSPECIFIED:
+        return text + ", no clock running"
+    return text + f", {rules_pb2.Player.Name(clocks.running).removeprefix('PLAYER_')}'s clock running"
+
+
+@dataclass
+class SeatPlayer:
+    """One person at the board: their own client (channel), their seat and its token."""
+
+    client: Client
+    seat: int
+    token: str
+    name: str = ""
+
+
+def play_online(
+    players: list[SeatPlayer],
+    game: game_pb2.Game,
+    rng: random.Random,
+    max_moves: int | None = None,
+    on_move=None,
+) -> game_pb2.Game:
+    """Plays the game between two SeatPlayers, each move through the mover's own client and
+    token, until it is over or `max_moves` were played here; returns the game as it is then.
+
+    A real client would wait for TurnStarted on its event stream before moving; here both
+    players live in one process, so the previous move's response says whose turn it is.
+    """
+    by_seat = {player.seat: player for player in players}
+    if set(by_seat) != {rules_pb2.PLAYER_FIRST, rules_pb2.PLAYER_SECOND}:
+        raise ValueError(f"need one player per seat, got seats {sorted(by_seat)}")
+    played = 0
+    while game.status == game_pb2.GAME_STATUS_ACTIVE and (max_moves is None or played < max_moves):
+        mover = by_seat[game.position.to_move]
+        legal = mover.client.rules.LegalMoves(
+            rules_pb2.LegalMovesRequest(rules=rules_pb2.RulesSpec(rule_set=game.rule_set), position=game.position),
+            timeout=CALL_TIMEOUT,
+        ).moves
+        if not legal:
+            raise AssertionError(f"no legal move in an active game: {game.position.notation}")
+        response = mover.client.games.PlayMove(
+            game_pb2.PlayMoveRequest(game_id=game.id, move=rng.choice(list(legal)), expected_ply=game.position.ply),
+            metadata=bearer(mover.token),
+            timeout=CALL_TIMEOUT,
+        )
+        game = response.game
+        played += 1
+        if on_move is not None:
+            on_move(response.record, game)
+    return game
+
+
+# -- seeks ------------------------------------------------------------------------------------
+
+
+class SeekCall:
+    """One GameService.Seek stream, read in a background thread.
+
+    The stream sends `waiting` (the open seek, as ListSeeks shows it) unless a compatible seek
+    was already waiting, heartbeats while it waits, then `paired` (the game and the caller's
+    seat and token), and ends with OK. cancel() withdraws the seek.
+    """
+
+    def __init__(self, client: Client, request: game_pb2.SeekRequest, timeout: float = 60.0):
+        # A deadline bounds the wait for an opponent: when it passes the call is cancelled,
+        # which withdraws the seek like cancel() does.
+        self._call = client.games.Seek(request, timeout=timeout)
+        self.messages: list[game_pb2.SeekResponse] = []
+        self.waiting: game_pb2.Seek | None = None
+        self.paired: game_pb2.SeekResponse.Paired | None = None
+        self.error: BaseException | None = None
+        self.ended = False  # the stream ended (OK or not)
+        self._changed = threading.Condition()
+        self._thread = threading.Thread(target=self._run, name="seek", daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        try:
+            for response in self._call:
+                with self._changed:
+                    self.messages.append(response)
+                    kind = response.WhichOneof("kind")
+                    if kind == "waiting":
+                        self.waiting = response.waiting
+                    elif kind == "paired":
+                        self.paired = response.paired
+                    self._changed.notify_all()
+        except BaseException as error:  # noqa: BLE001 - reported by wait_*()
+            with self._changed:
+                self.error = error
+        finally:
+            with self._changed:
+                self.ended = True
+                self._changed.notify_all()
+
+    def _wait(self, predicate, what: str, timeout: float):
+        with self._changed:
+            if not self._changed.wait_for(lambda: predicate() or self.ended, timeout):
+                raise TimeoutError(f"seek: no {what} within {timeout}s")
+            if not predicate():
+                raise self.error or AssertionError(f"seek stream ended without {what}")
+
+    def wait_waiting(self, timeout: float = CALL_TIMEOUT) -> game_pb2.Seek:
+        """The open seek (only when no compatible seek was waiting before this one)."""
+        self._wait(lambda: self.waiting is not None or self.paired is not None, "waiting", timeout)
+        if self.waiting is None:
+            raise AssertionError("paired at once: this seek never waited")
+        return self.waiting
+
+    def wait_paired(self, timeout: float = CALL_TIMEOUT) -> game_pb2.SeekResponse.Paired:
+        self._wait(lambda: self.paired is not None, "paired", timeout)
+        return self.paired
+
+    def wait_ended(self, timeout: float = CALL_TIMEOUT) -> None:
+        """Waits for the end of the stream; raises if it ended with an error."""
+        self._thread.join(timeout)
+        if self._thread.is_alive():
+            raise TimeoutError(f"seek stream still open after {timeout}s")
+        if self.error is not None:
+            raise self.error
+
+    def cancel(self) -> None:
+        """Withdraws the seek (if still waiting) by cancelling the stream."""
+        self._call.cancel()
+        self._thread.join(CALL_TIMEOUT)
+
+
+def seek(
+    client: Client, name: str, time_control: game_pb2.TimeControl | None = None, preset: str = "standard"
+) -> SeekCall:
+    """Starts seeking an opponent for `preset` rules and `time_control` (unset = untimed)."""
+    return SeekCall(
+        client,
+        game_pb2.SeekRequest(
+            rules=rules_pb2.RulesSpec(preset=preset), time_control=time_control, display_name=name
+        ),
+    )

@@ -47,6 +47,12 @@ def describe(event: game_pb2.GameEvent) -> str:
             f"game over: {rules_pb2.Outcome.Name(result.outcome)} by {rules_pb2.EndReason.Name(result.end_reason)},"
             f" {result.scores.first}:{result.scores.second}"
         )
+    if kind == "draw":
+        action = game_pb2.GameEvent.DrawAction.Name(event.draw.action).removeprefix("DRAW_ACTION_").lower()
+        return f"draw {action} by {PLAYER.get(event.draw.by, '?')}"
+    if kind == "rematch":
+        action = game_pb2.GameEvent.RematchAction.Name(event.rematch.action).removeprefix("REMATCH_ACTION_").lower()
+        return f"rematch {action}" + (f": game {event.rematch.game_id}" if event.rematch.game_id else "")
     return kind or "?"
 
 

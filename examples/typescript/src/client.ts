@@ -5,21 +5,33 @@
 //   `authorization: Bearer <token>` header (connect(), bearer()),
 // * reading the machine-readable reason of a failed call (errorReason()),
 // * following a game's event stream and resuming it after a disconnect without
-//   gaps or duplicates (EventFollower).
+//   gaps or duplicates (EventFollower),
+// * playing on the clock: time controls (parseTimeControl) and the server's clocks
+//   (clocksOf, remainingMs, formatClocks), each seat played through its own client
+//   (SeatPlayer, playOnline),
+// * finding an opponent with a seek (SeekCall, seek).
 
 import { Code, ConnectError, createClient, type CallOptions, type Client } from "@connectrpc/connect";
 import { createGrpcTransport } from "@connectrpc/connect-node";
-import { create } from "@bufbuild/protobuf";
+import { create, type MessageInitShape } from "@bufbuild/protobuf";
+import { durationFromMs, durationMs } from "@bufbuild/protobuf/wkt";
 
 import { ErrorInfoSchema } from "./gen/google/rpc/error_details_pb.js";
 import {
   GameEvent_GameOverSchema,
   GameService,
   GameStatus,
+  TimeControlSchema,
+  type Clocks,
   type GameEvent,
   type GameEvent_GameOver,
   type Game,
   type MoveRecord,
+  type Seek,
+  type SeekRequestSchema,
+  type SeekResponse,
+  type SeekResponse_Paired,
+  type TimeControl,
 } from "./gen/oanquan/v1/game_pb.js";
 import { Player, RulesService } from "./gen/oanquan/v1/rules_pb.js";
 
@@ -259,12 +271,16 @@ export interface PlayedGame {
   moves: MoveRecord[];
 }
 
-/** Creates a game with the standard preset, seated as FIRST (who moves first). */
-export async function createGame(api: OanQuan, name = "alice"): Promise<PlayedGame> {
+/**
+ * Creates a game with the standard preset, seated as FIRST (who moves first).
+ * `timeControl` unset = untimed (see parseTimeControl).
+ */
+export async function createGame(api: OanQuan, name = "alice", timeControl?: TimeControl): Promise<PlayedGame> {
   const created = await api.games.createGame({
     rules: { kind: { case: "preset", value: "standard" } },
     seat: Player.FIRST,
     displayName: name,
+    timeControl,
   });
   return { game: created.game!, tokens: new Map([[created.seat, created.playerToken]]), moves: [] };
 }
@@ -321,4 +337,242 @@ export async function playSelfGame(
     await onMove?.(record);
   }
   return played.game;
+}
+
+// -- playing on the clock ---------------------------------------------------------------------
+
+/**
+ * A time control as players write it:
+ * - "3+2": 3 minutes each, 2 seconds added after each move (Fischer, real time);
+ * - "30s+0": 30 seconds each (seconds instead of minutes: an "s" after the first number);
+ * - "2d", "12h", "30m": correspondence, a fixed time for every move;
+ * - "" or "untimed": no clock (an empty TimeControl, which the server reads as unset).
+ *
+ * The server checks the ranges (1 s to 3 h initial, 0 to 180 s increment, 1 minute to
+ * 30 days per move) and answers INVALID_ARGUMENT naming the field.
+ */
+export function parseTimeControl(text: string): TimeControl {
+  const t = text.trim().toLowerCase();
+  if (t === "" || t === "untimed") return create(TimeControlSchema);
+  const realTime = /^(\d+(?:\.\d+)?)(s?)\+(\d+(?:\.\d+)?)$/.exec(t);
+  if (realTime) {
+    const [, initial, seconds, increment] = realTime;
+    const initialMs = Number(initial) * (seconds ? 1000 : 60_000);
+    const value = {
+      initial: durationFromMs(Math.round(initialMs)),
+      increment: durationFromMs(Math.round(Number(increment) * 1000)),
+    };
+    return create(TimeControlSchema, { kind: { case: "realTime", value } });
+  }
+  const perMove = /^(\d+(?:\.\d+)?)([dhm])$/.exec(t);
+  if (perMove) {
+    const unitMs = { d: 86_400_000, h: 3_600_000, m: 60_000 }[perMove[2] as "d" | "h" | "m"];
+    return create(TimeControlSchema, {
+      kind: { case: "correspondence", value: { perMove: durationFromMs(Math.round(Number(perMove[1]) * unitMs)) } },
+    });
+  }
+  throw new Error(`time control ${JSON.stringify(text)}: expected e.g. 3+2, 30s+0, 2d or untimed`);
+}
+
+/** The inverse of parseTimeControl, for display. */
+export function formatTimeControl(control: TimeControl | undefined): string {
+  const kind = control?.kind;
+  if (kind?.case === "realTime") {
+    const initial = durationMs(kind.value.initial ?? durationFromMs(0)) / 1000;
+    const increment = durationMs(kind.value.increment ?? durationFromMs(0)) / 1000;
+    return `${initial % 60 === 0 ? initial / 60 : `${initial}s`}+${increment}`;
+  }
+  if (kind?.case === "correspondence") {
+    const seconds = durationMs(kind.value.perMove ?? durationFromMs(0)) / 1000;
+    if (seconds % 86_400 === 0) return `${seconds / 86_400}d per move`;
+    if (seconds % 3_600 === 0) return `${seconds / 3_600}h per move`;
+    return `${seconds / 60}m per move`;
+  }
+  return "untimed";
+}
+
+/**
+ * The clocks an event carries (TurnStarted, MovePlayed, GameOver, a Snapshot's game), or
+ * undefined for events without clocks and for untimed games.
+ */
+export function clocksOf(event: GameEvent): Clocks | undefined {
+  const kind = event.kind;
+  switch (kind.case) {
+    case "turnStarted":
+    case "movePlayed":
+    case "gameOver":
+      return kind.value.clocks;
+    case "snapshot":
+      return kind.value.game?.clocks;
+    default:
+      return undefined;
+  }
+}
+
+/**
+ * `player`'s time left in milliseconds.
+ *
+ * With `receivedAt` (your own performance.now() when the message arrived) this is the time
+ * left now, for a ticking display: the running player's clock goes down by the time elapsed
+ * on *your* clock since then. Never compare `measuredAt` with your own wall clock: the two
+ * machines' clocks may differ.
+ */
+export function remainingMs(clocks: Clocks, player: Player, receivedAt?: number): number {
+  const field = player === Player.FIRST ? clocks.firstRemaining : clocks.secondRemaining;
+  let left = field ? durationMs(field) : 0;
+  if (receivedAt !== undefined && clocks.running === player) left -= performance.now() - receivedAt;
+  return Math.max(left, 0);
+}
+
+/** "FIRST 2:58.412 | SECOND 3:00.000, SECOND's clock running". */
+export function formatClocks(clocks: Clocks): string {
+  const mmss = (ms: number) => {
+    const seconds = ms / 1000;
+    return `${Math.floor(seconds / 60)}:${(seconds % 60).toFixed(3).padStart(6, "0")}`;
+  };
+  const text = `FIRST ${mmss(remainingMs(clocks, Player.FIRST))} | SECOND ${mmss(remainingMs(clocks, Player.SECOND))}`;
+  return clocks.running === Player.UNSPECIFIED
+    ? `${text}, no clock running`
+    : `${text}, ${Player[clocks.running]}'s clock running`;
+}
+
+/** One person at the board: their own client (connection), their seat and its token. */
+export interface SeatPlayer {
+  api: OanQuan;
+  seat: Player;
+  token: string;
+  name: string;
+}
+
+/**
+ * Plays the game between two SeatPlayers, each move through the mover's own client and
+ * token, until it is over or `maxMoves` were played here; returns the game as it is then.
+ *
+ * A real client would wait for TurnStarted on its event stream before moving; here both
+ * players live in one process, so the previous move's response says whose turn it is.
+ */
+export async function playOnline(
+  players: SeatPlayer[],
+  game: Game,
+  random: () => number,
+  maxMoves = Infinity,
+  onMove?: (record: MoveRecord, game: Game) => void,
+): Promise<Game> {
+  const bySeat = new Map(players.map((p) => [p.seat, p]));
+  if (bySeat.size !== 2 || !bySeat.has(Player.FIRST) || !bySeat.has(Player.SECOND)) {
+    throw new Error(`need one player per seat, got seats ${players.map((p) => Player[p.seat]).join(", ")}`);
+  }
+  let played = 0;
+  while (game.status === GameStatus.ACTIVE && played < maxMoves) {
+    const position = game.position!;
+    const mover = bySeat.get(position.toMove)!;
+    const { moves } = await mover.api.rules.legalMoves({
+      rules: { kind: { case: "ruleSet", value: game.ruleSet! } },
+      position,
+    });
+    if (moves.length === 0) throw new Error(`no legal move in an active game: ${position.notation}`);
+    const response = await mover.api.games.playMove(
+      { gameId: game.id, move: moves[Math.floor(random() * moves.length)], expectedPly: position.ply },
+      bearer(mover.token),
+    );
+    game = response.game!;
+    played += 1;
+    onMove?.(response.record!, game);
+  }
+  return game;
+}
+
+// -- seeks ------------------------------------------------------------------------------------
+
+/**
+ * One GameService.Seek stream, read in the background.
+ *
+ * The stream sends `waiting` (the open seek, as ListSeeks shows it) unless a compatible seek
+ * was already waiting, heartbeats while it waits, then `paired` (the game and the caller's
+ * seat and token), and ends with OK. cancel() withdraws the seek.
+ */
+export class SeekCall {
+  readonly messages: SeekResponse[] = [];
+  waiting: Seek | undefined;
+  paired: SeekResponse_Paired | undefined;
+  /** Resolves when the stream ended with OK; rejects with its error otherwise. */
+  readonly ended: Promise<void>;
+  private finished = false;
+  private error: unknown;
+  private readonly abort = new AbortController();
+  private readonly waiters = new Set<() => void>();
+
+  /** `timeoutMs` bounds the wait for an opponent: when it passes the call ends, which withdraws the seek. */
+  constructor(api: OanQuan, request: MessageInitShape<typeof SeekRequestSchema>, timeoutMs = 60_000) {
+    this.ended = this.run(api, request, timeoutMs);
+    this.ended.catch(() => {}); // reported by the wait*() methods and `ended`
+  }
+
+  private async run(api: OanQuan, request: MessageInitShape<typeof SeekRequestSchema>, timeoutMs: number): Promise<void> {
+    try {
+      for await (const response of api.games.seek(request, { signal: this.abort.signal, timeoutMs })) {
+        this.messages.push(response);
+        if (response.kind.case === "waiting") this.waiting = response.kind.value;
+        if (response.kind.case === "paired") this.paired = response.kind.value;
+        this.notify();
+      }
+    } catch (error) {
+      this.error = error;
+      throw error;
+    } finally {
+      this.finished = true;
+      this.notify();
+    }
+  }
+
+  private notify(): void {
+    for (const check of [...this.waiters]) check();
+  }
+
+  private waitFor<T>(get: () => T | undefined, what: string, timeoutMs: number): Promise<T> {
+    return new Promise((resolve, reject) => {
+      const check = () => {
+        const value = get();
+        if (value !== undefined) {
+          cleanup();
+          resolve(value);
+        } else if (this.finished) {
+          cleanup();
+          reject(this.error ?? new Error(`seek stream ended without ${what}`));
+        }
+      };
+      const timer = setTimeout(() => {
+        cleanup();
+        reject(new Error(`seek: no ${what} within ${timeoutMs}ms`));
+      }, timeoutMs);
+      const cleanup = () => {
+        clearTimeout(timer);
+        this.waiters.delete(check);
+      };
+      this.waiters.add(check);
+      check();
+    });
+  }
+
+  /** The open seek (only when no compatible seek was waiting before this one). */
+  async waitWaiting(timeoutMs = CALL_TIMEOUT_MS): Promise<Seek> {
+    await this.waitFor(() => this.waiting ?? this.paired, "waiting", timeoutMs);
+    if (this.waiting === undefined) throw new Error("paired at once: this seek never waited");
+    return this.waiting;
+  }
+
+  waitPaired(timeoutMs = CALL_TIMEOUT_MS): Promise<SeekResponse_Paired> {
+    return this.waitFor(() => this.paired, "paired", timeoutMs);
+  }
+
+  /** Withdraws the seek (if still waiting) by cancelling the stream. */
+  async cancel(): Promise<void> {
+    this.abort.abort();
+    await this.ended.catch(() => {});
+  }
+}
+
+/** Starts seeking an opponent for `preset` rules and `timeControl` (unset = untimed). */
+export function seek(api: OanQuan, name: string, timeControl?: TimeControl, preset = "standard"): SeekCall {
+  return new SeekCall(api, { rules: { kind: { case: "preset", value: preset } }, timeControl, displayName: name });
 }

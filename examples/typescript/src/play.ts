@@ -12,7 +12,7 @@
 import { pathToFileURL } from "node:url";
 import { parseArgs } from "node:util";
 
-import { type GameEvent } from "./gen/oanquan/v1/game_pb.js";
+import { GameEvent_DrawAction, GameEvent_RematchAction, type GameEvent } from "./gen/oanquan/v1/game_pb.js";
 import { Direction, EndReason, Outcome, Player } from "./gen/oanquan/v1/rules_pb.js";
 import { EventFollower, connect, createGame, joinGame, playSelfGame } from "./client.js";
 
@@ -36,6 +36,13 @@ export function describe(event: GameEvent): string {
       const r = kind.value.result!;
       return `game over: ${Outcome[r.outcome]} by ${EndReason[r.endReason]}, ${r.scores!.first}:${r.scores!.second}`;
     }
+    case "draw":
+      return `draw ${GameEvent_DrawAction[kind.value.action].toLowerCase()} by ${Player[kind.value.by]}`;
+    case "rematch":
+      return (
+        `rematch ${GameEvent_RematchAction[kind.value.action].toLowerCase()}` +
+        (kind.value.gameId ? `: game ${kind.value.gameId}` : "")
+      );
     default:
       return kind.case ?? "?";
   }
