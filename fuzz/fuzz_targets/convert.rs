@@ -45,6 +45,17 @@ fn rules_position_move(
     }
 }
 
+/// A time control the server accepts prints back to the same one.
+fn time_control(control: Option<&pb::TimeControl>) {
+    if let Ok(control) = convert::time_control(control, "time_control") {
+        let out = convert::time_control_out(control);
+        assert_eq!(
+            convert::time_control(out.as_ref(), "time_control"),
+            Ok(control)
+        );
+    }
+}
+
 fuzz_target!(|data: &[u8]| {
     let Some((&kind, bytes)) = data.split_first() else {
         return;
@@ -55,6 +66,7 @@ fuzz_target!(|data: &[u8]| {
                 return;
             };
             let _ = convert::optional_player(request.seat, "seat");
+            time_control(request.time_control.as_ref());
             if let Ok((rules, _)) = convert::rules_spec(request.rules.as_ref(), "rules")
                 && let Some(start) = request.start_position.as_ref()
             {
@@ -94,6 +106,13 @@ fuzz_target!(|data: &[u8]| {
         6 => {
             if let Ok(request) = pb::WatchGameRequest::decode(bytes) {
                 let _ = convert::game_id(&request.game_id, "game_id");
+            }
+        }
+        7 if bytes.first().is_some_and(|b| b % 2 == 0) => {
+            if let Ok(request) = pb::SeekRequest::decode(&bytes[1..]) {
+                let _ = convert::rules_spec(request.rules.as_ref(), "rules");
+                time_control(request.time_control.as_ref());
+                let _ = convert::computer_fallback(request.computer.as_ref(), "computer");
             }
         }
         _ => {
