@@ -33,6 +33,9 @@ pub mod code {
     pub const UNAVAILABLE: u8 = 69;
     /// A server limit was hit (RESOURCE_EXHAUSTED); retry later (sysexits EX_TEMPFAIL).
     pub const TEMPFAIL: u8 = 75;
+    /// `seek`: interrupted (Ctrl-C, SIGINT) while waiting; the seek is withdrawn (128 + 2, as
+    /// shells report a process stopped by SIGINT).
+    pub const INTERRUPTED: u8 = 130;
 }
 
 /// The exit-code table as shown at the end of `oanquan --help`.
@@ -42,13 +45,15 @@ EXIT CODES:
         by its reader (`oanquan watch GAME | head`): the client stops quietly
     1   unexpected failure (local I/O error, unexpected server answer)
     2   usage error, or the server rejected the request as malformed
-    3   no such game
-    4   rejected by the game's state (seat taken, game over, not started, illegal move)
+    3   no such game (or `accept`: no such open seek)
+    4   rejected by the game's state (seat taken, game over, not started, illegal move,
+        time up)
     5   no stored token for the game, or the server refused it
     6   `play`: input ended before the game did
     69  server unavailable (cannot connect, TLS certificate refused, connection lost
         and --give-up elapsed)
-    75  server limit reached (too many games or watchers); retry later";
+    75  server limit reached (too many games or watchers); retry later
+    130 `seek`, `accept` or `play` interrupted with Ctrl-C (a waiting seek is withdrawn)";
 
 /// A failure with the exit code it should produce.
 #[derive(Debug)]
@@ -197,6 +202,23 @@ fn plain_words(status: &tonic::Status, reason: Option<ErrorReason>) -> String {
         Some(ErrorReason::MissingToken | ErrorReason::WrongToken) => {
             "the server does not accept your saved seat for this game"
         }
+        Some(ErrorReason::TimeUp) => "too late: your time for this move has run out",
+        // The server says how long the opponent still has before a claim is possible.
+        Some(ErrorReason::CannotClaim) if !status.message().is_empty() => {
+            return status.message().to_owned();
+        }
+        Some(ErrorReason::CannotClaim) => "you cannot claim the win now",
+        Some(ErrorReason::CannotOffer) => {
+            "your draw offer was declined; you can offer again after your next move"
+        }
+        Some(ErrorReason::NoOffer) => "there is no draw offer to decline",
+        Some(ErrorReason::RematchUnavailable) => {
+            "no rematch is possible for this game any more (declined, started, too late, or the \
+             game was aborted)"
+        }
+        Some(ErrorReason::SeekNotFound) => {
+            "that seek is not open any more (`oanquan seeks` lists the open ones)"
+        }
         // The server words its limits for people already ("...; retry later").
         Some(ErrorReason::LimitExceeded) => return status.message().to_owned(),
         _ => match status.code() {
@@ -226,6 +248,11 @@ fn invalid_argument(status: &tonic::Status) -> String {
         "game_id" => "the game id",
         "computer.level" | "computer" => "--computer",
         "seat" => "--seat",
+        "seek_id" => "the seek id",
+        field if field.starts_with("time_control.real_time") => "--time",
+        field if field.starts_with("time_control.correspondence") => "--correspondence",
+        "time_control" => "--time",
+        "computer.after" => "--computer-after",
         _ => return status.message().to_owned(),
     };
     format!("{option}: {}", violation.description)
