@@ -293,6 +293,7 @@ impl Spectators {
             let request = pb::WatchGameRequest {
                 game_id: game_id.to_owned(),
                 after_sequence: Some(1),
+                ..Default::default()
             };
             let mut stop_rx = stop_rx.clone();
             let (ready_tx, ready_rx) = oneshot::channel::<()>();
@@ -448,6 +449,7 @@ async fn play_one_game(
             seat: pb::Player::First.into(),
             display_name: "bench-first".to_owned(),
             computer: None,
+            ..Default::default()
         })
         .await
         .context("CreateGame")?
@@ -650,6 +652,7 @@ pub async fn create_games(pool: &Pool, games: usize) -> anyhow::Result<Vec<Strin
                 seat: pb::Player::First.into(),
                 display_name: "bench-idle".to_owned(),
                 computer: None,
+                ..Default::default()
             })
             .await
             .context("CreateGame")?
@@ -693,6 +696,7 @@ pub async fn open_idle_streams(
                         .watch_game(pb::WatchGameRequest {
                             game_id,
                             after_sequence: None,
+                            ..Default::default()
                         })
                         .await
                         .map_err(|status| format!("WatchGame: {status}"))?

@@ -16,6 +16,8 @@ pub mod limits;
 mod manager;
 mod memory;
 mod model;
+#[cfg(test)]
+mod online_tests;
 pub mod reaper;
 pub mod seek;
 mod store;
@@ -32,7 +34,7 @@ pub use error::GameError;
 pub use hub::{Hub, TooManyWatchers, WatchLimits, Watcher, WatcherGuard};
 pub use manager::{
     DEFAULT_MAX_STREAMS_PER_SEAT, DEFAULT_PAGE_SIZE, GameManager, MAX_PAGE_SIZE, ManagerLimits,
-    NewGame, Seated,
+    NewGame, PairedGame, RematchOffered, Seated,
 };
 pub use memory::{MemoryLimits, MemoryStore};
 pub use model::{

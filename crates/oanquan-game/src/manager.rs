@@ -88,6 +88,19 @@ pub struct NewGame {
     pub time_control: TimeControl,
 }
 
+/// What an offer of a rematch returns.
+#[derive(Debug, Clone)]
+pub struct RematchOffered {
+    /// The finished game after the offer.
+    pub game: GameInfo,
+    /// The caller's token for the rematch (shown once).
+    pub token: PlayerToken,
+    /// The caller's seat in the rematch.
+    pub seat: Player,
+    /// The rematch, if this offer started it.
+    pub rematch: Option<GameInfo>,
+}
+
 /// A game between two players already paired (by a seek): both seated, started at once.
 #[derive(Debug, Clone)]
 pub struct PairedGame {
@@ -458,10 +471,7 @@ impl GameManager {
     ///
     /// [`GameError::GameNotFound`], store failures.
     pub async fn apply_deadline(&self, id: &GameId) -> Result<Option<DeadlineKind>, GameError> {
-        match self
-            .update(id, |state, now| transition::apply_deadline(state, now))
-            .await
-        {
+        match self.update(id, transition::apply_deadline).await {
             Ok((committed, kind)) => {
                 info!(game_id = %id, ?kind, sequence = committed.info.sequence, "deadline applied");
                 Ok(Some(kind))
@@ -479,10 +489,7 @@ impl GameManager {
     ///
     /// [`GameError::GameNotFound`], store failures.
     pub async fn resume_clock(&self, id: &GameId) -> Result<bool, GameError> {
-        match self
-            .update(id, |state, now| transition::resume_clock(state, now))
-            .await
-        {
+        match self.update(id, transition::resume_clock).await {
             Ok(_) => Ok(true),
             Err(GameError::NotDue) => Ok(false),
             Err(error) => Err(error),
@@ -565,7 +572,7 @@ impl GameManager {
         &self,
         id: &GameId,
         token: &PlayerToken,
-    ) -> Result<(GameInfo, PlayerToken, Option<GameInfo>), GameError> {
+    ) -> Result<RematchOffered, GameError> {
         let hash = token.hash();
         let next_token = PlayerToken::generate();
         let next_hash = next_token.hash();
@@ -576,8 +583,22 @@ impl GameManager {
                 transition::offer_rematch(state, &hash, next_hash, next_id.clone(), &policy, now)
             })
             .await?;
+        // The caller's seat in this game, to tell its seat in the rematch (the other one).
+        let seat = self
+            .store
+            .load(id)
+            .await
+            .map_err(Self::not_found(id))?
+            .seat_of(&hash)
+            .ok_or(GameError::WrongToken)?
+            .other();
         let RematchOffer::Started(next) = offer else {
-            return Ok((committed.info, next_token, None));
+            return Ok(RematchOffered {
+                game: committed.info,
+                token: next_token,
+                seat,
+                rematch: None,
+            });
         };
         // This game's commit decided the pairing once; the rematch is created after it. Should
         // that fail, the link names a game that does not exist (logged; players create anew).
@@ -600,7 +621,12 @@ impl GameManager {
                 GameError::from(error)
             })?;
         info!(game_id = %id, rematch = %next_id, "rematch started");
-        Ok((committed.info, next_token, Some(created.info)))
+        Ok(RematchOffered {
+            game: committed.info,
+            token: next_token,
+            seat,
+            rematch: Some(created.info),
+        })
     }
 
     /// Declines a rematch: the window closes.

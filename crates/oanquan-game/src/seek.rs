@@ -98,6 +98,9 @@ impl Default for SeekLimits {
 
 /// What a seek led to at once.
 #[derive(Debug)]
+// One outcome per seek call, moved out at once: boxing the larger variant would only add an
+// allocation (and change the type callers match on).
+#[allow(clippy::large_enum_variant)]
 pub enum SeekOutcome {
     /// A compatible seek was waiting: the game, and the caller's seat.
     Paired(Seated),

@@ -6,13 +6,20 @@
 
 use std::net::IpAddr;
 use std::sync::Arc;
+use std::time::Duration;
 
-use oanquan_rules::{Move, Player, Preset};
+use oanquan_rules::{Move, Outcome, Player, Preset};
+use tokio::sync::broadcast;
 
+use crate::clock::{self, TimeControl};
 use crate::hub::Hub;
 use crate::manager::{GameManager, ManagerLimits, NewGame, Seated};
-use crate::model::{GameFilter, GameId, GameStatus};
-use crate::store::{Commit, GameStore, Since, StoreError};
+use crate::model::{
+    DrawAction, GameEvent, GameEventKind, GameFilter, GameId, GameInfo, GameState, GameStatus,
+    RematchAction, Termination,
+};
+use crate::store::{Commit, Committed, GameStore, Since, StoreError};
+use crate::transition::{self, Transition};
 
 /// One test per case of this module, each on the store that `$open` makes. `$open` is
 /// evaluated in each test and gives `(Arc<dyn GameStore>, guard)`; the guard (a temporary
@@ -28,6 +35,10 @@ macro_rules! store_suite {
             listings_page_and_refuse_foreign_cursors,
             lobby_events_and_snapshot_agree,
             open_games_are_listed_by_creator_until_they_end,
+            a_timed_game_keeps_its_clock_and_turn_start,
+            draw_offers_and_their_answers_read_back,
+            rematch_offers_tokens_and_links_read_back,
+            games_ended_by_time_or_abandonment_and_closed_rematches_read_back,
         );
     };
     (@cases $open:expr; $($case:ident),* $(,)?) => {
@@ -42,7 +53,17 @@ macro_rules! store_suite {
 }
 
 fn manager(store: &Arc<dyn GameStore>) -> GameManager {
-    GameManager::new(Arc::clone(store), Hub::new(64), ManagerLimits::default())
+    manager_and_hub(store).0
+}
+
+fn manager_and_hub(store: &Arc<dyn GameStore>) -> (GameManager, Arc<Hub>) {
+    let hub = Hub::new(1024);
+    let manager = GameManager::new(
+        Arc::clone(store),
+        Arc::clone(&hub),
+        ManagerLimits::default(),
+    );
+    (manager, hub)
 }
 
 fn new_game() -> NewGame {
@@ -63,16 +84,135 @@ async fn played(manager: &GameManager, moves: usize) -> (GameId, [Seated; 2]) {
     let id = first.game.id.clone();
     let second = manager.join_game(&id, "Minh").await.unwrap();
     let seats = [first, second];
+    play(manager, &id, &seats, moves).await;
+    (id, seats)
+}
+
+/// The first legal move, `moves` times.
+async fn play(manager: &GameManager, id: &GameId, seats: &[Seated; 2], moves: usize) {
     for _ in 0..moves {
-        let game = manager.get_game(&id).await.unwrap();
+        let game = manager.get_game(id).await.unwrap();
         let mv: Move = game.position.legal_moves()[0];
         let seat = &seats[usize::from(game.position.to_move() == Player::Second)];
         manager
-            .play_move(&id, &seat.token, mv, Some(game.position.ply()))
+            .play_move(id, &seat.token, mv, Some(game.position.ply()))
             .await
             .unwrap();
     }
-    (id, seats)
+}
+
+/// 3+2: long enough that no flag falls during a test.
+fn blitz() -> TimeControl {
+    TimeControl::real_time(Duration::from_secs(180), Duration::from_secs(2)).unwrap()
+}
+
+/// A game under `time_control` with both seats taken and `moves` moves played, and a
+/// subscription to its events from the join on.
+async fn timed(
+    manager: &GameManager,
+    hub: &Arc<Hub>,
+    time_control: TimeControl,
+    moves: usize,
+) -> (GameId, [Seated; 2], Published) {
+    let first = manager
+        .create_game(NewGame {
+            time_control,
+            ..new_game()
+        })
+        .await
+        .unwrap();
+    let id = first.game.id.clone();
+    let published = Published::new(hub, &id);
+    let second = manager.join_game(&id, "Minh").await.unwrap();
+    let seats = [first, second];
+    play(manager, &id, &seats, moves).await;
+    (id, seats, published)
+}
+
+/// The events a game's watchers were sent, as committed.
+struct Published {
+    rx: broadcast::Receiver<Arc<GameEvent>>,
+    _guard: crate::hub::WatcherGuard,
+    events: Vec<Arc<GameEvent>>,
+}
+
+impl Published {
+    fn new(hub: &Arc<Hub>, id: &GameId) -> Published {
+        let (rx, guard) = hub.subscribe_game(id, 10).unwrap();
+        Published {
+            rx,
+            _guard: guard,
+            events: Vec::new(),
+        }
+    }
+
+    /// Everything sent so far.
+    fn events(&mut self) -> &[Arc<GameEvent>] {
+        while let Ok(event) = self.rx.try_recv() {
+            self.events.push(event);
+        }
+        &self.events
+    }
+}
+
+/// The game's whole log, and whether it is closed.
+async fn log(store: &Arc<dyn GameStore>, id: &GameId) -> (Vec<Arc<GameEvent>>, bool) {
+    match store.game_events_since(id, 0).await.unwrap() {
+        Since::Events { events, done } => (events, done),
+        other => panic!("the whole log of {id} expected: {other:?}"),
+    }
+}
+
+/// The game reads back the same whole, as a summary and through its manager; its log ends with
+/// the events sent to its watchers, as they were sent; and it says it is closed exactly when
+/// the game says so. Returns the summary.
+async fn reads_back(
+    store: &Arc<dyn GameStore>,
+    manager: &GameManager,
+    id: &GameId,
+    published: &mut Published,
+) -> GameInfo {
+    let info = store.info(id).await.unwrap();
+    assert_eq!(store.load(id).await.unwrap().info(), &info);
+    assert_eq!(manager.get_game(id).await.unwrap(), info);
+    let (events, done) = log(store, id).await;
+    let sent = published.events();
+    assert!(!sent.is_empty());
+    assert_eq!(events[events.len() - sent.len()..], *sent, "as sent");
+    assert_eq!(events.last().map(|e| e.sequence), Some(info.sequence));
+    assert_eq!(done, info.log_closed());
+    info
+}
+
+/// Commits what a transition decided, as the manager would.
+async fn commit<T>(
+    store: &Arc<dyn GameStore>,
+    decided: (GameState, Transition<T>),
+    expected_sequence: u64,
+    now: std::time::SystemTime,
+) -> Committed {
+    let (state, transition) = decided;
+    store
+        .commit(Commit {
+            state,
+            expected_sequence,
+            game_events: transition.game_events,
+            lobby_events: transition.lobby_events,
+            time: now,
+        })
+        .await
+        .unwrap()
+}
+
+/// Whether `store` still holds what `committed` wrote: the state, and the events at the end of
+/// the log.
+async fn holds(store: &Arc<dyn GameStore>, committed: &Committed) {
+    let id = &committed.info.id;
+    assert_eq!(store.info(id).await.unwrap(), committed.info);
+    assert_eq!(store.load(id).await.unwrap().info(), &committed.info);
+    let (events, done) = log(store, id).await;
+    assert!(events.ends_with(&committed.game_events), "as committed");
+    assert_eq!(done, committed.info.log_closed());
 }
 
 /// What is committed loads back the same, whole and as a summary.
@@ -252,6 +392,264 @@ pub async fn open_games_are_listed_by_creator_until_they_end(store: Arc<dyn Game
 
     let open = store.open_games_by_creator().await.unwrap();
     assert_eq!(open, vec![(kept.game.id, client)]);
+}
+
+/// A timed game's clock, turn start and time control read back as committed, and so do the
+/// clocks its events carry. Returns the game.
+pub async fn a_timed_game_keeps_its_clock_and_turn_start(store: Arc<dyn GameStore>) -> Vec<GameId> {
+    let (manager, hub) = manager_and_hub(&store);
+    let (id, _, mut published) = timed(&manager, &hub, blitz(), 3).await;
+    let info = reads_back(&store, &manager, &id, &mut published).await;
+    assert_eq!(info.time_control, blitz());
+    assert!(info.clock.is_some());
+    let started = info.turn_started.expect("an active game has a turn start");
+    let (events, done) = log(&store, &id).await;
+    assert!(!done);
+    let mut moves = 0;
+    for event in &events {
+        match &event.kind {
+            GameEventKind::MovePlayed { clock, .. } => {
+                moves += 1;
+                assert!(clock.is_some(), "{event:?}");
+            }
+            GameEventKind::TurnStarted { clock, .. } => assert!(clock.is_some(), "{event:?}"),
+            _ => {}
+        }
+    }
+    assert_eq!(moves, 3);
+    // The running turn's clocks are the summary's, as the turn started.
+    assert!(matches!(
+        &events.last().unwrap().kind,
+        GameEventKind::TurnStarted { clock, .. } if *clock == clock::reading(&info, started)
+    ));
+    // A correspondence game keeps its control too.
+    let per_move = TimeControl::correspondence(Duration::from_secs(2 * 86_400)).unwrap();
+    let (other, _, mut published) = timed(&manager, &hub, per_move, 1).await;
+    let info = reads_back(&store, &manager, &other, &mut published).await;
+    assert_eq!(info.time_control, per_move);
+    assert_eq!(
+        info.clock.map(|c| c.remaining.first),
+        Some(Duration::from_secs(2 * 86_400))
+    );
+    vec![id, other]
+}
+
+/// A standing draw offer, the move count of each player's last one, a declined offer and an
+/// accepted one read back, with their events; a game drawn by agreement keeps its log open for
+/// a rematch. Returns the game.
+pub async fn draw_offers_and_their_answers_read_back(store: Arc<dyn GameStore>) -> Vec<GameId> {
+    let (manager, hub) = manager_and_hub(&store);
+    let (id, [first, second], mut published) = timed(&manager, &hub, blitz(), 2).await;
+    let (offered, action) = manager.offer_draw(&id, &first.token).await.unwrap();
+    assert_eq!(action, DrawAction::Offered);
+    let info = reads_back(&store, &manager, &id, &mut published).await;
+    assert_eq!(info, offered);
+    assert_eq!(info.draw_offer, Some(Player::First));
+    assert_eq!(info.last_draw_offer.first, Some(2));
+
+    manager.decline_draw(&id, &second.token).await.unwrap();
+    let info = reads_back(&store, &manager, &id, &mut published).await;
+    assert_eq!(info.draw_offer, None);
+    assert_eq!(info.last_draw_offer.first, Some(2), "kept after a decline");
+
+    manager.offer_draw(&id, &second.token).await.unwrap();
+    let info = reads_back(&store, &manager, &id, &mut published).await;
+    assert_eq!(info.draw_offer, Some(Player::Second));
+    assert_eq!(info.last_draw_offer.second, Some(2));
+
+    let (drawn, action) = manager.offer_draw(&id, &first.token).await.unwrap();
+    assert_eq!(action, DrawAction::Accepted);
+    let info = reads_back(&store, &manager, &id, &mut published).await;
+    assert_eq!(info, drawn);
+    let result = info.result.unwrap();
+    assert_eq!(result.termination, Termination::Agreement);
+    assert_eq!(result.outcome, Some(Outcome::Draw));
+    assert!(info.rematch.open_until.is_some());
+    let kinds: Vec<GameEventKind> = published.events().iter().map(|e| e.kind.clone()).collect();
+    let draws: Vec<(Player, DrawAction)> = kinds
+        .iter()
+        .filter_map(|kind| match *kind {
+            GameEventKind::Draw { by, action } => Some((by, action)),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(
+        draws,
+        [
+            (Player::First, DrawAction::Offered),
+            (Player::Second, DrawAction::Declined),
+            (Player::Second, DrawAction::Offered),
+            (Player::First, DrawAction::Accepted),
+        ]
+    );
+    assert!(matches!(
+        kinds.last(),
+        Some(GameEventKind::GameOver { clock: Some(_), rematch_until, .. })
+            if *rematch_until == info.rematch.open_until
+    ));
+    vec![id]
+}
+
+/// A rematch offer (with the hash of the offerer's token for the rematch), the link to the
+/// rematch both ways, and the rematch's seats read back; once the rematch starts the old
+/// game's log is closed. Returns the old game and the rematch.
+pub async fn rematch_offers_tokens_and_links_read_back(store: Arc<dyn GameStore>) -> Vec<GameId> {
+    let (manager, hub) = manager_and_hub(&store);
+    let (id, [first, second], mut published) = timed(&manager, &hub, blitz(), 2).await;
+    manager.resign(&id, &first.token).await.unwrap();
+    let info = reads_back(&store, &manager, &id, &mut published).await;
+    assert!(!info.log_closed(), "a rematch can be offered");
+
+    let crate::RematchOffered {
+        game: offered,
+        token: first_next,
+        rematch: started,
+        ..
+    } = manager.offer_rematch(&id, &first.token).await.unwrap();
+    assert!(started.is_none());
+    let info = reads_back(&store, &manager, &id, &mut published).await;
+    assert_eq!(info, offered);
+    assert_eq!(info.rematch.offered_by, Some(Player::First));
+    let tokens = store
+        .load(&id)
+        .await
+        .unwrap()
+        .rematch_tokens()
+        .map(|t| t.map(|t| t.to_bytes()));
+    assert_eq!(tokens.first, Some(first_next.hash().to_bytes()));
+    assert_eq!(tokens.second, None);
+
+    let crate::RematchOffered {
+        game: linked,
+        token: second_next,
+        rematch: started,
+        ..
+    } = manager.offer_rematch(&id, &second.token).await.unwrap();
+    let next = started.expect("both asked: the rematch starts");
+    let info = reads_back(&store, &manager, &id, &mut published).await;
+    assert_eq!(info, linked);
+    assert_eq!(info.rematch.next.as_ref(), Some(&next.id));
+    assert_eq!(info.rematch.offered_by, None);
+    assert!(info.log_closed());
+    let old = store.load(&id).await.unwrap();
+    assert_eq!(
+        old.rematch_tokens().map(|t| t.map(|t| t.to_bytes())),
+        oanquan_rules::ByPlayer::new(
+            Some(first_next.hash().to_bytes()),
+            Some(second_next.hash().to_bytes())
+        )
+    );
+    let kinds: Vec<GameEventKind> = published.events().iter().map(|e| e.kind.clone()).collect();
+    assert_eq!(
+        kinds[kinds.len() - 2..],
+        [
+            GameEventKind::Rematch {
+                by: Some(Player::First),
+                action: RematchAction::Offered,
+            },
+            GameEventKind::Rematch {
+                by: None,
+                action: RematchAction::Started {
+                    game_id: next.id.clone(),
+                },
+            },
+        ]
+    );
+
+    // The rematch: linked back, same control, seats swapped, each player's new token.
+    let rematch = store.load(&next.id).await.unwrap();
+    assert_eq!(rematch.info(), &store.info(&next.id).await.unwrap());
+    assert_eq!(rematch.info(), &next);
+    assert_eq!(next.rematch.of.as_ref(), Some(&id));
+    assert_eq!(next.time_control, blitz());
+    assert!(next.clock.is_some() && next.turn_started.is_some());
+    assert_eq!(rematch.seat_of(&first_next.hash()), Some(Player::Second));
+    assert_eq!(rematch.seat_of(&second_next.hash()), Some(Player::First));
+    let (events, done) = log(&store, &next.id).await;
+    assert!(!done);
+    assert!(matches!(
+        events.last().map(|e| &e.kind),
+        Some(GameEventKind::TurnStarted { clock: Some(_), .. })
+    ));
+    vec![id, next.id]
+}
+
+/// Games ended by a flag falling and by an abandonment claim, a rematch window that closed and
+/// a declined rematch read back, with their events. Returns the games.
+pub async fn games_ended_by_time_or_abandonment_and_closed_rematches_read_back(
+    store: Arc<dyn GameStore>,
+) -> Vec<GameId> {
+    let (manager, hub) = manager_and_hub(&store);
+
+    // The flag falls: past the deadline, as the timekeeper would apply it.
+    let (flagged, _, _) = timed(&manager, &hub, blitz(), 3).await;
+    let state = store.load(&flagged).await.unwrap();
+    let sequence = state.info().sequence;
+    let deadline = clock::deadline(state.info()).unwrap();
+    let now = deadline.at + Duration::from_millis(3);
+    let (mut state, mut decided) = transition::apply_deadline(state, now).unwrap();
+    let until = now + Duration::from_secs(60);
+    transition::open_rematch_window(&mut state, &mut decided, until);
+    let committed = commit(&store, (state, decided), sequence, now).await;
+    holds(&store, &committed).await;
+    let info = &committed.info;
+    let result = info.result.unwrap();
+    assert_eq!(result.termination, Termination::Timeout);
+    assert_eq!(result.ended_by, Some(Player::Second));
+    assert_eq!(info.clock.unwrap().remaining.second, Duration::ZERO);
+    assert_eq!(info.rematch.open_until, Some(until));
+    assert!(matches!(
+        committed.game_events.last().map(|e| &e.kind),
+        Some(GameEventKind::GameOver { rematch_until: Some(at), clock: Some(_), .. }) if *at == until
+    ));
+    // Nobody asks for a rematch: the window closes, and with it the log.
+    let state = store.load(&flagged).await.unwrap();
+    let sequence = state.info().sequence;
+    let decided = transition::apply_deadline(state, until).unwrap();
+    let committed = commit(&store, decided, sequence, until).await;
+    holds(&store, &committed).await;
+    assert!(committed.info.log_closed());
+    assert_eq!(committed.info.rematch.open_until, None);
+    assert!(matches!(
+        committed.game_events.last().map(|e| &e.kind),
+        Some(GameEventKind::Rematch {
+            by: None,
+            action: RematchAction::Expired
+        })
+    ));
+
+    // An untimed game whose player to move stays away is claimed.
+    let (abandoned, [first, _]) = played(&manager, 1).await;
+    let state = store.load(&abandoned).await.unwrap();
+    let sequence = state.info().sequence;
+    let wait = Duration::from_secs(60);
+    let now = state.info().turn_started.unwrap() + wait + Duration::from_nanos(7);
+    let decided = transition::claim_victory(state, &first.token.hash(), wait, now).unwrap();
+    let committed = commit(&store, decided, sequence, now).await;
+    holds(&store, &committed).await;
+    let result = committed.info.result.unwrap();
+    assert_eq!(result.termination, Termination::Abandonment);
+    assert_eq!(result.ended_by, Some(Player::Second));
+    assert_eq!(committed.info.time_control, TimeControl::Untimed);
+    assert_eq!(committed.info.clock, None);
+
+    // A rematch declined: the log closes at once.
+    let (declined, [first, second], mut published) = timed(&manager, &hub, blitz(), 2).await;
+    manager.resign(&declined, &first.token).await.unwrap();
+    manager
+        .decline_rematch(&declined, &second.token)
+        .await
+        .unwrap();
+    let info = reads_back(&store, &manager, &declined, &mut published).await;
+    assert!(info.log_closed());
+    assert!(matches!(
+        published.events().last().map(|e| &e.kind),
+        Some(GameEventKind::Rematch {
+            by: Some(Player::Second),
+            action: RematchAction::Declined
+        })
+    ));
+    vec![flagged, abandoned, declined]
 }
 
 #[cfg(test)]

@@ -108,8 +108,13 @@ async fn scan(manager: &GameManager, deadlines: &mut Deadlines) -> Result<(), Ga
 }
 
 /// Gives every active timed game its running turn back from now (see
-/// [`GameManager::resume_clock`]). Returns how many were resumed.
-async fn resume_clocks(manager: &GameManager) -> Result<usize, GameError> {
+/// [`GameManager::resume_clock`]). Returns how many were resumed. A server calls it once at
+/// start, before it takes requests: a move arriving earlier would be charged the outage.
+///
+/// # Errors
+///
+/// Store failures while listing.
+pub async fn resume_clocks(manager: &GameManager) -> Result<usize, GameError> {
     let mut ids = Vec::new();
     let mut cursor: Option<String> = None;
     loop {

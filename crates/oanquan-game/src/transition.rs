@@ -372,10 +372,11 @@ pub fn play(
 /// # Errors
 ///
 /// [`GameError::WrongToken`], [`GameError::GameNotStarted`] (abort instead),
-/// [`GameError::GameOver`].
+/// [`GameError::GameOver`], also once the player to move is out of time.
 pub fn resign(state: GameState, token: &TokenHash, now: SystemTime) -> Decided<()> {
     let seat = state.seat_of(token).ok_or(GameError::WrongToken)?;
     active(&state)?;
+    before_deadline(&state, now)?;
     let result = GameResult {
         outcome: Some(Outcome::Decisive {
             winner: seat.other(),
@@ -391,12 +392,14 @@ pub fn resign(state: GameState, token: &TokenHash, now: SystemTime) -> Decided<(
 ///
 /// # Errors
 ///
-/// [`GameError::WrongToken`], [`GameError::GameAlreadyStarted`], [`GameError::GameOver`].
+/// [`GameError::WrongToken`], [`GameError::GameAlreadyStarted`], [`GameError::GameOver`],
+/// also once the player to move is out of time.
 pub fn abort(state: GameState, token: &TokenHash, now: SystemTime) -> Decided<()> {
     let seat = state.seat_of(token).ok_or(GameError::WrongToken)?;
     if state.info().status.is_over() {
         return Err(GameError::GameOver);
     }
+    before_deadline(&state, now)?;
     if state.info().move_count > 0 {
         return Err(GameError::GameAlreadyStarted);
     }
@@ -414,11 +417,13 @@ pub fn abort(state: GameState, token: &TokenHash, now: SystemTime) -> Decided<()
 ///
 /// # Errors
 ///
-/// [`GameError::GameOver`] if the game is over or changed since: nothing to expire.
+/// [`GameError::GameOver`] if the game is over or changed since: nothing to expire. Also
+/// once the player to move is out of time: the deadline, not idleness, ends that game.
 pub fn expire(state: GameState, idle_since: SystemTime, now: SystemTime) -> Decided<()> {
     if state.info().status.is_over() || state.info().updated >= idle_since {
         return Err(GameError::GameOver);
     }
+    before_deadline(&state, now)?;
     let result = GameResult {
         outcome: None,
         scores: state.position().scores(),
@@ -585,11 +590,13 @@ fn round_secs(d: Duration) -> Duration {
 ///
 /// # Errors
 ///
-/// [`GameError::WrongToken`], [`GameError::GameNotStarted`], [`GameError::GameOver`],
-/// [`GameError::CannotOffer`] for a second offer on the same move.
+/// [`GameError::WrongToken`], [`GameError::GameNotStarted`], [`GameError::GameOver`] (also
+/// once the player to move is out of time), [`GameError::CannotOffer`] for a second offer on
+/// the same move.
 pub fn offer_draw(state: GameState, token: &TokenHash, now: SystemTime) -> Decided<DrawAction> {
     let seat = state.seat_of(token).ok_or(GameError::WrongToken)?;
     active(&state)?;
+    before_deadline(&state, now)?;
     let info = state.info();
     if info.draw_offer == Some(seat.other()) {
         let result = GameResult {
@@ -637,11 +644,13 @@ pub fn offer_draw(state: GameState, token: &TokenHash, now: SystemTime) -> Decid
 ///
 /// # Errors
 ///
-/// [`GameError::WrongToken`], [`GameError::GameNotStarted`], [`GameError::GameOver`],
-/// [`GameError::NoOffer`] if no offer of the opponent stands.
+/// [`GameError::WrongToken`], [`GameError::GameNotStarted`], [`GameError::GameOver`] (also
+/// once the player to move is out of time), [`GameError::NoOffer`] if no offer of the
+/// opponent stands.
 pub fn decline_draw(mut state: GameState, token: &TokenHash, now: SystemTime) -> Decided<()> {
     let seat = state.seat_of(token).ok_or(GameError::WrongToken)?;
     active(&state)?;
+    before_deadline(&state, now)?;
     if state.info().draw_offer != Some(seat.other()) {
         return Err(GameError::NoOffer(
             "your opponent has no draw offer standing",
@@ -825,6 +834,18 @@ fn rematch_open(state: &GameState, now: SystemTime) -> Result<(), GameError> {
             "no rematch can be offered any more (declined, or the time to offer one has passed)"
                 .to_owned(),
         )),
+    }
+}
+
+/// A game whose player to move is out of time (or missed their first move) ended at that
+/// deadline, whether or not the timekeeper has applied it yet: refusing every other command
+/// keeps a draw agreed, a resignation or an expiry after a flag from changing the result.
+fn before_deadline(state: &GameState, now: SystemTime) -> Result<(), GameError> {
+    match clock::deadline(state.info()) {
+        Some(deadline) if state.info().status == GameStatus::Active && now >= deadline.at => {
+            Err(GameError::GameOver)
+        }
+        _ => Ok(()),
     }
 }
 
@@ -1016,6 +1037,15 @@ mod tests {
         computer: Option<Level>,
         time_control: TimeControl,
     ) -> (GameState, Transition<()>, TokenHash) {
+        created_with(seat, computer, time_control, TimePolicy::default())
+    }
+
+    fn created_with(
+        seat: Player,
+        computer: Option<Level>,
+        time_control: TimeControl,
+        policy: TimePolicy,
+    ) -> (GameState, Transition<()>, TokenHash) {
         let token = PlayerToken::generate().hash();
         let rules = Preset::Standard.rules();
         let (state, transition) = create(
@@ -1030,7 +1060,7 @@ mod tests {
                 opponent: computer.map_or(Opponent::Wait, Opponent::Computer),
                 creator: None,
                 time_control,
-                policy: TimePolicy::default(),
+                policy,
                 rematch_of: None,
             },
             at(0),
@@ -1179,9 +1209,14 @@ mod tests {
     }
 
     /// A command of the property test; seats are 0 or 1 (first or second).
-    #[derive(Debug, Clone)]
+    #[derive(Debug, Clone, Copy)]
     enum Command {
         Join,
+        /// A legal move for the player to move, with their token.
+        Move {
+            index: usize,
+        },
+        /// Any move by either seat, legal or not.
         Play {
             seat: usize,
             square: u8,
@@ -1200,17 +1235,67 @@ mod tests {
         Expire {
             idle: bool,
         },
+        ApplyDeadline,
+        OfferDraw {
+            seat: usize,
+        },
+        DeclineDraw {
+            seat: usize,
+        },
+        ClaimVictory {
+            seat: usize,
+        },
+        OfferRematch {
+            seat: usize,
+        },
+        DeclineRematch {
+            seat: usize,
+        },
     }
 
     fn command() -> impl Strategy<Value = Command> {
+        let seat = || 0..2usize;
         prop_oneof![
-            1 => Just(Command::Join),
-            8 => (0..2usize, 0..12u8, any::<bool>(), proptest::bool::weighted(0.1))
+            2 => Just(Command::Join),
+            12 => (0..16usize).prop_map(|index| Command::Move { index }),
+            4 => (seat(), 0..12u8, any::<bool>(), proptest::bool::weighted(0.1))
                 .prop_map(|(seat, square, right, stale)| Command::Play { seat, square, right, stale }),
             3 => (0..16usize).prop_map(|index| Command::Computer { index }),
-            1 => (0..2usize).prop_map(|seat| Command::Resign { seat }),
-            1 => (0..2usize).prop_map(|seat| Command::Abort { seat }),
+            1 => seat().prop_map(|seat| Command::Resign { seat }),
+            1 => seat().prop_map(|seat| Command::Abort { seat }),
             1 => any::<bool>().prop_map(|idle| Command::Expire { idle }),
+            2 => Just(Command::ApplyDeadline),
+            2 => seat().prop_map(|seat| Command::OfferDraw { seat }),
+            1 => seat().prop_map(|seat| Command::DeclineDraw { seat }),
+            1 => seat().prop_map(|seat| Command::ClaimVictory { seat }),
+            2 => seat().prop_map(|seat| Command::OfferRematch { seat }),
+            1 => seat().prop_map(|seat| Command::DeclineRematch { seat }),
+        ]
+    }
+
+    /// Short enough for a few dozen commands to reach every deadline and claim.
+    const POLICY: TimePolicy = TimePolicy {
+        first_move: Duration::from_secs(5),
+        abandon_after: Duration::from_secs(15),
+        rematch_window: Duration::from_secs(20),
+    };
+
+    fn time_control() -> impl Strategy<Value = TimeControl> {
+        prop_oneof![
+            Just(TimeControl::Untimed),
+            (1..=20u64, 0..=3u64).prop_map(|(initial, increment)| TimeControl::real_time(
+                Duration::from_secs(initial),
+                Duration::from_secs(increment)
+            )
+            .unwrap()),
+        ]
+    }
+
+    /// Time between two commands: mostly a quick move, sometimes a long think.
+    fn pause() -> impl Strategy<Value = Duration> {
+        prop_oneof![
+            6 => (0..1_500u64).prop_map(Duration::from_millis),
+            1 => (0..20_000u64).prop_map(Duration::from_millis),
         ]
     }
 
@@ -1222,10 +1307,17 @@ mod tests {
         position: Option<Position>,
         move_count: u32,
         result: Option<GameResult>,
+        draw_offer: Option<Player>,
+        /// The clocks of the last reading.
+        remaining: Option<ByPlayer<Duration>>,
+        rematch: Rematch,
+        /// A final event was seen: nothing may follow.
+        closed: bool,
     }
 
     impl Replayed {
         fn apply(&mut self, event: &GameEventKind) {
+            assert!(!self.closed, "an event after the last one: {event:?}");
             match event {
                 GameEventKind::PlayerJoined {
                     seat,
@@ -1239,16 +1331,58 @@ mod tests {
                     });
                 }
                 GameEventKind::GameStarted { .. } => self.started = true,
-                GameEventKind::MovePlayed { record, .. } => {
+                GameEventKind::MovePlayed { record, clock } => {
                     self.move_count += 1;
                     assert_eq!(record.number, self.move_count);
                     self.position = Some(record.position);
+                    // An offer stands until the offerer's opponent moves.
+                    if self.draw_offer == Some(record.player.other()) {
+                        self.draw_offer = None;
+                    }
+                    self.read(*clock);
                 }
-                GameEventKind::GameOver { result, .. } => {
+                GameEventKind::TurnStarted { clock, .. } => self.read(*clock),
+                GameEventKind::GameOver {
+                    result,
+                    clock,
+                    rematch_until,
+                } => {
                     assert!(self.result.is_none(), "a game ends twice");
                     self.result = Some(*result);
+                    self.draw_offer = None;
+                    self.read(*clock);
+                    self.rematch.open_until = *rematch_until;
                 }
-                _ => {}
+                GameEventKind::Draw { by, action } => {
+                    self.draw_offer = match action {
+                        DrawAction::Offered => Some(*by),
+                        DrawAction::Declined | DrawAction::Accepted => None,
+                    };
+                }
+                GameEventKind::Rematch { by, action } => match action {
+                    RematchAction::Offered => self.rematch.offered_by = *by,
+                    RematchAction::Declined | RematchAction::Expired => {
+                        self.rematch.offered_by = None;
+                        self.rematch.open_until = None;
+                    }
+                    RematchAction::Started { game_id } => {
+                        self.rematch.next = Some(game_id.clone());
+                        self.rematch.offered_by = None;
+                        self.rematch.open_until = None;
+                    }
+                },
+            }
+            self.closed = crate::watch::Sequenced::is_final(&crate::model::GameEvent {
+                game_id: GameId::parse("g1").unwrap(),
+                sequence: 1,
+                time: T0,
+                kind: event.clone(),
+            });
+        }
+
+        fn read(&mut self, clock: Option<clock::ClockReading>) {
+            if let Some(reading) = clock {
+                self.remaining = Some(reading.remaining);
             }
         }
     }
@@ -1288,71 +1422,234 @@ mod tests {
             );
             assert_eq!(human, state.token_hashes()[player].is_some());
         }
+        // Time: a timed game has a clock, an active one a running turn and so a deadline.
+        assert_eq!(info.time_control.is_timed(), info.clock.is_some());
+        assert_eq!(
+            info.turn_started.is_some(),
+            info.status == GameStatus::Active
+        );
+        if info.status == GameStatus::Active && info.time_control.is_timed() {
+            assert!(clock::deadline(info).is_some());
+        }
+        if let (TimeControl::RealTime { initial, increment }, Some(clock)) =
+            (info.time_control, info.clock)
+        {
+            for player in Player::ALL {
+                let moves = state.moves().iter().filter(|m| m.player == player).count();
+                let most = initial + increment * u32::try_from(moves).unwrap();
+                assert!(clock.remaining[player] <= most, "{player:?} gained time");
+            }
+        }
+        // Offers: a draw only while playing, a rematch only after a finish.
+        assert!(info.draw_offer.is_none() || info.status == GameStatus::Active);
+        if info.status != GameStatus::Finished {
+            let unfinished = Rematch {
+                of: info.rematch.of.clone(),
+                ..Rematch::default()
+            };
+            assert_eq!(info.rematch, unfinished);
+        }
+        if info.rematch.offered_by.is_some() {
+            assert!(info.rematch.open_until.is_some());
+        }
+    }
+
+    /// A finished game with what may still change of it blanked out.
+    fn without_rematch(info: &GameInfo) -> GameInfo {
+        GameInfo {
+            rematch: Rematch::default(),
+            updated: T0,
+            ..info.clone()
+        }
+    }
+
+    /// A rematch `next` that `offerer` started from `old`: the seats swapped, the same game
+    /// otherwise, each player with the token of their offer.
+    fn check_rematch(
+        old: &GameState,
+        offerer: Player,
+        next: &GameState,
+        rematch_tokens: &ByPlayer<Option<TokenHash>>,
+    ) {
+        check_invariants(next);
+        let (old_info, info) = (old.info(), next.info());
+        assert_eq!(info.status, GameStatus::Active);
+        assert_eq!(info.rematch.of.as_ref(), Some(&old_info.id));
+        assert_eq!(old_info.rematch.next.as_ref(), Some(&info.id));
+        assert_eq!(
+            (info.rules, info.start, info.time_control),
+            (old_info.rules, old_info.start, old_info.time_control)
+        );
+        assert_eq!(info.move_count, 0);
+        for player in Player::ALL {
+            assert_eq!(info.seats[player], old_info.seats[player.other()]);
+        }
+        assert_eq!(
+            next.token_hashes()[offerer.other()],
+            rematch_tokens[offerer]
+        );
+        if old.token_hashes()[offerer.other()].is_some() {
+            assert_eq!(
+                next.token_hashes()[offerer],
+                rematch_tokens[offerer.other()]
+            );
+        }
     }
 
     proptest! {
         #![proptest_config(ProptestConfig::with_cases(200))]
 
-        /// Any sequence of commands keeps the invariants, a refused command changes nothing
-        /// (it returns no state), and the events of the accepted ones rebuild the game.
+        /// Any sequence of commands, at any pace, keeps the invariants, a refused command
+        /// changes nothing (it returns no state), a game over changes only in its rematch, and
+        /// the events of the accepted ones rebuild the game.
         #[test]
         fn any_sequence_of_commands_keeps_the_invariants_and_the_events_rebuild_the_game(
             creator in 0..2usize,
             computer in any::<bool>(),
-            commands in proptest::collection::vec(command(), 0..60),
+            time_control in time_control(),
+            commands in proptest::collection::vec((pause(), command()), 0..80),
         ) {
             let seat = Player::ALL[creator];
             let (mut state, created, creator_token) =
-                created(seat, computer.then_some(Level::Random));
+                created_with(seat, computer.then_some(Level::Random), time_control, POLICY);
             let mut tokens: ByPlayer<Option<TokenHash>> = ByPlayer::default();
             tokens[seat] = Some(creator_token);
+            let mut rematch_tokens: ByPlayer<Option<TokenHash>> = ByPlayer::default();
             let mut replayed = Replayed::default();
             created.game_events.iter().for_each(|e| replayed.apply(e));
             check_invariants(&state);
-            let mut clock = 1;
-            for command in commands {
-                clock += 1;
-                let now = at(clock);
+            let mut now = at(1);
+            for (pause, command) in commands {
+                now += pause;
+                // The manager's step after each transition: a game just finished gets a window.
+                let until = now + POLICY.rematch_window;
                 let token_of = |tokens: &ByPlayer<Option<TokenHash>>, seat: usize| {
                     tokens[Player::ALL[seat]].unwrap_or_else(|| PlayerToken::generate().hash())
                 };
                 let before = state.clone();
+                let mut applied = None;
+                let mut rematch = None;
                 let decided: Result<(GameState, Vec<GameEventKind>), GameError> = match command {
                     Command::Join => {
                         let token = PlayerToken::generate().hash();
-                        join(before, "Minh", token, now).map(|(s, t)| {
-                            tokens[t.output] = Some(token);
-                            (s, t.game_events)
+                        settle(join(state.clone(), "Minh", token, now), until).map(|(s, e, seat)| {
+                            tokens[seat] = Some(token);
+                            (s, e)
                         })
                     }
                     Command::Play { seat, square, right, stale } => {
                         let text = format!("{square}{}", if right { '+' } else { '-' });
                         let Ok(mv) = text.parse::<Move>() else { continue };
                         let ply = state.info().position.ply() + u32::from(stale);
-                        play(before, Mover::Token(token_of(&tokens, seat)), mv, Some(ply), now)
-                            .map(|(s, t)| (s, t.game_events))
+                        let mover = Mover::Token(token_of(&tokens, seat));
+                        settle(play(state.clone(), mover, mv, Some(ply), now), until)
+                            .map(|(s, e, _)| (s, e))
+                    }
+                    Command::Move { index } => {
+                        let legal = state.info().position.legal_moves();
+                        if legal.is_empty() { continue; }
+                        let mv = legal[index % legal.len()];
+                        let to_move = state.info().position.to_move();
+                        let mover = Mover::Token(token_of(&tokens, usize::from(to_move == Player::Second)));
+                        settle(play(state.clone(), mover, mv, None, now), until)
+                            .map(|(s, e, _)| (s, e))
                     }
                     Command::Computer { index } => {
                         let legal = state.info().position.legal_moves();
                         if legal.is_empty() { continue; }
                         let mv = legal[index % legal.len()];
-                        play(before, Mover::Computer, mv, None, now).map(|(s, t)| (s, t.game_events))
+                        settle(play(state.clone(), Mover::Computer, mv, None, now), until)
+                            .map(|(s, e, _)| (s, e))
                     }
-                    Command::Resign { seat } => resign(before, &token_of(&tokens, seat), now)
-                        .map(|(s, t)| (s, t.game_events)),
-                    Command::Abort { seat } => abort(before, &token_of(&tokens, seat), now)
-                        .map(|(s, t)| (s, t.game_events)),
+                    Command::Resign { seat } => {
+                        settle(resign(state.clone(), &token_of(&tokens, seat), now), until)
+                            .map(|(s, e, ())| (s, e))
+                    }
+                    Command::Abort { seat } => {
+                        settle(abort(state.clone(), &token_of(&tokens, seat), now), until)
+                            .map(|(s, e, ())| (s, e))
+                    }
                     Command::Expire { idle } => {
                         let cutoff = if idle { now } else { state.info().updated };
-                        expire(before, cutoff, now).map(|(s, t)| (s, t.game_events))
+                        settle(expire(state.clone(), cutoff, now), until).map(|(s, e, ())| (s, e))
+                    }
+                    Command::ApplyDeadline => {
+                        settle(apply_deadline(state.clone(), now), until).map(|(s, e, kind)| {
+                            applied = Some(kind);
+                            (s, e)
+                        })
+                    }
+                    Command::OfferDraw { seat } => {
+                        settle(offer_draw(state.clone(), &token_of(&tokens, seat), now), until)
+                            .map(|(s, e, _)| (s, e))
+                    }
+                    Command::DeclineDraw { seat } => {
+                        settle(decline_draw(state.clone(), &token_of(&tokens, seat), now), until)
+                            .map(|(s, e, ())| (s, e))
+                    }
+                    Command::ClaimVictory { seat } => {
+                        let token = token_of(&tokens, seat);
+                        settle(claim_victory(state.clone(), &token, POLICY.abandon_after, now), until)
+                            .map(|(s, e, ())| (s, e))
+                    }
+                    Command::OfferRematch { seat } => {
+                        let next_token = PlayerToken::generate().hash();
+                        let next_id = GameId::parse("g2").unwrap();
+                        let token = token_of(&tokens, seat);
+                        settle(
+                            offer_rematch(state.clone(), &token, next_token, next_id, &POLICY, now),
+                            until,
+                        )
+                        .map(|(s, e, offer)| {
+                            let offerer = Player::ALL[seat];
+                            rematch_tokens[offerer] = Some(next_token);
+                            if let RematchOffer::Started(next) = offer {
+                                rematch = Some((offerer, next.0));
+                            }
+                            (s, e)
+                        })
+                    }
+                    Command::DeclineRematch { seat } => {
+                        settle(decline_rematch(state.clone(), &token_of(&tokens, seat), now), until)
+                            .map(|(s, e, ())| (s, e))
                     }
                 };
                 if let Ok((next, events)) = decided {
-                    prop_assert!(!events.is_empty(), "an accepted command says what it did");
-                    prop_assert!(!state.info().status.is_over(), "a finished game changed");
+                    // Once the player to move is out of time, the game ended at that deadline
+                    // whether or not it was applied yet: nothing else may happen to it.
+                    let due = clock::deadline(before.info())
+                        .filter(|d| before.info().status == GameStatus::Active && now >= d.at);
+                    if let Some(due) = due {
+                        prop_assert_eq!(
+                            applied, Some(due.kind),
+                            "{:?} accepted after the deadline", command
+                        );
+                    }
+                    if before.info().status.is_over() {
+                        let rematch_command = matches!(
+                            command,
+                            Command::OfferRematch { .. } | Command::DeclineRematch { .. }
+                        ) || applied == Some(DeadlineKind::RematchWindow);
+                        prop_assert!(rematch_command, "a finished game changed: {:?}", command);
+                        prop_assert_eq!(without_rematch(next.info()), without_rematch(before.info()));
+                        prop_assert_eq!(next.token_hashes(), before.token_hashes());
+                        prop_assert_eq!(next.moves(), before.moves());
+                    }
+                    if events.is_empty() {
+                        // Only a repeated draw offer is accepted without saying anything.
+                        prop_assert!(
+                            matches!(command, Command::OfferDraw { .. }),
+                            "an accepted command says what it did: {:?}", command
+                        );
+                        prop_assert_eq!(next.info(), before.info());
+                    }
                     events.iter().for_each(|e| replayed.apply(e));
+                    prop_assert_eq!(replayed.closed, next.info().log_closed());
                     state = next;
                     check_invariants(&state);
+                    if let Some((offerer, next)) = rematch {
+                        check_rematch(&state, offerer, &next, &rematch_tokens);
+                    }
                 }
             }
             prop_assert_eq!(&replayed.seats, &state.info().seats);
@@ -1361,6 +1658,11 @@ mod tests {
             prop_assert_eq!(replayed.position.unwrap_or(state.info().start), state.info().position);
             prop_assert_eq!(replayed.move_count, state.info().move_count);
             prop_assert_eq!(replayed.result, state.info().result);
+            prop_assert_eq!(replayed.draw_offer, state.info().draw_offer);
+            prop_assert_eq!(&replayed.rematch, &state.info().rematch);
+            if let Some(remaining) = replayed.remaining {
+                prop_assert_eq!(Some(remaining), state.info().clock.map(|c| c.remaining));
+            }
             // The log replays to the same position from the start: one position, one place.
             let mut moves: Vec<Move> = state.moves().iter_newest_first().map(|m| m.mv).collect();
             moves.reverse();
@@ -1393,5 +1695,16 @@ mod tests {
                 );
             }
         }
+    }
+
+    /// A transition as the manager commits it: with the rematch window of a game it finished.
+    fn settle<T>(
+        decided: Decided<T>,
+        until: SystemTime,
+    ) -> Result<(GameState, Vec<GameEventKind>, T), GameError> {
+        decided.map(|(mut state, mut transition)| {
+            open_rematch_window(&mut state, &mut transition, until);
+            (state, transition.game_events, transition.output)
+        })
     }
 }

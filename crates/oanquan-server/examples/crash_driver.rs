@@ -135,6 +135,7 @@ async fn snapshot_sequence(client: &mut Client, id: &str) -> Result<u64, Status>
         .watch_game(timed(pb::WatchGameRequest {
             game_id: id.to_owned(),
             after_sequence: None,
+            ..Default::default()
         }))
         .await?
         .into_inner();
@@ -168,6 +169,7 @@ async fn check_game_resume(client: &mut Client, id: &str, after: u64) -> Result<
         .watch_game(timed(pb::WatchGameRequest {
             game_id: id.to_owned(),
             after_sequence: Some(after),
+            ..Default::default()
         }))
         .await
         .map_err(|e| format!("{id}: resume after {after}: {e}"))?
@@ -340,6 +342,7 @@ async fn watch_game(shared: Arc<Shared>, mut client: Client, index: usize, id: S
         .watch_game(pb::WatchGameRequest {
             game_id: id.clone(),
             after_sequence: None,
+            ..Default::default()
         })
         .await
     else {
@@ -413,6 +416,7 @@ async fn new_game(shared: &Shared, client: &mut Client) -> Result<usize, Status>
             seat: pb::Player::First.into(),
             display_name: "crash".to_owned(),
             computer: None,
+            ..Default::default()
         }))
         .await?
         .into_inner();

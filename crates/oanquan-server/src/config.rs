@@ -126,6 +126,28 @@ pub struct GameLimits {
     /// GameOver); 0 = never.
     #[arg(long, env = "OANQUAN_IDLE_GAME_TIMEOUT", default_value = "1h", value_parser = parse_duration)]
     pub idle_game_timeout: Duration,
+
+    /// Time for each player's first move of a real-time game; a player who misses it aborts the
+    /// game (no result). Fixed for a game when it is created.
+    #[arg(long, env = "OANQUAN_FIRST_MOVE_TIME", default_value = "30s", value_parser = parse_positive_duration)]
+    pub first_move_time: Duration,
+
+    /// In an untimed game, how long the player to move may stay away before the opponent can
+    /// claim the win (ClaimVictory).
+    #[arg(long, env = "OANQUAN_ABANDON_AFTER", default_value = "24h", value_parser = parse_positive_duration)]
+    pub abandon_after: Duration,
+
+    /// How long after a game ends its players can offer a rematch; 0 = no rematches.
+    #[arg(long, env = "OANQUAN_REMATCH_WINDOW", default_value = "2m", value_parser = parse_duration)]
+    pub rematch_window: Duration,
+
+    /// Open seeks in all; more get RESOURCE_EXHAUSTED.
+    #[arg(long, env = "OANQUAN_MAX_SEEKS", default_value = "10000")]
+    pub max_seeks: usize,
+
+    /// Open seeks of one client address; 0 = no limit.
+    #[arg(long, env = "OANQUAN_MAX_SEEKS_PER_CLIENT", default_value = "4")]
+    pub max_seeks_per_client: usize,
 }
 
 /// `WatchGame` streams: how many a game takes (counted by the manager) and how each behaves.
@@ -302,6 +324,19 @@ pub fn parse_duration(text: &str) -> Result<Duration, String> {
         _ => return Err(format!("unknown unit {unit:?}; use ms, s, m or h")),
     };
     Duration::try_from_secs_f64(seconds).map_err(|e| e.to_string())
+}
+
+/// A duration that must not be zero (or round to zero).
+///
+/// # Errors
+///
+/// As [`parse_duration`], and for zero.
+pub fn parse_positive_duration(text: &str) -> Result<Duration, String> {
+    let duration = parse_duration(text)?;
+    if duration < Duration::from_millis(1) {
+        return Err(format!("{text:?} is too short; give at least 1ms"));
+    }
+    Ok(duration)
 }
 
 /// A switch's value, on the command line or from the environment (`OANQUAN_IN_MEMORY=1`).

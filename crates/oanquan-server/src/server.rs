@@ -23,10 +23,11 @@ use crate::config::{
 };
 use crate::domain::computer::{self, Computer, SearchPool};
 use crate::domain::limits::RateLimiter;
-use crate::domain::reaper;
+use crate::domain::seek::{SeekLimits, SeekPool};
 use crate::domain::{
-    GameManager, GameStore, Hub, ManagerLimits, MemoryStore, OpenError, SqliteStore,
+    GameManager, GameStore, Hub, ManagerLimits, MemoryStore, OpenError, SqliteStore, TimePolicy,
 };
+use crate::domain::{reaper, timekeeper};
 use crate::grpc::accept::{self, Handshake};
 use crate::grpc::connections::ConnectionLimit;
 use crate::grpc::health::HealthApi;
@@ -245,6 +246,15 @@ pub async fn run_with_store(
             "open games counted towards their creators' limits"
         );
     }
+    // A restart gives each running turn its time back (the outage is not charged), before any
+    // request can come; then flags fall, first moves expire and rematch windows close without
+    // anyone calling.
+    let resumed = timekeeper::resume_clocks(&manager)
+        .await
+        .map_err(|e| ServeError::Startup(format!("resuming the clocks of timed games: {e}")))?;
+    if resumed > 0 {
+        tracing::info!(games = resumed, "clocks of timed games resumed");
+    }
     let streams = StreamSettings {
         heartbeat: config.streams.heartbeat_interval,
         stall_timeout: config.streams.stream_stall_timeout,
@@ -264,6 +274,20 @@ pub async fn run_with_store(
         computer,
         stop_rx.clone(),
     ));
+
+    let timekeeper = AbortOnDrop(timekeeper::spawn_timekeeper(
+        Arc::clone(&manager),
+        false,
+        stop_rx.clone(),
+    ));
+    let seeks = SeekPool::new(
+        Arc::clone(&manager),
+        SeekLimits {
+            max_seeks: config.games.max_seeks,
+            max_per_client: config.games.max_seeks_per_client,
+            exempt_loopback,
+        },
+    );
 
     let health = tonic_health::server::HealthReporter::new();
     let health_service = HealthApi::server(health.clone(), stop_rx.clone());
@@ -294,7 +318,7 @@ pub async fn run_with_store(
     let transport = &config.transport;
     let max = transport.max_message_size;
     // The generated GameService, with WatchGame events encoded once for all watchers.
-    let game_service = GameRoutes::new(GameApi::new(manager, streams), max);
+    let game_service = GameRoutes::new(GameApi::new(manager, seeks, streams), max);
     let rules_service = RulesServiceServer::new(RulesApi::new(Arc::clone(&searches)))
         .max_decoding_message_size(max)
         .max_encoding_message_size(max);
@@ -376,6 +400,13 @@ pub async fn run_with_store(
     {
         warn!("the computer player did not stop in time");
     }
+    // Stops with the stop signal; a deadline being applied finishes its commit first.
+    if tokio::time::timeout(drain_timeout, timekeeper.join())
+        .await
+        .is_err()
+    {
+        warn!("the timekeeper did not stop in time");
+    }
     // Tasks that outlived the drain may still hold the store: close it explicitly, so that
     // the database file alone holds every game once the process exits.
     store.close().await;
@@ -392,6 +423,11 @@ fn manager_limits(config: &Config) -> ManagerLimits {
         max_watchers_per_client: streams.max_spectators_per_client,
         max_open_games_per_client: config.games.max_open_games_per_client,
         exempt_loopback: config.clients.exempt_loopback,
+        time: TimePolicy {
+            first_move: config.games.first_move_time,
+            abandon_after: config.games.abandon_after,
+            rematch_window: config.games.rematch_window,
+        },
         // Not flags: the domain's own defaults.
         ..ManagerLimits::default()
     }

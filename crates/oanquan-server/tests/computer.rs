@@ -37,6 +37,7 @@ fn vs_computer(preset: &str, seat: pb::Player, level: u32) -> pb::CreateGameRequ
         seat: seat.into(),
         display_name: "Lan".into(),
         computer: Some(pb::ComputerOpponent { level }),
+        ..Default::default()
     }
 }
 
@@ -92,6 +93,7 @@ async fn play_to_the_end(
             game_id: game.id.clone(),
             // From event 2 on: the computer joining, the start, then every move.
             after_sequence: Some(1),
+            ..Default::default()
         })
         .await
         .unwrap()
@@ -267,6 +269,7 @@ async fn computer_reply(client: &mut Games, id: &str) -> pb::game_event::MovePla
             // After the first event (the person joining): the computer's move comes replayed
             // from the log if it was quicker than this call. 0 would mean a snapshot.
             after_sequence: Some(1),
+            ..Default::default()
         })
         .await
         .unwrap()

@@ -42,6 +42,7 @@ async fn every_error_code() {
         seat,
         display_name: name.into(),
         computer: None,
+        ..Default::default()
     };
     let status = client
         .create_game(bad_create(preset("chess"), 0, "Lan"))
@@ -273,6 +274,7 @@ async fn every_error_code() {
     let watch = |after| pb::WatchGameRequest {
         game_id: busy.id.clone(),
         after_sequence: after,
+        ..Default::default()
     };
     let _first_watcher = client.watch_game(watch(None)).await.unwrap();
     let status = client.watch_game(watch(None)).await.unwrap_err();
@@ -289,6 +291,7 @@ async fn every_error_code() {
         .watch_game(pb::WatchGameRequest {
             game_id: other.id,
             after_sequence: Some(99),
+            ..Default::default()
         })
         .await
         .unwrap_err();

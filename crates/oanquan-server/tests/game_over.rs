@@ -44,6 +44,7 @@ async fn a_finished_game_has_no_player_to_move_and_legal_moves_says_why() {
             seat: pb::Player::First.into(),
             display_name: "Lan".into(),
             computer: None,
+            ..Default::default()
         })
         .await
         .unwrap()

@@ -332,6 +332,7 @@ fn create_req(f: impl FnOnce(&mut pb::CreateGameRequest)) -> pb::CreateGameReque
         seat: 0,
         display_name: "Lan".into(),
         computer: None,
+        ..Default::default()
     };
     f(&mut r);
     r
@@ -825,6 +826,7 @@ async fn bad_watch_game_requests() {
     let watch = |game_id: &str, after_sequence: Option<u64>| pb::WatchGameRequest {
         game_id: game_id.to_owned(),
         after_sequence,
+        ..Default::default()
     };
     let rows = vec![
         row(
@@ -1242,6 +1244,7 @@ async fn open_games_per_client_are_limited() {
             seat: 0,
             display_name: "Lan".into(),
             computer: None,
+            ..Default::default()
         })
         .await
         .unwrap_err();
@@ -1279,6 +1282,7 @@ async fn open_games_per_client_are_limited() {
             seat: 0,
             display_name: "Lan".into(),
             computer: None,
+            ..Default::default()
         })
         .await
         .is_err()
@@ -1309,6 +1313,7 @@ async fn idle_games_expire_with_events_and_busy_ones_do_not() {
         .watch_game(pb::WatchGameRequest {
             game_id: active.clone(),
             after_sequence: None,
+            ..Default::default()
         })
         .await
         .unwrap()
@@ -1381,6 +1386,7 @@ async fn stuck_watcher(addr: SocketAddr, game_id: &str) -> StuckWatcher {
     let payload = pb::WatchGameRequest {
         game_id: game_id.to_owned(),
         after_sequence: None,
+        ..Default::default()
     }
     .encode_to_vec();
     let request = http::Request::post(format!("http://{addr}/oanquan.v1.GameService/WatchGame"))
@@ -1447,6 +1453,7 @@ async fn spectators_that_never_read_do_not_slow_moves_or_other_spectators() {
             .watch_game(pb::WatchGameRequest {
                 game_id: game.id.clone(),
                 after_sequence: None,
+                ..Default::default()
             })
             .await
             .expect("a slot freed by a stuck watcher")
@@ -1502,6 +1509,7 @@ async fn open_stuck_stream(
     let payload = pb::WatchGameRequest {
         game_id: game_id.to_owned(),
         after_sequence: None,
+        ..Default::default()
     }
     .encode_to_vec();
     let request = http::Request::post(format!("http://{addr}/oanquan.v1.GameService/WatchGame"))
@@ -1609,6 +1617,7 @@ async fn one_connection_or_client_cannot_take_every_watcher_place_of_a_game() {
         .watch_game(pb::WatchGameRequest {
             game_id: id.clone(),
             after_sequence: None,
+            ..Default::default()
         })
         .await
         .unwrap_err();
@@ -1626,6 +1635,7 @@ async fn one_connection_or_client_cannot_take_every_watcher_place_of_a_game() {
             pb::WatchGameRequest {
                 game_id: id.clone(),
                 after_sequence: None,
+                ..Default::default()
             },
             token,
         )
@@ -1681,6 +1691,7 @@ async fn one_connection_or_client_cannot_take_every_watcher_place_of_a_game() {
             .watch_game(pb::WatchGameRequest {
                 game_id: id.clone(),
                 after_sequence: None,
+                ..Default::default()
             })
             .await
         {

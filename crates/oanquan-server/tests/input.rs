@@ -28,6 +28,7 @@ fn create_request(
         seat: pb::Player::First.into(),
         display_name: name.into(),
         computer: None,
+        ..Default::default()
     }
 }
 

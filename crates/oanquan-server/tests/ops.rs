@@ -123,6 +123,7 @@ async fn shutdown_ends_streams_with_unavailable_within_the_drain_limit() {
         .watch_game(pb::WatchGameRequest {
             game_id: game.id.clone(),
             after_sequence: None,
+            ..Default::default()
         })
         .await
         .unwrap()

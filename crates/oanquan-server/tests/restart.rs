@@ -97,6 +97,7 @@ async fn a_game_half_played_before_a_restart_is_finished_after_it() {
         .watch_game(pb::WatchGameRequest {
             game_id: id.clone(),
             after_sequence: Some(2),
+            ..Default::default()
         })
         .await
         .unwrap()
@@ -122,6 +123,7 @@ async fn a_game_half_played_before_a_restart_is_finished_after_it() {
         .watch_game(pb::WatchGameRequest {
             game_id: id.clone(),
             after_sequence: Some(seen.sequence),
+            ..Default::default()
         })
         .await
         .unwrap()
@@ -361,6 +363,7 @@ async fn open_games_still_count_towards_their_creators_limit_after_a_restart() {
         seat: 0,
         display_name: "Lan".into(),
         computer: None,
+        ..Default::default()
     };
 
     let server = start(limited()).await;

@@ -110,6 +110,7 @@ async fn games_on(path: &Path) -> Played {
             seat: pb::Player::Second.into(),
             display_name: "Lan".into(),
             computer: Some(pb::ComputerOpponent { level: 7 }),
+            ..Default::default()
         })
         .await
         .unwrap()
@@ -235,6 +236,7 @@ async fn one_damaged_game_fails_alone(damage: fn(&Path, &str)) {
             .watch_game(pb::WatchGameRequest {
                 game_id: victim.clone(),
                 after_sequence: None,
+                ..Default::default()
             })
             .await
             .unwrap_err(),
@@ -355,6 +357,7 @@ async fn a_game_that_would_not_read_back_is_not_stored() {
             seat: pb::Player::First.into(),
             display_name: "Lan".into(),
             computer: None,
+            ..Default::default()
         })
         .await
         .unwrap_err();
@@ -478,6 +481,7 @@ async fn writes_fail_then_recover(fault: Fault, cure: Fault) {
                 seat: pb::Player::First.into(),
                 display_name: "Lan".into(),
                 computer: None,
+                ..Default::default()
             })
             .await;
         if let Err(status) = created {

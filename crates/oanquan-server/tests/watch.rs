@@ -19,6 +19,7 @@ async fn watch_game(
         .watch_game(pb::WatchGameRequest {
             game_id: id.to_owned(),
             after_sequence: after,
+            ..Default::default()
         })
         .await
         .unwrap()
@@ -34,6 +35,8 @@ fn kind_name(event: &pb::GameEvent) -> &'static str {
         Kind::TurnStarted(_) => "turn",
         Kind::GameOver(_) => "over",
         Kind::Heartbeat(_) => "heartbeat",
+        Kind::Draw(_) => "draw",
+        Kind::Rematch(_) => "rematch",
     }
 }
 

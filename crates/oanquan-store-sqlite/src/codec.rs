@@ -10,6 +10,20 @@
 //! * a position is stored as its plain [`Setup`] plus its end reason. [`Position::from_setup`]
 //!   recomputes the end for mandarins and the ply limit, but not for a repetition, which depends
 //!   on history: such a position is taken from a replay instead (see [`DecodedInfo`]).
+//!
+//! Times are integer nanoseconds since the Unix epoch ([`time_to_db`]) and durations integer
+//! nanoseconds ([`duration_to_db`]), so both read back exactly.
+//!
+//! # Fields added later
+//!
+//! Schema version 3 (clocks, draw offers, rematches) added fields to [`InfoDto`] and to the
+//! game events without rewriting old rows: every new field is `#[serde(default)]`, so a row
+//! written before reads as an **untimed** game (no clock; no turn start, so an abandonment claim
+//! counts from the game's last change until its next move) with **no draw offer and no
+//! rematch** (no link, no offer, no window: a finished game's log is closed), and its
+//! `MovePlayed`, `TurnStarted` and `GameOver` events as events without clocks or rematch
+//! window. That is what such a game was. The rematch tokens live in columns of their own
+//! (`games.rematch_token_first`, `_second`, NULL in old rows).
 
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
@@ -17,9 +31,10 @@ use oanquan_ai::Level;
 use oanquan_rules::{ByPlayer, EndReason, Outcome, Player, Position, Preset, Rules, Setup};
 use serde::{Deserialize, Serialize};
 
+use oanquan_game::clock::{Clock, Rematch};
 use oanquan_game::{
-    GameEventKind, GameId, GameInfo, GameResult, GameStatus, LobbyEventKind, MoveRecord,
-    PlayerKind, SeatInfo, Termination,
+    ClockReading, DrawAction, GameEventKind, GameId, GameInfo, GameResult, GameStatus,
+    LobbyEventKind, MoveRecord, PlayerKind, RematchAction, SeatInfo, Termination, TimeControl,
 };
 
 /// Nanoseconds since the Unix epoch (negative before it): exact for any time until 2262.
@@ -38,6 +53,17 @@ pub(super) fn time_from_db(nanos: i64) -> SystemTime {
     } else {
         UNIX_EPOCH - magnitude
     }
+}
+
+/// Nanoseconds: exact for any duration up to 584 years (longer saturates, and such a commit is
+/// refused by the read-back check).
+pub(super) fn duration_to_db(duration: Duration) -> u64 {
+    u64::try_from(duration.as_nanos()).unwrap_or(u64::MAX)
+}
+
+/// The inverse of [`duration_to_db`].
+pub(super) const fn duration_from_db(nanos: u64) -> Duration {
+    Duration::from_nanos(nanos)
 }
 
 /// The `games.status` column.
@@ -146,6 +172,12 @@ enum TerminationDto {
     Rules(EndReason),
     Resignation,
     Aborted,
+    /// Schema version 3 on.
+    Timeout,
+    /// Schema version 3 on.
+    Agreement,
+    /// Schema version 3 on.
+    Abandonment,
 }
 
 #[derive(Debug, Clone, Copy, Serialize, Deserialize)]
@@ -165,6 +197,9 @@ impl From<GameResult> for ResultDto {
                 Termination::Rules(reason) => TerminationDto::Rules(reason),
                 Termination::Resignation => TerminationDto::Resignation,
                 Termination::Aborted => TerminationDto::Aborted,
+                Termination::Timeout => TerminationDto::Timeout,
+                Termination::Agreement => TerminationDto::Agreement,
+                Termination::Abandonment => TerminationDto::Abandonment,
             },
             ended_by: result.ended_by,
         }
@@ -180,9 +215,217 @@ impl From<ResultDto> for GameResult {
                 TerminationDto::Rules(reason) => Termination::Rules(reason),
                 TerminationDto::Resignation => Termination::Resignation,
                 TerminationDto::Aborted => Termination::Aborted,
+                TerminationDto::Timeout => Termination::Timeout,
+                TerminationDto::Agreement => Termination::Agreement,
+                TerminationDto::Abandonment => Termination::Abandonment,
             },
             ended_by: result.ended_by,
         }
+    }
+}
+
+/// A [`TimeControl`]; durations in nanoseconds.
+#[derive(Debug, Clone, Copy, Default, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+enum TimeControlDto {
+    /// Also what a row from before schema version 3 reads as.
+    #[default]
+    Untimed,
+    RealTime {
+        initial: u64,
+        increment: u64,
+    },
+    Correspondence {
+        per_move: u64,
+    },
+}
+
+impl From<TimeControl> for TimeControlDto {
+    fn from(control: TimeControl) -> Self {
+        match control {
+            TimeControl::Untimed => TimeControlDto::Untimed,
+            TimeControl::RealTime { initial, increment } => TimeControlDto::RealTime {
+                initial: duration_to_db(initial),
+                increment: duration_to_db(increment),
+            },
+            TimeControl::Correspondence { per_move } => TimeControlDto::Correspondence {
+                per_move: duration_to_db(per_move),
+            },
+        }
+    }
+}
+
+impl From<TimeControlDto> for TimeControl {
+    /// As stored, unchecked against today's bounds: a game keeps the control it was created
+    /// with, even if a later server would refuse it for a new game.
+    fn from(control: TimeControlDto) -> Self {
+        match control {
+            TimeControlDto::Untimed => TimeControl::Untimed,
+            TimeControlDto::RealTime { initial, increment } => TimeControl::RealTime {
+                initial: duration_from_db(initial),
+                increment: duration_from_db(increment),
+            },
+            TimeControlDto::Correspondence { per_move } => TimeControl::Correspondence {
+                per_move: duration_from_db(per_move),
+            },
+        }
+    }
+}
+
+/// A [`Clock`]; durations in nanoseconds.
+#[derive(Debug, Clone, Copy, Serialize, Deserialize)]
+struct ClockDto {
+    remaining: ByPlayer<u64>,
+    first_move: u64,
+}
+
+impl From<Clock> for ClockDto {
+    fn from(clock: Clock) -> Self {
+        ClockDto {
+            remaining: clock.remaining.map(duration_to_db),
+            first_move: duration_to_db(clock.first_move),
+        }
+    }
+}
+
+impl From<ClockDto> for Clock {
+    fn from(clock: ClockDto) -> Self {
+        Clock {
+            remaining: clock.remaining.map(duration_from_db),
+            first_move: duration_from_db(clock.first_move),
+        }
+    }
+}
+
+/// A [`ClockReading`] inside an event; durations in nanoseconds, times as in [`time_to_db`].
+#[derive(Debug, Clone, Copy, Serialize, Deserialize)]
+pub(super) struct ClockReadingDto {
+    remaining: ByPlayer<u64>,
+    measured_at: i64,
+    running: Option<Player>,
+    deadline: Option<i64>,
+}
+
+impl From<ClockReading> for ClockReadingDto {
+    fn from(reading: ClockReading) -> Self {
+        ClockReadingDto {
+            remaining: reading.remaining.map(duration_to_db),
+            measured_at: time_to_db(reading.measured_at),
+            running: reading.running,
+            deadline: reading.deadline.map(time_to_db),
+        }
+    }
+}
+
+impl From<ClockReadingDto> for ClockReading {
+    fn from(reading: ClockReadingDto) -> Self {
+        ClockReading {
+            remaining: reading.remaining.map(duration_from_db),
+            measured_at: time_from_db(reading.measured_at),
+            running: reading.running,
+            deadline: reading.deadline.map(time_from_db),
+        }
+    }
+}
+
+/// A game's [`Rematch`]: the linked games' ids, the standing offer, the window's end.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+struct RematchDto {
+    #[serde(default)]
+    of: Option<String>,
+    #[serde(default)]
+    next: Option<String>,
+    #[serde(default)]
+    offered_by: Option<Player>,
+    #[serde(default)]
+    open_until: Option<i64>,
+}
+
+impl RematchDto {
+    fn new(rematch: &Rematch) -> Self {
+        RematchDto {
+            of: rematch.of.as_ref().map(|id| id.as_str().to_owned()),
+            next: rematch.next.as_ref().map(|id| id.as_str().to_owned()),
+            offered_by: rematch.offered_by,
+            open_until: rematch.open_until.map(time_to_db),
+        }
+    }
+
+    fn decode(self) -> Result<Rematch, String> {
+        let id = |id: Option<String>, what: &str| {
+            id.map(|id| GameId::parse(&id).map_err(|e| format!("{what} game id {id:?}: {e}")))
+                .transpose()
+        };
+        Ok(Rematch {
+            of: id(self.of, "rematch_of")?,
+            next: id(self.next, "rematch")?,
+            offered_by: self.offered_by,
+            open_until: self.open_until.map(time_from_db),
+        })
+    }
+}
+
+#[derive(Debug, Clone, Copy, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub(super) enum DrawActionDto {
+    Offered,
+    Declined,
+    Accepted,
+}
+
+impl From<DrawAction> for DrawActionDto {
+    fn from(action: DrawAction) -> Self {
+        match action {
+            DrawAction::Offered => DrawActionDto::Offered,
+            DrawAction::Declined => DrawActionDto::Declined,
+            DrawAction::Accepted => DrawActionDto::Accepted,
+        }
+    }
+}
+
+impl From<DrawActionDto> for DrawAction {
+    fn from(action: DrawActionDto) -> Self {
+        match action {
+            DrawActionDto::Offered => DrawAction::Offered,
+            DrawActionDto::Declined => DrawAction::Declined,
+            DrawActionDto::Accepted => DrawAction::Accepted,
+        }
+    }
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub(super) enum RematchActionDto {
+    Offered,
+    Declined,
+    Expired,
+    Started { game_id: String },
+}
+
+impl From<&RematchAction> for RematchActionDto {
+    fn from(action: &RematchAction) -> Self {
+        match action {
+            RematchAction::Offered => RematchActionDto::Offered,
+            RematchAction::Declined => RematchActionDto::Declined,
+            RematchAction::Expired => RematchActionDto::Expired,
+            RematchAction::Started { game_id } => RematchActionDto::Started {
+                game_id: game_id.as_str().to_owned(),
+            },
+        }
+    }
+}
+
+impl RematchActionDto {
+    fn decode(self) -> Result<RematchAction, String> {
+        Ok(match self {
+            RematchActionDto::Offered => RematchAction::Offered,
+            RematchActionDto::Declined => RematchAction::Declined,
+            RematchActionDto::Expired => RematchAction::Expired,
+            RematchActionDto::Started { game_id } => RematchAction::Started {
+                game_id: GameId::parse(&game_id)
+                    .map_err(|e| format!("rematch game id {game_id:?}: {e}"))?,
+            },
+        })
     }
 }
 
@@ -224,6 +467,19 @@ pub(super) struct InfoDto {
     created: i64,
     updated: i64,
     sequence: u64,
+    // Schema version 3 on; see the module docs for what older rows read as.
+    #[serde(default)]
+    time_control: TimeControlDto,
+    #[serde(default)]
+    clock: Option<ClockDto>,
+    #[serde(default)]
+    turn_started: Option<i64>,
+    #[serde(default)]
+    draw_offer: Option<Player>,
+    #[serde(default)]
+    last_draw_offer: ByPlayer<Option<u32>>,
+    #[serde(default)]
+    rematch: RematchDto,
 }
 
 /// A decoded [`InfoDto`]. When `position_known` is false, `info.position` is only a placeholder
@@ -254,6 +510,12 @@ impl InfoDto {
             created: time_to_db(info.created),
             updated: time_to_db(info.updated),
             sequence: info.sequence,
+            time_control: info.time_control.into(),
+            clock: info.clock.map(ClockDto::from),
+            turn_started: info.turn_started.map(time_to_db),
+            draw_offer: info.draw_offer,
+            last_draw_offer: info.last_draw_offer,
+            rematch: RematchDto::new(&info.rematch),
         }
     }
 
@@ -262,6 +524,7 @@ impl InfoDto {
         let start = Position::from_setup(self.start, self.rules)
             .map_err(|e| format!("start position of {id}: {e}"))?;
         let position = self.position.rebuild(self.rules);
+        let rematch = self.rematch.decode()?;
         Ok(DecodedInfo {
             position_known: position.is_some(),
             info: GameInfo {
@@ -282,6 +545,12 @@ impl InfoDto {
                 created: time_from_db(self.created),
                 updated: time_from_db(self.updated),
                 sequence: self.sequence,
+                time_control: self.time_control.into(),
+                clock: self.clock.map(Clock::from),
+                turn_started: self.turn_started.map(time_from_db),
+                draw_offer: self.draw_offer,
+                last_draw_offer: self.last_draw_offer,
+                rematch,
             },
         })
     }
@@ -302,14 +571,33 @@ pub(super) enum GameEventDto {
     /// The move with this number, from the `moves` table.
     MovePlayed {
         number: u32,
+        #[serde(default)]
+        clock: Option<ClockReadingDto>,
     },
     TurnStarted {
         player: Player,
         ply: u32,
         refill: Option<i32>,
+        #[serde(default)]
+        clock: Option<ClockReadingDto>,
     },
     GameOver {
         result: ResultDto,
+        #[serde(default)]
+        clock: Option<ClockReadingDto>,
+        #[serde(default)]
+        rematch_until: Option<i64>,
+    },
+    /// Schema version 3 on.
+    Draw {
+        by: Player,
+        action: DrawActionDto,
+    },
+    /// Schema version 3 on.
+    Rematch {
+        #[serde(default)]
+        by: Option<Player>,
+        action: RematchActionDto,
     },
 }
 
@@ -328,20 +616,37 @@ impl GameEventDto {
             GameEventKind::GameStarted { game } => GameEventDto::GameStarted {
                 game: Box::new(InfoDto::new(game)),
             },
-            GameEventKind::MovePlayed { record } => GameEventDto::MovePlayed {
+            GameEventKind::MovePlayed { record, clock } => GameEventDto::MovePlayed {
                 number: record.number,
+                clock: clock.map(ClockReadingDto::from),
             },
             GameEventKind::TurnStarted {
                 player,
                 ply,
                 refill,
+                clock,
             } => GameEventDto::TurnStarted {
                 player: *player,
                 ply: *ply,
                 refill: *refill,
+                clock: clock.map(ClockReadingDto::from),
             },
-            GameEventKind::GameOver { result } => GameEventDto::GameOver {
+            GameEventKind::GameOver {
+                result,
+                clock,
+                rematch_until,
+            } => GameEventDto::GameOver {
                 result: (*result).into(),
+                clock: clock.map(ClockReadingDto::from),
+                rematch_until: rematch_until.map(time_to_db),
+            },
+            GameEventKind::Draw { by, action } => GameEventDto::Draw {
+                by: *by,
+                action: (*action).into(),
+            },
+            GameEventKind::Rematch { by, action } => GameEventDto::Rematch {
+                by: *by,
+                action: action.into(),
             },
         }
     }
@@ -431,20 +736,37 @@ impl GameEventDto {
             GameEventDto::GameStarted { game } => GameEventKind::GameStarted {
                 game: Box::new(game.decode_with(history)?),
             },
-            GameEventDto::MovePlayed { number } => GameEventKind::MovePlayed {
+            GameEventDto::MovePlayed { number, clock } => GameEventKind::MovePlayed {
                 record: Box::new(history.record(number)?),
+                clock: clock.map(ClockReading::from),
             },
             GameEventDto::TurnStarted {
                 player,
                 ply,
                 refill,
+                clock,
             } => GameEventKind::TurnStarted {
                 player,
                 ply,
                 refill,
+                clock: clock.map(ClockReading::from),
             },
-            GameEventDto::GameOver { result } => GameEventKind::GameOver {
+            GameEventDto::GameOver {
+                result,
+                clock,
+                rematch_until,
+            } => GameEventKind::GameOver {
                 result: result.into(),
+                clock: clock.map(ClockReading::from),
+                rematch_until: rematch_until.map(time_from_db),
+            },
+            GameEventDto::Draw { by, action } => GameEventKind::Draw {
+                by,
+                action: action.into(),
+            },
+            GameEventDto::Rematch { by, action } => GameEventKind::Rematch {
+                by,
+                action: action.decode()?,
             },
         })
     }
@@ -542,16 +864,12 @@ mod tests {
         }
     }
 
-    #[test]
-    fn a_position_ended_by_repetition_comes_from_the_history() {
-        let rules = Preset::Standard.rules();
-        let start = Position::new(rules).unwrap();
-        let mv = start.legal_moves()[0];
-        let (after, _) = start.play(mv).unwrap();
-        let now = SystemTime::now();
-        let info = GameInfo {
+    /// An untimed game of three moves, as every game was before schema version 3.
+    fn untimed_info(start: Position, position: Position) -> GameInfo {
+        let now = UNIX_EPOCH + Duration::new(1_700_000_000, 31);
+        GameInfo {
             id: GameId::parse("abc").unwrap(),
-            rules,
+            rules: *start.rules(),
             preset: Some(Preset::Standard),
             seats: ByPlayer::new(
                 Some(SeatInfo {
@@ -562,13 +880,64 @@ mod tests {
             ),
             status: GameStatus::Finished,
             start,
-            position: after,
+            position,
             move_count: 3,
             result: None,
             created: now,
             updated: now,
             sequence: 9,
-        };
+            time_control: TimeControl::Untimed,
+            clock: None,
+            turn_started: None,
+            draw_offer: None,
+            last_draw_offer: ByPlayer::default(),
+            rematch: Rematch::default(),
+        }
+    }
+
+    /// A timed game with every field of schema version 3 set, to values that would show a
+    /// field lost, swapped between players or rounded.
+    fn timed_info() -> GameInfo {
+        let start = Position::new(Preset::Standard.rules()).unwrap();
+        let at = |nanos| UNIX_EPOCH + Duration::new(1_700_000_000, nanos);
+        GameInfo {
+            status: GameStatus::Finished,
+            result: Some(GameResult {
+                outcome: Some(Outcome::Decisive {
+                    winner: Player::Second,
+                }),
+                scores: ByPlayer::new(10, 15),
+                termination: Termination::Timeout,
+                ended_by: Some(Player::First),
+            }),
+            time_control: TimeControl::RealTime {
+                initial: Duration::new(180, 1),
+                increment: Duration::new(2, 3),
+            },
+            clock: Some(Clock {
+                remaining: ByPlayer::new(Duration::new(5, 7), Duration::new(11, 13)),
+                first_move: Duration::new(30, 17),
+            }),
+            turn_started: Some(at(19)),
+            draw_offer: Some(Player::Second),
+            last_draw_offer: ByPlayer::new(Some(4), None),
+            rematch: Rematch {
+                of: Some(GameId::parse("before").unwrap()),
+                next: Some(GameId::parse("after").unwrap()),
+                offered_by: Some(Player::First),
+                open_until: Some(at(23)),
+            },
+            ..untimed_info(start, start)
+        }
+    }
+
+    #[test]
+    fn a_position_ended_by_repetition_comes_from_the_history() {
+        let rules = Preset::Standard.rules();
+        let start = Position::new(rules).unwrap();
+        let mv = start.legal_moves()[0];
+        let (after, _) = start.play(mv).unwrap();
+        let info = untimed_info(start, after);
         let mut dto = InfoDto::new(&info);
         let json = serde_json::to_string(&dto).unwrap();
         let back: InfoDto = serde_json::from_str(&json).unwrap();
@@ -579,5 +948,241 @@ mod tests {
         assert!(!decoded.position_known);
         let replayed = dto.decode_with(&mut Replayed(after)).unwrap();
         assert_eq!(replayed.position, after);
+    }
+
+    #[test]
+    fn clocks_offers_and_rematch_links_round_trip_to_the_nanosecond() {
+        let info = timed_info();
+        let json = serde_json::to_string(&InfoDto::new(&info)).unwrap();
+        let back: InfoDto = serde_json::from_str(&json).unwrap();
+        assert_eq!(back.decode().unwrap().info, info);
+        for control in [
+            TimeControl::Untimed,
+            TimeControl::Correspondence {
+                per_move: Duration::new(86_400, 5),
+            },
+        ] {
+            let info = GameInfo {
+                time_control: control,
+                ..timed_info()
+            };
+            let json = serde_json::to_string(&InfoDto::new(&info)).unwrap();
+            let back: InfoDto = serde_json::from_str(&json).unwrap();
+            assert_eq!(back.decode().unwrap().info, info, "{control}");
+        }
+        for termination in [
+            Termination::Rules(EndReason::Mandarins),
+            Termination::Resignation,
+            Termination::Aborted,
+            Termination::Timeout,
+            Termination::Agreement,
+            Termination::Abandonment,
+        ] {
+            let result = GameResult {
+                termination,
+                ..timed_info().result.unwrap()
+            };
+            let json = serde_json::to_string(&ResultDto::from(result)).unwrap();
+            let back: ResultDto = serde_json::from_str(&json).unwrap();
+            assert_eq!(GameResult::from(back), result);
+        }
+    }
+
+    /// Move 1 of the standard start.
+    struct OneMove(MoveRecord);
+
+    impl OneMove {
+        fn new() -> OneMove {
+            let start = Position::new(Preset::Standard.rules()).unwrap();
+            let mv = start.legal_moves()[0];
+            let (position, steps) = start.play(mv).unwrap();
+            OneMove(MoveRecord {
+                number: 1,
+                player: start.to_move(),
+                mv,
+                steps,
+                position,
+                time: UNIX_EPOCH + Duration::new(1_700_000_000, 29),
+            })
+        }
+    }
+
+    impl History for OneMove {
+        fn record(&mut self, number: u32) -> Result<MoveRecord, String> {
+            if number == 1 {
+                Ok(self.0.clone())
+            } else {
+                Err(format!("no move {number}"))
+            }
+        }
+        fn position_after(&mut self, moves: u32) -> Result<Position, String> {
+            Err(format!("no position after {moves}"))
+        }
+    }
+
+    #[test]
+    fn every_game_event_round_trips() {
+        let mut history = OneMove::new();
+        let reading = ClockReading {
+            remaining: ByPlayer::new(Duration::new(5, 1), Duration::new(7, 2)),
+            measured_at: UNIX_EPOCH + Duration::new(1_700_000_000, 3),
+            running: Some(Player::Second),
+            deadline: Some(UNIX_EPOCH + Duration::new(1_700_000_007, 5)),
+        };
+        let result = timed_info().result.unwrap();
+        let mut events = vec![
+            GameEventKind::MovePlayed {
+                record: Box::new(history.0.clone()),
+                clock: Some(reading),
+            },
+            GameEventKind::TurnStarted {
+                player: Player::Second,
+                ply: 1,
+                refill: Some(3),
+                clock: Some(reading),
+            },
+            GameEventKind::GameOver {
+                result,
+                clock: Some(ClockReading {
+                    running: None,
+                    deadline: None,
+                    ..reading
+                }),
+                rematch_until: Some(UNIX_EPOCH + Duration::new(1_700_000_120, 9)),
+            },
+            GameEventKind::Rematch {
+                by: None,
+                action: RematchAction::Started {
+                    game_id: GameId::parse("next-game").unwrap(),
+                },
+            },
+        ];
+        for by in Player::ALL {
+            for action in [
+                DrawAction::Offered,
+                DrawAction::Declined,
+                DrawAction::Accepted,
+            ] {
+                events.push(GameEventKind::Draw { by, action });
+            }
+            for action in [
+                RematchAction::Offered,
+                RematchAction::Declined,
+                RematchAction::Expired,
+            ] {
+                events.push(GameEventKind::Rematch {
+                    by: Some(by),
+                    action,
+                });
+            }
+        }
+        for event in events {
+            let json = serde_json::to_string(&GameEventDto::new(&event)).unwrap();
+            let back: GameEventDto = serde_json::from_str(&json).unwrap();
+            assert_eq!(back.decode(&mut history).unwrap(), event, "{json}");
+        }
+        // A malformed id in a stored rematch is a damaged event, not a panic.
+        let bad = r#"{"type":"rematch","by":null,"action":{"started":{"game_id":"no spaces"}}}"#;
+        let dto: GameEventDto = serde_json::from_str(bad).unwrap();
+        assert!(dto.decode(&mut history).unwrap_err().contains("no spaces"));
+    }
+
+    /// Removes the keys schema version 3 added, wherever they are: what the previous version
+    /// wrote for the same game or event.
+    fn without_version_3_keys(json: &str) -> String {
+        fn strip(value: &mut serde_json::Value) {
+            match value {
+                serde_json::Value::Object(map) => {
+                    for key in [
+                        "time_control",
+                        "clock",
+                        "turn_started",
+                        "draw_offer",
+                        "last_draw_offer",
+                        "rematch",
+                        "rematch_until",
+                    ] {
+                        map.remove(key);
+                    }
+                    map.values_mut().for_each(strip);
+                }
+                serde_json::Value::Array(items) => items.iter_mut().for_each(strip),
+                _ => {}
+            }
+        }
+        let mut value: serde_json::Value = serde_json::from_str(json).unwrap();
+        strip(&mut value);
+        value.to_string()
+    }
+
+    #[test]
+    fn rows_from_before_version_3_read_as_untimed_games_without_offers() {
+        let start = Position::new(Preset::Standard.rules()).unwrap();
+        let untimed = untimed_info(start, start);
+        // Written as the previous version did, from the timed game: only the old fields.
+        let old =
+            without_version_3_keys(&serde_json::to_string(&InfoDto::new(&timed_info())).unwrap());
+        assert!(!old.contains("clock") && !old.contains("rematch"), "{old}");
+        let back: InfoDto = serde_json::from_str(&old).unwrap();
+        let back = back.decode().unwrap().info;
+        assert_eq!(back.time_control, TimeControl::Untimed);
+        assert_eq!(back.clock, None);
+        assert_eq!(back.turn_started, None);
+        assert_eq!(back.draw_offer, None);
+        assert_eq!(back.last_draw_offer, ByPlayer::default());
+        assert_eq!(back.rematch, Rematch::default());
+        assert!(back.log_closed());
+        // Everything the old row had is kept.
+        assert_eq!(back.result, timed_info().result);
+        assert_eq!(
+            GameInfo {
+                result: None,
+                ..back
+            },
+            untimed
+        );
+
+        let mut history = OneMove::new();
+        let old_events = [
+            (
+                r#"{"type":"move_played","number":1}"#,
+                GameEventKind::MovePlayed {
+                    record: Box::new(history.0.clone()),
+                    clock: None,
+                },
+            ),
+            (
+                r#"{"type":"turn_started","player":"second","ply":1,"refill":null}"#,
+                GameEventKind::TurnStarted {
+                    player: Player::Second,
+                    ply: 1,
+                    refill: None,
+                    clock: None,
+                },
+            ),
+            (
+                r#"{"type":"game_over","result":{"outcome":null,"scores":{"first":0,"second":0},"termination":"aborted","ended_by":"first"}}"#,
+                GameEventKind::GameOver {
+                    result: GameResult {
+                        outcome: None,
+                        scores: ByPlayer::new(0, 0),
+                        termination: Termination::Aborted,
+                        ended_by: Some(Player::First),
+                    },
+                    clock: None,
+                    rematch_until: None,
+                },
+            ),
+        ];
+        for (json, event) in old_events {
+            let dto: GameEventDto = serde_json::from_str(json).unwrap();
+            assert_eq!(dto.decode(&mut history).unwrap(), event, "{json}");
+            // The old form is the new form less the new keys.
+            let new = serde_json::to_string(&GameEventDto::new(&event)).unwrap();
+            let expected: serde_json::Value = serde_json::from_str(json).unwrap();
+            let stripped: serde_json::Value =
+                serde_json::from_str(&without_version_3_keys(&new)).unwrap();
+            assert_eq!(stripped, expected);
+        }
     }
 }

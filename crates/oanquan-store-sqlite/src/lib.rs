@@ -70,7 +70,7 @@ use rusqlite::{Connection, OptionalExtension as _, params};
 use tokio::sync::{oneshot, watch};
 use tracing::{info, warn};
 
-use crate::codec::{GameEventDto, History, LobbyEventDto, status_name, time_from_db};
+use crate::codec::{GameEventDto, History, InfoDto, LobbyEventDto, status_name, time_from_db};
 use crate::fault::{Damage, backend, corrupt};
 use crate::reads::{Lazy, Readers, check_unfinished, list_games, load_state, read_info, statuses};
 use crate::writer::{Cache, Job, Message, last_lobby_sequence, lock, run_writer};
@@ -324,11 +324,13 @@ impl GameStore for SqliteStore {
     ) -> StoreFuture<'a, Since<GameEvent>> {
         let id = id.clone();
         self.read_game(move |conn| {
-            let (ord, last, status): (i64, i64, String) = conn
-                .prepare_cached("SELECT ord, sequence, status FROM games WHERE id = ?1")
+            let (ord, last, status, info): (i64, i64, String, Option<String>) = conn
+                .prepare_cached("SELECT ord, sequence, status, info FROM games WHERE id = ?1")
                 .and_then(|mut s| {
                     s.query_row([id.as_str()], |row| {
-                        Ok((row.get(0)?, row.get(1)?, row.get(2)?))
+                        // Text that is not UTF-8 is a damaged game, not a failed query.
+                        let info = row.get_ref(3)?.as_str().ok().map(str::to_owned);
+                        Ok((row.get(0)?, row.get(1)?, row.get(2)?, info))
                     })
                     .optional()
                 })
@@ -338,8 +340,15 @@ impl GameStore for SqliteStore {
             if after > last {
                 return Ok(Since::Ahead { last });
             }
-            let done = status == status_name(GameStatus::Finished)
+            // Over is not enough: a finished game's log goes on while a rematch can be offered.
+            // The summary is decoded only then; the position it may lack does not matter here.
+            let over = status == status_name(GameStatus::Finished)
                 || status == status_name(GameStatus::Aborted);
+            let done = over && {
+                let info = info.ok_or_else(|| corrupt(&id, "its data is not UTF-8 text"))?;
+                let dto: InfoDto = serde_json::from_str(&info).map_err(|e| corrupt(&id, e))?;
+                dto.decode().map_err(|e| corrupt(&id, e))?.info.log_closed()
+            };
             let rows: Vec<(i64, i64, String)> = conn
                 .prepare_cached(
                     "SELECT sequence, time, event FROM game_events

@@ -161,25 +161,20 @@ pub(crate) fn token(id: &GameId, bytes: Option<Vec<u8>>) -> Result<Option<TokenH
 
 /// Loads a whole game and replays it, cross-checking the stored position.
 pub(crate) fn load_state(conn: &Connection, id: &GameId) -> Result<GameState, StoreError> {
-    type Row = (
-        i64,
-        Option<Vec<u8>>,
-        Option<Vec<u8>>,
-        String,
-        Option<String>,
-    );
-    let (ord, first, second, json, creator): Row = conn
+    type Row = (i64, [Option<Vec<u8>>; 4], String, Option<String>);
+    let (ord, [first, second, rematch_first, rematch_second], json, creator): Row = conn
         .prepare_cached(
-            "SELECT ord, token_first, token_second, info, creator FROM games WHERE id = ?1",
+            "SELECT ord, token_first, token_second, rematch_token_first, rematch_token_second,
+                    info, creator
+             FROM games WHERE id = ?1",
         )
         .and_then(|mut s| {
             s.query_row([id.as_str()], |row| {
                 Ok((
                     row.get(0)?,
-                    row.get(1)?,
-                    row.get(2)?,
-                    row.get(3)?,
-                    row.get(4)?,
+                    [row.get(1)?, row.get(2)?, row.get(3)?, row.get(4)?],
+                    row.get(5)?,
+                    row.get(6)?,
                 ))
             })
             .optional()
@@ -195,6 +190,7 @@ pub(crate) fn load_state(conn: &Connection, id: &GameId) -> Result<GameState, St
     let dto: InfoDto = serde_json::from_str(&json).map_err(|e| corrupt(id, e))?;
     let decoded = dto.decode().map_err(|e| corrupt(id, e))?;
     let token_hashes = ByPlayer::new(token(id, first)?, token(id, second)?);
+    let rematch_tokens = ByPlayer::new(token(id, rematch_first)?, token(id, rematch_second)?);
 
     let mut moves: Vec<PlayedMove> = Vec::with_capacity(decoded.info.move_count as usize);
     let mut statement = conn
@@ -224,8 +220,15 @@ pub(crate) fn load_state(conn: &Connection, id: &GameId) -> Result<GameState, St
         });
     }
     let stored_position = decoded.position_known.then_some(decoded.info.position);
-    GameState::restore(decoded.info, token_hashes, moves, creator, stored_position)
-        .map_err(|e| corrupt(id, e))
+    GameState::restore(
+        decoded.info,
+        token_hashes,
+        rematch_tokens,
+        moves,
+        creator,
+        stored_position,
+    )
+    .map_err(|e| corrupt(id, e))
 }
 
 /// A game's start position and moves for decoding its events, loaded on first use.

@@ -59,6 +59,13 @@ pub(super) const MIGRATIONS: &[&str] = &[
     "
     ALTER TABLE games ADD COLUMN creator TEXT; -- IP address (IPv6 as its /64), NULL if unknown
     ",
+    // 3: clocks, draw offers and rematches. Those live in the `info` JSON, whose new fields
+    // read as an untimed game without offers in older rows (see `codec`); only the hashes of
+    // the players' rematch tokens need columns, kept out of the JSON like the seat tokens.
+    "
+    ALTER TABLE games ADD COLUMN rematch_token_first  BLOB; -- SHA-256, NULL until offered
+    ALTER TABLE games ADD COLUMN rematch_token_second BLOB;
+    ",
 ];
 
 /// The schema version this build writes.

@@ -79,6 +79,12 @@ async fn games_and_logs_read_back_exactly_as_committed_across_a_reopen() {
         let (mut rx, _guard) = hub.subscribe_game(&id, 10).unwrap();
         play_out(&manager, &id, &tokens, seed).await;
         endings.insert(store.info(&id).await.unwrap().result.unwrap().termination);
+        // Over, but a rematch can still be offered: the log goes on until that is settled.
+        let Since::Events { done, .. } = store.game_events_since(&id, 0).await.unwrap() else {
+            panic!("events expected")
+        };
+        assert!(!done);
+        manager.decline_rematch(&id, &tokens[0]).await.unwrap();
         let Since::Events { events, done } = store.game_events_since(&id, 0).await.unwrap() else {
             panic!("events expected")
         };
@@ -138,6 +144,7 @@ async fn a_failed_commit_in_a_batch_rolls_back_alone() {
             player: Player::First,
             ply: 0,
             refill: None,
+            clock: None,
         }],
         lobby_events: Vec::new(),
         time: SystemTime::now(),
@@ -216,10 +223,16 @@ async fn a_version_1_database_is_migrated_and_keeps_its_games() {
     let id = new_game(&before, Preset::Standard.rules()).await.0;
     drop(before);
     drop(store);
-    // Back to version 1, as the first release wrote it: no `creator` column.
+    // Back to version 1, as the first release wrote it: no `creator` column (nor the later
+    // ones).
     let conn = Connection::open(&path).unwrap();
-    conn.execute_batch("ALTER TABLE games DROP COLUMN creator; PRAGMA user_version = 1;")
-        .unwrap();
+    conn.execute_batch(
+        "ALTER TABLE games DROP COLUMN rematch_token_first;
+         ALTER TABLE games DROP COLUMN rematch_token_second;
+         ALTER TABLE games DROP COLUMN creator;
+         PRAGMA user_version = 1;",
+    )
+    .unwrap();
     drop(conn);
 
     let store = SqliteStore::open(&path).unwrap();
@@ -409,4 +422,336 @@ mod suite {
             Arc::new(SqliteStore::open(dir.path().join("games.db")).unwrap());
         (store, dir)
     });
+}
+
+/// Everything a store gives back about one game, to compare across a reopen.
+#[derive(Debug, PartialEq)]
+struct Stored {
+    info: GameInfo,
+    loaded: GameInfo,
+    tokens: oanquan_rules::ByPlayer<Option<[u8; 32]>>,
+    rematch_tokens: oanquan_rules::ByPlayer<Option<[u8; 32]>>,
+    moves: oanquan_game::MoveLog,
+    creator: Option<IpAddr>,
+    events: Vec<Arc<GameEvent>>,
+    done: bool,
+}
+
+async fn stored(store: &Arc<dyn GameStore>, id: &GameId) -> Stored {
+    let state = store.load(id).await.unwrap();
+    let Since::Events { events, done } = store.game_events_since(id, 0).await.unwrap() else {
+        panic!("events expected")
+    };
+    let bytes = |hashes: &oanquan_rules::ByPlayer<Option<oanquan_game::TokenHash>>| {
+        hashes.map(|hash| hash.map(oanquan_game::TokenHash::to_bytes))
+    };
+    Stored {
+        info: store.info(id).await.unwrap(),
+        loaded: state.info().clone(),
+        tokens: bytes(state.token_hashes()),
+        rematch_tokens: bytes(state.rematch_tokens()),
+        moves: state.moves().clone(),
+        creator: state.creator(),
+        events,
+        done,
+    }
+}
+
+/// The suite's games with clocks, offers and rematches, read again from the file alone: no
+/// cached state, every field decoded from what was written.
+#[tokio::test]
+async fn clocks_offers_and_rematches_read_back_exactly_after_a_reopen() {
+    use oanquan_game::store_suite;
+
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("games.db");
+    let store: Arc<dyn GameStore> = Arc::new(SqliteStore::open(&path).unwrap());
+    let mut ids = Vec::new();
+    ids.extend(store_suite::a_timed_game_keeps_its_clock_and_turn_start(Arc::clone(&store)).await);
+    ids.extend(store_suite::draw_offers_and_their_answers_read_back(Arc::clone(&store)).await);
+    ids.extend(store_suite::rematch_offers_tokens_and_links_read_back(Arc::clone(&store)).await);
+    ids.extend(
+        store_suite::games_ended_by_time_or_abandonment_and_closed_rematches_read_back(Arc::clone(
+            &store,
+        ))
+        .await,
+    );
+    let mut before = Vec::new();
+    for id in &ids {
+        before.push(stored(&store, id).await);
+    }
+    // What the reopen must keep is there to keep.
+    assert!(before.iter().any(|game| game.info.clock.is_some()));
+    assert!(before.iter().any(|game| game.info.rematch.of.is_some()));
+    assert!(
+        before
+            .iter()
+            .any(|game| game.info.rematch.open_until.is_some())
+    );
+    assert!(
+        before
+            .iter()
+            .any(|game| game.rematch_tokens.first.is_some() && game.rematch_tokens.second.is_some())
+    );
+    assert!(
+        before
+            .iter()
+            .any(|game| game.info.last_draw_offer.first.is_some())
+    );
+    let Since::Events { events: lobby, .. } = store.lobby_events_since(0).await.unwrap() else {
+        panic!("lobby events expected")
+    };
+    drop(store);
+
+    let store: Arc<dyn GameStore> = Arc::new(SqliteStore::open(&path).unwrap());
+    for (id, before) in ids.iter().zip(before) {
+        assert_eq!(stored(&store, id).await, before, "game {id}");
+    }
+    let Since::Events { events: again, .. } = store.lobby_events_since(0).await.unwrap() else {
+        panic!("lobby events expected")
+    };
+    assert_eq!(again, lobby);
+}
+
+/// `kind` as a version 2 server stored it: no clocks, no rematch window, no turn start.
+fn as_version_2(kind: &GameEventKind) -> GameEventKind {
+    match kind.clone() {
+        GameEventKind::MovePlayed { record, .. } => GameEventKind::MovePlayed {
+            record,
+            clock: None,
+        },
+        GameEventKind::TurnStarted {
+            player,
+            ply,
+            refill,
+            ..
+        } => GameEventKind::TurnStarted {
+            player,
+            ply,
+            refill,
+            clock: None,
+        },
+        GameEventKind::GameOver { result, .. } => GameEventKind::GameOver {
+            result,
+            clock: None,
+            rematch_until: None,
+        },
+        GameEventKind::GameStarted { game } => GameEventKind::GameStarted {
+            game: Box::new(info_as_version_2(&game)),
+        },
+        other => other,
+    }
+}
+
+fn info_as_version_2(info: &GameInfo) -> GameInfo {
+    GameInfo {
+        turn_started: None,
+        rematch: Default::default(),
+        ..info.clone()
+    }
+}
+
+/// A database of the previous schema, made with its own DDL and holding rows in its own form
+/// (today's rows less what version 3 added), opens, migrates to version 3 and reads its games
+/// as untimed games with no offers, which can go on.
+#[tokio::test]
+async fn a_version_2_database_is_migrated_and_its_games_read_as_untimed() {
+    let dir = tempfile::tempdir().unwrap();
+    // Today's rows first: a waiting game, an active one and one resigned, all untimed.
+    let today = dir.path().join("today.db");
+    let store: Arc<dyn GameStore> = Arc::new(SqliteStore::open(&today).unwrap());
+    let (games, _hub) = manager(Arc::clone(&store));
+    let waiting = games
+        .create_game(NewGame {
+            rules: Preset::Standard.rules(),
+            preset: Some(Preset::Standard),
+            start: None,
+            seat: Some(Player::First),
+            display_name: "Lan".to_owned(),
+            computer: None,
+            time_control: oanquan_game::TimeControl::Untimed,
+        })
+        .await
+        .unwrap()
+        .game
+        .id;
+    let mut played = Vec::new();
+    for moves in [2, 1] {
+        let (id, tokens) = new_game(&games, Preset::Standard.rules()).await;
+        for token in tokens.iter().cycle().take(moves) {
+            let position = games.get_game(&id).await.unwrap().position;
+            games
+                .play_move(&id, token, position.legal_moves()[0], Some(position.ply()))
+                .await
+                .unwrap();
+        }
+        played.push((id, tokens));
+    }
+    let [(active, active_tokens), (resigned, resigned_tokens)] =
+        <[_; 2]>::try_from(played).unwrap();
+    games.resign(&resigned, &resigned_tokens[1]).await.unwrap();
+    let ids = [waiting.clone(), active.clone(), resigned.clone()];
+    let mut before = Vec::new();
+    for id in &ids {
+        before.push(stored(&store, id).await);
+    }
+    assert!(
+        before[2].info.rematch.open_until.is_some(),
+        "today it has a window"
+    );
+    drop(games);
+    drop(store);
+
+    // The version 2 file: its DDL (migrations are append-only), its header, and the rows less
+    // every key version 3 added.
+    let path = dir.path().join("v2.db");
+    let conn = Connection::open(&path).unwrap();
+    for migration in &schema::MIGRATIONS[..2] {
+        conn.execute_batch(migration).unwrap();
+    }
+    conn.pragma_update(None, "application_id", APPLICATION_ID)
+        .unwrap();
+    conn.pragma_update(None, "user_version", 2).unwrap();
+    conn.execute("ATTACH DATABASE ?1 AS today", [today.to_str().unwrap()])
+        .unwrap();
+    conn.execute_batch(
+        "INSERT INTO games (ord, id, status, sequence, move_count, token_first, token_second,
+                            info, creator)
+         SELECT ord, id, status, sequence, move_count, token_first, token_second,
+                json_remove(info, '$.time_control', '$.clock', '$.turn_started', '$.draw_offer',
+                            '$.last_draw_offer', '$.rematch'),
+                creator
+         FROM today.games;
+         INSERT INTO moves SELECT game, number, player, mv, time FROM today.moves;
+         INSERT INTO game_events
+         SELECT game, sequence, time,
+                json_remove(event, '$.clock', '$.rematch_until', '$.game.time_control',
+                            '$.game.clock', '$.game.turn_started', '$.game.draw_offer',
+                            '$.game.last_draw_offer', '$.game.rematch')
+         FROM today.game_events;
+         INSERT INTO lobby_events
+         SELECT sequence, time,
+                json_remove(event, '$.game.time_control', '$.game.clock', '$.game.turn_started',
+                            '$.game.draw_offer', '$.game.last_draw_offer', '$.game.rematch')
+         FROM today.lobby_events;
+         DETACH DATABASE today;",
+    )
+    .unwrap();
+    let (rows, new_keys): (i64, i64) = conn
+        .query_row(
+            "SELECT (SELECT count(*) FROM games),
+                    (SELECT count(*) FROM games WHERE info LIKE '%clock%' OR info LIKE '%rematch%')
+                  + (SELECT count(*) FROM game_events
+                     WHERE event LIKE '%clock%' OR event LIKE '%rematch%')
+                  + (SELECT count(*) FROM lobby_events
+                     WHERE event LIKE '%clock%' OR event LIKE '%rematch%')",
+            [],
+            |row| Ok((row.get(0)?, row.get(1)?)),
+        )
+        .unwrap();
+    assert_eq!((rows, new_keys), (3, 0));
+    drop(conn);
+
+    let store: Arc<dyn GameStore> = Arc::new(SqliteStore::open(&path).unwrap());
+    let version: i32 = Connection::open(&path)
+        .unwrap()
+        .query_row("PRAGMA user_version", [], |row| row.get(0))
+        .unwrap();
+    assert_eq!(version, SCHEMA_VERSION);
+    assert_eq!(SCHEMA_VERSION, 3);
+    for (id, before) in ids.iter().zip(&before) {
+        let after = stored(&store, id).await;
+        let info = &after.info;
+        assert_eq!(
+            info.time_control,
+            oanquan_game::TimeControl::Untimed,
+            "{id}"
+        );
+        assert_eq!(info.clock, None);
+        assert_eq!(info.turn_started, None);
+        assert_eq!(info.draw_offer, None);
+        assert_eq!(info.last_draw_offer, Default::default());
+        assert_eq!(info.rematch, Default::default());
+        assert_eq!(after.rematch_tokens, Default::default());
+        // All the rest is as it was.
+        assert_eq!(*info, info_as_version_2(&before.info), "{id}");
+        assert_eq!(after.loaded, after.info);
+        assert_eq!(after.tokens, before.tokens);
+        assert_eq!(after.moves, before.moves);
+        let expected: Vec<GameEventKind> = before
+            .events
+            .iter()
+            .map(|e| as_version_2(&e.kind))
+            .collect();
+        let kinds: Vec<GameEventKind> = after.events.iter().map(|e| e.kind.clone()).collect();
+        assert_eq!(kinds, expected, "{id}");
+        assert_eq!(
+            after.done,
+            info.status.is_over(),
+            "no rematch window: done once over"
+        );
+    }
+
+    // The old games go on under today's rules for untimed games.
+    let (games, _hub) = manager(Arc::clone(&store));
+    assert!(matches!(
+        games.offer_rematch(&resigned, &resigned_tokens[0]).await,
+        Err(oanquan_game::GameError::RematchUnavailable(_))
+    ));
+    let position = games.get_game(&active).await.unwrap().position;
+    let (_, info) = games
+        .play_move(
+            &active,
+            &active_tokens[0],
+            position.legal_moves()[0],
+            Some(position.ply()),
+        )
+        .await
+        .unwrap();
+    assert!(info.turn_started.is_some());
+    let joined = games.join_game(&waiting, "Minh").await.unwrap();
+    assert_eq!(joined.game.status, GameStatus::Active);
+    assert_eq!(joined.game.clock, None);
+    drop(games);
+    drop(store);
+    let store: Arc<dyn GameStore> = Arc::new(SqliteStore::open(&path).unwrap());
+    assert_eq!(store.info(&active).await.unwrap(), info);
+    assert_eq!(store.info(&waiting).await.unwrap(), joined.game);
+}
+
+/// Whether a finished game's log is closed comes from its stored summary: a summary that does
+/// not decode makes the log's reads a damaged game, not a failed query or a guess.
+#[tokio::test]
+async fn a_finished_game_with_a_damaged_summary_has_a_damaged_log() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("games.db");
+    let store: Arc<dyn GameStore> = Arc::new(SqliteStore::open(&path).unwrap());
+    let (games, _hub) = manager(Arc::clone(&store));
+    let mut ids = Vec::new();
+    for _ in 0..2 {
+        let (id, tokens) = new_game(&games, Preset::Standard.rules()).await;
+        games.resign(&id, &tokens[0]).await.unwrap();
+        ids.push(id);
+    }
+    drop(games);
+    drop(store);
+    let conn = Connection::open(&path).unwrap();
+    for (id, damage) in ids.iter().zip(["CAST(X'FF' AS TEXT)", "'{\"broken'"]) {
+        conn.execute(
+            &format!("UPDATE games SET info = {damage} WHERE id = ?1"),
+            [id.as_str()],
+        )
+        .unwrap();
+    }
+    drop(conn);
+    let store = SqliteStore::open(&path).unwrap();
+    for id in &ids {
+        assert!(
+            matches!(
+                store.game_events_since(id, 0).await,
+                Err(StoreError::Damaged { id: damaged, .. }) if damaged == *id
+            ),
+            "{id}"
+        );
+    }
 }

@@ -137,7 +137,9 @@ pub(crate) fn run_writer(
             for result in results {
                 answers.push(match result {
                     Ok((committed, state)) => {
-                        if state.info().status.is_over() {
+                        // A finished game stays while a rematch can still be offered: offers
+                        // and the window's end are commits too.
+                        if state.info().log_closed() {
                             cache.remove(&state.info().id);
                         } else {
                             if cache.len() >= MAX_CACHED_GAMES
@@ -266,6 +268,10 @@ pub(crate) fn apply(
         .state
         .token_hashes()
         .map(|hash| hash.map(TokenHash::to_bytes));
+    let rematch_tokens = commit
+        .state
+        .rematch_tokens()
+        .map(|hash| hash.map(TokenHash::to_bytes));
     let (stored, stored_moves) = if create {
         let exists = conn
             .prepare_cached("SELECT 1 FROM games WHERE id = ?1")
@@ -278,7 +284,8 @@ pub(crate) fn apply(
     } else {
         let (ord, current, moves, same_columns): (i64, i64, i64, bool) = conn
             .prepare_cached(
-                "SELECT ord, sequence, move_count, status, token_first, token_second
+                "SELECT ord, sequence, move_count, status, token_first, token_second,
+                        rematch_token_first, rematch_token_second
                  FROM games WHERE id = ?1",
             )
             .and_then(|mut s| {
@@ -293,7 +300,9 @@ pub(crate) fn apply(
                     let same_columns = row.get_ref(3)?.as_str().ok()
                         == Some(status_name(commit.state.info().status))
                         && same_token(4, tokens.first)?
-                        && same_token(5, tokens.second)?;
+                        && same_token(5, tokens.second)?
+                        && same_token(6, rematch_tokens.first)?
+                        && same_token(7, rematch_tokens.second)?;
                     Ok((row.get(0)?, row.get(1)?, row.get(2)?, same_columns))
                 })
                 .optional()
@@ -325,8 +334,8 @@ pub(crate) fn apply(
         None => {
             conn.prepare_cached(
                 "INSERT INTO games (id, status, sequence, move_count, token_first, token_second, info,
-                                    creator)
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
+                                    creator, rematch_token_first, rematch_token_second)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
             )
             .and_then(|mut s| {
                 s.execute(params![
@@ -338,6 +347,8 @@ pub(crate) fn apply(
                     tokens.second,
                     info_json,
                     state.creator().map(|ip| ip.to_string()),
+                    rematch_tokens.first,
+                    rematch_tokens.second,
                 ])
             })
             .map_err(backend)?;
@@ -355,7 +366,8 @@ pub(crate) fn apply(
         Some((ord, false)) => {
             conn.prepare_cached(
                 "UPDATE games SET status = ?2, sequence = ?3, move_count = ?4, token_first = ?5,
-                 token_second = ?6, info = ?7 WHERE ord = ?1",
+                 token_second = ?6, info = ?7, rematch_token_first = ?8,
+                 rematch_token_second = ?9 WHERE ord = ?1",
             )
             .and_then(|mut s| {
                 s.execute(params![
@@ -366,6 +378,8 @@ pub(crate) fn apply(
                     tokens.first,
                     tokens.second,
                     info_json,
+                    rematch_tokens.first,
+                    rematch_tokens.second,
                 ])
             })
             .map_err(backend)?;

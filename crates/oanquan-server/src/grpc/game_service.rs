@@ -5,25 +5,41 @@ use std::sync::Arc;
 use oanquan_proto::v1 as pb;
 use tonic::{Request, Response, Status};
 
-use super::convert;
+use std::pin::Pin;
+
+use futures::Stream;
+use tokio::sync::mpsc;
+
+use super::convert::{self, SeekChange};
 use super::status::into_status;
-use super::stream::{self, StreamSettings, WatchStream};
+use super::stream::{self, Side, StreamSettings, WatchStream};
+use crate::domain::seek::{SeekOutcome, SeekPool, SeekRequest};
 use crate::domain::{
-    GameError, GameFeed, GameId, GameManager, LobbyFeed, NewGame, PlayerToken, Watch, WatchItem,
+    GameError, GameFeed, GameId, GameManager, LobbyFeed, NewGame, PlayerToken, Seated, Watch,
+    WatchItem,
 };
 
 /// The GameService adapter.
 #[derive(Debug, Clone)]
 pub struct GameApi {
     manager: Arc<GameManager>,
+    seeks: Arc<SeekPool>,
     streams: StreamSettings,
 }
 
 impl GameApi {
-    /// An adapter over `manager`.
+    /// An adapter over `manager`, pairing seeks in `seeks`.
     #[must_use]
-    pub fn new(manager: Arc<GameManager>, streams: StreamSettings) -> GameApi {
-        GameApi { manager, streams }
+    pub fn new(
+        manager: Arc<GameManager>,
+        seeks: Arc<SeekPool>,
+        streams: StreamSettings,
+    ) -> GameApi {
+        GameApi {
+            manager,
+            seeks,
+            streams,
+        }
     }
 
     /// What every watch stream of this service runs with.
@@ -60,18 +76,36 @@ fn optional_bearer<T>(request: &Request<T>) -> Result<Option<PlayerToken>, GameE
 }
 
 /// Starts a `WatchGame` watch: as the seat of the bearer token if there is one, else as a
-/// spectator of the connection the request came on.
+/// spectator of the connection the request came on. Also says whether it follows the rematch.
 pub(super) async fn start_game_watch(
     api: &GameApi,
     request: Request<pb::WatchGameRequest>,
-) -> Result<Watch<GameFeed>, GameError> {
+) -> Result<(Watch<GameFeed>, bool), GameError> {
     let id = game_id(&request.get_ref().game_id)?;
     let token = optional_bearer(&request)?;
     let peer = request.remote_addr();
-    let after = request.into_inner().after_sequence;
-    api.manager
-        .watch_game_from(&id, after, peer, token.as_ref())
-        .await
+    let request = request.into_inner();
+    let watch = api
+        .manager
+        .watch_game_from(&id, request.after_sequence, peer, token.as_ref())
+        .await?;
+    Ok((watch, request.follow_rematch))
+}
+
+/// When a `WatchGame` stream ends before its game's log does: without `follow_rematch`, after
+/// `GameOver` (or a snapshot of a game that is over), as before rematches existed.
+pub(super) fn game_is_last(
+    follow_rematch: bool,
+) -> impl Fn(&WatchItem<GameFeed>) -> bool + Send + 'static {
+    move |item| {
+        !follow_rematch
+            && match item {
+                WatchItem::Event(event) => {
+                    matches!(event.kind, crate::domain::GameEventKind::GameOver { .. })
+                }
+                WatchItem::Snapshot { snapshot, .. } => snapshot.status.is_over(),
+            }
+    }
 }
 
 /// Parses the game id and notes it on the RPC's span.
@@ -97,14 +131,66 @@ pub(super) fn game_heartbeat(sequence: u64) -> pb::WatchGameResponse {
     }
 }
 
-fn lobby_item(item: WatchItem<LobbyFeed>) -> pb::WatchLobbyResponse {
+fn lobby_item(item: WatchItem<LobbyFeed>, seeks: &SeekPool) -> pb::WatchLobbyResponse {
     let event = match item {
         WatchItem::Snapshot { snapshot, sequence } => {
-            convert::lobby_snapshot_out(&snapshot, sequence)
+            convert::lobby_snapshot_out(&snapshot, &seeks.list(), sequence)
         }
         WatchItem::Event(event) => convert::lobby_event_out(&event),
     };
     pb::WatchLobbyResponse { event: Some(event) }
+}
+
+fn lobby_seeks(change: SeekChange, sequence: u64) -> pb::WatchLobbyResponse {
+    pb::WatchLobbyResponse {
+        event: Some(convert::lobby_seeks_out(change, sequence)),
+    }
+}
+
+/// The seeks' changes for a lobby stream: the whole list first when the stream resumes (its
+/// snapshot, which has them, is not sent), then each change; the whole list again whenever
+/// the stream fell behind them.
+fn seek_changes(
+    pool: Arc<SeekPool>,
+    resumes: bool,
+) -> impl Stream<Item = SeekChange> + Send + Unpin + 'static {
+    use futures::StreamExt as _;
+    use tokio::sync::broadcast::error::RecvError;
+    let (list, rx) = pool.subscribe();
+    let first = resumes.then_some(SeekChange::List(list));
+    let changes = futures::stream::unfold((rx, pool), |(mut rx, pool)| async move {
+        let change = match rx.recv().await {
+            Ok(update) => SeekChange::Update(update),
+            Err(RecvError::Lagged(_)) => SeekChange::List(pool.list()),
+            Err(RecvError::Closed) => return None,
+        };
+        Some((change, (rx, pool)))
+    });
+    Box::pin(futures::stream::iter(first).chain(changes))
+}
+
+fn seated_parts(seated: &Seated) -> (Option<pb::Game>, String, i32) {
+    (
+        Some(convert::game_out(&seated.game)),
+        seated.token.expose().to_owned(),
+        convert::player_out(seated.seat),
+    )
+}
+
+/// The `Seek` stream.
+pub type SeekStream = Pin<Box<dyn Stream<Item = Result<pb::SeekResponse, Status>> + Send>>;
+
+fn seek_message(kind: pb::seek_response::Kind) -> Result<pb::SeekResponse, Status> {
+    Ok(pb::SeekResponse { kind: Some(kind) })
+}
+
+fn paired(seated: &Seated) -> pb::seek_response::Kind {
+    let (game, player_token, seat) = seated_parts(seated);
+    pb::seek_response::Kind::Paired(pb::seek_response::Paired {
+        game,
+        player_token,
+        seat,
+    })
 }
 
 fn lobby_heartbeat(sequence: u64) -> pb::WatchLobbyResponse {
@@ -132,6 +218,8 @@ impl pb::game_service_server::GameService for GameApi {
         let seat = convert::optional_player(request.seat, "seat").map_err(into_status)?;
         let computer = convert::computer_opponent(request.computer.as_ref(), "computer")
             .map_err(into_status)?;
+        let time_control = convert::time_control(request.time_control.as_ref(), "time_control")
+            .map_err(into_status)?;
         let seated = self
             .manager
             .create_game_from(
@@ -143,6 +231,7 @@ impl pb::game_service_server::GameService for GameApi {
                     seat,
                     display_name: request.display_name,
                     computer,
+                    time_control,
                 },
             )
             .await
@@ -269,12 +358,14 @@ impl pb::game_service_server::GameService for GameApi {
         &self,
         request: Request<pb::WatchGameRequest>,
     ) -> Result<Response<Self::WatchGameStream>, Status> {
-        let watch = start_game_watch(self, request).await.map_err(into_status)?;
+        let (watch, follow_rematch) = start_game_watch(self, request).await.map_err(into_status)?;
         Ok(Response::new(stream::spawn(
             watch,
             &self.streams,
             game_item,
             game_heartbeat,
+            game_is_last(follow_rematch),
+            stream::no_side(),
         )))
     }
 
@@ -284,17 +375,223 @@ impl pb::game_service_server::GameService for GameApi {
         &self,
         request: Request<pb::WatchLobbyRequest>,
     ) -> Result<Response<Self::WatchLobbyStream>, Status> {
-        let watch = self
-            .manager
-            .watch_lobby(request.into_inner().after_sequence)
-            .await
-            .map_err(into_status)?;
+        let after = request.into_inner().after_sequence;
+        // Subscribed to the seeks before the lobby is read: a change in between comes twice at
+        // worst, and clients apply seek changes by id.
+        let seeks = seek_changes(Arc::clone(&self.seeks), after.is_some_and(|a| a > 0));
+        let watch = self.manager.watch_lobby(after).await.map_err(into_status)?;
+        let pool = Arc::clone(&self.seeks);
         Ok(Response::new(stream::spawn(
             watch,
             &self.streams,
-            lobby_item,
+            move |item| lobby_item(item, &pool),
             lobby_heartbeat,
+            |_| false,
+            Side {
+                items: seeks,
+                message: lobby_seeks,
+            },
         )))
+    }
+
+    async fn offer_draw(
+        &self,
+        request: Request<pb::OfferDrawRequest>,
+    ) -> Result<Response<pb::OfferDrawResponse>, Status> {
+        let token = bearer(&request).map_err(into_status)?;
+        let id = game_id(&request.get_ref().game_id).map_err(into_status)?;
+        let (game, action) = self
+            .manager
+            .offer_draw(&id, &token)
+            .await
+            .map_err(into_status)?;
+        Ok(Response::new(pb::OfferDrawResponse {
+            game: Some(convert::game_out(&game)),
+            accepted: action == crate::domain::DrawAction::Accepted,
+        }))
+    }
+
+    async fn decline_draw(
+        &self,
+        request: Request<pb::DeclineDrawRequest>,
+    ) -> Result<Response<pb::DeclineDrawResponse>, Status> {
+        let token = bearer(&request).map_err(into_status)?;
+        let id = game_id(&request.get_ref().game_id).map_err(into_status)?;
+        let game = self
+            .manager
+            .decline_draw(&id, &token)
+            .await
+            .map_err(into_status)?;
+        Ok(Response::new(pb::DeclineDrawResponse {
+            game: Some(convert::game_out(&game)),
+        }))
+    }
+
+    async fn claim_victory(
+        &self,
+        request: Request<pb::ClaimVictoryRequest>,
+    ) -> Result<Response<pb::ClaimVictoryResponse>, Status> {
+        let token = bearer(&request).map_err(into_status)?;
+        let id = game_id(&request.get_ref().game_id).map_err(into_status)?;
+        let game = self
+            .manager
+            .claim_victory(&id, &token)
+            .await
+            .map_err(into_status)?;
+        Ok(Response::new(pb::ClaimVictoryResponse {
+            game: Some(convert::game_out(&game)),
+        }))
+    }
+
+    async fn offer_rematch(
+        &self,
+        request: Request<pb::OfferRematchRequest>,
+    ) -> Result<Response<pb::OfferRematchResponse>, Status> {
+        let token = bearer(&request).map_err(into_status)?;
+        let id = game_id(&request.get_ref().game_id).map_err(into_status)?;
+        let offered = self
+            .manager
+            .offer_rematch(&id, &token)
+            .await
+            .map_err(into_status)?;
+        Ok(Response::new(pb::OfferRematchResponse {
+            game: Some(convert::game_out(&offered.game)),
+            player_token: offered.token.expose().to_owned(),
+            rematch: offered.rematch.as_ref().map(convert::game_out),
+            seat: convert::player_out(offered.seat),
+        }))
+    }
+
+    async fn decline_rematch(
+        &self,
+        request: Request<pb::DeclineRematchRequest>,
+    ) -> Result<Response<pb::DeclineRematchResponse>, Status> {
+        let token = bearer(&request).map_err(into_status)?;
+        let id = game_id(&request.get_ref().game_id).map_err(into_status)?;
+        let game = self
+            .manager
+            .decline_rematch(&id, &token)
+            .await
+            .map_err(into_status)?;
+        Ok(Response::new(pb::DeclineRematchResponse {
+            game: Some(convert::game_out(&game)),
+        }))
+    }
+
+    type SeekStream = SeekStream;
+
+    async fn seek(
+        &self,
+        request: Request<pb::SeekRequest>,
+    ) -> Result<Response<Self::SeekStream>, Status> {
+        let client = request.remote_addr().map(|addr| addr.ip());
+        let request = request.into_inner();
+        let (rules, preset) =
+            convert::rules_spec(request.rules.as_ref(), "rules").map_err(into_status)?;
+        let time_control = convert::time_control(request.time_control.as_ref(), "time_control")
+            .map_err(into_status)?;
+        let computer = convert::computer_fallback(request.computer.as_ref(), "computer")
+            .map_err(into_status)?;
+        let outcome = self
+            .seeks
+            .seek(SeekRequest {
+                rules,
+                preset,
+                time_control,
+                display_name: request.display_name,
+                computer,
+                client,
+            })
+            .await
+            .map_err(into_status)?;
+        let mut ticket = match outcome {
+            SeekOutcome::Paired(seated) => {
+                let once = futures::stream::once(async move { seek_message(paired(&seated)) });
+                return Ok(Response::new(Box::pin(once)));
+            }
+            SeekOutcome::Waiting(ticket) => ticket,
+        };
+        let (tx, rx) = mpsc::channel(4);
+        let mut shutdown = self.streams.shutdown.clone();
+        let period = self
+            .streams
+            .heartbeat
+            .max(std::time::Duration::from_millis(10));
+        let waiting = convert::seek_out(ticket.info());
+        tokio::spawn(async move {
+            if tx
+                .send(seek_message(pb::seek_response::Kind::Waiting(waiting)))
+                .await
+                .is_err()
+            {
+                return;
+            }
+            let mut ticker = tokio::time::interval_at(tokio::time::Instant::now() + period, period);
+            loop {
+                let out = tokio::select! {
+                    biased;
+                    _ = shutdown.wait_for(|stopping| *stopping) => Err(Status::unavailable(
+                        "the server is shutting down; the seek is withdrawn, seek again",
+                    )),
+                    // The client went away: dropping the ticket withdraws the seek.
+                    () = tx.closed() => break,
+                    seated = ticket.wait() => match seated {
+                        Ok(seated) => seek_message(paired(&seated)),
+                        Err(error) => Err(into_status(error)),
+                    },
+                    _ = ticker.tick() => seek_message(pb::seek_response::Kind::Heartbeat(
+                        pb::seek_response::Heartbeat {},
+                    )),
+                };
+                let last = !matches!(
+                    out,
+                    Ok(pb::SeekResponse {
+                        kind: Some(pb::seek_response::Kind::Heartbeat(_))
+                    })
+                );
+                if tx.send(out).await.is_err() || last {
+                    break;
+                }
+            }
+        });
+        Ok(Response::new(Box::pin(
+            tokio_stream::wrappers::ReceiverStream::new(rx),
+        )))
+    }
+
+    async fn accept_seek(
+        &self,
+        request: Request<pb::AcceptSeekRequest>,
+    ) -> Result<Response<pb::AcceptSeekResponse>, Status> {
+        let client = request.remote_addr().map(|addr| addr.ip());
+        let request = request.into_inner();
+        if request.seek_id.is_empty() {
+            return Err(into_status(GameError::invalid(
+                "seek_id",
+                "a seek id is required; list open seeks with ListSeeks",
+            )));
+        }
+        let seated = self
+            .seeks
+            .accept(&request.seek_id, &request.display_name, client)
+            .await
+            .map_err(into_status)?;
+        tracing::Span::current().record("game_id", seated.game.id.as_str());
+        let (game, player_token, seat) = seated_parts(&seated);
+        Ok(Response::new(pb::AcceptSeekResponse {
+            game,
+            player_token,
+            seat,
+        }))
+    }
+
+    async fn list_seeks(
+        &self,
+        _request: Request<pb::ListSeeksRequest>,
+    ) -> Result<Response<pb::ListSeeksResponse>, Status> {
+        Ok(Response::new(pb::ListSeeksResponse {
+            seeks: self.seeks.list().iter().map(convert::seek_out).collect(),
+        }))
     }
 }
 

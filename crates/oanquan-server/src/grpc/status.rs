@@ -61,6 +61,16 @@ pub fn classify(error: &GameError) -> (Code, Detail) {
         GameError::MissingToken => (Code::Unauthenticated, Reason(R::MissingToken)),
         GameError::WrongToken => (Code::PermissionDenied, Reason(R::WrongToken)),
         GameError::LimitExceeded(_) => (Code::ResourceExhausted, Reason(R::LimitExceeded)),
+        GameError::TimeUp { .. } => (Code::FailedPrecondition, Reason(R::TimeUp)),
+        GameError::CannotClaim(_) => (Code::FailedPrecondition, Reason(R::CannotClaim)),
+        GameError::CannotOffer(_) => (Code::FailedPrecondition, Reason(R::CannotOffer)),
+        GameError::NoOffer(_) => (Code::FailedPrecondition, Reason(R::NoOffer)),
+        GameError::RematchUnavailable(_) => {
+            (Code::FailedPrecondition, Reason(R::RematchUnavailable))
+        }
+        GameError::SeekNotFound(_) => (Code::NotFound, Reason(R::SeekNotFound)),
+        // Background agents only: reaching a client would be a bug.
+        GameError::NotDue => (Code::Internal, Detail::None),
         GameError::SequenceAhead { .. } => (Code::OutOfRange, Detail::None),
         GameError::GameDamaged(_) => (Code::DataLoss, Detail::None),
         GameError::Unavailable(_) => (Code::Unavailable, Detail::None),
@@ -270,6 +280,37 @@ mod tests {
                 None,
             ),
             (GameError::Internal("boom".into()), Code::Internal, None),
+            (
+                GameError::TimeUp { first_move: false },
+                Code::FailedPrecondition,
+                Some("ERROR_REASON_TIME_UP"),
+            ),
+            (
+                GameError::CannotClaim("wait".into()),
+                Code::FailedPrecondition,
+                Some("ERROR_REASON_CANNOT_CLAIM"),
+            ),
+            (
+                GameError::CannotOffer("again".into()),
+                Code::FailedPrecondition,
+                Some("ERROR_REASON_CANNOT_OFFER"),
+            ),
+            (
+                GameError::NoOffer("none"),
+                Code::FailedPrecondition,
+                Some("ERROR_REASON_NO_OFFER"),
+            ),
+            (
+                GameError::RematchUnavailable("closed".into()),
+                Code::FailedPrecondition,
+                Some("ERROR_REASON_REMATCH_UNAVAILABLE"),
+            ),
+            (
+                GameError::SeekNotFound("x".into()),
+                Code::NotFound,
+                Some("ERROR_REASON_SEEK_NOT_FOUND"),
+            ),
+            (GameError::NotDue, Code::Internal, None),
         ];
         for (error, code, expected_reason) in table {
             let status = to_status(&error);

@@ -64,28 +64,58 @@ impl<M> Stream for WatchStream<M> {
     }
 }
 
-/// Spawns the task that feeds a stream from `watch`.
-pub(crate) fn spawn<F, M, I>(
+/// What a stream sends besides its watch: nothing (`None`), or the items of a side stream (the
+/// lobby's seeks), each made into a message at the sequence of the last real event.
+pub(crate) struct Side<S, X, M> {
+    /// The side stream.
+    pub(crate) items: S,
+    /// Its items as messages.
+    pub(crate) message: fn(X, u64) -> M,
+}
+
+/// No side stream.
+pub(crate) fn no_side<M>() -> Side<futures::stream::Pending<()>, (), M> {
+    Side {
+        items: futures::stream::pending(),
+        message: |(), _| unreachable!("a pending stream yields nothing"),
+    }
+}
+
+/// Spawns the task that feeds a stream from `watch`: each item made into a message by `item`,
+/// heartbeats while idle, the `side` stream's items between them; the stream ends after an
+/// item for which `is_last` holds, or when the watch is complete.
+pub(crate) fn spawn<F, M, I, L, S, X>(
     mut watch: Watch<F>,
     settings: &StreamSettings,
     item: I,
     heartbeat: fn(u64) -> M,
+    is_last: L,
+    side: Side<S, X, M>,
 ) -> WatchStream<M>
 where
     F: Feed,
     M: Send + 'static,
     I: Fn(WatchItem<F>) -> M + Send + 'static,
+    L: Fn(&WatchItem<F>) -> bool + Send + 'static,
+    S: futures::Stream<Item = X> + Send + Unpin + 'static,
+    X: Send + 'static,
 {
+    use futures::StreamExt as _;
     let (tx, rx) = mpsc::channel(STREAM_BUFFER);
     let (last_tx, last_rx) = oneshot::channel();
     let mut shutdown = settings.shutdown.clone();
     let period = settings.heartbeat.max(Duration::from_millis(10));
     let stall = settings.stall_timeout.max(Duration::from_millis(10));
+    let Side {
+        items: mut side,
+        message: side_message,
+    } = side;
     let task = async move {
         let mut ticker = tokio::time::interval_at(Instant::now() + period, period);
         ticker.set_missed_tick_behavior(MissedTickBehavior::Delay);
         loop {
             let last = watch.last_sequence();
+            let mut ends = false;
             let out = tokio::select! {
                 biased;
                 // An error means the server dropped the sender: shutting down as well.
@@ -94,17 +124,19 @@ where
                 next = watch.next() => match next {
                     Ok(Some(next)) => {
                         ticker.reset();
+                        ends = is_last(&next);
                         Ok(item(next))
                     }
                     // Complete: ending the task closes the stream with status OK.
                     Ok(None) => break,
                     Err(error) => Err(status::into_status(error)),
                 },
+                Some(extra) = side.next() => Ok(side_message(extra, last)),
                 _ = ticker.tick() => Ok(heartbeat(last)),
             };
             let fatal = out.is_err();
             match tokio::time::timeout(stall, tx.send(out)).await {
-                Ok(Ok(())) if !fatal => {}
+                Ok(Ok(())) if !fatal && !ends => {}
                 Ok(_) => break,
                 Err(_) => {
                     // Never read for `stall`: free the slot, tell the client when it reads.

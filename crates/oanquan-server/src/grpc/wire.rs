@@ -148,7 +148,7 @@ impl ServerStreamingService<pb::WatchGameRequest> for WatchGameWire {
         let api = self.api.clone();
         let encoded = Arc::clone(&self.encoded);
         Box::pin(async move {
-            let watch = game_service::start_game_watch(&api, request)
+            let (watch, follow_rematch) = game_service::start_game_watch(&api, request)
                 .await
                 .map_err(status::into_status)?;
             Ok(Response::new(stream::spawn(
@@ -159,6 +159,8 @@ impl ServerStreamingService<pb::WatchGameRequest> for WatchGameWire {
                     snapshot => Wire::encode(&game_service::game_item(snapshot)),
                 },
                 |sequence| Wire::encode(&game_service::game_heartbeat(sequence)),
+                game_service::game_is_last(follow_rematch),
+                stream::no_side(),
             )))
         })
     }
@@ -233,6 +235,7 @@ mod tests {
                 player: oanquan_rules::Player::Second,
                 ply: 6,
                 refill: None,
+                clock: None,
             },
         })
     }

@@ -127,6 +127,7 @@ pub async fn create(client: &mut Games, preset_name: &str) -> (pb::Game, String)
             seat: pb::Player::First.into(),
             display_name: "Lan".into(),
             computer: None,
+            ..Default::default()
         })
         .await
         .unwrap()
@@ -228,6 +229,7 @@ pub async fn watch_snapshot(
         .watch_game(pb::WatchGameRequest {
             game_id: id.to_owned(),
             after_sequence: None,
+            ..Default::default()
         })
         .await
         .unwrap()

@@ -5,9 +5,13 @@ use std::time::SystemTime;
 use oanquan_proto::v1 as pb;
 
 use super::output::{
-    game_out, kind_out, move_record_out, player_out, refill_out, result_out, timestamp,
+    clocks_out, game_out, kind_out, move_record_out, optional_player_out, player_out, refill_out,
+    result_out, seek_out, timestamp,
 };
-use crate::domain::{GameEvent, GameEventKind, GameInfo, LobbyEvent, LobbyEventKind};
+use crate::domain::seek::{SeekInfo, SeekUpdate};
+use crate::domain::{
+    DrawAction, GameEvent, GameEventKind, GameInfo, LobbyEvent, LobbyEventKind, RematchAction,
+};
 
 /// A game event.
 #[must_use]
@@ -26,21 +30,54 @@ pub fn game_event_out(event: &GameEvent) -> pb::GameEvent {
         GameEventKind::GameStarted { game } => ge::Kind::GameStarted(ge::GameStarted {
             game: Some(game_out(game)),
         }),
-        GameEventKind::MovePlayed { record } => ge::Kind::MovePlayed(ge::MovePlayed {
+        GameEventKind::MovePlayed { record, clock } => ge::Kind::MovePlayed(ge::MovePlayed {
             record: Some(move_record_out(record)),
+            clocks: clock.as_ref().map(clocks_out),
         }),
         GameEventKind::TurnStarted {
             player,
             ply,
             refill,
+            clock,
         } => ge::Kind::TurnStarted(ge::TurnStarted {
             player: player_out(*player),
             ply: *ply,
             refill: refill.map(|captured_after| refill_out(*player, captured_after)),
+            clocks: clock.as_ref().map(clocks_out),
         }),
-        GameEventKind::GameOver { result } => ge::Kind::GameOver(ge::GameOver {
+        GameEventKind::GameOver {
+            result,
+            clock,
+            rematch_until,
+        } => ge::Kind::GameOver(ge::GameOver {
             result: Some(result_out(result)),
+            clocks: clock.as_ref().map(clocks_out),
+            rematch_deadline: rematch_until.and_then(timestamp),
         }),
+        GameEventKind::Draw { by, action } => ge::Kind::Draw(ge::Draw {
+            by: player_out(*by),
+            action: match action {
+                DrawAction::Offered => ge::DrawAction::Offered,
+                DrawAction::Declined => ge::DrawAction::Declined,
+                DrawAction::Accepted => ge::DrawAction::Accepted,
+            }
+            .into(),
+        }),
+        GameEventKind::Rematch { by, action } => {
+            let (action, game_id) = match action {
+                RematchAction::Offered => (ge::RematchAction::Offered, String::new()),
+                RematchAction::Declined => (ge::RematchAction::Declined, String::new()),
+                RematchAction::Expired => (ge::RematchAction::Expired, String::new()),
+                RematchAction::Started { game_id } => {
+                    (ge::RematchAction::Started, game_id.to_string())
+                }
+            };
+            ge::Kind::Rematch(ge::Rematch {
+                by: optional_player_out(*by),
+                action: action.into(),
+                game_id,
+            })
+        }
     };
     pb::GameEvent {
         sequence: event.sequence,
@@ -108,16 +145,48 @@ pub fn lobby_event_out(event: &LobbyEvent) -> pb::LobbyEvent {
     }
 }
 
-/// A lobby snapshot.
+/// A lobby snapshot, with the seeks open now.
 #[must_use]
-pub fn lobby_snapshot_out(games: &[GameInfo], sequence: u64) -> pb::LobbyEvent {
+pub fn lobby_snapshot_out(games: &[GameInfo], seeks: &[SeekInfo], sequence: u64) -> pb::LobbyEvent {
     pb::LobbyEvent {
         sequence,
         time: timestamp(SystemTime::now()),
         kind: Some(pb::lobby_event::Kind::Snapshot(pb::lobby_event::Snapshot {
             games: games.iter().map(game_out).collect(),
+            seeks: seeks.iter().map(seek_out).collect(),
         })),
     }
+}
+
+/// A change to the seeks, or all of them (`None`: the list), at lobby sequence `sequence`.
+#[must_use]
+pub fn lobby_seeks_out(update: SeekChange, sequence: u64) -> pb::LobbyEvent {
+    use pb::lobby_event as le;
+    let kind = match update {
+        SeekChange::Update(SeekUpdate::Added(seek)) => le::Kind::SeekAdded(le::SeekAdded {
+            seek: Some(seek_out(&seek)),
+        }),
+        SeekChange::Update(SeekUpdate::Removed { id, .. }) => {
+            le::Kind::SeekRemoved(le::SeekRemoved { seek_id: id })
+        }
+        SeekChange::List(seeks) => le::Kind::SeekList(le::SeekList {
+            seeks: seeks.iter().map(seek_out).collect(),
+        }),
+    };
+    pb::LobbyEvent {
+        sequence,
+        time: timestamp(SystemTime::now()),
+        kind: Some(kind),
+    }
+}
+
+/// What a lobby stream tells of the seeks.
+#[derive(Debug, Clone)]
+pub enum SeekChange {
+    /// One seek came or went.
+    Update(SeekUpdate),
+    /// All of them.
+    List(Vec<SeekInfo>),
 }
 
 /// A lobby heartbeat.

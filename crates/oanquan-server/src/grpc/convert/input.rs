@@ -8,7 +8,8 @@ use oanquan_rules::{
     Player, Position, PositionError, Preset, Rules, RulesError, SQUARES, Setup,
 };
 
-use crate::domain::{GameError, GameFilter, GameId, quoted};
+use crate::domain::clock::TimeControlError;
+use crate::domain::{GameError, GameFilter, GameId, TimeControl, quoted};
 
 type Result<T> = std::result::Result<T, GameError>;
 
@@ -288,4 +289,80 @@ pub fn filter(value: i32) -> Result<GameFilter> {
             format!("unknown GameFilter value {value}"),
         )),
     }
+}
+
+/// A `google.protobuf.Duration`: present, normalised (seconds and nanos of one sign, nanos
+/// below a second) and not negative.
+pub fn duration(value: Option<&prost_types::Duration>, field: &str) -> Result<std::time::Duration> {
+    let value = value.ok_or_else(|| GameError::invalid(field, "a duration is required"))?;
+    if value.seconds < 0 || value.nanos < 0 {
+        return Err(GameError::invalid(
+            field,
+            format!(
+                "must not be negative (got {}s {}ns)",
+                value.seconds, value.nanos
+            ),
+        ));
+    }
+    if value.nanos >= 1_000_000_000 {
+        return Err(GameError::invalid(
+            field,
+            format!("nanos must be below 1e9 (got {})", value.nanos),
+        ));
+    }
+    let seconds = u64::try_from(value.seconds).unwrap_or(0);
+    let nanos = u32::try_from(value.nanos).unwrap_or(0);
+    Ok(std::time::Duration::new(seconds, nanos))
+}
+
+/// A `TimeControl` (unset, or no case set → untimed), checked against the server's bounds.
+pub fn time_control(value: Option<&pb::TimeControl>, field: &str) -> Result<TimeControl> {
+    use pb::time_control::Kind;
+    let checked = |result: std::result::Result<TimeControl, TimeControlError>, case: &str| {
+        result.map_err(|e| GameError::invalid(format!("{field}.{case}.{}", e.field), e.description))
+    };
+    match value.and_then(|v| v.kind.as_ref()) {
+        None => Ok(TimeControl::Untimed),
+        Some(Kind::RealTime(real)) => {
+            let case = "real_time";
+            let initial = duration(real.initial.as_ref(), &format!("{field}.{case}.initial"))?;
+            // An unset increment is no increment ("5+0").
+            let increment = match real.increment.as_ref() {
+                None => std::time::Duration::ZERO,
+                Some(inc) => duration(Some(inc), &format!("{field}.{case}.increment"))?,
+            };
+            checked(TimeControl::real_time(initial, increment), case)
+        }
+        Some(Kind::Correspondence(corr)) => {
+            let case = "correspondence";
+            let per_move = duration(corr.per_move.as_ref(), &format!("{field}.{case}.per_move"))?;
+            checked(TimeControl::correspondence(per_move), case)
+        }
+    }
+}
+
+/// Longest wait for a person before a seek plays the computer.
+pub const MAX_COMPUTER_AFTER: std::time::Duration = std::time::Duration::from_secs(600);
+
+/// A `ComputerFallback` (unset → none).
+pub fn computer_fallback(
+    value: Option<&pb::ComputerFallback>,
+    field: &str,
+) -> Result<Option<(std::time::Duration, Level)>> {
+    let Some(value) = value else {
+        return Ok(None);
+    };
+    let after = duration(value.after.as_ref(), &sub(field, "after"))?;
+    if !(std::time::Duration::from_secs(1)..=MAX_COMPUTER_AFTER).contains(&after) {
+        return Err(GameError::invalid(
+            sub(field, "after"),
+            format!(
+                "must be between 1 second and {} seconds",
+                MAX_COMPUTER_AFTER.as_secs()
+            ),
+        ));
+    }
+    let level = computer_opponent(Some(&pb::ComputerOpponent { level: value.level }), field)?
+        .ok_or_else(|| GameError::invalid(sub(field, "level"), "must be 1 to 7"))?;
+    Ok(Some((after, level)))
 }

@@ -11,6 +11,8 @@ use oanquan_rules::{
 use pb::step::Kind as StepKind;
 use prost_types::Timestamp;
 
+use crate::domain::clock::{self, ClockReading, TimeControl};
+use crate::domain::seek::SeekInfo;
 use crate::domain::{
     GameInfo, GameResult, GameStatus, MoveRecord, PlayerKind, SeatInfo, Termination,
 };
@@ -45,7 +47,7 @@ pub fn player_out(player: Player) -> i32 {
     .into()
 }
 
-fn optional_player_out(player: Option<Player>) -> i32 {
+pub(super) fn optional_player_out(player: Option<Player>) -> i32 {
     player.map_or(pb::Player::Unspecified.into(), player_out)
 }
 
@@ -267,6 +269,9 @@ pub fn result_out(result: &GameResult) -> pb::GameResult {
         Termination::Rules(reason) => end_reason_out(Some(reason)),
         Termination::Resignation => pb::EndReason::Resignation,
         Termination::Aborted => pb::EndReason::Aborted,
+        Termination::Timeout => pb::EndReason::Timeout,
+        Termination::Agreement => pb::EndReason::Agreement,
+        Termination::Abandonment => pb::EndReason::Abandonment,
     };
     pb::GameResult {
         outcome: outcome_out(result.outcome).into(),
@@ -298,6 +303,78 @@ fn game_with_position(game: &GameInfo, position: pb::Position) -> pb::Game {
         result: game.result.as_ref().map(result_out),
         create_time: timestamp(game.created),
         update_time: timestamp(game.updated),
+        time_control: time_control_out(game.time_control),
+        clocks: clock::reading(game, SystemTime::now())
+            .as_ref()
+            .map(clocks_out),
+        turn_start_time: game.turn_started.and_then(timestamp),
+        draw_offer: optional_player_out(game.draw_offer),
+        rematch_of: game
+            .rematch
+            .of
+            .as_ref()
+            .map(ToString::to_string)
+            .unwrap_or_default(),
+        rematch: game
+            .rematch
+            .next
+            .as_ref()
+            .map(ToString::to_string)
+            .unwrap_or_default(),
+        rematch_offer: optional_player_out(game.rematch.offered_by),
+        rematch_deadline: game.rematch.open_until().and_then(timestamp),
+    }
+}
+
+/// A duration (non-negative: every duration of the domain is).
+#[must_use]
+pub fn duration_out(duration: std::time::Duration) -> Option<prost_types::Duration> {
+    Some(prost_types::Duration {
+        seconds: i64::try_from(duration.as_secs()).unwrap_or(i64::MAX),
+        nanos: i32::try_from(duration.subsec_nanos()).unwrap_or(0),
+    })
+}
+
+/// A time control (`None` = untimed).
+#[must_use]
+pub fn time_control_out(control: TimeControl) -> Option<pb::TimeControl> {
+    use pb::time_control::{Correspondence, Kind, RealTime};
+    let kind = match control {
+        TimeControl::Untimed => return None,
+        TimeControl::RealTime { initial, increment } => Kind::RealTime(RealTime {
+            initial: duration_out(initial),
+            increment: duration_out(increment),
+        }),
+        TimeControl::Correspondence { per_move } => Kind::Correspondence(Correspondence {
+            per_move: duration_out(per_move),
+        }),
+    };
+    Some(pb::TimeControl { kind: Some(kind) })
+}
+
+/// A clock reading.
+#[must_use]
+pub fn clocks_out(reading: &ClockReading) -> pb::Clocks {
+    pb::Clocks {
+        first_remaining: duration_out(reading.remaining.first),
+        second_remaining: duration_out(reading.remaining.second),
+        measured_at: timestamp(reading.measured_at),
+        running: optional_player_out(reading.running),
+        deadline: reading.deadline.and_then(timestamp),
+    }
+}
+
+/// A seek.
+#[must_use]
+pub fn seek_out(seek: &SeekInfo) -> pb::Seek {
+    pb::Seek {
+        id: seek.id.clone(),
+        display_name: seek.display_name.clone(),
+        rule_set: Some(rule_set_out(&seek.rules)),
+        preset: seek.preset.map(|p| p.name().to_owned()).unwrap_or_default(),
+        time_control: time_control_out(seek.time_control),
+        create_time: timestamp(seek.created),
+        computer_after: seek.computer_after.and_then(duration_out),
     }
 }
 

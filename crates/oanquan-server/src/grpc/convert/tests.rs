@@ -191,6 +191,12 @@ fn a_play_move_response_converts_the_position_after_the_move_once() {
         created: SystemTime::UNIX_EPOCH,
         updated: SystemTime::UNIX_EPOCH,
         sequence: 6,
+        time_control: crate::domain::TimeControl::Untimed,
+        clock: None,
+        turn_started: None,
+        draw_offer: None,
+        last_draw_offer: ByPlayer::default(),
+        rematch: crate::domain::clock::Rematch::default(),
     };
     let (record_out, game_out_) = move_and_game_out(&record, &game);
     assert_eq!(record_out, move_record_out(&record));
