@@ -235,6 +235,15 @@ which a move has been played cannot be aborted (exit 4): resign it instead. Prin
 with --json the API's AbortGameResponse.")]
     Abort(SeatArgs),
 
+    /// Claim the win of an untimed game whose opponent has stopped moving.
+    #[command(long_about = "\
+Claim the win of an untimed game you hold a seat in, when your opponent has had the move for \
+longer than the server's abandonment time (24 hours by default): the game ends, you win \
+(abandonment). Timed games end by their clocks instead. When it is too early, the server says \
+how long is left (exit 4). Prints the result; with --json the API's ClaimVictoryResponse. \
+`claim` at the play prompt does the same.")]
+    Claim(SeatArgs),
+
     /// Follow a game as a spectator.
     #[command(long_about = "\
 Follow a game as a spectator: the board, then every move as it is played, until the game ends \
@@ -280,14 +289,16 @@ List the rule presets a game can be created with. With --json, the ListPresetsRe
 }
 
 const PLAY_LONG_ABOUT: &str = "\
-Play a game you hold a seat in (from `create` or `join` with the same --server). The board is \
+Play a game you hold a seat in (from `create`, `join`, `seek` or `accept` with the same \
+--server). The board is \
 drawn from your seat; when it is your turn, type a move in your own terms: your square 1-5 \
 counted from your left, then l/left or r/right as you see the board: `3 r`, `3r`, `2 left`. \
 Other commands at the prompt: `moves` (legal moves), `board`, `hint` (the server's engine \
 suggests a move, with its evaluation), `help`, `resign` (asks to confirm with y), `abort` (only \
 before the first move: calls the game off), `draw` (offer a draw, or accept the opponent's \
 offer), `decline` (refuse the opponent's draw offer), `claim` (claim the win of an untimed game \
-whose opponent has not moved for a long time; the server says how long is left), `quit` \
+whose opponent has not moved for a long time; the server says how long is left; a script, whose \
+`play` reads input only on its own turn, uses `oanquan claim GAME`), `quit` \
 (leave; the game goes on and `oanquan play GAME` resumes it).
 
 CLOCKS
@@ -325,8 +336,9 @@ traces) are for people; the others are, one per line:
     legal moves: 1r 1l 3r ...                   before each prompt, in your own terms
     time control: TC                            timed games, after the game line (TC as
                                                 written: 3+2, 90s+0, 2d per move)
-    clocks: first T (running), second T         timed games, after each turn line (T such
-                                                as 4:59, 0:09.4, 1:02:03, 2d 3h); during
+    clocks: first T (running), second T         timed games, after each turn line and the
+                                                board found on connecting (T such as
+                                                4:59, 0:09.4, 1:02:03, 2d 3h); during
                                                 the first moves it ends `; SEAT to make
                                                 their first move within T`
     NAME offers a draw — type draw to accept, decline to refuse

@@ -4,10 +4,10 @@
 use std::time::Instant;
 
 use oanquan_proto::v1::{
-    AbortGameRequest, AcceptSeekRequest, ComputerOpponent, CreateGameRequest, Game, GameFilter,
-    GameStatus, GetGameRequest, GetGameResponse, JoinGameRequest, ListGamesRequest,
-    ListGamesResponse, ListMovesRequest, ListPresetsRequest, ListSeeksRequest, Player, PlayerKind,
-    ResignRequest, RulesSpec, Seek, rules_spec,
+    AbortGameRequest, AcceptSeekRequest, ClaimVictoryRequest, ComputerOpponent, CreateGameRequest,
+    Game, GameFilter, GameStatus, GetGameRequest, GetGameResponse, JoinGameRequest,
+    ListGamesRequest, ListGamesResponse, ListMovesRequest, ListPresetsRequest, ListSeeksRequest,
+    Player, PlayerKind, ResignRequest, RulesSpec, Seek, rules_spec,
 };
 
 use crate::board::{self, BoardState, View};
@@ -729,6 +729,35 @@ pub async fn abort(ctx: &Context, clients: &mut Clients, args: &SeatArgs) -> Res
     out(game_over_line(
         response.game.as_ref().and_then(|g| g.result.as_ref()),
     ))
+}
+
+/// `oanquan claim GAME`.
+pub async fn claim(ctx: &Context, clients: &mut Clients, args: &SeatArgs) -> Result<(), CliError> {
+    let entry = one_seat(ctx, clients, args, false).await?;
+    let response = clients
+        .games
+        .claim_victory(authed(
+            ClaimVictoryRequest {
+                game_id: args.game.clone(),
+            },
+            &entry.token,
+        )?)
+        .await
+        .map_err(|s| CliError::from_status(&format!("claim game {}", args.game), &s))?
+        .into_inner();
+    if ctx.json {
+        return json::print(&response);
+    }
+    let game = response.game.unwrap_or_default();
+    let names = [
+        seat_name(&game, Side::First),
+        seat_name(&game, Side::Second),
+    ];
+    let names = [names[0].as_str(), names[1].as_str()];
+    if let Some(line) = game.result.as_ref().and_then(|r| end_line(r, names, false)) {
+        out(line)?;
+    }
+    out(game_over_line(game.result.as_ref()))
 }
 
 /// Greedy word wrap for descriptions.

@@ -335,6 +335,63 @@ mod tests {
     }
 
     #[test]
+    fn online_play_refusals_in_plain_words() {
+        let refusal = |reason: &str, message: &str| {
+            tonic::Status::with_error_details(
+                Code::FailedPrecondition,
+                message,
+                tonic_types::ErrorDetails::with_error_info(
+                    reason,
+                    "oanquan.v1",
+                    std::collections::HashMap::new(),
+                ),
+            )
+        };
+        let words = |reason, message| {
+            let err = CliError::from_status("x", &refusal(reason, message));
+            assert_eq!(err.code, code::REJECTED, "{reason}");
+            err.message
+        };
+        // A claim made too early: the server's own words say how long is left.
+        assert_eq!(
+            words(
+                "ERROR_REASON_CANNOT_CLAIM",
+                "you can claim the win once they have not moved for 1d (in 3h)"
+            ),
+            "x: you can claim the win once they have not moved for 1d (in 3h)"
+        );
+        assert!(words("ERROR_REASON_CANNOT_OFFER", "api words").contains("after your next move"));
+        assert!(words("ERROR_REASON_NO_OFFER", "api").contains("no draw offer to decline"));
+        assert!(words("ERROR_REASON_TIME_UP", "api").contains("time for this move has run out"));
+        assert!(words("ERROR_REASON_REMATCH_UNAVAILABLE", "api").contains("no rematch"));
+        let gone = tonic::Status::with_error_details(
+            Code::NotFound,
+            "no seek s1",
+            tonic_types::ErrorDetails::with_error_info(
+                "ERROR_REASON_SEEK_NOT_FOUND",
+                "oanquan.v1",
+                std::collections::HashMap::new(),
+            ),
+        );
+        let err = CliError::from_status("accept seek s1", &gone);
+        assert_eq!(err.code, code::NOT_FOUND);
+        assert!(err.message.contains("`oanquan seeks`"), "{}", err.message);
+        // A time control the server refuses names the option, not the API field.
+        let bad = tonic::Status::with_error_details(
+            Code::InvalidArgument,
+            "invalid time_control.real_time.initial",
+            tonic_types::ErrorDetails::with_bad_request_violation(
+                "time_control.real_time.initial",
+                "must be between 1s and 3h",
+            ),
+        );
+        assert_eq!(
+            CliError::from_status("create game", &bad).message,
+            "create game: --time: must be between 1s and 3h"
+        );
+    }
+
+    #[test]
     fn people_read_no_api_names() {
         let refusal = |reason: &str, code: Code, message: &str| {
             tonic::Status::with_error_details(

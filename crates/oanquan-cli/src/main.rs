@@ -57,6 +57,7 @@ async fn run(cli: Cli) -> Result<(), CliError> {
         }
         Command::Resign(args) => commands::resign(&ctx, &mut clients, args).await?,
         Command::Abort(args) => commands::abort(&ctx, &mut clients, args).await?,
+        Command::Claim(args) => commands::claim(&ctx, &mut clients, args).await?,
         Command::Watch(args) => play::watch(&ctx, clients, args).await?,
         Command::List(args) => commands::list(&ctx, &mut clients, args).await?,
         Command::Show(args) => commands::show(&ctx, &mut clients, args).await?,
