@@ -346,6 +346,19 @@ impl CliProcess {
         stdin.flush().expect("flush");
     }
 
+    /// Sends SIGINT, as Ctrl-C on a terminal does.
+    ///
+    /// # Panics
+    ///
+    /// If the signal cannot be sent.
+    pub fn interrupt(&self) {
+        let sent = Command::new("kill")
+            .args(["-INT", &self.child.id().to_string()])
+            .status()
+            .expect("run kill");
+        assert!(sent.success(), "kill -INT failed");
+    }
+
     /// Closes stdin (end of input).
     pub fn close_stdin(&mut self) {
         self.stdin = None;
@@ -381,6 +394,8 @@ pub struct Lines {
     rx: Receiver<Line>,
     start: Instant,
     pub transcript: Vec<Line>,
+    /// Per process: the transcript index after the last line [`Lines::follow`] returned.
+    cursors: HashMap<String, usize>,
 }
 
 impl Lines {
@@ -392,6 +407,7 @@ impl Lines {
                 rx,
                 start: Instant::now(),
                 transcript: Vec::new(),
+                cursors: HashMap::new(),
             },
         )
     }
@@ -424,6 +440,44 @@ impl Lines {
                 return line.text;
             }
         }
+    }
+
+    /// The next stdout line of `who` that matches `pred`, after the last one `follow` returned
+    /// for `who`: from the lines read already, or else waiting for it. Unlike
+    /// [`Lines::expect`], waiting for one process loses no line of another, so the lines of
+    /// processes running side by side can be followed in any order. Returns the line and its
+    /// index in the transcript.
+    ///
+    /// # Panics
+    ///
+    /// As [`Lines::next_line`].
+    pub fn follow(&mut self, who: &str, pred: impl Fn(&str) -> bool) -> (usize, String) {
+        let mut at = self.cursors.get(who).copied().unwrap_or(0);
+        loop {
+            while let Some(line) = self.transcript.get(at) {
+                at += 1;
+                if line.who == who && line.stream == Stream::Stdout && pred(&line.text) {
+                    let text = line.text.clone();
+                    self.cursors.insert(who.to_owned(), at);
+                    return (at - 1, text);
+                }
+            }
+            self.next_line();
+        }
+    }
+
+    /// The last stdout line of `who` before transcript index `before` that matches `pred`.
+    pub fn last_before(
+        &self,
+        who: &str,
+        before: usize,
+        pred: impl Fn(&str) -> bool,
+    ) -> Option<String> {
+        self.transcript[..before.min(self.transcript.len())]
+            .iter()
+            .rev()
+            .find(|l| l.who == who && l.stream == Stream::Stdout && pred(&l.text))
+            .map(|l| l.text.clone())
     }
 
     pub fn tail(&self, n: usize) -> String {

@@ -84,6 +84,8 @@ pub struct View<'a> {
     pub highlight: Option<u32>,
     /// Stones in the mover's hand, during animation.
     pub hand: Option<u32>,
+    /// A timed game's clocks as shown (`4:59`), first player then second.
+    pub clocks: Option<[String; 2]>,
 }
 
 const ESC_RESET: &str = "\x1b[0m";
@@ -186,7 +188,15 @@ fn player_line(
         String::new()
     };
     let score = paint(&board.scores[idx].to_string(), &[ESC_BOLD], style);
-    format!("  {side} player: {name}{you}  score {score}{turn}")
+    let clock = view.clocks.as_ref().map_or_else(String::new, |c| {
+        let codes: &[&str] = if view.to_move == Some(side) {
+            &[ESC_BOLD]
+        } else {
+            &[]
+        };
+        format!("  clock {}", paint(&c[idx], codes, style))
+    });
+    format!("  {side} player: {name}{you}  score {score}{clock}{turn}")
 }
 
 /// Draws the board for `view`; one string per line, each starting with two spaces.
@@ -438,6 +448,7 @@ mod tests {
             to_move: Some(Side::First),
             highlight: None,
             hand: None,
+            clocks: None,
         }
     }
 
@@ -496,6 +507,21 @@ mod tests {
         ];
         assert_eq!(lines, expected);
         assert!(lines.iter().all(|l| l.is_ascii() && l.starts_with("  ")));
+    }
+
+    #[test]
+    fn clocks_stand_next_to_their_player() {
+        let mut v = view(Side::Second);
+        v.clocks = Some(["4:59".to_owned(), "0:09.4".to_owned()]);
+        let lines = render(&distinct(), &v, Style::PLAIN);
+        assert_eq!(
+            lines[0],
+            "  first player: alice  score 3  clock 4:59  <- to move"
+        );
+        assert_eq!(
+            lines[7],
+            "  second player: bob (you)  score 4  clock 0:09.4"
+        );
     }
 
     #[test]

@@ -1,10 +1,12 @@
 //! Command-line definition (clap derive). The help texts are the manual: keep them accurate.
 
 use std::path::PathBuf;
+use std::time::Duration;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
 
 use crate::moves::Side;
+use crate::timecontrol::{TimeControl, parse_correspondence, parse_time, parse_wait};
 
 const ABOUT: &str = "Play and watch Ô Ăn Quan (Vietnamese mancala) games on an oanquan server.";
 
@@ -21,7 +23,7 @@ own terms: your square 1-5 counted from YOUR left, and a direction as YOU see it
 `3 right`, `2 l`, `2 left`.
 
 TOKENS
-    `create` and `join` receive a secret token for your seat and keep it in \
+    `create`, `join`, `seek`, `accept` and `rematch` (at the prompt) receive a secret token for your seat and keep it in \
 $XDG_CONFIG_HOME/oanquan/tokens.json (or ~/.config/oanquan/tokens.json, or \
 $OANQUAN_CONFIG_DIR/tokens.json), mode 0600, one entry per server, game and seat. `play GAME` \
 finds it there, so you can stop the client and come back to a game later. Two people on one \
@@ -29,6 +31,14 @@ machine (or one person playing both sides) keep both seats of a game side by sid
 --seat first|second` picks one (without --seat, `play` asks on a terminal). The server is \
 recognised however it is written: `127.0.0.1:50051`, `http://127.0.0.1:50051` and \
 `http://127.0.0.1:50051/` are the same.
+
+CLOCKS
+    `create --time 5+3` starts a game with a Fischer clock (5 minutes each, 3 seconds added \
+after each move); `--correspondence 2d` gives every move two days. The clocks are the \
+server's: the board shows both players' times, counted down locally from each event's reading, \
+and the server ends the game when a flag falls, also when nobody is connected. Each player's \
+first move has its own limit (30 seconds by default on the server) during which no clock runs; \
+missing it aborts the game.
 
 CONNECTIONS
     `play` and `watch` follow the game's event stream. When the connection drops they reconnect \
@@ -55,6 +65,15 @@ EXAMPLES:
     Find open games and join one:
         oanquan list --filter open
         oanquan join 7fq3k2 --name Minh --play
+    A game with a clock: 5 minutes each plus 3 seconds a move; or two days a move:
+        oanquan create --name Lan --time 5+3 --play
+        oanquan create --name Lan --correspondence 2d
+    Find an opponent for a 3+2 game (two terminals; the first waits, the second pairs):
+        oanquan seek 3+2 --name Lan
+        oanquan seek 3+2 --name Minh
+    ... or take one of the open seeks:
+        oanquan seeks
+        oanquan accept s8d2kq --name Minh
     Come back to a game after closing the client:
         oanquan play 7fq3k2
     Give up, or call off a game before its first move:
@@ -138,6 +157,12 @@ Prints the game id; the seat's token is stored in the token file. With --play, g
 the board and waits there for the opponent. With --json, prints the CreateGameResponse without \
 its `playerToken` (the token goes to the token file only).
 
+With --time M+S the game has a Fischer clock: M minutes each (or the initial time with a unit: \
+90s+0, 1h+30), S seconds added after each move; 1 second to 3 hours, increment up to 180 \
+seconds. With --correspondence TIME every move has a fixed time (2d, 12h, 30m; 1 minute to 30 \
+days). Without either the game is untimed. With --json the answer's `game.timeControl` and \
+`game.clocks` carry them.
+
 With --computer LEVEL the server's computer takes the other seat and the game starts at once. \
 Levels, weakest to strongest (a name or its number):
 
@@ -162,6 +187,40 @@ prints the JoinGameResponse without its `playerToken`.")]
     #[command(long_about = PLAY_LONG_ABOUT)]
     Play(PlayArgs),
 
+    /// Find an opponent: wait for someone who wants the same game, then play it.
+    #[command(long_about = "\
+Find an opponent: asks the server for a game with these rules and this time control, and waits \
+until someone else seeks the same (or accepts this seek with `oanquan accept`). The server pairs \
+compatible seeks first come, first served. While waiting, the seek is listed by `oanquan seeks` \
+and the line `seek SEEK: TIME, RULES; waiting for an opponent` names its id. Once paired, the \
+seat's token is stored in the token file (as `create` and `join` do) and the game is played \
+here at once, as with `oanquan play` (see its help for the prompt).
+
+TIME is MINUTES+SECONDS as for `create --time` (3+2, 1+0, 90s+0), or `untimed` (also without \
+TIME); --correspondence 1d seeks a correspondence game. Ctrl-C while waiting withdraws the seek \
+(exit 130); a restart of the server ends it too (exit 69: seek again).
+
+With --computer-after WAIT the server's computer plays you if nobody has come after WAIT (30s, \
+2m; 1 second to 10 minutes), at --level (1-7 or a name, see `create --help`; default casual).
+
+With --json, prints the Seek stream's messages, one SeekResponse per line: `waiting` (the \
+seek), then `paired` (the game, less its `playerToken`); then plays the game as text.")]
+    Seek(SeekArgs),
+
+    /// List the open seeks (players waiting for an opponent).
+    #[command(long_about = "\
+List the open seeks, oldest first: players waiting for an opponent with `oanquan seek`. Accept \
+one with `oanquan accept SEEK`. With --json, the ListSeeksResponse (`.seeks[]`).")]
+    Seeks,
+
+    /// Accept an open seek: its game starts at once, and you play it.
+    #[command(long_about = "\
+Accept an open seek (see `oanquan seeks`): the game between its seeker and you starts at once, \
+with the seek's rules and time control. The seat's token is stored in the token file and the \
+game is played here, as with `oanquan play`. Exits 3 if the seek is not open any more (taken, \
+withdrawn). With --json, prints the AcceptSeekResponse without its `playerToken` first.")]
+    Accept(AcceptArgs),
+
     /// Give up a game you play in: the opponent wins.
     #[command(long_about = "\
 Resign a game you hold a seat in (from the token file): the opponent wins and the game is over. \
@@ -176,10 +235,22 @@ which a move has been played cannot be aborted (exit 4): resign it instead. Prin
 with --json the API's AbortGameResponse.")]
     Abort(SeatArgs),
 
+    /// Claim the win of an untimed game whose opponent has stopped moving.
+    #[command(long_about = "\
+Claim the win of an untimed game you hold a seat in, when your opponent has had the move for \
+longer than the server's abandonment time (24 hours by default): the game ends, you win \
+(abandonment). Timed games end by their clocks instead. When it is too early, the server says \
+how long is left (exit 4). Prints the result; with --json the API's ClaimVictoryResponse. \
+`claim` at the play prompt does the same.")]
+    Claim(SeatArgs),
+
     /// Follow a game as a spectator.
     #[command(long_about = "\
 Follow a game as a spectator: the board, then every move as it is played, until the game ends \
-(exit 0). Survives dropped connections (reconnect and resume, no move shown twice).
+(exit 0). Survives dropped connections (reconnect and resume, no move shown twice). A timed \
+game's clocks are shown on the board and, on a terminal, ticking on the last line; otherwise a \
+`clocks:` line follows each `turn:` line (see `oanquan play --help`). Draw offers are shown \
+as they are made.
 
 With --json, prints the WatchGame stream itself: one WatchGameResponse per line, `{\"event\": \
 {...}}`, exactly as the server sends them (heartbeats left out). The first is a snapshot \
@@ -218,13 +289,32 @@ List the rule presets a game can be created with. With --json, the ListPresetsRe
 }
 
 const PLAY_LONG_ABOUT: &str = "\
-Play a game you hold a seat in (from `create` or `join` with the same --server). The board is \
+Play a game you hold a seat in (from `create`, `join`, `seek` or `accept` with the same \
+--server). The board is \
 drawn from your seat; when it is your turn, type a move in your own terms: your square 1-5 \
 counted from your left, then l/left or r/right as you see the board: `3 r`, `3r`, `2 left`. \
 Other commands at the prompt: `moves` (legal moves), `board`, `hint` (the server's engine \
 suggests a move, with its evaluation), `help`, `resign` (asks to confirm with y), `abort` (only \
-before the first move: calls the game off), `quit` (leave; the game goes on and `oanquan play \
-GAME` resumes it).
+before the first move: calls the game off), `draw` (offer a draw, or accept the opponent's \
+offer), `decline` (refuse the opponent's draw offer), `claim` (claim the win of an untimed game \
+whose opponent has not moved for a long time; the server says how long is left; a script, whose \
+`play` reads input only on its own turn, uses `oanquan claim GAME`), `quit` \
+(leave; the game goes on and `oanquan play GAME` resumes it).
+
+CLOCKS
+    In a timed game both players' times are on the board. They are the server's: each event \
+brings the times left, and the client counts the running one down from there (on a terminal, \
+the clock line above the prompt is redrawn every second). During each player's first move no \
+clock runs; the time left for that move is shown instead. The server ends the game when a flag \
+falls or a first move is not made in time, and says so here.
+
+REMATCH
+    When the game is over and the server allows a rematch (for a few minutes), `rematch` offers \
+one, or accepts the opponent's; `no` (or `decline`) refuses. When both asked, the rematch \
+starts (seats swapped, the same rules and time control), its token is stored, and play goes on \
+with it. On a terminal play waits for that choice after the game; otherwise only with \
+--rematch (it then reads `rematch`, `no` or `quit` from standard input), and exits at the game's \
+end as before without it.
 
 Opponent moves arrive through the live event stream, shown step by step (sowing, relays, \
 captures, refills): animated on a terminal, as text lines otherwise.
@@ -244,6 +334,17 @@ traces) are for people; the others are, one per line:
     move N: SEAT plays S DIR (ring R +1|-1), captured C, score F:S
                                                 S and DIR in the mover's own terms
     legal moves: 1r 1l 3r ...                   before each prompt, in your own terms
+    time control: TC                            timed games, after the game line (TC as
+                                                written: 3+2, 90s+0, 2d per move)
+    clocks: first T (running), second T         timed games, after each turn line and the
+                                                board found on connecting (T such as
+                                                4:59, 0:09.4, 1:02:03, 2d 3h); during
+                                                the first moves it ends `; SEAT to make
+                                                their first move within T`
+    NAME offers a draw — type draw to accept, decline to refuse
+                                                the opponent offers a draw
+    you offer a draw; ...                       your offer stands
+    NAME declines the draw | NAME accepts the draw
     your move                                   waiting for one line of input
     hint: S DIR (Sd), eval E, depth D[, exact]  answer to `hint`: S DIR in your terms
                                                 (Sd its short form, e.g. 3r), E the
@@ -251,12 +352,27 @@ traces) are for people; the others are, one per line:
     error: MESSAGE                              bad input or a rejected move; re-prompts
     resign? (y/N)                               after `resign`: the next line confirms it
                                                 (y or yes); anything else keeps playing
+    NAME ran out of time — NAME wins on time    before `game over:` for a fallen flag;
+                                                likewise `drawn by agreement`, `NAME
+                                                abandoned the game — NAME wins by claim`,
+                                                `NAME did not make their first move in
+                                                time — game aborted`
     game over: OUTCOME F:S (REASON)             OUTCOME is `first wins`, `second wins`,
-                                                `draw` or `aborted`
+                                                `draw` or `aborted`; REASON mandarins,
+                                                repetition, ply limit, resignation,
+                                                aborted, timeout, agreement, abandonment
+    rematch? (rematch/no)                       after the game (on a terminal, or with
+                                                --rematch), while one can be offered
+    NAME offers a rematch — type rematch to accept, no to decline
+    rematch offered; waiting for NAME
+    rematch: game GAME                          the rematch started: play goes on with it
+                                                (`playing GAME as SEAT` follows)
+    no rematch: REASON                          declined or too late; play exits 0
 
     The turn line comes before the prompt. Notices about the connection (`server unreachable: \
 ...`, `reconnected`) go to standard error, one line per change; after a reconnect the prompt \
-is shown again. `play` exits 0 when the game is over, 6 if standard input ends first.";
+is shown again. `play` exits 0 when the game is over (with --rematch: when no rematch follows), \
+6 if standard input ends first.";
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum SeatChoice {
@@ -301,8 +417,125 @@ pub struct CreateArgs {
     #[arg(long, value_name = "LEVEL", value_parser = parse_level)]
     pub computer: Option<u32>,
 
+    #[command(flatten)]
+    pub clock: ClockArgs,
+
     #[command(flatten, next_help_heading = "With --play")]
+    pub live: LiveArgs,
+}
+
+/// The time control of a new game (`create`).
+#[derive(Debug, Args)]
+pub struct ClockArgs {
+    /// A clock: MINUTES+SECONDS added per move (Fischer), e.g. 5+3 or 1+0; the initial time
+    /// may have a unit: 90s+0, 1h+30. 1 second to 3 hours; increment up to 180 seconds.
+    #[arg(
+        long,
+        value_name = "M+S",
+        value_parser = parse_time,
+        allow_hyphen_values = true,
+        conflicts_with = "correspondence"
+    )]
+    pub time: Option<TimeControl>,
+
+    /// Correspondence: a fixed time for every move, with its unit: 2d, 12h, 30m (1 minute to
+    /// 30 days).
+    #[arg(
+        long,
+        value_name = "TIME",
+        value_parser = parse_correspondence,
+        allow_hyphen_values = true
+    )]
+    pub correspondence: Option<TimeControl>,
+}
+
+impl ClockArgs {
+    /// The chosen time control; untimed when neither option is given.
+    pub fn time_control(&self) -> TimeControl {
+        self.time.or(self.correspondence).unwrap_or_default()
+    }
+}
+
+/// What `play` (and the commands that go on to it) do beyond the board.
+#[derive(Debug, Args, Clone)]
+pub struct LiveArgs {
+    /// After the game, stay for a rematch also when not on a terminal: read `rematch` (offer
+    /// or accept one), `no` (decline) or `quit` from standard input. On a terminal play always
+    /// waits for that choice while a rematch can be offered.
+    #[arg(long)]
+    pub rematch: bool,
+
+    #[command(flatten)]
     pub display: DisplayArgs,
+}
+
+#[derive(Debug, Args)]
+pub struct SeekArgs {
+    /// The time control: MINUTES+SECONDS (3+2, 1+0, 90s+0) or `untimed` [default: untimed].
+    #[arg(
+        value_name = "TIME",
+        value_parser = parse_time,
+        allow_hyphen_values = true,
+        conflicts_with = "correspondence"
+    )]
+    pub time: Option<TimeControl>,
+
+    /// Seek a correspondence game: a fixed time for every move, with its unit: 1d, 12h, 30m.
+    #[arg(
+        long,
+        value_name = "TIME",
+        value_parser = parse_correspondence,
+        allow_hyphen_values = true
+    )]
+    pub correspondence: Option<TimeControl>,
+
+    /// Rule preset (see `oanquan presets`); only seeks of the same rules pair.
+    #[arg(long, default_value = "standard", value_name = "NAME")]
+    pub preset: String,
+
+    #[command(flatten)]
+    pub name: NameArg,
+
+    /// Play the server's computer if nobody has come after this long: seconds, or with a unit
+    /// (30s, 2m); 1 second to 10 minutes.
+    #[arg(long, value_name = "WAIT", value_parser = parse_wait)]
+    pub computer_after: Option<Duration>,
+
+    /// The computer's level with --computer-after: 1-7 or random, greedy, novice, casual, club,
+    /// expert, master [default: casual].
+    #[arg(
+        long,
+        value_name = "LEVEL",
+        value_parser = parse_level,
+        requires = "computer_after"
+    )]
+    pub level: Option<u32>,
+
+    #[command(flatten, next_help_heading = "Playing")]
+    pub live: LiveArgs,
+}
+
+impl SeekArgs {
+    pub fn time_control(&self) -> TimeControl {
+        self.time.or(self.correspondence).unwrap_or_default()
+    }
+}
+
+/// The computer's level when `seek --computer-after` is given without `--level`.
+pub const DEFAULT_SEEK_LEVEL: u32 = 4;
+
+#[derive(Debug, Args)]
+pub struct AcceptArgs {
+    /// The seek's id (see `oanquan seeks`). Ids may start with `-`: they are still read as the
+    /// id.
+    #[arg(allow_hyphen_values = true)]
+    pub seek: String,
+
+    #[command(flatten)]
+    pub name: NameArg,
+
+    #[command(flatten, next_help_heading = "Playing")]
+    pub live: LiveArgs,
 }
 
 /// The computer's levels, weakest (1) first.
@@ -358,7 +591,7 @@ pub struct JoinArgs {
     pub play: bool,
 
     #[command(flatten, next_help_heading = "With --play")]
-    pub display: DisplayArgs,
+    pub live: LiveArgs,
 }
 
 /// Options of the live board (`play`, `watch`).
@@ -390,7 +623,7 @@ pub struct PlayArgs {
     pub seat: Option<Side>,
 
     #[command(flatten)]
-    pub display: DisplayArgs,
+    pub live: LiveArgs,
 }
 
 #[derive(Debug, Args)]
@@ -499,7 +732,8 @@ mod tests {
         let mut command = Cli::command();
         command.build();
         for name in [
-            "create", "join", "play", "watch", "list", "show", "moves", "presets",
+            "create", "join", "play", "watch", "list", "show", "moves", "presets", "seek", "seeks",
+            "accept",
         ] {
             let help = command
                 .find_subcommand_mut(name)
@@ -521,8 +755,126 @@ mod tests {
             if ["create", "join"].contains(&name) {
                 let play = help.find("With --play:").expect("a --play heading");
                 assert!(help.find("\n      --animate-ms").unwrap() > play, "{name}");
+                assert!(help.find("\n      --rematch").unwrap() > play, "{name}");
+            }
+            if ["seek", "accept"].contains(&name) {
+                let play = help.find("Playing:").expect("a Playing heading");
+                assert!(help.find("\n      --rematch").unwrap() > play, "{name}");
+                assert!(help.find("\n      --name").unwrap() < play, "{name}");
             }
         }
+    }
+
+    fn create(args: &[&str]) -> Result<CreateArgs, clap::Error> {
+        let argv = ["oanquan", "create"].iter().chain(args).copied();
+        match Cli::try_parse_from(argv)?.command {
+            Command::Create(c) => Ok(c),
+            other => panic!("{other:?}"),
+        }
+    }
+
+    fn seek(args: &[&str]) -> Result<SeekArgs, clap::Error> {
+        let argv = ["oanquan", "seek"].iter().chain(args).copied();
+        match Cli::try_parse_from(argv)?.command {
+            Command::Seek(s) => Ok(s),
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn time_controls_on_create() {
+        let three = |m: u64| TimeControl::RealTime {
+            initial: Duration::from_secs(m * 60),
+            increment: Duration::from_secs(3),
+        };
+        assert_eq!(
+            create(&["--time", "5+3"])
+                .expect("parses")
+                .clock
+                .time_control(),
+            three(5)
+        );
+        assert_eq!(
+            create(&["--correspondence", "2d"])
+                .expect("parses")
+                .clock
+                .time_control(),
+            TimeControl::Correspondence {
+                per_move: Duration::from_secs(2 * 86_400)
+            }
+        );
+        assert_eq!(
+            create(&[]).expect("parses").clock.time_control(),
+            TimeControl::Untimed
+        );
+        // Bad values are usage errors that say why, also a negative one (not read as a flag).
+        for (args, needle) in [
+            (&["--time", "0+3"][..], "between 1 second and 3 hours"),
+            (&["--time", "-5+3"][..], "negative"),
+            (&["--time", "banana"][..], "MINUTES+SECONDS"),
+            (&["--correspondence", "2"][..], "needs a unit"),
+            (
+                &["--correspondence", "0d"][..],
+                "between 1 minute and 30 days",
+            ),
+        ] {
+            let err = create(args).expect_err("refused");
+            assert_eq!(
+                err.kind(),
+                clap::error::ErrorKind::ValueValidation,
+                "{args:?}"
+            );
+            assert!(err.to_string().contains(needle), "{args:?}: {err}");
+        }
+        let both = create(&["--time", "5+3", "--correspondence", "2d"]).expect_err("conflict");
+        assert_eq!(both.kind(), clap::error::ErrorKind::ArgumentConflict);
+    }
+
+    #[test]
+    fn seek_arguments() {
+        let s = seek(&["3+2", "--name", "Lan", "--preset", "fast"]).expect("parses");
+        assert_eq!(s.time_control().to_string(), "3+2");
+        assert_eq!(s.name.name.as_deref(), Some("Lan"));
+        assert_eq!(s.preset, "fast");
+        assert_eq!(s.computer_after, None);
+        let s = seek(&["--name", "Lan", "1+0"]).expect("flags first");
+        assert_eq!(s.time_control().to_string(), "1+0");
+        for untimed in [&[][..], &["untimed"][..]] {
+            assert_eq!(
+                seek(untimed).expect("parses").time_control(),
+                TimeControl::Untimed
+            );
+        }
+        assert_eq!(
+            seek(&["--correspondence", "1d"])
+                .expect("parses")
+                .time_control()
+                .to_string(),
+            "1d per move"
+        );
+        let s = seek(&["3+2", "--computer-after", "30s", "--level", "club"]).expect("parses");
+        assert_eq!(s.computer_after, Some(Duration::from_secs(30)));
+        assert_eq!(s.level, Some(5));
+        assert!(
+            seek(&["--level", "4"]).is_err(),
+            "--level needs --computer-after"
+        );
+        assert!(seek(&["3+2", "--computer-after", "0s"]).is_err());
+        assert!(seek(&["3+2", "--correspondence", "1d"]).is_err());
+        assert!(seek(&["0+0"]).is_err());
+        match Cli::try_parse_from(["oanquan", "accept", "-s1", "--name", "x", "--rematch"])
+            .map(|c| c.command)
+        {
+            Ok(Command::Accept(a)) => {
+                assert_eq!(a.seek, "-s1");
+                assert!(a.live.rematch);
+            }
+            other => panic!("{other:?}"),
+        }
+        assert!(matches!(
+            Cli::try_parse_from(["oanquan", "seeks"]).map(|c| c.command),
+            Ok(Command::Seeks)
+        ));
     }
 
     #[test]

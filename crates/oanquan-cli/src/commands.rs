@@ -1,24 +1,31 @@
-//! The one-shot subcommands: create, join, list, show, moves, presets, resign, abort; and
-//! finding the seat a command acts for in the token file.
+//! The one-shot subcommands: create, join, list, show, moves, presets, resign, abort, seeks,
+//! accept; and finding the seat a command acts for in the token file.
+
+use std::time::Instant;
 
 use oanquan_proto::v1::{
-    AbortGameRequest, ComputerOpponent, CreateGameRequest, Game, GameFilter, GameStatus,
-    GetGameRequest, GetGameResponse, JoinGameRequest, ListGamesRequest, ListGamesResponse,
-    ListMovesRequest, ListPresetsRequest, Player, PlayerKind, ResignRequest, RulesSpec, rules_spec,
+    AbortGameRequest, AcceptSeekRequest, ClaimVictoryRequest, ComputerOpponent, CreateGameRequest,
+    Game, GameFilter, GameStatus, GetGameRequest, GetGameResponse, JoinGameRequest,
+    ListGamesRequest, ListGamesResponse, ListMovesRequest, ListPresetsRequest, ListSeeksRequest,
+    Player, PlayerKind, ResignRequest, RulesSpec, Seek, rules_spec,
 };
 
 use crate::board::{self, BoardState, View};
-use crate::cli::{CreateArgs, Filter, JoinArgs, ListArgs, MovesArgs, NameArg, SeatArgs, ShowArgs};
+use crate::cli::{
+    AcceptArgs, CreateArgs, Filter, JoinArgs, ListArgs, MovesArgs, NameArg, SeatArgs, ShowArgs,
+};
 use crate::client::{Clients, authed, request};
+use crate::clocks::{LocalClocks, format_clock};
 use crate::context::Context;
 use crate::error::{CliError, code};
 use crate::json;
-use crate::live::{game_over_line, move_line};
+use crate::live::{end_line, game_over_line, move_line};
 use crate::moves::Side;
 use crate::output::{out, out_inline, out_lines};
+use crate::timecontrol::{TimeControl, format_span, from_proto_duration};
 use crate::tokens::{Entry, TokenStore};
 
-fn display_name(arg: &NameArg) -> Result<String, CliError> {
+pub fn display_name(arg: &NameArg) -> Result<String, CliError> {
     let name = arg
         .name
         .clone()
@@ -35,13 +42,22 @@ fn display_name(arg: &NameArg) -> Result<String, CliError> {
     Ok(name)
 }
 
-fn seat_of(value: i32, what: &str) -> Result<Side, CliError> {
+pub fn seat_of(value: i32, what: &str) -> Result<Side, CliError> {
     Side::from_i32(value).ok_or_else(|| CliError::bad_answer(&format!("{what} without a seat")))
+}
+
+/// A time control in a table cell: `3+2`, `2d/move`, `-` for untimed.
+fn time_cell(tc: TimeControl) -> String {
+    match tc {
+        TimeControl::Untimed => "-".to_owned(),
+        TimeControl::RealTime { .. } => tc.to_string(),
+        TimeControl::Correspondence { per_move } => format!("{}/move", format_span(per_move)),
+    }
 }
 
 /// Stores a fresh seat token and prints the outcome in text (with --json the caller prints the
 /// API's answer); returns the game id.
-fn record_seat(
+pub fn record_seat(
     ctx: &Context,
     store: &TokenStore,
     game: Option<Game>,
@@ -61,6 +77,10 @@ fn record_seat(
     if !ctx.json {
         out(format!("{verb} game {} as the {seat} player", game.id))?;
         out(format!("token saved in {}", store.path().display()))?;
+        let tc = TimeControl::from_proto(game.time_control.as_ref());
+        if tc != TimeControl::Untimed {
+            out(format!("time control: {tc}"))?;
+        }
         if game.status() == GameStatus::WaitingForPlayers {
             out(format!(
                 "waiting for an opponent: they run `oanquan join {}`",
@@ -77,6 +97,8 @@ fn record_seat(
                 computer.computer_level,
                 crate::cli::level_name(computer.computer_level)
             ))?;
+        } else if let Some(person) = opponent.filter(|s| s.occupied) {
+            out(format!("opponent: {}", person.display_name))?;
         }
         out(format!("play with: oanquan play {}", game.id))?;
     }
@@ -102,6 +124,7 @@ pub async fn create(
             seat: seat.into(),
             display_name: name.clone(),
             computer: args.computer.map(|level| ComputerOpponent { level }),
+            time_control: args.clock.time_control().to_proto(),
         }))
         .await
         .map_err(|s| CliError::from_status("create game", &s))?
@@ -217,9 +240,9 @@ pub async fn list(ctx: &Context, clients: &mut Clients, args: &ListArgs) -> Resu
         return out("no games");
     }
     let header = [
-        "GAME", "STATUS", "RULES", "FIRST", "SECOND", "MOVES", "SCORE",
+        "GAME", "STATUS", "RULES", "TIME", "FIRST", "SECOND", "MOVES", "SCORE",
     ];
-    let mut rows: Vec<[String; 7]> = vec![header.map(str::to_owned)];
+    let mut rows: Vec<[String; 8]> = vec![header.map(str::to_owned)];
     for g in &games {
         let scores = g
             .position
@@ -235,6 +258,7 @@ pub async fn list(ctx: &Context, clients: &mut Clients, args: &ListArgs) -> Resu
             g.id.clone(),
             json::status_name(g.status()).to_owned(),
             preset.to_owned(),
+            time_cell(TimeControl::from_proto(g.time_control.as_ref())),
             seat_name(g, Side::First),
             seat_name(g, Side::Second),
             g.move_count.to_string(),
@@ -243,7 +267,7 @@ pub async fn list(ctx: &Context, clients: &mut Clients, args: &ListArgs) -> Resu
     }
     out_lines(&table(
         &rows,
-        &[false, false, false, false, false, true, true],
+        &[false, false, false, false, false, false, true, true],
     ))
 }
 
@@ -314,12 +338,21 @@ pub async fn show(ctx: &Context, clients: &mut Clients, args: &ShowArgs) -> Resu
     } else {
         game.preset.as_str()
     };
+    let tc = TimeControl::from_proto(game.time_control.as_ref());
+    let timed = if tc == TimeControl::Untimed {
+        String::new()
+    } else {
+        format!(", {tc}")
+    };
     let mut lines = vec![format!(
-        "game {}: {}, {preset}, {} moves played",
+        "game {}: {}, {preset}{timed}, {} moves played",
         game.id,
         json::status_name(game.status()),
         game.move_count
     )];
+    // The reading is as of the answer: close enough to now for a one-shot look.
+    let now = Instant::now();
+    let clocks = game.clocks.as_ref().map(|c| LocalClocks::new(c, now));
     let names = [
         seat_name(&game, Side::First),
         seat_name(&game, Side::Second),
@@ -335,13 +368,38 @@ pub async fn show(ctx: &Context, clients: &mut Clients, args: &ShowArgs) -> Resu
         },
         highlight: None,
         hand: None,
+        clocks: clocks
+            .map(|c| [Side::First, Side::Second].map(|side| format_clock(c.remaining(side, now)))),
     };
     lines.extend(board::render(
         &BoardState::from_position(&position),
         &view,
         ctx.style,
     ));
+    if let (Some(left), Some(side), false) = (
+        clocks.and_then(|c| c.first_move_left(now)),
+        view.to_move,
+        over,
+    ) {
+        lines.push(format!(
+            "  {} to make their first move within {}",
+            names[usize::from(side == Side::Second)],
+            format_clock(left)
+        ));
+    }
+    if let Some(by) = Side::from_i32(game.draw_offer).filter(|_| !over) {
+        lines.push(format!(
+            "{} offers a draw",
+            names[usize::from(by == Side::Second)]
+        ));
+    }
     if over {
+        let names = [names[0].as_str(), names[1].as_str()];
+        // The first-move deadline is not in a finished game's answer: an abort is not
+        // explained further.
+        if let Some(line) = game.result.as_ref().and_then(|r| end_line(r, names, false)) {
+            lines.push(line);
+        }
         lines.push(game_over_line(game.result.as_ref()));
     }
     out_lines(&lines)
@@ -398,6 +456,80 @@ pub async fn presets(ctx: &Context, clients: &mut Clients) -> Result<(), CliErro
         );
     }
     out_lines(&lines)
+}
+
+/// `oanquan seeks`.
+pub async fn seeks(ctx: &Context, clients: &mut Clients) -> Result<(), CliError> {
+    let response = clients
+        .games
+        .list_seeks(request(ListSeeksRequest {}))
+        .await
+        .map_err(|s| CliError::from_status("list seeks", &s))?
+        .into_inner();
+    if ctx.json {
+        return json::print(&response);
+    }
+    if response.seeks.is_empty() {
+        return out("no open seeks; start one with `oanquan seek 3+2` (or `oanquan seek`)");
+    }
+    let header = ["SEEK", "NAME", "RULES", "TIME", "COMPUTER"];
+    let mut rows: Vec<[String; 5]> = vec![header.map(str::to_owned)];
+    rows.extend(response.seeks.iter().map(seek_row));
+    out_lines(&table(&rows, &[false; 5]))
+}
+
+fn seek_row(seek: &Seek) -> [String; 5] {
+    let preset = if seek.preset.is_empty() {
+        "custom"
+    } else {
+        seek.preset.as_str()
+    };
+    [
+        seek.id.clone(),
+        seek.display_name.clone(),
+        preset.to_owned(),
+        time_cell(TimeControl::from_proto(seek.time_control.as_ref())),
+        seek.computer_after.as_ref().map_or_else(
+            || "-".to_owned(),
+            |d| format!("after {}", format_span(from_proto_duration(Some(d)))),
+        ),
+    ]
+}
+
+/// `oanquan accept SEEK`: returns the game id and the seat taken.
+pub async fn accept(
+    ctx: &Context,
+    clients: &mut Clients,
+    args: &AcceptArgs,
+) -> Result<(String, Side), CliError> {
+    let name = display_name(&args.name)?;
+    let store = ctx.token_store()?;
+    let response = clients
+        .games
+        .accept_seek(request(AcceptSeekRequest {
+            seek_id: args.seek.clone(),
+            display_name: name.clone(),
+        }))
+        .await
+        .map_err(|s| CliError::from_status(&format!("accept seek {}", args.seek), &s))?
+        .into_inner();
+    let seat = seat_of(response.seat, "accept answer")?;
+    // --json: the API's answer, less the token (it goes to the token file only).
+    let mut answer = response.clone();
+    answer.player_token.clear();
+    if ctx.json {
+        json::print(&answer)?;
+    }
+    let id = record_seat(
+        ctx,
+        &store,
+        response.game,
+        response.player_token,
+        seat,
+        &name,
+        "joined",
+    )?;
+    Ok((id, seat))
 }
 
 /// The seats of one game that the token file holds.
@@ -599,6 +731,35 @@ pub async fn abort(ctx: &Context, clients: &mut Clients, args: &SeatArgs) -> Res
     ))
 }
 
+/// `oanquan claim GAME`.
+pub async fn claim(ctx: &Context, clients: &mut Clients, args: &SeatArgs) -> Result<(), CliError> {
+    let entry = one_seat(ctx, clients, args, false).await?;
+    let response = clients
+        .games
+        .claim_victory(authed(
+            ClaimVictoryRequest {
+                game_id: args.game.clone(),
+            },
+            &entry.token,
+        )?)
+        .await
+        .map_err(|s| CliError::from_status(&format!("claim game {}", args.game), &s))?
+        .into_inner();
+    if ctx.json {
+        return json::print(&response);
+    }
+    let game = response.game.unwrap_or_default();
+    let names = [
+        seat_name(&game, Side::First),
+        seat_name(&game, Side::Second),
+    ];
+    let names = [names[0].as_str(), names[1].as_str()];
+    if let Some(line) = game.result.as_ref().and_then(|r| end_line(r, names, false)) {
+        out(line)?;
+    }
+    out(game_over_line(game.result.as_ref()))
+}
+
 /// Greedy word wrap for descriptions.
 fn wrap(text: &str, width: usize) -> Vec<String> {
     let mut lines = Vec::new();
@@ -651,6 +812,30 @@ mod tests {
         );
         assert_eq!(seat_answer(" second\n"), Some(Side::Second));
         assert_eq!(seat_answer("both"), None);
+    }
+
+    #[test]
+    fn time_cells_are_short() {
+        assert_eq!(time_cell(TimeControl::Untimed), "-");
+        assert_eq!(
+            time_cell(crate::timecontrol::parse_time("3+2").expect("3+2")),
+            "3+2"
+        );
+        assert_eq!(
+            time_cell(crate::timecontrol::parse_correspondence("36h").expect("36h")),
+            "1d 12h/move"
+        );
+        let seek = Seek {
+            id: "s1".into(),
+            display_name: "Lan".into(),
+            preset: String::new(),
+            computer_after: Some(prost_types::Duration {
+                seconds: 30,
+                nanos: 0,
+            }),
+            ..Seek::default()
+        };
+        assert_eq!(seek_row(&seek), ["s1", "Lan", "custom", "-", "after 30s"]);
     }
 
     #[test]

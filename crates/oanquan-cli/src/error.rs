@@ -33,6 +33,9 @@ pub mod code {
     pub const UNAVAILABLE: u8 = 69;
     /// A server limit was hit (RESOURCE_EXHAUSTED); retry later (sysexits EX_TEMPFAIL).
     pub const TEMPFAIL: u8 = 75;
+    /// `seek`: interrupted (Ctrl-C, SIGINT) while waiting; the seek is withdrawn (128 + 2, as
+    /// shells report a process stopped by SIGINT).
+    pub const INTERRUPTED: u8 = 130;
 }
 
 /// The exit-code table as shown at the end of `oanquan --help`.
@@ -42,13 +45,15 @@ EXIT CODES:
         by its reader (`oanquan watch GAME | head`): the client stops quietly
     1   unexpected failure (local I/O error, unexpected server answer)
     2   usage error, or the server rejected the request as malformed
-    3   no such game
-    4   rejected by the game's state (seat taken, game over, not started, illegal move)
+    3   no such game (or `accept`: no such open seek)
+    4   rejected by the game's state (seat taken, game over, not started, illegal move,
+        time up)
     5   no stored token for the game, or the server refused it
     6   `play`: input ended before the game did
     69  server unavailable (cannot connect, TLS certificate refused, connection lost
         and --give-up elapsed)
-    75  server limit reached (too many games or watchers); retry later";
+    75  server limit reached (too many games or watchers); retry later
+    130 `seek`, `accept` or `play` interrupted with Ctrl-C (a waiting seek is withdrawn)";
 
 /// A failure with the exit code it should produce.
 #[derive(Debug)]
@@ -197,6 +202,23 @@ fn plain_words(status: &tonic::Status, reason: Option<ErrorReason>) -> String {
         Some(ErrorReason::MissingToken | ErrorReason::WrongToken) => {
             "the server does not accept your saved seat for this game"
         }
+        Some(ErrorReason::TimeUp) => "too late: your time for this move has run out",
+        // The server says how long the opponent still has before a claim is possible.
+        Some(ErrorReason::CannotClaim) if !status.message().is_empty() => {
+            return status.message().to_owned();
+        }
+        Some(ErrorReason::CannotClaim) => "you cannot claim the win now",
+        Some(ErrorReason::CannotOffer) => {
+            "your draw offer was declined; you can offer again after your next move"
+        }
+        Some(ErrorReason::NoOffer) => "there is no draw offer to decline",
+        Some(ErrorReason::RematchUnavailable) => {
+            "no rematch is possible for this game any more (declined, started, too late, or the \
+             game was aborted)"
+        }
+        Some(ErrorReason::SeekNotFound) => {
+            "that seek is not open any more (`oanquan seeks` lists the open ones)"
+        }
         // The server words its limits for people already ("...; retry later").
         Some(ErrorReason::LimitExceeded) => return status.message().to_owned(),
         _ => match status.code() {
@@ -226,6 +248,11 @@ fn invalid_argument(status: &tonic::Status) -> String {
         "game_id" => "the game id",
         "computer.level" | "computer" => "--computer",
         "seat" => "--seat",
+        "seek_id" => "the seek id",
+        field if field.starts_with("time_control.real_time") => "--time",
+        field if field.starts_with("time_control.correspondence") => "--correspondence",
+        "time_control" => "--time",
+        "computer.after" => "--computer-after",
         _ => return status.message().to_owned(),
     };
     format!("{option}: {}", violation.description)
@@ -305,6 +332,63 @@ mod tests {
         assert_eq!(err.code, code::REJECTED);
         assert!(err.message.contains("the game is full"), "{}", err.message);
         assert_eq!(error_reason(&tonic::Status::internal("x")), None);
+    }
+
+    #[test]
+    fn online_play_refusals_in_plain_words() {
+        let refusal = |reason: &str, message: &str| {
+            tonic::Status::with_error_details(
+                Code::FailedPrecondition,
+                message,
+                tonic_types::ErrorDetails::with_error_info(
+                    reason,
+                    "oanquan.v1",
+                    std::collections::HashMap::new(),
+                ),
+            )
+        };
+        let words = |reason, message| {
+            let err = CliError::from_status("x", &refusal(reason, message));
+            assert_eq!(err.code, code::REJECTED, "{reason}");
+            err.message
+        };
+        // A claim made too early: the server's own words say how long is left.
+        assert_eq!(
+            words(
+                "ERROR_REASON_CANNOT_CLAIM",
+                "you can claim the win once they have not moved for 1d (in 3h)"
+            ),
+            "x: you can claim the win once they have not moved for 1d (in 3h)"
+        );
+        assert!(words("ERROR_REASON_CANNOT_OFFER", "api words").contains("after your next move"));
+        assert!(words("ERROR_REASON_NO_OFFER", "api").contains("no draw offer to decline"));
+        assert!(words("ERROR_REASON_TIME_UP", "api").contains("time for this move has run out"));
+        assert!(words("ERROR_REASON_REMATCH_UNAVAILABLE", "api").contains("no rematch"));
+        let gone = tonic::Status::with_error_details(
+            Code::NotFound,
+            "no seek s1",
+            tonic_types::ErrorDetails::with_error_info(
+                "ERROR_REASON_SEEK_NOT_FOUND",
+                "oanquan.v1",
+                std::collections::HashMap::new(),
+            ),
+        );
+        let err = CliError::from_status("accept seek s1", &gone);
+        assert_eq!(err.code, code::NOT_FOUND);
+        assert!(err.message.contains("`oanquan seeks`"), "{}", err.message);
+        // A time control the server refuses names the option, not the API field.
+        let bad = tonic::Status::with_error_details(
+            Code::InvalidArgument,
+            "invalid time_control.real_time.initial",
+            tonic_types::ErrorDetails::with_bad_request_violation(
+                "time_control.real_time.initial",
+                "must be between 1s and 3h",
+            ),
+        );
+        assert_eq!(
+            CliError::from_status("create game", &bad).message,
+            "create game: --time: must be between 1s and 3h"
+        );
     }
 
     #[test]

@@ -21,8 +21,10 @@ use crate::error::{CliError, code, error_chain};
 /// What the feed hands to its consumer.
 #[derive(Debug)]
 pub enum FeedItem {
-    /// A snapshot or a real event, in order, each real event once. Heartbeats are filtered out.
-    Event(Box<GameEvent>),
+    /// A snapshot or a real event, in order, each real event once, with the instant it arrived
+    /// (clocks count down from there, not from when the consumer got to it). Heartbeats are
+    /// filtered out.
+    Event(Box<GameEvent>, Instant),
     /// The stream broke; reconnect attempt `attempt` (0-based) follows in `retry_in`. `why` is
     /// the transport's or the server's own wording, for `--verbose`.
     Down {
@@ -41,6 +43,8 @@ pub enum FeedItem {
 pub struct FeedOptions {
     /// Stop with exit code 69 after this long without a working stream; `None` = never.
     pub give_up: Option<Duration>,
+    /// Keep the stream open after the game's end for its rematch events (`play`).
+    pub follow_rematch: bool,
 }
 
 /// A stream that says nothing for this long is presumed dead. The server sends a heartbeat about
@@ -172,6 +176,7 @@ impl Feed {
         let request = WatchGameRequest {
             game_id: self.game_id.clone(),
             after_sequence: (self.last_sequence > 0).then_some(self.last_sequence),
+            follow_rematch: self.options.follow_rematch,
         };
         let request = match &self.token {
             Some(token) => match crate::client::bearer(tonic::Request::new(request), token) {
@@ -212,9 +217,14 @@ impl Feed {
                 Ok(Ok(Some(message))) => message,
             };
             progress = true;
+            let received = Instant::now();
             let Some(event) = message.event else { continue };
             if let Some(item) = self.accept(event)
-                && self.tx.send(FeedItem::Event(Box::new(item))).await.is_err()
+                && self
+                    .tx
+                    .send(FeedItem::Event(Box::new(item), received))
+                    .await
+                    .is_err()
             {
                 return Ended::ConsumerGone;
             }
@@ -297,7 +307,10 @@ mod tests {
                 server: Server::new("s:1", None).expect("valid"),
                 game_id: "g".into(),
                 token: None,
-                options: FeedOptions { give_up: None },
+                options: FeedOptions {
+                    give_up: None,
+                    follow_rematch: false,
+                },
                 tx,
                 last_sequence: 0,
                 over: false,

@@ -32,6 +32,9 @@ pub fn end_reason_name(reason: EndReason) -> &'static str {
         EndReason::PlyLimit => "ply limit",
         EndReason::Resignation => "resignation",
         EndReason::Aborted => "aborted",
+        EndReason::Timeout => "timeout",
+        EndReason::Agreement => "agreement",
+        EndReason::Abandonment => "abandonment",
     }
 }
 

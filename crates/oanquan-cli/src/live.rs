@@ -5,19 +5,21 @@
 //! move records); traces are replayed locally only to animate between two server positions.
 
 use std::io::{IsTerminal as _, Write as _};
-use std::time::Duration;
+use std::time::{Duration, Instant, SystemTime};
 
 use oanquan_proto::v1::{
-    EndReason, Game, GameEvent, GameResult, GameStatus, ListMovesRequest, MoveRecord, Position,
-    Seat, WatchGameResponse, game_event,
+    Clocks, EndReason, Game, GameEvent, GameResult, GameStatus, ListMovesRequest, MoveRecord,
+    Position, Seat, WatchGameResponse, game_event,
 };
 
 use crate::board::{self, BoardState, Style, View};
 use crate::client::{Clients, request};
+use crate::clocks::{LocalClocks, clocks_line, format_clock, server_span, system_time};
 use crate::error::CliError;
 use crate::json;
 use crate::moves::{Dir, LocalMove, Side};
-use crate::output::{note, out, out_inline, out_lines};
+use crate::output::{clear_status, note, out, out_inline, out_lines};
+use crate::timecontrol::TimeControl;
 
 /// The one line on stderr that says the server cannot be reached: on a terminal it is redrawn
 /// in place at each attempt; otherwise it is written once per change (lost, then reconnected),
@@ -41,6 +43,7 @@ impl Connection {
 
     /// The stream broke; attempt `attempt` (0-based) comes in `retry_in`.
     pub fn down(&mut self, why: &str, attempt: u32, retry_in: Duration) {
+        clear_status();
         if crate::error::verbose() {
             self.clear_line();
             note(format!(
@@ -98,6 +101,9 @@ pub struct Output {
     /// Redraw moves frame by frame with this delay (terminal only); `None` prints the trace as
     /// text lines.
     pub animate: Option<Duration>,
+    /// Print a stable `clocks:` line after each `turn:` line of a timed game (not on a
+    /// terminal, where the clocks tick on a status line instead).
+    pub clock_lines: bool,
 }
 
 /// One line summing up a move, in the mover's own terms (stable format, see `play --help`):
@@ -145,6 +151,101 @@ pub fn game_over_line(result: Option<&GameResult>) -> String {
     )
 }
 
+/// The seats' display names, first then second, for the lines that name players.
+pub type Names<'a> = [&'a str; 2];
+
+fn named(names: Names<'_>, side: Side) -> String {
+    let name = names[usize::from(side == Side::Second)].trim();
+    if name.is_empty() {
+        format!("the {side} player")
+    } else {
+        name.to_owned()
+    }
+}
+
+/// The line that says how a game ended, for the ways the stable `game over:` line alone does
+/// not make clear (stable format, see `play --help`). `first_move_missed`: the game was aborted
+/// at the first-move deadline rather than by a player.
+pub fn end_line(result: &GameResult, names: Names<'_>, first_move_missed: bool) -> Option<String> {
+    let ended_by = Side::from_i32(result.ended_by);
+    let winner = Side::from_i32(result.winner).or(ended_by.map(Side::other));
+    match (result.end_reason(), ended_by, winner) {
+        (EndReason::Timeout, Some(loser), Some(winner)) => Some(format!(
+            "{} ran out of time — {} wins on time",
+            named(names, loser),
+            named(names, winner)
+        )),
+        (EndReason::Agreement, ..) => Some("drawn by agreement".to_owned()),
+        (EndReason::Abandonment, Some(loser), Some(winner)) => Some(format!(
+            "{} abandoned the game — {} wins by claim",
+            named(names, loser),
+            named(names, winner)
+        )),
+        (EndReason::Aborted, Some(late), _) if first_move_missed => Some(format!(
+            "{} did not make their first move in time — game aborted",
+            named(names, late)
+        )),
+        _ => None,
+    }
+}
+
+/// What a Draw event says, to a player (`you`) or a spectator (stable format, see `play
+/// --help`).
+pub fn draw_line(
+    by: Side,
+    action: game_event::DrawAction,
+    you: Option<Side>,
+    names: Names<'_>,
+) -> Option<String> {
+    use game_event::DrawAction;
+    let mine = you == Some(by);
+    let who = named(names, by);
+    let line = match action {
+        DrawAction::Offered if mine => format!(
+            "you offer a draw; it stands until {} moves or answers",
+            named(names, by.other())
+        ),
+        DrawAction::Offered if you.is_some() => {
+            format!("{who} offers a draw — type draw to accept, decline to refuse")
+        }
+        DrawAction::Offered => format!("{who} offers a draw"),
+        DrawAction::Declined if mine => "you decline the draw".to_owned(),
+        DrawAction::Declined => format!("{who} declines the draw"),
+        DrawAction::Accepted if mine => "you accept the draw".to_owned(),
+        DrawAction::Accepted => format!("{who} accepts the draw"),
+        DrawAction::Unspecified => return None,
+    };
+    Some(line)
+}
+
+/// What a Rematch event says (stable format, see `play --help`).
+pub fn rematch_line(
+    rematch: &game_event::Rematch,
+    you: Option<Side>,
+    names: Names<'_>,
+) -> Option<String> {
+    use game_event::RematchAction;
+    let by = Side::from_i32(rematch.by);
+    let mine = by.is_some() && by == you;
+    let who = by.map_or_else(|| "a player".to_owned(), |b| named(names, b));
+    let line = match rematch.action() {
+        RematchAction::Offered if mine => format!(
+            "rematch offered; waiting for {}",
+            by.map_or_else(|| "the opponent".to_owned(), |b| named(names, b.other()))
+        ),
+        RematchAction::Offered if you.is_some() => {
+            format!("{who} offers a rematch — type rematch to accept, no to decline")
+        }
+        RematchAction::Offered => format!("{who} offers a rematch"),
+        RematchAction::Declined if mine => "no rematch: you declined".to_owned(),
+        RematchAction::Declined => format!("no rematch: {who} declined"),
+        RematchAction::Expired => "no rematch: the time to offer one has passed".to_owned(),
+        RematchAction::Started => format!("rematch: game {}", rematch.game_id),
+        RematchAction::Unspecified => return None,
+    };
+    Some(line)
+}
+
 /// The client's view of one game.
 #[derive(Debug)]
 pub struct Live {
@@ -165,6 +266,22 @@ pub struct Live {
     /// the prompt for a turn waits for it, so that `turn:` comes before `your move`.
     pub turn_announced: Option<u32>,
     pub output: Output,
+    /// A timed game's clocks, from the last reading.
+    pub clocks: Option<LocalClocks>,
+    /// While a player's first move is under way: when (server time) it must be made. Tells a
+    /// game aborted at that deadline from one aborted by a player.
+    first_move_deadline: Option<SystemTime>,
+    /// The player whose draw offer stands.
+    pub draw_offer: Option<Side>,
+    /// The player whose rematch offer stands.
+    pub rematch_offer: Option<Side>,
+    /// The rematch started: its game id.
+    pub rematch_started: Option<String>,
+    /// No rematch can come any more (declined, or too late).
+    pub rematch_closed: bool,
+    /// How long a rematch could still be offered when the game's end (or its snapshot)
+    /// arrived, and when that was.
+    rematch_window: Option<(Duration, Instant)>,
     clients: Clients,
 }
 
@@ -180,8 +297,64 @@ impl Live {
             from_start: false,
             turn_announced: None,
             output,
+            clocks: None,
+            first_move_deadline: None,
+            draw_offer: None,
+            rematch_offer: None,
+            rematch_started: None,
+            rematch_closed: false,
+            rematch_window: None,
             clients,
         }
+    }
+
+    /// Takes a clock reading that arrived at `received`; none (an untimed game, or an event
+    /// without one) keeps the last.
+    fn take_clocks(&mut self, clocks: Option<&Clocks>, received: Instant) {
+        let Some(clocks) = clocks else { return };
+        let local = LocalClocks::new(clocks, received);
+        self.first_move_deadline = if local.running().is_none() {
+            system_time(clocks.deadline.as_ref())
+        } else {
+            None
+        };
+        self.clocks = Some(local);
+    }
+
+    /// Something counts down on the clocks (worth redrawing every second).
+    pub fn ticking(&self) -> bool {
+        !self.over && self.clocks.is_some_and(|c| c.ticking())
+    }
+
+    /// The `clocks:` line at `now`, for a timed game.
+    pub fn clock_line(&self, now: Instant) -> Option<String> {
+        let clocks = self.clocks.as_ref()?;
+        let mut clocks = *clocks;
+        if self.over {
+            clocks.stop(now);
+        }
+        Some(clocks_line(&clocks, self.to_move(), now))
+    }
+
+    /// While the game can still get a rematch: it ended with a rematch window and nothing has
+    /// closed it.
+    pub fn rematch_open(&self) -> bool {
+        self.over
+            && self.game.rematch_deadline.is_some()
+            && self.game.rematch.is_empty()
+            && self.rematch_started.is_none()
+            && !self.rematch_closed
+    }
+
+    /// How long a rematch can still be offered, counted down from the server's word.
+    pub fn rematch_left(&self, now: Instant) -> Option<Duration> {
+        let (window, received) = self.rematch_window?;
+        Some(window.saturating_sub(now.saturating_duration_since(received)))
+    }
+
+    /// The display name of a seat, or `the first player` for an empty one.
+    pub fn name(&self, side: Side) -> String {
+        named(self.names(), side)
     }
 
     pub fn clients(&self) -> &Clients {
@@ -220,6 +393,7 @@ impl Live {
     }
 
     fn view(&self) -> View<'_> {
+        let now = Instant::now();
         View {
             bottom: self.bottom,
             you: self.you,
@@ -227,15 +401,29 @@ impl Live {
             to_move: self.to_move(),
             highlight: None,
             hand: None,
+            clocks: self.clocks.map(|c| {
+                [Side::First, Side::Second].map(|side| format_clock(c.remaining(side, now)))
+            }),
         }
     }
 
     pub fn board_lines(&self) -> Vec<String> {
-        board::render(
+        let mut lines = board::render(
             &BoardState::from_position(&self.position()),
             &self.view(),
             self.output.style,
-        )
+        );
+        let first_move = self.clocks.filter(|_| !self.over).and_then(|c| {
+            let left = c.first_move_left(Instant::now())?;
+            let side = self.to_move()?;
+            Some(format!(
+                "  {} to make their first move within {}",
+                self.name(side),
+                format_clock(left)
+            ))
+        });
+        lines.extend(first_move);
+        lines
     }
 
     pub fn print_board(&self) -> Result<(), CliError> {
@@ -252,8 +440,19 @@ impl Live {
         out(line)
     }
 
-    /// Applies one event from the feed and prints what it means.
-    pub async fn handle(&mut self, event: GameEvent) -> Result<(), CliError> {
+    /// Prints the `clocks:` line of a timed game, where stable lines are wanted.
+    fn print_clock_line(&self) -> Result<(), CliError> {
+        if !self.output.clock_lines || self.output.json {
+            return Ok(());
+        }
+        match self.clock_line(Instant::now()) {
+            Some(line) => out(line),
+            None => Ok(()),
+        }
+    }
+
+    /// Applies one event from the feed, which arrived at `received`, and prints what it means.
+    pub async fn handle(&mut self, event: GameEvent, received: Instant) -> Result<(), CliError> {
         let Some(kind) = event.kind.clone() else {
             return Ok(());
         };
@@ -268,7 +467,10 @@ impl Live {
                 let game = snapshot
                     .game
                     .ok_or_else(|| CliError::bad_answer("snapshot without a game"))?;
-                self.on_snapshot(game).await?;
+                self.rematch_window =
+                    server_span(event.time.as_ref(), game.rematch_deadline.as_ref())
+                        .map(|window| (window, received));
+                self.on_snapshot(game, received).await?;
             }
             game_event::Kind::PlayerJoined(joined) => {
                 let seat = Seat {
@@ -288,6 +490,7 @@ impl Live {
             }
             game_event::Kind::GameStarted(started) => {
                 if let Some(game) = started.game {
+                    self.take_clocks(game.clocks.as_ref(), received);
                     self.game = game;
                 }
                 self.text("game started")?;
@@ -297,6 +500,13 @@ impl Live {
                 let record = played
                     .record
                     .ok_or_else(|| CliError::bad_answer("move event without a record"))?;
+                self.take_clocks(played.clocks.as_ref(), received);
+                // An offer stands until the offerer's opponent moves.
+                if let Some(mover) = Side::from_i32(record.player)
+                    && self.draw_offer == Some(mover.other())
+                {
+                    self.draw_offer = None;
+                }
                 if record.number > self.shown_moves.saturating_add(1) {
                     // Never expected (sequences have no gaps), but a missing move must not go
                     // unseen: fetch the ones in between.
@@ -311,19 +521,73 @@ impl Live {
                 if let Some(position) = self.game.position.as_mut() {
                     position.to_move = turn.player;
                 }
+                self.take_clocks(turn.clocks.as_ref(), received);
                 let side = Side::from_i32(turn.player).map_or("?", Side::name);
                 self.text(format!("turn: {side}"))?;
+                self.print_clock_line()?;
                 self.turn_announced = Some(turn.ply);
             }
             game_event::Kind::GameOver(over) => {
-                self.finish(over.result)?;
+                // Aborted at the first-move deadline (the server ends such a game at the
+                // deadline itself), or by a player before it: two server times compared.
+                let first_move_missed = matches!(
+                    (self.first_move_deadline, system_time(event.time.as_ref())),
+                    (Some(deadline), Some(at)) if at >= deadline
+                );
+                self.take_clocks(over.clocks.as_ref(), received);
+                if let Some(clocks) = self.clocks.as_mut() {
+                    clocks.stop(received);
+                }
+                self.rematch_window =
+                    server_span(event.time.as_ref(), over.rematch_deadline.as_ref())
+                        .map(|window| (window, received));
+                self.game.rematch_deadline = over.rematch_deadline;
+                self.finish(over.result, first_move_missed)?;
+            }
+            game_event::Kind::Draw(draw) => {
+                let Some(by) = Side::from_i32(draw.by) else {
+                    return Ok(());
+                };
+                match draw.action() {
+                    game_event::DrawAction::Offered => self.draw_offer = Some(by),
+                    game_event::DrawAction::Declined | game_event::DrawAction::Accepted => {
+                        self.draw_offer = None;
+                    }
+                    game_event::DrawAction::Unspecified => {}
+                }
+                if let Some(line) = draw_line(by, draw.action(), self.you, self.names()) {
+                    self.text(line)?;
+                }
+            }
+            game_event::Kind::Rematch(rematch) => {
+                match rematch.action() {
+                    game_event::RematchAction::Offered => {
+                        self.rematch_offer = Side::from_i32(rematch.by);
+                    }
+                    game_event::RematchAction::Declined | game_event::RematchAction::Expired => {
+                        self.rematch_offer = None;
+                        self.rematch_closed = true;
+                    }
+                    game_event::RematchAction::Started => {
+                        self.rematch_offer = None;
+                        self.rematch_started = Some(rematch.game_id.clone());
+                    }
+                    game_event::RematchAction::Unspecified => {}
+                }
+                if let Some(line) = rematch_line(&rematch, self.you, self.names()) {
+                    self.text(line)?;
+                }
             }
             game_event::Kind::Heartbeat(_) => {}
         }
         Ok(())
     }
 
-    fn finish(&mut self, result: Option<GameResult>) -> Result<(), CliError> {
+    fn finish(
+        &mut self,
+        result: Option<GameResult>,
+        first_move_missed: bool,
+    ) -> Result<(), CliError> {
         if self.over {
             return Ok(());
         }
@@ -337,10 +601,19 @@ impl Live {
             self.game.result = result;
         }
         self.over = true;
+        self.draw_offer = None;
+        if let Some(line) = self
+            .game
+            .result
+            .as_ref()
+            .and_then(|r| end_line(r, self.names(), first_move_missed))
+        {
+            self.text(line)?;
+        }
         self.text(game_over_line(self.game.result.as_ref()))
     }
 
-    async fn on_snapshot(&mut self, game: Game) -> Result<(), CliError> {
+    async fn on_snapshot(&mut self, game: Game, received: Instant) -> Result<(), CliError> {
         let first = !self.known;
         self.known = true;
         if first && !self.from_start {
@@ -353,6 +626,10 @@ impl Live {
                 "game {}: {status}, {} moves played",
                 game.id, game.move_count
             ))?;
+            let tc = TimeControl::from_proto(game.time_control.as_ref());
+            if tc != TimeControl::Untimed {
+                out(format!("time control: {tc}"))?;
+            }
         }
         if game.move_count > self.shown_moves {
             // Resumed from a snapshot (the server's log no longer had our events), or
@@ -363,19 +640,37 @@ impl Live {
             }
             self.show_missed_moves(game.move_count).await?;
         }
+        self.take_clocks(game.clocks.as_ref(), received);
+        self.draw_offer = Side::from_i32(game.draw_offer);
+        self.rematch_offer = Side::from_i32(game.rematch_offer);
         self.game = game;
         if self.game.status() == GameStatus::Active {
             self.turn_announced = Some(self.ply());
         }
         let status = self.game.status();
         if matches!(status, GameStatus::Finished | GameStatus::Aborted) {
+            if let Some(clocks) = self.clocks.as_mut() {
+                clocks.stop(received);
+            }
             self.print_board()?;
             let result = self.game.result;
-            return self.finish(result);
+            return self.finish(result, false);
         }
         self.print_board()?;
         if status == GameStatus::WaitingForPlayers {
             self.text("waiting for an opponent to join")?;
+        }
+        if status == GameStatus::Active {
+            self.print_clock_line()?;
+            if let (Some(by), Some(you)) = (self.draw_offer, self.you)
+                && by != you
+            {
+                let names = self.names();
+                if let Some(line) = draw_line(by, game_event::DrawAction::Offered, Some(you), names)
+                {
+                    self.text(line)?;
+                }
+            }
         }
         Ok(())
     }
@@ -515,6 +810,118 @@ mod tests {
         assert_eq!(
             move_line(&MoveRecord::default(), 0),
             "move 0: ? plays ? ? (ring ? ?), captured 0, score 0:0"
+        );
+    }
+
+    #[test]
+    fn new_endings_are_spelled_out() {
+        let names = ["alice", "bob"];
+        let result = |reason: EndReason, winner: i32, ended_by: i32| GameResult {
+            outcome: if winner == 0 {
+                Outcome::Draw.into()
+            } else {
+                Outcome::SecondWins.into()
+            },
+            winner,
+            scores: None,
+            end_reason: reason.into(),
+            ended_by,
+        };
+        assert_eq!(
+            end_line(&result(EndReason::Timeout, 2, 1), names, false).as_deref(),
+            Some("alice ran out of time — bob wins on time")
+        );
+        // Without `winner` the opponent of the flagged player is the winner.
+        assert_eq!(
+            end_line(&result(EndReason::Timeout, 0, 2), ["alice", ""], false).as_deref(),
+            Some("the second player ran out of time — alice wins on time")
+        );
+        assert_eq!(
+            end_line(&result(EndReason::Agreement, 0, 0), names, false).as_deref(),
+            Some("drawn by agreement")
+        );
+        assert_eq!(
+            end_line(&result(EndReason::Abandonment, 2, 1), names, false).as_deref(),
+            Some("alice abandoned the game — bob wins by claim")
+        );
+        let aborted = result(EndReason::Aborted, 0, 2);
+        assert_eq!(
+            end_line(&aborted, names, true).as_deref(),
+            Some("bob did not make their first move in time — game aborted")
+        );
+        assert_eq!(end_line(&aborted, names, false), None, "a player's abort");
+        assert_eq!(
+            end_line(&result(EndReason::Resignation, 2, 1), names, false),
+            None
+        );
+        assert_eq!(
+            game_over_line(Some(&result(EndReason::Timeout, 2, 1))),
+            "game over: second wins 0:0 (timeout by first)"
+        );
+    }
+
+    #[test]
+    fn draw_offers_read_per_viewer() {
+        use game_event::DrawAction;
+        let names = ["alice", "bob"];
+        let line = |by, action, you| draw_line(by, action, you, names);
+        assert_eq!(
+            line(Side::First, DrawAction::Offered, Some(Side::Second)).as_deref(),
+            Some("alice offers a draw — type draw to accept, decline to refuse")
+        );
+        assert_eq!(
+            line(Side::First, DrawAction::Offered, Some(Side::First)).as_deref(),
+            Some("you offer a draw; it stands until bob moves or answers")
+        );
+        assert_eq!(
+            line(Side::First, DrawAction::Offered, None).as_deref(),
+            Some("alice offers a draw")
+        );
+        assert_eq!(
+            line(Side::Second, DrawAction::Declined, Some(Side::First)).as_deref(),
+            Some("bob declines the draw")
+        );
+        assert_eq!(
+            line(Side::Second, DrawAction::Accepted, Some(Side::Second)).as_deref(),
+            Some("you accept the draw")
+        );
+        assert_eq!(line(Side::Second, DrawAction::Unspecified, None), None);
+    }
+
+    #[test]
+    fn rematch_events_read_per_viewer() {
+        use game_event::{Rematch, RematchAction};
+        let names = ["alice", "bob"];
+        let event = |by: i32, action: RematchAction, game_id: &str| Rematch {
+            by,
+            action: action.into(),
+            game_id: game_id.into(),
+        };
+        let offered = event(2, RematchAction::Offered, "");
+        assert_eq!(
+            rematch_line(&offered, Some(Side::First), names).as_deref(),
+            Some("bob offers a rematch — type rematch to accept, no to decline")
+        );
+        assert_eq!(
+            rematch_line(&offered, Some(Side::Second), names).as_deref(),
+            Some("rematch offered; waiting for alice")
+        );
+        assert_eq!(
+            rematch_line(
+                &event(1, RematchAction::Declined, ""),
+                Some(Side::First),
+                names
+            )
+            .as_deref(),
+            Some("no rematch: you declined")
+        );
+        assert_eq!(
+            rematch_line(&event(0, RematchAction::Expired, ""), None, names).as_deref(),
+            Some("no rematch: the time to offer one has passed")
+        );
+        assert_eq!(
+            rematch_line(&event(0, RematchAction::Started, "g2"), None, names).as_deref(),
+            Some("rematch: game g2")
         );
     }
 

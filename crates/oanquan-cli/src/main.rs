@@ -3,6 +3,7 @@
 mod board;
 mod cli;
 mod client;
+mod clocks;
 mod commands;
 mod context;
 mod error;
@@ -12,6 +13,8 @@ mod live;
 mod moves;
 mod output;
 mod play;
+mod seek;
+mod timecontrol;
 mod tokens;
 
 use std::process::ExitCode;
@@ -30,20 +33,31 @@ async fn run(cli: Cli) -> Result<(), CliError> {
         Command::Create(args) => {
             let (id, seat) = commands::create(&ctx, &mut clients, args).await?;
             if args.play {
-                play::play(&ctx, clients, &id, Some(seat), true, &args.display).await?;
+                play::play(&ctx, clients, &id, Some(seat), true, &args.live).await?;
             }
         }
         Command::Join(args) => {
             let (id, seat) = commands::join(&ctx, &mut clients, args).await?;
             if args.play {
-                play::play(&ctx, clients, &id, Some(seat), true, &args.display).await?;
+                play::play(&ctx, clients, &id, Some(seat), true, &args.live).await?;
             }
         }
         Command::Play(args) => {
-            play::play(&ctx, clients, &args.game, args.seat, false, &args.display).await?;
+            play::play(&ctx, clients, &args.game, args.seat, false, &args.live).await?;
+        }
+        Command::Seek(args) => {
+            let (id, seat) = seek::seek(&ctx, &mut clients, args).await?;
+            seek::exit_on_interrupt(id.clone());
+            play::play(&ctx, clients, &id, Some(seat), true, &args.live).await?;
+        }
+        Command::Seeks => commands::seeks(&ctx, &mut clients).await?,
+        Command::Accept(args) => {
+            let (id, seat) = commands::accept(&ctx, &mut clients, args).await?;
+            play::play(&ctx, clients, &id, Some(seat), true, &args.live).await?;
         }
         Command::Resign(args) => commands::resign(&ctx, &mut clients, args).await?,
         Command::Abort(args) => commands::abort(&ctx, &mut clients, args).await?,
+        Command::Claim(args) => commands::claim(&ctx, &mut clients, args).await?,
         Command::Watch(args) => play::watch(&ctx, clients, args).await?,
         Command::List(args) => commands::list(&ctx, &mut clients, args).await?,
         Command::Show(args) => commands::show(&ctx, &mut clients, args).await?,

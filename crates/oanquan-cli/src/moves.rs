@@ -190,6 +190,14 @@ pub enum Input {
     Resign,
     Abort,
     Hint,
+    /// Offer a draw, or accept the opponent's offer.
+    Draw,
+    /// Refuse the opponent's draw offer; after the game, a rematch.
+    Decline,
+    /// Claim the win against an opponent who stays away.
+    Claim,
+    /// Offer or accept a rematch (after the game).
+    Rematch,
     Quit,
     Empty,
 }
@@ -211,8 +219,9 @@ const DIRECTION_WORDS: &[(&str, Dir)] = &[
     ("right", Dir::Right),
 ];
 
-/// Parses a prompt line: a command (`help`, `board`, `moves`, `hint`, `resign`, `abort`, `quit`) or a move such
-/// as `3 r`, `3r`, `3 left`, `r 3`, `3-right`.
+/// Parses a prompt line: a command (`help`, `board`, `moves`, `hint`, `resign`, `abort`, `draw`,
+/// `decline`/`no`, `claim`, `rematch`, `quit`) or a move such as `3 r`, `3r`, `3 left`, `r 3`,
+/// `3-right`.
 pub fn parse_input(line: &str) -> Result<Input, InputError> {
     let text = line.trim().to_lowercase();
     let command = match text.as_str() {
@@ -223,6 +232,10 @@ pub fn parse_input(line: &str) -> Result<Input, InputError> {
         "resign" => Some(Input::Resign),
         "abort" => Some(Input::Abort),
         "hint" => Some(Input::Hint),
+        "draw" => Some(Input::Draw),
+        "decline" | "no" => Some(Input::Decline),
+        "claim" => Some(Input::Claim),
+        "rematch" => Some(Input::Rematch),
         "q" | "quit" | "exit" => Some(Input::Quit),
         _ => None,
     };
@@ -318,6 +331,11 @@ mod tests {
         assert_eq!(parse_input("resign"), Ok(Input::Resign));
         assert_eq!(parse_input("Abort"), Ok(Input::Abort));
         assert_eq!(parse_input("   "), Ok(Input::Empty));
+        assert_eq!(parse_input("draw"), Ok(Input::Draw));
+        assert_eq!(parse_input(" Decline "), Ok(Input::Decline));
+        assert_eq!(parse_input("no"), Ok(Input::Decline));
+        assert_eq!(parse_input("claim"), Ok(Input::Claim));
+        assert_eq!(parse_input("REMATCH"), Ok(Input::Rematch));
     }
 
     #[test]

@@ -1,9 +1,51 @@
 //! Writing to the terminal. A closed stdout or stderr is an error to return or to ignore, never
 //! a panic as with `println!`; every command and the live view write through here.
+//!
+//! On a terminal, one line can be a *status line* that is rewritten in place (the ticking
+//! clocks): either the last line, with the cursor at its end (`watch`), or the line just above
+//! an input prompt (`play`), so that what the player is typing on the prompt line is never
+//! touched. Any other output ends the status line's life: the next tick writes nothing until
+//! a new status line is shown. Callers show status lines on terminals only.
 
 use std::io::Write as _;
+use std::sync::Mutex;
 
 use crate::error::CliError;
+
+/// Where the status line is, if one is on screen.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Status {
+    None,
+    /// The cursor is at the end of the status line (no newline after it).
+    AtCursor,
+    /// The status line is just above the prompt line the cursor is on.
+    AbovePrompt,
+}
+
+static STATUS: Mutex<Status> = Mutex::new(Status::None);
+
+/// Clear to the end of the line, after a carriage return.
+const ERASE_LINE: &str = "\r\x1b[K";
+
+/// Forgets the status line; returns what to write first so that the next output does not end
+/// up after it on the same line.
+fn take_status() -> &'static str {
+    let mut status = STATUS
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    let prefix = match *status {
+        Status::AtCursor => ERASE_LINE,
+        Status::None | Status::AbovePrompt => "",
+    };
+    *status = Status::None;
+    prefix
+}
+
+fn set_status(value: Status) {
+    *STATUS
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner) = value;
+}
 
 /// A failed write to stdout. Its reader going away (`oanquan watch G | head`) ends the command
 /// quietly with exit 0 (see [`CliError::output_closed`]); any other failure is reported.
@@ -15,34 +57,101 @@ fn stdout_error(err: &std::io::Error) -> CliError {
     }
 }
 
-/// Writes lines to stdout. A closed stdout is an error to return, not a panic as with
-/// `println!`.
-pub fn out(text: impl std::fmt::Display) -> Result<(), CliError> {
+fn write_stdout(text: &str) -> Result<(), CliError> {
     let mut stdout = std::io::stdout().lock();
-    writeln!(stdout, "{text}")
+    stdout
+        .write_all(text.as_bytes())
         .and_then(|()| stdout.flush())
         .map_err(|e| stdout_error(&e))
 }
 
+/// Writes lines to stdout. A closed stdout is an error to return, not a panic as with
+/// `println!`.
+pub fn out(text: impl std::fmt::Display) -> Result<(), CliError> {
+    write_stdout(&format!("{}{text}\n", take_status()))
+}
+
 pub fn out_lines(lines: &[String]) -> Result<(), CliError> {
-    let mut stdout = std::io::stdout().lock();
-    lines
-        .iter()
-        .try_for_each(|l| writeln!(stdout, "{l}"))
-        .and_then(|()| stdout.flush())
-        .map_err(|e| stdout_error(&e))
+    let mut text = take_status().to_owned();
+    for line in lines {
+        text.push_str(line);
+        text.push('\n');
+    }
+    write_stdout(&text)
 }
 
 /// A line on stderr. Unlike `eprintln!`, a closed stderr is ignored rather than a panic: there
 /// is nowhere left to report it.
 pub fn note(text: impl std::fmt::Display) {
+    clear_status();
     let _ = writeln!(std::io::stderr().lock(), "{text}");
 }
 
 /// Writes without a newline (an interactive prompt).
 pub fn out_inline(text: &str) -> Result<(), CliError> {
-    let mut stdout = std::io::stdout().lock();
-    write!(stdout, "{text}")
-        .and_then(|()| stdout.flush())
-        .map_err(|e| stdout_error(&e))
+    write_stdout(&format!("{}{text}", take_status()))
+}
+
+/// Erases a status line at the cursor and forgets it, before something else (stderr) writes
+/// on the terminal.
+pub fn clear_status() {
+    let prefix = take_status();
+    if !prefix.is_empty() {
+        let _ = write_stdout(prefix);
+    }
+}
+
+/// Shows `text` as the status line at the cursor (terminals only), replacing the current one.
+pub fn status_at_cursor(text: &str) -> Result<(), CliError> {
+    write_stdout(&format!("{}{text}", take_status()))?;
+    set_status(Status::AtCursor);
+    Ok(())
+}
+
+/// Shows `line` as the status line, then the prompt below it (terminals only).
+pub fn status_above_prompt(line: &str, prompt: &str) -> Result<(), CliError> {
+    write_stdout(&format!("{}{line}\n{prompt}", take_status()))?;
+    set_status(Status::AbovePrompt);
+    Ok(())
+}
+
+/// Rewrites the status line in place, if one is on screen; otherwise writes nothing.
+pub fn tick(text: &str) -> Result<(), CliError> {
+    let status = *STATUS
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    match tick_sequence(status, text) {
+        Some(sequence) => write_stdout(&sequence),
+        None => Ok(()),
+    }
+}
+
+/// What [`tick`] writes for a status line at `status`.
+fn tick_sequence(status: Status, text: &str) -> Option<String> {
+    match status {
+        Status::None => None,
+        Status::AtCursor => Some(format!("{ERASE_LINE}{text}")),
+        // Save the cursor (on the prompt line, after what is typed), rewrite the line above,
+        // restore the cursor.
+        Status::AbovePrompt => Some(format!("\x1b7\x1b[1A{ERASE_LINE}{text}\x1b8")),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ticks_rewrite_only_their_own_line() {
+        assert_eq!(tick_sequence(Status::None, "x"), None);
+        assert_eq!(
+            tick_sequence(Status::AtCursor, "clocks: a").as_deref(),
+            Some("\r\x1b[Kclocks: a")
+        );
+        let above = tick_sequence(Status::AbovePrompt, "clocks: b").expect("a sequence");
+        // The cursor comes back where it was: on the prompt line, after the typed text.
+        assert!(above.starts_with("\x1b7\x1b[1A\r\x1b[K"), "{above:?}");
+        assert!(above.ends_with("clocks: b\x1b8"), "{above:?}");
+        assert!(!above.contains('\n'));
+    }
 }

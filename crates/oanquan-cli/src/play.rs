@@ -1,23 +1,26 @@
 //! `play` and `watch`: following a game live, and for `play` reading moves.
 
 use std::io::BufRead as _;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use oanquan_proto::v1::{
-    AbortGameRequest, AnalyzeRequest, LegalMovesRequest, PlayMoveRequest, ResignRequest, RulesSpec,
-    rules_spec,
+    AbortGameRequest, AnalyzeRequest, ClaimVictoryRequest, DeclineDrawRequest,
+    DeclineRematchRequest, LegalMovesRequest, OfferDrawRequest, OfferRematchRequest,
+    PlayMoveRequest, ResignRequest, RulesSpec, game_event, rules_spec,
 };
 use tokio::sync::mpsc;
 
-use crate::cli::{DisplayArgs, WatchArgs};
+use crate::cli::{DisplayArgs, LiveArgs, WatchArgs};
 use crate::client::{Clients, authed, request};
+use crate::clocks::format_clock;
 use crate::commands::{self, Seats};
 use crate::context::Context;
 use crate::error::{CliError, code};
 use crate::feed::{self, FeedItem, FeedOptions};
 use crate::live::{Connection, Live, Output};
 use crate::moves::{Input, LocalMove, Side, parse_input};
-use crate::output::{note, out, out_inline};
+use crate::output::{self, note, out, out_inline, status_above_prompt, status_at_cursor};
+use crate::tokens::Entry;
 
 const PROMPT_HELP: &str = "\
   Type a move as your square 1-5, counted from YOUR left, and a direction as you see the board:
@@ -25,24 +28,41 @@ const PROMPT_HELP: &str = "\
     2 l   2 left           sow square 2 to your left
   Commands: moves (legal moves), board (draw the board), hint (a suggested move from the
   server's engine), help, resign (asks to confirm), abort (call the game off; only before
-  the first move), quit (leave; the game goes on and `oanquan play GAME` resumes it).";
+  the first move), draw (offer a draw, or accept the opponent's), decline (refuse the
+  opponent's draw offer), claim (claim the win when the opponent has stayed away too long),
+  quit (leave; the game goes on and `oanquan play GAME` resumes it).
+  After the game: rematch (offer or accept a rematch), no (decline it), quit.";
 
 /// Thinking time of a `hint`.
 const HINT_TIME_MS: u32 = 1000;
 
-fn output(ctx: &Context, display: &DisplayArgs, json: bool) -> Output {
+/// How often ticking clocks are redrawn on a terminal.
+const TICK: Duration = Duration::from_secs(1);
+
+/// `clock_lines`: print stable `clocks:` lines (no status line ticks in place).
+fn output(ctx: &Context, display: &DisplayArgs, json: bool, clock_lines: bool) -> Output {
     Output {
         json,
         style: ctx.style,
         animate: (ctx.stdout_tty && !display.no_animate && !json)
             .then(|| Duration::from_millis(display.animate_ms)),
+        clock_lines,
     }
 }
 
-fn feed_options(display: &DisplayArgs) -> FeedOptions {
+fn feed_options(display: &DisplayArgs, follow_rematch: bool) -> FeedOptions {
     FeedOptions {
         give_up: (display.give_up > 0).then(|| Duration::from_secs(display.give_up)),
+        follow_rematch,
     }
+}
+
+/// A ticker for redrawing clocks, its missed ticks skipped (a busy terminal does not get a
+/// burst of redraws).
+fn ticker() -> tokio::time::Interval {
+    let mut ticker = tokio::time::interval(TICK);
+    ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
+    ticker
 }
 
 pub async fn watch(ctx: &Context, clients: Clients, args: &WatchArgs) -> Result<(), CliError> {
@@ -58,25 +78,45 @@ pub async fn watch(ctx: &Context, clients: Clients, args: &WatchArgs) -> Result<
         ));
     }
     let mut connection = Connection::new(&ctx.server.name);
+    // On a terminal the clocks tick on the last line; elsewhere they come as stable lines.
+    let status_line = ctx.stdout_tty && !ctx.json;
     let mut live = Live::new(
         clients,
         args.view.unwrap_or(Side::First),
         None,
-        output(ctx, &args.display, ctx.json),
+        output(ctx, &args.display, ctx.json, !ctx.stdout_tty),
     );
     live.from_start = args.from_start;
     let mut events = feed::spawn(
         ctx.server.clone(),
         args.game.clone(),
         None,
-        feed_options(&args.display),
+        feed_options(&args.display, false),
     );
-    while let Some(item) = events.recv().await {
+    let mut ticker = ticker();
+    loop {
+        let ticking = status_line && live.ticking();
+        let item = tokio::select! {
+            item = events.recv() => item,
+            _ = ticker.tick(), if ticking => {
+                if let Some(line) = live.clock_line(Instant::now()) {
+                    output::tick(&line)?;
+                }
+                continue;
+            }
+        };
+        let Some(item) = item else { break };
         match item {
-            FeedItem::Event(event) => {
-                live.handle(*event).await?;
+            FeedItem::Event(event, received) => {
+                live.handle(*event, received).await?;
                 if live.over {
                     return Ok(());
+                }
+                if status_line
+                    && live.ticking()
+                    && let Some(line) = live.clock_line(Instant::now())
+                {
+                    status_at_cursor(&line)?;
                 }
             }
             FeedItem::Down {
@@ -119,28 +159,84 @@ struct Player {
     game_id: String,
     token: String,
     me: Side,
+    /// The display name stored with the seat, for the rematch's entry.
+    display_name: String,
     /// stdin and stdout are terminals: inline prompt; input read at any time.
     interactive: bool,
     /// The ply for which the prompt was last shown, so that it is shown once per turn.
     prompted: Option<u32>,
+    /// The ply for which the waiting prompt (with the clocks) was last shown, on a terminal.
+    waiting_prompted: Option<u32>,
     /// `resign` was typed: the next line says whether it is meant.
     confirming_resign: bool,
+    /// After the game: `rematch?` has been asked.
+    rematch_prompted: bool,
+    /// This seat's token for the rematch (from OfferRematch), and its seat there, until the
+    /// rematch's game id is known.
+    rematch_token: Option<(String, Side)>,
 }
 
-/// `seat`: the seat just taken (`create --play`, `join --play`) or `--seat`; without it, the
-/// only seat stored for the game, or on a terminal the player's answer if both are.
-/// `from_start`: the player has seen none of the game yet (it was just created or joined), so
-/// moves made before the board comes up (a computer's opening move) are shown too.
+/// What the session does next.
+enum Next {
+    /// Stay in this game.
+    Stay,
+    /// Done: the game is over (and no rematch follows), or the player left.
+    Done,
+    /// Go on with the rematch, as this seat.
+    Rematch(String, Side),
+}
+
+/// `seat`: the seat just taken (`create --play`, `join --play`, `seek`, `accept`) or `--seat`;
+/// without it, the only seat stored for the game, or on a terminal the player's answer if both
+/// are. `from_start`: the player has seen none of the game yet (it was just created or joined),
+/// so moves made before the board comes up (a computer's opening move) are shown too. A
+/// rematch started at the prompt is played on in the same session.
 pub async fn play(
+    ctx: &Context,
+    clients: Clients,
+    game_id: &str,
+    seat: Option<Side>,
+    from_start: bool,
+    args: &LiveArgs,
+) -> Result<(), CliError> {
+    let mut lines = stdin_lines();
+    let mut game_id = game_id.to_owned();
+    let mut seat = seat;
+    let mut from_start = from_start;
+    loop {
+        let next = play_one(
+            ctx,
+            clients.clone(),
+            &game_id,
+            seat,
+            from_start,
+            args,
+            &mut lines,
+        )
+        .await?;
+        match next {
+            Next::Rematch(next_id, next_seat) => {
+                game_id = next_id;
+                seat = Some(next_seat);
+                from_start = true;
+            }
+            Next::Stay | Next::Done => return Ok(()),
+        }
+    }
+}
+
+async fn play_one(
     ctx: &Context,
     mut clients: Clients,
     game_id: &str,
     seat: Option<Side>,
     from_start: bool,
-    display: &DisplayArgs,
-) -> Result<(), CliError> {
+    args: &LiveArgs,
+    lines: &mut mpsc::UnboundedReceiver<String>,
+) -> Result<Next, CliError> {
     let interactive = ctx.stdin_tty && ctx.stdout_tty;
-    let mut lines = stdin_lines();
+    // Wait for a rematch choice after the game: always on a terminal, with --rematch elsewhere.
+    let stay = interactive || args.rematch;
     let entry = match commands::saved_seats(ctx, &mut clients, game_id, seat).await? {
         Seats::One(entry) => entry,
         Seats::Both(first, second) if interactive => loop {
@@ -163,11 +259,20 @@ pub async fn play(
         game_id: game_id.to_owned(),
         token: entry.token,
         me,
+        display_name: entry.display_name,
         interactive,
         prompted: None,
+        waiting_prompted: None,
         confirming_resign: false,
+        rematch_prompted: false,
+        rematch_token: None,
     };
-    let mut live = Live::new(clients, me, Some(me), output(ctx, display, false));
+    let mut live = Live::new(
+        clients,
+        me,
+        Some(me),
+        output(ctx, &args.display, false, !interactive),
+    );
     live.from_start = from_start;
     out(format!("playing {game_id} as {me}"))?;
     let mut connection = Connection::new(&ctx.server.name);
@@ -175,25 +280,59 @@ pub async fn play(
         ctx.server.clone(),
         game_id.to_owned(),
         Some(player.token.clone()),
-        feed_options(display),
+        feed_options(&args.display, stay),
     );
+    let mut ticker = ticker();
     loop {
+        if live.over {
+            if let Some(rematch) = live.rematch_started.clone() {
+                return player.switch(ctx, &rematch);
+            }
+            if !(stay && live.rematch_open()) {
+                return Ok(Next::Done);
+            }
+            if !player.rematch_prompted {
+                player.rematch_prompted = true;
+                player.rematch_prompt(&live)?;
+            }
+        }
         let my_turn = live.to_move() == Some(me);
         // The prompt waits for the turn's announcement, so `turn:` is printed before it.
-        if my_turn && player.prompted != Some(live.ply()) && live.turn_announced == Some(live.ply())
-        {
+        let announced = live.turn_announced == Some(live.ply());
+        if my_turn && player.prompted != Some(live.ply()) && announced {
             player.prompted = Some(live.ply());
             player.prompt(&mut live).await?;
         }
+        // On a terminal, the opponent's turn of a timed game shows the ticking clocks above a
+        // waiting prompt.
+        if interactive
+            && !my_turn
+            && live.ticking()
+            && announced
+            && player.waiting_prompted != Some(live.ply())
+        {
+            player.waiting_prompted = Some(live.ply());
+            player.reprompt(&mut live, false).await?;
+        }
         // Scripts may pipe all their moves at once: read the next line only when a move is
         // wanted, so that lines are not consumed (and rejected) during the opponent's turn.
-        let want_input = my_turn || player.interactive || player.confirming_resign;
+        let want_input =
+            my_turn || player.interactive || player.confirming_resign || (live.over && stay);
+        let ticking = interactive && live.ticking();
         tokio::select! {
             item = events.recv() => match item {
-                Some(FeedItem::Event(event)) => {
-                    live.handle(*event).await?;
-                    if live.over {
-                        return Ok(());
+                Some(FeedItem::Event(event, received)) => {
+                    let offer = matches!(
+                        event.kind,
+                        Some(game_event::Kind::Draw(_) | game_event::Kind::Rematch(_))
+                    );
+                    live.handle(*event, received).await?;
+                    // An offer's line went over the prompt: show it again.
+                    if offer && interactive && !live.over {
+                        let my_turn = live.to_move() == Some(me);
+                        player.reprompt(&mut live, my_turn).await?;
+                    } else if offer && interactive && live.rematch_open() {
+                        player.rematch_prompt(&live)?;
                     }
                 }
                 Some(FeedItem::Down { why, attempt, retry_in }) => {
@@ -203,22 +342,32 @@ pub async fn play(
                     connection.up(after);
                     // The notice went over the prompt: show it again (a turn's first prompt
                     // is still to come at the top of the loop).
-                    let my_turn = live.to_move() == Some(me);
-                    if !my_turn || player.prompted == Some(live.ply()) {
-                        player.reprompt(&mut live, my_turn).await?;
+                    if live.over {
+                        if player.rematch_prompted && live.rematch_open() {
+                            player.rematch_prompt(&live)?;
+                        }
+                    } else {
+                        let my_turn = live.to_move() == Some(me);
+                        if !my_turn || player.prompted == Some(live.ply()) {
+                            player.reprompt(&mut live, my_turn).await?;
+                        }
                     }
                 }
                 Some(FeedItem::Fatal(err)) => return Err(err),
-                None if live.over => return Ok(()),
+                None if live.over => return Ok(Next::Done),
                 None => return Err(CliError::new(code::FAILURE, "the event stream stopped unexpectedly")),
             },
             line = lines.recv(), if want_input => match line {
-                Some(line) => {
-                    if player.on_line(&mut live, &line).await? {
+                Some(line) => match player.on_line(ctx, &mut live, &line).await? {
+                    Next::Stay => {}
+                    Next::Done if live.over => return Ok(Next::Done),
+                    Next::Done => {
                         note(format!("left game {game_id}; it goes on: resume with `oanquan play {game_id}`"));
-                        return Ok(());
+                        return Ok(Next::Done);
                     }
-                }
+                    next @ Next::Rematch(..) => return Ok(next),
+                },
+                None if live.over => return Ok(Next::Done),
                 None => {
                     return Err(CliError::new(
                         code::UNFINISHED,
@@ -226,6 +375,11 @@ pub async fn play(
                     ));
                 }
             },
+            _ = ticker.tick(), if ticking => {
+                if let Some(line) = live.clock_line(Instant::now()) {
+                    output::tick(&line)?;
+                }
+            }
         }
     }
 }
@@ -238,10 +392,30 @@ impl Player {
         let listed: Vec<String> = legal.iter().map(|m| m.short()).collect();
         out(format!("legal moves: {}", listed.join(" ")))?;
         if self.interactive {
-            out_inline("your move> ")
+            self.inline_prompt(live, "your move> ")
         } else {
             out("your move")
         }
+    }
+
+    /// An inline prompt on a terminal; in a timed game the clocks on the line above it, where
+    /// they tick without touching what is being typed.
+    fn inline_prompt(&self, live: &Live, prompt: &str) -> Result<(), CliError> {
+        match live.clock_line(Instant::now()).filter(|_| !live.over) {
+            Some(clocks) => status_above_prompt(&clocks, prompt),
+            None => out_inline(prompt),
+        }
+    }
+
+    /// After the game: asks for a rematch (stable line `rematch? (rematch/no)`).
+    fn rematch_prompt(&self, live: &Live) -> Result<(), CliError> {
+        if !self.interactive {
+            return out("rematch? (rematch/no)");
+        }
+        let left = live
+            .rematch_left(Instant::now())
+            .map_or_else(String::new, |d| format!(", within {}", format_clock(d)));
+        out_inline(&format!("rematch? (rematch/no{left}; quit to leave)> "))
     }
 
     /// The legal moves in the player's own terms: asked from the server's rules engine, so that
@@ -287,8 +461,16 @@ impl Player {
         moves
     }
 
-    /// Handles one input line; returns true to quit.
-    async fn on_line(&mut self, live: &mut Live, line: &str) -> Result<bool, CliError> {
+    /// Handles one input line.
+    async fn on_line(
+        &mut self,
+        ctx: &Context,
+        live: &mut Live,
+        line: &str,
+    ) -> Result<Next, CliError> {
+        if live.over {
+            return self.on_line_after(ctx, live, line).await;
+        }
         let my_turn = live.to_move() == Some(self.me);
         if std::mem::take(&mut self.confirming_resign) {
             if matches!(line.trim().to_lowercase().as_str(), "y" | "yes") {
@@ -296,18 +478,18 @@ impl Player {
             }
             out("not resigned; the game goes on")?;
             self.reprompt(live, my_turn).await?;
-            return Ok(false);
+            return Ok(Next::Stay);
         }
         let input = match parse_input(line) {
             Ok(input) => input,
             Err(err) => {
                 out(format!("error: {err}"))?;
                 self.reprompt(live, my_turn).await?;
-                return Ok(false);
+                return Ok(Next::Stay);
             }
         };
         match input {
-            Input::Quit => return Ok(true),
+            Input::Quit => return Ok(Next::Done),
             Input::Empty => {}
             Input::Help => out(PROMPT_HELP)?,
             Input::Board => live.print_board()?,
@@ -315,9 +497,9 @@ impl Player {
             Input::Resign => {
                 self.confirming_resign = true;
                 return if self.interactive {
-                    out_inline("resign? (y/N) ").map(|()| false)
+                    out_inline("resign? (y/N) ").map(|()| Next::Stay)
                 } else {
-                    out("resign? (y/N)").map(|()| false)
+                    out("resign? (y/N)").map(|()| Next::Stay)
                 };
             }
             Input::Abort if live.game.move_count > 0 => out(
@@ -334,28 +516,168 @@ impl Player {
                     .await;
                 match aborted {
                     // The GameOver event ends the session.
-                    Ok(_) => return Ok(false),
+                    Ok(_) => return Ok(Next::Stay),
                     Err(status) => out(format!(
                         "error: {}",
                         CliError::from_status("abort", &status)
                     ))?,
                 }
             }
+            Input::Draw => {
+                let offered = live_games(live)
+                    .offer_draw(authed(
+                        OfferDrawRequest {
+                            game_id: self.game_id.clone(),
+                        },
+                        &self.token,
+                    )?)
+                    .await;
+                match offered {
+                    // The Draw event says what happened (and GameOver ends an accepted one).
+                    Ok(response) if response.get_ref().accepted => return Ok(Next::Stay),
+                    Ok(_) => {}
+                    Err(status) => self.refused("draw", &status)?,
+                }
+            }
+            Input::Decline => {
+                let declined = live_games(live)
+                    .decline_draw(authed(
+                        DeclineDrawRequest {
+                            game_id: self.game_id.clone(),
+                        },
+                        &self.token,
+                    )?)
+                    .await;
+                if let Err(status) = declined {
+                    self.refused("decline", &status)?;
+                }
+            }
+            Input::Claim => {
+                let claimed = live_games(live)
+                    .claim_victory(authed(
+                        ClaimVictoryRequest {
+                            game_id: self.game_id.clone(),
+                        },
+                        &self.token,
+                    )?)
+                    .await;
+                match claimed {
+                    // The GameOver event ends the session.
+                    Ok(_) => return Ok(Next::Stay),
+                    Err(status) => self.refused("claim", &status)?,
+                }
+            }
+            Input::Rematch => out("error: a rematch can be offered once the game is over")?,
             Input::Hint if my_turn => self.hint(live).await?,
             Input::Hint => out("error: hints are for your turn; wait for the opponent's move")?,
             Input::Move(mv) if my_turn => {
                 if self.send_move(live, mv).await? {
-                    return Ok(false);
+                    return Ok(Next::Stay);
                 }
             }
             Input::Move(_) => out("error: it is not your turn; wait for the opponent's move")?,
         }
-        self.reprompt(live, my_turn).await?;
-        Ok(false)
+        let my_turn = live.to_move() == Some(self.me);
+        if !live.over {
+            self.reprompt(live, my_turn).await?;
+        }
+        Ok(Next::Stay)
+    }
+
+    /// A line after the game: `rematch`, `no`, `quit`, `board`, `help`.
+    async fn on_line_after(
+        &mut self,
+        ctx: &Context,
+        live: &mut Live,
+        line: &str,
+    ) -> Result<Next, CliError> {
+        match parse_input(line) {
+            Ok(Input::Quit) => return Ok(Next::Done),
+            Ok(Input::Empty) => {}
+            Ok(Input::Help) => out(PROMPT_HELP)?,
+            Ok(Input::Board) => live.print_board()?,
+            Ok(Input::Rematch) => {
+                let offered = live_games(live)
+                    .offer_rematch(authed(
+                        OfferRematchRequest {
+                            game_id: self.game_id.clone(),
+                        },
+                        &self.token,
+                    )?)
+                    .await;
+                match offered {
+                    Ok(response) => {
+                        let response = response.into_inner();
+                        let seat = commands::seat_of(response.seat, "rematch answer")?;
+                        self.rematch_token = Some((response.player_token, seat));
+                        // This offer completed the pairing: the rematch is on already.
+                        if let Some(rematch) = response.rematch {
+                            out(format!("rematch: game {}", rematch.id))?;
+                            return self.switch(ctx, &rematch.id);
+                        }
+                        // Otherwise the Rematch event says it is offered; STARTED follows.
+                        return Ok(Next::Stay);
+                    }
+                    Err(status) => self.refused("rematch", &status)?,
+                }
+            }
+            Ok(Input::Decline) => {
+                let declined = live_games(live)
+                    .decline_rematch(authed(
+                        DeclineRematchRequest {
+                            game_id: self.game_id.clone(),
+                        },
+                        &self.token,
+                    )?)
+                    .await;
+                match declined {
+                    // The Rematch DECLINED event closes the game's stream.
+                    Ok(_) => return Ok(Next::Stay),
+                    Err(status) => self.refused("decline", &status)?,
+                }
+            }
+            Ok(_) | Err(_) => {
+                out(
+                    "error: the game is over: type rematch for a rematch, no to decline, quit to leave",
+                )?;
+            }
+        }
+        if live.rematch_open() {
+            self.rematch_prompt(live)?;
+        }
+        Ok(Next::Stay)
+    }
+
+    /// Goes on with the rematch `game_id` if this seat asked for it here (its token came with
+    /// the offer); stores that token first, as `create` and `join` do.
+    fn switch(&mut self, ctx: &Context, game_id: &str) -> Result<Next, CliError> {
+        let Some((token, seat)) = self.rematch_token.take() else {
+            out(format!(
+                "the rematch is played where it was asked for; follow it with `oanquan watch {game_id}`"
+            ))?;
+            return Ok(Next::Done);
+        };
+        ctx.token_store()?.put(Entry {
+            server: ctx.server.name.clone(),
+            game_id: game_id.to_owned(),
+            seat: seat.name().to_owned(),
+            token,
+            display_name: self.display_name.clone(),
+        })?;
+        Ok(Next::Rematch(game_id.to_owned(), seat))
+    }
+
+    /// A refused request at the prompt: an error line, unless the seat itself is refused.
+    fn refused(&self, what: &str, status: &tonic::Status) -> Result<(), CliError> {
+        let err = CliError::from_status(what, status);
+        if err.code == code::AUTH {
+            return Err(err);
+        }
+        out(format!("error: {}", err.message))
     }
 
     /// Resigns (confirmed); the GameOver event then ends the session.
-    async fn resign(&mut self, live: &mut Live) -> Result<bool, CliError> {
+    async fn resign(&mut self, live: &mut Live) -> Result<Next, CliError> {
         let resigned = live_games(live)
             .resign(authed(
                 ResignRequest {
@@ -372,7 +694,7 @@ impl Player {
             let my_turn = live.to_move() == Some(self.me);
             self.reprompt(live, my_turn).await?;
         }
-        Ok(false)
+        Ok(Next::Stay)
     }
 
     /// Asks the server's engine for the best move in the current position and prints it in
@@ -416,7 +738,7 @@ impl Player {
         if my_turn {
             self.prompt(live).await
         } else if self.interactive {
-            out_inline("(waiting for the opponent)> ")
+            self.inline_prompt(live, "(waiting for the opponent)> ")
         } else {
             Ok(())
         }
