@@ -10,10 +10,12 @@ use std::sync::{Arc, Mutex, MutexGuard};
 
 use futures::FutureExt as _;
 
+use crate::account::{Account, AccountId, ApiKeyRecord};
 use crate::model::{GameEvent, GameFilter, GameId, GameInfo, GameState, LobbyEvent};
+use crate::rating::Speed;
 use crate::store::{
-    Commit, Committed, GameStore, Page, Since, StoreError, StoreFuture, page_cursor,
-    parse_page_cursor,
+    Commit, Committed, GameStore, LeaderboardPage, Page, PlayerGameFilter, Ranked, Since,
+    StoreError, StoreFuture, page_cursor, parse_page_cursor,
 };
 
 /// Capacity knobs of the memory store.
@@ -52,7 +54,47 @@ struct Inner {
     order: Vec<GameId>,
     lobby: VecDeque<Arc<LobbyEvent>>,
     lobby_sequence: u64,
+    accounts: HashMap<AccountId, StoredAccount>,
+    /// Username key → account.
+    names: HashMap<String, AccountId>,
+    /// API key id → account.
+    keys: HashMap<String, AccountId>,
 }
+
+#[derive(Debug)]
+struct StoredAccount {
+    account: Account,
+    keys: Vec<ApiKeyRecord>,
+}
+
+/// API keys one account may have, revoked ones included: a bound on what one account can make
+/// the store hold.
+pub const MAX_API_KEYS: usize = 20;
+
+impl Inner {
+    /// Checks every account update of a commit before anything is written.
+    fn check_accounts(&self, commit: &Commit) -> Result<(), StoreError> {
+        for update in &commit.accounts {
+            let stored = self
+                .accounts
+                .get(&update.account.id)
+                .ok_or(StoreError::NotFound)?;
+            if stored.account.version != update.expected_version {
+                return Err(StoreError::Conflict {
+                    current: stored.account.version,
+                });
+            }
+        }
+        Ok(())
+    }
+
+    fn write_accounts(&mut self, commit: &mut Commit) {
+        for update in commit.accounts.drain(..) {
+            if let Some(stored) = self.accounts.get_mut(&update.account.id) {
+                stored.account = update.account;
+            }
+        }
+    }
 
 #[derive(Debug)]
 struct Stored {
@@ -141,6 +183,30 @@ impl MemoryStore {
     }
 }
 
+/// A leaderboard cursor: the speed and how many players came before.
+#[must_use]
+pub fn leaderboard_cursor(speed: Speed, offset: u64) -> String {
+    format!("top-{}.{offset}", speed.name())
+}
+
+/// The offset in a cursor made by [`leaderboard_cursor`] for the same speed.
+///
+/// # Errors
+///
+/// [`StoreError::BadCursor`] for any other text.
+pub fn leaderboard_offset(speed: Speed, cursor: &str) -> Result<usize, StoreError> {
+    let offset = parse_named_cursor(&format!("top-{}", speed.name()), cursor)?;
+    usize::try_from(offset).map_err(|_| StoreError::BadCursor)
+}
+
+fn parse_named_cursor(name: &str, cursor: &str) -> Result<u64, StoreError> {
+    let (prefix, position) = cursor.split_once('.').ok_or(StoreError::BadCursor)?;
+    if prefix != name {
+        return Err(StoreError::BadCursor);
+    }
+    position.parse().map_err(|_| StoreError::BadCursor)
+}
+
 /// Events after `after` from a log holding a suffix of `1..=last`.
 fn since<E>(log: &VecDeque<Arc<E>>, last: u64, after: u64, done: bool) -> Since<E> {
     if after > last {
@@ -169,6 +235,9 @@ impl GameStore for MemoryStore {
             if commit.expected_sequence != 0 || inner.games.contains_key(&commit.state.info().id) {
                 return Err(StoreError::Conflict { current: 0 });
             }
+            inner.check_accounts(&commit)?;
+            let mut commit = commit;
+            inner.write_accounts(&mut commit);
             let index = inner.order.len();
             inner.order.push(commit.state.info().id.clone());
             Ok(self.write(&mut inner, commit, index))
@@ -188,6 +257,9 @@ impl GameStore for MemoryStore {
                 return Err(StoreError::Conflict { current });
             }
             let index = stored.index;
+            inner.check_accounts(&commit)?;
+            let mut commit = commit;
+            inner.write_accounts(&mut commit);
             Ok(self.write(&mut inner, commit, index))
         })();
         futures::future::ready(result).boxed()
@@ -282,6 +354,188 @@ impl GameStore for MemoryStore {
             .cloned()
             .collect();
         let result = Ok((games, inner.lobby_sequence));
+        futures::future::ready(result).boxed()
+    }
+
+    fn create_account(&self, account: Account, key: ApiKeyRecord) -> StoreFuture<'_, ()> {
+        let result = (|| {
+            let mut inner = self.lock();
+            let name = account.username.key();
+            if inner.names.contains_key(&name) {
+                return Err(StoreError::AlreadyExists);
+            }
+            inner.names.insert(name, account.id.clone());
+            inner.keys.insert(key.id.clone(), account.id.clone());
+            inner.accounts.insert(
+                account.id.clone(),
+                StoredAccount {
+                    account,
+                    keys: vec![key],
+                },
+            );
+            Ok(())
+        })();
+        futures::future::ready(result).boxed()
+    }
+
+    fn account<'a>(&'a self, id: &'a AccountId) -> StoreFuture<'a, Account> {
+        let result = self
+            .lock()
+            .accounts
+            .get(id)
+            .map(|stored| stored.account.clone())
+            .ok_or(StoreError::NotFound);
+        futures::future::ready(result).boxed()
+    }
+
+    fn account_by_name<'a>(&'a self, key: &'a str) -> StoreFuture<'a, Account> {
+        let inner = self.lock();
+        let result = inner
+            .names
+            .get(key)
+            .and_then(|id| inner.accounts.get(id))
+            .map(|stored| stored.account.clone())
+            .ok_or(StoreError::NotFound);
+        futures::future::ready(result).boxed()
+    }
+
+    fn account_by_api_key<'a>(
+        &'a self,
+        key_id: &'a str,
+    ) -> StoreFuture<'a, (Account, ApiKeyRecord)> {
+        let inner = self.lock();
+        let result = inner
+            .keys
+            .get(key_id)
+            .and_then(|id| inner.accounts.get(id))
+            .and_then(|stored| {
+                let key = stored.keys.iter().find(|k| k.id == key_id)?;
+                Some((stored.account.clone(), key.clone()))
+            })
+            .ok_or(StoreError::NotFound);
+        futures::future::ready(result).boxed()
+    }
+
+    fn add_api_key<'a>(&'a self, id: &'a AccountId, key: ApiKeyRecord) -> StoreFuture<'a, ()> {
+        let result = (|| {
+            let mut inner = self.lock();
+            let stored = inner.accounts.get_mut(id).ok_or(StoreError::NotFound)?;
+            if stored.keys.len() >= MAX_API_KEYS {
+                return Err(StoreError::Full(format!(
+                    "an account has at most {MAX_API_KEYS} API keys, revoked ones included"
+                )));
+            }
+            stored.keys.push(key.clone());
+            inner.keys.insert(key.id, id.clone());
+            Ok(())
+        })();
+        futures::future::ready(result).boxed()
+    }
+
+    fn revoke_api_key<'a>(
+        &'a self,
+        id: &'a AccountId,
+        key_id: &'a str,
+        now: std::time::SystemTime,
+    ) -> StoreFuture<'a, bool> {
+        let mut inner = self.lock();
+        let found = inner
+            .accounts
+            .get_mut(id)
+            .and_then(|stored| stored.keys.iter_mut().find(|k| k.id == key_id))
+            .map(|key| {
+                key.revoked.get_or_insert(now);
+            })
+            .is_some();
+        futures::future::ready(Ok(found)).boxed()
+    }
+
+    fn api_keys<'a>(&'a self, id: &'a AccountId) -> StoreFuture<'a, Vec<ApiKeyRecord>> {
+        let keys = self
+            .lock()
+            .accounts
+            .get(id)
+            .map(|stored| stored.keys.clone())
+            .unwrap_or_default();
+        futures::future::ready(Ok(keys)).boxed()
+    }
+
+    fn leaderboard<'a>(
+        &'a self,
+        speed: Speed,
+        limit: usize,
+        cursor: Option<&'a str>,
+    ) -> StoreFuture<'a, LeaderboardPage> {
+        let result = (|| {
+            let skip = match cursor {
+                Some(text) => leaderboard_offset(speed, text)?,
+                None => 0,
+            };
+            let inner = self.lock();
+            let mut rated: Vec<&Account> = inner
+                .accounts
+                .values()
+                .map(|stored| &stored.account)
+                .filter(|a| a.ratings.get(&speed).is_some_and(|r| !r.is_provisional()))
+                .collect();
+            rated.sort_by(|a, b| {
+                b.rating(speed)
+                    .rating
+                    .total_cmp(&a.rating(speed).rating)
+                    .then_with(|| a.id.cmp(&b.id))
+            });
+            let players: Vec<Ranked> = rated
+                .iter()
+                .enumerate()
+                .skip(skip)
+                .take(limit)
+                .map(|(index, account)| Ranked {
+                    account: (*account).clone(),
+                    rank: index as u64 + 1,
+                })
+                .collect();
+            let next = skip + players.len();
+            let next_cursor =
+                (next < rated.len()).then(|| leaderboard_cursor(speed, next as u64));
+            Ok(LeaderboardPage {
+                players,
+                next_cursor,
+            })
+        })();
+        futures::future::ready(result).boxed()
+    }
+
+    fn player_games<'a>(
+        &'a self,
+        id: &'a AccountId,
+        filter: PlayerGameFilter,
+        limit: usize,
+        cursor: Option<&'a str>,
+    ) -> StoreFuture<'a, Page> {
+        let result = (|| {
+            let inner = self.lock();
+            let name = format!("player-{}", filter.name());
+            let end = match cursor {
+                Some(text) => usize::try_from(parse_named_cursor(&name, text)?)
+                    .map_err(|_| StoreError::BadCursor)?
+                    .min(inner.order.len()),
+                None => inner.order.len(),
+            };
+            let mut games = Vec::new();
+            let mut next_cursor = None;
+            for index in (0..end).rev() {
+                let info = inner.games[&inner.order[index]].state.info();
+                if crate::model::seat_of_account(info, id).is_none() || !filter.accepts(info, id) {
+                    continue;
+                }
+                if games.len() == limit {
+                    next_cursor = Some(format!("{name}.{}", index + 1));
+                    break;
+                }
+                games.push(info.clone());
+            }
+            Ok(Page { games, next_cursor })
+        })();
         futures::future::ready(result).boxed()
     }
 

@@ -9,6 +9,7 @@ use oanquan_rules::{
     ByPlayer, EndReason, Game, Move, Outcome, PlayError, Player, Position, Preset, Rules, Step,
 };
 
+use crate::account::{AccountId, RatingChange, SeatAccount};
 use crate::clock::{Clock, ClockReading, Rematch, TimeControl};
 use crate::token::{TokenHash, random_game_id};
 
@@ -143,10 +144,12 @@ pub enum PlayerKind {
 /// The public face of an occupied seat.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SeatInfo {
-    /// For display only: not unique, not authenticated.
+    /// For display only: not unique, not authenticated. For an account, its username.
     pub display_name: String,
     /// Human or computer.
     pub kind: PlayerKind,
+    /// The account that took the seat, if it was taken with an API key.
+    pub account: Option<SeatAccount>,
 }
 
 /// How a game ended.
@@ -178,6 +181,8 @@ pub struct GameResult {
     pub termination: Termination,
     /// Who resigned, aborted, ran out of time or abandoned the game.
     pub ended_by: Option<Player>,
+    /// A rated game's rating changes, each side's before and after.
+    pub ratings: Option<ByPlayer<RatingChange>>,
 }
 
 /// One move of a game with what it did.
@@ -393,6 +398,8 @@ pub struct GameInfo {
     pub last_draw_offer: ByPlayer<Option<u32>>,
     /// Rematch offers and links.
     pub rematch: Rematch,
+    /// Whether the result changes the players' ratings (both seats are accounts).
+    pub rated: bool,
 }
 
 impl GameInfo {
@@ -826,6 +833,17 @@ pub fn computer_name(level: Level) -> String {
 #[must_use]
 pub fn needs_agents(info: &GameInfo) -> bool {
     has_computer_seat(info) || crate::clock::deadline(info).is_some()
+}
+
+/// The seat `account` holds in `info`, if any.
+#[must_use]
+pub fn seat_of_account(info: &GameInfo, account: &AccountId) -> Option<Player> {
+    Player::ALL.into_iter().find(|&p| {
+        info.seats[p]
+            .as_ref()
+            .and_then(|s| s.account.as_ref())
+            .is_some_and(|a| &a.id == account)
+    })
 }
 
 /// Whether the computer holds a seat of the game.

@@ -16,9 +16,11 @@ use std::time::SystemTime;
 use futures::future::BoxFuture;
 use tokio::sync::watch;
 
+use crate::account::{Account, AccountId, AccountUpdate, ApiKeyRecord};
 use crate::model::{
     GameEvent, GameEventKind, GameFilter, GameId, GameInfo, GameState, LobbyEvent, LobbyEventKind,
 };
+use crate::rating::Speed;
 
 /// A store's boxed future.
 pub type StoreFuture<'a, T> = BoxFuture<'a, Result<T, StoreError>>;
@@ -57,6 +59,9 @@ pub enum StoreError {
     /// The backend failed otherwise (a bug, a broken invariant).
     #[error("storage backend: {0}")]
     Backend(String),
+    /// A unique value is taken (a username, by its key).
+    #[error("already exists")]
+    AlreadyExists,
 }
 
 /// A state change to write atomically.
@@ -75,6 +80,10 @@ pub struct Commit {
     pub lobby_events: Vec<LobbyEventKind>,
     /// Time stamp of every event.
     pub time: SystemTime,
+    /// Accounts changed with the game (ratings and results of a game that ended), written in
+    /// the same unit; the write fails with [`StoreError::Conflict`] if one of them is no longer
+    /// at its `expected_version`.
+    pub accounts: Vec<AccountUpdate>,
 }
 
 /// What a commit wrote, with sequence numbers, ready to publish.
@@ -105,6 +114,85 @@ pub enum Since<E> {
         /// The last sequence there is.
         last: u64,
     },
+}
+
+/// Which of a player's games a listing returns.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct PlayerGameFilter {
+    /// Only games the player won, drew or lost (finished games only).
+    pub result: Option<PlayerResult>,
+    /// Only games of this speed.
+    pub speed: Option<Speed>,
+}
+
+/// A game's result from one player's side.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum PlayerResult {
+    /// The player won.
+    Win,
+    /// A draw.
+    Draw,
+    /// The player lost.
+    Loss,
+}
+
+impl PlayerGameFilter {
+    /// A short stable name, used inside page cursors.
+    #[must_use]
+    pub fn name(self) -> String {
+        let result = match self.result {
+            None => "any",
+            Some(PlayerResult::Win) => "win",
+            Some(PlayerResult::Draw) => "draw",
+            Some(PlayerResult::Loss) => "loss",
+        };
+        let speed = self.speed.map_or("any", Speed::name);
+        format!("{result}-{speed}")
+    }
+
+    /// Whether `game`, in which `account` holds a seat, passes.
+    #[must_use]
+    pub fn accepts(self, game: &GameInfo, account: &AccountId) -> bool {
+        if let Some(speed) = self.speed
+            && Speed::of(game.time_control) != Some(speed)
+        {
+            return false;
+        }
+        let Some(wanted) = self.result else {
+            return true;
+        };
+        let seat = crate::model::seat_of_account(game, account);
+        let outcome = game.result.and_then(|r| r.outcome);
+        match (seat, outcome) {
+            (Some(seat), Some(outcome)) => {
+                let result = match outcome.winner() {
+                    None => PlayerResult::Draw,
+                    Some(winner) if winner == seat => PlayerResult::Win,
+                    Some(_) => PlayerResult::Loss,
+                };
+                result == wanted
+            }
+            _ => false,
+        }
+    }
+}
+
+/// One rated player on a leaderboard.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Ranked {
+    /// The account.
+    pub account: Account,
+    /// 1 for the best.
+    pub rank: u64,
+}
+
+/// One page of a leaderboard.
+#[derive(Debug, Clone, PartialEq)]
+pub struct LeaderboardPage {
+    /// Best first.
+    pub players: Vec<Ranked>,
+    /// Opaque cursor for the next page, if there is one.
+    pub next_cursor: Option<String>,
 }
 
 /// One page of a listing.
@@ -217,6 +305,90 @@ pub trait GameStore: Send + Sync + fmt::Debug + 'static {
     fn writable(&self) -> Option<watch::Receiver<bool>> {
         None
     }
+
+    /// Registers an account with its first API key.
+    ///
+    /// # Errors
+    ///
+    /// [`StoreError::AlreadyExists`] if an account has the same username key
+    /// ([`Username::key`](crate::username::Username::key)).
+    fn create_account(&self, account: Account, key: ApiKeyRecord) -> StoreFuture<'_, ()>;
+
+    /// An account by id.
+    ///
+    /// # Errors
+    ///
+    /// [`StoreError::NotFound`].
+    fn account<'a>(&'a self, id: &'a AccountId) -> StoreFuture<'a, Account>;
+
+    /// An account by its username key.
+    ///
+    /// # Errors
+    ///
+    /// [`StoreError::NotFound`].
+    fn account_by_name<'a>(&'a self, key: &'a str) -> StoreFuture<'a, Account>;
+
+    /// The account that owns API key `key_id`, and the key's record (revoked or not).
+    ///
+    /// # Errors
+    ///
+    /// [`StoreError::NotFound`].
+    fn account_by_api_key<'a>(&'a self, key_id: &'a str)
+    -> StoreFuture<'a, (Account, ApiKeyRecord)>;
+
+    /// Adds an API key to an account.
+    ///
+    /// # Errors
+    ///
+    /// [`StoreError::NotFound`] for an unknown account, [`StoreError::Full`] past the store's
+    /// keys per account.
+    fn add_api_key<'a>(&'a self, id: &'a AccountId, key: ApiKeyRecord) -> StoreFuture<'a, ()>;
+
+    /// Revokes an account's key at `now` (a key already revoked keeps its time). `false` if the
+    /// account has no such key.
+    ///
+    /// # Errors
+    ///
+    /// Backend failures only.
+    fn revoke_api_key<'a>(
+        &'a self,
+        id: &'a AccountId,
+        key_id: &'a str,
+        now: SystemTime,
+    ) -> StoreFuture<'a, bool>;
+
+    /// An account's keys, oldest first.
+    ///
+    /// # Errors
+    ///
+    /// Backend failures only.
+    fn api_keys<'a>(&'a self, id: &'a AccountId) -> StoreFuture<'a, Vec<ApiKeyRecord>>;
+
+    /// The accounts with a rating at `speed` that is not provisional, best first, `limit` at a
+    /// time, resuming after `cursor`.
+    ///
+    /// # Errors
+    ///
+    /// [`StoreError::BadCursor`].
+    fn leaderboard<'a>(
+        &'a self,
+        speed: Speed,
+        limit: usize,
+        cursor: Option<&'a str>,
+    ) -> StoreFuture<'a, LeaderboardPage>;
+
+    /// The games in which `id` holds a seat, newest first, `limit` at a time.
+    ///
+    /// # Errors
+    ///
+    /// [`StoreError::BadCursor`].
+    fn player_games<'a>(
+        &'a self,
+        id: &'a AccountId,
+        filter: PlayerGameFilter,
+        limit: usize,
+        cursor: Option<&'a str>,
+    ) -> StoreFuture<'a, Page>;
 
     /// Finishes the queued writes and closes the store for good: for SQLite, folds the
     /// write-ahead log into the database file and removes it. Later calls fail with

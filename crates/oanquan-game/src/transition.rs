@@ -13,6 +13,7 @@ use std::time::{Duration, SystemTime};
 use oanquan_ai::Level;
 use oanquan_rules::{ByPlayer, Move, Outcome, Player, Position, Preset, Rules};
 
+use crate::account::SeatAccount;
 use crate::clock::{self, Clock, DeadlineKind, Rematch, TimeControl, TimePolicy};
 use crate::error::GameError;
 use crate::model::{
@@ -45,10 +46,12 @@ pub enum Opponent {
     Computer(Level),
     /// A person already paired (a seek, a rematch): the game starts at once.
     Human {
-        /// Display name, already checked.
+        /// Display name, already checked (an account's username).
         display_name: String,
         /// Their token's hash.
         token: TokenHash,
+        /// Their account, if they play as one.
+        account: Option<SeatAccount>,
     },
 }
 
@@ -79,6 +82,11 @@ pub struct Create {
     pub policy: TimePolicy,
     /// The game this one is a rematch of.
     pub rematch_of: Option<GameId>,
+    /// The creator's account, if they play as one.
+    pub account: Option<SeatAccount>,
+    /// Whether the result changes ratings (the caller checked that both seats will be
+    /// accounts).
+    pub rated: bool,
 }
 
 /// Creates a game: the creator in their seat, and the opponent in the other if there is one.
@@ -106,11 +114,13 @@ pub fn create(command: Create, now: SystemTime) -> (GameState, Transition<()>) {
             of: command.rematch_of,
             ..Rematch::default()
         },
+        rated: command.rated,
     };
     let seat = command.seat;
     info.seats[seat] = Some(SeatInfo {
         display_name: command.display_name.clone(),
         kind: PlayerKind::Human,
+        account: command.account,
     });
     let mut game_events = vec![GameEventKind::PlayerJoined {
         seat,
@@ -127,7 +137,7 @@ pub fn create(command: Create, now: SystemTime) -> (GameState, Transition<()>) {
             seat_opponent(
                 &mut info,
                 seat.other(),
-                computer_name(level),
+                (computer_name(level), None),
                 kind,
                 now,
                 &mut game_events,
@@ -137,12 +147,13 @@ pub fn create(command: Create, now: SystemTime) -> (GameState, Transition<()>) {
         Opponent::Human {
             display_name,
             token,
+            account,
         } => {
             token_hashes[seat.other()] = Some(token);
             seat_opponent(
                 &mut info,
                 seat.other(),
-                display_name,
+                (display_name, account),
                 PlayerKind::Human,
                 now,
                 &mut game_events,
@@ -177,6 +188,7 @@ pub fn join(
     mut state: GameState,
     display_name: &str,
     token: TokenHash,
+    account: Option<SeatAccount>,
     now: SystemTime,
 ) -> Decided<Player> {
     match state.info().status {
@@ -192,10 +204,26 @@ pub fn join(
         .into_iter()
         .find(|&p| state.info().seats[p].is_none())
         .ok_or(GameError::SeatTaken("both seats are taken"))?;
+    if state.info().rated && account.is_none() {
+        return Err(GameError::RatedNeedsAccount);
+    }
+    let other = state.info().seats[seat.other()]
+        .as_ref()
+        .and_then(|s| s.account.as_ref());
+    if account
+        .as_ref()
+        .zip(other)
+        .is_some_and(|(mine, theirs)| mine.id == theirs.id)
+    {
+        return Err(GameError::SeatTaken(
+            "your account holds the other seat of this game; play someone else",
+        ));
+    }
     state.edit(|info| {
         info.seats[seat] = Some(SeatInfo {
             display_name: display_name.to_owned(),
             kind: PlayerKind::Human,
+            account,
         });
         info.status = GameStatus::Active;
         info.updated = now;
@@ -878,7 +906,7 @@ fn with_output<T>(transition: Transition<()>, output: T) -> Transition<T> {
 fn seat_opponent(
     info: &mut GameInfo,
     seat: Player,
-    display_name: String,
+    (display_name, account): (String, Option<SeatAccount>),
     kind: PlayerKind,
     now: SystemTime,
     game_events: &mut Vec<GameEventKind>,
@@ -887,6 +915,7 @@ fn seat_opponent(
     info.seats[seat] = Some(SeatInfo {
         display_name: display_name.clone(),
         kind,
+        account,
     });
     info.status = GameStatus::Active;
     info.turn_started = Some(now);

@@ -1,0 +1,254 @@
+//! Accounts: players who come back. An account has a unique [`Username`], Glicko-2 ratings per
+//! [`Speed`], a count of its results, and API keys that authenticate it.
+//!
+//! Anonymous play is unchanged: a seat without an account is a display name and a seat token,
+//! as before. A seat taken with an account's API key records the account
+//! ([`SeatInfo::account`](crate::SeatInfo)); the seat still gets its own token, and the account's
+//! API key also works for that seat's calls.
+//!
+//! An API key is `oqk_<id>_<secret>`: the id (16 characters of lower-case base32) finds the key
+//! in the store, the secret (192 random bits, base64url) proves it. Like seat tokens, the store
+//! keeps only the SHA-256 of the whole key, compared in constant time, and the key is shown once.
+
+use std::collections::BTreeMap;
+use std::fmt;
+use std::time::SystemTime;
+
+use crate::rating::{Rating, Speed};
+use crate::token::{PlayerToken, TokenHash, random_game_id};
+use crate::username::Username;
+
+/// An account's opaque id (never shown as a name: usernames are).
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct AccountId(String);
+
+impl AccountId {
+    /// A fresh random id.
+    #[must_use]
+    pub fn generate() -> AccountId {
+        AccountId(random_game_id())
+    }
+
+    /// An id read back from a store (not checked: stores only hold ids they made).
+    #[must_use]
+    pub fn from_stored(id: String) -> AccountId {
+        AccountId(id)
+    }
+
+    /// The id's text.
+    #[must_use]
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+impl fmt::Display for AccountId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+const KEY_PREFIX: &str = "oqk_";
+const KEY_ID_LEN: usize = 16;
+
+/// A secret API key, as handed to its owner once. `Debug` does not print it.
+#[derive(Clone, PartialEq, Eq)]
+pub struct ApiKey(String);
+
+/// What a store keeps of an API key.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ApiKeyRecord {
+    /// The public part, to list and revoke the key by.
+    pub id: String,
+    /// SHA-256 of the whole key.
+    pub hash: TokenHash,
+    /// When it was made.
+    pub created: SystemTime,
+    /// When it was revoked; a revoked key authenticates nothing.
+    pub revoked: Option<SystemTime>,
+}
+
+impl ApiKey {
+    /// A fresh key and the record to store.
+    #[must_use]
+    pub fn generate(now: SystemTime) -> (ApiKey, ApiKeyRecord) {
+        let id = random_game_id();
+        let secret = PlayerToken::generate();
+        let key = ApiKey(format!("{KEY_PREFIX}{id}_{}", secret.expose()));
+        let record = ApiKeyRecord {
+            id,
+            hash: key.hash(),
+            created: now,
+            revoked: None,
+        };
+        (key, record)
+    }
+
+    /// Whether a bearer credential has the shape of an API key (rather than a seat token,
+    /// which is 32 characters of base64url and never this long).
+    #[must_use]
+    pub fn looks_like(text: &str) -> bool {
+        Self::split(text).is_some()
+    }
+
+    /// Wraps a key received from a client, if it has the shape of one.
+    #[must_use]
+    pub fn from_client(text: &str) -> Option<ApiKey> {
+        Self::split(text).map(|_| ApiKey(text.to_owned()))
+    }
+
+    fn split(text: &str) -> Option<(&str, &str)> {
+        let rest = text.strip_prefix(KEY_PREFIX)?;
+        let id = rest.get(..KEY_ID_LEN)?;
+        let secret = rest.get(KEY_ID_LEN..)?.strip_prefix('_')?;
+        let id_ok = id
+            .bytes()
+            .all(|c| c.is_ascii_digit() || c.is_ascii_lowercase());
+        let secret_ok = secret.len() == 32
+            && secret
+                .bytes()
+                .all(|c| c.is_ascii_alphanumeric() || c == b'-' || c == b'_');
+        (id_ok && secret_ok).then_some((id, secret))
+    }
+
+    /// The public id part, to find the key's record.
+    #[must_use]
+    pub fn id(&self) -> &str {
+        Self::split(&self.0).map_or("", |(id, _)| id)
+    }
+
+    /// The key text, to return to its owner (and nowhere else).
+    #[must_use]
+    pub fn expose(&self) -> &str {
+        &self.0
+    }
+
+    /// The hash a store keeps.
+    #[must_use]
+    pub fn hash(&self) -> TokenHash {
+        PlayerToken::from_client(&self.0).hash()
+    }
+}
+
+impl fmt::Debug for ApiKey {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("ApiKey(<redacted>)")
+    }
+}
+
+/// Results of finished games (aborted games do not count).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Record {
+    /// Games won.
+    pub wins: u32,
+    /// Games drawn.
+    pub draws: u32,
+    /// Games lost.
+    pub losses: u32,
+}
+
+/// An account.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Account {
+    /// Its id.
+    pub id: AccountId,
+    /// Its name, unique by [`Username::key`].
+    pub username: Username,
+    /// When it was registered.
+    pub created: SystemTime,
+    /// Ratings per speed; a speed never played is absent (and rates as [`Rating::default`]).
+    pub ratings: BTreeMap<Speed, Rating>,
+    /// Results of all its finished games, rated or not.
+    pub record: Record,
+    /// Bumped by every change: two games ending at once for the same account cannot both
+    /// write ratings computed from the same old one (optimistic concurrency, like games).
+    pub version: u64,
+}
+
+impl Account {
+    /// A new account.
+    #[must_use]
+    pub fn new(username: Username, now: SystemTime) -> Account {
+        Account {
+            id: AccountId::generate(),
+            username,
+            created: now,
+            ratings: BTreeMap::new(),
+            record: Record::default(),
+            version: 1,
+        }
+    }
+
+    /// The rating at `speed` (the default for a speed never played).
+    #[must_use]
+    pub fn rating(&self, speed: Speed) -> Rating {
+        self.ratings.get(&speed).copied().unwrap_or_default()
+    }
+}
+
+/// A change to an account committed with a game: the account as it is to be stored, if the
+/// stored one is still at `expected_version`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct AccountUpdate {
+    /// The new account (its `version` is `expected_version + 1`).
+    pub account: Account,
+    /// The version it was read at.
+    pub expected_version: u64,
+}
+
+/// A seat's account, as a game shows it.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct SeatAccount {
+    /// The account.
+    pub id: AccountId,
+    /// Its username when the seat was taken.
+    pub username: String,
+    /// Its rating at the game's speed when the seat was taken (rounded), if the game has one.
+    pub rating: Option<i32>,
+    /// Whether that rating was provisional.
+    pub provisional: bool,
+}
+
+/// One side's rating before and after a rated game (rounded, for display; the account holds the
+/// exact values).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct RatingChange {
+    /// Before the game.
+    pub before: i32,
+    /// After it.
+    pub after: i32,
+    /// Whether the rating after the game is still provisional.
+    pub provisional: bool,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn api_keys_are_recognised_by_shape_and_hash_whole() {
+        let (key, record) = ApiKey::generate(SystemTime::UNIX_EPOCH);
+        assert!(ApiKey::looks_like(key.expose()));
+        assert_eq!(key.id(), record.id);
+        assert!(key.hash().matches(&record.hash));
+        let back = ApiKey::from_client(key.expose()).unwrap();
+        assert_eq!(back.hash(), record.hash);
+        // A seat token never has the shape of a key.
+        for _ in 0..100 {
+            assert!(!ApiKey::looks_like(PlayerToken::generate().expose()));
+        }
+        for bad in [
+            "",
+            "oqk_",
+            "oqk_0123456789abcdef",
+            "oqk_0123456789abcdef_short",
+            "oqk_0123456789ABCDEF_0123456789abcdef0123456789abcdef",
+            "xqk_0123456789abcdef_0123456789abcdef0123456789abcdef",
+            "oqk_0123456789abcdef_0123456789abcdef0123456789abcde!",
+            "oqk_0123456789abcdéf_0123456789abcdef0123456789abcdef",
+        ] {
+            assert!(!ApiKey::looks_like(bad), "{bad}");
+        }
+        assert!(format!("{key:?}").contains("redacted"));
+    }
+}
