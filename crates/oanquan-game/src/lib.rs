@@ -18,6 +18,7 @@ mod memory;
 mod model;
 #[cfg(test)]
 mod online_tests;
+pub mod rating;
 pub mod reaper;
 pub mod seek;
 mod store;
