@@ -109,6 +109,26 @@ pub enum GameError {
     /// No open seek with that id (taken, withdrawn, or never there).
     #[error("no open seek with id {0}; list them with ListSeeks")]
     SeekNotFound(String),
+    /// A rated game or seek without an account.
+    #[error(
+        "rated games are between two accounts: send `authorization: Bearer <api key>` (register with AccountService.Register), or play unrated"
+    )]
+    RatedNeedsAccount,
+    /// An API key that is malformed, unknown or revoked.
+    #[error("the API key is not valid (unknown or revoked); create a new one or register")]
+    BadApiKey,
+    /// A username that is taken (by its case- and look-alike-insensitive key).
+    #[error("the username {0} is taken (names are unique ignoring case and look-alike letters)")]
+    UsernameTaken(String),
+    /// No account with that username.
+    #[error("no player named {0}")]
+    PlayerNotFound(String),
+    /// No such API key on the caller's account.
+    #[error("your account has no API key with id {0}; list them with ListApiKeys")]
+    ApiKeyNotFound(String),
+    /// A seek that the caller cannot accept (a rating range it is outside of, its own seek).
+    #[error("cannot accept this seek: {0}")]
+    SeekRefused(String),
     /// A bug or a broken store. The message is logged; clients get a generic one.
     #[error("internal error: {0}")]
     Internal(String),

@@ -8,6 +8,7 @@
 //!   ([`reaper::spawn_idle_reaper`]) by a timer. The manager never calls into them.
 //! * [`MemoryStore`] keeps games in memory; the SQLite store lives in `oanquan-store-sqlite`.
 
+pub mod account;
 pub mod clock;
 pub mod computer;
 mod error;
@@ -28,14 +29,15 @@ mod text;
 pub mod timekeeper;
 mod token;
 pub mod transition;
+pub mod username;
 mod watch;
 
 pub use clock::{ClockReading, TimeControl, TimePolicy};
 pub use error::GameError;
 pub use hub::{Hub, TooManyWatchers, WatchLimits, Watcher, WatcherGuard};
 pub use manager::{
-    DEFAULT_MAX_STREAMS_PER_SEAT, DEFAULT_PAGE_SIZE, GameManager, MAX_PAGE_SIZE, ManagerLimits,
-    NewGame, PairedGame, RematchOffered, Seated,
+    Credential, DEFAULT_MAX_STREAMS_PER_SEAT, DEFAULT_PAGE_SIZE, GameManager, MAX_PAGE_SIZE,
+    ManagerLimits, NewGame, PairedGame, RematchOffered, Seated, seat_account,
 };
 pub use memory::{MemoryLimits, MemoryStore};
 pub use model::{
@@ -44,8 +46,8 @@ pub use model::{
     RematchAction, RestoreError, SeatInfo, Termination,
 };
 pub use store::{
-    Commit, Committed, GameStore, Page, Since, StoreError, StoreFuture, page_cursor,
-    parse_page_cursor,
+    Commit, Committed, GameStore, LeaderboardPage, Page, PlayerGameFilter, PlayerResult, Ranked,
+    Since, StoreError, StoreFuture, page_cursor, parse_page_cursor,
 };
 pub use text::{MAX_DISPLAY_NAME_CHARS, MAX_QUOTED_CHARS, display_name, quoted};
 pub use token::{PlayerToken, TokenHash};

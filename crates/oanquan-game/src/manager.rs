@@ -10,15 +10,22 @@ use tracing::{debug, info};
 
 use oanquan_ai::Level;
 
+use crate::account::{
+    Account, AccountId, AccountUpdate, ApiKey, ApiKeyRecord, RatingChange, SeatAccount,
+};
 use crate::clock::{DeadlineKind, TimeControl, TimePolicy};
 use crate::error::GameError;
 use crate::hub::{Hub, WatchLimits, Watcher};
 use crate::limits::{OpenGames, client_key};
+use crate::model::{GameEventKind, GameStatus, LobbyEventKind};
 use crate::model::{GameFilter, GameId, GameInfo, GameState, MoveLog, MoveRecord};
+use crate::rating::{self, Speed};
 use crate::store::{Commit, Committed, GameStore, Page, StoreError};
+use crate::store::{LeaderboardPage, PlayerGameFilter};
 use crate::text;
 use crate::token::PlayerToken;
 use crate::transition::{self, Mover, Opponent, RematchOffer, Transition};
+use crate::username::Username;
 use crate::watch::{GameFeed, LobbyFeed, Watch};
 
 /// Page size when the client asks for 0.
@@ -86,6 +93,62 @@ pub struct NewGame {
     pub computer: Option<Level>,
     /// The players' time control.
     pub time_control: TimeControl,
+    /// The creator's account, if they play as one (then its username is the seat's name).
+    pub account: Option<Account>,
+    /// Whether the result changes ratings: needs an account, a time control and a person as
+    /// the opponent (checked here).
+    pub rated: bool,
+}
+
+/// How a seat shows `account` in a game with `time_control`.
+#[must_use]
+pub fn seat_account(account: &Account, time_control: TimeControl) -> SeatAccount {
+    let rating = Speed::of(time_control).map(|speed| account.rating(speed));
+    SeatAccount {
+        id: account.id.clone(),
+        username: account.username.as_str().to_owned(),
+        rating: rating.map(|r| r.rounded()),
+        provisional: rating.is_some_and(|r| r.is_provisional()),
+    }
+}
+
+/// Who makes a call on a game: a seat's token, or an account (by its API key) whose seat it is.
+#[derive(Debug, Clone)]
+pub enum Credential {
+    /// The seat token from CreateGame, JoinGame, a seek or a rematch offer.
+    Seat(PlayerToken),
+    /// An authenticated account: it acts for the seat it holds in the game.
+    Account(AccountId),
+}
+
+impl From<&PlayerToken> for Credential {
+    fn from(token: &PlayerToken) -> Credential {
+        Credential::Seat(token.clone())
+    }
+}
+
+impl From<PlayerToken> for Credential {
+    fn from(token: PlayerToken) -> Credential {
+        Credential::Seat(token)
+    }
+}
+
+impl Credential {
+    /// The token hash of the seat this credential acts for in `state`: a seat token's own
+    /// hash (which may match no seat: the transition refuses it), or the token of the seat
+    /// the account holds.
+    ///
+    /// # Errors
+    ///
+    /// [`GameError::WrongToken`] for an account that holds no seat of the game.
+    pub fn seat_hash(&self, state: &GameState) -> Result<crate::token::TokenHash, GameError> {
+        match self {
+            Credential::Seat(token) => Ok(token.hash()),
+            Credential::Account(id) => crate::model::seat_of_account(state.info(), id)
+                .and_then(|seat| state.token_hashes()[seat])
+                .ok_or(GameError::WrongToken),
+        }
+    }
 }
 
 /// What an offer of a rematch returns.
@@ -116,6 +179,10 @@ pub struct PairedGame {
     pub computer: Option<Level>,
     /// The address of the player who completed the pairing.
     pub creator: Option<IpAddr>,
+    /// Each seat's account, if it plays as one.
+    pub accounts: ByPlayer<Option<SeatAccount>>,
+    /// Whether the result changes ratings (both seats are accounts).
+    pub rated: bool,
 }
 
 /// A seat taken: the game, the seat and its secret token (shown once).
@@ -154,7 +221,9 @@ impl From<StoreError> for GameError {
             StoreError::Unavailable(_) => GameError::Unavailable(
                 "storage unavailable: the server cannot use its database right now; nothing was changed, retry later".to_owned(),
             ),
-            StoreError::NotFound | StoreError::Backend(_) => GameError::Internal(error.to_string()),
+            StoreError::NotFound | StoreError::Backend(_) | StoreError::AlreadyExists => {
+                GameError::Internal(error.to_string())
+            }
         }
     }
 }
@@ -207,8 +276,28 @@ impl GameManager {
         client: Option<IpAddr>,
         new: NewGame,
     ) -> Result<Seated, GameError> {
+        if new.rated {
+            if new.account.is_none() {
+                return Err(GameError::RatedNeedsAccount);
+            }
+            if new.computer.is_some() {
+                return Err(GameError::invalid(
+                    "rated",
+                    "games against the computer are not rated; play it unrated",
+                ));
+            }
+            if !new.time_control.is_timed() {
+                return Err(GameError::invalid(
+                    "rated",
+                    "untimed games are not rated (a rating is per speed); choose a time control",
+                ));
+            }
+        }
         let slot = self.open_games.reserve(client)?;
-        let display_name = text::display_name(&new.display_name)?;
+        let display_name = match &new.account {
+            Some(account) => account.username.as_str().to_owned(),
+            None => text::display_name(&new.display_name)?,
+        };
         let start = match new.start {
             Some(start) if start.is_over() => {
                 return Err(GameError::invalid(
@@ -250,6 +339,11 @@ impl GameManager {
                 time_control: new.time_control,
                 policy: self.limits.time,
                 rematch_of: None,
+                account: new
+                    .account
+                    .as_ref()
+                    .map(|a| seat_account(a, new.time_control)),
+                rated: new.rated,
             },
             now,
         );
@@ -262,6 +356,7 @@ impl GameManager {
                     game_events,
                     lobby_events,
                     time: now,
+                    accounts: Vec::new(),
                 },
             )
             .await?;
@@ -300,12 +395,31 @@ impl GameManager {
     /// [`GameError::SeatTaken`] if the game is full, [`GameError::GameOver`] if it ended,
     /// [`GameError::GameNotFound`], [`GameError::InvalidArgument`] for a bad name.
     pub async fn join_game(&self, id: &GameId, display_name: &str) -> Result<Seated, GameError> {
-        let display_name = text::display_name(display_name)?;
+        self.join_game_as(id, display_name, None).await
+    }
+
+    /// [`GameManager::join_game`] as `account` (its username is the seat's name), if given.
+    ///
+    /// # Errors
+    ///
+    /// As [`GameManager::join_game`]; [`GameError::RatedNeedsAccount`] for a rated game
+    /// without an account.
+    pub async fn join_game_as(
+        &self,
+        id: &GameId,
+        display_name: &str,
+        account: Option<&Account>,
+    ) -> Result<Seated, GameError> {
+        let display_name = match account {
+            Some(account) => account.username.as_str().to_owned(),
+            None => text::display_name(display_name)?,
+        };
         let token = PlayerToken::generate();
         let hash = token.hash();
         let (committed, seat) = self
             .update(id, |state, now| {
-                transition::join(state, &display_name, hash, now)
+                let seat_account = account.map(|a| seat_account(a, state.info().time_control));
+                transition::join(state, &display_name, hash, seat_account, now)
             })
             .await?;
         info!(game_id = %id, ?seat, "player joined");
@@ -355,13 +469,14 @@ impl GameManager {
     pub async fn play_move(
         &self,
         id: &GameId,
-        token: &PlayerToken,
+        who: impl Into<Credential>,
         mv: Move,
         expected_ply: Option<u32>,
     ) -> Result<(MoveRecord, GameInfo), GameError> {
-        let hash = token.hash();
+        let who: Credential = who.into();
         let (committed, record) = match self
             .update(id, |state, now| {
+                let hash = who.seat_hash(&state)?;
                 transition::play(state, Mover::Token(hash), mv, expected_ply, now)
             })
             .await
@@ -417,10 +532,17 @@ impl GameManager {
     ///
     /// [`GameError::WrongToken`], [`GameError::GameNotStarted`] (abort instead),
     /// [`GameError::GameOver`], [`GameError::GameNotFound`].
-    pub async fn resign(&self, id: &GameId, token: &PlayerToken) -> Result<GameInfo, GameError> {
-        let hash = token.hash();
+    pub async fn resign(
+        &self,
+        id: &GameId,
+        who: impl Into<Credential>,
+    ) -> Result<GameInfo, GameError> {
+        let who: Credential = who.into();
         let (committed, ()) = self
-            .update(id, |state, now| transition::resign(state, &hash, now))
+            .update(id, |state, now| {
+                let hash = who.seat_hash(&state)?;
+                transition::resign(state, &hash, now)
+            })
             .await?;
         info!(game_id = %id, "player resigned");
         Ok(committed.info)
@@ -432,10 +554,17 @@ impl GameManager {
     ///
     /// [`GameError::WrongToken`], [`GameError::GameAlreadyStarted`], [`GameError::GameOver`],
     /// [`GameError::GameNotFound`].
-    pub async fn abort(&self, id: &GameId, token: &PlayerToken) -> Result<GameInfo, GameError> {
-        let hash = token.hash();
+    pub async fn abort(
+        &self,
+        id: &GameId,
+        who: impl Into<Credential>,
+    ) -> Result<GameInfo, GameError> {
+        let who: Credential = who.into();
         let (committed, ()) = self
-            .update(id, |state, now| transition::abort(state, &hash, now))
+            .update(id, |state, now| {
+                let hash = who.seat_hash(&state)?;
+                transition::abort(state, &hash, now)
+            })
             .await?;
         info!(game_id = %id, "game aborted");
         Ok(committed.info)
@@ -506,12 +635,13 @@ impl GameManager {
     pub async fn claim_victory(
         &self,
         id: &GameId,
-        token: &PlayerToken,
+        who: impl Into<Credential>,
     ) -> Result<GameInfo, GameError> {
-        let hash = token.hash();
+        let who: Credential = who.into();
         let after = self.limits.time.abandon_after;
         let (committed, ()) = self
             .update(id, |state, now| {
+                let hash = who.seat_hash(&state)?;
                 transition::claim_victory(state, &hash, after, now)
             })
             .await?;
@@ -528,11 +658,14 @@ impl GameManager {
     pub async fn offer_draw(
         &self,
         id: &GameId,
-        token: &PlayerToken,
+        who: impl Into<Credential>,
     ) -> Result<(GameInfo, crate::model::DrawAction), GameError> {
-        let hash = token.hash();
+        let who: Credential = who.into();
         let (committed, action) = self
-            .update(id, |state, now| transition::offer_draw(state, &hash, now))
+            .update(id, |state, now| {
+                let hash = who.seat_hash(&state)?;
+                transition::offer_draw(state, &hash, now)
+            })
             .await?;
         let info = match committed.game_events.is_empty() {
             // A repeated offer committed nothing: the game as it is.
@@ -551,11 +684,14 @@ impl GameManager {
     pub async fn decline_draw(
         &self,
         id: &GameId,
-        token: &PlayerToken,
+        who: impl Into<Credential>,
     ) -> Result<GameInfo, GameError> {
-        let hash = token.hash();
+        let who: Credential = who.into();
         let (committed, ()) = self
-            .update(id, |state, now| transition::decline_draw(state, &hash, now))
+            .update(id, |state, now| {
+                let hash = who.seat_hash(&state)?;
+                transition::decline_draw(state, &hash, now)
+            })
             .await?;
         Ok(committed.info)
     }
@@ -571,25 +707,23 @@ impl GameManager {
     pub async fn offer_rematch(
         &self,
         id: &GameId,
-        token: &PlayerToken,
+        who: impl Into<Credential>,
     ) -> Result<RematchOffered, GameError> {
-        let hash = token.hash();
+        let who: Credential = who.into();
         let next_token = PlayerToken::generate();
         let next_hash = next_token.hash();
         let next_id = GameId::generate();
         let policy = self.limits.time;
         let (committed, offer) = self
             .update(id, |state, now| {
+                let hash = who.seat_hash(&state)?;
                 transition::offer_rematch(state, &hash, next_hash, next_id.clone(), &policy, now)
             })
             .await?;
         // The caller's seat in this game, to tell its seat in the rematch (the other one).
-        let seat = self
-            .store
-            .load(id)
-            .await
-            .map_err(Self::not_found(id))?
-            .seat_of(&hash)
+        let state = self.store.load(id).await.map_err(Self::not_found(id))?;
+        let seat = state
+            .seat_of(&who.seat_hash(&state)?)
             .ok_or(GameError::WrongToken)?
             .other();
         let RematchOffer::Started(next) = offer else {
@@ -613,6 +747,7 @@ impl GameManager {
                     game_events: transition.game_events,
                     lobby_events: transition.lobby_events,
                     time: now,
+                    accounts: Vec::new(),
                 },
             )
             .await
@@ -638,11 +773,12 @@ impl GameManager {
     pub async fn decline_rematch(
         &self,
         id: &GameId,
-        token: &PlayerToken,
+        who: impl Into<Credential>,
     ) -> Result<GameInfo, GameError> {
-        let hash = token.hash();
+        let who: Credential = who.into();
         let (committed, ()) = self
             .update(id, |state, now| {
+                let hash = who.seat_hash(&state)?;
                 transition::decline_rematch(state, &hash, now)
             })
             .await?;
@@ -659,6 +795,8 @@ impl GameManager {
             .map_err(|e| GameError::invalid("rules.rule_set", e.to_string()))?;
         let now = SystemTime::now();
         let [first, second] = [Player::First, Player::Second].map(|p| paired.players[p].clone());
+        let [first_account, second_account] =
+            [Player::First, Player::Second].map(|p| paired.accounts[p].clone());
         let (state, transition) = transition::create(
             transition::Create {
                 id: GameId::generate(),
@@ -673,12 +811,15 @@ impl GameManager {
                     None => Opponent::Human {
                         display_name: second.0,
                         token: second.1.hash(),
+                        account: second_account,
                     },
                 },
                 creator: paired.creator.map(crate::limits::client_key),
                 time_control: paired.time_control,
                 policy: self.limits.time,
                 rematch_of: None,
+                account: first_account,
+                rated: paired.rated && paired.computer.is_none(),
             },
             now,
         );
@@ -691,6 +832,7 @@ impl GameManager {
                     game_events: transition.game_events,
                     lobby_events: transition.lobby_events,
                     time: now,
+                    accounts: Vec::new(),
                 },
             )
             .await?;
@@ -744,12 +886,16 @@ impl GameManager {
         id: &GameId,
         after: Option<u64>,
         peer: Option<SocketAddr>,
-        token: Option<&PlayerToken>,
+        who: Option<&Credential>,
     ) -> Result<Watch<GameFeed>, GameError> {
-        let seat = match token {
-            Some(token) => {
+        let seat = match who {
+            Some(who) => {
                 let state = self.store.load(id).await.map_err(Self::not_found(id))?;
-                Some(state.seat_of(&token.hash()).ok_or(GameError::WrongToken)?)
+                Some(
+                    state
+                        .seat_of(&who.seat_hash(&state)?)
+                        .ok_or(GameError::WrongToken)?,
+                )
             }
             None => {
                 self.store.info(id).await.map_err(Self::not_found(id))?;
@@ -856,6 +1002,7 @@ impl GameManager {
                     now + self.limits.time.rematch_window,
                 );
             }
+            let accounts = self.settle_accounts(&mut state, &mut transition).await?;
             let Transition {
                 game_events,
                 lobby_events,
@@ -882,6 +1029,7 @@ impl GameManager {
                         game_events,
                         lobby_events,
                         time: now,
+                        accounts,
                     },
                 )
                 .await
@@ -894,5 +1042,243 @@ impl GameManager {
             }
         }
         Err(StoreError::Conflict { current: 0 }.into())
+    }
+}
+
+/// How a finished game counts for each seat's account.
+fn record_result(account: &mut Account, seat: Player, outcome: oanquan_rules::Outcome) {
+    match outcome.winner() {
+        None => account.record.draws += 1,
+        Some(winner) if winner == seat => account.record.wins += 1,
+        Some(_) => account.record.losses += 1,
+    }
+}
+
+impl GameManager {
+    /// When `transition` has just finished `state`'s game with a result, the changes to the
+    /// seats' accounts, to commit with it: each account's win, draw or loss, and for a rated
+    /// game both players' new ratings, which are also written into the result (the state's and
+    /// the events'). Accounts are read now and written only if unchanged by then, so two games
+    /// ending at once for one account are rated one after the other.
+    async fn settle_accounts<T>(
+        &self,
+        state: &mut GameState,
+        transition: &mut Transition<T>,
+    ) -> Result<Vec<AccountUpdate>, GameError> {
+        let ended = transition
+            .game_events
+            .iter()
+            .any(|e| matches!(e, GameEventKind::GameOver { .. }));
+        let info = state.info();
+        let (Some(result), true, GameStatus::Finished) = (info.result, ended, info.status) else {
+            return Ok(Vec::new());
+        };
+        let Some(outcome) = result.outcome else {
+            return Ok(Vec::new());
+        };
+        let mut accounts: ByPlayer<Option<Account>> = ByPlayer::default();
+        for seat in Player::ALL {
+            if let Some(id) = info.seats[seat].as_ref().and_then(|s| s.account.as_ref()) {
+                accounts[seat] = Some(
+                    self.store
+                        .account(&id.id)
+                        .await
+                        .map_err(|e| GameError::Internal(format!("account {}: {e}", id.id)))?,
+                );
+            }
+        }
+        let speed = Speed::of(info.time_control);
+        let mut changes = None;
+        if let (true, Some(speed), Some(first), Some(second)) = (
+            info.rated,
+            speed,
+            accounts.first.as_mut(),
+            accounts.second.as_mut(),
+        ) {
+            let before = ByPlayer::new(first.rating(speed), second.rating(speed));
+            let (a, b) = rating::rate(before.first, before.second, outcome);
+            first.ratings.insert(speed, a);
+            second.ratings.insert(speed, b);
+            let change = |before: rating::Rating, after: rating::Rating| RatingChange {
+                before: before.rounded(),
+                after: after.rounded(),
+                provisional: after.is_provisional(),
+            };
+            changes = Some(ByPlayer::new(
+                change(before.first, a),
+                change(before.second, b),
+            ));
+        }
+        let mut updates = Vec::new();
+        for seat in Player::ALL {
+            if let Some(mut account) = accounts[seat].take() {
+                record_result(&mut account, seat, outcome);
+                let expected_version = account.version;
+                account.version += 1;
+                updates.push(AccountUpdate {
+                    account,
+                    expected_version,
+                });
+            }
+        }
+        if let Some(changes) = changes {
+            state.edit(|info| {
+                if let Some(result) = info.result.as_mut() {
+                    result.ratings = Some(changes);
+                }
+            });
+            for event in &mut transition.game_events {
+                if let GameEventKind::GameOver { result, .. } = event {
+                    result.ratings = Some(changes);
+                }
+            }
+            for event in &mut transition.lobby_events {
+                if let LobbyEventKind::GameFinished { result, .. } = event {
+                    result.ratings = Some(changes);
+                }
+            }
+        }
+        Ok(updates)
+    }
+
+    /// Registers an account and its first API key (shown once).
+    ///
+    /// # Errors
+    ///
+    /// [`GameError::InvalidArgument`] on `username` for a name the rules refuse,
+    /// [`GameError::UsernameTaken`] for a name taken (ignoring case and look-alikes).
+    pub async fn register(&self, username: &str) -> Result<(Account, ApiKey), GameError> {
+        let username =
+            Username::parse(username).map_err(|e| GameError::invalid("username", e.to_string()))?;
+        let now = SystemTime::now();
+        let account = Account::new(username, now);
+        let (key, record) = ApiKey::generate(now);
+        match self.store.create_account(account.clone(), record).await {
+            Ok(()) => {
+                info!(account = %account.id, "account registered");
+                Ok((account, key))
+            }
+            Err(StoreError::AlreadyExists) => Err(GameError::UsernameTaken(text::quoted(
+                account.username.as_str(),
+            ))),
+            Err(e) => Err(e.into()),
+        }
+    }
+
+    /// The account an API key belongs to, if the key is valid and not revoked.
+    ///
+    /// # Errors
+    ///
+    /// [`GameError::BadApiKey`] otherwise.
+    pub async fn authenticate(&self, key: &str) -> Result<Account, GameError> {
+        let key = ApiKey::from_client(key).ok_or(GameError::BadApiKey)?;
+        let (account, record) = match self.store.account_by_api_key(key.id()).await {
+            Ok(found) => found,
+            Err(StoreError::NotFound) => return Err(GameError::BadApiKey),
+            Err(e) => return Err(e.into()),
+        };
+        if record.revoked.is_some() || !record.hash.matches(&key.hash()) {
+            return Err(GameError::BadApiKey);
+        }
+        Ok(account)
+    }
+
+    /// A new API key for `account` (shown once).
+    ///
+    /// # Errors
+    ///
+    /// [`GameError::LimitExceeded`] past the keys an account may have.
+    pub async fn create_api_key(
+        &self,
+        account: &AccountId,
+    ) -> Result<(ApiKey, ApiKeyRecord), GameError> {
+        let (key, record) = ApiKey::generate(SystemTime::now());
+        self.store.add_api_key(account, record.clone()).await?;
+        info!(account = %account, key = %record.id, "API key created");
+        Ok((key, record))
+    }
+
+    /// Revokes one of `account`'s keys: it authenticates nothing from the next call on.
+    ///
+    /// # Errors
+    ///
+    /// [`GameError::ApiKeyNotFound`] if the account has no key with that id.
+    pub async fn revoke_api_key(&self, account: &AccountId, key_id: &str) -> Result<(), GameError> {
+        if self
+            .store
+            .revoke_api_key(account, key_id, SystemTime::now())
+            .await?
+        {
+            info!(account = %account, key = %key_id, "API key revoked");
+            Ok(())
+        } else {
+            Err(GameError::ApiKeyNotFound(text::quoted(key_id)))
+        }
+    }
+
+    /// `account`'s keys (without their secrets), oldest first.
+    ///
+    /// # Errors
+    ///
+    /// Store failures.
+    pub async fn api_keys(&self, account: &AccountId) -> Result<Vec<ApiKeyRecord>, GameError> {
+        Ok(self.store.api_keys(account).await?)
+    }
+
+    /// A player's account by username (any case, any look-alike spelling of it).
+    ///
+    /// # Errors
+    ///
+    /// [`GameError::PlayerNotFound`].
+    pub async fn player(&self, username: &str) -> Result<Account, GameError> {
+        let not_found = || GameError::PlayerNotFound(text::quoted(username));
+        let key = Username::parse(username).map_err(|_| not_found())?.key();
+        match self.store.account_by_name(&key).await {
+            Ok(account) => Ok(account),
+            Err(StoreError::NotFound) => Err(not_found()),
+            Err(e) => Err(e.into()),
+        }
+    }
+
+    /// A player's games, newest first, page by page.
+    ///
+    /// # Errors
+    ///
+    /// [`GameError::PlayerNotFound`], [`GameError::InvalidArgument`] for a page token not from
+    /// this listing.
+    pub async fn player_games(
+        &self,
+        username: &str,
+        filter: PlayerGameFilter,
+        page_size: usize,
+        page_token: Option<&str>,
+    ) -> Result<Page, GameError> {
+        let account = self.player(username).await?;
+        let limit = match page_size {
+            0 => DEFAULT_PAGE_SIZE,
+            n => n.min(MAX_PAGE_SIZE),
+        };
+        Ok(self
+            .store
+            .player_games(&account.id, filter, limit, page_token)
+            .await?)
+    }
+
+    /// The leaderboard of a speed (provisional ratings left out), best first, page by page.
+    ///
+    /// # Errors
+    ///
+    /// [`GameError::InvalidArgument`] for a page token not from this leaderboard.
+    pub async fn leaderboard(
+        &self,
+        speed: Speed,
+        page_size: usize,
+        page_token: Option<&str>,
+    ) -> Result<LeaderboardPage, GameError> {
+        let limit = match page_size {
+            0 => DEFAULT_PAGE_SIZE,
+            n => n.min(MAX_PAGE_SIZE),
+        };
+        Ok(self.store.leaderboard(speed, limit, page_token).await?)
     }
 }

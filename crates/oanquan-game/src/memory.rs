@@ -95,6 +95,7 @@ impl Inner {
             }
         }
     }
+}
 
 #[derive(Debug)]
 struct Stored {
@@ -495,8 +496,7 @@ impl GameStore for MemoryStore {
                 })
                 .collect();
             let next = skip + players.len();
-            let next_cursor =
-                (next < rated.len()).then(|| leaderboard_cursor(speed, next as u64));
+            let next_cursor = (next < rated.len()).then(|| leaderboard_cursor(speed, next as u64));
             Ok(LeaderboardPage {
                 players,
                 next_cursor,

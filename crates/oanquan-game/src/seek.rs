@@ -17,10 +17,11 @@ use oanquan_rules::{ByPlayer, Player, Preset, Rules};
 use tokio::sync::{broadcast, oneshot};
 use tracing::{debug, info};
 
+use crate::account::{Account, SeatAccount};
 use crate::clock::TimeControl;
 use crate::error::GameError;
 use crate::limits::client_key;
-use crate::manager::{GameManager, PairedGame, Seated};
+use crate::manager::{GameManager, PairedGame, Seated, seat_account};
 use crate::model::GameId;
 use crate::text;
 use crate::token::{PlayerToken, random_game_id};
@@ -42,6 +43,12 @@ pub struct SeekInfo {
     pub created: SystemTime,
     /// Play the computer if nobody answers within this time.
     pub computer_after: Option<Duration>,
+    /// The seeker's account, if they seek as one (its username is `display_name`).
+    pub account: Option<SeatAccount>,
+    /// A rated game is wanted (only between accounts).
+    pub rated: bool,
+    /// The opponent's rating at the game's speed must be within this range (inclusive).
+    pub rating_range: Option<(i32, i32)>,
 }
 
 /// A change to the set of open seeks.
@@ -73,6 +80,37 @@ pub struct SeekRequest {
     pub computer: Option<(Duration, Level)>,
     /// The seeker's address.
     pub client: Option<IpAddr>,
+    /// The seeker's account (then its username is the seat's name).
+    pub account: Option<Account>,
+    /// A rated game is wanted (needs an account and a time control).
+    pub rated: bool,
+    /// Only opponents rated within this range (inclusive) at the game's speed; anonymous
+    /// seekers have no rating and never match a range.
+    pub rating_range: Option<(i32, i32)>,
+}
+
+/// Whether two seeks can be paired: the same rules, time control and rated-ness; different
+/// accounts; each one's rating inside the other's range.
+fn compatible(a: &SeekInfo, b: &SeekInfo) -> bool {
+    let in_range = |range: Option<(i32, i32)>, player: &SeekInfo| match range {
+        None => true,
+        Some((low, high)) => player
+            .account
+            .as_ref()
+            .and_then(|account| account.rating)
+            .is_some_and(|rating| (low..=high).contains(&rating)),
+    };
+    let same_account = a
+        .account
+        .as_ref()
+        .zip(b.account.as_ref())
+        .is_some_and(|(x, y)| x.id == y.id);
+    a.rules == b.rules
+        && a.time_control == b.time_control
+        && a.rated == b.rated
+        && !same_account
+        && in_range(a.rating_range, b)
+        && in_range(b.rating_range, a)
 }
 
 /// Limits of the pool.
@@ -247,7 +285,44 @@ impl SeekPool {
     /// [`GameError::InvalidArgument`] for a bad name, [`GameError::LimitExceeded`] when the
     /// pool or the client's share of it is full, failures creating the game.
     pub async fn seek(self: &Arc<Self>, request: SeekRequest) -> Result<SeekOutcome, GameError> {
-        let display_name = text::display_name(&request.display_name)?;
+        if request.rated {
+            if request.account.is_none() {
+                return Err(GameError::RatedNeedsAccount);
+            }
+            if !request.time_control.is_timed() {
+                return Err(GameError::invalid(
+                    "rated",
+                    "untimed games are not rated (a rating is per speed); choose a time control",
+                ));
+            }
+        }
+        if let Some((low, high)) = request.rating_range
+            && low > high
+        {
+            return Err(GameError::invalid(
+                "rating_range",
+                format!("the lowest rating ({low}) is above the highest ({high})"),
+            ));
+        }
+        let display_name = match &request.account {
+            Some(account) => account.username.as_str().to_owned(),
+            None => text::display_name(&request.display_name)?,
+        };
+        let mine = SeekInfo {
+            id: random_game_id(),
+            display_name: display_name.clone(),
+            rules: request.rules,
+            preset: request.preset,
+            time_control: request.time_control,
+            created: SystemTime::now(),
+            computer_after: request.computer.map(|(after, _)| after),
+            account: request
+                .account
+                .as_ref()
+                .map(|a| seat_account(a, request.time_control)),
+            rated: request.rated,
+            rating_range: request.rating_range,
+        };
         let client = request
             .client
             .filter(|ip| !(self.limits.exempt_loopback && ip.is_loopback()))
@@ -265,9 +340,10 @@ impl SeekPool {
             for id in stale {
                 self.remove_locked(&mut inner, &id, None);
             }
-            let index = inner.waiting.iter().position(|w| {
-                w.info.rules == request.rules && w.info.time_control == request.time_control
-            });
+            let index = inner
+                .waiting
+                .iter()
+                .position(|w| compatible(&w.info, &mine));
             match index {
                 Some(index) => {
                     let waiting = inner.take(index);
@@ -294,15 +370,7 @@ impl SeekPool {
                         }
                         *count += 1;
                     }
-                    let info = SeekInfo {
-                        id: random_game_id(),
-                        display_name: display_name.clone(),
-                        rules: request.rules,
-                        preset: request.preset,
-                        time_control: request.time_control,
-                        created: SystemTime::now(),
-                        computer_after: request.computer.map(|(after, _)| after),
-                    };
+                    let info = mine.clone();
                     let (reply, rx) = oneshot::channel();
                     inner.waiting.push(Waiting {
                         info: info.clone(),
@@ -322,9 +390,7 @@ impl SeekPool {
             }
         };
         let waiting = found.expect("a seek was found above");
-        let seated = self
-            .pair(waiting, display_name, token, request.client)
-            .await?;
+        let seated = self.pair(waiting, mine, token, request.client).await?;
         Ok(SeekOutcome::Paired(seated))
     }
 
@@ -339,8 +405,12 @@ impl SeekPool {
         id: &str,
         display_name: &str,
         client: Option<IpAddr>,
+        account: Option<&Account>,
     ) -> Result<Seated, GameError> {
-        let display_name = text::display_name(display_name)?;
+        let display_name = match account {
+            Some(account) => account.username.as_str().to_owned(),
+            None => text::display_name(display_name)?,
+        };
         let waiting = {
             let mut inner = self.lock();
             let index = inner
@@ -348,6 +418,25 @@ impl SeekPool {
                 .iter()
                 .position(|w| w.info.id == id && !w.reply.is_closed())
                 .ok_or_else(|| GameError::SeekNotFound(text::quoted(id)))?;
+            let seek = &inner.waiting[index].info;
+            if seek.rated && account.is_none() {
+                return Err(GameError::RatedNeedsAccount);
+            }
+            let mine = SeekInfo {
+                id: String::new(),
+                display_name: display_name.clone(),
+                account: account.map(|a| seat_account(a, seek.time_control)),
+                rating_range: None,
+                computer_after: None,
+                created: SystemTime::now(),
+                ..seek.clone()
+            };
+            if !compatible(seek, &mine) {
+                return Err(GameError::SeekRefused(
+                    "the seek wants an opponent rated within its range, or it is your own"
+                        .to_owned(),
+                ));
+            }
             let waiting = inner.take(index);
             let _ = self.updates.send(SeekUpdate::Removed {
                 id: waiting.info.id.clone(),
@@ -355,7 +444,12 @@ impl SeekPool {
             });
             waiting
         };
-        self.pair(waiting, display_name, PlayerToken::generate(), client)
+        let mine = SeekInfo {
+            display_name,
+            account: account.map(|a| seat_account(a, waiting.info.time_control)),
+            ..waiting.info.clone()
+        };
+        self.pair(waiting, mine, PlayerToken::generate(), client)
             .await
     }
 
@@ -364,17 +458,23 @@ impl SeekPool {
     async fn pair(
         &self,
         waiting: Waiting,
-        display_name: String,
+        me: SeekInfo,
         token: PlayerToken,
         client: Option<IpAddr>,
     ) -> Result<Seated, GameError> {
         let seeker_first = rand::random::<bool>();
-        let mine = (display_name, token.clone());
+        let mine = (me.display_name.clone(), token.clone());
         let theirs = (waiting.info.display_name.clone(), waiting.token.clone());
-        let players = if seeker_first {
-            ByPlayer::new(theirs, mine)
+        let (players, accounts) = if seeker_first {
+            (
+                ByPlayer::new(theirs, mine),
+                ByPlayer::new(waiting.info.account.clone(), me.account.clone()),
+            )
         } else {
-            ByPlayer::new(mine, theirs)
+            (
+                ByPlayer::new(mine, theirs),
+                ByPlayer::new(me.account.clone(), waiting.info.account.clone()),
+            )
         };
         let created = self
             .manager
@@ -385,6 +485,8 @@ impl SeekPool {
                 players,
                 computer: None,
                 creator: client,
+                accounts,
+                rated: waiting.info.rated,
             })
             .await;
         match created {
@@ -431,6 +533,9 @@ impl SeekPool {
                 ),
                 computer: Some(level),
                 creator: waiting.client,
+                accounts: ByPlayer::new(waiting.info.account.clone(), None),
+                // The computer's games are not rated.
+                rated: false,
             })
             .await?;
         info!(seek = %waiting.info.id, game_id = %game.id, "seek handed to the computer");

@@ -333,8 +333,10 @@ pub trait GameStore: Send + Sync + fmt::Debug + 'static {
     /// # Errors
     ///
     /// [`StoreError::NotFound`].
-    fn account_by_api_key<'a>(&'a self, key_id: &'a str)
-    -> StoreFuture<'a, (Account, ApiKeyRecord)>;
+    fn account_by_api_key<'a>(
+        &'a self,
+        key_id: &'a str,
+    ) -> StoreFuture<'a, (Account, ApiKeyRecord)>;
 
     /// Adds an API key to an account.
     ///

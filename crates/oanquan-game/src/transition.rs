@@ -359,6 +359,7 @@ pub fn play(
             scores: position.scores(),
             termination: Termination::Rules(reason),
             ended_by: None,
+            ratings: None,
         };
         finish(
             &mut state,
@@ -412,6 +413,7 @@ pub fn resign(state: GameState, token: &TokenHash, now: SystemTime) -> Decided<(
         scores: state.position().scores(),
         termination: Termination::Resignation,
         ended_by: Some(seat),
+        ratings: None,
     };
     Ok(ended(state, GameStatus::Finished, result, now, Vec::new()))
 }
@@ -436,6 +438,7 @@ pub fn abort(state: GameState, token: &TokenHash, now: SystemTime) -> Decided<()
         scores: state.position().scores(),
         termination: Termination::Aborted,
         ended_by: Some(seat),
+        ratings: None,
     };
     Ok(ended(state, GameStatus::Aborted, result, now, Vec::new()))
 }
@@ -457,6 +460,7 @@ pub fn expire(state: GameState, idle_since: SystemTime, now: SystemTime) -> Deci
         scores: state.position().scores(),
         termination: Termination::Aborted,
         ended_by: None,
+        ratings: None,
     };
     Ok(ended(state, GameStatus::Aborted, result, now, Vec::new()))
 }
@@ -480,6 +484,7 @@ pub fn apply_deadline(state: GameState, now: SystemTime) -> Decided<DeadlineKind
                 scores: state.position().scores(),
                 termination: Termination::Aborted,
                 ended_by: Some(player),
+                ratings: None,
             };
             ended(state, GameStatus::Aborted, result, deadline.at, Vec::new())
         }
@@ -497,6 +502,7 @@ pub fn apply_deadline(state: GameState, now: SystemTime) -> Decided<DeadlineKind
                 scores: state.position().scores(),
                 termination: Termination::Timeout,
                 ended_by: Some(player),
+                ratings: None,
             };
             // The game ends at the deadline, whenever the server got to it.
             ended(state, GameStatus::Finished, result, deadline.at, Vec::new())
@@ -604,6 +610,7 @@ pub fn claim_victory(
         scores: state.position().scores(),
         termination: Termination::Abandonment,
         ended_by: Some(to_move),
+        ratings: None,
     };
     Ok(ended(state, GameStatus::Finished, result, now, Vec::new()))
 }
@@ -632,6 +639,7 @@ pub fn offer_draw(state: GameState, token: &TokenHash, now: SystemTime) -> Decid
             scores: state.position().scores(),
             termination: Termination::Agreement,
             ended_by: None,
+            ratings: None,
         };
         let accepted = GameEventKind::Draw {
             by: seat,
@@ -769,6 +777,7 @@ pub fn offer_rematch(
             token: state.rematch_tokens()[opponent].ok_or(GameError::RematchUnavailable(
                 "your opponent's offer has no token; offer again".to_owned(),
             ))?,
+            account: opponent_seat.account.clone(),
         },
     };
     let next = create(
@@ -788,6 +797,8 @@ pub fn offer_rematch(
                 ..*policy
             },
             rematch_of: Some(info.id.clone()),
+            account: me.account,
+            rated: info.rated,
         },
         now,
     );
