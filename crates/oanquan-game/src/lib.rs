@@ -27,6 +27,7 @@ mod text;
 pub mod timekeeper;
 mod token;
 pub mod transition;
+pub mod username;
 mod watch;
 
 pub use clock::{ClockReading, TimeControl, TimePolicy};
@@ -48,4 +49,5 @@ pub use store::{
 };
 pub use text::{MAX_DISPLAY_NAME_CHARS, MAX_QUOTED_CHARS, display_name, quoted};
 pub use token::{PlayerToken, TokenHash};
+pub use username::{Username, UsernameError};
 pub use watch::{Feed, GameFeed, LobbyFeed, Sequenced, Watch, WatchItem};
