@@ -51,4 +51,5 @@ pub use store::{
 };
 pub use text::{MAX_DISPLAY_NAME_CHARS, MAX_QUOTED_CHARS, display_name, quoted};
 pub use token::{PlayerToken, TokenHash};
+pub use username::{Username, UsernameError};
 pub use watch::{Feed, GameFeed, LobbyFeed, Sequenced, Watch, WatchItem};

@@ -1,23 +1,1133 @@
-//! TEMPORARY STUB (replaced by the real module before commit).
+//! Account usernames: what a username may be, and the key that decides when two are the same.
+//!
+//! A username is shown to other players next to their games and ratings, so the rules aim at one
+//! thing: a name that one player sees can only belong to one account. Each rule below says what
+//! it refuses and why.
+//!
+//! # What a username is
+//!
+//! [`Username::parse`] takes the text exactly as the client sent it and either refuses it with a
+//! [`UsernameError`] (which becomes `INVALID_ARGUMENT` on the field `username`) or returns the
+//! name to keep:
+//!
+//! 1. **Normalised to Unicode NFC.** "Phương" typed as `u` + combining horn is stored as the same
+//!    precomposed characters as "Phương" typed on a Vietnamese keyboard. The name is kept as the
+//!    user wrote it otherwise, capitals included.
+//! 2. **3 to 20 characters**, counted as Unicode scalar values after NFC, not bytes: "Đức-2" is
+//!    5 characters. Input of more than 80 characters is refused before any other work, so a
+//!    megabyte costs one pass that counts it.
+//! 3. **Not trimmed.** White space at either end is refused rather than removed: the name
+//!    registered is exactly the name typed, and a client that wants trimming does it in its form.
+//! 4. **Letters, digits `0-9`, `_` and `-` only:**
+//!    * *letters* are Unicode letters (general category L) that UTS #39 lists as
+//!      `Identifier_Status=Allowed`: the letters of the scripts in modern use, Vietnamese with
+//!      all its diacritics included. That refuses compatibility forms (fullwidth `Ｌ`, ligatures
+//!      such as `ﬁ`, superscripts, circled letters: "type `L`" is the hint), historic and
+//!      limited-use scripts, and phonetic or technical letters such as `ɑ` or `ɡ` that exist to
+//!      look like ordinary ones. Letters that look like punctuation (`ʼ`, `ʻ`) are refused too.
+//!    * *digits* are ASCII only: digits of other numbering systems look like other digits or
+//!      letters (`٥`, `০`), and `0-9` go with every script.
+//!    * `_` and `-` are the ASCII ones (no other dash or connector), never first or last, and
+//!      never two in a row: `_lan`, `lan-`, `a__b` and `a-_b` are easy to misread or miscopy.
+//!    * no spaces, punctuation, symbols or emoji; no invisible characters at all (control and
+//!      format characters, zero-width spaces and joiners, bidirectional overrides and isolates,
+//!      variation selectors, Hangul fillers): they hide or reorder letters on other screens.
+//! 5. **No loose combining marks.** After NFC a Vietnamese, Latin, Greek or Cyrillic letter with
+//!    its accents is one character; an accent that is still separate (`x` + acute, an accent at
+//!    the start) would let names stack decorations or fake a letter, so it is refused. Scripts
+//!    whose vowel signs are marks by nature (Devanagari, Thai, …) keep them, without the same mark
+//!    twice in a row or more than four marks in a row (UTS #39, 5.4).
+//! 6. **One script per name** (UTS #39 mixed-script detection, with the Han + kana and Han +
+//!    Hangul combinations that Japanese and Korean use). "pаypal" with a Cyrillic `а` is refused
+//!    and the message names the letter it imitates. Digits, `_` and `-` go with any script.
+//! 7. **Not reserved.** Names of the service, its staff and its computer player
+//!    ([`RESERVED_USERNAMES`]: `admin`, `root`, `computer`, `oanquan`, `quản_trị`, …) are refused,
+//!    also in another case, with look-alike letters (`r00t`), with `_`/`-` inside (`ad-min`) or
+//!    with digits and `_`/`-` around them (`admin_2`).
+//!
+//! # When two names are the same
+//!
+//! Two usernames are the same when their [`Username::key`]s are equal; a store keeps the key in a
+//! unique column and answers `ALREADY_EXISTS` when it is taken. The key is
+//!
+//! * **case folded**, fully: each character's lowercase of its uppercase, repeated until it no
+//!   longer changes, so `Lan`, `LAN` and `lan`, `straße`, `STRASSE` and `STRAẞE`, `ΣΟΦΟΣ` and
+//!   `σοφος` (final sigma) each share a key;
+//! * then reduced to its UTS #39 **confusable skeleton** (the `unicode-security` crate's
+//!   `skeleton`, then case folded again, until stable), so names that differ only by look-alikes
+//!   share a key: `0`/`o`, `1`/`l`, `rn`/`m`, and whole-script look-alikes such as Cyrillic
+//!   "сор" and Latin "cop". Whoever registers first keeps the name; the other gets
+//!   `ALREADY_EXISTS`. Such names are not refused outright, so that a Russian player can still be
+//!   "Сара" (Cyrillic letters that read as the Latin "Capa") as long as no one took "Capa".
+//!
+//! Known limits of a single key: folding before the skeleton merges what looks alike in lower
+//! case, not what only looks alike in capitals. So `Il` (capital i) and `ll` get different keys;
+//! merging them would also merge `i` and `l` ("Mai" and "Mal"). The one capital look-alike that
+//! matters for Vietnamese names is handled: Icelandic `Ð`/`ð` and African `Ɖ`/`ɖ` key as `Đ`/`đ`,
+//! so "Ðức" cannot pose as "Đức".
+//!
+//! The key depends on Unicode data (Rust's case mappings, `unicode-security`'s confusables);
+//! updating either can change some keys, so a store that keeps keys recomputes them with
+//! [`Username::parse`] after such an update. The key is opaque: compare it, never show it.
+
 use std::fmt;
-#[derive(Debug, Clone, PartialEq, Eq, Hash)]
-pub struct Username(String);
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("bad username")]
-pub struct UsernameError;
+use std::str::FromStr;
+use std::sync::LazyLock;
+
+use unicode_normalization::UnicodeNormalization as _;
+use unicode_properties::{GeneralCategory, GeneralCategoryGroup, UnicodeGeneralCategory as _};
+use unicode_security::mixed_script::AugmentedScriptSet;
+use unicode_security::{GeneralSecurityProfile as _, skeleton};
+
+use crate::error::GameError;
+use crate::text::quoted;
+
+/// The request field that errors about a username name.
+pub const USERNAME_FIELD: &str = "username";
+
+/// The fewest characters in a username (after NFC).
+pub const MIN_USERNAME_CHARS: usize = 3;
+
+/// The most characters in a username (after NFC).
+pub const MAX_USERNAME_CHARS: usize = 20;
+
+/// Input longer than this is refused before it is normalised. NFC never makes text longer, and
+/// a Vietnamese letter typed decomposed takes at most three code points (`ệ` = `e` + dot below +
+/// circumflex), so four per character leaves room for any name that can pass.
+const MAX_INPUT_CHARS: usize = 4 * MAX_USERNAME_CHARS;
+
+/// UTS #39 5.4: more combining marks in a row than this are refused.
+const MAX_MARKS_IN_A_ROW: usize = 4;
+
+/// Folding and skeletons reach their fixed point in one or two rounds for every name we accept
+/// (a property test checks); the bound only keeps a surprise in the Unicode data from looping.
+const MAX_KEY_ROUNDS: usize = 8;
+
+/// Names that belong to the service, its staff or its computer player. A username is refused
+/// when its key matches one of these, also with `_`/`-` inside or digits and `_`/`-` around it.
+pub const RESERVED_USERNAMES: &[&str] = &[
+    "admin",
+    "administrator",
+    "root",
+    "system",
+    "sysop",
+    "computer",
+    "bot",
+    "anonymous",
+    "anon",
+    "guest",
+    "oanquan",
+    "ôănquan",
+    "moderator",
+    "mod",
+    "staff",
+    "support",
+    "official",
+    "operator",
+    "server",
+    "nobody",
+    "everyone",
+    "null",
+    "undefined",
+    // Vietnamese: administrator, computer, system, anonymous, guest, with and without diacritics.
+    "quantri",
+    "quảntrị",
+    "maytinh",
+    "máytính",
+    "hethong",
+    "hệthống",
+    "andanh",
+    "ẩndanh",
+    "khach",
+    "khách",
+];
+
+/// The reserved names as [`reserved_form`]s, computed once.
+static RESERVED_FORMS: LazyLock<Vec<(&'static str, String)>> = LazyLock::new(|| {
+    RESERVED_USERNAMES
+        .iter()
+        .map(|&word| (word, reserved_form(word)))
+        .collect()
+});
+
+/// An account's username: valid by the rules of the [module](self), in NFC, as the user wrote it.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct Username {
+    name: String,
+    key: String,
+}
+
 impl Username {
+    /// Checks a username as the client sent it.
+    ///
+    /// # Errors
+    ///
+    /// A [`UsernameError`] saying what is refused and why; it converts into
+    /// [`GameError::InvalidArgument`] on [`USERNAME_FIELD`].
     pub fn parse(text: &str) -> Result<Username, UsernameError> {
-        Ok(Username(text.to_owned()))
+        if text.is_empty() {
+            return Err(UsernameError::TooShort { chars: 0 });
+        }
+        let raw_chars = text.chars().count();
+        if raw_chars > MAX_INPUT_CHARS {
+            return Err(UsernameError::TooLong { chars: raw_chars });
+        }
+        if text.starts_with(char::is_whitespace) || text.ends_with(char::is_whitespace) {
+            return Err(UsernameError::SurroundingWhitespace);
+        }
+        // Before NFC, which keeps them, so that the message names what was typed.
+        if let Some(ch) = text.chars().find(|&c| is_invisible(c)) {
+            return Err(UsernameError::Invisible { ch });
+        }
+        let name: String = text.nfc().collect();
+        let chars = name.chars().count();
+        if chars < MIN_USERNAME_CHARS {
+            return Err(UsernameError::TooShort { chars });
+        }
+        if chars > MAX_USERNAME_CHARS {
+            return Err(UsernameError::TooLong { chars });
+        }
+        check_characters(&name)?;
+        check_separators(&name)?;
+        check_scripts(&name)?;
+        let reserved = reserved_form(&name);
+        if let Some((word, _)) = RESERVED_FORMS.iter().find(|(_, form)| *form == reserved) {
+            return Err(UsernameError::Reserved { word });
+        }
+        let key = key_of(&name);
+        Ok(Username { name, key })
     }
+
+    /// The name as the user wrote it, in NFC.
+    #[must_use]
     pub fn as_str(&self) -> &str {
-        &self.0
+        &self.name
     }
+
+    /// The uniqueness key: equal for names that differ only in case or by look-alike characters
+    /// (see the [module](self)). Opaque; store it in a unique column, never show it.
+    #[must_use]
     pub fn key(&self) -> String {
-        self.0.to_lowercase()
+        self.key.clone()
     }
 }
+
 impl fmt::Display for Username {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.0)
+        f.write_str(&self.name)
+    }
+}
+
+impl AsRef<str> for Username {
+    fn as_ref(&self) -> &str {
+        &self.name
+    }
+}
+
+impl FromStr for Username {
+    type Err = UsernameError;
+
+    fn from_str(text: &str) -> Result<Self, Self::Err> {
+        Username::parse(text)
+    }
+}
+
+/// Why a username is refused. The [`Display`](fmt::Display) text says what and why; characters
+/// are shown escaped (with [`quoted`]) and by code point, never raw.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum UsernameError {
+    /// Fewer than [`MIN_USERNAME_CHARS`] characters after NFC (0 for empty input).
+    TooShort {
+        /// Characters after NFC.
+        chars: usize,
+    },
+    /// More than [`MAX_USERNAME_CHARS`] characters after NFC, or more than four times that as
+    /// sent (then counted as sent).
+    TooLong {
+        /// Characters counted.
+        chars: usize,
+    },
+    /// White space at the start or end: refused, not trimmed.
+    SurroundingWhitespace,
+    /// A control, format or other invisible character (zero-width, bidi, joiner, filler…).
+    Invisible {
+        /// The first one.
+        ch: char,
+    },
+    /// A visible character that a username may not contain.
+    NotAllowed {
+        /// The first one, after NFC.
+        ch: char,
+        /// Which rule refuses it.
+        reason: NotAllowedReason,
+    },
+    /// A combining mark that NFC did not join to the letter before it, or one with no letter
+    /// before it.
+    CombiningMark {
+        /// The mark.
+        ch: char,
+    },
+    /// The same combining mark twice in a row, or more than four marks in a row.
+    StackedMarks {
+        /// The mark that goes too far.
+        ch: char,
+    },
+    /// `_` or `-` first or last.
+    SeparatorAtEdge {
+        /// The separator.
+        ch: char,
+    },
+    /// `_` or `-` right after `_` or `-`.
+    DoubledSeparator {
+        /// The first of the two.
+        first: char,
+        /// The second.
+        second: char,
+    },
+    /// Letters of two scripts that are not both look-alikes.
+    MixedScripts {
+        /// A letter before `ch` that set the name's script.
+        first: char,
+        /// The script(s) of the name up to `ch`.
+        name_script: String,
+        /// The letter of another script.
+        ch: char,
+        /// Its script(s).
+        script: String,
+    },
+    /// A letter of another script that looks like a letter of the name's own script: the
+    /// classic homograph ("pаypal" with a Cyrillic `а`).
+    LooksLikeOtherScript {
+        /// The borrowed letter.
+        ch: char,
+        /// Its script(s).
+        script: String,
+        /// What it passes for (its confusable skeleton).
+        looks_like: String,
+        /// The script(s) of the rest of the name.
+        name_script: String,
+    },
+    /// One of [`RESERVED_USERNAMES`], perhaps in disguise.
+    Reserved {
+        /// The reserved name it matches.
+        word: &'static str,
+    },
+}
+
+/// Which rule refuses a visible character.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum NotAllowedReason {
+    /// A space inside the name.
+    Space,
+    /// A compatibility form (fullwidth, ligature, superscript, circled…) of plainer text.
+    Compatibility {
+        /// Its NFKC form: what to type instead.
+        plain: String,
+    },
+    /// A decimal digit other than ASCII `0-9`.
+    Digit,
+    /// A dash or connector other than ASCII `-` and `_`.
+    Dash,
+    /// A letter that UTS #39 does not allow in identifiers.
+    RestrictedLetter,
+    /// A letter whose look-alike is punctuation.
+    PunctuationLike {
+        /// The punctuation it looks like.
+        looks_like: String,
+    },
+    /// A combining mark that UTS #39 does not allow in identifiers.
+    RestrictedMark,
+    /// Punctuation, a symbol, an emoji or another non-letter.
+    Symbol,
+}
+
+impl UsernameError {
+    /// The request field these errors are about: [`USERNAME_FIELD`].
+    #[must_use]
+    pub fn field(&self) -> &'static str {
+        USERNAME_FIELD
+    }
+}
+
+impl From<UsernameError> for GameError {
+    fn from(err: UsernameError) -> GameError {
+        GameError::invalid(err.field(), err.to_string())
+    }
+}
+
+impl std::error::Error for UsernameError {}
+
+impl fmt::Display for UsernameError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            UsernameError::TooShort { chars } => write!(
+                f,
+                "too short ({}): a username has {MIN_USERNAME_CHARS} to {MAX_USERNAME_CHARS} \
+                 characters (letters, digits, _ and -)",
+                characters(*chars)
+            ),
+            UsernameError::TooLong { chars } => write!(
+                f,
+                "too long ({}): a username has {MIN_USERNAME_CHARS} to {MAX_USERNAME_CHARS} \
+                 characters (letters, digits, _ and -)",
+                characters(*chars)
+            ),
+            UsernameError::SurroundingWhitespace => f.write_str(
+                "starts or ends with white space; usernames are not trimmed and contain no \
+                 spaces, so remove it",
+            ),
+            UsernameError::Invisible { ch } => write!(
+                f,
+                "contains the invisible or control character {}; zero-width, joiner, \
+                 bidirectional, filler, variation and control characters could hide or reorder \
+                 letters on other players' screens",
+                shown(*ch)
+            ),
+            UsernameError::NotAllowed { ch, reason } => {
+                write!(f, "{} is not allowed: ", shown(*ch))?;
+                match reason {
+                    NotAllowedReason::Space => {
+                        f.write_str("a username has no spaces; join words with _ or -")
+                    }
+                    NotAllowedReason::Compatibility { plain } => write!(
+                        f,
+                        "it is a compatibility form (fullwidth, ligature, superscript, circled \
+                         or similar) of {plain}, which looks the same; type {plain} instead",
+                        plain = quoted(plain)
+                    ),
+                    NotAllowedReason::Digit => f.write_str(
+                        "only the digits 0-9 are allowed; digits of other numbering systems \
+                         look like other digits or letters",
+                    ),
+                    NotAllowedReason::Dash => f.write_str(
+                        "only the ASCII hyphen-minus - and underscore _ join words; other \
+                         dashes and connectors look the same but are different characters",
+                    ),
+                    NotAllowedReason::RestrictedLetter => f.write_str(
+                        "Unicode does not recommend this letter for identifiers (UTS #39: a \
+                         letter of a historic or limited-use script, or a phonetic or technical \
+                         letter that imitates an ordinary one)",
+                    ),
+                    NotAllowedReason::PunctuationLike { looks_like } => write!(
+                        f,
+                        "this letter looks like the punctuation {}, which usernames do not \
+                         contain",
+                        quoted(looks_like)
+                    ),
+                    NotAllowedReason::RestrictedMark => f.write_str(
+                        "Unicode does not recommend this mark for identifiers (UTS #39)",
+                    ),
+                    NotAllowedReason::Symbol => f.write_str(
+                        "a username has only letters, digits 0-9, _ and -: no punctuation, \
+                         symbols or emoji",
+                    ),
+                }
+            }
+            UsernameError::CombiningMark { ch } => write!(
+                f,
+                "{} is a combining mark that does not form one character with the letter \
+                 before it (Unicode NFC); type the accented letter itself (Vietnamese letters \
+                 such as ư, ơ and ệ are single characters). Loose marks can be stacked or fake \
+                 other letters",
+                shown(*ch)
+            ),
+            UsernameError::StackedMarks { ch } => write!(
+                f,
+                "{} repeats the mark before it or makes more than {MAX_MARKS_IN_A_ROW} marks in \
+                 a row; stacked marks can hide or fake letters",
+                shown(*ch)
+            ),
+            UsernameError::SeparatorAtEdge { ch } => write!(
+                f,
+                "starts or ends with {}; _ and - may only join letters or digits, at the edges \
+                 they are easily missed",
+                quoted(&ch.to_string())
+            ),
+            UsernameError::DoubledSeparator { first, second } => write!(
+                f,
+                "has {} with nothing between; _ and - may not follow each other, since names \
+                 like a__b and a_b are hard to tell apart",
+                quoted(&format!("{first}{second}"))
+            ),
+            UsernameError::MixedScripts {
+                first,
+                name_script,
+                ch,
+                script,
+            } => write!(
+                f,
+                "mixes scripts: {} is {script} but {} before it is {name_script}; use the \
+                 letters of one script (digits, _ and - go with any)",
+                shown(*ch),
+                quoted(&first.to_string())
+            ),
+            UsernameError::LooksLikeOtherScript {
+                ch,
+                script,
+                looks_like,
+                name_script,
+            } => write!(
+                f,
+                "{} is a {script} letter that looks like the {name_script} {} in a \
+                 {name_script} name, so the name would pass for another; type the \
+                 {name_script} letter",
+                shown(*ch),
+                quoted(looks_like)
+            ),
+            UsernameError::Reserved { word } => write!(
+                f,
+                "is reserved: it is, or looks like, {}, a name of the service, its staff or its \
+                 computer player",
+                quoted(word)
+            ),
+        }
+    }
+}
+
+/// "1 character", "5 characters".
+fn characters(n: usize) -> String {
+    if n == 1 {
+        "1 character".to_owned()
+    } else {
+        format!("{n} characters")
+    }
+}
+
+/// A character as a message shows it: quoted and by code point, or by code point alone when it
+/// is invisible, since `quoted` escapes control and format characters but not every filler.
+fn shown(ch: char) -> String {
+    if is_invisible(ch) {
+        format!("U+{:04X}", u32::from(ch))
+    } else {
+        format!("{} (U+{:04X})", quoted(&ch.to_string()), u32::from(ch))
+    }
+}
+
+/// Control and format characters, line and paragraph separators, and the other default
+/// ignorable code points (variation selectors, fillers, the combining grapheme joiner), which
+/// UTS #39's skeleton drops: that is how we ask `unicode-security` for its table.
+fn is_invisible(ch: char) -> bool {
+    matches!(
+        ch.general_category(),
+        GeneralCategory::Control
+            | GeneralCategory::Format
+            | GeneralCategory::LineSeparator
+            | GeneralCategory::ParagraphSeparator
+    ) || skeleton(ch.encode_utf8(&mut [0; 4])).next().is_none()
+}
+
+/// The NFKC form of a character when it differs: what a compatibility form stands for.
+fn compatibility_form(ch: char) -> Option<String> {
+    let plain: String = std::iter::once(ch).nfkc().collect();
+    (plain != ch.to_string()).then_some(plain)
+}
+
+/// Whether a script set names Latin, Greek or Cyrillic, whose accented letters all have
+/// precomposed forms in NFC.
+fn has_precomposing_script(set: &AugmentedScriptSet) -> bool {
+    !set.is_all()
+        && set
+            .base
+            .iter()
+            .any(|script| matches!(script.short_name(), "Latn" | "Grek" | "Cyrl"))
+}
+
+/// Rules 4 and 5 of the module: each character, and combining marks in their place.
+fn check_characters(name: &str) -> Result<(), UsernameError> {
+    let refuse = |ch, reason| Err(UsernameError::NotAllowed { ch, reason });
+    let mut after_letter_or_mark = false;
+    let mut marks_in_a_row = 0;
+    let mut previous = None;
+    for ch in name.chars() {
+        let is_mark = if ch.is_ascii_alphanumeric() || ch == '_' || ch == '-' {
+            false
+        } else if ch.is_whitespace() {
+            return refuse(ch, NotAllowedReason::Space);
+        } else if let Some(plain) = compatibility_form(ch) {
+            return refuse(ch, NotAllowedReason::Compatibility { plain });
+        } else {
+            match ch.general_category_group() {
+                GeneralCategoryGroup::Letter => {
+                    if !ch.identifier_allowed() {
+                        return refuse(ch, NotAllowedReason::RestrictedLetter);
+                    }
+                    let looks_like: String = skeleton(ch.encode_utf8(&mut [0; 4])).collect();
+                    if looks_like
+                        .chars()
+                        .any(|c| c.is_ascii() && !c.is_ascii_alphanumeric())
+                    {
+                        return refuse(ch, NotAllowedReason::PunctuationLike { looks_like });
+                    }
+                    false
+                }
+                GeneralCategoryGroup::Mark => {
+                    if !ch.identifier_allowed() {
+                        return refuse(ch, NotAllowedReason::RestrictedMark);
+                    }
+                    let set = AugmentedScriptSet::for_char(ch);
+                    if !after_letter_or_mark || set.is_all() || has_precomposing_script(&set) {
+                        return Err(UsernameError::CombiningMark { ch });
+                    }
+                    if previous == Some(ch) || marks_in_a_row == MAX_MARKS_IN_A_ROW {
+                        return Err(UsernameError::StackedMarks { ch });
+                    }
+                    true
+                }
+                GeneralCategoryGroup::Number
+                    if ch.general_category() == GeneralCategory::DecimalNumber =>
+                {
+                    return refuse(ch, NotAllowedReason::Digit);
+                }
+                GeneralCategoryGroup::Punctuation
+                    if matches!(
+                        ch.general_category(),
+                        GeneralCategory::DashPunctuation | GeneralCategory::ConnectorPunctuation
+                    ) =>
+                {
+                    return refuse(ch, NotAllowedReason::Dash);
+                }
+                _ => return refuse(ch, NotAllowedReason::Symbol),
+            }
+        };
+        marks_in_a_row = if is_mark { marks_in_a_row + 1 } else { 0 };
+        after_letter_or_mark = is_mark || (ch != '_' && ch != '-' && !ch.is_ascii_digit());
+        previous = Some(ch);
+    }
+    Ok(())
+}
+
+fn is_separator(ch: char) -> bool {
+    ch == '_' || ch == '-'
+}
+
+/// `_` and `-`: not first, not last, not twice in a row.
+fn check_separators(name: &str) -> Result<(), UsernameError> {
+    let mut chars = name.chars().peekable();
+    if let Some(&ch) = chars.peek().filter(|&&c| is_separator(c)) {
+        return Err(UsernameError::SeparatorAtEdge { ch });
+    }
+    if let Some(ch) = name.chars().next_back().filter(|&c| is_separator(c)) {
+        return Err(UsernameError::SeparatorAtEdge { ch });
+    }
+    while let Some(first) = chars.next() {
+        if let Some(&second) = chars.peek() {
+            if is_separator(first) && is_separator(second) {
+                return Err(UsernameError::DoubledSeparator { first, second });
+            }
+        }
+    }
+    Ok(())
+}
+
+/// A script set as people name it: "Latin", "Cyrillic", "Japanese".
+fn script_name(set: &AugmentedScriptSet) -> String {
+    let names: Vec<&str> = set.base.iter().map(|script| script.full_name()).collect();
+    if !set.is_all() && !names.is_empty() {
+        names.join(" or ")
+    } else if set.jpan {
+        "Japanese".to_owned()
+    } else if set.kore {
+        "Korean".to_owned()
+    } else if set.hanb {
+        "Chinese".to_owned()
+    } else {
+        "of no script".to_owned()
+    }
+}
+
+/// One script per name (UTS #39 resolved script set, augmented for Japanese and Korean).
+fn check_scripts(name: &str) -> Result<(), UsernameError> {
+    let mut set = AugmentedScriptSet::default();
+    let mut first = None;
+    for ch in name.chars() {
+        let own = AugmentedScriptSet::for_char(ch);
+        if own.is_all() {
+            continue;
+        }
+        let mut next = set;
+        next.intersect_with(own);
+        if next.is_empty() {
+            let name_script = script_name(&set);
+            let script = script_name(&own);
+            let looks_like: String = skeleton(ch.encode_utf8(&mut [0; 4])).collect();
+            let mut in_name_script = AugmentedScriptSet::for_str(&looks_like);
+            in_name_script.intersect_with(set);
+            return Err(
+                if looks_like != ch.to_string() && !in_name_script.is_empty() {
+                    UsernameError::LooksLikeOtherScript {
+                        ch,
+                        script,
+                        looks_like,
+                        name_script,
+                    }
+                } else {
+                    UsernameError::MixedScripts {
+                        first: first.unwrap_or(ch),
+                        name_script,
+                        ch,
+                        script,
+                    }
+                },
+            );
+        }
+        first.get_or_insert(ch);
+        set = next;
+    }
+    Ok(())
+}
+
+/// Full case folding: each character's lowercase of its uppercase, which takes `ß` to `ss` and
+/// final `ς` to `σ`. Repeated by [`key_of`] until stable, which also takes `ẞ` (its own
+/// uppercase) through `ß` to `ss`.
+fn fold(text: &str) -> String {
+    text.chars()
+        .flat_map(char::to_uppercase)
+        .flat_map(char::to_lowercase)
+        .collect()
+}
+
+/// Capitals that look like Vietnamese `Đ` while their small letters do not look like `đ`: the
+/// lower-case skeleton would miss them.
+fn capital_lookalike(ch: char) -> char {
+    match ch {
+        'Ð' | 'ð' | 'Ɖ' | 'ɖ' => 'đ',
+        other => other,
+    }
+}
+
+/// The uniqueness key of an NFC name: folded, then skeleton and fold until stable.
+fn key_of(name: &str) -> String {
+    let mut key: String = name.chars().map(capital_lookalike).collect();
+    key = fold(&key);
+    for _ in 0..MAX_KEY_ROUNDS {
+        let next = fold(&skeleton(&key).collect::<String>());
+        if next == key {
+            break;
+        }
+        key = next;
+    }
+    key
+}
+
+/// What reserved names are compared by: the key without digits, `_` and `-` around the name
+/// and without `_` and `-` inside it.
+fn reserved_form(name: &str) -> String {
+    let core: String = name
+        .trim_matches(|c: char| c.is_ascii_digit() || is_separator(c))
+        .chars()
+        .filter(|&c| !is_separator(c))
+        .collect();
+    key_of(&core)
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::{Duration, Instant};
+
+    use proptest::prelude::*;
+
+    use super::*;
+
+    fn ok(text: &str) -> Username {
+        Username::parse(text).unwrap_or_else(|err| panic!("{text:?} refused: {err}"))
+    }
+
+    fn err(text: &str) -> UsernameError {
+        match Username::parse(text) {
+            Ok(name) => panic!("{text:?} accepted as {name:?}"),
+            Err(err) => err,
+        }
+    }
+
+    fn not_allowed(text: &str) -> (char, NotAllowedReason) {
+        match err(text) {
+            UsernameError::NotAllowed { ch, reason } => (ch, reason),
+            other => panic!("{text:?}: {other:?}"),
+        }
+    }
+
+    fn same_key(a: &str, b: &str) -> bool {
+        ok(a).key() == ok(b).key()
+    }
+
+    #[test]
+    fn accepts_ascii_vietnamese_and_other_single_script_names() {
+        for name in [
+            "Lan",
+            "lan_2",
+            "a-b-c",
+            "abc",
+            "123",
+            "Phương_Anh",
+            "Đức-2",
+            "Nguyễn_Văn_Ắnh",
+            "Trần-Thị-Lệ",
+            "Вера",
+            "Сергей_7",
+            "Σωκράτης",
+            "山田たろう",
+            "김민준",
+            "राम",
+            "สมชาย",
+            "Guðrún",
+        ] {
+            let username = ok(name);
+            assert_eq!(username.as_str(), name);
+            assert_eq!(username.to_string(), name);
+            assert_eq!(name.parse::<Username>(), Ok(username));
+        }
+    }
+
+    #[test]
+    fn nfc_makes_decomposed_and_precomposed_the_same_name() {
+        // "Phương" with u + horn and o + horn, "Đức" with u + horn + acute.
+        let decomposed = ok("Phu\u{31b}o\u{31b}ng");
+        assert_eq!(decomposed.as_str(), "Phương");
+        assert_eq!(decomposed, ok("Phương"));
+        assert_eq!(ok("\u{110}u\u{31b}\u{301}c").as_str(), "Đức");
+        assert_eq!(ok("Lan\u{301}").as_str(), "La\u{144}", "n + acute is ń");
+    }
+
+    #[test]
+    fn length_counts_characters_after_nfc_not_bytes() {
+        assert_eq!(err(""), UsernameError::TooShort { chars: 0 });
+        assert_eq!(err("ab"), UsernameError::TooShort { chars: 2 });
+        assert_eq!(err("ưệ"), UsernameError::TooShort { chars: 2 });
+        assert_eq!(ok("ưệơ").as_str().len(), 7);
+        ok(&"a".repeat(20));
+        ok(&"ệ".repeat(20));
+        // 20 letters typed as 60 code points are still 20 characters.
+        ok(&"e\u{323}\u{302}".repeat(20));
+        assert_eq!(err(&"a".repeat(21)), UsernameError::TooLong { chars: 21 });
+        assert_eq!(err(&"ệ".repeat(21)), UsernameError::TooLong { chars: 21 });
+        assert_eq!(
+            err(&"e\u{323}\u{302}".repeat(21)),
+            UsernameError::TooLong { chars: 21 }
+        );
+        let message = err("ab").to_string();
+        assert!(message.contains("2 characters") && message.contains("3 to 20"));
+    }
+
+    #[test]
+    fn huge_input_is_refused_quickly_and_not_quoted() {
+        for huge in [
+            "a".repeat(1 << 20),
+            "ệ".repeat(1 << 18),
+            "\u{200b}".repeat(1 << 18),
+        ] {
+            let started = Instant::now();
+            let refused = err(&huge);
+            assert!(started.elapsed() < Duration::from_secs(1));
+            assert!(matches!(refused, UsernameError::TooLong { chars } if chars > 1000));
+            let message = GameError::from(refused).to_string();
+            assert!(message.len() < 200, "{message}");
+        }
+    }
+
+    #[test]
+    fn white_space_is_refused_at_the_edges_not_trimmed_and_inside() {
+        for text in [" Lan", "Lan ", "\tLan", "Lan\n", "Lan\u{3000}", "\u{a0}Lan"] {
+            assert_eq!(err(text), UsernameError::SurroundingWhitespace, "{text:?}");
+        }
+        assert_eq!(not_allowed("La n"), (' ', NotAllowedReason::Space));
+        assert_eq!(not_allowed("La\u{3000}n").1, NotAllowedReason::Space);
+    }
+
+    #[test]
+    fn invisible_characters_are_refused_and_shown_escaped() {
+        for (text, ch) in [
+            ("La\u{200b}n", '\u{200b}'),
+            ("La\u{200c}n", '\u{200c}'),
+            ("La\u{200d}n", '\u{200d}'),
+            ("\u{202e}Lan", '\u{202e}'),
+            ("Lan\u{2066}x", '\u{2066}'),
+            ("La\u{feff}n", '\u{feff}'),
+            ("La\u{ad}n", '\u{ad}'),
+            ("Lan\u{fe0f}", '\u{fe0f}'),
+            ("La\u{34f}n", '\u{34f}'),
+            ("Lan\u{3164}", '\u{3164}'),
+            ("\u{115f}Lan", '\u{115f}'),
+            ("La\u{7}n", '\u{7}'),
+            ("La\u{1b}n", '\u{1b}'),
+            ("La\u{2028}n", '\u{2028}'),
+        ] {
+            let refused = err(text);
+            assert_eq!(refused, UsernameError::Invisible { ch }, "{text:?}");
+            let message = refused.to_string();
+            assert!(!message.contains(ch), "{message}");
+            assert!(
+                message.contains(&format!("U+{:04X}", u32::from(ch))),
+                "{message}"
+            );
+        }
+    }
+
+    #[test]
+    fn fullwidth_and_other_compatibility_forms_are_refused_with_the_plain_form() {
+        let (ch, reason) = not_allowed("Ｌａｎ");
+        assert_eq!(ch, 'Ｌ');
+        assert_eq!(
+            reason,
+            NotAllowedReason::Compatibility {
+                plain: "L".to_owned()
+            }
+        );
+        assert!(err("Ｌａｎ").to_string().contains("type \"L\" instead"));
+        for (text, plain) in [
+            ("ﬁne", "fi"),
+            ("Lan²", "2"),
+            ("Lan３", "3"),
+            ("Ⓛan", "L"),
+            ("ℌan", "H"),
+            ("Lan＿x", "_"),
+        ] {
+            assert_eq!(
+                not_allowed(text).1,
+                NotAllowedReason::Compatibility {
+                    plain: plain.to_owned()
+                },
+                "{text:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn other_characters_are_refused_with_their_reason() {
+        for (text, ch, reason) in [
+            ("Lan٣", '٣', NotAllowedReason::Digit),
+            ("Lan৩", '৩', NotAllowedReason::Digit),
+            ("La\u{2010}n", '\u{2010}', NotAllowedReason::Dash),
+            ("La\u{2013}n", '\u{2013}', NotAllowedReason::Dash),
+            ("Lan@x", '@', NotAllowedReason::Symbol),
+            ("Lan.x", '.', NotAllowedReason::Symbol),
+            ("Lan😀", '😀', NotAllowedReason::Symbol),
+            ("La\u{2212}n", '\u{2212}', NotAllowedReason::Symbol),
+            ("<b>x", '<', NotAllowedReason::Symbol),
+            ("Laɑn", 'ɑ', NotAllowedReason::RestrictedLetter),
+            ("ᏣᎳᎩ", 'Ꮳ', NotAllowedReason::RestrictedLetter),
+            ("Laⰰn", 'ⰰ', NotAllowedReason::RestrictedLetter),
+            (
+                "Lanʼs",
+                'ʼ',
+                NotAllowedReason::PunctuationLike {
+                    looks_like: "'".to_owned(),
+                },
+            ),
+            (
+                "Haʻa",
+                'ʻ',
+                NotAllowedReason::PunctuationLike {
+                    looks_like: "'".to_owned(),
+                },
+            ),
+            ("Lan\u{20dd}", '\u{20dd}', NotAllowedReason::RestrictedMark),
+        ] {
+            assert_eq!(not_allowed(text), (ch, reason), "{text:?}");
+        }
+    }
+
+    #[test]
+    fn loose_and_stacked_combining_marks_are_refused() {
+        for (text, ch) in [
+            ("Lax\u{301}", '\u{301}'),
+            ("q\u{301}an", '\u{301}'),
+            ("\u{301}Lan", '\u{301}'),
+            ("Lan\u{300}\u{301}", '\u{301}'),
+            ("ab1\u{301}", '\u{301}'),
+            ("Lan_\u{301}x", '\u{301}'),
+            ("i\u{307}an", '\u{307}'),
+            ("La\u{306}\u{306}n", '\u{306}'),
+            // A Devanagari vowel sign with no letter before it.
+            ("\u{93e}राम", '\u{93e}'),
+        ] {
+            assert_eq!(err(text), UsernameError::CombiningMark { ch }, "{text:?}");
+        }
+        // A vowel sign twice, and five marks in a row.
+        assert_eq!(
+            err("रा\u{93e}म"),
+            UsernameError::StackedMarks { ch: '\u{93e}' }
+        );
+        assert_eq!(
+            err("र\u{941}\u{902}\u{901}\u{903}\u{94d}"),
+            UsernameError::StackedMarks { ch: '\u{94d}' }
+        );
+        ok("र\u{941}\u{902}\u{901}\u{903}");
+    }
+
+    #[test]
+    fn separators_only_join_and_never_double() {
+        for (text, ch) in [("_Lan", '_'), ("-Lan", '-'), ("Lan_", '_'), ("Lan-", '-')] {
+            assert_eq!(err(text), UsernameError::SeparatorAtEdge { ch }, "{text:?}");
+        }
+        for (text, first, second) in [
+            ("La__n", '_', '_'),
+            ("La--n", '-', '-'),
+            ("La_-n", '_', '-'),
+            ("La-_n", '-', '_'),
+        ] {
+            assert_eq!(
+                err(text),
+                UsernameError::DoubledSeparator { first, second },
+                "{text:?}"
+            );
+        }
+        ok("L_a-n");
+    }
+
+    #[test]
+    fn mixed_scripts_are_refused_and_homographs_named() {
+        // Latin "paypal" with the Cyrillic а (U+0430).
+        let refused = err("p\u{430}ypal");
+        assert_eq!(
+            refused,
+            UsernameError::LooksLikeOtherScript {
+                ch: '\u{430}',
+                script: "Cyrillic".to_owned(),
+                looks_like: "a".to_owned(),
+                name_script: "Latin".to_owned(),
+            }
+        );
+        let message = refused.to_string();
+        assert!(message.contains("U+0430") && message.contains("Latin \"a\""));
+        // Greek omicron in a Latin name.
+        assert!(matches!(
+            err("b\u{3bf}b"),
+            UsernameError::LooksLikeOtherScript { ch: '\u{3bf}', .. }
+        ));
+        assert_eq!(
+            err("Lanжи"),
+            UsernameError::MixedScripts {
+                first: 'L',
+                name_script: "Latin".to_owned(),
+                ch: 'ж',
+                script: "Cyrillic".to_owned(),
+            }
+        );
+        assert!(matches!(err("Lan山"), UsernameError::MixedScripts { .. }));
+        assert!(matches!(
+            err("ΣοφίαLan"),
+            UsernameError::MixedScripts { .. }
+        ));
+        // Han with kana is Japanese, one writing system; digits and separators go with any.
+        ok("山田たろう");
+        ok("Вера-2");
+    }
+
+    #[test]
+    fn reserved_names_are_refused_also_in_disguise() {
+        for (text, word) in [
+            ("admin", "admin"),
+            ("ADMIN", "admin"),
+            ("Admin_1", "admin"),
+            ("2admin", "admin"),
+            ("ad-min", "admin"),
+            ("r00t", "root"),
+            ("Computer", "computer"),
+            ("system32", "system"),
+            ("oanquan", "oanquan"),
+            ("O-an-Quan", "oanquan"),
+            ("Ô_Ăn_Quan", "ôănquan"),
+            ("quản_trị", "quảntrị"),
+            ("Quan-Tri", "quantri"),
+            ("MÁY_TÍNH", "máytính"),
+            ("Anonymous", "anonymous"),
+            ("moderator", "moderator"),
+        ] {
+            assert_eq!(err(text), UsernameError::Reserved { word }, "{text:?}");
+        }
+        for text in ["administrative", "Rooted", "Modi", "bot_lan", "Lan_admin"] {
+            ok(text);
+        }
+        assert!(err("root").to_string().contains("\"root\""));
+    }
+
+    #[test]
+    fn keys_ignore_case_fully() {
+        assert!(same_key("Lan", "LAN") && same_key("Lan", "lan") && same_key("lAn", "lan"));
+        assert!(same_key("straße", "STRASSE"));
+        assert!(same_key("straße", "strasse"));
+        assert!(same_key("STRAẞE", "straße"));
+        assert!(same_key("ΣΟΦΟΣ", "σοφος"));
+        assert!(same_key("σοφος", "σοφοσ"));
+        assert!(same_key("Phương_Anh", "PHƯƠNG_ANH"));
+        assert!(same_key("Đức", "đỨc"));
+        assert!(!same_key("Lan", "Lân"));
+        assert!(!same_key("Duc", "Đức"));
+        assert!(!same_key("Lan_1", "Lan-1"));
+    }
+
+    #[test]
+    fn keys_merge_look_alikes() {
+        assert!(same_key("b0b", "bob"));
+        assert!(same_key("B0B", "bob"));
+        assert!(same_key("lil1", "lill"));
+        assert!(same_key("barn", "bam"));
+        // Whole-script look-alikes are accepted, but cannot both be registered.
+        assert!(same_key("сор", "cop"));
+        assert!(same_key("Сара", "Capa"));
+        // Capitals that look like the Vietnamese Đ.
+        assert!(same_key("Ðức", "Đức"));
+        assert!(same_key("ðức", "Đức"));
+        assert!(same_key("Ɖức", "Đức"));
+        // Decomposed and precomposed are one name, so one key.
+        assert!(same_key("Phu\u{31b}o\u{31b}ng", "PHƯƠNG"));
+    }
+
+    #[test]
+    fn errors_become_invalid_argument_on_username() {
+        let err = GameError::from(err("ab"));
+        assert!(
+            matches!(&err, GameError::InvalidArgument { field, description }
+                if field == "username" && description.contains("too short")),
+            "{err:?}"
+        );
+        assert_eq!(UsernameError::SurroundingWhitespace.field(), USERNAME_FIELD);
+    }
+
+    /// Characters that make interesting names: mostly Latin and Vietnamese letters with their
+    /// case pairs and look-alikes (so that most names pass), now and then a separator, a loose
+    /// accent or a Cyrillic look-alike (so that some do not).
+    fn name_char() -> impl Strategy<Value = char> {
+        prop_oneof![
+            12 => prop::sample::select(vec![
+                'a', 'B', 'l', 'I', '1', '0', 'o', 'O', 'm', 'r', 'n', 'ư', 'Ư', 'ơ', 'Ơ', 'ệ',
+                'Ệ', 'Đ', 'đ', 'Ð', 'ß', 'ẞ', 's', 'S', 'ı', 'İ', 'ǅ',
+            ]),
+            1 => prop::sample::select(vec!['_', '-']),
+            1 => prop::sample::select(vec![
+                '\u{301}', '\u{31b}', '\u{323}', 'а', 'р', 'с', 'σ', 'ς', 'Σ',
+            ]),
+        ]
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(2000))]
+
+        #[test]
+        fn parse_never_panics_and_keeps_its_promises(text in any::<String>()) {
+            if let Ok(name) = Username::parse(&text) {
+                let chars = name.as_str().chars().count();
+                prop_assert!((MIN_USERNAME_CHARS..=MAX_USERNAME_CHARS).contains(&chars));
+            }
+        }
+
+        #[test]
+        fn accepted_names_parse_again_to_themselves_with_a_stable_key(
+            chars in prop::collection::vec(name_char(), 0..24)
+        ) {
+            let text: String = chars.into_iter().collect();
+            if let Ok(name) = Username::parse(&text) {
+                let again = Username::parse(name.as_str());
+                prop_assert_eq!(again.as_ref(), Ok(&name));
+                let decomposed: String = name.as_str().nfd().collect();
+                prop_assert_eq!(Username::parse(&decomposed), Ok(name.clone()));
+                prop_assert_eq!(key_of(&name.key()), name.key(), "the key is a fixed point");
+                for variant in [name.as_str().to_uppercase(), name.as_str().to_lowercase()] {
+                    if let Ok(other) = Username::parse(&variant) {
+                        prop_assert_eq!(other.key(), name.key(), "{:?}", variant);
+                    }
+                }
+            }
+        }
     }
 }
