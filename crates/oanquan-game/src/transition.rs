@@ -709,6 +709,21 @@ pub fn decline_draw(mut state: GameState, token: &TokenHash, now: SystemTime) ->
     ))
 }
 
+/// `seat`'s account as a rematch shows it: with the rating `result` left it, not the one it
+/// had when the finished game began (that game's rating change is already committed).
+fn rated_after(
+    account: Option<SeatAccount>,
+    seat: Player,
+    result: Option<GameResult>,
+) -> Option<SeatAccount> {
+    let mut account = account?;
+    if let Some(change) = result.and_then(|r| r.ratings) {
+        account.rating = Some(change[seat].after);
+        account.provisional = change[seat].provisional;
+    }
+    Some(account)
+}
+
 /// What an offer of a rematch did.
 #[derive(Debug, Clone)]
 pub enum RematchOffer {
@@ -777,7 +792,7 @@ pub fn offer_rematch(
             token: state.rematch_tokens()[opponent].ok_or(GameError::RematchUnavailable(
                 "your opponent's offer has no token; offer again".to_owned(),
             ))?,
-            account: opponent_seat.account.clone(),
+            account: rated_after(opponent_seat.account.clone(), opponent, info.result),
         },
     };
     let next = create(
@@ -797,7 +812,7 @@ pub fn offer_rematch(
                 ..*policy
             },
             rematch_of: Some(info.id.clone()),
-            account: me.account,
+            account: rated_after(me.account, seat, info.result),
             rated: info.rated,
         },
         now,
