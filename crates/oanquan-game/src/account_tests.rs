@@ -1092,7 +1092,7 @@ async fn player_games_filter_by_result_and_speed_newest_first() {
     ));
     assert!(matches!(
         s.manager
-            .player_games("Nobody", PlayerGameFilter::default(), 0, None)
+            .player_games("Stranger", PlayerGameFilter::default(), 0, None)
             .await,
         Err(GameError::PlayerNotFound(_))
     ));
