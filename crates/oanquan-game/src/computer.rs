@@ -941,6 +941,8 @@ mod tests {
             display_name: "Lan".to_owned(),
             computer: Some(level),
             time_control: crate::clock::TimeControl::Untimed,
+            account: None,
+            rated: false,
         }
     }
 

@@ -9,6 +9,8 @@
 //! * [`MemoryStore`] keeps games in memory; the SQLite store lives in `oanquan-store-sqlite`.
 
 pub mod account;
+#[cfg(test)]
+mod account_tests;
 pub mod clock;
 pub mod computer;
 mod error;

@@ -60,6 +60,7 @@ fn started(time_control: TimeControl) -> (GameState, ByPlayer<TokenHash>) {
         Opponent::Human {
             display_name: "Minh".to_owned(),
             token: tokens[SECOND],
+            account: None,
         },
         tokens[FIRST],
         time_control,
@@ -95,6 +96,8 @@ fn create_g1(
             time_control,
             policy: TimePolicy::default(),
             rematch_of: None,
+            account: None,
+            rated: false,
         },
         T0,
     )
@@ -1083,6 +1086,9 @@ fn seek_request(name: &str, time_control: TimeControl) -> SeekRequest {
         display_name: name.to_owned(),
         computer: None,
         client: None,
+        account: None,
+        rated: false,
+        rating_range: None,
     }
 }
 
@@ -1195,7 +1201,7 @@ async fn seeks_with_other_time_controls_do_not_pair_and_a_dropped_ticket_withdra
     );
     assert_eq!(pool.list().len(), 2);
     assert!(matches!(
-        pool.accept(&withdrawn_id, "Minh", None).await,
+        pool.accept(&withdrawn_id, "Minh", None, None).await,
         Err(GameError::SeekNotFound(_))
     ));
     drop(tickets);
@@ -1219,12 +1225,12 @@ async fn a_seek_can_be_accepted_by_id_once() {
         panic!("nobody to pair with yet");
     };
     let seek_id = ticket.info().id.clone();
-    match pool.accept("unknown", "Minh", None).await {
+    match pool.accept("unknown", "Minh", None, None).await {
         Err(GameError::SeekNotFound(what)) => assert!(what.contains("unknown"), "{what}"),
         other => panic!("{other:?}"),
     }
     assert_eq!(pool.list().len(), 1, "a failed accept leaves the seek");
-    let minh = pool.accept(&seek_id, "Minh", None).await.unwrap();
+    let minh = pool.accept(&seek_id, "Minh", None, None).await.unwrap();
     let lan = ticket.wait().await.unwrap();
     assert_eq!(lan.game.id, minh.game.id);
     assert_ne!(lan.seat, minh.seat);
@@ -1232,7 +1238,7 @@ async fn a_seek_can_be_accepted_by_id_once() {
     assert_tokens_seat(&manager, &[&lan, &minh]).await;
     assert!(pool.list().is_empty());
     assert!(matches!(
-        pool.accept(&seek_id, "Hoa", None).await,
+        pool.accept(&seek_id, "Hoa", None, None).await,
         Err(GameError::SeekNotFound(_))
     ));
 }
@@ -1397,6 +1403,8 @@ async fn one_second_game(manager: &GameManager) -> (GameInfo, ByPlayer<PlayerTok
             display_name: "Lan".to_owned(),
             computer: None,
             time_control: TimeControl::real_time(dur(1), Duration::ZERO).unwrap(),
+            account: None,
+            rated: false,
         })
         .await
         .unwrap();
@@ -1520,6 +1528,8 @@ async fn the_idle_reaper_leaves_claimable_and_timed_games_alone() {
         display_name: "Lan".to_owned(),
         computer: None,
         time_control,
+        account: None,
+        rated: false,
     };
     let waiting = manager
         .create_game(new_game(TimeControl::Untimed))

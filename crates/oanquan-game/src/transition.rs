@@ -709,6 +709,21 @@ pub fn decline_draw(mut state: GameState, token: &TokenHash, now: SystemTime) ->
     ))
 }
 
+/// `seat`'s account as a rematch shows it: with the rating `result` left it, not the one it
+/// had when the finished game began (that game's rating change is already committed).
+fn rated_after(
+    account: Option<SeatAccount>,
+    seat: Player,
+    result: Option<GameResult>,
+) -> Option<SeatAccount> {
+    let mut account = account?;
+    if let Some(change) = result.and_then(|r| r.ratings) {
+        account.rating = Some(change[seat].after);
+        account.provisional = change[seat].provisional;
+    }
+    Some(account)
+}
+
 /// What an offer of a rematch did.
 #[derive(Debug, Clone)]
 pub enum RematchOffer {
@@ -777,7 +792,7 @@ pub fn offer_rematch(
             token: state.rematch_tokens()[opponent].ok_or(GameError::RematchUnavailable(
                 "your opponent's offer has no token; offer again".to_owned(),
             ))?,
-            account: opponent_seat.account.clone(),
+            account: rated_after(opponent_seat.account.clone(), opponent, info.result),
         },
     };
     let next = create(
@@ -797,7 +812,7 @@ pub fn offer_rematch(
                 ..*policy
             },
             rematch_of: Some(info.id.clone()),
-            account: me.account,
+            account: rated_after(me.account, seat, info.result),
             rated: info.rated,
         },
         now,
@@ -1102,6 +1117,8 @@ mod tests {
                 time_control,
                 policy,
                 rematch_of: None,
+                account: None,
+                rated: false,
             },
             at(0),
         );
@@ -1112,12 +1129,12 @@ mod tests {
     fn a_second_player_starts_the_game_and_a_third_is_refused() {
         let (state, _, _) = created(Player::First, None);
         let joiner = PlayerToken::generate().hash();
-        let (state, joined) = join(state, "Minh", joiner, at(1)).unwrap();
+        let (state, joined) = join(state, "Minh", joiner, None, at(1)).unwrap();
         assert_eq!(joined.output, Player::Second);
         assert_eq!(state.info().status, GameStatus::Active);
         assert_eq!(state.seat_of(&joiner), Some(Player::Second));
         assert_eq!(state.info().updated, at(1));
-        let third = join(state, "Hoa", PlayerToken::generate().hash(), at(2));
+        let third = join(state, "Hoa", PlayerToken::generate().hash(), None, at(2));
         assert!(matches!(third, Err(GameError::SeatTaken(_))));
     }
 
@@ -1125,7 +1142,7 @@ mod tests {
     fn a_move_needs_the_right_token_turn_and_ply() {
         let (state, _, first) = created(Player::First, None);
         let second = PlayerToken::generate().hash();
-        let (state, _) = join(state, "Minh", second, at(1)).unwrap();
+        let (state, _) = join(state, "Minh", second, None, at(1)).unwrap();
         let mv = state.info().position.legal_moves()[0];
         let stranger = PlayerToken::generate().hash();
         assert_eq!(
@@ -1368,6 +1385,7 @@ mod tests {
                     self.seats[*seat] = Some(SeatInfo {
                         display_name: display_name.clone(),
                         kind: *kind,
+                        account: None,
                     });
                 }
                 GameEventKind::GameStarted { .. } => self.started = true,
@@ -1572,7 +1590,7 @@ mod tests {
                 let decided: Result<(GameState, Vec<GameEventKind>), GameError> = match command {
                     Command::Join => {
                         let token = PlayerToken::generate().hash();
-                        settle(join(state.clone(), "Minh", token, now), until).map(|(s, e, seat)| {
+                        settle(join(state.clone(), "Minh", token, None, now), until).map(|(s, e, seat)| {
                             tokens[seat] = Some(token);
                             (s, e)
                         })

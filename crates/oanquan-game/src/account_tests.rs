@@ -1,0 +1,1476 @@
+//! Accounts through the manager and the seek pool, over a memory store: registration and API
+//! keys, an account acting for its seat, rated and unrated games settled in the game's commit,
+//! rated seeks and rating ranges, a player's games and the leaderboard.
+
+use std::net::IpAddr;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::{Duration, SystemTime};
+
+use futures::future::BoxFuture;
+use oanquan_ai::Level;
+use oanquan_rules::{ByPlayer, Outcome, Player, Preset};
+use tokio::sync::{Barrier, watch};
+
+use crate::account::{Account, AccountId, ApiKey, ApiKeyRecord, RatingChange, SeatAccount};
+use crate::clock::TimeControl;
+use crate::error::GameError;
+use crate::hub::Hub;
+use crate::manager::{Credential, GameManager, ManagerLimits, NewGame, Seated};
+use crate::memory::{MemoryLimits, MemoryStore};
+use crate::model::{
+    GameEvent, GameEventKind, GameFilter, GameId, GameInfo, GameState, GameStatus, LobbyEvent,
+    LobbyEventKind, Termination,
+};
+use crate::rating::{self, Rating, Speed};
+use crate::seek::{SeekLimits, SeekOutcome, SeekPool, SeekRequest, SeekTicket};
+use crate::store::{
+    Commit, Committed, GameStore, LeaderboardPage, Page, PlayerGameFilter, PlayerResult, Since,
+    StoreError, StoreFuture,
+};
+use crate::token::PlayerToken;
+use crate::username::Username;
+
+const FIRST: Player = Player::First;
+const SECOND: Player = Player::Second;
+const FIRST_WINS: Outcome = Outcome::Decisive { winner: FIRST };
+const SECOND_WINS: Outcome = Outcome::Decisive { winner: SECOND };
+
+struct Service {
+    store: Arc<MemoryStore>,
+    manager: Arc<GameManager>,
+}
+
+fn service() -> Service {
+    let store = Arc::new(MemoryStore::new(MemoryLimits::default()));
+    let manager = GameManager::new(
+        Arc::clone(&store) as Arc<dyn GameStore>,
+        Hub::new(1024),
+        ManagerLimits::default(),
+    );
+    Service {
+        store,
+        manager: Arc::new(manager),
+    }
+}
+
+/// 3+2: blitz (3 minutes + 40 × 2 s = 260 s).
+fn blitz() -> TimeControl {
+    TimeControl::real_time(Duration::from_secs(180), Duration::from_secs(2)).unwrap()
+}
+
+/// 10+0: rapid.
+fn rapid() -> TimeControl {
+    TimeControl::real_time(Duration::from_secs(600), Duration::ZERO).unwrap()
+}
+
+fn new_game(account: Option<&Account>, time_control: TimeControl, rated: bool) -> NewGame {
+    NewGame {
+        rules: Preset::Standard.rules(),
+        preset: Some(Preset::Standard),
+        start: None,
+        seat: Some(FIRST),
+        display_name: "Anonymous".to_owned(),
+        computer: None,
+        time_control,
+        account: account.cloned(),
+        rated,
+    }
+}
+
+fn settled(rating: f64) -> Rating {
+    Rating {
+        rating,
+        deviation: 60.0,
+        volatility: 0.06,
+        games: 30,
+    }
+}
+
+impl Service {
+    async fn register(&self, name: &str) -> (Account, ApiKey) {
+        self.manager.register(name).await.unwrap()
+    }
+
+    /// An account written straight into the store with `ratings` already earned.
+    async fn veteran(&self, name: &str, ratings: &[(Speed, Rating)]) -> Account {
+        let now = SystemTime::now();
+        let mut account = Account::new(Username::parse(name).unwrap(), now);
+        account.ratings.extend(ratings.iter().copied());
+        let (_, record) = ApiKey::generate(now);
+        self.store
+            .create_account(account.clone(), record)
+            .await
+            .unwrap();
+        account
+    }
+
+    /// The account as stored now.
+    async fn fresh(&self, account: &Account) -> Account {
+        self.store.account(&account.id).await.unwrap()
+    }
+
+    /// A game between `first` (who creates it in the first seat) and `second` (who joins).
+    async fn game(
+        &self,
+        first: &Account,
+        second: &Account,
+        time_control: TimeControl,
+        rated: bool,
+    ) -> (GameId, ByPlayer<PlayerToken>) {
+        let first = self.fresh(first).await;
+        let second = self.fresh(second).await;
+        let created = self
+            .manager
+            .create_game(new_game(Some(&first), time_control, rated))
+            .await
+            .unwrap();
+        let joined = self
+            .manager
+            .join_game_as(&created.game.id, "ignored", Some(&second))
+            .await
+            .unwrap();
+        assert_eq!(joined.seat, SECOND);
+        assert_eq!(joined.game.status, GameStatus::Active);
+        assert_eq!(joined.game.rated, rated);
+        (created.game.id, ByPlayer::new(created.token, joined.token))
+    }
+
+    /// A finished game between `first` and `second` won by `winner` (the other resigns) or
+    /// drawn by agreement (`None`).
+    async fn played(
+        &self,
+        first: &Account,
+        second: &Account,
+        time_control: TimeControl,
+        rated: bool,
+        winner: Option<Player>,
+    ) -> GameInfo {
+        let (id, tokens) = self.game(first, second, time_control, rated).await;
+        match winner {
+            Some(winner) => {
+                let loser = match winner.other() {
+                    FIRST => first,
+                    SECOND => second,
+                };
+                self.manager
+                    .resign(&id, Credential::Account(loser.id.clone()))
+                    .await
+                    .unwrap()
+            }
+            None => {
+                self.manager.offer_draw(&id, &tokens[FIRST]).await.unwrap();
+                self.manager
+                    .offer_draw(&id, &tokens[SECOND])
+                    .await
+                    .unwrap()
+                    .0
+            }
+        }
+    }
+
+    async fn game_over(&self, id: &GameId) -> GameEventKind {
+        let Since::Events { events, .. } = self.store.game_events_since(id, 0).await.unwrap()
+        else {
+            panic!("the log of {id} is whole");
+        };
+        let over: Vec<GameEventKind> = events
+            .iter()
+            .map(|e| e.kind.clone())
+            .filter(|k| matches!(k, GameEventKind::GameOver { .. }))
+            .collect();
+        assert_eq!(over.len(), 1, "one GameOver in {events:?}");
+        over.into_iter().next().unwrap()
+    }
+
+    async fn lobby_finished(&self, id: &GameId) -> Vec<LobbyEventKind> {
+        let Since::Events { events, .. } = self.store.lobby_events_since(0).await.unwrap() else {
+            panic!("the lobby log is whole");
+        };
+        events
+            .iter()
+            .map(|e| e.kind.clone())
+            .filter(|k| matches!(k, LobbyEventKind::GameFinished { game_id, .. } if game_id == id))
+            .collect()
+    }
+
+    async fn games_of(&self, name: &str, filter: PlayerGameFilter) -> Vec<GameId> {
+        let page = self
+            .manager
+            .player_games(name, filter, 0, None)
+            .await
+            .unwrap();
+        assert!(page.next_cursor.is_none());
+        page.games.into_iter().map(|g| g.id).collect()
+    }
+
+    async fn leaders(&self, speed: Speed) -> Vec<(u64, String)> {
+        let page = self.manager.leaderboard(speed, 0, None).await.unwrap();
+        assert!(page.next_cursor.is_none());
+        page.players
+            .into_iter()
+            .map(|r| (r.rank, r.account.username.as_str().to_owned()))
+            .collect()
+    }
+}
+
+fn change(before: Rating, after: Rating) -> RatingChange {
+    RatingChange {
+        before: before.rounded(),
+        after: after.rounded(),
+        provisional: after.is_provisional(),
+    }
+}
+
+// --- Registration and keys -----------------------------------------------------------------
+
+#[tokio::test]
+async fn register_refuses_a_name_taken_under_its_key() {
+    let s = service();
+    let (lan, key) = s.register("Lan").await;
+    assert_eq!(lan.username.as_str(), "Lan");
+    assert_eq!(lan.record, crate::account::Record::default());
+    assert!(lan.ratings.is_empty());
+    assert!(ApiKey::looks_like(key.expose()));
+    for taken in ["Lan", "lan", "LAN"] {
+        match s.manager.register(taken).await {
+            Err(GameError::UsernameTaken(name)) => assert!(name.contains(taken), "{name}"),
+            other => panic!("{taken}: {other:?}"),
+        }
+    }
+    // The refused registrations made nothing: the name still belongs to the first account.
+    assert_eq!(s.manager.player("lAN").await.unwrap().id, lan.id);
+    let keys = s.manager.api_keys(&lan.id).await.unwrap();
+    assert_eq!(keys.len(), 1);
+    assert_eq!(keys[0].id, key.id());
+    assert!(keys[0].revoked.is_none());
+    assert!(matches!(
+        s.manager.player("Minh").await,
+        Err(GameError::PlayerNotFound(_))
+    ));
+}
+
+#[tokio::test]
+async fn authenticate_accepts_only_a_live_key_of_the_account() {
+    let s = service();
+    let (lan, key) = s.register("Lan").await;
+    assert_eq!(
+        s.manager.authenticate(key.expose()).await.unwrap().id,
+        lan.id
+    );
+
+    let seat_token = PlayerToken::generate();
+    let (unknown, _) = ApiKey::generate(SystemTime::now());
+    // The right id with another secret: the id finds the record, the hash refuses it.
+    let forged = format!("{}{}", &key.expose()[..key.expose().len() - 1], {
+        if key.expose().ends_with('A') {
+            'B'
+        } else {
+            'A'
+        }
+    });
+    assert!(ApiKey::looks_like(&forged));
+    for bad in [
+        "",
+        "nope",
+        seat_token.expose(),
+        unknown.expose(),
+        forged.as_str(),
+        &key.expose()[1..],
+    ] {
+        assert_eq!(
+            s.manager.authenticate(bad).await.unwrap_err(),
+            GameError::BadApiKey,
+            "{bad}"
+        );
+    }
+
+    let (second, _) = s.manager.create_api_key(&lan.id).await.unwrap();
+    s.manager.revoke_api_key(&lan.id, key.id()).await.unwrap();
+    // Revocation takes effect from the very next call; the other key still works.
+    assert_eq!(
+        s.manager.authenticate(key.expose()).await.unwrap_err(),
+        GameError::BadApiKey
+    );
+    assert_eq!(
+        s.manager.authenticate(second.expose()).await.unwrap().id,
+        lan.id
+    );
+}
+
+#[tokio::test]
+async fn keys_are_listed_created_and_revoked_per_account() {
+    let s = service();
+    let (lan, first) = s.register("Lan").await;
+    let (minh, minh_key) = s.register("Minh").await;
+    let (second, record) = s.manager.create_api_key(&lan.id).await.unwrap();
+    assert_eq!(record.id, second.id());
+    assert_ne!(second.id(), first.id());
+    assert!(record.hash.matches(&second.hash()));
+
+    let listed = s.manager.api_keys(&lan.id).await.unwrap();
+    let ids: Vec<&str> = listed.iter().map(|k| k.id.as_str()).collect();
+    assert_eq!(ids, [first.id(), second.id()], "oldest first");
+    assert!(listed.iter().all(|k| k.revoked.is_none()));
+
+    // Another account's key, or no key at all, is not found, and stays valid.
+    for other in [minh_key.id(), "0123456789abcdef", ""] {
+        match s.manager.revoke_api_key(&lan.id, other).await {
+            Err(GameError::ApiKeyNotFound(_)) => {}
+            result => panic!("{other}: {result:?}"),
+        }
+    }
+    assert_eq!(
+        s.manager.authenticate(minh_key.expose()).await.unwrap().id,
+        minh.id
+    );
+
+    s.manager
+        .revoke_api_key(&lan.id, second.id())
+        .await
+        .unwrap();
+    let listed = s.manager.api_keys(&lan.id).await.unwrap();
+    let revoked = listed[1].revoked.expect("the second key is revoked");
+    assert!(listed[0].revoked.is_none());
+    // Revoking again is harmless and keeps the first revocation's time.
+    s.manager
+        .revoke_api_key(&lan.id, second.id())
+        .await
+        .unwrap();
+    assert_eq!(
+        s.manager.api_keys(&lan.id).await.unwrap()[1].revoked,
+        Some(revoked)
+    );
+    assert_eq!(s.manager.api_keys(&minh.id).await.unwrap().len(), 1);
+}
+
+// --- An account acting for its seat --------------------------------------------------------
+
+#[tokio::test]
+async fn an_account_acts_for_its_own_seat_only() {
+    let s = service();
+    let (lan, _) = s.register("Lan").await;
+    let (minh, _) = s.register("Minh").await;
+    let (hoa, _) = s.register("Hoa").await;
+    let (id, tokens) = s.game(&lan, &minh, TimeControl::Untimed, false).await;
+    let game = s.manager.get_game(&id).await.unwrap();
+    let seat = |p: Player| game.seats[p].as_ref().unwrap();
+    assert_eq!(seat(FIRST).display_name, "Lan");
+    assert_eq!(seat(SECOND).display_name, "Minh");
+    assert_eq!(
+        seat(FIRST).account,
+        Some(SeatAccount {
+            id: lan.id.clone(),
+            username: "Lan".to_owned(),
+            rating: None, // untimed: no speed, no rating
+            provisional: false,
+        })
+    );
+
+    let mv = game.position.legal_moves()[0];
+    // An account without a seat here is refused, as is a seat's account out of turn.
+    assert_eq!(
+        s.manager
+            .play_move(&id, Credential::Account(hoa.id.clone()), mv, None)
+            .await
+            .unwrap_err(),
+        GameError::WrongToken
+    );
+    assert_eq!(
+        s.manager
+            .play_move(&id, Credential::Account(minh.id.clone()), mv, None)
+            .await
+            .unwrap_err(),
+        GameError::NotYourTurn { to_move: FIRST }
+    );
+    let (record, _) = s
+        .manager
+        .play_move(&id, Credential::Account(lan.id.clone()), mv, Some(0))
+        .await
+        .unwrap();
+    assert_eq!(record.player, FIRST);
+    // The seat token still works for the same seat.
+    let mv = s
+        .manager
+        .get_game(&id)
+        .await
+        .unwrap()
+        .position
+        .legal_moves()[0];
+    let (record, _) = s
+        .manager
+        .play_move(&id, &tokens[SECOND], mv, None)
+        .await
+        .unwrap();
+    assert_eq!(record.player, SECOND);
+
+    assert_eq!(
+        s.manager
+            .resign(&id, Credential::Account(hoa.id.clone()))
+            .await
+            .unwrap_err(),
+        GameError::WrongToken
+    );
+    let over = s
+        .manager
+        .resign(&id, Credential::Account(minh.id.clone()))
+        .await
+        .unwrap();
+    let result = over.result.unwrap();
+    assert_eq!(result.ended_by, Some(SECOND));
+    assert_eq!(result.outcome, Some(FIRST_WINS));
+
+    // An anonymous seat has no account to act for it.
+    let anonymous = s
+        .manager
+        .create_game(new_game(None, TimeControl::Untimed, false))
+        .await
+        .unwrap();
+    assert_eq!(
+        s.manager
+            .abort(&anonymous.game.id, Credential::Account(lan.id.clone()))
+            .await
+            .unwrap_err(),
+        GameError::WrongToken
+    );
+    s.manager
+        .abort(&anonymous.game.id, &anonymous.token)
+        .await
+        .unwrap();
+}
+
+// --- Rated and unrated games ---------------------------------------------------------------
+
+#[tokio::test]
+async fn a_rated_game_rates_both_accounts_once_in_its_result() {
+    let s = service();
+    let (lan, _) = s.register("Lan").await;
+    let (minh, _) = s.register("Minh").await;
+    let (id, tokens) = s.game(&lan, &minh, blitz(), true).await;
+    let game = s.manager.get_game(&id).await.unwrap();
+    assert!(game.rated);
+    for (seat, account) in [(FIRST, &lan), (SECOND, &minh)] {
+        assert_eq!(
+            game.seats[seat].as_ref().unwrap().account,
+            Some(SeatAccount {
+                id: account.id.clone(),
+                username: account.username.as_str().to_owned(),
+                rating: Some(1500),
+                provisional: true,
+            })
+        );
+    }
+
+    let mv = game.position.legal_moves()[0];
+    s.manager
+        .play_move(&id, Credential::Account(lan.id.clone()), mv, None)
+        .await
+        .unwrap();
+    let over = s
+        .manager
+        .resign(&id, Credential::Account(minh.id.clone()))
+        .await
+        .unwrap();
+
+    let (lan_after, minh_after) = rating::rate(Rating::INITIAL, Rating::INITIAL, FIRST_WINS);
+    let expected = ByPlayer::new(
+        change(Rating::INITIAL, lan_after),
+        change(Rating::INITIAL, minh_after),
+    );
+    assert_eq!(
+        expected,
+        ByPlayer::new(
+            RatingChange {
+                before: 1500,
+                after: 1662,
+                provisional: true
+            },
+            RatingChange {
+                before: 1500,
+                after: 1338,
+                provisional: true
+            }
+        )
+    );
+    assert_eq!(over.result.unwrap().ratings, Some(expected));
+    let stored = s.manager.get_game(&id).await.unwrap().result.unwrap();
+    assert_eq!(stored.termination, Termination::Resignation);
+    assert_eq!(stored.ratings, Some(expected));
+    let GameEventKind::GameOver { result, .. } = s.game_over(&id).await else {
+        unreachable!()
+    };
+    assert_eq!(result.ratings, Some(expected));
+    let lobby = s.lobby_finished(&id).await;
+    assert!(
+        matches!(lobby.as_slice(), [LobbyEventKind::GameFinished { result, .. }] if result.ratings == Some(expected)),
+        "{lobby:?}"
+    );
+
+    let check = |account: &Account, after: Rating, wins: u32, losses: u32| {
+        assert_eq!(account.ratings.len(), 1, "{account:?}");
+        assert_eq!(account.ratings[&Speed::Blitz], after, "exactly rate()'s");
+        assert_eq!(account.rating(Speed::Blitz).games, 1);
+        assert_eq!(
+            (
+                account.record.wins,
+                account.record.draws,
+                account.record.losses
+            ),
+            (wins, 0, losses)
+        );
+        assert_eq!(account.version, 2, "one change");
+    };
+    let lan_now = s.fresh(&lan).await;
+    let minh_now = s.fresh(&minh).await;
+    check(&lan_now, lan_after, 1, 0);
+    check(&minh_now, minh_after, 0, 1);
+
+    // What follows the end changes the game, never the accounts again.
+    assert_eq!(
+        s.manager
+            .resign(&id, Credential::Account(lan.id.clone()))
+            .await
+            .unwrap_err(),
+        GameError::GameOver
+    );
+    s.manager.offer_rematch(&id, &tokens[FIRST]).await.unwrap();
+    s.manager
+        .decline_rematch(&id, &tokens[SECOND])
+        .await
+        .unwrap();
+    assert_eq!(s.manager.apply_deadline(&id).await.unwrap(), None);
+    assert_eq!(s.fresh(&lan).await, lan_now);
+    assert_eq!(s.fresh(&minh).await, minh_now);
+    // Still one GameOver, with the same ratings.
+    let GameEventKind::GameOver { result, .. } = s.game_over(&id).await else {
+        unreachable!()
+    };
+    assert_eq!(result.ratings, Some(expected));
+
+    // The next rated game shows the new ratings on the seats.
+    let (next, _) = s.game(&minh, &lan, blitz(), true).await;
+    let next = s.manager.get_game(&next).await.unwrap();
+    assert_seats_after_first_game(&next);
+
+    // So does a rematch, which the game's result leads straight to.
+    let (again, tokens) = s.game(&lan, &minh, blitz(), true).await;
+    s.manager.resign(&again, &tokens[SECOND]).await.unwrap();
+    let lan_now = s.fresh(&lan).await.rating(Speed::Blitz);
+    let minh_now = s.fresh(&minh).await.rating(Speed::Blitz);
+    s.manager
+        .offer_rematch(&again, &tokens[SECOND])
+        .await
+        .unwrap();
+    let rematch = s
+        .manager
+        .offer_rematch(&again, &tokens[FIRST])
+        .await
+        .unwrap()
+        .rematch
+        .expect("both offered");
+    assert!(rematch.rated);
+    let shown = |seat: Player| {
+        let account = rematch.seats[seat]
+            .as_ref()
+            .unwrap()
+            .account
+            .clone()
+            .unwrap();
+        (account.username, account.rating, account.provisional)
+    };
+    assert_eq!(
+        shown(FIRST),
+        (
+            "Minh".to_owned(),
+            Some(minh_now.rounded()),
+            minh_now.is_provisional()
+        )
+    );
+    assert_eq!(
+        shown(SECOND),
+        (
+            "Lan".to_owned(),
+            Some(lan_now.rounded()),
+            lan_now.is_provisional()
+        )
+    );
+    assert_ne!(
+        lan_now.rounded(),
+        1662,
+        "the rematch shows the rating after the game"
+    );
+}
+
+/// Minh (first) and Lan (second) shown with the ratings their first game left them.
+fn assert_seats_after_first_game(next: &GameInfo) {
+    let shown = |seat: Player| {
+        let account = next.seats[seat].as_ref().unwrap().account.as_ref().unwrap();
+        (account.username.clone(), account.rating)
+    };
+    assert_eq!(shown(FIRST), ("Minh".to_owned(), Some(1338)));
+    assert_eq!(shown(SECOND), ("Lan".to_owned(), Some(1662)));
+}
+
+#[tokio::test]
+async fn an_unrated_game_between_accounts_counts_results_only() {
+    let s = service();
+    let (lan, _) = s.register("Lan").await;
+    let (minh, _) = s.register("Minh").await;
+    let over = s.played(&lan, &minh, blitz(), false, Some(SECOND)).await;
+    let result = over.result.unwrap();
+    assert_eq!(result.outcome, Some(SECOND_WINS));
+    assert_eq!(result.ratings, None);
+    let GameEventKind::GameOver { result, .. } = s.game_over(&over.id).await else {
+        unreachable!()
+    };
+    assert_eq!(result.ratings, None);
+    let lan_now = s.fresh(&lan).await;
+    let minh_now = s.fresh(&minh).await;
+    assert!(lan_now.ratings.is_empty() && minh_now.ratings.is_empty());
+    assert_eq!((lan_now.record.wins, lan_now.record.losses), (0, 1));
+    assert_eq!((minh_now.record.wins, minh_now.record.losses), (1, 0));
+
+    // A draw counts as one for both.
+    s.played(&lan, &minh, TimeControl::Untimed, false, None)
+        .await;
+    assert_eq!(s.fresh(&lan).await.record.draws, 1);
+    assert_eq!(s.fresh(&minh).await.record.draws, 1);
+
+    // An aborted game counts for nothing, rated or not.
+    let (id, tokens) = s.game(&lan, &minh, blitz(), true).await;
+    let before = (s.fresh(&lan).await, s.fresh(&minh).await);
+    let aborted = s.manager.abort(&id, &tokens[SECOND]).await.unwrap();
+    assert_eq!(aborted.status, GameStatus::Aborted);
+    assert_eq!(aborted.result.unwrap().ratings, None);
+    assert_eq!((s.fresh(&lan).await, s.fresh(&minh).await), before);
+
+    // Against an anonymous player, only the account's own result counts.
+    let created = s
+        .manager
+        .create_game(new_game(Some(&s.fresh(&lan).await), blitz(), false))
+        .await
+        .unwrap();
+    let joined = s.manager.join_game(&created.game.id, "Hoa").await.unwrap();
+    assert_eq!(joined.game.seats[SECOND].as_ref().unwrap().account, None);
+    s.manager
+        .resign(&created.game.id, &joined.token)
+        .await
+        .unwrap();
+    let lan_now = s.fresh(&lan).await;
+    assert_eq!(
+        (
+            lan_now.record.wins,
+            lan_now.record.draws,
+            lan_now.record.losses
+        ),
+        (1, 1, 1)
+    );
+    assert!(lan_now.ratings.is_empty());
+}
+
+#[tokio::test]
+async fn rated_games_need_an_account_a_clock_and_a_person() {
+    let s = service();
+    let (lan, _) = s.register("Lan").await;
+    assert_eq!(
+        s.manager
+            .create_game(new_game(None, blitz(), true))
+            .await
+            .unwrap_err(),
+        GameError::RatedNeedsAccount
+    );
+    let field_of = |error: GameError| match error {
+        GameError::InvalidArgument { field, .. } => field,
+        other => panic!("{other:?}"),
+    };
+    let untimed = s
+        .manager
+        .create_game(new_game(Some(&lan), TimeControl::Untimed, true))
+        .await
+        .unwrap_err();
+    assert_eq!(field_of(untimed), "rated");
+    let computer = s
+        .manager
+        .create_game(NewGame {
+            computer: Some(Level::Random),
+            ..new_game(Some(&lan), blitz(), true)
+        })
+        .await
+        .unwrap_err();
+    assert_eq!(field_of(computer), "rated");
+    // Nothing was created by the refusals.
+    let all = s
+        .manager
+        .list_games(GameFilter::All, 0, None)
+        .await
+        .unwrap();
+    assert!(all.games.is_empty());
+
+    // The same game unrated against the computer is fine, and a correspondence game is rated.
+    s.manager
+        .create_game(NewGame {
+            computer: Some(Level::Random),
+            ..new_game(Some(&lan), blitz(), false)
+        })
+        .await
+        .unwrap();
+    let correspondence = TimeControl::Correspondence {
+        per_move: Duration::from_secs(86_400),
+    };
+    let created = s
+        .manager
+        .create_game(new_game(Some(&lan), correspondence, true))
+        .await
+        .unwrap();
+    assert!(created.game.rated);
+}
+
+#[tokio::test]
+async fn a_rated_game_is_joined_by_another_account_only() {
+    let s = service();
+    let (lan, _) = s.register("Lan").await;
+    let (minh, _) = s.register("Minh").await;
+    let created = s
+        .manager
+        .create_game(new_game(Some(&lan), blitz(), true))
+        .await
+        .unwrap();
+    let id = created.game.id;
+    assert_eq!(
+        s.manager.join_game(&id, "Hoa").await.unwrap_err(),
+        GameError::RatedNeedsAccount
+    );
+    assert!(matches!(
+        s.manager.join_game_as(&id, "Lan", Some(&lan)).await,
+        Err(GameError::SeatTaken(_))
+    ));
+    let game = s.manager.get_game(&id).await.unwrap();
+    assert_eq!(game.status, GameStatus::WaitingForPlayers);
+    assert!(game.seats[SECOND].is_none());
+    let joined = s
+        .manager
+        .join_game_as(&id, "whatever", Some(&minh))
+        .await
+        .unwrap();
+    let seat = joined.game.seats[SECOND].as_ref().unwrap();
+    assert_eq!(
+        seat.display_name, "Minh",
+        "an account plays under its username"
+    );
+    assert_eq!(seat.account.as_ref().unwrap().id, minh.id);
+
+    // One account cannot take both seats of an unrated game either.
+    let unrated = s
+        .manager
+        .create_game(new_game(Some(&lan), TimeControl::Untimed, false))
+        .await
+        .unwrap();
+    assert!(matches!(
+        s.manager
+            .join_game_as(&unrated.game.id, "", Some(&lan))
+            .await,
+        Err(GameError::SeatTaken(_))
+    ));
+    s.manager.join_game(&unrated.game.id, "Hoa").await.unwrap();
+}
+
+// --- Seeks ---------------------------------------------------------------------------------
+
+fn seek_request(
+    account: Option<&Account>,
+    rated: bool,
+    rating_range: Option<(i32, i32)>,
+) -> SeekRequest {
+    SeekRequest {
+        rules: Preset::Standard.rules(),
+        preset: Some(Preset::Standard),
+        time_control: blitz(),
+        display_name: "Anonymous".to_owned(),
+        computer: None,
+        client: None::<IpAddr>,
+        account: account.cloned(),
+        rated,
+        rating_range,
+    }
+}
+
+fn pool(s: &Service) -> Arc<SeekPool> {
+    SeekPool::new(Arc::clone(&s.manager), SeekLimits::default())
+}
+
+fn waiting(outcome: SeekOutcome) -> SeekTicket {
+    match outcome {
+        SeekOutcome::Waiting(ticket) => ticket,
+        SeekOutcome::Paired(seated) => panic!("paired at once: {:?}", seated.game),
+    }
+}
+
+fn paired(outcome: SeekOutcome) -> Seated {
+    match outcome {
+        SeekOutcome::Paired(seated) => seated,
+        SeekOutcome::Waiting(ticket) => panic!("still waiting: {:?}", ticket.info()),
+    }
+}
+
+async fn answer(ticket: &mut SeekTicket) -> Seated {
+    tokio::time::timeout(Duration::from_secs(10), ticket.wait())
+        .await
+        .expect("the waiting seeker hears of the pairing")
+        .unwrap()
+}
+
+/// The accounts seated in `game`, in any order.
+fn seated_accounts(game: &GameInfo) -> Vec<AccountId> {
+    let mut ids: Vec<AccountId> = Player::ALL
+        .into_iter()
+        .filter_map(|p| {
+            game.seats[p]
+                .as_ref()?
+                .account
+                .as_ref()
+                .map(|a| a.id.clone())
+        })
+        .collect();
+    ids.sort();
+    ids
+}
+
+fn sorted(mut ids: Vec<AccountId>) -> Vec<AccountId> {
+    ids.sort();
+    ids
+}
+
+#[tokio::test]
+async fn rated_seeks_pair_only_with_rated_seeks_of_other_accounts() {
+    let s = service();
+    let pool = pool(&s);
+    let (lan, _) = s.register("Lan").await;
+    let (minh, _) = s.register("Minh").await;
+    let (hoa, _) = s.register("Hoa").await;
+
+    assert_eq!(
+        pool.seek(seek_request(None, true, None)).await.unwrap_err(),
+        GameError::RatedNeedsAccount
+    );
+    let untimed = pool
+        .seek(SeekRequest {
+            time_control: TimeControl::Untimed,
+            ..seek_request(Some(&lan), true, None)
+        })
+        .await
+        .unwrap_err();
+    assert!(matches!(untimed, GameError::InvalidArgument { ref field, .. } if field == "rated"));
+    assert!(pool.list().is_empty());
+
+    let mut lan_rated = waiting(
+        pool.seek(seek_request(Some(&lan), true, None))
+            .await
+            .unwrap(),
+    );
+    assert_eq!(lan_rated.info().display_name, "Lan");
+    assert_eq!(
+        lan_rated.info().account.as_ref().map(|a| a.rating),
+        Some(Some(1500))
+    );
+    // Not with an unrated seek of another account, nor with another seek of the same account.
+    let _minh_unrated = waiting(
+        pool.seek(seek_request(Some(&minh), false, None))
+            .await
+            .unwrap(),
+    );
+    let _lan_again = waiting(
+        pool.seek(seek_request(Some(&lan), true, None))
+            .await
+            .unwrap(),
+    );
+    assert_eq!(pool.list().len(), 3);
+    // An anonymous player cannot accept it by id either.
+    let lan_seek = lan_rated.info().id.clone();
+    assert_eq!(
+        pool.accept(&lan_seek, "Anonymous", None, None)
+            .await
+            .unwrap_err(),
+        GameError::RatedNeedsAccount
+    );
+
+    // Hoa's rated seek pairs with the oldest rated seek of another account: Lan's first.
+    let hoa_seat = paired(
+        pool.seek(seek_request(Some(&hoa), true, None))
+            .await
+            .unwrap(),
+    );
+    let lan_seat = answer(&mut lan_rated).await;
+    assert_eq!(hoa_seat.game.id, lan_seat.game.id);
+    assert_eq!(hoa_seat.seat, lan_seat.seat.other());
+    assert!(hoa_seat.game.rated);
+    assert_eq!(
+        seated_accounts(&hoa_seat.game),
+        sorted(vec![lan.id.clone(), hoa.id.clone()])
+    );
+    assert_eq!(pool.list().len(), 2);
+    // An anonymous unrated seek pairs with the unrated one, as before.
+    let game = paired(pool.seek(seek_request(None, false, None)).await.unwrap()).game;
+    assert!(!game.rated);
+    assert_eq!(seated_accounts(&game), vec![minh.id.clone()]);
+    assert_eq!(pool.list().len(), 1);
+}
+
+#[tokio::test]
+async fn rating_ranges_are_respected_both_ways() {
+    let s = service();
+    let pool = pool(&s);
+    let mid = s.veteran("Mid", &[(Speed::Blitz, settled(1500.0))]).await;
+    let strong = s
+        .veteran("Strong", &[(Speed::Blitz, settled(1800.0))])
+        .await;
+    let weak = s.veteran("Weak", &[(Speed::Blitz, settled(1200.0))]).await;
+    let near = s
+        .veteran(
+            "Near",
+            // Rated at other speeds only: its blitz rating is a newcomer's 1500.
+            &[(Speed::Rapid, settled(2500.0))],
+        )
+        .await;
+
+    let mut mid_seek = waiting(
+        pool.seek(seek_request(Some(&mid), true, Some((1100, 1600))))
+            .await
+            .unwrap(),
+    );
+    // Strong is outside Mid's range.
+    let mut strong_seek = waiting(
+        pool.seek(seek_request(Some(&strong), true, None))
+            .await
+            .unwrap(),
+    );
+    // Weak is inside Mid's range, but Mid is outside Weak's: no pairing with Mid. Strong is
+    // inside Weak's, and Strong asks nothing: Weak pairs with Strong, skipping the older Mid.
+    let weak_seat = paired(
+        pool.seek(seek_request(Some(&weak), true, Some((1700, 1900))))
+            .await
+            .unwrap(),
+    );
+    let strong_seat = answer(&mut strong_seek).await;
+    assert_eq!(weak_seat.game.id, strong_seat.game.id);
+    assert_eq!(
+        seated_accounts(&weak_seat.game),
+        sorted(vec![weak.id.clone(), strong.id.clone()])
+    );
+    let ids: Vec<String> = pool.list().into_iter().map(|i| i.id).collect();
+    assert_eq!(ids, [mid_seek.info().id.clone()]);
+
+    // Accepting by id checks the range too, and one's own seek is refused.
+    let id = mid_seek.info().id.clone();
+    for refused in [&strong, &mid] {
+        assert!(
+            matches!(
+                pool.accept(&id, "", None, Some(refused)).await,
+                Err(GameError::SeekRefused(_))
+            ),
+            "{}",
+            refused.username
+        );
+    }
+    assert_eq!(
+        pool.list().len(),
+        1,
+        "a refused accept leaves the seek open"
+    );
+    let near_seat = pool.accept(&id, "", None, Some(&near)).await.unwrap();
+    let mid_seat = answer(&mut mid_seek).await;
+    assert_eq!(near_seat.game.id, mid_seat.game.id);
+    assert!(near_seat.game.rated);
+    let near_shown = near_seat.game.seats[near_seat.seat]
+        .as_ref()
+        .unwrap()
+        .account
+        .clone()
+        .unwrap();
+    assert_eq!(
+        (near_shown.username.as_str(), near_shown.rating),
+        ("Near", Some(1500))
+    );
+    assert!(pool.list().is_empty());
+
+    // Anonymous seekers have no rating: they never match a range, even unrated.
+    let ranged = waiting(
+        pool.seek(seek_request(Some(&mid), false, Some((400, 4000))))
+            .await
+            .unwrap(),
+    );
+    let _anonymous = waiting(pool.seek(seek_request(None, false, None)).await.unwrap());
+    let ranged_id = ranged.info().id.clone();
+    assert!(matches!(
+        pool.accept(&ranged_id, "Anonymous", None, None).await,
+        Err(GameError::SeekRefused(_))
+    ));
+    // A backwards range is refused outright.
+    assert!(matches!(
+        pool.seek(seek_request(Some(&weak), true, Some((1600, 1400)))).await,
+        Err(GameError::InvalidArgument { ref field, .. }) if field == "rating_range"
+    ));
+}
+
+// --- A player's games and the leaderboard --------------------------------------------------
+
+#[tokio::test]
+async fn player_games_filter_by_result_and_speed_newest_first() {
+    let s = service();
+    let (lan, _) = s.register("Lan").await;
+    let (minh, _) = s.register("Minh").await;
+    let (hoa, _) = s.register("Hoa").await;
+    let won = s.played(&lan, &minh, blitz(), true, Some(FIRST)).await.id;
+    let lost = s.played(&minh, &lan, rapid(), false, Some(FIRST)).await.id;
+    let drawn = s.played(&lan, &minh, blitz(), false, None).await.id;
+    let _others = s.played(&minh, &hoa, blitz(), true, Some(FIRST)).await.id;
+    let open = s
+        .manager
+        .create_game(new_game(Some(&lan), TimeControl::Untimed, false))
+        .await
+        .unwrap()
+        .game
+        .id;
+
+    let filter = |result, speed| PlayerGameFilter { result, speed };
+    let cases = [
+        (filter(None, None), vec![&open, &drawn, &lost, &won]),
+        (filter(Some(PlayerResult::Win), None), vec![&won]),
+        (filter(Some(PlayerResult::Draw), None), vec![&drawn]),
+        (filter(Some(PlayerResult::Loss), None), vec![&lost]),
+        (filter(None, Some(Speed::Blitz)), vec![&drawn, &won]),
+        (filter(None, Some(Speed::Rapid)), vec![&lost]),
+        (filter(None, Some(Speed::Bullet)), vec![]),
+        (
+            filter(Some(PlayerResult::Win), Some(Speed::Blitz)),
+            vec![&won],
+        ),
+        (filter(Some(PlayerResult::Win), Some(Speed::Rapid)), vec![]),
+    ];
+    for (f, expected) in cases {
+        let expected: Vec<GameId> = expected.into_iter().cloned().collect();
+        // Any case of the name finds the player.
+        assert_eq!(s.games_of("LAN", f).await, expected, "{f:?}");
+    }
+    let lan_now = s.fresh(&lan).await;
+    assert_eq!(
+        (
+            lan_now.record.wins,
+            lan_now.record.draws,
+            lan_now.record.losses
+        ),
+        (1, 1, 1)
+    );
+    assert_eq!(lan_now.rating(Speed::Blitz).games, 1, "one rated game");
+    assert_eq!(lan_now.rating(Speed::Rapid).games, 0);
+
+    // Paging: newest first, two at a time, the cursor bound to its filter.
+    let first = s
+        .manager
+        .player_games("Lan", PlayerGameFilter::default(), 2, None)
+        .await
+        .unwrap();
+    assert_eq!(
+        first.games.iter().map(|g| &g.id).collect::<Vec<_>>(),
+        [&open, &drawn]
+    );
+    let cursor = first.next_cursor.expect("a second page");
+    let second = s
+        .manager
+        .player_games("Lan", PlayerGameFilter::default(), 2, Some(&cursor))
+        .await
+        .unwrap();
+    assert_eq!(
+        second.games.iter().map(|g| &g.id).collect::<Vec<_>>(),
+        [&lost, &won]
+    );
+    assert!(second.next_cursor.is_none());
+    assert!(matches!(
+        s.manager
+            .player_games("Lan", filter(Some(PlayerResult::Win), None), 2, Some(&cursor))
+            .await,
+        Err(GameError::InvalidArgument { ref field, .. }) if field == "page_token"
+    ));
+    assert!(matches!(
+        s.manager
+            .player_games("Stranger", PlayerGameFilter::default(), 0, None)
+            .await,
+        Err(GameError::PlayerNotFound(_))
+    ));
+}
+
+#[tokio::test]
+async fn the_leaderboard_ranks_settled_ratings_of_its_speed() {
+    let s = service();
+    s.veteran("Second", &[(Speed::Blitz, settled(1900.0))])
+        .await;
+    s.veteran(
+        "Top",
+        &[
+            (Speed::Blitz, settled(2100.0)),
+            (Speed::Rapid, settled(1200.0)),
+        ],
+    )
+    .await;
+    s.veteran(
+        "Uncertain",
+        &[(
+            Speed::Blitz,
+            Rating {
+                deviation: 200.0,
+                ..settled(2500.0)
+            },
+        )],
+    )
+    .await;
+    s.veteran(
+        "Newcomer",
+        &[(
+            Speed::Blitz,
+            Rating {
+                games: rating::PROVISIONAL_GAMES - 1,
+                ..settled(2300.0)
+            },
+        )],
+    )
+    .await;
+    s.veteran("Rapid", &[(Speed::Rapid, settled(2000.0))]).await;
+
+    assert_eq!(
+        s.leaders(Speed::Blitz).await,
+        [(1, "Top".to_owned()), (2, "Second".to_owned())]
+    );
+    assert_eq!(
+        s.leaders(Speed::Rapid).await,
+        [(1, "Rapid".to_owned()), (2, "Top".to_owned())]
+    );
+    assert!(s.leaders(Speed::Bullet).await.is_empty());
+
+    let LeaderboardPage {
+        players,
+        next_cursor,
+    } = s.manager.leaderboard(Speed::Blitz, 1, None).await.unwrap();
+    assert_eq!(players.len(), 1);
+    assert_eq!(
+        (players[0].rank, players[0].account.username.as_str()),
+        (1, "Top")
+    );
+    let cursor = next_cursor.expect("a second page");
+    let page = s
+        .manager
+        .leaderboard(Speed::Blitz, 1, Some(&cursor))
+        .await
+        .unwrap();
+    assert_eq!(
+        (
+            page.players[0].rank,
+            page.players[0].account.username.as_str()
+        ),
+        (2, "Second")
+    );
+    assert!(page.next_cursor.is_none());
+    assert!(matches!(
+        s.manager.leaderboard(Speed::Rapid, 1, Some(&cursor)).await,
+        Err(GameError::InvalidArgument { ref field, .. }) if field == "page_token"
+    ));
+}
+
+/// Two newcomers playing rated games: off the leaderboard while provisional, on it once not.
+#[tokio::test]
+async fn players_reach_the_leaderboard_when_their_ratings_settle() {
+    let s = service();
+    let (lan, _) = s.register("Lan").await;
+    let (minh, _) = s.register("Minh").await;
+    let mut ratings = (Rating::INITIAL, Rating::INITIAL);
+    let mut on_board_after = None;
+    for game in 1..=30u32 {
+        // Alternate seats and winners so that both ratings stay near each other.
+        let (first, second) = if game % 2 == 0 {
+            (&lan, &minh)
+        } else {
+            (&minh, &lan)
+        };
+        let winner = if game % 3 == 0 { SECOND } else { FIRST };
+        let over = s.played(first, second, rapid(), true, Some(winner)).await;
+        let before = if game % 2 == 0 {
+            ratings
+        } else {
+            (ratings.1, ratings.0)
+        };
+        let outcome = Outcome::Decisive { winner };
+        let (a, b) = rating::rate(before.0, before.1, outcome);
+        assert_eq!(
+            over.result.unwrap().ratings,
+            Some(ByPlayer::new(change(before.0, a), change(before.1, b)))
+        );
+        ratings = if game % 2 == 0 { (a, b) } else { (b, a) };
+
+        let lan_now = s.fresh(&lan).await;
+        let minh_now = s.fresh(&minh).await;
+        assert_eq!(lan_now.ratings[&Speed::Rapid], ratings.0);
+        assert_eq!(minh_now.ratings[&Speed::Rapid], ratings.1);
+        assert_eq!(lan_now.rating(Speed::Rapid).games, game);
+        let mut expected: Vec<(f64, String)> = [(&lan_now, ratings.0), (&minh_now, ratings.1)]
+            .into_iter()
+            .filter(|(_, r)| !r.is_provisional())
+            .map(|(a, r)| (r.rating, a.username.as_str().to_owned()))
+            .collect();
+        expected.sort_by(|x, y| y.0.total_cmp(&x.0));
+        let board: Vec<String> = s
+            .leaders(Speed::Rapid)
+            .await
+            .into_iter()
+            .map(|(_, name)| name)
+            .collect();
+        let expected: Vec<String> = expected.into_iter().map(|(_, name)| name).collect();
+        assert_eq!(board, expected, "after game {game}");
+        if game < rating::PROVISIONAL_GAMES {
+            assert!(board.is_empty(), "provisional after {game} games");
+        }
+        if board.len() == 2 && on_board_after.is_none() {
+            on_board_after = Some(game);
+        }
+        assert!(s.leaders(Speed::Blitz).await.is_empty());
+    }
+    assert!(
+        on_board_after.is_some_and(|g| g >= rating::PROVISIONAL_GAMES),
+        "{on_board_after:?}"
+    );
+}
+
+// --- Concurrency ---------------------------------------------------------------------------
+
+/// A memory store that holds the first two reads of one account until both are made, so that
+/// two games read the same version of it, and counts the commits refused as conflicts.
+#[derive(Debug)]
+struct RacingStore {
+    inner: MemoryStore,
+    gate: std::sync::Mutex<Option<AccountId>>,
+    gated: AtomicUsize,
+    barrier: Barrier,
+    conflicts: AtomicUsize,
+}
+
+impl GameStore for RacingStore {
+    fn create(&self, commit: Commit) -> StoreFuture<'_, Committed> {
+        self.inner.create(commit)
+    }
+
+    fn commit(&self, commit: Commit) -> StoreFuture<'_, Committed> {
+        Box::pin(async move {
+            let result = self.inner.commit(commit).await;
+            if matches!(result, Err(StoreError::Conflict { .. })) {
+                self.conflicts.fetch_add(1, Ordering::SeqCst);
+            }
+            result
+        })
+    }
+
+    fn load<'a>(&'a self, id: &'a GameId) -> StoreFuture<'a, GameState> {
+        self.inner.load(id)
+    }
+
+    fn info<'a>(&'a self, id: &'a GameId) -> StoreFuture<'a, GameInfo> {
+        self.inner.info(id)
+    }
+
+    fn list<'a>(
+        &'a self,
+        filter: GameFilter,
+        limit: usize,
+        cursor: Option<&'a str>,
+    ) -> StoreFuture<'a, Page> {
+        self.inner.list(filter, limit, cursor)
+    }
+
+    fn game_events_since<'a>(
+        &'a self,
+        id: &'a GameId,
+        after: u64,
+    ) -> StoreFuture<'a, Since<GameEvent>> {
+        self.inner.game_events_since(id, after)
+    }
+
+    fn lobby_events_since(&self, after: u64) -> StoreFuture<'_, Since<LobbyEvent>> {
+        self.inner.lobby_events_since(after)
+    }
+
+    fn lobby_snapshot(&self, limit: usize) -> StoreFuture<'_, (Vec<GameInfo>, u64)> {
+        self.inner.lobby_snapshot(limit)
+    }
+
+    fn open_games_by_creator(&self) -> StoreFuture<'_, Vec<(GameId, IpAddr)>> {
+        self.inner.open_games_by_creator()
+    }
+
+    fn writable(&self) -> Option<watch::Receiver<bool>> {
+        self.inner.writable()
+    }
+
+    fn create_account(&self, account: Account, key: ApiKeyRecord) -> StoreFuture<'_, ()> {
+        self.inner.create_account(account, key)
+    }
+
+    fn account<'a>(&'a self, id: &'a AccountId) -> StoreFuture<'a, Account> {
+        Box::pin(async move {
+            let gated = self.gate.lock().unwrap().as_ref() == Some(id);
+            // Read first, then wait: neither reader goes on (to commit) before both have read.
+            let account = self.inner.account(id).await;
+            if gated && self.gated.fetch_add(1, Ordering::SeqCst) < 2 {
+                self.barrier.wait().await;
+            }
+            account
+        })
+    }
+
+    fn account_by_name<'a>(&'a self, key: &'a str) -> StoreFuture<'a, Account> {
+        self.inner.account_by_name(key)
+    }
+
+    fn account_by_api_key<'a>(
+        &'a self,
+        key_id: &'a str,
+    ) -> StoreFuture<'a, (Account, ApiKeyRecord)> {
+        self.inner.account_by_api_key(key_id)
+    }
+
+    fn add_api_key<'a>(&'a self, id: &'a AccountId, key: ApiKeyRecord) -> StoreFuture<'a, ()> {
+        self.inner.add_api_key(id, key)
+    }
+
+    fn revoke_api_key<'a>(
+        &'a self,
+        id: &'a AccountId,
+        key_id: &'a str,
+        now: SystemTime,
+    ) -> StoreFuture<'a, bool> {
+        self.inner.revoke_api_key(id, key_id, now)
+    }
+
+    fn api_keys<'a>(&'a self, id: &'a AccountId) -> StoreFuture<'a, Vec<ApiKeyRecord>> {
+        self.inner.api_keys(id)
+    }
+
+    fn leaderboard<'a>(
+        &'a self,
+        speed: Speed,
+        limit: usize,
+        cursor: Option<&'a str>,
+    ) -> StoreFuture<'a, LeaderboardPage> {
+        self.inner.leaderboard(speed, limit, cursor)
+    }
+
+    fn player_games<'a>(
+        &'a self,
+        id: &'a AccountId,
+        filter: PlayerGameFilter,
+        limit: usize,
+        cursor: Option<&'a str>,
+    ) -> StoreFuture<'a, Page> {
+        self.inner.player_games(id, filter, limit, cursor)
+    }
+
+    fn close(&self) -> BoxFuture<'_, ()> {
+        self.inner.close()
+    }
+}
+
+#[tokio::test]
+async fn two_rated_games_of_one_account_ending_at_once_both_count() {
+    let store = Arc::new(RacingStore {
+        inner: MemoryStore::new(MemoryLimits::default()),
+        gate: std::sync::Mutex::new(None),
+        gated: AtomicUsize::new(0),
+        barrier: Barrier::new(2),
+        conflicts: AtomicUsize::new(0),
+    });
+    let manager = Arc::new(GameManager::new(
+        Arc::clone(&store) as Arc<dyn GameStore>,
+        Hub::new(1024),
+        ManagerLimits::default(),
+    ));
+    let (lan, _) = manager.register("Lan").await.unwrap();
+    let (minh, _) = manager.register("Minh").await.unwrap();
+    let (hoa, _) = manager.register("Hoa").await.unwrap();
+    let mut games = Vec::new();
+    for opponent in [&minh, &hoa] {
+        let created = manager
+            .create_game(new_game(Some(&lan), blitz(), true))
+            .await
+            .unwrap();
+        manager
+            .join_game_as(&created.game.id, "", Some(opponent))
+            .await
+            .unwrap();
+        games.push(created.game.id);
+    }
+    *store.gate.lock().unwrap() = Some(lan.id.clone());
+
+    // Lan wins against Minh and loses to Hoa, both games ending together: each reads Lan's
+    // account at version 1 before either commits.
+    let (against_minh, against_hoa) = tokio::time::timeout(Duration::from_secs(10), async {
+        tokio::join!(
+            manager.resign(&games[0], Credential::Account(minh.id.clone())),
+            manager.resign(&games[1], Credential::Account(lan.id.clone())),
+        )
+    })
+    .await
+    .expect("neither game waits forever");
+    let against_minh = against_minh.unwrap().result.unwrap();
+    let against_hoa = against_hoa.unwrap().result.unwrap();
+    assert_eq!(against_minh.outcome, Some(FIRST_WINS));
+    assert_eq!(against_hoa.outcome, Some(SECOND_WINS));
+    assert_eq!(
+        store.conflicts.load(Ordering::SeqCst),
+        1,
+        "the second commit found Lan's account changed and was decided again"
+    );
+    assert!(
+        store.gated.load(Ordering::SeqCst) >= 3,
+        "the retry read it again"
+    );
+
+    // Whichever committed first rated Lan from the start; the other from that rating.
+    let first_against_minh = against_minh.ratings.unwrap().first.before == 1500;
+    let (lan_after_minh, minh_after, lan_after_hoa, hoa_after);
+    if first_against_minh {
+        (lan_after_minh, minh_after) = rating::rate(Rating::INITIAL, Rating::INITIAL, FIRST_WINS);
+        (lan_after_hoa, hoa_after) = rating::rate(lan_after_minh, Rating::INITIAL, SECOND_WINS);
+    } else {
+        (lan_after_hoa, hoa_after) = rating::rate(Rating::INITIAL, Rating::INITIAL, SECOND_WINS);
+        (lan_after_minh, minh_after) = rating::rate(lan_after_hoa, Rating::INITIAL, FIRST_WINS);
+    }
+    let (lan_before_minh, lan_before_hoa, lan_final) = if first_against_minh {
+        (Rating::INITIAL, lan_after_minh, lan_after_hoa)
+    } else {
+        (lan_after_hoa, Rating::INITIAL, lan_after_minh)
+    };
+    assert_eq!(
+        against_minh.ratings,
+        Some(ByPlayer::new(
+            change(lan_before_minh, lan_after_minh),
+            change(Rating::INITIAL, minh_after)
+        ))
+    );
+    assert_eq!(
+        against_hoa.ratings,
+        Some(ByPlayer::new(
+            change(lan_before_hoa, lan_after_hoa),
+            change(Rating::INITIAL, hoa_after)
+        ))
+    );
+
+    let lan_now = store.inner.account(&lan.id).await.unwrap();
+    assert_eq!(lan_now.rating(Speed::Blitz).games, 2);
+    assert_eq!(lan_now.ratings[&Speed::Blitz], lan_final);
+    assert_eq!((lan_now.record.wins, lan_now.record.losses), (1, 1));
+    assert_eq!(lan_now.version, 3, "two changes, one after the other");
+    for (opponent, after) in [(&minh, minh_after), (&hoa, hoa_after)] {
+        let now = store.inner.account(&opponent.id).await.unwrap();
+        assert_eq!(now.ratings[&Speed::Blitz], after);
+        assert_eq!(now.version, 2);
+    }
+    for id in &games {
+        let game = manager.get_game(id).await.unwrap();
+        assert_eq!(game.status, GameStatus::Finished);
+    }
+}
