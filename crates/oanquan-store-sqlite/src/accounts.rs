@@ -386,6 +386,7 @@ pub(crate) fn leaderboard(
     speed: Speed,
     limit: usize,
     skip: usize,
+    damage: &Damage,
     cursor: impl Fn(u64) -> String,
 ) -> Result<LeaderboardPage, StoreError> {
     // One more than the page, to know whether another page follows.
@@ -407,16 +408,24 @@ pub(crate) fn leaderboard(
         })
         .map_err(backend)?;
     let more = ids.len() > limit;
-    let mut players = Vec::with_capacity(limit.min(ids.len()));
+    let shown = ids.len().min(limit);
+    let mut players = Vec::with_capacity(shown);
     for (index, id) in ids.iter().take(limit).enumerate() {
-        let account =
-            read(conn, id)?.ok_or_else(|| damaged(id, "it has a rating but no account"))?;
-        players.push(Ranked {
-            account,
-            rank: (skip + index) as u64 + 1,
+        // A damaged account is left out (its rank stays taken), as listings skip a damaged
+        // game: one bad row must not hide the whole leaderboard.
+        let account = read(conn, id).and_then(|account| {
+            account.ok_or_else(|| damaged(id, "it has a rating but no account"))
         });
+        match account {
+            Ok(account) => players.push(Ranked {
+                account,
+                rank: (skip + index) as u64 + 1,
+            }),
+            Err(error @ StoreError::Unavailable(_)) => return Err(error),
+            Err(error) => damage.report(&format!("account {id}"), &error),
+        }
     }
-    let next_cursor = more.then(|| cursor((skip + players.len()) as u64));
+    let next_cursor = more.then(|| cursor((skip + shown) as u64));
     Ok(LeaderboardPage {
         players,
         next_cursor,

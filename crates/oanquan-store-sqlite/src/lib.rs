@@ -538,8 +538,9 @@ impl GameStore for SqliteStore {
             Some(Ok(skip)) => skip,
             Some(Err(error)) => return futures::future::ready(Err(error)).boxed(),
         };
+        let damage = Arc::clone(&self.damage);
         self.read(move |conn| {
-            accounts::leaderboard(conn, speed, limit, skip, |offset| {
+            accounts::leaderboard(conn, speed, limit, skip, &damage, |offset| {
                 leaderboard_cursor(speed, offset)
             })
         })
