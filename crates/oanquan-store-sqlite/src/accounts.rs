@@ -12,7 +12,8 @@ use oanquan_game::{
     GameInfo, LeaderboardPage, Page, PlayerGameFilter, PlayerResult, Ranked, StoreError, TokenHash,
 };
 use oanquan_rules::Player;
-use rusqlite::{Connection, ErrorCode, OptionalExtension as _, params};
+use rusqlite::types::ToSql;
+use rusqlite::{Connection, ErrorCode, OptionalExtension as _, params, params_from_iter};
 
 use crate::codec::{time_from_db, time_to_db};
 use crate::fault::{Damage, backend};
@@ -66,15 +67,15 @@ fn write_account(
         draws,
         losses,
     } = account.record;
-    let fields = params![
-        id,
-        account.username.as_str(),
-        account.username.key(),
-        time_to_db(account.created),
-        count(wins),
-        count(draws),
-        count(losses),
-        account.version as i64,
+    let fields: [&dyn ToSql; 8] = [
+        &id,
+        &account.username.as_str(),
+        &account.username.key(),
+        &time_to_db(account.created),
+        &count(wins),
+        &count(draws),
+        &count(losses),
+        &(account.version as i64),
     ];
     match expected {
         None => {
@@ -87,6 +88,7 @@ fn write_account(
             .map_err(unique_name)?;
         }
         Some(expected) => {
+            let expected = expected as i64;
             let updated = conn
                 .prepare_cached(
                     "UPDATE accounts SET username = ?2, username_key = ?3, created = ?4, wins = ?5,
@@ -94,17 +96,9 @@ fn write_account(
                      WHERE id = ?1 AND version = ?9",
                 )
                 .and_then(|mut s| {
-                    s.execute(params![
-                        id,
-                        account.username.as_str(),
-                        account.username.key(),
-                        time_to_db(account.created),
-                        count(wins),
-                        count(draws),
-                        count(losses),
-                        account.version as i64,
-                        expected as i64,
-                    ])
+                    s.execute(params_from_iter(
+                        fields.into_iter().chain([&expected as &dyn ToSql]),
+                    ))
                 })
                 .map_err(unique_name)?;
             if updated == 0 {
