@@ -8,9 +8,11 @@
 //! * [`procs`]: start a server process, read its address, sample `/proc/<pid>` (CPU, RSS);
 //! * [`load`]: the load client (games with spectators through the real API, echo calls);
 //! * [`report`]: the figures of one measurement, as text and JSON;
+//! * [`clocks`]: many timed games whose flags must fall on time, and the idle server's CPU;
 //! * [`chart`]: the SVG chart (throughput and p99 against concurrency).
 
 pub mod chart;
+pub mod clocks;
 pub mod load;
 pub mod procs;
 pub mod report;

@@ -12,6 +12,7 @@ use std::time::{Duration, Instant};
 use anyhow::{Context as _, bail};
 use clap::{Parser, ValueEnum};
 use oanquan_bench::chart;
+use oanquan_bench::clocks::{self, ClockLoad, ClockRun};
 use oanquan_bench::load::{self, EchoLoad, GameLoad, LoadStats, Pool};
 use oanquan_bench::procs::{ProcSample, ServerProcess};
 use oanquan_bench::report::{Point, Usage};
@@ -117,6 +118,41 @@ struct Args {
     #[arg(long, default_value_t = 1)]
     seed: u64,
 
+    /// `clocks` scenario: timed games whose clocks run at once.
+    #[arg(long, default_value_t = 10_000)]
+    clock_games: usize,
+
+    /// `clocks` scenario: which deadlines to measure: `spread` (over --clock-spread) and
+    /// `burst` (all within 100 ms).
+    #[arg(
+        long,
+        value_enum,
+        value_delimiter = ',',
+        default_value = "spread,burst"
+    )]
+    clock_variants: Vec<ClockVariant>,
+
+    /// `clocks` scenario: how long the deadlines of the `spread` variant are spread over.
+    #[arg(long, default_value = "5s", value_parser = parse_duration)]
+    clock_spread: Duration,
+
+    /// `clocks` scenario: the idle window (nobody calls; the server's CPU is measured) before
+    /// the first deadline.
+    #[arg(long, default_value = "5s", value_parser = parse_duration)]
+    clock_idle: Duration,
+
+    /// `clocks` scenario: the second moves, which start the clocks, are spread over this long.
+    #[arg(long, default_value = "2s", value_parser = parse_duration)]
+    clock_schedule: Duration,
+
+    /// `clocks` scenario: games set up (and read back) at once.
+    #[arg(long, default_value_t = 64)]
+    clock_parallel: usize,
+
+    /// `clocks` scenario: run against a SQLite server (`--database`) instead of `--in-memory`.
+    #[arg(long)]
+    durable: bool,
+
     /// Pin the servers to CPU 1 and this client to CPU 0 (with `taskset`), so that each has one
     /// core of its own instead of competing for both.
     #[arg(long)]
@@ -125,7 +161,7 @@ struct Args {
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 enum Scenario {
-    /// Every scenario below, in one run.
+    /// Every scenario below but `clocks`, in one run.
     All,
     /// Moves/s and p99 against concurrency, each storage beside echo; draws the chart.
     Throughput,
@@ -137,7 +173,22 @@ enum Scenario {
     Idle,
     /// Create-to-first-move latency at half of the peak load.
     FirstMove,
+    /// 10,000 timed games on one server: every flag falls by itself, lateness against the
+    /// deadline, and the server's CPU while the clocks run and nobody calls. Not part of `all`.
+    Clocks,
 }
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum, Serialize)]
+#[serde(rename_all = "lowercase")]
+enum ClockVariant {
+    /// Deadlines spread over --clock-spread.
+    Spread,
+    /// Every deadline within the same 100 ms.
+    Burst,
+}
+
+/// The deadlines of the `burst` variant fall within this long.
+const BURST_SPREAD: Duration = Duration::from_millis(100);
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum, Serialize)]
 #[serde(rename_all = "lowercase")]
@@ -240,6 +291,11 @@ struct Targets {
 impl Targets {
     /// Starts a fresh process of `target` ("echo", "memory" or "durable").
     fn start(&mut self, target: &str) -> anyhow::Result<ServerProcess> {
+        self.start_with(target, &[])
+    }
+
+    /// [`Targets::start`] with more server flags (not for echo).
+    fn start_with(&mut self, target: &str, extra: &[&str]) -> anyhow::Result<ServerProcess> {
         self.runs += 1;
         if target == "echo" {
             let args = [
@@ -275,6 +331,7 @@ impl Targets {
             }
             other => bail!("unknown target {other}"),
         }
+        args.extend(extra.iter().map(|s| (*s).to_owned()));
         self.spawn(&self.server.clone(), args)
     }
 
@@ -344,6 +401,68 @@ struct IdleResult {
     server_cpu_cores_while_idle: f64,
 }
 
+/// One clocks run: its variant and load, and what it measured.
+#[derive(Debug, Clone, Serialize)]
+struct ClockResult {
+    variant: ClockVariant,
+    target: &'static str,
+    spread_s: f64,
+    idle_s: f64,
+    #[serde(flatten)]
+    run: ClockRun,
+}
+
+impl ClockResult {
+    fn summary(&self) -> String {
+        let r = &self.run;
+        let opt = |v: Option<f64>, digits: usize| {
+            v.map_or_else(|| "?".to_owned(), |v| format!("{v:.digits$}"))
+        };
+        let mut text = format!(
+            "{:<6} {:<7}: {} games, {} clocks ran, {} ended by timeout ({} otherwise, {} not over); \
+             deadlines over {:.0} ms (at most {} in 100 ms)\n  \
+             lateness (GameOver time − deadline, server clock): p50 {:.1} ms, p99 {:.1} ms, max {:.1} ms, min {:.1} ms; {} at ≥ 100 ms, {} early\n  \
+             seen by a lobby watcher: p50 {:.1} ms, p99 {:.1} ms, max {:.1} ms ({} games)\n  \
+             idle ({:.1} s, nobody calling): server CPU {} cores, RSS {} MiB; flags: {} s of server CPU; peak RSS {} MiB\n  \
+             setup {:.1} s, second moves {:.1} s, {} errors",
+            format!("{:?}", self.variant).to_lowercase(),
+            self.target,
+            r.games,
+            r.running,
+            r.timeouts,
+            r.other_endings,
+            r.not_over,
+            r.deadline_span_ms,
+            r.most_deadlines_in_100ms,
+            r.lateness.p50_ms,
+            r.lateness.p99_ms,
+            r.lateness.max_ms,
+            r.lateness.min_ms,
+            r.lateness.late_100ms,
+            r.lateness.early,
+            r.observed.p50_ms,
+            r.observed.p99_ms,
+            r.observed.max_ms,
+            r.observed.count,
+            r.idle_window_s,
+            opt(r.idle_cpu_cores, 4),
+            opt(r.idle_rss_mib, 1),
+            opt(r.flag_cpu_s, 3),
+            opt(r.peak_rss_mib, 1),
+            r.setup_s,
+            r.second_moves_s,
+            r.errors,
+        );
+        if let Some(error) = &r.first_error {
+            text.push_str(&format!(" (first: {error})"));
+        }
+        for note in &r.notes {
+            text.push_str(&format!("\n  note: {note}"));
+        }
+        text
+    }
+}
+
 /// Everything one run measured.
 #[derive(Debug, Default, Serialize)]
 struct Results {
@@ -352,6 +471,7 @@ struct Results {
     durable_available: bool,
     points: Vec<Point>,
     idle: Option<IdleResult>,
+    clocks: Vec<ClockResult>,
     notes: Vec<String>,
 }
 
@@ -649,6 +769,65 @@ impl Bench {
         Ok(())
     }
 
+    async fn clocks(&mut self) -> anyhow::Result<()> {
+        let target = if self.args.durable {
+            if !self.targets.durable {
+                bail!("--durable: this oanquan-server has no --database flag");
+            }
+            "durable"
+        } else {
+            "memory"
+        };
+        let games = self.args.clock_games;
+        println!(
+            "\n== clocks: {games} timed games at once on one {target} server, then nobody moves"
+        );
+        for variant in self.args.clock_variants.clone() {
+            let spread = match variant {
+                ClockVariant::Spread => self.args.clock_spread,
+                ClockVariant::Burst => BURST_SPREAD,
+            };
+            // Every first move waits for the whole setup: its own limit must not abort a game.
+            let server = self.targets.start_with(
+                target,
+                &[
+                    "--first-move-time",
+                    "10m",
+                    "--max-open-games-per-client",
+                    "0",
+                ],
+            )?;
+            let pool = Pool::connect(server.addr(), self.args.connections).await?;
+            let load = ClockLoad {
+                games,
+                parallel: self.args.clock_parallel,
+                schedule: self.args.clock_schedule,
+                idle: self.args.clock_idle,
+                spread,
+            };
+            let run = clocks::run_clocks(&pool, &load, Some(server.pid())).await;
+            let result = ClockResult {
+                variant,
+                target,
+                spread_s: spread.as_secs_f64(),
+                idle_s: self.args.clock_idle.as_secs_f64(),
+                run,
+            };
+            println!("{}", result.summary());
+            let p99 = result.run.lateness.p99_ms;
+            println!(
+                "  target (issue #15): every flag by timeout, p99 lateness < 100 ms: {}",
+                if result.run.all_flags_fell() && p99 < 100.0 {
+                    "reached"
+                } else {
+                    "NOT reached"
+                }
+            );
+            self.results.clocks.push(result);
+        }
+        Ok(())
+    }
+
     fn out_dir(&self) -> PathBuf {
         self.args
             .out_dir
@@ -730,6 +909,30 @@ impl Bench {
                 p.server_peak_rss_mib,
                 p.errors,
             ));
+        }
+        if !self.results.clocks.is_empty() {
+            md.push_str(
+                "\n| clocks | target | games | timeouts | deadlines over ms | lateness p50 / p99 / max ms | seen by lobby p99 ms | idle server CPU (cores) | idle RSS MiB |\n\
+                 | --- | --- | ---: | ---: | ---: | --- | ---: | ---: | ---: |\n",
+            );
+            for c in &self.results.clocks {
+                let r = &c.run;
+                md.push_str(&format!(
+                    "| {:?} | {} | {} | {} | {:.0} | {:.1} / {:.1} / {:.1} | {:.1} | {} | {} |\n",
+                    c.variant,
+                    c.target,
+                    r.games,
+                    r.timeouts,
+                    r.deadline_span_ms,
+                    r.lateness.p50_ms,
+                    r.lateness.p99_ms,
+                    r.lateness.max_ms,
+                    r.observed.p99_ms,
+                    r.idle_cpu_cores
+                        .map_or("?".to_owned(), |v| format!("{v:.4}")),
+                    r.idle_rss_mib.map_or("?".to_owned(), |v| format!("{v:.1}")),
+                ));
+            }
         }
         std::fs::write(dir.join("results.md"), md)?;
         println!("\nresults: {}", json.display());
@@ -814,6 +1017,9 @@ async fn run(args: Args) -> anyhow::Result<()> {
     }
     if all || scenario == Scenario::FirstMove {
         bench.first_move().await?;
+    }
+    if scenario == Scenario::Clocks {
+        bench.clocks().await?;
     }
     bench.summary();
     bench.write()?;

@@ -78,3 +78,55 @@ async fn echo_server_replies_with_the_requested_size() {
     assert_eq!(stats.mean_response_bytes(), Some(900));
     assert!(echo.sample().expect("/proc").hwm_kib > 0);
 }
+
+/// A tiny clocks run against an in-process server: every flag falls by timeout, after its
+/// deadline and not long after, and a lobby watcher sees each game finish.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn twenty_timed_games_all_lose_on_time() {
+    use oanquan_bench::clocks::{self, ClockLoad};
+
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("bind");
+    let addr = listener.local_addr().expect("address");
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    let mut config = Config {
+        storage: Storage::InMemory,
+        ..Config::default()
+    };
+    config.games.first_move_time = Duration::from_secs(600);
+    let server = tokio::spawn(oanquan_server::run(listener, config, async {
+        let _ = stopped.await;
+    }));
+
+    let pool = Pool::connect(addr, 2).await.expect("connect");
+    let load = ClockLoad {
+        games: 20,
+        parallel: 8,
+        schedule: Duration::from_millis(200),
+        idle: Duration::from_millis(500),
+        spread: Duration::from_millis(300),
+    };
+    let run = clocks::run_clocks(&pool, &load, None).await;
+    assert_eq!(run.errors, 0, "{:?}", run.first_error);
+    assert!(run.all_flags_fell(), "{run:?}");
+    assert_eq!((run.other_endings, run.not_over), (0, 0));
+    assert_eq!(run.lateness.count, 20);
+    assert_eq!(run.lateness.early, 0, "a flag fell before its deadline");
+    // Loose: a shared test machine may be slow, but not by a second.
+    assert!(run.lateness.max_ms < 1000.0, "{:?}", run.lateness);
+    assert_eq!(run.observed.count, 20, "the lobby saw every game finish");
+    assert_eq!(
+        run.observed.early, 0,
+        "a watcher learnt of a flag before its deadline"
+    );
+    // The deadlines cover the asked spread (the scheduling adds jitter, not hundreds of ms).
+    assert!(
+        run.deadline_span_ms > 150.0 && run.deadline_span_ms < 900.0,
+        "{run:?}"
+    );
+    assert!(run.idle_cpu_cores.is_none(), "no server pid, no CPU figure");
+
+    let _ = stop.send(());
+    server.await.expect("server task").expect("server");
+}

@@ -13,7 +13,9 @@
 //!   nothing of it: its driver task ([`spawn_driver`]) listens to the hub's feed of commits;
 //!   when the computer is to move it searches and commits the move through
 //!   `GameManager::play_computer_move` — the same validated path, events and traces as a
-//!   person's `PlayMove` — and when a game ends it cancels that game's searches. On start the driver resumes every active game where the computer is to
+//!   person's `PlayMove` — and when a game ends it cancels that game's searches. In a timed
+//!   game it plays on the clock: each move thinks a share of its remaining time
+//!   ([`think_time`]), never more than the server's move time. On start the driver resumes every active game where the computer is to
 //!   move (games reloaded from SQLite after a restart).
 //!
 //! A computer move is never committed from a cancelled search: after a shutdown the turn is
@@ -24,7 +26,7 @@ use std::fmt;
 use std::net::IpAddr;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
-use std::time::{Duration, Instant};
+use std::time::{Duration, Instant, SystemTime};
 
 use oanquan_ai::{Engine, MAX_DEPTH, SearchLimits, SearchResult};
 use oanquan_rules::Position;
@@ -33,10 +35,11 @@ use tokio::sync::{OwnedSemaphorePermit, Semaphore, TryAcquireError, watch};
 use tokio::task::{JoinHandle, JoinSet};
 use tracing::{debug, info, warn};
 
+use crate::clock::{self, TimeControl};
 use crate::error::GameError;
 use crate::limits;
 use crate::manager::{GameManager, MAX_PAGE_SIZE};
-use crate::model::{GameFilter, GameId};
+use crate::model::{GameFilter, GameId, GameInfo};
 pub use crate::model::{computer_name, computer_to_move};
 
 /// Default thinking time of a computer move.
@@ -603,6 +606,43 @@ impl Computer {
     }
 }
 
+/// A timed computer move thinks at most this part of its remaining time (plus half the
+/// increment): the clock then lasts for many more moves than a game usually has.
+const REMAINING_TIME_SHARE: u32 = 30;
+/// A computer's first move of a real-time game thinks at most this part of the first-move
+/// limit: missing it would abort the game.
+const FIRST_MOVE_SHARE: u32 = 10;
+/// Left between the end of a timed search and the deadline, for the commit and a busy
+/// machine; with less time than this left the computer plays its first-ordered move at once.
+const DEADLINE_MARGIN: Duration = Duration::from_millis(100);
+
+/// How long the computer may think about the move to play in `info` at `now`: the server's
+/// `move_time`, and in a timed game no more than its share of the clock (see
+/// [`REMAINING_TIME_SHARE`], [`FIRST_MOVE_SHARE`]), never closer than [`DEADLINE_MARGIN`] to
+/// the deadline.
+#[must_use]
+pub fn think_time(move_time: Duration, info: &GameInfo, now: SystemTime) -> Duration {
+    let (Some(clock), Some(reading)) = (info.clock, clock::reading(info, now)) else {
+        return move_time;
+    };
+    let Some(deadline) = reading.deadline else {
+        return move_time;
+    };
+    let left = deadline.duration_since(now).unwrap_or(Duration::ZERO);
+    let share = if clock::is_first_move(info) {
+        clock.first_move / FIRST_MOVE_SHARE
+    } else {
+        let increment = match info.time_control {
+            TimeControl::RealTime { increment, .. } => increment,
+            TimeControl::Untimed | TimeControl::Correspondence { .. } => Duration::ZERO,
+        };
+        reading.remaining[info.position.to_move()] / REMAINING_TIME_SHARE + increment / 2
+    };
+    move_time
+        .min(share)
+        .min(left.saturating_sub(DEADLINE_MARGIN))
+}
+
 /// A seed per game and ply: the same game replays the same way under node limits, and the
 /// random levels do not repeat one pattern.
 fn seed(id: &GameId, ply: u32) -> u64 {
@@ -720,10 +760,15 @@ async fn play_turn(manager: Arc<GameManager>, computer: Arc<Computer>, id: GameI
     let Some((seat, level)) = computer_to_move(state.info()) else {
         return;
     };
+    // Measured after the slot and the load: the time they took is the computer's too.
+    let limits = SearchLimits::time(think_time(
+        computer.move_time,
+        state.info(),
+        SystemTime::now(),
+    ));
     let game = state.into_engine();
     let ply = game.position().ply();
     let seed = seed(&id, ply);
-    let limits = SearchLimits::time(computer.move_time);
     let searched = slot
         .search(move |engine, cancel| {
             let mv = engine.choose_move_in_game(level, &game, seed, limits, cancel);
@@ -944,6 +989,150 @@ mod tests {
             account: None,
             rated: false,
         }
+    }
+
+    fn timed_against_computer(time_control: TimeControl) -> crate::manager::NewGame {
+        crate::manager::NewGame {
+            time_control,
+            ..computer_first(Level::Master)
+        }
+    }
+
+    #[tokio::test]
+    async fn a_timed_computer_thinks_a_share_of_its_clock_and_stops_short_of_the_deadline() {
+        let manager = GameManager::new(
+            Arc::new(crate::memory::MemoryStore::new(
+                crate::memory::MemoryLimits::default(),
+            )),
+            crate::hub::Hub::new(16),
+            crate::manager::ManagerLimits::default(),
+        );
+        let ms = Duration::from_millis;
+        let secs = Duration::from_secs;
+        let three_plus_two = TimeControl::real_time(secs(180), secs(2)).unwrap();
+        let info = manager
+            .create_game(timed_against_computer(three_plus_two))
+            .await
+            .unwrap()
+            .game;
+        let start = info.turn_started.unwrap();
+        // First move: a tenth of the 30 s first-move limit, within the server's move time.
+        assert_eq!(think_time(ms(300), &info, start), ms(300));
+        assert_eq!(think_time(secs(60), &info, start), secs(3));
+        assert_eq!(think_time(secs(60), &info, start + secs(28)), ms(1900));
+        assert_eq!(
+            think_time(secs(60), &info, start + ms(29_950)),
+            Duration::ZERO
+        );
+        // Past the first moves the clock runs: a 30th of what is left plus half the increment.
+        let mut running = info.clone();
+        running.move_count = 2;
+        assert_eq!(think_time(ms(300), &running, start), ms(300));
+        assert_eq!(think_time(secs(60), &running, start), secs(7));
+        assert_eq!(think_time(secs(60), &running, start + secs(150)), secs(2));
+        assert_eq!(think_time(secs(60), &running, start + ms(179_000)), ms(900));
+        assert_eq!(
+            think_time(secs(60), &running, start + ms(179_950)),
+            Duration::ZERO
+        );
+        assert_eq!(
+            think_time(secs(60), &running, start + secs(200)),
+            Duration::ZERO
+        );
+        // Correspondence: a day per move leaves the server's move time alone.
+        let daily = TimeControl::correspondence(secs(86_400)).unwrap();
+        let info = manager
+            .create_game(timed_against_computer(daily))
+            .await
+            .unwrap()
+            .game;
+        assert_eq!(
+            think_time(ms(300), &info, info.turn_started.unwrap()),
+            ms(300)
+        );
+        // Untimed: the move time.
+        let info = manager
+            .create_game(timed_against_computer(TimeControl::Untimed))
+            .await
+            .unwrap()
+            .game;
+        assert_eq!(think_time(ms(300), &info, SystemTime::now()), ms(300));
+    }
+
+    /// Against an opponent who answers at once, in a 1+0 game with a half-second first-move
+    /// limit, a computer set to think 2 s a move (so that without its clock it would abort its
+    /// first move and flag the next) finishes the game without losing on time.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_computer_in_a_one_second_game_does_not_lose_on_time() {
+        let manager = Arc::new(GameManager::new(
+            Arc::new(crate::memory::MemoryStore::new(
+                crate::memory::MemoryLimits::default(),
+            )),
+            crate::hub::Hub::new(1024),
+            crate::manager::ManagerLimits {
+                time: crate::clock::TimePolicy {
+                    first_move: Duration::from_millis(500),
+                    ..crate::clock::TimePolicy::default()
+                },
+                ..crate::manager::ManagerLimits::default()
+            },
+        ));
+        let computer = Computer::new(SearchPool::new(capacity(1, 1, 0)), Duration::from_secs(2));
+        let (stop_tx, stop_rx) = watch::channel(false);
+        let keeper =
+            crate::timekeeper::spawn_timekeeper(Arc::clone(&manager), false, stop_rx.clone());
+        let mut commits = manager.subscribe_commits();
+        let driver = spawn_driver(Arc::clone(&manager), Arc::clone(&computer), stop_rx);
+        let one_second = TimeControl::real_time(Duration::from_secs(1), Duration::ZERO).unwrap();
+        let human = manager
+            .create_game(timed_against_computer(one_second))
+            .await
+            .unwrap();
+        let id = human.game.id.clone();
+        let over = tokio::time::timeout(Duration::from_secs(30), async {
+            let mut info = human.game.clone();
+            loop {
+                if info.status.is_over() {
+                    return info;
+                }
+                if info.position.to_move() == human.seat {
+                    let mv = info.position.legal_moves()[0];
+                    match manager
+                        .play_move(&id, &human.token, mv, Some(info.position.ply()))
+                        .await
+                    {
+                        Ok((_, next)) => info = next,
+                        Err(GameError::GameOver) => info = manager.get_game(&id).await.unwrap(),
+                        Err(error) => panic!("{error}"),
+                    }
+                    continue;
+                }
+                info = match commits.recv().await {
+                    Ok(commit) if commit.id == id => (*commit).clone(),
+                    Ok(_) => continue,
+                    Err(RecvError::Lagged(_)) => manager.get_game(&id).await.unwrap(),
+                    Err(RecvError::Closed) => panic!("the hub went away"),
+                };
+            }
+        })
+        .await
+        .expect("the game ended");
+        let result = over.result.unwrap();
+        assert_ne!(
+            result.termination,
+            crate::model::Termination::Timeout,
+            "{result:?} after {} moves",
+            over.move_count
+        );
+        assert_ne!(
+            result.termination,
+            crate::model::Termination::Aborted,
+            "{result:?}"
+        );
+        assert!(over.move_count > 10, "{} moves", over.move_count);
+        stop_tx.send(true).unwrap();
+        driver.await.unwrap();
+        keeper.await.unwrap();
     }
 
     /// Waits until game `id` has a move, as `manager` commits it.

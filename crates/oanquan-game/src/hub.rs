@@ -140,6 +140,12 @@ fn uncount<K: Eq + Hash>(counts: &mut HashMap<K, usize>, key: Option<K>) {
     }
 }
 
+/// Least commits the agents' feed buffers: a burst of deadlines (thousands of flags falling in
+/// the same 100 ms) commits as many games at once, and an agent that lags behind the feed must
+/// read every game again. The feed holds one `Arc` per slot, so this costs a few megabytes at
+/// most, and only while the games it names are not dropped otherwise.
+pub const COMMIT_FEED_CAPACITY: usize = 16_384;
+
 impl Hub {
     /// A hub whose channels buffer `capacity` events per lagging receiver.
     #[must_use]
@@ -149,7 +155,7 @@ impl Hub {
             capacity,
             games: Mutex::default(),
             lobby: broadcast::channel(capacity).0,
-            commits: broadcast::channel(capacity).0,
+            commits: broadcast::channel(capacity.max(COMMIT_FEED_CAPACITY)).0,
         })
     }
 

@@ -26,6 +26,16 @@ use crate::model::{GameFilter, GameId, GameInfo};
 /// long, so the games that still have one are among the newest.
 const FINISHED_SCAN: usize = 1_000;
 
+/// How long after lagging behind the commit feed the keeper reads every game again.
+const RESCAN_DELAY: Duration = Duration::from_millis(50);
+
+/// What woke the keeper.
+enum Woke {
+    Commit(Result<Arc<GameInfo>, RecvError>),
+    Due,
+    Rescan,
+}
+
 /// When a failed deadline (the store unavailable) is tried again.
 const RETRY: Duration = Duration::from_secs(1);
 
@@ -166,6 +176,7 @@ pub fn spawn_timekeeper(
             warn!(%error, "cannot list the games to keep their time");
         }
         debug!(count = deadlines.len(), "timekeeper started");
+        let mut rescan_at: Option<tokio::time::Instant> = None;
         loop {
             let sleep = match deadlines.next() {
                 Some(at) => {
@@ -177,22 +188,32 @@ pub fn spawn_timekeeper(
                 // Nothing to wait for: sleep long, a commit wakes us.
                 None => tokio::time::sleep(Duration::from_secs(3600)),
             };
+            let rescan_wait = rescan_at.map(tokio::time::sleep_until);
             let woke = tokio::select! {
                 _ = stop.wait_for(|stopping| *stopping) => break,
-                commit = commits.recv() => Some(commit),
-                () = sleep => None,
+                commit = commits.recv() => Woke::Commit(commit),
+                () = sleep => Woke::Due,
+                Some(()) = async move { match rescan_wait { Some(wait) => { wait.await; Some(()) } None => None } } => Woke::Rescan,
             };
             match woke {
-                Some(Ok(info)) => deadlines.set(&info),
-                Some(Err(RecvError::Lagged(missed))) => {
-                    debug!(missed, "timekeeper lagged; reading the games again");
-                    deadlines = Deadlines::default();
-                    if let Err(error) = scan(&manager, &mut deadlines).await {
-                        warn!(%error, "cannot list the games to keep their time");
+                Woke::Commit(Ok(info)) => deadlines.set(&info),
+                Woke::Commit(Err(RecvError::Lagged(missed))) => {
+                    // Read every game again, once the burst that made us lag is over: reading
+                    // at each lag would fall behind further. Deadlines already known still fire
+                    // meanwhile (a stale one does nothing).
+                    debug!(missed, "timekeeper lagged; reading the games again shortly");
+                    rescan_at.get_or_insert_with(|| tokio::time::Instant::now() + RESCAN_DELAY);
+                }
+                Woke::Commit(Err(RecvError::Closed)) => break,
+                Woke::Rescan => {
+                    rescan_at = None;
+                    let mut fresh = Deadlines::default();
+                    match scan(&manager, &mut fresh).await {
+                        Ok(()) => deadlines = fresh,
+                        Err(error) => warn!(%error, "cannot list the games to keep their time"),
                     }
                 }
-                Some(Err(RecvError::Closed)) => break,
-                None => {
+                Woke::Due => {
                     for id in deadlines.due(SystemTime::now()) {
                         // Each in a task of its own: a slow store does not delay the others.
                         tokio::spawn(apply(Arc::clone(&manager), id));
