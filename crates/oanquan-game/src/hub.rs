@@ -147,15 +147,23 @@ fn uncount<K: Eq + Hash>(counts: &mut HashMap<K, usize>, key: Option<K>) {
 pub const COMMIT_FEED_CAPACITY: usize = 16_384;
 
 impl Hub {
-    /// A hub whose channels buffer `capacity` events per lagging receiver.
+    /// A hub whose channels buffer `capacity` events per lagging receiver, the commit feed
+    /// included.
     #[must_use]
     pub fn new(capacity: usize) -> Arc<Hub> {
+        Hub::with_commit_capacity(capacity, capacity)
+    }
+
+    /// A hub whose game and lobby channels buffer `capacity` events, and whose commit feed
+    /// `commits` (a server gives it [`COMMIT_FEED_CAPACITY`]).
+    #[must_use]
+    pub fn with_commit_capacity(capacity: usize, commits: usize) -> Arc<Hub> {
         let capacity = capacity.max(1);
         Arc::new(Hub {
             capacity,
             games: Mutex::default(),
             lobby: broadcast::channel(capacity).0,
-            commits: broadcast::channel(capacity.max(COMMIT_FEED_CAPACITY)).0,
+            commits: broadcast::channel(commits.max(1)).0,
         })
     }
 

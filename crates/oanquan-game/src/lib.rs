@@ -36,7 +36,7 @@ mod watch;
 
 pub use clock::{ClockReading, TimeControl, TimePolicy};
 pub use error::GameError;
-pub use hub::{Hub, TooManyWatchers, WatchLimits, Watcher, WatcherGuard};
+pub use hub::{COMMIT_FEED_CAPACITY, Hub, TooManyWatchers, WatchLimits, Watcher, WatcherGuard};
 pub use manager::{
     Credential, DEFAULT_MAX_STREAMS_PER_SEAT, DEFAULT_PAGE_SIZE, GameManager, MAX_PAGE_SIZE,
     ManagerLimits, NewGame, PairedGame, RematchOffered, Seated, seat_account,

@@ -225,7 +225,13 @@ pub async fn run_with_store(
     let (stop_tx, stop_rx) = watch::channel(false);
 
     let exempt_loopback = config.clients.exempt_loopback;
-    let hub = Hub::new(config.streams.broadcast_capacity);
+    let hub = Hub::with_commit_capacity(
+        config.streams.broadcast_capacity,
+        config
+            .streams
+            .broadcast_capacity
+            .max(crate::domain::COMMIT_FEED_CAPACITY),
+    );
     let searches = SearchPool::new(config.computer.search_capacity(exempt_loopback));
     let computer = Computer::new(Arc::clone(&searches), config.computer.computer_move_time);
     let writable = store.writable();
