@@ -389,6 +389,26 @@ async fn api_keys_are_created_listed_and_revoked_from_the_next_call() {
         .await
         .unwrap_err();
     assert_reason(&status, Code::Unauthenticated, "ERROR_REASON_BAD_API_KEY");
+
+    // Keys are bounded per account (revoked ones count): Minh has 1, may make 19 more.
+    for _ in 0..19 {
+        accounts
+            .create_api_key(authed(pb::CreateApiKeyRequest {}, &other_key))
+            .await
+            .unwrap();
+    }
+    let status = accounts
+        .create_api_key(authed(pb::CreateApiKeyRequest {}, &other_key))
+        .await
+        .unwrap_err();
+    assert_reason(&status, Code::ResourceExhausted, "ERROR_REASON_LIMIT_EXCEEDED");
+    let listed = accounts
+        .list_api_keys(authed(pb::ListApiKeysRequest {}, &other_key))
+        .await
+        .unwrap()
+        .into_inner()
+        .keys;
+    assert_eq!(listed.len(), 20);
     server.stop().await.unwrap();
 }
 
@@ -649,7 +669,7 @@ async fn a_rated_game_changes_both_ratings_once_and_announces_them() {
         after: loser_after,
         provisional: true,
     };
-    let result = over.result.clone().unwrap();
+    let result = over.result.unwrap();
     assert_eq!(result.first_rating, Some(expected_first));
     assert_eq!(result.second_rating, Some(expected_second));
     let game_over = loop {
@@ -658,7 +678,7 @@ async fn a_rated_game_changes_both_ratings_once_and_announces_them() {
             break over;
         }
     };
-    assert_eq!(game_over.result, Some(result.clone()));
+    assert_eq!(game_over.result, Some(result));
     assert_eq!(get_game(&mut games, &game.id).await.result, Some(result));
 
     let check = |profile: &pb::PlayerProfile, rating: i32, record: (u32, u32, u32)| {
@@ -1096,7 +1116,7 @@ async fn leaderboards_rank_established_ratings_page_by_page() {
     let ranks: Vec<u64> = entries.iter().map(|e| e.rank).collect();
     assert_eq!(ranks, [1, 2, 3]);
     for entry in &entries {
-        let rating = entry.rating.clone().unwrap();
+        let rating = entry.rating.unwrap();
         assert_eq!(rating.speed, i32::from(pb::Speed::Bullet));
         assert!(!rating.provisional);
         let profile = player(&mut accounts, &entry.username).await;
@@ -1280,7 +1300,7 @@ async fn player_games_are_listed_newest_first_filtered_and_paged() {
     .await
     .unwrap()
     .0;
-    assert_eq!(minh_wins, [loss.clone()]);
+    assert_eq!(minh_wins, std::slice::from_ref(&loss));
 
     // Pages of one, then of three, each continuing with its filter.
     for size in [1, 3] {
