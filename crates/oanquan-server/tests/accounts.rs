@@ -401,7 +401,11 @@ async fn api_keys_are_created_listed_and_revoked_from_the_next_call() {
         .create_api_key(authed(pb::CreateApiKeyRequest {}, &other_key))
         .await
         .unwrap_err();
-    assert_reason(&status, Code::ResourceExhausted, "ERROR_REASON_LIMIT_EXCEEDED");
+    assert_reason(
+        &status,
+        Code::ResourceExhausted,
+        "ERROR_REASON_LIMIT_EXCEEDED",
+    );
     let listed = accounts
         .list_api_keys(authed(pb::ListApiKeysRequest {}, &other_key))
         .await
