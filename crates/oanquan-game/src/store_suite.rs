@@ -4,22 +4,30 @@
 //!
 //! Built for this crate's tests and, with the `store-suite` feature, for other stores' tests.
 
+use std::collections::BTreeMap;
 use std::net::IpAddr;
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use oanquan_rules::{Move, Outcome, Player, Preset};
 use tokio::sync::broadcast;
 
+use crate::account::{Account, AccountId, AccountUpdate, ApiKey, ApiKeyRecord, Record};
 use crate::clock::{self, TimeControl};
 use crate::hub::Hub;
-use crate::manager::{GameManager, ManagerLimits, NewGame, Seated};
+use crate::manager::{GameManager, ManagerLimits, NewGame, Seated, seat_account};
+use crate::memory::MAX_API_KEYS;
 use crate::model::{
     DrawAction, GameEvent, GameEventKind, GameFilter, GameId, GameInfo, GameState, GameStatus,
     RematchAction, Termination,
 };
-use crate::store::{Commit, Committed, GameStore, Since, StoreError};
+use crate::rating::{Rating, Speed};
+use crate::store::{
+    Commit, Committed, GameStore, PlayerGameFilter, PlayerResult, Ranked, Since, StoreError,
+    page_cursor,
+};
 use crate::transition::{self, Transition};
+use crate::username::Username;
 
 /// One test per case of this module, each on the store that `$open` makes. `$open` is
 /// evaluated in each test and gives `(Arc<dyn GameStore>, guard)`; the guard (a temporary
@@ -39,6 +47,11 @@ macro_rules! store_suite {
             draw_offers_and_their_answers_read_back,
             rematch_offers_tokens_and_links_read_back,
             games_ended_by_time_or_abandonment_and_closed_rematches_read_back,
+            accounts_are_unique_by_username_key,
+            api_keys_are_found_listed_and_revoked,
+            account_updates_commit_with_their_game_or_not_at_all,
+            leaderboards_rank_established_ratings_only,
+            player_games_list_an_accounts_games_newest_first,
         );
     };
     (@cases $open:expr; $($case:ident),* $(,)?) => {
@@ -654,6 +667,647 @@ pub async fn games_ended_by_time_or_abandonment_and_closed_rematches_read_back(
         })
     ));
     vec![flagged, abandoned, declined]
+}
+
+/// A time a store must keep to the nanosecond.
+fn at(nanos: u32) -> SystemTime {
+    UNIX_EPOCH + Duration::new(1_700_000_000, nanos)
+}
+
+/// A new account named `name`, registered at a time with nanoseconds.
+fn account(name: &str) -> Account {
+    Account::new(Username::parse(name).unwrap(), at(1))
+}
+
+/// A new API key's record, made at `at(nanos)`.
+fn key(nanos: u32) -> ApiKeyRecord {
+    ApiKey::generate(at(nanos)).1
+}
+
+/// A rating with values that would show one rounded or swapped.
+fn rating(rating: f64, deviation: f64, games: u32) -> Rating {
+    Rating {
+        rating,
+        deviation,
+        volatility: 0.059_987_654_321,
+        games,
+    }
+}
+
+/// An account's username is unique by its key (ignoring case): a second registration of the
+/// same name is refused and leaves nothing behind, not even its API key. Returns the account.
+pub async fn accounts_are_unique_by_username_key(store: Arc<dyn GameStore>) -> Vec<AccountId> {
+    let lan = account("Lan");
+    store.create_account(lan.clone(), key(2)).await.unwrap();
+    assert_eq!(store.account(&lan.id).await.unwrap(), lan);
+    assert_eq!(
+        store.account_by_name(&lan.username.key()).await.unwrap(),
+        lan
+    );
+
+    let twin = account("LAN");
+    let twin_key = key(3);
+    assert_eq!(
+        store.create_account(twin.clone(), twin_key.clone()).await,
+        Err(StoreError::AlreadyExists)
+    );
+    assert_eq!(store.account(&twin.id).await, Err(StoreError::NotFound));
+    assert_eq!(
+        store.account_by_api_key(&twin_key.id).await.unwrap_err(),
+        StoreError::NotFound
+    );
+    assert_eq!(
+        store.account_by_name(&twin.username.key()).await.unwrap(),
+        lan,
+        "the name stays the first account's"
+    );
+
+    assert_eq!(
+        store.account_by_name("nobody").await,
+        Err(StoreError::NotFound)
+    );
+    assert_eq!(
+        store.account(&AccountId::generate()).await,
+        Err(StoreError::NotFound)
+    );
+    vec![lan.id]
+}
+
+/// API keys are found by id with their account, listed oldest first, revoked once (a second
+/// revocation keeps the first time), only through their own account, and bounded per account.
+/// Returns the accounts.
+pub async fn api_keys_are_found_listed_and_revoked(store: Arc<dyn GameStore>) -> Vec<AccountId> {
+    let (lan, minh) = (account("lan"), account("minh"));
+    let (first, minh_key) = (key(2), key(4));
+    store
+        .create_account(lan.clone(), first.clone())
+        .await
+        .unwrap();
+    store
+        .create_account(minh.clone(), minh_key.clone())
+        .await
+        .unwrap();
+    assert_eq!(
+        store.account_by_api_key(&first.id).await.unwrap(),
+        (lan.clone(), first.clone())
+    );
+    let second = key(3);
+    store.add_api_key(&lan.id, second.clone()).await.unwrap();
+    assert_eq!(
+        store.api_keys(&lan.id).await.unwrap(),
+        [first.clone(), second.clone()]
+    );
+
+    // Not through another account, nor a key that does not exist.
+    assert!(
+        !store
+            .revoke_api_key(&lan.id, &minh_key.id, at(5))
+            .await
+            .unwrap()
+    );
+    assert_eq!(
+        store.account_by_api_key(&minh_key.id).await.unwrap(),
+        (minh.clone(), minh_key.clone())
+    );
+    assert!(
+        !store
+            .revoke_api_key(&lan.id, "nosuchkey", at(5))
+            .await
+            .unwrap()
+    );
+    assert!(
+        !store
+            .revoke_api_key(&AccountId::generate(), &first.id, at(5))
+            .await
+            .unwrap()
+    );
+
+    assert!(
+        store
+            .revoke_api_key(&lan.id, &first.id, at(6))
+            .await
+            .unwrap()
+    );
+    assert!(
+        store
+            .revoke_api_key(&lan.id, &first.id, at(7))
+            .await
+            .unwrap(),
+        "still its key"
+    );
+    let revoked = ApiKeyRecord {
+        revoked: Some(at(6)),
+        ..first.clone()
+    };
+    assert_eq!(
+        store.account_by_api_key(&first.id).await.unwrap(),
+        (lan.clone(), revoked.clone())
+    );
+    assert_eq!(
+        store.api_keys(&lan.id).await.unwrap(),
+        [revoked, second.clone()]
+    );
+
+    assert_eq!(
+        store.add_api_key(&AccountId::generate(), key(8)).await,
+        Err(StoreError::NotFound)
+    );
+    assert!(
+        store
+            .api_keys(&AccountId::generate())
+            .await
+            .unwrap()
+            .is_empty()
+    );
+    assert_eq!(
+        store.account_by_api_key("nosuchkey").await.unwrap_err(),
+        StoreError::NotFound
+    );
+
+    // Revoked keys count towards the bound.
+    for n in 2..MAX_API_KEYS {
+        store
+            .add_api_key(&lan.id, key(10 + n as u32))
+            .await
+            .unwrap();
+    }
+    let refused = store.add_api_key(&lan.id, key(9)).await;
+    assert!(matches!(refused, Err(StoreError::Full(_))), "{refused:?}");
+    assert_eq!(store.api_keys(&lan.id).await.unwrap().len(), MAX_API_KEYS);
+    assert_eq!(store.api_keys(&minh.id).await.unwrap(), [minh_key]);
+    vec![lan.id, minh.id]
+}
+
+/// A game with `first` and `second` seated (as accounts where given), not started.
+async fn with_accounts(
+    manager: &GameManager,
+    time_control: TimeControl,
+    first: Option<&Account>,
+    second: Option<&Account>,
+) -> (GameId, [Seated; 2]) {
+    let created = manager
+        .create_game(NewGame {
+            time_control,
+            account: first.cloned(),
+            rated: first.is_some() && second.is_some() && time_control.is_timed(),
+            ..new_game()
+        })
+        .await
+        .unwrap();
+    let id = created.game.id.clone();
+    let joined = manager.join_game_as(&id, "Minh", second).await.unwrap();
+    (id, [created, joined])
+}
+
+/// Account updates are written with their game's commit, or not at all: a stale (or unknown)
+/// account refuses the whole commit, and neither the game nor any account changes. A rated
+/// game ended through the manager updates both accounts once. Returns the accounts.
+pub async fn account_updates_commit_with_their_game_or_not_at_all(
+    store: Arc<dyn GameStore>,
+) -> Vec<AccountId> {
+    let manager = manager(&store);
+    let (lan, minh) = (account("lan"), account("minh"));
+    store.create_account(lan.clone(), key(2)).await.unwrap();
+    store.create_account(minh.clone(), key(3)).await.unwrap();
+    let (id, seats) = with_accounts(&manager, blitz(), Some(&lan), Some(&minh)).await;
+    play(&manager, &id, &seats, 2).await;
+    let before = store.info(&id).await.unwrap();
+    assert_eq!(
+        before.seats.first.as_ref().unwrap().account,
+        Some(seat_account(&lan, blitz()))
+    );
+    assert_eq!(
+        before.seats.second.as_ref().unwrap().account,
+        Some(seat_account(&minh, blitz()))
+    );
+    assert!(before.rated);
+    let (events_before, _) = log(&store, &id).await;
+
+    // Lan resigns; the accounts as the game's end would change them.
+    let now = SystemTime::now();
+    let (state, transition) =
+        transition::resign(store.load(&id).await.unwrap(), &seats[0].token.hash(), now).unwrap();
+    let update = |account: &Account, record: Record, rating: Rating| AccountUpdate {
+        account: Account {
+            ratings: BTreeMap::from([(Speed::Blitz, rating)]),
+            record,
+            version: account.version + 1,
+            ..account.clone()
+        },
+        expected_version: account.version,
+    };
+    let lan_after = update(
+        &lan,
+        Record {
+            losses: 1,
+            ..Record::default()
+        },
+        self::rating(1_433.123_456_789, 301.5, 1),
+    );
+    // Established, so that the leaderboard shows it.
+    let minh_after = update(
+        &minh,
+        Record {
+            wins: 1,
+            ..Record::default()
+        },
+        self::rating(1_612.987_654_321, 87.25, 12),
+    );
+    let commit = |accounts| Commit {
+        state: state.clone(),
+        expected_sequence: before.sequence,
+        game_events: transition.game_events.clone(),
+        lobby_events: transition.lobby_events.clone(),
+        time: now,
+        accounts,
+    };
+    let unchanged = async || {
+        assert_eq!(store.info(&id).await.unwrap(), before);
+        assert_eq!(store.load(&id).await.unwrap().info(), &before);
+        assert_eq!(log(&store, &id).await.0, events_before);
+        assert_eq!(store.account(&lan.id).await.unwrap(), lan);
+        assert_eq!(store.account(&minh.id).await.unwrap(), minh);
+    };
+
+    let stale = AccountUpdate {
+        expected_version: 7,
+        ..minh_after.clone()
+    };
+    assert_eq!(
+        store
+            .commit(commit(vec![lan_after.clone(), stale]))
+            .await
+            .unwrap_err(),
+        StoreError::Conflict { current: 1 }
+    );
+    unchanged().await;
+    let ghost = update(&account("ghost"), Record::default(), Rating::INITIAL);
+    assert_eq!(
+        store
+            .commit(commit(vec![lan_after.clone(), ghost]))
+            .await
+            .unwrap_err(),
+        StoreError::NotFound
+    );
+    unchanged().await;
+
+    let committed = store
+        .commit(commit(vec![lan_after.clone(), minh_after.clone()]))
+        .await
+        .unwrap();
+    holds(&store, &committed).await;
+    assert_eq!(committed.info.status, GameStatus::Finished);
+    for after in [&lan_after, &minh_after] {
+        let id = &after.account.id;
+        assert_eq!(store.account(id).await.unwrap(), after.account);
+        assert_eq!(
+            store
+                .account_by_name(&after.account.username.key())
+                .await
+                .unwrap(),
+            after.account
+        );
+    }
+    let board = store.leaderboard(Speed::Blitz, 10, None).await.unwrap();
+    assert_eq!(
+        board.players,
+        [Ranked {
+            account: minh_after.account.clone(),
+            rank: 1
+        }],
+        "only the established rating"
+    );
+    assert_eq!(board.next_cursor, None);
+
+    // The same versions again, with another game: stale now.
+    let (other, other_seats) = with_accounts(&manager, blitz(), Some(&lan), None).await;
+    let other_before = store.info(&other).await.unwrap();
+    let (state, transition) = transition::abort(
+        store.load(&other).await.unwrap(),
+        &other_seats[0].token.hash(),
+        now,
+    )
+    .unwrap();
+    let refused = store
+        .commit(Commit {
+            state,
+            expected_sequence: other_before.sequence,
+            game_events: transition.game_events,
+            lobby_events: transition.lobby_events,
+            time: now,
+            accounts: vec![lan_after.clone()],
+        })
+        .await
+        .unwrap_err();
+    assert_eq!(refused, StoreError::Conflict { current: 2 });
+    assert_eq!(store.info(&other).await.unwrap(), other_before);
+    assert_eq!(store.account(&lan.id).await.unwrap(), lan_after.account);
+
+    // Through the manager: a rated game's end rates both players once, in its commit.
+    let (lan, minh) = (lan_after.account, minh_after.account);
+    let (rated, seats) = with_accounts(&manager, blitz(), Some(&minh), Some(&lan)).await;
+    play(&manager, &rated, &seats, 2).await;
+    let ended = manager.resign(&rated, &seats[1].token).await.unwrap();
+    let changes = ended.result.unwrap().ratings.expect("a rated result");
+    assert_eq!(store.info(&rated).await.unwrap(), ended);
+    let (minh_now, lan_now) = (
+        store.account(&minh.id).await.unwrap(),
+        store.account(&lan.id).await.unwrap(),
+    );
+    assert_eq!((minh_now.version, lan_now.version), (3, 3));
+    assert_eq!((minh_now.record.wins, lan_now.record.losses), (2, 2));
+    for (before, now, change) in [
+        (&minh, &minh_now, changes.first),
+        (&lan, &lan_now, changes.second),
+    ] {
+        let (was, is) = (before.rating(Speed::Blitz), now.rating(Speed::Blitz));
+        assert_eq!(is.games, was.games + 1);
+        assert_eq!((change.before, change.after), (was.rounded(), is.rounded()));
+    }
+    vec![lan.id, minh.id]
+}
+
+/// Leaderboards list the accounts with an established rating at one speed, best first (ties
+/// by account id), ranked, page by page; provisional ratings (too few games or too uncertain)
+/// and other speeds are left out; a cursor is only good for its own speed. Returns the accounts.
+pub async fn leaderboards_rank_established_ratings_only(
+    store: Arc<dyn GameStore>,
+) -> Vec<AccountId> {
+    let rated = |name: &str, speed, value| {
+        let mut account = account(name);
+        account.ratings.insert(speed, value);
+        account
+    };
+    let accounts = [
+        rated("alpha", Speed::Blitz, rating(1_700.0, 60.0, 30)),
+        rated("bravo", Speed::Blitz, rating(1_850.5, 80.0, 12)),
+        // Ties with alpha: ordered by id.
+        rated("charlie", Speed::Blitz, rating(1_700.0, 50.0, 40)),
+        rated("delta", Speed::Blitz, rating(2_100.0, 200.0, 50)),
+        rated("echo", Speed::Blitz, rating(2_200.0, 50.0, 9)),
+        // Just established: exactly the threshold of both.
+        rated("foxtrot", Speed::Blitz, rating(1_500.25, 110.0, 10)),
+        rated("golf", Speed::Rapid, rating(1_900.0, 50.0, 20)),
+        account("hotel"),
+    ];
+    for (n, account) in accounts.iter().enumerate() {
+        store
+            .create_account(account.clone(), key(n as u32 + 2))
+            .await
+            .unwrap();
+    }
+    let mut expected: Vec<&Account> = accounts
+        .iter()
+        .filter(|a| {
+            a.ratings
+                .get(&Speed::Blitz)
+                .is_some_and(|r| !r.is_provisional())
+        })
+        .collect();
+    expected.sort_by(|a, b| {
+        b.rating(Speed::Blitz)
+            .rating
+            .total_cmp(&a.rating(Speed::Blitz).rating)
+            .then_with(|| a.id.cmp(&b.id))
+    });
+    let names: Vec<&str> = expected.iter().map(|a| a.username.as_str()).collect();
+    assert_eq!(names.len(), 4);
+    assert_eq!((names[0], names[3]), ("bravo", "foxtrot"));
+
+    for limit in [1, 3, 4, 10] {
+        let mut seen: Vec<Ranked> = Vec::new();
+        let mut cursor: Option<String> = None;
+        loop {
+            let page = store
+                .leaderboard(Speed::Blitz, limit, cursor.as_deref())
+                .await
+                .unwrap();
+            assert!(page.players.len() <= limit);
+            assert!(!page.players.is_empty(), "no empty page");
+            seen.extend(page.players);
+            match page.next_cursor {
+                Some(next) => cursor = Some(next),
+                None => break,
+            }
+            assert!(seen.len() <= expected.len(), "the leaderboard does not end");
+        }
+        let want: Vec<Ranked> = expected
+            .iter()
+            .enumerate()
+            .map(|(index, account)| Ranked {
+                account: (*account).clone(),
+                rank: index as u64 + 1,
+            })
+            .collect();
+        assert_eq!(seen, want, "pages of {limit}");
+    }
+
+    let rapid = store.leaderboard(Speed::Rapid, 10, None).await.unwrap();
+    assert_eq!(rapid.players.len(), 1);
+    assert_eq!(rapid.players[0].account, accounts[6]);
+    let bullet = store.leaderboard(Speed::Bullet, 10, None).await.unwrap();
+    assert!(bullet.players.is_empty());
+    assert_eq!(bullet.next_cursor, None);
+
+    let cursor = store
+        .leaderboard(Speed::Blitz, 1, None)
+        .await
+        .unwrap()
+        .next_cursor
+        .unwrap();
+    assert_eq!(
+        store.leaderboard(Speed::Rapid, 1, Some(&cursor)).await,
+        Err(StoreError::BadCursor)
+    );
+    for junk in [
+        "",
+        "junk",
+        "top-blitz.",
+        "top-blitz.-1",
+        "top-blitz.x",
+        "blitz.1",
+    ] {
+        assert_eq!(
+            store.leaderboard(Speed::Blitz, 1, Some(junk)).await,
+            Err(StoreError::BadCursor),
+            "{junk:?}"
+        );
+    }
+    let past = store.leaderboard(Speed::Blitz, 10, None).await.unwrap();
+    assert_eq!(past.players.len(), 4);
+    accounts.into_iter().map(|a| a.id).collect()
+}
+
+/// Every page of `id`'s games under `filter`, `limit` at a time: the ids in order. Each game is
+/// as the store has it; only the last page has no cursor, and no page is empty but a first.
+async fn player_pages(
+    store: &Arc<dyn GameStore>,
+    id: &AccountId,
+    filter: PlayerGameFilter,
+    limit: usize,
+) -> Vec<GameId> {
+    let mut seen = Vec::new();
+    let mut cursor: Option<String> = None;
+    loop {
+        let page = store
+            .player_games(id, filter, limit, cursor.as_deref())
+            .await
+            .unwrap();
+        assert!(page.games.len() <= limit);
+        assert!(cursor.is_none() || !page.games.is_empty(), "an empty page");
+        for game in &page.games {
+            assert_eq!(*game, store.info(&game.id).await.unwrap());
+            seen.push(game.id.clone());
+        }
+        match page.next_cursor {
+            Some(next) => cursor = Some(next),
+            None => return seen,
+        }
+        assert!(seen.len() < 100, "the listing does not end");
+    }
+}
+
+/// An account's games, newest first and page by page, filtered by its result in them
+/// (finished games only) and by speed; a cursor is only good for its own filter. Returns the
+/// accounts.
+pub async fn player_games_list_an_accounts_games_newest_first(
+    store: Arc<dyn GameStore>,
+) -> Vec<AccountId> {
+    let manager = manager(&store);
+    let (lan, minh, hoa) = (account("lan"), account("minh"), account("hoa"));
+    for (n, account) in [&lan, &minh, &hoa].into_iter().enumerate() {
+        store
+            .create_account(account.clone(), key(n as u32 + 2))
+            .await
+            .unwrap();
+    }
+    // 15+10: about 22 minutes, rapid.
+    let rapid =
+        TimeControl::real_time(Duration::from_secs(15 * 60), Duration::from_secs(10)).unwrap();
+    assert_eq!(Speed::of(rapid), Some(Speed::Rapid));
+
+    // Lan beats Minh at blitz.
+    let (won, seats) = with_accounts(&manager, blitz(), Some(&lan), Some(&minh)).await;
+    play(&manager, &won, &seats, 2).await;
+    manager.resign(&won, &seats[1].token).await.unwrap();
+    // Lan draws an anonymous player, untimed.
+    let (drawn, seats) = with_accounts(&manager, TimeControl::Untimed, Some(&lan), None).await;
+    play(&manager, &drawn, &seats, 2).await;
+    manager.offer_draw(&drawn, &seats[0].token).await.unwrap();
+    manager.offer_draw(&drawn, &seats[1].token).await.unwrap();
+    // Minh and Lan at rapid, under way.
+    let (playing, seats) = with_accounts(&manager, rapid, Some(&minh), Some(&lan)).await;
+    play(&manager, &playing, &seats, 1).await;
+    // Lan waits for an opponent.
+    let waiting = manager
+        .create_game(NewGame {
+            time_control: blitz(),
+            account: Some(lan.clone()),
+            ..new_game()
+        })
+        .await
+        .unwrap()
+        .game
+        .id;
+    // Two anonymous players.
+    played(&manager, 1).await;
+    // Lan and Hoa, aborted before the first move: no result for either.
+    let (aborted, seats) = with_accounts(&manager, blitz(), Some(&lan), Some(&hoa)).await;
+    manager.abort(&aborted, &seats[0].token).await.unwrap();
+
+    let any = PlayerGameFilter::default();
+    let result = |result| PlayerGameFilter {
+        result: Some(result),
+        speed: None,
+    };
+    let speed = |speed| PlayerGameFilter {
+        result: None,
+        speed: Some(speed),
+    };
+    let lan_all = [&aborted, &waiting, &playing, &drawn, &won];
+    for limit in [1, 2, 5, 10] {
+        assert_eq!(
+            player_pages(&store, &lan.id, any, limit)
+                .await
+                .iter()
+                .collect::<Vec<_>>(),
+            lan_all,
+            "pages of {limit}"
+        );
+    }
+    let cases = [
+        (&lan, result(PlayerResult::Win), vec![&won]),
+        (&lan, result(PlayerResult::Draw), vec![&drawn]),
+        (&lan, result(PlayerResult::Loss), vec![]),
+        (&lan, speed(Speed::Blitz), vec![&aborted, &waiting, &won]),
+        (&lan, speed(Speed::Rapid), vec![&playing]),
+        (&lan, speed(Speed::Correspondence), vec![]),
+        (
+            &lan,
+            PlayerGameFilter {
+                result: Some(PlayerResult::Win),
+                speed: Some(Speed::Blitz),
+            },
+            vec![&won],
+        ),
+        (
+            &lan,
+            PlayerGameFilter {
+                result: Some(PlayerResult::Draw),
+                speed: Some(Speed::Blitz),
+            },
+            vec![],
+        ),
+        (&minh, any, vec![&playing, &won]),
+        (&minh, result(PlayerResult::Loss), vec![&won]),
+        (&minh, result(PlayerResult::Win), vec![]),
+        (&hoa, any, vec![&aborted]),
+        (&hoa, result(PlayerResult::Loss), vec![]),
+    ];
+    for (account, filter, want) in cases {
+        for limit in [1, 3] {
+            assert_eq!(
+                player_pages(&store, &account.id, filter, limit)
+                    .await
+                    .iter()
+                    .collect::<Vec<_>>(),
+                want,
+                "{} {filter:?} by {limit}",
+                account.username
+            );
+        }
+    }
+    assert!(
+        player_pages(&store, &AccountId::generate(), any, 10)
+            .await
+            .is_empty()
+    );
+
+    let cursor = store
+        .player_games(&lan.id, any, 1, None)
+        .await
+        .unwrap()
+        .next_cursor
+        .unwrap();
+    assert_eq!(
+        store
+            .player_games(&lan.id, result(PlayerResult::Win), 1, Some(&cursor))
+            .await
+            .unwrap_err(),
+        StoreError::BadCursor
+    );
+    let listing = page_cursor(GameFilter::All, 3);
+    for junk in ["", "junk", "player-any-any.", "player-any-any.-1", &listing] {
+        assert_eq!(
+            store
+                .player_games(&lan.id, any, 1, Some(junk))
+                .await
+                .unwrap_err(),
+            StoreError::BadCursor,
+            "{junk:?}"
+        );
+    }
+    vec![lan.id, minh.id, hoa.id]
 }
 
 #[cfg(test)]

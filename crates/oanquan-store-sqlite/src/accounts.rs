@@ -12,7 +12,8 @@ use oanquan_game::{
     GameInfo, LeaderboardPage, Page, PlayerGameFilter, PlayerResult, Ranked, StoreError, TokenHash,
 };
 use oanquan_rules::Player;
-use rusqlite::{Connection, ErrorCode, OptionalExtension as _, params};
+use rusqlite::types::ToSql;
+use rusqlite::{Connection, ErrorCode, OptionalExtension as _, params, params_from_iter};
 
 use crate::codec::{time_from_db, time_to_db};
 use crate::fault::{Damage, backend};
@@ -66,15 +67,15 @@ fn write_account(
         draws,
         losses,
     } = account.record;
-    let fields = params![
-        id,
-        account.username.as_str(),
-        account.username.key(),
-        time_to_db(account.created),
-        count(wins),
-        count(draws),
-        count(losses),
-        account.version as i64,
+    let fields: [&dyn ToSql; 8] = [
+        &id,
+        &account.username.as_str(),
+        &account.username.key(),
+        &time_to_db(account.created),
+        &count(wins),
+        &count(draws),
+        &count(losses),
+        &(account.version as i64),
     ];
     match expected {
         None => {
@@ -87,6 +88,7 @@ fn write_account(
             .map_err(unique_name)?;
         }
         Some(expected) => {
+            let expected = expected as i64;
             let updated = conn
                 .prepare_cached(
                     "UPDATE accounts SET username = ?2, username_key = ?3, created = ?4, wins = ?5,
@@ -94,17 +96,9 @@ fn write_account(
                      WHERE id = ?1 AND version = ?9",
                 )
                 .and_then(|mut s| {
-                    s.execute(params![
-                        id,
-                        account.username.as_str(),
-                        account.username.key(),
-                        time_to_db(account.created),
-                        count(wins),
-                        count(draws),
-                        count(losses),
-                        account.version as i64,
-                        expected as i64,
-                    ])
+                    s.execute(params_from_iter(
+                        fields.into_iter().chain([&expected as &dyn ToSql]),
+                    ))
                 })
                 .map_err(unique_name)?;
             if updated == 0 {
@@ -386,6 +380,7 @@ pub(crate) fn leaderboard(
     speed: Speed,
     limit: usize,
     skip: usize,
+    damage: &Damage,
     cursor: impl Fn(u64) -> String,
 ) -> Result<LeaderboardPage, StoreError> {
     // One more than the page, to know whether another page follows.
@@ -407,16 +402,24 @@ pub(crate) fn leaderboard(
         })
         .map_err(backend)?;
     let more = ids.len() > limit;
-    let mut players = Vec::with_capacity(limit.min(ids.len()));
+    let shown = ids.len().min(limit);
+    let mut players = Vec::with_capacity(shown);
     for (index, id) in ids.iter().take(limit).enumerate() {
-        let account =
-            read(conn, id)?.ok_or_else(|| damaged(id, "it has a rating but no account"))?;
-        players.push(Ranked {
-            account,
-            rank: (skip + index) as u64 + 1,
+        // A damaged account is left out (its rank stays taken), as listings skip a damaged
+        // game: one bad row must not hide the whole leaderboard.
+        let account = read(conn, id).and_then(|account| {
+            account.ok_or_else(|| damaged(id, "it has a rating but no account"))
         });
+        match account {
+            Ok(account) => players.push(Ranked {
+                account,
+                rank: (skip + index) as u64 + 1,
+            }),
+            Err(error @ StoreError::Unavailable(_)) => return Err(error),
+            Err(error) => damage.report(&format!("account {id}"), &error),
+        }
     }
-    let next_cursor = more.then(|| cursor((skip + players.len()) as u64));
+    let next_cursor = more.then(|| cursor((skip + shown) as u64));
     Ok(LeaderboardPage {
         players,
         next_cursor,

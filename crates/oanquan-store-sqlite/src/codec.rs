@@ -24,6 +24,12 @@
 //! `MovePlayed`, `TurnStarted` and `GameOver` events as events without clocks or rematch
 //! window. That is what such a game was. The rematch tokens live in columns of their own
 //! (`games.rematch_token_first`, `_second`, NULL in old rows).
+//!
+//! Schema version 4 (accounts) added a seat's account, a game's `rated` flag and a result's
+//! rating changes the same way, and writes each only when present: a row written before reads
+//! as anonymous seats in an unrated game, and an anonymous, unrated game is still written
+//! exactly as version 3 wrote it. Accounts themselves live in tables of their own (see
+//! `accounts`).
 
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 

@@ -1,4 +1,5 @@
-//! The SQLite [`GameStore`]: games, moves and both event logs in one file, SQLite compiled in.
+//! The SQLite [`GameStore`]: games, moves, both event logs, and accounts with their ratings and
+//! API keys, in one file, SQLite compiled in.
 //!
 //! # Durability
 //!
@@ -14,7 +15,10 @@
 //! takes every commit waiting (up to [`MAX_BATCH`]), runs them in one transaction, each inside
 //! its own `SAVEPOINT` (so a commit that fails its optimistic-concurrency check is rolled back
 //! alone), commits once, and then answers every caller. Under load, many moves share one fsync;
-//! when idle, a lone move is written at once. Nothing waits for a timer.
+//! when idle, a lone move is written at once. Nothing waits for a timer. Registrations and API
+//! key changes join the same batches, each in its own savepoint too; a commit's account updates
+//! (a rated game's new ratings) are checked and written inside the commit's savepoint, so a
+//! stale account refuses that commit whole and nothing else.
 //!
 //! Reads run on a small pool of read-only connections in `spawn_blocking`; WAL lets them read a
 //! consistent snapshot while the writer writes. Nothing here blocks the async runtime. The
@@ -538,8 +542,9 @@ impl GameStore for SqliteStore {
             Some(Ok(skip)) => skip,
             Some(Err(error)) => return futures::future::ready(Err(error)).boxed(),
         };
+        let damage = Arc::clone(&self.damage);
         self.read(move |conn| {
-            accounts::leaderboard(conn, speed, limit, skip, |offset| {
+            accounts::leaderboard(conn, speed, limit, skip, &damage, |offset| {
                 leaderboard_cursor(speed, offset)
             })
         })

@@ -1,5 +1,7 @@
 //! The SQLite store's own tests; the cases every store passes come from `oanquan_game::store_suite`.
 
+mod accounts;
+
 use std::time::SystemTime;
 
 use oanquan_rules::{Player, Preset};
