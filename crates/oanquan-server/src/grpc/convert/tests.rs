@@ -197,6 +197,7 @@ fn a_play_move_response_converts_the_position_after_the_move_once() {
         draw_offer: None,
         last_draw_offer: ByPlayer::default(),
         rematch: crate::domain::clock::Rematch::default(),
+        rated: false,
     };
     let (record_out, game_out_) = move_and_game_out(&record, &game);
     assert_eq!(record_out, move_record_out(&record));
@@ -301,6 +302,136 @@ fn enums_and_ids_reject_unknown_values() {
         field_of(game_id(&"a".repeat(65), "game_id").unwrap_err()),
         "game_id"
     );
+}
+
+#[test]
+fn speeds_and_results_round_trip_and_reject_unknown_values() {
+    use crate::domain::PlayerResult;
+    use crate::domain::rating::Speed;
+    for speed in Speed::ALL {
+        let wire = i32::from(speed_out(speed));
+        assert_eq!(optional_speed(wire, "speed").unwrap(), Some(speed));
+        assert_eq!(self::speed(wire, "speed").unwrap(), speed);
+    }
+    assert_eq!(optional_speed(0, "speed").unwrap(), None);
+    assert_eq!(field_of(self::speed(0, "speed").unwrap_err()), "speed");
+    for bad in [-1, 6, i32::MAX] {
+        assert_eq!(field_of(optional_speed(bad, "speed").unwrap_err()), "speed");
+    }
+    assert_eq!(field_of(player_result(4, "result").unwrap_err()), "result");
+    assert_eq!(player_result(0, "result").unwrap(), None);
+    assert_eq!(player_result(1, "result").unwrap(), Some(PlayerResult::Win));
+    assert_eq!(
+        player_result(2, "result").unwrap(),
+        Some(PlayerResult::Draw)
+    );
+    assert_eq!(
+        player_result(3, "result").unwrap(),
+        Some(PlayerResult::Loss)
+    );
+}
+
+#[test]
+fn accounts_show_in_seats_results_and_profiles_without_their_ids() {
+    use crate::domain::account::{Account, AccountId, RatingChange, SeatAccount};
+    use crate::domain::rating::{Rating, Speed};
+    use crate::domain::username::Username;
+    use crate::domain::{GameResult, PlayerKind, SeatInfo, Termination};
+
+    let id = AccountId::from_stored("secret-internal-id".into());
+    let seat = SeatInfo {
+        display_name: "Lan".into(),
+        kind: PlayerKind::Human,
+        account: Some(SeatAccount {
+            id: id.clone(),
+            username: "Lan".into(),
+            rating: Some(1623),
+            provisional: true,
+        }),
+    };
+    let start = Position::new(Rules::STANDARD).unwrap();
+    let mut game = GameInfo {
+        id: GameId::parse("g1").unwrap(),
+        rules: Rules::STANDARD,
+        preset: None,
+        seats: ByPlayer::new(Some(seat), None),
+        status: GameStatus::Finished,
+        start,
+        position: start,
+        move_count: 0,
+        result: None,
+        created: SystemTime::UNIX_EPOCH,
+        updated: SystemTime::UNIX_EPOCH,
+        sequence: 6,
+        time_control: crate::domain::TimeControl::Untimed,
+        clock: None,
+        turn_started: None,
+        draw_offer: None,
+        last_draw_offer: ByPlayer::default(),
+        rematch: crate::domain::clock::Rematch::default(),
+        rated: true,
+    };
+    let change = RatingChange {
+        before: 1500,
+        after: 1662,
+        provisional: true,
+    };
+    game.result = Some(GameResult {
+        outcome: Some(oanquan_rules::Outcome::Draw),
+        scores: ByPlayer::new(0, 0),
+        termination: Termination::Agreement,
+        ended_by: None,
+        ratings: Some(ByPlayer::new(
+            change,
+            RatingChange {
+                after: 1338,
+                ..change
+            },
+        )),
+    });
+    let out = game_out(&game);
+    assert!(out.rated);
+    let account = out.first_seat.unwrap().account.unwrap();
+    assert_eq!(
+        account,
+        pb::SeatAccount {
+            username: "Lan".into(),
+            rating: 1623,
+            provisional: true
+        }
+    );
+    assert!(out.second_seat.unwrap().account.is_none());
+    let result = out.result.unwrap();
+    assert_eq!(result.first_rating.unwrap().after, 1662);
+    assert_eq!(result.second_rating.unwrap().after, 1338);
+
+    let mut account = Account::new(Username::parse("Lan").unwrap(), SystemTime::UNIX_EPOCH);
+    account.id = id;
+    account.ratings.insert(
+        Speed::Blitz,
+        Rating {
+            rating: 1712.4,
+            deviation: 80.6,
+            volatility: 0.059,
+            games: 12,
+        },
+    );
+    account.record.wins = 7;
+    let profile = profile_out(&account);
+    assert_eq!(profile.username, "Lan");
+    assert_eq!(profile.wins, 7);
+    assert_eq!(
+        profile.ratings,
+        [pb::Rating {
+            speed: pb::Speed::Blitz.into(),
+            rating: 1712,
+            deviation: 81,
+            volatility: 0.059,
+            games: 12,
+            provisional: false,
+        }]
+    );
+    assert!(!format!("{profile:?}{out:?}", out = game_out(&game)).contains("secret-internal-id"));
 }
 
 #[test]
