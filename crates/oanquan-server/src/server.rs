@@ -6,6 +6,7 @@ use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
+use oanquan_proto::v1::account_service_server::AccountServiceServer;
 use oanquan_proto::v1::rules_service_server::RulesServiceServer;
 use tokio::net::TcpListener;
 use tokio::sync::watch;
@@ -31,14 +32,18 @@ use crate::domain::{reaper, timekeeper};
 use crate::grpc::accept::{self, Handshake};
 use crate::grpc::connections::ConnectionLimit;
 use crate::grpc::health::HealthApi;
-use crate::grpc::{GameApi, GameRoutes, RateLimitLayer, RulesApi, StreamSettings};
+use crate::grpc::{AccountApi, GameApi, GameRoutes, RateLimitLayer, RulesApi, StreamSettings};
 
 /// Descriptor set of `google/rpc/error_details.proto`, for reflection (see `build.rs`).
 const GOOGLE_RPC_DESCRIPTOR_SET: &[u8] =
     include_bytes!(concat!(env!("OUT_DIR"), "/google_rpc_descriptor.bin"));
 
 /// Health-checked service names besides `""` (the whole server).
-pub const HEALTH_SERVICES: [&str; 2] = ["oanquan.v1.GameService", "oanquan.v1.RulesService"];
+pub const HEALTH_SERVICES: [&str; 3] = [
+    "oanquan.v1.GameService",
+    "oanquan.v1.RulesService",
+    "oanquan.v1.AccountService",
+];
 
 /// Where games are stored.
 ///
@@ -317,6 +322,9 @@ pub async fn run_with_store(
 
     let transport = &config.transport;
     let max = transport.max_message_size;
+    let account_service = AccountServiceServer::new(AccountApi::new(Arc::clone(&manager)))
+        .max_decoding_message_size(max)
+        .max_encoding_message_size(max);
     // The generated GameService, with WatchGame events encoded once for all watchers.
     let game_service = GameRoutes::new(GameApi::new(manager, seeks, streams), max);
     let rules_service = RulesServiceServer::new(RulesApi::new(Arc::clone(&searches)))
@@ -356,6 +364,7 @@ pub async fn run_with_store(
         .add_service(reflection_v1alpha)
         .add_service(game_service)
         .add_service(rules_service)
+        .add_service(account_service)
         .serve_with_incoming_shutdown(incoming, async move {
             let _ = stop_serving.wait_for(|stopping| *stopping).await;
         });

@@ -18,7 +18,12 @@ use tonic_reflection::pb::{v1, v1alpha};
 async fn health_reports_serving() {
     let server = start(config()).await;
     let mut health = HealthClient::new(server.channel().await);
-    for service in ["", "oanquan.v1.GameService", "oanquan.v1.RulesService"] {
+    for service in [
+        "",
+        "oanquan.v1.GameService",
+        "oanquan.v1.RulesService",
+        "oanquan.v1.AccountService",
+    ] {
         let response = health
             .check(HealthCheckRequest {
                 service: service.into(),
@@ -51,6 +56,9 @@ async fn reflection_v1_lists_services_and_error_details() {
         ask(MessageRequest::FileContainingSymbol(
             "oanquan.v1.ErrorReason".into(),
         )),
+        ask(MessageRequest::FileContainingSymbol(
+            "oanquan.v1.AccountService".into(),
+        )),
     ];
     let mut responses = client
         .server_reflection_info(tokio_stream::iter(requests))
@@ -66,6 +74,7 @@ async fn reflection_v1_lists_services_and_error_details() {
     for expected in [
         "oanquan.v1.GameService",
         "oanquan.v1.RulesService",
+        "oanquan.v1.AccountService",
         "grpc.health.v1.Health",
         "grpc.reflection.v1.ServerReflection",
     ] {
@@ -74,7 +83,7 @@ async fn reflection_v1_lists_services_and_error_details() {
             "{expected} in {names:?}"
         );
     }
-    for _ in 0..2 {
+    for _ in 0..3 {
         let response = responses.next().await.unwrap().unwrap().message_response;
         assert!(
             matches!(&response, Some(MessageResponse::FileDescriptorResponse(f)) if !f.file_descriptor_proto.is_empty()),

@@ -13,10 +13,11 @@ use tokio::sync::mpsc;
 use super::convert::{self, SeekChange};
 use super::status::into_status;
 use super::stream::{self, Side, StreamSettings, WatchStream};
+use crate::domain::account::{Account, ApiKey};
 use crate::domain::seek::{SeekOutcome, SeekPool, SeekRequest};
 use crate::domain::{
-    GameError, GameFeed, GameId, GameManager, LobbyFeed, NewGame, PlayerToken, Seated, Watch,
-    WatchItem,
+    Credential, GameError, GameFeed, GameId, GameManager, LobbyFeed, NewGame, PlayerToken, Seated,
+    Watch, WatchItem,
 };
 
 /// The GameService adapter.
@@ -48,8 +49,8 @@ impl GameApi {
     }
 }
 
-/// The bearer token of a request. Scheme matching is case-insensitive (RFC 7235).
-fn bearer<T>(request: &Request<T>) -> Result<PlayerToken, GameError> {
+/// The bearer credential of a request, as sent. Scheme matching is case-insensitive (RFC 7235).
+pub(super) fn bearer<T>(request: &Request<T>) -> Result<&str, GameError> {
     let value = request
         .metadata()
         .get("authorization")
@@ -63,31 +64,67 @@ fn bearer<T>(request: &Request<T>) -> Result<PlayerToken, GameError> {
     if !scheme.eq_ignore_ascii_case("bearer") || token.is_empty() {
         return Err(GameError::MissingToken);
     }
-    Ok(PlayerToken::from_client(token))
+    Ok(token)
 }
 
-/// The bearer token of a request that may come without one (`WatchGame`): `None` without
+/// Who makes a call on a game: an API key's account (authenticated here, so that a revoked key
+/// fails even on a game's calls), or else a seat token (checked by the game itself).
+async fn credential(manager: &GameManager, bearer: &str) -> Result<Credential, GameError> {
+    if ApiKey::looks_like(bearer) {
+        Ok(Credential::Account(manager.authenticate(bearer).await?.id))
+    } else {
+        Ok(Credential::Seat(PlayerToken::from_client(bearer)))
+    }
+}
+
+/// The credential of a game's own call (PlayMove, Resign, …), which needs one.
+async fn required_credential<T>(
+    manager: &GameManager,
+    request: &Request<T>,
+) -> Result<Credential, GameError> {
+    credential(manager, bearer(request)?).await
+}
+
+/// The account a CreateGame, JoinGame, Seek or AcceptSeek plays as: that of an API key if the
+/// request carries one. Any other bearer (a seat token from another game, say) means nothing on
+/// these calls and is ignored, as it was before accounts; an API key that does not authenticate
+/// is refused rather than ignored, so that nobody plays anonymously believing they play rated.
+async fn playing_account<T>(
+    manager: &GameManager,
+    request: &Request<T>,
+) -> Result<Option<Account>, GameError> {
+    match bearer(request) {
+        Ok(key) if ApiKey::looks_like(key) => manager.authenticate(key).await.map(Some),
+        _ => Ok(None),
+    }
+}
+
+/// The credential of a request that may come without one (`WatchGame`): `None` without
 /// `authorization` metadata; a malformed one is refused rather than ignored.
-fn optional_bearer<T>(request: &Request<T>) -> Result<Option<PlayerToken>, GameError> {
+async fn optional_credential<T>(
+    manager: &GameManager,
+    request: &Request<T>,
+) -> Result<Option<Credential>, GameError> {
     if request.metadata().get("authorization").is_none() {
         return Ok(None);
     }
-    bearer(request).map(Some)
+    required_credential(manager, request).await.map(Some)
 }
 
-/// Starts a `WatchGame` watch: as the seat of the bearer token if there is one, else as a
-/// spectator of the connection the request came on. Also says whether it follows the rematch.
+/// Starts a `WatchGame` watch: as the seat of the bearer (seat token or API key) if there is
+/// one, else as a spectator of the connection the request came on. Also says whether it follows
+/// the rematch.
 pub(super) async fn start_game_watch(
     api: &GameApi,
     request: Request<pb::WatchGameRequest>,
 ) -> Result<(Watch<GameFeed>, bool), GameError> {
     let id = game_id(&request.get_ref().game_id)?;
-    let token = optional_bearer(&request)?;
+    let who = optional_credential(&api.manager, &request).await?;
     let peer = request.remote_addr();
     let request = request.into_inner();
     let watch = api
         .manager
-        .watch_game_from(&id, request.after_sequence, peer, token.as_ref())
+        .watch_game_from(&id, request.after_sequence, peer, who.as_ref())
         .await?;
     Ok((watch, request.follow_rematch))
 }
@@ -206,6 +243,9 @@ impl pb::game_service_server::GameService for GameApi {
         request: Request<pb::CreateGameRequest>,
     ) -> Result<Response<pb::CreateGameResponse>, Status> {
         let client = request.remote_addr().map(|addr| addr.ip());
+        let account = playing_account(&self.manager, &request)
+            .await
+            .map_err(into_status)?;
         let request = request.into_inner();
         let (rules, preset) =
             convert::rules_spec(request.rules.as_ref(), "rules").map_err(into_status)?;
@@ -232,6 +272,8 @@ impl pb::game_service_server::GameService for GameApi {
                     display_name: request.display_name,
                     computer,
                     time_control,
+                    account,
+                    rated: request.rated,
                 },
             )
             .await
@@ -248,11 +290,14 @@ impl pb::game_service_server::GameService for GameApi {
         &self,
         request: Request<pb::JoinGameRequest>,
     ) -> Result<Response<pb::JoinGameResponse>, Status> {
+        let account = playing_account(&self.manager, &request)
+            .await
+            .map_err(into_status)?;
         let request = request.into_inner();
         let id = game_id(&request.game_id).map_err(into_status)?;
         let seated = self
             .manager
-            .join_game(&id, &request.display_name)
+            .join_game_as(&id, &request.display_name, account.as_ref())
             .await
             .map_err(into_status)?;
         Ok(Response::new(pb::JoinGameResponse {
@@ -296,13 +341,15 @@ impl pb::game_service_server::GameService for GameApi {
         &self,
         request: Request<pb::PlayMoveRequest>,
     ) -> Result<Response<pb::PlayMoveResponse>, Status> {
-        let token = bearer(&request).map_err(into_status)?;
+        let who = required_credential(&self.manager, &request)
+            .await
+            .map_err(into_status)?;
         let request = request.into_inner();
         let id = game_id(&request.game_id).map_err(into_status)?;
         let mv = convert::mv(request.r#move.as_ref(), "move").map_err(into_status)?;
         let (record, game) = self
             .manager
-            .play_move(&id, &token, mv, request.expected_ply)
+            .play_move(&id, who, mv, request.expected_ply)
             .await
             .map_err(into_status)?;
         let (record, game) = convert::move_and_game_out(&record, &game);
@@ -316,13 +363,11 @@ impl pb::game_service_server::GameService for GameApi {
         &self,
         request: Request<pb::ResignRequest>,
     ) -> Result<Response<pb::ResignResponse>, Status> {
-        let token = bearer(&request).map_err(into_status)?;
-        let id = game_id(&request.get_ref().game_id).map_err(into_status)?;
-        let game = self
-            .manager
-            .resign(&id, &token)
+        let who = required_credential(&self.manager, &request)
             .await
             .map_err(into_status)?;
+        let id = game_id(&request.get_ref().game_id).map_err(into_status)?;
+        let game = self.manager.resign(&id, who).await.map_err(into_status)?;
         Ok(Response::new(pb::ResignResponse {
             game: Some(convert::game_out(&game)),
         }))
@@ -332,9 +377,11 @@ impl pb::game_service_server::GameService for GameApi {
         &self,
         request: Request<pb::AbortGameRequest>,
     ) -> Result<Response<pb::AbortGameResponse>, Status> {
-        let token = bearer(&request).map_err(into_status)?;
+        let who = required_credential(&self.manager, &request)
+            .await
+            .map_err(into_status)?;
         let id = game_id(&request.get_ref().game_id).map_err(into_status)?;
-        let game = self.manager.abort(&id, &token).await.map_err(into_status)?;
+        let game = self.manager.abort(&id, who).await.map_err(into_status)?;
         Ok(Response::new(pb::AbortGameResponse {
             game: Some(convert::game_out(&game)),
         }))
@@ -398,11 +445,13 @@ impl pb::game_service_server::GameService for GameApi {
         &self,
         request: Request<pb::OfferDrawRequest>,
     ) -> Result<Response<pb::OfferDrawResponse>, Status> {
-        let token = bearer(&request).map_err(into_status)?;
+        let who = required_credential(&self.manager, &request)
+            .await
+            .map_err(into_status)?;
         let id = game_id(&request.get_ref().game_id).map_err(into_status)?;
         let (game, action) = self
             .manager
-            .offer_draw(&id, &token)
+            .offer_draw(&id, who)
             .await
             .map_err(into_status)?;
         Ok(Response::new(pb::OfferDrawResponse {
@@ -415,11 +464,13 @@ impl pb::game_service_server::GameService for GameApi {
         &self,
         request: Request<pb::DeclineDrawRequest>,
     ) -> Result<Response<pb::DeclineDrawResponse>, Status> {
-        let token = bearer(&request).map_err(into_status)?;
+        let who = required_credential(&self.manager, &request)
+            .await
+            .map_err(into_status)?;
         let id = game_id(&request.get_ref().game_id).map_err(into_status)?;
         let game = self
             .manager
-            .decline_draw(&id, &token)
+            .decline_draw(&id, who)
             .await
             .map_err(into_status)?;
         Ok(Response::new(pb::DeclineDrawResponse {
@@ -431,11 +482,13 @@ impl pb::game_service_server::GameService for GameApi {
         &self,
         request: Request<pb::ClaimVictoryRequest>,
     ) -> Result<Response<pb::ClaimVictoryResponse>, Status> {
-        let token = bearer(&request).map_err(into_status)?;
+        let who = required_credential(&self.manager, &request)
+            .await
+            .map_err(into_status)?;
         let id = game_id(&request.get_ref().game_id).map_err(into_status)?;
         let game = self
             .manager
-            .claim_victory(&id, &token)
+            .claim_victory(&id, who)
             .await
             .map_err(into_status)?;
         Ok(Response::new(pb::ClaimVictoryResponse {
@@ -447,11 +500,13 @@ impl pb::game_service_server::GameService for GameApi {
         &self,
         request: Request<pb::OfferRematchRequest>,
     ) -> Result<Response<pb::OfferRematchResponse>, Status> {
-        let token = bearer(&request).map_err(into_status)?;
+        let who = required_credential(&self.manager, &request)
+            .await
+            .map_err(into_status)?;
         let id = game_id(&request.get_ref().game_id).map_err(into_status)?;
         let offered = self
             .manager
-            .offer_rematch(&id, &token)
+            .offer_rematch(&id, who)
             .await
             .map_err(into_status)?;
         Ok(Response::new(pb::OfferRematchResponse {
@@ -466,11 +521,13 @@ impl pb::game_service_server::GameService for GameApi {
         &self,
         request: Request<pb::DeclineRematchRequest>,
     ) -> Result<Response<pb::DeclineRematchResponse>, Status> {
-        let token = bearer(&request).map_err(into_status)?;
+        let who = required_credential(&self.manager, &request)
+            .await
+            .map_err(into_status)?;
         let id = game_id(&request.get_ref().game_id).map_err(into_status)?;
         let game = self
             .manager
-            .decline_rematch(&id, &token)
+            .decline_rematch(&id, who)
             .await
             .map_err(into_status)?;
         Ok(Response::new(pb::DeclineRematchResponse {
@@ -485,6 +542,9 @@ impl pb::game_service_server::GameService for GameApi {
         request: Request<pb::SeekRequest>,
     ) -> Result<Response<Self::SeekStream>, Status> {
         let client = request.remote_addr().map(|addr| addr.ip());
+        let account = playing_account(&self.manager, &request)
+            .await
+            .map_err(into_status)?;
         let request = request.into_inner();
         let (rules, preset) =
             convert::rules_spec(request.rules.as_ref(), "rules").map_err(into_status)?;
@@ -501,6 +561,9 @@ impl pb::game_service_server::GameService for GameApi {
                 display_name: request.display_name,
                 computer,
                 client,
+                account,
+                rated: request.rated,
+                rating_range: convert::rating_range(request.rating_range.as_ref()),
             })
             .await
             .map_err(into_status)?;
@@ -564,6 +627,9 @@ impl pb::game_service_server::GameService for GameApi {
         request: Request<pb::AcceptSeekRequest>,
     ) -> Result<Response<pb::AcceptSeekResponse>, Status> {
         let client = request.remote_addr().map(|addr| addr.ip());
+        let account = playing_account(&self.manager, &request)
+            .await
+            .map_err(into_status)?;
         let request = request.into_inner();
         if request.seek_id.is_empty() {
             return Err(into_status(GameError::invalid(
@@ -573,7 +639,12 @@ impl pb::game_service_server::GameService for GameApi {
         }
         let seated = self
             .seeks
-            .accept(&request.seek_id, &request.display_name, client)
+            .accept(
+                &request.seek_id,
+                &request.display_name,
+                client,
+                account.as_ref(),
+            )
             .await
             .map_err(into_status)?;
         tracing::Span::current().record("game_id", seated.game.id.as_str());
@@ -609,8 +680,8 @@ mod tests {
 
     #[test]
     fn bearer_tokens_are_parsed_strictly() {
-        assert_eq!(bearer(&with_auth("Bearer abc")).unwrap().expose(), "abc");
-        assert_eq!(bearer(&with_auth("bearer  abc ")).unwrap().expose(), "abc");
+        assert_eq!(bearer(&with_auth("Bearer abc")).unwrap(), "abc");
+        assert_eq!(bearer(&with_auth("bearer  abc ")).unwrap(), "abc");
         for bad in ["abc", "Basic abc", "Bearer ", "Bearer"] {
             assert_eq!(
                 bearer(&with_auth(bad)).unwrap_err(),

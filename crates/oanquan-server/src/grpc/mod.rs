@@ -2,6 +2,7 @@
 //! table ([`status`]), and service impls that hold no logic.
 
 pub mod accept;
+mod account_service;
 pub mod connections;
 pub mod convert;
 mod game_service;
@@ -14,6 +15,7 @@ pub mod status;
 mod stream;
 pub mod wire;
 
+pub use account_service::AccountApi;
 pub use game_service::GameApi;
 pub use rate_limit::RateLimitLayer;
 pub use rules_service::RulesApi;

@@ -4,7 +4,7 @@
 //! file builds a status from a server condition.
 //!
 //! Details follow `errors.proto`: INVALID_ARGUMENT carries a `google.rpc.BadRequest` naming the
-//! field; FAILED_PRECONDITION, PERMISSION_DENIED, UNAUTHENTICATED, NOT_FOUND and
+//! field; FAILED_PRECONDITION, PERMISSION_DENIED, UNAUTHENTICATED, NOT_FOUND, ALREADY_EXISTS and
 //! RESOURCE_EXHAUSTED carry a `google.rpc.ErrorInfo` with domain `oanquan.v1` and the
 //! `ErrorReason` value name as reason.
 
@@ -69,6 +69,12 @@ pub fn classify(error: &GameError) -> (Code, Detail) {
             (Code::FailedPrecondition, Reason(R::RematchUnavailable))
         }
         GameError::SeekNotFound(_) => (Code::NotFound, Reason(R::SeekNotFound)),
+        GameError::RatedNeedsAccount => (Code::FailedPrecondition, Reason(R::RatedNeedsAccount)),
+        GameError::BadApiKey => (Code::Unauthenticated, Reason(R::BadApiKey)),
+        GameError::UsernameTaken(_) => (Code::AlreadyExists, Reason(R::UsernameTaken)),
+        GameError::PlayerNotFound(_) => (Code::NotFound, Reason(R::PlayerNotFound)),
+        GameError::ApiKeyNotFound(_) => (Code::NotFound, Reason(R::ApiKeyNotFound)),
+        GameError::SeekRefused(_) => (Code::FailedPrecondition, Reason(R::SeekRefused)),
         // Background agents only: reaching a client would be a bug.
         GameError::NotDue => (Code::Internal, Detail::None),
         GameError::SequenceAhead { .. } => (Code::OutOfRange, Detail::None),
@@ -117,6 +123,22 @@ pub fn to_status(error: &GameError) -> Status {
         ),
         Detail::None => Status::new(code, message),
     }
+}
+
+/// UNAUTHENTICATED for an `AccountService` call that needs an API key and came without
+/// `authorization` metadata: reason `ERROR_REASON_MISSING_TOKEN`, as for a game's call without
+/// its seat token, but saying which credential is wanted.
+#[must_use]
+pub fn missing_api_key() -> Status {
+    Status::with_error_details(
+        Code::Unauthenticated,
+        "this call needs your API key: send metadata `authorization: Bearer <api key>` as returned by AccountService.Register or CreateApiKey",
+        ErrorDetails::with_error_info(
+            ErrorReason::MissingToken.as_str_name(),
+            ERROR_DOMAIN,
+            HashMap::new(),
+        ),
+    )
 }
 
 /// RESOURCE_EXHAUSTED for a client over its request rate: see [`limit_exceeded`].
@@ -311,6 +333,36 @@ mod tests {
                 Some("ERROR_REASON_SEEK_NOT_FOUND"),
             ),
             (GameError::NotDue, Code::Internal, None),
+            (
+                GameError::RatedNeedsAccount,
+                Code::FailedPrecondition,
+                Some("ERROR_REASON_RATED_NEEDS_ACCOUNT"),
+            ),
+            (
+                GameError::BadApiKey,
+                Code::Unauthenticated,
+                Some("ERROR_REASON_BAD_API_KEY"),
+            ),
+            (
+                GameError::UsernameTaken("\"lan\"".into()),
+                Code::AlreadyExists,
+                Some("ERROR_REASON_USERNAME_TAKEN"),
+            ),
+            (
+                GameError::PlayerNotFound("\"nobody\"".into()),
+                Code::NotFound,
+                Some("ERROR_REASON_PLAYER_NOT_FOUND"),
+            ),
+            (
+                GameError::ApiKeyNotFound("\"k\"".into()),
+                Code::NotFound,
+                Some("ERROR_REASON_API_KEY_NOT_FOUND"),
+            ),
+            (
+                GameError::SeekRefused("out of range".into()),
+                Code::FailedPrecondition,
+                Some("ERROR_REASON_SEEK_REFUSED"),
+            ),
         ];
         for (error, code, expected_reason) in table {
             let status = to_status(&error);
@@ -417,6 +469,13 @@ mod tests {
                 None,
                 None,
                 "watch health again",
+            ),
+            (
+                missing_api_key(),
+                Code::Unauthenticated,
+                Some("ERROR_REASON_MISSING_TOKEN"),
+                None,
+                "needs your API key",
             ),
             (
                 undecodable(&garbage),

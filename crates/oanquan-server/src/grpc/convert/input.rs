@@ -9,7 +9,8 @@ use oanquan_rules::{
 };
 
 use crate::domain::clock::TimeControlError;
-use crate::domain::{GameError, GameFilter, GameId, TimeControl, quoted};
+use crate::domain::rating::Speed;
+use crate::domain::{GameError, GameFilter, GameId, PlayerResult, TimeControl, quoted};
 
 type Result<T> = std::result::Result<T, GameError>;
 
@@ -365,4 +366,50 @@ pub fn computer_fallback(
     let level = computer_opponent(Some(&pb::ComputerOpponent { level: value.level }), field)?
         .ok_or_else(|| GameError::invalid(sub(field, "level"), "must be 1 to 7"))?;
     Ok(Some((after, level)))
+}
+
+/// A `Speed` that may be unset (`SPEED_UNSPECIFIED` → `None`: any speed, as a filter).
+pub fn optional_speed(value: i32, field: &str) -> Result<Option<Speed>> {
+    match pb::Speed::try_from(value) {
+        Ok(pb::Speed::Unspecified) => Ok(None),
+        Ok(pb::Speed::Bullet) => Ok(Some(Speed::Bullet)),
+        Ok(pb::Speed::Blitz) => Ok(Some(Speed::Blitz)),
+        Ok(pb::Speed::Rapid) => Ok(Some(Speed::Rapid)),
+        Ok(pb::Speed::Classical) => Ok(Some(Speed::Classical)),
+        Ok(pb::Speed::Correspondence) => Ok(Some(Speed::Correspondence)),
+        Err(_) => Err(GameError::invalid(
+            field,
+            format!("unknown Speed value {value}"),
+        )),
+    }
+}
+
+/// A `Speed` that must be set.
+pub fn speed(value: i32, field: &str) -> Result<Speed> {
+    optional_speed(value, field)?.ok_or_else(|| {
+        GameError::invalid(
+            field,
+            "a speed is required: SPEED_BULLET, SPEED_BLITZ, SPEED_RAPID, SPEED_CLASSICAL or SPEED_CORRESPONDENCE",
+        )
+    })
+}
+
+/// A `PlayerResult` filter (`PLAYER_RESULT_UNSPECIFIED` → `None`: any game).
+pub fn player_result(value: i32, field: &str) -> Result<Option<PlayerResult>> {
+    match pb::PlayerResult::try_from(value) {
+        Ok(pb::PlayerResult::Unspecified) => Ok(None),
+        Ok(pb::PlayerResult::Win) => Ok(Some(PlayerResult::Win)),
+        Ok(pb::PlayerResult::Draw) => Ok(Some(PlayerResult::Draw)),
+        Ok(pb::PlayerResult::Loss) => Ok(Some(PlayerResult::Loss)),
+        Err(_) => Err(GameError::invalid(
+            field,
+            format!("unknown PlayerResult value {value}"),
+        )),
+    }
+}
+
+/// A `RatingRange` (unset → none). Its order is the seek pool's to check.
+#[must_use]
+pub fn rating_range(value: Option<&pb::RatingRange>) -> Option<(i32, i32)> {
+    value.map(|range| (range.min, range.max))
 }

@@ -11,10 +11,12 @@ use oanquan_rules::{
 use pb::step::Kind as StepKind;
 use prost_types::Timestamp;
 
+use crate::domain::account::{Account, ApiKeyRecord, RatingChange, SeatAccount};
 use crate::domain::clock::{self, ClockReading, TimeControl};
+use crate::domain::rating::{Rating, Speed};
 use crate::domain::seek::SeekInfo;
 use crate::domain::{
-    GameInfo, GameResult, GameStatus, MoveRecord, PlayerKind, SeatInfo, Termination,
+    GameInfo, GameResult, GameStatus, MoveRecord, PlayerKind, Ranked, SeatInfo, Termination,
 };
 
 /// An analysis.
@@ -259,6 +261,89 @@ fn seat_out(player: Player, seat: Option<&SeatInfo>) -> pb::Seat {
             Some(PlayerKind::Computer { level }) => u32::from(level.number()),
             _ => 0,
         },
+        account: seat.and_then(|s| s.account.as_ref()).map(seat_account_out),
+    }
+}
+
+/// An account in a seat or a seek (its id stays inside the server).
+#[must_use]
+pub fn seat_account_out(account: &SeatAccount) -> pb::SeatAccount {
+    pb::SeatAccount {
+        username: account.username.clone(),
+        rating: account.rating.unwrap_or(0),
+        provisional: account.provisional,
+    }
+}
+
+/// One side's rating change.
+#[must_use]
+pub fn rating_change_out(change: &RatingChange) -> pb::RatingChange {
+    pb::RatingChange {
+        before: change.before,
+        after: change.after,
+        provisional: change.provisional,
+    }
+}
+
+/// A speed.
+#[must_use]
+pub fn speed_out(speed: Speed) -> pb::Speed {
+    match speed {
+        Speed::Bullet => pb::Speed::Bullet,
+        Speed::Blitz => pb::Speed::Blitz,
+        Speed::Rapid => pb::Speed::Rapid,
+        Speed::Classical => pb::Speed::Classical,
+        Speed::Correspondence => pb::Speed::Correspondence,
+    }
+}
+
+/// A rating at one speed.
+#[must_use]
+pub fn rating_out(speed: Speed, rating: &Rating) -> pb::Rating {
+    pb::Rating {
+        speed: speed_out(speed).into(),
+        rating: rating.rounded(),
+        deviation: rating.rounded_deviation(),
+        volatility: rating.clamped().volatility,
+        games: rating.games,
+        provisional: rating.is_provisional(),
+    }
+}
+
+/// A player's public profile.
+#[must_use]
+pub fn profile_out(account: &Account) -> pb::PlayerProfile {
+    pb::PlayerProfile {
+        username: account.username.as_str().to_owned(),
+        ratings: account
+            .ratings
+            .iter()
+            .map(|(&speed, rating)| rating_out(speed, rating))
+            .collect(),
+        wins: account.record.wins,
+        draws: account.record.draws,
+        losses: account.record.losses,
+        create_time: timestamp(account.created),
+    }
+}
+
+/// An API key's public data.
+#[must_use]
+pub fn api_key_out(key: &ApiKeyRecord) -> pb::ApiKey {
+    pb::ApiKey {
+        id: key.id.clone(),
+        create_time: timestamp(key.created),
+        revoke_time: key.revoked.and_then(timestamp),
+    }
+}
+
+/// A leaderboard line at `speed`.
+#[must_use]
+pub fn leaderboard_entry_out(speed: Speed, ranked: &Ranked) -> pb::LeaderboardEntry {
+    pb::LeaderboardEntry {
+        rank: ranked.rank,
+        username: ranked.account.username.as_str().to_owned(),
+        rating: Some(rating_out(speed, &ranked.account.rating(speed))),
     }
 }
 
@@ -279,6 +364,8 @@ pub fn result_out(result: &GameResult) -> pb::GameResult {
         scores: pair(result.scores),
         end_reason: end_reason.into(),
         ended_by: optional_player_out(result.ended_by),
+        first_rating: result.ratings.map(|r| rating_change_out(&r.first)),
+        second_rating: result.ratings.map(|r| rating_change_out(&r.second)),
     }
 }
 
@@ -323,6 +410,7 @@ fn game_with_position(game: &GameInfo, position: pb::Position) -> pb::Game {
             .unwrap_or_default(),
         rematch_offer: optional_player_out(game.rematch.offered_by),
         rematch_deadline: game.rematch.open_until().and_then(timestamp),
+        rated: game.rated,
     }
 }
 
@@ -375,6 +463,11 @@ pub fn seek_out(seek: &SeekInfo) -> pb::Seek {
         time_control: time_control_out(seek.time_control),
         create_time: timestamp(seek.created),
         computer_after: seek.computer_after.and_then(duration_out),
+        account: seek.account.as_ref().map(seat_account_out),
+        rated: seek.rated,
+        rating_range: seek
+            .rating_range
+            .map(|(min, max)| pb::RatingRange { min, max }),
     }
 }
 

@@ -197,6 +197,7 @@ fn a_play_move_response_converts_the_position_after_the_move_once() {
         draw_offer: None,
         last_draw_offer: ByPlayer::default(),
         rematch: crate::domain::clock::Rematch::default(),
+        rated: false,
     };
     let (record_out, game_out_) = move_and_game_out(&record, &game);
     assert_eq!(record_out, move_record_out(&record));

@@ -1,0 +1,204 @@
+//! `oanquan.v1.AccountService`: unpack, call the [`GameManager`], convert. No account logic here.
+
+use std::sync::Arc;
+
+use oanquan_proto::v1 as pb;
+use tonic::{Request, Response, Status};
+
+use super::convert;
+use super::game_service::bearer;
+use super::status::{self, into_status};
+use crate::domain::account::Account;
+use crate::domain::{GameError, GameManager, PlayerGameFilter};
+
+/// The AccountService adapter.
+#[derive(Debug, Clone)]
+pub struct AccountApi {
+    manager: Arc<GameManager>,
+}
+
+impl AccountApi {
+    /// An adapter over `manager`.
+    #[must_use]
+    pub fn new(manager: Arc<GameManager>) -> AccountApi {
+        AccountApi { manager }
+    }
+
+    /// The caller's account, for the calls that need its API key. Without `authorization` the
+    /// client is told which credential is wanted; anything else that is not a valid key (a seat
+    /// token, a revoked key) is a bad key.
+    async fn caller<T>(&self, request: &Request<T>) -> Result<Account, Status> {
+        let key = match bearer(request) {
+            Ok(key) => key,
+            Err(_) if request.metadata().get("authorization").is_none() => {
+                return Err(status::missing_api_key());
+            }
+            Err(_) => return Err(into_status(GameError::BadApiKey)),
+        };
+        self.manager.authenticate(key).await.map_err(into_status)
+    }
+}
+
+/// A page size as the manager takes it (0 = its default; anything larger is capped there).
+fn page_size(size: u32) -> usize {
+    usize::try_from(size).unwrap_or(usize::MAX)
+}
+
+/// A page token as the manager takes it (empty = the first page).
+fn page_token(token: &str) -> Option<&str> {
+    Some(token).filter(|t| !t.is_empty())
+}
+
+#[tonic::async_trait]
+impl pb::account_service_server::AccountService for AccountApi {
+    async fn register(
+        &self,
+        request: Request<pb::RegisterRequest>,
+    ) -> Result<Response<pb::RegisterResponse>, Status> {
+        let request = request.into_inner();
+        let (account, key) = self
+            .manager
+            .register(&request.username)
+            .await
+            .map_err(into_status)?;
+        // The key's record is not read back: the account exists now, and a failed read must not
+        // lose the only copy of its key. The first key is made with the account.
+        let record = pb::ApiKey {
+            id: key.id().to_owned(),
+            create_time: convert::timestamp(account.created),
+            revoke_time: None,
+        };
+        Ok(Response::new(pb::RegisterResponse {
+            player: Some(convert::profile_out(&account)),
+            api_key: key.expose().to_owned(),
+            key: Some(record),
+        }))
+    }
+
+    async fn get_me(
+        &self,
+        request: Request<pb::GetMeRequest>,
+    ) -> Result<Response<pb::GetMeResponse>, Status> {
+        let account = self.caller(&request).await?;
+        Ok(Response::new(pb::GetMeResponse {
+            player: Some(convert::profile_out(&account)),
+        }))
+    }
+
+    async fn create_api_key(
+        &self,
+        request: Request<pb::CreateApiKeyRequest>,
+    ) -> Result<Response<pb::CreateApiKeyResponse>, Status> {
+        let account = self.caller(&request).await?;
+        let (key, record) = self
+            .manager
+            .create_api_key(&account.id)
+            .await
+            .map_err(into_status)?;
+        Ok(Response::new(pb::CreateApiKeyResponse {
+            api_key: key.expose().to_owned(),
+            key: Some(convert::api_key_out(&record)),
+        }))
+    }
+
+    async fn list_api_keys(
+        &self,
+        request: Request<pb::ListApiKeysRequest>,
+    ) -> Result<Response<pb::ListApiKeysResponse>, Status> {
+        let account = self.caller(&request).await?;
+        let keys = self
+            .manager
+            .api_keys(&account.id)
+            .await
+            .map_err(into_status)?;
+        Ok(Response::new(pb::ListApiKeysResponse {
+            keys: keys.iter().map(convert::api_key_out).collect(),
+        }))
+    }
+
+    async fn revoke_api_key(
+        &self,
+        request: Request<pb::RevokeApiKeyRequest>,
+    ) -> Result<Response<pb::RevokeApiKeyResponse>, Status> {
+        let account = self.caller(&request).await?;
+        let key_id = request.into_inner().key_id;
+        self.manager
+            .revoke_api_key(&account.id, &key_id)
+            .await
+            .map_err(into_status)?;
+        let keys = self
+            .manager
+            .api_keys(&account.id)
+            .await
+            .map_err(into_status)?;
+        let key = keys
+            .iter()
+            .find(|record| record.id == key_id)
+            .map(convert::api_key_out);
+        Ok(Response::new(pb::RevokeApiKeyResponse { key }))
+    }
+
+    async fn get_player(
+        &self,
+        request: Request<pb::GetPlayerRequest>,
+    ) -> Result<Response<pb::GetPlayerResponse>, Status> {
+        let account = self
+            .manager
+            .player(&request.into_inner().username)
+            .await
+            .map_err(into_status)?;
+        Ok(Response::new(pb::GetPlayerResponse {
+            player: Some(convert::profile_out(&account)),
+        }))
+    }
+
+    async fn list_player_games(
+        &self,
+        request: Request<pb::ListPlayerGamesRequest>,
+    ) -> Result<Response<pb::ListPlayerGamesResponse>, Status> {
+        let request = request.into_inner();
+        let filter = PlayerGameFilter {
+            result: convert::player_result(request.result, "result").map_err(into_status)?,
+            speed: convert::optional_speed(request.speed, "speed").map_err(into_status)?,
+        };
+        let page = self
+            .manager
+            .player_games(
+                &request.username,
+                filter,
+                page_size(request.page_size),
+                page_token(&request.page_token),
+            )
+            .await
+            .map_err(into_status)?;
+        Ok(Response::new(pb::ListPlayerGamesResponse {
+            games: page.games.iter().map(convert::game_out).collect(),
+            next_page_token: page.next_cursor.unwrap_or_default(),
+        }))
+    }
+
+    async fn leaderboard(
+        &self,
+        request: Request<pb::LeaderboardRequest>,
+    ) -> Result<Response<pb::LeaderboardResponse>, Status> {
+        let request = request.into_inner();
+        let speed = convert::speed(request.speed, "speed").map_err(into_status)?;
+        let page = self
+            .manager
+            .leaderboard(
+                speed,
+                page_size(request.page_size),
+                page_token(&request.page_token),
+            )
+            .await
+            .map_err(into_status)?;
+        Ok(Response::new(pb::LeaderboardResponse {
+            entries: page
+                .players
+                .iter()
+                .map(|ranked| convert::leaderboard_entry_out(speed, ranked))
+                .collect(),
+            next_page_token: page.next_cursor.unwrap_or_default(),
+        }))
+    }
+}
