@@ -75,6 +75,8 @@ fn new_game() -> NewGame {
         display_name: "Lan".to_owned(),
         computer: None,
         time_control: crate::clock::TimeControl::Untimed,
+        account: None,
+        rated: false,
     }
 }
 
@@ -199,6 +201,7 @@ async fn commit<T>(
             game_events: transition.game_events,
             lobby_events: transition.lobby_events,
             time: now,
+            accounts: Vec::new(),
         })
         .await
         .unwrap()
@@ -261,6 +264,7 @@ pub async fn a_stale_commit_conflicts_and_changes_nothing(store: Arc<dyn GameSto
             game_events: Vec::new(),
             lobby_events: Vec::new(),
             time: std::time::SystemTime::now(),
+            accounts: Vec::new(),
         })
         .await
         .unwrap_err();

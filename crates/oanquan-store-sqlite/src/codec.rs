@@ -31,6 +31,7 @@ use oanquan_ai::Level;
 use oanquan_rules::{ByPlayer, EndReason, Outcome, Player, Position, Preset, Rules, Setup};
 use serde::{Deserialize, Serialize};
 
+use oanquan_game::account::{AccountId, RatingChange, SeatAccount};
 use oanquan_game::clock::{Clock, Rematch};
 use oanquan_game::{
     ClockReading, DrawAction, GameEventKind, GameId, GameInfo, GameResult, GameStatus,
@@ -164,6 +165,68 @@ impl From<KindDto> for PlayerKind {
 struct SeatDto {
     display_name: String,
     kind: KindDto,
+    /// Schema version 4 on; absent for an anonymous seat (and in every older row).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    account: Option<SeatAccountDto>,
+}
+
+/// A [`SeatAccount`]: the account that took a seat, as the game shows it.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+struct SeatAccountDto {
+    id: String,
+    username: String,
+    rating: Option<i32>,
+    provisional: bool,
+}
+
+impl From<&SeatAccount> for SeatAccountDto {
+    fn from(account: &SeatAccount) -> Self {
+        SeatAccountDto {
+            id: account.id.as_str().to_owned(),
+            username: account.username.clone(),
+            rating: account.rating,
+            provisional: account.provisional,
+        }
+    }
+}
+
+impl From<SeatAccountDto> for SeatAccount {
+    fn from(account: SeatAccountDto) -> Self {
+        SeatAccount {
+            id: AccountId::from_stored(account.id),
+            username: account.username,
+            rating: account.rating,
+            provisional: account.provisional,
+        }
+    }
+}
+
+/// A [`RatingChange`] announced with a rated game's result.
+#[derive(Debug, Clone, Copy, Serialize, Deserialize)]
+struct RatingChangeDto {
+    before: i32,
+    after: i32,
+    provisional: bool,
+}
+
+impl From<RatingChange> for RatingChangeDto {
+    fn from(change: RatingChange) -> Self {
+        RatingChangeDto {
+            before: change.before,
+            after: change.after,
+            provisional: change.provisional,
+        }
+    }
+}
+
+impl From<RatingChangeDto> for RatingChange {
+    fn from(change: RatingChangeDto) -> Self {
+        RatingChange {
+            before: change.before,
+            after: change.after,
+            provisional: change.provisional,
+        }
+    }
 }
 
 #[derive(Debug, Clone, Copy, Serialize, Deserialize)]
@@ -186,6 +249,9 @@ pub(super) struct ResultDto {
     scores: ByPlayer<i32>,
     termination: TerminationDto,
     ended_by: Option<Player>,
+    /// Schema version 4 on; absent for an unrated game (and in every older row).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    ratings: Option<ByPlayer<RatingChangeDto>>,
 }
 
 impl From<GameResult> for ResultDto {
@@ -202,6 +268,9 @@ impl From<GameResult> for ResultDto {
                 Termination::Abandonment => TerminationDto::Abandonment,
             },
             ended_by: result.ended_by,
+            ratings: result
+                .ratings
+                .map(|ratings| ratings.map(RatingChangeDto::from)),
         }
     }
 }
@@ -220,6 +289,9 @@ impl From<ResultDto> for GameResult {
                 TerminationDto::Abandonment => Termination::Abandonment,
             },
             ended_by: result.ended_by,
+            ratings: result
+                .ratings
+                .map(|ratings| ratings.map(RatingChange::from)),
         }
     }
 }
@@ -480,6 +552,10 @@ pub(super) struct InfoDto {
     last_draw_offer: ByPlayer<Option<u32>>,
     #[serde(default)]
     rematch: RematchDto,
+    // Schema version 4 on: older games were never rated. Written only when true, so that an
+    // unrated game is stored as before.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    rated: bool,
 }
 
 /// A decoded [`InfoDto`]. When `position_known` is false, `info.position` is only a placeholder
@@ -500,6 +576,7 @@ impl InfoDto {
                 info.seats[player].as_ref().map(|seat| SeatDto {
                     display_name: seat.display_name.clone(),
                     kind: seat.kind.into(),
+                    account: seat.account.as_ref().map(SeatAccountDto::from),
                 })
             }),
             status: info.status.into(),
@@ -516,6 +593,7 @@ impl InfoDto {
             draw_offer: info.draw_offer,
             last_draw_offer: info.last_draw_offer,
             rematch: RematchDto::new(&info.rematch),
+            rated: info.rated,
         }
     }
 
@@ -535,6 +613,7 @@ impl InfoDto {
                     seat.map(|seat| SeatInfo {
                         display_name: seat.display_name,
                         kind: seat.kind.into(),
+                        account: seat.account.map(SeatAccount::from),
                     })
                 }),
                 status: self.status.into(),
@@ -551,6 +630,7 @@ impl InfoDto {
                 draw_offer: self.draw_offer,
                 last_draw_offer: self.last_draw_offer,
                 rematch,
+                rated: self.rated,
             },
         })
     }
@@ -875,6 +955,7 @@ mod tests {
                 Some(SeatInfo {
                     display_name: "Lan".to_owned(),
                     kind: PlayerKind::Human,
+                    account: None,
                 }),
                 None,
             ),
@@ -892,6 +973,7 @@ mod tests {
             draw_offer: None,
             last_draw_offer: ByPlayer::default(),
             rematch: Rematch::default(),
+            rated: false,
         }
     }
 
@@ -909,6 +991,7 @@ mod tests {
                 scores: ByPlayer::new(10, 15),
                 termination: Termination::Timeout,
                 ended_by: Some(Player::First),
+                ratings: None,
             }),
             time_control: TimeControl::RealTime {
                 initial: Duration::new(180, 1),
@@ -1168,6 +1251,7 @@ mod tests {
                         scores: ByPlayer::new(0, 0),
                         termination: Termination::Aborted,
                         ended_by: Some(Player::First),
+                        ratings: None,
                     },
                     clock: None,
                     rematch_until: None,

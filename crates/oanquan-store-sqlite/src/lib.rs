@@ -47,6 +47,7 @@
 //! watchers; a shared, multi-node deployment is what the PostgreSQL seam in [`GameStore`]'s
 //! docs is for.
 
+mod accounts;
 mod backup;
 mod codec;
 mod fault;
@@ -59,12 +60,16 @@ use std::net::IpAddr;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Condvar, Mutex, mpsc};
 use std::thread;
+use std::time::SystemTime;
 
 use futures::FutureExt as _;
 use futures::future::BoxFuture;
+use oanquan_game::account::{Account, AccountId, ApiKeyRecord};
+use oanquan_game::rating::Speed;
 use oanquan_game::{
     Commit, Committed, GameEvent, GameFilter, GameId, GameInfo, GameState, GameStatus, GameStore,
-    LobbyEvent, Page, Since, StoreError, StoreFuture, page_cursor, parse_page_cursor,
+    LeaderboardPage, LobbyEvent, Page, PlayerGameFilter, Since, StoreError, StoreFuture,
+    page_cursor, parse_page_cursor,
 };
 use rusqlite::{Connection, OptionalExtension as _, params};
 use tokio::sync::{oneshot, watch};
@@ -73,7 +78,7 @@ use tracing::{info, warn};
 use crate::codec::{GameEventDto, History, InfoDto, LobbyEventDto, status_name, time_from_db};
 use crate::fault::{Damage, backend, corrupt};
 use crate::reads::{Lazy, Readers, check_unfinished, list_games, load_state, read_info, statuses};
-use crate::writer::{Cache, Job, Message, last_lobby_sequence, lock, run_writer};
+use crate::writer::{Cache, Job, Message, WriteJob, last_lobby_sequence, lock, run_writer};
 
 pub use crate::backup::{BackupError, BackupReport, backup};
 pub use crate::schema::{APPLICATION_ID, OpenError, SCHEMA_VERSION};
@@ -222,6 +227,32 @@ impl SqliteStore {
             reply,
         };
         let sent = self.send(Message::Commit(job));
+        async move {
+            if !sent {
+                return Err(StoreError::Unavailable(
+                    "the database is closed (the server is stopping)".to_owned(),
+                ));
+            }
+            answer.await.map_err(|_| {
+                StoreError::Backend("the database writer stopped before answering".to_owned())
+            })?
+        }
+        .boxed()
+    }
+
+    /// Runs `run` on the writer thread in the next batch, in its own savepoint; answers once
+    /// the batch is durable.
+    fn write<T: Send + 'static>(
+        &self,
+        run: impl FnOnce(&Connection) -> Result<T, StoreError> + Send + 'static,
+    ) -> StoreFuture<'_, T> {
+        let (reply, answer) = oneshot::channel();
+        let job = WriteJob {
+            run: Some(run),
+            value: None,
+            reply,
+        };
+        let sent = self.send(Message::Write(Box::new(job)));
         async move {
             if !sent {
                 return Err(StoreError::Unavailable(
@@ -454,6 +485,93 @@ impl GameStore for SqliteStore {
         })
     }
 
+    fn create_account(&self, account: Account, key: ApiKeyRecord) -> StoreFuture<'_, ()> {
+        self.write(move |conn| accounts::create(conn, &account, &key))
+    }
+
+    fn account<'a>(&'a self, id: &'a AccountId) -> StoreFuture<'a, Account> {
+        let id = id.clone();
+        self.read(move |conn| accounts::read(conn, id.as_str())?.ok_or(StoreError::NotFound))
+    }
+
+    fn account_by_name<'a>(&'a self, key: &'a str) -> StoreFuture<'a, Account> {
+        let key = key.to_owned();
+        self.read(move |conn| accounts::read_by_name(conn, &key)?.ok_or(StoreError::NotFound))
+    }
+
+    fn account_by_api_key<'a>(
+        &'a self,
+        key_id: &'a str,
+    ) -> StoreFuture<'a, (Account, ApiKeyRecord)> {
+        let key_id = key_id.to_owned();
+        self.read(move |conn| accounts::read_by_key(conn, &key_id)?.ok_or(StoreError::NotFound))
+    }
+
+    fn add_api_key<'a>(&'a self, id: &'a AccountId, key: ApiKeyRecord) -> StoreFuture<'a, ()> {
+        let id = id.clone();
+        self.write(move |conn| accounts::add_key(conn, &id, &key))
+    }
+
+    fn revoke_api_key<'a>(
+        &'a self,
+        id: &'a AccountId,
+        key_id: &'a str,
+        now: SystemTime,
+    ) -> StoreFuture<'a, bool> {
+        let (id, key_id) = (id.clone(), key_id.to_owned());
+        self.write(move |conn| accounts::revoke_key(conn, &id, &key_id, now))
+    }
+
+    fn api_keys<'a>(&'a self, id: &'a AccountId) -> StoreFuture<'a, Vec<ApiKeyRecord>> {
+        let id = id.clone();
+        self.read(move |conn| accounts::keys(conn, &id))
+    }
+
+    fn leaderboard<'a>(
+        &'a self,
+        speed: Speed,
+        limit: usize,
+        cursor: Option<&'a str>,
+    ) -> StoreFuture<'a, LeaderboardPage> {
+        let skip = match cursor.map(|text| leaderboard_offset(speed, text)) {
+            None => 0,
+            Some(Ok(skip)) => skip,
+            Some(Err(error)) => return futures::future::ready(Err(error)).boxed(),
+        };
+        self.read(move |conn| {
+            accounts::leaderboard(conn, speed, limit, skip, |offset| {
+                leaderboard_cursor(speed, offset)
+            })
+        })
+    }
+
+    fn player_games<'a>(
+        &'a self,
+        id: &'a AccountId,
+        filter: PlayerGameFilter,
+        limit: usize,
+        cursor: Option<&'a str>,
+    ) -> StoreFuture<'a, Page> {
+        let name = format!("player-{}", filter.name());
+        let end = match cursor {
+            // Cursors hold an `ord` bound, which SQLite keeps as an i64.
+            Some(text) => match parse_named_cursor(&name, text)
+                .and_then(|end| i64::try_from(end).map_err(|_| StoreError::BadCursor))
+            {
+                Ok(end) => end,
+                Err(error) => return futures::future::ready(Err(error)).boxed(),
+            },
+            None => i64::MAX,
+        };
+        let (id, damage) = (id.clone(), Arc::clone(&self.damage));
+        self.read(move |conn| {
+            let rows = accounts::player_games(conn, &id, filter, limit, end, &damage)?;
+            Ok(accounts::player_page(rows, |position| {
+                format!("{name}.{position}")
+            }))
+        })
+    }
+
     fn writable(&self) -> Option<watch::Receiver<bool>> {
         Some(self.writable.clone())
     }
@@ -511,6 +629,27 @@ impl GameStore for SqliteStore {
                 .collect())
         })
     }
+}
+
+/// A leaderboard cursor: the speed and how many players came before. The memory store's text,
+/// so that both stores accept and refuse the same cursors.
+fn leaderboard_cursor(speed: Speed, offset: u64) -> String {
+    format!("top-{}.{offset}", speed.name())
+}
+
+/// The offset in a cursor made by [`leaderboard_cursor`] for the same speed.
+fn leaderboard_offset(speed: Speed, cursor: &str) -> Result<usize, StoreError> {
+    let offset = parse_named_cursor(&format!("top-{}", speed.name()), cursor)?;
+    usize::try_from(offset).map_err(|_| StoreError::BadCursor)
+}
+
+/// The position in a cursor `<name>.<position>`.
+fn parse_named_cursor(name: &str, cursor: &str) -> Result<u64, StoreError> {
+    let (prefix, position) = cursor.split_once('.').ok_or(StoreError::BadCursor)?;
+    if prefix != name {
+        return Err(StoreError::BadCursor);
+    }
+    position.parse().map_err(|_| StoreError::BadCursor)
 }
 
 #[cfg(test)]

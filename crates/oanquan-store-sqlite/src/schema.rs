@@ -66,6 +66,51 @@ pub(super) const MIGRATIONS: &[&str] = &[
     ALTER TABLE games ADD COLUMN rematch_token_first  BLOB; -- SHA-256, NULL until offered
     ALTER TABLE games ADD COLUMN rematch_token_second BLOB;
     ",
+    // 4: accounts, ratings, API keys, and which games each account plays. A seat's account
+    // and a rated game's rating changes live in the `info` JSON (absent in older rows, which
+    // read as anonymous and unrated, see `codec`); no older game has an account to link.
+    "
+    CREATE TABLE accounts (
+        id           TEXT    PRIMARY KEY,
+        username     TEXT    NOT NULL,          -- as registered
+        username_key TEXT    NOT NULL UNIQUE,   -- Username::key: one account per name, any case
+        created      INTEGER NOT NULL,          -- nanoseconds since the Unix epoch
+        wins         INTEGER NOT NULL,
+        draws        INTEGER NOT NULL,
+        losses       INTEGER NOT NULL,
+        version      INTEGER NOT NULL           -- bumped by every change (optimistic concurrency)
+    ) STRICT;
+
+    CREATE TABLE ratings (
+        account     TEXT    NOT NULL REFERENCES accounts (id),
+        speed       TEXT    NOT NULL,           -- bullet | blitz | rapid | classical | correspondence
+        rating      REAL    NOT NULL,           -- Glicko-2, exactly as computed
+        deviation   REAL    NOT NULL,
+        volatility  REAL    NOT NULL,
+        games       INTEGER NOT NULL,           -- rated games at this speed
+        provisional INTEGER NOT NULL,           -- 1 while Rating::is_provisional, as written
+        PRIMARY KEY (account, speed)
+    ) STRICT, WITHOUT ROWID;
+    -- The leaderboard: one range of one index, already in order.
+    CREATE INDEX ratings_leaderboard ON ratings (speed, provisional, rating DESC, account);
+
+    CREATE TABLE api_keys (
+        id      TEXT    PRIMARY KEY,            -- the key's public id
+        account TEXT    NOT NULL REFERENCES accounts (id),
+        hash    BLOB    NOT NULL,               -- SHA-256 of the whole key, never the key
+        created INTEGER NOT NULL,
+        revoked INTEGER                         -- NULL while the key works
+    ) STRICT;
+    CREATE INDEX api_keys_by_account ON api_keys (account);
+
+    CREATE TABLE game_players (
+        account TEXT    NOT NULL REFERENCES accounts (id),
+        game    INTEGER NOT NULL REFERENCES games (ord),
+        speed   TEXT,                           -- NULL for an untimed game
+        result  TEXT,                           -- win | draw | loss once finished (not aborted)
+        PRIMARY KEY (account, game)
+    ) STRICT, WITHOUT ROWID;
+    ",
 ];
 
 /// The schema version this build writes.

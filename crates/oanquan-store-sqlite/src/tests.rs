@@ -31,6 +31,8 @@ async fn new_game(
             display_name: "Lan".to_owned(),
             computer: None,
             time_control: oanquan_game::TimeControl::Untimed,
+            account: None,
+            rated: false,
         })
         .await
         .unwrap();
@@ -148,18 +150,20 @@ async fn a_failed_commit_in_a_batch_rolls_back_alone() {
         }],
         lobby_events: Vec::new(),
         time: SystemTime::now(),
+        accounts: Vec::new(),
     };
     let (state_a, state_b) = (store.load(&a).await.unwrap(), store.load(&b).await.unwrap());
     let (seq_a, seq_b) = (state_a.info().sequence, state_b.info().sequence);
     // A second writing connection, driven by hand to control the batch.
     let mut conn = schema::open_writer(&path).unwrap();
-    let results = write_batch(
+    let (results, _) = write_batch(
         &mut conn,
         vec![
             (false, commit(state_a.clone(), seq_a)),
             (false, commit(state_a, seq_a)),
             (false, commit(state_b, seq_b)),
         ],
+        &mut [],
     );
     assert_eq!(results[0].as_ref().unwrap().0.info.sequence, seq_a + 1);
     assert_eq!(
@@ -227,7 +231,11 @@ async fn a_version_1_database_is_migrated_and_keeps_its_games() {
     // ones).
     let conn = Connection::open(&path).unwrap();
     conn.execute_batch(
-        "ALTER TABLE games DROP COLUMN rematch_token_first;
+        "DROP TABLE game_players;
+         DROP TABLE api_keys;
+         DROP TABLE ratings;
+         DROP TABLE accounts;
+         ALTER TABLE games DROP COLUMN rematch_token_first;
          ALTER TABLE games DROP COLUMN rematch_token_second;
          ALTER TABLE games DROP COLUMN creator;
          PRAGMA user_version = 1;",
@@ -258,6 +266,8 @@ async fn a_version_1_database_is_migrated_and_keeps_its_games() {
                 display_name: "Lan".to_owned(),
                 computer: None,
                 time_control: oanquan_game::TimeControl::Untimed,
+                account: None,
+                rated: false,
             },
         )
         .await
@@ -288,6 +298,7 @@ async fn a_commit_that_would_not_read_back_is_refused_and_leaves_the_game_as_it_
             game_events: Vec::new(),
             lobby_events: Vec::new(),
             time: SystemTime::now(),
+            accounts: Vec::new(),
         })
         .await
         .unwrap_err();
@@ -322,6 +333,8 @@ async fn a_damaged_open_game_does_not_hold_its_creators_slot() {
                     display_name: "Lan".to_owned(),
                     computer: None,
                     time_control: oanquan_game::TimeControl::Untimed,
+                    account: None,
+                    rated: false,
                 },
             )
             .await
@@ -570,6 +583,8 @@ async fn a_version_2_database_is_migrated_and_its_games_read_as_untimed() {
             display_name: "Lan".to_owned(),
             computer: None,
             time_control: oanquan_game::TimeControl::Untimed,
+            account: None,
+            rated: false,
         })
         .await
         .unwrap()
@@ -658,7 +673,7 @@ async fn a_version_2_database_is_migrated_and_its_games_read_as_untimed() {
         .query_row("PRAGMA user_version", [], |row| row.get(0))
         .unwrap();
     assert_eq!(version, SCHEMA_VERSION);
-    assert_eq!(SCHEMA_VERSION, 3);
+    assert_eq!(SCHEMA_VERSION, 4);
     for (id, before) in ids.iter().zip(&before) {
         let after = stored(&store, id).await;
         let info = &after.info;

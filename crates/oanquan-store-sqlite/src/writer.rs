@@ -14,6 +14,7 @@ use rusqlite::{Connection, OptionalExtension as _, TransactionBehavior, params};
 use tokio::sync::{oneshot, watch};
 use tracing::{error, info, warn};
 
+use crate::accounts;
 use crate::codec::{GameEventDto, InfoDto, LobbyEventDto, player_name, status_name, time_to_db};
 use crate::fault::backend;
 use crate::schema::{self};
@@ -51,11 +52,53 @@ pub(crate) struct Job {
     pub(crate) reply: oneshot::Sender<Result<Committed, StoreError>>,
 }
 
+/// A write other than a game's commit (an account, an API key): run in a batch like a commit,
+/// in its own savepoint, and answered once the batch is durable.
+pub(crate) trait Write: Send {
+    /// Writes; on error the savepoint is rolled back.
+    fn apply(&mut self, conn: &Connection) -> Result<(), StoreError>;
+    /// Answers the caller with the batch's outcome for this write.
+    fn answer(self: Box<Self>, outcome: Result<(), StoreError>);
+}
+
+/// A [`Write`] made of a closure, which keeps the closure's value until the batch commits.
+pub(crate) struct WriteJob<T, F> {
+    pub(crate) run: Option<F>,
+    pub(crate) value: Option<T>,
+    pub(crate) reply: oneshot::Sender<Result<T, StoreError>>,
+}
+
+impl<T, F> Write for WriteJob<T, F>
+where
+    T: Send,
+    F: FnOnce(&Connection) -> Result<T, StoreError> + Send,
+{
+    fn apply(&mut self, conn: &Connection) -> Result<(), StoreError> {
+        let run = self
+            .run
+            .take()
+            .ok_or_else(|| StoreError::Backend("a write ran twice".to_owned()))?;
+        self.value = Some(run(conn)?);
+        Ok(())
+    }
+
+    fn answer(self: Box<Self>, outcome: Result<(), StoreError>) {
+        let WriteJob { value, reply, .. } = *self;
+        let result = outcome.and_then(|()| {
+            value.ok_or_else(|| StoreError::Backend("a write was not run".to_owned()))
+        });
+        // The caller may have gone away; what it wrote stays written.
+        let _ = reply.send(result);
+    }
+}
+
 /// What the writer thread is asked to do.
 // Commits, the hot path, travel unboxed; the small variant is for tests only.
 #[allow(clippy::large_enum_variant)]
 pub(crate) enum Message {
     Commit(Job),
+    /// An account write.
+    Write(Box<dyn Write>),
     /// Run on the writing connection (tests: fault injection).
     Call(Box<dyn FnOnce(&mut Connection) + Send>),
 }
@@ -93,17 +136,20 @@ pub(crate) fn run_writer(
                 },
             },
         };
-        let first = match message {
-            Message::Commit(job) => job,
+        let mut batch = Vec::new();
+        let mut writes = Vec::new();
+        match message {
+            Message::Commit(job) => batch.push(job),
+            Message::Write(write) => writes.push(write),
             Message::Call(call) => {
                 call(&mut conn);
                 continue;
             }
-        };
-        let mut batch = vec![first];
-        while batch.len() < MAX_BATCH {
+        }
+        while batch.len() + writes.len() < MAX_BATCH {
             match messages.try_recv() {
                 Ok(Message::Commit(job)) => batch.push(job),
+                Ok(Message::Write(write)) => writes.push(write),
                 // Runs after this batch, in order.
                 Ok(call) => {
                     next = Some(call);
@@ -116,19 +162,23 @@ pub(crate) fn run_writer(
             .into_iter()
             .map(|job| ((job.create, job.commit), job.reply))
             .unzip();
-        let results = write_batch(&mut conn, work);
+        let (results, outcomes) = write_batch(&mut conn, work, &mut writes);
         // Any commit refused for want of space or permission means the store cannot write
         // now, even if smaller commits of the same batch fitted.
-        let unavailable = results.iter().find_map(|result| match result {
-            Err((_, error @ StoreError::Unavailable(_))) => Some(error.clone()),
-            _ => None,
-        });
+        let unavailable = results
+            .iter()
+            .filter_map(|result| result.as_ref().err().map(|(_, error)| error))
+            .chain(outcomes.iter().filter_map(|outcome| outcome.as_ref().err()))
+            .find(|error| matches!(error, StoreError::Unavailable(_)));
         if let Some(error) = unavailable {
-            set_writable(health, false, Some(&error));
+            set_writable(health, false, Some(error));
             backoff.get_or_insert(FIRST_PROBE_BACKOFF);
-        } else if results.iter().any(Result::is_ok) {
+        } else if results.iter().any(Result::is_ok) || outcomes.iter().any(Result::is_ok) {
             set_writable(health, true, None);
             backoff = None;
+        }
+        for (write, outcome) in writes.into_iter().zip(outcomes) {
+            write.answer(outcome);
         }
         // The states move into the cache (no copy): only the `Committed` part goes back.
         let mut answers = Vec::with_capacity(results.len());
@@ -224,12 +274,23 @@ pub(crate) fn probe(conn: &mut Connection) -> rusqlite::Result<()> {
 /// game it was for.
 pub(crate) type BatchResult = Result<(Committed, GameState), (Option<GameId>, StoreError)>;
 
-/// Runs a batch of commits in one transaction, each in its own savepoint.
-pub(crate) fn write_batch(conn: &mut Connection, work: Vec<(bool, Commit)>) -> Vec<BatchResult> {
-    let count = work.len();
+/// Runs a batch of commits and other writes in one transaction, each in its own savepoint:
+/// one that fails (a conflict, a taken name) is rolled back alone, with everything it wrote.
+pub(crate) fn write_batch(
+    conn: &mut Connection,
+    work: Vec<(bool, Commit)>,
+    writes: &mut [Box<dyn Write>],
+) -> (Vec<BatchResult>, Vec<Result<(), StoreError>>) {
+    let count = work.len() + writes.len();
     let mut tx = match conn.transaction_with_behavior(TransactionBehavior::Immediate) {
         Ok(tx) => tx,
-        Err(error) => return vec![Err((None, backend(error))); count],
+        Err(error) => {
+            let error = backend(error);
+            return (
+                vec![Err((None, error.clone())); work.len()],
+                vec![Err(error); writes.len()],
+            );
+        }
     };
     let mut results = Vec::with_capacity(count);
     for (create, commit) in work {
@@ -242,6 +303,13 @@ pub(crate) fn write_batch(conn: &mut Connection, work: Vec<(bool, Commit)>) -> V
         });
         results.push(result.map_err(|e| (Some(id), e)));
     }
+    let mut outcomes = Vec::with_capacity(writes.len());
+    for write in writes.iter_mut() {
+        outcomes.push(tx.savepoint().map_err(backend).and_then(|savepoint| {
+            write.apply(&savepoint)?;
+            savepoint.commit().map_err(backend)
+        }));
+    }
     if let Err(error) = tx.commit() {
         let error = backend(error);
         warn!(%error, commits = count, "database commit failed");
@@ -253,8 +321,13 @@ pub(crate) fn write_batch(conn: &mut Connection, work: Vec<(bool, Commit)>) -> V
                 *result = Err((None, error.clone()));
             }
         }
+        for outcome in &mut outcomes {
+            if outcome.is_ok() {
+                *outcome = Err(error.clone());
+            }
+        }
     }
-    results
+    (results, outcomes)
 }
 
 /// Writes one commit. Runs inside a savepoint.
@@ -315,6 +388,9 @@ pub(crate) fn apply(
         }
         (Some((ord, same_columns)), moves as usize)
     };
+    // Before anything of the game: a stale account refuses the whole commit (the savepoint
+    // rolls back whatever came first anyway).
+    accounts::apply_updates(conn, &commit.accounts)?;
 
     let sequence = expected + commit.game_events.len() as u64;
     commit.state.set_sequence(sequence);
@@ -386,6 +462,8 @@ pub(crate) fn apply(
             ord
         }
     };
+
+    accounts::link_players(conn, ord, state.info())?;
 
     for (index, record) in new_moves.into_iter().enumerate() {
         if record.mv.to_string().parse::<Move>().ok() != Some(record.mv) {
