@@ -217,6 +217,11 @@ TIME is MINUTES+SECONDS as for `create --time` (3+2, 1+0, 90s+0), or `untimed` (
 TIME); --correspondence 1d seeks a correspondence game. Ctrl-C while waiting withdraws the seek \
 (exit 130); a restart of the server ends it too (exit 69: seek again).
 
+With an account stored (`oanquan register`) the seek is the account's: --rated pairs only \
+with rated seeks of other accounts and the result changes both ratings; --range 1400-1700 \
+pairs only with opponents whose rating at this speed is within the range. --anonymous seeks \
+without the account.
+
 With --computer-after WAIT the server's computer plays you if nobody has come after WAIT (30s, \
 2m; 1 second to 10 minutes), at --level (1-7 or a name, see `create --help`; default casual).
 
@@ -369,7 +374,8 @@ RevokeApiKeyResponse.")]
 
 const PLAY_LONG_ABOUT: &str = "\
 Play a game you hold a seat in (from `create`, `join`, `seek` or `accept` with the same \
---server). The board is \
+--server; or a seat of your account, with its API key from the account file, also where the \
+seat's token is not stored). The board is \
 drawn from your seat; when it is your turn, type a move in your own terms: your square 1-5 \
 counted from your left, then l/left or r/right as you see the board: `3 r`, `3r`, `2 left`. \
 Other commands at the prompt: `moves` (legal moves), `board`, `hint` (the server's engine \
