@@ -683,6 +683,46 @@ mod tests {
         );
     }
 
+    /// `pages` over a fake server of three pages (tokens "" → "p2" → "p3" → end), recording
+    /// the tokens asked for.
+    fn paged(page: &PageArgs) -> (Vec<u32>, String, Vec<String>) {
+        let asked = std::cell::RefCell::new(Vec::new());
+        let (items, next) = futures::executor::block_on(pages(page, |token: String| {
+            asked.borrow_mut().push(token.clone());
+            async move {
+                Ok(match token.as_str() {
+                    "" => (vec![1, 2], "p2".to_owned()),
+                    "p2" => (vec![3, 4], "p3".to_owned()),
+                    _ => (vec![5], String::new()),
+                })
+            }
+        }))
+        .expect("pages");
+        (items, next, asked.into_inner())
+    }
+
+    #[test]
+    fn one_page_or_all_of_them() {
+        let page = |token: Option<&str>, all| PageArgs {
+            page_size: None,
+            page_token: token.map(str::to_owned),
+            all,
+        };
+        assert_eq!(
+            paged(&page(None, false)),
+            (vec![1, 2], "p2".to_owned(), vec![String::new()])
+        );
+        assert_eq!(
+            paged(&page(Some("p2"), false)),
+            (vec![3, 4], "p3".to_owned(), vec!["p2".to_owned()])
+        );
+        let (items, next, asked) = paged(&page(None, true));
+        assert_eq!(items, [1, 2, 3, 4, 5]);
+        assert_eq!(next, "", "nothing after every page");
+        assert_eq!(asked, ["", "p2", "p3"]);
+        assert!(more_line("p2").contains("--page-token p2"));
+    }
+
     #[test]
     fn an_account_is_not_replaced_without_force() {
         let dir = tempfile::tempdir().expect("tempdir");
