@@ -86,6 +86,9 @@ pub struct View<'a> {
     pub hand: Option<u32>,
     /// A timed game's clocks as shown (`4:59`), first player then second.
     pub clocks: Option<[String; 2]>,
+    /// Each seat's rating as shown next to its name (`1523?`), for a seat that is an account
+    /// in a timed game; first player then second.
+    pub ratings: [Option<String>; 2],
 }
 
 const ESC_RESET: &str = "\x1b[0m";
@@ -181,6 +184,10 @@ fn player_line(
     } else {
         name
     };
+    let rating = view.ratings[idx]
+        .as_ref()
+        .filter(|_| !view.names[idx].trim().is_empty())
+        .map_or_else(String::new, |r| format!(" ({r})"));
     let you = if view.you == Some(side) { " (you)" } else { "" };
     let turn = if view.to_move == Some(side) {
         format!("  {}", paint(glyphs.turn, &[ESC_BOLD], style))
@@ -196,7 +203,7 @@ fn player_line(
         };
         format!("  clock {}", paint(&c[idx], codes, style))
     });
-    format!("  {side} player: {name}{you}  score {score}{clock}{turn}")
+    format!("  {side} player: {name}{rating}{you}  score {score}{clock}{turn}")
 }
 
 /// Draws the board for `view`; one string per line, each starting with two spaces.
@@ -449,6 +456,7 @@ mod tests {
             highlight: None,
             hand: None,
             clocks: None,
+            ratings: [None, None],
         }
     }
 
@@ -521,6 +529,26 @@ mod tests {
         assert_eq!(
             lines[7],
             "  second player: bob (you)  score 4  clock 0:09.4"
+        );
+    }
+
+    #[test]
+    fn ratings_stand_next_to_their_names() {
+        let mut v = view(Side::First);
+        v.ratings = [Some("1523?".to_owned()), None];
+        let lines = render(&distinct(), &v, Style::PLAIN);
+        assert_eq!(lines[0], "  second player: bob  score 4");
+        assert_eq!(
+            lines[7],
+            "  first player: alice (1523?) (you)  score 3  <- to move"
+        );
+        // An empty seat has no rating to show.
+        v.names = ["", "bob"];
+        let lines = render(&distinct(), &v, Style::PLAIN);
+        assert!(
+            lines[7].contains("first player: (empty seat) (you)"),
+            "{}",
+            lines[7]
         );
     }
 

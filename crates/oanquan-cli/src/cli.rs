@@ -32,6 +32,17 @@ machine (or one person playing both sides) keep both seats of a game side by sid
 recognised however it is written: `127.0.0.1:50051`, `http://127.0.0.1:50051` and \
 `http://127.0.0.1:50051/` are the same.
 
+ACCOUNTS
+    Anonymous play needs nothing: a seat is a display name. `oanquan register NAME` makes an \
+account on the server and keeps its secret API key in $XDG_CONFIG_HOME/oanquan/account.json \
+(next to the token file, mode 0600, one account per server; the key is not printed). From \
+then on `create`, `join`, `seek` and `accept` play as the account: the board shows your \
+username and rating, `--rated` games change the ratings (Glicko-2, one per speed: bullet, \
+blitz, rapid, classical, correspondence; a `?` marks a provisional rating), and `seek --range \
+1400-1700` pairs only with opponents rated within the range. `--anonymous` plays without the \
+account. `oanquan me`, `player NAME`, `top [SPEED]` and `games [NAME]` show profiles, \
+leaderboards and game histories; `oanquan keys` lists, makes and revokes API keys.
+
 CLOCKS
     `create --time 5+3` starts a game with a Fischer clock (5 minutes each, 3 seconds added \
 after each move); `--correspondence 2d` gives every move two days. The clocks are the \
@@ -82,6 +93,12 @@ EXAMPLES:
     Watch a game as a spectator, or as JSON lines for a script:
         oanquan watch 7fq3k2
         oanquan watch 7fq3k2 --json | jq -c '.event.movePlayed.record.move // empty'
+    Register an account, play a rated game, see the ratings:
+        oanquan register Lan
+        oanquan seek 5+0 --rated --range 1400-1700
+        oanquan me
+        oanquan top blitz
+        oanquan games --result win
     Another server:
         OANQUAN_SERVER=http://games.example:50051 oanquan list
     A server with TLS, its certificate self-signed or from a private CA:
@@ -200,6 +217,11 @@ TIME is MINUTES+SECONDS as for `create --time` (3+2, 1+0, 90s+0), or `untimed` (
 TIME); --correspondence 1d seeks a correspondence game. Ctrl-C while waiting withdraws the seek \
 (exit 130); a restart of the server ends it too (exit 69: seek again).
 
+With an account stored (`oanquan register`) the seek is the account's: --rated pairs only \
+with rated seeks of other accounts and the result changes both ratings; --range 1400-1700 \
+pairs only with opponents whose rating at this speed is within the range. --anonymous seeks \
+without the account.
+
 With --computer-after WAIT the server's computer plays you if nobody has come after WAIT (30s, \
 2m; 1 second to 10 minutes), at --level (1-7 or a name, see `create --help`; default casual).
 
@@ -286,11 +308,74 @@ ListMovesResponse (`.moves[]`, `.startPosition`).")]
     #[command(long_about = "\
 List the rule presets a game can be created with. With --json, the ListPresetsResponse.")]
     Presets,
+
+    /// Register an account and keep its API key: play as yourself, with ratings.
+    #[command(long_about = "\
+Register an account on the server. Its secret API key is stored in account.json in the config \
+directory (next to the token file; mode 0600, one account per server) and is not printed: \
+`create`, `join`, `seek` and `accept` then play as the account (--anonymous plays without \
+it), and `me`, `games` and `keys` use it. Anyone with the key plays as you: keep the file \
+private. An account already stored for the server is not replaced without --force (its key \
+stays valid on the server; `oanquan keys` lists keys, `keys revoke` ends one).
+
+Usernames are 3-20 characters: letters of one script (Latin with Vietnamese diacritics, \
+Cyrillic, Greek, ...), digits, `_` and `-` (not first, last or doubled); unique ignoring case \
+and look-alike letters. A taken name exits 4, a refused one 2 with the reason.
+
+With --json, prints the RegisterResponse without its `apiKey` (the key goes to the account \
+file only).")]
+    Register(RegisterArgs),
+
+    /// Your own profile: ratings, wins, draws and losses.
+    #[command(long_about = "\
+Your own profile, as the server knows the account in the account file (see `oanquan \
+register`): ratings per speed (a `?` marks a provisional one: fewer than 10 games or still \
+uncertain), rating deviation, rated games, wins, draws and losses, registration date. Exits 5 \
+without an account or if the server refuses its key. With --json, the GetMeResponse.")]
+    Me,
+
+    /// A player's profile: ratings, wins, draws and losses.
+    #[command(long_about = "\
+A player's public profile by username (any case): ratings per speed (a `?` marks a \
+provisional one), rating deviation, rated games, wins, draws and losses, registration date. \
+Exits 3 if there is no such player. With --json, the GetPlayerResponse.")]
+    Player(PlayerArgs),
+
+    /// The best players at one speed (default blitz).
+    #[command(long_about = "\
+The leaderboard of one speed, best first: rank, player, rating, rating deviation and rated \
+games. Provisional ratings are left out until they settle. One page at a time (--page-size, \
+at most 100); the last line names the command for the next page (--page-token), or --all \
+fetches every page. With --json, the LeaderboardResponse (with --all, every entry in one, \
+without `nextPageToken`).")]
+    Top(TopArgs),
+
+    /// A player's games, newest first (default: yours).
+    #[command(long_about = "\
+A player's games, newest first (without NAME: the account in the account file): date, game, \
+time control, whether rated, the result for the player, the opponent, the score and, for \
+rated games, the player's rating change. --result and --speed filter them. One page at a \
+time (--page-size, at most 100); the last line names the command for the next page \
+(--page-token, with the same filters), or --all fetches every page. With --json, the \
+ListPlayerGamesResponse (with --all, every game in one, without `nextPageToken`).")]
+    Games(GamesArgs),
+
+    /// Your API keys: list them, make a new one, revoke one.
+    #[command(long_about = "\
+Your account's API keys (the account in the account file): `oanquan keys` lists them, \
+revoked ones too, without their secrets (the one stored here is marked); `oanquan keys new` \
+makes a new key and prints it once (for another machine or a program), or with --store keeps \
+it here in place of the stored one; `oanquan keys revoke ID` ends a key from the next call \
+on (revoking the one stored here also removes it from the account file). With --json, the \
+ListApiKeysResponse, CreateApiKeyResponse (less `apiKey` with --store) or \
+RevokeApiKeyResponse.")]
+    Keys(KeysArgs),
 }
 
 const PLAY_LONG_ABOUT: &str = "\
 Play a game you hold a seat in (from `create`, `join`, `seek` or `accept` with the same \
---server). The board is \
+--server; or a seat of your account, with its API key from the account file, also where the \
+seat's token is not stored). The board is \
 drawn from your seat; when it is your turn, type a move in your own terms: your square 1-5 \
 counted from your left, then l/left or r/right as you see the board: `3 r`, `3r`, `2 left`. \
 Other commands at the prompt: `moves` (legal moves), `board`, `hint` (the server's engine \
@@ -361,6 +446,9 @@ traces) are for people; the others are, one per line:
                                                 `draw` or `aborted`; REASON mandarins,
                                                 repetition, ply limit, resignation,
                                                 aborted, timeout, agreement, abandonment
+    rating: NAME BEFORE → AFTER (+D|-D)         rated games, after `game over:`, first
+                                                player then second; AFTER ends with `?`
+                                                while the rating is provisional
     rematch? (rematch/no)                       after the game (on a terminal, or with
                                                 --rematch), while one can be offered
     NAME offers a rematch — type rematch to accept, no to decline
@@ -420,8 +508,26 @@ pub struct CreateArgs {
     #[command(flatten)]
     pub clock: ClockArgs,
 
+    /// A rated game: the result changes both players' ratings. Needs your account (`oanquan
+    /// register`), a clock (--time or --correspondence) and a person as the opponent; only an
+    /// account can join it.
+    #[arg(long, conflicts_with_all = ["anonymous", "computer"])]
+    pub rated: bool,
+
+    #[command(flatten)]
+    pub account: AccountArg,
+
     #[command(flatten, next_help_heading = "With --play")]
     pub live: LiveArgs,
+}
+
+/// Whether to play as the stored account.
+#[derive(Debug, Args)]
+pub struct AccountArg {
+    /// Play without your account even though one is stored: as a display name (--name), with
+    /// no rating.
+    #[arg(long)]
+    pub anonymous: bool,
 }
 
 /// The time control of a new game (`create`).
@@ -511,8 +617,53 @@ pub struct SeekArgs {
     )]
     pub level: Option<u32>,
 
+    /// A rated game: pairs only with rated seeks of other accounts. Needs your account
+    /// (`oanquan register`) and a time control.
+    #[arg(long, conflicts_with = "anonymous")]
+    pub rated: bool,
+
+    /// Only opponents rated MIN to MAX (inclusive) at this speed, e.g. 1400-1700: players
+    /// with an account (anonymous ones have no rating).
+    #[arg(long, value_name = "MIN-MAX", value_parser = parse_range)]
+    pub range: Option<RatingRange>,
+
+    #[command(flatten)]
+    pub account: AccountArg,
+
     #[command(flatten, next_help_heading = "Playing")]
     pub live: LiveArgs,
+}
+
+/// An inclusive range of ratings (`seek --range`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RatingRange {
+    pub min: i32,
+    pub max: i32,
+}
+
+/// The highest rating `--range` accepts: far above any Glicko-2 rating, low enough to catch a
+/// typo.
+const MAX_RATING: i32 = 4000;
+
+/// `1400-1700`: MIN-MAX, inclusive, MIN ≤ MAX.
+pub fn parse_range(text: &str) -> Result<RatingRange, String> {
+    let usage = || format!("`{text}` is not a rating range: use MIN-MAX, e.g. 1400-1700");
+    let (min, max) = text.trim().split_once('-').ok_or_else(usage)?;
+    let number = |s: &str| -> Result<i32, String> {
+        let s = s.trim();
+        if s.is_empty() || !s.bytes().all(|b| b.is_ascii_digit()) {
+            return Err(usage());
+        }
+        s.parse::<i32>()
+            .ok()
+            .filter(|n| *n <= MAX_RATING)
+            .ok_or_else(|| format!("ratings in --range go up to {MAX_RATING}"))
+    };
+    let (min, max) = (number(min)?, number(max)?);
+    if min > max {
+        return Err(format!("--range {min}-{max}: the lower bound comes first"));
+    }
+    Ok(RatingRange { min, max })
 }
 
 impl SeekArgs {
@@ -533,6 +684,9 @@ pub struct AcceptArgs {
 
     #[command(flatten)]
     pub name: NameArg,
+
+    #[command(flatten)]
+    pub account: AccountArg,
 
     #[command(flatten, next_help_heading = "Playing")]
     pub live: LiveArgs,
@@ -572,7 +726,8 @@ pub fn level_name(level: u32) -> String {
 
 #[derive(Debug, Args)]
 pub struct NameArg {
-    /// Your display name (1-32 characters; not authenticated) [default: $USER].
+    /// Your display name (1-32 characters; not authenticated) [default: $USER]. Playing as your
+    /// account, the seat shows its username instead.
     #[arg(long, env = "OANQUAN_NAME", value_name = "NAME")]
     pub name: Option<String>,
 }
@@ -585,6 +740,9 @@ pub struct JoinArgs {
 
     #[command(flatten)]
     pub name: NameArg,
+
+    #[command(flatten)]
+    pub account: AccountArg,
 
     /// Go straight to `play` after joining.
     #[arg(long)]
@@ -700,6 +858,121 @@ pub struct MovesArgs {
     pub trace: bool,
 }
 
+#[derive(Debug, Args)]
+pub struct RegisterArgs {
+    /// The username: 3-20 letters, digits, `_` or `-`.
+    pub username: String,
+
+    /// Replace the account already stored for this server (its key keeps working on the
+    /// server until revoked).
+    #[arg(long)]
+    pub force: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct PlayerArgs {
+    /// The username (any case).
+    pub username: String,
+}
+
+/// A rating category, from a game's time control.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum Speed {
+    /// Estimated duration (initial + 40 × increment) under 3 minutes: 1+0, 2+1.
+    Bullet,
+    /// Under 8 minutes: 3+0, 3+2, 5+0.
+    Blitz,
+    /// Under 25 minutes: 10+0, 15+10.
+    Rapid,
+    /// 25 minutes or more: 30+0.
+    Classical,
+    /// A fixed time per move (--correspondence).
+    Correspondence,
+}
+
+/// Which page of a paginated list.
+#[derive(Debug, Args)]
+pub struct PageArgs {
+    /// At most this many per page (1-100) [default: the server's, 50].
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=100))]
+    pub page_size: Option<u32>,
+
+    /// The page after the one that printed this token (the same filters).
+    #[arg(long, value_name = "TOKEN", conflicts_with = "all")]
+    pub page_token: Option<String>,
+
+    /// Every page, not only the first.
+    #[arg(long)]
+    pub all: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct TopArgs {
+    /// The speed.
+    #[arg(value_enum, default_value_t = Speed::Blitz)]
+    pub speed: Speed,
+
+    #[command(flatten)]
+    pub page: PageArgs,
+}
+
+/// A game's result for the player (`games --result`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum ResultFilter {
+    /// Games the player won.
+    Win,
+    /// Drawn games.
+    Draw,
+    /// Games the player lost.
+    Loss,
+}
+
+#[derive(Debug, Args)]
+pub struct GamesArgs {
+    /// The player (any case) [default: your account].
+    pub username: Option<String>,
+
+    /// Only games with this result for the player.
+    #[arg(long, value_enum)]
+    pub result: Option<ResultFilter>,
+
+    /// Only games of this speed.
+    #[arg(long, value_enum)]
+    pub speed: Option<Speed>,
+
+    #[command(flatten)]
+    pub page: PageArgs,
+}
+
+#[derive(Debug, Args)]
+pub struct KeysArgs {
+    #[command(subcommand)]
+    pub action: Option<KeysAction>,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum KeysAction {
+    /// Make a new API key and print it once (with --store: keep it here instead).
+    New(KeysNewArgs),
+    /// Revoke an API key by its id (see `oanquan keys`).
+    Revoke(KeysRevokeArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct KeysNewArgs {
+    /// Keep the new key in the account file in place of the stored one, without printing it
+    /// (to replace a key: `keys new --store`, then `keys revoke OLD-ID`).
+    #[arg(long)]
+    pub store: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct KeysRevokeArgs {
+    /// The key's id, as `oanquan keys` lists it. Ids may start with `-`.
+    #[arg(allow_hyphen_values = true)]
+    pub id: String,
+}
+
 #[cfg(test)]
 mod tests {
     use clap::CommandFactory as _;
@@ -722,6 +995,9 @@ mod tests {
             "--ca-cert <FILE>",
             "OANQUAN_CA_CERT",
             "oanquan --server https://",
+            "ACCOUNTS",
+            "oanquan register Lan",
+            "account.json",
         ] {
             assert!(help.contains(needle), "missing {needle:?} in:\n{help}");
         }
@@ -733,7 +1009,7 @@ mod tests {
         command.build();
         for name in [
             "create", "join", "play", "watch", "list", "show", "moves", "presets", "seek", "seeks",
-            "accept",
+            "accept", "register", "me", "player", "top", "games", "keys",
         ] {
             let help = command
                 .find_subcommand_mut(name)
@@ -875,6 +1151,161 @@ mod tests {
             Cli::try_parse_from(["oanquan", "seeks"]).map(|c| c.command),
             Ok(Command::Seeks)
         ));
+    }
+
+    fn parse(args: &[&str]) -> Result<Command, clap::Error> {
+        let argv = ["oanquan"].iter().chain(args).copied();
+        Cli::try_parse_from(argv).map(|c| c.command)
+    }
+
+    #[test]
+    fn rating_ranges() {
+        assert_eq!(
+            parse_range("1400-1700"),
+            Ok(RatingRange {
+                min: 1400,
+                max: 1700
+            })
+        );
+        assert_eq!(
+            parse_range(" 0 - 4000 "),
+            Ok(RatingRange { min: 0, max: 4000 })
+        );
+        assert_eq!(
+            parse_range("1500-1500"),
+            Ok(RatingRange {
+                min: 1500,
+                max: 1500
+            })
+        );
+        for (bad, needle) in [
+            ("1700-1400", "lower bound comes first"),
+            ("1400", "MIN-MAX"),
+            ("-1400", "MIN-MAX"),
+            ("1400-", "MIN-MAX"),
+            ("a-b", "MIN-MAX"),
+            ("+1-5", "MIN-MAX"),
+            ("1400-99999999999", "up to 4000"),
+            ("1400-1700-1900", "MIN-MAX"),
+        ] {
+            let err = parse_range(bad).expect_err(bad);
+            assert!(err.contains(needle), "{bad}: {err}");
+        }
+    }
+
+    #[test]
+    fn account_options_on_create_and_seek() {
+        let c = create(&["--time", "5+3", "--rated"]).expect("parses");
+        assert!(c.rated && !c.account.anonymous);
+        assert!(create(&["--anonymous"]).expect("parses").account.anonymous);
+        for conflict in [
+            &["--rated", "--anonymous"][..],
+            &["--rated", "--computer", "club"][..],
+        ] {
+            assert_eq!(
+                create(conflict).expect_err("conflict").kind(),
+                clap::error::ErrorKind::ArgumentConflict,
+                "{conflict:?}"
+            );
+        }
+        let s = seek(&["5+0", "--rated", "--range", "1400-1700"]).expect("parses");
+        assert!(s.rated);
+        assert_eq!(
+            s.range,
+            Some(RatingRange {
+                min: 1400,
+                max: 1700
+            })
+        );
+        assert!(seek(&["--range", "1400-1700", "--anonymous"]).is_ok());
+        assert!(seek(&["5+0", "--rated", "--anonymous"]).is_err());
+        assert_eq!(
+            seek(&["--range", "9-1"]).expect_err("bad").kind(),
+            clap::error::ErrorKind::ValueValidation
+        );
+        for args in [
+            &["join", "g", "--anonymous"][..],
+            &["accept", "s", "--anonymous"][..],
+        ] {
+            match parse(args) {
+                Ok(
+                    Command::Join(JoinArgs { account, .. })
+                    | Command::Accept(AcceptArgs { account, .. }),
+                ) => {
+                    assert!(account.anonymous, "{args:?}");
+                }
+                other => panic!("{args:?}: {other:?}"),
+            }
+        }
+    }
+
+    #[test]
+    fn account_commands() {
+        match parse(&["register", "Lan", "--force"]) {
+            Ok(Command::Register(r)) => assert!(r.username == "Lan" && r.force),
+            other => panic!("{other:?}"),
+        }
+        assert!(parse(&["register"]).is_err(), "a username is needed");
+        assert!(matches!(parse(&["me", "--json"]), Ok(Command::Me)));
+        match parse(&["player", "lan"]) {
+            Ok(Command::Player(p)) => assert_eq!(p.username, "lan"),
+            other => panic!("{other:?}"),
+        }
+        match parse(&["top"]) {
+            Ok(Command::Top(t)) => {
+                assert_eq!(t.speed, Speed::Blitz, "blitz by default");
+                assert!(!t.page.all && t.page.page_token.is_none() && t.page.page_size.is_none());
+            }
+            other => panic!("{other:?}"),
+        }
+        match parse(&["top", "rapid", "--page-token", "abc", "--page-size", "10"]) {
+            Ok(Command::Top(t)) => {
+                assert_eq!(t.speed, Speed::Rapid);
+                assert_eq!(t.page.page_token.as_deref(), Some("abc"));
+                assert_eq!(t.page.page_size, Some(10));
+            }
+            other => panic!("{other:?}"),
+        }
+        assert!(parse(&["top", "hyperbullet"]).is_err());
+        assert!(parse(&["top", "--all", "--page-token", "x"]).is_err());
+        assert!(parse(&["top", "--page-size", "0"]).is_err());
+        assert!(parse(&["top", "--page-size", "101"]).is_err());
+        match parse(&["games"]) {
+            Ok(Command::Games(g)) => {
+                assert_eq!(g.username, None, "yours by default");
+                assert_eq!((g.result, g.speed), (None, None));
+            }
+            other => panic!("{other:?}"),
+        }
+        match parse(&[
+            "games", "Minh", "--result", "loss", "--speed", "bullet", "--all",
+        ]) {
+            Ok(Command::Games(g)) => {
+                assert_eq!(g.username.as_deref(), Some("Minh"));
+                assert_eq!(g.result, Some(ResultFilter::Loss));
+                assert_eq!(g.speed, Some(Speed::Bullet));
+                assert!(g.page.all);
+            }
+            other => panic!("{other:?}"),
+        }
+        assert!(parse(&["games", "--result", "won"]).is_err());
+        assert!(matches!(
+            parse(&["keys"]),
+            Ok(Command::Keys(KeysArgs { action: None }))
+        ));
+        assert!(matches!(
+            parse(&["keys", "new", "--store"]),
+            Ok(Command::Keys(KeysArgs {
+                action: Some(KeysAction::New(KeysNewArgs { store: true }))
+            }))
+        ));
+        match parse(&["keys", "revoke", "-k1"]) {
+            Ok(Command::Keys(KeysArgs {
+                action: Some(KeysAction::Revoke(r)),
+            })) => assert_eq!(r.id, "-k1"),
+            other => panic!("{other:?}"),
+        }
+        assert!(parse(&["keys", "revoke"]).is_err());
     }
 
     #[test]

@@ -3,6 +3,7 @@
 use std::path::Path;
 use std::time::Duration;
 
+use oanquan_proto::v1::account_service_client::AccountServiceClient;
 use oanquan_proto::v1::game_service_client::GameServiceClient;
 use oanquan_proto::v1::rules_service_client::RulesServiceClient;
 use tonic::transport::{Certificate, Channel, ClientTlsConfig, Endpoint};
@@ -10,11 +11,12 @@ use tonic::transport::{Certificate, Channel, ClientTlsConfig, Endpoint};
 use crate::error::{CliError, code, error_chain};
 use crate::tokens::normalize_server;
 
-/// The two service clients over one HTTP/2 connection.
+/// The service clients over one HTTP/2 connection.
 #[derive(Debug, Clone)]
 pub struct Clients {
     pub games: GameServiceClient<Channel>,
     pub rules: RulesServiceClient<Channel>,
+    pub accounts: AccountServiceClient<Channel>,
 }
 
 /// How long one unary request may take before the client calls the server unavailable. Streams
@@ -195,7 +197,8 @@ pub async fn connect(server: &Server) -> Result<Clients, CliError> {
         .map_err(|e| server.connect_error(&e))?;
     Ok(Clients {
         games: GameServiceClient::new(channel.clone()),
-        rules: RulesServiceClient::new(channel),
+        rules: RulesServiceClient::new(channel.clone()),
+        accounts: AccountServiceClient::new(channel),
     })
 }
 
@@ -220,6 +223,27 @@ pub fn bearer<T>(
         CliError::new(
             code::AUTH,
             "the stored token is not a valid header value; join the game again",
+        )
+    })?;
+    request.metadata_mut().insert("authorization", value);
+    Ok(request)
+}
+
+/// `request` sent as an account: its API key as the bearer token, if there is one (`None`
+/// plays anonymously).
+pub fn as_account<T>(
+    mut request: tonic::Request<T>,
+    api_key: Option<&str>,
+) -> Result<tonic::Request<T>, CliError> {
+    let Some(key) = api_key else {
+        return Ok(request);
+    };
+    // The error names the file, never the key.
+    let value = format!("Bearer {key}").parse().map_err(|_| {
+        CliError::new(
+            code::AUTH,
+            "the API key in the account file is not a valid header value: check the file, or \
+             register again with `oanquan register NAME --force`",
         )
     })?;
     request.metadata_mut().insert("authorization", value);
@@ -329,6 +353,23 @@ mod tests {
             None
         );
         assert_eq!(connect_hint(false, unknown), None);
+    }
+
+    #[test]
+    fn api_keys_go_in_the_authorization_header() {
+        let anonymous = as_account(request(()), None).expect("no key");
+        assert!(anonymous.metadata().get("authorization").is_none());
+        let signed = as_account(request(()), Some("oqk_a.b")).expect("a key");
+        assert_eq!(
+            signed
+                .metadata()
+                .get("authorization")
+                .and_then(|v| v.to_str().ok()),
+            Some("Bearer oqk_a.b")
+        );
+        let err = as_account(request(()), Some("oqk_\nsecret")).expect_err("invalid");
+        assert_eq!(err.code, code::AUTH);
+        assert!(!err.message.contains("secret"), "{}", err.message);
     }
 
     #[test]

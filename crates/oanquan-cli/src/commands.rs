@@ -10,11 +10,12 @@ use oanquan_proto::v1::{
     Player, PlayerKind, ResignRequest, RulesSpec, Seek, rules_spec,
 };
 
+use crate::accounts::{playing_account, seat_of_player};
 use crate::board::{self, BoardState, View};
 use crate::cli::{
     AcceptArgs, CreateArgs, Filter, JoinArgs, ListArgs, MovesArgs, NameArg, SeatArgs, ShowArgs,
 };
-use crate::client::{Clients, authed, request};
+use crate::client::{Clients, as_account, authed, request};
 use crate::clocks::{LocalClocks, format_clock};
 use crate::context::Context;
 use crate::error::{CliError, code};
@@ -22,6 +23,7 @@ use crate::json;
 use crate::live::{end_line, game_over_line, move_line};
 use crate::moves::Side;
 use crate::output::{out, out_inline, out_lines};
+use crate::ratings::{rating_lines, seat_label, seat_rating};
 use crate::timecontrol::{TimeControl, format_span, from_proto_duration};
 use crate::tokens::{Entry, TokenStore};
 
@@ -40,6 +42,56 @@ pub fn display_name(arg: &NameArg) -> Result<String, CliError> {
         ));
     }
     Ok(name)
+}
+
+/// Who takes a seat: an account (its API key goes with the request, its username is the
+/// seat's name) or an anonymous display name. No `Debug`: it holds the key.
+pub struct Seating {
+    pub name: String,
+    pub api_key: Option<String>,
+}
+
+impl Seating {
+    /// The stored account unless `anonymous`; otherwise `--name` (or $USER).
+    pub fn new(ctx: &Context, name: &NameArg, anonymous: bool) -> Result<Self, CliError> {
+        match playing_account(ctx, anonymous)? {
+            Some(account) => Ok(Self {
+                name: account.username,
+                api_key: Some(account.api_key),
+            }),
+            None => Ok(Self {
+                name: display_name(name)?,
+                api_key: None,
+            }),
+        }
+    }
+
+    /// `request` with the account's key, if any.
+    pub fn sign<T>(&self, request: tonic::Request<T>) -> Result<tonic::Request<T>, CliError> {
+        as_account(request, self.api_key.as_deref())
+    }
+
+    /// Refuses `--rated` here rather than at the server when it cannot work, saying why.
+    pub fn check_rated(&self, rated: bool, tc: TimeControl) -> Result<(), CliError> {
+        if !rated {
+            return Ok(());
+        }
+        if self.api_key.is_none() {
+            return Err(CliError::new(
+                code::REJECTED,
+                "--rated needs an account, and none is stored for this server: register with \
+                 `oanquan register NAME` first",
+            ));
+        }
+        if tc == TimeControl::Untimed {
+            return Err(CliError::new(
+                code::USAGE,
+                "--rated needs a clock (untimed games are never rated): add a time control, \
+                 e.g. 5+3, or a correspondence time",
+            ));
+        }
+        Ok(())
+    }
 }
 
 pub fn seat_of(value: i32, what: &str) -> Result<Side, CliError> {
@@ -98,7 +150,10 @@ pub fn record_seat(
                 crate::cli::level_name(computer.computer_level)
             ))?;
         } else if let Some(person) = opponent.filter(|s| s.occupied) {
-            out(format!("opponent: {}", person.display_name))?;
+            out(format!("opponent: {}", seat_label(Some(person))))?;
+        }
+        if game.rated {
+            out("rated game: the result changes both players' ratings")?;
         }
         out(format!("play with: oanquan play {}", game.id))?;
     }
@@ -111,12 +166,15 @@ pub async fn create(
     clients: &mut Clients,
     args: &CreateArgs,
 ) -> Result<(String, Side), CliError> {
-    let name = display_name(&args.name)?;
+    let seating = Seating::new(ctx, &args.name, args.account.anonymous)?;
+    let tc = args.clock.time_control();
+    seating.check_rated(args.rated, tc)?;
+    let name = seating.name.clone();
     let store = ctx.token_store()?;
     let seat = args.seat.side().map_or(Player::Unspecified, Side::to_proto);
     let response = clients
         .games
-        .create_game(request(CreateGameRequest {
+        .create_game(seating.sign(request(CreateGameRequest {
             rules: Some(RulesSpec {
                 kind: Some(rules_spec::Kind::Preset(args.preset.clone())),
             }),
@@ -124,8 +182,9 @@ pub async fn create(
             seat: seat.into(),
             display_name: name.clone(),
             computer: args.computer.map(|level| ComputerOpponent { level }),
-            time_control: args.clock.time_control().to_proto(),
-        }))
+            time_control: tc.to_proto(),
+            rated: args.rated,
+        }))?)
         .await
         .map_err(|s| CliError::from_status("create game", &s))?
         .into_inner();
@@ -154,14 +213,15 @@ pub async fn join(
     clients: &mut Clients,
     args: &JoinArgs,
 ) -> Result<(String, Side), CliError> {
-    let name = display_name(&args.name)?;
+    let seating = Seating::new(ctx, &args.name, args.account.anonymous)?;
+    let name = seating.name.clone();
     let store = ctx.token_store()?;
     let response = clients
         .games
-        .join_game(request(JoinGameRequest {
+        .join_game(seating.sign(request(JoinGameRequest {
             game_id: args.game.clone(),
             display_name: name.clone(),
-        }))
+        }))?)
         .await
         .map_err(|s| CliError::from_status(&format!("join game {}", args.game), &s))?
         .into_inner();
@@ -193,12 +253,15 @@ fn filter(f: Filter) -> GameFilter {
     }
 }
 
-fn seat_name(game: &Game, side: Side) -> String {
-    let seat = match side {
+fn seat(game: &Game, side: Side) -> Option<&oanquan_proto::v1::Seat> {
+    match side {
         Side::First => game.first_seat.as_ref(),
         Side::Second => game.second_seat.as_ref(),
-    };
-    match seat {
+    }
+}
+
+fn seat_name(game: &Game, side: Side) -> String {
+    match seat(game, side) {
         Some(s) if s.occupied => s.display_name.clone(),
         _ => "-".to_owned(),
     }
@@ -259,8 +322,8 @@ pub async fn list(ctx: &Context, clients: &mut Clients, args: &ListArgs) -> Resu
             json::status_name(g.status()).to_owned(),
             preset.to_owned(),
             time_cell(TimeControl::from_proto(g.time_control.as_ref())),
-            seat_name(g, Side::First),
-            seat_name(g, Side::Second),
+            seat_label(seat(g, Side::First)),
+            seat_label(seat(g, Side::Second)),
             g.move_count.to_string(),
             format!("{}:{}", scores.first, scores.second),
         ]);
@@ -274,7 +337,7 @@ pub async fn list(ctx: &Context, clients: &mut Clients, args: &ListArgs) -> Resu
 /// Columns as wide as their widest cell, counted in characters (names such as "Computer
 /// (random)" or "Lân" must not push the columns after them out of line). `right[i]` aligns
 /// column `i` to the right.
-fn table<const N: usize>(rows: &[[String; N]], right: &[bool; N]) -> Vec<String> {
+pub fn table<const N: usize>(rows: &[[String; N]], right: &[bool; N]) -> Vec<String> {
     let mut widths = [0usize; N];
     for row in rows {
         for (width, cell) in widths.iter_mut().zip(row) {
@@ -370,6 +433,7 @@ pub async fn show(ctx: &Context, clients: &mut Clients, args: &ShowArgs) -> Resu
         hand: None,
         clocks: clocks
             .map(|c| [Side::First, Side::Second].map(|side| format_clock(c.remaining(side, now)))),
+        ratings: [Side::First, Side::Second].map(|side| seat_rating(seat(&game, side))),
     };
     lines.extend(board::render(
         &BoardState::from_position(&position),
@@ -401,6 +465,11 @@ pub async fn show(ctx: &Context, clients: &mut Clients, args: &ShowArgs) -> Resu
             lines.push(line);
         }
         lines.push(game_over_line(game.result.as_ref()));
+        if let Some(result) = game.result.as_ref() {
+            lines.extend(rating_lines(result, names));
+        }
+    } else if game.rated {
+        lines.push("rated game".to_owned());
     }
     out_lines(&lines)
 }
@@ -472,23 +541,36 @@ pub async fn seeks(ctx: &Context, clients: &mut Clients) -> Result<(), CliError>
     if response.seeks.is_empty() {
         return out("no open seeks; start one with `oanquan seek 3+2` (or `oanquan seek`)");
     }
-    let header = ["SEEK", "NAME", "RULES", "TIME", "COMPUTER"];
-    let mut rows: Vec<[String; 5]> = vec![header.map(str::to_owned)];
+    let header = [
+        "SEEK", "NAME", "RULES", "TIME", "RATED", "RANGE", "COMPUTER",
+    ];
+    let mut rows: Vec<[String; 7]> = vec![header.map(str::to_owned)];
     rows.extend(response.seeks.iter().map(seek_row));
-    out_lines(&table(&rows, &[false; 5]))
+    out_lines(&table(&rows, &[false; 7]))
 }
 
-fn seek_row(seek: &Seek) -> [String; 5] {
+fn seek_row(seek: &Seek) -> [String; 7] {
     let preset = if seek.preset.is_empty() {
         "custom"
     } else {
         seek.preset.as_str()
     };
+    let name = match seek.account.as_ref() {
+        Some(a) if a.rating != 0 => format!(
+            "{} ({})",
+            seek.display_name,
+            crate::ratings::rating_text(a.rating, a.provisional)
+        ),
+        _ => seek.display_name.clone(),
+    };
     [
         seek.id.clone(),
-        seek.display_name.clone(),
+        name,
         preset.to_owned(),
         time_cell(TimeControl::from_proto(seek.time_control.as_ref())),
+        if seek.rated { "rated" } else { "-" }.to_owned(),
+        seek.rating_range
+            .map_or_else(|| "-".to_owned(), |r| format!("{}-{}", r.min, r.max)),
         seek.computer_after.as_ref().map_or_else(
             || "-".to_owned(),
             |d| format!("after {}", format_span(from_proto_duration(Some(d)))),
@@ -502,14 +584,15 @@ pub async fn accept(
     clients: &mut Clients,
     args: &AcceptArgs,
 ) -> Result<(String, Side), CliError> {
-    let name = display_name(&args.name)?;
+    let seating = Seating::new(ctx, &args.name, args.account.anonymous)?;
+    let name = seating.name.clone();
     let store = ctx.token_store()?;
     let response = clients
         .games
-        .accept_seek(request(AcceptSeekRequest {
+        .accept_seek(seating.sign(request(AcceptSeekRequest {
             seek_id: args.seek.clone(),
             display_name: name.clone(),
-        }))
+        }))?)
         .await
         .map_err(|s| CliError::from_status(&format!("accept seek {}", args.seek), &s))?
         .into_inner();
@@ -587,8 +670,35 @@ pub async fn saved_seats(
     match (seats.next(), seats.next()) {
         (Some(first), Some(second)) => Ok(Seats::Both(first, second)),
         (Some(one), None) => Ok(Seats::One(one)),
-        _ => Err(no_seat(ctx, clients, &store, game_id).await),
+        _ => match account_seat(ctx, clients, game_id, wanted).await {
+            Some(entry) => Ok(Seats::One(entry)),
+            None => Err(no_seat(ctx, clients, &store, game_id).await),
+        },
     }
+}
+
+/// The seat the stored account holds in `game_id`, with its API key in place of the seat's
+/// token (the server takes either): the account's games can be played from any machine that
+/// has the account, also without the seat's token (joined elsewhere, or the token file lost).
+async fn account_seat(
+    ctx: &Context,
+    clients: &mut Clients,
+    game_id: &str,
+    wanted: Option<Side>,
+) -> Option<Entry> {
+    let account = ctx.account().ok()??;
+    let game = get_game(clients, game_id).await.ok()?;
+    let side = seat_of_player(&game, &account.username)?;
+    if wanted.is_some_and(|w| w != side) {
+        return None;
+    }
+    Some(Entry {
+        server: ctx.server.name.clone(),
+        game_id: game_id.to_owned(),
+        seat: side.name().to_owned(),
+        token: account.api_key,
+        display_name: account.username,
+    })
 }
 
 /// Why no seat of `game_id` is stored for this server, as far as the token file and the server
@@ -703,8 +813,20 @@ pub async fn resign(ctx: &Context, clients: &mut Clients, args: &SeatArgs) -> Re
         "resigned game {} as the {} player",
         args.game, entry.seat
     ))?;
-    out(game_over_line(
-        response.game.as_ref().and_then(|g| g.result.as_ref()),
+    let game = response.game.unwrap_or_default();
+    out(game_over_line(game.result.as_ref()))?;
+    out_rating_lines(&game)
+}
+
+/// A rated game's rating changes, after its `game over:` line.
+fn out_rating_lines(game: &Game) -> Result<(), CliError> {
+    let Some(result) = game.result.as_ref() else {
+        return Ok(());
+    };
+    let names = [seat_name(game, Side::First), seat_name(game, Side::Second)];
+    out_lines(&rating_lines(
+        result,
+        [names[0].as_str(), names[1].as_str()],
     ))
 }
 
@@ -757,7 +879,8 @@ pub async fn claim(ctx: &Context, clients: &mut Clients, args: &SeatArgs) -> Res
     if let Some(line) = game.result.as_ref().and_then(|r| end_line(r, names, false)) {
         out(line)?;
     }
-    out(game_over_line(game.result.as_ref()))
+    out(game_over_line(game.result.as_ref()))?;
+    out_rating_lines(&game)
 }
 
 /// Greedy word wrap for descriptions.
@@ -835,7 +958,75 @@ mod tests {
             }),
             ..Seek::default()
         };
-        assert_eq!(seek_row(&seek), ["s1", "Lan", "custom", "-", "after 30s"]);
+        assert_eq!(
+            seek_row(&seek),
+            ["s1", "Lan", "custom", "-", "-", "-", "after 30s"]
+        );
+        let rated = Seek {
+            id: "s2".into(),
+            display_name: "Lan".into(),
+            preset: "standard".into(),
+            account: Some(oanquan_proto::v1::SeatAccount {
+                username: "Lan".into(),
+                rating: 1523,
+                provisional: true,
+            }),
+            rated: true,
+            rating_range: Some(oanquan_proto::v1::RatingRange {
+                min: 1400,
+                max: 1700,
+            }),
+            ..Seek::default()
+        };
+        assert_eq!(
+            seek_row(&rated),
+            [
+                "s2",
+                "Lan (1523?)",
+                "standard",
+                "-",
+                "rated",
+                "1400-1700",
+                "-"
+            ]
+        );
+    }
+
+    #[test]
+    fn rated_needs_an_account_and_a_clock() {
+        let anonymous = Seating {
+            name: "guest".into(),
+            api_key: None,
+        };
+        let account = Seating {
+            name: "Lan".into(),
+            api_key: Some("oqk_x".into()),
+        };
+        let blitz = crate::timecontrol::parse_time("5+0").expect("5+0");
+        assert!(anonymous.check_rated(false, TimeControl::Untimed).is_ok());
+        let err = anonymous.check_rated(true, blitz).expect_err("no account");
+        assert_eq!(err.code, code::REJECTED);
+        assert!(
+            err.message.contains("oanquan register NAME"),
+            "{}",
+            err.message
+        );
+        let err = account
+            .check_rated(true, TimeControl::Untimed)
+            .expect_err("untimed");
+        assert_eq!(err.code, code::USAGE);
+        assert!(account.check_rated(true, blitz).is_ok());
+        // The key goes in the header only for an account.
+        let signed = account.sign(request(())).expect("signed");
+        assert_eq!(
+            signed
+                .metadata()
+                .get("authorization")
+                .and_then(|v| v.to_str().ok()),
+            Some("Bearer oqk_x")
+        );
+        let plain = anonymous.sign(request(())).expect("plain");
+        assert!(plain.metadata().get("authorization").is_none());
     }
 
     #[test]

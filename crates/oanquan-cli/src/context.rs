@@ -3,6 +3,7 @@
 use std::io::IsTerminal as _;
 use std::path::PathBuf;
 
+use crate::account_file::{Account, AccountFile};
 use crate::board::Style;
 use crate::cli::Global;
 use crate::client::Server;
@@ -37,6 +38,16 @@ impl Context {
 
     pub fn token_store(&self) -> Result<TokenStore, CliError> {
         TokenStore::locate(self.config_dir.as_deref())
+    }
+
+    /// The account file, next to the token file.
+    pub fn account_file(&self) -> Result<AccountFile, CliError> {
+        Ok(AccountFile::new(self.token_store()?.dir()))
+    }
+
+    /// The account stored for this server, if any.
+    pub fn account(&self) -> Result<Option<Account>, CliError> {
+        self.account_file()?.get(&self.server.name)
     }
 }
 

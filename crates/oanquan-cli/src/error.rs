@@ -45,10 +45,13 @@ EXIT CODES:
         by its reader (`oanquan watch GAME | head`): the client stops quietly
     1   unexpected failure (local I/O error, unexpected server answer)
     2   usage error, or the server rejected the request as malformed
-    3   no such game (or `accept`: no such open seek)
+    3   no such game (or `accept`: no such open seek; `player`, `games`: no such
+        player; `keys revoke`: no such key)
     4   rejected by the game's state (seat taken, game over, not started, illegal move,
-        time up)
-    5   no stored token for the game, or the server refused it
+        time up), or by the server's rules (username taken, a rated game without an
+        account, a seek's rating range)
+    5   no stored token for the game, no account stored for the server, or the server
+        refused either (an API key revoked or unknown)
     6   `play`: input ended before the game did
     69  server unavailable (cannot connect, TLS certificate refused, connection lost
         and --give-up elapsed)
@@ -219,6 +222,28 @@ fn plain_words(status: &tonic::Status, reason: Option<ErrorReason>) -> String {
         Some(ErrorReason::SeekNotFound) => {
             "that seek is not open any more (`oanquan seeks` lists the open ones)"
         }
+        Some(ErrorReason::UsernameTaken) => {
+            "that username is taken (names are compared ignoring case and look-alike letters); \
+             pick another"
+        }
+        Some(ErrorReason::BadApiKey) => {
+            "the server refuses the API key in your account file (revoked, or not this \
+             server's): check account.json in the config directory, register again with \
+             `oanquan register NAME --force`, or play with --anonymous"
+        }
+        Some(ErrorReason::RatedNeedsAccount) => {
+            "rated games are for accounts only: register with `oanquan register NAME` (and \
+             leave out --anonymous)"
+        }
+        Some(ErrorReason::PlayerNotFound) => {
+            "there is no player with that username (`oanquan top` lists rated players)"
+        }
+        Some(ErrorReason::ApiKeyNotFound) => {
+            "your account has no API key with that id (`oanquan keys` lists them)"
+        }
+        Some(ErrorReason::SeekRefused) => {
+            "that seek is not for you: your rating is outside its range, or it is your own"
+        }
         // The server words its limits for people already ("...; retry later").
         Some(ErrorReason::LimitExceeded) => return status.message().to_owned(),
         _ => match status.code() {
@@ -253,6 +278,14 @@ fn invalid_argument(status: &tonic::Status) -> String {
         field if field.starts_with("time_control.correspondence") => "--correspondence",
         "time_control" => "--time",
         "computer.after" => "--computer-after",
+        "username" => "the username",
+        "rated" => "--rated",
+        field if field.starts_with("rating_range") => "--range",
+        "speed" => "--speed",
+        "result" => "--result",
+        "page_token" => "--page-token",
+        "page_size" => "--page-size",
+        "key_id" => "the key id",
         _ => return status.message().to_owned(),
     };
     format!("{option}: {}", violation.description)
@@ -388,6 +421,75 @@ mod tests {
         assert_eq!(
             CliError::from_status("create game", &bad).message,
             "create game: --time: must be between 1s and 3h"
+        );
+    }
+
+    #[test]
+    fn account_refusals_in_plain_words() {
+        let refusal = |reason: &str, code: Code| {
+            tonic::Status::with_error_details(
+                code,
+                "api words",
+                tonic_types::ErrorDetails::with_error_info(
+                    reason,
+                    "oanquan.v1",
+                    std::collections::HashMap::new(),
+                ),
+            )
+        };
+        let err = |reason, status_code| CliError::from_status("x", &refusal(reason, status_code));
+        let taken = err("ERROR_REASON_USERNAME_TAKEN", Code::AlreadyExists);
+        assert_eq!(taken.code, code::REJECTED);
+        assert!(
+            taken.message.contains("username is taken"),
+            "{}",
+            taken.message
+        );
+        let bad_key = err("ERROR_REASON_BAD_API_KEY", Code::Unauthenticated);
+        assert_eq!(bad_key.code, code::AUTH);
+        for needle in ["account.json", "oanquan register", "--anonymous"] {
+            assert!(bad_key.message.contains(needle), "{}", bad_key.message);
+        }
+        let rated = err("ERROR_REASON_RATED_NEEDS_ACCOUNT", Code::FailedPrecondition);
+        assert_eq!(rated.code, code::REJECTED);
+        assert!(
+            rated.message.contains("oanquan register NAME"),
+            "{}",
+            rated.message
+        );
+        let missing = err("ERROR_REASON_PLAYER_NOT_FOUND", Code::NotFound);
+        assert_eq!(missing.code, code::NOT_FOUND);
+        assert!(missing.message.contains("no player"), "{}", missing.message);
+        assert!(
+            err("ERROR_REASON_API_KEY_NOT_FOUND", Code::NotFound)
+                .message
+                .contains("`oanquan keys`")
+        );
+        assert!(
+            err("ERROR_REASON_SEEK_REFUSED", Code::FailedPrecondition)
+                .message
+                .contains("outside its range")
+        );
+        let bad_name = tonic::Status::with_error_details(
+            Code::InvalidArgument,
+            "invalid username",
+            tonic_types::ErrorDetails::with_bad_request_violation(
+                "username",
+                "mixes Latin and Cyrillic letters",
+            ),
+        );
+        assert_eq!(
+            CliError::from_status("register", &bad_name).message,
+            "register: the username: mixes Latin and Cyrillic letters"
+        );
+        let range = tonic::Status::with_error_details(
+            Code::InvalidArgument,
+            "invalid rating_range",
+            tonic_types::ErrorDetails::with_bad_request_violation("rating_range.min", "too low"),
+        );
+        assert_eq!(
+            CliError::from_status("seek", &range).message,
+            "seek: --range: too low"
         );
     }
 

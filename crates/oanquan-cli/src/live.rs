@@ -19,6 +19,7 @@ use crate::error::CliError;
 use crate::json;
 use crate::moves::{Dir, LocalMove, Side};
 use crate::output::{clear_status, note, out, out_inline, out_lines};
+use crate::ratings::{rating_lines, seat_rating};
 use crate::timecontrol::TimeControl;
 
 /// The one line on stderr that says the server cannot be reached: on a terminal it is redrawn
@@ -404,6 +405,10 @@ impl Live {
             clocks: self.clocks.map(|c| {
                 [Side::First, Side::Second].map(|side| format_clock(c.remaining(side, now)))
             }),
+            ratings: [
+                seat_rating(self.game.first_seat.as_ref()),
+                seat_rating(self.game.second_seat.as_ref()),
+            ],
         }
     }
 
@@ -479,6 +484,9 @@ impl Live {
                     display_name: joined.display_name.clone(),
                     kind: joined.kind,
                     computer_level: 0,
+                    // The event does not say; GameStarted, which follows, brings the seats
+                    // with their accounts.
+                    account: None,
                 };
                 match Side::from_i32(joined.seat) {
                     Some(Side::First) => self.game.first_seat = Some(seat),
@@ -610,7 +618,13 @@ impl Live {
         {
             self.text(line)?;
         }
-        self.text(game_over_line(self.game.result.as_ref()))
+        self.text(game_over_line(self.game.result.as_ref()))?;
+        if let Some(result) = self.game.result.as_ref() {
+            for line in rating_lines(result, self.names()) {
+                self.text(line)?;
+            }
+        }
+        Ok(())
     }
 
     async fn on_snapshot(&mut self, game: Game, received: Instant) -> Result<(), CliError> {
@@ -826,6 +840,7 @@ mod tests {
             scores: None,
             end_reason: reason.into(),
             ended_by,
+            ..GameResult::default()
         };
         assert_eq!(
             end_line(&result(EndReason::Timeout, 2, 1), names, false).as_deref(),
@@ -936,6 +951,7 @@ mod tests {
             }),
             end_reason: EndReason::Mandarins.into(),
             ended_by: 0,
+            ..GameResult::default()
         };
         assert_eq!(
             game_over_line(Some(&result)),

@@ -1,5 +1,7 @@
 //! `oanquan`: the command-line client of the Ô Ăn Quan service. See `oanquan --help`.
 
+mod account_file;
+mod accounts;
 mod board;
 mod cli;
 mod client;
@@ -13,6 +15,7 @@ mod live;
 mod moves;
 mod output;
 mod play;
+mod ratings;
 mod seek;
 mod timecontrol;
 mod tokens;
@@ -63,6 +66,12 @@ async fn run(cli: Cli) -> Result<(), CliError> {
         Command::Show(args) => commands::show(&ctx, &mut clients, args).await?,
         Command::Moves(args) => commands::moves(&ctx, &mut clients, args).await?,
         Command::Presets => commands::presets(&ctx, &mut clients).await?,
+        Command::Register(args) => accounts::register(&ctx, &mut clients, args).await?,
+        Command::Me => accounts::me(&ctx, &mut clients).await?,
+        Command::Player(args) => accounts::player(&ctx, &mut clients, args).await?,
+        Command::Top(args) => accounts::top(&ctx, &mut clients, args).await?,
+        Command::Games(args) => accounts::games(&ctx, &mut clients, args).await?,
+        Command::Keys(args) => accounts::keys(&ctx, &mut clients, args).await?,
     }
     Ok(())
 }

@@ -7,12 +7,12 @@
 use std::time::Duration;
 
 use oanquan_proto::v1::{
-    ComputerFallback, RulesSpec, SeekRequest, SeekResponse, rules_spec, seek_response,
+    ComputerFallback, RatingRange, RulesSpec, SeekRequest, SeekResponse, rules_spec, seek_response,
 };
 
 use crate::cli::{DEFAULT_SEEK_LEVEL, SeekArgs, level_name};
 use crate::client::Clients;
-use crate::commands::{display_name, record_seat, seat_of};
+use crate::commands::{Seating, record_seat, seat_of};
 use crate::context::Context;
 use crate::error::{CliError, code};
 use crate::json;
@@ -36,9 +36,11 @@ pub async fn seek(
     clients: &mut Clients,
     args: &SeekArgs,
 ) -> Result<(String, Side), CliError> {
-    let name = display_name(&args.name)?;
-    let store = ctx.token_store()?;
+    let seating = Seating::new(ctx, &args.name, args.account.anonymous)?;
     let tc = args.time_control();
+    seating.check_rated(args.rated, tc)?;
+    let name = seating.name.clone();
+    let store = ctx.token_store()?;
     let request = SeekRequest {
         rules: Some(RulesSpec {
             kind: Some(rules_spec::Kind::Preset(args.preset.clone())),
@@ -49,11 +51,16 @@ pub async fn seek(
             after: Some(to_proto_duration(after)),
             level: args.level.unwrap_or(DEFAULT_SEEK_LEVEL),
         }),
+        rated: args.rated,
+        rating_range: args.range.map(|r| RatingRange {
+            min: r.min,
+            max: r.max,
+        }),
     };
     // No deadline: the stream lasts as long as the wait.
     let mut stream = clients
         .games
-        .seek(tonic::Request::new(request))
+        .seek(seating.sign(tonic::Request::new(request))?)
         .await
         .map_err(|s| CliError::from_status("seek", &s))?
         .into_inner();
@@ -140,7 +147,9 @@ pub async fn seek(
     }
 }
 
-/// `seek ID: 3+2, standard; waiting for an opponent (Ctrl-C withdraws it)` (stable format).
+/// `seek ID: 3+2, standard; waiting for an opponent (Ctrl-C withdraws it)` (stable format);
+/// a rated seek adds `, rated`, a rating range `, opponents rated 1400-1700`, and a seeker
+/// playing as an account `, as Lan (1523?)`.
 fn waiting_line(seek: &oanquan_proto::v1::Seek) -> String {
     let tc = TimeControl::from_proto(seek.time_control.as_ref());
     let preset = if seek.preset.is_empty() {
@@ -148,8 +157,24 @@ fn waiting_line(seek: &oanquan_proto::v1::Seek) -> String {
     } else {
         seek.preset.as_str()
     };
+    let mut terms = format!("{tc}, {preset}");
+    if seek.rated {
+        terms.push_str(", rated");
+    }
+    if let Some(range) = seek.rating_range {
+        terms.push_str(&format!(", opponents rated {}-{}", range.min, range.max));
+    }
+    if let Some(account) = seek.account.as_ref() {
+        terms.push_str(&format!(", as {}", account.username));
+        if account.rating != 0 {
+            terms.push_str(&format!(
+                " ({})",
+                crate::ratings::rating_text(account.rating, account.provisional)
+            ));
+        }
+    }
     format!(
-        "seek {}: {tc}, {preset}; waiting for an opponent (Ctrl-C withdraws it)",
+        "seek {}: {terms}; waiting for an opponent (Ctrl-C withdraws it)",
         seek.id
     )
 }
@@ -194,6 +219,24 @@ mod tests {
         assert_eq!(
             waiting_line(&untimed),
             "seek s2: untimed, custom rules; waiting for an opponent (Ctrl-C withdraws it)"
+        );
+        let rated = Seek {
+            rated: true,
+            rating_range: Some(RatingRange {
+                min: 1400,
+                max: 1700,
+            }),
+            account: Some(oanquan_proto::v1::SeatAccount {
+                username: "Lan".into(),
+                rating: 1523,
+                provisional: true,
+            }),
+            ..seek
+        };
+        assert_eq!(
+            waiting_line(&rated),
+            "seek s1: 3+2, standard, rated, opponents rated 1400-1700, as Lan (1523?); waiting \
+             for an opponent (Ctrl-C withdraws it)"
         );
     }
 }

@@ -113,6 +113,11 @@ impl TokenStore {
         self.dir.join(FILE_NAME)
     }
 
+    /// The config directory the file is in (the account file sits next to it).
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
     fn load(&self) -> Result<TokenFile, CliError> {
         let path = self.path();
         match fs::read(&path) {
@@ -177,20 +182,25 @@ impl TokenStore {
     }
 
     fn save(&self, file: &TokenFile) -> Result<(), CliError> {
-        let what = |p: &Path| format!("writing {}", p.display());
-        create_private_dir(&self.dir).map_err(|e| CliError::io(&what(&self.dir), &e))?;
-        let path = self.path();
-        let tmp = self
-            .dir
-            .join(format!(".{FILE_NAME}.{}.tmp", std::process::id()));
         let json = serde_json::to_vec_pretty(file)
             .map_err(|e| CliError::new(code::FAILURE, format!("encoding tokens: {e}")))?;
-        let result = write_private(&tmp, &json).and_then(|()| fs::rename(&tmp, &path));
-        if result.is_err() {
-            let _ = fs::remove_file(&tmp);
-        }
-        result.map_err(|e| CliError::io(&what(&path), &e))
+        save_private(&self.dir, FILE_NAME, &json)
     }
+}
+
+/// Writes `bytes` as `dir/file_name`, readable by the owner only (the directory too): through a
+/// temporary file renamed over the old one, so that a crash never leaves half a file. For every
+/// file that holds a secret (seat tokens, the account's API key).
+pub fn save_private(dir: &Path, file_name: &str, bytes: &[u8]) -> Result<(), CliError> {
+    let what = |p: &Path| format!("writing {}", p.display());
+    create_private_dir(dir).map_err(|e| CliError::io(&what(dir), &e))?;
+    let path = dir.join(file_name);
+    let tmp = dir.join(format!(".{file_name}.{}.tmp", std::process::id()));
+    let result = write_private(&tmp, bytes).and_then(|()| fs::rename(&tmp, &path));
+    if result.is_err() {
+        let _ = fs::remove_file(&tmp);
+    }
+    result.map_err(|e| CliError::io(&what(&path), &e))
 }
 
 #[cfg(unix)]

@@ -1,0 +1,237 @@
+//! The account file: the API key that `oanquan register` receives, one account per server, so
+//! that `create`, `join`, `seek` and `accept` play as the account and `me`, `games` and `keys`
+//! know who is asking.
+//!
+//! It is `account.json` in the token file's directory (see [`crate::tokens`]), written the same
+//! way: mode 0600 from the first byte, through a temporary file renamed over the old one. It is
+//! a file of its own rather than a part of `tokens.json` because an older client rewrites the
+//! token file with the fields it knows: it would drop the key, which the server shows only once.
+//!
+//! The key is a password for the account: [`Account`]'s `Debug` leaves it out, and nothing here
+//! prints it.
+
+use std::fmt;
+use std::fs;
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+
+use crate::error::{CliError, code};
+use crate::output::note;
+use crate::tokens::{normalize_server, save_private};
+
+const FILE_NAME: &str = "account.json";
+
+/// The file format written.
+const VERSION: u32 = 1;
+
+/// The account used on one server.
+#[derive(Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Account {
+    /// Server address, normalised by [`normalize_server`].
+    pub server: String,
+    /// The username as registered.
+    pub username: String,
+    /// The secret API key (`oqk_…`).
+    pub api_key: String,
+    /// The key's public id (`ApiKey.id`), to tell it apart in `oanquan keys`.
+    #[serde(default)]
+    pub key_id: String,
+}
+
+impl fmt::Debug for Account {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Account")
+            .field("server", &self.server)
+            .field("username", &self.username)
+            .field("api_key", &"<secret>")
+            .field("key_id", &self.key_id)
+            .finish()
+    }
+}
+
+#[derive(Debug, Default, Serialize, Deserialize)]
+struct File {
+    #[serde(default)]
+    version: u32,
+    #[serde(default)]
+    accounts: Vec<Account>,
+}
+
+/// Handle on the account file in one directory.
+#[derive(Debug, Clone)]
+pub struct AccountFile {
+    dir: PathBuf,
+}
+
+impl AccountFile {
+    pub fn new(dir: impl Into<PathBuf>) -> Self {
+        Self { dir: dir.into() }
+    }
+
+    pub fn path(&self) -> PathBuf {
+        self.dir.join(FILE_NAME)
+    }
+
+    fn load(&self) -> Result<File, CliError> {
+        let path = self.path();
+        let bytes = match fs::read(&path) {
+            Ok(bytes) => bytes,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(File::default()),
+            Err(e) => return Err(CliError::io(&format!("reading {}", path.display()), &e)),
+        };
+        warn_if_shared(&path);
+        let mut file: File = serde_json::from_slice(&bytes).map_err(|e| {
+            CliError::new(
+                code::FAILURE,
+                format!("account file {} is not valid: {e}", path.display()),
+            )
+        })?;
+        for account in &mut file.accounts {
+            account.server = normalize_server(&account.server);
+        }
+        Ok(file)
+    }
+
+    /// The account for `server`, if one is stored.
+    pub fn get(&self, server: &str) -> Result<Option<Account>, CliError> {
+        let server = normalize_server(server);
+        Ok(self
+            .load()?
+            .accounts
+            .into_iter()
+            .find(|a| a.server == server))
+    }
+
+    /// Stores `account` for its server, replacing the one stored there, if any.
+    pub fn put(&self, mut account: Account) -> Result<(), CliError> {
+        account.server = normalize_server(&account.server);
+        let mut file = self.load()?;
+        file.version = VERSION;
+        file.accounts.retain(|a| a.server != account.server);
+        file.accounts.push(account);
+        self.save(&file)
+    }
+
+    /// Forgets the account of `server`; true if there was one.
+    pub fn remove(&self, server: &str) -> Result<bool, CliError> {
+        let server = normalize_server(server);
+        let mut file = self.load()?;
+        let before = file.accounts.len();
+        file.accounts.retain(|a| a.server != server);
+        if file.accounts.len() == before {
+            return Ok(false);
+        }
+        file.version = VERSION;
+        self.save(&file)?;
+        Ok(true)
+    }
+
+    fn save(&self, file: &File) -> Result<(), CliError> {
+        let json = serde_json::to_vec_pretty(file)
+            .map_err(|e| CliError::new(code::FAILURE, format!("encoding the account: {e}")))?;
+        save_private(&self.dir, FILE_NAME, &json)
+    }
+}
+
+/// The file is written 0600, but a person may have copied it or changed its mode: anyone who
+/// can read it can play as the account, so say so (the next write makes it private again).
+#[cfg(unix)]
+fn warn_if_shared(path: &Path) {
+    use std::os::unix::fs::PermissionsExt as _;
+    if let Ok(meta) = fs::metadata(path)
+        && meta.permissions().mode() & 0o077 != 0
+    {
+        note(format!(
+            "warning: {} holds your API key and can be read by other users: chmod 600 it",
+            path.display()
+        ));
+    }
+}
+
+#[cfg(not(unix))]
+fn warn_if_shared(_path: &Path) {}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn account(server: &str, username: &str, key: &str) -> Account {
+        Account {
+            server: server.into(),
+            username: username.into(),
+            api_key: key.into(),
+            key_id: format!("id-{username}"),
+        }
+    }
+
+    #[test]
+    fn one_account_per_server() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let file = AccountFile::new(dir.path().join("cfg"));
+        assert_eq!(file.get("http://a:1").expect("get"), None);
+        file.put(account("a:1", "Lan", "oqk_1")).expect("put");
+        file.put(account("https://b:2/", "Minh", "oqk_2"))
+            .expect("put");
+        // However the server is spelt.
+        let lan = file.get("http://A:1/").expect("get").expect("stored");
+        assert_eq!(lan.username, "Lan");
+        assert_eq!(lan.api_key, "oqk_1");
+        assert_eq!(lan.server, "http://a:1");
+        // Replacing keeps one entry per server.
+        file.put(account("http://a:1", "Lan2", "oqk_3"))
+            .expect("put");
+        assert_eq!(
+            file.get("a:1").expect("get").map(|a| a.username),
+            Some("Lan2".to_owned())
+        );
+        let raw: serde_json::Value =
+            serde_json::from_str(&fs::read_to_string(file.path()).expect("read")).expect("json");
+        assert_eq!(raw["version"], VERSION);
+        assert_eq!(raw["accounts"].as_array().map(Vec::len), Some(2), "{raw}");
+        assert_eq!(raw["accounts"][1]["api_key"], "oqk_3", "{raw}");
+        assert_eq!(raw["accounts"][1]["key_id"], "id-Lan2", "{raw}");
+        assert!(file.remove("http://a:1").expect("remove"));
+        assert!(!file.remove("http://a:1").expect("remove"));
+        assert_eq!(file.get("a:1").expect("get"), None);
+        assert!(file.get("https://b:2").expect("get").is_some());
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn file_is_private() {
+        use std::os::unix::fs::PermissionsExt as _;
+        let dir = tempfile::tempdir().expect("tempdir");
+        let file = AccountFile::new(dir.path().join("cfg"));
+        file.put(account("s", "Lan", "oqk_secret")).expect("put");
+        let mode = |p: &Path| fs::metadata(p).expect("stat").permissions().mode() & 0o777;
+        assert_eq!(mode(&file.path()), 0o600);
+        assert_eq!(mode(&dir.path().join("cfg")), 0o700);
+        // A file made readable by others is private again after the next write.
+        fs::set_permissions(file.path(), fs::Permissions::from_mode(0o644)).expect("chmod");
+        file.put(account("t", "Minh", "oqk_other")).expect("put");
+        assert_eq!(mode(&file.path()), 0o600);
+        // No temporary file is left behind.
+        let names: Vec<_> = fs::read_dir(dir.path().join("cfg"))
+            .expect("read_dir")
+            .map(|e| e.expect("entry").file_name())
+            .collect();
+        assert_eq!(names, [FILE_NAME], "{names:?}");
+    }
+
+    #[test]
+    fn the_key_stays_out_of_debug_output() {
+        let text = format!("{:?}", account("s", "Lan", "oqk_supersecret"));
+        assert!(!text.contains("supersecret"), "{text}");
+        assert!(text.contains("Lan"), "{text}");
+    }
+
+    #[test]
+    fn corrupt_file_is_an_error_not_a_panic() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        fs::write(dir.path().join(FILE_NAME), b"[1, 2").expect("write");
+        let err = AccountFile::new(dir.path()).get("s").expect_err("corrupt");
+        assert_eq!(err.code, code::FAILURE);
+        assert!(err.message.contains("not valid"), "{}", err.message);
+    }
+}

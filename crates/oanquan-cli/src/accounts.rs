@@ -1,0 +1,771 @@
+//! The account commands: register, me, player, top, games, keys.
+
+use oanquan_proto::v1::{
+    ApiKey, CreateApiKeyRequest, Game, GameStatus, GetMeRequest, GetPlayerRequest,
+    LeaderboardEntry, LeaderboardRequest, LeaderboardResponse, ListApiKeysRequest,
+    ListPlayerGamesRequest, ListPlayerGamesResponse, Outcome, PlayerProfile, PlayerResult,
+    RegisterRequest, RevokeApiKeyRequest,
+};
+
+use crate::account_file::{Account, AccountFile};
+use crate::cli::{
+    GamesArgs, KeysAction, KeysArgs, KeysNewArgs, PageArgs, PlayerArgs, RegisterArgs, ResultFilter,
+    TopArgs,
+};
+use crate::client::{Clients, as_account, request};
+use crate::commands::table;
+use crate::context::Context;
+use crate::error::{CliError, code};
+use crate::json;
+use crate::moves::Side;
+use crate::output::{out, out_lines};
+use crate::ratings::{change_numbers, date, rating_text, seat_label, speed_name, speed_to_proto};
+use crate::timecontrol::TimeControl;
+
+/// The account stored for this server, or an error saying how to get one.
+pub fn required_account(ctx: &Context, what: &str) -> Result<Account, CliError> {
+    let file = ctx.account_file()?;
+    file.get(&ctx.server.name)?.ok_or_else(|| {
+        CliError::new(
+            code::AUTH,
+            format!(
+                "{what} needs an account: none is stored for server {} (in {}); register one \
+                 with `oanquan register NAME`",
+                ctx.server.name,
+                file.path().display()
+            ),
+        )
+    })
+}
+
+/// The account to play as: the stored one unless `--anonymous`.
+pub fn playing_account(ctx: &Context, anonymous: bool) -> Result<Option<Account>, CliError> {
+    if anonymous {
+        return Ok(None);
+    }
+    ctx.account()
+}
+
+/// `oanquan register NAME`.
+pub async fn register(
+    ctx: &Context,
+    clients: &mut Clients,
+    args: &RegisterArgs,
+) -> Result<(), CliError> {
+    let file = ctx.account_file()?;
+    // Checked before asking the server, so that no account is made only to be thrown away.
+    may_store(&file, &ctx.server.name, args.force)?;
+    let response = clients
+        .accounts
+        .register(request(RegisterRequest {
+            username: args.username.clone(),
+        }))
+        .await
+        .map_err(|s| CliError::from_status(&format!("register {}", args.username), &s))?
+        .into_inner();
+    let player = response
+        .player
+        .clone()
+        .ok_or_else(|| CliError::bad_answer("Register without a player"))?;
+    if response.api_key.is_empty() {
+        return Err(CliError::bad_answer("Register without an API key"));
+    }
+    let key_id = response
+        .key
+        .as_ref()
+        .map(|k| k.id.clone())
+        .unwrap_or_default();
+    file.put(Account {
+        server: ctx.server.name.clone(),
+        username: player.username.clone(),
+        api_key: response.api_key.clone(),
+        key_id,
+    })?;
+    if ctx.json {
+        // The API's answer, less the key (it goes to the account file only).
+        let mut answer = response;
+        answer.api_key.clear();
+        return json::print(&answer);
+    }
+    out_lines(&[
+        format!("registered {} on {}", player.username, ctx.server.name),
+        format!(
+            "API key stored in {} (keep it private: it plays as you)",
+            file.path().display()
+        ),
+        "create, join, seek and accept now play as this account; --rated games change \
+         ratings"
+            .to_owned(),
+    ])
+}
+
+/// Whether a new account may be stored for `server`: not over another one without `force`.
+fn may_store(file: &AccountFile, server: &str, force: bool) -> Result<(), CliError> {
+    match file.get(server)? {
+        Some(existing) if !force => Err(CliError::new(
+            code::REJECTED,
+            format!(
+                "an account ({}) is already stored for server {server} in {}: pass --force to \
+                 replace it (its key keeps working until revoked with `oanquan keys revoke`)",
+                existing.username,
+                file.path().display()
+            ),
+        )),
+        _ => Ok(()),
+    }
+}
+
+/// `oanquan me`.
+pub async fn me(ctx: &Context, clients: &mut Clients) -> Result<(), CliError> {
+    let account = required_account(ctx, "`oanquan me`")?;
+    let response = clients
+        .accounts
+        .get_me(as_account(
+            request(GetMeRequest {}),
+            Some(&account.api_key),
+        )?)
+        .await
+        .map_err(|s| CliError::from_status("get your profile", &s))?
+        .into_inner();
+    if ctx.json {
+        return json::print(&response);
+    }
+    let player = response
+        .player
+        .ok_or_else(|| CliError::bad_answer("GetMe without a player"))?;
+    out_lines(&profile_lines(&player))
+}
+
+/// `oanquan player NAME`.
+pub async fn player(
+    ctx: &Context,
+    clients: &mut Clients,
+    args: &PlayerArgs,
+) -> Result<(), CliError> {
+    let response = clients
+        .accounts
+        .get_player(request(GetPlayerRequest {
+            username: args.username.clone(),
+        }))
+        .await
+        .map_err(|s| CliError::from_status(&format!("player {}", args.username), &s))?
+        .into_inner();
+    if ctx.json {
+        return json::print(&response);
+    }
+    let player = response
+        .player
+        .ok_or_else(|| CliError::bad_answer("GetPlayer without a player"))?;
+    out_lines(&profile_lines(&player))
+}
+
+/// A profile in text: name and date, the record, then one line per speed.
+fn profile_lines(player: &PlayerProfile) -> Vec<String> {
+    let mut lines = vec![
+        format!(
+            "{}, registered {}",
+            player.username,
+            date(player.create_time.as_ref())
+        ),
+        format!(
+            "games: {} won, {} drawn, {} lost",
+            player.wins, player.draws, player.losses
+        ),
+    ];
+    if player.ratings.is_empty() {
+        lines.push("no rated games yet".to_owned());
+        return lines;
+    }
+    let mut rows = vec![["SPEED", "RATING", "RD", "GAMES"].map(str::to_owned)];
+    for r in &player.ratings {
+        rows.push([
+            speed_name(r.speed()).to_owned(),
+            rating_text(r.rating, r.provisional),
+            r.deviation.to_string(),
+            r.games.to_string(),
+        ]);
+    }
+    lines.extend(table(&rows, &[false, true, true, true]));
+    lines
+}
+
+/// Page after page of a list, as `PageArgs` asks: one page (from `--page-token`), or every page
+/// with `--all`. `fetch(token)` returns a page's items and the next token. Returns the items
+/// and the token of the page after them (empty when there is none, and always with --all).
+async fn pages<T, F, Fut>(page: &PageArgs, mut fetch: F) -> Result<(Vec<T>, String), CliError>
+where
+    F: FnMut(String) -> Fut,
+    Fut: std::future::Future<Output = Result<(Vec<T>, String), CliError>>,
+{
+    let mut items = Vec::new();
+    let mut token = page.page_token.clone().unwrap_or_default();
+    // Bounded so that a server that keeps answering with a next-page token cannot keep us here.
+    for _ in 0..10_000 {
+        let (more, next) = fetch(token.clone()).await?;
+        items.extend(more);
+        if !page.all {
+            return Ok((items, next));
+        }
+        if next.is_empty() || next == token {
+            break;
+        }
+        token = next;
+    }
+    Ok((items, String::new()))
+}
+
+/// The line after a page that has another after it.
+fn more_line(next: &str) -> String {
+    format!("more: the same command with --page-token {next} (or --all for every page)")
+}
+
+/// `oanquan top [SPEED]`.
+pub async fn top(ctx: &Context, clients: &mut Clients, args: &TopArgs) -> Result<(), CliError> {
+    let speed = speed_to_proto(args.speed);
+    let page_size = args.page.page_size.unwrap_or(0);
+    let (entries, next) = pages(&args.page, |page_token| {
+        let mut accounts = clients.accounts.clone();
+        async move {
+            let response = accounts
+                .leaderboard(request(LeaderboardRequest {
+                    speed: speed.into(),
+                    page_size,
+                    page_token,
+                }))
+                .await
+                .map_err(|s| CliError::from_status("leaderboard", &s))?
+                .into_inner();
+            Ok((response.entries, response.next_page_token))
+        }
+    })
+    .await?;
+    if ctx.json {
+        return json::print(&LeaderboardResponse {
+            entries,
+            next_page_token: next,
+        });
+    }
+    let name = speed_name(speed);
+    if entries.is_empty() {
+        return out(format!(
+            "no {name} leaderboard yet: players appear once their rating is no longer \
+             provisional"
+        ));
+    }
+    let mut lines = vec![format!("{name} leaderboard")];
+    lines.extend(leaderboard_table(&entries));
+    if !next.is_empty() {
+        lines.push(more_line(&next));
+    }
+    out_lines(&lines)
+}
+
+fn leaderboard_table(entries: &[LeaderboardEntry]) -> Vec<String> {
+    let mut rows = vec![["RANK", "PLAYER", "RATING", "RD", "GAMES"].map(str::to_owned)];
+    for e in entries {
+        let rating = e.rating.unwrap_or_default();
+        rows.push([
+            e.rank.to_string(),
+            e.username.clone(),
+            rating_text(rating.rating, rating.provisional),
+            rating.deviation.to_string(),
+            rating.games.to_string(),
+        ]);
+    }
+    table(&rows, &[true, false, true, true, true])
+}
+
+/// `oanquan games [NAME]`.
+pub async fn games(ctx: &Context, clients: &mut Clients, args: &GamesArgs) -> Result<(), CliError> {
+    let username = match &args.username {
+        Some(name) => name.clone(),
+        None => required_account(ctx, "`oanquan games` without a NAME")?.username,
+    };
+    let result = args.result.map_or(PlayerResult::Unspecified, |r| match r {
+        ResultFilter::Win => PlayerResult::Win,
+        ResultFilter::Draw => PlayerResult::Draw,
+        ResultFilter::Loss => PlayerResult::Loss,
+    });
+    let speed = args
+        .speed
+        .map_or(oanquan_proto::v1::Speed::Unspecified, speed_to_proto);
+    let page_size = args.page.page_size.unwrap_or(0);
+    let (games, next) = pages(&args.page, |page_token| {
+        let mut accounts = clients.accounts.clone();
+        let username = username.clone();
+        async move {
+            let response = accounts
+                .list_player_games(request(ListPlayerGamesRequest {
+                    username: username.clone(),
+                    result: result.into(),
+                    speed: speed.into(),
+                    page_size,
+                    page_token,
+                }))
+                .await
+                .map_err(|s| CliError::from_status(&format!("games of {username}"), &s))?
+                .into_inner();
+            Ok((response.games, response.next_page_token))
+        }
+    })
+    .await?;
+    if ctx.json {
+        return json::print(&ListPlayerGamesResponse {
+            games,
+            next_page_token: next,
+        });
+    }
+    if games.is_empty() {
+        return out(format!("no games of {username} found"));
+    }
+    let mut rows = vec![
+        [
+            "DATE", "GAME", "TIME", "RATED", "RESULT", "OPPONENT", "RATING",
+        ]
+        .map(str::to_owned),
+    ];
+    rows.extend(games.iter().map(|g| game_row(g, &username)));
+    let mut lines = table(&rows, &[false; 7]);
+    if !next.is_empty() {
+        lines.push(more_line(&next));
+    }
+    out_lines(&lines)
+}
+
+/// The seat `username`'s account holds in `game`, if any (usernames match ignoring case).
+pub fn seat_of_player(game: &Game, username: &str) -> Option<Side> {
+    let wanted = username.to_lowercase();
+    [
+        (game.first_seat.as_ref(), Side::First),
+        (game.second_seat.as_ref(), Side::Second),
+    ]
+    .into_iter()
+    .find(|(seat, _)| {
+        seat.and_then(|s| s.account.as_ref())
+            .is_some_and(|a| a.username.to_lowercase() == wanted)
+    })
+    .map(|(_, side)| side)
+}
+
+/// One game of a player's list, from the player's side.
+fn game_row(game: &Game, username: &str) -> [String; 7] {
+    let side = seat_of_player(game, username);
+    let seat = |s: Side| match s {
+        Side::First => game.first_seat.as_ref(),
+        Side::Second => game.second_seat.as_ref(),
+    };
+    let opponent = side.map_or_else(|| "?".to_owned(), |s| seat_label(seat(s.other())));
+    let result = game.result.unwrap_or_default();
+    let reason = json::end_reason_name(result.end_reason());
+    let outcome = match game.status() {
+        GameStatus::WaitingForPlayers => "waiting".to_owned(),
+        GameStatus::Active => "playing".to_owned(),
+        GameStatus::Aborted => "aborted".to_owned(),
+        GameStatus::Finished => {
+            let word = match (result.outcome(), side) {
+                (Outcome::Draw, _) => "draw",
+                (Outcome::FirstWins, Some(Side::First))
+                | (Outcome::SecondWins, Some(Side::Second)) => "win",
+                (Outcome::FirstWins | Outcome::SecondWins, Some(_)) => "loss",
+                _ => "?",
+            };
+            format!("{word} ({reason})")
+        }
+        GameStatus::Unspecified => "?".to_owned(),
+    };
+    let change = match side {
+        Some(Side::First) => result.first_rating.as_ref(),
+        Some(Side::Second) => result.second_rating.as_ref(),
+        None => None,
+    };
+    let rating = change.map_or_else(|| "-".to_owned(), change_numbers);
+    let tc = TimeControl::from_proto(game.time_control.as_ref());
+    [
+        date(game.create_time.as_ref()),
+        game.id.clone(),
+        if tc == TimeControl::Untimed {
+            "-".to_owned()
+        } else {
+            tc.to_string()
+        },
+        if game.rated { "rated" } else { "-" }.to_owned(),
+        outcome,
+        opponent,
+        rating,
+    ]
+}
+
+/// `oanquan keys`, `keys new`, `keys revoke ID`.
+pub async fn keys(ctx: &Context, clients: &mut Clients, args: &KeysArgs) -> Result<(), CliError> {
+    let account = required_account(ctx, "`oanquan keys`")?;
+    match &args.action {
+        None => list_keys(ctx, clients, &account).await,
+        Some(KeysAction::New(new)) => new_key(ctx, clients, &account, new).await,
+        Some(KeysAction::Revoke(revoke)) => revoke_key(ctx, clients, &account, &revoke.id).await,
+    }
+}
+
+async fn list_keys(
+    ctx: &Context,
+    clients: &mut Clients,
+    account: &Account,
+) -> Result<(), CliError> {
+    let response = clients
+        .accounts
+        .list_api_keys(as_account(
+            request(ListApiKeysRequest {}),
+            Some(&account.api_key),
+        )?)
+        .await
+        .map_err(|s| CliError::from_status("list API keys", &s))?
+        .into_inner();
+    if ctx.json {
+        return json::print(&response);
+    }
+    let mut rows = vec![["KEY", "CREATED", "STATUS"].map(str::to_owned)];
+    rows.extend(response.keys.iter().map(|k| key_row(k, &account.key_id)));
+    let mut lines = vec![format!("API keys of {}", account.username)];
+    lines.extend(table(&rows, &[false; 3]));
+    out_lines(&lines)
+}
+
+fn key_row(key: &ApiKey, stored_id: &str) -> [String; 3] {
+    let status = match &key.revoke_time {
+        Some(at) => format!("revoked {}", date(Some(at))),
+        None if !stored_id.is_empty() && key.id == stored_id => "active (stored here)".to_owned(),
+        None => "active".to_owned(),
+    };
+    [key.id.clone(), date(key.create_time.as_ref()), status]
+}
+
+async fn new_key(
+    ctx: &Context,
+    clients: &mut Clients,
+    account: &Account,
+    args: &KeysNewArgs,
+) -> Result<(), CliError> {
+    let mut response = clients
+        .accounts
+        .create_api_key(as_account(
+            request(CreateApiKeyRequest {}),
+            Some(&account.api_key),
+        )?)
+        .await
+        .map_err(|s| CliError::from_status("make an API key", &s))?
+        .into_inner();
+    if response.api_key.is_empty() {
+        return Err(CliError::bad_answer("CreateApiKey without a key"));
+    }
+    let id = response
+        .key
+        .as_ref()
+        .map(|k| k.id.clone())
+        .unwrap_or_default();
+    if args.store {
+        let file = ctx.account_file()?;
+        file.put(Account {
+            api_key: std::mem::take(&mut response.api_key),
+            key_id: id.clone(),
+            ..account.clone()
+        })?;
+        if ctx.json {
+            return json::print(&response);
+        }
+        return out_lines(&[
+            format!("new API key {id} stored in {}", file.path().display()),
+            format!(
+                "the key stored before ({}) still works: revoke it with `oanquan keys revoke {}`",
+                account.key_id, account.key_id
+            ),
+        ]);
+    }
+    if ctx.json {
+        return json::print(&response);
+    }
+    out_lines(&[
+        format!("new API key {id} (shown only this once; it is not stored here):"),
+        response.api_key,
+    ])
+}
+
+async fn revoke_key(
+    ctx: &Context,
+    clients: &mut Clients,
+    account: &Account,
+    id: &str,
+) -> Result<(), CliError> {
+    let response = clients
+        .accounts
+        .revoke_api_key(as_account(
+            request(RevokeApiKeyRequest {
+                key_id: id.to_owned(),
+            }),
+            Some(&account.api_key),
+        )?)
+        .await
+        .map_err(|s| CliError::from_status(&format!("revoke API key {id}"), &s))?
+        .into_inner();
+    // The stored key no longer works: keeping it would only make every later call fail.
+    let stored = !account.key_id.is_empty() && account.key_id == id;
+    let file = ctx.account_file()?;
+    if stored {
+        file.remove(&ctx.server.name)?;
+    }
+    if ctx.json {
+        return json::print(&response);
+    }
+    out(format!("revoked API key {id}"))?;
+    if stored {
+        out(format!(
+            "it was the key stored here: removed from {}; `oanquan keys new` on another \
+             machine, or `oanquan register` for a new account",
+            file.path().display()
+        ))?;
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use oanquan_proto::v1::{GameResult, Rating, RatingChange, Seat, SeatAccount, Speed};
+
+    fn seat(name: &str, rating: i32) -> Option<Seat> {
+        Some(Seat {
+            occupied: true,
+            display_name: name.into(),
+            account: Some(SeatAccount {
+                username: name.into(),
+                rating,
+                provisional: true,
+            }),
+            ..Seat::default()
+        })
+    }
+
+    #[test]
+    fn profiles_show_ratings_record_and_date() {
+        let player = PlayerProfile {
+            username: "Lan".into(),
+            ratings: vec![
+                Rating {
+                    speed: Speed::Blitz.into(),
+                    rating: 1523,
+                    deviation: 87,
+                    games: 12,
+                    provisional: false,
+                    ..Rating::default()
+                },
+                Rating {
+                    speed: Speed::Bullet.into(),
+                    rating: 1490,
+                    deviation: 290,
+                    games: 1,
+                    provisional: true,
+                    ..Rating::default()
+                },
+            ],
+            wins: 7,
+            draws: 1,
+            losses: 5,
+            create_time: Some(prost_types::Timestamp {
+                seconds: 1_741_305_600,
+                nanos: 0,
+            }),
+        };
+        assert_eq!(
+            profile_lines(&player),
+            [
+                "Lan, registered 2025-03-07",
+                "games: 7 won, 1 drawn, 5 lost",
+                "SPEED  RATING  RD GAMES",
+                "blitz    1523  87    12",
+                "bullet  1490? 290     1",
+            ]
+        );
+        let new = PlayerProfile {
+            username: "Minh".into(),
+            ..PlayerProfile::default()
+        };
+        assert_eq!(
+            profile_lines(&new),
+            [
+                "Minh, registered -",
+                "games: 0 won, 0 drawn, 0 lost",
+                "no rated games yet"
+            ]
+        );
+    }
+
+    #[test]
+    fn leaderboards_rank_players() {
+        let entry = |rank, name: &str, rating| LeaderboardEntry {
+            rank,
+            username: name.into(),
+            rating: Some(Rating {
+                rating,
+                deviation: 60,
+                games: 30,
+                ..Rating::default()
+            }),
+        };
+        assert_eq!(
+            leaderboard_table(&[entry(1, "Lan", 1820), entry(2, "Minh", 1705)]),
+            [
+                "RANK PLAYER RATING RD GAMES",
+                "   1 Lan      1820 60    30",
+                "   2 Minh     1705 60    30",
+            ]
+        );
+    }
+
+    #[test]
+    fn a_players_games_read_from_their_side() {
+        let game = Game {
+            id: "g1".into(),
+            first_seat: seat("Lan", 1500),
+            second_seat: seat("Minh", 1510),
+            status: GameStatus::Finished.into(),
+            rated: true,
+            time_control: crate::timecontrol::parse_time("3+2")
+                .expect("3+2")
+                .to_proto(),
+            result: Some(GameResult {
+                outcome: Outcome::SecondWins.into(),
+                winner: 2,
+                end_reason: oanquan_proto::v1::EndReason::Resignation.into(),
+                ended_by: 1,
+                first_rating: Some(RatingChange {
+                    before: 1500,
+                    after: 1338,
+                    provisional: true,
+                }),
+                second_rating: Some(RatingChange {
+                    before: 1510,
+                    after: 1672,
+                    provisional: true,
+                }),
+                ..GameResult::default()
+            }),
+            create_time: Some(prost_types::Timestamp {
+                seconds: 0,
+                nanos: 0,
+            }),
+            ..Game::default()
+        };
+        assert_eq!(
+            game_row(&game, "lan"),
+            [
+                "1970-01-01",
+                "g1",
+                "3+2",
+                "rated",
+                "loss (resignation)",
+                "Minh (1510?)",
+                "1500 → 1338? (-162)"
+            ]
+        );
+        assert_eq!(game_row(&game, "MINH")[4], "win (resignation)");
+        assert_eq!(game_row(&game, "MINH")[5], "Lan (1500?)");
+        assert_eq!(game_row(&game, "MINH")[6], "1510 → 1672? (+162)");
+        assert_eq!(seat_of_player(&game, "nobody"), None);
+        let unrated = Game {
+            rated: false,
+            status: GameStatus::Active.into(),
+            result: None,
+            time_control: None,
+            ..game
+        };
+        let row = game_row(&unrated, "Lan");
+        assert_eq!(
+            [&row[2], &row[3], &row[4], &row[6]],
+            ["-", "-", "playing", "-"]
+        );
+    }
+
+    /// `pages` over a fake server of three pages (tokens "" → "p2" → "p3" → end), recording
+    /// the tokens asked for.
+    fn paged(page: &PageArgs) -> (Vec<u32>, String, Vec<String>) {
+        let asked = std::cell::RefCell::new(Vec::new());
+        let (items, next) = futures::executor::block_on(pages(page, |token: String| {
+            asked.borrow_mut().push(token.clone());
+            async move {
+                Ok(match token.as_str() {
+                    "" => (vec![1, 2], "p2".to_owned()),
+                    "p2" => (vec![3, 4], "p3".to_owned()),
+                    _ => (vec![5], String::new()),
+                })
+            }
+        }))
+        .expect("pages");
+        (items, next, asked.into_inner())
+    }
+
+    #[test]
+    fn one_page_or_all_of_them() {
+        let page = |token: Option<&str>, all| PageArgs {
+            page_size: None,
+            page_token: token.map(str::to_owned),
+            all,
+        };
+        assert_eq!(
+            paged(&page(None, false)),
+            (vec![1, 2], "p2".to_owned(), vec![String::new()])
+        );
+        assert_eq!(
+            paged(&page(Some("p2"), false)),
+            (vec![3, 4], "p3".to_owned(), vec!["p2".to_owned()])
+        );
+        let (items, next, asked) = paged(&page(None, true));
+        assert_eq!(items, [1, 2, 3, 4, 5]);
+        assert_eq!(next, "", "nothing after every page");
+        assert_eq!(asked, ["", "p2", "p3"]);
+        assert!(more_line("p2").contains("--page-token p2"));
+    }
+
+    #[test]
+    fn an_account_is_not_replaced_without_force() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let file = AccountFile::new(dir.path());
+        assert!(may_store(&file, "http://a:1", false).is_ok());
+        file.put(Account {
+            server: "http://a:1".into(),
+            username: "Lan".into(),
+            api_key: "oqk_secret".into(),
+            key_id: "k1".into(),
+        })
+        .expect("put");
+        let err = may_store(&file, "a:1", false).expect_err("refused");
+        assert_eq!(err.code, code::REJECTED);
+        assert!(err.message.contains("(Lan)"), "{}", err.message);
+        assert!(err.message.contains("--force"), "{}", err.message);
+        assert!(!err.message.contains("oqk_secret"), "{}", err.message);
+        assert!(may_store(&file, "a:1", true).is_ok());
+        assert!(
+            may_store(&file, "http://b:1", false).is_ok(),
+            "another server"
+        );
+    }
+
+    #[test]
+    fn keys_say_which_is_stored_here() {
+        let key = |id: &str, revoked: bool| ApiKey {
+            id: id.into(),
+            create_time: Some(prost_types::Timestamp {
+                seconds: 0,
+                nanos: 0,
+            }),
+            revoke_time: revoked.then_some(prost_types::Timestamp {
+                seconds: 86_400,
+                nanos: 0,
+            }),
+        };
+        assert_eq!(
+            key_row(&key("k1", false), "k1"),
+            ["k1", "1970-01-01", "active (stored here)"]
+        );
+        assert_eq!(key_row(&key("k2", false), "k1")[2], "active");
+        assert_eq!(key_row(&key("k1", true), "k1")[2], "revoked 1970-01-02");
+        assert_eq!(key_row(&key("k3", false), "")[2], "active");
+    }
+}

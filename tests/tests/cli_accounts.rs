@@ -1,0 +1,501 @@
+//! Accounts and ratings through the real `oanquan` CLI and `oanquan-server`: registering (the
+//! API key kept in a private file, never printed), profiles, a rated game paired by seeks that
+//! changes both ratings, game histories, the leaderboard, key revocation, and anonymous play
+//! next to it all.
+
+use std::path::Path;
+
+use oanquan_e2e::{CliProcess, Lines, Output, Server, config_dir, run_cli};
+use serde_json::Value;
+
+fn json_of(stdout: &str) -> Value {
+    serde_json::from_str(stdout).unwrap_or_else(|e| panic!("not JSON ({e}): {stdout}"))
+}
+
+/// `lines.follow`, the line only.
+fn follow(lines: &mut Lines, who: &str, pred: impl Fn(&str) -> bool) -> String {
+    lines.follow(who, pred).1
+}
+
+/// The API key stored in `dir`'s account file.
+fn stored_key(dir: &Path) -> String {
+    let file = json_of(&std::fs::read_to_string(dir.join("account.json")).expect("account file"));
+    file["accounts"][0]["api_key"]
+        .as_str()
+        .expect("api_key")
+        .to_owned()
+}
+
+/// Runs the CLI and checks its exit code.
+fn ok(url: &str, dir: &Path, args: &[&str]) -> Output {
+    let out = run_cli(url, dir, args);
+    assert_eq!(out.code, Some(0), "{args:?}: {out:?}");
+    out
+}
+
+fn register(url: &str, dir: &Path, name: &str) -> Output {
+    let out = ok(url, dir, &["register", name]);
+    let key = stored_key(dir);
+    assert!(key.starts_with("oqk_"), "{key}");
+    // The key goes to the file only.
+    assert!(
+        !out.stdout.contains(&key) && !out.stderr.contains(&key),
+        "{out:?}"
+    );
+    out
+}
+
+/// The game id and seat from `paired into game ID as the SEAT player`.
+fn paired(line: &str) -> (String, String) {
+    let rest = line
+        .strip_prefix("paired into game ")
+        .expect("a paired line");
+    let (id, seat) = rest.split_once(" as the ").expect("as the");
+    (id.to_owned(), seat.trim_end_matches(" player").to_owned())
+}
+
+#[test]
+fn register_keeps_the_key_private_and_refuses_what_it_must() {
+    let server = Server::start();
+    let url = server.url();
+    let (lan, other, guest) = (config_dir(), config_dir(), config_dir());
+
+    let out = register(&url, lan.path(), "Lan");
+    assert!(
+        out.stdout
+            .starts_with(&format!("registered Lan on {url}\n")),
+        "{}",
+        out.stdout
+    );
+    assert!(out.stdout.contains("account.json"), "{}", out.stdout);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt as _;
+        let mode = std::fs::metadata(lan.path().join("account.json"))
+            .expect("stat")
+            .permissions()
+            .mode();
+        assert_eq!(mode & 0o777, 0o600);
+    }
+
+    let me = ok(&url, lan.path(), &["me"]);
+    let first = me.stdout.lines().next().unwrap_or_default();
+    assert!(first.starts_with("Lan, registered 2"), "{}", me.stdout);
+    assert!(me.stdout.contains("games: 0 won, 0 drawn, 0 lost"));
+    assert!(me.stdout.contains("no rated games yet"), "{}", me.stdout);
+    let me = json_of(&ok(&url, lan.path(), &["me", "--json"]).stdout);
+    assert_eq!(me["player"]["username"], "Lan", "{me}");
+    let player = json_of(&ok(&url, guest.path(), &["player", "LAN", "--json"]).stdout);
+    assert_eq!(player["player"]["username"], "Lan", "{player}");
+
+    // One account per server and config directory, unless --force.
+    let again = run_cli(&url, lan.path(), &["register", "Lan2"]);
+    assert_eq!(again.code, Some(4), "{again:?}");
+    assert!(again.stderr.contains("--force"), "{}", again.stderr);
+    assert_eq!(
+        json_of(&ok(&url, lan.path(), &["me", "--json"]).stdout)["player"]["username"],
+        "Lan",
+        "the stored account is kept"
+    );
+    // A taken name, in another case: ALREADY_EXISTS, exit 4, said plainly.
+    let taken = run_cli(&url, other.path(), &["register", "lAN"]);
+    assert_eq!(taken.code, Some(4), "{taken:?}");
+    assert!(taken.stderr.contains("taken"), "{}", taken.stderr);
+    assert!(!other.path().join("account.json").exists());
+
+    // Without an account: `me` and `games` say how to get one; a rated game is refused before
+    // any request.
+    for args in [&["me"][..], &["games"][..], &["keys"][..]] {
+        let out = run_cli(&url, guest.path(), args);
+        assert_eq!(out.code, Some(5), "{args:?}: {out:?}");
+        assert!(
+            out.stderr.contains("oanquan register NAME"),
+            "{}",
+            out.stderr
+        );
+    }
+    let rated = run_cli(
+        &url,
+        guest.path(),
+        &["create", "--name", "g", "--time", "5+0", "--rated"],
+    );
+    assert_eq!(rated.code, Some(4), "{rated:?}");
+    assert!(
+        rated.stderr.contains("oanquan register NAME"),
+        "{}",
+        rated.stderr
+    );
+    let missing = run_cli(&url, guest.path(), &["player", "nobody"]);
+    assert_eq!(missing.code, Some(3), "{missing:?}");
+    assert!(missing.stderr.contains("no player"), "{}", missing.stderr);
+
+    // --json prints the API's answer without the key.
+    let registered = ok(&url, other.path(), &["register", "Minh", "--json"]);
+    let answer = json_of(&registered.stdout);
+    assert_eq!(answer["player"]["username"], "Minh", "{answer}");
+    assert!(answer.get("apiKey").is_none(), "{answer}");
+    assert!(!registered.stdout.contains(&stored_key(other.path())));
+}
+
+#[test]
+fn keys_are_listed_made_and_revoked() {
+    let server = Server::start();
+    let url = server.url();
+    let (lan, copy) = (config_dir(), config_dir());
+    register(&url, lan.path(), "Lan");
+    std::fs::copy(
+        lan.path().join("account.json"),
+        copy.path().join("account.json"),
+    )
+    .expect("copy the account file");
+
+    let listed = json_of(&ok(&url, lan.path(), &["keys", "--json"]).stdout);
+    let stored_id = listed["keys"][0]["id"].as_str().expect("id").to_owned();
+    let text = ok(&url, lan.path(), &["keys"]);
+    assert!(
+        text.stdout
+            .lines()
+            .any(|l| l.starts_with(&stored_id) && l.ends_with("active (stored here)")),
+        "{}",
+        text.stdout
+    );
+
+    // A new key is shown once, and works.
+    let new = ok(&url, lan.path(), &["keys", "new"]);
+    let key = new
+        .stdout
+        .lines()
+        .find(|l| l.starts_with("oqk_"))
+        .unwrap_or_else(|| panic!("no key in {}", new.stdout))
+        .to_owned();
+    assert_ne!(key, stored_key(lan.path()), "not stored");
+    assert_eq!(
+        json_of(&ok(&url, lan.path(), &["keys", "--json"]).stdout)["keys"]
+            .as_array()
+            .map(Vec::len),
+        Some(2)
+    );
+
+    // `--store` puts a new key in the file instead of printing it.
+    let rotated = ok(&url, lan.path(), &["keys", "new", "--store"]);
+    let stored = stored_key(lan.path());
+    assert!(!rotated.stdout.contains("oqk_"), "{}", rotated.stdout);
+    assert!(
+        rotated.stdout.contains(&format!("keys revoke {stored_id}")),
+        "{}",
+        rotated.stdout
+    );
+    let unknown = run_cli(&url, lan.path(), &["keys", "revoke", "nosuchkey"]);
+    assert_eq!(unknown.code, Some(3), "{unknown:?}");
+    assert!(
+        unknown.stderr.contains("`oanquan keys`"),
+        "{}",
+        unknown.stderr
+    );
+
+    // A revoked key is refused from the next call on, also when it would take a seat.
+    ok(&url, lan.path(), &["keys", "revoke", &stored_id]);
+    let refused = run_cli(&url, copy.path(), &["me"]);
+    assert_eq!(refused.code, Some(5), "{refused:?}");
+    assert!(
+        refused.stderr.contains("refuses the API key"),
+        "{}",
+        refused.stderr
+    );
+    let create = run_cli(&url, copy.path(), &["create", "--time", "5+0"]);
+    assert_eq!(create.code, Some(5), "{create:?}");
+    assert_eq!(
+        json_of(&ok(&url, lan.path(), &["me", "--json"]).stdout)["player"]["username"],
+        "Lan",
+        "the new key works"
+    );
+
+    // Revoking the key stored here takes it out of the file.
+    let listed = json_of(&ok(&url, lan.path(), &["keys", "--json"]).stdout);
+    let keys = listed["keys"].as_array().expect("keys");
+    assert_eq!(keys.len(), 3, "{listed}");
+    assert!(keys[0].get("revokeTime").is_some(), "{listed}");
+    let current = keys[2]["id"].as_str().expect("id").to_owned();
+    assert!(stored.contains(&current), "the stored key is the newest");
+    let revoked = ok(&url, lan.path(), &["keys", "revoke", &current]);
+    assert!(
+        revoked
+            .stdout
+            .starts_with(&format!("revoked API key {current}\n")),
+        "{}",
+        revoked.stdout
+    );
+    let gone = run_cli(&url, lan.path(), &["me"]);
+    assert_eq!(gone.code, Some(5), "{gone:?}");
+    assert!(
+        gone.stderr.contains("oanquan register NAME"),
+        "{}",
+        gone.stderr
+    );
+}
+
+#[test]
+fn a_rated_seek_game_changes_both_ratings() {
+    let server = Server::start();
+    let url = server.url();
+    let (lan_dir, minh_dir) = (config_dir(), config_dir());
+    register(&url, lan_dir.path(), "Lan");
+    register(&url, minh_dir.path(), "Minh");
+    let (tx, mut lines) = Lines::new();
+
+    let mut lan = CliProcess::spawn(
+        "lan",
+        &url,
+        lan_dir.path(),
+        &["seek", "5+0", "--rated", "--range", "1400-1600"],
+        &tx,
+    );
+    let waiting = follow(&mut lines, "lan", |l| l.starts_with("seek "));
+    assert!(
+        waiting.contains(": 5+0, standard, rated, opponents rated 1400-1600, as Lan (1500?); "),
+        "{waiting}"
+    );
+    let seeks = ok(&url, minh_dir.path(), &["seeks"]);
+    assert!(
+        seeks
+            .stdout
+            .lines()
+            .any(|l| l.contains("Lan (1500?)") && l.contains(" rated ") && l.contains("1400-1600")),
+        "{}",
+        seeks.stdout
+    );
+    let mut minh = CliProcess::spawn(
+        "minh",
+        &url,
+        minh_dir.path(),
+        &["seek", "5+0", "--rated"],
+        &tx,
+    );
+    let (game, lan_seat) = paired(&follow(&mut lines, "lan", |l| {
+        l.starts_with("paired into game ")
+    }));
+    let (minh_game, _) = paired(&follow(&mut lines, "minh", |l| {
+        l.starts_with("paired into game ")
+    }));
+    assert_eq!(game, minh_game);
+    for (who, opponent) in [("lan", "Minh (1500?)"), ("minh", "Lan (1500?)")] {
+        follow(&mut lines, who, |l| l == format!("opponent: {opponent}"));
+        follow(&mut lines, who, |l| l.starts_with("rated game"));
+        // The board names both players with their ratings.
+        let me = if who == "lan" { "Lan" } else { "Minh" };
+        follow(&mut lines, who, |l| {
+            l.contains(&format!(" player: {me} (1500?) (you)"))
+        });
+    }
+
+    // The first player resigns at the prompt: both see the end and both ratings change.
+    let (first, first_name, winner, loser) = if lan_seat == "first" {
+        (&mut lan, "lan", "Minh", "Lan")
+    } else {
+        (&mut minh, "minh", "Lan", "Minh")
+    };
+    follow(&mut lines, first_name, |l| l == "your move");
+    first.send("resign");
+    follow(&mut lines, first_name, |l| l == "resign? (y/N)");
+    first.send("y");
+    for who in ["lan", "minh"] {
+        follow(&mut lines, who, |l| {
+            l.starts_with("game over: ") && l.ends_with("(resignation by first)")
+        });
+        let mut changes = Vec::new();
+        for _ in 0..2 {
+            changes.push(follow(&mut lines, who, |l| l.starts_with("rating: ")));
+        }
+        for (name, sign) in [(winner, "(+"), (loser, "(-")] {
+            assert!(
+                changes
+                    .iter()
+                    .any(|l| l.starts_with(&format!("rating: {name} 1500 → "))
+                        && l.contains("? ")
+                        && l.contains(sign)),
+                "{who}: {changes:?}"
+            );
+        }
+    }
+    assert_eq!(lan.wait().code(), Some(0), "{}", lines.tail(30));
+    assert_eq!(minh.wait().code(), Some(0), "{}", lines.tail(30));
+
+    // The profiles count the game and show the new provisional blitz ratings.
+    let (winner_dir, loser_dir) = if winner == "Lan" {
+        (&lan_dir, &minh_dir)
+    } else {
+        (&minh_dir, &lan_dir)
+    };
+    let me = ok(&url, winner_dir.path(), &["me"]).stdout;
+    assert!(me.contains("games: 1 won, 0 drawn, 0 lost"), "{me}");
+    let blitz = me
+        .lines()
+        .find(|l| l.starts_with("blitz "))
+        .unwrap_or_else(|| panic!("no blitz line: {me}"));
+    let fields: Vec<&str> = blitz.split_whitespace().collect();
+    assert!(fields[1].ends_with('?'), "provisional: {blitz}");
+    assert!(
+        fields[1]
+            .trim_end_matches('?')
+            .parse::<i32>()
+            .expect("rating")
+            > 1500,
+        "{blitz}"
+    );
+    assert_eq!(fields.last(), Some(&"1"), "one rated game: {blitz}");
+    let profile = json_of(&ok(&url, winner_dir.path(), &["player", loser, "--json"]).stdout);
+    assert_eq!(profile["player"]["losses"], 1, "{profile}");
+    assert!(
+        profile["player"]["ratings"][0]["rating"]
+            .as_i64()
+            .is_some_and(|r| r < 1500),
+        "{profile}"
+    );
+
+    // Each player's history, from their side.
+    let games = ok(&url, loser_dir.path(), &["games"]).stdout;
+    let row = games
+        .lines()
+        .find(|l| l.contains(&game))
+        .unwrap_or_else(|| panic!("{game} not in:\n{games}"));
+    assert!(
+        row.contains(" 5+0 ") && row.contains(" rated ") && row.contains(" loss (resignation) "),
+        "{row}"
+    );
+    assert!(row.contains(&format!("{winner} (1500?)")), "{row}");
+    assert!(row.contains("1500 → "), "{row}");
+    let wins = json_of(
+        &ok(
+            &url,
+            loser_dir.path(),
+            &["games", winner, "--result", "win", "--json"],
+        )
+        .stdout,
+    );
+    assert_eq!(wins["games"][0]["id"], game.as_str(), "{wins}");
+    assert_eq!(wins["games"][0]["rated"], true, "{wins}");
+    let none = ok(
+        &url,
+        loser_dir.path(),
+        &["games", winner, "--result", "loss"],
+    );
+    assert!(none.stdout.starts_with("no games of "), "{}", none.stdout);
+
+    // One game leaves both ratings provisional: no leaderboard yet.
+    let top = ok(&url, loser_dir.path(), &["top"]).stdout;
+    assert!(top.starts_with("no blitz leaderboard yet"), "{top}");
+    assert_eq!(
+        json_of(&ok(&url, loser_dir.path(), &["top", "blitz", "--all", "--json"]).stdout),
+        serde_json::json!({})
+    );
+
+    // `show` repeats the rating changes of the finished game.
+    let shown = ok(&url, loser_dir.path(), &["show", &game]).stdout;
+    assert_eq!(
+        shown.lines().filter(|l| l.starts_with("rating: ")).count(),
+        2,
+        "{shown}"
+    );
+}
+
+#[test]
+fn anonymous_play_goes_on_beside_accounts() {
+    let server = Server::start();
+    let url = server.url();
+    let (lan, guest, elsewhere) = (config_dir(), config_dir(), config_dir());
+    register(&url, lan.path(), "Lan");
+
+    // With an account stored, --anonymous plays as a display name.
+    let created = json_of(
+        &ok(
+            &url,
+            lan.path(),
+            &["create", "--anonymous", "--name", "lan-incognito", "--json"],
+        )
+        .stdout,
+    );
+    let seat = &created["game"]["firstSeat"];
+    assert_eq!(seat["displayName"], "lan-incognito", "{created}");
+    assert!(seat.get("account").is_none(), "{created}");
+
+    // Without --anonymous the seat is the account's (untimed: no rating to show).
+    let created = json_of(&ok(&url, lan.path(), &["create", "--json"]).stdout);
+    let id = created["game"]["id"].as_str().expect("id").to_owned();
+    assert_eq!(
+        created["game"]["firstSeat"]["account"]["username"], "Lan",
+        "{created}"
+    );
+    let joined = ok(&url, guest.path(), &["join", &id, "--name", "guest"]);
+    assert!(
+        joined.stdout.contains("opponent: Lan\n"),
+        "{}",
+        joined.stdout
+    );
+    let shown = ok(&url, guest.path(), &["show", &id]).stdout;
+    assert!(shown.contains("first player: Lan  score"), "{shown}");
+    assert!(shown.contains("second player: guest (you)"), "{shown}");
+
+    // A rated game takes accounts only.
+    let rated = json_of(
+        &ok(
+            &url,
+            lan.path(),
+            &["create", "--time", "5+0", "--rated", "--json"],
+        )
+        .stdout,
+    );
+    assert_eq!(rated["game"]["rated"], true, "{rated}");
+    let rated_id = rated["game"]["id"].as_str().expect("id");
+    let refused = run_cli(&url, guest.path(), &["join", rated_id, "--name", "guest"]);
+    assert_eq!(refused.code, Some(4), "{refused:?}");
+    assert!(
+        refused.stderr.contains("rated games are for accounts only"),
+        "{}",
+        refused.stderr
+    );
+
+    // The account's key acts for its seat where no seat token is stored (another machine).
+    std::fs::copy(
+        lan.path().join("account.json"),
+        elsewhere.path().join("account.json"),
+    )
+    .expect("copy the account file");
+    let resigned = ok(&url, elsewhere.path(), &["resign", &id]);
+    assert!(
+        resigned
+            .stdout
+            .starts_with(&format!("resigned game {id} as the first player\n")),
+        "{}",
+        resigned.stdout
+    );
+    // An unrated game counts in the record but changes no rating.
+    assert!(!resigned.stdout.contains("rating: "), "{}", resigned.stdout);
+    let me = ok(&url, lan.path(), &["me"]).stdout;
+    assert!(me.contains("games: 0 won, 0 drawn, 1 lost"), "{me}");
+    assert!(me.contains("no rated games yet"), "{me}");
+}
+
+#[test]
+fn an_account_survives_a_restart() {
+    let data = tempfile::tempdir().expect("tempdir");
+    let database = data.path().join("oanquan.db");
+    let lan = config_dir();
+    let server = Server::start_on(&database, &[]);
+    register(&server.url(), lan.path(), "Lan");
+    let stopped = server.terminate();
+    assert!(stopped.success(), "{stopped:?}");
+    // The key is kept hashed in the database: it still works after the restart (on another
+    // port, the account file's key is for the first address; copy it over).
+    let server = Server::start_on(&database, &[]);
+    let moved = config_dir();
+    let mut file =
+        json_of(&std::fs::read_to_string(lan.path().join("account.json")).expect("read"));
+    file["accounts"][0]["server"] = Value::String(server.url());
+    std::fs::write(
+        moved.path().join("account.json"),
+        serde_json::to_vec(&file).expect("json"),
+    )
+    .expect("write");
+    let me = ok(&server.url(), moved.path(), &["me", "--json"]);
+    assert_eq!(json_of(&me.stdout)["player"]["username"], "Lan");
+}
