@@ -9,7 +9,10 @@ It shows the things every integrator needs:
   duplicates (`EventFollower`),
 * playing on the clock: time controls (`parse_time_control`) and the server's clocks
   (`Clocks`, `format_clocks`), with each seat played through its own client (`SeatPlayer`),
-* finding an opponent with a seek (`SeekCall`, `seek`).
+* finding an opponent with a seek (`SeekCall`, `seek`),
+* accounts and rated games: registering (`register`, `Account`), playing as the account with
+  its API key (`rated_seek`, the key as bearer on the account's seats), and reading rating
+  changes and profiles (`format_rating`, `format_change`, `rating_changes`).
 
 Stubs come from `python generate.py` (into ./gen, or the directory in $OANQUAN_PY_GEN).
 """
@@ -19,6 +22,7 @@ from __future__ import annotations
 import os
 import pathlib
 import random
+import secrets
 import sys
 import threading
 import time
@@ -34,20 +38,24 @@ import grpc  # noqa: E402
 from google.rpc import error_details_pb2  # noqa: E402
 from grpc_status import rpc_status  # noqa: E402
 
-from oanquan.v1 import game_pb2, game_pb2_grpc, rules_pb2, rules_pb2_grpc  # noqa: E402
+from oanquan.v1 import account_pb2, account_pb2_grpc, game_pb2, game_pb2_grpc, rules_pb2, rules_pb2_grpc  # noqa: E402
 
 __all__ = [
+    "Account",
     "Client",
     "EventFollower",
     "GapError",
     "PlayedGame",
     "SeatPlayer",
     "SeekCall",
+    "account_pb2",
     "bearer",
     "clocks_of",
     "create_game",
     "error_reason",
+    "format_change",
     "format_clocks",
+    "format_rating",
     "format_time_control",
     "join_game",
     "parse_time_control",
@@ -55,6 +63,10 @@ __all__ = [
     "game_pb2",
     "play_online",
     "play_self_game",
+    "random_username",
+    "rated_seek",
+    "rating_changes",
+    "register",
     "remaining",
     "rules_pb2",
     "seek",
@@ -66,7 +78,8 @@ CALL_TIMEOUT = 10.0
 
 
 def bearer(token: str) -> list[tuple[str, str]]:
-    """gRPC metadata for PlayMove, Resign and AbortGame."""
+    """gRPC metadata for PlayMove, Resign and AbortGame (a seat token, or the API key of the
+    account in the seat), and for calls made as an account (an API key)."""
     return [("authorization", f"Bearer {token}")]
 
 
@@ -88,7 +101,7 @@ def error_reason(error: grpc.RpcError) -> str | None:
 
 
 class Client:
-    """One channel to the server and the two service stubs."""
+    """One channel to the server and the three service stubs."""
 
     def __init__(self, target: str):
         # The server speaks gRPC over cleartext HTTP/2. Proxies are disabled so that an
@@ -97,6 +110,7 @@ class Client:
         grpc.channel_ready_future(self.channel).result(timeout=CALL_TIMEOUT)
         self.games = game_pb2_grpc.GameServiceStub(self.channel)
         self.rules = rules_pb2_grpc.RulesServiceStub(self.channel)
+        self.accounts = account_pb2_grpc.AccountServiceStub(self.channel)
 
     def close(self) -> None:
         self.channel.close()
@@ -474,10 +488,17 @@ class SeekCall:
     seat and token), and ends with OK. cancel() withdraws the seek.
     """
 
-    def __init__(self, client: Client, request: game_pb2.SeekRequest, timeout: float = 60.0):
+    def __init__(
+        self,
+        client: Client,
+        request: game_pb2.SeekRequest,
+        timeout: float = 60.0,
+        metadata: list[tuple[str, str]] | None = None,
+    ):
         # A deadline bounds the wait for an opponent: when it passes the call is cancelled,
-        # which withdraws the seek like cancel() does.
-        self._call = client.games.Seek(request, timeout=timeout)
+        # which withdraws the seek like cancel() does. `metadata`: bearer(api_key) to seek as
+        # an account.
+        self._call = client.games.Seek(request, timeout=timeout, metadata=metadata)
         self.messages: list[game_pb2.SeekResponse] = []
         self.waiting: game_pb2.Seek | None = None
         self.paired: game_pb2.SeekResponse.Paired | None = None
@@ -548,3 +569,65 @@ def seek(
             rules=rules_pb2.RulesSpec(preset=preset), time_control=time_control, display_name=name
         ),
     )
+
+
+# -- accounts and rated games -----------------------------------------------------------------
+
+
+@dataclass
+class Account:
+    """A registered account and its API key (shown once by Register: keep it)."""
+
+    username: str
+    api_key: str
+    key_id: str
+
+
+def random_username(prefix: str = "ex_") -> str:
+    """A fresh username for a run: names are unique for good (ignoring case and look-alike
+    letters), so a fixed one would be taken from the second run on. 3–20 letters, digits,
+    `_` and `-`; here `prefix` + 8 hex digits."""
+    return prefix + secrets.token_hex(4)
+
+
+def register(client: Client, username: str) -> Account:
+    """AccountService.Register: the new account and its first API key (`oqk_…`)."""
+    response = client.accounts.Register(account_pb2.RegisterRequest(username=username), timeout=CALL_TIMEOUT)
+    return Account(username=response.player.username, api_key=response.api_key, key_id=response.key.id)
+
+
+def rated_seek(
+    client: Client,
+    account: Account,
+    time_control: game_pb2.TimeControl,
+    rating_range: tuple[int, int] | None = None,
+    preset: str = "standard",
+) -> SeekCall:
+    """Seeks a rated game as `account` (its API key as bearer). Rated seeks need a time control
+    and pair only with rated seeks of other accounts; `rating_range` (min, max) limits the
+    opponent's rating at the game's speed."""
+    request = game_pb2.SeekRequest(rules=rules_pb2.RulesSpec(preset=preset), time_control=time_control, rated=True)
+    if rating_range is not None:
+        request.rating_range.min, request.rating_range.max = rating_range
+    return SeekCall(client, request, metadata=bearer(account.api_key))
+
+
+def format_rating(rating: int, provisional: bool) -> str:
+    """"1500?": a provisional rating is shown with a question mark."""
+    return f"{rating}{'?' if provisional else ''}"
+
+
+def format_change(change: game_pb2.RatingChange) -> str:
+    """"1500 -> 1662? (+162)". Only the rating after the game says whether it is provisional."""
+    return f"{change.before} -> {format_rating(change.after, change.provisional)} ({change.after - change.before:+d})"
+
+
+def rating_changes(result: game_pb2.GameResult) -> dict[int, game_pb2.RatingChange]:
+    """Player -> rating before and after, from a rated game's result (GameOver, GetGame);
+    empty for an unrated or aborted game."""
+    changes = {}
+    if result.HasField("first_rating"):
+        changes[rules_pb2.PLAYER_FIRST] = result.first_rating
+    if result.HasField("second_rating"):
+        changes[rules_pb2.PLAYER_SECOND] = result.second_rating
+    return changes
