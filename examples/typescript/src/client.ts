@@ -9,14 +9,20 @@
 // * playing on the clock: time controls (parseTimeControl) and the server's clocks
 //   (clocksOf, remainingMs, formatClocks), each seat played through its own client
 //   (SeatPlayer, playOnline),
-// * finding an opponent with a seek (SeekCall, seek).
+// * finding an opponent with a seek (SeekCall, seek),
+// * accounts and rated games: registering (register, Account), playing as the account with
+//   its API key (ratedSeek, the key as bearer on the account's seats), and reading rating
+//   changes and profiles (formatRating, formatChange, ratingChanges).
 
 import { Code, ConnectError, createClient, type CallOptions, type Client } from "@connectrpc/connect";
 import { createGrpcTransport } from "@connectrpc/connect-node";
 import { create, type MessageInitShape } from "@bufbuild/protobuf";
 import { durationFromMs, durationMs } from "@bufbuild/protobuf/wkt";
 
+import { randomBytes } from "node:crypto";
+
 import { ErrorInfoSchema } from "./gen/google/rpc/error_details_pb.js";
+import { AccountService } from "./gen/oanquan/v1/account_pb.js";
 import {
   GameEvent_GameOverSchema,
   GameService,
@@ -26,7 +32,9 @@ import {
   type GameEvent,
   type GameEvent_GameOver,
   type Game,
+  type GameResult,
   type MoveRecord,
+  type RatingChange,
   type Seek,
   type SeekRequestSchema,
   type SeekResponse,
@@ -41,10 +49,11 @@ export const CALL_TIMEOUT_MS = 10_000;
 export interface OanQuan {
   games: Client<typeof GameService>;
   rules: Client<typeof RulesService>;
+  accounts: Client<typeof AccountService>;
 }
 
 /**
- * Clients for both services over one HTTP/2 connection. The server speaks gRPC
+ * Clients for the three services over one HTTP/2 connection. The server speaks gRPC
  * over cleartext HTTP/2 (h2c), so the base URL is http://host:port.
  */
 export function connect(address: string): OanQuan {
@@ -56,10 +65,14 @@ export function connect(address: string): OanQuan {
   return {
     games: createClient(GameService, transport),
     rules: createClient(RulesService, transport),
+    accounts: createClient(AccountService, transport),
   };
 }
 
-/** Call options for PlayMove, Resign and AbortGame. */
+/**
+ * Call options for PlayMove, Resign and AbortGame (a seat token, or the API key of the account
+ * in the seat), and for calls made as an account (an API key).
+ */
 export function bearer(token: string, options: CallOptions = {}): CallOptions {
   return { ...options, headers: { authorization: `Bearer ${token}` } };
 }
@@ -502,15 +515,27 @@ export class SeekCall {
   private readonly abort = new AbortController();
   private readonly waiters = new Set<() => void>();
 
-  /** `timeoutMs` bounds the wait for an opponent: when it passes the call ends, which withdraws the seek. */
-  constructor(api: OanQuan, request: MessageInitShape<typeof SeekRequestSchema>, timeoutMs = 60_000) {
-    this.ended = this.run(api, request, timeoutMs);
+  /**
+   * `timeoutMs` bounds the wait for an opponent: when it passes the call ends, which withdraws
+   * the seek. `options`: bearer(apiKey) to seek as an account.
+   */
+  constructor(
+    api: OanQuan,
+    request: MessageInitShape<typeof SeekRequestSchema>,
+    timeoutMs = 60_000,
+    options: CallOptions = {},
+  ) {
+    this.ended = this.run(api, request, { ...options, signal: this.abort.signal, timeoutMs });
     this.ended.catch(() => {}); // reported by the wait*() methods and `ended`
   }
 
-  private async run(api: OanQuan, request: MessageInitShape<typeof SeekRequestSchema>, timeoutMs: number): Promise<void> {
+  private async run(
+    api: OanQuan,
+    request: MessageInitShape<typeof SeekRequestSchema>,
+    options: CallOptions,
+  ): Promise<void> {
     try {
-      for await (const response of api.games.seek(request, { signal: this.abort.signal, timeoutMs })) {
+      for await (const response of api.games.seek(request, options)) {
         this.messages.push(response);
         if (response.kind.case === "waiting") this.waiting = response.kind.value;
         if (response.kind.case === "paired") this.paired = response.kind.value;
@@ -575,4 +600,70 @@ export class SeekCall {
 /** Starts seeking an opponent for `preset` rules and `timeControl` (unset = untimed). */
 export function seek(api: OanQuan, name: string, timeControl?: TimeControl, preset = "standard"): SeekCall {
   return new SeekCall(api, { rules: { kind: { case: "preset", value: preset } }, timeControl, displayName: name });
+}
+
+// -- accounts and rated games -----------------------------------------------------------------
+
+/** A registered account and its API key (shown once by Register: keep it). */
+export interface Account {
+  username: string;
+  apiKey: string;
+  keyId: string;
+}
+
+/**
+ * A fresh username for a run: names are unique for good (ignoring case and look-alike
+ * letters), so a fixed one would be taken from the second run on. 3–20 letters, digits, `_`
+ * and `-`; here `prefix` + 8 hex digits.
+ */
+export function randomUsername(prefix = "ex_"): string {
+  return prefix + randomBytes(4).toString("hex");
+}
+
+/** AccountService.Register: the new account and its first API key (`oqk_…`). */
+export async function register(api: OanQuan, username: string): Promise<Account> {
+  const response = await api.accounts.register({ username });
+  return { username: response.player!.username, apiKey: response.apiKey, keyId: response.key!.id };
+}
+
+/**
+ * Seeks a rated game as `account` (its API key as bearer). Rated seeks need a time control and
+ * pair only with rated seeks of other accounts; `ratingRange` limits the opponent's rating at
+ * the game's speed.
+ */
+export function ratedSeek(
+  api: OanQuan,
+  account: Account,
+  timeControl: TimeControl,
+  ratingRange?: { min: number; max: number },
+  preset = "standard",
+): SeekCall {
+  return new SeekCall(
+    api,
+    { rules: { kind: { case: "preset", value: preset } }, timeControl, rated: true, ratingRange },
+    undefined,
+    bearer(account.apiKey),
+  );
+}
+
+/** "1500?": a provisional rating is shown with a question mark. */
+export function formatRating(rating: number, provisional: boolean): string {
+  return `${rating}${provisional ? "?" : ""}`;
+}
+
+/** "1500 -> 1662? (+162)". Only the rating after the game says whether it is provisional. */
+export function formatChange(change: RatingChange): string {
+  const delta = change.after - change.before;
+  return `${change.before} -> ${formatRating(change.after, change.provisional)} (${delta >= 0 ? "+" : ""}${delta})`;
+}
+
+/**
+ * Player -> rating before and after, from a rated game's result (GameOver, GetGame); empty for
+ * an unrated or aborted game.
+ */
+export function ratingChanges(result: GameResult | undefined): Map<Player, RatingChange> {
+  const changes = new Map<Player, RatingChange>();
+  if (result?.firstRating) changes.set(Player.FIRST, result.firstRating);
+  if (result?.secondRating) changes.set(Player.SECOND, result.secondRating);
+  return changes;
 }
