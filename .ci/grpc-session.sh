@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Starts the real server binary and runs the README's grpcurl and buf curl sessions against it,
 # exactly as written there, with no .proto files at hand (reflection only): grpcurl, buf curl,
-# and online play (timed games and a seek pairing).
+# online play (timed games and a seek pairing), and accounts (a rated game, a revoked key).
 # Usage: bash .ci/grpc-session.sh path/to/oanquan-server
 set -euo pipefail
 server=$(realpath "$1")
@@ -23,7 +23,7 @@ session() {
   # The block between the session's markers in README.md, without the ``` fences.
   sed -n "/<!-- session:$1 -->/,/<!-- \/session:$1 -->/p" "$root/README.md" | sed '1,2d;$d' | sed '$d'
 }
-for name in grpcurl bufcurl online; do
+for name in grpcurl bufcurl online accounts; do
   script=$(session "$name")
   [ -n "$script" ] || { echo "README.md has no $name session"; exit 1; }
   echo "--- $name session"
