@@ -1494,11 +1494,18 @@ async fn the_timekeeper_lets_a_flag_fall_within_100_ms_of_the_deadline() {
     assert_eq!(result.ended_by, Some(FIRST));
     assert_eq!(over.clock.unwrap().remaining.first, Duration::ZERO);
     assert_eq!(over.updated, deadline);
-    // A late move finds the game over.
+    // A late move finds the game over on time, and is told so; the opponent's, that it is over.
     let mv = over.position.legal_moves()[0];
     assert_eq!(
         manager
             .play_move(&over.id, &tokens[FIRST], mv, None)
+            .await
+            .unwrap_err(),
+        GameError::TimeUp { first_move: false }
+    );
+    assert_eq!(
+        manager
+            .play_move(&over.id, &tokens[SECOND], mv, None)
             .await
             .unwrap_err(),
         GameError::GameOver

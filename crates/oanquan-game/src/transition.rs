@@ -303,7 +303,7 @@ pub fn play(
     };
     match state.info().status {
         GameStatus::WaitingForPlayers => return Err(GameError::GameNotStarted),
-        GameStatus::Finished | GameStatus::Aborted => return Err(GameError::GameOver),
+        GameStatus::Finished | GameStatus::Aborted => return Err(over_for(state.info(), seat)),
         GameStatus::Active => {}
     }
     let current = state.position().ply();
@@ -394,6 +394,20 @@ pub fn play(
             output: record,
         },
     ))
+}
+
+/// Why a move for `seat` of a game that is over is refused. The player whose flag fell is told
+/// that their time ran out, as they are when their move beats the timekeeper to the deadline:
+/// which of the two comes first is a matter of milliseconds, and must not change the answer.
+fn over_for(info: &GameInfo, seat: Player) -> GameError {
+    match info.result {
+        Some(GameResult {
+            termination: Termination::Timeout,
+            ended_by: Some(flagged),
+            ..
+        }) if flagged == seat => GameError::TimeUp { first_move: false },
+        _ => GameError::GameOver,
+    }
 }
 
 /// Resigns for the seat whose token hashes to `token`; the opponent wins.

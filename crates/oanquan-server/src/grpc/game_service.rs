@@ -590,6 +590,11 @@ impl pb::game_service_server::GameService for GameApi {
                 return;
             }
             let mut ticker = tokio::time::interval_at(tokio::time::Instant::now() + period, period);
+            // One wait for the whole stream: a fresh one each turn of the loop would restart
+            // the computer fallback's wait at every heartbeat, and drop a pairing with the
+            // computer half made.
+            let wait = ticket.wait();
+            tokio::pin!(wait);
             loop {
                 let out = tokio::select! {
                     biased;
@@ -598,7 +603,7 @@ impl pb::game_service_server::GameService for GameApi {
                     )),
                     // The client went away: dropping the ticket withdraws the seek.
                     () = tx.closed() => break,
-                    seated = ticket.wait() => match seated {
+                    seated = &mut wait => match seated {
                         Ok(seated) => seek_message(paired(&seated)),
                         Err(error) => Err(into_status(error)),
                     },

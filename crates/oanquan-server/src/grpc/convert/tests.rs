@@ -451,3 +451,249 @@ fn traces_convert_every_step() {
         }))
     ));
 }
+
+fn pd(seconds: i64, nanos: i32) -> prost_types::Duration {
+    prost_types::Duration { seconds, nanos }
+}
+
+fn real_time_in(
+    initial: Option<prost_types::Duration>,
+    increment: Option<prost_types::Duration>,
+) -> pb::TimeControl {
+    pb::TimeControl {
+        kind: Some(pb::time_control::Kind::RealTime(
+            pb::time_control::RealTime { initial, increment },
+        )),
+    }
+}
+
+fn correspondence_in(per_move: Option<prost_types::Duration>) -> pb::TimeControl {
+    pb::TimeControl {
+        kind: Some(pb::time_control::Kind::Correspondence(
+            pb::time_control::Correspondence { per_move },
+        )),
+    }
+}
+
+#[test]
+fn durations_must_be_present_normalised_and_not_negative() {
+    use std::time::Duration;
+    assert_eq!(
+        duration(Some(&pd(1, 500_000_000)), "d").unwrap(),
+        Duration::from_millis(1_500)
+    );
+    assert_eq!(duration(Some(&pd(0, 0)), "d").unwrap(), Duration::ZERO);
+    // The largest normalised value converts without overflow.
+    assert_eq!(
+        duration(Some(&pd(i64::MAX, 999_999_999)), "d").unwrap(),
+        Duration::new(i64::MAX.unsigned_abs(), 999_999_999)
+    );
+    for bad in [
+        None,
+        Some(pd(-1, 0)),
+        Some(pd(0, -1)),
+        Some(pd(5, -1)),
+        Some(pd(-5, 1)),
+        Some(pd(i64::MIN, i32::MIN)),
+        Some(pd(0, 1_000_000_000)),
+        Some(pd(1, i32::MAX)),
+    ] {
+        assert_eq!(
+            field_of(duration(bad.as_ref(), "a.b").unwrap_err()),
+            "a.b",
+            "{bad:?}"
+        );
+    }
+}
+
+#[test]
+fn time_controls_parse_within_bounds_and_name_the_bad_field() {
+    use crate::domain::TimeControl;
+    use std::time::Duration;
+    let tc = |value: &pb::TimeControl| time_control(Some(value), "time_control");
+    assert_eq!(time_control(None, "tc").unwrap(), TimeControl::Untimed);
+    assert_eq!(
+        tc(&pb::TimeControl { kind: None }).unwrap(),
+        TimeControl::Untimed
+    );
+    assert_eq!(
+        tc(&real_time_in(Some(pd(180, 0)), Some(pd(2, 0)))).unwrap(),
+        TimeControl::RealTime {
+            initial: Duration::from_secs(180),
+            increment: Duration::from_secs(2)
+        }
+    );
+    // No increment is "+0"; the bounds are inclusive.
+    assert_eq!(
+        tc(&real_time_in(Some(pd(1, 0)), None)).unwrap(),
+        TimeControl::RealTime {
+            initial: Duration::from_secs(1),
+            increment: Duration::ZERO
+        }
+    );
+    assert!(tc(&real_time_in(Some(pd(3 * 3600, 0)), Some(pd(180, 0)))).is_ok());
+    assert_eq!(
+        tc(&correspondence_in(Some(pd(86_400, 0)))).unwrap(),
+        TimeControl::Correspondence {
+            per_move: Duration::from_secs(86_400)
+        }
+    );
+    assert!(tc(&correspondence_in(Some(pd(60, 0)))).is_ok());
+    assert!(tc(&correspondence_in(Some(pd(30 * 86_400, 0)))).is_ok());
+
+    let initial = "time_control.real_time.initial";
+    let increment = "time_control.real_time.increment";
+    let per_move = "time_control.correspondence.per_move";
+    let minute = Some(pd(60, 0));
+    let cases = [
+        (real_time_in(None, None), initial),
+        (real_time_in(Some(pd(0, 0)), None), initial),
+        (real_time_in(Some(pd(0, 999_999_999)), None), initial),
+        (real_time_in(Some(pd(-1, 0)), None), initial),
+        (real_time_in(Some(pd(1, 1_000_000_000)), None), initial),
+        (real_time_in(Some(pd(3 * 3600, 1)), None), initial),
+        (real_time_in(Some(pd(i64::MAX, 0)), None), initial),
+        (real_time_in(minute, Some(pd(-1, 0))), increment),
+        (real_time_in(minute, Some(pd(0, -1))), increment),
+        (real_time_in(minute, Some(pd(180, 1))), increment),
+        (
+            real_time_in(minute, Some(pd(i64::MAX, 999_999_999))),
+            increment,
+        ),
+        (correspondence_in(None), per_move),
+        (correspondence_in(Some(pd(59, 999_999_999))), per_move),
+        (correspondence_in(Some(pd(30 * 86_400, 1))), per_move),
+        (correspondence_in(Some(pd(-60, 0))), per_move),
+        (correspondence_in(Some(pd(i64::MAX, 0))), per_move),
+    ];
+    for (value, field) in cases {
+        let error = tc(&value).unwrap_err();
+        let GameError::InvalidArgument { description, .. } = &error else {
+            panic!("{error:?}")
+        };
+        assert!(!description.is_empty());
+        assert_eq!(field_of(error), field, "{value:?}");
+    }
+}
+
+#[test]
+fn time_controls_round_trip() {
+    use crate::domain::TimeControl;
+    use std::time::Duration;
+    assert_eq!(time_control_out(TimeControl::Untimed), None);
+    for control in [
+        TimeControl::real_time(Duration::from_secs(180), Duration::from_secs(2)).unwrap(),
+        TimeControl::real_time(Duration::from_millis(1_500), Duration::ZERO).unwrap(),
+        TimeControl::correspondence(Duration::from_secs(2 * 86_400)).unwrap(),
+    ] {
+        let out = time_control_out(control);
+        assert_eq!(time_control(out.as_ref(), "tc").unwrap(), control);
+    }
+}
+
+#[test]
+fn computer_fallbacks_need_a_wait_of_1s_to_10min_and_a_level_of_1_to_7() {
+    use oanquan_ai::Level;
+    use std::time::Duration;
+    let fallback =
+        |after: Option<prost_types::Duration>, level| pb::ComputerFallback { after, level };
+    let parse = |value: &pb::ComputerFallback| computer_fallback(Some(value), "computer");
+    assert_eq!(computer_fallback(None, "computer").unwrap(), None);
+    assert_eq!(
+        parse(&fallback(Some(pd(1, 0)), 1)).unwrap(),
+        Some((Duration::from_secs(1), Level::Random))
+    );
+    assert_eq!(
+        parse(&fallback(Some(pd(600, 0)), 7)).unwrap(),
+        Some((MAX_COMPUTER_AFTER, Level::Master))
+    );
+    for (value, field) in [
+        (fallback(None, 1), "computer.after"),
+        (fallback(Some(pd(0, 0)), 1), "computer.after"),
+        (fallback(Some(pd(0, 999_999_999)), 1), "computer.after"),
+        (fallback(Some(pd(600, 1)), 1), "computer.after"),
+        (fallback(Some(pd(i64::MAX, 0)), 1), "computer.after"),
+        (fallback(Some(pd(-1, 0)), 1), "computer.after"),
+        (fallback(Some(pd(1, 1_000_000_000)), 1), "computer.after"),
+        (fallback(Some(pd(5, 0)), 0), "computer.level"),
+        (fallback(Some(pd(5, 0)), 8), "computer.level"),
+        (fallback(Some(pd(5, 0)), 256 + 1), "computer.level"),
+        (fallback(Some(pd(5, 0)), u32::MAX), "computer.level"),
+    ] {
+        assert_eq!(field_of(parse(&value).unwrap_err()), field, "{value:?}");
+    }
+}
+
+#[test]
+fn clock_readings_convert_every_field() {
+    use crate::domain::clock::ClockReading;
+    use std::time::Duration;
+    let at = SystemTime::UNIX_EPOCH + Duration::from_millis(1_700_000_000_123);
+    let running = ClockReading {
+        remaining: ByPlayer::new(Duration::from_millis(2_500), Duration::from_secs(60)),
+        measured_at: at,
+        running: Some(Player::Second),
+        deadline: Some(at + Duration::from_secs(60)),
+    };
+    let out = clocks_out(&running);
+    assert_eq!(out.first_remaining, Some(pd(2, 500_000_000)));
+    assert_eq!(out.second_remaining, Some(pd(60, 0)));
+    assert_eq!(out.measured_at, timestamp(at));
+    assert_eq!(out.running(), pb::Player::Second);
+    assert_eq!(out.deadline, timestamp(at + Duration::from_secs(60)));
+    let stopped = clocks_out(&ClockReading {
+        running: None,
+        deadline: None,
+        remaining: ByPlayer::new(Duration::ZERO, Duration::ZERO),
+        ..running
+    });
+    assert_eq!(stopped.running(), pb::Player::Unspecified);
+    assert_eq!(stopped.deadline, None);
+    assert_eq!(stopped.first_remaining, Some(pd(0, 0)));
+    // A duration beyond what protobuf can carry is clamped, not wrapped.
+    assert_eq!(
+        duration_out(Duration::MAX).map(|d| d.seconds),
+        Some(i64::MAX)
+    );
+}
+
+#[test]
+fn seeks_convert_with_their_rules_time_control_and_fallback() {
+    use crate::domain::TimeControl;
+    use crate::domain::seek::SeekInfo;
+    use std::time::Duration;
+    let created = SystemTime::UNIX_EPOCH + Duration::from_secs(1_700_000_000);
+    let control = TimeControl::real_time(Duration::from_secs(180), Duration::from_secs(2)).unwrap();
+    let seek = SeekInfo {
+        id: "s1".into(),
+        display_name: "Lan".into(),
+        rules: Rules::MANCALA_WORLD,
+        preset: Some(Preset::MancalaWorld),
+        time_control: control,
+        created,
+        computer_after: Some(Duration::from_secs(30)),
+    };
+    let out = seek_out(&seek);
+    assert_eq!(out.id, "s1");
+    assert_eq!(out.display_name, "Lan");
+    assert_eq!(out.preset, "mancala-world");
+    assert_eq!(
+        rule_set(out.rule_set.as_ref().unwrap(), "r").unwrap(),
+        Rules::MANCALA_WORLD
+    );
+    assert_eq!(
+        time_control(out.time_control.as_ref(), "tc").unwrap(),
+        control
+    );
+    assert_eq!(out.create_time, timestamp(created));
+    assert_eq!(out.computer_after, Some(pd(30, 0)));
+    let plain = seek_out(&SeekInfo {
+        preset: None,
+        time_control: TimeControl::Untimed,
+        computer_after: None,
+        ..seek
+    });
+    assert_eq!(plain.preset, "");
+    assert_eq!(plain.time_control, None);
+    assert_eq!(plain.computer_after, None);
+}
