@@ -638,6 +638,7 @@ fn seek_request(name: &str, time_control: Option<pb::TimeControl>) -> pb::SeekRe
         time_control,
         display_name: name.to_owned(),
         computer: None,
+        ..Default::default()
     }
 }
 

@@ -672,6 +672,9 @@ fn seeks_convert_with_their_rules_time_control_and_fallback() {
         time_control: control,
         created,
         computer_after: Some(Duration::from_secs(30)),
+        account: None,
+        rated: false,
+        rating_range: None,
     };
     let out = seek_out(&seek);
     assert_eq!(out.id, "s1");
