@@ -49,7 +49,8 @@ pub use model::{
 };
 pub use store::{
     Commit, Committed, GameStore, LeaderboardPage, Page, PlayerGameFilter, PlayerResult, Ranked,
-    Since, StoreError, StoreFuture, page_cursor, parse_page_cursor,
+    Since, StoreError, StoreFuture, leaderboard_cursor, leaderboard_offset, page_cursor,
+    parse_named_cursor, parse_page_cursor,
 };
 pub use text::{MAX_DISPLAY_NAME_CHARS, MAX_QUOTED_CHARS, display_name, quoted};
 pub use token::{PlayerToken, TokenHash};

@@ -15,7 +15,8 @@ use crate::model::{GameEvent, GameFilter, GameId, GameInfo, GameState, LobbyEven
 use crate::rating::Speed;
 use crate::store::{
     Commit, Committed, GameStore, LeaderboardPage, Page, PlayerGameFilter, Ranked, Since,
-    StoreError, StoreFuture, page_cursor, parse_page_cursor,
+    StoreError, StoreFuture, leaderboard_cursor, leaderboard_offset, page_cursor,
+    parse_named_cursor, parse_page_cursor,
 };
 
 /// Capacity knobs of the memory store.
@@ -182,30 +183,6 @@ impl MemoryStore {
             lobby_events,
         }
     }
-}
-
-/// A leaderboard cursor: the speed and how many players came before.
-#[must_use]
-pub fn leaderboard_cursor(speed: Speed, offset: u64) -> String {
-    format!("top-{}.{offset}", speed.name())
-}
-
-/// The offset in a cursor made by [`leaderboard_cursor`] for the same speed.
-///
-/// # Errors
-///
-/// [`StoreError::BadCursor`] for any other text.
-pub fn leaderboard_offset(speed: Speed, cursor: &str) -> Result<usize, StoreError> {
-    let offset = parse_named_cursor(&format!("top-{}", speed.name()), cursor)?;
-    usize::try_from(offset).map_err(|_| StoreError::BadCursor)
-}
-
-fn parse_named_cursor(name: &str, cursor: &str) -> Result<u64, StoreError> {
-    let (prefix, position) = cursor.split_once('.').ok_or(StoreError::BadCursor)?;
-    if prefix != name {
-        return Err(StoreError::BadCursor);
-    }
-    position.parse().map_err(|_| StoreError::BadCursor)
 }
 
 /// Events after `after` from a log holding a suffix of `1..=last`.

@@ -407,6 +407,36 @@ pub fn page_cursor(filter: GameFilter, position: u64) -> String {
     format!("{}.{position}", filter.name())
 }
 
+/// A leaderboard cursor: the speed and how many players came before. Shared by the stores so
+/// that all accept and refuse the same texts.
+#[must_use]
+pub fn leaderboard_cursor(speed: Speed, offset: u64) -> String {
+    format!("top-{}.{offset}", speed.name())
+}
+
+/// The offset in a cursor made by [`leaderboard_cursor`] for the same speed.
+///
+/// # Errors
+///
+/// [`StoreError::BadCursor`] for any other text.
+pub fn leaderboard_offset(speed: Speed, cursor: &str) -> Result<usize, StoreError> {
+    let offset = parse_named_cursor(&format!("top-{}", speed.name()), cursor)?;
+    usize::try_from(offset).map_err(|_| StoreError::BadCursor)
+}
+
+/// The position in a cursor `<name>.<position>` (a player's games: `player-<filter>`).
+///
+/// # Errors
+///
+/// [`StoreError::BadCursor`] for a cursor of another name or a bad position.
+pub fn parse_named_cursor(name: &str, cursor: &str) -> Result<u64, StoreError> {
+    let (prefix, position) = cursor.split_once('.').ok_or(StoreError::BadCursor)?;
+    if prefix != name {
+        return Err(StoreError::BadCursor);
+    }
+    position.parse().map_err(|_| StoreError::BadCursor)
+}
+
 /// The position in a cursor made by [`page_cursor`] for the same filter.
 ///
 /// # Errors
