@@ -13,11 +13,11 @@ use crate::cli::{
     TopArgs,
 };
 use crate::client::{Clients, as_account, request};
-use crate::commands::table;
 use crate::context::Context;
 use crate::error::{CliError, code};
 use crate::json;
 use crate::moves::Side;
+use crate::output::table;
 use crate::output::{out, out_lines};
 use crate::ratings::{change_numbers, date, rating_text, seat_label, speed_name, speed_to_proto};
 use crate::timecontrol::TimeControl;

@@ -22,6 +22,7 @@ use crate::error::{CliError, code};
 use crate::json;
 use crate::live::{end_line, game_over_line, move_line};
 use crate::moves::Side;
+use crate::output::table;
 use crate::output::{out, out_inline, out_lines};
 use crate::ratings::{rating_lines, seat_label, seat_rating};
 use crate::timecontrol::{TimeControl, format_span, from_proto_duration};
@@ -332,40 +333,6 @@ pub async fn list(ctx: &Context, clients: &mut Clients, args: &ListArgs) -> Resu
         &rows,
         &[false, false, false, false, false, false, true, true],
     ))
-}
-
-/// Columns as wide as their widest cell, counted in characters (names such as "Computer
-/// (random)" or "Lân" must not push the columns after them out of line). `right[i]` aligns
-/// column `i` to the right.
-pub fn table<const N: usize>(rows: &[[String; N]], right: &[bool; N]) -> Vec<String> {
-    let mut widths = [0usize; N];
-    for row in rows {
-        for (width, cell) in widths.iter_mut().zip(row) {
-            *width = (*width).max(cell.chars().count());
-        }
-    }
-    rows.iter()
-        .map(|row| {
-            let mut line = String::new();
-            for (i, cell) in row.iter().enumerate() {
-                let pad = " ".repeat(widths[i].saturating_sub(cell.chars().count()));
-                if i > 0 {
-                    line.push(' ');
-                }
-                if right[i] {
-                    line.push_str(&pad);
-                    line.push_str(cell);
-                } else {
-                    line.push_str(cell);
-                    // No trailing blanks after the last column.
-                    if i + 1 < N {
-                        line.push_str(&pad);
-                    }
-                }
-            }
-            line
-        })
-        .collect()
 }
 
 async fn get_game(clients: &mut Clients, game_id: &str) -> Result<Game, CliError> {

@@ -137,6 +137,40 @@ fn tick_sequence(status: Status, text: &str) -> Option<String> {
     }
 }
 
+/// Columns as wide as their widest cell, counted in characters (names such as "Computer
+/// (random)" or "Lân" must not push the columns after them out of line). `right[i]` aligns
+/// column `i` to the right.
+pub fn table<const N: usize>(rows: &[[String; N]], right: &[bool; N]) -> Vec<String> {
+    let mut widths = [0usize; N];
+    for row in rows {
+        for (width, cell) in widths.iter_mut().zip(row) {
+            *width = (*width).max(cell.chars().count());
+        }
+    }
+    rows.iter()
+        .map(|row| {
+            let mut line = String::new();
+            for (i, cell) in row.iter().enumerate() {
+                let pad = " ".repeat(widths[i].saturating_sub(cell.chars().count()));
+                if i > 0 {
+                    line.push(' ');
+                }
+                if right[i] {
+                    line.push_str(&pad);
+                    line.push_str(cell);
+                } else {
+                    line.push_str(cell);
+                    // No trailing blanks after the last column.
+                    if i + 1 < N {
+                        line.push_str(&pad);
+                    }
+                }
+            }
+            line
+        })
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
