@@ -11,8 +11,6 @@ use std::time::{Duration, SystemTime};
 
 use oanquan_rules::{ByPlayer, Player};
 
-use crate::model::{GameInfo, GameStatus};
-
 /// Shortest initial time of a real-time game.
 pub const MIN_INITIAL: Duration = Duration::from_secs(1);
 /// Longest initial time of a real-time game: three hours.
@@ -247,44 +245,6 @@ pub struct Deadline {
     pub kind: DeadlineKind,
 }
 
-/// Whether the player to move is making their first move of the game (each player's first
-/// move has its own limit, and the clock does not run for it).
-#[must_use]
-pub fn is_first_move(info: &GameInfo) -> bool {
-    info.move_count < 2
-}
-
-/// The next thing that happens to `info` by itself, if anything.
-#[must_use]
-pub fn deadline(info: &GameInfo) -> Option<Deadline> {
-    match info.status {
-        GameStatus::Active => {
-            let clock = info.clock?;
-            let started = info.turn_started?;
-            let player = info.position.to_move();
-            if is_first_move(info) {
-                Some(Deadline {
-                    at: started + clock.first_move,
-                    kind: DeadlineKind::FirstMove { player },
-                })
-            } else {
-                Some(Deadline {
-                    at: started + clock.remaining[player],
-                    kind: DeadlineKind::Flag { player },
-                })
-            }
-        }
-        GameStatus::Finished => {
-            let closes = info.rematch.open_until()?;
-            Some(Deadline {
-                at: closes,
-                kind: DeadlineKind::RematchWindow,
-            })
-        }
-        GameStatus::WaitingForPlayers | GameStatus::Aborted => None,
-    }
-}
-
 /// The clocks at one instant, as clients are told: each player's time left at `measured_at`,
 /// and whose clock is running from then.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -300,42 +260,13 @@ pub struct ClockReading {
     pub deadline: Option<SystemTime>,
 }
 
-/// `info`'s clocks at `now` (`None` for an untimed game).
-#[must_use]
-pub fn reading(info: &GameInfo, now: SystemTime) -> Option<ClockReading> {
-    let clock = info.clock?;
-    let mut remaining = clock.remaining;
-    let mut running = None;
-    let mut deadline_at = None;
-    if info.status == GameStatus::Active {
-        if let Some(deadline) = deadline(info) {
-            deadline_at = Some(deadline.at);
-        }
-        if !is_first_move(info) {
-            let player = info.position.to_move();
-            let elapsed = info
-                .turn_started
-                .and_then(|started| now.duration_since(started).ok())
-                .unwrap_or_default();
-            remaining[player] = remaining[player].saturating_sub(elapsed);
-            running = Some(player);
-        }
-    }
-    Some(ClockReading {
-        remaining,
-        measured_at: now,
-        running,
-        deadline: deadline_at,
-    })
-}
-
 /// What the rematch of a finished game is at.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct Rematch {
     /// The game this one is a rematch of.
-    pub of: Option<crate::model::GameId>,
+    pub of: Option<crate::id::GameId>,
     /// The rematch of this game, once both asked.
-    pub next: Option<crate::model::GameId>,
+    pub next: Option<crate::id::GameId>,
     /// Who has offered a rematch (that the opponent has not answered).
     pub offered_by: Option<Player>,
     /// Until when a rematch can be offered: set when the game finishes (with a window), cleared

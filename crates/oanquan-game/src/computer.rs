@@ -35,12 +35,13 @@ use tokio::sync::{OwnedSemaphorePermit, Semaphore, TryAcquireError, watch};
 use tokio::task::{JoinHandle, JoinSet};
 use tracing::{debug, info, warn};
 
-use crate::clock::{self, TimeControl};
+use crate::clock::TimeControl;
 use crate::error::GameError;
 use crate::limits;
 use crate::manager::{GameManager, MAX_PAGE_SIZE};
 use crate::model::{GameFilter, GameId, GameInfo};
 pub use crate::model::{computer_name, computer_to_move};
+use crate::timing;
 
 /// Default thinking time of a computer move.
 pub const DEFAULT_MOVE_TIME: Duration = Duration::from_millis(300);
@@ -622,14 +623,14 @@ const DEADLINE_MARGIN: Duration = Duration::from_millis(100);
 /// the deadline.
 #[must_use]
 pub fn think_time(move_time: Duration, info: &GameInfo, now: SystemTime) -> Duration {
-    let (Some(clock), Some(reading)) = (info.clock, clock::reading(info, now)) else {
+    let (Some(clock), Some(reading)) = (info.clock, timing::reading(info, now)) else {
         return move_time;
     };
     let Some(deadline) = reading.deadline else {
         return move_time;
     };
     let left = deadline.duration_since(now).unwrap_or(Duration::ZERO);
-    let share = if clock::is_first_move(info) {
+    let share = if timing::is_first_move(info) {
         clock.first_move / FIRST_MOVE_SHARE
     } else {
         let increment = match info.time_control {

@@ -3,7 +3,7 @@
 
 use oanquan_rules::{PlayError, Player};
 
-use crate::model::GameId;
+use crate::id::GameId;
 
 /// A request failed. Messages say what to do next; they never contain a token.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]

@@ -300,7 +300,7 @@ impl Hub {
         // Only games with a computer seat concern the agent on this feed: skipping the others
         // keeps every move between people from cloning its game and waking the agent
         // (measured: about 1-2 µs of server CPU per move, see BENCHMARKS.md).
-        if self.commits.receiver_count() > 0 && crate::model::needs_agents(&committed.info) {
+        if self.commits.receiver_count() > 0 && crate::timing::needs_agents(&committed.info) {
             self.publish_commit(Arc::new(committed.info.clone()));
         }
     }

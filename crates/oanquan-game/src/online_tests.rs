@@ -11,7 +11,7 @@ use std::time::{Duration, SystemTime};
 use oanquan_ai::Level;
 use oanquan_rules::{ByPlayer, Outcome, Player, Position, Preset};
 
-use crate::clock::{self, ClockReading, DeadlineKind, TimeControl, TimePolicy};
+use crate::clock::{ClockReading, DeadlineKind, TimeControl, TimePolicy};
 use crate::error::GameError;
 use crate::hub::Hub;
 use crate::manager::{GameManager, ManagerLimits, NewGame, Seated};
@@ -22,6 +22,7 @@ use crate::model::{
 };
 use crate::seek::{SeekLimits, SeekOutcome, SeekPool, SeekRequest, SeekUpdate};
 use crate::store::GameStore;
+use crate::timing;
 use crate::token::{PlayerToken, TokenHash};
 use crate::transition::{self, Create, Mover, Opponent, RematchOffer, Transition};
 use crate::watch::{Sequenced, WatchItem};
@@ -254,12 +255,15 @@ fn real_time_charges_the_mover_from_turn_start_and_adds_the_increment_after_the_
 #[test]
 fn a_reading_runs_the_clock_of_the_player_to_move_only() {
     let (state, tokens) = started(real_time(60, 0));
-    assert_eq!(clock::reading(state.info(), secs(5)).unwrap().running, None);
+    assert_eq!(
+        timing::reading(state.info(), secs(5)).unwrap().running,
+        None
+    );
     // Three moves: the second player's clock runs from 2 s.
     let state = moves(state, &tokens, 3, 0);
     assert_eq!(remaining(&state), ByPlayer::new(dur(59), dur(60)));
     assert_eq!(
-        clock::reading(state.info(), secs(10)),
+        timing::reading(state.info(), secs(10)),
         Some(ClockReading {
             remaining: ByPlayer::new(dur(59), dur(52)),
             measured_at: secs(10),
@@ -267,17 +271,17 @@ fn a_reading_runs_the_clock_of_the_player_to_move_only() {
             deadline: Some(secs(62)),
         })
     );
-    let later = clock::reading(state.info(), secs(30)).unwrap();
+    let later = timing::reading(state.info(), secs(30)).unwrap();
     assert_eq!(later.remaining, ByPlayer::new(dur(59), dur(32)));
     assert_eq!(later.deadline, Some(secs(62)));
     // Past the deadline a reading shows nothing left, never less.
-    let flagged = clock::reading(state.info(), secs(100)).unwrap();
+    let flagged = timing::reading(state.info(), secs(100)).unwrap();
     assert_eq!(flagged.remaining.second, Duration::ZERO);
     // An untimed game has no clock to read.
     let (untimed, _) = started(TimeControl::Untimed);
-    assert_eq!(clock::reading(untimed.info(), secs(1)), None);
+    assert_eq!(timing::reading(untimed.info(), secs(1)), None);
     assert_eq!(untimed.info().clock, None);
-    assert_eq!(clock::deadline(untimed.info()), None);
+    assert_eq!(timing::deadline(untimed.info()), None);
 }
 
 #[test]
@@ -287,7 +291,7 @@ fn correspondence_gives_the_full_time_for_every_move() {
     // A day-long move needs no shorter first one.
     assert_eq!(state.info().clock.unwrap().first_move, hour);
     assert_eq!(
-        clock::deadline(state.info()).map(|d| (d.at, d.kind)),
+        timing::deadline(state.info()).map(|d| (d.at, d.kind)),
         Some((secs(3600), DeadlineKind::FirstMove { player: FIRST }))
     );
     let state = moves(state, &tokens, 2, 600);
@@ -299,12 +303,12 @@ fn correspondence_gives_the_full_time_for_every_move() {
         readings(&moved.game_events)[0].unwrap().deadline,
         Some(secs(601 + 3000 + 3600))
     );
-    let reading = clock::reading(state.info(), secs(601 + 3000 + 600)).unwrap();
+    let reading = timing::reading(state.info(), secs(601 + 3000 + 600)).unwrap();
     assert_eq!(reading.remaining, ByPlayer::new(hour, dur(3000)));
     assert_eq!(reading.running, Some(SECOND));
     // Missing it loses on time, as in real time.
     assert_eq!(
-        clock::deadline(state.info()).map(|d| d.kind),
+        timing::deadline(state.info()).map(|d| d.kind),
         Some(DeadlineKind::Flag { player: SECOND })
     );
 }
@@ -314,7 +318,7 @@ fn a_first_move_not_made_in_time_aborts_the_game_without_a_result() {
     let (state, tokens) = started(real_time(60, 0));
     let limit = TimePolicy::default().first_move;
     assert_eq!(
-        clock::deadline(state.info()).map(|d| (d.at, d.kind)),
+        timing::deadline(state.info()).map(|d| (d.at, d.kind)),
         Some((T0 + limit, DeadlineKind::FirstMove { player: FIRST }))
     );
     assert_eq!(
@@ -359,7 +363,7 @@ fn a_first_move_not_made_in_time_aborts_the_game_without_a_result() {
         }]
     );
     assert_log_closes(&aborted, &applied.game_events, true);
-    assert_eq!(clock::deadline(info), None);
+    assert_eq!(timing::deadline(info), None);
     assert_eq!(
         transition::apply_deadline(aborted, secs(500)).unwrap_err(),
         GameError::NotDue
@@ -372,7 +376,7 @@ fn the_second_players_first_move_has_its_own_limit_from_the_first_move() {
     let (state, _) = move_at(state, &tokens, secs(20));
     let limit = TimePolicy::default().first_move;
     assert_eq!(
-        clock::deadline(state.info()).map(|d| (d.at, d.kind)),
+        timing::deadline(state.info()).map(|d| (d.at, d.kind)),
         Some((secs(20) + limit, DeadlineKind::FirstMove { player: SECOND }))
     );
     let (aborted, applied) = transition::apply_deadline(state, secs(20) + limit).unwrap();
@@ -386,7 +390,7 @@ fn a_flag_falls_at_the_deadline_and_the_opponent_wins_on_time() {
     let (state, tokens) = started(real_time(60, 0));
     let state = moves(state, &tokens, 2, 1);
     // The first player's turn started at 2 s with 60 s left.
-    let deadline = clock::deadline(state.info()).unwrap();
+    let deadline = timing::deadline(state.info()).unwrap();
     assert_eq!(
         (deadline.at, deadline.kind),
         (secs(62), DeadlineKind::Flag { player: FIRST })
@@ -434,7 +438,7 @@ fn a_flag_falls_at_the_deadline_and_the_opponent_wins_on_time() {
     assert_log_closes(&flagged, &applied.game_events, false);
     // What remains due is the rematch window.
     assert_eq!(
-        clock::deadline(info).map(|d| (d.at, d.kind)),
+        timing::deadline(info).map(|d| (d.at, d.kind)),
         Some((secs(183), DeadlineKind::RematchWindow))
     );
 }
@@ -807,7 +811,7 @@ fn a_rematch_starts_when_both_offer_with_the_seats_swapped_and_the_tokens_of_the
     assert_eq!(linked.info().rematch.offered_by, None);
     assert_eq!(linked.info().result, state.info().result);
     assert_log_closes(&linked, &transition.game_events, true);
-    assert_eq!(clock::deadline(linked.info()), None);
+    assert_eq!(timing::deadline(linked.info()), None);
 
     let RematchOffer::Started(next) = transition.output else {
         panic!("both offered: the rematch starts");
@@ -945,7 +949,7 @@ fn declining_closes_the_rematch_window() {
         assert_eq!(declined.info().rematch.open_until, None);
         assert_eq!(declined.info().rematch.next, None);
         assert_log_closes(&declined, &transition.game_events, true);
-        assert_eq!(clock::deadline(declined.info()), None);
+        assert_eq!(timing::deadline(declined.info()), None);
         for seat in Player::ALL {
             assert!(matches!(
                 offer(
@@ -978,7 +982,7 @@ fn the_rematch_window_expires_at_its_deadline() {
     .unwrap();
     let closes = secs(10 + WINDOW);
     assert_eq!(
-        clock::deadline(offered.info()).map(|d| (d.at, d.kind)),
+        timing::deadline(offered.info()).map(|d| (d.at, d.kind)),
         Some((closes, DeadlineKind::RematchWindow))
     );
     assert_eq!(
@@ -1476,7 +1480,7 @@ async fn the_timekeeper_lets_a_flag_fall_within_100_ms_of_the_deadline() {
     // The first player's clock runs from the second move.
     let deadline = info.turn_started.unwrap() + dur(1);
     assert_eq!(
-        clock::deadline(&info).map(|d| (d.at, d.kind)),
+        timing::deadline(&info).map(|d| (d.at, d.kind)),
         Some((deadline, DeadlineKind::Flag { player: FIRST }))
     );
     let (over, when) = ended(&manager, &info.id).await;

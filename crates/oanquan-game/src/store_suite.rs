@@ -13,7 +13,7 @@ use oanquan_rules::{Move, Outcome, Player, Preset};
 use tokio::sync::broadcast;
 
 use crate::account::{Account, AccountId, AccountUpdate, ApiKey, ApiKeyRecord, Record};
-use crate::clock::{self, TimeControl};
+use crate::clock::TimeControl;
 use crate::hub::Hub;
 use crate::manager::{GameManager, ManagerLimits, NewGame, Seated, seat_account};
 use crate::memory::MAX_API_KEYS;
@@ -26,6 +26,7 @@ use crate::store::{
     Commit, Committed, GameStore, PlayerGameFilter, PlayerResult, Ranked, Since, StoreError,
     page_cursor,
 };
+use crate::timing;
 use crate::transition::{self, Transition};
 use crate::username::Username;
 
@@ -437,7 +438,7 @@ pub async fn a_timed_game_keeps_its_clock_and_turn_start(store: Arc<dyn GameStor
     // The running turn's clocks are the summary's, as the turn started.
     assert!(matches!(
         &events.last().unwrap().kind,
-        GameEventKind::TurnStarted { clock, .. } if *clock == clock::reading(&info, started)
+        GameEventKind::TurnStarted { clock, .. } if *clock == timing::reading(&info, started)
     ));
     // A correspondence game keeps its control too.
     let per_move = TimeControl::correspondence(Duration::from_secs(2 * 86_400)).unwrap();
@@ -602,7 +603,7 @@ pub async fn games_ended_by_time_or_abandonment_and_closed_rematches_read_back(
     let (flagged, _, _) = timed(&manager, &hub, blitz(), 3).await;
     let state = store.load(&flagged).await.unwrap();
     let sequence = state.info().sequence;
-    let deadline = clock::deadline(state.info()).unwrap();
+    let deadline = timing::deadline(state.info()).unwrap();
     let now = deadline.at + Duration::from_millis(3);
     let (mut state, mut decided) = transition::apply_deadline(state, now).unwrap();
     let until = now + Duration::from_secs(60);

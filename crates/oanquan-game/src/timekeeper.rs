@@ -17,10 +17,10 @@ use tokio::sync::watch;
 use tokio::task::JoinHandle;
 use tracing::{debug, info, warn};
 
-use crate::clock::deadline;
 use crate::error::GameError;
 use crate::manager::{GameManager, MAX_PAGE_SIZE};
 use crate::model::{GameFilter, GameId, GameInfo};
+use crate::timing::deadline;
 
 /// Finished games read at start for open rematch windows, newest first: windows are minutes
 /// long, so the games that still have one are among the newest.

@@ -20,6 +20,7 @@ use crate::model::{
     DrawAction, GameEventKind, GameId, GameInfo, GameResult, GameState, GameStatus, LobbyEventKind,
     MoveRecord, PlayerKind, RematchAction, SeatInfo, Termination, computer_name,
 };
+use crate::timing;
 use crate::token::TokenHash;
 
 /// What a transition does besides the new state: the events to commit with it, and what the
@@ -246,7 +247,7 @@ pub fn join(
                 player: position.to_move(),
                 ply: position.ply(),
                 refill: None,
-                clock: clock::reading(state.info(), now),
+                clock: timing::reading(state.info(), now),
             },
         ],
         lobby_events: vec![
@@ -317,14 +318,14 @@ pub fn play(
     if to_move != seat {
         return Err(GameError::NotYourTurn { to_move });
     }
-    if let Some(deadline) = clock::deadline(state.info())
+    if let Some(deadline) = timing::deadline(state.info())
         && now >= deadline.at
     {
         return Err(GameError::TimeUp {
             first_move: matches!(deadline.kind, DeadlineKind::FirstMove { .. }),
         });
     }
-    let first_move = clock::is_first_move(state.info());
+    let first_move = timing::is_first_move(state.info());
     let record = state.play(seat, mv, now)?;
     let position = record.position;
     state.edit(|info| {
@@ -378,11 +379,11 @@ pub fn play(
             player: position.to_move(),
             ply: position.ply(),
             refill,
-            clock: clock::reading(state.info(), now),
+            clock: timing::reading(state.info(), now),
         });
     }
     // The move's clocks are those the next turn starts with (or the final ones).
-    let after = clock::reading(state.info(), now);
+    let after = timing::reading(state.info(), now);
     if let Some(GameEventKind::MovePlayed { clock, .. }) = game_events.first_mut() {
         *clock = after;
     }
@@ -487,7 +488,7 @@ pub fn expire(state: GameState, idle_since: SystemTime, now: SystemTime) -> Deci
 ///
 /// [`GameError::NotDue`] if nothing is due (a move came first, or the game changed).
 pub fn apply_deadline(state: GameState, now: SystemTime) -> Decided<DeadlineKind> {
-    let Some(deadline) = clock::deadline(state.info()).filter(|d| now >= d.at) else {
+    let Some(deadline) = timing::deadline(state.info()).filter(|d| now >= d.at) else {
         return Err(GameError::NotDue);
     };
     let kind = deadline.kind;
@@ -567,7 +568,7 @@ pub fn resume_clock(mut state: GameState, now: SystemTime) -> Decided<()> {
         player: position.to_move(),
         ply: position.ply(),
         refill: None,
-        clock: clock::reading(state.info(), now),
+        clock: timing::reading(state.info(), now),
     };
     Ok((
         state,
@@ -909,7 +910,7 @@ fn rematch_open(state: &GameState, now: SystemTime) -> Result<(), GameError> {
 /// deadline, whether or not the timekeeper has applied it yet: refusing every other command
 /// keeps a draw agreed, a resignation or an expiry after a flag from changing the result.
 fn before_deadline(state: &GameState, now: SystemTime) -> Result<(), GameError> {
-    match clock::deadline(state.info()) {
+    match timing::deadline(state.info()) {
         Some(deadline) if state.info().status == GameStatus::Active && now >= deadline.at => {
             Err(GameError::GameOver)
         }
@@ -972,7 +973,7 @@ fn seat_opponent(
             player: info.position.to_move(),
             ply: info.position.ply(),
             refill: None,
-            clock: clock::reading(info, now),
+            clock: timing::reading(info, now),
         },
     ]);
     if kind == PlayerKind::Human {
@@ -1046,7 +1047,7 @@ fn finish(
     });
     game_events.push(GameEventKind::GameOver {
         result,
-        clock: clock::reading(state.info(), now),
+        clock: timing::reading(state.info(), now),
         rematch_until: None,
     });
     lobby_events.push(LobbyEventKind::GameFinished {
@@ -1501,7 +1502,7 @@ mod tests {
             info.status == GameStatus::Active
         );
         if info.status == GameStatus::Active && info.time_control.is_timed() {
-            assert!(clock::deadline(info).is_some());
+            assert!(timing::deadline(info).is_some());
         }
         if let (TimeControl::RealTime { initial, increment }, Some(clock)) =
             (info.time_control, info.clock)
@@ -1689,7 +1690,7 @@ mod tests {
                 if let Ok((next, events)) = decided {
                     // Once the player to move is out of time, the game ended at that deadline
                     // whether or not it was applied yet: nothing else may happen to it.
-                    let due = clock::deadline(before.info())
+                    let due = timing::deadline(before.info())
                         .filter(|d| before.info().status == GameStatus::Active && now >= d.at);
                     if let Some(due) = due {
                         prop_assert_eq!(

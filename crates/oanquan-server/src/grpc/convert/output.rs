@@ -12,9 +12,10 @@ use pb::step::Kind as StepKind;
 use prost_types::Timestamp;
 
 use crate::domain::account::{Account, ApiKeyRecord, RatingChange, SeatAccount};
-use crate::domain::clock::{self, ClockReading, TimeControl};
+use crate::domain::clock::{ClockReading, TimeControl};
 use crate::domain::rating::{Rating, Speed};
 use crate::domain::seek::SeekInfo;
+use crate::domain::timing;
 use crate::domain::{
     GameInfo, GameResult, GameStatus, MoveRecord, PlayerKind, Ranked, SeatInfo, Termination,
 };
@@ -391,7 +392,7 @@ fn game_with_position(game: &GameInfo, position: pb::Position) -> pb::Game {
         create_time: timestamp(game.created),
         update_time: timestamp(game.updated),
         time_control: time_control_out(game.time_control),
-        clocks: clock::reading(game, SystemTime::now())
+        clocks: timing::reading(game, SystemTime::now())
             .as_ref()
             .map(clocks_out),
         turn_start_time: game.turn_started.and_then(timestamp),
