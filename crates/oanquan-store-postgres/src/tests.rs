@@ -279,6 +279,52 @@ async fn two_nodes_racing_the_same_ply_never_both_win() {
     }
 }
 
+/// Through two managers (two nodes, each with its pool and hub), both players' clients send
+/// the same ply at once: one move is played, and the other node, having lost the commit race,
+/// retries on the new state and answers as one node would (a stale ply).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_node_that_loses_a_race_answers_as_one_node_would() {
+    let Some(schema) = TestSchema::new() else {
+        return;
+    };
+    let (node_a, _hub_a) = manager(Arc::new(schema.store().await));
+    let (node_b, _hub_b) = manager(Arc::new(schema.store().await));
+    let (node_a, node_b) = (Arc::new(node_a), Arc::new(node_b));
+    let (id, tokens) = started(&node_a).await;
+    let mut stale = 0;
+    for _ in 0..20 {
+        let game = node_b.get_game(&id).await.unwrap();
+        if game.status.is_over() {
+            break;
+        }
+        let position = game.position;
+        let moves = position.legal_moves();
+        let token = tokens[usize::from(position.to_move() == Player::Second)].clone();
+        let ply = Some(position.ply());
+        let play = |node: &Arc<GameManager>, mv| {
+            let (node, id, token) = (Arc::clone(node), id.clone(), token.clone());
+            tokio::spawn(async move { node.play_move(&id, &token, mv, ply).await })
+        };
+        let (a, b) = tokio::join!(
+            play(&node_a, moves[0]),
+            play(&node_b, moves[moves.len() - 1])
+        );
+        match (a.unwrap(), b.unwrap()) {
+            (Ok(_), Err(error)) | (Err(error), Ok(_)) => {
+                assert!(
+                    matches!(error, oanquan_game::GameError::StalePly { .. }),
+                    "{error:?}"
+                );
+                stale += 1;
+            }
+            other => panic!("exactly one move must be played: {other:?}"),
+        }
+        let after = node_a.get_game(&id).await.unwrap();
+        assert_eq!(after.position.ply(), position.ply() + 1);
+    }
+    assert!(stale > 0);
+}
+
 /// Everything a store gives back about one game, to compare across nodes and reopens.
 #[derive(Debug, PartialEq)]
 struct Stored {
