@@ -785,7 +785,22 @@ async fn a_damaged_game_fails_alone() {
         .game
         .id;
     let (short_token, _) = started(&games).await;
+    let (finished, tokens) = started(&games).await;
+    games.resign(&finished, &tokens[0]).await.unwrap();
     let (client, _) = schema.raw().await;
+    // Whether a finished game's log is closed comes from its summary: one that does not
+    // decode makes the log's reads a damaged game, not a failed query or a guess.
+    client
+        .execute(
+            "UPDATE games SET info = '[]' WHERE id = $1",
+            &[&finished.as_str()],
+        )
+        .await
+        .unwrap();
+    assert!(matches!(
+        store.game_events_since(&finished, 0).await,
+        Err(StoreError::Damaged { id, .. }) if id == finished
+    ));
     client
         .execute(
             "UPDATE games SET info = '{\"broken' WHERE id = $1",
