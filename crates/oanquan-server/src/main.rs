@@ -22,6 +22,7 @@ use oanquan_server::config::{
     ClientLimits, ComputerLimits, GameLimits, MemoryStoreLimits, StreamLimits, TransportLimits,
     parse_switch,
 };
+use oanquan_server::domain::{PostgresOptions, is_postgres_url};
 use oanquan_server::{Config, Storage, TlsIdentity};
 use tokio::net::TcpListener;
 
@@ -80,16 +81,33 @@ struct Args {
     /// game. A move is acknowledged only once it is on disk, and a restart resumes games and
     /// watch streams. A file that is empty, corrupt, read-only, another application's or from a
     /// newer server is refused and left untouched. See STORAGE.md for backups.
+    ///
+    /// Or a PostgreSQL URL (postgres://user:password@host:port/database, or postgresql://),
+    /// which several servers can share: the tables are created or migrated at start, and a
+    /// schema from a newer server is refused. Prefer OANQUAN_DATABASE_URL for a URL with a
+    /// password, which the command line would show to other users of the machine.
     // Not `conflicts_with = "in_memory"`: clap would count OANQUAN_IN_MEMORY=0 as present and
     // refuse every database; Args::try_parse_checked refuses the combination only when on.
     #[arg(
         long,
         env = "OANQUAN_DATABASE",
-        value_name = "PATH",
+        hide_env_values = true,
+        value_name = "PATH|URL",
         default_value = DEFAULT_DATABASE,
         help_heading = "Storage"
     )]
     database: PathBuf,
+
+    /// PostgreSQL URL to use instead of --database, from the environment only (so that its
+    /// password stays out of the process list).
+    #[arg(
+        long = "database-url",
+        env = "OANQUAN_DATABASE_URL",
+        hide = true,
+        hide_env_values = true,
+        value_parser = parse_postgres_url,
+    )]
+    database_url: Option<String>,
 
     /// Keep games in memory instead of a database: for throwaway runs, everything is lost when
     /// the server stops.
@@ -151,8 +169,28 @@ struct BackupArgs {
     force: bool,
 }
 
+/// A PostgreSQL URL, for OANQUAN_DATABASE_URL.
+fn parse_postgres_url(text: &str) -> Result<String, String> {
+    if is_postgres_url(text) {
+        Ok(text.trim().to_owned())
+    } else {
+        Err(
+            "not a PostgreSQL URL: write postgres://user:password@host:port/database (an \
+             SQLite file goes in --database or OANQUAN_DATABASE)"
+                .to_owned(),
+        )
+    }
+}
+
 /// Runs `oanquan-server backup`.
 fn backup(args: &BackupArgs) -> ExitCode {
+    if args.database.to_str().is_some_and(is_postgres_url) {
+        eprintln!(
+            "oanquan-server backup: copies SQLite files only; back up a PostgreSQL database \
+             with its own tools (pg_dump, or continuous archiving; see STORAGE.md)"
+        );
+        return ExitCode::FAILURE;
+    }
     match oanquan_server::domain::backup(&args.database, &args.to, args.force) {
         Ok(report) => {
             println!(
@@ -189,19 +227,32 @@ impl Args {
         let database_given = matches
             .value_source("database")
             .is_some_and(|source| source != ValueSource::DefaultValue);
-        if args.in_memory && database_given {
+        if args.in_memory && (database_given || args.database_url.is_some()) {
             return Err(Self::command().error(
                 ErrorKind::ArgumentConflict,
-                "--database (OANQUAN_DATABASE) and --in-memory (OANQUAN_IN_MEMORY) contradict \
-                 each other: keep one",
+                "--database (OANQUAN_DATABASE, OANQUAN_DATABASE_URL) and --in-memory \
+                 (OANQUAN_IN_MEMORY) contradict each other: keep one",
+            ));
+        }
+        if database_given && args.database_url.is_some() {
+            return Err(Self::command().error(
+                ErrorKind::ArgumentConflict,
+                "--database (OANQUAN_DATABASE) and OANQUAN_DATABASE_URL both name a database: \
+                 keep one",
             ));
         }
         Ok(args)
     }
 
     fn config(&self) -> Config {
+        let database = self.database.to_str().filter(|text| is_postgres_url(text));
         let storage = if self.in_memory {
             Storage::InMemory
+        } else if let Some(url) = self.database_url.as_deref().or(database) {
+            Storage::Postgres {
+                url: url.to_owned(),
+                options: PostgresOptions::default(),
+            }
         } else {
             Storage::Sqlite(self.database.clone())
         };
@@ -349,6 +400,49 @@ mod tests {
         );
         assert!(
             Args::try_parse_checked(["oanquan-server", "--in-memory", "--database", "x.db"])
+                .is_err()
+        );
+    }
+
+    #[test]
+    fn a_postgres_url_in_database_selects_postgres_and_a_path_stays_sqlite() {
+        for url in [
+            "postgres://oanquan:secret@db.internal:5432/games",
+            "postgresql://db.internal/games",
+        ] {
+            let args = Args::try_parse_checked(["oanquan-server", "--database", url]).unwrap();
+            let storage = args.config().storage;
+            assert!(
+                matches!(&storage, Storage::Postgres { url: given, .. } if given == url),
+                "{storage:?}"
+            );
+            assert!(!format!("{storage:?}").contains("secret"), "{storage:?}");
+        }
+        // A file whose name merely mentions postgres is a file.
+        let args =
+            Args::try_parse_checked(["oanquan-server", "--database", "postgres.db"]).unwrap();
+        assert!(
+            matches!(args.config().storage, Storage::Sqlite(path) if path == Path::new("postgres.db"))
+        );
+        // OANQUAN_DATABASE_URL's flag: a URL only, and not together with another database.
+        let url = "postgres://h/games";
+        let args = Args::try_parse_checked(["oanquan-server", "--database-url", url]).unwrap();
+        assert!(
+            matches!(args.config().storage, Storage::Postgres { url: given, .. } if given == url)
+        );
+        assert!(Args::try_parse_checked(["oanquan-server", "--database-url", "x.db"]).is_err());
+        assert!(
+            Args::try_parse_checked([
+                "oanquan-server",
+                "--database-url",
+                url,
+                "--database",
+                "x.db"
+            ])
+            .is_err()
+        );
+        assert!(
+            Args::try_parse_checked(["oanquan-server", "--database-url", url, "--in-memory"])
                 .is_err()
         );
     }

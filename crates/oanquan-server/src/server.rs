@@ -26,7 +26,8 @@ use crate::domain::computer::{self, Computer, SearchPool};
 use crate::domain::limits::RateLimiter;
 use crate::domain::seek::{SeekLimits, SeekPool};
 use crate::domain::{
-    GameManager, GameStore, Hub, ManagerLimits, MemoryStore, OpenError, SqliteStore, TimePolicy,
+    GameManager, GameStore, Hub, ManagerLimits, MemoryStore, OpenError, PostgresOpenError,
+    PostgresOptions, PostgresStore, SqliteStore, TimePolicy,
 };
 use crate::domain::{reaper, timekeeper};
 use crate::grpc::accept::{self, Handshake};
@@ -49,7 +50,7 @@ pub const HEALTH_SERVICES: [&str; 3] = [
 ///
 /// The library's default is [`Storage::InMemory`], which suits tests and embedding; the
 /// `oanquan-server` binary defaults to [`Storage::Sqlite`] at `./oanquan.db`.
-#[derive(Debug, Clone, Default)]
+#[derive(Clone, Default)]
 pub enum Storage {
     /// In process memory; everything is lost on restart.
     #[default]
@@ -57,6 +58,28 @@ pub enum Storage {
     /// An SQLite database file, created if missing: every acknowledged change survives a crash
     /// or power loss, and a restart resumes games and streams (see `STORAGE.md`).
     Sqlite(PathBuf),
+    /// A PostgreSQL database (`postgres://user:password@host:port/database`), which several
+    /// server nodes can share; its tables are created or migrated at start (see `STORAGE.md`).
+    Postgres {
+        /// The connection URL. Never shown: it may hold a password.
+        url: String,
+        /// The pool's limits and the store's timeouts.
+        options: PostgresOptions,
+    },
+}
+
+impl fmt::Debug for Storage {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Storage::InMemory => f.write_str("InMemory"),
+            Storage::Sqlite(path) => f.debug_tuple("Sqlite").field(path).finish(),
+            // The URL may hold a password: not even in debug output.
+            Storage::Postgres { options, .. } => f
+                .debug_struct("Postgres")
+                .field("options", options)
+                .finish_non_exhaustive(),
+        }
+    }
 }
 
 /// A TLS certificate chain and private key, PEM-encoded. `Debug` does not show the key.
@@ -164,6 +187,9 @@ pub enum ServeError {
     /// The database cannot be used; the message says why and what to do.
     #[error(transparent)]
     Storage(#[from] OpenError),
+    /// The PostgreSQL database cannot be used; the message says why and what to do.
+    #[error(transparent)]
+    Postgres(#[from] PostgresOpenError),
     /// Opening the store stopped before it could say why: its thread panicked or was
     /// cancelled.
     #[error("opening the store failed")]
@@ -177,12 +203,15 @@ pub enum ServeError {
 }
 
 /// Opens the store `config.storage` names: for SQLite, checks and migrates the file (on a
-/// blocking thread) and replays the unfinished games.
+/// blocking thread) and replays the unfinished games; for PostgreSQL, connects, checks and
+/// migrates the schema, and replays the unfinished games.
 ///
 /// # Errors
 ///
-/// [`ServeError::Storage`] for a database that is corrupt, another application's, from a newer
-/// server, empty, unreadable or not writable; such a file is left untouched.
+/// [`ServeError::Storage`] for a database file that is corrupt, another application's, from a
+/// newer server, empty, unreadable or not writable; such a file is left untouched.
+/// [`ServeError::Postgres`] for a PostgreSQL database that cannot be reached, holds another
+/// application's tables, or was migrated by a newer server.
 pub async fn open_store(config: &Config) -> Result<Arc<dyn GameStore>, ServeError> {
     Ok(match &config.storage {
         Storage::InMemory => Arc::new(MemoryStore::new(config.memory.memory_limits())),
@@ -192,6 +221,9 @@ pub async fn open_store(config: &Config) -> Result<Arc<dyn GameStore>, ServeErro
                 .await
                 .map_err(ServeError::StoreOpen)??;
             Arc::new(store)
+        }
+        Storage::Postgres { url, options } => {
+            Arc::new(PostgresStore::connect(url, options.clone()).await?)
         }
     })
 }

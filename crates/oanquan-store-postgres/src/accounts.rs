@@ -1,0 +1,514 @@
+//! Accounts, their ratings and API keys, and the links from accounts to the games they play.
+
+use std::collections::BTreeMap;
+use std::time::SystemTime;
+
+use deadpool_postgres::GenericClient;
+use oanquan_game::account::{Account, AccountId, AccountUpdate, ApiKeyRecord, Record};
+use oanquan_game::rating::{Rating, Speed};
+use oanquan_game::username::Username;
+use oanquan_game::{
+    GameInfo, LeaderboardPage, PlayerGameFilter, PlayerResult, Ranked, StoreError, TokenHash,
+};
+use oanquan_rules::Player;
+use tokio_postgres::Row;
+
+use crate::codec::{time_from_db, time_to_db};
+use crate::fault::{Damage, backend};
+use crate::reads::{collect_games, execute, query, query_opt};
+use crate::schema::violates;
+
+/// API keys one account may have, revoked ones included: the memory store's bound
+/// (`oanquan_game`'s `MAX_API_KEYS`), so that every store refuses the same request.
+pub(crate) const MAX_API_KEYS: i64 = 20;
+
+/// An account row that does not decode. Accounts have no `Damaged` variant of their own (it
+/// names a game); a backend error names the account instead.
+fn damaged(id: &str, why: impl std::fmt::Display) -> StoreError {
+    StoreError::Backend(format!("account {id} is damaged in the store: {why}"))
+}
+
+fn count_from_db(id: &str, what: &str, value: i64) -> Result<u32, StoreError> {
+    u32::try_from(value).map_err(|_| damaged(id, format_args!("{what} {value} is out of range")))
+}
+
+/// Writes an account's fields (not its id) and ratings over the stored ones, if it is still at
+/// `expected` (`None`: a new account, inserted).
+async fn write_account<C: GenericClient>(
+    client: &C,
+    account: &Account,
+    expected: Option<u64>,
+) -> Result<(), StoreError> {
+    let id = account.id.as_str();
+    let Record {
+        wins,
+        draws,
+        losses,
+    } = account.record;
+    let (username, key) = (account.username.as_str(), account.username.key());
+    let created = time_to_db(account.created);
+    let [wins, draws, losses] = [wins, draws, losses].map(i64::from);
+    let version = i64::try_from(account.version)
+        .map_err(|_| StoreError::Backend(format!("account {id}: version out of range")))?;
+    match expected {
+        None => {
+            let statement = client
+                .prepare_cached(
+                    "INSERT INTO accounts (id, username, username_key, created, wins, draws,
+                                           losses, version)
+                     VALUES ($1, $2, $3, $4, $5, $6, $7, $8)",
+                )
+                .await
+                .map_err(backend)?;
+            client
+                .execute(
+                    &statement,
+                    &[
+                        &id, &username, &key, &created, &wins, &draws, &losses, &version,
+                    ],
+                )
+                .await
+                .map_err(|error| {
+                    if violates(&error, "accounts_username_key_key") {
+                        StoreError::AlreadyExists
+                    } else {
+                        backend(error)
+                    }
+                })?;
+        }
+        Some(expected) => {
+            let expected = i64::try_from(expected).unwrap_or(i64::MAX);
+            let statement = client
+                .prepare_cached(
+                    "UPDATE accounts SET username = $2, username_key = $3, created = $4,
+                            wins = $5, draws = $6, losses = $7, version = $8
+                     WHERE id = $1 AND version = $9",
+                )
+                .await
+                .map_err(backend)?;
+            let updated = client
+                .execute(
+                    &statement,
+                    &[
+                        &id, &username, &key, &created, &wins, &draws, &losses, &version, &expected,
+                    ],
+                )
+                .await
+                .map_err(|error| {
+                    if violates(&error, "accounts_username_key_key") {
+                        StoreError::AlreadyExists
+                    } else {
+                        backend(error)
+                    }
+                })?;
+            if updated == 0 {
+                let current =
+                    query_opt(client, "SELECT version FROM accounts WHERE id = $1", &[&id]).await?;
+                return Err(match current {
+                    None => StoreError::NotFound,
+                    Some(row) => StoreError::Conflict {
+                        current: row
+                            .try_get::<_, i64>(0)
+                            .ok()
+                            .and_then(|v| u64::try_from(v).ok())
+                            .unwrap_or(0),
+                    },
+                });
+            }
+            // Replaced whole: at most one row per speed.
+            execute(client, "DELETE FROM ratings WHERE account = $1", &[&id]).await?;
+        }
+    }
+    if !account.ratings.is_empty() {
+        let mut speeds = Vec::new();
+        let mut values = [Vec::new(), Vec::new(), Vec::new()];
+        let mut games = Vec::new();
+        let mut provisional = Vec::new();
+        for (speed, rating) in &account.ratings {
+            speeds.push(speed.name());
+            values[0].push(rating.rating);
+            values[1].push(rating.deviation);
+            values[2].push(rating.volatility);
+            games.push(i64::from(rating.games));
+            provisional.push(rating.is_provisional());
+        }
+        let [ratings, deviations, volatilities] = &values;
+        execute(
+            client,
+            "INSERT INTO ratings (account, speed, rating, deviation, volatility, games, provisional)
+             SELECT $1::text, * FROM UNNEST($2::text[], $3::float8[], $4::float8[], $5::float8[],
+                                      $6::int8[], $7::bool[])",
+            &[
+                &id,
+                &speeds,
+                ratings,
+                deviations,
+                volatilities,
+                &games,
+                &provisional,
+            ],
+        )
+        .await?;
+    }
+    Ok(())
+}
+
+/// The account updates of a game's commit, in the commit's transaction: a conflict here
+/// rolls the whole commit back. In the order of their ids, so that two commits updating the
+/// same accounts lock them in the same order and cannot deadlock.
+pub(crate) async fn apply_updates<C: GenericClient>(
+    client: &C,
+    updates: &[AccountUpdate],
+) -> Result<(), StoreError> {
+    let mut ordered: Vec<&AccountUpdate> = updates.iter().collect();
+    ordered.sort_by(|a, b| a.account.id.cmp(&b.account.id));
+    for update in ordered {
+        write_account(client, &update.account, Some(update.expected_version)).await?;
+    }
+    Ok(())
+}
+
+async fn insert_key<C: GenericClient>(
+    client: &C,
+    id: &AccountId,
+    key: &ApiKeyRecord,
+) -> Result<(), StoreError> {
+    let hash = key.hash.to_bytes();
+    execute(
+        client,
+        "INSERT INTO api_keys (id, account, hash, created, revoked) VALUES ($1, $2, $3, $4, $5)",
+        &[
+            &key.id,
+            &id.as_str(),
+            &hash.as_slice(),
+            &time_to_db(key.created),
+            &key.revoked.map(time_to_db),
+        ],
+    )
+    .await?;
+    Ok(())
+}
+
+/// Registers `account` with its first key, in the caller's transaction.
+pub(crate) async fn create<C: GenericClient>(
+    client: &C,
+    account: &Account,
+    key: &ApiKeyRecord,
+) -> Result<(), StoreError> {
+    write_account(client, account, None).await?;
+    insert_key(client, &account.id, key).await
+}
+
+/// Adds a key to an account that has fewer than [`MAX_API_KEYS`], in the caller's
+/// transaction. The account's row is locked first, so that two nodes adding keys at once
+/// count one after the other.
+pub(crate) async fn add_key<C: GenericClient>(
+    client: &C,
+    id: &AccountId,
+    key: &ApiKeyRecord,
+) -> Result<(), StoreError> {
+    let exists = query_opt(
+        client,
+        "SELECT 1 FROM accounts WHERE id = $1 FOR UPDATE",
+        &[&id.as_str()],
+    )
+    .await?;
+    if exists.is_none() {
+        return Err(StoreError::NotFound);
+    }
+    let keys: i64 = query_opt(
+        client,
+        "SELECT count(*) FROM api_keys WHERE account = $1",
+        &[&id.as_str()],
+    )
+    .await?
+    .and_then(|row| row.try_get(0).ok())
+    .unwrap_or(0);
+    if keys >= MAX_API_KEYS {
+        return Err(StoreError::Full(format!(
+            "an account has at most {MAX_API_KEYS} API keys, revoked ones included"
+        )));
+    }
+    insert_key(client, id, key).await
+}
+
+/// Revokes a key at `now` unless it is revoked already; whether the account has the key.
+pub(crate) async fn revoke_key<C: GenericClient>(
+    client: &C,
+    id: &AccountId,
+    key_id: &str,
+    now: SystemTime,
+) -> Result<bool, StoreError> {
+    let changed = execute(
+        client,
+        "UPDATE api_keys SET revoked = COALESCE(revoked, $3) WHERE id = $2 AND account = $1",
+        &[&id.as_str(), &key_id, &time_to_db(now)],
+    )
+    .await?;
+    Ok(changed > 0)
+}
+
+/// An account and its ratings in one statement (one snapshot).
+const ACCOUNT: &str = "
+    SELECT a.id, a.username, a.created, a.wins, a.draws, a.losses, a.version,
+           r.speed, r.rating, r.deviation, r.volatility, r.games
+    FROM accounts a LEFT JOIN ratings r ON r.account = a.id";
+
+/// The account with this id, if there is one.
+pub(crate) async fn read<C: GenericClient>(
+    client: &C,
+    id: &str,
+) -> Result<Option<Account>, StoreError> {
+    let rows = query(client, &format!("{ACCOUNT} WHERE a.id = $1"), &[&id]).await?;
+    decode_account(&rows)
+}
+
+/// The account with this username key, if there is one.
+pub(crate) async fn read_by_name<C: GenericClient>(
+    client: &C,
+    key: &str,
+) -> Result<Option<Account>, StoreError> {
+    let rows = query(
+        client,
+        &format!("{ACCOUNT} WHERE a.username_key = $1"),
+        &[&key],
+    )
+    .await?;
+    decode_account(&rows)
+}
+
+/// The rows of [`ACCOUNT`] for one account: the account, with one rating per row (or none).
+fn decode_account(rows: &[Row]) -> Result<Option<Account>, StoreError> {
+    let Some(first) = rows.first() else {
+        return Ok(None);
+    };
+    let id: String = first.try_get(0).map_err(backend)?;
+    let column = |row: &Row, index| -> Result<i64, StoreError> {
+        row.try_get(index).map_err(|e| damaged(&id, e))
+    };
+    let username: String = first.try_get(1).map_err(|e| damaged(&id, e))?;
+    let username = Username::parse(&username)
+        .map_err(|e| damaged(&id, format_args!("its username {username:?}: {e}")))?;
+    let mut ratings = BTreeMap::new();
+    for row in rows {
+        let Some(speed) = row
+            .try_get::<_, Option<String>>(7)
+            .map_err(|e| damaged(&id, e))?
+        else {
+            continue;
+        };
+        let speed: Speed = speed.parse().map_err(|e| damaged(&id, e))?;
+        let float =
+            |index| -> Result<f64, StoreError> { row.try_get(index).map_err(|e| damaged(&id, e)) };
+        let rating = Rating {
+            rating: float(8)?,
+            deviation: float(9)?,
+            volatility: float(10)?,
+            games: count_from_db(&id, "rated games", column(row, 11)?)?,
+        };
+        ratings.insert(speed, rating);
+    }
+    let version = column(first, 6)?;
+    Ok(Some(Account {
+        username,
+        created: time_from_db(column(first, 2)?),
+        ratings,
+        record: Record {
+            wins: count_from_db(&id, "wins", column(first, 3)?)?,
+            draws: count_from_db(&id, "draws", column(first, 4)?)?,
+            losses: count_from_db(&id, "losses", column(first, 5)?)?,
+        },
+        version: u64::try_from(version)
+            .map_err(|_| damaged(&id, format_args!("version {version}")))?,
+        id: AccountId::from_stored(id),
+    }))
+}
+
+/// Columns of `api_keys` in the order [`decode_key`] reads them.
+const KEY_COLUMNS: &str = "account, id, hash, created, revoked";
+
+/// The account owning API key `key_id`, and the key.
+pub(crate) async fn read_by_key<C: GenericClient>(
+    client: &C,
+    key_id: &str,
+) -> Result<Option<(Account, ApiKeyRecord)>, StoreError> {
+    let row = query_opt(
+        client,
+        &format!("SELECT {KEY_COLUMNS} FROM api_keys WHERE id = $1"),
+        &[&key_id],
+    )
+    .await?;
+    let Some(row) = row else {
+        return Ok(None);
+    };
+    let (account, key) = decode_key(&row)?;
+    let account = read(client, &account)
+        .await?
+        .ok_or_else(|| damaged(&account, format_args!("API key {key_id} has no account")))?;
+    Ok(Some((account, key)))
+}
+
+/// An account's keys, oldest first.
+pub(crate) async fn keys<C: GenericClient>(
+    client: &C,
+    id: &AccountId,
+) -> Result<Vec<ApiKeyRecord>, StoreError> {
+    // Insertion order rather than `created`: two keys made in the same instant still list in
+    // the order they were added.
+    let rows = query(
+        client,
+        &format!("SELECT {KEY_COLUMNS} FROM api_keys WHERE account = $1 ORDER BY ord"),
+        &[&id.as_str()],
+    )
+    .await?;
+    rows.iter()
+        .map(|row| decode_key(row).map(|(_, key)| key))
+        .collect()
+}
+
+/// The account id and the key of a row, refusing a hash that is not 32 bytes.
+fn decode_key(row: &Row) -> Result<(String, ApiKeyRecord), StoreError> {
+    let account: String = row.try_get(0).map_err(backend)?;
+    let id: String = row.try_get(1).map_err(|e| damaged(&account, e))?;
+    let hash: Vec<u8> = row.try_get(2).map_err(|e| damaged(&account, e))?;
+    let created: i64 = row.try_get(3).map_err(|e| damaged(&account, e))?;
+    let revoked: Option<i64> = row.try_get(4).map_err(|e| damaged(&account, e))?;
+    let hash = <[u8; 32]>::try_from(hash.as_slice())
+        .map_err(|_| damaged(&account, format_args!("API key {id} has no valid hash")))?;
+    let key = ApiKeyRecord {
+        id,
+        hash: TokenHash::from_bytes(hash),
+        created: time_from_db(created),
+        revoked: revoked.map(time_from_db),
+    };
+    Ok((account, key))
+}
+
+/// A leaderboard page: `limit` non-provisional ratings at `speed` after the first `skip`, in
+/// the caller's (repeatable read) transaction.
+pub(crate) async fn leaderboard<C: GenericClient>(
+    client: &C,
+    speed: Speed,
+    limit: usize,
+    skip: usize,
+    damage: &Damage,
+    cursor: impl Fn(u64) -> String,
+) -> Result<LeaderboardPage, StoreError> {
+    // One more than the page, to know whether another page follows. Ties by account id in
+    // byte order (COLLATE "C"), as the other stores, whatever the database's collation.
+    let rows = query(
+        client,
+        r#"SELECT account FROM ratings WHERE speed = $1 AND NOT provisional
+           ORDER BY rating DESC, account COLLATE "C" LIMIT $2 OFFSET $3"#,
+        &[
+            &speed.name(),
+            &i64::try_from(limit.saturating_add(1)).unwrap_or(i64::MAX),
+            &i64::try_from(skip).unwrap_or(i64::MAX),
+        ],
+    )
+    .await?;
+    let more = rows.len() > limit;
+    let shown = rows.len().min(limit);
+    let mut players = Vec::with_capacity(shown);
+    for (index, row) in rows.iter().take(limit).enumerate() {
+        let id: String = row.try_get(0).map_err(backend)?;
+        // A damaged account is left out (its rank stays taken), as listings skip a damaged
+        // game: one bad row must not hide the whole leaderboard.
+        let account = read(client, &id).await.and_then(|account| {
+            account.ok_or_else(|| damaged(&id, "it has a rating but no account"))
+        });
+        match account {
+            Ok(account) => players.push(Ranked {
+                account,
+                rank: (skip + index) as u64 + 1,
+            }),
+            Err(error @ StoreError::Unavailable(_)) => return Err(error),
+            Err(error) => damage.report(&format!("account {id}"), &error),
+        }
+    }
+    let next_cursor = more.then(|| cursor((skip + shown) as u64));
+    Ok(LeaderboardPage {
+        players,
+        next_cursor,
+    })
+}
+
+/// The `game_players.result` value for `filter`'s result.
+pub(crate) const fn result_name(result: PlayerResult) -> &'static str {
+    match result {
+        PlayerResult::Win => "win",
+        PlayerResult::Draw => "draw",
+        PlayerResult::Loss => "loss",
+    }
+}
+
+/// Links each account seated in `info` to its game row `ord`, with the columns that
+/// [`PlayerGameFilter`] filters on. Rewrites a link only when a column changes (a seat taken,
+/// the game over), so that a move writes nothing here.
+pub(crate) async fn link_players<C: GenericClient>(
+    client: &C,
+    ord: i64,
+    info: &GameInfo,
+) -> Result<(), StoreError> {
+    let speed = Speed::of(info.time_control).map(Speed::name);
+    let mut linked: Option<&AccountId> = None;
+    for seat in Player::ALL {
+        let Some(account) = info.seats[seat].as_ref().and_then(|s| s.account.as_ref()) else {
+            continue;
+        };
+        // An account in both seats counts by its first, as `seat_of_account` does.
+        if linked == Some(&account.id) {
+            continue;
+        }
+        linked = Some(&account.id);
+        let result = info
+            .result
+            .and_then(|result| result.outcome)
+            .map(|outcome| match outcome.winner() {
+                None => PlayerResult::Draw,
+                Some(winner) if winner == seat => PlayerResult::Win,
+                Some(_) => PlayerResult::Loss,
+            })
+            .map(result_name);
+        execute(
+            client,
+            "INSERT INTO game_players (account, game, speed, result) VALUES ($1, $2, $3, $4)
+             ON CONFLICT (account, game) DO UPDATE SET speed = excluded.speed,
+                                                       result = excluded.result
+             WHERE game_players.speed IS DISTINCT FROM excluded.speed
+                OR game_players.result IS DISTINCT FROM excluded.result",
+            &[&account.id.as_str(), &ord, &speed, &result],
+        )
+        .await?;
+    }
+    Ok(())
+}
+
+/// Games of account `id` with `ord < end` that pass `filter`, newest first, at most `limit`,
+/// plus the `ord` of the next one if there is one. A game that does not decode is skipped (and
+/// reported), as in listings.
+pub(crate) async fn player_games<C: GenericClient>(
+    client: &C,
+    id: &AccountId,
+    filter: PlayerGameFilter,
+    limit: usize,
+    end: i64,
+    damage: &Damage,
+) -> Result<(Vec<GameInfo>, Option<i64>), StoreError> {
+    let speed = filter.speed.map(Speed::name);
+    let result = filter.result.map(result_name);
+    collect_games(
+        client,
+        "SELECT g.ord, g.id, g.info FROM game_players p JOIN games g ON g.ord = p.game
+         WHERE p.account = $3 AND p.game < $1
+               AND ($4::text IS NULL OR p.speed = $4) AND ($5::text IS NULL OR p.result = $5)
+         ORDER BY p.game DESC LIMIT $2",
+        &[&id.as_str(), &speed, &result],
+        limit,
+        end,
+        damage,
+        // The link's columns choose the rows; the game itself has the last word.
+        |info| filter.accepts(info, id),
+    )
+    .await
+}

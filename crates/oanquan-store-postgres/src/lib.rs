@@ -1,0 +1,669 @@
+//! The PostgreSQL [`GameStore`]: games, moves, both event logs, and accounts with their ratings
+//! and API keys, in one PostgreSQL database that several server nodes share.
+//!
+//! It behaves as the memory and SQLite stores do (the same `store_suite` passes on all
+//! three), and is shaped as [`GameStore`]'s docs describe:
+//!
+//! * **One transaction per call.** A commit updates the game's row only if it is still at the
+//!   expected sequence (`UPDATE … WHERE id = $1 AND sequence = $2`; a node that loses the race
+//!   changes nothing and gets [`StoreError::Conflict`]), checks and writes the accounts it
+//!   changes (a stale version is a conflict too), appends the moves and the numbered events,
+//!   takes lobby numbers from a counter row it locks until `COMMIT` (so the lobby is numbered
+//!   in commit order, without gaps), and sends `NOTIFY oanquan_game, '<id>:<sequence>'` and
+//!   `NOTIFY oanquan_lobby, '<sequence>'`, delivered only if it commits. A creation whose id
+//!   exists is a conflict; a username whose key is taken is [`StoreError::AlreadyExists`].
+//! * **Reads** of more than one statement run at `REPEATABLE READ`, so that a lobby snapshot
+//!   and its sequence, or a log and the game's state, agree.
+//! * **Nothing in memory is needed for correctness**: there is no cache of games (unlike the
+//!   SQLite store, which is the only writer of its file), so any node reads what any other
+//!   node committed.
+//! * **Faults.** A connection that fails, a database that is away, a pool with no free
+//!   connection in time, or a statement over its timeout is [`StoreError::Unavailable`]:
+//!   nothing was changed (or, for a commit cut off after `COMMIT` was sent, the outcome is
+//!   the database's, as for any client). A game whose row does not decode is
+//!   [`StoreError::Damaged`] for its own reads and skipped by listings.
+//! * **Durability** is the database's: a commit is acknowledged after `COMMIT` returns, and
+//!   the session asks for `synchronous_commit = on` unless the URL says otherwise.
+//!
+//! # The client
+//!
+//! `tokio-postgres` with `deadpool-postgres`, chosen over `sqlx` and `diesel`:
+//!
+//! * it is async on the runtime the server already runs (tokio), so no thread pool of
+//!   blocking connections as SQLite needs;
+//! * queries are plain strings checked by the tests against a real database, not at compile
+//!   time: building the workspace needs no database (the README's `cargo test` on a machine
+//!   without PostgreSQL still builds and passes);
+//! * it pipelines statements on one connection, caches prepared statements per connection,
+//!   and speaks `LISTEN`/`NOTIFY`, which the next step (events across nodes) needs;
+//! * `deadpool-postgres` is a small pool with exactly the limits we want (size, wait, connect
+//!   and recycle timeouts) and nothing else; together they add few crates to the build.
+//!
+//! TLS to the database is not supported yet: connect over a local socket or a trusted network.
+//!
+//! # The JSON codec
+//!
+//! Games and events are stored as the SQLite store stores them: the same serde mirrors of the
+//! domain types (`codec`, compiled from the SQLite crate's source file, so both stores write
+//! and read the same JSON and a change to it is a change to both). The JSON is kept as `TEXT`,
+//! exactly as written and checked to read back, rather than `JSONB`, which would parse and
+//! re-encode every row on the way in for queries the store never makes
+//! (`info::jsonb` works when an operator wants to look inside).
+
+mod accounts;
+#[path = "../../oanquan-store-sqlite/src/codec.rs"]
+mod codec;
+mod fault;
+mod reads;
+mod schema;
+mod writer;
+
+use std::fmt;
+use std::future::Future;
+use std::net::IpAddr;
+use std::sync::Arc;
+use std::time::{Duration, SystemTime};
+
+use deadpool_postgres::{Manager, ManagerConfig, Pool, RecyclingMethod, Runtime};
+use futures::FutureExt as _;
+use futures::future::BoxFuture;
+use oanquan_game::account::{Account, AccountId, ApiKeyRecord};
+use oanquan_game::rating::Speed;
+use oanquan_game::{
+    Commit, Committed, GameEvent, GameFilter, GameId, GameInfo, GameState, GameStatus, GameStore,
+    LeaderboardPage, LobbyEvent, Page, PlayerGameFilter, Since, StoreError, StoreFuture,
+    page_cursor, parse_page_cursor,
+};
+use tokio_postgres::IsolationLevel;
+use tracing::{info, warn};
+
+use crate::codec::status_name;
+use crate::fault::{Damage, backend, pool};
+use crate::reads::{list_games, load_state, query, read_info, statuses};
+use crate::schema::Target;
+
+pub use crate::schema::{OpenError, SCHEMA_VERSION};
+pub use crate::writer::{GAME_CHANNEL, LOBBY_CHANNEL};
+
+/// How the store uses the database: the pool's limits and the store's own timeouts.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PostgresOptions {
+    /// Connections of this node at most. Every call holds one for one transaction; a call
+    /// that finds none free waits up to `wait_timeout`.
+    pub max_connections: usize,
+    /// How long a call waits for a free connection before it fails with
+    /// [`StoreError::Unavailable`].
+    pub wait_timeout: Duration,
+    /// How long opening a connection may take.
+    pub connect_timeout: Duration,
+    /// The longest a statement may run (PostgreSQL's `statement_timeout`, also the bound on
+    /// waiting for a row lock); past it the call fails with [`StoreError::Unavailable`].
+    pub statement_timeout: Duration,
+    /// The schema to keep the tables in (created if missing), instead of the URL's
+    /// `search_path` (by default `public`). Letters, digits and `_`, starting with a letter or
+    /// `_`, at most 63 bytes.
+    pub schema: Option<String>,
+}
+
+impl Default for PostgresOptions {
+    fn default() -> Self {
+        PostgresOptions {
+            // PostgreSQL's default max_connections is 100: a few nodes fit, with room for
+            // operators.
+            max_connections: 16,
+            wait_timeout: Duration::from_secs(5),
+            connect_timeout: Duration::from_secs(5),
+            statement_timeout: Duration::from_secs(10),
+            schema: None,
+        }
+    }
+}
+
+/// Whether `text` is a PostgreSQL URL (`postgres://` or `postgresql://`) rather than a file.
+#[must_use]
+pub fn is_postgres_url(text: &str) -> bool {
+    let lower = text.trim_start().to_ascii_lowercase();
+    lower.starts_with("postgres://") || lower.starts_with("postgresql://")
+}
+
+/// See the module docs.
+pub struct PostgresStore {
+    pool: Pool,
+    target: String,
+    damage: Arc<Damage>,
+}
+
+impl fmt::Debug for PostgresStore {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        // The target, never the URL: it may hold a password.
+        f.debug_struct("PostgresStore")
+            .field("database", &self.target)
+            .finish_non_exhaustive()
+    }
+}
+
+/// Whether `name` can be used as a schema without quoting surprises.
+fn valid_schema(name: &str) -> bool {
+    let mut chars = name.chars();
+    name.len() <= 63
+        && chars
+            .next()
+            .is_some_and(|c| c.is_ascii_lowercase() || c == '_')
+        && chars.all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_')
+}
+
+impl PostgresStore {
+    /// Connects to the database at `url`, checks and migrates its schema (under an advisory
+    /// lock, so that nodes starting together do not race), and replays every unfinished game
+    /// once, reporting those that no longer load.
+    ///
+    /// # Errors
+    ///
+    /// [`OpenError`] for a URL that does not parse, a database that cannot be reached, tables
+    /// of another application, or a schema written by a newer server; nothing is changed then.
+    pub async fn connect(url: &str, options: PostgresOptions) -> Result<PostgresStore, OpenError> {
+        let mut config: tokio_postgres::Config = url.parse().map_err(|e| {
+            OpenError::Config(format!(
+                "the PostgreSQL URL does not parse ({e}); write it as \
+                 postgres://user:password@host:port/database"
+            ))
+        })?;
+        if let Some(schema) = &options.schema
+            && !valid_schema(schema)
+        {
+            return Err(OpenError::Config(format!(
+                "{schema:?} is not a usable schema name: use lowercase letters, digits and _, \
+                 starting with a letter or _, at most 63 bytes"
+            )));
+        }
+        if options.max_connections == 0 {
+            return Err(OpenError::Config(
+                "the PostgreSQL pool needs at least one connection".to_owned(),
+            ));
+        }
+        let target = Target::of(&config);
+        // Ours first, so that options given in the URL win; the schema last, since it was
+        // asked for explicitly.
+        let mut session = format!(
+            "-c statement_timeout={} -c idle_in_transaction_session_timeout={} \
+             -c synchronous_commit=on",
+            options.statement_timeout.as_millis().max(1),
+            options
+                .statement_timeout
+                .as_millis()
+                .max(1)
+                .saturating_mul(3),
+        );
+        if let Some(given) = config.get_options() {
+            session.push(' ');
+            session.push_str(given);
+        }
+        if let Some(schema) = &options.schema {
+            session.push_str(&format!(" -c search_path={schema}"));
+        }
+        config.options(session);
+        if config.get_application_name().is_none() {
+            config.application_name("oanquan-server");
+        }
+        if config.get_connect_timeout().is_none() {
+            config.connect_timeout(options.connect_timeout);
+        }
+        config.keepalives(true);
+        let manager = Manager::from_config(
+            config,
+            tokio_postgres::NoTls,
+            ManagerConfig {
+                // A connection that broke is found by the next statement, which then fails with
+                // `Unavailable`; checking each one out with a query would cost every call a
+                // round trip.
+                recycling_method: RecyclingMethod::Fast,
+            },
+        );
+        let pool = Pool::builder(manager)
+            .max_size(options.max_connections)
+            .wait_timeout(Some(options.wait_timeout))
+            .create_timeout(Some(options.connect_timeout))
+            .recycle_timeout(Some(options.connect_timeout))
+            .runtime(Runtime::Tokio1)
+            .build()
+            .map_err(|e| OpenError::Config(format!("building the connection pool: {e}")))?;
+        let connect_error = |error: deadpool_postgres::PoolError| OpenError::Connect {
+            target: target.0.clone(),
+            detail: match error {
+                deadpool_postgres::PoolError::Backend(error) => fault::describe(&error),
+                other => other.to_string(),
+            },
+        };
+        let mut client = pool.get().await.map_err(connect_error)?;
+        if let Some(schema) = &options.schema {
+            // Two nodes creating it at once: one of them finds it made.
+            if let Err(error) = client
+                .batch_execute(&format!("CREATE SCHEMA IF NOT EXISTS {schema}"))
+                .await
+            {
+                let exists = client
+                    .query_one(
+                        "SELECT count(*) FROM pg_namespace WHERE nspname = $1",
+                        &[schema],
+                    )
+                    .await
+                    .is_ok_and(|row| row.get::<_, i64>(0) == 1);
+                if !exists {
+                    return Err(OpenError::Database {
+                        target: target.0.clone(),
+                        context: "creating the schema",
+                        detail: fault::describe(&error),
+                    });
+                }
+            }
+        }
+        let current: Option<String> = client
+            .query_one("SELECT current_schema()", &[])
+            .await
+            .map_err(|error| OpenError::Database {
+                target: target.0.clone(),
+                context: "reading the current schema",
+                detail: fault::describe(&error),
+            })?
+            .get(0);
+        if current.is_none() {
+            return Err(OpenError::Config(format!(
+                "the PostgreSQL database {target} has no schema to keep the tables in: its \
+                 search_path names none that exists; create one, or fix the search_path"
+            )));
+        }
+        schema::migrate(&mut client, &target).await?;
+        drop(client);
+        let store = PostgresStore {
+            pool,
+            target: target.0,
+            damage: Arc::new(Damage::default()),
+        };
+        store
+            .check_unfinished()
+            .await
+            .map_err(|error| OpenError::Database {
+                target: store.target.clone(),
+                context: "replaying the unfinished games",
+                detail: error.to_string(),
+            })?;
+        Ok(store)
+    }
+
+    /// Replays every unfinished game once: a game that no longer loads is reported now, by id,
+    /// rather than when its players come back.
+    async fn check_unfinished(&self) -> Result<(), StoreError> {
+        let client = self.pool.get().await.map_err(pool)?;
+        let rows = query(
+            &client,
+            "SELECT id FROM games WHERE status IN ('waiting', 'active') ORDER BY ord",
+            &[],
+        )
+        .await?;
+        let mut broken = 0;
+        for row in &rows {
+            let id: String = row.try_get(0).unwrap_or_default();
+            let loaded = match GameId::parse(&id) {
+                Ok(id) => load_state(&client, &id).await,
+                Err(e) => Err(StoreError::Backend(e.to_string())),
+            };
+            match loaded {
+                Ok(_) => {}
+                Err(error @ StoreError::Unavailable(_)) => return Err(error),
+                Err(error) => {
+                    broken += 1;
+                    self.damage.report(&format!("game {id}"), &error);
+                }
+            }
+        }
+        info!(
+            database = %self.target,
+            unfinished = rows.len() - broken,
+            broken,
+            "database open; unfinished games resume"
+        );
+        Ok(())
+    }
+
+    /// Host, port, database and user (never the password).
+    #[must_use]
+    pub fn target(&self) -> &str {
+        &self.target
+    }
+
+    /// Runs `write` in one transaction of its own and commits it, on a task of its own: a
+    /// caller that goes away (a cancelled request) does not cut a commit in half, and its
+    /// outcome is the same as if it had waited.
+    fn write<T, F>(&self, write: F) -> StoreFuture<'_, T>
+    where
+        T: Send + 'static,
+        F: for<'t> FnOnce(
+                &'t deadpool_postgres::Transaction<'t>,
+            ) -> BoxFuture<'t, Result<T, StoreError>>
+            + Send
+            + 'static,
+    {
+        let pool = self.pool.clone();
+        let task = tokio::spawn(async move {
+            let mut client = pool.get().await.map_err(fault::pool)?;
+            let tx = client.transaction().await.map_err(backend)?;
+            let value = write(&tx).await?;
+            tx.commit().await.map_err(backend)?;
+            Ok(value)
+        });
+        async move {
+            task.await
+                .map_err(|e| StoreError::Backend(format!("database write task: {e}")))?
+        }
+        .boxed()
+    }
+
+    /// Runs `read` in one read-only `REPEATABLE READ` transaction: every statement sees the
+    /// same snapshot.
+    fn read<'a, T, F>(&'a self, read: F) -> StoreFuture<'a, T>
+    where
+        T: Send + 'a,
+        F: for<'t> FnOnce(
+                &'t deadpool_postgres::Transaction<'t>,
+            ) -> BoxFuture<'t, Result<T, StoreError>>
+            + Send
+            + 'a,
+    {
+        async move {
+            let mut client = self.pool.get().await.map_err(pool)?;
+            let tx = client
+                .build_transaction()
+                .isolation_level(IsolationLevel::RepeatableRead)
+                .read_only(true)
+                .start()
+                .await
+                .map_err(backend)?;
+            let value = read(&tx).await?;
+            // Nothing to keep; ending it now returns a clean connection to the pool.
+            tx.rollback().await.map_err(backend)?;
+            Ok(value)
+        }
+        .boxed()
+    }
+
+    /// Runs `read`, of one statement (consistent on its own), on a pooled connection.
+    fn read_one<'a, T, F, Fut>(&'a self, read: F) -> StoreFuture<'a, T>
+    where
+        T: Send + 'a,
+        F: FnOnce(deadpool_postgres::Object) -> Fut + Send + 'a,
+        Fut: Future<Output = Result<T, StoreError>> + Send + 'a,
+    {
+        async move {
+            let client = self.pool.get().await.map_err(pool)?;
+            read(client).await
+        }
+        .boxed()
+    }
+
+    /// [`PostgresStore::read_one`] of one game's data: a damaged game is logged (once).
+    fn read_game<'a, T, F, Fut>(&'a self, read: F) -> StoreFuture<'a, T>
+    where
+        T: Send + 'a,
+        F: FnOnce(deadpool_postgres::Object) -> Fut + Send + 'a,
+        Fut: Future<Output = Result<T, StoreError>> + Send + 'a,
+    {
+        let damage = Arc::clone(&self.damage);
+        self.read_one(read)
+            .map(move |result| damage.check(result))
+            .boxed()
+    }
+}
+
+impl GameStore for PostgresStore {
+    fn create(&self, commit: Commit) -> StoreFuture<'_, Committed> {
+        self.write(move |tx| writer::apply(tx, true, commit).boxed())
+    }
+
+    fn commit(&self, commit: Commit) -> StoreFuture<'_, Committed> {
+        self.write(move |tx| writer::apply(tx, false, commit).boxed())
+    }
+
+    fn load<'a>(&'a self, id: &'a GameId) -> StoreFuture<'a, GameState> {
+        self.read_game(move |client| async move { load_state(&client, id).await })
+    }
+
+    fn info<'a>(&'a self, id: &'a GameId) -> StoreFuture<'a, GameInfo> {
+        self.read_game(move |client| async move { read_info(&client, id).await })
+    }
+
+    fn list<'a>(
+        &'a self,
+        filter: GameFilter,
+        limit: usize,
+        cursor_text: Option<&'a str>,
+    ) -> StoreFuture<'a, Page> {
+        let end = match cursor_text {
+            // Cursors hold an `ord` bound, a BIGINT.
+            Some(text) => match parse_page_cursor(filter, text)
+                .and_then(|end| i64::try_from(end).map_err(|_| StoreError::BadCursor))
+            {
+                Ok(end) => end,
+                Err(error) => return futures::future::ready(Err(error)).boxed(),
+            },
+            None => i64::MAX,
+        };
+        let damage = Arc::clone(&self.damage);
+        self.read(move |tx| {
+            async move {
+                let (games, next) = list_games(tx, &statuses(filter), limit, end, &damage).await?;
+                Ok(Page {
+                    games,
+                    // Resume just above the first game not returned (ords are positive).
+                    next_cursor: next.map(|ord| page_cursor(filter, ord.unsigned_abs() + 1)),
+                })
+            }
+            .boxed()
+        })
+    }
+
+    fn game_events_since<'a>(
+        &'a self,
+        id: &'a GameId,
+        after: u64,
+    ) -> StoreFuture<'a, Since<GameEvent>> {
+        let (id, damage) = (id.clone(), Arc::clone(&self.damage));
+        self.read(move |tx| async move { reads::game_events_since(tx, &id, after).await }.boxed())
+            .map(move |result| damage.check(result))
+            .boxed()
+    }
+
+    fn lobby_events_since(&self, after: u64) -> StoreFuture<'_, Since<LobbyEvent>> {
+        let damage = Arc::clone(&self.damage);
+        self.read(move |tx| {
+            async move { reads::lobby_events_since(tx, after, &damage).await }.boxed()
+        })
+    }
+
+    fn lobby_snapshot(&self, limit: usize) -> StoreFuture<'_, (Vec<GameInfo>, u64)> {
+        let damage = Arc::clone(&self.damage);
+        self.read(move |tx| {
+            async move {
+                // One snapshot: the list and the sequence describe the same moment.
+                let open = [GameStatus::WaitingForPlayers, GameStatus::Active].map(status_name);
+                let (games, _) = list_games(tx, &open, limit, i64::MAX, &damage).await?;
+                Ok((games, reads::last_lobby_sequence(tx).await?))
+            }
+            .boxed()
+        })
+    }
+
+    fn open_games_by_creator(&self) -> StoreFuture<'_, Vec<(GameId, IpAddr)>> {
+        let damage = Arc::clone(&self.damage);
+        self.read_one(move |client| async move {
+            let rows = query(
+                &client,
+                "SELECT id, creator FROM games
+                 WHERE status IN ('waiting', 'active') AND creator IS NOT NULL",
+                &[],
+            )
+            .await?;
+            // A row that does not parse is skipped with a warning: it only loosens a limit. A
+            // damaged game is not counted either: nothing can end it, so it would hold its
+            // creator's slot for ever.
+            Ok(rows
+                .iter()
+                .filter_map(|row| {
+                    let id: String = row.try_get(0).ok()?;
+                    let creator: String = row.try_get(1).ok()?;
+                    match (GameId::parse(&id), creator.parse::<IpAddr>()) {
+                        (Ok(id), _) if damage.contains(&format!("game {id}")) => None,
+                        (Ok(id), Ok(ip)) => Some((id, ip)),
+                        _ => {
+                            warn!(game_id = %id, %creator, "unreadable creator address; not counted");
+                            None
+                        }
+                    }
+                })
+                .collect())
+        })
+    }
+
+    fn create_account(&self, account: Account, key: ApiKeyRecord) -> StoreFuture<'_, ()> {
+        self.write(move |tx| async move { accounts::create(tx, &account, &key).await }.boxed())
+    }
+
+    fn account<'a>(&'a self, id: &'a AccountId) -> StoreFuture<'a, Account> {
+        self.read_one(move |client| async move {
+            accounts::read(&client, id.as_str())
+                .await?
+                .ok_or(StoreError::NotFound)
+        })
+    }
+
+    fn account_by_name<'a>(&'a self, key: &'a str) -> StoreFuture<'a, Account> {
+        self.read_one(move |client| async move {
+            accounts::read_by_name(&client, key)
+                .await?
+                .ok_or(StoreError::NotFound)
+        })
+    }
+
+    fn account_by_api_key<'a>(
+        &'a self,
+        key_id: &'a str,
+    ) -> StoreFuture<'a, (Account, ApiKeyRecord)> {
+        let key_id = key_id.to_owned();
+        self.read(move |tx| {
+            async move {
+                accounts::read_by_key(tx, &key_id)
+                    .await?
+                    .ok_or(StoreError::NotFound)
+            }
+            .boxed()
+        })
+    }
+
+    fn add_api_key<'a>(&'a self, id: &'a AccountId, key: ApiKeyRecord) -> StoreFuture<'a, ()> {
+        let id = id.clone();
+        self.write(move |tx| async move { accounts::add_key(tx, &id, &key).await }.boxed())
+    }
+
+    fn revoke_api_key<'a>(
+        &'a self,
+        id: &'a AccountId,
+        key_id: &'a str,
+        now: SystemTime,
+    ) -> StoreFuture<'a, bool> {
+        let (id, key_id) = (id.clone(), key_id.to_owned());
+        self.write(move |tx| {
+            async move { accounts::revoke_key(tx, &id, &key_id, now).await }.boxed()
+        })
+    }
+
+    fn api_keys<'a>(&'a self, id: &'a AccountId) -> StoreFuture<'a, Vec<ApiKeyRecord>> {
+        self.read_one(move |client| async move { accounts::keys(&client, id).await })
+    }
+
+    fn leaderboard<'a>(
+        &'a self,
+        speed: Speed,
+        limit: usize,
+        cursor: Option<&'a str>,
+    ) -> StoreFuture<'a, LeaderboardPage> {
+        let skip = match cursor.map(|text| leaderboard_offset(speed, text)) {
+            None => 0,
+            Some(Ok(skip)) => skip,
+            Some(Err(error)) => return futures::future::ready(Err(error)).boxed(),
+        };
+        let damage = Arc::clone(&self.damage);
+        self.read(move |tx| {
+            async move {
+                accounts::leaderboard(tx, speed, limit, skip, &damage, |offset| {
+                    leaderboard_cursor(speed, offset)
+                })
+                .await
+            }
+            .boxed()
+        })
+    }
+
+    fn player_games<'a>(
+        &'a self,
+        id: &'a AccountId,
+        filter: PlayerGameFilter,
+        limit: usize,
+        cursor: Option<&'a str>,
+    ) -> StoreFuture<'a, Page> {
+        let name = format!("player-{}", filter.name());
+        let end = match cursor {
+            Some(text) => match parse_named_cursor(&name, text)
+                .and_then(|end| i64::try_from(end).map_err(|_| StoreError::BadCursor))
+            {
+                Ok(end) => end,
+                Err(error) => return futures::future::ready(Err(error)).boxed(),
+            },
+            None => i64::MAX,
+        };
+        let (id, damage) = (id.clone(), Arc::clone(&self.damage));
+        self.read(move |tx| {
+            async move {
+                let (games, next) =
+                    accounts::player_games(tx, &id, filter, limit, end, &damage).await?;
+                Ok(Page {
+                    games,
+                    // Resume just above the first game not returned (ords are positive).
+                    next_cursor: next.map(|ord| format!("{name}.{}", ord.unsigned_abs() + 1)),
+                })
+            }
+            .boxed()
+        })
+    }
+
+    fn close(&self) -> BoxFuture<'_, ()> {
+        // Later calls fail with `Unavailable`; connections close as they come back.
+        async move {
+            self.pool.close();
+            info!(database = %self.target, "database connections closed");
+        }
+        .boxed()
+    }
+}
+
+/// A leaderboard cursor: the speed and how many players came before. The memory store's text,
+/// so that every store accepts and refuses the same cursors.
+fn leaderboard_cursor(speed: Speed, offset: u64) -> String {
+    format!("top-{}.{offset}", speed.name())
+}
+
+/// The offset in a cursor made by [`leaderboard_cursor`] for the same speed.
+fn leaderboard_offset(speed: Speed, cursor: &str) -> Result<usize, StoreError> {
+    let offset = parse_named_cursor(&format!("top-{}", speed.name()), cursor)?;
+    usize::try_from(offset).map_err(|_| StoreError::BadCursor)
+}
+
+/// The position in a cursor `<name>.<position>`.
+fn parse_named_cursor(name: &str, cursor: &str) -> Result<u64, StoreError> {
+    let (prefix, position) = cursor.split_once('.').ok_or(StoreError::BadCursor)?;
+    if prefix != name {
+        return Err(StoreError::BadCursor);
+    }
+    position.parse().map_err(|_| StoreError::BadCursor)
+}
+
+#[cfg(test)]
+mod tests;

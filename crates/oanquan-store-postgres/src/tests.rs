@@ -1,0 +1,891 @@
+//! The PostgreSQL store's own tests; the cases every store passes come from
+//! `oanquan_game::store_suite`.
+//!
+//! They need a PostgreSQL server: `OANQUAN_TEST_POSTGRES_URL=postgres://postgres@127.0.0.1:5432/test
+//! cargo test -p oanquan-store-postgres`. Without the variable they say so and pass without
+//! doing anything; with it, a server that cannot be reached fails them. Each test works in a
+//! schema of its own (`oq_test_<random>`, dropped at its end), so they run in parallel.
+
+use std::io::Write as _;
+use std::sync::{Arc, Once};
+use std::time::{Duration, SystemTime};
+
+use oanquan_game::transition::{self, Mover};
+use oanquan_game::{
+    GameEventKind, GameManager, Hub, ManagerLimits, NewGame, PlayerToken, TimeControl,
+};
+use oanquan_rules::{Player, Preset};
+use tokio_postgres::AsyncMessage;
+
+use super::*;
+
+/// The variable that names the test database.
+const URL_VARIABLE: &str = "OANQUAN_TEST_POSTGRES_URL";
+
+/// The test database's URL, or `None` (said once, past the test harness's capture) when the
+/// variable is not set.
+pub(crate) fn test_url() -> Option<String> {
+    match std::env::var(URL_VARIABLE) {
+        Ok(url) if !url.trim().is_empty() => Some(url),
+        _ => {
+            static SAID: Once = Once::new();
+            SAID.call_once(|| {
+                let _ = writeln!(
+                    std::io::stderr(),
+                    "PostgreSQL tests skipped: {URL_VARIABLE} is not set. Run them with \
+                     {URL_VARIABLE}=postgres://postgres@127.0.0.1:5432/test cargo test -p \
+                     oanquan-store-postgres"
+                );
+            });
+            None
+        }
+    }
+}
+
+/// A schema of its own for one test on the test database, dropped (with everything in it)
+/// when this is dropped.
+pub(crate) struct TestSchema {
+    url: String,
+    name: String,
+}
+
+impl TestSchema {
+    /// A new schema name, or `None` without a test database. The schema itself is made by the
+    /// first store that connects to it.
+    pub(crate) fn new() -> Option<TestSchema> {
+        let url = test_url()?;
+        let name = format!("oq_test_{:016x}", rand::random::<u64>());
+        Some(TestSchema { url, name })
+    }
+
+    pub(crate) fn options(&self) -> PostgresOptions {
+        PostgresOptions {
+            schema: Some(self.name.clone()),
+            ..PostgresOptions::default()
+        }
+    }
+
+    /// A store (a pool of its own: a node) on this schema. Panics if the database cannot be
+    /// reached: with the variable set, the tests must fail rather than pass unseen.
+    pub(crate) async fn store(&self) -> PostgresStore {
+        self.store_with(self.options()).await
+    }
+
+    pub(crate) async fn store_with(&self, options: PostgresOptions) -> PostgresStore {
+        PostgresStore::connect(&self.url, options)
+            .await
+            .unwrap_or_else(|error| panic!("{URL_VARIABLE} is set but: {error}"))
+    }
+
+    /// A plain connection with this schema as its search path, for what the store would never
+    /// do (damage a row, hold a lock, listen).
+    pub(crate) async fn raw(
+        &self,
+    ) -> (
+        tokio_postgres::Client,
+        tokio::sync::mpsc::UnboundedReceiver<tokio_postgres::Notification>,
+    ) {
+        let mut config: tokio_postgres::Config = self.url.parse().unwrap();
+        config.options(format!("-c search_path={}", self.name));
+        let (client, mut connection) = config.connect(tokio_postgres::NoTls).await.unwrap();
+        let (notify, notifications) = tokio::sync::mpsc::unbounded_channel();
+        tokio::spawn(async move {
+            let mut messages = futures::stream::poll_fn(move |cx| connection.poll_message(cx));
+            while let Some(Ok(message)) = futures::StreamExt::next(&mut messages).await {
+                if let AsyncMessage::Notification(notification) = message {
+                    let _ = notify.send(notification);
+                }
+            }
+        });
+        (client, notifications)
+    }
+}
+
+impl Drop for TestSchema {
+    fn drop(&mut self) {
+        // On a thread of its own with a runtime of its own: the test's runtime may be the one
+        // dropping this, and cannot be blocked on.
+        let (url, name) = (self.url.clone(), self.name.clone());
+        let dropped = std::thread::spawn(move || {
+            let runtime = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+                .ok()?;
+            runtime.block_on(async move {
+                let (client, connection) = tokio_postgres::connect(&url, tokio_postgres::NoTls)
+                    .await
+                    .ok()?;
+                tokio::spawn(connection);
+                client
+                    .batch_execute(&format!("DROP SCHEMA IF EXISTS {name} CASCADE"))
+                    .await
+                    .ok()
+            })
+        })
+        .join();
+        if !matches!(dropped, Ok(Some(()))) {
+            let _ = writeln!(
+                std::io::stderr(),
+                "could not drop the test schema {}",
+                self.name
+            );
+        }
+    }
+}
+
+/// The cases every store passes, each on a schema of its own.
+mod suite {
+    use std::sync::Arc;
+
+    use oanquan_game::GameStore;
+
+    use super::TestSchema;
+
+    oanquan_game::store_suite!({
+        let Some(schema) = TestSchema::new() else {
+            return;
+        };
+        let store: Arc<dyn GameStore> = Arc::new(schema.store().await);
+        (store, schema)
+    });
+}
+
+fn manager(store: Arc<dyn GameStore>) -> (GameManager, Arc<Hub>) {
+    let hub = Hub::new(1024);
+    (
+        GameManager::new(store, Arc::clone(&hub), ManagerLimits::default()),
+        hub,
+    )
+}
+
+fn new_game() -> NewGame {
+    NewGame {
+        rules: Preset::Standard.rules(),
+        preset: Some(Preset::Standard),
+        start: None,
+        seat: Some(Player::First),
+        display_name: "Lan".to_owned(),
+        computer: None,
+        time_control: TimeControl::Untimed,
+        account: None,
+        rated: false,
+    }
+}
+
+/// A game with both seats taken, and the seats' tokens.
+async fn started(manager: &GameManager) -> (GameId, [PlayerToken; 2]) {
+    let created = manager.create_game(new_game()).await.unwrap();
+    let id = created.game.id.clone();
+    let joined = manager.join_game(&id, "Minh").await.unwrap();
+    (id, [created.token, joined.token])
+}
+
+/// `mv_index` (from the end when negative) of the legal moves, played on `state` for the
+/// player to move: the commit that would write it.
+fn move_commit(state: GameState, tokens: &[PlayerToken; 2], from_end: bool) -> Commit {
+    let position = *state.position();
+    let moves = position.legal_moves();
+    let mv = if from_end {
+        moves[moves.len() - 1]
+    } else {
+        moves[0]
+    };
+    let token = &tokens[usize::from(position.to_move() == Player::Second)];
+    let expected_sequence = state.info().sequence;
+    let now = SystemTime::now();
+    let (state, decided) = transition::play(
+        state,
+        Mover::Token(token.hash()),
+        mv,
+        Some(position.ply()),
+        now,
+    )
+    .unwrap();
+    Commit {
+        state,
+        expected_sequence,
+        game_events: decided.game_events,
+        lobby_events: decided.lobby_events,
+        time: now,
+        accounts: Vec::new(),
+    }
+}
+
+/// Two nodes (two pools) commit the same ply of the same game at the same moment, 1,000
+/// times: exactly one wins each time, the loser is told the winner's sequence, and the game is
+/// the winner's, with a log without gaps or doubles.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_nodes_racing_the_same_ply_never_both_win() {
+    let Some(schema) = TestSchema::new() else {
+        return;
+    };
+    let a: Arc<dyn GameStore> = Arc::new(schema.store().await);
+    let b: Arc<dyn GameStore> = Arc::new(schema.store().await);
+    let (games, _hub) = manager(Arc::clone(&a));
+    let (mut id, mut tokens) = started(&games).await;
+    let mut wins = [0_u32; 2];
+    let mut played_ids = vec![id.clone()];
+    for round in 0..1_000 {
+        let (state_a, state_b) = tokio::try_join!(a.load(&id), b.load(&id)).unwrap();
+        if state_a.info().status.is_over() {
+            (id, tokens) = started(&games).await;
+            played_ids.push(id.clone());
+            continue;
+        }
+        // Different moves, so that the stored game says whose commit it is.
+        let (commit_a, commit_b) = (
+            move_commit(state_a, &tokens, false),
+            move_commit(state_b, &tokens, true),
+        );
+        let (won_a, won_b) = (commit_a.state.info().clone(), commit_b.state.info().clone());
+        let (first, second) = (Arc::clone(&a), Arc::clone(&b));
+        let (ra, rb) = tokio::join!(
+            tokio::spawn(async move { first.commit(commit_a).await }),
+            tokio::spawn(async move { second.commit(commit_b).await }),
+        );
+        let (ra, rb) = (ra.unwrap(), rb.unwrap());
+        let (winner, loser, index) = match (&ra, &rb) {
+            (Ok(winner), Err(loser)) => (winner, loser, 0),
+            (Err(loser), Ok(winner)) => (winner, loser, 1),
+            _ => panic!("round {round}: exactly one commit must win: {ra:?} / {rb:?}"),
+        };
+        wins[index] += 1;
+        assert_eq!(
+            *loser,
+            StoreError::Conflict {
+                current: winner.info.sequence
+            },
+            "round {round}"
+        );
+        let expected = if index == 0 { won_a } else { won_b };
+        assert_eq!(winner.info.position, expected.position, "round {round}");
+        assert_eq!(b.info(&id).await.unwrap(), winner.info, "round {round}");
+    }
+    // Both nodes won some: the race was a race.
+    assert!(wins[0] > 0 && wins[1] > 0, "{wins:?}");
+    for id in &played_ids {
+        let info = a.info(id).await.unwrap();
+        let Since::Events { events, .. } = b.game_events_since(id, 0).await.unwrap() else {
+            panic!("the whole log of {id}")
+        };
+        let sequences: Vec<u64> = events.iter().map(|e| e.sequence).collect();
+        assert_eq!(sequences, (1..=info.sequence).collect::<Vec<_>>(), "{id}");
+        let moves = events
+            .iter()
+            .filter(|e| matches!(e.kind, GameEventKind::MovePlayed { .. }))
+            .count();
+        assert_eq!(moves, info.move_count as usize, "{id}");
+        assert_eq!(b.load(id).await.unwrap().info(), &info);
+    }
+}
+
+/// Through two managers (two nodes, each with its pool and hub), both players' clients send
+/// the same ply at once: one move is played, and the other node, having lost the commit race,
+/// retries on the new state and answers as one node would (a stale ply).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_node_that_loses_a_race_answers_as_one_node_would() {
+    let Some(schema) = TestSchema::new() else {
+        return;
+    };
+    let (node_a, _hub_a) = manager(Arc::new(schema.store().await));
+    let (node_b, _hub_b) = manager(Arc::new(schema.store().await));
+    let (node_a, node_b) = (Arc::new(node_a), Arc::new(node_b));
+    let (id, tokens) = started(&node_a).await;
+    let mut stale = 0;
+    for _ in 0..20 {
+        let game = node_b.get_game(&id).await.unwrap();
+        if game.status.is_over() {
+            break;
+        }
+        let position = game.position;
+        let moves = position.legal_moves();
+        let token = tokens[usize::from(position.to_move() == Player::Second)].clone();
+        let ply = Some(position.ply());
+        let play = |node: &Arc<GameManager>, mv| {
+            let (node, id, token) = (Arc::clone(node), id.clone(), token.clone());
+            tokio::spawn(async move { node.play_move(&id, &token, mv, ply).await })
+        };
+        let (a, b) = tokio::join!(
+            play(&node_a, moves[0]),
+            play(&node_b, moves[moves.len() - 1])
+        );
+        match (a.unwrap(), b.unwrap()) {
+            (Ok(_), Err(error)) | (Err(error), Ok(_)) => {
+                assert!(
+                    matches!(error, oanquan_game::GameError::StalePly { .. }),
+                    "{error:?}"
+                );
+                stale += 1;
+            }
+            other => panic!("exactly one move must be played: {other:?}"),
+        }
+        let after = node_a.get_game(&id).await.unwrap();
+        assert_eq!(after.position.ply(), position.ply() + 1);
+    }
+    assert!(stale > 0);
+}
+
+/// Everything a store gives back about one game, to compare across nodes and reopens.
+#[derive(Debug, PartialEq)]
+struct Stored {
+    info: GameInfo,
+    loaded: GameInfo,
+    tokens: oanquan_rules::ByPlayer<Option<[u8; 32]>>,
+    rematch_tokens: oanquan_rules::ByPlayer<Option<[u8; 32]>>,
+    moves: oanquan_game::MoveLog,
+    creator: Option<IpAddr>,
+    events: Vec<Arc<GameEvent>>,
+    done: bool,
+}
+
+async fn stored(store: &Arc<dyn GameStore>, id: &GameId) -> Stored {
+    let state = store.load(id).await.unwrap();
+    let Since::Events { events, done } = store.game_events_since(id, 0).await.unwrap() else {
+        panic!("events expected")
+    };
+    let bytes = |hashes: &oanquan_rules::ByPlayer<Option<oanquan_game::TokenHash>>| {
+        hashes.map(|hash| hash.map(oanquan_game::TokenHash::to_bytes))
+    };
+    Stored {
+        info: store.info(id).await.unwrap(),
+        loaded: state.info().clone(),
+        tokens: bytes(state.token_hashes()),
+        rematch_tokens: bytes(state.rematch_tokens()),
+        moves: state.moves().clone(),
+        creator: state.creator(),
+        events,
+        done,
+    }
+}
+
+/// Everything a store gives back about some accounts.
+#[derive(Debug, PartialEq)]
+struct Accounts {
+    accounts: Vec<(Account, Vec<ApiKeyRecord>, Vec<Vec<GameInfo>>)>,
+    leaderboards: Vec<LeaderboardPage>,
+}
+
+async fn accounts(store: &Arc<dyn GameStore>, ids: &[AccountId]) -> Accounts {
+    let filters = [
+        PlayerGameFilter::default(),
+        PlayerGameFilter {
+            result: Some(oanquan_game::PlayerResult::Win),
+            speed: Some(Speed::Blitz),
+        },
+    ];
+    let mut accounts = Vec::new();
+    for id in ids {
+        let mut games = Vec::new();
+        for filter in filters {
+            games.push(
+                store
+                    .player_games(id, filter, 100, None)
+                    .await
+                    .unwrap()
+                    .games,
+            );
+        }
+        accounts.push((
+            store.account(id).await.unwrap(),
+            store.api_keys(id).await.unwrap(),
+            games,
+        ));
+    }
+    let mut leaderboards = Vec::new();
+    for speed in Speed::ALL {
+        leaderboards.push(store.leaderboard(speed, 100, None).await.unwrap());
+    }
+    Accounts {
+        accounts,
+        leaderboards,
+    }
+}
+
+/// The suite's games (clocks, offers, rematches, flags, abandonment) and accounts (keys,
+/// revocations, ratings, leaderboards, players' games), read again through a new pool after
+/// the first one closed: nothing lives only in a node's memory.
+#[tokio::test]
+async fn a_new_pool_reads_back_everything_another_one_wrote() {
+    use oanquan_game::store_suite;
+    for case in 0..4 {
+        let Some(schema) = TestSchema::new() else {
+            return;
+        };
+        let store: Arc<dyn GameStore> = Arc::new(schema.store().await);
+        let copy = || Arc::clone(&store);
+        let (mut games, mut ids) = (Vec::new(), Vec::new());
+        match case {
+            0 => {
+                games
+                    .extend(store_suite::a_timed_game_keeps_its_clock_and_turn_start(copy()).await);
+                games.extend(store_suite::draw_offers_and_their_answers_read_back(copy()).await);
+                games.extend(store_suite::rematch_offers_tokens_and_links_read_back(copy()).await);
+                games.extend(
+                    store_suite::games_ended_by_time_or_abandonment_and_closed_rematches_read_back(
+                        copy(),
+                    )
+                    .await,
+                );
+                ids.extend(store_suite::api_keys_are_found_listed_and_revoked(copy()).await);
+            }
+            1 => ids.extend(
+                store_suite::account_updates_commit_with_their_game_or_not_at_all(copy()).await,
+            ),
+            2 => ids.extend(store_suite::leaderboards_rank_established_ratings_only(copy()).await),
+            _ => ids.extend(
+                store_suite::player_games_list_an_accounts_games_newest_first(copy()).await,
+            ),
+        }
+        let mut before_games = Vec::new();
+        for id in &games {
+            before_games.push(stored(&store, id).await);
+        }
+        let before_accounts = accounts(&store, &ids).await;
+        let before_lobby = store.lobby_snapshot(100).await.unwrap();
+        store.close().await;
+        assert!(matches!(
+            store.account(&ids[0]).await,
+            Err(StoreError::Unavailable(_))
+        ));
+        drop(store);
+
+        let store: Arc<dyn GameStore> = Arc::new(schema.store().await);
+        for (id, before) in games.iter().zip(&before_games) {
+            assert_eq!(&stored(&store, id).await, before, "{id}");
+        }
+        assert_eq!(accounts(&store, &ids).await, before_accounts, "case {case}");
+        assert_eq!(store.lobby_snapshot(100).await.unwrap(), before_lobby);
+        // What a reopen must keep is there to keep.
+        let kept = match case {
+            0 => {
+                before_games
+                    .iter()
+                    .any(|game| game.rematch_tokens.first.is_some())
+                    && before_games.iter().any(|game| game.info.clock.is_some())
+                    && before_accounts.accounts[0]
+                        .1
+                        .iter()
+                        .any(|key| key.revoked.is_some())
+            }
+            1 => before_accounts.accounts.iter().all(|(a, ..)| a.version > 1),
+            2 => before_accounts
+                .leaderboards
+                .iter()
+                .any(|b| b.players.len() > 1),
+            _ => before_accounts
+                .accounts
+                .iter()
+                .any(|(_, _, games)| games[1].len() == 1),
+        };
+        assert!(kept, "case {case}: {before_accounts:?}");
+    }
+}
+
+/// A commit notifies `oanquan_game` with the game and its new last sequence, and
+/// `oanquan_lobby` with the last lobby sequence; a refused commit notifies nobody.
+#[tokio::test]
+async fn commits_notify_the_game_and_lobby_channels_and_refusals_do_not() {
+    let Some(schema) = TestSchema::new() else {
+        return;
+    };
+    let store: Arc<dyn GameStore> = Arc::new(schema.store().await);
+    let (listener, mut notifications) = schema.raw().await;
+    listener
+        .batch_execute(&format!("LISTEN {GAME_CHANNEL}; LISTEN {LOBBY_CHANNEL}"))
+        .await
+        .unwrap();
+    let (games, _hub) = manager(Arc::clone(&store));
+    let (id, tokens) = started(&games).await;
+    let state = store.load(&id).await.unwrap();
+    let committed = store
+        .commit(move_commit(state.clone(), &tokens, false))
+        .await
+        .unwrap();
+    let mut seen: Vec<(String, String)> = Vec::new();
+    let wanted = (
+        GAME_CHANNEL.to_owned(),
+        format!("{id}:{}", committed.info.sequence),
+    );
+    while seen.last() != Some(&wanted) {
+        let notification = tokio::time::timeout(Duration::from_secs(5), notifications.recv())
+            .await
+            .expect("the commit's notification arrives")
+            .unwrap();
+        seen.push((
+            notification.channel().to_owned(),
+            notification.payload().to_owned(),
+        ));
+    }
+    // The creation and the join came first, with the lobby's numbers.
+    let (_, last) = store.lobby_snapshot(10).await.unwrap();
+    assert!(
+        seen.contains(&(LOBBY_CHANNEL.to_owned(), last.to_string())),
+        "{seen:?}"
+    );
+    assert!(
+        seen.contains(&(GAME_CHANNEL.to_owned(), format!("{id}:1"))),
+        "{seen:?}"
+    );
+
+    // The same ply again, from the stale state: refused, and silent. (Channels belong to the
+    // database, not the schema: other tests' games notify them too.)
+    let refused = store.commit(move_commit(state, &tokens, true)).await;
+    assert!(
+        matches!(refused, Err(StoreError::Conflict { .. })),
+        "{refused:?}"
+    );
+    let ours = format!("{id}:");
+    let quiet = tokio::time::timeout(Duration::from_millis(300), async {
+        while let Some(notification) = notifications.recv().await {
+            if notification.payload().starts_with(&ours) {
+                return notification;
+            }
+        }
+        std::future::pending().await
+    })
+    .await;
+    assert!(quiet.is_err(), "a refused commit notified: {quiet:?}");
+}
+
+/// The schema version lives in the database: a version newer than this build's is refused
+/// and left as it was, and so are tables of another application where ours would go.
+#[tokio::test]
+async fn a_newer_schema_or_foreign_tables_are_refused_and_left_alone() {
+    let Some(schema) = TestSchema::new() else {
+        return;
+    };
+    drop(schema.store().await);
+    let (client, _) = schema.raw().await;
+    let version = |row: tokio_postgres::Row| row.get::<_, i32>(0);
+    assert_eq!(
+        version(
+            client
+                .query_one("SELECT version FROM oanquan_schema", &[])
+                .await
+                .unwrap()
+        ),
+        SCHEMA_VERSION
+    );
+    client
+        .execute(
+            "UPDATE oanquan_schema SET version = $1",
+            &[&(SCHEMA_VERSION + 1)],
+        )
+        .await
+        .unwrap();
+    let error = PostgresStore::connect(&schema.url, schema.options())
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(error, OpenError::Newer { found, .. } if found == SCHEMA_VERSION + 1),
+        "{error}"
+    );
+    let message = error.to_string();
+    assert!(message.contains("newer oanquan-server"), "{message}");
+    assert!(!message.contains('@'), "no URL, no password: {message}");
+    assert_eq!(
+        version(
+            client
+                .query_one("SELECT version FROM oanquan_schema", &[])
+                .await
+                .unwrap()
+        ),
+        SCHEMA_VERSION + 1,
+        "left as it was"
+    );
+
+    let Some(foreign) = TestSchema::new() else {
+        return;
+    };
+    let (client, _) = foreign.raw().await;
+    client
+        .batch_execute(&format!(
+            "CREATE SCHEMA {0}; CREATE TABLE {0}.games (x INTEGER)",
+            foreign.name
+        ))
+        .await
+        .unwrap();
+    let error = PostgresStore::connect(&foreign.url, foreign.options())
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(&error, OpenError::Foreign { table, .. } if table == "games"),
+        "{error}"
+    );
+    let tables: i64 = client
+        .query_one(
+            "SELECT count(*) FROM pg_tables WHERE schemaname = $1",
+            &[&foreign.name],
+        )
+        .await
+        .unwrap()
+        .get(0);
+    assert_eq!(tables, 1, "nothing was created");
+}
+
+/// Nodes starting together on an empty schema: one migrates, the others wait for it and find
+/// the work done.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn nodes_starting_together_migrate_once() {
+    let Some(schema) = TestSchema::new() else {
+        return;
+    };
+    let schema = Arc::new(schema);
+    let starts: Vec<_> = (0..4)
+        .map(|_| {
+            let schema = Arc::clone(&schema);
+            tokio::spawn(async move { schema.store().await })
+        })
+        .collect();
+    let mut stores = Vec::new();
+    for start in starts {
+        stores.push(start.await.unwrap());
+    }
+    let (games, _hub) = manager(Arc::new(stores.pop().unwrap()));
+    started(&games).await;
+    let (client, _) = schema.raw().await;
+    let row = client
+        .query_one("SELECT count(*), max(version) FROM oanquan_schema", &[])
+        .await
+        .unwrap();
+    assert_eq!(
+        (row.get::<_, i64>(0), row.get::<_, i32>(1)),
+        (1, SCHEMA_VERSION)
+    );
+}
+
+/// A database that cannot be reached is refused at start with a message that names it (never
+/// its password) and says what to check; so are a URL that does not parse and a schema name
+/// that would need quoting. Needs no database.
+#[tokio::test]
+async fn an_unreachable_database_or_a_bad_url_is_refused_at_start() {
+    // Port 1 on loopback: nothing listens there.
+    let error = PostgresStore::connect(
+        "postgres://oanquan:secret@127.0.0.1:1/games",
+        PostgresOptions {
+            connect_timeout: Duration::from_secs(2),
+            ..PostgresOptions::default()
+        },
+    )
+    .await
+    .unwrap_err();
+    assert!(matches!(error, OpenError::Connect { .. }), "{error}");
+    let message = error.to_string();
+    assert!(message.contains("127.0.0.1:1/games"), "{message}");
+    assert!(!message.contains("secret"), "{message}");
+    assert!(message.contains("--database"), "{message}");
+
+    let error = PostgresStore::connect("postgres://[oops", PostgresOptions::default())
+        .await
+        .unwrap_err();
+    assert!(matches!(error, OpenError::Config(_)), "{error}");
+    for bad in ["Games", "1games", "a-b", "a;drop", ""] {
+        let error = PostgresStore::connect(
+            "postgres://postgres@127.0.0.1:1/test",
+            PostgresOptions {
+                schema: Some(bad.to_owned()),
+                ..PostgresOptions::default()
+            },
+        )
+        .await
+        .unwrap_err();
+        assert!(matches!(error, OpenError::Config(_)), "{bad:?}: {error}");
+    }
+    assert!(is_postgres_url("postgres://h/db"));
+    assert!(is_postgres_url("PostgreSQL://h/db"));
+    assert!(!is_postgres_url("oanquan.db"));
+    assert!(!is_postgres_url("/var/lib/postgres/oanquan.db"));
+}
+
+/// A statement that waits past the store's timeout (here for a row another connection holds)
+/// is `Unavailable` and changes nothing; the game goes on once the lock is gone. A closed store
+/// is `Unavailable` too.
+#[tokio::test]
+async fn a_commit_that_times_out_is_unavailable_and_changes_nothing() {
+    let Some(schema) = TestSchema::new() else {
+        return;
+    };
+    let store: Arc<dyn GameStore> = Arc::new(
+        schema
+            .store_with(PostgresOptions {
+                statement_timeout: Duration::from_millis(300),
+                ..schema.options()
+            })
+            .await,
+    );
+    let (games, _hub) = manager(Arc::clone(&store));
+    let (id, tokens) = started(&games).await;
+    let before = store.info(&id).await.unwrap();
+    let (mut holder, _) = schema.raw().await;
+    let lock = holder.transaction().await.unwrap();
+    lock.execute(
+        "SELECT 1 FROM games WHERE id = $1 FOR UPDATE",
+        &[&id.as_str()],
+    )
+    .await
+    .unwrap();
+    let state = store.load(&id).await.unwrap();
+    let refused = store
+        .commit(move_commit(state.clone(), &tokens, false))
+        .await;
+    assert!(
+        matches!(&refused, Err(StoreError::Unavailable(why)) if why.contains("statement timeout")),
+        "{refused:?}"
+    );
+    assert_eq!(store.info(&id).await.unwrap(), before);
+    lock.rollback().await.unwrap();
+    let committed = store
+        .commit(move_commit(state, &tokens, false))
+        .await
+        .unwrap();
+    assert_eq!(committed.info.move_count, 1);
+
+    store.close().await;
+    for result in [
+        store.info(&id).await.map(|_| ()),
+        store
+            .commit(move_commit(games_state(&schema, &id).await, &tokens, false))
+            .await
+            .map(|_| ()),
+        store.lobby_snapshot(1).await.map(|_| ()),
+    ] {
+        assert!(
+            matches!(result, Err(StoreError::Unavailable(_))),
+            "{result:?}"
+        );
+    }
+}
+
+/// The game as another node reads it.
+async fn games_state(schema: &TestSchema, id: &GameId) -> GameState {
+    let store = schema.store().await;
+    store.load(id).await.unwrap()
+}
+
+/// A game whose stored data does not decode is `Damaged` for its own reads, and skipped by
+/// listings and the lobby; every other game reads on.
+#[tokio::test]
+async fn a_damaged_game_fails_alone() {
+    let Some(schema) = TestSchema::new() else {
+        return;
+    };
+    let store: Arc<dyn GameStore> = Arc::new(schema.store().await);
+    let (games, _hub) = manager(Arc::clone(&store));
+    let creator: IpAddr = "192.0.2.7".parse().unwrap();
+    let damaged = games
+        .create_game_from(Some(creator), new_game())
+        .await
+        .unwrap()
+        .game
+        .id;
+    let sound = games
+        .create_game_from(Some(creator), new_game())
+        .await
+        .unwrap()
+        .game
+        .id;
+    let (short_token, _) = started(&games).await;
+    let (finished, tokens) = started(&games).await;
+    games.resign(&finished, &tokens[0]).await.unwrap();
+    let (client, _) = schema.raw().await;
+    // Whether a finished game's log is closed comes from its summary: one that does not
+    // decode makes the log's reads a damaged game, not a failed query or a guess.
+    client
+        .execute(
+            "UPDATE games SET info = '[]' WHERE id = $1",
+            &[&finished.as_str()],
+        )
+        .await
+        .unwrap();
+    assert!(matches!(
+        store.game_events_since(&finished, 0).await,
+        Err(StoreError::Damaged { id, .. }) if id == finished
+    ));
+    client
+        .execute(
+            "UPDATE games SET info = '{\"broken' WHERE id = $1",
+            &[&damaged.as_str()],
+        )
+        .await
+        .unwrap();
+    client
+        .execute(
+            "UPDATE games SET token_first = '\\x0102' WHERE id = $1",
+            &[&short_token.as_str()],
+        )
+        .await
+        .unwrap();
+    for id in [&damaged, &short_token] {
+        assert!(
+            matches!(store.load(id).await, Err(StoreError::Damaged { id: d, .. }) if d == *id),
+            "{id}"
+        );
+    }
+    assert!(matches!(
+        store.info(&damaged).await,
+        Err(StoreError::Damaged { .. })
+    ));
+    assert!(
+        matches!(
+            store.game_events_since(&damaged, 0).await,
+            Ok(Since::Events { .. })
+        ),
+        "an active game's log does not need its summary"
+    );
+    let listed: Vec<GameId> = store
+        .list(GameFilter::All, 10, None)
+        .await
+        .unwrap()
+        .games
+        .into_iter()
+        .map(|game| game.id)
+        .collect();
+    assert_eq!(listed, [short_token.clone(), sound.clone()]);
+    let (open, _) = store.lobby_snapshot(10).await.unwrap();
+    assert_eq!(open.len(), 2);
+    assert_eq!(store.info(&sound).await.unwrap().id, sound);
+    // A node started now finds the damaged games at once, and does not count them.
+    let other: Arc<dyn GameStore> = Arc::new(schema.store().await);
+    assert_eq!(
+        other.open_games_by_creator().await.unwrap(),
+        [(sound.clone(), creator)]
+    );
+}
+
+/// Listings page past damaged rows as if they were not there: a page is full whenever more
+/// games follow, whatever was skipped.
+#[tokio::test]
+async fn pages_fill_past_damaged_games() {
+    let Some(schema) = TestSchema::new() else {
+        return;
+    };
+    let store: Arc<dyn GameStore> = Arc::new(schema.store().await);
+    let (games, _hub) = manager(Arc::clone(&store));
+    let mut ids = Vec::new();
+    for _ in 0..40 {
+        ids.push(games.create_game(new_game()).await.unwrap().game.id);
+    }
+    let (client, _) = schema.raw().await;
+    // The 20 newest but one are damaged: more than one round of rows.
+    for id in &ids[19..39] {
+        client
+            .execute(
+                "UPDATE games SET info = '{}' WHERE id = $1",
+                &[&id.as_str()],
+            )
+            .await
+            .unwrap();
+    }
+    let page = store.list(GameFilter::Open, 3, None).await.unwrap();
+    let want = vec![&ids[39], &ids[18], &ids[17]];
+    assert_eq!(page.games.iter().map(|g| &g.id).collect::<Vec<_>>(), want);
+    let mut seen = page.games.len();
+    let mut cursor = page.next_cursor;
+    while let Some(next) = cursor {
+        let page = store.list(GameFilter::Open, 3, Some(&next)).await.unwrap();
+        assert!(!page.games.is_empty());
+        seen += page.games.len();
+        cursor = page.next_cursor;
+    }
+    assert_eq!(seen, 20);
+}
