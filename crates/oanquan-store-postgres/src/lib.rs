@@ -72,7 +72,7 @@ use oanquan_game::rating::Speed;
 use oanquan_game::{
     Commit, Committed, GameEvent, GameFilter, GameId, GameInfo, GameState, GameStatus, GameStore,
     LeaderboardPage, LobbyEvent, Page, PlayerGameFilter, Since, StoreError, StoreFuture,
-    page_cursor, parse_page_cursor,
+    leaderboard_cursor, leaderboard_offset, page_cursor, parse_named_cursor, parse_page_cursor,
 };
 use tokio_postgres::IsolationLevel;
 use tracing::{info, warn};
@@ -642,27 +642,6 @@ impl GameStore for PostgresStore {
         }
         .boxed()
     }
-}
-
-/// A leaderboard cursor: the speed and how many players came before. The memory store's text,
-/// so that every store accepts and refuses the same cursors.
-fn leaderboard_cursor(speed: Speed, offset: u64) -> String {
-    format!("top-{}.{offset}", speed.name())
-}
-
-/// The offset in a cursor made by [`leaderboard_cursor`] for the same speed.
-fn leaderboard_offset(speed: Speed, cursor: &str) -> Result<usize, StoreError> {
-    let offset = parse_named_cursor(&format!("top-{}", speed.name()), cursor)?;
-    usize::try_from(offset).map_err(|_| StoreError::BadCursor)
-}
-
-/// The position in a cursor `<name>.<position>`.
-fn parse_named_cursor(name: &str, cursor: &str) -> Result<u64, StoreError> {
-    let (prefix, position) = cursor.split_once('.').ok_or(StoreError::BadCursor)?;
-    if prefix != name {
-        return Err(StoreError::BadCursor);
-    }
-    position.parse().map_err(|_| StoreError::BadCursor)
 }
 
 #[cfg(test)]
