@@ -54,6 +54,7 @@ mod accounts;
 #[path = "../../oanquan-store-sqlite/src/codec.rs"]
 mod codec;
 mod fault;
+mod nodes;
 mod reads;
 mod schema;
 mod writer;
@@ -131,6 +132,8 @@ pub struct PostgresStore {
     pool: Pool,
     target: String,
     damage: Arc<Damage>,
+    /// How to open a connection of its own, outside the pool (see `nodes`).
+    config: tokio_postgres::Config,
 }
 
 impl fmt::Debug for PostgresStore {
@@ -210,7 +213,7 @@ impl PostgresStore {
         }
         config.keepalives(true);
         let manager = Manager::from_config(
-            config,
+            config.clone(),
             tokio_postgres::NoTls,
             ManagerConfig {
                 // A connection that broke is found by the next statement, which then fails with
@@ -278,6 +281,7 @@ impl PostgresStore {
             pool,
             target: target.0,
             damage: Arc::new(Damage::default()),
+            config,
         };
         store
             .check_unfinished()
@@ -632,6 +636,10 @@ impl GameStore for PostgresStore {
             }
             .boxed()
         })
+    }
+
+    fn as_any(&self) -> Option<&dyn std::any::Any> {
+        Some(self)
     }
 
     fn close(&self) -> BoxFuture<'_, ()> {
