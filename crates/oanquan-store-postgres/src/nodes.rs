@@ -154,7 +154,7 @@ impl PostgresStore {
                     outcome = store.hold_lease(&held_tx) => outcome,
                     _ = stop.wait_for(|stopping| *stopping) => Ok(()),
                 };
-                if held_tx.send_replace(false) {
+                if held_tx.send_replace(false) && !*stop.borrow() {
                     warn!(database = %store.target, "leader lease lost");
                 }
                 match outcome {
@@ -174,6 +174,26 @@ impl PostgresStore {
             held_tx.send_replace(false);
         });
         (held, task)
+    }
+
+    /// Whether some node holds the leader lease now: then the service is running, and a node
+    /// that starts must not give the running turns their time back as after an outage.
+    ///
+    /// # Errors
+    ///
+    /// [`StoreError::Unavailable`] if the database cannot be asked.
+    pub async fn leader_running(&self) -> Result<bool, StoreError> {
+        let client = self.pool.get().await.map_err(fault::pool)?;
+        let row = client
+            .query_one(
+                "SELECT EXISTS (SELECT 1 FROM pg_locks WHERE locktype = 'advisory' AND granted \
+                 AND classid = $1::int::oid AND objid = hashtext(current_schema())::oid \
+                 AND objsubid = 2)",
+                &[&LEASE_KEY],
+            )
+            .await
+            .map_err(fault::backend)?;
+        row.try_get(0).map_err(fault::backend)
     }
 
     /// On one connection: tries for the lock every [`LEASE_RETRY`], and once it has it, checks

@@ -1012,7 +1012,9 @@ async fn one_node_holds_the_lease_and_another_takes_over() {
         leases.push(held);
         tasks.push(task);
     }
+    let observer = schema.store().await;
     let first = one_holder(&leases, Duration::from_secs(5)).await;
+    assert!(observer.leader_running().await.unwrap());
     // Stays alone for a while.
     for _ in 0..50 {
         assert_eq!(holders(&leases), vec![first]);
@@ -1049,4 +1051,8 @@ async fn one_node_holds_the_lease_and_another_takes_over() {
             .unwrap()
             .unwrap();
     }
+    assert!(
+        !observer.leader_running().await.unwrap(),
+        "no leader is left"
+    );
 }
