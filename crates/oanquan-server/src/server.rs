@@ -591,6 +591,11 @@ impl AgentSettings {
             let agents = self.spawn();
             tokio::select! {
                 _ = async { held.wait_for(|held| !*held).await.is_ok() } => {
+                    // The lease also ends at shutdown: then the agents finish their work.
+                    if *stop.borrow() {
+                        agents.join(self.drain_timeout).await;
+                        return;
+                    }
                     warn!("no longer leading: the background agents stop here");
                     drop(agents);
                 }
