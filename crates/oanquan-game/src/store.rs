@@ -398,6 +398,12 @@ pub trait GameStore: Send + Sync + fmt::Debug + 'static {
     fn close(&self) -> BoxFuture<'_, ()> {
         Box::pin(async {})
     }
+    /// The store itself, for a server that wires a backend's own work to the store it was
+    /// given (the PostgreSQL store's listener and leader lease). `None` unless a store offers
+    /// such work.
+    fn as_any(&self) -> Option<&dyn std::any::Any> {
+        None
+    }
 }
 
 /// A page cursor: the filter's name and a position in the store's listing order, so that a

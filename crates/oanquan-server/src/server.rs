@@ -270,8 +270,14 @@ pub async fn run_with_store(
             .max(crate::domain::COMMIT_FEED_CAPACITY),
     );
     let searches = SearchPool::new(config.computer.search_capacity(exempt_loopback));
-    let computer = Computer::new(Arc::clone(&searches), config.computer.computer_move_time);
     let writable = store.writable();
+    // Several nodes may share a PostgreSQL database: each hears the others' commits, and one
+    // at a time runs the background agents.
+    let postgres = store
+        .as_any()
+        .and_then(|store| store.downcast_ref::<PostgresStore>());
+    let node_listener = postgres
+        .map(|postgres| AbortOnDrop(postgres.spawn_listener(Arc::clone(&hub), stop_rx.clone())));
     let manager = Arc::new(GameManager::new(
         Arc::clone(&store),
         hub,
@@ -292,9 +298,21 @@ pub async fn run_with_store(
     // A restart gives each running turn its time back (the outage is not charged), before any
     // request can come; then flags fall, first moves expire and rematch windows close without
     // anyone calling.
-    let resumed = timekeeper::resume_clocks(&manager)
-        .await
-        .map_err(|e| ServeError::Startup(format!("resuming the clocks of timed games: {e}")))?;
+    // With other nodes serving (one of them leads), there was no outage to give back.
+    let others_serve = match postgres {
+        Some(postgres) => postgres
+            .leader_running()
+            .await
+            .map_err(|e| ServeError::Startup(format!("asking for the other nodes: {e}")))?,
+        None => false,
+    };
+    let resumed = if others_serve {
+        0
+    } else {
+        timekeeper::resume_clocks(&manager)
+            .await
+            .map_err(|e| ServeError::Startup(format!("resuming the clocks of timed games: {e}")))?
+    };
     if resumed > 0 {
         tracing::info!(games = resumed, "clocks of timed games resumed");
     }
@@ -307,22 +325,25 @@ pub async fn run_with_store(
         config.clients.rate_limit(),
         exempt_loopback,
     ));
-    let reaper = Some(config.games.idle_game_timeout)
-        .filter(|idle| !idle.is_zero())
-        .map(|idle| reaper::spawn_idle_reaper(Arc::clone(&manager), idle, stop_rx.clone()));
-    // Plays the computer's turns (resuming those of reloaded games) until shutdown. Aborted if
-    // `run_with_store` itself is dropped, which cancels its searches.
-    let computer_driver = AbortOnDrop(computer::spawn_driver(
-        Arc::clone(&manager),
-        computer,
-        stop_rx.clone(),
-    ));
-
-    let timekeeper = AbortOnDrop(timekeeper::spawn_timekeeper(
-        Arc::clone(&manager),
-        false,
-        stop_rx.clone(),
-    ));
+    let agents = AgentSettings {
+        manager: Arc::clone(&manager),
+        searches: Arc::clone(&searches),
+        computer_move_time: config.computer.computer_move_time,
+        idle_game_timeout: config.games.idle_game_timeout,
+        drain_timeout: config.transport.shutdown_drain_timeout,
+        stop: stop_rx.clone(),
+    };
+    // Aborted if `run_with_store` itself is dropped, which cancels the computer's searches.
+    let agents = match postgres {
+        None => RunningAgents::Here(agents.spawn()),
+        Some(postgres) => {
+            let (held, lease) = postgres.spawn_lease(stop_rx.clone());
+            RunningAgents::WhileLeading {
+                agents: AbortOnDrop(tokio::spawn(agents.while_leading(held))),
+                _lease: AbortOnDrop(lease),
+            }
+        }
+    };
     let seeks = SeekPool::new(
         Arc::clone(&manager),
         SeekLimits {
@@ -411,9 +432,7 @@ pub async fn run_with_store(
     info!(%local, tls = config.tls.is_some(), "serving");
     tokio::select! {
         result = &mut serve => {
-            if let Some(reaper) = reaper {
-                reaper.abort();
-            }
+            drop(agents);
             return result.map_err(ServeError::from);
         }
         () = shutdown => {}
@@ -441,18 +460,13 @@ pub async fn run_with_store(
         Ok(result) => result?,
         Err(_) => warn!("drain timeout reached; abandoning the remaining calls"),
     }
-    if tokio::time::timeout(drain_timeout, computer_driver.join())
-        .await
-        .is_err()
-    {
-        warn!("the computer player did not stop in time");
+    match agents {
+        RunningAgents::Here(agents) => agents.join(drain_timeout).await,
+        // Joins its agents (each within the drain timeout) once stopped.
+        RunningAgents::WhileLeading { agents, _lease } => agents.join().await,
     }
-    // Stops with the stop signal; a deadline being applied finishes its commit first.
-    if tokio::time::timeout(drain_timeout, timekeeper.join())
-        .await
-        .is_err()
-    {
-        warn!("the timekeeper did not stop in time");
+    if let Some(node_listener) = node_listener {
+        node_listener.join().await;
     }
     // Tasks that outlived the drain may still hold the store: close it explicitly, so that
     // the database file alone holds every game once the process exits.
@@ -498,6 +512,123 @@ async fn follow_storage(
         tokio::select! {
             changed = writable.changed() => if changed.is_err() { return },
             _ = stop.wait_for(|stopping| *stopping) => return,
+        }
+    }
+}
+
+/// What the background agents need to start.
+struct AgentSettings {
+    manager: Arc<GameManager>,
+    searches: Arc<SearchPool>,
+    computer_move_time: std::time::Duration,
+    idle_game_timeout: std::time::Duration,
+    drain_timeout: std::time::Duration,
+    stop: watch::Receiver<bool>,
+}
+
+/// The background agents of this node: the computer player, the timekeeper and the idle
+/// reaper.
+struct Agents {
+    computer: AbortOnDrop,
+    timekeeper: AbortOnDrop,
+    reaper: Option<AbortOnDrop>,
+}
+
+enum RunningAgents {
+    /// The only node: always.
+    Here(Agents),
+    /// One of several nodes: while it holds the leader lease.
+    WhileLeading {
+        agents: AbortOnDrop,
+        _lease: AbortOnDrop,
+    },
+}
+
+impl AgentSettings {
+    /// Starts the agents; each begins with a scan of the store for the work due, so a node
+    /// that takes over from another finds the games it left.
+    fn spawn(&self) -> Agents {
+        let reaper = Some(self.idle_game_timeout)
+            .filter(|idle| !idle.is_zero())
+            .map(|idle| {
+                AbortOnDrop(reaper::spawn_idle_reaper(
+                    Arc::clone(&self.manager),
+                    idle,
+                    self.stop.clone(),
+                ))
+            });
+        // A computer of its own each time: a driver runs once per computer.
+        let computer = Computer::new(Arc::clone(&self.searches), self.computer_move_time);
+        let computer = AbortOnDrop(computer::spawn_driver(
+            Arc::clone(&self.manager),
+            computer,
+            self.stop.clone(),
+        ));
+        let timekeeper = AbortOnDrop(timekeeper::spawn_timekeeper(
+            Arc::clone(&self.manager),
+            false,
+            self.stop.clone(),
+        ));
+        Agents {
+            computer,
+            timekeeper,
+            reaper,
+        }
+    }
+
+    /// Runs the agents while `held` is true, until stopped; then lets them finish as
+    /// [`Agents::join`] does. Losing the lease aborts them at once: another node may be
+    /// starting its own, and what they were doing is either committed or not (optimistic
+    /// concurrency keeps a move or a flag from being applied twice).
+    async fn while_leading(self, mut held: watch::Receiver<bool>) {
+        let mut stop = self.stop.clone();
+        loop {
+            tokio::select! {
+                leading = async { held.wait_for(|held| *held).await.is_ok() } => if !leading { return },
+                _ = stop.wait_for(|stopping| *stopping) => return,
+            }
+            info!("leading: running the computer player, the timekeeper and the idle reaper");
+            let agents = self.spawn();
+            tokio::select! {
+                _ = async { held.wait_for(|held| !*held).await.is_ok() } => {
+                    // The lease also ends at shutdown: then the agents finish their work.
+                    if *stop.borrow() {
+                        agents.join(self.drain_timeout).await;
+                        return;
+                    }
+                    warn!("no longer leading: the background agents stop here");
+                    drop(agents);
+                }
+                _ = async { stop.wait_for(|stopping| *stopping).await.is_ok() } => {
+                    agents.join(self.drain_timeout).await;
+                    return;
+                }
+            }
+        }
+    }
+}
+
+impl Agents {
+    /// Waits for the agents, told to stop, to finish what they are doing, for up to `timeout`
+    /// each.
+    async fn join(self, timeout: std::time::Duration) {
+        if tokio::time::timeout(timeout, self.computer.join())
+            .await
+            .is_err()
+        {
+            warn!("the computer player did not stop in time");
+        }
+        // Stops with the stop signal; a deadline being applied finishes its commit first.
+        if tokio::time::timeout(timeout, self.timekeeper.join())
+            .await
+            .is_err()
+        {
+            warn!("the timekeeper did not stop in time");
+        }
+        if let Some(reaper) = self.reaper
+            && tokio::time::timeout(timeout, reaper.join()).await.is_err()
+        {
+            warn!("the idle reaper did not stop in time");
         }
     }
 }

@@ -22,6 +22,9 @@
 //!   nothing was changed (or, for a commit cut off after `COMMIT` was sent, the outcome is
 //!   the database's, as for any client). A game whose row does not decode is
 //!   [`StoreError::Damaged`] for its own reads and skipped by listings.
+//! * **Several nodes**: [`PostgresStore::spawn_listener`] publishes every node's commits into
+//!   this node's hub, and [`PostgresStore::spawn_lease`] names the one node that runs the
+//!   background agents (see `nodes`).
 //! * **Durability** is the database's: a commit is acknowledged after `COMMIT` returns, and
 //!   the session asks for `synchronous_commit = on` unless the URL says otherwise.
 //!
@@ -35,7 +38,7 @@
 //!   time: building the workspace needs no database (the README's `cargo test` on a machine
 //!   without PostgreSQL still builds and passes);
 //! * it pipelines statements on one connection, caches prepared statements per connection,
-//!   and speaks `LISTEN`/`NOTIFY`, which the next step (events across nodes) needs;
+//!   and speaks `LISTEN`/`NOTIFY`, which events across nodes need;
 //! * `deadpool-postgres` is a small pool with exactly the limits we want (size, wait, connect
 //!   and recycle timeouts) and nothing else; together they add few crates to the build.
 //!
@@ -54,6 +57,7 @@ mod accounts;
 #[path = "../../oanquan-store-sqlite/src/codec.rs"]
 mod codec;
 mod fault;
+mod nodes;
 mod reads;
 mod schema;
 mod writer;
@@ -131,6 +135,8 @@ pub struct PostgresStore {
     pool: Pool,
     target: String,
     damage: Arc<Damage>,
+    /// How to open a connection of its own, outside the pool (see `nodes`).
+    config: tokio_postgres::Config,
 }
 
 impl fmt::Debug for PostgresStore {
@@ -210,7 +216,7 @@ impl PostgresStore {
         }
         config.keepalives(true);
         let manager = Manager::from_config(
-            config,
+            config.clone(),
             tokio_postgres::NoTls,
             ManagerConfig {
                 // A connection that broke is found by the next statement, which then fails with
@@ -278,6 +284,7 @@ impl PostgresStore {
             pool,
             target: target.0,
             damage: Arc::new(Damage::default()),
+            config,
         };
         store
             .check_unfinished()
@@ -632,6 +639,10 @@ impl GameStore for PostgresStore {
             }
             .boxed()
         })
+    }
+
+    fn as_any(&self) -> Option<&dyn std::any::Any> {
+        Some(self)
     }
 
     fn close(&self) -> BoxFuture<'_, ()> {

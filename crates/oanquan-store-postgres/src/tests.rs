@@ -310,15 +310,20 @@ async fn the_node_that_loses_a_race_answers_as_one_node_would() {
             play(&node_b, moves[moves.len() - 1])
         );
         match (a.unwrap(), b.unwrap()) {
-            (Ok((_, played)), Err(error)) | (Err(error), Ok((_, played))) => {
-                // As on one node: the ply moved on, or the winning move ended the game.
-                let expected = if played.status.is_over() {
-                    matches!(error, oanquan_game::GameError::GameOver)
+            (Ok(played), Err(error)) | (Err(error), Ok(played)) => {
+                // A winning move that ended the game leaves nothing to retry on.
+                if played.1.status.is_over() {
+                    assert!(
+                        matches!(error, oanquan_game::GameError::GameOver),
+                        "{error:?}"
+                    );
                 } else {
-                    matches!(error, oanquan_game::GameError::StalePly { .. })
-                };
-                assert!(expected, "{error:?} after {:?}", played.status);
-                stale += 1;
+                    assert!(
+                        matches!(error, oanquan_game::GameError::StalePly { .. }),
+                        "{error:?}"
+                    );
+                    stale += 1;
+                }
             }
             other => panic!("exactly one move must be played: {other:?}"),
         }
@@ -891,4 +896,171 @@ async fn pages_fill_past_damaged_games() {
         cursor = page.next_cursor;
     }
     assert_eq!(seen, 20);
+}
+
+/// Receives from a hub channel for up to 10 s, until `done` says the received are enough.
+async fn receive_until<E: Clone>(
+    rx: &mut tokio::sync::broadcast::Receiver<E>,
+    mut done: impl FnMut(&[E]) -> bool,
+) -> Vec<E> {
+    let mut got = Vec::new();
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
+    while !done(&got) {
+        match tokio::time::timeout_at(deadline, rx.recv()).await {
+            Ok(Ok(event)) => got.push(event),
+            Ok(Err(error)) => panic!("the hub channel: {error}"),
+            Err(_) => break,
+        }
+    }
+    got
+}
+
+/// Node B hears what node A commits: its listener publishes the game's events into B's hub, in
+/// order and without gaps, and the lobby's, although A never told B's hub anything.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_commit_on_one_node_reaches_the_other_nodes_hub_in_order() {
+    let Some(schema) = TestSchema::new() else {
+        return;
+    };
+    let a: Arc<dyn GameStore> = Arc::new(schema.store().await);
+    let b = schema.store().await;
+    let (games, _hub_a) = manager(Arc::clone(&a));
+    let hub_b = Hub::new(1024);
+    let (stop, stopped) = tokio::sync::watch::channel(false);
+    let listener = b.spawn_listener(Arc::clone(&hub_b), stopped);
+    let mut lobby_b = hub_b.subscribe_lobby();
+    // The listener has no signal for "listening"; it connects in well under this.
+    tokio::time::sleep(Duration::from_millis(500)).await;
+
+    let (id, tokens) = started(&games).await;
+    let lobby = receive_until(&mut lobby_b, |got| got.len() >= 2).await;
+    assert!(
+        lobby.len() >= 2,
+        "created and joined reach node B's lobby: {lobby:?}"
+    );
+    let sequences: Vec<u64> = lobby.iter().map(|e| e.sequence).collect();
+    assert!(sequences.windows(2).all(|w| w[0] < w[1]), "{sequences:?}");
+
+    let (mut watch_b, _guard) = hub_b.subscribe_game(&id, 10).unwrap();
+    for _ in 0..6 {
+        let state = a.load(&id).await.unwrap();
+        a.commit(move_commit(state, &tokens, false)).await.unwrap();
+    }
+    let last = a.info(&id).await.unwrap().sequence;
+    let events = receive_until(&mut watch_b, |got| {
+        got.last()
+            .is_some_and(|e: &Arc<GameEvent>| e.sequence >= last)
+    })
+    .await;
+    let sequences: Vec<u64> = events.iter().map(|e| e.sequence).collect();
+    let first = sequences.first().copied().unwrap_or(0);
+    assert_eq!(sequences, (first..=last).collect::<Vec<_>>());
+    let moves = events
+        .iter()
+        .filter(|e| matches!(e.kind, GameEventKind::MovePlayed { .. }))
+        .count();
+    assert!(moves >= 6, "every move reached node B: {sequences:?}");
+
+    stop.send(true).unwrap();
+    tokio::time::timeout(Duration::from_secs(5), listener)
+        .await
+        .expect("the listener stops when told")
+        .unwrap();
+}
+
+/// Reads which of the given leases are held.
+fn holders(leases: &[tokio::sync::watch::Receiver<bool>]) -> Vec<usize> {
+    (0..leases.len()).filter(|&i| *leases[i].borrow()).collect()
+}
+
+/// Waits up to `within` for exactly one holder, checking that never two hold at once.
+async fn one_holder(leases: &[tokio::sync::watch::Receiver<bool>], within: Duration) -> usize {
+    let deadline = tokio::time::Instant::now() + within;
+    loop {
+        let held = holders(leases);
+        assert!(held.len() <= 1, "two leaders at once: {held:?}");
+        if let [holder] = held[..] {
+            return holder;
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "no node took the lease within {within:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+/// Waits up to 5 s for a holder to notice it no longer holds the lease.
+async fn released(lease: &tokio::sync::watch::Receiver<bool>) {
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(5);
+    while *lease.borrow() {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "the holder did not notice"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+/// Of three nodes one holds the leader lease; when its session dies another takes over within
+/// a few seconds, and when a holder stops, too.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn one_node_holds_the_lease_and_another_takes_over() {
+    let Some(schema) = TestSchema::new() else {
+        return;
+    };
+    let mut stops = Vec::new();
+    let mut leases = Vec::new();
+    let mut tasks = Vec::new();
+    for _ in 0..3 {
+        let store = schema.store().await;
+        let (stop, stopped) = tokio::sync::watch::channel(false);
+        let (held, task) = store.spawn_lease(stopped);
+        stops.push(stop);
+        leases.push(held);
+        tasks.push(task);
+    }
+    let observer = schema.store().await;
+    let first = one_holder(&leases, Duration::from_secs(5)).await;
+    assert!(observer.leader_running().await.unwrap());
+    // Stays alone for a while.
+    for _ in 0..50 {
+        assert_eq!(holders(&leases), vec![first]);
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+
+    // The holder's session is killed (as if its node died): someone holds it again.
+    let (raw, _) = schema.raw().await;
+    let killed: i64 = raw
+        .query_one(
+            "SELECT count(pg_terminate_backend(pid)) FROM pg_locks \
+             WHERE locktype = 'advisory' AND granted AND classid = $1::int::oid \
+             AND objid = hashtext(current_schema())::oid AND objsubid = 2",
+            &[&crate::nodes::LEASE_KEY],
+        )
+        .await
+        .unwrap()
+        .get(0);
+    assert_eq!(killed, 1, "the lease is one session's lock");
+    released(&leases[first]).await;
+    let second = one_holder(&leases, Duration::from_secs(5)).await;
+
+    // A holder that stops gives it up to one of the others.
+    stops[second].send(true).unwrap();
+    released(&leases[second]).await;
+    let third = one_holder(&leases, Duration::from_secs(5)).await;
+    assert_ne!(third, second);
+    for stop in &stops {
+        let _ = stop.send(true);
+    }
+    for task in tasks {
+        tokio::time::timeout(Duration::from_secs(5), task)
+            .await
+            .unwrap()
+            .unwrap();
+    }
+    assert!(
+        !observer.leader_running().await.unwrap(),
+        "no leader is left"
+    );
 }

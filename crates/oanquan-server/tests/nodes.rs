@@ -1,0 +1,307 @@
+//! Several real server binaries on one PostgreSQL database: a game played on alternating nodes
+//! is seen whole by watchers on every node, and a computer game whose leader node dies goes on
+//! from another.
+//!
+//! Needs a PostgreSQL server: `OANQUAN_TEST_POSTGRES_URL=postgres://postgres@127.0.0.1:5432/test
+//! cargo test -p oanquan-server --test nodes`. Without the variable the tests say so and pass
+//! without doing anything; with it, a server that cannot be reached fails them.
+
+mod common;
+
+use std::io::{BufRead as _, BufReader, Write as _};
+use std::net::SocketAddr;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use common::*;
+use oanquan_proto::v1 as pb;
+use oanquan_rules::{Direction, Player, Preset};
+use oanquan_server::grpc::convert;
+
+const URL_VARIABLE: &str = "OANQUAN_TEST_POSTGRES_URL";
+
+/// The database URL with a schema of its own, dropped at the end; `None` without the variable.
+struct Schema {
+    client: tokio_postgres::Client,
+    name: String,
+    database: String,
+}
+
+impl Schema {
+    async fn new() -> Option<Schema> {
+        let Ok(url) = std::env::var(URL_VARIABLE) else {
+            let _ = writeln!(
+                std::io::stderr(),
+                "PostgreSQL test skipped: {URL_VARIABLE} is not set. Run it with \
+                 {URL_VARIABLE}=postgres://postgres@127.0.0.1:5432/test cargo test -p \
+                 oanquan-server --test nodes"
+            );
+            return None;
+        };
+        let (client, connection) = tokio_postgres::connect(&url, tokio_postgres::NoTls)
+            .await
+            .unwrap_or_else(|e| panic!("{URL_VARIABLE} is set but: {e}"));
+        tokio::spawn(connection);
+        let name = format!("oq_test_{:016x}", rand::random::<u64>());
+        client
+            .batch_execute(&format!("CREATE SCHEMA {name}"))
+            .await
+            .unwrap();
+        let separator = if url.contains('?') { '&' } else { '?' };
+        let database = format!("{url}{separator}options=-csearch_path%3D{name}");
+        Some(Schema {
+            client,
+            name,
+            database,
+        })
+    }
+
+    async fn drop(self) {
+        self.client
+            .batch_execute(&format!("DROP SCHEMA {} CASCADE", self.name))
+            .await
+            .unwrap();
+    }
+}
+
+/// A running `oanquan-server` node, killed (SIGKILL) if dropped.
+struct Node {
+    child: Child,
+    addr: SocketAddr,
+}
+
+impl Node {
+    fn start(schema: &Schema, dir: &std::path::Path) -> Node {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_oanquan-server"))
+            .args([
+                "--listen",
+                "127.0.0.1:0",
+                "--shutdown-drain-timeout",
+                "2s",
+                "--computer-move-time",
+                "10ms",
+            ])
+            .current_dir(dir)
+            .env_remove("OANQUAN_IN_MEMORY")
+            .env_remove("OANQUAN_DATABASE")
+            .env("OANQUAN_DATABASE_URL", &schema.database)
+            .env("RUST_LOG", "warn")
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .unwrap();
+        let mut line = String::new();
+        BufReader::new(child.stdout.take().unwrap())
+            .read_line(&mut line)
+            .unwrap();
+        let addr = line
+            .trim()
+            .strip_prefix("oanquan-server listening on ")
+            .unwrap_or_else(|| panic!("unexpected first line {line:?}"))
+            .parse()
+            .unwrap();
+        Node { child, addr }
+    }
+
+    async fn games(&self) -> Games {
+        let channel = tonic::transport::Channel::from_shared(format!("http://{}", self.addr))
+            .unwrap()
+            .connect()
+            .await
+            .unwrap();
+        pb::game_service_client::GameServiceClient::new(channel)
+    }
+}
+
+impl Drop for Node {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// Plays the first legal move for the player to move, with whichever of `tokens` is theirs.
+async fn play_one(client: &mut Games, id: &str, tokens: (&str, &str)) -> pb::Game {
+    let game = get_game(client, id).await;
+    let rules = Preset::Standard.rules();
+    let position = convert::position(game.position.as_ref(), rules, "position").unwrap();
+    let mv = position.legal_moves()[0];
+    let token = match position.to_move() {
+        Player::First => tokens.0,
+        Player::Second => tokens.1,
+    };
+    let direction = match mv.direction {
+        Direction::Right => pb::Direction::Right,
+        Direction::Left => pb::Direction::Left,
+    };
+    play(
+        client,
+        id,
+        token,
+        u32::from(mv.square),
+        direction,
+        Some(position.ply()),
+    )
+    .await
+    .unwrap()
+    .game
+    .unwrap()
+}
+
+async fn watch_lobby(client: &mut Games) -> tonic::Streaming<pb::WatchLobbyResponse> {
+    let mut lobby = client
+        .watch_lobby(pb::WatchLobbyRequest {
+            after_sequence: None,
+        })
+        .await
+        .unwrap()
+        .into_inner();
+    let first = next(&mut lobby).await.unwrap().unwrap().event.unwrap();
+    assert!(
+        matches!(first.kind, Some(pb::lobby_event::Kind::Snapshot(_))),
+        "{first:?}"
+    );
+    lobby
+}
+
+/// A game created, joined and played move by move on three nodes in turn: a watcher on each
+/// node sees every event in order, and each node's lobby stream sees the game created and
+/// started, wherever that happened.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_game_played_on_alternating_nodes_is_seen_whole_on_every_node() {
+    let Some(schema) = Schema::new().await else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let nodes: Vec<Node> = (0..3).map(|_| Node::start(&schema, dir.path())).collect();
+    let mut clients = Vec::new();
+    for node in &nodes {
+        clients.push(node.games().await);
+    }
+    let mut lobbies = Vec::new();
+    for client in &mut clients {
+        lobbies.push(watch_lobby(client).await);
+    }
+    // The listeners have no "ready" signal; they connect in well under this.
+    tokio::time::sleep(Duration::from_millis(500)).await;
+
+    let (game, first) = create(&mut clients[0], "standard").await;
+    let id = game.id;
+    let second = clients[1]
+        .join_game(pb::JoinGameRequest {
+            game_id: id.clone(),
+            display_name: "Minh".into(),
+        })
+        .await
+        .unwrap()
+        .into_inner()
+        .player_token;
+
+    for (node, lobby) in lobbies.iter_mut().enumerate() {
+        let (mut created, mut started) = (false, false);
+        while !(created && started) {
+            let event = next(lobby).await.unwrap().unwrap().event.unwrap();
+            match event.kind.unwrap() {
+                pb::lobby_event::Kind::GameCreated(c) => {
+                    created |= c.game.is_some_and(|g| g.id == id);
+                }
+                pb::lobby_event::Kind::GameStarted(s) => started |= s.game_id == id,
+                _ => {}
+            }
+        }
+        assert!(created && started, "node {node}'s lobby");
+    }
+
+    let mut watches = Vec::new();
+    for client in &mut clients {
+        watches.push(watch_snapshot(client, &id).await);
+    }
+    const MOVES: usize = 9;
+    for i in 0..MOVES {
+        let after = play_one(&mut clients[i % 3], &id, (&first, &second)).await;
+        assert_eq!(after.move_count as usize, i + 1);
+    }
+    let last = get_game(&mut clients[2], &id).await;
+    assert_eq!(last.move_count as usize, MOVES);
+
+    for (node, (watch, snapshot)) in watches.iter_mut().enumerate() {
+        let mut sequence = snapshot.sequence;
+        let mut moves = 0;
+        while moves < MOVES {
+            let event = next_game_event(watch)
+                .await
+                .unwrap_or_else(|| panic!("node {node}'s stream ended"));
+            assert_eq!(
+                event.sequence,
+                sequence + 1,
+                "node {node}: in order, without gaps or doubles"
+            );
+            sequence = event.sequence;
+            if matches!(event.kind, Some(pb::game_event::Kind::MovePlayed(_))) {
+                moves += 1;
+            }
+        }
+    }
+    drop(nodes);
+    schema.drop().await;
+}
+
+/// Waits (at most `within`) for the game to have `moves` moves, asking `client`.
+async fn moves_become(client: &mut Games, id: &str, moves: u32, within: Duration) -> pb::Game {
+    let deadline = Instant::now() + within;
+    loop {
+        let game = get_game(client, id).await;
+        if game.move_count >= moves {
+            return game;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the game has {} moves, not {moves}, after {within:?}",
+            game.move_count
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+/// A computer game on node B, whose computer is played by node A (the leader, started
+/// first): when A is killed, B takes the lead and the computer goes on playing.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_computer_game_goes_on_when_the_leader_node_is_killed() {
+    let Some(schema) = Schema::new().await else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let leader = Node::start(&schema, dir.path());
+    // The leader takes the lease on its first try, right after connecting.
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    let follower = Node::start(&schema, dir.path());
+    let mut client = follower.games().await;
+    tokio::time::sleep(Duration::from_millis(500)).await;
+
+    let created = client
+        .create_game(pb::CreateGameRequest {
+            rules: preset("standard"),
+            seat: pb::Player::First.into(),
+            display_name: "Lan".into(),
+            computer: Some(pb::ComputerOpponent { level: 1 }),
+            ..Default::default()
+        })
+        .await
+        .unwrap()
+        .into_inner();
+    let id = created.game.unwrap().id;
+    let token = created.player_token;
+    play_one(&mut client, &id, (&token, "")).await;
+    // Played by the leader, which heard of the move through the database.
+    moves_become(&mut client, &id, 2, Duration::from_secs(10)).await;
+
+    drop(leader);
+    play_one(&mut client, &id, (&token, "")).await;
+    // The follower takes over within a few seconds and plays the computer's turn it finds.
+    let game = moves_become(&mut client, &id, 4, Duration::from_secs(15)).await;
+    assert_eq!(game.status(), pb::GameStatus::Active);
+    play_one(&mut client, &id, (&token, "")).await;
+    moves_become(&mut client, &id, 6, Duration::from_secs(10)).await;
+    drop(follower);
+    schema.drop().await;
+}

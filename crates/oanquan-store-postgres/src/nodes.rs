@@ -1,0 +1,365 @@
+//! What makes several server nodes on one database behave as one: every node hears the
+//! others' commits ([`PostgresStore::spawn_listener`]), and one node at a time runs the
+//! background agents ([`PostgresStore::spawn_lease`]).
+//!
+//! Both use a dedicated connection, outside the pool: a `LISTEN` and a session advisory lock
+//! belong to one session, which a pooled connection would hand to other calls.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::time::Duration;
+
+use futures::StreamExt as _;
+use oanquan_game::{GameId, GameStore, Hub, Since, StoreError};
+use tokio::sync::{mpsc, watch};
+use tokio::task::JoinHandle;
+use tokio_postgres::{AsyncMessage, Client, NoTls};
+use tracing::{debug, info, warn};
+
+use crate::fault;
+use crate::writer::{GAME_CHANNEL, LOBBY_CHANNEL};
+use crate::{PostgresStore, reads};
+
+/// Games whose last published sequence is remembered. Only a hint against publishing an event
+/// twice (watchers drop duplicates by sequence anyway), so forgetting all of them when full
+/// costs a few reads, never correctness.
+const MAX_TRACKED_GAMES: usize = 65_536;
+
+/// The first number of the leader lock's key (`pg_try_advisory_lock(int, int)`); the second is
+/// a hash of the schema, so that servers on other schemas of the database (tests, staging)
+/// elect their own leader. Not the migration lock's number: a leader holds its lock for good,
+/// and nodes starting up would wait for it.
+pub(crate) const LEASE_KEY: i32 = 0x4f41_4e4c; // "OANL"
+
+/// Waits after a lost or refused connection, doubling up to the last.
+const BACKOFF: [Duration; 5] = [
+    Duration::from_millis(100),
+    Duration::from_millis(250),
+    Duration::from_millis(500),
+    Duration::from_secs(1),
+    Duration::from_secs(2),
+];
+
+/// How often a node without the lease tries to take it, and how often the holder checks that
+/// its session (hence the lock) is still there.
+const LEASE_RETRY: Duration = Duration::from_secs(1);
+
+/// A node whose database connection went silent for this long gives up the lease, before the
+/// database (whose own keepalives may be slower) hands the lock to another node.
+const LEASE_CHECK_TIMEOUT: Duration = Duration::from_secs(2);
+
+impl PostgresStore {
+    /// A second handle on the same pool, for a task of its own.
+    fn handle(&self) -> PostgresStore {
+        PostgresStore {
+            pool: self.pool.clone(),
+            target: self.target.clone(),
+            damage: Arc::clone(&self.damage),
+            config: self.config.clone(),
+        }
+    }
+
+    /// A dedicated connection (not from the pool), its messages forwarded to the returned
+    /// receiver by a task that ends when the connection does.
+    async fn dedicated(
+        &self,
+    ) -> Result<(Client, mpsc::UnboundedReceiver<AsyncMessage>), tokio_postgres::Error> {
+        let mut config = self.config.clone();
+        // A dead peer is noticed within seconds, not the system's default two hours.
+        config
+            .keepalives_idle(Duration::from_secs(5))
+            .keepalives_interval(Duration::from_secs(1))
+            .keepalives_retries(3)
+            .tcp_user_timeout(Duration::from_secs(5));
+        let (client, mut connection) = config.connect(NoTls).await?;
+        let (tx, rx) = mpsc::unbounded_channel();
+        let target = self.target.clone();
+        tokio::spawn(async move {
+            let mut messages = futures::stream::poll_fn(move |cx| connection.poll_message(cx));
+            while let Some(message) = messages.next().await {
+                match message {
+                    Ok(message) => {
+                        if tx.send(message).is_err() {
+                            break;
+                        }
+                    }
+                    Err(error) => {
+                        warn!(database = %target, error = %fault::describe(&error),
+                            "a dedicated database connection was lost");
+                        break;
+                    }
+                }
+            }
+        });
+        Ok((client, rx))
+    }
+
+    /// Listens for every node's commits (the `NOTIFY` each one sends) and publishes what they
+    /// wrote into `hub`: the game's new events to its watchers, the lobby's to the lobby's, and
+    /// the game's state to the background agents. Own commits come back too and are published
+    /// again; watchers drop events they have seen by sequence, and agents find nothing to do.
+    ///
+    /// A lost connection is opened again (with backoff); what was committed meanwhile reaches
+    /// the lobby's watchers on reconnecting, and each game's with its next commit, or from the
+    /// log when they notice the gap. Ends when `stop` turns true.
+    pub fn spawn_listener(&self, hub: Arc<Hub>, mut stop: watch::Receiver<bool>) -> JoinHandle<()> {
+        let store = self.handle();
+        tokio::spawn(async move {
+            let mut listener = Listener {
+                store,
+                hub,
+                games: HashMap::new(),
+                lobby: None,
+            };
+            let mut failures = 0;
+            while !*stop.borrow() {
+                let heard = tokio::select! {
+                    heard = listener.listen() => heard,
+                    _ = stop.wait_for(|stopping| *stopping) => break,
+                };
+                match heard {
+                    // Heard something before losing it: the database was there.
+                    Ok(true) => failures = 0,
+                    Ok(false) => failures += 1,
+                    Err(error) => {
+                        warn!(database = %listener.store.target, error = %fault::describe(&error),
+                            "cannot listen for other nodes' commits; trying again");
+                        failures += 1;
+                    }
+                }
+                let wait = BACKOFF[failures.min(BACKOFF.len() - 1)];
+                tokio::select! {
+                    () = tokio::time::sleep(wait) => {}
+                    _ = stop.wait_for(|stopping| *stopping) => break,
+                }
+            }
+        })
+    }
+
+    /// Competes for the leader lease: the returned receiver is `true` while this node holds
+    /// the session advisory lock that names the leader, on a connection of its own. Another
+    /// node takes it over within a few seconds of this one's connection dying (the database
+    /// releases a session's locks when it ends). Gives it up when `stop` turns true.
+    pub fn spawn_lease(
+        &self,
+        stop: watch::Receiver<bool>,
+    ) -> (watch::Receiver<bool>, JoinHandle<()>) {
+        let (held_tx, held) = watch::channel(false);
+        let store = self.handle();
+        let task = tokio::spawn(async move {
+            let mut stop = stop;
+            let mut failures = 0;
+            while !*stop.borrow() {
+                let outcome = tokio::select! {
+                    outcome = store.hold_lease(&held_tx) => outcome,
+                    _ = stop.wait_for(|stopping| *stopping) => Ok(()),
+                };
+                if held_tx.send_replace(false) && !*stop.borrow() {
+                    warn!(database = %store.target, "leader lease lost");
+                }
+                match outcome {
+                    Ok(()) => failures = 0,
+                    Err(error) => {
+                        debug!(database = %store.target, error = %fault::describe(&error),
+                            "leader lease connection failed; trying again");
+                        failures += 1;
+                    }
+                }
+                let wait = BACKOFF[failures.min(BACKOFF.len() - 1)];
+                tokio::select! {
+                    () = tokio::time::sleep(wait) => {}
+                    _ = stop.wait_for(|stopping| *stopping) => break,
+                }
+            }
+            held_tx.send_replace(false);
+        });
+        (held, task)
+    }
+
+    /// Whether some node holds the leader lease now: then the service is running, and a node
+    /// that starts must not give the running turns their time back as after an outage.
+    ///
+    /// # Errors
+    ///
+    /// [`StoreError::Unavailable`] if the database cannot be asked.
+    pub async fn leader_running(&self) -> Result<bool, StoreError> {
+        let client = self.pool.get().await.map_err(fault::pool)?;
+        let row = client
+            .query_one(
+                "SELECT EXISTS (SELECT 1 FROM pg_locks WHERE locktype = 'advisory' AND granted \
+                 AND classid = $1::int::oid AND objid = hashtext(current_schema())::oid \
+                 AND objsubid = 2)",
+                &[&LEASE_KEY],
+            )
+            .await
+            .map_err(fault::backend)?;
+        row.try_get(0).map_err(fault::backend)
+    }
+
+    /// On one connection: tries for the lock every [`LEASE_RETRY`], and once it has it, checks
+    /// every [`LEASE_RETRY`] that the session is still alive. Returns when it is not.
+    async fn hold_lease(&self, held: &watch::Sender<bool>) -> Result<(), tokio_postgres::Error> {
+        let (client, _messages) = self.dedicated().await?;
+        loop {
+            let taken = tokio::time::timeout(
+                LEASE_CHECK_TIMEOUT,
+                client.query_one(
+                    "SELECT pg_try_advisory_lock($1, hashtext(current_schema()))",
+                    &[&LEASE_KEY],
+                ),
+            )
+            .await;
+            match taken {
+                Ok(Ok(row)) if row.try_get::<_, bool>(0).unwrap_or(false) => break,
+                Ok(Ok(_)) => {}
+                Ok(Err(error)) => return Err(error),
+                // The session is stuck; another one will try.
+                Err(_) => return Ok(()),
+            }
+            tokio::time::sleep(LEASE_RETRY).await;
+        }
+        info!(database = %self.target, "this node holds the leader lease: it runs the background agents");
+        held.send_replace(true);
+        loop {
+            tokio::time::sleep(LEASE_RETRY).await;
+            match tokio::time::timeout(LEASE_CHECK_TIMEOUT, client.simple_query("SELECT 1")).await {
+                Ok(Ok(_)) => {}
+                Ok(Err(error)) => return Err(error),
+                Err(_) => return Ok(()),
+            }
+        }
+    }
+}
+
+/// The listener's state across reconnections.
+struct Listener {
+    store: PostgresStore,
+    hub: Arc<Hub>,
+    /// The last sequence published per game, of games not over.
+    games: HashMap<GameId, u64>,
+    /// The last lobby sequence published; `None` until the first connection reads it.
+    lobby: Option<u64>,
+}
+
+impl Listener {
+    /// One connection's life: `LISTEN`, catch the lobby up, then publish each notification's
+    /// commit. Returns whether any notification came, once the connection is gone.
+    async fn listen(&mut self) -> Result<bool, tokio_postgres::Error> {
+        let (client, mut messages) = self.store.dedicated().await?;
+        client
+            .batch_execute(&format!("LISTEN {GAME_CHANNEL}; LISTEN {LOBBY_CHANNEL}"))
+            .await?;
+        // Listening from now on: whatever the lobby committed before is read here.
+        match self.lobby {
+            Some(_) => self.publish_lobby().await,
+            None => match self.last_lobby().await {
+                Ok(last) => self.lobby = Some(last),
+                Err(error) => warn!(%error, "reading the lobby's last sequence"),
+            },
+        }
+        let mut heard = false;
+        while let Some(message) = messages.recv().await {
+            let AsyncMessage::Notification(notification) = message else {
+                continue;
+            };
+            heard = true;
+            if notification.channel() == LOBBY_CHANNEL {
+                self.publish_lobby().await;
+            } else if notification.channel() == GAME_CHANNEL {
+                // `<id>:<sequence>`; ids have no ':'.
+                let parsed = notification
+                    .payload()
+                    .rsplit_once(':')
+                    .and_then(|(id, sequence)| {
+                        Some((GameId::parse(id).ok()?, sequence.parse().ok()?))
+                    });
+                match parsed {
+                    Some((id, sequence)) => self.publish_game(id, sequence).await,
+                    None => debug!(
+                        payload = notification.payload(),
+                        "a game notification that does not parse"
+                    ),
+                }
+            }
+        }
+        drop(client);
+        Ok(heard)
+    }
+
+    async fn last_lobby(&self) -> Result<u64, StoreError> {
+        let client = self.store.pool.get().await.map_err(fault::pool)?;
+        reads::last_lobby_sequence(&client).await
+    }
+
+    /// Publishes the lobby events after the last published one.
+    async fn publish_lobby(&mut self) {
+        let Some(after) = self.lobby else {
+            return;
+        };
+        match self.store.lobby_events_since(after).await {
+            Ok(Since::Events { events, .. }) => {
+                for event in &events {
+                    self.hub.publish_lobby(event);
+                }
+                if let Some(last) = events.last() {
+                    self.lobby = Some(last.sequence);
+                }
+            }
+            // Behind what the log keeps, or a counter that went back (a schema restored):
+            // start again from now; watchers read the log for anything they miss.
+            Ok(Since::Gone | Since::Ahead { .. }) => {
+                if let Ok(last) = self.last_lobby().await {
+                    self.lobby = Some(last);
+                }
+            }
+            Err(error) => warn!(%error, "reading lobby events another node committed"),
+        }
+    }
+
+    /// Publishes a game's events up to `sequence` and its state to the agents.
+    async fn publish_game(&mut self, id: GameId, sequence: u64) {
+        let last = self.games.get(&id).copied();
+        if last.is_some_and(|last| last >= sequence) {
+            return;
+        }
+        // Nobody watches the game on this node: nothing to read, and whoever starts watching
+        // reads the log first.
+        let mut published = sequence;
+        if self.hub.watchers(&id) > 0 {
+            match self.store.game_events_since(&id, last.unwrap_or(0)).await {
+                Ok(Since::Events { events, .. }) => {
+                    for event in &events {
+                        self.hub.publish_game(event);
+                    }
+                    published = events.last().map_or(sequence, |e| e.sequence.max(sequence));
+                }
+                Ok(Since::Gone | Since::Ahead { .. }) => {}
+                // A game of another schema on the same database (channels are per database).
+                Err(StoreError::NotFound) => return,
+                Err(error) => {
+                    warn!(game_id = %id, %error, "reading events another node committed");
+                    return;
+                }
+            }
+        }
+        let info = match self.store.info(&id).await {
+            Ok(info) => info,
+            Err(StoreError::NotFound) => return,
+            Err(error) => {
+                warn!(game_id = %id, %error, "reading a game another node committed");
+                return;
+            }
+        };
+        if info.status.is_over() {
+            self.games.remove(&id);
+        } else {
+            if self.games.len() >= MAX_TRACKED_GAMES && !self.games.contains_key(&id) {
+                self.games.clear();
+            }
+            self.games.insert(id, published);
+        }
+        if oanquan_game::timing::needs_agents(&info) {
+            self.hub.publish_commit(Arc::new(info));
+        }
+    }
+}
