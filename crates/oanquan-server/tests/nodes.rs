@@ -15,8 +15,6 @@ use std::time::{Duration, Instant};
 
 use common::*;
 use oanquan_proto::v1 as pb;
-use oanquan_rules::{Direction, Player, Preset};
-use oanquan_server::grpc::convert;
 
 const URL_VARIABLE: &str = "OANQUAN_TEST_POSTGRES_URL";
 
@@ -118,34 +116,6 @@ impl Drop for Node {
         let _ = self.child.kill();
         let _ = self.child.wait();
     }
-}
-
-/// Plays the first legal move for the player to move, with whichever of `tokens` is theirs.
-async fn play_one(client: &mut Games, id: &str, tokens: (&str, &str)) -> pb::Game {
-    let game = get_game(client, id).await;
-    let rules = Preset::Standard.rules();
-    let position = convert::position(game.position.as_ref(), rules, "position").unwrap();
-    let mv = position.legal_moves()[0];
-    let token = match position.to_move() {
-        Player::First => tokens.0,
-        Player::Second => tokens.1,
-    };
-    let direction = match mv.direction {
-        Direction::Right => pb::Direction::Right,
-        Direction::Left => pb::Direction::Left,
-    };
-    play(
-        client,
-        id,
-        token,
-        u32::from(mv.square),
-        direction,
-        Some(position.ply()),
-    )
-    .await
-    .unwrap()
-    .game
-    .unwrap()
 }
 
 async fn watch_lobby(client: &mut Games) -> tonic::Streaming<pb::WatchLobbyResponse> {

@@ -254,3 +254,33 @@ pub async fn get_game(games: &mut Games, id: &str) -> pb::Game {
         .game
         .unwrap()
 }
+
+/// Plays the first legal move for the player to move, with whichever of `tokens` is theirs;
+/// returns the game after it.
+pub async fn play_one(client: &mut Games, id: &str, tokens: (&str, &str)) -> pb::Game {
+    let game = get_game(client, id).await;
+    let rules = oanquan_rules::Preset::Standard.rules();
+    let position =
+        oanquan_server::grpc::convert::position(game.position.as_ref(), rules, "position").unwrap();
+    let mv = position.legal_moves()[0];
+    let token = match position.to_move() {
+        oanquan_rules::Player::First => tokens.0,
+        oanquan_rules::Player::Second => tokens.1,
+    };
+    let direction = match mv.direction {
+        oanquan_rules::Direction::Right => pb::Direction::Right,
+        oanquan_rules::Direction::Left => pb::Direction::Left,
+    };
+    play(
+        client,
+        id,
+        token,
+        u32::from(mv.square),
+        direction,
+        Some(position.ply()),
+    )
+    .await
+    .unwrap()
+    .game
+    .unwrap()
+}
