@@ -9,9 +9,9 @@ use std::time::Duration;
 
 use clap::{Args, Command, FromArgMatches};
 
-use crate::domain::MemoryLimits;
 use crate::domain::computer::{self, SearchCapacity};
 use crate::domain::limits::RateLimit;
+use crate::domain::{MemoryLimits, PostgresOptions};
 
 /// The HTTP/2 transport: tonic's server, the accept loop and the shutdown drain.
 #[derive(Debug, Clone, Copy, PartialEq, Args)]
@@ -271,6 +271,45 @@ impl MemoryStoreLimits {
     }
 }
 
+/// The PostgreSQL store's connection pool and timeouts (with a `postgres://` database; the
+/// other stores ignore them).
+#[derive(Debug, Clone, Copy, PartialEq, Args)]
+#[command(next_help_heading = "Storage")]
+pub struct DatabaseLimits {
+    /// PostgreSQL connections of this node at most (1 to 1000). Each call holds one for its
+    /// transaction; mind the database's max_connections across all nodes.
+    #[arg(long, env = "OANQUAN_DATABASE_POOL_SIZE", default_value = "16", value_parser = parse_pool_size)]
+    pub database_pool_size: usize,
+
+    /// How long opening a PostgreSQL connection may take (1ms to 1h).
+    #[arg(long, env = "OANQUAN_DATABASE_CONNECT_TIMEOUT", default_value = "5s", value_parser = parse_database_timeout)]
+    pub database_connect_timeout: Duration,
+
+    /// How long a call waits for a free pooled connection before it fails with UNAVAILABLE
+    /// (1ms to 1h).
+    #[arg(long, env = "OANQUAN_DATABASE_POOL_WAIT", default_value = "5s", value_parser = parse_database_timeout)]
+    pub database_pool_wait: Duration,
+
+    /// The longest one SQL statement may run, row-lock waits included (1ms to 1h); past it the
+    /// call fails with UNAVAILABLE.
+    #[arg(long, env = "OANQUAN_DATABASE_STATEMENT_TIMEOUT", default_value = "10s", value_parser = parse_database_timeout)]
+    pub database_statement_timeout: Duration,
+}
+
+impl DatabaseLimits {
+    /// The PostgreSQL store's options from these flags.
+    #[must_use]
+    pub fn postgres_options(&self) -> PostgresOptions {
+        PostgresOptions {
+            max_connections: self.database_pool_size,
+            wait_timeout: self.database_pool_wait,
+            connect_timeout: self.database_connect_timeout,
+            statement_timeout: self.database_statement_timeout,
+            ..PostgresOptions::default()
+        }
+    }
+}
+
 /// Each section's `Default` is what its flags give when none is set, the environment left out
 /// (a library's defaults must not change with `OANQUAN_*` variables).
 macro_rules! default_from_flags {
@@ -289,7 +328,8 @@ default_from_flags!(
     GameLimits,
     StreamLimits,
     ComputerLimits,
-    MemoryStoreLimits
+    MemoryStoreLimits,
+    DatabaseLimits
 );
 
 // The defaults are constants, and `tests::help_shows_the_defaults_of_the_code` parses every one,
@@ -336,6 +376,41 @@ pub fn parse_positive_duration(text: &str) -> Result<Duration, String> {
     let duration = parse_duration(text)?;
     if duration < Duration::from_millis(1) {
         return Err(format!("{text:?} is too short; give at least 1ms"));
+    }
+    Ok(duration)
+}
+
+/// A PostgreSQL pool size: at least one connection, and no more than a database would take
+/// (PostgreSQL's own default is 100 connections in all).
+///
+/// # Errors
+///
+/// A message for a number that is not one, 0, or over 1000.
+pub fn parse_pool_size(text: &str) -> Result<usize, String> {
+    let size: usize = text
+        .trim()
+        .parse()
+        .map_err(|_| format!("{text:?} is not a number of connections like 16"))?;
+    match size {
+        0 => Err("the pool needs at least 1 connection".to_owned()),
+        1..=1000 => Ok(size),
+        _ => Err(format!(
+            "{size} connections is more than a database takes; give at most 1000"
+        )),
+    }
+}
+
+/// A database timeout: at least 1ms (0 would fail every call, not turn the limit off) and at
+/// most an hour (longer is a typo, and PostgreSQL's own limits are in milliseconds of an
+/// `int`).
+///
+/// # Errors
+///
+/// As [`parse_duration`], and for durations out of that range.
+pub fn parse_database_timeout(text: &str) -> Result<Duration, String> {
+    let duration = parse_positive_duration(text)?;
+    if duration > Duration::from_secs(3600) {
+        return Err(format!("{text:?} is too long; give at most 1h"));
     }
     Ok(duration)
 }
@@ -458,6 +533,14 @@ mod tests {
             ComputerLimits::default().computer_move_time,
             Duration::from_millis(300)
         );
+        assert_eq!(
+            DatabaseLimits::default().postgres_options(),
+            PostgresOptions::default()
+        );
+        assert!(parse_pool_size("0").is_err());
+        assert!(parse_pool_size("1001").is_err());
+        assert!(parse_database_timeout("0").is_err());
+        assert!(parse_database_timeout("2h").is_err());
         let memory = MemoryStoreLimits::default();
         assert_eq!(memory.max_games, 10_000);
         assert_eq!(

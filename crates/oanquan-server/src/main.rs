@@ -19,10 +19,10 @@ use clap::error::ErrorKind;
 use clap::parser::ValueSource;
 use clap::{CommandFactory as _, FromArgMatches as _, Parser, Subcommand};
 use oanquan_server::config::{
-    ClientLimits, ComputerLimits, GameLimits, MemoryStoreLimits, StreamLimits, TransportLimits,
-    parse_switch,
+    ClientLimits, ComputerLimits, DatabaseLimits, GameLimits, MemoryStoreLimits, StreamLimits,
+    TransportLimits, parse_switch,
 };
-use oanquan_server::domain::{PostgresOptions, is_postgres_url};
+use oanquan_server::domain::is_postgres_url;
 use oanquan_server::{Config, Storage, TlsIdentity};
 use tokio::net::TcpListener;
 
@@ -116,6 +116,9 @@ struct Args {
 
     #[command(flatten)]
     memory: MemoryStoreLimits,
+
+    #[command(flatten)]
+    database_limits: DatabaseLimits,
 
     #[command(flatten)]
     transport: TransportLimits,
@@ -251,7 +254,7 @@ impl Args {
         } else if let Some(url) = self.database_url.as_deref().or(database) {
             Storage::Postgres {
                 url: url.to_owned(),
-                options: PostgresOptions::default(),
+                options: self.database_limits.postgres_options(),
             }
         } else {
             Storage::Sqlite(self.database.clone())
@@ -423,6 +426,38 @@ mod tests {
             Args::try_parse_checked(["oanquan-server", "--database", "postgres.db"]).unwrap();
         assert!(
             matches!(args.config().storage, Storage::Sqlite(path) if path == Path::new("postgres.db"))
+        );
+        // The pool and timeout flags reach the store's options.
+        let args = Args::try_parse_checked([
+            "oanquan-server",
+            "--database",
+            "postgres://h/games",
+            "--database-pool-size",
+            "4",
+            "--database-pool-wait",
+            "250ms",
+            "--database-connect-timeout",
+            "2s",
+            "--database-statement-timeout",
+            "1m",
+        ])
+        .unwrap();
+        let Storage::Postgres { options, .. } = args.config().storage else {
+            panic!("not postgres");
+        };
+        assert_eq!(
+            (
+                options.max_connections,
+                options.wait_timeout,
+                options.connect_timeout,
+                options.statement_timeout
+            ),
+            (
+                4,
+                std::time::Duration::from_millis(250),
+                std::time::Duration::from_secs(2),
+                std::time::Duration::from_secs(60)
+            )
         );
         // OANQUAN_DATABASE_URL's flag: a URL only, and not together with another database.
         let url = "postgres://h/games";

@@ -25,6 +25,11 @@ fn server(dir: &Path, env: &[(&str, &str)], args: &[&str]) -> Command {
         "OANQUAN_IN_MEMORY",
         "OANQUAN_DATABASE",
         "OANQUAN_MAX_MESSAGE_SIZE",
+        "OANQUAN_DATABASE_URL",
+        "OANQUAN_DATABASE_POOL_SIZE",
+        "OANQUAN_DATABASE_POOL_WAIT",
+        "OANQUAN_DATABASE_CONNECT_TIMEOUT",
+        "OANQUAN_DATABASE_STATEMENT_TIMEOUT",
     ] {
         command.env_remove(variable);
     }
@@ -197,4 +202,81 @@ fn bad_switches_and_sizes_are_refused_with_the_reason() {
             "{env:?} {args:?}"
         );
     }
+}
+
+/// The PostgreSQL pool and timeout flags: 0, huge and garbage values stop the server at start
+/// with the reason, before it connects to anything (the URL points nowhere).
+#[test]
+fn bad_database_pool_and_timeout_values_are_refused_with_the_reason() {
+    let url = "postgres://nobody@127.0.0.1:1/none";
+    let cases: [Case<'_>; 8] = [
+        (&[], &["--database-pool-size", "0"], "at least 1 connection"),
+        (
+            &[("OANQUAN_DATABASE_POOL_SIZE", "100000")],
+            &[],
+            "give at most 1000",
+        ),
+        (
+            &[],
+            &["--database-pool-size", "lots"],
+            "not a number of connections",
+        ),
+        (
+            &[("OANQUAN_DATABASE_STATEMENT_TIMEOUT", "0")],
+            &[],
+            "give at least 1ms",
+        ),
+        (
+            &[],
+            &["--database-statement-timeout", "30d"],
+            "unknown unit \"d\"",
+        ),
+        (
+            &[],
+            &["--database-statement-timeout", "5h"],
+            "too long; give at most 1h",
+        ),
+        (
+            &[("OANQUAN_DATABASE_CONNECT_TIMEOUT", "soon")],
+            &[],
+            "not a duration",
+        ),
+        (&[], &["--database-pool-wait", "0ms"], "give at least 1ms"),
+    ];
+    for (env, args, reason) in cases {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let output = server(dir.path(), env, args)
+            .env("OANQUAN_DATABASE_URL", url)
+            .output()
+            .expect("run oanquan-server");
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert_eq!(output.status.code(), Some(2), "{env:?} {args:?}: {stderr}");
+        assert!(
+            output.stdout.is_empty(),
+            "{env:?} {args:?}: nothing listens"
+        );
+        assert!(stderr.contains(reason), "{env:?} {args:?}: {stderr}");
+    }
+}
+
+/// Good values are taken from the flags and the environment alike: a pool wait given in the
+/// environment and the other flags on the command line start a server (here on SQLite, which
+/// ignores them, so the test needs no PostgreSQL).
+#[test]
+fn database_pool_and_timeout_values_start_the_server() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let running = Running::start(server(
+        dir.path(),
+        &[("OANQUAN_DATABASE_POOL_WAIT", "250ms")],
+        &[
+            "--in-memory",
+            "--database-pool-size",
+            "1000",
+            "--database-connect-timeout",
+            "1h",
+            "--database-statement-timeout",
+            "1ms",
+        ],
+    ));
+    drop(running);
 }
