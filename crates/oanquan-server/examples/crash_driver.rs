@@ -4,13 +4,24 @@
 //!
 //! ```text
 //! crash_driver --addr 127.0.0.1:50051 --journal journal.json [--verify-only] [--ready-file F]
+//! crash_driver --addr A --addr B --addr C --computer-every 4 --journal journal.json
 //! ```
+//!
+//! With several `--addr` (server nodes sharing one PostgreSQL database, `.ci/crash-test-nodes.sh`)
+//! the journal is verified against the first, and the players and watchers are spread over all
+//! of them, each game watched on another node than the one it is played on; the first player to
+//! see its node go away stops every player, so that the run ends soon after a kill.
 //!
 //! Each run first verifies the journal (if any) against the server:
 //!
 //! * every acknowledged move is stored, in order (at most one more move per game, the one in
 //!   flight at the kill, may be stored without having been acknowledged);
 //! * every game replays from its move list (ListMoves) to its stored position (GetGame);
+//! * its event log, read from the start, has strictly increasing sequences, one MovePlayed per
+//!   stored move, numbered in order, and (for a finished game) exactly one GameOver: no move
+//!   or end was written twice, by one node or by two;
+//! * a game against the computer (`--computer-every`) gets its computer's move within 30 s,
+//!   whichever node died: another one takes over the computer's turns;
 //! * a WatchGame / WatchLobby resumed with `after_sequence` = the last sequence seen before the
 //!   kill delivers every following event, without gap or duplicate, up to the current one;
 //!
@@ -21,6 +32,7 @@
 use std::collections::HashMap;
 use std::path::PathBuf;
 use std::process::ExitCode;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -38,9 +50,14 @@ type Client = GameServiceClient<Channel>;
 
 #[derive(Debug, Parser)]
 struct Args {
-    /// The server, host:port.
-    #[arg(long)]
-    addr: String,
+    /// The server, host:port; repeated (or comma-separated) for several nodes on one
+    /// database. The journal is verified against the first.
+    #[arg(long, required = true, value_delimiter = ',')]
+    addr: Vec<String>,
+    /// One player in this many plays games against the computer (level 1) instead of both
+    /// seats; 0 = none.
+    #[arg(long, default_value_t = 0)]
+    computer_every: usize,
     /// Journal file: read if present, written at the end.
     #[arg(long)]
     journal: PathBuf,
@@ -77,6 +94,9 @@ struct GameEntry {
     /// Last game-event sequence a watcher received.
     seen: u64,
     over: bool,
+    /// Against the computer (second seat): its moves are journalled as they are seen stored.
+    #[serde(default)]
+    computer: bool,
 }
 
 #[derive(Debug, Default)]
@@ -262,22 +282,32 @@ async fn check_lobby_resume(client: &mut Client, after: u64) -> Result<(), Strin
 /// Checks one game; returns its stored moves (to continue from) on success.
 async fn verify_game(client: &mut Client, entry: &GameEntry) -> Result<Vec<Move>, String> {
     let id = &entry.id;
-    let game = client
-        .get_game(timed(pb::GetGameRequest {
-            game_id: id.clone(),
-        }))
-        .await
-        .map_err(|e| format!("{id}: GetGame: {e}"))?
-        .into_inner()
-        .game
-        .ok_or("no game")?;
-    let listed = client
-        .list_moves(timed(pb::ListMovesRequest {
-            game_id: id.clone(),
-        }))
-        .await
-        .map_err(|e| format!("{id}: ListMoves: {e}"))?
-        .into_inner();
+    // A computer may move between the two reads (a node plays the turns pending from before
+    // the kill): read again until they agree, for a while.
+    let mut attempts = 0;
+    let (game, listed) = loop {
+        let game = client
+            .get_game(timed(pb::GetGameRequest {
+                game_id: id.clone(),
+            }))
+            .await
+            .map_err(|e| format!("{id}: GetGame: {e}"))?
+            .into_inner()
+            .game
+            .ok_or("no game")?;
+        let listed = client
+            .list_moves(timed(pb::ListMovesRequest {
+                game_id: id.clone(),
+            }))
+            .await
+            .map_err(|e| format!("{id}: ListMoves: {e}"))?
+            .into_inner();
+        attempts += 1;
+        if !entry.computer || game.move_count as usize == listed.moves.len() || attempts == 20 {
+            break (game, listed);
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    };
     let stored: Vec<Move> = listed
         .moves
         .iter()
@@ -290,9 +320,12 @@ async fn verify_game(client: &mut Client, entry: &GameEntry) -> Result<Vec<Move>
             entry.acked, stored_text
         ));
     }
-    if stored.len() > entry.acked.len() + 1 {
+    // In flight at the kill: one move, and against the computer its reply too.
+    let in_flight = if entry.computer { 2 } else { 1 };
+    if stored.len() > entry.acked.len() + in_flight {
         return Err(format!(
-            "{id}: {} moves stored but only {} acknowledged (at most one can be in flight)",
+            "{id}: {} moves stored but only {} acknowledged (at most {in_flight} can be in \
+             flight)",
             stored.len(),
             entry.acked.len()
         ));
@@ -322,7 +355,66 @@ async fn verify_game(client: &mut Client, entry: &GameEntry) -> Result<Vec<Move>
         }
     }
     check_game_resume(client, id, entry.seen).await?;
+    let over = matches!(
+        game.status(),
+        pb::GameStatus::Finished | pb::GameStatus::Aborted
+    );
+    check_log(client, id, stored.len(), over).await?;
     Ok(stored)
+}
+
+/// Reads the game's log from its first event: strictly increasing sequences, MovePlayed
+/// numbered 1, 2, … up to `moves`, and for a finished game (whose stream ends after it)
+/// exactly one GameOver.
+async fn check_log(client: &mut Client, id: &str, moves: usize, over: bool) -> Result<(), String> {
+    let mut stream = client
+        .watch_game(timed(pb::WatchGameRequest {
+            game_id: id.to_owned(),
+            // 0 would ask for a snapshot; 1 is the creation, which every game has.
+            after_sequence: Some(1),
+            ..Default::default()
+        }))
+        .await
+        .map_err(|e| format!("{id}: log: {e}"))?
+        .into_inner();
+    let (mut sequence, mut played, mut ends) = (1, 0_usize, 0);
+    while over || played < moves {
+        let message = tokio::time::timeout(Duration::from_secs(5), stream.message())
+            .await
+            .map_err(|_| format!("{id}: the log stalled after {played} moves"))?
+            .map_err(|e| format!("{id}: log: {e}"))?;
+        let Some(event) = message.and_then(|m| m.event) else {
+            break;
+        };
+        match &event.kind {
+            Some(pb::game_event::Kind::Heartbeat(_)) => continue,
+            Some(pb::game_event::Kind::MovePlayed(move_played)) => {
+                played += 1;
+                let number = move_played.record.as_ref().map(|r| r.number as usize);
+                if number != Some(played) {
+                    return Err(format!(
+                        "{id}: the log's MovePlayed {number:?} where {played} was due"
+                    ));
+                }
+            }
+            Some(pb::game_event::Kind::GameOver(_)) => ends += 1,
+            _ => {}
+        }
+        if event.sequence <= sequence {
+            return Err(format!(
+                "{id}: the log goes from {sequence} to {}",
+                event.sequence
+            ));
+        }
+        sequence = event.sequence;
+    }
+    if played != moves || (over && ends != 1) {
+        return Err(format!(
+            "{id}: the log has {played} MovePlayed and {ends} GameOver for {moves} stored moves \
+             (finished: {over})"
+        ));
+    }
+    Ok(())
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -333,7 +425,14 @@ struct Shared {
     journal: Mutex<Journal>,
     failures: Failures,
     deadline: Instant,
-    addr: String,
+    /// Set by the first player whose node went away: the others stop too.
+    stop: AtomicBool,
+}
+
+impl Shared {
+    fn stopping(&self) -> bool {
+        self.stop.load(Ordering::Relaxed) || Instant::now() > self.deadline
+    }
 }
 
 /// Watches a game, checking live events arrive in order, recording the last sequence seen.
@@ -401,12 +500,13 @@ async fn watch_lobby(shared: Arc<Shared>, mut client: Client) {
             }
         }
         last = Some(event.sequence);
-        shared.journal.lock().unwrap().lobby_seen = event.sequence;
+        let mut journal = shared.journal.lock().unwrap();
+        journal.lobby_seen = journal.lobby_seen.max(event.sequence);
     }
 }
 
 /// Creates a standard game and seats both players; records it as soon as it exists.
-async fn new_game(shared: &Shared, client: &mut Client) -> Result<usize, Status> {
+async fn new_game(shared: &Shared, client: &mut Client, computer: bool) -> Result<usize, Status> {
     let created = client
         .create_game(timed(pb::CreateGameRequest {
             rules: Some(pb::RulesSpec {
@@ -415,7 +515,7 @@ async fn new_game(shared: &Shared, client: &mut Client) -> Result<usize, Status>
             start_position: None,
             seat: pb::Player::First.into(),
             display_name: "crash".to_owned(),
-            computer: None,
+            computer: computer.then_some(pb::ComputerOpponent { level: 1 }),
             ..Default::default()
         }))
         .await?
@@ -430,9 +530,13 @@ async fn new_game(shared: &Shared, client: &mut Client) -> Result<usize, Status>
             acked: Vec::new(),
             seen: 0,
             over: false,
+            computer,
         });
         journal.games.len() - 1
     };
+    if computer {
+        return Ok(index);
+    }
     let joined = client
         .join_game(timed(pb::JoinGameRequest {
             game_id: id,
@@ -452,22 +556,41 @@ async fn play_game(
     moves: &[Move],
     limit: Option<usize>,
 ) -> Result<(), Status> {
-    let (id, first, second) = {
+    let (id, first, second, computer) = {
         let journal = shared.journal.lock().unwrap();
         let entry = &journal.games[index];
-        (entry.id.clone(), entry.first.clone(), entry.second.clone())
+        (
+            entry.id.clone(),
+            entry.first.clone(),
+            entry.second.clone(),
+            entry.computer,
+        )
     };
-    let (Some(first), Some(second)) = (first, second) else {
+    let (Some(first), Some(second)) = (first, second.or_else(|| computer.then(String::new))) else {
         return Ok(()); // The join was not acknowledged: nobody can play it.
     };
     let start = oanquan_rules::Position::new(rules()).expect("standard rules");
     let mut game = Game::replay(start, moves).map_err(|e| Status::internal(e.to_string()))?;
     let mut played = 0;
     while !game.position().is_over() && limit.is_none_or(|limit| played < limit) {
-        if Instant::now() > shared.deadline {
+        if shared.stopping() {
             return Ok(());
         }
         let position = *game.position();
+        if computer && position.to_move() == Player::Second {
+            let Some(replies) = computer_reply(shared, client, &id, position.ply()).await? else {
+                return Ok(());
+            };
+            let mut journal = shared.journal.lock().unwrap();
+            let entry = &mut journal.games[index];
+            for reply in replies {
+                game.play(reply)
+                    .map_err(|e| Status::internal(format!("{id}: the computer's {reply}: {e}")))?;
+                entry.acked.push(reply.to_string());
+            }
+            entry.over = game.position().is_over();
+            continue;
+        }
         let mv = *position
             .legal_moves()
             .choose(&mut rand::rng())
@@ -503,6 +626,44 @@ async fn play_game(
     Ok(())
 }
 
+/// The moves stored after `ply` once the computer has played it: `None` if the run stops
+/// first. A computer that does not move within 30 s (time for another node to take the turns
+/// over from a killed one) is a failure, reported as an internal error.
+async fn computer_reply(
+    shared: &Shared,
+    client: &mut Client,
+    id: &str,
+    ply: u32,
+) -> Result<Option<Vec<Move>>, Status> {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let listed = client
+            .list_moves(timed(pb::ListMovesRequest {
+                game_id: id.to_owned(),
+            }))
+            .await?
+            .into_inner();
+        if listed.moves.len() > ply as usize {
+            return listed.moves[ply as usize..]
+                .iter()
+                .map(|m| convert::mv(m.r#move.as_ref(), "move"))
+                .collect::<Result<Vec<_>, _>>()
+                .map(Some)
+                .map_err(|e| Status::internal(format!("{id}: {e:?}")));
+        }
+        if shared.stop.load(Ordering::Relaxed) {
+            return Ok(None);
+        }
+        if Instant::now() > deadline {
+            return Err(Status::internal(format!(
+                "{id}: the computer did not play ply {} within 30 s",
+                ply + 1
+            )));
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
 /// One player task: continue `resume`, then keep starting new games until the server is gone.
 async fn player(
     shared: Arc<Shared>,
@@ -510,9 +671,12 @@ async fn player(
     watcher: Client,
     resume: Vec<(usize, Vec<Move>)>,
     new_games: bool,
+    computer: bool,
 ) {
     let report = |status: Status| {
-        if !server_gone(&status) {
+        if server_gone(&status) {
+            shared.stop.store(true, Ordering::Relaxed);
+        } else {
             shared
                 .failures
                 .add(format!("unexpected error while playing: {status:?}"));
@@ -526,8 +690,8 @@ async fn player(
             return report(status);
         }
     }
-    while new_games && Instant::now() < shared.deadline {
-        let index = match new_game(&shared, &mut client).await {
+    while new_games && !shared.stopping() {
+        let index = match new_game(&shared, &mut client, computer).await {
             Ok(index) => index,
             Err(status) => return report(status),
         };
@@ -544,9 +708,15 @@ async fn run(args: Args) -> Result<String, String> {
         Ok(bytes) => serde_json::from_slice(&bytes).map_err(|e| format!("journal: {e}"))?,
         Err(_) => Journal::default(),
     };
-    let mut client = connect(&args.addr)
-        .await
-        .map_err(|e| format!("connect: {e}"))?;
+    let mut clients = Vec::new();
+    for addr in &args.addr {
+        clients.push(
+            connect(addr)
+                .await
+                .map_err(|e| format!("connect to {addr}: {e}"))?,
+        );
+    }
+    let mut client = clients[0].clone();
 
     // 1. Verify what the previous rounds were told.
     let failures = Failures::default();
@@ -583,24 +753,33 @@ async fn run(args: Args) -> Result<String, String> {
         journal: Mutex::new(journal),
         failures,
         deadline: Instant::now() + Duration::from_secs(args.max_seconds),
-        addr: args.addr.clone(),
+        stop: AtomicBool::new(false),
     });
-    let watcher = connect(&shared.addr)
-        .await
-        .map_err(|e| format!("connect: {e}"))?;
-    tokio::spawn(watch_lobby(Arc::clone(&shared), watcher.clone()));
+    // Watch streams on connections of their own, as a separate client would.
+    let mut watchers = Vec::new();
+    for addr in &args.addr {
+        watchers.push(
+            connect(addr)
+                .await
+                .map_err(|e| format!("connect to {addr}: {e}"))?,
+        );
+    }
+    tokio::spawn(watch_lobby(Arc::clone(&shared), watchers[0].clone()));
     let mut groups: HashMap<usize, Vec<(usize, Vec<Move>)>> = HashMap::new();
     for (n, game) in resume.into_iter().enumerate() {
         groups.entry(n % args.games.max(1)).or_default().push(game);
     }
     let mut tasks = Vec::new();
+    let nodes = clients.len();
     for task in 0..args.games.max(1) {
+        // Each game is watched on the next node: its events cross from node to node.
         tasks.push(tokio::spawn(player(
             Arc::clone(&shared),
-            client.clone(),
-            watcher.clone(),
+            clients[task % nodes].clone(),
+            watchers[(task + 1) % nodes].clone(),
             groups.remove(&task).unwrap_or_default(),
             !args.verify_only,
+            args.computer_every > 0 && task % args.computer_every == 0,
         )));
     }
     for task in tasks {
@@ -622,9 +801,11 @@ async fn run(args: Args) -> Result<String, String> {
         return Err(format!("{failures} failures while playing"));
     }
     let acked: usize = journal.games.iter().map(|g| g.acked.len()).sum();
+    let computer = journal.games.iter().filter(|g| g.computer).count();
     Ok(format!(
         "round {}: verified {verified_games} games / {verified_moves} acknowledged moves; \
-         now {} games, {acked} acknowledged moves, lobby seen up to {}",
+         now {} games ({computer} against the computer), {acked} acknowledged moves, lobby \
+         seen up to {}",
         journal.rounds,
         journal.games.len(),
         journal.lobby_seen

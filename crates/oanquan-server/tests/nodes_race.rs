@@ -148,7 +148,10 @@ async fn check_log(client: &mut Games, id: &str, won: &[Move]) -> Outcome {
         ));
     }
     let last = get_game(client, id).await;
-    let over = last.status() != pb::GameStatus::Active;
+    let over = matches!(
+        last.status(),
+        pb::GameStatus::Finished | pb::GameStatus::Aborted
+    );
     // The log from its first event (0 would ask for a snapshot): the stream of a finished game
     // ends after its GameOver; an active game's is read up to its last move.
     let mut watch = client
