@@ -57,6 +57,7 @@ mod accounts;
 #[path = "../../oanquan-store-sqlite/src/codec.rs"]
 mod codec;
 mod fault;
+mod health;
 mod nodes;
 mod reads;
 mod schema;
@@ -78,6 +79,7 @@ use oanquan_game::{
     LeaderboardPage, LobbyEvent, Page, PlayerGameFilter, Since, StoreError, StoreFuture,
     leaderboard_cursor, leaderboard_offset, page_cursor, parse_named_cursor, parse_page_cursor,
 };
+use tokio::sync::watch;
 use tokio_postgres::IsolationLevel;
 use tracing::{info, warn};
 
@@ -137,6 +139,19 @@ pub struct PostgresStore {
     damage: Arc<Damage>,
     /// How to open a connection of its own, outside the pool (see `nodes`).
     config: tokio_postgres::Config,
+    /// Whether writes work (see `health`), and the probe that keeps it current.
+    health: Arc<watch::Sender<bool>>,
+    writable: watch::Receiver<bool>,
+    probe: Arc<AbortOnDrop>,
+}
+
+/// A task that ends with its last owner.
+struct AbortOnDrop(tokio::task::JoinHandle<()>);
+
+impl Drop for AbortOnDrop {
+    fn drop(&mut self) {
+        self.0.abort();
+    }
 }
 
 impl fmt::Debug for PostgresStore {
@@ -280,11 +295,20 @@ impl PostgresStore {
         }
         schema::migrate(&mut client, &target).await?;
         drop(client);
+        let (health, writable) = watch::channel(true);
+        let health = Arc::new(health);
+        let probe = Arc::new(AbortOnDrop(tokio::spawn(health::probe(
+            pool.clone(),
+            Arc::clone(&health),
+        ))));
         let store = PostgresStore {
             pool,
             target: target.0,
             damage: Arc::new(Damage::default()),
             config,
+            health,
+            writable,
+            probe,
         };
         store
             .check_unfinished()
@@ -351,12 +375,36 @@ impl PostgresStore {
             + 'static,
     {
         let pool = self.pool.clone();
+        let health = Arc::clone(&self.health);
         let task = tokio::spawn(async move {
-            let mut client = pool.get().await.map_err(fault::pool)?;
-            let tx = client.transaction().await.map_err(backend)?;
-            let value = write(&tx).await?;
-            tx.commit().await.map_err(backend)?;
-            Ok(value)
+            let mut client = match pool.get().await {
+                Ok(client) => client,
+                Err(error) => {
+                    let error = fault::pool(error);
+                    if !pool.is_closed() {
+                        health::set(&health, false, &error);
+                    }
+                    return Err(error);
+                }
+            };
+            let result = async {
+                let tx = client.transaction().await.map_err(backend)?;
+                let value = write(&tx).await?;
+                tx.commit().await.map_err(backend)?;
+                Ok(value)
+            }
+            .await;
+            // A broken connection says the database is away; a conflict, a busy row or a
+            // damaged game says nothing about writes in general (the probe sees a read-only
+            // database within a second).
+            match &result {
+                Ok(_) => health::set(&health, true, &""),
+                Err(error @ StoreError::Unavailable(_)) if client.is_closed() => {
+                    health::set(&health, false, error);
+                }
+                Err(_) => {}
+            }
+            result
         });
         async move {
             task.await
@@ -643,6 +691,10 @@ impl GameStore for PostgresStore {
 
     fn as_any(&self) -> Option<&dyn std::any::Any> {
         Some(self)
+    }
+
+    fn writable(&self) -> Option<watch::Receiver<bool>> {
+        Some(self.writable.clone())
     }
 
     fn close(&self) -> BoxFuture<'_, ()> {

@@ -56,6 +56,9 @@ impl PostgresStore {
             target: self.target.clone(),
             damage: Arc::clone(&self.damage),
             config: self.config.clone(),
+            health: Arc::clone(&self.health),
+            writable: self.writable.clone(),
+            probe: Arc::clone(&self.probe),
         }
     }
 
