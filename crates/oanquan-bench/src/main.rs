@@ -29,9 +29,10 @@ use serde::Serialize;
 #[derive(Debug, Parser)]
 #[command(name = "oanquan-bench", version, about, long_about)]
 struct Args {
-    /// What to run.
-    #[arg(value_enum)]
-    scenario: Scenario,
+    /// What to run: one scenario, or several separated by commas (`throughput,cross-node,idle`),
+    /// run in the order of the list below.
+    #[arg(value_enum, value_delimiter = ',', required = true)]
+    scenario: Vec<Scenario>,
 
     /// The `oanquan-server` binary [default: target/release/oanquan-server, built with
     /// `cargo build --release -p oanquan-server` if missing].
@@ -1337,28 +1338,29 @@ async fn run(args: Args) -> anyhow::Result<()> {
             .push("client pinned to CPU 0, servers to CPU 1".to_owned());
     }
     println!("machine: {}", bench.results.machine);
-    let scenario = bench.args.scenario;
-    let all = scenario == Scenario::All;
+    let scenarios = bench.args.scenario.clone();
+    let all = scenarios.contains(&Scenario::All);
+    let has = |scenario: Scenario| scenarios.contains(&scenario);
     let started = Instant::now();
-    if all || scenario == Scenario::Throughput {
+    if all || has(Scenario::Throughput) {
         bench.throughput().await?;
     }
-    if all || scenario == Scenario::Spectators {
+    if all || has(Scenario::Spectators) {
         bench.spectators().await?;
     }
-    if all || scenario == Scenario::Fanout {
+    if all || has(Scenario::Fanout) {
         bench.fanout().await?;
     }
-    if all || scenario == Scenario::Idle {
+    if all || has(Scenario::Idle) {
         bench.idle().await?;
     }
-    if all || scenario == Scenario::FirstMove {
+    if all || has(Scenario::FirstMove) {
         bench.first_move().await?;
     }
-    if scenario == Scenario::CrossNode || (all && bench.targets.database.is_some()) {
+    if has(Scenario::CrossNode) || (all && bench.targets.database.is_some()) {
         bench.cross_node().await?;
     }
-    if scenario == Scenario::Clocks {
+    if has(Scenario::Clocks) {
         bench.clocks().await?;
     }
     bench.summary();
