@@ -14,6 +14,9 @@ fn colour(target: &str) -> RGBColor {
         "echo" => RGBColor(120, 120, 120),
         "memory" => RGBColor(31, 119, 180),
         "durable" => RGBColor(214, 39, 40),
+        "pg×1" => RGBColor(148, 103, 189),
+        "pg×2" => RGBColor(255, 127, 14),
+        "pg×3" => RGBColor(140, 86, 75),
         _ => RGBColor(44, 160, 44),
     }
 }

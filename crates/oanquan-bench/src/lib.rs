@@ -9,11 +9,14 @@
 //! * [`load`]: the load client (games with spectators through the real API, echo calls);
 //! * [`report`]: the figures of one measurement, as text and JSON;
 //! * [`clocks`]: many timed games whose flags must fall on time, and the idle server's CPU;
-//! * [`chart`]: the SVG chart (throughput and p99 against concurrency).
+//! * [`chart`]: the SVG chart (throughput and p99 against concurrency);
+//! * [`pg`]: a fresh PostgreSQL schema per measurement for server nodes that share it, and the
+//!   database's counters (transactions, WAL, rows) around a run.
 
 pub mod chart;
 pub mod clocks;
 pub mod load;
+pub mod pg;
 pub mod procs;
 pub mod report;
 

@@ -61,6 +61,27 @@ impl Pool {
         Ok(Pool { channels })
     }
 
+    /// Opens `per_node` connections (at least one) to each of `addrs`, interleaved, so that
+    /// callers picked by consecutive indices go to the nodes in turn.
+    ///
+    /// # Errors
+    ///
+    /// If a connection cannot be made, or `addrs` is empty.
+    pub async fn connect_nodes(addrs: &[SocketAddr], per_node: usize) -> anyhow::Result<Pool> {
+        anyhow::ensure!(!addrs.is_empty(), "no node to connect to");
+        let mut pools = Vec::with_capacity(addrs.len());
+        for addr in addrs {
+            pools.push(Pool::connect(*addr, per_node).await?);
+        }
+        let mut channels = Vec::with_capacity(addrs.len() * per_node.max(1));
+        for index in 0..per_node.max(1) {
+            for pool in &pools {
+                channels.push(pool.channels[index].clone());
+            }
+        }
+        Ok(Pool { channels })
+    }
+
     /// The connection for caller `index` (round robin).
     #[must_use]
     pub fn get(&self, index: usize) -> Channel {
@@ -226,14 +247,27 @@ pub struct GameLoad {
 
 /// Plays games through `pool` as `load` says and returns what was measured.
 pub async fn run_games(pool: &Pool, load: &GameLoad) -> LoadStats {
+    run_games_watched(pool, pool, load).await
+}
+
+/// [`run_games`] with the players on `players` and the spectators on `watchers`: with the two
+/// on different server nodes of one database, the delivery figures are those of events that
+/// crossed from one node to the other.
+pub async fn run_games_watched(players: &Pool, watchers: &Pool, load: &GameLoad) -> LoadStats {
     let window = Window::new(load.warmup, load.duration);
-    let spectator_base = load.workers;
+    // On one pool the spectators' connections follow the players'; on a pool of their own they
+    // start at its first.
+    let spectator_base = if std::ptr::eq(players, watchers) {
+        load.workers
+    } else {
+        0
+    };
     let mut handles = Vec::with_capacity(load.workers);
     for worker in 0..load.workers {
-        let pool = pool.clone();
+        let pools = (players.clone(), watchers.clone());
         let load = load.clone();
         handles.push(tokio::spawn(async move {
-            game_worker(&pool, &load, worker, spectator_base, window).await
+            game_worker(&pools, &load, worker, spectator_base, window).await
         }));
     }
     let mut total = LoadStats::new(load.duration);
@@ -389,7 +423,7 @@ impl Spectators {
 }
 
 async fn game_worker(
-    pool: &Pool,
+    (pool, watchers): &(Pool, Pool),
     load: &GameLoad,
     worker: usize,
     spectator_base: usize,
@@ -413,7 +447,7 @@ async fn game_worker(
             ticker.tick().await;
         }
         if let Err(error) = play_one_game(
-            pool,
+            watchers,
             load,
             &mut client,
             &mut rng,
@@ -432,7 +466,7 @@ async fn game_worker(
 
 #[allow(clippy::too_many_arguments)]
 async fn play_one_game(
-    pool: &Pool,
+    watchers: &Pool,
     load: &GameLoad,
     client: &mut GameServiceClient<Channel>,
     rng: &mut SmallRng,
@@ -455,7 +489,12 @@ async fn play_one_game(
         .context("CreateGame")?
         .into_inner();
     let game_id = created.game.context("CreateGame: no game")?.id;
-    let spectators = Spectators::open(pool, first_spectator_connection, &game_id, load.spectators);
+    let spectators = Spectators::open(
+        watchers,
+        first_spectator_connection,
+        &game_id,
+        load.spectators,
+    );
     let join = async {
         let joined = client
             .join_game(pb::JoinGameRequest {

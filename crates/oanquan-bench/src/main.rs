@@ -14,7 +14,8 @@ use clap::{Parser, ValueEnum};
 use oanquan_bench::chart;
 use oanquan_bench::clocks::{self, ClockLoad, ClockRun};
 use oanquan_bench::load::{self, EchoLoad, GameLoad, LoadStats, Pool};
-use oanquan_bench::procs::{ProcSample, ServerProcess};
+use oanquan_bench::pg::{PgCounters, PgFigures, PgSchema};
+use oanquan_bench::procs::{self, ProcSample, ServerProcess};
 use oanquan_bench::report::{Point, Usage};
 use serde::Serialize;
 
@@ -28,9 +29,10 @@ use serde::Serialize;
 #[derive(Debug, Parser)]
 #[command(name = "oanquan-bench", version, about, long_about)]
 struct Args {
-    /// What to run.
-    #[arg(value_enum)]
-    scenario: Scenario,
+    /// What to run: one scenario, or several separated by commas (`throughput,cross-node,idle`),
+    /// run in the order of the list below.
+    #[arg(value_enum, value_delimiter = ',', required = true)]
+    scenario: Vec<Scenario>,
 
     /// The `oanquan-server` binary [default: target/release/oanquan-server, built with
     /// `cargo build --release -p oanquan-server` if missing].
@@ -153,6 +155,26 @@ struct Args {
     #[arg(long)]
     durable: bool,
 
+    /// A PostgreSQL database (`postgres://…`) to measure too: each measurement starts its
+    /// server nodes on a fresh schema of it (dropped after), and the rows `pg×N` (N from
+    /// --nodes) follow the memory and durable rows. The user must be allowed to create schemas.
+    #[arg(long, env = "OANQUAN_BENCH_DATABASE_URL")]
+    database: Option<String>,
+
+    /// With --database: how many server nodes share the database, one row each; the load's
+    /// connections are spread evenly over the nodes.
+    #[arg(long, value_delimiter = ',', default_value = "1,2,3")]
+    nodes: Vec<usize>,
+
+    /// `cross-node` scenario: concurrent games, each with one spectator.
+    #[arg(long, default_value_t = 16)]
+    cross_games: usize,
+
+    /// `cross-node` scenario: pause between each game's moves in the paced runs (a run with
+    /// moves back to back follows).
+    #[arg(long, default_value = "100ms", value_parser = parse_duration)]
+    cross_interval: Duration,
+
     /// Pin the servers to CPU 1 and this client to CPU 0 (with `taskset`), so that each has one
     /// core of its own instead of competing for both.
     #[arg(long)]
@@ -173,6 +195,10 @@ enum Scenario {
     Idle,
     /// Create-to-first-move latency at half of the peak load.
     FirstMove,
+    /// Two nodes on one PostgreSQL database (--database): players on node A, a spectator of
+    /// each game on node A (same node) or node B (across nodes); delivery latency. Part of
+    /// `all` when --database is given.
+    CrossNode,
     /// 10,000 timed games on one server: every flag falls by itself, lateness against the
     /// deadline, and the server's CPU while the clocks run and nobody calls. Not part of `all`.
     Clocks,
@@ -277,12 +303,84 @@ fn locate_echo(args: &Args) -> anyhow::Result<PathBuf> {
     Ok(bin)
 }
 
+/// The server processes of one measurement, and the schema of a PostgreSQL one.
+#[derive(Debug)]
+struct Deployment {
+    servers: Vec<ServerProcess>,
+    schema: Option<PgSchema>,
+    /// The database's counters before the first node started.
+    before: PgCounters,
+}
+
+impl Deployment {
+    fn addrs(&self) -> Vec<std::net::SocketAddr> {
+        self.servers.iter().map(ServerProcess::addr).collect()
+    }
+
+    fn pids(&self) -> Vec<u32> {
+        self.servers.iter().map(ServerProcess::pid).collect()
+    }
+
+    /// Connections to every node, `connections` in all (rounded up to a multiple of the
+    /// nodes), interleaved so that consecutive workers go to the nodes in turn.
+    async fn pool(&self, connections: usize) -> anyhow::Result<Pool> {
+        let per_node = connections.div_ceil(self.servers.len().max(1)).max(1);
+        Pool::connect_nodes(&self.addrs(), per_node).await
+    }
+
+    /// Peak RSS of the largest node, KiB.
+    fn peak_hwm_kib(&self) -> u64 {
+        self.servers
+            .iter()
+            .filter_map(|s| s.sample().ok())
+            .map(|s| s.hwm_kib)
+            .max()
+            .unwrap_or(0)
+    }
+
+    /// Stops the nodes and, for PostgreSQL, reads the whole run's counters once their sessions
+    /// have ended, then drops the schema.
+    async fn finish(
+        mut self,
+        window: Option<(PgCounters, PgCounters, f64, f64)>,
+    ) -> anyhow::Result<Option<PgFigures>> {
+        let nodes = self.servers.len();
+        self.servers.clear();
+        let Some(schema) = self.schema.take() else {
+            return Ok(None);
+        };
+        let ended = schema.wait_for_sessions_to_end().await;
+        let after = schema.counters().await;
+        let dropped = schema.drop().await;
+        if !ended? {
+            eprintln!(
+                "  note: some node sessions outlived their nodes by 10 s; counts may be short"
+            );
+        }
+        dropped?;
+        let after = after?;
+        let (start, end, window_s, db_cpu) = window.unwrap_or((after, after, 1.0, 0.0));
+        Ok(Some(PgFigures::new(
+            nodes,
+            [self.before, start, end, after],
+            window_s,
+            db_cpu,
+        )))
+    }
+}
+
+/// `pg×N` → N.
+fn pg_nodes(target: &str) -> Option<usize> {
+    target.strip_prefix("pg×").and_then(|n| n.parse().ok())
+}
+
 /// What the benchmark starts and how.
 #[derive(Debug)]
 struct Targets {
     server: PathBuf,
     echo: PathBuf,
     durable: bool,
+    database: Option<String>,
     tmp: tempfile::TempDir,
     runs: usize,
     pin: bool,
@@ -305,7 +403,7 @@ impl Targets {
                 "4096",
             ];
             let args: Vec<String> = args.iter().map(|s| (*s).to_owned()).collect();
-            return self.spawn(&self.echo.clone(), args);
+            return self.spawn(&self.echo.clone(), args, &[]);
         }
         let mut args: Vec<String> = [
             "--listen",
@@ -322,8 +420,13 @@ impl Targets {
         .iter()
         .map(|s| (*s).to_owned())
         .collect();
+        let mut env: Vec<(&str, String)> = Vec::new();
         match target {
             "memory" => args.push("--in-memory".to_owned()),
+            // The URL (it may hold a password) through the environment, not the process list.
+            url if url.starts_with("postgres") => {
+                env.push(("OANQUAN_DATABASE_URL", url.to_owned()))
+            }
             "durable" => {
                 args.push("--database".to_owned());
                 let path = self.tmp.path().join(format!("bench-{}.db", self.runs));
@@ -332,41 +435,108 @@ impl Targets {
             other => bail!("unknown target {other}"),
         }
         args.extend(extra.iter().map(|s| (*s).to_owned()));
-        self.spawn(&self.server.clone(), args)
+        let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (*k, v.as_str())).collect();
+        self.spawn(&self.server.clone(), args, &env)
     }
 
-    fn spawn(&self, bin: &Path, args: Vec<String>) -> anyhow::Result<ServerProcess> {
+    /// Starts the processes of `target`: one for "echo", "memory" and "durable"; N nodes on a
+    /// fresh schema for "pg×N".
+    async fn deploy(&mut self, target: &str, extra: &[&str]) -> anyhow::Result<Deployment> {
+        let Some(nodes) = pg_nodes(target) else {
+            return Ok(Deployment {
+                servers: vec![self.start_with(target, extra)?],
+                schema: None,
+                before: PgCounters::default(),
+            });
+        };
+        let url = self
+            .database
+            .clone()
+            .context("a PostgreSQL target needs --database")?;
+        let schema = PgSchema::create(&url).await?;
+        let before = schema.counters().await?;
+        let mut servers = Vec::with_capacity(nodes);
+        for _ in 0..nodes {
+            match self.start_with(schema.url(), extra) {
+                Ok(server) => servers.push(server),
+                Err(error) => {
+                    drop(servers);
+                    let _ = schema.wait_for_sessions_to_end().await;
+                    let _ = schema.drop().await;
+                    return Err(error);
+                }
+            }
+        }
+        Ok(Deployment {
+            servers,
+            schema: Some(schema),
+            before,
+        })
+    }
+
+    fn spawn(
+        &self,
+        bin: &Path,
+        args: Vec<String>,
+        env: &[(&str, &str)],
+    ) -> anyhow::Result<ServerProcess> {
         if self.pin {
             let mut pinned = vec!["-c".to_owned(), "1".to_owned(), bin.display().to_string()];
             pinned.extend(args);
-            ServerProcess::start(Path::new("taskset"), &pinned)
+            ServerProcess::start_with_env(Path::new("taskset"), &pinned, env)
         } else {
-            ServerProcess::start(bin, &args)
+            ServerProcess::start_with_env(bin, &args, env)
         }
     }
 }
 
 /// Samples server and client CPU at the start and end of the measurement window (from a thread,
-/// so that a busy runtime does not delay the readings).
-fn sample_window(pid: u32, warmup: Duration, duration: Duration) -> std::thread::JoinHandle<Usage> {
+/// so that a busy runtime does not delay the readings). With several server processes their
+/// CPU is summed and the largest peak RSS kept.
+fn sample_window(
+    pids: Vec<u32>,
+    warmup: Duration,
+    duration: Duration,
+) -> std::thread::JoinHandle<Usage> {
+    let servers = move || {
+        let mut total = ProcSample::default();
+        for pid in &pids {
+            let sample = ProcSample::read(*pid).unwrap_or_default();
+            total.cpu_seconds += sample.cpu_seconds;
+            total.rss_kib = total.rss_kib.max(sample.rss_kib);
+            total.hwm_kib = total.hwm_kib.max(sample.hwm_kib);
+        }
+        total
+    };
     std::thread::spawn(move || {
         std::thread::sleep(warmup);
-        let start = (
-            ProcSample::read(pid).unwrap_or_default(),
-            ProcSample::read_self().unwrap_or_default(),
-        );
+        let start = (servers(), ProcSample::read_self().unwrap_or_default());
         let t0 = Instant::now();
         std::thread::sleep(duration);
-        let end = (
-            ProcSample::read(pid).unwrap_or_default(),
-            ProcSample::read_self().unwrap_or_default(),
-        );
+        let end = (servers(), ProcSample::read_self().unwrap_or_default());
         Usage {
             server: (start.0, end.0),
             client: (start.1, end.1),
             wall_s: t0.elapsed().as_secs_f64(),
         }
     })
+}
+
+/// The database's counters and the `postgres` processes' CPU at the window's start and end:
+/// (start, end, seconds between the readings, database CPU seconds).
+async fn pg_window(
+    schema: &PgSchema,
+    warmup: Duration,
+    duration: Duration,
+) -> anyhow::Result<(PgCounters, PgCounters, f64, f64)> {
+    tokio::time::sleep(warmup).await;
+    let cpu0 = procs::command_cpu_seconds("postgres");
+    let start = schema.counters().await?;
+    let t0 = Instant::now();
+    tokio::time::sleep(duration).await;
+    let end = schema.counters().await?;
+    let cpu1 = procs::command_cpu_seconds("postgres");
+    Ok((start, end, t0.elapsed().as_secs_f64(), cpu1 - cpu0))
 }
 
 /// Samples around a whole run (no window).
@@ -388,6 +558,7 @@ fn now_samples(server: &ServerProcess) -> (ProcSample, ProcSample) {
 /// The 10,000-idle-streams measurement.
 #[derive(Debug, Clone, Serialize)]
 struct IdleResult {
+    target: String,
     streams_opened: usize,
     games: usize,
     connections: usize,
@@ -471,6 +642,8 @@ struct Results {
     durable_available: bool,
     points: Vec<Point>,
     idle: Option<IdleResult>,
+    /// The same on one PostgreSQL node (with --database).
+    idle_postgres: Option<IdleResult>,
     clocks: Vec<ClockResult>,
     notes: Vec<String>,
 }
@@ -484,19 +657,33 @@ struct Bench {
 }
 
 impl Bench {
-    fn storages(&self) -> Vec<&'static str> {
+    /// The single-process server targets asked for (`--storage`).
+    fn storages(&self) -> Vec<String> {
         self.args
             .storage
             .iter()
             .filter(|s| **s == StorageKind::Memory || self.targets.durable)
-            .map(|s| s.name())
+            .map(|s| s.name().to_owned())
             .collect()
+    }
+
+    /// The throughput sweep's targets, in row order: [`Bench::storages`], then `pg×N` for each
+    /// of --nodes when --database is given.
+    fn throughput_targets(&self) -> Vec<String> {
+        let mut targets = self.storages();
+        if self.targets.database.is_some() {
+            targets.extend(self.args.nodes.iter().map(|n| format!("pg×{n}")));
+        }
+        targets
     }
 
     fn push(&mut self, point: Point) {
         println!("{}", point.row());
         if let Some(error) = &point.first_error {
             eprintln!("  first error: {error}");
+        }
+        if let Some(pg) = &point.pg {
+            println!("{}", pg_line(pg, point.ops_per_s));
         }
         if point.target != "echo" && point.request_bytes > 0 {
             self.sizes = Some((point.request_bytes, point.response_bytes));
@@ -512,24 +699,55 @@ impl Bench {
         load: &GameLoad,
         connections: usize,
     ) -> anyhow::Result<Point> {
-        let server = self.targets.start(target)?;
-        let pool = Pool::connect(server.addr(), connections).await?;
-        let sampler = sample_window(server.pid(), load.warmup, load.duration);
-        let stats = load::run_games(&pool, load).await;
-        let usage = sampler
+        let deployment = self.targets.deploy(target, &[]).await?;
+        let pool = deployment.pool(connections).await?;
+        self.measure(scenario, target, deployment, (pool, None), load)
+            .await
+    }
+
+    /// Runs `load` against `deployment` with the players on the first pool and the spectators
+    /// on the second (or beside the players), and stops the deployment.
+    async fn measure(
+        &mut self,
+        scenario: &str,
+        target: &str,
+        deployment: Deployment,
+        (pool, watchers): (Pool, Option<Pool>),
+        load: &GameLoad,
+    ) -> anyhow::Result<Point> {
+        let sampler = sample_window(deployment.pids(), load.warmup, load.duration);
+        let run = async {
+            match &watchers {
+                Some(watchers) => load::run_games_watched(&pool, watchers, load).await,
+                None => load::run_games(&pool, load).await,
+            }
+        };
+        let (stats, window) = match &deployment.schema {
+            Some(schema) => {
+                let (stats, window) =
+                    tokio::join!(run, pg_window(schema, load.warmup, load.duration));
+                (stats, Some(window?))
+            }
+            None => (run.await, None),
+        };
+        let mut usage = sampler
             .join()
             .map_err(|_| anyhow::anyhow!("sampler panicked"))?;
-        let mut usage = usage;
-        usage.server.1.hwm_kib = server
-            .sample()
-            .map_or(usage.server.1.hwm_kib, |s| s.hwm_kib);
-        Ok(Point::new(
+        usage.server.1.hwm_kib = usage.server.1.hwm_kib.max(deployment.peak_hwm_kib());
+        let nodes = deployment.servers.len();
+        let connections = pool.len();
+        drop(pool);
+        let pg = deployment.finish(window).await?;
+        let mut point = Point::new(
             scenario,
             target,
-            (load.workers, load.spectators, pool.len()),
+            (load.workers, load.spectators, connections),
             &stats,
             &usage,
-        ))
+        );
+        point.nodes = nodes;
+        point.pg = pg;
+        Ok(point)
     }
 
     async fn echo_point(
@@ -548,7 +766,7 @@ impl Bench {
             request_bytes,
             response_bytes,
         };
-        let sampler = sample_window(server.pid(), load.warmup, load.duration);
+        let sampler = sample_window(vec![server.pid()], load.warmup, load.duration);
         let stats = load::run_echo(&pool, &load).await;
         let mut usage = sampler
             .join()
@@ -563,6 +781,47 @@ impl Bench {
             &stats,
             &usage,
         ))
+    }
+
+    /// Two nodes on one database, each game's players on node A and its spectator on node A or
+    /// on node B: what crossing nodes (a NOTIFY, then node B reading the event) adds to the
+    /// delivery, paced and back to back.
+    async fn cross_node(&mut self) -> anyhow::Result<()> {
+        if self.targets.database.is_none() {
+            bail!("the cross-node scenario needs --database postgres://…");
+        }
+        let c = self.args.cross_games;
+        println!(
+            "\n== cross-node: 2 nodes on one PostgreSQL database, {c} games on node A, one \
+             spectator each on node A or B (a move every {:?} per game, then back to back)",
+            self.args.cross_interval
+        );
+        println!("{}", Point::header());
+        let connections = self.args.connections.max(1);
+        for (scenario, interval) in [
+            ("cross-paced", Some(self.args.cross_interval)),
+            ("cross-max", None),
+        ] {
+            for (target, node) in [("pg×2 A→A", 0), ("pg×2 A→B", 1)] {
+                let deployment = self.targets.deploy("pg×2", &[]).await?;
+                let addrs = deployment.addrs();
+                let players = Pool::connect(addrs[0], connections).await?;
+                let watchers = Pool::connect(addrs[node], connections).await?;
+                let mut load = self.game_load(c, 1);
+                load.move_interval = interval;
+                let point = self
+                    .measure(
+                        scenario,
+                        target,
+                        deployment,
+                        (players, Some(watchers)),
+                        &load,
+                    )
+                    .await?;
+                self.push(point);
+            }
+        }
+        Ok(())
     }
 
     fn game_load(&self, workers: usize, spectators: usize) -> GameLoad {
@@ -583,10 +842,10 @@ impl Bench {
         let levels = self.args.concurrency.clone();
         for &c in &levels {
             let connections = self.args.connections.min(c).max(1);
-            for target in self.storages() {
+            for target in self.throughput_targets() {
                 let load = self.game_load(c, self.args.spectators);
                 let point = self
-                    .games_point("throughput", target, &load, connections)
+                    .games_point("throughput", &target, &load, connections)
                     .await?;
                 self.push(point);
             }
@@ -623,7 +882,7 @@ impl Bench {
         for target in self.storages() {
             let load = self.game_load(c, s);
             let point = self
-                .games_point("spectators", target, &load, connections)
+                .games_point("spectators", &target, &load, connections)
                 .await?;
             self.push(point);
         }
@@ -642,7 +901,7 @@ impl Bench {
         println!("{}", Point::header());
         for target in self.storages() {
             for interval in [Some(self.args.fanout_interval), None] {
-                let server = self.targets.start(target)?;
+                let server = self.targets.start(&target)?;
                 // Connection 0 for the player, the others for the spectators.
                 let pool = Pool::connect(server.addr(), self.args.fanout_connections + 1).await?;
                 let load = GameLoad {
@@ -665,23 +924,33 @@ impl Bench {
                 } else {
                     "fanout-max"
                 };
-                let point = Point::new(scenario, target, (1, n, pool.len()), &stats, &usage);
+                let point = Point::new(scenario, &target, (1, n, pool.len()), &stats, &usage);
                 self.push(point);
             }
         }
         Ok(())
     }
 
+    /// Idle streams on a memory server and, with --database, on one PostgreSQL node.
     async fn idle(&mut self) -> anyhow::Result<()> {
+        self.results.idle = Some(self.idle_on("memory").await?);
+        if self.targets.database.is_some() {
+            self.results.idle_postgres = Some(self.idle_on("pg×1").await?);
+        }
+        Ok(())
+    }
+
+    async fn idle_on(&mut self, target: &str) -> anyhow::Result<IdleResult> {
         let streams = self.args.idle_streams;
         let games = self.args.idle_games.max(1);
         let per_game = streams.div_ceil(games);
         println!(
-            "\n== idle: {} WatchGame streams ({games} games × {per_game}) over {} connections, memory storage",
+            "\n== idle: {} WatchGame streams ({games} games × {per_game}) over {} connections, {target}",
             games * per_game,
             self.args.idle_connections
         );
-        let server = self.targets.start("memory")?;
+        let deployment = self.targets.deploy(target, &[]).await?;
+        let server = &deployment.servers[0];
         let pool = Pool::connect(server.addr(), self.args.idle_connections).await?;
         let ids = load::create_games(&pool, games).await?;
         tokio::time::sleep(Duration::from_millis(300)).await;
@@ -694,6 +963,7 @@ impl Bench {
         let after = server.sample()?;
         let opened = idle.streams.len();
         let result = IdleResult {
+            target: target.to_owned(),
             streams_opened: opened,
             games,
             connections: pool.len(),
@@ -724,8 +994,9 @@ impl Bench {
             result.server_cpu_cores_while_idle,
         );
         drop(idle);
-        self.results.idle = Some(result);
-        Ok(())
+        drop(pool);
+        deployment.finish(None).await?;
+        Ok(result)
     }
 
     async fn first_move(&mut self) -> anyhow::Result<()> {
@@ -743,14 +1014,16 @@ impl Bench {
                         .results
                         .points
                         .iter()
-                        .filter(|p| p.target == target && p.scenario == "throughput")
+                        .filter(|p| p.target == *target && p.scenario == "throughput")
                         .map(|p| p.ops_per_s)
                         .fold(0.0, f64::max);
                     if measured > 0.0 {
                         measured
                     } else {
                         let load = self.game_load(c, 0);
-                        let point = self.games_point("peak", target, &load, connections).await?;
+                        let point = self
+                            .games_point("peak", &target, &load, connections)
+                            .await?;
                         let peak = point.ops_per_s;
                         self.push(point);
                         peak
@@ -761,7 +1034,7 @@ impl Bench {
             let mut load = self.game_load(c, 0);
             load.move_interval = Some(Duration::from_secs_f64(c as f64 / rate));
             let point = self
-                .games_point("first-move", target, &load, connections)
+                .games_point("first-move", &target, &load, connections)
                 .await?;
             println!("  (target rate {rate:.0} moves/s = half of {peak:.0})");
             self.push(point);
@@ -910,6 +1183,52 @@ impl Bench {
                 p.errors,
             ));
         }
+        if self.results.points.iter().any(|p| p.pg.is_some()) {
+            md.push_str(
+                "\n| scenario | target | conc. | nodes | moves/s | moves in the run | transactions per move | WAL bytes per move | rows written per move | commits/s (window) | WAL MB/s (window) | database CPU (cores) | database µs per move |\n\
+                 | --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n",
+            );
+            for p in &self.results.points {
+                let Some(pg) = &p.pg else { continue };
+                md.push_str(&format!(
+                    "| {} | {} | {} | {} | {:.0} | {} | {:.2} | {:.0} | {:.2} | {:.0} | {:.2} | {:.2} | {:.0} |\n",
+                    p.scenario,
+                    p.target,
+                    p.concurrency,
+                    pg.nodes,
+                    p.ops_per_s,
+                    pg.moves,
+                    pg.xacts_per_move,
+                    pg.wal_bytes_per_move,
+                    pg.rows_per_move,
+                    pg.commits_per_s,
+                    pg.wal_bytes_per_s / 1e6,
+                    pg.db_cpu_cores,
+                    pg.db_cpu_cores * 1e6 / p.ops_per_s.max(1e-9),
+                ));
+            }
+        }
+        if self.results.idle.is_some() || self.results.idle_postgres.is_some() {
+            md.push_str(
+                "\n| idle streams | target | games | streams | RSS before MiB | RSS with streams MiB | KiB per stream | idle CPU (cores) |\n\
+                 | --- | --- | ---: | ---: | ---: | ---: | ---: | ---: |\n",
+            );
+            for idle in [&self.results.idle, &self.results.idle_postgres]
+                .into_iter()
+                .flatten()
+            {
+                md.push_str(&format!(
+                    "| idle | {} | {} | {} | {:.1} | {:.1} | {:.1} | {:.3} |\n",
+                    idle.target,
+                    idle.games,
+                    idle.streams_opened,
+                    idle.rss_before_mib,
+                    idle.rss_with_streams_mib,
+                    idle.kib_per_stream,
+                    idle.server_cpu_cores_while_idle,
+                ));
+            }
+        }
         if !self.results.clocks.is_empty() {
             md.push_str(
                 "\n| clocks | target | games | timeouts | deadlines over ms | lateness p50 / p99 / max ms | seen by lobby p99 ms | idle server CPU (cores) | idle RSS MiB |\n\
@@ -938,6 +1257,24 @@ impl Bench {
         println!("\nresults: {}", json.display());
         Ok(())
     }
+}
+
+/// The database's figures of one PostgreSQL point, for the table on stdout.
+fn pg_line(pg: &PgFigures, moves_per_s: f64) -> String {
+    format!(
+        "  └ PostgreSQL, {} node(s): {} moves in the run; per move {:.2} transactions, {:.0} WAL \
+         bytes, {:.2} rows written; in the window {:.0} commits/s, {:.2} MB/s of WAL, database \
+         CPU {:.2} cores = {:.0} µs per move",
+        pg.nodes,
+        pg.moves,
+        pg.xacts_per_move,
+        pg.wal_bytes_per_move,
+        pg.rows_per_move,
+        pg.commits_per_s,
+        pg.wal_bytes_per_s / 1e6,
+        pg.db_cpu_cores,
+        pg.db_cpu_cores * 1e6 / moves_per_s.max(1e-9),
+    )
 }
 
 fn machine() -> String {
@@ -972,6 +1309,7 @@ async fn run(args: Args) -> anyhow::Result<()> {
             server,
             echo,
             durable,
+            database: args.database.clone(),
             tmp: tempfile::tempdir()?,
             runs: 0,
             pin: args.pin,
@@ -1000,25 +1338,29 @@ async fn run(args: Args) -> anyhow::Result<()> {
             .push("client pinned to CPU 0, servers to CPU 1".to_owned());
     }
     println!("machine: {}", bench.results.machine);
-    let scenario = bench.args.scenario;
-    let all = scenario == Scenario::All;
+    let scenarios = bench.args.scenario.clone();
+    let all = scenarios.contains(&Scenario::All);
+    let has = |scenario: Scenario| scenarios.contains(&scenario);
     let started = Instant::now();
-    if all || scenario == Scenario::Throughput {
+    if all || has(Scenario::Throughput) {
         bench.throughput().await?;
     }
-    if all || scenario == Scenario::Spectators {
+    if all || has(Scenario::Spectators) {
         bench.spectators().await?;
     }
-    if all || scenario == Scenario::Fanout {
+    if all || has(Scenario::Fanout) {
         bench.fanout().await?;
     }
-    if all || scenario == Scenario::Idle {
+    if all || has(Scenario::Idle) {
         bench.idle().await?;
     }
-    if all || scenario == Scenario::FirstMove {
+    if all || has(Scenario::FirstMove) {
         bench.first_move().await?;
     }
-    if scenario == Scenario::Clocks {
+    if has(Scenario::CrossNode) || (all && bench.targets.database.is_some()) {
+        bench.cross_node().await?;
+    }
+    if has(Scenario::Clocks) {
         bench.clocks().await?;
     }
     bench.summary();

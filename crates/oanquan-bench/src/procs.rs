@@ -26,9 +26,24 @@ impl ServerProcess {
     ///
     /// If the process cannot start, exits, or prints no such line in time.
     pub fn start(bin: &Path, args: &[String]) -> anyhow::Result<ServerProcess> {
+        Self::start_with_env(bin, args, &[])
+    }
+
+    /// [`ServerProcess::start`] with more environment variables (a database URL, which may
+    /// hold a password, goes there rather than into the process list).
+    ///
+    /// # Errors
+    ///
+    /// As [`ServerProcess::start`].
+    pub fn start_with_env(
+        bin: &Path,
+        args: &[String],
+        env: &[(&str, &str)],
+    ) -> anyhow::Result<ServerProcess> {
         let mut child = Command::new(bin)
             .args(args)
             .env("RUST_LOG", "warn")
+            .envs(env.iter().copied())
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
             .stderr(Stdio::null())
@@ -137,6 +152,33 @@ impl ProcSample {
     }
 }
 
+/// CPU time so far, in seconds, of every process whose command name (`/proc/<pid>/comm`) is
+/// `command`, e.g. `postgres` for a local database server and all its sessions. Processes that
+/// cannot be read (another user's, under some kernels' settings, or gone) count 0.
+#[must_use]
+pub fn command_cpu_seconds(command: &str) -> f64 {
+    let Ok(entries) = std::fs::read_dir("/proc") else {
+        return 0.0;
+    };
+    let mut ticks = 0;
+    for entry in entries.flatten() {
+        let dir = entry.path();
+        let is_pid = entry
+            .file_name()
+            .to_str()
+            .is_some_and(|name| name.bytes().all(|b| b.is_ascii_digit()));
+        if !is_pid {
+            continue;
+        }
+        let matches =
+            std::fs::read_to_string(dir.join("comm")).is_ok_and(|comm| comm.trim() == command);
+        if matches && let Ok(stat) = std::fs::read_to_string(dir.join("stat")) {
+            ticks += parse_stat_ticks(&stat).unwrap_or(0);
+        }
+    }
+    ticks as f64 / clock_ticks_per_second() as f64
+}
+
 /// `utime + stime` (fields 14 and 15) of a `/proc/<pid>/stat` line, in clock ticks. The command
 /// name (field 2) may hold spaces and parentheses, so fields are counted after its last `)`.
 #[must_use]
@@ -190,6 +232,19 @@ mod tests {
         assert_eq!(parse_status_kib(status, "VmHWM:"), Some(123_456));
         assert_eq!(parse_status_kib(status, "VmRSS:"), Some(99));
         assert_eq!(parse_status_kib(status, "VmSwap:"), None);
+    }
+
+    #[test]
+    fn command_cpu_counts_only_that_command() {
+        assert_eq!(command_cpu_seconds("no-such-command-oq"), 0.0);
+        // This test's own process: busy for a moment so that it has a tick or more.
+        let comm = std::fs::read_to_string("/proc/self/comm").expect("/proc/self/comm");
+        let start = std::time::Instant::now();
+        let mut x = 0_u64;
+        while start.elapsed() < Duration::from_millis(50) {
+            x = std::hint::black_box(x.wrapping_add(1));
+        }
+        assert!(command_cpu_seconds(comm.trim()) > 0.0);
     }
 
     #[test]

@@ -4,6 +4,7 @@ use hdrhistogram::Histogram;
 use serde::Serialize;
 
 use crate::load::LoadStats;
+use crate::pg::PgFigures;
 use crate::procs::ProcSample;
 
 /// Latency quantiles, in milliseconds.
@@ -80,8 +81,13 @@ pub struct Point {
     pub server_cpu_us_per_op: f64,
     /// Client (this process) CPU in the window, in cores.
     pub client_cpu_cores: f64,
-    /// Server peak RSS (`VmHWM`), MiB.
+    /// Server peak RSS (`VmHWM`), MiB; with several nodes, the largest node's.
     pub server_peak_rss_mib: f64,
+    /// Server processes the load was spread over.
+    pub nodes: usize,
+    /// The PostgreSQL database's figures, for a PostgreSQL target.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub pg: Option<PgFigures>,
 }
 
 /// CPU at the start and the end of a measurement window.
@@ -133,6 +139,8 @@ impl Point {
             },
             client_cpu_cores: client_cpu / wall,
             server_peak_rss_mib: usage.server.1.hwm_kib as f64 / 1024.0,
+            nodes: 1,
+            pg: None,
         }
     }
 
