@@ -660,3 +660,6 @@ impl GameStore for PostgresStore {
 
 #[cfg(test)]
 mod tests;
+
+#[cfg(test)]
+mod seek_tests;
