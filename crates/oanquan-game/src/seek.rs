@@ -612,6 +612,13 @@ impl SeekPool {
         Self::listed(&self.lock())
     }
 
+    /// The open seeks, oldest first, as they are now: with a board, read from it (every
+    /// node's), not from this node's mirror of it.
+    pub async fn list_now(&self) -> Vec<SeekInfo> {
+        self.sync().await;
+        self.list()
+    }
+
     fn listed(inner: &Inner) -> Vec<SeekInfo> {
         if inner.waiting.is_empty() {
             inner.listed.clone()
