@@ -156,6 +156,8 @@ pub struct PostedSeek {
 
 /// What [`SeekBoard::post`] did.
 #[derive(Debug)]
+// One per call, moved out at once (as `SeekOutcome`).
+#[allow(clippy::large_enum_variant)]
 pub enum Posted {
     /// Took this waiting seek for the caller to pair with: nobody else can have it.
     Took(PostedSeek),

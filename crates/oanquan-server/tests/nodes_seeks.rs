@@ -183,11 +183,11 @@ async fn next_seek_change(
 ) -> pb::lobby_event::Kind {
     loop {
         let event = next(lobby).await.unwrap().unwrap().event.unwrap();
-        match event.kind.unwrap() {
-            kind @ (pb::lobby_event::Kind::SeekAdded(_)
-            | pb::lobby_event::Kind::SeekRemoved(_)
-            | pb::lobby_event::Kind::SeekList(_)) => return kind,
-            _ => {}
+        if let kind @ (pb::lobby_event::Kind::SeekAdded(_)
+        | pb::lobby_event::Kind::SeekRemoved(_)
+        | pb::lobby_event::Kind::SeekList(_)) = event.kind.unwrap()
+        {
+            return kind;
         }
     }
 }
