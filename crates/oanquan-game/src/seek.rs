@@ -526,14 +526,16 @@ impl SeekPool {
         tokio::spawn(async move {
             use broadcast::error::{RecvError, TryRecvError};
             loop {
-                // Every change that came meanwhile, then one re-read for all of them.
+                // Every change that came meanwhile, then one re-read for all of them. A tick
+                // (`None`) re-reads the list only: waiters re-read their own seeks anyway.
                 let mut changed = HashSet::new();
-                let mut everything = false;
+                let mut lost = false;
                 match changes.recv().await {
                     Ok(Some(id)) => {
                         changed.insert(id);
                     }
-                    Ok(None) | Err(RecvError::Lagged(_)) => everything = true,
+                    Ok(None) => {}
+                    Err(RecvError::Lagged(_)) => lost = true,
                     Err(RecvError::Closed) => return,
                 }
                 loop {
@@ -541,7 +543,8 @@ impl SeekPool {
                         Ok(Some(id)) => {
                             changed.insert(id);
                         }
-                        Ok(None) | Err(TryRecvError::Lagged(_)) => everything = true,
+                        Ok(None) => {}
+                        Err(TryRecvError::Lagged(_)) => lost = true,
                         Err(TryRecvError::Empty) => break,
                         Err(TryRecvError::Closed) => return,
                     }
@@ -550,7 +553,7 @@ impl SeekPool {
                 {
                     let inner = pool.lock();
                     for (id, woken) in &inner.woken {
-                        if everything || changed.contains(id) {
+                        if lost || changed.contains(id) {
                             woken.notify_one();
                         }
                     }
