@@ -23,7 +23,7 @@ use crate::rating::{self, Speed};
 use crate::store::{Commit, Committed, GameStore, Page, StoreError};
 use crate::store::{LeaderboardPage, PlayerGameFilter};
 use crate::text;
-use crate::token::PlayerToken;
+use crate::token::{PlayerToken, TokenHash};
 use crate::transition::{self, Mover, Opponent, RematchOffer, Transition};
 use crate::username::Username;
 use crate::watch::{GameFeed, LobbyFeed, Watch};
@@ -173,8 +173,9 @@ pub struct PairedGame {
     pub preset: Option<Preset>,
     /// The players' time control.
     pub time_control: TimeControl,
-    /// Each seat's display name (checked) and token.
-    pub players: ByPlayer<(String, PlayerToken)>,
+    /// Each seat's display name (checked) and the hash of its token: the seeker waiting on
+    /// another server node keeps its token there, and only its hash crosses.
+    pub players: ByPlayer<(String, TokenHash)>,
     /// The second seat is the computer's at this level instead of `players.second`'s.
     pub computer: Option<Level>,
     /// The address of the player who completed the pairing.
@@ -805,12 +806,12 @@ impl GameManager {
                 start,
                 seat: Player::First,
                 display_name: first.0,
-                token: first.1.hash(),
+                token: first.1,
                 opponent: match paired.computer {
                     Some(level) => Opponent::Computer(level),
                     None => Opponent::Human {
                         display_name: second.0,
-                        token: second.1.hash(),
+                        token: second.1,
                         account: second_account,
                     },
                 },

@@ -6,25 +6,34 @@
 //! is created, so it can be paired once only, whatever the races. Seeks are presence, not
 //! history: they live in this process's memory, are listed and announced as they come and go
 //! ([`SeekPool::subscribe`]), and vanish with a restart (their seekers' streams end with it).
+//!
+//! With several server nodes on one database, the open seeks live in a [`SeekBoard`] that
+//! every node shares ([`SeekPool::shared`]): the board takes a waiting seek for one pairing
+//! only, the pairing node creates the game and posts its id and the waiter's seat there, and
+//! the waiter's node, which alone holds the waiter's token, answers its stream. Each node
+//! mirrors the board's open seeks for its listings and lobby streams, re-reading it on every
+//! change the board announces and at least every second.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::net::IpAddr;
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Arc, Mutex, MutexGuard, Weak};
 use std::time::{Duration, SystemTime};
 
+use futures::future::BoxFuture;
 use oanquan_ai::Level;
 use oanquan_rules::{ByPlayer, Player, Preset, Rules};
-use tokio::sync::{broadcast, oneshot};
-use tracing::{debug, info};
+use tokio::sync::{Notify, broadcast, oneshot};
+use tracing::{debug, info, warn};
 
 use crate::account::{Account, SeatAccount};
 use crate::clock::TimeControl;
 use crate::error::GameError;
 use crate::limits::client_key;
 use crate::manager::{GameManager, PairedGame, Seated, seat_account};
-use crate::model::GameId;
+use crate::model::{GameId, GameInfo};
+use crate::store::StoreError;
 use crate::text;
-use crate::token::{PlayerToken, random_game_id};
+use crate::token::{PlayerToken, TokenHash, random_game_id};
 
 /// A seek as everyone sees it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -91,7 +100,8 @@ pub struct SeekRequest {
 
 /// Whether two seeks can be paired: the same rules, time control and rated-ness; different
 /// accounts; each one's rating inside the other's range.
-fn compatible(a: &SeekInfo, b: &SeekInfo) -> bool {
+#[must_use]
+pub fn compatible(a: &SeekInfo, b: &SeekInfo) -> bool {
     let in_range = |range: Option<(i32, i32)>, player: &SeekInfo| match range {
         None => true,
         Some((low, high)) => player
@@ -134,6 +144,109 @@ impl Default for SeekLimits {
     }
 }
 
+/// A seek on a [`SeekBoard`]: what everyone sees, and the hash of its seeker's token (the
+/// token itself stays on the seeker's node).
+#[derive(Debug, Clone)]
+pub struct PostedSeek {
+    /// The seek.
+    pub info: SeekInfo,
+    /// The hash of the token the seeker's seat gets.
+    pub token: TokenHash,
+}
+
+/// What [`SeekBoard::post`] did.
+#[derive(Debug)]
+// One per call, moved out at once (as `SeekOutcome`).
+#[allow(clippy::large_enum_variant)]
+pub enum Posted {
+    /// Took this waiting seek for the caller to pair with: nobody else can have it.
+    Took(PostedSeek),
+    /// Nothing fitted: the seek was posted and waits.
+    Waiting,
+    /// Nothing fitted, and this many seeks are open, the limit: nothing was posted.
+    Full(usize),
+}
+
+/// What [`SeekBoard::claim`] did.
+#[derive(Debug)]
+pub enum Claim {
+    /// Took the seek for the caller to pair with.
+    Took(PostedSeek),
+    /// The seek is not open (any more).
+    NotFound,
+    /// The seek is open but the check refused it; it stays open.
+    Refused(SeekInfo),
+}
+
+/// Where a posted seek stands, as its seeker's node reads it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum SeekState {
+    /// Waiting for an opponent.
+    Open,
+    /// Taken by a pairing whose game is being created.
+    Taken,
+    /// Paired: the game, and the seeker's seat in it.
+    Paired {
+        /// The game.
+        game: GameId,
+        /// The seeker's seat.
+        seat: Player,
+    },
+    /// The pairing failed, or its node stopped before it was done.
+    Failed(String),
+    /// Not on the board: withdrawn, or removed with a node that was not heard from.
+    Gone,
+}
+
+/// What a [`SeekBoard`] call returns.
+pub type BoardFuture<'a, T> = BoxFuture<'a, Result<T, StoreError>>;
+
+/// Whether a seek fits, decided by the pool on the board's candidates.
+pub type Fits<'a> = &'a (dyn Fn(&SeekInfo) -> bool + Send + Sync);
+
+/// Open seeks shared by several server nodes (a database): see the module docs. Every call is
+/// atomic on its own; a seek is taken ([`SeekBoard::post`], [`SeekBoard::claim`]) by one
+/// caller at most, and is withdrawn ([`SeekBoard::withdraw`]) only if nobody took it.
+pub trait SeekBoard: Send + Sync + std::fmt::Debug {
+    /// Takes the oldest open seek that `fits` accepts, or else, if fewer than `max_seeks` are
+    /// open, posts `mine` as this node's.
+    fn post<'a>(
+        &'a self,
+        mine: &'a PostedSeek,
+        fits: Fits<'a>,
+        max_seeks: usize,
+    ) -> BoardFuture<'a, Posted>;
+
+    /// Takes the open seek `id` if `fits` accepts it.
+    fn claim<'a>(&'a self, id: &'a str, fits: Fits<'a>) -> BoardFuture<'a, Claim>;
+
+    /// Records that the taken seek `id` led to `game`, its seeker playing `seat`.
+    fn paired<'a>(&'a self, id: &'a str, game: &'a GameId, seat: Player) -> BoardFuture<'a, ()>;
+
+    /// Records that pairing the taken seek `id` failed.
+    fn failed<'a>(&'a self, id: &'a str, reason: &'a str) -> BoardFuture<'a, ()>;
+
+    /// Removes seek `id` if it is still open; says whether it was.
+    fn withdraw<'a>(&'a self, id: &'a str) -> BoardFuture<'a, bool>;
+
+    /// Removes seek `id` whatever its state (its seeker is done with it).
+    fn forget<'a>(&'a self, id: &'a str) -> BoardFuture<'a, ()>;
+
+    /// Where seek `id` stands.
+    fn state<'a>(&'a self, id: &'a str) -> BoardFuture<'a, SeekState>;
+
+    /// The open seeks of every node, oldest first.
+    fn list(&self) -> BoardFuture<'_, Vec<SeekInfo>>;
+
+    /// The board's changes: `Some(id)` when seek `id` changed, `None` when anything may have
+    /// (a reconnection, a periodic tick, seeks of a silent node dropped).
+    fn changes(&self) -> broadcast::Receiver<Option<String>>;
+}
+
+/// How often a waiting seeker's node reads its seek's state even without a change announced
+/// (a lost notification only delays the answer by this much).
+const RECHECK: Duration = Duration::from_secs(1);
+
 /// What a seek led to at once.
 #[derive(Debug)]
 // One outcome per seek call, moved out at once: boxing the larger variant would only add an
@@ -155,23 +268,45 @@ struct Waiting {
 
 #[derive(Default)]
 struct Inner {
-    /// Oldest first.
+    /// Oldest first (this node's alone; empty with a board).
     waiting: Vec<Waiting>,
     per_client: HashMap<IpAddr, usize>,
+    /// With a board: its open seeks as last read, oldest first.
+    listed: Vec<SeekInfo>,
+    /// With a board: this node's waiting seekers, woken when their seek changes.
+    woken: HashMap<String, Arc<Notify>>,
 }
 
 impl Inner {
     fn take(&mut self, index: usize) -> Waiting {
         let waiting = self.waiting.remove(index);
-        if let Some(client) = waiting.client
-            && let Some(count) = self.per_client.get_mut(&client)
-        {
+        if let Some(client) = waiting.client {
+            self.release(client);
+        }
+        waiting
+    }
+
+    /// Gives back one of `client`'s seeks.
+    fn release(&mut self, client: IpAddr) {
+        if let Some(count) = self.per_client.get_mut(&client) {
             *count -= 1;
             if *count == 0 {
                 self.per_client.remove(&client);
             }
         }
-        waiting
+    }
+
+    /// Takes one of `client`'s seeks, if it has one left.
+    fn reserve(&mut self, client: IpAddr, limits: &SeekLimits) -> Result<(), GameError> {
+        let count = self.per_client.entry(client).or_default();
+        if limits.max_per_client > 0 && *count >= limits.max_per_client {
+            return Err(GameError::LimitExceeded(format!(
+                "this client already has {} open seeks, the limit per client",
+                limits.max_per_client
+            )));
+        }
+        *count += 1;
+        Ok(())
     }
 }
 
@@ -181,12 +316,18 @@ pub struct SeekPool {
     inner: Mutex<Inner>,
     updates: broadcast::Sender<SeekUpdate>,
     limits: SeekLimits,
+    /// Several nodes' seeks, when there is a board.
+    board: Option<Arc<dyn SeekBoard>>,
+    /// One re-read of the board at a time, so that the mirror moves only forwards.
+    syncing: tokio::sync::Mutex<()>,
 }
 
 impl std::fmt::Debug for SeekPool {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let inner = self.lock();
         f.debug_struct("SeekPool")
-            .field("seeks", &self.lock().waiting.len())
+            .field("seeks", &(inner.waiting.len() + inner.listed.len()))
+            .field("board", &self.board)
             .finish_non_exhaustive()
     }
 }
@@ -197,7 +338,22 @@ pub struct SeekTicket {
     pool: Arc<SeekPool>,
     info: SeekInfo,
     computer: Option<(Duration, Level)>,
-    reply: oneshot::Receiver<Result<Seated, GameError>>,
+    reply: Reply,
+}
+
+/// How a waiting seeker learns its game.
+#[derive(Debug)]
+enum Reply {
+    /// From the pairing, in this process.
+    Local(oneshot::Receiver<Result<Seated, GameError>>),
+    /// From the board, where the pairing node (maybe another) posts the game.
+    Board {
+        /// The seat's token, which only this node knows.
+        token: PlayerToken,
+        /// The per-client limit's key, given back with the ticket.
+        client: Option<IpAddr>,
+        woken: Arc<Notify>,
+    },
 }
 
 impl SeekTicket {
@@ -215,15 +371,80 @@ impl SeekTicket {
     pub async fn wait(&mut self) -> Result<Seated, GameError> {
         if let Some((after, level)) = self.computer {
             tokio::select! {
-                reply = &mut self.reply => return flatten(reply),
+                answer = self.answer() => return answer,
                 () = tokio::time::sleep(after) => {}
             }
-            if let Some(waiting) = self.pool.withdraw(&self.info.id, None) {
-                return self.pool.pair_with_computer(waiting, level).await;
+            match &self.reply {
+                Reply::Local(_) => {
+                    if let Some(waiting) = self.pool.withdraw(&self.info.id, None) {
+                        return self
+                            .pool
+                            .pair_with_computer(&waiting.info, waiting.token, waiting.client, level)
+                            .await;
+                    }
+                }
+                Reply::Board { token, client, .. } => {
+                    let board = self.pool.board()?;
+                    // Withdrawn only if nobody took it: then it is this node's to hand to the
+                    // computer, once.
+                    if board.withdraw(&self.info.id).await? {
+                        let (token, client) = (token.clone(), *client);
+                        let seated = self
+                            .pool
+                            .pair_with_computer(&self.info, token, client, level)
+                            .await;
+                        self.pool.sync().await;
+                        return seated;
+                    }
+                }
             }
             // Paired just now by someone else: the answer is on its way.
         }
-        flatten((&mut self.reply).await)
+        self.answer().await
+    }
+
+    /// The pairing's answer, however long it takes.
+    async fn answer(&mut self) -> Result<Seated, GameError> {
+        match &mut self.reply {
+            Reply::Local(reply) => flatten(reply.await),
+            Reply::Board { token, woken, .. } => {
+                let board = self.pool.board()?;
+                loop {
+                    let notified = woken.notified();
+                    match board.state(&self.info.id).await {
+                        Ok(SeekState::Open | SeekState::Taken) => {}
+                        Ok(SeekState::Paired { game, seat }) => {
+                            let game = self.pool.manager.get_game(&game).await?;
+                            return Ok(Seated {
+                                game,
+                                seat,
+                                token: token.clone(),
+                            });
+                        }
+                        Ok(SeekState::Failed(reason)) => {
+                            return Err(GameError::Unavailable(format!(
+                                "pairing the seek failed ({reason}); seek again"
+                            )));
+                        }
+                        Ok(SeekState::Gone) => {
+                            return Err(GameError::Unavailable(
+                                "the seek is no longer open (this server lost the database for \
+                                 a while); seek again"
+                                    .to_owned(),
+                            ));
+                        }
+                        // The database is away: the seek waits until it is back.
+                        Err(error) => {
+                            warn!(seek = %self.info.id, %error, "reading a seek's state");
+                        }
+                    }
+                    tokio::select! {
+                        () = notified => {}
+                        () = tokio::time::sleep(RECHECK) => {}
+                    }
+                }
+            }
+        }
     }
 }
 
@@ -239,7 +460,33 @@ fn flatten(
 
 impl Drop for SeekTicket {
     fn drop(&mut self) {
-        self.pool.withdraw(&self.info.id, None);
+        match &self.reply {
+            Reply::Local(_) => {
+                self.pool.withdraw(&self.info.id, None);
+            }
+            Reply::Board { client, .. } => {
+                {
+                    let mut inner = self.pool.lock();
+                    inner.woken.remove(&self.info.id);
+                    if let Some(client) = client {
+                        inner.release(*client);
+                    }
+                }
+                // Off the board whatever it led to: nobody waits for it any more. A ticket is
+                // dropped on the runtime; if not, the seek goes with this node's heartbeat.
+                if let (Some(board), Ok(runtime)) = (
+                    self.pool.board.clone(),
+                    tokio::runtime::Handle::try_current(),
+                ) {
+                    let id = self.info.id.clone();
+                    runtime.spawn(async move {
+                        if let Err(error) = board.forget(&id).await {
+                            warn!(seek = %id, %error, "withdrawing a seek");
+                        }
+                    });
+                }
+            }
+        }
     }
 }
 
@@ -252,7 +499,108 @@ impl SeekPool {
             inner: Mutex::new(Inner::default()),
             updates: broadcast::channel(1024).0,
             limits,
+            board: None,
+            syncing: tokio::sync::Mutex::new(()),
         })
+    }
+
+    /// A pool whose seeks live on `board`, shared with other nodes: `limits.max_seeks` counts
+    /// every node's seeks, `limits.max_per_client` this node's. Follows the board's changes on
+    /// a task of its own (on the current runtime), which ends with the pool.
+    #[must_use]
+    pub fn shared(
+        manager: Arc<GameManager>,
+        limits: SeekLimits,
+        board: Arc<dyn SeekBoard>,
+    ) -> Arc<SeekPool> {
+        let mut changes = board.changes();
+        let pool = Arc::new(SeekPool {
+            manager,
+            inner: Mutex::new(Inner::default()),
+            updates: broadcast::channel(1024).0,
+            limits,
+            board: Some(board),
+            syncing: tokio::sync::Mutex::new(()),
+        });
+        let weak: Weak<SeekPool> = Arc::downgrade(&pool);
+        tokio::spawn(async move {
+            use broadcast::error::{RecvError, TryRecvError};
+            loop {
+                // Every change that came meanwhile, then one re-read for all of them. A tick
+                // (`None`) re-reads the list only: waiters re-read their own seeks anyway.
+                let mut changed = HashSet::new();
+                let mut lost = false;
+                match changes.recv().await {
+                    Ok(Some(id)) => {
+                        changed.insert(id);
+                    }
+                    Ok(None) => {}
+                    Err(RecvError::Lagged(_)) => lost = true,
+                    Err(RecvError::Closed) => return,
+                }
+                loop {
+                    match changes.try_recv() {
+                        Ok(Some(id)) => {
+                            changed.insert(id);
+                        }
+                        Ok(None) => {}
+                        Err(TryRecvError::Lagged(_)) => lost = true,
+                        Err(TryRecvError::Empty) => break,
+                        Err(TryRecvError::Closed) => return,
+                    }
+                }
+                let Some(pool) = weak.upgrade() else { return };
+                {
+                    let inner = pool.lock();
+                    for (id, woken) in &inner.woken {
+                        if lost || changed.contains(id) {
+                            woken.notify_one();
+                        }
+                    }
+                }
+                pool.sync().await;
+            }
+        });
+        pool
+    }
+
+    fn board(&self) -> Result<&Arc<dyn SeekBoard>, GameError> {
+        self.board
+            .as_ref()
+            .ok_or_else(|| GameError::Internal("a shared seek without a board".to_owned()))
+    }
+
+    /// Re-reads the board's open seeks into this node's mirror, announcing the differences.
+    async fn sync(&self) {
+        let Some(board) = &self.board else { return };
+        let _one = self.syncing.lock().await;
+        let list = match board.list().await {
+            Ok(list) => list,
+            Err(error) => {
+                warn!(%error, "reading the open seeks");
+                return;
+            }
+        };
+        let mut inner = self.lock();
+        let now: HashSet<&str> = list.iter().map(|seek| seek.id.as_str()).collect();
+        let before: HashSet<&str> = inner.listed.iter().map(|seek| seek.id.as_str()).collect();
+        for gone in inner
+            .listed
+            .iter()
+            .filter(|seek| !now.contains(seek.id.as_str()))
+        {
+            let _ = self.updates.send(SeekUpdate::Removed {
+                id: gone.id.clone(),
+                game_id: None,
+            });
+        }
+        for new in list
+            .iter()
+            .filter(|seek| !before.contains(seek.id.as_str()))
+        {
+            let _ = self.updates.send(SeekUpdate::Added(new.clone()));
+        }
+        inner.listed = list;
     }
 
     fn lock(&self) -> MutexGuard<'_, Inner> {
@@ -266,7 +614,22 @@ impl SeekPool {
     /// The open seeks, oldest first.
     #[must_use]
     pub fn list(&self) -> Vec<SeekInfo> {
-        self.lock().waiting.iter().map(|w| w.info.clone()).collect()
+        Self::listed(&self.lock())
+    }
+
+    /// The open seeks, oldest first, as they are now: with a board, read from it (every
+    /// node's), not from this node's mirror of it.
+    pub async fn list_now(&self) -> Vec<SeekInfo> {
+        self.sync().await;
+        self.list()
+    }
+
+    fn listed(inner: &Inner) -> Vec<SeekInfo> {
+        if inner.waiting.is_empty() {
+            inner.listed.clone()
+        } else {
+            inner.waiting.iter().map(|w| w.info.clone()).collect()
+        }
     }
 
     /// The open seeks and the updates that follow them, with nothing in between.
@@ -274,7 +637,7 @@ impl SeekPool {
     pub fn subscribe(&self) -> (Vec<SeekInfo>, broadcast::Receiver<SeekUpdate>) {
         let inner = self.lock();
         let rx = self.updates.subscribe();
-        (inner.waiting.iter().map(|w| w.info.clone()).collect(), rx)
+        (Self::listed(&inner), rx)
     }
 
     /// Seeks a game: pairs with the oldest compatible seek (the same rules and time control),
@@ -328,6 +691,18 @@ impl SeekPool {
             .filter(|ip| !(self.limits.exempt_loopback && ip.is_loopback()))
             .map(client_key);
         let token = PlayerToken::generate();
+        if self.board.is_some() {
+            // On a task of its own: a caller that goes away cannot leave a seek taken with no
+            // game, nor posted with no ticket (dropped with the task's output, the ticket
+            // withdraws it).
+            let pool = Arc::clone(self);
+            let (computer, ip) = (request.computer, request.client);
+            return tokio::spawn(async move {
+                pool.seek_on_board(mine, token, client, ip, computer).await
+            })
+            .await
+            .map_err(|e| GameError::Internal(format!("seek task: {e}")))?;
+        }
         let found = {
             let mut inner = self.lock();
             // Seekers who went away meanwhile are not paired.
@@ -361,14 +736,7 @@ impl SeekPool {
                         )));
                     }
                     if let Some(client) = client {
-                        let count = inner.per_client.entry(client).or_default();
-                        if self.limits.max_per_client > 0 && *count >= self.limits.max_per_client {
-                            return Err(GameError::LimitExceeded(format!(
-                                "this client already has {} open seeks, the limit per client",
-                                self.limits.max_per_client
-                            )));
-                        }
-                        *count += 1;
+                        inner.reserve(client, &self.limits)?;
                     }
                     let info = mine.clone();
                     let (reply, rx) = oneshot::channel();
@@ -384,7 +752,7 @@ impl SeekPool {
                         pool: Arc::clone(self),
                         info,
                         computer: request.computer,
-                        reply: rx,
+                        reply: Reply::Local(rx),
                     }));
                 }
             }
@@ -401,7 +769,7 @@ impl SeekPool {
     /// [`GameError::SeekNotFound`] if it is not open (any more), [`GameError::InvalidArgument`]
     /// for a bad name, failures creating the game.
     pub async fn accept(
-        &self,
+        self: &Arc<Self>,
         id: &str,
         display_name: &str,
         client: Option<IpAddr>,
@@ -411,6 +779,17 @@ impl SeekPool {
             Some(account) => account.username.as_str().to_owned(),
             None => text::display_name(display_name)?,
         };
+        if self.board.is_some() {
+            let pool = Arc::clone(self);
+            let (id, account) = (id.to_owned(), account.cloned());
+            // On a task of its own, as `seek`'s pairing.
+            return tokio::spawn(async move {
+                pool.accept_on_board(&id, display_name, client, account.as_ref())
+                    .await
+            })
+            .await
+            .map_err(|e| GameError::Internal(format!("accept task: {e}")))?;
+        }
         let waiting = {
             let mut inner = self.lock();
             let index = inner
@@ -462,41 +841,11 @@ impl SeekPool {
         token: PlayerToken,
         client: Option<IpAddr>,
     ) -> Result<Seated, GameError> {
-        let seeker_first = rand::random::<bool>();
-        let mine = (me.display_name.clone(), token.clone());
-        let theirs = (waiting.info.display_name.clone(), waiting.token.clone());
-        let (players, accounts) = if seeker_first {
-            (
-                ByPlayer::new(theirs, mine),
-                ByPlayer::new(waiting.info.account.clone(), me.account.clone()),
-            )
-        } else {
-            (
-                ByPlayer::new(mine, theirs),
-                ByPlayer::new(me.account.clone(), waiting.info.account.clone()),
-            )
-        };
         let created = self
-            .manager
-            .create_paired(PairedGame {
-                rules: waiting.info.rules,
-                preset: waiting.info.preset,
-                time_control: waiting.info.time_control,
-                players,
-                computer: None,
-                creator: client,
-                accounts,
-                rated: waiting.info.rated,
-            })
+            .create_pair(&waiting.info, waiting.token.hash(), &me, &token, client)
             .await;
         match created {
-            Ok(game) => {
-                let (their_seat, my_seat) = if seeker_first {
-                    (Player::First, Player::Second)
-                } else {
-                    (Player::Second, Player::First)
-                };
-                info!(seek = %waiting.info.id, game_id = %game.id, "seek paired");
+            Ok((game, their_seat)) => {
                 let _ = waiting.reply.send(Ok(Seated {
                     game: game.clone(),
                     seat: their_seat,
@@ -504,7 +853,7 @@ impl SeekPool {
                 }));
                 Ok(Seated {
                     game,
-                    seat: my_seat,
+                    seat: their_seat.other(),
                     token,
                 })
             }
@@ -515,35 +864,224 @@ impl SeekPool {
         }
     }
 
-    async fn pair_with_computer(
+    /// Creates the game between the waiting seek `theirs` (its seat's token known by its hash)
+    /// and the caller `me`, seats drawn at random; returns it and the waiting seeker's seat.
+    async fn create_pair(
         &self,
-        waiting: Waiting,
-        level: Level,
-    ) -> Result<Seated, GameError> {
-        let name = waiting.info.display_name.clone();
+        theirs: &SeekInfo,
+        their_token: TokenHash,
+        me: &SeekInfo,
+        token: &PlayerToken,
+        client: Option<IpAddr>,
+    ) -> Result<(GameInfo, Player), GameError> {
+        let seeker_first = rand::random::<bool>();
+        let mine = (me.display_name.clone(), token.hash());
+        let their = (theirs.display_name.clone(), their_token);
+        let (players, accounts) = if seeker_first {
+            (
+                ByPlayer::new(their, mine),
+                ByPlayer::new(theirs.account.clone(), me.account.clone()),
+            )
+        } else {
+            (
+                ByPlayer::new(mine, their),
+                ByPlayer::new(me.account.clone(), theirs.account.clone()),
+            )
+        };
         let game = self
             .manager
             .create_paired(PairedGame {
-                rules: waiting.info.rules,
-                preset: waiting.info.preset,
-                time_control: waiting.info.time_control,
-                players: ByPlayer::new(
-                    (name.clone(), waiting.token.clone()),
-                    (name, waiting.token.clone()),
-                ),
+                rules: theirs.rules,
+                preset: theirs.preset,
+                time_control: theirs.time_control,
+                players,
+                computer: None,
+                creator: client,
+                accounts,
+                rated: theirs.rated,
+            })
+            .await?;
+        info!(seek = %theirs.id, game_id = %game.id, "seek paired");
+        let their_seat = if seeker_first {
+            Player::First
+        } else {
+            Player::Second
+        };
+        Ok((game, their_seat))
+    }
+
+    async fn pair_with_computer(
+        &self,
+        info: &SeekInfo,
+        token: PlayerToken,
+        client: Option<IpAddr>,
+        level: Level,
+    ) -> Result<Seated, GameError> {
+        let name = info.display_name.clone();
+        let game = self
+            .manager
+            .create_paired(PairedGame {
+                rules: info.rules,
+                preset: info.preset,
+                time_control: info.time_control,
+                players: ByPlayer::new((name.clone(), token.hash()), (name, token.hash())),
                 computer: Some(level),
-                creator: waiting.client,
-                accounts: ByPlayer::new(waiting.info.account.clone(), None),
+                creator: client,
+                accounts: ByPlayer::new(info.account.clone(), None),
                 // The computer's games are not rated.
                 rated: false,
             })
             .await?;
-        info!(seek = %waiting.info.id, game_id = %game.id, "seek handed to the computer");
+        info!(seek = %info.id, game_id = %game.id, "seek handed to the computer");
         Ok(Seated {
             game,
             seat: Player::First,
-            token: waiting.token,
+            token,
         })
+    }
+
+    /// [`SeekPool::seek`] on the board: takes a fitting seek of any node and pairs with it, or
+    /// posts `mine` and waits.
+    async fn seek_on_board(
+        self: Arc<Self>,
+        mine: SeekInfo,
+        token: PlayerToken,
+        client: Option<IpAddr>,
+        ip: Option<IpAddr>,
+        computer: Option<(Duration, Level)>,
+    ) -> Result<SeekOutcome, GameError> {
+        let board = Arc::clone(self.board()?);
+        if let Some(client) = client {
+            self.lock().reserve(client, &self.limits)?;
+        }
+        // Registered before the seek is posted, so that no change is missed.
+        let woken = Arc::new(Notify::new());
+        self.lock()
+            .woken
+            .insert(mine.id.clone(), Arc::clone(&woken));
+        let posted = PostedSeek {
+            info: mine,
+            token: token.hash(),
+        };
+        let fits = |other: &SeekInfo| compatible(other, &posted.info);
+        let outcome = board.post(&posted, &fits, self.limits.max_seeks).await;
+        if !matches!(outcome, Ok(Posted::Waiting)) {
+            let mut inner = self.lock();
+            inner.woken.remove(&posted.info.id);
+            if let Some(client) = client {
+                inner.release(client);
+            }
+        }
+        match outcome? {
+            Posted::Waiting => {
+                debug!(seek = %posted.info.id, "seek waiting");
+                self.sync().await;
+                Ok(SeekOutcome::Waiting(SeekTicket {
+                    pool: Arc::clone(&self),
+                    info: posted.info,
+                    computer,
+                    reply: Reply::Board {
+                        token,
+                        client,
+                        woken,
+                    },
+                }))
+            }
+            Posted::Full(open) => Err(GameError::LimitExceeded(format!(
+                "the servers have {open} open seeks, their limit"
+            ))),
+            Posted::Took(theirs) => {
+                let seated = self
+                    .pair_on_board(board.as_ref(), theirs, posted.info, token, ip)
+                    .await;
+                self.sync().await;
+                seated.map(SeekOutcome::Paired)
+            }
+        }
+    }
+
+    /// [`SeekPool::accept`] on the board.
+    async fn accept_on_board(
+        &self,
+        id: &str,
+        display_name: String,
+        client: Option<IpAddr>,
+        account: Option<&Account>,
+    ) -> Result<Seated, GameError> {
+        let board = Arc::clone(self.board()?);
+        let me = |seek: &SeekInfo| SeekInfo {
+            id: String::new(),
+            display_name: display_name.clone(),
+            account: account.map(|a| seat_account(a, seek.time_control)),
+            rating_range: None,
+            computer_after: None,
+            created: SystemTime::now(),
+            ..seek.clone()
+        };
+        let fits =
+            |seek: &SeekInfo| !(seek.rated && account.is_none()) && compatible(seek, &me(seek));
+        let theirs = match board.claim(id, &fits).await? {
+            Claim::Took(theirs) => theirs,
+            Claim::NotFound => return Err(GameError::SeekNotFound(text::quoted(id))),
+            Claim::Refused(seek) if seek.rated && account.is_none() => {
+                return Err(GameError::RatedNeedsAccount);
+            }
+            Claim::Refused(_) => {
+                return Err(GameError::SeekRefused(
+                    "the seek wants an opponent rated within its range, or it is your own"
+                        .to_owned(),
+                ));
+            }
+        };
+        let mine = me(&theirs.info);
+        let seated = self
+            .pair_on_board(
+                board.as_ref(),
+                theirs,
+                mine,
+                PlayerToken::generate(),
+                client,
+            )
+            .await;
+        self.sync().await;
+        seated
+    }
+
+    /// Creates the game of a seek taken from the board, and posts it there for the waiting
+    /// seeker's node.
+    async fn pair_on_board(
+        &self,
+        board: &dyn SeekBoard,
+        theirs: PostedSeek,
+        me: SeekInfo,
+        token: PlayerToken,
+        client: Option<IpAddr>,
+    ) -> Result<Seated, GameError> {
+        let id = theirs.info.id.clone();
+        match self
+            .create_pair(&theirs.info, theirs.token, &me, &token, client)
+            .await
+        {
+            Ok((game, their_seat)) => {
+                // Not posted (the database went away): the waiter's node gives up on it after
+                // a while, and the game is there, abandoned by one seat, as when a waiting
+                // seeker's stream ends just as it is paired.
+                if let Err(error) = board.paired(&id, &game.id, their_seat).await {
+                    warn!(seek = %id, game_id = %game.id, %error, "posting a pairing");
+                }
+                Ok(Seated {
+                    game,
+                    seat: their_seat.other(),
+                    token,
+                })
+            }
+            Err(error) => {
+                if let Err(post_error) = board.failed(&id, &error.to_string()).await {
+                    warn!(seek = %id, error = %post_error, "posting a failed pairing");
+                }
+                Err(error)
+            }
+        }
     }
 
     /// Removes seek `id` if it is still waiting, announcing it.

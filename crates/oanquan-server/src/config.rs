@@ -142,11 +142,11 @@ pub struct GameLimits {
     #[arg(long, env = "OANQUAN_REMATCH_WINDOW", default_value = "2m", value_parser = parse_duration)]
     pub rematch_window: Duration,
 
-    /// Open seeks in all; more get RESOURCE_EXHAUSTED.
+    /// Open seeks in all (of every node, on PostgreSQL); more get RESOURCE_EXHAUSTED.
     #[arg(long, env = "OANQUAN_MAX_SEEKS", default_value = "10000")]
     pub max_seeks: usize,
 
-    /// Open seeks of one client address; 0 = no limit.
+    /// Open seeks of one client address on this node; 0 = no limit.
     #[arg(long, env = "OANQUAN_MAX_SEEKS_PER_CLIENT", default_value = "4")]
     pub max_seeks_per_client: usize,
 }

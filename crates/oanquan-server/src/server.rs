@@ -344,14 +344,23 @@ pub async fn run_with_store(
             }
         }
     };
-    let seeks = SeekPool::new(
-        Arc::clone(&manager),
-        SeekLimits {
-            max_seeks: config.games.max_seeks,
-            max_per_client: config.games.max_seeks_per_client,
-            exempt_loopback,
-        },
-    );
+    let seek_limits = SeekLimits {
+        max_seeks: config.games.max_seeks,
+        max_per_client: config.games.max_seeks_per_client,
+        exempt_loopback,
+    };
+    // On PostgreSQL the open seeks are every node's, on the database.
+    let (seeks, seek_board) = match postgres {
+        None => (SeekPool::new(Arc::clone(&manager), seek_limits), None),
+        Some(postgres) => {
+            let (board, task) = postgres
+                .spawn_seeks(stop_rx.clone())
+                .await
+                .map_err(|e| ServeError::Startup(format!("sharing the seeks: {e}")))?;
+            let pool = SeekPool::shared(Arc::clone(&manager), seek_limits, board);
+            (pool, Some(AbortOnDrop(task)))
+        }
+    };
 
     let health = tonic_health::server::HealthReporter::new();
     let health_service = HealthApi::server(health.clone(), stop_rx.clone());
@@ -467,6 +476,10 @@ pub async fn run_with_store(
     }
     if let Some(node_listener) = node_listener {
         node_listener.join().await;
+    }
+    // Withdraws this node's seeks before the store closes.
+    if let Some(seek_board) = seek_board {
+        seek_board.join().await;
     }
     // Tasks that outlived the drain may still hold the store: close it explicitly, so that
     // the database file alone holds every game once the process exits.

@@ -8,115 +8,11 @@
 
 mod common;
 
-use std::io::{BufRead as _, BufReader, Write as _};
-use std::net::SocketAddr;
-use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
+use common::nodes::{Node, Schema};
 use common::*;
 use oanquan_proto::v1 as pb;
-
-const URL_VARIABLE: &str = "OANQUAN_TEST_POSTGRES_URL";
-
-/// The database URL with a schema of its own, dropped at the end; `None` without the variable.
-struct Schema {
-    client: tokio_postgres::Client,
-    name: String,
-    database: String,
-}
-
-impl Schema {
-    async fn new() -> Option<Schema> {
-        let Ok(url) = std::env::var(URL_VARIABLE) else {
-            let _ = writeln!(
-                std::io::stderr(),
-                "PostgreSQL test skipped: {URL_VARIABLE} is not set. Run it with \
-                 {URL_VARIABLE}=postgres://postgres@127.0.0.1:5432/test cargo test -p \
-                 oanquan-server --test nodes"
-            );
-            return None;
-        };
-        let (client, connection) = tokio_postgres::connect(&url, tokio_postgres::NoTls)
-            .await
-            .unwrap_or_else(|e| panic!("{URL_VARIABLE} is set but: {e}"));
-        tokio::spawn(connection);
-        let name = format!("oq_test_{:016x}", rand::random::<u64>());
-        client
-            .batch_execute(&format!("CREATE SCHEMA {name}"))
-            .await
-            .unwrap();
-        let separator = if url.contains('?') { '&' } else { '?' };
-        let database = format!("{url}{separator}options=-csearch_path%3D{name}");
-        Some(Schema {
-            client,
-            name,
-            database,
-        })
-    }
-
-    async fn drop(self) {
-        self.client
-            .batch_execute(&format!("DROP SCHEMA {} CASCADE", self.name))
-            .await
-            .unwrap();
-    }
-}
-
-/// A running `oanquan-server` node, killed (SIGKILL) if dropped.
-struct Node {
-    child: Child,
-    addr: SocketAddr,
-}
-
-impl Node {
-    fn start(schema: &Schema, dir: &std::path::Path) -> Node {
-        let mut child = Command::new(env!("CARGO_BIN_EXE_oanquan-server"))
-            .args([
-                "--listen",
-                "127.0.0.1:0",
-                "--shutdown-drain-timeout",
-                "2s",
-                "--computer-move-time",
-                "10ms",
-            ])
-            .current_dir(dir)
-            .env_remove("OANQUAN_IN_MEMORY")
-            .env_remove("OANQUAN_DATABASE")
-            .env("OANQUAN_DATABASE_URL", &schema.database)
-            .env("RUST_LOG", "warn")
-            .stdout(Stdio::piped())
-            .stderr(Stdio::inherit())
-            .spawn()
-            .unwrap();
-        let mut line = String::new();
-        BufReader::new(child.stdout.take().unwrap())
-            .read_line(&mut line)
-            .unwrap();
-        let addr = line
-            .trim()
-            .strip_prefix("oanquan-server listening on ")
-            .unwrap_or_else(|| panic!("unexpected first line {line:?}"))
-            .parse()
-            .unwrap();
-        Node { child, addr }
-    }
-
-    async fn games(&self) -> Games {
-        let channel = tonic::transport::Channel::from_shared(format!("http://{}", self.addr))
-            .unwrap()
-            .connect()
-            .await
-            .unwrap();
-        pb::game_service_client::GameServiceClient::new(channel)
-    }
-}
-
-impl Drop for Node {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
 
 async fn watch_lobby(client: &mut Games) -> tonic::Streaming<pb::WatchLobbyResponse> {
     let mut lobby = client
@@ -139,11 +35,13 @@ async fn watch_lobby(client: &mut Games) -> tonic::Streaming<pb::WatchLobbyRespo
 /// started, wherever that happened.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_game_played_on_alternating_nodes_is_seen_whole_on_every_node() {
-    let Some(schema) = Schema::new().await else {
+    let Some(schema) = Schema::new("nodes").await else {
         return;
     };
     let dir = tempfile::tempdir().unwrap();
-    let nodes: Vec<Node> = (0..3).map(|_| Node::start(&schema, dir.path())).collect();
+    let nodes: Vec<Node> = (0..3)
+        .map(|_| Node::start(&schema.database, dir.path(), &[]))
+        .collect();
     let mut clients = Vec::new();
     for node in &nodes {
         clients.push(node.games().await);
@@ -237,14 +135,14 @@ async fn moves_become(client: &mut Games, id: &str, moves: u32, within: Duration
 /// first): when A is killed, B takes the lead and the computer goes on playing.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_computer_game_goes_on_when_the_leader_node_is_killed() {
-    let Some(schema) = Schema::new().await else {
+    let Some(schema) = Schema::new("nodes").await else {
         return;
     };
     let dir = tempfile::tempdir().unwrap();
-    let leader = Node::start(&schema, dir.path());
+    let leader = Node::start(&schema.database, dir.path(), &[]);
     // The leader takes the lease on its first try, right after connecting.
     tokio::time::sleep(Duration::from_secs(1)).await;
-    let follower = Node::start(&schema, dir.path());
+    let follower = Node::start(&schema.database, dir.path(), &[]);
     let mut client = follower.games().await;
     tokio::time::sleep(Duration::from_millis(500)).await;
 

@@ -8,14 +8,12 @@
 //! passes without doing anything.
 
 mod common;
-#[path = "common/nodes.rs"]
-mod nodes;
 
 use std::net::{SocketAddr, ToSocketAddrs as _};
 use std::time::{Duration, Instant};
 
+use common::nodes::{Node, Schema, with_schema};
 use common::*;
-use nodes::{Node, Schema, with_schema};
 use oanquan_proto::v1 as pb;
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::watch;

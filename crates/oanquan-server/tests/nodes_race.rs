@@ -8,13 +8,11 @@
 //! passes without doing anything.
 
 mod common;
-#[path = "common/nodes.rs"]
-mod nodes;
 
 use std::time::Instant;
 
+use common::nodes::{Node, Schema};
 use common::*;
-use nodes::{Node, Schema};
 use oanquan_proto::v1 as pb;
 use oanquan_rules::{Direction, Game, Move, Player, Position, Preset};
 use tonic::Code;

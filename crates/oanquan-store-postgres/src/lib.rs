@@ -23,8 +23,9 @@
 //!   the database's, as for any client). A game whose row does not decode is
 //!   [`StoreError::Damaged`] for its own reads and skipped by listings.
 //! * **Several nodes**: [`PostgresStore::spawn_listener`] publishes every node's commits into
-//!   this node's hub, and [`PostgresStore::spawn_lease`] names the one node that runs the
-//!   background agents (see `nodes`).
+//!   this node's hub, [`PostgresStore::spawn_lease`] names the one node that runs the
+//!   background agents (see `nodes`), and [`PostgresStore::spawn_seeks`] shares the open seeks
+//!   (see `seeks`).
 //! * **Durability** is the database's: a commit is acknowledged after `COMMIT` returns, and
 //!   the session asks for `synchronous_commit = on` unless the URL says otherwise.
 //!
@@ -61,6 +62,7 @@ mod health;
 mod nodes;
 mod reads;
 mod schema;
+mod seeks;
 mod writer;
 
 use std::fmt;
@@ -89,6 +91,7 @@ use crate::reads::{list_games, load_state, query, read_info, statuses};
 use crate::schema::Target;
 
 pub use crate::schema::{OpenError, SCHEMA_VERSION};
+pub use crate::seeks::{PostgresSeeks, SEEK_CHANNEL};
 pub use crate::writer::{GAME_CHANNEL, LOBBY_CHANNEL};
 
 /// How the store uses the database: the pool's limits and the store's own timeouts.
@@ -709,3 +712,6 @@ impl GameStore for PostgresStore {
 
 #[cfg(test)]
 mod tests;
+
+#[cfg(test)]
+mod seek_tests;

@@ -32,7 +32,7 @@ const MAX_TRACKED_GAMES: usize = 65_536;
 pub(crate) const LEASE_KEY: i32 = 0x4f41_4e4c; // "OANL"
 
 /// Waits after a lost or refused connection, doubling up to the last.
-const BACKOFF: [Duration; 5] = [
+pub(crate) const BACKOFF: [Duration; 5] = [
     Duration::from_millis(100),
     Duration::from_millis(250),
     Duration::from_millis(500),
@@ -50,7 +50,7 @@ const LEASE_CHECK_TIMEOUT: Duration = Duration::from_secs(2);
 
 impl PostgresStore {
     /// A second handle on the same pool, for a task of its own.
-    fn handle(&self) -> PostgresStore {
+    pub(crate) fn handle(&self) -> PostgresStore {
         PostgresStore {
             pool: self.pool.clone(),
             target: self.target.clone(),
@@ -64,7 +64,7 @@ impl PostgresStore {
 
     /// A dedicated connection (not from the pool), its messages forwarded to the returned
     /// receiver by a task that ends when the connection does.
-    async fn dedicated(
+    pub(crate) async fn dedicated(
         &self,
     ) -> Result<(Client, mpsc::UnboundedReceiver<AsyncMessage>), tokio_postgres::Error> {
         let mut config = self.config.clone();

@@ -8,7 +8,8 @@
 //! The tables hold what the SQLite store's tables hold at its schema version 4, with
 //! PostgreSQL's types: `BIGINT` nanoseconds since the Unix epoch for times, `BYTEA` for
 //! hashes, and `TEXT` for the JSON of the shared codec (`codec`), stored exactly as written
-//! (see the crate docs for why not `JSONB`).
+//! (see the crate docs for why not `JSONB`). Version 2 adds what only several nodes need: the
+//! open seeks they share and their heartbeats (see `seeks`).
 
 use std::fmt;
 
@@ -110,6 +111,28 @@ pub(crate) const MIGRATIONS: &[&str] = &[
         PRIMARY KEY (account, game)
     );
     "#,
+    // 2: open seeks, shared by every node, and the nodes' heartbeats (see `seeks`).
+    r#"
+    CREATE TABLE seek_nodes (
+        id   TEXT        PRIMARY KEY,           -- random, one per server process
+        seen TIMESTAMPTZ NOT NULL               -- its last heartbeat, by the database's clock
+    );
+
+    CREATE TABLE seeks (
+        ord      BIGINT GENERATED ALWAYS AS IDENTITY, -- oldest first
+        id       TEXT   PRIMARY KEY,
+        node     TEXT   NOT NULL,               -- the seeker's node, which answers its stream
+        kind     TEXT   NOT NULL,               -- rules, time control, rated: only one kind pairs
+        info     TEXT   NOT NULL,               -- JSON, see seeks::SeekDto
+        token    BYTEA  NOT NULL,               -- SHA-256 of the seeker's seat token, never the token
+        taken_by TEXT,                          -- the node pairing it; NULL while open
+        taken_at TIMESTAMPTZ,
+        game     TEXT,                          -- the game it led to, once created
+        seat     TEXT,                          -- first | second: the seeker's seat in it
+        failed   TEXT                           -- why the pairing failed
+    );
+    CREATE INDEX seeks_open ON seeks (kind, ord) WHERE taken_by IS NULL;
+    "#,
 ];
 
 /// The schema version this build writes.
@@ -209,7 +232,7 @@ impl Target {
 
 /// Our tables' names: where one exists without `oanquan_schema`, the schema is another
 /// application's.
-const TABLES: [&str; 10] = [
+const TABLES: [&str; 12] = [
     "games",
     "moves",
     "game_events",
@@ -219,6 +242,8 @@ const TABLES: [&str; 10] = [
     "ratings",
     "api_keys",
     "game_players",
+    "seek_nodes",
+    "seeks",
     "oanquan_schema",
 ];
 

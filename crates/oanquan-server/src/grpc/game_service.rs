@@ -666,7 +666,13 @@ impl pb::game_service_server::GameService for GameApi {
         _request: Request<pb::ListSeeksRequest>,
     ) -> Result<Response<pb::ListSeeksResponse>, Status> {
         Ok(Response::new(pb::ListSeeksResponse {
-            seeks: self.seeks.list().iter().map(convert::seek_out).collect(),
+            seeks: self
+                .seeks
+                .list_now()
+                .await
+                .iter()
+                .map(convert::seek_out)
+                .collect(),
         }))
     }
 }

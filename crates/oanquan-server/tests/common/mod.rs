@@ -1,6 +1,8 @@
 //! An in-process server on 127.0.0.1:0 and helpers shared by the integration tests.
 #![allow(dead_code)]
 
+pub mod nodes;
+
 use std::net::SocketAddr;
 use std::time::Duration;
 

@@ -1,5 +1,5 @@
-//! Real `oanquan-server` binaries on one PostgreSQL schema of their own, for the tests of
-//! several nodes (`#[path = "common/nodes.rs"] mod nodes;` next to `mod common;`).
+//! Several real `oanquan-server` binaries on one PostgreSQL database, each test on a schema of
+//! its own (the `nodes*` tests).
 #![allow(dead_code)]
 
 use std::io::{BufRead as _, BufReader, Write as _};
@@ -8,14 +8,14 @@ use std::process::{Child, Command, Stdio};
 
 use oanquan_proto::v1 as pb;
 
-use crate::common::Games;
+use super::Games;
 
 pub const URL_VARIABLE: &str = "OANQUAN_TEST_POSTGRES_URL";
 
 /// A schema of its own in the test database, dropped by [`Schema::drop`]; `None` (after saying
 /// so) without the variable.
 pub struct Schema {
-    client: tokio_postgres::Client,
+    pub client: tokio_postgres::Client,
     pub name: String,
     /// The test database's URL.
     pub url: String,
