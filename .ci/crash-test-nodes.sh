@@ -1,11 +1,15 @@
 #!/usr/bin/env bash
 # Crash test of several nodes on one PostgreSQL database: three server binaries on a fresh
 # schema of $OANQUAN_TEST_POSTGRES_URL, the crash driver playing games (a quarter of them against
-# the computer) spread over all three and watching each on another node; one node, picked at
-# random, is killed with SIGKILL at a random moment under load and restarted; the next round
-# verifies against a node that survived that every acknowledged move is there, every game
-# replays to its stored position, watch streams resume without gaps, every game's log has one
-# MovePlayed per move and at most one GameOver, and computer games go on (see
+# the computer, another quarter timed games at 2+0 that the player to move abandons after a few moves)
+# spread over all three and watching each on another node; one node, picked at random, is
+# killed with SIGKILL at a random moment under load and restarted; the driver waits for each
+# abandoned timed game to end by its clock (flags due while the killed node, in round 1 the
+# leader that runs the timekeeper, is dead fall once another node leads), the one who stopped
+# losing, within 3 s of the deadline; the next round verifies against a node that survived that
+# every acknowledged move is there, every game replays to its stored position, watch streams
+# resume without gaps, every game's log has one MovePlayed per move and at most one GameOver
+# (exactly one, after the last move, for a finished game), and computer games go on (see
 # crates/oanquan-server/examples/crash_driver.rs). A few rounds, then a final check. The schema
 # is dropped at the end.
 #
@@ -44,6 +48,7 @@ start_node() {
   : >"$work/stdout.$n"
   OANQUAN_DATABASE_URL=$database RUST_LOG=${RUST_LOG:-warn} \
     "$server" --listen 127.0.0.1:0 --computer-move-time 10ms --shutdown-drain-timeout 2s \
+    --first-move-time 3s \
     >"$work/stdout.$n" 2>>"$work/server.$n.log" &
   pids[n]=$!
   for _ in $(seq 100); do
@@ -80,7 +85,7 @@ survivor=0
 for round in $(seq "$rounds"); do
   rm -f "$work/ready"
   mapfile -t addr_list < <(addr_args "$survivor")
-  "$driver" "${addr_list[@]}" --computer-every 4 --max-seconds 20 \
+  "$driver" "${addr_list[@]}" --computer-every 4 --timed-every 3 --max-seconds 20 \
     --journal "$work/journal.json" --ready-file "$work/ready" &
   driver_pid=$!
   for _ in $(seq 1200); do
@@ -95,9 +100,15 @@ for round in $(seq "$rounds"); do
     exit 1
   fi
   # At a random moment between 1 and 4 seconds into the load, a random node; in the first
-  # round node 0, which started first and so holds the lease that runs the computer's turns:
-  # the computer games must go on from another node.
-  sleep "$((1 + RANDOM % 3)).$((RANDOM % 10))"
+  # round node 0, which started first and so holds the lease that runs the computer's turns
+  # and the timekeeper: the computer games must go on from another node, and the flags due
+  # before that node takes over must fall then. That kill comes 3 to 4 seconds in, once the
+  # first abandoned timed games' flags (2 s clocks) are falling steadily.
+  if ((round == 1)); then
+    sleep "3.$((RANDOM % 10))"
+  else
+    sleep "$((1 + RANDOM % 3)).$((RANDOM % 10))"
+  fi
   victim=$((round == 1 ? 0 : RANDOM % nodes))
   kill -KILL "${pids[victim]}"
   wait "${pids[victim]}" 2>/dev/null || true

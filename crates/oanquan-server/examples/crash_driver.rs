@@ -4,7 +4,7 @@
 //!
 //! ```text
 //! crash_driver --addr 127.0.0.1:50051 --journal journal.json [--verify-only] [--ready-file F]
-//! crash_driver --addr A --addr B --addr C --computer-every 4 --journal journal.json
+//! crash_driver --addr A --addr B --addr C --computer-every 4 --timed-every 3 --journal journal.json
 //! ```
 //!
 //! With several `--addr` (server nodes sharing one PostgreSQL database, `.ci/crash-test-nodes.sh`)
@@ -24,17 +24,28 @@
 //!   whichever node died: another one takes over the computer's turns;
 //! * a WatchGame / WatchLobby resumed with `after_sequence` = the last sequence seen before the
 //!   kill delivers every following event, without gap or duplicate, up to the current one;
+//! * a timed game (`--timed-every`) is over: lost on time by the player to move at its last
+//!   stored move (aborted by them if it had fewer than two moves), with one GameOver and no move
+//!   after it;
 //!
 //! then (without `--verify-only`) plays: continues every unfinished game with the tokens from
 //! the journal, starts new games to keep `--games` going, watches all of them and the lobby,
 //! until the server goes away. Then it writes the journal and exits 0. Any violation exits 1.
+//!
+//! Timed games (real time, [`TIMED_INITIAL`] + 0) are played for a few moves and then left: the
+//! player to move stops, so their flag falls about two seconds later, while the nodes are being
+//! killed (or, before the second move, their first-move limit passes: the crash test starts the
+//! servers with `--first-move-time 3s`). Each is watched
+//! from another node, resuming on the next one when that node dies; once the players have
+//! stopped, the driver waits for every such game's GameOver and checks who lost, and that it
+//! came at most [`FLAG_LATENESS`] after the deadline the server announced.
 
 use std::collections::HashMap;
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+use std::time::{Duration, Instant, SystemTime};
 
 use clap::Parser;
 use oanquan_proto::v1 as pb;
@@ -45,8 +56,22 @@ use rand::seq::IndexedRandom as _;
 use serde::{Deserialize, Serialize};
 use tonic::transport::Channel;
 use tonic::{Code, Request, Status};
+use tonic_types::StatusExt as _;
 
 type Client = GameServiceClient<Channel>;
+
+/// Each player's time in a timed game (no increment): the shortest the server takes is one
+/// second; two leave the moving player room on a loaded machine, so that the flag that falls
+/// is the one of the player who stopped.
+const TIMED_INITIAL: Duration = Duration::from_secs(2);
+
+/// How long after its deadline a timed game's GameOver may reach a watcher. When the leader
+/// (which runs the timekeeper) is killed, the database ends its session and releases the lease
+/// at once; the other nodes try for it every second (`LEASE_RETRY` of the PostgreSQL store), and
+/// the new leader's timekeeper reads the active games and applies every deadline that passed,
+/// so a flag due meanwhile falls about a second late. Another two seconds cover the new
+/// leader's start, the commit and the notification to the watcher's node on a busy machine.
+const FLAG_LATENESS: Duration = Duration::from_secs(3);
 
 #[derive(Debug, Parser)]
 struct Args {
@@ -61,6 +86,10 @@ struct Args {
     /// Journal file: read if present, written at the end.
     #[arg(long)]
     journal: PathBuf,
+    /// One player in this many (of those not playing the computer) plays timed games it
+    /// abandons after a few moves, so that flags fall while nodes are killed; 0 = none.
+    #[arg(long, default_value_t = 0)]
+    timed_every: usize,
     /// Games played at once.
     #[arg(long, default_value_t = 24)]
     games: usize,
@@ -97,6 +126,9 @@ struct GameEntry {
     /// Against the computer (second seat): its moves are journalled as they are seen stored.
     #[serde(default)]
     computer: bool,
+    /// Real time, [`TIMED_INITIAL`] + 0, abandoned after a few moves: it must end by the clock.
+    #[serde(default)]
+    timed: bool,
 }
 
 #[derive(Debug, Default)]
@@ -360,7 +392,50 @@ async fn verify_game(client: &mut Client, entry: &GameEntry) -> Result<Vec<Move>
         pb::GameStatus::Finished | pb::GameStatus::Aborted
     );
     check_log(client, id, stored.len(), over).await?;
+    // A timed game whose join was not acknowledged may never have started: nobody stopped in
+    // it, and it waits for the idle reaper.
+    if entry.timed && entry.second.is_some() {
+        let result = game.result.as_ref().ok_or_else(|| {
+            format!(
+                "{id}: a timed game left long ago is still {:?}",
+                game.status()
+            )
+        })?;
+        let loser = replayed.position().to_move();
+        check_timed_end(id, result, stored.len(), convert::player_out(loser))?;
+    }
     Ok(stored)
+}
+
+/// A timed game left by the player to move ends because of them: on time, or, before each
+/// player has made a first move, aborted when the first-move limit passes.
+fn check_timed_end(
+    id: &str,
+    result: &pb::GameResult,
+    moves: usize,
+    loser: i32,
+) -> Result<(), String> {
+    let (reason, winner) = if moves >= 2 {
+        let winner = match pb::Player::try_from(loser) {
+            Ok(pb::Player::First) => pb::Player::Second,
+            Ok(pb::Player::Second) => pb::Player::First,
+            _ => pb::Player::Unspecified,
+        };
+        (pb::EndReason::Timeout, winner)
+    } else {
+        (pb::EndReason::Aborted, pb::Player::Unspecified)
+    };
+    if result.end_reason() != reason || result.ended_by != loser || result.winner() != winner {
+        return Err(format!(
+            "{id}: a timed game left after {moves} moves by {:?} ended with {:?}, ended by {:?}, \
+             won by {:?}; expected {reason:?}, won by {winner:?}",
+            pb::Player::try_from(loser),
+            result.end_reason(),
+            result.ended_by(),
+            result.winner()
+        ));
+    }
+    Ok(())
 }
 
 /// Reads the game's log from its first event: strictly increasing sequences, MovePlayed
@@ -389,6 +464,9 @@ async fn check_log(client: &mut Client, id: &str, moves: usize, over: bool) -> R
         match &event.kind {
             Some(pb::game_event::Kind::Heartbeat(_)) => continue,
             Some(pb::game_event::Kind::MovePlayed(move_played)) => {
+                if ends > 0 {
+                    return Err(format!("{id}: the log has a move after the GameOver"));
+                }
                 played += 1;
                 let number = move_played.record.as_ref().map(|r| r.number as usize);
                 if number != Some(played) {
@@ -427,6 +505,16 @@ struct Shared {
     deadline: Instant,
     /// Set by the first player whose node went away: the others stop too.
     stop: AtomicBool,
+    /// The timed games' ends as their watchers saw them.
+    ends: Mutex<Vec<TimedEnd>>,
+}
+
+#[derive(Debug, Clone, Copy)]
+struct TimedEnd {
+    /// How long after it the GameOver came.
+    lateness: Duration,
+    /// On time (not aborted before the second move).
+    flag: bool,
 }
 
 impl Shared {
@@ -472,6 +560,122 @@ async fn watch_game(shared: Arc<Shared>, mut client: Client, index: usize, id: S
     }
 }
 
+/// What a timed game's watcher knows of it.
+#[derive(Debug, Default)]
+struct TimedView {
+    last: Option<u64>,
+    moves: usize,
+    to_move: i32,
+    deadline: Option<SystemTime>,
+}
+
+impl TimedView {
+    fn turn(&mut self, to_move: i32, clocks: Option<&pb::Clocks>) {
+        self.to_move = to_move;
+        if let Some(deadline) = clocks.and_then(|c| c.deadline) {
+            self.deadline = SystemTime::try_from(deadline).ok();
+        }
+    }
+}
+
+/// Watches a timed game until its GameOver, resuming after the last event seen on the next
+/// node whenever the stream breaks (its node was killed); checks the end (see
+/// [`check_timed_end`]) and that it came within [`FLAG_LATENESS`] of the announced deadline.
+async fn watch_timed(
+    shared: Arc<Shared>,
+    nodes: Vec<Client>,
+    first: usize,
+    index: usize,
+    id: String,
+) {
+    let mut view = TimedView::default();
+    let mut node = first;
+    let mut broken = 0;
+    loop {
+        let request = pb::WatchGameRequest {
+            game_id: id.clone(),
+            after_sequence: view.last,
+            ..Default::default()
+        };
+        if let Ok(response) = nodes[node].clone().watch_game(request).await {
+            let mut stream = response.into_inner();
+            while let Ok(Some(message)) = stream.message().await {
+                broken = 0;
+                let Some(event) = message.event else { continue };
+                let result = match event.kind {
+                    Some(pb::game_event::Kind::Heartbeat(_)) => continue,
+                    Some(pb::game_event::Kind::Snapshot(snapshot)) => {
+                        let Some(game) = snapshot.game else { continue };
+                        view.moves = game.move_count as usize;
+                        let to_move = game.position.as_ref().map_or(0, |p| p.to_move);
+                        view.turn(to_move, game.clocks.as_ref());
+                        game.result
+                    }
+                    kind => {
+                        if let Some(last) = view.last.filter(|last| event.sequence != last + 1) {
+                            shared.failures.add(format!(
+                                "{id}: watch resumed after {last} went on with {}",
+                                event.sequence
+                            ));
+                        }
+                        match kind {
+                            Some(pb::game_event::Kind::MovePlayed(_)) => {
+                                view.moves += 1;
+                                None
+                            }
+                            Some(pb::game_event::Kind::TurnStarted(turn)) => {
+                                view.turn(turn.player, turn.clocks.as_ref());
+                                None
+                            }
+                            Some(pb::game_event::Kind::GameOver(over)) => over.result,
+                            _ => None,
+                        }
+                    }
+                };
+                view.last = Some(event.sequence);
+                {
+                    let mut journal = shared.journal.lock().unwrap();
+                    let entry = &mut journal.games[index];
+                    entry.seen = entry.seen.max(event.sequence);
+                }
+                if let Some(result) = result {
+                    return timed_over(&shared, index, &id, &view, &result);
+                }
+            }
+        }
+        // Its node is gone (or going): the next one, after a pause once all were tried.
+        node = (node + 1) % nodes.len();
+        broken += 1;
+        if broken % nodes.len() == 0 {
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    }
+}
+
+fn timed_over(shared: &Shared, index: usize, id: &str, view: &TimedView, result: &pb::GameResult) {
+    let seen = SystemTime::now();
+    if let Err(message) = check_timed_end(id, result, view.moves, view.to_move) {
+        shared.failures.add(message);
+    }
+    let Some(deadline) = view.deadline else {
+        shared.failures.add(format!(
+            "{id}: a timed game ended but no deadline was announced"
+        ));
+        return;
+    };
+    let lateness = seen.duration_since(deadline).unwrap_or(Duration::ZERO);
+    if lateness > FLAG_LATENESS {
+        shared.failures.add(format!(
+            "{id}: the game ended {lateness:?} after its deadline (at most {FLAG_LATENESS:?})"
+        ));
+    }
+    shared.ends.lock().unwrap().push(TimedEnd {
+        lateness,
+        flag: result.end_reason() == pb::EndReason::Timeout,
+    });
+    shared.journal.lock().unwrap().games[index].over = true;
+}
+
 async fn watch_lobby(shared: Arc<Shared>, mut client: Client) {
     let Ok(response) = client
         .watch_lobby(pb::WatchLobbyRequest {
@@ -506,7 +710,20 @@ async fn watch_lobby(shared: Arc<Shared>, mut client: Client) {
 }
 
 /// Creates a standard game and seats both players; records it as soon as it exists.
-async fn new_game(shared: &Shared, client: &mut Client, computer: bool) -> Result<usize, Status> {
+async fn new_game(
+    shared: &Shared,
+    client: &mut Client,
+    computer: bool,
+    clocked: bool,
+) -> Result<usize, Status> {
+    let time_control = clocked.then(|| pb::TimeControl {
+        kind: Some(pb::time_control::Kind::RealTime(
+            pb::time_control::RealTime {
+                initial: prost_types::Duration::try_from(TIMED_INITIAL).ok(),
+                increment: Some(prost_types::Duration::default()),
+            },
+        )),
+    });
     let created = client
         .create_game(timed(pb::CreateGameRequest {
             rules: Some(pb::RulesSpec {
@@ -516,6 +733,7 @@ async fn new_game(shared: &Shared, client: &mut Client, computer: bool) -> Resul
             seat: pb::Player::First.into(),
             display_name: "crash".to_owned(),
             computer: computer.then_some(pb::ComputerOpponent { level: 1 }),
+            time_control,
             ..Default::default()
         }))
         .await?
@@ -531,6 +749,7 @@ async fn new_game(shared: &Shared, client: &mut Client, computer: bool) -> Resul
             seen: 0,
             over: false,
             computer,
+            timed: clocked,
         });
         journal.games.len() - 1
     };
@@ -556,7 +775,7 @@ async fn play_game(
     moves: &[Move],
     limit: Option<usize>,
 ) -> Result<(), Status> {
-    let (id, first, second, computer) = {
+    let (id, first, second, computer, timed) = {
         let journal = shared.journal.lock().unwrap();
         let entry = &journal.games[index];
         (
@@ -564,6 +783,7 @@ async fn play_game(
             entry.first.clone(),
             entry.second.clone(),
             entry.computer,
+            entry.timed,
         )
     };
     let (Some(first), Some(second)) = (first, second.or_else(|| computer.then(String::new))) else {
@@ -603,7 +823,7 @@ async fn play_game(
             Direction::Right => pb::Direction::Right,
             Direction::Left => pb::Direction::Left,
         };
-        client
+        let played_move = client
             .play_move(authed(
                 pb::PlayMoveRequest {
                     game_id: id.clone(),
@@ -615,7 +835,14 @@ async fn play_game(
                 },
                 token,
             ))
-            .await?;
+            .await;
+        match played_move {
+            Ok(_) => {}
+            // A loaded machine made the mover of a timed game miss their deadline: the game is
+            // left here as if they had stopped, and they lose it so.
+            Err(status) if timed && is_time_up(&status) => return Ok(()),
+            Err(status) => return Err(status),
+        }
         game.play(mv).map_err(|e| Status::internal(e.to_string()))?;
         played += 1;
         let mut journal = shared.journal.lock().unwrap();
@@ -624,6 +851,13 @@ async fn play_game(
         entry.over = game.position().is_over();
     }
     Ok(())
+}
+
+fn is_time_up(status: &Status) -> bool {
+    status.code() == Code::FailedPrecondition
+        && status
+            .get_details_error_info()
+            .is_some_and(|info| info.reason == "ERROR_REASON_TIME_UP")
 }
 
 /// The moves stored after `ply` once the computer has played it: `None` if the run stops
@@ -664,15 +898,29 @@ async fn computer_reply(
     }
 }
 
+/// What one player task plays.
+#[derive(Debug, Clone, Copy)]
+enum Kind {
+    /// Both seats.
+    Both,
+    /// Against the computer.
+    Computer,
+    /// Both seats of timed games, left after a few moves.
+    Timed,
+}
+
 /// One player task: continue `resume`, then keep starting new games until the server is gone.
+/// Games are watched on `watchers[watch_node]`.
 async fn player(
     shared: Arc<Shared>,
     mut client: Client,
-    watcher: Client,
+    watchers: Vec<Client>,
+    watch_node: usize,
     resume: Vec<(usize, Vec<Move>)>,
     new_games: bool,
-    computer: bool,
+    kind: Kind,
 ) {
+    let watcher = watchers[watch_node].clone();
     let report = |status: Status| {
         if server_gone(&status) {
             shared.stop.store(true, Ordering::Relaxed);
@@ -690,18 +938,78 @@ async fn player(
             return report(status);
         }
     }
+    let (computer, timed) = (matches!(kind, Kind::Computer), matches!(kind, Kind::Timed));
     while new_games && !shared.stopping() {
-        let index = match new_game(&shared, &mut client, computer).await {
+        let index = match new_game(&shared, &mut client, computer, timed).await {
             Ok(index) => index,
             Err(status) => return report(status),
         };
         let id = shared.journal.lock().unwrap().games[index].id.clone();
-        tokio::spawn(watch_game(Arc::clone(&shared), watcher.clone(), index, id));
-        if let Err(status) = play_game(&shared, &mut client, index, &[], None).await {
+        let limit = if timed {
+            let watch = watch_timed(Arc::clone(&shared), watchers.clone(), watch_node, index, id);
+            tokio::spawn(watch);
+            // At least two, so that the clock of the one who stops runs (before, it is the
+            // first-move limit); sometimes fewer happen when a node dies meanwhile.
+            Some(rand::random_range(2..=6))
+        } else {
+            tokio::spawn(watch_game(Arc::clone(&shared), watcher.clone(), index, id));
+            None
+        };
+        if let Err(status) = play_game(&shared, &mut client, index, &[], limit).await {
             return report(status);
         }
     }
 }
+
+/// Waits until every timed game left in this round has ended (its watcher saw the GameOver and
+/// checked how late it came). Those still running after the server's default first-move limit
+/// (30 s, the farthest a deadline can be) and [`FLAG_LATENESS`] are failures.
+async fn wait_for_timed_ends(shared: &Shared) {
+    let give_up = Instant::now() + Duration::from_secs(30) + FLAG_LATENESS;
+    loop {
+        let pending: Vec<String> = {
+            let journal = shared.journal.lock().unwrap();
+            journal
+                .games
+                .iter()
+                .filter(|g| g.timed && g.second.is_some() && !g.over)
+                .map(|g| g.id.clone())
+                .collect()
+        };
+        if pending.is_empty() {
+            return;
+        }
+        if Instant::now() > give_up {
+            for id in pending {
+                shared
+                    .failures
+                    .add(format!("{id}: a timed game left here never ended"));
+            }
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+/// The timed games' ends in this round: how many, and how late. One that came more than
+/// [`WAITED`] after its deadline was due while no node ran the timekeeper (its leader killed, the
+/// lease not yet taken over), or on a very busy machine.
+fn timed_summary(shared: &Shared) -> String {
+    let ends = shared.ends.lock().unwrap();
+    let flags = ends.iter().filter(|e| e.flag).count();
+    let waited = ends.iter().filter(|e| e.lateness > WAITED).count();
+    let max = ends.iter().map(|e| e.lateness).max().unwrap_or_default();
+    format!(
+        "{flags} flags fell and {} first-move limits passed, {waited} of them more than {} ms \
+         after the deadline, the latest {} ms after",
+        ends.len() - flags,
+        WAITED.as_millis(),
+        max.as_millis()
+    )
+}
+
+/// See [`timed_summary`].
+const WAITED: Duration = Duration::from_millis(250);
 
 async fn run(args: Args) -> Result<String, String> {
     let mut journal: Journal = match std::fs::read(&args.journal) {
@@ -724,7 +1032,8 @@ async fn run(args: Args) -> Result<String, String> {
     for (index, entry) in journal.games.iter().enumerate() {
         match verify_game(&mut client, entry).await {
             Ok(stored) => {
-                if !entry.over {
+                // A timed game was left for good: nobody moves in it again.
+                if !entry.over && !entry.timed {
                     resume.push((index, stored));
                 }
             }
@@ -754,6 +1063,7 @@ async fn run(args: Args) -> Result<String, String> {
         failures,
         deadline: Instant::now() + Duration::from_secs(args.max_seconds),
         stop: AtomicBool::new(false),
+        ends: Mutex::new(Vec::new()),
     });
     // Watch streams on connections of their own, as a separate client would.
     let mut watchers = Vec::new();
@@ -773,18 +1083,27 @@ async fn run(args: Args) -> Result<String, String> {
     let nodes = clients.len();
     for task in 0..args.games.max(1) {
         // Each game is watched on the next node: its events cross from node to node.
+        let kind = if args.computer_every > 0 && task % args.computer_every == 0 {
+            Kind::Computer
+        } else if args.timed_every > 0 && task % args.timed_every == args.timed_every - 1 {
+            Kind::Timed
+        } else {
+            Kind::Both
+        };
         tasks.push(tokio::spawn(player(
             Arc::clone(&shared),
             clients[task % nodes].clone(),
-            watchers[(task + 1) % nodes].clone(),
+            watchers.clone(),
+            (task + 1) % nodes,
             groups.remove(&task).unwrap_or_default(),
             !args.verify_only,
-            args.computer_every > 0 && task % args.computer_every == 0,
+            kind,
         )));
     }
     for task in tasks {
         task.await.map_err(|e| format!("player task: {e}"))?;
     }
+    wait_for_timed_ends(&shared).await;
     // Let the watchers take in the last events before the journal is written.
     tokio::time::sleep(Duration::from_millis(if args.verify_only {
         500
@@ -802,13 +1121,15 @@ async fn run(args: Args) -> Result<String, String> {
     }
     let acked: usize = journal.games.iter().map(|g| g.acked.len()).sum();
     let computer = journal.games.iter().filter(|g| g.computer).count();
+    let timed = journal.games.iter().filter(|g| g.timed).count();
     Ok(format!(
         "round {}: verified {verified_games} games / {verified_moves} acknowledged moves; \
-         now {} games ({computer} against the computer), {acked} acknowledged moves, lobby \
-         seen up to {}",
+         now {} games ({computer} against the computer, {timed} timed), {acked} acknowledged \
+         moves, lobby seen up to {}; {}",
         journal.rounds,
         journal.games.len(),
-        journal.lobby_seen
+        journal.lobby_seen,
+        timed_summary(&shared)
     ))
 }
 
