@@ -177,8 +177,9 @@ pub struct Metrics {
     unknown_method: Arc<MethodMetrics>,
     rpcs: Family<RpcLabels, Counter>,
     streams_open: [Gauge; 4],
-    events_sent: [Counter; 4],
+    events_sent: [Counter; 2],
     streams_dropped_stalled: Counter,
+    streams_lagged: [Counter; 2],
     moves: Counter,
     games_created: Counter,
     games_finished: Family<ReasonLabels, Counter>,
@@ -297,8 +298,19 @@ impl Metrics {
             "Events handed to server streams (heartbeats not counted), by kind",
             sent.clone(),
         );
-        let events_sent = StreamKind::ALL
-            .map(|kind| sent.get_or_create_owned(&KindLabels { kind: kind.label() }));
+        // Only watch streams carry events (seeks and health send their own messages).
+        let watches = [StreamKind::Game, StreamKind::Lobby];
+        let events_sent =
+            watches.map(|kind| sent.get_or_create_owned(&KindLabels { kind: kind.label() }));
+        let lagged = Family::<KindLabels, Counter>::default();
+        registry.register(
+            "stream_lags",
+            "Times a watch stream fell behind the live feed and caught up from the store (it is \
+             not dropped for it), by kind",
+            lagged.clone(),
+        );
+        let streams_lagged =
+            watches.map(|kind| lagged.get_or_create_owned(&KindLabels { kind: kind.label() }));
         let dropped = Family::<ReasonLabels, Counter>::default();
         registry.register(
             "streams_dropped",
@@ -387,6 +399,7 @@ impl Metrics {
             streams_open,
             events_sent,
             streams_dropped_stalled,
+            streams_lagged,
             moves,
             games_created,
             games_finished,
@@ -440,7 +453,16 @@ impl Metrics {
 
     /// Counts an event handed to a stream of `kind`.
     pub fn event_sent(&self, kind: StreamKind) {
-        self.events_sent[kind as usize].inc();
+        if let Some(counter) = self.events_sent.get(kind as usize) {
+            counter.inc();
+        }
+    }
+
+    /// Counts `times` a stream of `kind` fell behind the live feed.
+    pub fn stream_lagged(&self, kind: StreamKind, times: u64) {
+        if let Some(counter) = self.streams_lagged.get(kind as usize) {
+            counter.inc_by(times);
+        }
     }
 
     /// Counts a stream dropped because its client stopped reading.

@@ -23,9 +23,14 @@ struct Running {
 
 impl Running {
     fn start() -> Running {
+        Running::start_with(&[])
+    }
+
+    fn start_with(extra: &[&str]) -> Running {
         let mut child = Command::new(env!("CARGO_BIN_EXE_oanquan-server"))
             .args(["--in-memory", "--listen", "127.0.0.1:0"])
             .args(["--metrics-listen", "127.0.0.1:0", "--node-name", "node-a"])
+            .args(extra)
             .env("RUST_LOG", "warn")
             .env_remove("OANQUAN_DATABASE")
             .stdin(Stdio::null())
@@ -351,4 +356,98 @@ async fn every_response_carries_a_request_id() {
         .insert("x-request-id", "watching".parse().unwrap());
     let stream = games.watch_game(watch).await.unwrap();
     assert_eq!(id_of(stream.metadata()), "watching");
+}
+
+#[tokio::test]
+async fn limits_count_their_refusals() {
+    let server = Running::start_with(&[
+        "--exempt-loopback",
+        "false",
+        "--rate-limit",
+        "1",
+        "--rate-limit-burst",
+        "2",
+        "--max-connections-per-client",
+        "1",
+    ]);
+    let mut games = server.games().await;
+    let mut limited = 0;
+    for _ in 0..6 {
+        match games.list_games(pb::ListGamesRequest::default()).await {
+            Ok(_) => {}
+            Err(status) if status.code() == Code::ResourceExhausted => limited += 1,
+            Err(status) => panic!("{status:?}"),
+        }
+    }
+    assert!(limited >= 3, "{limited} of 6 limited");
+
+    // A second connection from the same address is closed as soon as it is accepted.
+    let mut second = TcpStream::connect(server.addr).unwrap();
+    second
+        .set_read_timeout(Some(Duration::from_secs(10)))
+        .unwrap();
+    let mut byte = [0; 1];
+    assert_eq!(second.read(&mut byte).unwrap_or(0), 0, "closed");
+
+    let samples = wait_for(&server, "the refused connection is counted", |samples| {
+        samples.sum("oanquan_connections_refused_total", &[]) == 1.0
+    });
+    assert_eq!(
+        samples.sum("oanquan_rate_limited_total", &[]),
+        f64::from(limited)
+    );
+    let refused = [
+        r#"method="ListGames""#.to_owned(),
+        r#"code="RESOURCE_EXHAUSTED""#.to_owned(),
+    ];
+    assert_eq!(
+        samples.sum("oanquan_rpcs_total", &labels(&refused)),
+        f64::from(limited)
+    );
+    assert_eq!(samples.sum("oanquan_connections_open", &[]), 1.0);
+}
+
+/// In process, for a hub buffer of one event (not a flag): each commit of a move publishes
+/// more than that, so the watch lags, catches up from the store, and is counted.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_watch_that_falls_behind_counts_as_lagged() {
+    let metrics = oanquan_server::metrics::Metrics::new("lag");
+    let mut settings = config();
+    settings.streams.broadcast_capacity = 1;
+    settings.metrics = Some(std::sync::Arc::clone(&metrics));
+    let server = start(settings).await;
+    let mut games = server.games().await;
+    let (id, first, second) = started(&mut games, "standard").await;
+    let mut watch = games
+        .watch_game(pb::WatchGameRequest {
+            game_id: id.clone(),
+            ..Default::default()
+        })
+        .await
+        .unwrap()
+        .into_inner();
+    next(&mut watch).await.unwrap();
+    let lags = || async {
+        Samples::parse(&metrics.render().await)
+            .sum("oanquan_stream_lags_total", &[r#"kind="game""#])
+    };
+    while lags().await == 0.0 {
+        let game = play_one(&mut games, &id, (&first, &second)).await;
+        if game.status() != pb::GameStatus::Active {
+            assert!(
+                lags().await >= 1.0,
+                "a whole game and the watch never lagged"
+            );
+            break;
+        }
+    }
+    // It still delivers every move, in order.
+    let moves = get_game(&mut games, &id).await.position.unwrap().ply;
+    let mut seen = 0;
+    while seen < moves {
+        let event = next_game_event(&mut watch).await.expect("an event");
+        if let Some(pb::game_event::Kind::MovePlayed(_)) = event.kind {
+            seen += 1;
+        }
+    }
 }

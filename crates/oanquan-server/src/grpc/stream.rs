@@ -120,6 +120,7 @@ where
     let task = async move {
         let mut ticker = tokio::time::interval_at(Instant::now() + period, period);
         ticker.set_missed_tick_behavior(MissedTickBehavior::Delay);
+        let mut lagged = 0;
         loop {
             let last = watch.last_sequence();
             let mut ends = false;
@@ -144,6 +145,12 @@ where
                 Some(extra) = side.next() => Ok(side_message(extra, last)),
                 _ = ticker.tick() => Ok(heartbeat(last)),
             };
+            if let Some(metrics) = &metrics
+                && watch.times_lagged() > lagged
+            {
+                metrics.stream_lagged(kind, watch.times_lagged() - lagged);
+                lagged = watch.times_lagged();
+            }
             let fatal = out.is_err();
             match tokio::time::timeout(stall, tx.send(out)).await {
                 Ok(Ok(())) if !fatal && !ends => {}
