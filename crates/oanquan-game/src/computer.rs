@@ -889,6 +889,28 @@ mod tests {
     }
 
     #[tokio::test]
+    async fn callers_waiting_for_a_slot_are_counted_until_served_or_gone() {
+        let pool = SearchPool::new(capacity(1, 1, 0));
+        let game = GameId::parse("abc").unwrap();
+        let held = pool.reserve(game.clone()).await.unwrap();
+        assert_eq!((pool.running_searches(), pool.queued()), (1, 0));
+        let mut waiting = Box::pin(pool.reserve(game.clone()));
+        assert!(futures::poll!(waiting.as_mut()).is_pending());
+        assert_eq!(pool.queued(), 1);
+        // A waiter that gives up leaves the queue.
+        let mut gone = Box::pin(pool.reserve(game));
+        assert!(futures::poll!(gone.as_mut()).is_pending());
+        assert_eq!(pool.queued(), 2);
+        drop(gone);
+        assert_eq!(pool.queued(), 1);
+        drop(held);
+        let served = waiting.await.unwrap();
+        assert_eq!((pool.running_searches(), pool.queued()), (1, 0));
+        drop(served);
+        assert_eq!(pool.running_searches(), 0);
+    }
+
+    #[tokio::test]
     async fn a_dropped_search_is_cancelled_and_frees_its_slot() {
         let pool = SearchPool::new(capacity(1, 1, 0));
         let long = SearchLimits::time(Duration::from_secs(60));
