@@ -81,8 +81,14 @@ pub fn request_id(headers: &http::HeaderMap) -> HeaderValue {
         })
         .cloned()
         .unwrap_or_else(|| {
+            // 32 hex digits, written in place rather than formatted: this runs for most calls.
             let id: u128 = rand::random();
-            HeaderValue::from_str(&format!("{id:032x}"))
+            let mut hex = [0; 32];
+            for (index, digit) in hex.iter_mut().enumerate() {
+                let nibble = (id >> (124 - 4 * index)) & 0xf;
+                *digit = b"0123456789abcdef"[nibble as usize];
+            }
+            HeaderValue::from_bytes(&hex)
                 .unwrap_or_else(|_| HeaderValue::from_static("unavailable"))
         })
 }
