@@ -32,11 +32,9 @@ fn overwrite_tokens(config: &Path, token: &str) {
     std::fs::write(&path, serde_json::to_vec(&file).unwrap()).unwrap();
 }
 
-#[test]
-fn no_token_reaches_the_log_even_at_trace_level() {
-    let dir = tempfile::tempdir().unwrap();
-    let log = dir.path().join("server.log");
-    let server = Server::start_logged(&[], "trace", &log);
+/// Creates and joins a game with the CLI, plays a move, then uses a wrong token twice; returns
+/// the game id and every token used (the wrong one included).
+fn play_and_refuse(server: &Server) -> (String, Vec<String>) {
     let url = server.url();
     let (alice, bob) = (config_dir(), config_dir());
 
@@ -80,7 +78,15 @@ fn no_token_reaches_the_log_even_at_trace_level() {
     let refused = run_cli(&url, bob.path(), &["resign", &id]);
     assert_ne!(refused.code, Some(0), "{refused:?}");
     drop(play);
+    (id, tokens)
+}
 
+#[test]
+fn no_token_reaches_the_log_even_at_trace_level() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("server.log");
+    let server = Server::start_logged(&[], "trace", &log);
+    let (id, tokens) = play_and_refuse(&server);
     drop(server);
     let text = std::fs::read_to_string(&log).unwrap();
     // The log level took effect (so this test would see a token if one were logged).
@@ -93,6 +99,55 @@ fn no_token_reaches_the_log_even_at_trace_level() {
         assert!(
             !text.contains(token.as_str()),
             "a token is in the server log at line {:?}",
+            text.lines().find(|l| l.contains(token.as_str()))
+        );
+    }
+}
+
+/// `--log-format json`: every line is one JSON object; the lines of a call carry its span's
+/// method, request id and game id; and still no token, at trace level.
+#[test]
+fn json_logs_parse_line_by_line_and_hold_no_token() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("server.log");
+    let server = Server::start_logged(&["--log-format", "json"], "trace", &log);
+    let (id, tokens) = play_and_refuse(&server);
+    drop(server);
+    let text = std::fs::read_to_string(&log).unwrap();
+    let lines: Vec<Value> = text
+        .lines()
+        .map(|line| {
+            serde_json::from_str(line).unwrap_or_else(|e| panic!("not a JSON line ({e}): {line}"))
+        })
+        .collect();
+    assert!(lines.len() > 50, "a trace-level log: {} lines", lines.len());
+    assert!(
+        lines
+            .iter()
+            .all(|line| line["level"].is_string() && line["timestamp"].is_string())
+    );
+    // The span of a PlayMove call: method, a request id and the game's id.
+    let span = lines
+        .iter()
+        .filter_map(|line| line["span"].as_object())
+        .find(|span| {
+            span.get("name").and_then(Value::as_str) == Some("rpc")
+                && span.get("method").and_then(Value::as_str)
+                    == Some("/oanquan.v1.GameService/PlayMove")
+                && span.get("game_id").and_then(Value::as_str) == Some(id.as_str())
+        })
+        .unwrap_or_else(|| {
+            panic!(
+                "no line in a PlayMove span of {id}:\n{}",
+                &text[..text.len().min(3000)]
+            )
+        });
+    let request_id = span["request_id"].as_str().expect("a request id");
+    assert_eq!(request_id.len(), 32, "{request_id}");
+    for token in &tokens {
+        assert!(
+            !text.contains(token.as_str()),
+            "a token is in the JSON log at line {:?}",
             text.lines().find(|l| l.contains(token.as_str()))
         );
     }

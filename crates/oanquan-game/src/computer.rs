@@ -24,7 +24,7 @@
 use std::collections::HashMap;
 use std::fmt;
 use std::net::IpAddr;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant, SystemTime};
 
@@ -221,6 +221,8 @@ pub struct SearchPool {
     clients: Mutex<HashMap<IpAddr, usize>>,
     next_id: AtomicU64,
     stopping: AtomicBool,
+    /// Callers waiting for a slot (computer moves and analyses), for the server's metrics.
+    queued: AtomicUsize,
 }
 
 #[derive(Debug)]
@@ -345,6 +347,7 @@ impl SearchPool {
             clients: Mutex::default(),
             next_id: AtomicU64::new(0),
             stopping: AtomicBool::new(false),
+            queued: AtomicUsize::new(0),
         })
     }
 
@@ -358,6 +361,25 @@ impl SearchPool {
     #[must_use]
     pub fn running_searches(&self) -> usize {
         self.running().len()
+    }
+
+    /// Callers waiting for a free slot now.
+    #[must_use]
+    pub fn queued(&self) -> usize {
+        self.queued.load(Ordering::Relaxed)
+    }
+
+    /// Counts a caller as queued until the returned guard is dropped (also when its wait is
+    /// cancelled).
+    fn queue(&self) -> impl Drop + '_ {
+        struct Queued<'a>(&'a AtomicUsize);
+        impl Drop for Queued<'_> {
+            fn drop(&mut self) {
+                self.0.fetch_sub(1, Ordering::Relaxed);
+            }
+        }
+        self.queued.fetch_add(1, Ordering::Relaxed);
+        Queued(&self.queued)
     }
 
     fn running(&self) -> MutexGuard<'_, HashMap<u64, Running>> {
@@ -401,10 +423,12 @@ impl SearchPool {
         if self.is_stopping() {
             return Err(stopping_error());
         }
+        let queued = self.queue();
         let permit = Arc::clone(&self.moves)
             .acquire_owned()
             .await
             .map_err(|_| stopping_error())?;
+        drop(queued);
         let place = ClientPlace {
             pool: self,
             client: None,
@@ -505,6 +529,7 @@ impl SearchPool {
                 TryAcquireError::NoPermits => None,
             })
         } else {
+            let _queued = self.queue();
             match tokio::time::timeout(self.capacity.analysis_wait, analyses.acquire_owned()).await
             {
                 Ok(permit) => permit.map_err(|_| Some(stopping_error())),
@@ -861,6 +886,28 @@ mod tests {
 
     fn ip(text: &str) -> Option<IpAddr> {
         Some(text.parse().unwrap())
+    }
+
+    #[tokio::test]
+    async fn callers_waiting_for_a_slot_are_counted_until_served_or_gone() {
+        let pool = SearchPool::new(capacity(1, 1, 0));
+        let game = GameId::parse("abc").unwrap();
+        let held = pool.reserve(game.clone()).await.unwrap();
+        assert_eq!((pool.running_searches(), pool.queued()), (1, 0));
+        let mut waiting = Box::pin(pool.reserve(game.clone()));
+        assert!(futures::poll!(waiting.as_mut()).is_pending());
+        assert_eq!(pool.queued(), 1);
+        // A waiter that gives up leaves the queue.
+        let mut gone = Box::pin(pool.reserve(game));
+        assert!(futures::poll!(gone.as_mut()).is_pending());
+        assert_eq!(pool.queued(), 2);
+        drop(gone);
+        assert_eq!(pool.queued(), 1);
+        drop(held);
+        let served = waiting.await.unwrap();
+        assert_eq!((pool.running_searches(), pool.queued()), (1, 0));
+        drop(served);
+        assert_eq!(pool.running_searches(), 0);
     }
 
     #[tokio::test]

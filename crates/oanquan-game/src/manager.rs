@@ -1,9 +1,10 @@
 //! The game service proper: every command and query, in domain types. A command loads its
 //! game, decides with a pure function of [`crate::transition`], commits, and publishes.
 
+use std::fmt;
 use std::net::{IpAddr, SocketAddr};
 use std::sync::Arc;
-use std::time::SystemTime;
+use std::time::{Duration, SystemTime};
 
 use oanquan_rules::{ByPlayer, Move, Player, Position, Preset, Rules};
 use tracing::{debug, info};
@@ -204,6 +205,15 @@ pub struct GameManager {
     hub: Arc<Hub>,
     limits: ManagerLimits,
     open_games: Arc<OpenGames>,
+    observer: Option<Arc<dyn CommitObserver>>,
+}
+
+/// Told of every create and commit the manager makes, whichever store it runs on: how the
+/// server counts moves, games and commit latency without instrumenting each store.
+pub trait CommitObserver: Send + Sync + fmt::Debug + 'static {
+    /// A create (`create`) or commit took `elapsed` and ended with `result`. Called on the
+    /// commit's own task, before the change is published: keep it cheap.
+    fn committed(&self, create: bool, elapsed: Duration, result: Result<&Committed, &StoreError>);
 }
 
 impl From<StoreError> for GameError {
@@ -238,7 +248,15 @@ impl GameManager {
             store,
             hub,
             limits,
+            observer: None,
         }
+    }
+
+    /// The same manager, telling `observer` of each create and commit.
+    #[must_use]
+    pub fn with_observer(mut self, observer: Arc<dyn CommitObserver>) -> GameManager {
+        self.observer = Some(observer);
+        self
     }
 
     /// Subscribes to every game's state after each commit: how background agents (the
@@ -955,12 +973,18 @@ impl GameManager {
         let store = Arc::clone(&self.store);
         let hub = Arc::clone(&self.hub);
         let open_games = Arc::clone(&self.open_games);
+        let observer = self.observer.clone();
         tokio::spawn(async move {
+            let started = std::time::Instant::now();
             let committed = if create {
                 store.create(commit).await
             } else {
                 store.commit(commit).await
-            }?;
+            };
+            if let Some(observer) = &observer {
+                observer.committed(create, started.elapsed(), committed.as_ref());
+            }
+            let committed = committed?;
             hub.publish(&committed);
             if committed.info.status.is_over() {
                 open_games.release(&committed.info.id);

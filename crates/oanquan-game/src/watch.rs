@@ -132,6 +132,8 @@ pub struct Watch<F: Feed> {
     /// (e.g. by a heartbeat in a `select!`) reads again instead of waiting for the hub.
     stale: bool,
     finished: bool,
+    /// Times the hub dropped events for this watch because it fell behind (for metrics).
+    lagged: u64,
     // Declared last: dropped after the receiver.
     _guard: Option<WatcherGuard>,
 }
@@ -166,6 +168,7 @@ impl<F: Feed> Watch<F> {
             queue: VecDeque::new(),
             stale: false,
             finished: false,
+            lagged: 0,
             _guard: guard,
         };
         match after {
@@ -191,6 +194,13 @@ impl<F: Feed> Watch<F> {
     #[must_use]
     pub fn last_sequence(&self) -> u64 {
         self.last
+    }
+
+    /// How many times this watch fell behind the hub's buffer and had to catch up from the
+    /// store.
+    #[must_use]
+    pub fn times_lagged(&self) -> u64 {
+        self.lagged
     }
 
     /// The next item; `None` once the stream is complete (the game is over and its last event
@@ -222,7 +232,10 @@ impl<F: Feed> Watch<F> {
                         self.stale = true;
                     }
                 }
-                Err(RecvError::Lagged(_)) => self.stale = true,
+                Err(RecvError::Lagged(_)) => {
+                    self.lagged += 1;
+                    self.stale = true;
+                }
                 Err(RecvError::Closed) => {
                     return Err(GameError::Unavailable(format!(
                         "event feed closed; reconnect with after_sequence={}",

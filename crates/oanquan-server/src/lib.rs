@@ -11,6 +11,7 @@
 pub mod config;
 pub mod domain;
 pub mod grpc;
+pub mod metrics;
 mod server;
 
 pub use server::{

@@ -2,7 +2,9 @@
 //!
 //! Once the listener is bound it prints exactly one line to stdout,
 //! `oanquan-server listening on <ip:port>`, so scripts and tests can start it with
-//! `--listen 127.0.0.1:0` and read the port. Logs go to stderr (filter with `RUST_LOG`).
+//! `--listen 127.0.0.1:0` and read the port. With `--metrics-listen` a second line follows,
+//! `oanquan-server metrics listening on <ip:port>`. Logs go to stderr (filter with `RUST_LOG`;
+//! `--log-format json` for one JSON object per line).
 //!
 //! The database is opened and checked before the listener is bound: a database that cannot be
 //! used is reported on stderr with exit status 1 and nothing is printed on stdout.
@@ -13,6 +15,7 @@ use std::io::{IsTerminal as _, Write as _};
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::process::ExitCode;
+use std::sync::Arc;
 
 use anyhow::Context as _;
 use clap::error::ErrorKind;
@@ -23,6 +26,7 @@ use oanquan_server::config::{
     TransportLimits, parse_switch,
 };
 use oanquan_server::domain::is_postgres_url;
+use oanquan_server::metrics::Metrics;
 use oanquan_server::{Config, Storage, TlsIdentity};
 use tokio::net::TcpListener;
 
@@ -134,6 +138,45 @@ struct Args {
 
     #[command(flatten)]
     computer: ComputerLimits,
+
+    /// Serve Prometheus metrics (OpenMetrics text) at http://ADDR/metrics; port 0 picks a free
+    /// port (printed on stdout). Off when not given. Bind it where only your monitoring can
+    /// reach it.
+    #[arg(
+        long,
+        env = "OANQUAN_METRICS_LISTEN",
+        value_name = "ADDR",
+        help_heading = "Operations"
+    )]
+    metrics_listen: Option<SocketAddr>,
+
+    /// This server's name in the metrics (`oanquan_build_info{node=…}`), to tell nodes apart.
+    /// Defaults to $HOSTNAME, else the --listen address.
+    #[arg(
+        long,
+        env = "OANQUAN_NODE_NAME",
+        value_name = "NAME",
+        help_heading = "Operations"
+    )]
+    node_name: Option<String>,
+
+    /// Log format on stderr: `text` for people, `json` for one JSON object per line (with the
+    /// fields of the enclosing spans: method, request_id, game_id).
+    #[arg(
+        long,
+        env = "OANQUAN_LOG_FORMAT",
+        value_enum,
+        default_value_t = LogFormat::Text,
+        help_heading = "Operations"
+    )]
+    log_format: LogFormat,
+}
+
+/// See `--log-format`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+enum LogFormat {
+    Text,
+    Json,
 }
 
 /// The database of `oanquan-server` and of `oanquan-server backup` when none is named.
@@ -268,6 +311,7 @@ impl Args {
             streams: self.streams,
             computer: self.computer,
             memory: self.memory,
+            metrics: None,
         }
     }
 }
@@ -310,26 +354,65 @@ async fn serve(args: Args) -> anyhow::Result<()> {
         .await
         .with_context(|| format!("cannot listen on {}", args.listen))?;
     let local = listener.local_addr()?;
+    let metrics = match args.metrics_listen {
+        Some(addr) => {
+            let listener = TcpListener::bind(addr)
+                .await
+                .with_context(|| format!("cannot listen for metrics on {addr}"))?;
+            let node = args
+                .node_name
+                .clone()
+                .or_else(|| {
+                    std::env::var("HOSTNAME")
+                        .ok()
+                        .filter(|name| !name.is_empty())
+                })
+                .unwrap_or_else(|| local.to_string());
+            let metrics = Metrics::new(&node);
+            config.metrics = Some(Arc::clone(&metrics));
+            Some((listener, metrics))
+        }
+        None => None,
+    };
     let shutdown = shutdown_signal().context("cannot install the SIGINT/SIGTERM handlers")?;
-    // The one line on stdout, flushed at once: the end-to-end tests' contract.
+    // The first line on stdout, flushed at once: the end-to-end tests' contract.
     let mut stdout = std::io::stdout().lock();
     writeln!(stdout, "oanquan-server listening on {local}")?;
+    if let Some((listener, _)) = &metrics {
+        writeln!(
+            stdout,
+            "oanquan-server metrics listening on {}",
+            listener.local_addr()?
+        )?;
+    }
     stdout.flush()?;
     drop(stdout);
+    // Scrapes go on while the server drains, and end with the process.
+    let (_stop_metrics, stopped) = tokio::sync::watch::channel(false);
+    if let Some((listener, metrics)) = metrics {
+        tokio::spawn(oanquan_server::metrics::serve(listener, metrics, stopped));
+    }
     oanquan_server::run_with_store(listener, config, store, shutdown).await?;
     Ok(())
 }
 
 fn main() -> ExitCode {
     let args = Args::parse_checked();
-    tracing_subscriber::fmt()
+    let logs = tracing_subscriber::fmt()
         .with_env_filter(
             tracing_subscriber::EnvFilter::try_from_default_env()
                 .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info")),
         )
-        .with_writer(std::io::stderr)
-        .with_ansi(std::io::stderr().is_terminal())
-        .init();
+        .with_writer(std::io::stderr);
+    match args.log_format {
+        LogFormat::Text => logs.with_ansi(std::io::stderr().is_terminal()).init(),
+        // The current span's fields at the top (`span`) and every enclosing span's (`spans`).
+        LogFormat::Json => logs
+            .json()
+            .with_current_span(true)
+            .with_span_list(true)
+            .init(),
+    }
     if let Some(Command::Backup(backup_args)) = &args.command {
         return backup(backup_args);
     }

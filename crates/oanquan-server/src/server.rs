@@ -33,7 +33,10 @@ use crate::domain::{reaper, timekeeper};
 use crate::grpc::accept::{self, Handshake};
 use crate::grpc::connections::ConnectionLimit;
 use crate::grpc::health::HealthApi;
-use crate::grpc::{AccountApi, GameApi, GameRoutes, RateLimitLayer, RulesApi, StreamSettings};
+use crate::grpc::{
+    AccountApi, GameApi, GameRoutes, ObserveLayer, RateLimitLayer, RulesApi, StreamSettings,
+};
+use crate::metrics::Metrics;
 
 /// Descriptor set of `google/rpc/error_details.proto`, for reflection (see `build.rs`).
 const GOOGLE_RPC_DESCRIPTOR_SET: &[u8] =
@@ -170,6 +173,9 @@ pub struct Config {
     pub computer: ComputerLimits,
     /// The in-memory store's capacity.
     pub memory: MemoryStoreLimits,
+    /// Where to count what the server does (served by [`crate::metrics::serve`]); `None`
+    /// counts nothing.
+    pub metrics: Option<Arc<Metrics>>,
 }
 
 /// Why the server stopped with an error.
@@ -278,11 +284,13 @@ pub async fn run_with_store(
         .and_then(|store| store.downcast_ref::<PostgresStore>());
     let node_listener = postgres
         .map(|postgres| AbortOnDrop(postgres.spawn_listener(Arc::clone(&hub), stop_rx.clone())));
-    let manager = Arc::new(GameManager::new(
-        Arc::clone(&store),
-        hub,
-        manager_limits(&config),
-    ));
+    let metrics = config.metrics.clone();
+    let mut manager = GameManager::new(Arc::clone(&store), hub, manager_limits(&config));
+    if let Some(metrics) = &metrics {
+        manager = manager.with_observer(Arc::clone(metrics) as _);
+        metrics.observe_sources(Arc::clone(&store), Arc::clone(&searches));
+    }
+    let manager = Arc::new(manager);
     // Before anything can end a game (the idle reaper, the computer): each restored game must
     // be counted before its release can come.
     let restored = manager
@@ -320,6 +328,7 @@ pub async fn run_with_store(
         heartbeat: config.streams.heartbeat_interval,
         stall_timeout: config.streams.stream_stall_timeout,
         shutdown: stop_rx.clone(),
+        metrics: metrics.clone(),
     };
     let rate_limiter = Arc::new(RateLimiter::new(
         config.clients.rate_limit(),
@@ -405,7 +414,11 @@ pub async fn run_with_store(
         .with_nodelay(Some(true))
         .with_keepalive(Some(transport.keepalive_interval));
     let handshake = Handshake {
-        limit: ConnectionLimit::new(config.clients.max_connections_per_client, exempt_loopback),
+        limit: ConnectionLimit::observed(
+            config.clients.max_connections_per_client,
+            exempt_loopback,
+            metrics.clone(),
+        ),
         tls: config.tls.as_ref().map(TlsIdentity::acceptor).transpose()?,
         timeout: transport.handshake_timeout,
     };
@@ -423,10 +436,13 @@ pub async fn run_with_store(
             tracing::info_span!(
                 "rpc",
                 method = %request.uri().path(),
+                request_id = tracing::field::Empty,
                 game_id = tracing::field::Empty,
             )
         })
-        .layer(RateLimitLayer::new(rate_limiter))
+        // Outermost, so that it counts the rate limit's refusals as calls too.
+        .layer(ObserveLayer::new(metrics.clone()))
+        .layer(RateLimitLayer::new(rate_limiter).with_metrics(metrics))
         .add_service(health_service)
         .add_service(reflection_v1)
         .add_service(reflection_v1alpha)

@@ -19,7 +19,10 @@ use tokio::net::TcpStream;
 use tonic::transport::server::{Connected, TcpConnectInfo};
 use tracing::debug;
 
+use prometheus_client::metrics::gauge::Gauge;
+
 use crate::domain::limits::client_key;
+use crate::metrics::Metrics;
 
 /// Open connections per client address. See the module docs.
 #[derive(Debug)]
@@ -28,17 +31,48 @@ pub struct ConnectionLimit {
     max: usize,
     exempt_loopback: bool,
     open: Mutex<HashMap<IpAddr, usize>>,
+    metrics: Option<Arc<Metrics>>,
 }
 
 impl ConnectionLimit {
     /// At most `max` connections per client address; 0 means no limit.
     #[must_use]
     pub fn new(max: usize, exempt_loopback: bool) -> Arc<ConnectionLimit> {
+        ConnectionLimit::observed(max, exempt_loopback, None)
+    }
+
+    /// [`ConnectionLimit::new`], counting every open connection and each refusal in
+    /// `metrics`.
+    #[must_use]
+    pub fn observed(
+        max: usize,
+        exempt_loopback: bool,
+        metrics: Option<Arc<Metrics>>,
+    ) -> Arc<ConnectionLimit> {
         Arc::new(ConnectionLimit {
             max,
             exempt_loopback,
             open: Mutex::default(),
+            metrics,
         })
+    }
+
+    /// `stream`, counted in the open-connections gauge until dropped.
+    fn gauged(
+        &self,
+        stream: TcpStream,
+        slot: Option<(Arc<ConnectionLimit>, IpAddr)>,
+    ) -> CountedConnection {
+        let gauge = self.metrics.as_ref().map(|metrics| {
+            let gauge = metrics.connections_open().clone();
+            gauge.inc();
+            gauge
+        });
+        CountedConnection {
+            stream,
+            slot,
+            gauge,
+        }
     }
 
     fn lock(&self) -> MutexGuard<'_, HashMap<IpAddr, usize>> {
@@ -54,23 +88,21 @@ impl ConnectionLimit {
             Some(ip) if self.max > 0 && !(self.exempt_loopback && ip.is_loopback()) => {
                 client_key(ip)
             }
-            _ => {
-                return Some(CountedConnection { stream, slot: None });
-            }
+            _ => return Some(self.gauged(stream, None)),
         };
         {
             let mut open = self.lock();
             let count = open.entry(counted).or_insert(0);
             if *count >= self.max {
                 debug!(peer = %counted, open = *count, "connection refused: too many from this address");
+                if let Some(metrics) = &self.metrics {
+                    metrics.connection_refused();
+                }
                 return None;
             }
             *count += 1;
         }
-        Some(CountedConnection {
-            stream,
-            slot: Some((Arc::clone(self), counted)),
-        })
+        Some(self.gauged(stream, Some((Arc::clone(self), counted))))
     }
 
     /// Connections counted for `ip` now.
@@ -85,10 +117,14 @@ impl ConnectionLimit {
 pub struct CountedConnection {
     stream: TcpStream,
     slot: Option<(Arc<ConnectionLimit>, IpAddr)>,
+    gauge: Option<Gauge>,
 }
 
 impl Drop for CountedConnection {
     fn drop(&mut self) {
+        if let Some(gauge) = &self.gauge {
+            gauge.dec();
+        }
         if let Some((limit, ip)) = self.slot.take() {
             let mut open = limit.lock();
             if let Some(count) = open.get_mut(&ip) {

@@ -19,6 +19,7 @@ use crate::domain::{
     Credential, GameError, GameFeed, GameId, GameManager, LobbyFeed, NewGame, PlayerToken, Seated,
     Watch, WatchItem,
 };
+use crate::metrics::StreamKind;
 
 /// The GameService adapter.
 #[derive(Debug, Clone)]
@@ -409,6 +410,7 @@ impl pb::game_service_server::GameService for GameApi {
         Ok(Response::new(stream::spawn(
             watch,
             &self.streams,
+            StreamKind::Game,
             game_item,
             game_heartbeat,
             game_is_last(follow_rematch),
@@ -431,6 +433,7 @@ impl pb::game_service_server::GameService for GameApi {
         Ok(Response::new(stream::spawn(
             watch,
             &self.streams,
+            StreamKind::Lobby,
             move |item| lobby_item(item, &pool),
             lobby_heartbeat,
             |_| false,

@@ -9,6 +9,7 @@ mod game_service;
 pub mod health;
 #[cfg(test)]
 mod imports;
+pub mod observe;
 pub mod rate_limit;
 mod rules_service;
 pub mod status;
@@ -17,6 +18,7 @@ pub mod wire;
 
 pub use account_service::AccountApi;
 pub use game_service::GameApi;
+pub use observe::ObserveLayer;
 pub use rate_limit::RateLimitLayer;
 pub use rules_service::RulesApi;
 pub use stream::{StreamSettings, WatchStream};

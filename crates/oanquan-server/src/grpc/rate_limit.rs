@@ -14,6 +14,7 @@ use tower::{Layer, Service};
 
 use super::status;
 use crate::domain::limits::RateLimiter;
+use crate::metrics::Metrics;
 
 /// The peer address of a request, over plain TCP or TLS.
 #[must_use]
@@ -34,13 +35,24 @@ pub fn peer_ip<B>(request: &http::Request<B>) -> Option<IpAddr> {
 #[derive(Debug, Clone)]
 pub struct RateLimitLayer {
     limiter: Arc<RateLimiter>,
+    metrics: Option<Arc<Metrics>>,
 }
 
 impl RateLimitLayer {
     /// A layer checking `limiter`.
     #[must_use]
     pub fn new(limiter: Arc<RateLimiter>) -> RateLimitLayer {
-        RateLimitLayer { limiter }
+        RateLimitLayer {
+            limiter,
+            metrics: None,
+        }
+    }
+
+    /// The same layer, counting its refusals in `metrics`.
+    #[must_use]
+    pub fn with_metrics(mut self, metrics: Option<Arc<Metrics>>) -> RateLimitLayer {
+        self.metrics = metrics;
+        self
     }
 }
 
@@ -50,6 +62,7 @@ impl<S> Layer<S> for RateLimitLayer {
         RateLimitService {
             inner,
             limiter: Arc::clone(&self.limiter),
+            metrics: self.metrics.clone(),
         }
     }
 }
@@ -59,6 +72,7 @@ impl<S> Layer<S> for RateLimitLayer {
 pub struct RateLimitService<S> {
     inner: S,
     limiter: Arc<RateLimiter>,
+    metrics: Option<Arc<Metrics>>,
 }
 
 impl<S, B, R> Service<http::Request<B>> for RateLimitService<S>
@@ -80,6 +94,9 @@ where
             && let Err(limited) = self.limiter.check(ip)
         {
             tracing::debug!(%ip, path = %request.uri().path(), "rate limited");
+            if let Some(metrics) = &self.metrics {
+                metrics.rate_limited();
+            }
             return Either::Right(ready(Ok(status::rate_limited(&limited).into_http())));
         }
         Either::Left(self.inner.call(request))

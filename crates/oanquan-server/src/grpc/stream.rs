@@ -12,6 +12,7 @@
 //! RESOURCE_EXHAUSTED naming the `after_sequence` to resume from.
 
 use std::pin::Pin;
+use std::sync::Arc;
 use std::task::{Context, Poll};
 use std::time::Duration;
 
@@ -23,6 +24,7 @@ use tracing::Instrument as _;
 
 use super::status;
 use crate::domain::{Feed, Watch, WatchItem};
+use crate::metrics::{Metrics, StreamKind};
 
 /// Messages buffered per stream besides what HTTP/2 flow control lets into the connection.
 pub const STREAM_BUFFER: usize = 16;
@@ -36,6 +38,8 @@ pub struct StreamSettings {
     pub stall_timeout: Duration,
     /// Turns `true` when the server starts shutting down.
     pub shutdown: watch::Receiver<bool>,
+    /// Where events sent and streams dropped are counted, if anywhere.
+    pub metrics: Option<Arc<Metrics>>,
 }
 
 /// A server stream fed by a task: what the task buffered, then the status it ended with, if
@@ -83,10 +87,12 @@ pub(crate) fn no_side<M>() -> Side<futures::stream::Pending<()>, (), M> {
 
 /// Spawns the task that feeds a stream from `watch`: each item made into a message by `item`,
 /// heartbeats while idle, the `side` stream's items between them; the stream ends after an
-/// item for which `is_last` holds, or when the watch is complete.
+/// item for which `is_last` holds, or when the watch is complete. Its events are counted as
+/// `kind`'s.
 pub(crate) fn spawn<F, M, I, L, S, X>(
     mut watch: Watch<F>,
     settings: &StreamSettings,
+    kind: StreamKind,
     item: I,
     heartbeat: fn(u64) -> M,
     is_last: L,
@@ -104,6 +110,7 @@ where
     let (tx, rx) = mpsc::channel(STREAM_BUFFER);
     let (last_tx, last_rx) = oneshot::channel();
     let mut shutdown = settings.shutdown.clone();
+    let metrics = settings.metrics.clone();
     let period = settings.heartbeat.max(Duration::from_millis(10));
     let stall = settings.stall_timeout.max(Duration::from_millis(10));
     let Side {
@@ -113,6 +120,7 @@ where
     let task = async move {
         let mut ticker = tokio::time::interval_at(Instant::now() + period, period);
         ticker.set_missed_tick_behavior(MissedTickBehavior::Delay);
+        let mut lagged = 0;
         loop {
             let last = watch.last_sequence();
             let mut ends = false;
@@ -124,6 +132,9 @@ where
                 next = watch.next() => match next {
                     Ok(Some(next)) => {
                         ticker.reset();
+                        if let (Some(metrics), WatchItem::Event(_)) = (&metrics, &next) {
+                            metrics.event_sent(kind);
+                        }
                         ends = is_last(&next);
                         Ok(item(next))
                     }
@@ -134,6 +145,12 @@ where
                 Some(extra) = side.next() => Ok(side_message(extra, last)),
                 _ = ticker.tick() => Ok(heartbeat(last)),
             };
+            if let Some(metrics) = &metrics
+                && watch.times_lagged() > lagged
+            {
+                metrics.stream_lagged(kind, watch.times_lagged() - lagged);
+                lagged = watch.times_lagged();
+            }
             let fatal = out.is_err();
             match tokio::time::timeout(stall, tx.send(out)).await {
                 Ok(Ok(())) if !fatal && !ends => {}
@@ -142,6 +159,9 @@ where
                     // Never read for `stall`: free the slot, tell the client when it reads.
                     // The message in hand is dropped; resuming from `last` replays it.
                     tracing::info!(stall = ?stall, "dropping a stream its client does not read");
+                    if let Some(metrics) = &metrics {
+                        metrics.stream_stalled();
+                    }
                     let _ = last_tx.send(status::stream_dropped(stall, last));
                     break;
                 }

@@ -34,6 +34,7 @@ use super::game_service::{self, GameApi};
 use super::stream::{self, WatchStream};
 use super::{convert, status};
 use crate::domain::{GameEvent, WatchItem};
+use crate::metrics::StreamKind;
 
 /// The route served here; everything else goes to the generated service.
 const WATCH_GAME: &str = "/oanquan.v1.GameService/WatchGame";
@@ -154,6 +155,7 @@ impl ServerStreamingService<pb::WatchGameRequest> for WatchGameWire {
             Ok(Response::new(stream::spawn(
                 watch,
                 api.streams(),
+                StreamKind::Game,
                 move |item| match item {
                     WatchItem::Event(event) => Wire(encoded.get(&event)),
                     snapshot => Wire::encode(&game_service::game_item(snapshot)),

@@ -1,0 +1,295 @@
+//! A tower layer over every service: a request id for each call, and its metrics.
+//!
+//! **Request ids.** A call's id is the client's `x-request-id` metadata when it is 1 to
+//! [`MAX_REQUEST_ID`] printable ASCII characters (no spaces), else a fresh random one: the
+//! id goes into logs and must not let a client write anything else there. It is recorded in
+//! the call's `rpc` span (so every log line of the call carries it) and returned in the
+//! response's `x-request-id` metadata, on errors and streams too.
+//!
+//! **Metrics.** Each call is counted once, by method and final gRPC status, when its status
+//! is known: at once for an error without a body, else when the body's trailers go out. A
+//! call whose response or body is dropped before that (the client went away, the server's
+//! request timeout) counts as CANCELLED. Streams of the counted kinds are open from their
+//! response headers until then.
+
+use std::pin::Pin;
+use std::sync::Arc;
+use std::task::{Context, Poll, ready};
+use std::time::Instant;
+
+use bytes::Bytes;
+use http::HeaderValue;
+use http_body::{Frame, SizeHint};
+use pin_project_lite::pin_project;
+use tonic::body::Body;
+use tower::{Layer, Service};
+
+use crate::metrics::{MethodMetrics, Metrics};
+
+/// Longest request id taken from a client.
+pub const MAX_REQUEST_ID: usize = 128;
+
+/// The metadata key of the request id, both ways.
+pub const REQUEST_ID: &str = "x-request-id";
+
+/// gRPC's CANCELLED.
+const CANCELLED: i32 = 1;
+/// gRPC's UNKNOWN: a status that cannot be read.
+const UNKNOWN: i32 = 2;
+
+/// See the module docs.
+#[derive(Debug, Clone, Default)]
+pub struct ObserveLayer {
+    metrics: Option<Arc<Metrics>>,
+}
+
+impl ObserveLayer {
+    /// Request ids always; metrics into `metrics` when given.
+    #[must_use]
+    pub fn new(metrics: Option<Arc<Metrics>>) -> ObserveLayer {
+        ObserveLayer { metrics }
+    }
+}
+
+impl<S> Layer<S> for ObserveLayer {
+    type Service = Observe<S>;
+    fn layer(&self, inner: S) -> Observe<S> {
+        Observe {
+            inner,
+            metrics: self.metrics.clone(),
+        }
+    }
+}
+
+/// The service [`ObserveLayer`] makes.
+#[derive(Debug, Clone)]
+pub struct Observe<S> {
+    inner: S,
+    metrics: Option<Arc<Metrics>>,
+}
+
+/// The client's request id if it is acceptable, else a new one.
+#[must_use]
+pub fn request_id(headers: &http::HeaderMap) -> HeaderValue {
+    headers
+        .get(REQUEST_ID)
+        .filter(|value| {
+            let bytes = value.as_bytes();
+            !bytes.is_empty()
+                && bytes.len() <= MAX_REQUEST_ID
+                && bytes.iter().all(u8::is_ascii_graphic)
+        })
+        .cloned()
+        .unwrap_or_else(|| {
+            // 32 hex digits, written in place rather than formatted: this runs for most calls.
+            let id: u128 = rand::random();
+            let mut hex = [0; 32];
+            for (index, digit) in hex.iter_mut().enumerate() {
+                let nibble = (id >> (124 - 4 * index)) & 0xf;
+                *digit = b"0123456789abcdef"[nibble as usize];
+            }
+            HeaderValue::from_bytes(&hex)
+                .unwrap_or_else(|_| HeaderValue::from_static("unavailable"))
+        })
+}
+
+impl<S, B> Service<http::Request<B>> for Observe<S>
+where
+    S: Service<http::Request<B>, Response = http::Response<Body>>,
+{
+    type Response = http::Response<Body>;
+    type Error = S::Error;
+    type Future = ObserveFuture<S::Future>;
+
+    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Self::Error>> {
+        self.inner.poll_ready(cx)
+    }
+
+    fn call(&mut self, request: http::Request<B>) -> Self::Future {
+        let id = request_id(request.headers());
+        let done = self.metrics.as_ref().map(|metrics| Done {
+            method: Arc::clone(metrics.method(request.uri().path())),
+            metrics: Arc::clone(metrics),
+            started: Instant::now(),
+            code: None,
+            stream_open: false,
+        });
+        ObserveFuture {
+            inner: self.inner.call(request),
+            id: Some(id),
+            recorded: false,
+            done,
+        }
+    }
+}
+
+/// A call being counted: counted when dropped, with `code` or else CANCELLED.
+#[derive(Debug)]
+struct Done {
+    metrics: Arc<Metrics>,
+    method: Arc<MethodMetrics>,
+    started: Instant,
+    code: Option<i32>,
+    /// Whether the stream gauge of the method's kind counts this call.
+    stream_open: bool,
+}
+
+impl Done {
+    fn finish(mut self, code: i32) {
+        self.code = Some(code);
+    }
+}
+
+impl Drop for Done {
+    fn drop(&mut self) {
+        let code = self.code.unwrap_or(CANCELLED);
+        self.metrics
+            .rpc_done(&self.method, code, self.started.elapsed());
+        if self.stream_open
+            && let Some(kind) = self.method.stream()
+        {
+            self.metrics.streams_open(kind).dec();
+        }
+    }
+}
+
+/// The `grpc-status` in `headers`, if any (UNKNOWN if unreadable).
+fn status_in(headers: &http::HeaderMap) -> Option<i32> {
+    headers.get("grpc-status").map(|value| {
+        value
+            .to_str()
+            .ok()
+            .and_then(|text| text.parse().ok())
+            .unwrap_or(UNKNOWN)
+    })
+}
+
+pin_project! {
+    /// The future of [`Observe`].
+    #[derive(Debug)]
+    pub struct ObserveFuture<F> {
+        #[pin]
+        inner: F,
+        id: Option<HeaderValue>,
+        recorded: bool,
+        done: Option<Done>,
+    }
+}
+
+impl<F, E> Future for ObserveFuture<F>
+where
+    F: Future<Output = Result<http::Response<Body>, E>>,
+{
+    type Output = Result<http::Response<Body>, E>;
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        let this = self.project();
+        // tonic polls the call inside its `rpc` span (not while `call` runs).
+        if !*this.recorded {
+            *this.recorded = true;
+            if let Some(id) = this.id.as_ref().and_then(|id| id.to_str().ok()) {
+                tracing::Span::current().record("request_id", id);
+            }
+        }
+        let result = ready!(this.inner.poll(cx));
+        let Ok(mut response) = result else {
+            if let Some(done) = this.done.take() {
+                done.finish(UNKNOWN);
+            }
+            return Poll::Ready(result);
+        };
+        if let Some(id) = this.id.take() {
+            response.headers_mut().insert(REQUEST_ID, id);
+        }
+        let Some(mut done) = this.done.take() else {
+            return Poll::Ready(Ok(response));
+        };
+        if let Some(code) = status_in(response.headers()) {
+            // Trailers-only: the status is final already.
+            done.finish(code);
+            return Poll::Ready(Ok(response));
+        }
+        if let Some(kind) = done.method.stream() {
+            done.metrics.streams_open(kind).inc();
+            done.stream_open = true;
+        }
+        Poll::Ready(Ok(response.map(|inner| {
+            Body::new(ObservedBody {
+                inner,
+                done: Some(done),
+            })
+        })))
+    }
+}
+
+/// A response body that counts its call when the trailers pass (or when it is dropped).
+#[derive(Debug)]
+struct ObservedBody {
+    inner: Body,
+    done: Option<Done>,
+}
+
+impl http_body::Body for ObservedBody {
+    type Data = Bytes;
+    type Error = tonic::Status;
+
+    fn poll_frame(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<Frame<Bytes>, tonic::Status>>> {
+        let frame = ready!(Pin::new(&mut self.inner).poll_frame(cx));
+        let code = match &frame {
+            Some(Ok(frame)) => frame
+                .trailers_ref()
+                .map(|t| status_in(t).unwrap_or(UNKNOWN)),
+            Some(Err(status)) => Some(status.code() as i32),
+            None => None,
+        };
+        if let Some(code) = code
+            && let Some(done) = self.done.take()
+        {
+            done.finish(code);
+        }
+        Poll::Ready(frame)
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.inner.is_end_stream()
+    }
+
+    fn size_hint(&self) -> SizeHint {
+        self.inner.size_hint()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn client_ids_are_kept_only_when_short_and_printable() {
+        let with = |value: &[u8]| {
+            let mut headers = http::HeaderMap::new();
+            headers.insert(REQUEST_ID, HeaderValue::from_bytes(value).unwrap());
+            request_id(&headers)
+        };
+        assert_eq!(with(b"abc-123_X.y"), "abc-123_X.y");
+        let long = "a".repeat(MAX_REQUEST_ID);
+        assert_eq!(with(long.as_bytes()), long.as_str());
+        for bad in [
+            "a".repeat(MAX_REQUEST_ID + 1).into_bytes(),
+            b"has space".to_vec(),
+            b"tab\there".to_vec(),
+            b"caf\xc3\xa9".to_vec(),
+            Vec::new(),
+        ] {
+            let id = with(&bad);
+            assert_ne!(id.as_bytes(), bad.as_slice());
+            assert_eq!(id.len(), 32, "{id:?}");
+            assert!(id.as_bytes().iter().all(u8::is_ascii_hexdigit));
+        }
+        let generated = request_id(&http::HeaderMap::new());
+        assert_eq!(generated.len(), 32);
+        assert_ne!(generated, request_id(&http::HeaderMap::new()));
+    }
+}

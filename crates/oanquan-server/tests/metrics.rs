@@ -1,0 +1,453 @@
+//! The real binary's Prometheus endpoint (`--metrics-listen`) after a scripted game, and the
+//! request ids of its calls.
+
+mod common;
+
+use std::collections::HashMap;
+use std::io::{BufRead as _, BufReader, Read as _, Write as _};
+use std::net::{SocketAddr, TcpStream};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use common::*;
+use oanquan_proto::v1 as pb;
+use oanquan_proto::v1::game_service_client::GameServiceClient;
+use tonic::Code;
+
+/// A started server; killed when dropped.
+struct Running {
+    child: Child,
+    addr: SocketAddr,
+    metrics: SocketAddr,
+}
+
+impl Running {
+    fn start() -> Running {
+        Running::start_with(&[])
+    }
+
+    fn start_with(extra: &[&str]) -> Running {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_oanquan-server"))
+            .args(["--in-memory", "--listen", "127.0.0.1:0"])
+            .args(["--metrics-listen", "127.0.0.1:0", "--node-name", "node-a"])
+            .args(extra)
+            .env("RUST_LOG", "warn")
+            .env_remove("OANQUAN_DATABASE")
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .expect("spawn oanquan-server");
+        let mut lines = BufReader::new(child.stdout.take().expect("stdout")).lines();
+        let mut address = |prefix: &str| -> SocketAddr {
+            let line = lines.next().expect("a line").expect("readable");
+            line.strip_prefix(prefix)
+                .unwrap_or_else(|| panic!("expected {prefix:?}, got {line:?}"))
+                .parse()
+                .expect("an address")
+        };
+        let addr = address("oanquan-server listening on ");
+        let metrics = address("oanquan-server metrics listening on ");
+        Running {
+            child,
+            addr,
+            metrics,
+        }
+    }
+
+    async fn games(&self) -> Games {
+        GameServiceClient::connect(format!("http://{}", self.addr))
+            .await
+            .expect("connect")
+    }
+
+    /// GETs `path` from the metrics listener: (status line, content type, body).
+    fn get(&self, path: &str) -> (String, String, String) {
+        let mut stream = TcpStream::connect(self.metrics).expect("connect to metrics");
+        stream
+            .set_read_timeout(Some(Duration::from_secs(10)))
+            .unwrap();
+        write!(
+            stream,
+            "GET {path} HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n"
+        )
+        .unwrap();
+        let mut response = String::new();
+        stream.read_to_string(&mut response).expect("a response");
+        let (head, body) = response.split_once("\r\n\r\n").expect("headers end");
+        let status = head.lines().next().unwrap_or_default().to_owned();
+        let content_type = head
+            .lines()
+            .find_map(|line| {
+                line.to_ascii_lowercase()
+                    .strip_prefix("content-type: ")
+                    .map(str::to_owned)
+            })
+            .unwrap_or_default();
+        (status, content_type, body.to_owned())
+    }
+
+    /// Every sample of a scrape, by `name{labels}` as printed.
+    fn scrape(&self) -> Samples {
+        let (status, content_type, body) = self.get("/metrics");
+        assert!(status.contains(" 200 "), "{status}");
+        assert!(
+            content_type.starts_with("application/openmetrics-text"),
+            "{content_type}"
+        );
+        assert!(body.ends_with("# EOF\n"), "{body}");
+        Samples::parse(&body)
+    }
+}
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// The samples of a scrape.
+#[derive(Debug)]
+struct Samples(HashMap<String, f64>);
+
+impl Samples {
+    fn parse(text: &str) -> Samples {
+        let samples = text
+            .lines()
+            .filter(|line| !line.starts_with('#') && !line.is_empty())
+            .map(|line| {
+                let (series, value) = line.rsplit_once(' ').expect("name and value");
+                let value = value.parse().unwrap_or_else(|_| panic!("{line}"));
+                (series.to_owned(), value)
+            })
+            .collect();
+        Samples(samples)
+    }
+
+    /// The value of the series `name` whose labels include every one of `labels`
+    /// (`key="value"`), summed over the series that match; 0 if none does.
+    fn sum(&self, name: &str, labels: &[&str]) -> f64 {
+        self.0
+            .iter()
+            .filter(|(series, _)| {
+                let (series_name, series_labels) =
+                    series.split_once('{').unwrap_or((series.as_str(), ""));
+                series_name == name && labels.iter().all(|label| series_labels.contains(label))
+            })
+            .map(|(_, value)| value)
+            .sum()
+    }
+}
+
+fn rpc<'a>(method: &'a str, code: &'a str) -> [String; 3] {
+    [
+        r#"service="oanquan.v1.GameService""#.to_owned(),
+        format!(r#"method="{method}""#),
+        format!(r#"code="{code}""#),
+    ]
+}
+
+fn labels(owned: &[String]) -> Vec<&str> {
+    owned.iter().map(String::as_str).collect()
+}
+
+/// Polls the scrape until `done` holds of it (bounded: gauges follow streams that close on
+/// their own time).
+fn wait_for(server: &Running, what: &str, done: impl Fn(&Samples) -> bool) -> Samples {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let samples = server.scrape();
+        if done(&samples) {
+            return samples;
+        }
+        assert!(Instant::now() < deadline, "{what}: {samples:?}");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_scripted_game_shows_in_the_metrics() {
+    let server = Running::start();
+    let mut games = server.games().await;
+
+    let before = server.scrape();
+    assert_eq!(
+        before.sum(
+            "oanquan_build_info",
+            &[
+                r#"node="node-a""#,
+                &format!(r#"version="{}""#, env!("CARGO_PKG_VERSION"))
+            ]
+        ),
+        1.0
+    );
+    assert_eq!(before.sum("oanquan_moves_total", &[]), 0.0);
+
+    let (game, first) = create(&mut games, "standard").await;
+    let waiting = server.scrape();
+    assert_eq!(
+        waiting.sum("oanquan_games", &[r#"status="waiting""#]),
+        1.0,
+        "{waiting:?}"
+    );
+    let joined = games
+        .join_game(pb::JoinGameRequest {
+            game_id: game.id.clone(),
+            display_name: "Minh".into(),
+        })
+        .await
+        .unwrap()
+        .into_inner();
+    let second = joined.player_token;
+    let active = server.scrape();
+    assert_eq!(active.sum("oanquan_games", &[r#"status="active""#]), 1.0);
+    assert_eq!(active.sum("oanquan_games", &[r#"status="waiting""#]), 0.0);
+
+    // A stream open while the game is played: it counts as open, and its events as sent.
+    let mut watch = games
+        .watch_game(pb::WatchGameRequest {
+            game_id: game.id.clone(),
+            ..Default::default()
+        })
+        .await
+        .unwrap()
+        .into_inner();
+    next(&mut watch).await.unwrap();
+    let open = server.scrape();
+    assert_eq!(open.sum("oanquan_streams_open", &[r#"kind="game""#]), 1.0);
+
+    // One failing call: the second player moves out of turn.
+    let refused = play(&mut games, &game.id, &second, 1, pb::Direction::Right, None)
+        .await
+        .unwrap_err();
+    assert_eq!(refused.code(), Code::FailedPrecondition, "{refused:?}");
+    // And one for a game that does not exist.
+    let missing = games
+        .get_game(pb::GetGameRequest {
+            game_id: "g_doesnotexist".into(),
+        })
+        .await
+        .unwrap_err();
+
+    let mut moves = 0;
+    let mut state = get_game(&mut games, &game.id).await;
+    while state.status() == pb::GameStatus::Active {
+        state = play_one(&mut games, &game.id, (&first, &second)).await;
+        moves += 1;
+        assert!(moves < 2000, "the game does not end");
+    }
+    assert_eq!(state.status(), pb::GameStatus::Finished);
+    drop(watch);
+
+    let after = wait_for(&server, "the game stream closes", |samples| {
+        samples.sum("oanquan_streams_open", &[r#"kind="game""#]) == 0.0
+    });
+    assert_eq!(after.sum("oanquan_moves_total", &[]), f64::from(moves));
+    assert_eq!(after.sum("oanquan_games_created_total", &[]), 1.0);
+    assert_eq!(after.sum("oanquan_games_finished_total", &[]), 1.0);
+    assert_eq!(after.sum("oanquan_games", &[r#"status="active""#]), 0.0);
+    let ok_moves = rpc("PlayMove", "OK");
+    assert_eq!(
+        after.sum("oanquan_rpcs_total", &labels(&ok_moves)),
+        f64::from(moves)
+    );
+    let denied = rpc("PlayMove", "FAILED_PRECONDITION");
+    assert_eq!(after.sum("oanquan_rpcs_total", &labels(&denied)), 1.0);
+    assert_eq!(missing.code(), Code::NotFound, "{missing:?}");
+    let not_found = rpc("GetGame", "NOT_FOUND");
+    assert_eq!(after.sum("oanquan_rpcs_total", &labels(&not_found)), 1.0);
+    for (method, calls) in [("CreateGame", 1), ("JoinGame", 1), ("WatchGame", 1)] {
+        let all = [
+            r#"service="oanquan.v1.GameService""#.to_owned(),
+            format!(r#"method="{method}""#),
+        ];
+        assert_eq!(
+            after.sum("oanquan_rpcs_total", &labels(&all)),
+            f64::from(calls),
+            "{method}"
+        );
+    }
+    assert_eq!(
+        after.sum(
+            "oanquan_rpc_duration_seconds_count",
+            &[r#"method="PlayMove""#]
+        ),
+        f64::from(moves + 1)
+    );
+    assert!(after.sum("oanquan_stream_events_sent_total", &[r#"kind="game""#]) >= f64::from(moves));
+    // Every create and commit: the create, the join, each move (the ending one included).
+    assert!(
+        after.sum(
+            "oanquan_store_commit_duration_seconds_count",
+            &[r#"operation="commit""#]
+        ) >= f64::from(moves + 1)
+    );
+    assert_eq!(
+        after.sum(
+            "oanquan_store_commit_duration_seconds_count",
+            &[r#"operation="create""#]
+        ),
+        1.0
+    );
+    assert!(after.sum("oanquan_connections_open", &[]) >= 1.0);
+
+    let (status, _, _) = server.get("/");
+    assert!(status.contains(" 404 "), "{status}");
+}
+
+#[tokio::test]
+async fn every_response_carries_a_request_id() {
+    let server = Running::start();
+    let mut games = server.games().await;
+    let id_of = |metadata: &tonic::metadata::MetadataMap| {
+        metadata
+            .get("x-request-id")
+            .and_then(|value| value.to_str().ok())
+            .map(str::to_owned)
+            .expect("an x-request-id")
+    };
+    let request = |id: Option<&str>| {
+        let mut request = tonic::Request::new(pb::ListGamesRequest::default());
+        if let Some(id) = id {
+            request
+                .metadata_mut()
+                .insert("x-request-id", id.parse().unwrap());
+        }
+        request
+    };
+
+    // Given: returned as it is.
+    let response = games.list_games(request(Some("req-42.abc"))).await.unwrap();
+    assert_eq!(id_of(response.metadata()), "req-42.abc");
+    // Not given, or unusable (too long): a fresh one each time.
+    let fresh = id_of(games.list_games(request(None)).await.unwrap().metadata());
+    assert_eq!(fresh.len(), 32, "{fresh}");
+    let long = "x".repeat(200);
+    let replaced = id_of(
+        games
+            .list_games(request(Some(&long)))
+            .await
+            .unwrap()
+            .metadata(),
+    );
+    assert_eq!(replaced.len(), 32);
+    assert_ne!(replaced, fresh);
+
+    // On an error.
+    let mut failing = tonic::Request::new(pb::GetGameRequest {
+        game_id: "g_doesnotexist".into(),
+    });
+    failing
+        .metadata_mut()
+        .insert("x-request-id", "lost-game".parse().unwrap());
+    let status = games.get_game(failing).await.unwrap_err();
+    assert_eq!(status.code(), Code::NotFound);
+    assert_eq!(id_of(status.metadata()), "lost-game");
+
+    // On a stream.
+    let (game, _) = create(&mut games, "standard").await;
+    let mut watch = tonic::Request::new(pb::WatchGameRequest {
+        game_id: game.id,
+        ..Default::default()
+    });
+    watch
+        .metadata_mut()
+        .insert("x-request-id", "watching".parse().unwrap());
+    let stream = games.watch_game(watch).await.unwrap();
+    assert_eq!(id_of(stream.metadata()), "watching");
+}
+
+#[tokio::test]
+async fn limits_count_their_refusals() {
+    let server = Running::start_with(&[
+        "--exempt-loopback",
+        "false",
+        "--rate-limit",
+        "1",
+        "--rate-limit-burst",
+        "2",
+        "--max-connections-per-client",
+        "1",
+    ]);
+    let mut games = server.games().await;
+    let mut limited = 0;
+    for _ in 0..6 {
+        match games.list_games(pb::ListGamesRequest::default()).await {
+            Ok(_) => {}
+            Err(status) if status.code() == Code::ResourceExhausted => limited += 1,
+            Err(status) => panic!("{status:?}"),
+        }
+    }
+    assert!(limited >= 3, "{limited} of 6 limited");
+
+    // A second connection from the same address is closed as soon as it is accepted.
+    let mut second = TcpStream::connect(server.addr).unwrap();
+    second
+        .set_read_timeout(Some(Duration::from_secs(10)))
+        .unwrap();
+    let mut byte = [0; 1];
+    assert_eq!(second.read(&mut byte).unwrap_or(0), 0, "closed");
+
+    let samples = wait_for(&server, "the refused connection is counted", |samples| {
+        samples.sum("oanquan_connections_refused_total", &[]) == 1.0
+    });
+    assert_eq!(
+        samples.sum("oanquan_rate_limited_total", &[]),
+        f64::from(limited)
+    );
+    let refused = [
+        r#"method="ListGames""#.to_owned(),
+        r#"code="RESOURCE_EXHAUSTED""#.to_owned(),
+    ];
+    assert_eq!(
+        samples.sum("oanquan_rpcs_total", &labels(&refused)),
+        f64::from(limited)
+    );
+    assert_eq!(samples.sum("oanquan_connections_open", &[]), 1.0);
+}
+
+/// In process, for a hub buffer of one event (not a flag): each commit of a move publishes
+/// more than that, so the watch lags, catches up from the store, and is counted.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_watch_that_falls_behind_counts_as_lagged() {
+    let metrics = oanquan_server::metrics::Metrics::new("lag");
+    let mut settings = config();
+    settings.streams.broadcast_capacity = 1;
+    settings.metrics = Some(std::sync::Arc::clone(&metrics));
+    let server = start(settings).await;
+    let mut games = server.games().await;
+    let (id, first, second) = started(&mut games, "standard").await;
+    let mut watch = games
+        .watch_game(pb::WatchGameRequest {
+            game_id: id.clone(),
+            ..Default::default()
+        })
+        .await
+        .unwrap()
+        .into_inner();
+    next(&mut watch).await.unwrap();
+    let lags = || async {
+        Samples::parse(&metrics.render().await)
+            .sum("oanquan_stream_lags_total", &[r#"kind="game""#])
+    };
+    while lags().await == 0.0 {
+        let game = play_one(&mut games, &id, (&first, &second)).await;
+        if game.status() != pb::GameStatus::Active {
+            assert!(
+                lags().await >= 1.0,
+                "a whole game and the watch never lagged"
+            );
+            break;
+        }
+    }
+    // It still delivers every move, in order.
+    let moves = get_game(&mut games, &id).await.position.unwrap().ply;
+    let mut seen = 0;
+    while seen < moves {
+        let event = next_game_event(&mut watch).await.expect("an event");
+        if let Some(pb::game_event::Kind::MovePlayed(_)) = event.kind {
+            seen += 1;
+        }
+    }
+}
