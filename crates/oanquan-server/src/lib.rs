@@ -12,6 +12,7 @@ pub mod config;
 pub mod domain;
 pub mod grpc;
 pub mod metrics;
+pub mod readiness;
 mod server;
 
 pub use server::{

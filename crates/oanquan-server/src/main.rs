@@ -27,6 +27,7 @@ use oanquan_server::config::{
 };
 use oanquan_server::domain::is_postgres_url;
 use oanquan_server::metrics::Metrics;
+use oanquan_server::readiness::{Readiness, remove_ready_file};
 use oanquan_server::{Config, Storage, TlsIdentity};
 use tokio::net::TcpListener;
 
@@ -159,6 +160,17 @@ struct Args {
         help_heading = "Operations"
     )]
     node_name: Option<String>,
+
+    /// Keep this file present exactly while the server is ready for traffic (as /ready says):
+    /// created once serving, removed while the store cannot be written, when draining starts
+    /// and on exit. For orchestrators that probe files rather than HTTP or gRPC health.
+    #[arg(
+        long,
+        env = "OANQUAN_READY_FILE",
+        value_name = "PATH",
+        help_heading = "Operations"
+    )]
+    ready_file: Option<PathBuf>,
 
     /// Log format on stderr: `text` for people, `json` for one JSON object per line (with the
     /// fields of the enclosing spans: method, request_id, game_id).
@@ -312,6 +324,7 @@ impl Args {
             computer: self.computer,
             memory: self.memory,
             metrics: None,
+            readiness: Readiness::default(),
         }
     }
 }
@@ -390,9 +403,23 @@ async fn serve(args: Args) -> anyhow::Result<()> {
     // Scrapes go on while the server drains, and end with the process.
     let (_stop_metrics, stopped) = tokio::sync::watch::channel(false);
     if let Some((listener, metrics)) = metrics {
-        tokio::spawn(oanquan_server::metrics::serve(listener, metrics, stopped));
+        tokio::spawn(oanquan_server::metrics::serve(
+            listener,
+            metrics,
+            config.readiness.clone(),
+            stopped,
+        ));
     }
-    oanquan_server::run_with_store(listener, config, store, shutdown).await?;
+    if let Some(path) = &args.ready_file {
+        // A file left by a process that was killed must not say this one is ready.
+        remove_ready_file(path);
+        tokio::spawn(config.readiness.clone().follow_file(path.clone()));
+    }
+    let served = oanquan_server::run_with_store(listener, config, store, shutdown).await;
+    if let Some(path) = &args.ready_file {
+        remove_ready_file(path);
+    }
+    served?;
     Ok(())
 }
 

@@ -36,6 +36,7 @@ use crate::domain::computer::SearchPool;
 use crate::domain::{
     CommitObserver, Committed, GameEventKind, GameStatus, GameStore, StoreError, Termination,
 };
+use crate::readiness::Readiness;
 
 /// Most open games counted at a scrape: the count reads the lobby's snapshot, which is bounded
 /// like every other read.
@@ -569,9 +570,15 @@ fn termination_label(termination: Termination) -> &'static str {
 /// The content type of the OpenMetrics text format.
 const CONTENT_TYPE: &str = "application/openmetrics-text; version=1.0.0; charset=utf-8";
 
-/// Serves `metrics` over HTTP/1.1 on `listener` (`GET /metrics`; anything else is 404) until
-/// `stop` turns `true`.
-pub async fn serve(listener: TcpListener, metrics: Arc<Metrics>, mut stop: watch::Receiver<bool>) {
+/// Serves `metrics` over HTTP/1.1 on `listener` until `stop` turns `true`: `GET /metrics`,
+/// `GET /ready` (200 `ready`, or 503 with the reason from `readiness`) and `GET /live` (200
+/// while the process answers); anything else is 404.
+pub async fn serve(
+    listener: TcpListener,
+    metrics: Arc<Metrics>,
+    readiness: Readiness,
+    mut stop: watch::Receiver<bool>,
+) {
     loop {
         let accepted = tokio::select! {
             accepted = listener.accept() => accepted,
@@ -587,11 +594,15 @@ pub async fn serve(listener: TcpListener, metrics: Arc<Metrics>, mut stop: watch
             }
         };
         let metrics = Arc::clone(&metrics);
+        let readiness = readiness.clone();
         let mut stop = stop.clone();
         tokio::spawn(async move {
             let service = service_fn(move |request| {
                 let metrics = Arc::clone(&metrics);
-                async move { Ok::<_, std::convert::Infallible>(respond(&metrics, &request).await) }
+                let readiness = readiness.clone();
+                async move {
+                    Ok::<_, std::convert::Infallible>(respond(&metrics, &readiness, &request).await)
+                }
             });
             let connection = http1::Builder::new()
                 .header_read_timeout(Duration::from_secs(10))
@@ -608,7 +619,11 @@ pub async fn serve(listener: TcpListener, metrics: Arc<Metrics>, mut stop: watch
     }
 }
 
-async fn respond<B>(metrics: &Metrics, request: &http::Request<B>) -> http::Response<Full<Bytes>> {
+async fn respond<B>(
+    metrics: &Metrics,
+    readiness: &Readiness,
+    request: &http::Request<B>,
+) -> http::Response<Full<Bytes>> {
     let response = |status: http::StatusCode, content_type: &str, body: String| {
         let mut response = http::Response::new(Full::new(Bytes::from(body)));
         *response.status_mut() = status;
@@ -623,7 +638,18 @@ async fn respond<B>(metrics: &Metrics, request: &http::Request<B>) -> http::Resp
         (&http::Method::GET, "/metrics") => {
             response(http::StatusCode::OK, CONTENT_TYPE, metrics.render().await)
         }
-        (_, "/metrics") => response(
+        (&http::Method::GET, "/ready") => match readiness.get() {
+            Ok(()) => response(http::StatusCode::OK, "text/plain", "ready\n".to_owned()),
+            Err(why) => response(
+                http::StatusCode::SERVICE_UNAVAILABLE,
+                "text/plain",
+                format!("not ready: {why}\n"),
+            ),
+        },
+        (&http::Method::GET, "/live") => {
+            response(http::StatusCode::OK, "text/plain", "live\n".to_owned())
+        }
+        (_, "/metrics" | "/ready" | "/live") => response(
             http::StatusCode::METHOD_NOT_ALLOWED,
             "text/plain",
             "GET only\n".to_owned(),
@@ -631,7 +657,7 @@ async fn respond<B>(metrics: &Metrics, request: &http::Request<B>) -> http::Resp
         _ => response(
             http::StatusCode::NOT_FOUND,
             "text/plain",
-            "not found: metrics are at /metrics\n".to_owned(),
+            "not found: try /metrics, /ready or /live\n".to_owned(),
         ),
     }
 }

@@ -37,6 +37,7 @@ use crate::grpc::{
     AccountApi, GameApi, GameRoutes, ObserveLayer, RateLimitLayer, RulesApi, StreamSettings,
 };
 use crate::metrics::Metrics;
+use crate::readiness::{NotReady, Readiness};
 
 /// Descriptor set of `google/rpc/error_details.proto`, for reflection (see `build.rs`).
 const GOOGLE_RPC_DESCRIPTOR_SET: &[u8] =
@@ -176,6 +177,9 @@ pub struct Config {
     /// Where to count what the server does (served by [`crate::metrics::serve`]); `None`
     /// counts nothing.
     pub metrics: Option<Arc<Metrics>>,
+    /// Set as health is: ready once serving, not while the store cannot write nor once
+    /// draining (served at `/ready`, kept as `--ready-file`).
+    pub readiness: Readiness,
 }
 
 /// Why the server stopped with an error.
@@ -380,13 +384,19 @@ pub async fn run_with_store(
     }
     // NOT_SERVING while the store cannot write (a full disk, a read-only file), SERVING again
     // once it can; until shutdown, which has the last word.
-    let storage_health = writable.map(|writable| {
-        AbortOnDrop(tokio::spawn(follow_storage(
+    let readiness = config.readiness.clone();
+    let storage_health = match writable {
+        Some(writable) => Some(AbortOnDrop(tokio::spawn(follow_storage(
             writable,
             health.clone(),
+            readiness.clone(),
             stop_rx.clone(),
-        )))
-    });
+        )))),
+        None => {
+            readiness.set(Ok(()));
+            None
+        }
+    };
 
     let reflection = || {
         tonic_reflection::server::Builder::configure()
@@ -470,6 +480,7 @@ pub async fn run_with_store(
         follower.0.abort();
         follower.join().await;
     }
+    readiness.set(Err(NotReady::Draining));
     for name in std::iter::once("").chain(HEALTH_SERVICES) {
         health
             .set_service_status(name, ServingStatus::NotServing)
@@ -523,16 +534,20 @@ fn manager_limits(config: &Config) -> ManagerLimits {
     }
 }
 
-/// Sets every health service from the store's `writable` until `stop` turns `true`.
+/// Sets every health service and `readiness` from the store's `writable` until `stop` turns
+/// `true`.
 async fn follow_storage(
     mut writable: watch::Receiver<bool>,
     health: tonic_health::server::HealthReporter,
+    readiness: Readiness,
     mut stop: watch::Receiver<bool>,
 ) {
     loop {
         let status = if *writable.borrow_and_update() {
+            readiness.set(Ok(()));
             ServingStatus::Serving
         } else {
+            readiness.set(Err(NotReady::StoreUnwritable));
             ServingStatus::NotServing
         };
         for name in std::iter::once("").chain(HEALTH_SERVICES) {

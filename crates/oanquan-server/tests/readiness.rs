@@ -1,0 +1,282 @@
+//! Readiness through the real binary: `/ready` and `/live` on the metrics listener,
+//! `--ready-file`, and gRPC health, during a drain and while the store cannot be written.
+
+mod common;
+
+use std::io::{BufRead as _, BufReader, Read as _, Write as _};
+use std::net::{SocketAddr, TcpStream};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use bytes::{BufMut as _, Bytes, BytesMut};
+use common::*;
+use oanquan_proto::v1 as pb;
+use prost::Message as _;
+use tonic_health::pb::HealthCheckRequest;
+use tonic_health::pb::health_check_response::ServingStatus;
+use tonic_health::pb::health_client::HealthClient;
+
+/// A started server; killed when dropped.
+struct Running {
+    child: Child,
+    addr: SocketAddr,
+    metrics: SocketAddr,
+    ready_file: PathBuf,
+}
+
+impl Running {
+    fn start(dir: &Path, storage: &[&str]) -> Running {
+        let ready_file = dir.join("ready");
+        let mut child = Command::new(env!("CARGO_BIN_EXE_oanquan-server"))
+            .args(["--listen", "127.0.0.1:0", "--metrics-listen", "127.0.0.1:0"])
+            .arg("--ready-file")
+            .arg(&ready_file)
+            // Far longer than the test: only the open call may hold the drain.
+            .args(["--shutdown-drain-timeout", "60s"])
+            .args(storage)
+            .env("RUST_LOG", "warn")
+            .env_remove("OANQUAN_DATABASE")
+            .env_remove("OANQUAN_IN_MEMORY")
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .expect("spawn oanquan-server");
+        let mut lines = BufReader::new(child.stdout.take().expect("stdout")).lines();
+        let mut address = |prefix: &str| -> SocketAddr {
+            let line = lines.next().expect("a line").expect("readable");
+            line.strip_prefix(prefix)
+                .unwrap_or_else(|| panic!("expected {prefix:?}, got {line:?}"))
+                .parse()
+                .expect("an address")
+        };
+        let addr = address("oanquan-server listening on ");
+        let metrics = address("oanquan-server metrics listening on ");
+        Running {
+            child,
+            addr,
+            metrics,
+            ready_file,
+        }
+    }
+
+    async fn channel(&self) -> tonic::transport::Channel {
+        tonic::transport::Channel::from_shared(format!("http://{}", self.addr))
+            .unwrap()
+            .connect()
+            .await
+            .expect("connect")
+    }
+
+    /// GETs `path` from the metrics listener: (status code, body).
+    fn get(&self, path: &str) -> (u16, String) {
+        let mut stream = TcpStream::connect(self.metrics).expect("connect to metrics");
+        stream
+            .set_read_timeout(Some(Duration::from_secs(10)))
+            .unwrap();
+        write!(
+            stream,
+            "GET {path} HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n"
+        )
+        .unwrap();
+        let mut response = String::new();
+        stream.read_to_string(&mut response).expect("a response");
+        let (head, body) = response.split_once("\r\n\r\n").expect("headers end");
+        let code = head
+            .split(' ')
+            .nth(1)
+            .and_then(|code| code.parse().ok())
+            .unwrap_or_else(|| panic!("a status line: {head}"));
+        (code, body.to_owned())
+    }
+
+    /// Polls `/ready` (and the ready file) until they say `ready`, or not and why (bounded).
+    fn wait_ready(&self, ready: bool, why: &str) {
+        let deadline = Instant::now() + Duration::from_secs(20);
+        loop {
+            let (code, body) = self.get("/ready");
+            let file = self.ready_file.exists();
+            let matches = if ready {
+                code == 200 && body == "ready\n" && file
+            } else {
+                code == 503 && body.contains(why) && !file
+            };
+            if matches {
+                return;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "wanted ready={ready} ({why}), got {code} {body:?}, file present: {file}"
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
+    fn sigterm(&self) {
+        let killed = Command::new("kill")
+            .args(["-TERM", &self.child.id().to_string()])
+            .status()
+            .unwrap();
+        assert!(killed.success());
+    }
+
+    /// Waits (bounded) for the process to exit: its status.
+    fn exit(&mut self) -> std::process::ExitStatus {
+        let deadline = Instant::now() + Duration::from_secs(20);
+        loop {
+            if let Some(status) = self.child.try_wait().unwrap() {
+                return status;
+            }
+            assert!(Instant::now() < deadline, "the server did not exit");
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+}
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// A `GetGame` call over raw HTTP/2 whose request body is held back: it keeps one stream of
+/// the connection open (and so the drain going) until [`HeldCall::finish`] sends it.
+struct HeldCall {
+    response: h2::client::ResponseFuture,
+    send: h2::SendStream<Bytes>,
+    body: Bytes,
+}
+
+impl HeldCall {
+    async fn open(addr: SocketAddr, game_id: &str) -> HeldCall {
+        let tcp = tokio::net::TcpStream::connect(addr).await.unwrap();
+        let (client, connection) = h2::client::handshake(tcp).await.unwrap();
+        tokio::spawn(connection);
+        let mut client = client.ready().await.unwrap();
+        let request = http::Request::post(format!("http://{addr}/oanquan.v1.GameService/GetGame"))
+            .header("content-type", "application/grpc")
+            .header("te", "trailers")
+            .body(())
+            .unwrap();
+        let (response, send) = client.send_request(request, false).unwrap();
+        let message = pb::GetGameRequest {
+            game_id: game_id.to_owned(),
+        }
+        .encode_to_vec();
+        let mut body = BytesMut::new();
+        body.put_u8(0);
+        body.put_u32(u32::try_from(message.len()).unwrap());
+        body.put_slice(&message);
+        HeldCall {
+            response,
+            send,
+            body: body.freeze(),
+        }
+    }
+
+    /// Sends the body: the call's grpc-status.
+    async fn finish(mut self) -> String {
+        self.send.send_data(self.body, true).unwrap();
+        let response = tokio::time::timeout(Duration::from_secs(10), self.response)
+            .await
+            .expect("a response")
+            .unwrap();
+        let (parts, mut body) = response.into_parts();
+        if let Some(status) = parts.headers.get("grpc-status") {
+            return status.to_str().unwrap().to_owned();
+        }
+        while let Some(data) = body.data().await {
+            let data = data.unwrap();
+            let _ = body.flow_control().release_capacity(data.len());
+        }
+        let trailers = body.trailers().await.unwrap().expect("trailers");
+        trailers["grpc-status"].to_str().unwrap().to_owned()
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_drain_turns_readiness_off_while_open_calls_are_still_served() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut server = Running::start(dir.path(), &["--in-memory"]);
+    server.wait_ready(true, "");
+    assert_eq!(server.get("/live"), (200, "live\n".to_owned()));
+    let channel = server.channel().await;
+    let (game, _) = create(&mut Games::new(channel.clone()), "standard").await;
+    let mut health = HealthClient::new(channel)
+        .watch(HealthCheckRequest::default())
+        .await
+        .unwrap()
+        .into_inner();
+    assert_eq!(
+        next(&mut health).await.unwrap().unwrap().status(),
+        ServingStatus::Serving
+    );
+    let held = HeldCall::open(server.addr, &game.id).await;
+
+    server.sigterm();
+    assert_eq!(
+        next(&mut health).await.unwrap().unwrap().status(),
+        ServingStatus::NotServing
+    );
+    server.wait_ready(false, "not ready: draining");
+    assert_eq!(server.get("/live").0, 200, "alive while it drains");
+    assert!(
+        server.child.try_wait().unwrap().is_none(),
+        "the open call holds the drain"
+    );
+    // The call opened before the drain is still served.
+    assert_eq!(held.finish().await, "0");
+    assert!(server.exit().success());
+    assert!(!server.ready_file.exists(), "removed on exit");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_store_that_cannot_be_written_is_not_ready_until_it_can() {
+    let dir = tempfile::tempdir().unwrap();
+    let database = dir.path().join("oanquan.db");
+    let server = Running::start(dir.path(), &["--database", database.to_str().unwrap()]);
+    server.wait_ready(true, "");
+    let channel = server.channel().await;
+    let mut games = Games::new(channel.clone());
+    let mut health = HealthClient::new(channel);
+
+    // Another process holding the write lock: the server's writes wait out the busy timeout
+    // and fail, as on a file that cannot be written.
+    let blocker = rusqlite::Connection::open(&database).unwrap();
+    blocker.execute_batch("BEGIN EXCLUSIVE").unwrap();
+    let refused = games
+        .create_game(pb::CreateGameRequest {
+            rules: preset("standard"),
+            seat: pb::Player::First.into(),
+            display_name: "Lan".into(),
+            ..Default::default()
+        })
+        .await
+        .expect_err("the write is refused");
+    assert_eq!(refused.code(), tonic::Code::Unavailable, "{refused:?}");
+    server.wait_ready(false, "not ready: the store cannot be written");
+    let checked = health
+        .check(HealthCheckRequest::default())
+        .await
+        .unwrap()
+        .into_inner();
+    assert_eq!(checked.status(), ServingStatus::NotServing);
+    assert_eq!(
+        server.get("/live").0,
+        200,
+        "alive: a restart would not help"
+    );
+
+    blocker.execute_batch("ROLLBACK").unwrap();
+    drop(blocker);
+    server.wait_ready(true, "");
+    let checked = health
+        .check(HealthCheckRequest::default())
+        .await
+        .unwrap()
+        .into_inner();
+    assert_eq!(checked.status(), ServingStatus::Serving);
+    create(&mut games, "standard").await;
+}
