@@ -14,7 +14,9 @@ pub mod grpc;
 pub mod metrics;
 pub mod readiness;
 mod server;
+mod tls_reload;
 
 pub use server::{
     Config, HEALTH_SERVICES, ServeError, Storage, TlsIdentity, open_store, run, run_with_store,
 };
+pub use tls_reload::TlsReload;

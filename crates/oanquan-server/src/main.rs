@@ -23,12 +23,12 @@ use clap::parser::ValueSource;
 use clap::{CommandFactory as _, FromArgMatches as _, Parser, Subcommand};
 use oanquan_server::config::{
     ClientLimits, ComputerLimits, DatabaseLimits, GameLimits, MemoryStoreLimits, StreamLimits,
-    TransportLimits, parse_switch,
+    TransportLimits, parse_duration, parse_switch,
 };
 use oanquan_server::domain::is_postgres_url;
 use oanquan_server::metrics::Metrics;
 use oanquan_server::readiness::{Readiness, remove_ready_file};
-use oanquan_server::{Config, Storage, TlsIdentity};
+use oanquan_server::{Config, Storage, TlsIdentity, TlsReload};
 use tokio::net::TcpListener;
 
 /// Hosts Ô Ăn Quan games over gRPC: games, moves and resumable event streams, plus the
@@ -79,6 +79,17 @@ struct Args {
         requires = "tls_cert"
     )]
     tls_key: Option<PathBuf>,
+
+    /// How often to look whether the --tls-cert and --tls-key files changed, to serve the new
+    /// pair to new connections (SIGHUP reloads at once); 0 reloads on SIGHUP only.
+    #[arg(
+        long,
+        env = "OANQUAN_TLS_RELOAD_INTERVAL",
+        value_name = "DURATION",
+        default_value = "5s",
+        value_parser = parse_duration
+    )]
+    tls_reload_interval: std::time::Duration,
 
     /// SQLite database file holding every game, move and event; created only where no file is.
     /// While the server runs SQLite keeps `-wal` and `-shm` files next to it (and the server a
@@ -317,6 +328,7 @@ impl Args {
         Config {
             storage,
             tls: None,
+            tls_reload: None,
             transport: self.transport,
             clients: self.clients,
             games: self.games,
@@ -360,6 +372,11 @@ async fn serve(args: Args) -> anyhow::Result<()> {
     let mut config = args.config();
     if let (Some(cert), Some(key)) = (&args.tls_cert, &args.tls_key) {
         config.tls = Some(TlsIdentity::read(cert, key)?);
+        config.tls_reload = Some(TlsReload {
+            cert: cert.clone(),
+            key: key.clone(),
+            poll_interval: args.tls_reload_interval,
+        });
     }
     // Before listening: a bad database must stop the server before clients can connect.
     let store = oanquan_server::open_store(&config).await?;

@@ -38,6 +38,7 @@ use crate::grpc::{
 };
 use crate::metrics::Metrics;
 use crate::readiness::{NotReady, Readiness};
+use crate::tls_reload::{self, TlsReload};
 
 /// Descriptor set of `google/rpc/error_details.proto`, for reflection (see `build.rs`).
 const GOOGLE_RPC_DESCRIPTOR_SET: &[u8] =
@@ -127,7 +128,7 @@ impl TlsIdentity {
     }
 
     /// The TLS side of the server: rustls with the ring provider, TLS 1.2 and 1.3, ALPN `h2`.
-    fn acceptor(&self) -> Result<TlsAcceptor, ServeError> {
+    pub(crate) fn acceptor(&self) -> Result<TlsAcceptor, ServeError> {
         let unusable =
             |what: &str, e: &dyn fmt::Display| ServeError::Tls(format!("unusable TLS {what}: {e}"));
         let chain = CertificateDer::pem_slice_iter(&self.cert_pem)
@@ -161,6 +162,8 @@ pub struct Config {
     pub storage: Storage,
     /// Serve TLS with this certificate instead of cleartext HTTP/2.
     pub tls: Option<TlsIdentity>,
+    /// Where `tls` was read from, to reload it on SIGHUP or when the files change.
+    pub tls_reload: Option<TlsReload>,
     /// HTTP/2, the accept loop and the shutdown drain.
     pub transport: TransportLimits,
     /// Request rate and connections per client address, and the loopback exemption (which
@@ -423,13 +426,28 @@ pub async fn run_with_store(
     let accepted = TcpIncoming::from(listener)
         .with_nodelay(Some(true))
         .with_keepalive(Some(transport.keepalive_interval));
+    let tls = match &config.tls {
+        Some(identity) => Some((identity, watch::Sender::new(identity.acceptor()?))),
+        None => None,
+    };
+    let _tls_reload = match (&tls, &config.tls_reload) {
+        (Some((identity, acceptor)), Some(files)) => {
+            Some(AbortOnDrop(tokio::spawn(tls_reload::run(
+                files.clone(),
+                (*identity).clone(),
+                acceptor.clone(),
+                stop_rx.clone(),
+            ))))
+        }
+        _ => None,
+    };
     let handshake = Handshake {
         limit: ConnectionLimit::observed(
             config.clients.max_connections_per_client,
             exempt_loopback,
             metrics.clone(),
         ),
-        tls: config.tls.as_ref().map(TlsIdentity::acceptor).transpose()?,
+        tls: tls.as_ref().map(|(_, acceptor)| acceptor.subscribe()),
         timeout: transport.handshake_timeout,
     };
     let (incoming, accepting) = accept::spawn(accepted, handshake, stop_rx.clone());

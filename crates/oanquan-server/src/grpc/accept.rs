@@ -51,8 +51,8 @@ const READY_QUEUE: usize = 64;
 pub struct Handshake {
     /// Per-address connection cap, checked first.
     pub limit: Arc<ConnectionLimit>,
-    /// TLS, if on.
-    pub tls: Option<TlsAcceptor>,
+    /// TLS, if on: the certificate in use now (it may be reloaded).
+    pub tls: Option<watch::Receiver<TlsAcceptor>>,
     /// Time from accept to the end of the client's preface (TLS handshake included).
     pub timeout: Duration,
 }
@@ -94,7 +94,7 @@ where
         let task = async move {
             let done = tokio::select! {
                 _ = stop.wait_for(|stopping| *stopping) => return,
-                done = tokio::time::timeout(handshake.timeout, shake(counted, handshake.tls)) => done,
+                done = tokio::time::timeout(handshake.timeout, shake(counted, handshake.tls.map(|tls| tls.borrow().clone()))) => done,
             };
             match done {
                 Ok(Ok(connection)) => {

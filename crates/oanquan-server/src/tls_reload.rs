@@ -1,0 +1,153 @@
+//! Reloading the TLS certificate without a restart: on SIGHUP, and when the files' contents
+//! change (read every `poll_interval`, for certificate managers that only rewrite files).
+//!
+//! Only new connections see the new certificate; established ones keep the session they
+//! negotiated, so open streams go on. A pair that cannot be used (unreadable, not PEM, a key
+//! that is not the certificate's, or caught half-written) is refused with a warning and the
+//! certificate in use is kept; the next change or SIGHUP tries again.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use tokio::sync::watch;
+use tokio_rustls::TlsAcceptor;
+use tracing::{info, warn};
+
+use crate::server::TlsIdentity;
+
+/// Where the certificate in use came from, to read it again.
+#[derive(Debug, Clone)]
+pub struct TlsReload {
+    /// The PEM certificate chain (`--tls-cert`).
+    pub cert: PathBuf,
+    /// Its private key (`--tls-key`).
+    pub key: PathBuf,
+    /// How often to look for new contents; zero reloads on SIGHUP only.
+    pub poll_interval: Duration,
+}
+
+/// Reloads into `acceptor` per `files` until `stop` turns `true`; `loaded` is the identity in
+/// use, so that unchanged files are not read again.
+pub(crate) async fn run(
+    files: TlsReload,
+    mut tried: TlsIdentity,
+    acceptor: watch::Sender<TlsAcceptor>,
+    mut stop: watch::Receiver<bool>,
+) {
+    let mut hangup = hangup();
+    // A zero period would spin; polling is then off and only SIGHUP reloads.
+    let mut poll = (!files.poll_interval.is_zero()).then(|| {
+        let mut poll = tokio::time::interval(files.poll_interval);
+        poll.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
+        poll
+    });
+    loop {
+        let asked = tokio::select! {
+            _ = stop.wait_for(|stopping| *stopping) => return,
+            () = next_hangup(&mut hangup) => true,
+            () = next_tick(&mut poll) => false,
+        };
+        // Files in the middle of being replaced read as a pair that does not match: refused
+        // below and read again at the next tick, not mistaken for the final pair.
+        let read = |path: &PathBuf| std::fs::read(path).ok();
+        if !asked {
+            let unchanged = read(&files.cert).is_none_or(|cert| cert == tried.cert_pem)
+                && read(&files.key).is_none_or(|key| key == tried.key_pem);
+            if unchanged {
+                continue;
+            }
+        }
+        let trigger = if asked { "SIGHUP" } else { "the files changed" };
+        let reloaded = TlsIdentity::read(&files.cert, &files.key)
+            .and_then(|identity| identity.acceptor().map(|new| (identity, new)));
+        match reloaded {
+            Ok((identity, new)) => {
+                acceptor.send_replace(new);
+                tried = identity;
+                info!(
+                    trigger,
+                    "TLS certificate reloaded: new connections use the new one"
+                );
+            }
+            Err(error) => {
+                // Remembered as tried, so that polling does not warn about it every tick.
+                if let (Some(cert), Some(key)) = (read(&files.cert), read(&files.key)) {
+                    tried = TlsIdentity {
+                        cert_pem: cert,
+                        key_pem: key,
+                    };
+                }
+                warn!(
+                    trigger,
+                    %error,
+                    "TLS certificate not reloaded; the one in use is kept"
+                );
+            }
+        }
+    }
+}
+
+#[cfg(unix)]
+type Hangup = Option<tokio::signal::unix::Signal>;
+#[cfg(not(unix))]
+type Hangup = Option<()>;
+
+fn hangup() -> Hangup {
+    #[cfg(unix)]
+    {
+        use tokio::signal::unix::{SignalKind, signal};
+        match signal(SignalKind::hangup()) {
+            Ok(signal) => Some(signal),
+            Err(error) => {
+                warn!(%error, "cannot listen for SIGHUP; the TLS certificate reloads only when its files change");
+                None
+            }
+        }
+    }
+    #[cfg(not(unix))]
+    None
+}
+
+async fn next_hangup(hangup: &mut Hangup) {
+    #[cfg(unix)]
+    if let Some(signal) = hangup {
+        if signal.recv().await.is_some() {
+            return;
+        }
+    }
+    let _ = hangup;
+    std::future::pending().await
+}
+
+async fn next_tick(poll: &mut Option<tokio::time::Interval>) {
+    match poll {
+        Some(poll) => {
+            poll.tick().await;
+        }
+        None => std::future::pending().await,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn certificate() -> rcgen::CertifiedKey<rcgen::KeyPair> {
+        rcgen::generate_simple_self_signed(vec!["localhost".to_owned()]).unwrap()
+    }
+
+    #[test]
+    fn a_key_that_is_not_the_certificates_is_refused() {
+        let (a, b) = (certificate(), certificate());
+        let mismatched = TlsIdentity {
+            cert_pem: a.cert.pem().into_bytes(),
+            key_pem: b.signing_key.serialize_pem().into_bytes(),
+        };
+        assert!(mismatched.acceptor().is_err());
+        let matched = TlsIdentity {
+            cert_pem: a.cert.pem().into_bytes(),
+            key_pem: a.signing_key.serialize_pem().into_bytes(),
+        };
+        assert!(matched.acceptor().is_ok());
+    }
+}
