@@ -294,6 +294,53 @@ async fn a_scripted_game_shows_in_the_metrics() {
 
     let (status, _, _) = server.get("/");
     assert!(status.contains(" 404 "), "{status}");
+
+    // Every series the Grafana dashboard queries exists, under that name, after a game.
+    let queried = dashboard_metric_names();
+    assert!(queried.len() >= 15, "{queried:?}");
+    for name in &queried {
+        assert!(
+            after.0.keys().any(|series| series
+                .split_once('{')
+                .map_or(series.as_str(), |(name, _)| name)
+                == name),
+            "docs/grafana-dashboard.json queries {name}, which the server does not export"
+        );
+    }
+}
+
+/// The metric names in the `expr` of every panel of docs/grafana-dashboard.json (which must be
+/// valid JSON).
+fn dashboard_metric_names() -> std::collections::BTreeSet<String> {
+    let text = include_str!("../../../docs/grafana-dashboard.json");
+    let dashboard: serde_json::Value = serde_json::from_str(text).expect("the dashboard is JSON");
+    let mut names = std::collections::BTreeSet::new();
+    let mut exprs = Vec::new();
+    let mut pending = vec![&dashboard];
+    while let Some(value) = pending.pop() {
+        match value {
+            serde_json::Value::Object(map) => {
+                if let Some(serde_json::Value::String(expr)) = map.get("expr") {
+                    exprs.push(expr.as_str());
+                }
+                pending.extend(map.values());
+            }
+            serde_json::Value::Array(values) => pending.extend(values),
+            _ => {}
+        }
+    }
+    for expr in exprs {
+        let mut rest = expr;
+        while let Some(start) = rest.find("oanquan_") {
+            let tail = &rest[start..];
+            let end = tail
+                .find(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
+                .unwrap_or(tail.len());
+            names.insert(tail[..end].to_owned());
+            rest = &tail[end..];
+        }
+    }
+    names
 }
 
 #[tokio::test]
