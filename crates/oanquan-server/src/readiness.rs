@@ -46,7 +46,6 @@ impl Default for Readiness {
 
 impl Readiness {
     /// Now: `Ok` when ready, else why not.
-    #[must_use]
     pub fn get(&self) -> Result<(), NotReady> {
         *self.0.borrow()
     }
