@@ -261,6 +261,12 @@ async fn the_computer_fallback_or_a_pairing_happens_once() {
             }
             None => assert!(against_computer, "round {round}: Lan waits for nobody"),
         }
+        // A dropped ticket withdraws its seek in the background: the next round's Lan must not
+        // find this round's Minh still open.
+        eventually(Duration::from_secs(5), "this round's seeks gone", || {
+            a.pool.list().is_empty() && b.pool.list().is_empty()
+        })
+        .await;
     }
 }
 

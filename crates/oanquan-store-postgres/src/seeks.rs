@@ -26,7 +26,7 @@ use oanquan_game::account::{AccountId, SeatAccount};
 use oanquan_game::seek::{
     BoardFuture, Claim, Fits, Posted, PostedSeek, SeekBoard, SeekInfo, SeekState,
 };
-use oanquan_game::{GameId, StoreError, TimeControl, TokenHash};
+use oanquan_game::{GameId, StoreError, TokenHash};
 use oanquan_rules::{Player, Preset, Rules};
 use serde::{Deserialize, Serialize};
 use tokio::sync::{broadcast, watch};
@@ -36,7 +36,8 @@ use tracing::{debug, warn};
 
 use crate::PostgresStore;
 use crate::codec::{
-    duration_from_db, duration_to_db, parse_player, player_name, time_from_db, time_to_db,
+    TimeControlDto, duration_from_db, duration_to_db, parse_player, player_name, time_from_db,
+    time_to_db,
 };
 use crate::fault::{self, backend};
 use crate::nodes::BACKOFF;
@@ -85,50 +86,12 @@ struct SeekDto {
     rating_range: Option<(i32, i32)>,
 }
 
-#[derive(Debug, Clone, Copy, Serialize, Deserialize)]
-#[serde(tag = "type", rename_all = "snake_case")]
-enum TimeControlDto {
-    Untimed,
-    RealTime { initial: u64, increment: u64 },
-    Correspondence { per_move: u64 },
-}
-
 #[derive(Debug, Serialize, Deserialize)]
 struct AccountDto {
     id: String,
     username: String,
     rating: Option<i32>,
     provisional: bool,
-}
-
-impl From<TimeControl> for TimeControlDto {
-    fn from(control: TimeControl) -> Self {
-        match control {
-            TimeControl::Untimed => TimeControlDto::Untimed,
-            TimeControl::RealTime { initial, increment } => TimeControlDto::RealTime {
-                initial: duration_to_db(initial),
-                increment: duration_to_db(increment),
-            },
-            TimeControl::Correspondence { per_move } => TimeControlDto::Correspondence {
-                per_move: duration_to_db(per_move),
-            },
-        }
-    }
-}
-
-impl From<TimeControlDto> for TimeControl {
-    fn from(control: TimeControlDto) -> Self {
-        match control {
-            TimeControlDto::Untimed => TimeControl::Untimed,
-            TimeControlDto::RealTime { initial, increment } => TimeControl::RealTime {
-                initial: duration_from_db(initial),
-                increment: duration_from_db(increment),
-            },
-            TimeControlDto::Correspondence { per_move } => TimeControl::Correspondence {
-                per_move: duration_from_db(per_move),
-            },
-        }
-    }
 }
 
 fn encode(info: &SeekInfo) -> Result<String, StoreError> {

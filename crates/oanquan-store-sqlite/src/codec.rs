@@ -305,7 +305,7 @@ impl From<ResultDto> for GameResult {
 /// A [`TimeControl`]; durations in nanoseconds.
 #[derive(Debug, Clone, Copy, Default, Serialize, Deserialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
-enum TimeControlDto {
+pub(crate) enum TimeControlDto {
     /// Also what a row from before schema version 3 reads as.
     #[default]
     Untimed,

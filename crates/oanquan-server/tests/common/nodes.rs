@@ -52,6 +52,15 @@ impl Schema {
         })
     }
 
+    /// The rows of `table` in the schema.
+    pub async fn count(&self, table: &str) -> i64 {
+        self.client
+            .query_one(&format!("SELECT count(*) FROM {}.{table}", self.name), &[])
+            .await
+            .unwrap()
+            .get(0)
+    }
+
     pub async fn drop(self) {
         self.client
             .batch_execute(&format!("DROP SCHEMA {} CASCADE", self.name))
@@ -75,25 +84,28 @@ pub struct Node {
 impl Node {
     /// A node on `database` (a PostgreSQL URL) with `args` after the test's usual ones.
     pub fn start(database: &str, dir: &std::path::Path, args: &[&str]) -> Node {
-        let mut child = Command::new(env!("CARGO_BIN_EXE_oanquan-server"))
-            .args([
-                "--listen",
-                "127.0.0.1:0",
-                "--shutdown-drain-timeout",
-                "2s",
-                "--computer-move-time",
-                "10ms",
-            ])
-            .args(args)
+        Node::spawn(dir, |command| {
+            command
+                .args(["--computer-move-time", "10ms"])
+                .args(args)
+                .env("OANQUAN_DATABASE_URL", database);
+        })
+    }
+
+    /// A server with the usual test flags and no storage chosen, then what `configure` adds.
+    pub fn spawn(dir: &std::path::Path, configure: impl FnOnce(&mut Command)) -> Node {
+        let mut command = Command::new(env!("CARGO_BIN_EXE_oanquan-server"));
+        command
+            .args(["--listen", "127.0.0.1:0", "--shutdown-drain-timeout", "2s"])
             .current_dir(dir)
             .env_remove("OANQUAN_IN_MEMORY")
             .env_remove("OANQUAN_DATABASE")
-            .env("OANQUAN_DATABASE_URL", database)
+            .env_remove("OANQUAN_DATABASE_URL")
             .env("RUST_LOG", "warn")
             .stdout(Stdio::piped())
-            .stderr(Stdio::inherit())
-            .spawn()
-            .unwrap();
+            .stderr(Stdio::inherit());
+        configure(&mut command);
+        let mut child = command.spawn().unwrap();
         let mut line = String::new();
         BufReader::new(child.stdout.take().unwrap())
             .read_line(&mut line)
@@ -105,6 +117,27 @@ impl Node {
             .parse()
             .unwrap();
         Node { child, addr }
+    }
+
+    /// SIGTERM, and a clean exit within a few seconds.
+    pub fn stop(mut self) {
+        let killed = Command::new("kill")
+            .args(["-TERM", &self.child.id().to_string()])
+            .status()
+            .unwrap();
+        assert!(killed.success());
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+        loop {
+            if let Some(status) = self.child.try_wait().unwrap() {
+                assert!(status.success(), "{status:?}");
+                return;
+            }
+            assert!(
+                std::time::Instant::now() < deadline,
+                "the server did not stop"
+            );
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
     }
 
     pub async fn channel(&self) -> tonic::transport::Channel {
