@@ -2,7 +2,7 @@
 # Starts the real server binary with --metrics-listen, plays a short scripted game with grpcurl
 # (create, join, two moves, a refused move, a resignation), scrapes /metrics with curl and
 # parses it with the Python prometheus_client's OpenMetrics parser (the strict one, for the
-# format the server sends), then checks the counts it played.
+# format the server sends), then checks the counts it played; and /ready and /live answer 200.
 # Usage: bash .ci/metrics-check.sh path/to/oanquan-server
 set -euo pipefail
 server=$(realpath "$1")
@@ -45,6 +45,13 @@ grep -qi "x-request-id: ci-refused-1" "$work/refused.txt" \
 call -H "authorization: Bearer $LAN" -d "{\"game_id\": \"$GAME\"}" \
   "$ADDR" oanquan.v1.GameService/Resign >/dev/null
 
+for probe in ready live; do
+  body=$(curl -fsS "http://$METRICS/$probe") || { echo "/$probe did not answer 200"; exit 1; }
+  [ "$body" = "$probe" ] || { echo "/$probe said: $body"; exit 1; }
+done
+code=$(curl -s -o /dev/null -w '%{http_code}' "http://$METRICS/nothing")
+[ "$code" = 404 ] || { echo "/nothing answered $code, not 404"; exit 1; }
+
 curl -fsS "http://$METRICS/metrics" -o "$work/metrics.txt"
 python3 - "$work/metrics.txt" <<'PY'
 import sys
@@ -76,6 +83,11 @@ checks = {
     "PlayMove latency count": value("oanquan_rpc_duration_seconds_count", method="PlayMove") == 3,
     "commit histogram": families.get("oanquan_store_commit_duration_seconds") == "histogram",
     "moves is a counter": families.get("oanquan_moves") == "counter",
+    "ready": value("oanquan_ready") == 1,
+    "connections by state": families.get("oanquan_connections_open") == "gauge"
+        and {dict(ls).get("state") for (n, ls) in samples if n == "oanquan_connections_open"}
+        == {"handshake", "serving", "draining"},
+    "batch size histogram": families.get("oanquan_store_commit_batch_size") == "histogram",
 }
 failed = [name for name, ok in checks.items() if not ok]
 print(f"metrics: {len(families)} families, {len(samples)} samples parsed")

@@ -13,7 +13,7 @@
 //! servers in one process (the tests) each count their own.
 
 use std::collections::HashMap;
-use std::sync::{Arc, Mutex, OnceLock, PoisonError};
+use std::sync::{Arc, Mutex, OnceLock, PoisonError, Weak};
 use std::time::Duration;
 
 use bytes::Bytes;
@@ -34,9 +34,10 @@ use tracing::{debug, warn};
 
 use crate::domain::computer::SearchPool;
 use crate::domain::{
-    CommitObserver, Committed, GameEventKind, GameStatus, GameStore, StoreError, Termination,
+    CommitObserver, Committed, GameEventKind, GameStatus, GameStore, SqliteStore, StoreError,
+    Termination,
 };
-use crate::readiness::Readiness;
+use crate::readiness::{NotReady, Readiness};
 
 /// Most open games counted at a scrape: the count reads the lobby's snapshot, which is bounded
 /// like every other read.
@@ -143,6 +144,11 @@ struct StatusLabels {
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Hash, EncodeLabelSet)]
+struct StateLabels {
+    state: &'static str,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Hash, EncodeLabelSet)]
 struct BuildLabels {
     version: &'static str,
     node: String,
@@ -186,9 +192,17 @@ pub struct Metrics {
     games_finished: Family<ReasonLabels, Counter>,
     commit_seconds: [Histogram; 2],
     commit_failures: Counter,
+    commit_batch_size: Histogram,
     rate_limited: Counter,
-    connections_open: Gauge,
+    /// By state, as scraped: `handshake` is kept live; `serving` and `draining` are set at
+    /// each scrape from [`Metrics::serving`] and whether the node drains.
+    connections: Family<StateLabels, Gauge>,
+    /// Connections past their handshake (serving or draining), kept live.
+    serving: Gauge,
     connections_refused: Counter,
+    ready: Gauge,
+    /// Set by [`serve`]: what the `ready` gauge and the draining connections follow.
+    readiness: OnceLock<Readiness>,
     games: Family<StatusLabels, Gauge>,
     search_busy: Gauge,
     search_queued: Gauge,
@@ -354,17 +368,37 @@ impl Metrics {
             commit_failures.clone(),
         );
 
+        // Powers of two up to the writer's largest batch (SQLite's group commit).
+        let commit_batch_size = Histogram::new(exponential_buckets(1.0, 2.0, 9));
+        registry.register(
+            "store_commit_batch_size",
+            "Writes (game commits, account writes) committed together in one SQLite \
+             transaction by group commit. Empty for PostgreSQL and memory: PostgreSQL commits \
+             each change in a transaction of its own (a batch of 1)",
+            commit_batch_size.clone(),
+        );
+
         let rate_limited = Counter::default();
         registry.register(
             "rate_limited",
             "Requests refused by the per-client rate limit",
             rate_limited.clone(),
         );
-        let connections_open = Gauge::default();
+        let connections = Family::<StateLabels, Gauge>::default();
         registry.register(
             "connections_open",
-            "TCP connections open now",
-            connections_open.clone(),
+            "TCP connections open now, by state: handshake (accepted, TLS and the HTTP/2 \
+             preface not done yet), serving, draining (open while the node shuts down)",
+            connections.clone(),
+        );
+        for state in ["handshake", "serving", "draining"] {
+            connections.get_or_create_owned(&StateLabels { state });
+        }
+        let ready = Gauge::default();
+        registry.register(
+            "ready",
+            "1 while this node is ready for traffic (what /ready says), else 0",
+            ready.clone(),
         );
         let connections_refused = Counter::default();
         registry.register(
@@ -406,9 +440,13 @@ impl Metrics {
             games_finished,
             commit_seconds,
             commit_failures,
+            commit_batch_size,
             rate_limited,
-            connections_open,
+            connections,
+            serving: Gauge::default(),
             connections_refused,
+            ready,
+            readiness: OnceLock::new(),
             games,
             search_busy,
             search_queued,
@@ -416,8 +454,22 @@ impl Metrics {
         })
     }
 
-    /// Gives a scrape the store and the search pool to read its gauges from.
-    pub fn observe_sources(&self, store: Arc<dyn GameStore>, searches: Arc<SearchPool>) {
+    /// Gives a scrape the store and the search pool to read its gauges from, and has a SQLite
+    /// store report the size of its batches.
+    pub fn observe_sources(self: &Arc<Self>, store: Arc<dyn GameStore>, searches: Arc<SearchPool>) {
+        if let Some(sqlite) = store
+            .as_any()
+            .and_then(|store| store.downcast_ref::<SqliteStore>())
+        {
+            // Weak: these metrics hold the store (for the scrape's gauges), and an `Arc` back
+            // would keep both, and the database's lock, alive for ever.
+            let metrics = Arc::downgrade(self);
+            sqlite.observe_batches(move |size| {
+                if let Some(metrics) = Weak::upgrade(&metrics) {
+                    metrics.commit_batch_size.observe(size as f64);
+                }
+            });
+        }
         *self.sources.lock().unwrap_or_else(PoisonError::into_inner) =
             Some(Sources { store, searches });
     }
@@ -476,10 +528,13 @@ impl Metrics {
         self.rate_limited.inc();
     }
 
-    /// The open-connections gauge.
+    /// The live gauges of open connections: those in their handshake, and those past it.
     #[must_use]
-    pub fn connections_open(&self) -> &Gauge {
-        &self.connections_open
+    pub fn connection_gauges(&self) -> (Gauge, Gauge) {
+        let handshake = self
+            .connections
+            .get_or_create_owned(&StateLabels { state: "handshake" });
+        (handshake, self.serving.clone())
     }
 
     /// Counts a connection refused by the per-client limit.
@@ -489,6 +544,18 @@ impl Metrics {
 
     /// The text of a scrape: the gauges read from their sources, then every metric.
     pub async fn render(&self) -> String {
+        let readiness = self.readiness.get().map(Readiness::get);
+        self.ready.set(i64::from(readiness == Some(Ok(()))));
+        let past_handshake = self.serving.get();
+        let draining = readiness == Some(Err(NotReady::Draining));
+        for (state, count) in [
+            ("serving", if draining { 0 } else { past_handshake }),
+            ("draining", if draining { past_handshake } else { 0 }),
+        ] {
+            self.connections
+                .get_or_create(&StateLabels { state })
+                .set(count);
+        }
         let sources = self
             .sources
             .lock()
@@ -579,6 +646,8 @@ pub async fn serve(
     readiness: Readiness,
     mut stop: watch::Receiver<bool>,
 ) {
+    // The first listener's readiness is the node's (a process serves one).
+    let _ = metrics.readiness.set(readiness.clone());
     loop {
         let accepted = tokio::select! {
             accepted = listener.accept() => accepted,

@@ -27,8 +27,14 @@ impl Running {
     }
 
     fn start_with(extra: &[&str]) -> Running {
+        let storage: &[&str] = if extra.contains(&"--database") {
+            &[]
+        } else {
+            &["--in-memory"]
+        };
         let mut child = Command::new(env!("CARGO_BIN_EXE_oanquan-server"))
-            .args(["--in-memory", "--listen", "127.0.0.1:0"])
+            .args(storage)
+            .args(["--listen", "127.0.0.1:0"])
             .args(["--metrics-listen", "127.0.0.1:0", "--node-name", "node-a"])
             .args(extra)
             .env("RUST_LOG", "warn")
@@ -171,7 +177,12 @@ async fn a_scripted_game_shows_in_the_metrics() {
     let server = Running::start();
     let mut games = server.games().await;
 
-    let before = server.scrape();
+    // Ready once the server has started serving (the listener opens a little before); this
+    // client's connection past its handshake once the server has read its preface.
+    let before = wait_for(&server, "ready, and a connection serving", |samples| {
+        samples.sum("oanquan_ready", &[]) == 1.0
+            && samples.sum("oanquan_connections_open", &[r#"state="serving""#]) == 1.0
+    });
     assert_eq!(
         before.sum(
             "oanquan_build_info",
@@ -183,6 +194,20 @@ async fn a_scripted_game_shows_in_the_metrics() {
         1.0
     );
     assert_eq!(before.sum("oanquan_moves_total", &[]), 0.0);
+    assert_eq!(
+        before.sum("oanquan_connections_open", &[r#"state="draining""#]),
+        0.0
+    );
+
+    // A connection that sends nothing stays in its handshake until it closes.
+    let silent = TcpStream::connect(server.addr).unwrap();
+    wait_for(&server, "a silent connection in its handshake", |samples| {
+        samples.sum("oanquan_connections_open", &[r#"state="handshake""#]) == 1.0
+    });
+    drop(silent);
+    wait_for(&server, "the silent connection closes", |samples| {
+        samples.sum("oanquan_connections_open", &[r#"state="handshake""#]) == 0.0
+    });
 
     let (game, first) = create(&mut games, "standard").await;
     let waiting = server.scrape();
@@ -452,6 +477,42 @@ async fn limits_count_their_refusals() {
         f64::from(limited)
     );
     assert_eq!(samples.sum("oanquan_connections_open", &[]), 1.0);
+}
+
+/// SQLite's group commit: every write lands in exactly one counted batch.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sqlite_commit_batches_are_counted() {
+    let dir = tempfile::tempdir().unwrap();
+    let database = dir.path().join("oanquan.db");
+    let server = Running::start_with(&["--database", database.to_str().unwrap()]);
+    let mut games = server.games().await;
+    // Several games at once, so that some commits may share a transaction.
+    let mut played = Vec::new();
+    for _ in 0..4 {
+        played.push(started(&mut games, "standard").await);
+    }
+    for _ in 0..5 {
+        let moves = played.iter().map(|(id, first, second)| {
+            let mut games = games.clone();
+            async move { play_one(&mut games, id, (first, second)).await }
+        });
+        futures::future::join_all(moves).await;
+    }
+    let samples = server.scrape();
+    let writes = samples.sum("oanquan_store_commit_duration_seconds_count", &[]);
+    assert!(writes >= 4.0 * 2.0 + 4.0 * 5.0, "{samples:?}");
+    // Sizes sum to the writes (no write uncounted or counted twice); at most one batch each.
+    assert_eq!(
+        samples.sum("oanquan_store_commit_batch_size_sum", &[]),
+        writes,
+        "{samples:?}"
+    );
+    let batches = samples.sum("oanquan_store_commit_batch_size_count", &[]);
+    assert!(batches >= 1.0 && batches <= writes, "{samples:?}");
+    assert_eq!(
+        samples.sum("oanquan_store_commit_batch_size_bucket", &[r#"le="+Inf""#]),
+        batches
+    );
 }
 
 /// In process, for a hub buffer of one event (not a flag): each commit of a move publishes

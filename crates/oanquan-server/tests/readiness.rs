@@ -91,23 +91,35 @@ impl Running {
         (code, body.to_owned())
     }
 
-    /// Polls `/ready` (and the ready file) until they say `ready`, or not and why (bounded).
+    /// The value of the sample `series` (as printed, labels included) in a scrape of
+    /// `/metrics`.
+    fn sample(&self, series: &str) -> Option<f64> {
+        let (code, body) = self.get("/metrics");
+        assert_eq!(code, 200, "{body}");
+        body.lines()
+            .find_map(|line| line.strip_prefix(series)?.strip_prefix(' ')?.parse().ok())
+    }
+
+    /// Polls `/ready`, the ready file and the `oanquan_ready` gauge until they say `ready`,
+    /// or not and why (bounded).
     fn wait_ready(&self, ready: bool, why: &str) {
         let deadline = Instant::now() + Duration::from_secs(20);
         loop {
             let (code, body) = self.get("/ready");
             let file = self.ready_file.exists();
+            let gauge = self.sample("oanquan_ready");
             let matches = if ready {
-                code == 200 && body == "ready\n" && file
+                code == 200 && body == "ready\n" && file && gauge == Some(1.0)
             } else {
-                code == 503 && body.contains(why) && !file
+                code == 503 && body.contains(why) && !file && gauge == Some(0.0)
             };
             if matches {
                 return;
             }
             assert!(
                 Instant::now() < deadline,
-                "wanted ready={ready} ({why}), got {code} {body:?}, file present: {file}"
+                "wanted ready={ready} ({why}), got {code} {body:?}, file present: {file}, \
+                 oanquan_ready {gauge:?}"
             );
             std::thread::sleep(Duration::from_millis(20));
         }
@@ -222,6 +234,14 @@ async fn a_drain_turns_readiness_off_while_open_calls_are_still_served() {
     );
     server.wait_ready(false, "not ready: draining");
     assert_eq!(server.get("/live").0, 200, "alive while it drains");
+    // The held call's connection, at least, is open and draining.
+    let state = |state: &str| {
+        server
+            .sample(&format!(r#"oanquan_connections_open{{state="{state}"}}"#))
+            .expect("a connections sample")
+    };
+    assert!(state("draining") >= 1.0);
+    assert_eq!(state("serving"), 0.0);
     assert!(
         server.child.try_wait().unwrap().is_none(),
         "the open call holds the drain"

@@ -82,7 +82,9 @@ use tracing::{info, warn};
 use crate::codec::{GameEventDto, History, InfoDto, LobbyEventDto, status_name, time_from_db};
 use crate::fault::{Damage, backend, corrupt};
 use crate::reads::{Lazy, Readers, check_unfinished, list_games, load_state, read_info, statuses};
-use crate::writer::{Cache, Job, Message, WriteJob, last_lobby_sequence, lock, run_writer};
+use crate::writer::{
+    BatchObserver, Cache, Job, Message, WriteJob, last_lobby_sequence, lock, run_writer,
+};
 
 pub use crate::backup::{BackupError, BackupReport, backup};
 pub use crate::schema::{APPLICATION_ID, OpenError, SCHEMA_VERSION};
@@ -102,6 +104,7 @@ pub struct SqliteStore {
     cache: Cache,
     damage: Arc<Damage>,
     writable: watch::Receiver<bool>,
+    batches: BatchObserver,
     /// Held until the store is dropped, so it outlives every write.
     _lock: schema::FileLock,
 }
@@ -133,9 +136,11 @@ impl SqliteStore {
         let cache = Cache::default();
         let writer_cache = Arc::clone(&cache);
         let (health, writable) = watch::channel(true);
+        let batches = BatchObserver::default();
+        let writer_batches = Arc::clone(&batches);
         let thread = thread::Builder::new()
             .name("oanquan-sqlite-writer".to_owned())
-            .spawn(move || run_writer(conn, &jobs, &writer_cache, &health))
+            .spawn(move || run_writer(conn, &jobs, &writer_cache, &health, &writer_batches))
             .map_err(|source| OpenError::Io {
                 path: path.clone(),
                 context: "starting the writer thread",
@@ -153,8 +158,16 @@ impl SqliteStore {
             cache,
             damage,
             writable,
+            batches,
             _lock: lock,
         })
+    }
+
+    /// Calls `observe` with the number of writes (commits, account writes) in each transaction
+    /// the writer commits from now on: how many commits group commit puts together. Only the
+    /// first observer set is kept; returns `false` for a later one.
+    pub fn observe_batches(&self, observe: impl Fn(usize) + Send + Sync + 'static) -> bool {
+        self.batches.set(Box::new(observe)).is_ok()
     }
 
     /// Runs `call` on the writing connection, between two batches, and returns its result
@@ -304,6 +317,10 @@ impl Drop for SqliteStore {
 }
 
 impl GameStore for SqliteStore {
+    fn as_any(&self) -> Option<&dyn std::any::Any> {
+        Some(self)
+    }
+
     fn create(&self, commit: Commit) -> StoreFuture<'_, Committed> {
         self.submit(true, commit)
     }

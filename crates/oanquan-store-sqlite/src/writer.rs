@@ -22,6 +22,10 @@ use crate::schema::{self};
 /// Most commits in one transaction. Bounds the latency one batch adds to its last member.
 pub const MAX_BATCH: usize = 256;
 
+/// Told the size of each batch the writer commits (commits and other writes in one
+/// transaction), once it is set: how full group commits run, for metrics. Set at most once.
+pub(crate) type BatchObserver = Arc<std::sync::OnceLock<Box<dyn Fn(usize) + Send + Sync>>>;
+
 /// Unfinished games whose latest state is kept in memory for [`GameStore::load`](oanquan_game::GameStore::load).
 pub(crate) const MAX_CACHED_GAMES: usize = 4_096;
 
@@ -108,6 +112,7 @@ pub(crate) fn run_writer(
     messages: &mpsc::Receiver<Message>,
     cache: &Cache,
     health: &watch::Sender<bool>,
+    batches: &BatchObserver,
 ) {
     // `Some(wait)` while the file cannot be written: try a probe write after `wait`.
     let mut backoff: Option<Duration> = None;
@@ -157,6 +162,9 @@ pub(crate) fn run_writer(
                 }
                 Err(_) => break,
             }
+        }
+        if let Some(observe) = batches.get() {
+            observe(batch.len() + writes.len());
         }
         let (work, replies): (Vec<_>, Vec<_>) = batch
             .into_iter()

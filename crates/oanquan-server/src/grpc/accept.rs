@@ -184,6 +184,10 @@ async fn shake(
         Some(tls) => Transport::Tls(Box::new(tls.accept(connection).await?)),
     };
     let read = read_preface(&mut transport).await?;
+    match &mut transport {
+        Transport::Plain(connection) => connection.serving(),
+        Transport::Tls(tls) => tls.get_mut().0.serving(),
+    }
     Ok(ServerConnection {
         read,
         replayed: 0,

@@ -57,21 +57,22 @@ impl ConnectionLimit {
         })
     }
 
-    /// `stream`, counted in the open-connections gauge until dropped.
+    /// `stream`, counted in the open-connections gauges (in its handshake) until dropped.
     fn gauged(
         &self,
         stream: TcpStream,
         slot: Option<(Arc<ConnectionLimit>, IpAddr)>,
     ) -> CountedConnection {
-        let gauge = self.metrics.as_ref().map(|metrics| {
-            let gauge = metrics.connections_open().clone();
-            gauge.inc();
-            gauge
+        let gauges = self.metrics.as_ref().map(|metrics| {
+            let gauges = metrics.connection_gauges();
+            gauges.0.inc();
+            gauges
         });
         CountedConnection {
             stream,
             slot,
-            gauge,
+            gauges,
+            serving: false,
         }
     }
 
@@ -117,13 +118,30 @@ impl ConnectionLimit {
 pub struct CountedConnection {
     stream: TcpStream,
     slot: Option<(Arc<ConnectionLimit>, IpAddr)>,
-    gauge: Option<Gauge>,
+    /// In their handshake, past it.
+    gauges: Option<(Gauge, Gauge)>,
+    serving: bool,
+}
+
+impl CountedConnection {
+    /// Counts it as past its handshake from now on.
+    pub fn serving(&mut self) {
+        if let (Some((handshake, serving)), false) = (&self.gauges, self.serving) {
+            handshake.dec();
+            serving.inc();
+        }
+        self.serving = true;
+    }
 }
 
 impl Drop for CountedConnection {
     fn drop(&mut self) {
-        if let Some(gauge) = &self.gauge {
-            gauge.dec();
+        if let Some((handshake, serving)) = &self.gauges {
+            if self.serving {
+                serving.dec();
+            } else {
+                handshake.dec();
+            }
         }
         if let Some((limit, ip)) = self.slot.take() {
             let mut open = limit.lock();
