@@ -179,6 +179,12 @@ struct Args {
     /// core of its own instead of competing for both.
     #[arg(long)]
     pin: bool,
+
+    /// The cost of metrics: in the throughput sweep, measure each server target this many times
+    /// without and with `--metrics-listen` (rows `memory` and `memory+metrics`, alternating, so
+    /// that drifting load on a shared machine falls on both). 0: without only.
+    #[arg(long, default_value_t = 0)]
+    metrics_pairs: usize,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -699,7 +705,20 @@ impl Bench {
         load: &GameLoad,
         connections: usize,
     ) -> anyhow::Result<Point> {
-        let deployment = self.targets.deploy(target, &[]).await?;
+        self.games_point_with(scenario, target, &[], load, connections)
+            .await
+    }
+
+    /// [`Bench::games_point`] with more server flags.
+    async fn games_point_with(
+        &mut self,
+        scenario: &str,
+        target: &str,
+        extra: &[&str],
+        load: &GameLoad,
+        connections: usize,
+    ) -> anyhow::Result<Point> {
+        let deployment = self.targets.deploy(target, extra).await?;
         let pool = deployment.pool(connections).await?;
         self.measure(scenario, target, deployment, (pool, None), load)
             .await
@@ -844,10 +863,31 @@ impl Bench {
             let connections = self.args.connections.min(c).max(1);
             for target in self.throughput_targets() {
                 let load = self.game_load(c, self.args.spectators);
-                let point = self
-                    .games_point("throughput", &target, &load, connections)
-                    .await?;
-                self.push(point);
+                if self.args.metrics_pairs == 0 {
+                    let point = self
+                        .games_point("throughput", &target, &load, connections)
+                        .await?;
+                    self.push(point);
+                    continue;
+                }
+                for _ in 0..self.args.metrics_pairs {
+                    for metrics in [false, true] {
+                        // Recorded as they would be in production; nobody scrapes during the
+                        // window (a scrape every 15 s costs far less than the recording).
+                        let extra: &[&str] = if metrics {
+                            &["--metrics-listen", "127.0.0.1:0"]
+                        } else {
+                            &[]
+                        };
+                        let mut point = self
+                            .games_point_with("throughput", &target, extra, &load, connections)
+                            .await?;
+                        if metrics {
+                            point.target = format!("{target}+metrics");
+                        }
+                        self.push(point);
+                    }
+                }
             }
             let point = self.echo_point("throughput", c, connections).await?;
             self.push(point);
