@@ -1,5 +1,5 @@
-//! The server's log never contains a player token, at any log level: seat tokens are bearer
-//! secrets, and logs are read by more people (and systems) than the database is.
+//! The server's log never contains a player token or an API key, at any log level: both are
+//! bearer secrets, and logs are read by more people (and systems) than the database is.
 
 use std::path::Path;
 
@@ -30,6 +30,68 @@ fn overwrite_tokens(config: &Path, token: &str) {
         entry["token"] = Value::from(token);
     }
     std::fs::write(&path, serde_json::to_vec(&file).unwrap()).unwrap();
+}
+
+/// The API key in `config`'s account file.
+fn stored_key(config: &Path) -> String {
+    let file: Value =
+        serde_json::from_slice(&std::fs::read(config.join("account.json")).expect("account file"))
+            .expect("account file is JSON");
+    file["accounts"][0]["api_key"]
+        .as_str()
+        .expect("api_key")
+        .to_owned()
+}
+
+fn set_stored_key(config: &Path, key: &str) {
+    let path = config.join("account.json");
+    let mut file: Value = serde_json::from_slice(&std::fs::read(&path).unwrap()).unwrap();
+    file["accounts"][0]["api_key"] = Value::from(key);
+    std::fs::write(&path, serde_json::to_vec(&file).unwrap()).unwrap();
+}
+
+/// The account RPCs with the CLI: registers (the server makes a key and answers it), reads the
+/// profile, lists and makes keys, uses a new key, a wrong one and a revoked one; returns every
+/// key that went over the wire.
+fn use_accounts(server: &Server) -> Vec<String> {
+    let url = server.url();
+    let (lan, copy) = (config_dir(), config_dir());
+    let run = |config: &Path, args: &[&str], ok: bool| {
+        let out = run_cli(&url, config, args);
+        assert_eq!(out.code == Some(0), ok, "{args:?}: {out:?}");
+        out
+    };
+    run(lan.path(), &["register", "Lan"], true);
+    let first = stored_key(lan.path());
+    run(lan.path(), &["me"], true);
+    let listed = run(lan.path(), &["keys", "--json"], true);
+    let first_id = json_of(&listed.stdout)["keys"][0]["id"]
+        .as_str()
+        .expect("a key id")
+        .to_owned();
+    let made = run(lan.path(), &["keys", "new"], true);
+    let second = made
+        .stdout
+        .lines()
+        .find(|line| line.starts_with("oqk_"))
+        .unwrap_or_else(|| panic!("no key in {}", made.stdout))
+        .to_owned();
+    // The new key, then a wrong one, from another config directory.
+    std::fs::copy(
+        lan.path().join("account.json"),
+        copy.path().join("account.json"),
+    )
+    .unwrap();
+    set_stored_key(copy.path(), &second);
+    run(copy.path(), &["me"], true);
+    let wrong = format!("{first}x");
+    set_stored_key(copy.path(), &wrong);
+    run(copy.path(), &["me"], false);
+    // A revoked key, refused.
+    run(lan.path(), &["keys", "revoke", &first_id], true);
+    set_stored_key(copy.path(), &first);
+    run(copy.path(), &["me"], false);
+    vec![first, second, wrong]
 }
 
 /// Creates and joins a game with the CLI, plays a move, then uses a wrong token twice; returns
@@ -86,7 +148,8 @@ fn no_token_reaches_the_log_even_at_trace_level() {
     let dir = tempfile::tempdir().unwrap();
     let log = dir.path().join("server.log");
     let server = Server::start_logged(&[], "trace", &log);
-    let (id, tokens) = play_and_refuse(&server);
+    let (id, mut tokens) = play_and_refuse(&server);
+    tokens.extend(use_accounts(&server));
     drop(server);
     let text = std::fs::read_to_string(&log).unwrap();
     // The log level took effect (so this test would see a token if one were logged).
@@ -111,7 +174,8 @@ fn json_logs_parse_line_by_line_and_hold_no_token() {
     let dir = tempfile::tempdir().unwrap();
     let log = dir.path().join("server.log");
     let server = Server::start_logged(&["--log-format", "json"], "trace", &log);
-    let (id, tokens) = play_and_refuse(&server);
+    let (id, mut tokens) = play_and_refuse(&server);
+    tokens.extend(use_accounts(&server));
     drop(server);
     let text = std::fs::read_to_string(&log).unwrap();
     let lines: Vec<Value> = text
@@ -143,6 +207,15 @@ fn json_logs_parse_line_by_line_and_hold_no_token() {
             )
         });
     let request_id = span["request_id"].as_str().expect("a request id");
+    for method in ["Register", "CreateApiKey", "RevokeApiKey", "GetMe"] {
+        let path = format!("/oanquan.v1.AccountService/{method}");
+        assert!(
+            lines
+                .iter()
+                .any(|line| line["span"]["method"].as_str() == Some(&path)),
+            "no line in a {method} span"
+        );
+    }
     assert_eq!(request_id.len(), 32, "{request_id}");
     for token in &tokens {
         assert!(
