@@ -379,6 +379,7 @@ function showLobby(): () => void {
           const kind = event.kind;
           switch (kind.case) {
             case "snapshot":
+              openList.dataset.live = "true";
               known.clear();
               seeks.clear();
               for (const g of kind.value.games) known.set(g.id, g);

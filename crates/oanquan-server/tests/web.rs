@@ -42,7 +42,7 @@ async fn get(addr: SocketAddr, path: &str, headers: &[(&str, &str)]) -> (Respons
     (Response::from_parts(parts, ()), body)
 }
 
-fn header_of<'a>(response: &'a Response<()>, name: header::HeaderName) -> &'a str {
+fn header_of(response: &Response<()>, name: header::HeaderName) -> &str {
     response
         .headers()
         .get(&name)
