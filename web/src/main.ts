@@ -205,6 +205,14 @@ function showLobby(): () => void {
   const activeList = h("ul", { class: "list", "data-testid": "active-games" });
   const seekList = h("ul", { class: "list", "data-testid": "seeks" });
   const leaders = h("ol", { class: "list", "data-testid": "leaderboard" });
+  // A rating is per speed, and the server wants one: blitz first, as most rated games are.
+  const leaderSpeed = select("leaderboard-speed", [
+    [String(Speed.BLITZ), "Blitz"],
+    [String(Speed.BULLET), "Bullet"],
+    [String(Speed.RAPID), "Rapid"],
+    [String(Speed.CLASSICAL), "Classical"],
+    [String(Speed.CORRESPONDENCE), "Correspondence"],
+  ]);
   let seeking: AbortController | undefined;
 
   void rules.listPresets({}, bearer(undefined)).then(
@@ -319,7 +327,7 @@ function showLobby(): () => void {
     h("section", { class: "card" }, h("h2", {}, "Open games"), openList),
     h("section", { class: "card" }, h("h2", {}, "Seeks"), seekList),
     h("section", { class: "card" }, h("h2", {}, "Games being played"), activeList),
-    h("section", { class: "card" }, h("h2", {}, "Leaderboard"), leaders),
+    h("section", { class: "card" }, h("h2", {}, "Leaderboard"), leaderSpeed, leaders),
   );
 
   const known = new Map<string, Game>();
@@ -433,15 +441,20 @@ function showLobby(): () => void {
 
   render();
   void followLobby();
-  void accounts.leaderboard({ speed: Speed.UNSPECIFIED, pageSize: 10 }, bearer(undefined)).then(
-    (response) =>
-      leaders.replaceChildren(
-        ...(response.entries.length
-          ? response.entries.map((e) => h("li", {}, `${e.username} ${e.rating?.rating ?? ""}`))
-          : [h("li", { class: "empty" }, "no rated games yet")]),
-      ),
-    () => leaders.replaceChildren(h("li", { class: "empty" }, "unavailable")),
-  );
+  const showLeaders = () =>
+    accounts.leaderboard({ speed: Number(leaderSpeed.value) as Speed, pageSize: 10 }, bearer(undefined)).then(
+      (response) =>
+        leaders.replaceChildren(
+          ...(response.entries.length
+            ? response.entries.map((e) => h("li", {}, `${e.username} ${e.rating?.rating ?? ""}`))
+            : [h("li", { class: "empty" }, "no rated games yet")]),
+        ),
+      (error: unknown) =>
+        leaders.replaceChildren(h("li", { class: "empty" }, `unavailable: ${describe(error)}`)),
+    );
+  leaderSpeed.addEventListener("change", () => void showLeaders());
+  void showLeaders();
+
   return () => {
     abort.abort();
     seeking?.abort();

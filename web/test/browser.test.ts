@@ -187,6 +187,8 @@ test("two players play a whole game by clicks; a spectator sees every move; a re
   // The open game appears live in the other lobbies.
   await minh.locator(`[data-testid=open-games] li[data-game="${id}"]`).waitFor();
   await lobbyShot.locator(`[data-testid=open-games] li[data-game="${id}"]`).waitFor();
+  // The leaderboard answered (a refused call would read "unavailable: ...").
+  await lobbyShot.getByTestId("leaderboard").getByText("no rated games yet").waitFor();
   await lobbyShot.screenshot({ path: join(shots, "lobby-desktop.png") });
   await minh.screenshot({ path: join(shots, "lobby-phone.png") });
   await joinGame(minh, id, true);
