@@ -12,6 +12,8 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let proto_root = PathBuf::from(env::var("CARGO_MANIFEST_DIR")?).join("proto");
     let file = proto_root.join("google/rpc/error_details.proto");
     println!("cargo:rerun-if-changed={}", file.display());
+    // The embedded web page (`include_dir!` in src/web.rs): files added or removed too.
+    println!("cargo:rerun-if-changed=web-dist");
     let fds = protox::Compiler::new([&proto_root])?
         .include_imports(true)
         .include_source_info(false)

@@ -15,6 +15,7 @@ pub mod metrics;
 pub mod readiness;
 mod server;
 mod tls_reload;
+pub mod web;
 
 pub use server::{
     Config, HEALTH_SERVICES, ServeError, Storage, TlsIdentity, open_store, run, run_with_store,

@@ -151,6 +151,9 @@ struct Args {
     #[command(flatten)]
     computer: ComputerLimits,
 
+    #[command(flatten)]
+    web: oanquan_server::web::WebSettings,
+
     /// Serve Prometheus metrics (OpenMetrics text) at http://ADDR/metrics; port 0 picks a free
     /// port (printed on stdout). Off when not given. Bind it where only your monitoring can
     /// reach it.
@@ -336,6 +339,7 @@ impl Args {
             computer: self.computer,
             memory: self.memory,
             metrics: None,
+            web: self.web.clone(),
             readiness: Readiness::default(),
         }
     }

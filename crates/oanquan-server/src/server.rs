@@ -17,6 +17,7 @@ use tokio_rustls::rustls::pki_types::{CertificateDer, PrivateKeyDer};
 use tonic::transport::Server;
 use tonic::transport::server::TcpIncoming;
 use tonic_health::ServingStatus;
+use tonic_web::GrpcWebLayer;
 use tracing::{info, warn};
 
 use crate::config::{
@@ -39,6 +40,7 @@ use crate::grpc::{
 use crate::metrics::Metrics;
 use crate::readiness::{NotReady, Readiness};
 use crate::tls_reload::{self, TlsReload};
+use crate::web::{self, WebLayer};
 
 /// Descriptor set of `google/rpc/error_details.proto`, for reflection (see `build.rs`).
 const GOOGLE_RPC_DESCRIPTOR_SET: &[u8] =
@@ -148,7 +150,8 @@ impl TlsIdentity {
             .with_no_client_auth()
             .with_single_cert(chain, key)
             .map_err(|e| unusable("certificate or key", &e))?;
-        config.alpn_protocols = vec![b"h2".to_vec()];
+        // HTTP/1.1 too: browsers may speak gRPC-Web and fetch the page over it.
+        config.alpn_protocols = vec![b"h2".to_vec(), b"http/1.1".to_vec()];
         Ok(TlsAcceptor::from(Arc::new(config)))
     }
 }
@@ -180,6 +183,8 @@ pub struct Config {
     /// Where to count what the server does (served by [`crate::metrics::serve`]); `None`
     /// counts nothing.
     pub metrics: Option<Arc<Metrics>>,
+    /// The web page and browsers' access (gRPC-Web is always on).
+    pub web: crate::web::WebSettings,
     /// Set as health is: ready once serving, not while the store cannot write nor once
     /// draining (served at `/ready`, kept as `--ready-file`).
     pub readiness: Readiness,
@@ -455,6 +460,8 @@ pub async fn run_with_store(
 
     let mut stop_serving = stop_rx.clone();
     let serve = Server::builder()
+        // HTTP/1.1 for browsers: gRPC-Web and the page.
+        .accept_http1(true)
         .max_concurrent_streams(transport.max_concurrent_streams)
         .concurrency_limit_per_connection(transport.concurrency_limit_per_connection)
         .http2_keepalive_interval(Some(transport.keepalive_interval))
@@ -468,7 +475,12 @@ pub async fn run_with_store(
                 game_id = tracing::field::Empty,
             )
         })
-        // Outermost, so that it counts the rate limit's refusals as calls too.
+        // GET and HEAD are the page's; CORS answers preflights; gRPC-Web becomes gRPC here,
+        // so that everything inside sees gRPC calls only.
+        .layer(WebLayer::new(&config.web))
+        .layer(web::cors_layer(&config.web))
+        .layer(GrpcWebLayer::new())
+        // Outermost of the gRPC layers, so that it counts the rate limit's refusals as calls.
         .layer(ObserveLayer::new(metrics.clone()))
         .layer(RateLimitLayer::new(rate_limiter).with_metrics(metrics))
         .add_service(health_service)

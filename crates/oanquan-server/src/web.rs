@@ -1,0 +1,367 @@
+//! The browser side: the web page embedded in the binary, gRPC-Web beside gRPC on the same
+//! port, and CORS for pages served elsewhere.
+//!
+//! Every gRPC and gRPC-Web call is a POST, so GET and HEAD are the page's: [`WebLayer`] answers
+//! them (or 404s them under `--no-web`) before anything gRPC sees them. The bundle is built
+//! from `web/` by Vite and committed in `web-dist/`, so building the server needs no Node.js.
+
+use std::collections::HashMap;
+use std::io::Write as _;
+use std::sync::Arc;
+use std::task::{Context, Poll};
+use std::time::Duration;
+
+use bytes::Bytes;
+use futures::future::Either;
+use http::header::{self, HeaderName, HeaderValue};
+use http::{Method, Request, Response, StatusCode};
+use include_dir::{Dir, include_dir};
+use tonic::body::Body;
+use tower::{Layer, Service};
+use tower_http::cors::{AllowOrigin, CorsLayer};
+
+/// The built page (`npm run build` in `web/`).
+static BUNDLE: Dir<'static> = include_dir!("$CARGO_MANIFEST_DIR/web-dist");
+
+/// Hashed file names change with their content: a browser may keep them for a year.
+const IMMUTABLE: &str = "public, max-age=31536000, immutable";
+/// Everything else (the HTML that names the hashed files) is revalidated on every load.
+const REVALIDATE: &str = "no-cache";
+/// The page fetches nothing from anywhere but this server.
+const CSP: &str = "default-src 'self'; img-src 'self' data:; style-src 'self'; \
+                   connect-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'";
+
+/// The page and the browser's access to the API.
+#[derive(Debug, Clone, Default, PartialEq, Eq, clap::Args)]
+#[command(next_help_heading = "Browsers")]
+pub struct WebSettings {
+    /// Do not serve the web page (GET and HEAD then answer 404); gRPC-Web stays on.
+    #[arg(long, env = "OANQUAN_NO_WEB", default_value_t = false)]
+    pub no_web: bool,
+
+    /// Let pages served from ORIGIN (`https://example.org`, scheme, host and port only) call
+    /// the API from a browser (CORS); repeat for several. The server's own page needs none.
+    #[arg(
+        long = "cors-origin",
+        env = "OANQUAN_CORS_ORIGIN",
+        value_name = "ORIGIN",
+        value_delimiter = ',',
+        value_parser = parse_origin
+    )]
+    pub cors_origins: Vec<HeaderValue>,
+}
+
+/// An origin as browsers send it in `Origin`: `scheme://host[:port]`, nothing after.
+///
+/// # Errors
+///
+/// A message saying what is wrong with `text`.
+pub fn parse_origin(text: &str) -> Result<HeaderValue, String> {
+    let text = text.trim();
+    let bad = |why: &str| Err(format!("not an origin ({why}): write https://host[:port]"));
+    let Some((scheme, rest)) = text.split_once("://") else {
+        return bad("no scheme");
+    };
+    if scheme != "http" && scheme != "https" {
+        return bad("the scheme is not http or https");
+    }
+    if rest.is_empty() || rest.contains(['/', '?', '#', '@', ' ']) {
+        return bad("an origin has a host and a port only, no path");
+    }
+    HeaderValue::from_str(text).or_else(|_| bad("not visible ASCII"))
+}
+
+/// CORS for the origins `settings` allows: none by default, so only pages of this server
+/// (same origin, which needs no CORS) can call the API from a browser.
+pub fn cors_layer(settings: &WebSettings) -> CorsLayer {
+    let header = |name: &'static str| HeaderName::from_static(name);
+    CorsLayer::new()
+        .allow_origin(AllowOrigin::list(settings.cors_origins.iter().cloned()))
+        .allow_methods([Method::POST])
+        .allow_headers([
+            header::CONTENT_TYPE,
+            header::AUTHORIZATION,
+            header("x-grpc-web"),
+            header("x-user-agent"),
+            header("grpc-timeout"),
+        ])
+        .expose_headers([
+            header("grpc-status"),
+            header("grpc-message"),
+            header("grpc-status-details-bin"),
+            header("x-request-id"),
+        ])
+        .max_age(Duration::from_secs(3600))
+}
+
+/// One file of the page, ready to send.
+#[derive(Debug)]
+struct Asset {
+    body: Bytes,
+    /// Only when it is smaller.
+    gzip: Option<Bytes>,
+    content_type: &'static str,
+    cache_control: &'static str,
+    etag: HeaderValue,
+}
+
+/// The page's files by URL path (`/` is `/index.html`).
+#[derive(Debug, Default)]
+struct Site {
+    assets: HashMap<String, Asset>,
+}
+
+impl Site {
+    fn embedded() -> Site {
+        let mut site = Site::default();
+        site.add_dir(&BUNDLE);
+        site
+    }
+
+    fn add_dir(&mut self, dir: &Dir<'static>) {
+        for file in dir.files() {
+            let path = file.path().to_string_lossy().replace('\\', "/");
+            let body = Bytes::from_static(file.contents());
+            let content_type = content_type(&path);
+            let gzip = compressible(content_type)
+                .then(|| gzip(&body))
+                .flatten()
+                .filter(|zipped| zipped.len() < body.len());
+            let cache_control = if path.starts_with("assets/") {
+                IMMUTABLE
+            } else {
+                REVALIDATE
+            };
+            let etag = HeaderValue::try_from(format!("\"{:016x}\"", fnv1a(&body)))
+                .unwrap_or_else(|_| HeaderValue::from_static("\"0\""));
+            self.assets.insert(
+                format!("/{path}"),
+                Asset {
+                    body,
+                    gzip,
+                    content_type,
+                    cache_control,
+                    etag,
+                },
+            );
+        }
+        for sub in dir.dirs() {
+            self.add_dir(sub);
+        }
+    }
+
+    fn respond<B>(&self, request: &Request<B>) -> Response<Body> {
+        let path = match request.uri().path() {
+            "/" => "/index.html",
+            path => path,
+        };
+        let Some(asset) = self.assets.get(path) else {
+            return not_found();
+        };
+        let mut response = Response::builder()
+            .header(header::CONTENT_TYPE, asset.content_type)
+            .header(header::CACHE_CONTROL, asset.cache_control)
+            .header(header::ETAG, asset.etag.clone())
+            .header(header::VARY, "accept-encoding")
+            .header(header::X_CONTENT_TYPE_OPTIONS, "nosniff");
+        if asset.content_type.starts_with("text/html") {
+            response = response
+                .header(header::CONTENT_SECURITY_POLICY, CSP)
+                .header(header::REFERRER_POLICY, "no-referrer");
+        }
+        let fresh = request
+            .headers()
+            .get_all(header::IF_NONE_MATCH)
+            .iter()
+            .filter_map(|value| value.to_str().ok())
+            .flat_map(|value| value.split(','))
+            .any(|tag| tag.trim() == asset.etag || tag.trim() == "*");
+        if fresh {
+            return response
+                .status(StatusCode::NOT_MODIFIED)
+                .body(Body::empty())
+                .unwrap_or_else(|_| not_found());
+        }
+        let body = match &asset.gzip {
+            Some(zipped) if accepts_gzip(request.headers()) => {
+                response = response.header(header::CONTENT_ENCODING, "gzip");
+                zipped.clone()
+            }
+            _ => asset.body.clone(),
+        };
+        response = response.header(header::CONTENT_LENGTH, body.len());
+        let body = if request.method() == Method::HEAD {
+            Body::empty()
+        } else {
+            Body::new(http_body_util::Full::new(body))
+        };
+        response.body(body).unwrap_or_else(|_| not_found())
+    }
+}
+
+fn not_found() -> Response<Body> {
+    let mut response = Response::new(Body::new(http_body_util::Full::new(Bytes::from_static(
+        b"not found\n",
+    ))));
+    *response.status_mut() = StatusCode::NOT_FOUND;
+    response.headers_mut().insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("text/plain; charset=utf-8"),
+    );
+    response
+}
+
+fn content_type(path: &str) -> &'static str {
+    match path.rsplit_once('.').map(|(_, ext)| ext) {
+        Some("html") => "text/html; charset=utf-8",
+        Some("js" | "mjs") => "text/javascript; charset=utf-8",
+        Some("css") => "text/css; charset=utf-8",
+        Some("svg") => "image/svg+xml",
+        Some("png") => "image/png",
+        Some("ico") => "image/x-icon",
+        Some("json") => "application/json",
+        Some("webmanifest") => "application/manifest+json",
+        Some("txt") => "text/plain; charset=utf-8",
+        Some("woff2") => "font/woff2",
+        _ => "application/octet-stream",
+    }
+}
+
+fn compressible(content_type: &str) -> bool {
+    content_type.starts_with("text/")
+        || content_type.starts_with("application/json")
+        || content_type.starts_with("application/manifest")
+        || content_type == "image/svg+xml"
+}
+
+fn gzip(data: &[u8]) -> Option<Bytes> {
+    let mut encoder = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::best());
+    encoder.write_all(data).ok()?;
+    encoder.finish().ok().map(Bytes::from)
+}
+
+/// `Accept-Encoding` names gzip (or `*`) without `q=0`.
+fn accepts_gzip(headers: &http::HeaderMap) -> bool {
+    headers
+        .get_all(header::ACCEPT_ENCODING)
+        .iter()
+        .filter_map(|value| value.to_str().ok())
+        .flat_map(|value| value.split(','))
+        .any(|item| {
+            let mut parts = item.split(';').map(str::trim);
+            let coding = parts.next().unwrap_or("");
+            let refused = parts.any(|param| {
+                param
+                    .strip_prefix("q=")
+                    .and_then(|q| q.parse::<f32>().ok())
+                    .is_some_and(|q| q <= 0.0)
+            });
+            (coding.eq_ignore_ascii_case("gzip") || coding == "*") && !refused
+        })
+}
+
+/// A content hash for ETags, stable across builds (unlike `DefaultHasher`).
+fn fnv1a(data: &[u8]) -> u64 {
+    data.iter().fold(0xcbf2_9ce4_8422_2325, |hash, byte| {
+        (hash ^ u64::from(*byte)).wrapping_mul(0x0000_0100_0000_01b3)
+    })
+}
+
+/// Answers GET and HEAD with the page (or 404 without it); passes everything else on.
+#[derive(Debug, Clone)]
+pub struct WebLayer {
+    site: Option<Arc<Site>>,
+}
+
+impl WebLayer {
+    /// The embedded page, or none under `--no-web`. Compresses the files once, here.
+    pub fn new(settings: &WebSettings) -> WebLayer {
+        WebLayer {
+            site: (!settings.no_web).then(|| Arc::new(Site::embedded())),
+        }
+    }
+}
+
+impl<S> Layer<S> for WebLayer {
+    type Service = Web<S>;
+
+    fn layer(&self, inner: S) -> Web<S> {
+        Web {
+            inner,
+            site: self.site.clone(),
+        }
+    }
+}
+
+/// See [`WebLayer`].
+#[derive(Debug, Clone)]
+pub struct Web<S> {
+    inner: S,
+    site: Option<Arc<Site>>,
+}
+
+impl<S, B> Service<Request<B>> for Web<S>
+where
+    S: Service<Request<B>, Response = Response<Body>>,
+{
+    type Response = Response<Body>;
+    type Error = S::Error;
+    type Future = Either<S::Future, std::future::Ready<Result<Response<Body>, S::Error>>>;
+
+    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Self::Error>> {
+        self.inner.poll_ready(cx)
+    }
+
+    fn call(&mut self, request: Request<B>) -> Self::Future {
+        if request.method() != Method::GET && request.method() != Method::HEAD {
+            return Either::Left(self.inner.call(request));
+        }
+        let response = match &self.site {
+            Some(site) => site.respond(&request),
+            None => not_found(),
+        };
+        Either::Right(std::future::ready(Ok(response)))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn origins_are_scheme_host_and_port() {
+        assert!(parse_origin("https://example.org").is_ok());
+        assert!(parse_origin("http://127.0.0.1:5173").is_ok());
+        assert!(parse_origin("example.org").is_err());
+        assert!(parse_origin("https://example.org/").is_err());
+        assert!(parse_origin("ftp://example.org").is_err());
+        assert!(parse_origin("https://").is_err());
+    }
+
+    #[test]
+    fn gzip_is_accepted_unless_refused() {
+        let accepts = |value: &'static str| {
+            let mut headers = http::HeaderMap::new();
+            headers.insert(header::ACCEPT_ENCODING, HeaderValue::from_static(value));
+            accepts_gzip(&headers)
+        };
+        assert!(accepts("gzip, deflate, br"));
+        assert!(accepts("br;q=1.0, gzip;q=0.8"));
+        assert!(accepts("*"));
+        assert!(!accepts("gzip;q=0"));
+        assert!(!accepts("br, identity"));
+    }
+
+    #[test]
+    fn the_bundle_has_an_index_and_hashed_assets() {
+        let site = Site::embedded();
+        let index = &site.assets["/index.html"];
+        assert!(index.content_type.starts_with("text/html"));
+        assert_eq!(index.cache_control, REVALIDATE);
+        assert!(
+            site.assets
+                .iter()
+                .any(|(path, asset)| path.ends_with(".js") && asset.cache_control == IMMUTABLE)
+        );
+    }
+}

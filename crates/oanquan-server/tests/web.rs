@@ -1,0 +1,400 @@
+//! The browser side over plain HTTP/1.1, as a browser speaks it: the embedded page (types,
+//! caching, compression, `--no-web`), gRPC-Web calls and server streams on the gRPC port,
+//! and CORS only for `--cors-origin`.
+
+mod common;
+
+use std::io::Read as _;
+use std::net::SocketAddr;
+use std::time::Duration;
+
+use bytes::{Buf as _, Bytes};
+use common::{authed, started};
+use http::{Method, Request, Response, StatusCode, header};
+use http_body_util::{BodyExt as _, Full};
+use hyper::body::Incoming;
+use hyper_util::rt::TokioIo;
+use oanquan_proto::v1 as pb;
+use oanquan_server::web::parse_origin;
+use prost::Message as _;
+
+/// One HTTP/1.1 request on a fresh connection; the response's body is read by the caller.
+async fn send(addr: SocketAddr, request: Request<Full<Bytes>>) -> Response<Incoming> {
+    let tcp = tokio::net::TcpStream::connect(addr).await.unwrap();
+    let (mut sender, connection) = hyper::client::conn::http1::handshake(TokioIo::new(tcp))
+        .await
+        .unwrap();
+    tokio::spawn(connection);
+    tokio::time::timeout(Duration::from_secs(10), sender.send_request(request))
+        .await
+        .expect("an answer within 10 s")
+        .unwrap()
+}
+
+async fn get(addr: SocketAddr, path: &str, headers: &[(&str, &str)]) -> (Response<()>, Bytes) {
+    let mut request = Request::get(path).header(header::HOST, addr.to_string());
+    for (name, value) in headers {
+        request = request.header(*name, *value);
+    }
+    let response = send(addr, request.body(Full::default()).unwrap()).await;
+    let (parts, body) = response.into_parts();
+    let body = body.collect().await.unwrap().to_bytes();
+    (Response::from_parts(parts, ()), body)
+}
+
+fn header_of(response: &Response<()>, name: header::HeaderName) -> &str {
+    response
+        .headers()
+        .get(&name)
+        .map_or("", |value| value.to_str().unwrap())
+}
+
+fn gunzip(data: &[u8]) -> String {
+    let mut text = String::new();
+    flate2::read::GzDecoder::new(data)
+        .read_to_string(&mut text)
+        .unwrap();
+    text
+}
+
+#[tokio::test]
+async fn the_page_is_served_with_types_caching_and_compression() {
+    let server = common::start(common::config()).await;
+    let addr = server.addr;
+
+    let (index, zipped) = get(addr, "/", &[("accept-encoding", "gzip, br")]).await;
+    assert_eq!(index.status(), StatusCode::OK);
+    assert_eq!(
+        header_of(&index, header::CONTENT_TYPE),
+        "text/html; charset=utf-8"
+    );
+    assert_eq!(header_of(&index, header::CACHE_CONTROL), "no-cache");
+    assert_eq!(header_of(&index, header::CONTENT_ENCODING), "gzip");
+    assert!(header_of(&index, header::CONTENT_SECURITY_POLICY).contains("default-src 'self'"));
+    let html = gunzip(&zipped);
+    assert!(html.to_lowercase().starts_with("<!doctype html>"), "{html}");
+
+    // Without gzip in Accept-Encoding: the same page, uncompressed.
+    let (plain, body) = get(addr, "/index.html", &[]).await;
+    assert_eq!(header_of(&plain, header::CONTENT_ENCODING), "");
+    assert_eq!(String::from_utf8(body.to_vec()).unwrap(), html);
+
+    // The page's revalidation: same ETag, 304 with no body.
+    let etag = header_of(&index, header::ETAG).to_owned();
+    assert!(etag.starts_with('"'), "{etag}");
+    let (again, body) = get(addr, "/", &[("if-none-match", &etag)]).await;
+    assert_eq!(again.status(), StatusCode::NOT_MODIFIED);
+    assert!(body.is_empty());
+
+    // The script the page names: hashed, so cached for good.
+    let script = html
+        .split('"')
+        .find(|part| part.starts_with("/assets/") && part.ends_with(".js"))
+        .unwrap_or_else(|| panic!("no script in {html}"))
+        .to_owned();
+    let (js, zipped) = get(addr, &script, &[("accept-encoding", "gzip")]).await;
+    assert_eq!(js.status(), StatusCode::OK);
+    assert_eq!(
+        header_of(&js, header::CONTENT_TYPE),
+        "text/javascript; charset=utf-8"
+    );
+    assert_eq!(
+        header_of(&js, header::CACHE_CONTROL),
+        "public, max-age=31536000, immutable"
+    );
+    assert_eq!(header_of(&js, header::CONTENT_ENCODING), "gzip");
+    assert!(!gunzip(&zipped).is_empty());
+
+    // HEAD: the headers without the body.
+    let head = Request::builder()
+        .method(Method::HEAD)
+        .uri("/")
+        .header(header::HOST, addr.to_string())
+        .body(Full::default())
+        .unwrap();
+    let response = send(addr, head).await;
+    assert_eq!(response.status(), StatusCode::OK);
+    assert!(
+        response
+            .into_body()
+            .collect()
+            .await
+            .unwrap()
+            .to_bytes()
+            .is_empty()
+    );
+
+    let (missing, _) = get(addr, "/no/such/file.js", &[]).await;
+    assert_eq!(missing.status(), StatusCode::NOT_FOUND);
+}
+
+#[tokio::test]
+async fn no_web_turns_the_page_off_but_not_grpc_web() {
+    let mut config = common::config();
+    config.web.no_web = true;
+    let server = common::start(config).await;
+    let (index, _) = get(server.addr, "/", &[]).await;
+    assert_eq!(index.status(), StatusCode::NOT_FOUND);
+    let (script, _) = get(server.addr, "/index.html", &[]).await;
+    assert_eq!(script.status(), StatusCode::NOT_FOUND);
+
+    let mut games = server.games().await;
+    let (id, _, _) = started(&mut games, "standard").await;
+    let frames = grpc_web_unary(server.addr, "GetGame", pb::GetGameRequest { game_id: id }).await;
+    assert_eq!(frames.trailers["grpc-status"], "0");
+}
+
+/// A gRPC-Web message frame: flag 0, length, message.
+fn frame(message: &impl prost::Message) -> Bytes {
+    let body = message.encode_to_vec();
+    let mut framed = vec![0u8];
+    framed.extend_from_slice(&u32::try_from(body.len()).unwrap().to_be_bytes());
+    framed.extend_from_slice(&body);
+    Bytes::from(framed)
+}
+
+fn grpc_web_request(addr: SocketAddr, method: &str, body: Bytes) -> Request<Full<Bytes>> {
+    Request::post(format!("/oanquan.v1.GameService/{method}"))
+        .header(header::HOST, addr.to_string())
+        .header(header::CONTENT_TYPE, "application/grpc-web+proto")
+        .header("x-grpc-web", "1")
+        .body(Full::new(body))
+        .unwrap()
+}
+
+/// What a gRPC-Web response carried: its messages, then its trailers (or the headers of a
+/// trailers-only response).
+#[derive(Debug, Default)]
+struct Frames {
+    messages: Vec<Bytes>,
+    trailers: std::collections::HashMap<String, String>,
+}
+
+/// Reads gRPC-Web frames from `body` as they arrive, until `until` says enough or the body
+/// ends.
+async fn read_frames(
+    body: &mut Incoming,
+    buffer: &mut Vec<u8>,
+    frames: &mut Frames,
+    until: impl Fn(&Frames) -> bool,
+) {
+    loop {
+        while buffer.len() >= 5 {
+            let length = u32::from_be_bytes(buffer[1..5].try_into().unwrap()) as usize;
+            if buffer.len() < 5 + length {
+                break;
+            }
+            let flag = buffer[0];
+            let payload = Bytes::copy_from_slice(&buffer[5..5 + length]);
+            buffer.drain(..5 + length);
+            if flag & 0x80 == 0 {
+                frames.messages.push(payload);
+            } else {
+                for line in String::from_utf8(payload.to_vec()).unwrap().split("\r\n") {
+                    if let Some((name, value)) = line.split_once(':') {
+                        frames
+                            .trailers
+                            .insert(name.trim().to_lowercase(), value.trim().to_owned());
+                    }
+                }
+            }
+        }
+        if until(frames) {
+            return;
+        }
+        let next = tokio::time::timeout(Duration::from_secs(10), body.frame())
+            .await
+            .expect("a frame within 10 s");
+        match next {
+            None => return,
+            Some(frame) => {
+                if let Ok(mut data) = frame.unwrap().into_data() {
+                    while data.has_remaining() {
+                        let chunk = data.chunk().to_vec();
+                        data.advance(chunk.len());
+                        buffer.extend_from_slice(&chunk);
+                    }
+                }
+            }
+        }
+    }
+}
+
+async fn grpc_web_unary(addr: SocketAddr, method: &str, message: impl prost::Message) -> Frames {
+    let response = send(addr, grpc_web_request(addr, method, frame(&message))).await;
+    assert_eq!(response.status(), StatusCode::OK);
+    let mut frames = Frames::default();
+    for (name, value) in response.headers() {
+        if name.as_str().starts_with("grpc-") {
+            frames
+                .trailers
+                .insert(name.to_string(), value.to_str().unwrap().to_owned());
+        }
+    }
+    assert!(
+        response.headers()[header::CONTENT_TYPE]
+            .to_str()
+            .unwrap()
+            .starts_with("application/grpc-web"),
+        "{:?}",
+        response.headers()
+    );
+    let mut body = response.into_body();
+    read_frames(&mut body, &mut Vec::new(), &mut frames, |_| false).await;
+    frames
+}
+
+#[tokio::test]
+async fn grpc_web_unary_calls_work_on_the_grpc_port_over_http1() {
+    let server = common::start(common::config()).await;
+    let mut games = server.games().await;
+    let (id, _, _) = started(&mut games, "standard").await;
+
+    let frames = grpc_web_unary(
+        server.addr,
+        "GetGame",
+        pb::GetGameRequest {
+            game_id: id.clone(),
+        },
+    )
+    .await;
+    assert_eq!(frames.trailers["grpc-status"], "0");
+    assert_eq!(frames.messages.len(), 1);
+    let game = pb::GetGameResponse::decode(frames.messages[0].clone())
+        .unwrap()
+        .game
+        .unwrap();
+    assert_eq!(game.id, id);
+    assert_eq!(game.status, i32::from(pb::GameStatus::Active));
+
+    // Errors come back as gRPC statuses, as from gRPC.
+    let frames = grpc_web_unary(
+        server.addr,
+        "GetGame",
+        pb::GetGameRequest {
+            game_id: "no-such-game".into(),
+        },
+    )
+    .await;
+    assert!(frames.messages.is_empty());
+    assert_ne!(frames.trailers["grpc-status"], "0", "{frames:?}");
+}
+
+#[tokio::test]
+async fn grpc_web_server_streams_deliver_events_as_they_happen() {
+    let server = common::start(common::config()).await;
+    let mut games = server.games().await;
+    let (id, first, _) = started(&mut games, "standard").await;
+
+    let request = grpc_web_request(
+        server.addr,
+        "WatchGame",
+        frame(&pb::WatchGameRequest {
+            game_id: id.clone(),
+            ..Default::default()
+        }),
+    );
+    let response = send(server.addr, request).await;
+    assert_eq!(response.status(), StatusCode::OK);
+    let mut body = response.into_body();
+    let mut buffer = Vec::new();
+    let mut frames = Frames::default();
+    let events = |frames: &Frames| {
+        frames
+            .messages
+            .iter()
+            .filter_map(|message| pb::WatchGameResponse::decode(message.clone()).ok()?.event)
+            .filter_map(|event| event.kind)
+            .filter(|kind| !matches!(kind, pb::game_event::Kind::Heartbeat(_)))
+            .collect::<Vec<_>>()
+    };
+    read_frames(&mut body, &mut buffer, &mut frames, |frames| {
+        !events(frames).is_empty()
+    })
+    .await;
+    assert!(matches!(
+        events(&frames)[0],
+        pb::game_event::Kind::Snapshot(_)
+    ));
+
+    // An event that happens after the stream opened arrives on it, then the stream ends
+    // with the game, status OK in the trailers frame.
+    games
+        .resign(authed(pb::ResignRequest { game_id: id }, &first))
+        .await
+        .unwrap();
+    read_frames(&mut body, &mut buffer, &mut frames, |frames| {
+        frames.trailers.contains_key("grpc-status")
+    })
+    .await;
+    assert!(
+        events(&frames)
+            .iter()
+            .any(|kind| matches!(kind, pb::game_event::Kind::GameOver(_))),
+        "{:?}",
+        events(&frames)
+    );
+    assert_eq!(frames.trailers["grpc-status"], "0");
+}
+
+async fn preflight(addr: SocketAddr, origin: &str) -> Response<()> {
+    let request = Request::builder()
+        .method(Method::OPTIONS)
+        .uri("/oanquan.v1.GameService/GetGame")
+        .header(header::HOST, addr.to_string())
+        .header(header::ORIGIN, origin)
+        .header(header::ACCESS_CONTROL_REQUEST_METHOD, "POST")
+        .header(
+            header::ACCESS_CONTROL_REQUEST_HEADERS,
+            "content-type,x-grpc-web,authorization",
+        )
+        .body(Full::default())
+        .unwrap();
+    let (parts, _) = send(addr, request).await.into_parts();
+    Response::from_parts(parts, ())
+}
+
+#[tokio::test]
+async fn cors_allows_only_the_configured_origins() {
+    // By default no other origin may call: the preflight carries no permission.
+    let server = common::start(common::config()).await;
+    let denied = preflight(server.addr, "https://elsewhere.example").await;
+    assert_eq!(header_of(&denied, header::ACCESS_CONTROL_ALLOW_ORIGIN), "");
+    drop(server);
+
+    let mut config = common::config();
+    config.web.cors_origins = vec![parse_origin("https://play.example").unwrap()];
+    let server = common::start(config).await;
+    let allowed = preflight(server.addr, "https://play.example").await;
+    assert_eq!(
+        header_of(&allowed, header::ACCESS_CONTROL_ALLOW_ORIGIN),
+        "https://play.example"
+    );
+    let allowed_headers = header_of(&allowed, header::ACCESS_CONTROL_ALLOW_HEADERS);
+    for needed in ["content-type", "x-grpc-web", "authorization"] {
+        assert!(allowed_headers.contains(needed), "{allowed_headers}");
+    }
+    let denied = preflight(server.addr, "https://elsewhere.example").await;
+    assert_eq!(header_of(&denied, header::ACCESS_CONTROL_ALLOW_ORIGIN), "");
+
+    // The call itself: the allowed origin may read the status trailers.
+    let mut games = server.games().await;
+    let (id, _, _) = started(&mut games, "standard").await;
+    let mut request = grpc_web_request(
+        server.addr,
+        "GetGame",
+        frame(&pb::GetGameRequest { game_id: id }),
+    );
+    request.headers_mut().insert(
+        header::ORIGIN,
+        http::HeaderValue::from_static("https://play.example"),
+    );
+    let response = send(server.addr, request).await;
+    let (parts, _) = response.into_parts();
+    let response = Response::from_parts(parts, ());
+    assert_eq!(
+        header_of(&response, header::ACCESS_CONTROL_ALLOW_ORIGIN),
+        "https://play.example"
+    );
+    assert!(header_of(&response, header::ACCESS_CONTROL_EXPOSE_HEADERS).contains("grpc-status"));
+}

@@ -1,0 +1,914 @@
+// The page: a lobby (#/) and a game (#/game/ID), plain DOM, no framework.
+
+import "./style.css";
+
+import { create } from "@bufbuild/protobuf";
+import { durationFromMs, durationMs } from "@bufbuild/protobuf/wkt";
+
+import { accounts, bearer, describe, games, rules, store } from "./api.js";
+import { Speed } from "./gen/oanquan/v1/account_pb.js";
+import {
+  GameEvent_DrawAction,
+  GameEvent_RematchAction,
+  GameStatus,
+  PlayerKind,
+  TimeControlSchema,
+  type Clocks,
+  type Game,
+  type GameEvent,
+  type MoveRecord,
+  type Seek,
+} from "./gen/oanquan/v1/game_pb.js";
+import { Direction, EndReason, Outcome, Player, type Step } from "./gen/oanquan/v1/rules_pb.js";
+
+const app = document.getElementById("app")!;
+const statusLine = document.getElementById("status")!;
+
+/** Creates an element with attributes and children. */
+function h<K extends keyof HTMLElementTagNameMap>(
+  tag: K,
+  attrs: Record<string, string | boolean | undefined> = {},
+  ...children: (Node | string | null | undefined)[]
+): HTMLElementTagNameMap[K] {
+  const element = document.createElement(tag);
+  for (const [name, value] of Object.entries(attrs)) {
+    if (value === undefined || value === false) continue;
+    element.setAttribute(name, value === true ? "" : value);
+  }
+  for (const child of children) if (child != null) element.append(child);
+  return element;
+}
+
+function button(label: string, testid: string, onClick: () => void, attrs: Record<string, string> = {}) {
+  const b = h("button", { type: "button", "data-testid": testid, ...attrs }, label);
+  b.addEventListener("click", onClick);
+  return b;
+}
+
+function say(text: string, kind: "info" | "error" | "" = "info") {
+  statusLine.textContent = text;
+  statusLine.className = `status ${kind}`;
+}
+
+const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
+
+// ---------------------------------------------------------------- account bar
+
+const nameInput = document.getElementById("name") as HTMLInputElement;
+const keyInput = document.getElementById("apikey") as HTMLInputElement;
+const meLine = document.getElementById("me")!;
+nameInput.value = store.name();
+keyInput.value = store.apiKey();
+nameInput.addEventListener("change", () => store.setName(nameInput.value.trim()));
+document.getElementById("account")!.addEventListener("submit", (event) => {
+  event.preventDefault();
+  store.setName(nameInput.value.trim());
+  store.setApiKey(keyInput.value.trim());
+  void showMe();
+});
+
+async function showMe() {
+  const key = store.apiKey();
+  if (!key) {
+    meLine.textContent = "anonymous";
+    return;
+  }
+  try {
+    const me = await accounts.getMe({}, bearer(key));
+    const rating = me.player?.ratings.map((r) => `${Speed[r.speed].toLowerCase()} ${r.rating}`).join(", ");
+    meLine.textContent = `${me.player?.username ?? "?"}${rating ? ` (${rating})` : ""}`;
+  } catch (error) {
+    meLine.textContent = `not signed in: ${describe(error)}`;
+  }
+}
+
+const displayName = () => store.name() || "Guest";
+const apiKey = () => store.apiKey() || undefined;
+
+// ---------------------------------------------------------------- formatting
+
+function formatMs(ms: number): string {
+  const clamped = Math.max(0, ms);
+  const minutes = Math.floor(clamped / 60_000);
+  const seconds = Math.floor((clamped % 60_000) / 1000);
+  if (clamped < 10_000) return `0:0${seconds}.${Math.floor((clamped % 1000) / 100)}`;
+  return `${minutes}:${seconds.toString().padStart(2, "0")}`;
+}
+
+function timeControlText(game: { timeControl?: Game["timeControl"] }): string {
+  const kind = game.timeControl?.kind;
+  if (kind?.case === "realTime") {
+    const initial = kind.value.initial ? durationMs(kind.value.initial) : 0;
+    const increment = kind.value.increment ? durationMs(kind.value.increment) / 1000 : 0;
+    return initial < 60_000 ? `${initial / 1000}s+${increment}` : `${initial / 60_000}+${increment}`;
+  }
+  if (kind?.case === "correspondence") {
+    const perMove = kind.value.perMove ? durationMs(kind.value.perMove) : 0;
+    return `${Math.round(perMove / 3_600_000)} h/move`;
+  }
+  return "untimed";
+}
+
+const REASONS: Record<number, string> = {
+  [EndReason.MANDARINS]: "both mandarin squares are empty",
+  [EndReason.REPETITION]: "repetition",
+  [EndReason.PLY_LIMIT]: "the move limit",
+  [EndReason.RESIGNATION]: "resignation",
+  [EndReason.ABORTED]: "aborted",
+  [EndReason.TIMEOUT]: "time ran out",
+  [EndReason.AGREEMENT]: "agreed draw",
+  [EndReason.ABANDONMENT]: "abandonment",
+};
+
+function seatName(game: Game, player: Player): string {
+  const seat = player === Player.FIRST ? game.firstSeat : game.secondSeat;
+  if (!seat?.occupied) return "(open)";
+  if (seat.kind === PlayerKind.COMPUTER) return `Computer ${seat.computerLevel}`;
+  const account = seat.account?.username ? ` [${seat.account.username} ${seat.account.rating}]` : "";
+  return `${seat.displayName || "?"}${account}`;
+}
+
+function resultText(game: Game): string {
+  const result = game.result;
+  if (!result) return "";
+  const reason = REASONS[result.endReason] ?? "";
+  const scores = result.scores ? ` ${result.scores.first}–${result.scores.second}` : "";
+  if (result.outcome === Outcome.DRAW) return `Draw${scores} (${reason})`;
+  const winner = result.outcome === Outcome.FIRST_WINS ? Player.FIRST : Player.SECOND;
+  return `${seatName(game, winner)} wins${scores} (${reason})`;
+}
+
+// ---------------------------------------------------------------- routing
+
+let leave: (() => void) | undefined;
+
+function route() {
+  leave?.();
+  leave = undefined;
+  app.replaceChildren();
+  const match = /^#\/game\/([A-Za-z0-9_-]+)$/.exec(location.hash);
+  if (match) leave = showGame(match[1]);
+  else leave = showLobby();
+}
+
+window.addEventListener("hashchange", route);
+
+function openGame(id: string) {
+  location.hash = `#/game/${id}`;
+}
+
+// ---------------------------------------------------------------- lobby
+
+const TIME_CONTROLS: [string, string][] = [
+  ["", "Untimed"],
+  ["15000+0", "15 seconds"],
+  ["60000+1000", "1+1"],
+  ["180000+2000", "3+2"],
+  ["300000+3000", "5+3"],
+  ["600000+5000", "10+5"],
+  ["c86400000", "1 day a move"],
+];
+
+function timeControlOf(value: string) {
+  if (!value) return undefined;
+  if (value.startsWith("c")) {
+    return create(TimeControlSchema, {
+      kind: { case: "correspondence", value: { perMove: durationFromMs(Number(value.slice(1))) } },
+    });
+  }
+  const [initial, increment] = value.split("+").map(Number);
+  return create(TimeControlSchema, {
+    kind: {
+      case: "realTime",
+      value: { initial: durationFromMs(initial), increment: durationFromMs(increment) },
+    },
+  });
+}
+
+function select(id: string, options: [string, string][]): HTMLSelectElement {
+  const element = h("select", { id, "data-testid": id });
+  for (const [value, label] of options) element.append(h("option", { value }, label));
+  return element;
+}
+
+function showLobby(): () => void {
+  const abort = new AbortController();
+  const preset = select("preset", [["standard", "standard"]]);
+  const time = select("time-control", TIME_CONTROLS);
+  const opponent = select("opponent", [
+    ["", "A person"],
+    ...[1, 2, 3, 4, 5, 6, 7].map((level): [string, string] => [String(level), `Computer, level ${level}`]),
+  ]);
+  const rated = h("input", { type: "checkbox", id: "rated", "data-testid": "rated" });
+  const seekState = h("span", { "data-testid": "seek-state" });
+  const openList = h("ul", { class: "list", "data-testid": "open-games" });
+  const activeList = h("ul", { class: "list", "data-testid": "active-games" });
+  const seekList = h("ul", { class: "list", "data-testid": "seeks" });
+  const leaders = h("ol", { class: "list", "data-testid": "leaderboard" });
+  // A rating is per speed, and the server wants one: blitz first, as most rated games are.
+  const leaderSpeed = select("leaderboard-speed", [
+    [String(Speed.BLITZ), "Blitz"],
+    [String(Speed.BULLET), "Bullet"],
+    [String(Speed.RAPID), "Rapid"],
+    [String(Speed.CLASSICAL), "Classical"],
+    [String(Speed.CORRESPONDENCE), "Correspondence"],
+  ]);
+  let seeking: AbortController | undefined;
+
+  void rules.listPresets({}, bearer(undefined)).then(
+    (response) => {
+      preset.replaceChildren(
+        ...response.presets.map((p) => h("option", { value: p.name, title: p.description }, p.name)),
+      );
+      preset.value = "standard";
+    },
+    () => {},
+  );
+
+  const rulesSpec = () => ({ kind: { case: "preset" as const, value: preset.value } });
+
+  async function createGame() {
+    try {
+      const level = Number(opponent.value);
+      const response = await games.createGame(
+        {
+          rules: rulesSpec(),
+          displayName: displayName(),
+          computer: level ? { level } : undefined,
+          timeControl: timeControlOf(time.value),
+          rated: rated.checked,
+        },
+        bearer(apiKey()),
+      );
+      store.setSeat(response.game!.id, { token: response.playerToken, seat: response.seat });
+      openGame(response.game!.id);
+    } catch (error) {
+      say(`Cannot create the game: ${describe(error)}`, "error");
+    }
+  }
+
+  async function seek() {
+    if (seeking) {
+      seeking.abort();
+      return;
+    }
+    seeking = new AbortController();
+    seekButton.textContent = "Cancel seek";
+    seekState.textContent = "looking for an opponent…";
+    try {
+      const stream = games.seek(
+        {
+          rules: rulesSpec(),
+          timeControl: timeControlOf(time.value),
+          displayName: displayName(),
+          rated: rated.checked,
+        },
+        { ...bearer(apiKey()), timeoutMs: undefined, signal: seeking.signal },
+      );
+      for await (const response of stream) {
+        if (response.kind.case === "paired") {
+          const paired = response.kind.value;
+          store.setSeat(paired.game!.id, { token: paired.playerToken, seat: paired.seat });
+          seeking = undefined;
+          openGame(paired.game!.id);
+          return;
+        }
+      }
+    } catch (error) {
+      if (!seeking?.signal.aborted) say(`Seek failed: ${describe(error)}`, "error");
+    }
+    seeking = undefined;
+    seekButton.textContent = "Seek";
+    seekState.textContent = "";
+  }
+
+  async function join(id: string) {
+    try {
+      const response = await games.joinGame({ gameId: id, displayName: displayName() }, bearer(apiKey()));
+      store.setSeat(id, { token: response.playerToken, seat: response.seat });
+      openGame(id);
+    } catch (error) {
+      say(`Cannot join: ${describe(error)}`, "error");
+    }
+  }
+
+  async function accept(seekId: string) {
+    try {
+      const response = await games.acceptSeek({ seekId, displayName: displayName() }, bearer(apiKey()));
+      store.setSeat(response.game!.id, { token: response.playerToken, seat: response.seat });
+      openGame(response.game!.id);
+    } catch (error) {
+      say(`Cannot accept the seek: ${describe(error)}`, "error");
+    }
+  }
+
+  const seekButton = button("Seek", "seek", () => void seek());
+  app.append(
+    h(
+      "section",
+      { class: "card" },
+      h("h2", {}, "New game"),
+      h(
+        "div",
+        { class: "form" },
+        h("label", {}, "Rules ", preset),
+        h("label", {}, "Clock ", time),
+        h("label", {}, "Opponent ", opponent),
+        h("label", {}, rated, " rated (needs an API key and a clock)"),
+      ),
+      h(
+        "div",
+        { class: "actions" },
+        button("Create game", "create-game", () => void createGame()),
+        seekButton,
+        seekState,
+      ),
+    ),
+    h("section", { class: "card" }, h("h2", {}, "Open games"), openList),
+    h("section", { class: "card" }, h("h2", {}, "Seeks"), seekList),
+    h("section", { class: "card" }, h("h2", {}, "Games being played"), activeList),
+    h("section", { class: "card" }, h("h2", {}, "Leaderboard"), leaderSpeed, leaders),
+  );
+
+  const known = new Map<string, Game>();
+  const seeks = new Map<string, Seek>();
+  function render() {
+    const open = [...known.values()].filter((g) => g.status === GameStatus.WAITING_FOR_PLAYERS);
+    const active = [...known.values()].filter((g) => g.status === GameStatus.ACTIVE);
+    openList.replaceChildren(
+      ...open.map((g) =>
+        h(
+          "li",
+          { "data-game": g.id },
+          h("span", {}, `${seatName(g, g.firstSeat?.occupied ? Player.FIRST : Player.SECOND)} · ${g.preset} · ${timeControlText(g)}${g.rated ? " · rated" : ""}`),
+          store.seat(g.id)
+            ? button("Open", "open", () => openGame(g.id))
+            : button("Join", "join", () => void join(g.id)),
+          button("Watch", "watch", () => openGame(g.id)),
+        ),
+      ),
+    );
+    if (open.length === 0) openList.append(h("li", { class: "empty" }, "none: create one"));
+    activeList.replaceChildren(
+      ...active.map((g) =>
+        h(
+          "li",
+          { "data-game": g.id },
+          h("span", {}, `${seatName(g, Player.FIRST)} – ${seatName(g, Player.SECOND)} · ${timeControlText(g)}`),
+          button("Watch", "watch", () => openGame(g.id)),
+        ),
+      ),
+    );
+    if (active.length === 0) activeList.append(h("li", { class: "empty" }, "none"));
+    seekList.replaceChildren(
+      ...[...seeks.values()].map((s) =>
+        h(
+          "li",
+          { "data-seek": s.id },
+          h("span", {}, `${s.displayName} · ${s.preset} · ${timeControlText(s)}${s.rated ? " · rated" : ""}`),
+          button("Play", "accept-seek", () => void accept(s.id)),
+        ),
+      ),
+    );
+    if (seeks.size === 0) seekList.append(h("li", { class: "empty" }, "none"));
+  }
+
+  async function followLobby() {
+    let after: bigint | undefined;
+    let delay = 250;
+    while (!abort.signal.aborted) {
+      try {
+        const stream = games.watchLobby({ afterSequence: after }, { signal: abort.signal });
+        for await (const response of stream) {
+          const event = response.event;
+          if (!event) continue;
+          delay = 250;
+          say("");
+          const kind = event.kind;
+          switch (kind.case) {
+            case "snapshot":
+              openList.dataset.live = "true";
+              known.clear();
+              seeks.clear();
+              for (const g of kind.value.games) known.set(g.id, g);
+              for (const s of kind.value.seeks) seeks.set(s.id, s);
+              break;
+            case "gameCreated":
+              if (kind.value.game) known.set(kind.value.game.id, kind.value.game);
+              break;
+            case "seatTaken": {
+              const game = known.get(kind.value.gameId);
+              if (game) {
+                const seat = kind.value.seat === Player.FIRST ? game.firstSeat : game.secondSeat;
+                if (seat) {
+                  seat.occupied = true;
+                  seat.displayName = kind.value.displayName;
+                }
+              }
+              break;
+            }
+            case "gameStarted": {
+              const game = known.get(kind.value.gameId);
+              if (game) game.status = GameStatus.ACTIVE;
+              break;
+            }
+            case "gameFinished":
+              known.delete(kind.value.gameId);
+              break;
+            case "seekAdded":
+              if (kind.value.seek) seeks.set(kind.value.seek.id, kind.value.seek);
+              break;
+            case "seekRemoved":
+              seeks.delete(kind.value.seekId);
+              break;
+            case "seekList":
+              seeks.clear();
+              for (const s of kind.value.seeks) seeks.set(s.id, s);
+              break;
+          }
+          if (kind.case !== "heartbeat" && kind.case !== "snapshot") after = event.sequence;
+          if (kind.case === "snapshot") after = event.sequence;
+          if (kind.case !== "heartbeat") render();
+        }
+      } catch {
+        if (abort.signal.aborted) return;
+      }
+      say("Reconnecting to the lobby…", "error");
+      await sleep(delay);
+      delay = Math.min(delay * 2, 3000);
+    }
+  }
+
+  render();
+  void followLobby();
+  const showLeaders = () =>
+    accounts.leaderboard({ speed: Number(leaderSpeed.value) as Speed, pageSize: 10 }, bearer(undefined)).then(
+      (response) =>
+        leaders.replaceChildren(
+          ...(response.entries.length
+            ? response.entries.map((e) => h("li", {}, `${e.username} ${e.rating?.rating ?? ""}`))
+            : [h("li", { class: "empty" }, "no rated games yet")]),
+        ),
+      (error: unknown) =>
+        leaders.replaceChildren(h("li", { class: "empty" }, `unavailable: ${describe(error)}`)),
+    );
+  leaderSpeed.addEventListener("change", () => void showLeaders());
+  void showLeaders();
+
+  return () => {
+    abort.abort();
+    seeking?.abort();
+  };
+}
+
+// ---------------------------------------------------------------- game
+
+/** Where each ring square sits, seen from `bottom`'s seat: top row, bottom row, left, right. */
+function layout(bottom: Player) {
+  return bottom === Player.SECOND
+    ? { top: [5, 4, 3, 2, 1], bottom: [7, 8, 9, 10, 11], left: 6, right: 0 }
+    : { top: [11, 10, 9, 8, 7], bottom: [1, 2, 3, 4, 5], left: 0, right: 6 };
+}
+
+const SPEEDS: [string, string][] = [
+  ["150", "Animation: normal"],
+  ["400", "Animation: slow"],
+  ["50", "Animation: fast"],
+  ["0", "Animation: off"],
+];
+
+function showGame(id: string): () => void {
+  const abort = new AbortController();
+  const mine = store.seat(id);
+  const seat: Player = mine?.seat ?? Player.UNSPECIFIED;
+  const bottom = seat === Player.SECOND ? Player.SECOND : Player.FIRST;
+  const places = layout(bottom);
+
+  let game: Game | undefined;
+  let shown: number[] = new Array<number>(12).fill(0);
+  let pieces: number[] = new Array<number>(12).fill(0);
+  let clocks: Clocks | undefined;
+  let clocksAt = 0;
+  let lastMove: number | undefined;
+  let selected: number | undefined;
+  let animating = false;
+  let queue: Promise<void> = Promise.resolve();
+  let connected = false;
+  let pendingRematch: { token: string; seat: number } | undefined;
+
+  const squares = new Map<number, HTMLButtonElement>();
+  const squareButton = (index: number) => {
+    const mandarin = index === 0 || index === 6;
+    const b = h("button", {
+      type: "button",
+      class: mandarin ? "square mandarin" : "square",
+      "data-square": String(index),
+      "aria-label": mandarin ? `mandarin square ${index}` : `square ${index}`,
+    });
+    b.addEventListener("click", () => choose(index));
+    b.addEventListener("keydown", (event) => {
+      if (selected !== index) return;
+      if (event.key === "ArrowLeft") {
+        event.preventDefault();
+        void play(index, Direction.LEFT);
+      } else if (event.key === "ArrowRight") {
+        event.preventDefault();
+        void play(index, Direction.RIGHT);
+      } else if (event.key === "Escape") {
+        selected = undefined;
+        render();
+      }
+    });
+    squares.set(index, b);
+    return b;
+  };
+
+  const title = h("h2", { "data-testid": "title" }, "Game");
+  const topName = h("div", { class: "player top", "data-testid": "top-player" });
+  const bottomName = h("div", { class: "player bottom", "data-testid": "bottom-player" });
+  const topClock = h("span", { class: "clock", "data-testid": "top-clock" });
+  const bottomClock = h("span", { class: "clock", "data-testid": "bottom-clock" });
+  const topScore = h("span", { class: "score", "data-testid": "top-score" });
+  const bottomScore = h("span", { class: "score", "data-testid": "bottom-score" });
+  const turn = h("div", { class: "turn", "data-testid": "turn", role: "status" });
+  const over = h("div", { class: "over", "data-testid": "game-over", hidden: true });
+  const connection = h("div", { class: "connection", "data-testid": "connection" });
+  const moves = h("div", { class: "moves", "data-testid": "move-count" });
+  const directions = h(
+    "div",
+    { class: "directions", hidden: true },
+    button("◀ left", "dir-left", () => selected !== undefined && void play(selected, leftDirection())),
+    button("right ▶", "dir-right", () => selected !== undefined && void play(selected, rightDirection())),
+  );
+  const speed = select("speed", SPEEDS);
+  speed.value = localStorage.getItem("oanquan.speed") ?? "150";
+  speed.addEventListener("change", () => localStorage.setItem("oanquan.speed", speed.value));
+  const resign = button("Resign", "resign", () => void act("resign"));
+  const draw = button("Offer draw", "draw", () => void act("draw"));
+  const declineDraw = button("Decline draw", "decline-draw", () => void act("declineDraw"));
+  const rematch = button("Rematch", "rematch", () => void act("rematch"));
+  const nextGame = h("a", { "data-testid": "next-game", hidden: true }, "Go to the rematch");
+
+  // Seen from a seat, "right" on screen is the player's right; the bottom row is always the
+  // viewer's, so the screen's left and right are the protocol's for the bottom player.
+  const leftDirection = () => Direction.LEFT;
+  const rightDirection = () => Direction.RIGHT;
+
+  const board = h(
+    "div",
+    { class: "board", "data-testid": "board" },
+    h("div", { class: "side left" }, squareButton(places.left)),
+    h("div", { class: "row top" }, ...places.top.map(squareButton)),
+    h("div", { class: "row bottom" }, ...places.bottom.map(squareButton)),
+    h("div", { class: "side right" }, squareButton(places.right)),
+  );
+
+  app.append(
+    h(
+      "section",
+      { class: "game" },
+      h("div", { class: "game-head" }, title, connection),
+      h("div", { class: "bar" }, topName, topScore, topClock),
+      board,
+      h("div", { class: "bar" }, bottomName, bottomScore, bottomClock),
+      directions,
+      turn,
+      over,
+      nextGame,
+      h("div", { class: "actions" }, resign, draw, declineDraw, rematch, speed, moves),
+      h("p", { class: "hint" }, mine ? "Pick one of your squares, then a direction (or ←/→ keys)." : "Watching."),
+    ),
+  );
+
+  const myTurn = () =>
+    !!game && game.status === GameStatus.ACTIVE && seat !== Player.UNSPECIFIED && game.position?.toMove === seat;
+  const ownSquare = (index: number) => (seat === Player.FIRST ? index >= 1 && index <= 5 : index >= 7 && index <= 11);
+
+  function choose(index: number) {
+    if (!myTurn() || animating || !ownSquare(index) || shown[index] === 0) return;
+    selected = selected === index ? undefined : index;
+    render();
+  }
+
+  async function play(square: number, direction: Direction) {
+    if (!game || !mine) return;
+    selected = undefined;
+    render();
+    try {
+      await games.playMove(
+        { gameId: id, move: { square, direction }, expectedPly: game.position?.ply },
+        bearer(mine.token),
+      );
+    } catch (error) {
+      say(`Move refused: ${describe(error)}`, "error");
+    }
+  }
+
+  async function act(what: "resign" | "draw" | "declineDraw" | "rematch") {
+    if (!mine) return;
+    try {
+      const auth = bearer(mine.token);
+      if (what === "resign") {
+        if (!confirm("Resign this game?")) return;
+        await games.resign({ gameId: id }, auth);
+      } else if (what === "draw") await games.offerDraw({ gameId: id }, auth);
+      else if (what === "declineDraw") await games.declineDraw({ gameId: id }, auth);
+      else {
+        const response = await games.offerRematch({ gameId: id }, auth);
+        if (response.rematch) {
+          store.setSeat(response.rematch.id, { token: response.playerToken, seat: response.seat });
+          openGame(response.rematch.id);
+        } else {
+          pendingRematch = { token: response.playerToken, seat: response.seat };
+          say("Rematch offered");
+        }
+      }
+    } catch (error) {
+      say(describe(error), "error");
+    }
+  }
+
+  function clockMs(player: Player): number | undefined {
+    if (!clocks) return undefined;
+    const base = player === Player.FIRST ? clocks.firstRemaining : clocks.secondRemaining;
+    if (!base) return undefined;
+    let ms = durationMs(base);
+    if (clocks.running === player && game?.status === GameStatus.ACTIVE) ms -= performance.now() - clocksAt;
+    return ms;
+  }
+
+  function renderClocks() {
+    const top = bottom === Player.FIRST ? Player.SECOND : Player.FIRST;
+    for (const [player, element] of [
+      [top, topClock],
+      [bottom, bottomClock],
+    ] as const) {
+      const ms = clockMs(player);
+      element.textContent = ms === undefined ? "" : formatMs(ms);
+      element.classList.toggle("running", clocks?.running === player && game?.status === GameStatus.ACTIVE);
+      element.classList.toggle("low", ms !== undefined && ms < 10_000);
+    }
+  }
+
+  function render() {
+    for (const [index, b] of squares) {
+      const stones = shown[index];
+      const piece = pieces[index] > 0;
+      const dots = h("span", { class: "stones", "aria-hidden": "true" });
+      for (let i = 0; i < Math.min(stones, 24); i++) dots.append(h("i"));
+      b.replaceChildren(h("span", { class: "count", "data-testid": `count-${index}` }, String(stones)), dots);
+      if (piece) b.append(h("span", { class: "piece", title: "mandarin piece" }, "Q"));
+      b.classList.toggle("playable", myTurn() && !animating && ownSquare(index) && stones > 0);
+      b.classList.toggle("selected", selected === index);
+      b.classList.toggle("last", lastMove === index);
+      b.disabled = false;
+    }
+    directions.hidden = selected === undefined;
+    if (selected !== undefined) squares.get(selected)?.focus();
+    if (!game) return;
+    const top = bottom === Player.FIRST ? Player.SECOND : Player.FIRST;
+    title.textContent = `${seatName(game, Player.FIRST)} – ${seatName(game, Player.SECOND)} · ${game.preset} · ${timeControlText(game)}${game.rated ? " · rated" : ""}`;
+    topName.textContent = seatName(game, top) + (seat === top ? " (you)" : "");
+    bottomName.textContent = seatName(game, bottom) + (seat === bottom ? " (you)" : "");
+    const scores = game.position?.scores;
+    topScore.textContent = String((top === Player.FIRST ? scores?.first : scores?.second) ?? 0);
+    bottomScore.textContent = String((bottom === Player.FIRST ? scores?.first : scores?.second) ?? 0);
+    moves.textContent = `moves: ${game.moveCount}`;
+    const active = game.status === GameStatus.ACTIVE;
+    if (game.status === GameStatus.WAITING_FOR_PLAYERS) turn.textContent = "Waiting for an opponent…";
+    else if (active) {
+      turn.textContent = myTurn() ? "Your turn" : `${seatName(game, game.position?.toMove ?? Player.FIRST)} to move`;
+    } else turn.textContent = "";
+    turn.classList.toggle("mine", myTurn());
+    const finished = game.status === GameStatus.FINISHED || game.status === GameStatus.ABORTED;
+    over.hidden = !finished;
+    over.textContent = finished ? `Game over: ${resultText(game) || "aborted"}` : "";
+    resign.hidden = !mine || !active;
+    draw.hidden = !mine || !active;
+    draw.textContent = game.drawOffer !== Player.UNSPECIFIED && game.drawOffer !== seat ? "Accept draw" : "Offer draw";
+    declineDraw.hidden = !mine || !active || game.drawOffer === Player.UNSPECIFIED || game.drawOffer === seat;
+    rematch.hidden = !mine || game.status !== GameStatus.FINISHED || !!game.rematch;
+    rematch.textContent = game.rematchOffer !== Player.UNSPECIFIED && game.rematchOffer !== seat ? "Accept rematch" : "Rematch";
+    if (game.rematch) {
+      nextGame.hidden = false;
+      nextGame.setAttribute("href", `#/game/${game.rematch}`);
+    }
+    renderClocks();
+  }
+
+  function setPosition(g: Game) {
+    shown = [...(g.position?.squares ?? shown)];
+    pieces = [...(g.position?.pieces ?? pieces)];
+  }
+
+  /** Plays a move's trace on the board: pick up, sow, captures, refill. */
+  async function animate(record: MoveRecord) {
+    const delay = Number(speed.value);
+    lastMove = record.move?.square;
+    if (delay > 0) {
+      animating = true;
+      let hand = 0;
+      for (const step of record.steps) {
+        if (abort.signal.aborted) return;
+        const active = applyStep(step, hand);
+        hand = active.hand;
+        render();
+        if (active.square !== undefined) {
+          const element = squares.get(active.square);
+          element?.classList.add(active.kind);
+          await sleep(delay);
+          element?.classList.remove(active.kind);
+        }
+      }
+      animating = false;
+    }
+    if (record.position) {
+      shown = [...record.position.squares];
+      pieces = [...record.position.pieces];
+    }
+  }
+
+  function applyStep(step: Step, hand: number): { hand: number; square?: number; kind: string } {
+    const kind = step.kind;
+    switch (kind.case) {
+      case "pickUp":
+        if (kind.value.square !== undefined) shown[kind.value.square] = 0;
+        return { hand: kind.value.stones, square: kind.value.square, kind: "pick" };
+      case "sow":
+        if (kind.value.square !== undefined) shown[kind.value.square] += 1;
+        return { hand: hand - 1, square: kind.value.square, kind: "sow" };
+      case "capture":
+        if (kind.value.square !== undefined) {
+          shown[kind.value.square] = 0;
+          pieces[kind.value.square] = 0;
+        }
+        return { hand, square: kind.value.square, kind: "capture" };
+      case "refill": {
+        const row = kind.value.player === Player.FIRST ? [1, 2, 3, 4, 5] : [7, 8, 9, 10, 11];
+        for (const square of row) shown[square] += 1;
+        return { hand, square: row[2], kind: "sow" };
+      }
+      default:
+        return { hand, kind: "" };
+    }
+  }
+
+  function setClocks(next: Clocks | undefined) {
+    if (!next) return;
+    clocks = next;
+    clocksAt = performance.now();
+  }
+
+  function handle(event: GameEvent) {
+    const kind = event.kind;
+    switch (kind.case) {
+      case "snapshot":
+        queue = queue.then(() => {
+          game = kind.value.game;
+          if (game) {
+            setPosition(game);
+            setClocks(game.clocks);
+          }
+          render();
+        });
+        break;
+      case "gameStarted":
+        queue = queue.then(() => {
+          game = kind.value.game;
+          if (game) {
+            setPosition(game);
+            setClocks(game.clocks);
+          }
+          render();
+        });
+        break;
+      case "playerJoined":
+        queue = queue.then(async () => {
+          try {
+            game = (await games.getGame({ gameId: id }, bearer(undefined))).game ?? game;
+          } catch {
+            // The next event or snapshot brings it.
+          }
+          render();
+        });
+        break;
+      case "movePlayed":
+        queue = queue.then(async () => {
+          const record = kind.value.record;
+          if (!record || !game) return;
+          await animate(record);
+          if (record.position) game.position = record.position;
+          game.moveCount = record.number;
+          game.drawOffer = Player.UNSPECIFIED;
+          setClocks(kind.value.clocks);
+          render();
+        });
+        break;
+      case "turnStarted":
+        queue = queue.then(async () => {
+          setClocks(kind.value.clocks);
+          if (kind.value.refill && game) {
+            try {
+              game = (await games.getGame({ gameId: id }, bearer(undefined))).game ?? game;
+              setPosition(game);
+            } catch {
+              // Shown by the next move.
+            }
+          }
+          render();
+        });
+        break;
+      case "gameOver":
+        queue = queue.then(() => {
+          if (!game) return;
+          game.result = kind.value.result;
+          game.status = kind.value.result?.endReason === EndReason.ABORTED ? GameStatus.ABORTED : GameStatus.FINISHED;
+          if (kind.value.result?.scores && game.position) game.position.scores = kind.value.result.scores;
+          setClocks(kind.value.clocks);
+          render();
+        });
+        break;
+      case "draw":
+        queue = queue.then(() => {
+          if (!game) return;
+          game.drawOffer = kind.value.action === GameEvent_DrawAction.OFFERED ? kind.value.by : Player.UNSPECIFIED;
+          render();
+        });
+        break;
+      case "rematch":
+        queue = queue.then(() => {
+          if (!game) return;
+          if (kind.value.action === GameEvent_RematchAction.OFFERED) game.rematchOffer = kind.value.by;
+          else if (kind.value.action === GameEvent_RematchAction.STARTED) {
+            game.rematch = kind.value.gameId;
+            if (pendingRematch) {
+              store.setSeat(kind.value.gameId, pendingRematch);
+              openGame(kind.value.gameId);
+            }
+          } else game.rematchOffer = Player.UNSPECIFIED;
+          render();
+        });
+        break;
+    }
+  }
+
+  function showConnection() {
+    connection.textContent = connected ? "" : "reconnecting…";
+    connection.classList.toggle("bad", !connected);
+  }
+
+  /** Follows the game's events; after a break, resumes after the last one seen. */
+  async function follow() {
+    let after: bigint | undefined;
+    let delay = 250;
+    let finished = false;
+    while (!abort.signal.aborted && !finished) {
+      try {
+        const stream = games.watchGame(
+          { gameId: id, afterSequence: after, followRematch: true },
+          { signal: abort.signal, headers: mine ? { authorization: `Bearer ${mine.token}` } : {} },
+        );
+        for await (const response of stream) {
+          const event = response.event;
+          if (!event) continue;
+          if (!connected) {
+            connected = true;
+            showConnection();
+          }
+          delay = 250;
+          if (event.kind.case !== "heartbeat") after = event.sequence;
+          if (event.kind.case === "gameOver") finished = true;
+          if (event.kind.case === "snapshot") {
+            const s = event.kind.value.game?.status;
+            if (s === GameStatus.FINISHED || s === GameStatus.ABORTED) finished = true;
+          }
+          handle(event);
+        }
+      } catch (error) {
+        if (abort.signal.aborted) return;
+        if (!after) say(describe(error), "error");
+      }
+      if (finished) break;
+      connected = false;
+      showConnection();
+      await sleep(delay);
+      delay = Math.min(delay * 2, 2000);
+    }
+  }
+
+  const ticker = setInterval(renderClocks, 100);
+  showConnection();
+  render();
+  void follow();
+  return () => {
+    abort.abort();
+    clearInterval(ticker);
+  };
+}
+
+// ---------------------------------------------------------------- start
+
+void showMe();
+route();
+// For the browser tests and people who look: when the page first showed something useful.
+(window as unknown as { oanquanRendered?: number }).oanquanRendered = performance.now();

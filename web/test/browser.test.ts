@@ -1,0 +1,332 @@
+// The page in real headless Chromium (Debian's `chromium`, driven by playwright-core) against
+// the real server binary: run by .ci/browser.sh, never by `cargo test`.
+//
+//   OANQUAN_SERVER_BIN=../target/debug/oanquan-server npm test
+//
+// Writes screenshots into docs/screenshots/ and measurements into test-results/bench.json.
+
+import assert from "node:assert/strict";
+import { spawn, type ChildProcess } from "node:child_process";
+import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { dirname, join, resolve } from "node:path";
+import { createInterface } from "node:readline";
+import { after, before, test } from "node:test";
+import { fileURLToPath } from "node:url";
+import { gzipSync } from "node:zlib";
+
+import { chromium, type Browser, type BrowserContext, type Page } from "playwright-core";
+
+const here = dirname(fileURLToPath(import.meta.url));
+const root = resolve(here, "../..");
+const bin = process.env.OANQUAN_SERVER_BIN ?? join(root, "target/debug/oanquan-server");
+const chromiumPath = process.env.CHROMIUM_BIN ?? "/usr/bin/chromium";
+const shots = join(root, "docs/screenshots");
+const results = join(here, "../test-results");
+const WAIT = 20_000;
+
+const DESKTOP = { viewport: { width: 1200, height: 860 } };
+const PHONE = { viewport: { width: 390, height: 844 }, isMobile: true, hasTouch: true, deviceScaleFactor: 2 };
+
+class Server {
+  process!: ChildProcess;
+  address = "";
+  constructor(
+    readonly database: string,
+    readonly listen = "127.0.0.1:0",
+  ) {}
+
+  async start(): Promise<this> {
+    this.process = spawn(bin, ["--listen", this.listen, "--database", this.database], {
+      stdio: ["ignore", "pipe", "inherit"],
+      env: { ...process.env, RUST_LOG: process.env.RUST_LOG ?? "warn" },
+    });
+    const lines = createInterface({ input: this.process.stdout! });
+    this.address = await new Promise<string>((resolveAddress, reject) => {
+      const timer = setTimeout(() => reject(new Error("the server did not start in 20 s")), WAIT);
+      this.process.once("exit", (code) => reject(new Error(`the server exited (${code})`)));
+      lines.on("line", (line) => {
+        const match = /^oanquan-server listening on (\S+)$/.exec(line);
+        if (match) {
+          clearTimeout(timer);
+          resolveAddress(match[1]);
+        }
+      });
+    });
+    return this;
+  }
+
+  get url(): string {
+    return `http://${this.address}/`;
+  }
+
+  /** SIGTERM, and waits for the exit (streams end with UNAVAILABLE first). */
+  async stop(): Promise<void> {
+    if (this.process.exitCode !== null) return;
+    const exited = new Promise((r) => this.process.once("exit", r));
+    this.process.kill("SIGTERM");
+    await exited;
+  }
+}
+
+let browser: Browser;
+let server: Server;
+let dir: string;
+const contexts: BrowserContext[] = [];
+const bench: Record<string, unknown> = {};
+
+before(async () => {
+  dir = mkdtempSync(join(tmpdir(), "oanquan-browser-"));
+  server = await new Server(join(dir, "oanquan.db")).start();
+  browser = await chromium.launch({ executablePath: chromiumPath, args: ["--no-sandbox"] });
+  mkdirSync(shots, { recursive: true });
+  mkdirSync(results, { recursive: true });
+});
+
+after(async () => {
+  for (const context of contexts) await context.close().catch(() => {});
+  await browser?.close();
+  await server?.stop();
+  writeFileSync(join(results, "bench.json"), JSON.stringify(bench, null, 2) + "\n");
+  rmSync(dir, { recursive: true, force: true });
+});
+
+/** A fresh browser profile (its own localStorage: its own seats), animations off. */
+async function player(name: string, options = DESKTOP, speed = "0"): Promise<Page> {
+  const context = await browser.newContext(options);
+  contexts.push(context);
+  await context.addInitScript(
+    ([name, speed]) => {
+      localStorage.setItem("oanquan.name", name);
+      localStorage.setItem("oanquan.speed", speed);
+    },
+    [name, speed],
+  );
+  const page = await context.newPage();
+  const outside: string[] = [];
+  page.on("request", (request) => {
+    const url = request.url();
+    if (!url.startsWith(server.url) && !url.startsWith("data:")) outside.push(url);
+  });
+  page.on("pageerror", (error) => console.error(`[${name}] page error:`, error));
+  page.on("dialog", (dialog) => void dialog.accept());
+  (page as Page & { outside: string[] }).outside = outside;
+  await page.goto(server.url);
+  await page.getByTestId("open-games").waitFor();
+  return page;
+}
+
+async function movesOf(page: Page): Promise<number> {
+  const text = (await page.getByTestId("move-count").textContent()) ?? "";
+  return Number(/moves: (\d+)/.exec(text)?.[1] ?? -1);
+}
+
+const isOver = (page: Page) => page.getByTestId("game-over").isVisible();
+
+async function until(what: string, check: () => Promise<boolean>, timeout = WAIT): Promise<void> {
+  const end = Date.now() + timeout;
+  while (!(await check())) {
+    if (Date.now() > end) throw new Error(`timed out: ${what}`);
+    await new Promise((r) => setTimeout(r, 50));
+  }
+}
+
+async function gameIdOf(page: Page): Promise<string> {
+  await page.waitForURL(/#\/game\//);
+  return /#\/game\/([A-Za-z0-9_-]+)/.exec(page.url())![1];
+}
+
+/** Creates a game from the lobby: (the creator's page with the game open, the game id). */
+async function createGame(page: Page, timeControl = ""): Promise<string> {
+  await page.getByTestId("time-control").selectOption(timeControl);
+  await page.getByTestId("create-game").click();
+  return gameIdOf(page);
+}
+
+async function joinGame(page: Page, id: string, touch = false) {
+  const button = page.locator(`[data-testid=open-games] li[data-game="${id}"] [data-testid=join]`);
+  if (touch) await button.tap();
+  else await button.click();
+  await page.waitForURL(new RegExp(`#/game/${id}$`));
+}
+
+/** The player to move clicks (or taps) their first playable square and a direction. */
+async function playOneMove(page: Page, ply: number, touch: boolean) {
+  const square = page.locator(".row.bottom .square.playable").first();
+  const direction = page.getByTestId(ply % 3 === 0 ? "dir-left" : "dir-right");
+  if (touch) {
+    await square.tap();
+    await direction.tap();
+  } else {
+    await square.click();
+    await direction.click();
+  }
+}
+
+async function whoseTurn(pages: Page[]): Promise<Page | undefined> {
+  let mover: Page | undefined;
+  await until("someone's turn or the end", async () => {
+    if (await isOver(pages[0])) return true;
+    for (const page of pages) {
+      if ((await page.getByTestId("turn").textContent()) === "Your turn") {
+        mover = page;
+        return true;
+      }
+    }
+    return false;
+  });
+  return mover;
+}
+
+test("two players play a whole game by clicks; a spectator sees every move; a restart resumes", async () => {
+  const lan = await player("Lan");
+  const lobbyShot = await player("Visitor");
+  const minh = await player("Minh", PHONE);
+
+  const id = await createGame(lan);
+  // The open game appears live in the other lobbies.
+  await minh.locator(`[data-testid=open-games] li[data-game="${id}"]`).waitFor();
+  await lobbyShot.locator(`[data-testid=open-games] li[data-game="${id}"]`).waitFor();
+  // The leaderboard answered (a refused call would read "unavailable: ...").
+  await lobbyShot.getByTestId("leaderboard").getByText("no rated games yet").waitFor();
+  await lobbyShot.screenshot({ path: join(shots, "lobby-desktop.png") });
+  await minh.screenshot({ path: join(shots, "lobby-phone.png") });
+  await joinGame(minh, id, true);
+
+  const spectator = await player("Watcher");
+  await spectator.goto(`${server.url}#/game/${id}`);
+  await spectator.getByTestId("board").waitFor();
+
+  // Each side sees its own row at the bottom.
+  const bottomRow = async (page: Page) => {
+    await page.getByTestId("turn").filter({ hasText: /move|turn/ }).waitFor();
+    return page.locator(".row.bottom .square").evaluateAll((e) => e.map((s) => s.getAttribute("data-square")).join());
+  };
+  const rows = [await bottomRow(lan), await bottomRow(minh)].sort();
+  assert.deepEqual(rows, ["1,2,3,4,5", "7,8,9,10,11"]);
+
+  const pages = [lan, minh];
+  let restarted = false;
+  for (let ply = 0; ; ply++) {
+    const mover = await whoseTurn(pages);
+    if (!mover) break;
+    const before = await movesOf(mover);
+    await playOneMove(mover, ply, mover === minh);
+    // Every page, the spectator's included, shows this move before the next one is played.
+    for (const page of [lan, minh, spectator]) {
+      await until(`move ${before + 1} on every page`, async () => (await movesOf(page)) > before || isOver(page));
+    }
+    const squares = async (page: Page) =>
+      page.locator("[data-testid^=count-]").evaluateAll((elements) =>
+        elements.map((e) => `${e.getAttribute("data-testid")}=${e.textContent}`).sort().join(),
+      );
+    if (!(await isOver(lan))) {
+      const seen = await squares(spectator);
+      assert.equal(seen, await squares(lan), "the spectator sees the players' board");
+    }
+    if (ply === 5) {
+      await lan.screenshot({ path: join(shots, "game-desktop.png") });
+      await minh.screenshot({ path: join(shots, "game-phone.png") });
+    }
+    if (ply === 7 && !restarted) {
+      restarted = true;
+      const port = server.address;
+      await server.stop();
+      for (const page of [lan, minh, spectator]) {
+        await page.getByText("reconnecting…").waitFor({ timeout: WAIT });
+      }
+      server = await new Server(server.database, port).start();
+      for (const page of [lan, minh, spectator]) {
+        await until("reconnected", async () => (await page.getByTestId("connection").textContent()) === "", WAIT);
+      }
+    }
+    assert.ok(ply < 2000, "the game ends");
+  }
+  assert.ok(restarted, "the server was restarted mid-game");
+  for (const page of [lan, minh, spectator]) {
+    await page.getByTestId("game-over").waitFor();
+    assert.match((await page.getByTestId("game-over").textContent()) ?? "", /^Game over: /);
+  }
+  const final = await movesOf(lan);
+  assert.equal(await movesOf(spectator), final);
+  assert.equal(await movesOf(minh), final);
+  await lan.screenshot({ path: join(shots, "finished-desktop.png") });
+  await minh.screenshot({ path: join(shots, "finished-phone.png") });
+  for (const page of [lan, minh, spectator, lobbyShot]) {
+    assert.deepEqual((page as Page & { outside: string[] }).outside, [], "nothing fetched from elsewhere");
+  }
+});
+
+test("a timed game's flag falls in the page", async () => {
+  const first = await player("Flag");
+  const second = await player("Fall");
+  const id = await createGame(first, "15000+0");
+  await joinGame(second, id);
+  // One move each starts both clocks; then nobody moves.
+  for (let ply = 0; ply < 2; ply++) {
+    const mover = await whoseTurn([first, second]);
+    assert.ok(mover);
+    const before = await movesOf(mover);
+    await playOneMove(mover, ply, false);
+    await until("the move", async () => (await movesOf(first)) > before && (await movesOf(second)) > before);
+  }
+  await first.getByTestId("bottom-clock").waitFor();
+  const shown = await first.getByTestId("bottom-clock").textContent();
+  assert.match(shown ?? "", /^0:\d\d/);
+  for (const page of [first, second]) {
+    await page.getByTestId("game-over").waitFor({ timeout: 40_000 });
+    assert.match((await page.getByTestId("game-over").textContent()) ?? "", /time ran out/);
+  }
+});
+
+test("a seek is answered from another lobby", async () => {
+  const seeker = await player("Seeker");
+  const taker = await player("Taker", PHONE);
+  await seeker.getByTestId("seek").click();
+  await seeker.getByText("looking for an opponent…").waitFor();
+  const offer = taker.locator("[data-testid=seeks] li", { hasText: "Seeker" });
+  await offer.waitFor();
+  await offer.getByTestId("accept-seek").tap();
+  const id = await gameIdOf(taker);
+  assert.equal(await gameIdOf(seeker), id);
+  await whoseTurn([seeker, taker]);
+  await seeker.getByTestId("resign").click();
+  for (const page of [seeker, taker]) {
+    await page.getByTestId("game-over").waitFor();
+    assert.match((await page.getByTestId("game-over").textContent()) ?? "", /resignation/);
+  }
+});
+
+test("bundle size and first render", async () => {
+  const dist = join(root, "crates/oanquan-server/web-dist");
+  let raw = 0;
+  let gzipped = 0;
+  const walk = (path: string): string[] =>
+    readdirSync(path, { withFileTypes: true }).flatMap((entry) =>
+      entry.isDirectory() ? walk(join(path, entry.name)) : [join(path, entry.name)],
+    );
+  for (const file of walk(dist)) {
+    const data = readFileSync(file);
+    raw += data.length;
+    gzipped += gzipSync(data, { level: 9 }).length;
+  }
+  const times: number[] = [];
+  for (let i = 0; i < 7; i++) {
+    const context = await browser.newContext(DESKTOP);
+    const page = await context.newPage();
+    await page.goto(server.url);
+    // The lobby's lists filled from the live stream: the page is usable.
+    await page.locator("[data-testid=open-games][data-live] li").first().waitFor();
+    times.push(await page.evaluate(() => performance.now()));
+    await context.close();
+  }
+  times.sort((a, b) => a - b);
+  Object.assign(bench, {
+    bundle_bytes: raw,
+    bundle_gzip_bytes: gzipped,
+    first_render_ms_median: Math.round(times[3]),
+    first_render_ms_max: Math.round(times[6]),
+    chromium: browser.version(),
+  });
+  console.log("bench:", JSON.stringify(bench));
+});
