@@ -17,7 +17,5 @@ mod server;
 mod tls_reload;
 pub mod web;
 
-pub use server::{
-    Config, HEALTH_SERVICES, ServeError, Storage, TlsIdentity, open_store, run, run_with_store,
-};
-pub use tls_reload::TlsReload;
+pub use server::{Config, HEALTH_SERVICES, ServeError, Storage, open_store, run, run_with_store};
+pub use tls_reload::{TlsError, TlsIdentity, TlsReload};

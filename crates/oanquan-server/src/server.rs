@@ -3,17 +3,13 @@
 use std::fmt;
 use std::future::Future;
 use std::net::SocketAddr;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::Arc;
 
 use oanquan_proto::v1::account_service_server::AccountServiceServer;
 use oanquan_proto::v1::rules_service_server::RulesServiceServer;
 use tokio::net::TcpListener;
 use tokio::sync::watch;
-use tokio_rustls::TlsAcceptor;
-use tokio_rustls::rustls;
-use tokio_rustls::rustls::pki_types::pem::PemObject as _;
-use tokio_rustls::rustls::pki_types::{CertificateDer, PrivateKeyDer};
 use tonic::transport::Server;
 use tonic::transport::server::TcpIncoming;
 use tonic_health::ServingStatus;
@@ -39,7 +35,7 @@ use crate::grpc::{
 };
 use crate::metrics::Metrics;
 use crate::readiness::{NotReady, Readiness};
-use crate::tls_reload::{self, TlsReload};
+use crate::tls_reload::{self, TlsIdentity, TlsReload};
 use crate::web::{self, WebLayer};
 
 /// Descriptor set of `google/rpc/error_details.proto`, for reflection (see `build.rs`).
@@ -86,73 +82,6 @@ impl fmt::Debug for Storage {
                 .field("options", options)
                 .finish_non_exhaustive(),
         }
-    }
-}
-
-/// A TLS certificate chain and private key, PEM-encoded. `Debug` does not show the key.
-#[derive(Clone)]
-pub struct TlsIdentity {
-    /// The certificate chain, leaf first.
-    pub cert_pem: Vec<u8>,
-    /// The private key (PKCS#8, PKCS#1 or SEC1).
-    pub key_pem: Vec<u8>,
-}
-
-impl fmt::Debug for TlsIdentity {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("TlsIdentity")
-            .field("cert_pem", &format_args!("{} bytes", self.cert_pem.len()))
-            .finish_non_exhaustive()
-    }
-}
-
-impl TlsIdentity {
-    /// Reads both files and checks that they make a usable TLS configuration.
-    ///
-    /// # Errors
-    ///
-    /// [`ServeError::Tls`] naming the file or the problem.
-    pub fn read(cert: &Path, key: &Path) -> Result<TlsIdentity, ServeError> {
-        let read = |path: &Path, what: &str| {
-            std::fs::read(path).map_err(|e| {
-                ServeError::Tls(format!(
-                    "cannot read the TLS {what} {}: {e}",
-                    path.display()
-                ))
-            })
-        };
-        let identity = TlsIdentity {
-            cert_pem: read(cert, "certificate")?,
-            key_pem: read(key, "private key")?,
-        };
-        identity.acceptor()?;
-        Ok(identity)
-    }
-
-    /// The TLS side of the server: rustls with the ring provider, TLS 1.2 and 1.3, ALPN `h2`.
-    pub(crate) fn acceptor(&self) -> Result<TlsAcceptor, ServeError> {
-        let unusable =
-            |what: &str, e: &dyn fmt::Display| ServeError::Tls(format!("unusable TLS {what}: {e}"));
-        let chain = CertificateDer::pem_slice_iter(&self.cert_pem)
-            .collect::<Result<Vec<_>, _>>()
-            .map_err(|e| unusable("certificate (not a PEM certificate chain)", &e))?;
-        if chain.is_empty() {
-            return Err(ServeError::Tls(
-                "unusable TLS certificate: no PEM certificate in the file".to_owned(),
-            ));
-        }
-        let key = PrivateKeyDer::from_pem_slice(&self.key_pem)
-            .map_err(|e| unusable("private key (not a PEM PKCS#8, PKCS#1 or SEC1 key)", &e))?;
-        let provider = Arc::new(rustls::crypto::ring::default_provider());
-        let mut config = rustls::ServerConfig::builder_with_provider(provider)
-            .with_safe_default_protocol_versions()
-            .map_err(|e| unusable("configuration", &e))?
-            .with_no_client_auth()
-            .with_single_cert(chain, key)
-            .map_err(|e| unusable("certificate or key", &e))?;
-        // HTTP/1.1 too: browsers may speak gRPC-Web and fetch the page over it.
-        config.alpn_protocols = vec![b"h2".to_vec(), b"http/1.1".to_vec()];
-        Ok(TlsAcceptor::from(Arc::new(config)))
     }
 }
 
@@ -218,6 +147,12 @@ pub enum ServeError {
     /// Another start-up step failed.
     #[error("starting up: {0}")]
     Startup(String),
+}
+
+impl From<tls_reload::TlsError> for ServeError {
+    fn from(error: tls_reload::TlsError) -> Self {
+        ServeError::Tls(error.0)
+    }
 }
 
 /// Opens the store `config.storage` names: for SQLite, checks and migrates the file (on a

@@ -4,16 +4,92 @@
 //! Only new connections see the new certificate; established ones keep the session they
 //! negotiated, so open streams go on. A pair that cannot be used (unreadable, not PEM, a key
 //! that is not the certificate's, or caught half-written) is refused with a warning and the
-//! certificate in use is kept; the next change or SIGHUP tries again.
+//! certificate in use is kept; the next change or SIGHUP tries again. [`TlsIdentity`] is the
+//! pair itself, checked when it is read.
 
-use std::path::PathBuf;
+use std::fmt;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::time::Duration;
 
 use tokio::sync::watch;
 use tokio_rustls::TlsAcceptor;
+use tokio_rustls::rustls;
+use tokio_rustls::rustls::pki_types::pem::PemObject as _;
+use tokio_rustls::rustls::pki_types::{CertificateDer, PrivateKeyDer};
 use tracing::{info, warn};
 
-use crate::server::TlsIdentity;
+/// Why a certificate and key cannot be served, naming the file or the problem.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct TlsError(pub String);
+
+/// A TLS certificate chain and private key, PEM-encoded. `Debug` does not show the key.
+#[derive(Clone)]
+pub struct TlsIdentity {
+    /// The certificate chain, leaf first.
+    pub cert_pem: Vec<u8>,
+    /// The private key (PKCS#8, PKCS#1 or SEC1).
+    pub key_pem: Vec<u8>,
+}
+
+impl fmt::Debug for TlsIdentity {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("TlsIdentity")
+            .field("cert_pem", &format_args!("{} bytes", self.cert_pem.len()))
+            .finish_non_exhaustive()
+    }
+}
+
+impl TlsIdentity {
+    /// Reads both files and checks that they make a usable TLS configuration.
+    ///
+    /// # Errors
+    ///
+    /// [`TlsError`] naming the file or the problem.
+    pub fn read(cert: &Path, key: &Path) -> Result<TlsIdentity, TlsError> {
+        let read = |path: &Path, what: &str| {
+            std::fs::read(path).map_err(|e| {
+                TlsError(format!(
+                    "cannot read the TLS {what} {}: {e}",
+                    path.display()
+                ))
+            })
+        };
+        let identity = TlsIdentity {
+            cert_pem: read(cert, "certificate")?,
+            key_pem: read(key, "private key")?,
+        };
+        identity.acceptor()?;
+        Ok(identity)
+    }
+
+    /// The TLS side of the server: rustls with the ring provider, TLS 1.2 and 1.3, ALPN `h2`.
+    pub(crate) fn acceptor(&self) -> Result<TlsAcceptor, TlsError> {
+        let unusable =
+            |what: &str, e: &dyn fmt::Display| TlsError(format!("unusable TLS {what}: {e}"));
+        let chain = CertificateDer::pem_slice_iter(&self.cert_pem)
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(|e| unusable("certificate (not a PEM certificate chain)", &e))?;
+        if chain.is_empty() {
+            return Err(TlsError(
+                "unusable TLS certificate: no PEM certificate in the file".to_owned(),
+            ));
+        }
+        let key = PrivateKeyDer::from_pem_slice(&self.key_pem)
+            .map_err(|e| unusable("private key (not a PEM PKCS#8, PKCS#1 or SEC1 key)", &e))?;
+        let provider = Arc::new(rustls::crypto::ring::default_provider());
+        let mut config = rustls::ServerConfig::builder_with_provider(provider)
+            .with_safe_default_protocol_versions()
+            .map_err(|e| unusable("configuration", &e))?
+            .with_no_client_auth()
+            .with_single_cert(chain, key)
+            .map_err(|e| unusable("certificate or key", &e))?;
+        // HTTP/1.1 too: browsers may speak gRPC-Web and fetch the page over it.
+        config.alpn_protocols = vec![b"h2".to_vec(), b"http/1.1".to_vec()];
+        Ok(TlsAcceptor::from(Arc::new(config)))
+    }
+}
 
 /// Where the certificate in use came from, to read it again.
 #[derive(Debug, Clone)]
