@@ -147,11 +147,28 @@ function route() {
   leave = undefined;
   app.replaceChildren();
   const match = /^#\/game\/([A-Za-z0-9_-]+)$/.exec(location.hash);
+  const profile = /^#\/player\/([^/]+)$/.exec(location.hash);
   if (match) leave = showGame(match[1]);
+  else if (profile) leave = showProfile(decodeURIComponent(profile[1]));
   else leave = showLobby();
 }
 
 window.addEventListener("hashchange", route);
+
+const profileHref = (username: string) => `#/player/${encodeURIComponent(username)}`;
+
+/** A username that opens its profile. */
+function playerLink(username: string, text: string = username): HTMLAnchorElement {
+  return h("a", { href: profileHref(username), class: "player-link", "data-testid": "player-link" }, text);
+}
+
+/** A seat's name, its account part a link to the profile. */
+function seatLabel(game: Game, player: Player): (Node | string)[] {
+  const seat = player === Player.FIRST ? game.firstSeat : game.secondSeat;
+  const username = seat?.occupied && seat.kind !== PlayerKind.COMPUTER ? seat.account?.username : undefined;
+  if (!username) return [seatName(game, player)];
+  return [`${seat?.displayName || "?"} [`, playerLink(username), ` ${seat?.account?.rating ?? ""}]`];
+}
 
 function openGame(id: string) {
   location.hash = `#/game/${id}`;
@@ -446,7 +463,7 @@ function showLobby(): () => void {
       (response) =>
         leaders.replaceChildren(
           ...(response.entries.length
-            ? response.entries.map((e) => h("li", {}, `${e.username} ${e.rating?.rating ?? ""}`))
+            ? response.entries.map((e) => h("li", {}, playerLink(e.username), ` ${e.rating?.rating ?? ""}`))
             : [h("li", { class: "empty" }, "no rated games yet")]),
         ),
       (error: unknown) =>
@@ -458,6 +475,95 @@ function showLobby(): () => void {
   return () => {
     abort.abort();
     seeking?.abort();
+  };
+}
+
+// ---------------------------------------------------------------- a player's profile
+
+const SPEED_NAMES: Record<number, string> = {
+  [Speed.BULLET]: "Bullet",
+  [Speed.BLITZ]: "Blitz",
+  [Speed.RAPID]: "Rapid",
+  [Speed.CLASSICAL]: "Classical",
+  [Speed.CORRESPONDENCE]: "Correspondence",
+};
+
+/** Ratings per speed, record and recent games of an account. */
+function showProfile(username: string): () => void {
+  let left = false;
+  const name = h("h2", { "data-testid": "profile-name" }, username);
+  const record = h("p", { "data-testid": "record" }, "…");
+  const ratings = h("table", { class: "ratings", "data-testid": "ratings" });
+  const recent = h("ul", { class: "list", "data-testid": "recent-games" });
+  app.append(
+    h(
+      "section",
+      { class: "card profile" },
+      h("a", { href: "#/", "data-testid": "back" }, "← Lobby"),
+      name,
+      record,
+      h("h3", {}, "Ratings"),
+      ratings,
+      h("h3", {}, "Recent games"),
+      recent,
+    ),
+  );
+
+  void accounts.getPlayer({ username }, bearer(undefined)).then(
+    (response) => {
+      const player = response.player;
+      if (left || !player) return;
+      name.textContent = player.username;
+      record.textContent = `${player.wins} won · ${player.draws} drawn · ${player.losses} lost`;
+      ratings.replaceChildren(
+        h("tr", {}, h("th", {}, "Speed"), h("th", {}, "Rating"), h("th", {}, "±"), h("th", {}, "Games")),
+        ...player.ratings.map((r) =>
+          h(
+            "tr",
+            { "data-speed": SPEED_NAMES[r.speed]?.toLowerCase() ?? String(r.speed) },
+            h("td", {}, SPEED_NAMES[r.speed] ?? "?"),
+            // As the server says: a provisional rating is shown with a "?".
+            h("td", { title: r.provisional ? "provisional" : undefined }, `${r.rating}${r.provisional ? "?" : ""}`),
+            h("td", {}, String(r.deviation)),
+            h("td", {}, String(r.games)),
+          ),
+        ),
+      );
+      if (player.ratings.length === 0) ratings.replaceChildren(h("tr", {}, h("td", {}, "no rated games yet")));
+    },
+    (error: unknown) => {
+      if (left) return;
+      record.textContent = "";
+      say(`No profile for ${username}: ${describe(error)}`, "error");
+    },
+  );
+
+  void accounts.listPlayerGames({ username, pageSize: 10 }, bearer(undefined)).then(
+    (response) => {
+      if (left) return;
+      recent.replaceChildren(
+        ...response.games.map((g) =>
+          h(
+            "li",
+            { "data-game": g.id },
+            h(
+              "span",
+              {},
+              `${seatName(g, Player.FIRST)} – ${seatName(g, Player.SECOND)} · ${timeControlText(g)}${g.rated ? " · rated" : ""}${g.result ? ` · ${resultText(g)}` : ""}`,
+            ),
+            button("Watch", "watch", () => openGame(g.id)),
+          ),
+        ),
+      );
+      if (response.games.length === 0) recent.append(h("li", { class: "empty" }, "none yet"));
+    },
+    (error: unknown) => {
+      if (!left) recent.replaceChildren(h("li", { class: "empty" }, `unavailable: ${describe(error)}`));
+    },
+  );
+
+  return () => {
+    left = true;
   };
 }
 
@@ -487,6 +593,8 @@ function showGame(id: string): () => void {
   let game: Game | undefined;
   let shown: number[] = new Array<number>(12).fill(0);
   let pieces: number[] = new Array<number>(12).fill(0);
+  // Scores as shown: they change during a move's animation, before `game` has the new position.
+  let score: [number, number] = [0, 0];
   let clocks: Clocks | undefined;
   let clocksAt = 0;
   let lastMove: number | undefined;
@@ -547,6 +655,11 @@ function showGame(id: string): () => void {
   const draw = button("Offer draw", "draw", () => void act("draw"));
   const declineDraw = button("Decline draw", "decline-draw", () => void act("declineDraw"));
   const rematch = button("Rematch", "rematch", () => void act("rematch"));
+  const hint = h(
+    "p",
+    { class: "hint", "data-testid": "hint" },
+    mine ? "Pick one of your squares, then a direction (or ←/→ keys)." : "Watching.",
+  );
   const nextGame = h("a", { "data-testid": "next-game", hidden: true }, "Go to the rematch");
 
   // Seen from a seat, "right" on screen is the player's right; the bottom row is always the
@@ -576,7 +689,7 @@ function showGame(id: string): () => void {
       over,
       nextGame,
       h("div", { class: "actions" }, resign, draw, declineDraw, rematch, speed, moves),
-      h("p", { class: "hint" }, mine ? "Pick one of your squares, then a direction (or ←/→ keys)." : "Watching."),
+      hint,
     ),
   );
 
@@ -668,11 +781,10 @@ function showGame(id: string): () => void {
     if (!game) return;
     const top = bottom === Player.FIRST ? Player.SECOND : Player.FIRST;
     title.textContent = `${seatName(game, Player.FIRST)} – ${seatName(game, Player.SECOND)} · ${game.preset} · ${timeControlText(game)}${game.rated ? " · rated" : ""}`;
-    topName.textContent = seatName(game, top) + (seat === top ? " (you)" : "");
-    bottomName.textContent = seatName(game, bottom) + (seat === bottom ? " (you)" : "");
-    const scores = game.position?.scores;
-    topScore.textContent = String((top === Player.FIRST ? scores?.first : scores?.second) ?? 0);
-    bottomScore.textContent = String((bottom === Player.FIRST ? scores?.first : scores?.second) ?? 0);
+    topName.replaceChildren(...seatLabel(game, top), seat === top ? " (you)" : "");
+    bottomName.replaceChildren(...seatLabel(game, bottom), seat === bottom ? " (you)" : "");
+    topScore.textContent = String(top === Player.FIRST ? score[0] : score[1]);
+    bottomScore.textContent = String(bottom === Player.FIRST ? score[0] : score[1]);
     moves.textContent = `moves: ${game.moveCount}`;
     const active = game.status === GameStatus.ACTIVE;
     if (game.status === GameStatus.WAITING_FOR_PLAYERS) turn.textContent = "Waiting for an opponent…";
@@ -682,6 +794,7 @@ function showGame(id: string): () => void {
     turn.classList.toggle("mine", myTurn());
     const finished = game.status === GameStatus.FINISHED || game.status === GameStatus.ABORTED;
     over.hidden = !finished;
+    hint.hidden = finished;
     over.textContent = finished ? `Game over: ${resultText(game) || "aborted"}` : "";
     resign.hidden = !mine || !active;
     draw.hidden = !mine || !active;
@@ -696,61 +809,82 @@ function showGame(id: string): () => void {
     renderClocks();
   }
 
-  function setPosition(g: Game) {
+  function setPosition(g: Pick<Game, "position">) {
     shown = [...(g.position?.squares ?? shown)];
     pieces = [...(g.position?.pieces ?? pieces)];
+    const scores = g.position?.scores;
+    if (scores) score = [scores.first, scores.second];
   }
 
-  /** Plays a move's trace on the board: pick up, sow, captures, refill. */
+  /**
+   * Plays a move's trace on the board, one step per `speed` delay: the picked square empties,
+   * each sown square gains a stone, a capture empties its square into the mover's score, a
+   * refill puts a stone on each of a side's squares. Whatever the steps showed, the board ends
+   * on the server's position after the move, so a slip here can never leave a wrong board.
+   */
   async function animate(record: MoveRecord) {
     const delay = Number(speed.value);
     lastMove = record.move?.square;
-    if (delay > 0) {
+    if (delay > 0 && record.steps.length > 0) {
       animating = true;
-      let hand = 0;
-      for (const step of record.steps) {
-        if (abort.signal.aborted) return;
-        const active = applyStep(step, hand);
-        hand = active.hand;
-        render();
-        if (active.square !== undefined) {
-          const element = squares.get(active.square);
-          element?.classList.add(active.kind);
+      try {
+        for (const [index, step] of record.steps.entries()) {
+          if (abort.signal.aborted) return;
+          const lit = applyStep(step);
+          board.dataset.step = String(index);
+          render();
+          if (lit.squares.length === 0) continue;
+          const elements = lit.squares.map((square) => squares.get(square));
+          for (const element of elements) element?.classList.add(lit.kind);
           await sleep(delay);
-          element?.classList.remove(active.kind);
+          for (const element of elements) element?.classList.remove(lit.kind);
         }
+      } finally {
+        animating = false;
+        delete board.dataset.step;
       }
-      animating = false;
     }
-    if (record.position) {
-      shown = [...record.position.squares];
-      pieces = [...record.position.pieces];
-    }
+    if (record.position) setPosition(record);
   }
 
-  function applyStep(step: Step, hand: number): { hand: number; square?: number; kind: string } {
+  /** Shows one step on `shown`, `pieces` and `score`; says which squares to light and how. */
+  function applyStep(step: Step): { squares: number[]; kind: string } {
     const kind = step.kind;
     switch (kind.case) {
       case "pickUp":
-        if (kind.value.square !== undefined) shown[kind.value.square] = 0;
-        return { hand: kind.value.stones, square: kind.value.square, kind: "pick" };
+        if (kind.value.square === undefined) break;
+        shown[kind.value.square] = 0;
+        return { squares: [kind.value.square], kind: "pick" };
       case "sow":
-        if (kind.value.square !== undefined) shown[kind.value.square] += 1;
-        return { hand: hand - 1, square: kind.value.square, kind: "sow" };
-      case "capture":
-        if (kind.value.square !== undefined) {
-          shown[kind.value.square] = 0;
-          pieces[kind.value.square] = 0;
-        }
-        return { hand, square: kind.value.square, kind: "capture" };
+        if (kind.value.square === undefined) break;
+        shown[kind.value.square] += 1;
+        return { squares: [kind.value.square], kind: "sow" };
+      case "capture": {
+        if (kind.value.square === undefined) break;
+        shown[kind.value.square] = 0;
+        pieces[kind.value.square] = 0;
+        const worth = kind.value.stones + kind.value.pieces * (game?.ruleSet?.quanValue ?? 0);
+        if (kind.value.player === Player.FIRST) score[0] += worth;
+        else if (kind.value.player === Player.SECOND) score[1] += worth;
+        return { squares: [kind.value.square], kind: "capture" };
+      }
       case "refill": {
+        // Five stones borrowed from the player's captured count onto their five squares.
         const row = kind.value.player === Player.FIRST ? [1, 2, 3, 4, 5] : [7, 8, 9, 10, 11];
         for (const square of row) shown[square] += 1;
-        return { hand, square: row[2], kind: "sow" };
+        if (kind.value.player === Player.FIRST) score[0] -= row.length;
+        else if (kind.value.player === Player.SECOND) score[1] -= row.length;
+        return { squares: row, kind: "sow" };
       }
+      case "stopAtMandarin":
+      case "captureProtected":
+      case "captureImmature":
+        if (kind.value.square === undefined) break;
+        return { squares: [kind.value.square], kind: "stop" };
       default:
-        return { hand, kind: "" };
+        break;
     }
+    return { squares: [], kind: "" };
   }
 
   function setClocks(next: Clocks | undefined) {
@@ -823,7 +957,11 @@ function showGame(id: string): () => void {
           if (!game) return;
           game.result = kind.value.result;
           game.status = kind.value.result?.endReason === EndReason.ABORTED ? GameStatus.ABORTED : GameStatus.FINISHED;
-          if (kind.value.result?.scores && game.position) game.position.scores = kind.value.result.scores;
+          const final = kind.value.result?.scores;
+          if (final) {
+            if (game.position) game.position.scores = final;
+            score = [final.first, final.second];
+          }
           setClocks(kind.value.clocks);
           render();
         });

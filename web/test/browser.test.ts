@@ -15,7 +15,11 @@ import { after, before, test } from "node:test";
 import { fileURLToPath } from "node:url";
 import { gzipSync } from "node:zlib";
 
+import { createClient } from "@connectrpc/connect";
+import { createGrpcWebTransport } from "@connectrpc/connect-web";
 import { chromium, type Browser, type BrowserContext, type Page } from "playwright-core";
+
+import { AccountService } from "../src/gen/oanquan/v1/account_pb.js";
 
 const here = dirname(fileURLToPath(import.meta.url));
 const root = resolve(here, "../..");
@@ -295,6 +299,106 @@ test("a seek is answered from another lobby", async () => {
     await page.getByTestId("game-over").waitFor();
     assert.match((await page.getByTestId("game-over").textContent()) ?? "", /resignation/);
   }
+});
+
+/** Every square's count as the page shows it, e.g. "count-0=10,count-1=5,…" (sorted). */
+const boardOf = (page: Page) =>
+  page.locator("[data-testid^=count-]").evaluateAll((elements) =>
+    elements.map((e) => `${e.getAttribute("data-testid")}=${e.textContent}`).sort().join(),
+  );
+
+test("a move is animated step by step from its trace and ends on the server's board", async () => {
+  const animated = await player("Slow", DESKTOP, "50");
+  const still = await player("Still");
+  const id = await createGame(animated);
+  await joinGame(still, id);
+  const mover = await whoseTurn([animated, still]);
+  assert.ok(mover);
+  await animated.getByTestId("count-1").waitFor();
+  const start = await boardOf(animated);
+  // Every board the animated page shows, as the DOM changes. (A string: tsx would wrap named
+  // functions in a helper the page does not have.)
+  await animated.evaluate(`{
+    const board = document.querySelector("[data-testid=board]");
+    const snapshot = () =>
+      [...board.querySelectorAll("[data-testid^=count-]")]
+        .map((e) => e.getAttribute("data-testid") + "=" + e.textContent)
+        .sort()
+        .join();
+    const frames = [snapshot()];
+    window.frames_ = frames;
+    new MutationObserver(() => {
+      const now = snapshot();
+      if (frames[frames.length - 1] !== now) frames.push(now);
+    }).observe(board, { childList: true, subtree: true, characterData: true });
+  }`);
+  const square = await mover.locator(".row.bottom .square.playable").first().getAttribute("data-square");
+  await playOneMove(mover, 1, false);
+  for (const page of [animated, still]) await until("the move shown", async () => (await movesOf(page)) === 1);
+
+  const frames = await animated.evaluate(() => (window as unknown as { frames_: string[] }).frames_);
+  const picked = frames.map((frame) => Number(new RegExp(`count-${square}=(\\d+)`).exec(frame)?.[1]));
+  assert.equal(new RegExp(`count-${square}=(\\d+)`).exec(start)?.[1], "5", "the picked square held 5");
+  assert.deepEqual(picked.slice(0, 2), [5, 0], `the first step empties the picked square: ${picked.join(" ")}`);
+  // Pick up, then one board per stone sown (5 at least), then the final one.
+  assert.ok(frames.length >= 6, `intermediate boards shown: ${frames.length}`);
+  for (const [i, frame] of frames.entries()) {
+    const total = [...frame.matchAll(/=(\d+)/g)].reduce((sum, m) => sum + Number(m[1]), 0);
+    const startTotal = [...start.matchAll(/=(\d+)/g)].reduce((sum, m) => sum + Number(m[1]), 0);
+    // While sowing, the stones in hand are off the board: never more than at the start.
+    assert.ok(total <= startTotal, `frame ${i} has no stones from nowhere`);
+  }
+  assert.equal(await boardOf(animated), await boardOf(still), "the animated board ends as the other");
+  // Each page has its own side at the bottom: compare the pair of scores.
+  const scores = async (page: Page) =>
+    [await page.getByTestId("top-score").textContent(), await page.getByTestId("bottom-score").textContent()].sort();
+  assert.deepEqual(await scores(animated), await scores(still));
+  assert.equal(await animated.locator(".square.pick, .square.sow, .square.capture").count(), 0, "no light left on");
+  await animated.getByTestId("resign").click();
+  for (const page of [animated, still]) {
+    await page.getByTestId("game-over").waitFor();
+    assert.ok(await page.getByTestId("hint").isHidden(), "no 'pick a square' hint once the game is over");
+  }
+});
+
+/** Registers an account through the server's gRPC-Web (as the page speaks it): its API key. */
+async function register(username: string): Promise<string> {
+  const client = createClient(AccountService, createGrpcWebTransport({ baseUrl: server.url, useBinaryFormat: true }));
+  return (await client.register({ username })).apiKey;
+}
+
+/** Signs a page in with an API key, as a person does in the account bar. */
+async function signIn(page: Page, key: string, username: string) {
+  await page.locator("#apikey").fill(key);
+  await page.locator("#signin").click();
+  await page.locator("#me").getByText(username).waitFor();
+}
+
+test("a player's profile opens from a seat's name and leads back to the lobby", async () => {
+  const hoa = await player("Hoa");
+  const binh = await player("Binh");
+  await signIn(hoa, await register("hoa_profile"), "hoa_profile");
+  await signIn(binh, await register("binh_profile"), "binh_profile");
+  // A rated blitz game (3+2), resigned: both accounts get a blitz rating.
+  await hoa.getByTestId("rated").check();
+  const id = await createGame(hoa, "180000+2000");
+  await joinGame(binh, id);
+  await whoseTurn([hoa, binh]);
+  await hoa.getByTestId("resign").click();
+  await hoa.getByTestId("game-over").waitFor();
+
+  await hoa.getByTestId("top-player").getByTestId("player-link").click();
+  await hoa.waitForURL(/#\/player\/binh_profile$/);
+  await hoa.getByTestId("profile-name").getByText("binh_profile", { exact: true }).waitFor();
+  const blitz = hoa.locator("[data-testid=ratings] tr[data-speed=blitz]");
+  await blitz.waitFor();
+  // One game: the rating is provisional, shown with a "?".
+  assert.match((await blitz.textContent()) ?? "", /^Blitz\d+\?\d+1$/);
+  assert.equal(await hoa.getByTestId("record").textContent(), "1 won · 0 drawn · 0 lost");
+  await hoa.locator(`[data-testid=recent-games] li[data-game="${id}"]`).waitFor();
+  await hoa.screenshot({ path: join(shots, "profile-desktop.png") });
+  await hoa.getByTestId("back").click();
+  await hoa.getByTestId("open-games").waitFor();
 });
 
 test("bundle size and first render", async () => {
