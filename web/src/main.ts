@@ -124,8 +124,11 @@ function seatName(game: Game, player: Player): string {
   const seat = player === Player.FIRST ? game.firstSeat : game.secondSeat;
   if (!seat?.occupied) return "(open)";
   if (seat.kind === PlayerKind.COMPUTER) return `Computer ${seat.computerLevel}`;
-  const account = seat.account?.username ? ` [${seat.account.username} ${seat.account.rating}]` : "";
-  return `${seat.displayName || "?"}${account}`;
+  const username = seat.account?.username;
+  if (!username) return seat.displayName || "?";
+  // An account's seat is named after it: the username once, with the rating it sat down with.
+  if (seat.displayName === username) return `${username} (${seat.account?.rating})`;
+  return `${seat.displayName || "?"} [${username} ${seat.account?.rating}]`;
 }
 
 function resultText(game: Game): string {
@@ -167,6 +170,7 @@ function seatLabel(game: Game, player: Player): (Node | string)[] {
   const seat = player === Player.FIRST ? game.firstSeat : game.secondSeat;
   const username = seat?.occupied && seat.kind !== PlayerKind.COMPUTER ? seat.account?.username : undefined;
   if (!username) return [seatName(game, player)];
+  if (seat?.displayName === username) return [playerLink(username), ` (${seat?.account?.rating ?? ""})`];
   return [`${seat?.displayName || "?"} [`, playerLink(username), ` ${seat?.account?.rating ?? ""}]`];
 }
 
