@@ -407,14 +407,26 @@ async fn verify_game(client: &mut Client, entry: &GameEntry) -> Result<Vec<Move>
     Ok(stored)
 }
 
+/// Whether the rules ended the game with its last move (then nobody left it).
+fn ended_by_the_rules(result: &pb::GameResult) -> bool {
+    matches!(
+        result.end_reason(),
+        pb::EndReason::Mandarins | pb::EndReason::Repetition | pb::EndReason::PlyLimit
+    )
+}
+
 /// A timed game left by the player to move ends because of them: on time, or, before each
-/// player has made a first move, aborted when the first-move limit passes.
+/// player has made a first move, aborted when the first-move limit passes. Unless the last move
+/// played before leaving ended the game by the rules: that is checked by the replay.
 fn check_timed_end(
     id: &str,
     result: &pb::GameResult,
     moves: usize,
     loser: i32,
 ) -> Result<(), String> {
+    if ended_by_the_rules(result) {
+        return Ok(());
+    }
     let (reason, winner) = if moves >= 2 {
         let winner = match pb::Player::try_from(loser) {
             Ok(pb::Player::First) => pb::Player::Second,
@@ -656,6 +668,11 @@ fn timed_over(shared: &Shared, index: usize, id: &str, view: &TimedView, result:
     let seen = SystemTime::now();
     if let Err(message) = check_timed_end(id, result, view.moves, view.to_move) {
         shared.failures.add(message);
+    }
+    if ended_by_the_rules(result) {
+        // No clock ran out: there is no deadline to be late for.
+        shared.journal.lock().unwrap().games[index].over = true;
+        return;
     }
     let Some(deadline) = view.deadline else {
         shared.failures.add(format!(
