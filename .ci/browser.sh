@@ -11,6 +11,8 @@
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 BIN=${1:-${OANQUAN_SERVER_BIN:-$ROOT/target/debug/oanquan-server}}
+# Absolute: the tests run from web/, and .ci/run passes a path relative to the root.
+BIN=$(realpath -m "$BIN")
 step() { printf '\n=== browser: %s (%ss)\n' "$*" "$SECONDS"; }
 
 step "chromium and node modules"
