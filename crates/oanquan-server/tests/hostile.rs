@@ -16,7 +16,7 @@ use pb::game_event::Kind;
 use prost::Message as _;
 use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
 use tokio::net::TcpStream;
-use tonic::transport::{Certificate, Channel, ClientTlsConfig, Endpoint};
+use tonic::transport::{Channel, Endpoint};
 use tonic::{Code, Status};
 use tonic_health::pb::health_check_response::ServingStatus;
 use tonic_health::pb::health_client::HealthClient;
@@ -1711,26 +1711,6 @@ async fn one_connection_or_client_cannot_take_every_watcher_place_of_a_game() {
 
 // ---------------------------------------------------------------------------------------------
 // TLS.
-
-fn certificate() -> (String, String) {
-    let key = rcgen::generate_simple_self_signed(vec!["localhost".to_owned()]).unwrap();
-    (key.cert.pem(), key.signing_key.serialize_pem())
-}
-
-async fn tls_channel(addr: SocketAddr, ca: &str) -> Result<Channel, tonic::transport::Error> {
-    Endpoint::from_shared(format!("https://{addr}"))
-        .unwrap()
-        .tls_config(
-            ClientTlsConfig::new()
-                .ca_certificate(Certificate::from_pem(ca))
-                .domain_name("localhost"),
-        )
-        .unwrap()
-        .connect_timeout(Duration::from_secs(5))
-        .timeout(Duration::from_secs(10))
-        .connect()
-        .await
-}
 
 #[tokio::test]
 async fn tls_clients_play_and_plaintext_clients_fail_cleanly() {

@@ -8,7 +8,7 @@ use std::process::Command;
 
 use common::*;
 use oanquan_proto::v1 as pb;
-use oanquan_rules::{Direction, Game, Move, Player, Preset};
+use oanquan_rules::{Game, Move, Preset};
 use oanquan_server::domain::{APPLICATION_ID, OpenError};
 use oanquan_server::grpc::convert;
 use oanquan_server::{Config, ServeError, Storage};
@@ -48,26 +48,7 @@ async fn play_moves(
         } else {
             moves[moves.len() - 1]
         };
-        let token = match position.to_move() {
-            Player::First => tokens.0,
-            Player::Second => tokens.1,
-        };
-        let direction = match mv.direction {
-            Direction::Right => pb::Direction::Right,
-            Direction::Left => pb::Direction::Left,
-        };
-        game = play(
-            client,
-            id,
-            token,
-            u32::from(mv.square),
-            direction,
-            Some(position.ply()),
-        )
-        .await
-        .unwrap()
-        .game
-        .unwrap();
+        game = play_move(client, id, tokens, &position, mv).await;
     }
     game
 }

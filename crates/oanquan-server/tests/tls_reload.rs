@@ -12,16 +12,10 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use common::*;
-use tonic::transport::{Certificate, Channel, ClientTlsConfig, Endpoint};
+use tonic::transport::Channel;
 use tonic_health::pb::HealthCheckRequest;
 use tonic_health::pb::health_check_response::ServingStatus;
 use tonic_health::pb::health_client::HealthClient;
-
-/// A self-signed certificate for `localhost`: (certificate PEM, key PEM).
-fn certificate() -> (String, String) {
-    let key = rcgen::generate_simple_self_signed(vec!["localhost".to_owned()]).unwrap();
-    (key.cert.pem(), key.signing_key.serialize_pem())
-}
 
 /// A server started with a certificate in `dir`; killed when dropped.
 struct Running {
@@ -111,19 +105,7 @@ impl Drop for Running {
 
 /// A new connection trusting only `ca`, checked with a health call.
 async fn connect(addr: SocketAddr, ca: &str) -> Option<Channel> {
-    let channel = Endpoint::from_shared(format!("https://localhost:{}", addr.port()))
-        .unwrap()
-        .tls_config(
-            ClientTlsConfig::new()
-                .ca_certificate(Certificate::from_pem(ca))
-                .domain_name("localhost"),
-        )
-        .unwrap()
-        .connect_timeout(Duration::from_secs(5))
-        .timeout(Duration::from_secs(10))
-        .connect()
-        .await
-        .ok()?;
+    let channel = tls_channel(addr, ca).await.ok()?;
     let checked = HealthClient::new(channel.clone())
         .check(HealthCheckRequest::default())
         .await

@@ -265,6 +265,18 @@ pub async fn play_one(client: &mut Games, id: &str, tokens: (&str, &str)) -> pb:
     let position =
         oanquan_server::grpc::convert::position(game.position.as_ref(), rules, "position").unwrap();
     let mv = position.legal_moves()[0];
+    play_move(client, id, tokens, &position, mv).await
+}
+
+/// Plays `mv` in `position` (the game's current one) with whichever of `tokens` belongs to the
+/// player to move, at the position's ply; returns the game after it.
+pub async fn play_move(
+    client: &mut Games,
+    id: &str,
+    tokens: (&str, &str),
+    position: &oanquan_rules::Position,
+    mv: oanquan_rules::Move,
+) -> pb::Game {
     let token = match position.to_move() {
         oanquan_rules::Player::First => tokens.0,
         oanquan_rules::Player::Second => tokens.1,
@@ -285,4 +297,27 @@ pub async fn play_one(client: &mut Games, id: &str, tokens: (&str, &str)) -> pb:
     .unwrap()
     .game
     .unwrap()
+}
+
+/// A self-signed certificate for `localhost`: (certificate PEM, key PEM).
+pub fn certificate() -> (String, String) {
+    let key = rcgen::generate_simple_self_signed(vec!["localhost".to_owned()]).unwrap();
+    (key.cert.pem(), key.signing_key.serialize_pem())
+}
+
+/// A TLS connection to `addr` trusting only `ca`, for the name `localhost`.
+pub async fn tls_channel(addr: SocketAddr, ca: &str) -> Result<Channel, tonic::transport::Error> {
+    use tonic::transport::{Certificate, ClientTlsConfig, Endpoint};
+    Endpoint::from_shared(format!("https://{addr}"))
+        .unwrap()
+        .tls_config(
+            ClientTlsConfig::new()
+                .ca_certificate(Certificate::from_pem(ca))
+                .domain_name("localhost"),
+        )
+        .unwrap()
+        .connect_timeout(Duration::from_secs(5))
+        .timeout(Duration::from_secs(10))
+        .connect()
+        .await
 }
