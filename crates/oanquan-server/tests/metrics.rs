@@ -4,7 +4,7 @@
 mod common;
 
 use std::collections::HashMap;
-use std::io::{BufRead as _, BufReader, Read as _, Write as _};
+use std::io::Read as _;
 use std::net::{SocketAddr, TcpStream};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
@@ -44,16 +44,7 @@ impl Running {
             .stderr(Stdio::inherit())
             .spawn()
             .expect("spawn oanquan-server");
-        let mut lines = BufReader::new(child.stdout.take().expect("stdout")).lines();
-        let mut address = |prefix: &str| -> SocketAddr {
-            let line = lines.next().expect("a line").expect("readable");
-            line.strip_prefix(prefix)
-                .unwrap_or_else(|| panic!("expected {prefix:?}, got {line:?}"))
-                .parse()
-                .expect("an address")
-        };
-        let addr = address("oanquan-server listening on ");
-        let metrics = address("oanquan-server metrics listening on ");
+        let (addr, metrics) = metered_addresses(&mut child);
         Running {
             child,
             addr,
@@ -69,18 +60,7 @@ impl Running {
 
     /// GETs `path` from the metrics listener: (status line, content type, body).
     fn get(&self, path: &str) -> (String, String, String) {
-        let mut stream = TcpStream::connect(self.metrics).expect("connect to metrics");
-        stream
-            .set_read_timeout(Some(Duration::from_secs(10)))
-            .unwrap();
-        write!(
-            stream,
-            "GET {path} HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n"
-        )
-        .unwrap();
-        let mut response = String::new();
-        stream.read_to_string(&mut response).expect("a response");
-        let (head, body) = response.split_once("\r\n\r\n").expect("headers end");
+        let (head, body) = http_get(self.metrics, path);
         let status = head.lines().next().unwrap_or_default().to_owned();
         let content_type = head
             .lines()

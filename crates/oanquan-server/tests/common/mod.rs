@@ -321,3 +321,38 @@ pub async fn tls_channel(addr: SocketAddr, ca: &str) -> Result<Channel, tonic::t
         .connect()
         .await
 }
+
+/// The gRPC and metrics addresses a server started with `--metrics-listen` prints first, in
+/// that order, on its piped stdout.
+pub fn metered_addresses(child: &mut std::process::Child) -> (SocketAddr, SocketAddr) {
+    use std::io::BufRead as _;
+    let mut lines = std::io::BufReader::new(child.stdout.take().expect("stdout")).lines();
+    let mut address = |prefix: &str| -> SocketAddr {
+        let line = lines.next().expect("a line").expect("readable");
+        line.strip_prefix(prefix)
+            .unwrap_or_else(|| panic!("expected {prefix:?}, got {line:?}"))
+            .parse()
+            .expect("an address")
+    };
+    let addr = address("oanquan-server listening on ");
+    let metrics = address("oanquan-server metrics listening on ");
+    (addr, metrics)
+}
+
+/// A plain HTTP/1.1 GET of `path` from `addr` that closes the connection: (head, body).
+pub fn http_get(addr: SocketAddr, path: &str) -> (String, String) {
+    use std::io::{Read as _, Write as _};
+    let mut stream = std::net::TcpStream::connect(addr).expect("connect over HTTP");
+    stream
+        .set_read_timeout(Some(Duration::from_secs(10)))
+        .unwrap();
+    write!(
+        stream,
+        "GET {path} HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n"
+    )
+    .unwrap();
+    let mut response = String::new();
+    stream.read_to_string(&mut response).expect("a response");
+    let (head, body) = response.split_once("\r\n\r\n").expect("headers end");
+    (head.to_owned(), body.to_owned())
+}
