@@ -55,6 +55,8 @@
 //! (`info::jsonb` works when an operator wants to look inside).
 
 mod accounts;
+mod batch;
+mod cache;
 #[path = "../../oanquan-store-sqlite/src/codec.rs"]
 mod codec;
 mod fault;
@@ -81,13 +83,16 @@ use oanquan_game::{
     LeaderboardPage, LobbyEvent, Page, PlayerGameFilter, Since, StoreError, StoreFuture,
     leaderboard_cursor, leaderboard_offset, page_cursor, parse_named_cursor, parse_page_cursor,
 };
-use tokio::sync::watch;
+use tokio::sync::{mpsc, watch};
 use tokio_postgres::IsolationLevel;
 use tracing::{info, warn};
 
+use crate::cache::GameCache;
 use crate::codec::status_name;
 use crate::fault::{Damage, backend, pool};
-use crate::reads::{list_games, load_state, query, read_info, statuses};
+use crate::reads::{
+    list_games, load_state, load_versioned, query, read_info, row_version, statuses,
+};
 use crate::schema::Target;
 
 pub use crate::schema::{OpenError, SCHEMA_VERSION};
@@ -112,6 +117,12 @@ pub struct PostgresOptions {
     /// `search_path` (by default `public`). Letters, digits and `_`, starting with a letter or
     /// `_`, at most 63 bytes.
     pub schema: Option<String>,
+    /// Writer tasks of this node's group commit: each takes every game commit pending and
+    /// writes it in one transaction on one pooled connection (see `batch`). At least 1.
+    pub writers: usize,
+    /// Game commits in one transaction at most; 1 writes each commit in a transaction of its
+    /// own. At least 1.
+    pub max_batch: usize,
 }
 
 impl Default for PostgresOptions {
@@ -124,6 +135,10 @@ impl Default for PostgresOptions {
             connect_timeout: Duration::from_secs(5),
             statement_timeout: Duration::from_secs(10),
             schema: None,
+            // Measured (BENCHMARKS.md, "Issue 20: group commit on PostgreSQL"): one batch
+            // being written while the next one gathers.
+            writers: 2,
+            max_batch: 64,
         }
     }
 }
@@ -146,6 +161,11 @@ pub struct PostgresStore {
     health: Arc<watch::Sender<bool>>,
     writable: watch::Receiver<bool>,
     probe: Arc<AbortOnDrop>,
+    /// The group commit's queue (see `batch`); its writer tasks end with the last sender.
+    commits: mpsc::UnboundedSender<batch::Job>,
+    writers: Arc<batch::Writers>,
+    /// The unfinished games this node wrote or read (see `cache`).
+    cache: Arc<GameCache>,
 }
 
 /// A task that ends with its last owner.
@@ -199,6 +219,13 @@ impl PostgresStore {
                 "{schema:?} is not a usable schema name: use lowercase letters, digits and _, \
                  starting with a letter or _, at most 63 bytes"
             )));
+        }
+        if options.writers == 0 || options.max_batch == 0 {
+            return Err(OpenError::Config(
+                "the PostgreSQL store needs at least one writer and batches of at least one \
+                 commit"
+                    .to_owned(),
+            ));
         }
         if options.max_connections == 0 {
             return Err(OpenError::Config(
@@ -304,6 +331,19 @@ impl PostgresStore {
             pool.clone(),
             Arc::clone(&health),
         ))));
+        let cache = Arc::new(GameCache::default());
+        let (commits, queue) = mpsc::unbounded_channel();
+        let writers = Arc::new(batch::Writers {
+            queue: tokio::sync::Mutex::new(queue),
+            pool: pool.clone(),
+            health: Arc::clone(&health),
+            cache: Arc::clone(&cache),
+            max_batch: options.max_batch,
+            notify: std::sync::atomic::AtomicBool::new(true),
+        });
+        for _ in 0..options.writers {
+            tokio::spawn(Arc::clone(&writers).run());
+        }
         let store = PostgresStore {
             pool,
             target: target.0,
@@ -312,6 +352,9 @@ impl PostgresStore {
             health,
             writable,
             probe,
+            commits,
+            writers,
+            cache,
         };
         store
             .check_unfinished()
@@ -363,6 +406,25 @@ impl PostgresStore {
     #[must_use]
     pub fn target(&self) -> &str {
         &self.target
+    }
+
+    /// Queues a game commit for the group commit (see `batch`), answered once it is durable
+    /// (or refused). A caller that goes away does not withdraw it: its outcome is the same as
+    /// if it had waited.
+    fn submit(&self, create: bool, commit: Commit) -> StoreFuture<'_, Committed> {
+        let (reply, answer) = tokio::sync::oneshot::channel();
+        let queued = self.commits.send(batch::Job {
+            create,
+            commit,
+            reply,
+        });
+        async move {
+            queued.map_err(|_| StoreError::Backend("the database writers stopped".to_owned()))?;
+            answer
+                .await
+                .map_err(|_| StoreError::Backend("the database writers stopped".to_owned()))?
+        }
+        .boxed()
     }
 
     /// Runs `write` in one transaction of its own and commits it, on a task of its own: a
@@ -474,15 +536,26 @@ impl PostgresStore {
 
 impl GameStore for PostgresStore {
     fn create(&self, commit: Commit) -> StoreFuture<'_, Committed> {
-        self.write(move |tx| writer::apply(tx, true, commit).boxed())
+        self.submit(true, commit)
     }
 
     fn commit(&self, commit: Commit) -> StoreFuture<'_, Committed> {
-        self.write(move |tx| writer::apply(tx, false, commit).boxed())
+        self.submit(false, commit)
     }
 
     fn load<'a>(&'a self, id: &'a GameId) -> StoreFuture<'a, GameState> {
-        self.read_game(move |client| async move { load_state(&client, id).await })
+        let cache = Arc::clone(&self.cache);
+        self.read_game(move |client| async move {
+            if cache.contains(id) {
+                let version = row_version(&client, id).await?;
+                if let Some(state) = cache.get(id, version) {
+                    return Ok(state);
+                }
+            }
+            let (state, version) = load_versioned(&client, id).await?;
+            cache.put(&state, version);
+            Ok(state)
+        })
     }
 
     fn info<'a>(&'a self, id: &'a GameId) -> StoreFuture<'a, GameInfo> {

@@ -48,6 +48,12 @@ const LEASE_RETRY: Duration = Duration::from_secs(1);
 /// database (whose own keepalives may be slower) hands the lock to another node.
 const LEASE_CHECK_TIMEOUT: Duration = Duration::from_secs(2);
 
+/// How often the listener compares every unfinished game's sequence with what it published,
+/// and the lobby's: notifications are sent after the commits they announce, in a transaction
+/// that does not wait for the disk (see `batch`), so one can be lost (a node or the database
+/// stopping between the two); then its events reach this node this much later, never not.
+pub(crate) const CATCH_UP: Duration = Duration::from_secs(1);
+
 impl PostgresStore {
     /// A second handle on the same pool, for a task of its own.
     pub(crate) fn handle(&self) -> PostgresStore {
@@ -59,6 +65,9 @@ impl PostgresStore {
             health: Arc::clone(&self.health),
             writable: self.writable.clone(),
             probe: Arc::clone(&self.probe),
+            commits: self.commits.clone(),
+            writers: Arc::clone(&self.writers),
+            cache: Arc::clone(&self.cache),
         }
     }
 
@@ -113,6 +122,7 @@ impl PostgresStore {
                 hub,
                 games: HashMap::new(),
                 lobby: None,
+                baseline: false,
             };
             let mut failures = 0;
             while !*stop.borrow() {
@@ -242,6 +252,9 @@ struct Listener {
     games: HashMap<GameId, u64>,
     /// The last lobby sequence published; `None` until the first connection reads it.
     lobby: Option<u64>,
+    /// Whether the first catch-up ran: it only notes where every game is, since what was
+    /// committed before this node listened is read from the log by whoever needs it.
+    baseline: bool,
 }
 
 impl Listener {
@@ -261,7 +274,19 @@ impl Listener {
             },
         }
         let mut heard = false;
-        while let Some(message) = messages.recv().await {
+        let mut catch_up = tokio::time::interval(CATCH_UP);
+        catch_up.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        loop {
+            let message = tokio::select! {
+                message = messages.recv() => message,
+                _ = catch_up.tick() => {
+                    self.catch_up().await;
+                    continue;
+                }
+            };
+            let Some(message) = message else {
+                break;
+            };
             let AsyncMessage::Notification(notification) = message else {
                 continue;
             };
@@ -287,6 +312,67 @@ impl Listener {
         }
         drop(client);
         Ok(heard)
+    }
+
+    /// Publishes what notifications should have announced but did not: the lobby's events
+    /// after the last published, and every game whose sequence is past the last published.
+    async fn catch_up(&mut self) {
+        self.publish_lobby().await;
+        let stored = match self.sequences().await {
+            Ok(stored) => stored,
+            Err(error) => {
+                debug!(%error, "reading the games' sequences to catch up");
+                return;
+            }
+        };
+        if !self.baseline {
+            self.baseline = true;
+            for (id, sequence) in stored {
+                if self.games.len() >= MAX_TRACKED_GAMES {
+                    break;
+                }
+                self.games.entry(id).or_insert(sequence);
+            }
+            return;
+        }
+        for (id, sequence) in stored {
+            if self.games.get(&id).is_none_or(|last| *last < sequence) {
+                self.publish_game(id, sequence).await;
+            }
+        }
+    }
+
+    /// The sequence of every unfinished game, and of the games this node tracks that have
+    /// ended since (so that their last events are published too). Tracked games that are
+    /// gone from the table (a schema restored) are forgotten.
+    async fn sequences(&mut self) -> Result<Vec<(GameId, u64)>, StoreError> {
+        let client = self.store.pool.get().await.map_err(fault::pool)?;
+        let rows = reads::query(
+            &client,
+            "SELECT id, sequence FROM games WHERE status IN ('waiting', 'active')",
+            &[],
+        )
+        .await?;
+        let mut stored: HashMap<GameId, u64> = rows.iter().filter_map(id_and_sequence).collect();
+        let ended: Vec<&str> = self
+            .games
+            .keys()
+            .filter(|id| !stored.contains_key(*id))
+            .map(GameId::as_str)
+            .collect();
+        if !ended.is_empty() {
+            let rows = reads::query(
+                &client,
+                "SELECT id, sequence FROM games WHERE id = ANY($1)",
+                &[&ended],
+            )
+            .await?;
+            let found: Vec<(GameId, u64)> = rows.iter().filter_map(id_and_sequence).collect();
+            self.games
+                .retain(|id, _| stored.contains_key(id) || found.iter().any(|(f, _)| f == id));
+            stored.extend(found);
+        }
+        Ok(stored.into_iter().collect())
     }
 
     async fn last_lobby(&self) -> Result<u64, StoreError> {
@@ -365,4 +451,11 @@ impl Listener {
             self.hub.publish_commit(Arc::new(info));
         }
     }
+}
+
+/// A `(id, sequence)` row, or `None` (skipped) if it does not read.
+fn id_and_sequence(row: &tokio_postgres::Row) -> Option<(GameId, u64)> {
+    let id: String = row.try_get(0).ok()?;
+    let sequence: i64 = row.try_get(1).ok()?;
+    Some((GameId::parse(&id).ok()?, u64::try_from(sequence).ok()?))
 }

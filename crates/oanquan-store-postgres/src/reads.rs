@@ -83,7 +83,8 @@ const LOAD: &str = "
            ARRAY(SELECT number FROM moves WHERE game = g.ord ORDER BY number),
            ARRAY(SELECT player FROM moves WHERE game = g.ord ORDER BY number),
            ARRAY(SELECT mv FROM moves WHERE game = g.ord ORDER BY number),
-           ARRAY(SELECT time FROM moves WHERE game = g.ord ORDER BY number)
+           ARRAY(SELECT time FROM moves WHERE game = g.ord ORDER BY number),
+           sequence, xmin::text::int8
     FROM games g WHERE id = $1";
 
 /// Loads a whole game and replays it, cross-checking the stored position.
@@ -91,9 +92,21 @@ pub(crate) async fn load_state<C: GenericClient>(
     client: &C,
     id: &GameId,
 ) -> Result<GameState, StoreError> {
+    Ok(load_versioned(client, id).await?.0)
+}
+
+/// [`load_state`], with the version of the row it read (see `cache`).
+pub(crate) async fn load_versioned<C: GenericClient>(
+    client: &C,
+    id: &GameId,
+) -> Result<(GameState, RowVersion), StoreError> {
     let row = query_opt(client, LOAD, &[&id.as_str()])
         .await?
         .ok_or(StoreError::NotFound)?;
+    let version = RowVersion {
+        sequence: get(&row, 10, id)?,
+        xmin: get(&row, 11, id)?,
+    };
     let tokens: [Option<Vec<u8>>; 4] = [
         get(&row, 0, id)?,
         get(&row, 1, id)?,
@@ -138,7 +151,7 @@ pub(crate) async fn load_state<C: GenericClient>(
         });
     }
     let stored_position = decoded.position_known.then_some(decoded.info.position);
-    GameState::restore(
+    let state = GameState::restore(
         decoded.info,
         token_hashes,
         rematch_tokens,
@@ -146,7 +159,35 @@ pub(crate) async fn load_state<C: GenericClient>(
         creator,
         stored_position,
     )
-    .map_err(|e| corrupt(id, e))
+    .map_err(|e| corrupt(id, e))?;
+    Ok((state, version))
+}
+
+/// Which version of a game's row a state was read from or written as: its sequence, and the
+/// transaction that wrote the row (`xmin`), which any change of the row changes, an
+/// operator's repair included.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct RowVersion {
+    pub(crate) sequence: i64,
+    pub(crate) xmin: i64,
+}
+
+/// The version of game `id`'s row now.
+pub(crate) async fn row_version<C: GenericClient>(
+    client: &C,
+    id: &GameId,
+) -> Result<RowVersion, StoreError> {
+    let row = query_opt(
+        client,
+        "SELECT sequence, xmin::text::int8 FROM games WHERE id = $1",
+        &[&id.as_str()],
+    )
+    .await?
+    .ok_or(StoreError::NotFound)?;
+    Ok(RowVersion {
+        sequence: get(&row, 0, id)?,
+        xmin: get(&row, 1, id)?,
+    })
 }
 
 /// Decodes the `games.info` column of game `id`, replaying the game only if the position needs

@@ -1069,3 +1069,225 @@ async fn one_node_holds_the_lease_and_another_takes_over() {
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
 }
+
+/// The `xmin` of each game's row: the transaction that last wrote it.
+async fn writers_of(schema: &TestSchema, ids: &[GameId]) -> Vec<i64> {
+    let (client, _) = schema.raw().await;
+    let mut xmins = Vec::new();
+    for id in ids {
+        let row = client
+            .query_one(
+                "SELECT xmin::text::int8 FROM games WHERE id = $1",
+                &[&id.as_str()],
+            )
+            .await
+            .unwrap();
+        xmins.push(row.get(0));
+    }
+    xmins
+}
+
+/// Eight games' moves sent together are written in one transaction (every row has the same
+/// writer), each answered with its own game's new sequence, and read back as committed.
+#[tokio::test]
+async fn commits_sent_together_are_written_in_one_transaction() {
+    let Some(schema) = TestSchema::new() else {
+        return;
+    };
+    let store: Arc<dyn GameStore> = Arc::new(schema.store().await);
+    let (games, _hub) = manager(Arc::clone(&store));
+    let mut started_games = Vec::new();
+    for _ in 0..8 {
+        started_games.push(started(&games).await);
+    }
+    let mut commits = Vec::new();
+    for (id, tokens) in &started_games {
+        let state = store.load(id).await.unwrap();
+        commits.push(move_commit(state, tokens, false));
+    }
+    let expected: Vec<GameInfo> = commits.iter().map(|c| c.state.info().clone()).collect();
+    // All queued before the writer runs: this runtime has one thread, busy here.
+    let pending: Vec<_> = commits.into_iter().map(|c| store.commit(c)).collect();
+    let answers = futures::future::join_all(pending).await;
+    let ids: Vec<GameId> = started_games.iter().map(|(id, _)| id.clone()).collect();
+    for ((answer, expected), id) in answers.iter().zip(&expected).zip(&ids) {
+        let committed = answer.as_ref().unwrap();
+        assert_eq!(&committed.info.id, id);
+        assert_eq!(committed.info.position, expected.position);
+        assert_eq!(
+            committed.game_events.last().map(|e| e.sequence),
+            Some(committed.info.sequence)
+        );
+        assert_eq!(store.load(id).await.unwrap().info(), &committed.info);
+    }
+    let xmins = writers_of(&schema, &ids).await;
+    assert!(xmins.windows(2).all(|w| w[0] == w[1]), "{xmins:?}");
+}
+
+/// A batch with one commit that must be refused (a stale state) is written again commit by
+/// commit: the others succeed, the stale one is a conflict, and no game holds a move twice.
+#[tokio::test]
+async fn a_refused_commit_does_not_take_its_batch_down() {
+    let Some(schema) = TestSchema::new() else {
+        return;
+    };
+    let store: Arc<dyn GameStore> = Arc::new(schema.store().await);
+    let (games, _hub) = manager(Arc::clone(&store));
+    let mut started_games = Vec::new();
+    for _ in 0..4 {
+        started_games.push(started(&games).await);
+    }
+    let mut commits = Vec::new();
+    for (id, tokens) in &started_games {
+        let state = store.load(id).await.unwrap();
+        commits.push(move_commit(state, tokens, false));
+    }
+    // The first game again, from the state both commits were made from.
+    let (stale_id, stale_tokens) = &started_games[0];
+    let stale_state = games_state(&schema, stale_id).await;
+    commits.push(move_commit(stale_state, stale_tokens, true));
+    // All queued before the writer runs, as one batch: this runtime has one thread.
+    let pending: Vec<_> = commits.into_iter().map(|c| store.commit(c)).collect();
+    let mut answers = futures::future::join_all(pending).await;
+    let stale = answers.pop().unwrap();
+    let won = answers[0].as_ref().unwrap().info.sequence;
+    assert_eq!(stale.unwrap_err(), StoreError::Conflict { current: won });
+    for ((id, _), answer) in started_games.iter().zip(&answers) {
+        let committed = answer.as_ref().unwrap();
+        let Since::Events { events, .. } = store.game_events_since(id, 0).await.unwrap() else {
+            panic!("the log of {id}");
+        };
+        let sequences: Vec<u64> = events.iter().map(|e| e.sequence).collect();
+        assert_eq!(sequences, (1..=committed.info.sequence).collect::<Vec<_>>());
+        assert_eq!(committed.info.move_count, 1, "{id}");
+    }
+}
+
+/// A node's cached game is never stale: another node's commit, and a change to the row behind
+/// the servers' backs, are both seen by its next load; an unchanged row is served from the
+/// cache (here shown by moves removed behind its back, which a full load would miss).
+#[tokio::test]
+async fn a_cached_game_is_checked_against_its_row() {
+    let Some(schema) = TestSchema::new() else {
+        return;
+    };
+    let a: Arc<dyn GameStore> = Arc::new(schema.store().await);
+    let b: Arc<dyn GameStore> = Arc::new(schema.store().await);
+    let (games, _hub) = manager(Arc::clone(&a));
+    let (id, tokens) = started(&games).await;
+    let state = a.load(&id).await.unwrap();
+    let mine = a.commit(move_commit(state, &tokens, false)).await.unwrap();
+    assert_eq!(a.load(&id).await.unwrap().info(), &mine.info);
+
+    let theirs = b
+        .commit(move_commit(b.load(&id).await.unwrap(), &tokens, false))
+        .await
+        .unwrap();
+    assert_eq!(a.load(&id).await.unwrap().info(), &theirs.info);
+
+    let (client, _) = schema.raw().await;
+    client
+        .execute(
+            "DELETE FROM moves WHERE game = (SELECT ord FROM games WHERE id = $1)",
+            &[&id.as_str()],
+        )
+        .await
+        .unwrap();
+    assert_eq!(
+        a.load(&id).await.unwrap().info(),
+        &theirs.info,
+        "served from the cache"
+    );
+    // A fresh node reads the rows: the moves are missing.
+    assert!(matches!(
+        games_state_result(&schema, &id).await,
+        Err(StoreError::Damaged { .. })
+    ));
+    client
+        .execute(
+            "UPDATE games SET info = '[]' WHERE id = $1",
+            &[&id.as_str()],
+        )
+        .await
+        .unwrap();
+    assert!(matches!(a.load(&id).await, Err(StoreError::Damaged { .. })));
+}
+
+async fn games_state_result(schema: &TestSchema, id: &GameId) -> Result<GameState, StoreError> {
+    schema.store().await.load(id).await
+}
+
+/// A commit whose notification is lost (the node stops between the two) still reaches the
+/// other node's hub, from its listener's catch-up reads: the game's events in order, and the
+/// lobby's.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_lost_notification_only_delays_delivery() {
+    let Some(schema) = TestSchema::new() else {
+        return;
+    };
+    let silent = schema.store().await;
+    silent
+        .writers
+        .notify
+        .store(false, std::sync::atomic::Ordering::Relaxed);
+    let a: Arc<dyn GameStore> = Arc::new(silent);
+    let b = schema.store().await;
+    let (games, _hub_a) = manager(Arc::clone(&a));
+    let hub_b = Hub::new(1024);
+    let (stop, stopped) = tokio::sync::watch::channel(false);
+    let listener = b.spawn_listener(Arc::clone(&hub_b), stopped);
+    let mut lobby_b = hub_b.subscribe_lobby();
+    tokio::time::sleep(Duration::from_millis(500)).await;
+
+    let (id, tokens) = started(&games).await;
+    let lobby = receive_until(&mut lobby_b, |got| got.len() >= 2).await;
+    assert!(lobby.len() >= 2, "the lobby catches up: {lobby:?}");
+
+    let (mut watch_b, _guard) = hub_b.subscribe_game(&id, 10).unwrap();
+    for _ in 0..3 {
+        let state = a.load(&id).await.unwrap();
+        a.commit(move_commit(state, &tokens, false)).await.unwrap();
+    }
+    let last = a.info(&id).await.unwrap().sequence;
+    let events = receive_until(&mut watch_b, |got| {
+        got.last()
+            .is_some_and(|e: &Arc<GameEvent>| e.sequence >= last)
+    })
+    .await;
+    let sequences: Vec<u64> = events.iter().map(|e| e.sequence).collect();
+    assert_eq!(sequences, (1..=last).collect::<Vec<_>>());
+
+    stop.send(true).unwrap();
+    tokio::time::timeout(Duration::from_secs(5), listener)
+        .await
+        .expect("the listener stops when told")
+        .unwrap();
+}
+
+/// The notifications of a batch: one per game with its new sequence, and the lobby's highest
+/// sequence once; a quote in a payload cannot end the literal.
+#[test]
+fn notifications_are_one_statement_outside_the_commit() {
+    let id = |text: &str| GameId::parse(text).unwrap();
+    let notices = [
+        writer::Notice {
+            game: Some((id("abc"), 4)),
+            lobby: Some(7),
+        },
+        writer::Notice {
+            game: Some((id("d-e_f"), 9)),
+            lobby: None,
+        },
+        writer::Notice {
+            game: None,
+            lobby: Some(8),
+        },
+    ];
+    assert_eq!(
+        writer::notify_sql(&notices).unwrap(),
+        "BEGIN; SET LOCAL synchronous_commit = off; NOTIFY oanquan_game, 'abc:4';\
+         NOTIFY oanquan_game, 'd-e_f:9';NOTIFY oanquan_lobby, '8'; COMMIT"
+    );
+    assert_eq!(writer::notify_sql(&[writer::Notice::default()]), None);
+    assert_eq!(writer::quote("a'b"), "'a''b'");
+}

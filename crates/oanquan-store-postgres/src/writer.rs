@@ -1,19 +1,20 @@
 //! Writing one commit: the game's row under optimistic concurrency, its moves and events, the
-//! accounts it changes, lobby numbers from the locked counter, and the notifications; all in
-//! the caller's transaction.
+//! accounts it changes and lobby numbers from the locked counter; all in the caller's
+//! transaction. The notifications are not sent here but returned ([`Notice`]): they go out
+//! after the transaction is durable (see `batch`).
 
 use std::sync::Arc;
 
 use deadpool_postgres::GenericClient;
 use oanquan_game::{
-    Commit, Committed, GameEvent, GameEventKind, GameId, GameInfo, LobbyEvent, LobbyEventKind,
-    StoreError, TokenHash,
+    Commit, Committed, GameEvent, GameEventKind, GameId, GameInfo, GameState, LobbyEvent,
+    LobbyEventKind, StoreError, TokenHash,
 };
 use oanquan_rules::Move;
 
 use crate::accounts;
 use crate::codec::{GameEventDto, InfoDto, LobbyEventDto, player_name, status_name, time_to_db};
-use crate::reads::{execute, query_opt};
+use crate::reads::{RowVersion, execute, query_opt};
 
 /// The channel every commit with game events notifies, with `<game id>:<last sequence>`.
 pub const GAME_CHANNEL: &str = "oanquan_game";
@@ -21,13 +22,31 @@ pub const GAME_CHANNEL: &str = "oanquan_game";
 /// The channel every commit with lobby events notifies, with `<last lobby sequence>`.
 pub const LOBBY_CHANNEL: &str = "oanquan_lobby";
 
+/// What a commit tells the other nodes once it is durable: the game's id and new last
+/// sequence, and the lobby's last sequence, each if the commit numbered such events.
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+pub(crate) struct Notice {
+    pub(crate) game: Option<(GameId, u64)>,
+    pub(crate) lobby: Option<u64>,
+}
+
+/// One commit as written: what the caller gets, what to notify, and the state as stored with
+/// its row's version (`xmin`), for the node's cache of games.
+#[derive(Debug)]
+pub(crate) struct Written {
+    pub(crate) committed: Committed,
+    pub(crate) notice: Notice,
+    pub(crate) state: GameState,
+    pub(crate) row_version: RowVersion,
+}
+
 /// Writes one commit in the caller's transaction, which the caller commits. On error the
 /// caller rolls back: nothing of the commit stays.
 pub(crate) async fn apply<C: GenericClient>(
     client: &C,
     create: bool,
     mut commit: Commit,
-) -> Result<Committed, StoreError> {
+) -> Result<Written, StoreError> {
     let expected = commit.expected_sequence;
     let tokens = commit
         .state
@@ -57,7 +76,7 @@ pub(crate) async fn apply<C: GenericClient>(
     let sequence_db = to_db(sequence)?;
     let expected_db = to_db(expected)?;
 
-    let (ord, stored_moves) = if create {
+    let (ord, stored_moves, xmin) = if create {
         if expected != 0 {
             return Err(StoreError::Conflict { current: 0 });
         }
@@ -68,7 +87,7 @@ pub(crate) async fn apply<C: GenericClient>(
             "INSERT INTO games (id, status, sequence, move_count, token_first, token_second,
                                 rematch_token_first, rematch_token_second, creator, info)
              VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)
-             ON CONFLICT (id) DO NOTHING RETURNING ord",
+             ON CONFLICT (id) DO NOTHING RETURNING ord, xmin::text::int8",
             &[
                 &id.as_str(),
                 &status,
@@ -84,7 +103,7 @@ pub(crate) async fn apply<C: GenericClient>(
         )
         .await?
         .ok_or(StoreError::Conflict { current: 0 })?;
-        (column::<i64>(&row, 0)?, 0)
+        (column::<i64>(&row, 0)?, 0, column::<i64>(&row, 1)?)
     } else {
         // The row is locked by the first statement that changes it: a node committing the same
         // game at the same moment waits for this transaction, then finds the sequence moved on
@@ -98,7 +117,7 @@ pub(crate) async fn apply<C: GenericClient>(
                     token_second = $7, rematch_token_first = $8, rematch_token_second = $9,
                     info = $10
              FROM old WHERE games.ord = old.ord
-             RETURNING games.ord, old.move_count",
+             RETURNING games.ord, old.move_count, games.xmin::text::int8",
             &[
                 &id.as_str(),
                 &expected_db,
@@ -114,7 +133,11 @@ pub(crate) async fn apply<C: GenericClient>(
         )
         .await?;
         match row {
-            Some(row) => (column::<i64>(&row, 0)?, column::<i32>(&row, 1)?),
+            Some(row) => (
+                column::<i64>(&row, 0)?,
+                column::<i32>(&row, 1)?,
+                column::<i64>(&row, 2)?,
+            ),
             None => {
                 let current = query_opt(
                     client,
@@ -175,6 +198,7 @@ pub(crate) async fn apply<C: GenericClient>(
         .await?;
     }
 
+    let mut notice = Notice::default();
     let time = time_to_db(commit.time);
     let mut game_events = Vec::with_capacity(commit.game_events.len());
     if !commit.game_events.is_empty() {
@@ -202,13 +226,7 @@ pub(crate) async fn apply<C: GenericClient>(
             &[&ord, &time, &sequences, &jsons],
         )
         .await?;
-        // Delivered to the listeners only if the transaction commits.
-        execute(
-            client,
-            "SELECT pg_notify($1::text, $2::text)",
-            &[&GAME_CHANNEL, &format!("{id}:{sequence}")],
-        )
-        .await?;
+        notice.game = Some((id.clone(), sequence));
     }
 
     let mut lobby_events = Vec::with_capacity(commit.lobby_events.len());
@@ -246,12 +264,7 @@ pub(crate) async fn apply<C: GenericClient>(
             &[&time, &sequences, &jsons],
         )
         .await?;
-        execute(
-            client,
-            "SELECT pg_notify($1::text, $2::text)",
-            &[&LOBBY_CHANNEL, &last.to_string()],
-        )
-        .await?;
+        notice.lobby = Some(last);
         for (sequence, kind) in (first_sequence..).zip(commit.lobby_events) {
             lobby_events.push(Arc::new(LobbyEvent {
                 sequence,
@@ -261,11 +274,56 @@ pub(crate) async fn apply<C: GenericClient>(
         }
     }
 
-    Ok(Committed {
-        info: commit.state.info().clone(),
-        game_events,
-        lobby_events,
+    Ok(Written {
+        committed: Committed {
+            info: commit.state.info().clone(),
+            game_events,
+            lobby_events,
+        },
+        notice,
+        state: commit.state,
+        row_version: RowVersion {
+            sequence: sequence_db,
+            xmin,
+        },
     })
+}
+
+/// The notifications of durable commits, as one statement string for the simple query
+/// protocol: a transaction of its own that does not wait for its commit record to reach the
+/// disk. A transaction that notifies holds PostgreSQL's notification-queue lock from its
+/// commit until its commit record is flushed; inside the commits themselves that serialised
+/// every commit behind one WAL flush each (docs/SCALING.md). Here the lock is held for
+/// microseconds. A notification lost in a crash only delays delivery: the listeners' catch-up
+/// reads find what it announced (see `nodes`). `None` when there is nothing to say.
+pub(crate) fn notify_sql<'a>(notices: impl IntoIterator<Item = &'a Notice>) -> Option<String> {
+    let mut sql = String::new();
+    let mut lobby: Option<u64> = None;
+    for notice in notices {
+        if let Some((id, sequence)) = &notice.game {
+            sql.push_str(&format!(
+                "NOTIFY {GAME_CHANNEL}, {};",
+                quote(&format!("{id}:{sequence}"))
+            ));
+        }
+        // The listeners read the lobby from their last sequence on: the highest is enough.
+        lobby = lobby.max(notice.lobby);
+    }
+    if let Some(last) = lobby {
+        sql.push_str(&format!("NOTIFY {LOBBY_CHANNEL}, '{last}';"));
+    }
+    if sql.is_empty() {
+        return None;
+    }
+    Some(format!(
+        "BEGIN; SET LOCAL synchronous_commit = off; {sql} COMMIT"
+    ))
+}
+
+/// `text` as an SQL string literal. Game ids are letters, digits, `-` and `_`, but a quote is
+/// doubled all the same.
+pub(crate) fn quote(text: &str) -> String {
+    format!("'{}'", text.replace('\'', "''"))
 }
 
 /// A sequence number as PostgreSQL's `BIGINT`.
