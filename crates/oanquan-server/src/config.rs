@@ -294,6 +294,16 @@ pub struct DatabaseLimits {
     /// call fails with UNAVAILABLE.
     #[arg(long, env = "OANQUAN_DATABASE_STATEMENT_TIMEOUT", default_value = "10s", value_parser = parse_database_timeout)]
     pub database_statement_timeout: Duration,
+
+    /// PostgreSQL game commits written in one transaction at most (group commit; 1 to 1000, 1
+    /// writes each in a transaction of its own).
+    #[arg(long, env = "OANQUAN_DATABASE_BATCH", default_value = "64", value_parser = parse_batch)]
+    pub database_batch: usize,
+
+    /// PostgreSQL writer tasks of the group commit (1 to 64); each holds one pooled
+    /// connection while it writes a batch.
+    #[arg(long, env = "OANQUAN_DATABASE_WRITERS", default_value = "2", value_parser = parse_writers)]
+    pub database_writers: usize,
 }
 
 impl DatabaseLimits {
@@ -305,6 +315,8 @@ impl DatabaseLimits {
             wait_timeout: self.database_pool_wait,
             connect_timeout: self.database_connect_timeout,
             statement_timeout: self.database_statement_timeout,
+            max_batch: self.database_batch,
+            writers: self.database_writers,
             ..PostgresOptions::default()
         }
     }
@@ -397,6 +409,42 @@ pub fn parse_pool_size(text: &str) -> Result<usize, String> {
         _ => Err(format!(
             "{size} connections is more than a database takes; give at most 1000"
         )),
+    }
+}
+
+/// `--database-batch`: commits per transaction, 1 to 1000.
+///
+/// # Errors
+///
+/// The reason, for a value that is not a number in range.
+pub fn parse_batch(text: &str) -> Result<usize, String> {
+    let size: usize = text
+        .trim()
+        .parse()
+        .map_err(|_| format!("{text:?} is not a number of commits like 64"))?;
+    match size {
+        0 => Err("a batch holds at least 1 commit".to_owned()),
+        1..=1000 => Ok(size),
+        _ => Err(format!(
+            "{size} commits in one transaction; give at most 1000"
+        )),
+    }
+}
+
+/// `--database-writers`: writer tasks, 1 to 64.
+///
+/// # Errors
+///
+/// The reason, for a value that is not a number in range.
+pub fn parse_writers(text: &str) -> Result<usize, String> {
+    let count: usize = text
+        .trim()
+        .parse()
+        .map_err(|_| format!("{text:?} is not a number of writers like 2"))?;
+    match count {
+        0 => Err("the group commit needs at least 1 writer".to_owned()),
+        1..=64 => Ok(count),
+        _ => Err(format!("{count} writers; give at most 64")),
     }
 }
 
@@ -539,6 +587,17 @@ mod tests {
         );
         assert!(parse_pool_size("0").is_err());
         assert!(parse_pool_size("1001").is_err());
+        assert_eq!(parse_batch("1"), Ok(1));
+        assert!(parse_batch("0").unwrap_err().contains("at least 1 commit"));
+        assert!(parse_batch("1001").is_err());
+        assert!(parse_batch("many").is_err());
+        assert_eq!(parse_writers("64"), Ok(64));
+        assert!(
+            parse_writers("0")
+                .unwrap_err()
+                .contains("at least 1 writer")
+        );
+        assert!(parse_writers("65").is_err());
         assert!(parse_database_timeout("0").is_err());
         assert!(parse_database_timeout("2h").is_err());
         let memory = MemoryStoreLimits::default();

@@ -571,11 +571,16 @@ mod tests {
             "2s",
             "--database-statement-timeout",
             "1m",
+            "--database-batch",
+            "8",
+            "--database-writers",
+            "3",
         ])
         .unwrap();
         let Storage::Postgres { options, .. } = args.config().storage else {
             panic!("not postgres");
         };
+        assert_eq!((options.max_batch, options.writers), (8, 3));
         assert_eq!(
             (
                 options.max_connections,

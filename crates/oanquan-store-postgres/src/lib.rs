@@ -4,19 +4,28 @@
 //! It behaves as the memory and SQLite stores do (the same `store_suite` passes on all
 //! three), and is shaped as [`GameStore`]'s docs describe:
 //!
-//! * **One transaction per call.** A commit updates the game's row only if it is still at the
-//!   expected sequence (`UPDATE … WHERE id = $1 AND sequence = $2`; a node that loses the race
-//!   changes nothing and gets [`StoreError::Conflict`]), checks and writes the accounts it
-//!   changes (a stale version is a conflict too), appends the moves and the numbered events,
-//!   takes lobby numbers from a counter row it locks until `COMMIT` (so the lobby is numbered
-//!   in commit order, without gaps), and sends `NOTIFY oanquan_game, '<id>:<sequence>'` and
-//!   `NOTIFY oanquan_lobby, '<sequence>'`, delivered only if it commits. A creation whose id
-//!   exists is a conflict; a username whose key is taken is [`StoreError::AlreadyExists`].
+//! * **One transaction per call**, but for game commits (`create`, `commit`), which are
+//!   grouped: each node's writer tasks take every commit pending and write them in one
+//!   transaction, statements pipelined, and acknowledge each after `COMMIT` (see `batch`; a
+//!   batch that fails is written again commit by commit, so each gets its own answer). A
+//!   commit updates the game's row only if it is still at the expected sequence
+//!   (`UPDATE … WHERE id = $1 AND sequence = $2`; a node that loses the race changes nothing
+//!   and gets [`StoreError::Conflict`]), checks and writes the accounts it changes (a stale
+//!   version is a conflict too), appends the moves and the numbered events, and takes lobby
+//!   numbers from a counter row it locks until `COMMIT` (so the lobby is numbered in commit
+//!   order, without gaps). A creation whose id exists is a conflict; a username whose key is
+//!   taken is [`StoreError::AlreadyExists`].
+//! * **Notifications** (`NOTIFY oanquan_game, '<id>:<sequence>'` and
+//!   `NOTIFY oanquan_lobby, '<sequence>'`) are sent once the commits are durable, in a
+//!   transaction of their own that does not wait for the disk: inside the durable commit they
+//!   held PostgreSQL's notification-queue lock through its WAL flush, and commits could not
+//!   group. One lost in a crash delays delivery by at most the listener's catch-up period
+//!   (`nodes`), never loses an event.
 //! * **Reads** of more than one statement run at `REPEATABLE READ`, so that a lobby snapshot
 //!   and its sequence, or a log and the game's state, agree.
-//! * **Nothing in memory is needed for correctness**: there is no cache of games (unlike the
-//!   SQLite store, which is the only writer of its file), so any node reads what any other
-//!   node committed.
+//! * **Nothing in memory is needed for correctness**: the node's cache of unfinished games
+//!   (see `cache`) is checked against the row's sequence and `xmin` on every load, so any node
+//!   reads what any other node committed, and commits stay optimistic.
 //! * **Faults.** A connection that fails, a database that is away, a pool with no free
 //!   connection in time, or a statement over its timeout is [`StoreError::Unavailable`]:
 //!   nothing was changed (or, for a commit cut off after `COMMIT` was sent, the outcome is
