@@ -143,6 +143,9 @@ impl Writers {
     }
 }
 
+/// A commit of a batch with its place in the batch, and whether it creates the game.
+type Indexed = (usize, bool, Commit);
+
 /// One commit in a transaction of its own.
 async fn alone(client: &mut Object, create: bool, commit: Commit) -> Result<Written, StoreError> {
     let tx = client.transaction().await.map_err(backend)?;
@@ -160,7 +163,7 @@ async fn together(
     commits: Vec<(bool, Commit)>,
 ) -> Result<Vec<Written>, StoreError> {
     let count = commits.len();
-    let mut groups: Vec<(GameId, Vec<(usize, bool, Commit)>)> = Vec::new();
+    let mut groups: Vec<(GameId, Vec<Indexed>)> = Vec::new();
     let mut group_of: HashMap<GameId, usize> = HashMap::new();
     for (index, (create, commit)) in commits.into_iter().enumerate() {
         let id = commit.state.info().id.clone();
