@@ -1291,3 +1291,58 @@ fn notifications_are_one_statement_outside_the_commit() {
     assert_eq!(writer::notify_sql(&[writer::Notice::default()]), None);
     assert_eq!(writer::quote("a'b"), "'a''b'");
 }
+
+/// This process's CPU time (user + system), from `/proc/self/stat`; `None` elsewhere.
+fn process_cpu() -> Option<Duration> {
+    let stat = std::fs::read_to_string("/proc/self/stat").ok()?;
+    // Fields after the command name, which ends with the last ')'.
+    let fields: Vec<&str> = stat.rsplit_once(')')?.1.split_whitespace().collect();
+    let ticks: u64 = fields.get(11)?.parse::<u64>().ok()? + fields.get(12)?.parse::<u64>().ok()?;
+    // USER_HZ is 100 on every Linux the server runs on.
+    Some(Duration::from_millis(ticks * 10))
+}
+
+/// What the cache of games saves a node per load (BENCHMARKS.md, "Issue 20"): a game of 30
+/// moves loaded 2,000 times from the checked cache, and 2,000 times in full (its row and moves
+/// read, decoded and replayed), one after the other on one connection; wall time and this
+/// process's CPU per load. Run with `--release -- --ignored --nocapture`.
+#[tokio::test]
+#[ignore = "a measurement; run by hand"]
+async fn cached_load_cost() {
+    let Some(schema) = TestSchema::new() else {
+        return;
+    };
+    let store = schema.store().await;
+    let shared: Arc<dyn GameStore> = Arc::new(store.handle());
+    let (games, _hub) = manager(Arc::clone(&shared));
+    let (id, tokens) = started(&games).await;
+    for _ in 0..30 {
+        let state = shared.load(&id).await.unwrap();
+        if state.info().status.is_over() {
+            break;
+        }
+        shared.commit(move_commit(state, &tokens, false)).await.unwrap();
+    }
+    let moves = shared.load(&id).await.unwrap().info().move_count;
+    const LOADS: u32 = 2_000;
+    let client = store.pool.get().await.unwrap();
+    let mut report = Vec::new();
+    for cached in [true, false, true, false] {
+        let (wall, cpu) = (std::time::Instant::now(), process_cpu().unwrap_or_default());
+        for _ in 0..LOADS {
+            if cached {
+                shared.load(&id).await.unwrap();
+            } else {
+                reads::load_versioned(&client, &id).await.unwrap();
+            }
+        }
+        let cpu = process_cpu().unwrap_or_default().saturating_sub(cpu);
+        report.push(format!(
+            "{}: {:.0} µs wall, {:.0} µs CPU per load",
+            if cached { "cached" } else { "full" },
+            wall.elapsed().as_secs_f64() * 1e6 / f64::from(LOADS),
+            cpu.as_secs_f64() * 1e6 / f64::from(LOADS),
+        ));
+    }
+    println!("game of {moves} moves, {LOADS} loads each:\n{}", report.join("\n"));
+}
