@@ -1321,7 +1321,10 @@ async fn cached_load_cost() {
         if state.info().status.is_over() {
             break;
         }
-        shared.commit(move_commit(state, &tokens, false)).await.unwrap();
+        shared
+            .commit(move_commit(state, &tokens, false))
+            .await
+            .unwrap();
     }
     let moves = shared.load(&id).await.unwrap().info().move_count;
     const LOADS: u32 = 2_000;
@@ -1344,5 +1347,8 @@ async fn cached_load_cost() {
             cpu.as_secs_f64() * 1e6 / f64::from(LOADS),
         ));
     }
-    println!("game of {moves} moves, {LOADS} loads each:\n{}", report.join("\n"));
+    println!(
+        "game of {moves} moves, {LOADS} loads each:\n{}",
+        report.join("\n")
+    );
 }
