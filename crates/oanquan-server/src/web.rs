@@ -397,7 +397,11 @@ mod tests {
         };
         let bare = call(None).await.unwrap();
         assert!(bare.headers().get(header::VARY).is_none(), "{bare:?}");
-        assert!(bare.headers().get(header::ACCESS_CONTROL_ALLOW_ORIGIN).is_none());
+        assert!(
+            bare.headers()
+                .get(header::ACCESS_CONTROL_ALLOW_ORIGIN)
+                .is_none()
+        );
         let browser = call(Some("https://play.example")).await.unwrap();
         assert_eq!(
             browser.headers()[header::ACCESS_CONTROL_ALLOW_ORIGIN],
@@ -405,7 +409,12 @@ mod tests {
         );
         assert!(browser.headers().get(header::VARY).is_some(), "{browser:?}");
         let other = call(Some("https://elsewhere.example")).await.unwrap();
-        assert!(other.headers().get(header::ACCESS_CONTROL_ALLOW_ORIGIN).is_none());
+        assert!(
+            other
+                .headers()
+                .get(header::ACCESS_CONTROL_ALLOW_ORIGIN)
+                .is_none()
+        );
     }
 
     #[test]

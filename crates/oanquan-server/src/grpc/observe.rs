@@ -272,9 +272,10 @@ mod tests {
     #[tokio::test]
     async fn the_request_id_goes_back_never_indexed() {
         use tower::ServiceExt as _;
-        let service = ObserveLayer::new(None).layer(tower::service_fn(|_: http::Request<()>| async {
-            Ok::<_, std::convert::Infallible>(http::Response::new(Body::empty()))
-        }));
+        let service =
+            ObserveLayer::new(None).layer(tower::service_fn(|_: http::Request<()>| async {
+                Ok::<_, std::convert::Infallible>(http::Response::new(Body::empty()))
+            }));
         let request = http::Request::builder()
             .header(REQUEST_ID, "abc-123")
             .body(())
