@@ -961,10 +961,15 @@ impl GameManager {
         Watch::start(feed, rx, None, after).await
     }
 
-    /// Creates (`create`) or commits, then publishes, in a task of its own: a durable store
+    /// Creates (`create`) or commits, then publishes, out of the caller's hands: a durable store
     /// takes a while to answer, and a caller that goes away meanwhile (a cancelled call) must
     /// not leave a committed change unpublished, or watchers would wait for it until the next
     /// event of the game.
+    ///
+    /// The work is polled once here first: a store that answers at once (the memory store)
+    /// commits and publishes within that poll, where no cancellation can come between the
+    /// two, and the call is spared a task spawn, its wake-up and a second poll of the whole
+    /// call. Only work still pending after that poll goes to a task of its own.
     async fn commit_and_publish(
         &self,
         create: bool,
@@ -974,7 +979,7 @@ impl GameManager {
         let hub = Arc::clone(&self.hub);
         let open_games = Arc::clone(&self.open_games);
         let observer = self.observer.clone();
-        tokio::spawn(async move {
+        let mut work = Box::pin(async move {
             let started = std::time::Instant::now();
             let committed = if create {
                 store.create(commit).await
@@ -990,9 +995,18 @@ impl GameManager {
                 open_games.release(&committed.info.id);
             }
             Ok(committed)
-        })
-        .await
-        .map_err(|e| StoreError::Backend(format!("commit task: {e}")))?
+        });
+        // A noop waker is enough: a pending future is polled again by its task right after
+        // the spawn, and registers the task's waker then.
+        let first = work
+            .as_mut()
+            .poll(&mut std::task::Context::from_waker(std::task::Waker::noop()));
+        if let std::task::Poll::Ready(done) = first {
+            return done;
+        }
+        tokio::spawn(work)
+            .await
+            .map_err(|e| StoreError::Backend(format!("commit task: {e}")))?
     }
 
     /// Load, change, commit; on a concurrency conflict, reload and decide again (the change

@@ -18,7 +18,7 @@ use http::{Method, Request, Response, StatusCode};
 use include_dir::{Dir, include_dir};
 use tonic::body::Body;
 use tower::{Layer, Service};
-use tower_http::cors::{AllowOrigin, CorsLayer};
+use tower_http::cors::{AllowOrigin, Cors, CorsLayer};
 
 /// The built page (`npm run build` in `web/`).
 static BUNDLE: Dir<'static> = include_dir!("$CARGO_MANIFEST_DIR/web-dist");
@@ -73,9 +73,9 @@ pub fn parse_origin(text: &str) -> Result<HeaderValue, String> {
 
 /// CORS for the origins `settings` allows: none by default, so only pages of this server
 /// (same origin, which needs no CORS) can call the API from a browser.
-pub fn cors_layer(settings: &WebSettings) -> CorsLayer {
+pub fn cors_layer(settings: &WebSettings) -> OriginCorsLayer {
     let header = |name: &'static str| HeaderName::from_static(name);
-    CorsLayer::new()
+    let cors = CorsLayer::new()
         .allow_origin(AllowOrigin::list(settings.cors_origins.iter().cloned()))
         .allow_methods([Method::POST])
         .allow_headers([
@@ -91,7 +91,57 @@ pub fn cors_layer(settings: &WebSettings) -> CorsLayer {
             header("grpc-status-details-bin"),
             header("x-request-id"),
         ])
-        .max_age(Duration::from_secs(3600))
+        .max_age(Duration::from_secs(3600));
+    OriginCorsLayer { cors }
+}
+
+/// CORS for the requests that carry an `Origin` header, which browsers send with every POST
+/// and every preflight; requests without one (gRPC clients) skip it. For them CORS would only
+/// add `Vary` to the response, and building those headers was a measurable share of a
+/// `PlayMove`'s CPU (BENCHMARKS.md, issue 20). A POST response is not cached by HTTP caches,
+/// so the `Vary` it would carry had nothing to say.
+#[derive(Debug, Clone)]
+pub struct OriginCorsLayer {
+    cors: CorsLayer,
+}
+
+impl<S> Layer<S> for OriginCorsLayer {
+    type Service = OriginCors<S>;
+
+    fn layer(&self, inner: S) -> OriginCors<S> {
+        OriginCors {
+            cors: self.cors.layer(inner),
+        }
+    }
+}
+
+/// See [`OriginCorsLayer`].
+#[derive(Debug, Clone)]
+pub struct OriginCors<S> {
+    cors: Cors<S>,
+}
+
+impl<S, B, ResBody> Service<Request<B>> for OriginCors<S>
+where
+    S: Service<Request<B>, Response = Response<ResBody>>,
+    ResBody: Default,
+{
+    type Response = Response<ResBody>;
+    type Error = S::Error;
+    type Future = Either<<Cors<S> as Service<Request<B>>>::Future, S::Future>;
+
+    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Self::Error>> {
+        // `Cors` only asks its inner service, so either path below may be called after this.
+        self.cors.poll_ready(cx)
+    }
+
+    fn call(&mut self, request: Request<B>) -> Self::Future {
+        if request.headers().contains_key(header::ORIGIN) {
+            Either::Left(self.cors.call(request))
+        } else {
+            Either::Right(self.cors.get_mut().call(request))
+        }
+    }
 }
 
 /// One file of the page, ready to send.
@@ -327,6 +377,45 @@ where
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[tokio::test]
+    async fn cors_applies_only_to_requests_with_an_origin() {
+        use tower::ServiceExt as _;
+        let settings = WebSettings {
+            cors_origins: vec![parse_origin("https://play.example").unwrap()],
+            ..WebSettings::default()
+        };
+        let service = cors_layer(&settings).layer(tower::service_fn(|_: Request<()>| async {
+            Ok::<_, std::convert::Infallible>(Response::new(Body::empty()))
+        }));
+        let call = |origin: Option<&'static str>| {
+            let mut request = Request::builder().method(Method::POST).uri("/x");
+            if let Some(origin) = origin {
+                request = request.header(header::ORIGIN, origin);
+            }
+            service.clone().oneshot(request.body(()).unwrap())
+        };
+        let bare = call(None).await.unwrap();
+        assert!(bare.headers().get(header::VARY).is_none(), "{bare:?}");
+        assert!(
+            bare.headers()
+                .get(header::ACCESS_CONTROL_ALLOW_ORIGIN)
+                .is_none()
+        );
+        let browser = call(Some("https://play.example")).await.unwrap();
+        assert_eq!(
+            browser.headers()[header::ACCESS_CONTROL_ALLOW_ORIGIN],
+            "https://play.example"
+        );
+        assert!(browser.headers().get(header::VARY).is_some(), "{browser:?}");
+        let other = call(Some("https://elsewhere.example")).await.unwrap();
+        assert!(
+            other
+                .headers()
+                .get(header::ACCESS_CONTROL_ALLOW_ORIGIN)
+                .is_none()
+        );
+    }
 
     #[test]
     fn origins_are_scheme_host_and_port() {

@@ -198,7 +198,10 @@ where
             }
             return Poll::Ready(result);
         };
-        if let Some(id) = this.id.take() {
+        if let Some(mut id) = this.id.take() {
+            // Never indexed by HPACK: each call's id is new, so indexing it would only cost
+            // an insertion and an eviction in both ends' header tables on every call.
+            id.set_sensitive(true);
             response.headers_mut().insert(REQUEST_ID, id);
         }
         let Some(mut done) = this.done.take() else {
@@ -265,6 +268,23 @@ impl http_body::Body for ObservedBody {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[tokio::test]
+    async fn the_request_id_goes_back_never_indexed() {
+        use tower::ServiceExt as _;
+        let service =
+            ObserveLayer::new(None).layer(tower::service_fn(|_: http::Request<()>| async {
+                Ok::<_, std::convert::Infallible>(http::Response::new(Body::empty()))
+            }));
+        let request = http::Request::builder()
+            .header(REQUEST_ID, "abc-123")
+            .body(())
+            .unwrap();
+        let response = service.oneshot(request).await.unwrap();
+        let id = &response.headers()[REQUEST_ID];
+        assert_eq!(id, "abc-123");
+        assert!(id.is_sensitive());
+    }
 
     #[test]
     fn client_ids_are_kept_only_when_short_and_printable() {
