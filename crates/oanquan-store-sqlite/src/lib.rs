@@ -376,8 +376,15 @@ impl GameStore for SqliteStore {
     ) -> StoreFuture<'a, Since<GameEvent>> {
         let id = id.clone();
         self.read_game(move |conn| {
+            // The log's last sequence: the row's may be older (see `writer`).
             let (ord, last, status, info): (i64, i64, String, Option<String>) = conn
-                .prepare_cached("SELECT ord, sequence, status, info FROM games WHERE id = ?1")
+                .prepare_cached(
+                    "SELECT ord,
+                            max(sequence, (SELECT coalesce(max(sequence), 0) FROM game_log
+                                           WHERE game = games.ord)),
+                            status, info
+                     FROM games WHERE id = ?1",
+                )
                 .and_then(|mut s| {
                     s.query_row([id.as_str()], |row| {
                         // Text that is not UTF-8 is a damaged game, not a failed query.
@@ -403,7 +410,7 @@ impl GameStore for SqliteStore {
             };
             let rows: Vec<(i64, i64, String)> = conn
                 .prepare_cached(
-                    "SELECT sequence, time, event FROM game_events
+                    "SELECT sequence, time, event FROM game_log
                      WHERE game = ?1 AND sequence > ?2 ORDER BY sequence",
                 )
                 .and_then(|mut s| {
