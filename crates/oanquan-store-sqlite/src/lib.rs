@@ -25,6 +25,17 @@
 //! latest state of each game being played is also kept in memory by the writer (see `writer::Cache`),
 //! so a move does not start by reading and replaying its whole game.
 //!
+//! # What a move writes
+//!
+//! Since schema version 5 a game's events are rows of one append-only table, `game_log`, in
+//! commit order, and each move lives in its `MovePlayed` row: a move appends two rows at the
+//! end of one table (and one index entry each) instead of rewriting pages of three. A plain
+//! move (a `MovePlayed` and a `TurnStarted`, nothing else) does not rewrite its game's `games`
+//! row when that row, replayed forward with the move (`codec::after_plain_move`), gives exactly
+//! the state being committed; the writer checks this on every move and writes the row
+//! otherwise. Loads replay the moves logged after the row; a clean close brings every row up
+//! to date.
+//!
 //! # Faults
 //!
 //! * A game whose stored data does not decode is [`StoreError::Damaged`] for its own reads,

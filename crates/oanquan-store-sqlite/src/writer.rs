@@ -499,16 +499,11 @@ pub(crate) fn apply(
         .iter()
         .filter(|kind| matches!(kind, GameEventKind::MovePlayed { .. }))
         .count();
-    let stored_moves = state
-        .moves()
-        .iter()
-        .len()
-        .checked_sub(played)
-        .ok_or_else(|| {
-            StoreError::Backend(format!(
-                "game {id}: a commit plays more moves than its state has"
-            ))
-        })?;
+    let stored_moves = state.moves().len().checked_sub(played).ok_or_else(|| {
+        StoreError::Backend(format!(
+            "game {id}: a commit plays more moves than its state has"
+        ))
+    })?;
     // Whether the row can stay: this writer wrote it, and replaying the log from it gives
     // exactly the state being committed.
     let derived = match (stored, known, plain_move(&commit)) {
