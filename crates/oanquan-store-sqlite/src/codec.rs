@@ -785,51 +785,6 @@ impl LobbyEventDto {
     }
 }
 
-/// What a plain move changes in its game's summary, beside the position (which comes from
-/// replaying the moves): the move count, the time of the last change and of the turn's start,
-/// and the clock as of that start. A plain move's commit is a `MovePlayed` and a
-/// `TurnStarted` and nothing else; from schema version 5 its `games` row is not rewritten when
-/// this function reproduces the new summary from the row exactly (the writer checks), and a
-/// load applies it for every move logged after the row's sequence.
-pub(super) fn after_plain_move(
-    info: &mut GameInfo,
-    number: u32,
-    clock: Option<&ClockReading>,
-    time: SystemTime,
-) {
-    info.move_count = number;
-    info.updated = time;
-    info.turn_started = Some(time);
-    if let (Some(stored), Some(reading)) = (info.clock.as_mut(), clock) {
-        stored.remaining = reading.remaining;
-    }
-}
-
-/// What a logged event is to [`after_plain_move`].
-pub(super) enum PlainPart {
-    /// A move: its number and the clocks after it.
-    Move {
-        number: u32,
-        clock: Option<ClockReading>,
-    },
-    /// The next turn's start.
-    Turn,
-}
-
-impl GameEventDto {
-    /// `None` for an event that is not part of a plain move.
-    pub(super) fn plain_part(&self) -> Option<PlainPart> {
-        match self {
-            GameEventDto::MovePlayed { number, clock } => Some(PlainPart::Move {
-                number: *number,
-                clock: clock.map(ClockReading::from),
-            }),
-            GameEventDto::TurnStarted { .. } => Some(PlainPart::Turn),
-            _ => None,
-        }
-    }
-}
-
 /// What decoding events needs from the game's replayed history.
 pub(super) trait History {
     /// Move `number` (1-based) with its trace and position.

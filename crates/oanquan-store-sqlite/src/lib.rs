@@ -31,7 +31,7 @@
 //! commit order, and each move lives in its `MovePlayed` row: a move appends two rows at the
 //! end of one table (and one index entry each) instead of rewriting pages of three. A plain
 //! move (a `MovePlayed` and a `TurnStarted`, nothing else) does not rewrite its game's `games`
-//! row when that row, replayed forward with the move (`codec::after_plain_move`), gives exactly
+//! row when that row, replayed forward with the move (`plain::after_plain_move`), gives exactly
 //! the state being committed; the writer checks this on every move and writes the row
 //! otherwise. Loads replay the moves logged after the row; a clean close brings every row up
 //! to date.
@@ -66,6 +66,7 @@ mod accounts;
 mod backup;
 mod codec;
 mod fault;
+mod plain;
 mod reads;
 mod schema;
 mod writer;

@@ -13,10 +13,10 @@ use rusqlite::{Connection, OptionalExtension as _, params};
 use tracing::{info, warn};
 
 use crate::codec::{
-    DecodedInfo, GameEventDto, History, InfoDto, PlainPart, after_plain_move, parse_player,
-    status_name, time_from_db,
+    DecodedInfo, GameEventDto, History, InfoDto, parse_player, status_name, time_from_db,
 };
 use crate::fault::{Damage, backend, corrupt};
+use crate::plain::{PlainPart, after_plain_move, plain_part};
 use crate::schema::{self, OpenError};
 
 /// Idle read connections kept open.
@@ -199,7 +199,7 @@ pub(crate) fn load_state(conn: &Connection, id: &GameId) -> Result<GameState, St
     let rematch_tokens = ByPlayer::new(token(id, rematch_first)?, token(id, rematch_second)?);
 
     // The whole log: the moves from their `MovePlayed` rows, and what the plain moves logged
-    // after the row changed in the summary (see `codec::after_plain_move`).
+    // after the row changed in the summary (see `plain::after_plain_move`).
     let mut moves: Vec<PlayedMove> = Vec::with_capacity(info.move_count as usize);
     let mut statement = conn
         .prepare_cached(
@@ -239,7 +239,7 @@ pub(crate) fn load_state(conn: &Connection, id: &GameId) -> Result<GameState, St
             .as_str()
             .map_err(|_| corrupt(id, "an event is not UTF-8 text"))?;
         let dto: GameEventDto = serde_json::from_str(event).map_err(|e| corrupt(id, e))?;
-        match dto.plain_part() {
+        match plain_part(&dto) {
             Some(PlainPart::Move { number, clock }) => {
                 if mv.is_none() || number as usize != moves.len() {
                     return Err(corrupt(

@@ -15,10 +15,9 @@ use tokio::sync::{oneshot, watch};
 use tracing::{error, info, warn};
 
 use crate::accounts;
-use crate::codec::{
-    GameEventDto, InfoDto, LobbyEventDto, after_plain_move, player_name, status_name, time_to_db,
-};
+use crate::codec::{GameEventDto, InfoDto, LobbyEventDto, player_name, status_name, time_to_db};
 use crate::fault::backend;
+use crate::plain::after_plain_move;
 use crate::schema::{self};
 
 /// Most commits in one transaction. Bounds the latency one batch adds to its last member.
