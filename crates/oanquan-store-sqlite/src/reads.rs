@@ -275,9 +275,9 @@ pub(crate) fn load_state(conn: &Connection, id: &GameId) -> Result<GameState, St
 /// The last sequence in game `id`'s log (its row's may be older), `None` for an unknown game.
 pub(crate) fn last_sequence(conn: &Connection, id: &GameId) -> Result<Option<u64>, StoreError> {
     conn.prepare_cached(
-        "SELECT max(games.sequence, coalesce(max(game_log.sequence), 0))
-         FROM games LEFT JOIN game_log ON game_log.game = games.ord
-         WHERE games.id = ?1 GROUP BY games.ord",
+        "SELECT max(sequence, (SELECT coalesce(max(sequence), 0) FROM game_log
+                               WHERE game = games.ord))
+         FROM games WHERE id = ?1",
     )
     .and_then(|mut s| {
         s.query_row([id.as_str()], |row| row.get::<_, i64>(0))
