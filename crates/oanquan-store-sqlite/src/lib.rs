@@ -25,6 +25,17 @@
 //! latest state of each game being played is also kept in memory by the writer (see `writer::Cache`),
 //! so a move does not start by reading and replaying its whole game.
 //!
+//! # What a move writes
+//!
+//! Since schema version 5 a game's events are rows of one append-only table, `game_log`, in
+//! commit order, and each move lives in its `MovePlayed` row: a move appends two rows at the
+//! end of one table (and one index entry each) instead of rewriting pages of three. A plain
+//! move (a `MovePlayed` and a `TurnStarted`, nothing else) does not rewrite its game's `games`
+//! row when that row, replayed forward with the move (`plain::after_plain_move`), gives exactly
+//! the state being committed; the writer checks this on every move and writes the row
+//! otherwise. Loads replay the moves logged after the row; a clean close brings every row up
+//! to date.
+//!
 //! # Faults
 //!
 //! * A game whose stored data does not decode is [`StoreError::Damaged`] for its own reads,
@@ -55,6 +66,7 @@ mod accounts;
 mod backup;
 mod codec;
 mod fault;
+mod plain;
 mod reads;
 mod schema;
 mod writer;
@@ -376,8 +388,15 @@ impl GameStore for SqliteStore {
     ) -> StoreFuture<'a, Since<GameEvent>> {
         let id = id.clone();
         self.read_game(move |conn| {
+            // The log's last sequence: the row's may be older (see `writer`).
             let (ord, last, status, info): (i64, i64, String, Option<String>) = conn
-                .prepare_cached("SELECT ord, sequence, status, info FROM games WHERE id = ?1")
+                .prepare_cached(
+                    "SELECT ord,
+                            max(sequence, (SELECT coalesce(max(sequence), 0) FROM game_log
+                                           WHERE game = games.ord)),
+                            status, info
+                     FROM games WHERE id = ?1",
+                )
                 .and_then(|mut s| {
                     s.query_row([id.as_str()], |row| {
                         // Text that is not UTF-8 is a damaged game, not a failed query.
@@ -403,7 +422,7 @@ impl GameStore for SqliteStore {
             };
             let rows: Vec<(i64, i64, String)> = conn
                 .prepare_cached(
-                    "SELECT sequence, time, event FROM game_events
+                    "SELECT sequence, time, event FROM game_log
                      WHERE game = ?1 AND sequence > ?2 ORDER BY sequence",
                 )
                 .and_then(|mut s| {

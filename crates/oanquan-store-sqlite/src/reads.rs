@@ -12,8 +12,11 @@ use oanquan_rules::{ByPlayer, Position};
 use rusqlite::{Connection, OptionalExtension as _, params};
 use tracing::{info, warn};
 
-use crate::codec::{History, InfoDto, parse_player, status_name, time_from_db};
+use crate::codec::{
+    DecodedInfo, GameEventDto, History, InfoDto, parse_player, status_name, time_from_db,
+};
 use crate::fault::{Damage, backend, corrupt};
+use crate::plain::{PlainPart, after_plain_move, plain_part};
 use crate::schema::{self, OpenError};
 
 /// Idle read connections kept open.
@@ -188,40 +191,78 @@ pub(crate) fn load_state(conn: &Connection, id: &GameId) -> Result<GameState, St
         })
         .transpose()?;
     let dto: InfoDto = serde_json::from_str(&json).map_err(|e| corrupt(id, e))?;
-    let decoded = dto.decode().map_err(|e| corrupt(id, e))?;
+    let DecodedInfo {
+        mut info,
+        mut position_known,
+    } = dto.decode().map_err(|e| corrupt(id, e))?;
     let token_hashes = ByPlayer::new(token(id, first)?, token(id, second)?);
     let rematch_tokens = ByPlayer::new(token(id, rematch_first)?, token(id, rematch_second)?);
 
-    let mut moves: Vec<PlayedMove> = Vec::with_capacity(decoded.info.move_count as usize);
+    // The whole log: the moves from their `MovePlayed` rows, and what the plain moves logged
+    // after the row changed in the summary (see `plain::after_plain_move`).
+    let mut moves: Vec<PlayedMove> = Vec::with_capacity(info.move_count as usize);
     let mut statement = conn
         .prepare_cached(
-            "SELECT number, player, mv, time FROM moves WHERE game = ?1 ORDER BY number",
+            "SELECT sequence, time, event, player, mv, mv_time FROM game_log
+             WHERE game = ?1 ORDER BY sequence",
         )
         .map_err(backend)?;
-    let rows = statement
-        .query_map([ord], |row| {
-            Ok((
-                row.get::<_, i64>(0)?,
-                row.get::<_, String>(1)?,
-                row.get::<_, String>(2)?,
-                row.get::<_, i64>(3)?,
-            ))
-        })
-        .map_err(backend)?;
-    for row in rows {
-        let (number, player, mv, time) = row.map_err(backend)?;
-        if number != moves.len() as i64 + 1 {
-            return Err(corrupt(id, format_args!("move {number} out of order")));
+    let mut rows = statement.query([ord]).map_err(backend)?;
+    while let Some(row) = rows.next().map_err(backend)? {
+        let sequence: i64 = row.get(0).map_err(backend)?;
+        let time: i64 = row.get(1).map_err(backend)?;
+        let mv: Option<String> = row.get(4).map_err(backend)?;
+        if let Some(mv) = &mv {
+            let player: Option<String> = row.get(3).map_err(backend)?;
+            let player = player.ok_or_else(|| corrupt(id, "a move without its player"))?;
+            let mv_time: Option<i64> = row.get(5).map_err(backend)?;
+            moves.push(PlayedMove {
+                player: parse_player(&player).map_err(|e| corrupt(id, e))?,
+                mv: mv.parse().map_err(|e| corrupt(id, e))?,
+                time: time_from_db(mv_time.unwrap_or(time)),
+            });
         }
-        moves.push(PlayedMove {
-            player: parse_player(&player).map_err(|e| corrupt(id, e))?,
-            mv: mv.parse().map_err(|e| corrupt(id, e))?,
-            time: time_from_db(time),
-        });
+        let sequence = sequence as u64;
+        if sequence <= info.sequence {
+            continue;
+        }
+        if sequence != info.sequence + 1 {
+            return Err(corrupt(
+                id,
+                format_args!("its log skips to event {sequence}"),
+            ));
+        }
+        // Text that is not UTF-8 is a damaged game, not a failed query.
+        let event = row
+            .get_ref(2)
+            .map_err(backend)?
+            .as_str()
+            .map_err(|_| corrupt(id, "an event is not UTF-8 text"))?;
+        let dto: GameEventDto = serde_json::from_str(event).map_err(|e| corrupt(id, e))?;
+        match plain_part(&dto) {
+            Some(PlainPart::Move { number, clock }) => {
+                if mv.is_none() || number as usize != moves.len() {
+                    return Err(corrupt(
+                        id,
+                        format_args!("event {sequence} does not hold move {number}"),
+                    ));
+                }
+                after_plain_move(&mut info, number, clock.as_ref(), time_from_db(time));
+                position_known = false;
+            }
+            Some(PlainPart::Turn) => {}
+            None => {
+                return Err(corrupt(
+                    id,
+                    format_args!("event {sequence}, after its stored summary, is not a move"),
+                ));
+            }
+        }
+        info.sequence = sequence;
     }
-    let stored_position = decoded.position_known.then_some(decoded.info.position);
+    let stored_position = position_known.then_some(info.position);
     GameState::restore(
-        decoded.info,
+        info,
         token_hashes,
         rematch_tokens,
         moves,
@@ -229,6 +270,21 @@ pub(crate) fn load_state(conn: &Connection, id: &GameId) -> Result<GameState, St
         stored_position,
     )
     .map_err(|e| corrupt(id, e))
+}
+
+/// The last sequence in game `id`'s log (its row's may be older), `None` for an unknown game.
+pub(crate) fn last_sequence(conn: &Connection, id: &GameId) -> Result<Option<u64>, StoreError> {
+    conn.prepare_cached(
+        "SELECT max(sequence, (SELECT coalesce(max(sequence), 0) FROM game_log
+                               WHERE game = games.ord))
+         FROM games WHERE id = ?1",
+    )
+    .and_then(|mut s| {
+        s.query_row([id.as_str()], |row| row.get::<_, i64>(0))
+            .optional()
+    })
+    .map(|last| last.map(|last| last as u64))
+    .map_err(backend)
 }
 
 /// A game's start position and moves for decoding its events, loaded on first use.
@@ -286,7 +342,9 @@ pub(crate) fn decode_info(
             format_args!("its data is that of game {}", decoded.info.id),
         ));
     }
-    if decoded.position_known {
+    // Plain moves logged after the row (see `writer`) are in the replay only.
+    let current = last_sequence(conn, id)?.is_some_and(|last| last == decoded.info.sequence);
+    if decoded.position_known && current {
         Ok(decoded.info)
     } else {
         Ok(load_state(conn, id)?.into_info())

@@ -111,6 +111,34 @@ pub(super) const MIGRATIONS: &[&str] = &[
         PRIMARY KEY (account, game)
     ) STRICT, WITHOUT ROWID;
     ",
+    // 5: every game's events in one append-only log, each move inside its `MovePlayed` row,
+    // and the `games` row written only when more than a plain move changes (see `writer`):
+    // a move appends to the end of one table instead of writing three tables' pages. The
+    // rows are copied as they are; a move whose `MovePlayed` event is missing (none was ever
+    // written without one) would be lost, and its game read as damaged.
+    "
+    CREATE TABLE game_log (
+        game     INTEGER NOT NULL REFERENCES games (ord),
+        sequence INTEGER NOT NULL,          -- 1, 2, 3, ... per game
+        time     INTEGER NOT NULL,          -- nanoseconds since the Unix epoch
+        event    TEXT    NOT NULL,          -- JSON, see codec::GameEventDto
+        player   TEXT,                      -- a MovePlayed row: its move's player, first | second
+        mv       TEXT,                      -- and notation: 3-, 10+
+        mv_time  INTEGER                    -- and time, when not the event's
+    ) STRICT;
+    CREATE UNIQUE INDEX game_log_by_game ON game_log (game, sequence);
+    INSERT INTO game_log (game, sequence, time, event, player, mv, mv_time)
+    SELECT e.game, e.sequence, e.time, e.event, m.player, m.mv, NULLIF(m.time, e.time)
+    FROM game_events AS e
+    LEFT JOIN moves AS m
+        ON m.game = e.game
+       AND json_valid(e.event)
+       AND json_extract(e.event, '$.type') = 'move_played'
+       AND m.number = json_extract(e.event, '$.number')
+    ORDER BY e.game, e.sequence;
+    DROP TABLE game_events;
+    DROP TABLE moves;
+    ",
 ];
 
 /// The schema version this build writes.

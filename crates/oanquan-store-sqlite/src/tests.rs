@@ -1,13 +1,14 @@
 //! The SQLite store's own tests; the cases every store passes come from `oanquan_game::store_suite`.
 
 mod accounts;
+mod log;
 
 use std::time::SystemTime;
 
 use oanquan_rules::{Player, Preset};
 
 use super::*;
-use crate::writer::write_batch;
+use crate::writer::{Checkpoints, write_batch};
 use oanquan_game::GameEventKind;
 use oanquan_game::{GameManager, Hub, ManagerLimits, NewGame, PlayerToken};
 use std::time::Duration;
@@ -166,6 +167,7 @@ async fn a_failed_commit_in_a_batch_rolls_back_alone() {
             (false, commit(state_b, seq_b)),
         ],
         &mut [],
+        &Checkpoints::new(),
     );
     assert_eq!(results[0].as_ref().unwrap().0.info.sequence, seq_a + 1);
     assert_eq!(
@@ -223,12 +225,14 @@ async fn listing_pages_newest_first_and_filters() {
 #[tokio::test]
 async fn a_version_1_database_is_migrated_and_keeps_its_games() {
     let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("v1.db");
-    let store: Arc<dyn GameStore> = Arc::new(SqliteStore::open(&path).unwrap());
+    let today = dir.path().join("today.db");
+    let store: Arc<dyn GameStore> = Arc::new(SqliteStore::open(&today).unwrap());
     let (before, _hub) = manager(Arc::clone(&store));
     let id = new_game(&before, Preset::Standard.rules()).await.0;
     drop(before);
     drop(store);
+    let path = dir.path().join("v1.db");
+    copy_as_version_4(&today, &path);
     // Back to version 1, as the first release wrote it: no `creator` column (nor the later
     // ones).
     let conn = Connection::open(&path).unwrap();
@@ -389,14 +393,17 @@ async fn moves_that_do_not_replay_to_the_stored_game_load_as_damaged() {
     let tamper = |sql: &str, id: &GameId| {
         let changed = conn
             .execute(
-                &format!("{sql} WHERE number = 2 AND game = (SELECT ord FROM games WHERE id = ?1)"),
+                &format!(
+                    "{sql} WHERE mv IS NOT NULL AND json_extract(event, '$.number') = 2
+                     AND game = (SELECT ord FROM games WHERE id = ?1)"
+                ),
                 [id.as_str()],
             )
             .unwrap();
         assert_eq!(changed, 1);
     };
-    tamper("UPDATE moves SET player = 'first'", &ids[0]);
-    tamper("DELETE FROM moves", &ids[1]);
+    tamper("UPDATE game_log SET player = 'first'", &ids[0]);
+    tamper("UPDATE game_log SET player = NULL, mv = NULL", &ids[1]);
     drop(conn);
     let store = SqliteStore::open(&path).unwrap();
     for (id, why) in ids
@@ -639,13 +646,15 @@ async fn a_version_2_database_is_migrated_and_its_games_read_as_untimed() {
                             '$.last_draw_offer', '$.rematch'),
                 creator
          FROM today.games;
-         INSERT INTO moves SELECT game, number, player, mv, time FROM today.moves;
+         INSERT INTO moves
+         SELECT game, json_extract(event, '$.number'), player, mv, coalesce(mv_time, time)
+         FROM today.game_log WHERE mv IS NOT NULL;
          INSERT INTO game_events
          SELECT game, sequence, time,
                 json_remove(event, '$.clock', '$.rematch_until', '$.game.time_control',
                             '$.game.clock', '$.game.turn_started', '$.game.draw_offer',
                             '$.game.last_draw_offer', '$.game.rematch')
-         FROM today.game_events;
+         FROM today.game_log;
          INSERT INTO lobby_events
          SELECT sequence, time,
                 json_remove(event, '$.game.time_control', '$.game.clock', '$.game.turn_started',
@@ -675,7 +684,7 @@ async fn a_version_2_database_is_migrated_and_its_games_read_as_untimed() {
         .query_row("PRAGMA user_version", [], |row| row.get(0))
         .unwrap();
     assert_eq!(version, SCHEMA_VERSION);
-    assert_eq!(SCHEMA_VERSION, 4);
+    assert_eq!(SCHEMA_VERSION, 5);
     for (id, before) in ids.iter().zip(&before) {
         let after = stored(&store, id).await;
         let info = &after.info;
@@ -771,4 +780,43 @@ async fn a_finished_game_with_a_damaged_summary_has_a_damaged_log() {
             "{id}"
         );
     }
+}
+
+/// A copy of the closed store `from` at `to` as schema version 4 held it: version 4's DDL
+/// (migrations are append-only) and header, each move in `moves` and each event in
+/// `game_events`. A clean close leaves every game's row current, as version 4 kept it.
+pub(crate) fn copy_as_version_4(from: &Path, to: &Path) {
+    let stale: i64 = Connection::open(from)
+        .unwrap()
+        .query_row(
+            "SELECT count(*) FROM games
+             WHERE sequence < (SELECT max(sequence) FROM game_log WHERE game = games.ord)",
+            [],
+            |row| row.get(0),
+        )
+        .unwrap();
+    assert_eq!(stale, 0, "a clean close brings every row up to date");
+    let conn = Connection::open(to).unwrap();
+    for migration in &schema::MIGRATIONS[..4] {
+        conn.execute_batch(migration).unwrap();
+    }
+    conn.pragma_update(None, "application_id", APPLICATION_ID)
+        .unwrap();
+    conn.pragma_update(None, "user_version", 4).unwrap();
+    conn.execute("ATTACH DATABASE ?1 AS today", [from.to_str().unwrap()])
+        .unwrap();
+    conn.execute_batch(
+        "INSERT INTO games SELECT * FROM today.games;
+         INSERT INTO moves
+         SELECT game, json_extract(event, '$.number'), player, mv, coalesce(mv_time, time)
+         FROM today.game_log WHERE mv IS NOT NULL;
+         INSERT INTO game_events SELECT game, sequence, time, event FROM today.game_log;
+         INSERT INTO lobby_events SELECT * FROM today.lobby_events;
+         INSERT INTO accounts SELECT * FROM today.accounts;
+         INSERT INTO ratings SELECT * FROM today.ratings;
+         INSERT INTO api_keys SELECT * FROM today.api_keys;
+         INSERT INTO game_players SELECT * FROM today.game_players;
+         DETACH DATABASE today;",
+    )
+    .unwrap();
 }

@@ -6,10 +6,10 @@ use std::sync::{Arc, Mutex, mpsc};
 use std::time::Duration;
 
 use oanquan_game::{
-    Commit, Committed, GameEvent, GameEventKind, GameId, GameInfo, GameState, LobbyEvent,
-    LobbyEventKind, StoreError, TokenHash,
+    ClockReading, Commit, Committed, GameEvent, GameEventKind, GameId, GameInfo, GameState,
+    LobbyEvent, LobbyEventKind, StoreError, TokenHash,
 };
-use oanquan_rules::Move;
+use oanquan_rules::{ByPlayer, Move};
 use rusqlite::{Connection, OptionalExtension as _, TransactionBehavior, params};
 use tokio::sync::{oneshot, watch};
 use tracing::{error, info, warn};
@@ -17,6 +17,7 @@ use tracing::{error, info, warn};
 use crate::accounts;
 use crate::codec::{GameEventDto, InfoDto, LobbyEventDto, player_name, status_name, time_to_db};
 use crate::fault::backend;
+use crate::plain::after_plain_move;
 use crate::schema::{self};
 
 /// Most commits in one transaction. Bounds the latency one batch adds to its last member.
@@ -117,6 +118,7 @@ pub(crate) fn run_writer(
     // `Some(wait)` while the file cannot be written: try a probe write after `wait`.
     let mut backoff: Option<Duration> = None;
     let mut next = None;
+    let mut checkpoints = Checkpoints::new();
     loop {
         let message = match next.take() {
             Some(message) => message,
@@ -170,7 +172,7 @@ pub(crate) fn run_writer(
             .into_iter()
             .map(|job| ((job.create, job.commit), job.reply))
             .unzip();
-        let (results, outcomes) = write_batch(&mut conn, work, &mut writes);
+        let (results, outcomes) = write_batch(&mut conn, work, &mut writes, &checkpoints);
         // Any commit refused for want of space or permission means the store cannot write
         // now, even if smaller commits of the same batch fitted.
         let unavailable = results
@@ -194,12 +196,21 @@ pub(crate) fn run_writer(
             let mut cache = lock(cache);
             for result in results {
                 answers.push(match result {
-                    Ok((committed, state)) => {
+                    Ok((committed, state, checkpoint)) => {
                         // A finished game stays while a rematch can still be offered: offers
                         // and the window's end are commits too.
                         if state.info().log_closed() {
                             cache.remove(&state.info().id);
+                            checkpoints.remove(&state.info().id);
                         } else {
+                            if let Some(checkpoint) = checkpoint {
+                                if checkpoints.len() >= MAX_CACHED_GAMES
+                                    && !checkpoints.contains_key(&state.info().id)
+                                {
+                                    checkpoints.clear();
+                                }
+                                checkpoints.insert(state.info().id.clone(), checkpoint);
+                            }
                             if cache.len() >= MAX_CACHED_GAMES
                                 && !cache.contains_key(&state.info().id)
                             {
@@ -213,6 +224,7 @@ pub(crate) fn run_writer(
                         // Another process may have written the game: read it afresh next time.
                         if let (Some(id), StoreError::Conflict { .. }) = (&id, &error) {
                             cache.remove(id);
+                            checkpoints.remove(id);
                         }
                         Err(error)
                     }
@@ -225,7 +237,11 @@ pub(crate) fn run_writer(
             let _ = reply.send(result);
         }
     }
-    // Every sender dropped: the store is closing, and the readers are closed already. Fold the
+    // Every sender dropped: the store is closing. Rows left behind by plain moves are brought
+    // up to date, so that the file at rest has every game's summary in its row (loads do not
+    // need it: they replay the log from any row).
+    write_current_rows(&mut conn, cache, &checkpoints);
+    // The readers are closed already. Fold the
     // whole WAL into the file so that the file alone holds every game, then close: as the last
     // connection, closing removes the -wal and -shm files.
     if let Err(error) = conn.query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |row| {
@@ -235,6 +251,50 @@ pub(crate) fn run_writer(
     }
     if let Err((_, error)) = conn.close() {
         warn!(%error, "closing the database");
+    }
+}
+
+/// Rewrites the `games` row of every cached game whose row is older than its log, in one
+/// transaction; a failure is logged and changes nothing (the log holds every move anyway).
+fn write_current_rows(conn: &mut Connection, cache: &Cache, checkpoints: &Checkpoints) {
+    let stale: Vec<GameState> = lock(cache)
+        .values()
+        .filter(|state| {
+            checkpoints
+                .get(&state.info().id)
+                .is_some_and(|row| row.info.sequence < state.info().sequence)
+        })
+        .cloned()
+        .collect();
+    if stale.is_empty() {
+        return;
+    }
+    let result = conn
+        .transaction_with_behavior(TransactionBehavior::Immediate)
+        .map_err(backend)
+        .and_then(|tx| {
+            for state in &stale {
+                let ord: i64 = tx
+                    .prepare_cached("SELECT ord FROM games WHERE id = ?1")
+                    .and_then(|mut s| s.query_row([state.info().id.as_str()], |row| row.get(0)))
+                    .map_err(backend)?;
+                write_row(
+                    &tx,
+                    state,
+                    Some(ord),
+                    state.info().sequence,
+                    state
+                        .token_hashes()
+                        .map(|hash| hash.map(TokenHash::to_bytes)),
+                    state
+                        .rematch_tokens()
+                        .map(|hash| hash.map(TokenHash::to_bytes)),
+                )?;
+            }
+            tx.commit().map_err(backend)
+        });
+    if let Err(error) = result {
+        warn!(%error, games = stale.len(), "bringing game rows up to date at close");
     }
 }
 
@@ -278,9 +338,23 @@ pub(crate) fn probe(conn: &mut Connection) -> rusqlite::Result<()> {
     schema::probe_write(conn)
 }
 
-/// One commit's outcome in a batch: what it wrote and the state to cache, or the error and the
-/// game it was for.
-pub(crate) type BatchResult = Result<(Committed, GameState), (Option<GameId>, StoreError)>;
+/// What the `games` row of a game holds, as this writer last wrote it: a plain move leaves the
+/// row alone when it can be derived from this (see [`after_plain_move`]).
+#[derive(Debug, Clone)]
+pub(crate) struct Checkpoint {
+    info: GameInfo,
+    tokens: ByPlayer<Option<[u8; 32]>>,
+    rematch_tokens: ByPlayer<Option<[u8; 32]>>,
+}
+
+/// The [`Checkpoint`]s of recently written games, the writer's own. A game missing from it gets
+/// its row written by its next commit, which puts it back.
+pub(crate) type Checkpoints = HashMap<GameId, Checkpoint>;
+
+/// One commit's outcome in a batch: what it wrote, the state to cache, and the game's row if
+/// it was written; or the error and the game it was for.
+pub(crate) type BatchResult =
+    Result<(Committed, GameState, Option<Checkpoint>), (Option<GameId>, StoreError)>;
 
 /// Runs a batch of commits and other writes in one transaction, each in its own savepoint:
 /// one that fails (a conflict, a taken name) is rolled back alone, with everything it wrote.
@@ -288,6 +362,7 @@ pub(crate) fn write_batch(
     conn: &mut Connection,
     work: Vec<(bool, Commit)>,
     writes: &mut [Box<dyn Write>],
+    checkpoints: &Checkpoints,
 ) -> (Vec<BatchResult>, Vec<Result<(), StoreError>>) {
     let count = work.len() + writes.len();
     let mut tx = match conn.transaction_with_behavior(TransactionBehavior::Immediate) {
@@ -300,15 +375,21 @@ pub(crate) fn write_batch(
             );
         }
     };
+    // Rows written earlier in this batch: a later commit of the same game compares with them.
+    let mut written: HashMap<GameId, Checkpoint> = HashMap::new();
     let mut results = Vec::with_capacity(count);
     for (create, commit) in work {
         let id = commit.state.info().id.clone();
+        let known = written.get(&id).or_else(|| checkpoints.get(&id));
         let result = tx.savepoint().map_err(backend).and_then(|savepoint| {
             // Dropping the savepoint on error rolls back this commit only.
-            let committed = apply(&savepoint, create, commit)?;
+            let applied = apply(&savepoint, create, commit, known)?;
             savepoint.commit().map_err(backend)?;
-            Ok(committed)
+            Ok(applied)
         });
+        if let Ok((_, _, Some(checkpoint))) = &result {
+            written.insert(id.clone(), checkpoint.clone());
+        }
         results.push(result.map_err(|e| (Some(id), e)));
     }
     let mut outcomes = Vec::with_capacity(writes.len());
@@ -338,12 +419,29 @@ pub(crate) fn write_batch(
     (results, outcomes)
 }
 
-/// Writes one commit. Runs inside a savepoint.
+/// The number and clocks of a plain move's commit (a `MovePlayed` and a `TurnStarted`, nothing
+/// else), or `None`.
+fn plain_move(commit: &Commit) -> Option<(u32, Option<&ClockReading>)> {
+    if !commit.lobby_events.is_empty() || !commit.accounts.is_empty() {
+        return None;
+    }
+    match commit.game_events.as_slice() {
+        [
+            GameEventKind::MovePlayed { record, clock },
+            GameEventKind::TurnStarted { .. },
+        ] => Some((record.number, clock.as_ref())),
+        _ => None,
+    }
+}
+
+/// Writes one commit. Runs inside a savepoint. `known` is the game's row as this writer last
+/// wrote it, if it remembers.
 pub(crate) fn apply(
     conn: &Connection,
     create: bool,
     mut commit: Commit,
-) -> Result<(Committed, GameState), StoreError> {
+    known: Option<&Checkpoint>,
+) -> Result<(Committed, GameState, Option<Checkpoint>), StoreError> {
     let expected = commit.expected_sequence;
     let tokens = commit
         .state
@@ -353,7 +451,8 @@ pub(crate) fn apply(
         .state
         .rematch_tokens()
         .map(|hash| hash.map(TokenHash::to_bytes));
-    let (stored, stored_moves) = if create {
+    // The stored game: its `ord`, the sequence its row was written at, and its moves.
+    let stored = if create {
         let exists = conn
             .prepare_cached("SELECT 1 FROM games WHERE id = ?1")
             .and_then(|mut s| s.exists([commit.state.info().id.as_str()]))
@@ -361,40 +460,28 @@ pub(crate) fn apply(
         if expected != 0 || exists {
             return Err(StoreError::Conflict { current: 0 });
         }
-        (None, 0)
+        None
     } else {
-        let (ord, current, moves, same_columns): (i64, i64, i64, bool) = conn
+        // The log's last sequence is the game's; the row's may be older (plain moves).
+        let (ord, row_sequence, current): (i64, i64, Option<i64>) = conn
             .prepare_cached(
-                "SELECT ord, sequence, move_count, status, token_first, token_second,
-                        rematch_token_first, rematch_token_second
+                "SELECT ord, sequence,
+                        (SELECT max(sequence) FROM game_log WHERE game = games.ord)
                  FROM games WHERE id = ?1",
             )
             .and_then(|mut s| {
                 s.query_row([commit.state.info().id.as_str()], |row| {
-                    // Whether the indexed status and the tokens stay as they are: then the
-                    // update leaves them (and the status index) alone.
-                    let same_token = |column, token: Option<[u8; 32]>| {
-                        row.get_ref(column)
-                            .map(|value| value.as_blob_or_null().ok().flatten())
-                            .map(|stored| stored == token.as_ref().map(<[u8; 32]>::as_slice))
-                    };
-                    let same_columns = row.get_ref(3)?.as_str().ok()
-                        == Some(status_name(commit.state.info().status))
-                        && same_token(4, tokens.first)?
-                        && same_token(5, tokens.second)?
-                        && same_token(6, rematch_tokens.first)?
-                        && same_token(7, rematch_tokens.second)?;
-                    Ok((row.get(0)?, row.get(1)?, row.get(2)?, same_columns))
+                    Ok((row.get(0)?, row.get(1)?, row.get(2)?))
                 })
                 .optional()
             })
             .map_err(backend)?
             .ok_or(StoreError::NotFound)?;
-        let current = current as u64;
+        let current = current.unwrap_or(row_sequence).max(row_sequence) as u64;
         if current != expected {
             return Err(StoreError::Conflict { current });
         }
-        (Some((ord, same_columns)), moves as usize)
+        Some((ord, row_sequence as u64))
     };
     // Before anything of the game: a stale account refuses the whole commit (the savepoint
     // rolls back whatever came first anyway).
@@ -404,115 +491,125 @@ pub(crate) fn apply(
     commit.state.set_sequence(sequence);
     let state = &commit.state;
     let id = &state.info().id;
-    let new_moves = state.moves().since(stored_moves).ok_or_else(|| {
+    // Each move comes with its `MovePlayed` event (checked below), so the moves stored before
+    // are those the commit has no event for.
+    let played = commit
+        .game_events
+        .iter()
+        .filter(|kind| matches!(kind, GameEventKind::MovePlayed { .. }))
+        .count();
+    let stored_moves = state.moves().len().checked_sub(played).ok_or_else(|| {
         StoreError::Backend(format!(
-            "a commit to game {id} removes moves; they only append"
+            "game {id}: a commit plays more moves than its state has"
         ))
     })?;
-    let info_json = encode_json(&InfoDto::new(state.info()))
-        .map_err(|e| StoreError::Backend(format!("encoding game {id}: {e}")))?;
-    check_info_reads_back(state.info(), &info_json).map_err(unreadable(id))?;
-    let status = status_name(state.info().status);
-    let move_count = i64::from(state.info().move_count);
-    let ord = match stored {
-        None => {
-            conn.prepare_cached(
-                "INSERT INTO games (id, status, sequence, move_count, token_first, token_second, info,
-                                    creator, rematch_token_first, rematch_token_second)
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
-            )
-            .and_then(|mut s| {
-                s.execute(params![
-                    id.as_str(),
-                    status,
-                    sequence as i64,
-                    move_count,
-                    tokens.first,
-                    tokens.second,
-                    info_json,
-                    state.creator().map(|ip| ip.to_string()),
-                    rematch_tokens.first,
-                    rematch_tokens.second,
-                ])
-            })
-            .map_err(backend)?;
-            conn.last_insert_rowid()
+    // Whether the row can stay: this writer wrote it, and replaying the log from it gives
+    // exactly the state being committed.
+    let derived = match (stored, known, plain_move(&commit)) {
+        (Some((_, row_sequence)), Some(known), Some((number, clock)))
+            if known.info.sequence == row_sequence
+                && known.tokens == tokens
+                && known.rematch_tokens == rematch_tokens =>
+        {
+            let mut info = known.info.clone();
+            after_plain_move(&mut info, number, clock, commit.time);
+            info.sequence = sequence;
+            info.position = state.info().position;
+            info == *state.info()
         }
-        // A move: only the changing columns, by primary key.
-        Some((ord, true)) => {
-            conn.prepare_cached(
-                "UPDATE games SET sequence = ?2, move_count = ?3, info = ?4 WHERE ord = ?1",
-            )
-            .and_then(|mut s| s.execute(params![ord, sequence as i64, move_count, info_json]))
-            .map_err(backend)?;
-            ord
-        }
-        Some((ord, false)) => {
-            conn.prepare_cached(
-                "UPDATE games SET status = ?2, sequence = ?3, move_count = ?4, token_first = ?5,
-                 token_second = ?6, info = ?7, rematch_token_first = ?8,
-                 rematch_token_second = ?9 WHERE ord = ?1",
-            )
-            .and_then(|mut s| {
-                s.execute(params![
-                    ord,
-                    status,
-                    sequence as i64,
-                    move_count,
-                    tokens.first,
-                    tokens.second,
-                    info_json,
-                    rematch_tokens.first,
-                    rematch_tokens.second,
-                ])
-            })
-            .map_err(backend)?;
-            ord
-        }
+        _ => false,
+    };
+    let (ord, checkpoint) = if derived {
+        (stored.map_or(0, |(ord, _)| ord), None)
+    } else {
+        let ord = write_row(
+            conn,
+            state,
+            stored.map(|(ord, _)| ord),
+            sequence,
+            tokens,
+            rematch_tokens,
+        )?;
+        accounts::link_players(conn, ord, state.info())?;
+        let checkpoint = Checkpoint {
+            info: state.info().clone(),
+            tokens,
+            rematch_tokens,
+        };
+        (ord, Some(checkpoint))
     };
 
-    accounts::link_players(conn, ord, state.info())?;
-
-    for (index, record) in new_moves.into_iter().enumerate() {
-        if record.mv.to_string().parse::<Move>().ok() != Some(record.mv) {
-            return Err(unreadable(id)(format!(
-                "move {} does not read back",
-                record.number
-            )));
-        }
-        if record.number as usize != stored_moves + index + 1 {
-            return Err(StoreError::Backend(format!(
-                "game {id}: move number {} out of order",
-                record.number
-            )));
-        }
-        conn.prepare_cached(
-            "INSERT INTO moves (game, number, player, mv, time) VALUES (?1, ?2, ?3, ?4, ?5)",
-        )
-        .and_then(|mut s| {
-            s.execute(params![
-                ord,
-                record.number,
-                player_name(record.player),
-                record.mv.to_string(),
-                time_to_db(record.time),
-            ])
-        })
-        .map_err(backend)?;
-    }
-
+    // Moves go into their `MovePlayed` rows; any other move would have no row to go in.
     let time = time_to_db(commit.time);
+    let mut new_moves = state
+        .moves()
+        .since(stored_moves)
+        .ok_or_else(|| {
+            StoreError::Backend(format!(
+                "a commit to game {id} removes moves; they only append"
+            ))
+        })?
+        .into_iter()
+        .peekable();
+    let mut played_so_far = 0;
     let mut game_events = Vec::with_capacity(commit.game_events.len());
     for (sequence, kind) in (expected + 1..).zip(commit.game_events) {
         if let GameEventKind::GameStarted { game } = &kind {
             check_game_reads_back(game).map_err(unreadable(id))?;
         }
+        let mv = match &kind {
+            GameEventKind::MovePlayed { record, .. } => {
+                let Some(stored) = new_moves.next() else {
+                    return Err(StoreError::Backend(format!(
+                        "game {id}: event {sequence} plays move {}, which the state does not have",
+                        record.number
+                    )));
+                };
+                if stored.number != record.number
+                    || stored.number as usize != stored_moves + played_so_far + 1
+                {
+                    return Err(StoreError::Backend(format!(
+                        "game {id}: move number {} out of order",
+                        record.number
+                    )));
+                }
+                if stored.mv.to_string().parse::<Move>().ok() != Some(stored.mv) {
+                    return Err(unreadable(id)(format!(
+                        "move {} does not read back",
+                        stored.number
+                    )));
+                }
+                played_so_far += 1;
+                let mv_time = time_to_db(stored.time);
+                Some((
+                    player_name(stored.player),
+                    stored.mv.to_string(),
+                    (mv_time != time).then_some(mv_time),
+                ))
+            }
+            _ => None,
+        };
         let json = encode_json(&GameEventDto::new(&kind))
             .map_err(|e| StoreError::Backend(format!("encoding an event of game {id}: {e}")))?;
+        let (player, mv, mv_time) = match mv {
+            Some((player, mv, mv_time)) => (Some(player), Some(mv), mv_time),
+            None => (None, None, None),
+        };
         conn.prepare_cached(
-            "INSERT INTO game_events (game, sequence, time, event) VALUES (?1, ?2, ?3, ?4)",
+            "INSERT INTO game_log (game, sequence, time, event, player, mv, mv_time)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
         )
-        .and_then(|mut s| s.execute(params![ord, sequence as i64, time, json]))
+        .and_then(|mut s| {
+            s.execute(params![
+                ord,
+                sequence as i64,
+                time,
+                json,
+                player,
+                mv,
+                mv_time
+            ])
+        })
         .map_err(backend)?;
         game_events.push(Arc::new(GameEvent {
             game_id: id.clone(),
@@ -520,6 +617,12 @@ pub(crate) fn apply(
             time: commit.time,
             kind,
         }));
+    }
+    if let Some(extra) = new_moves.next() {
+        return Err(StoreError::Backend(format!(
+            "game {id}: move {} comes without its MovePlayed event; refused",
+            extra.number
+        )));
     }
 
     let mut lobby_events = Vec::with_capacity(commit.lobby_events.len());
@@ -549,7 +652,73 @@ pub(crate) fn apply(
         game_events,
         lobby_events,
     };
-    Ok((committed, commit.state))
+    Ok((committed, commit.state, checkpoint))
+}
+
+/// Writes the `games` row of a game (inserts it for a new one) and returns its `ord`.
+fn write_row(
+    conn: &Connection,
+    state: &GameState,
+    ord: Option<i64>,
+    sequence: u64,
+    tokens: ByPlayer<Option<[u8; 32]>>,
+    rematch_tokens: ByPlayer<Option<[u8; 32]>>,
+) -> Result<i64, StoreError> {
+    let id = &state.info().id;
+    let info_json = encode_json(&InfoDto::new(state.info()))
+        .map_err(|e| StoreError::Backend(format!("encoding game {id}: {e}")))?;
+    check_info_reads_back(state.info(), &info_json).map_err(unreadable(id))?;
+    let status = status_name(state.info().status);
+    let move_count = i64::from(state.info().move_count);
+    match ord {
+        None => {
+            conn.prepare_cached(
+                "INSERT INTO games (id, status, sequence, move_count, token_first, token_second, info,
+                                    creator, rematch_token_first, rematch_token_second)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
+            )
+            .and_then(|mut s| {
+                s.execute(params![
+                    id.as_str(),
+                    status,
+                    sequence as i64,
+                    move_count,
+                    tokens.first,
+                    tokens.second,
+                    info_json,
+                    state.creator().map(|ip| ip.to_string()),
+                    rematch_tokens.first,
+                    rematch_tokens.second,
+                ])
+            })
+            .map_err(backend)?;
+            Ok(conn.last_insert_rowid())
+        }
+        Some(ord) => {
+            // Only what changes, so that the status index is written only when the status is.
+            conn.prepare_cached(
+                "UPDATE games SET status = ?2, sequence = ?3, move_count = ?4, token_first = ?5,
+                 token_second = ?6, info = ?7, rematch_token_first = ?8,
+                 rematch_token_second = ?9
+                 WHERE ord = ?1",
+            )
+            .and_then(|mut s| {
+                s.execute(params![
+                    ord,
+                    status,
+                    sequence as i64,
+                    move_count,
+                    tokens.first,
+                    tokens.second,
+                    info_json,
+                    rematch_tokens.first,
+                    rematch_tokens.second,
+                ])
+            })
+            .map_err(backend)?;
+            Ok(ord)
+        }
+    }
 }
 
 /// A commit refused because what it would store does not decode back to what was accepted:

@@ -106,8 +106,8 @@ fn schema_of(conn: &Connection) -> Vec<(String, String, Option<String>)> {
 #[tokio::test]
 async fn a_version_3_database_is_migrated_to_accounts() {
     let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("v3.db");
-    let store: Arc<dyn GameStore> = Arc::new(SqliteStore::open(&path).unwrap());
+    let today = dir.path().join("today.db");
+    let store: Arc<dyn GameStore> = Arc::new(SqliteStore::open(&today).unwrap());
     let (games, _hub) = manager(Arc::clone(&store));
     let (finished, tokens) = new_game(&games, Preset::Standard.rules()).await;
     play_out(&games, &finished, &tokens, 7).await;
@@ -131,6 +131,8 @@ async fn a_version_3_database_is_migrated_to_accounts() {
     };
     drop(games);
     drop(store);
+    let path = dir.path().join("v3.db");
+    copy_as_version_4(&today, &path);
 
     let conn = Connection::open(&path).unwrap();
     // Version 4 keys are written only for accounts and rated games: these rows are as
@@ -278,6 +280,7 @@ async fn account_writes_in_one_batch_fail_alone() {
             (false, commit(state_b, seq_b)),
         ],
         &mut writes,
+        &Checkpoints::new(),
     );
     assert_eq!(results[0].as_ref().unwrap().0.info.sequence, seq_a + 1);
     assert_eq!(

@@ -1,0 +1,226 @@
+//! Schema version 5: one append-only log, and `games` rows written only when a plain move
+//! cannot be derived from them.
+
+use oanquan_game::account::AccountId;
+use oanquan_game::rating::Speed;
+use oanquan_game::store_suite;
+use oanquan_game::{GameInfo, PlayerGameFilter};
+
+use super::*;
+
+/// Everything a reader sees of a store, for before/after comparisons.
+#[derive(Debug, PartialEq)]
+struct Everything {
+    games: Vec<GameInfo>,
+    lobby: Vec<Arc<LobbyEvent>>,
+    leaderboards: Vec<LeaderboardPage>,
+    player_games: Vec<Vec<GameInfo>>,
+    accounts: Vec<Account>,
+}
+
+async fn everything(store: &Arc<dyn GameStore>, accounts: &[AccountId]) -> Everything {
+    let mut games = Vec::new();
+    let mut cursor = None;
+    loop {
+        let page = store
+            .list(GameFilter::All, 7, cursor.as_deref())
+            .await
+            .unwrap();
+        games.extend(page.games);
+        match page.next_cursor {
+            Some(next) => cursor = Some(next),
+            None => break,
+        }
+    }
+    let Since::Events { events: lobby, .. } = store.lobby_events_since(0).await.unwrap() else {
+        panic!("lobby events expected")
+    };
+    let mut leaderboards = Vec::new();
+    for speed in Speed::ALL {
+        leaderboards.push(store.leaderboard(speed, 100, None).await.unwrap());
+    }
+    let mut player_games = Vec::new();
+    let mut found = Vec::new();
+    for id in accounts {
+        let page = store
+            .player_games(id, PlayerGameFilter::default(), 100, None)
+            .await
+            .unwrap();
+        player_games.push(page.games);
+        found.push(store.account(id).await.unwrap());
+    }
+    Everything {
+        games,
+        lobby,
+        leaderboards,
+        player_games,
+        accounts: found,
+    }
+}
+
+/// Games in every state, with accounts, ratings and rated results, and one game half played.
+async fn fill(
+    store: &Arc<dyn GameStore>,
+) -> (Vec<GameId>, Vec<AccountId>, GameId, [PlayerToken; 2]) {
+    let mut accounts = Vec::new();
+    // Rated games, ratings and results (the suite's other account checks want a store of
+    // their own).
+    accounts.extend(
+        store_suite::account_updates_commit_with_their_game_or_not_at_all(Arc::clone(store)).await,
+    );
+    let mut ids = Vec::new();
+    ids.extend(store_suite::a_timed_game_keeps_its_clock_and_turn_start(Arc::clone(store)).await);
+    ids.extend(store_suite::draw_offers_and_their_answers_read_back(Arc::clone(store)).await);
+    ids.extend(store_suite::rematch_offers_tokens_and_links_read_back(Arc::clone(store)).await);
+    let (games, _hub) = manager(Arc::clone(store));
+    let (finished, tokens) = new_game(&games, Preset::Standard.rules()).await;
+    play_out(&games, &finished, &tokens, 11).await;
+    let (active, tokens) = new_game(&games, Preset::Standard.rules()).await;
+    for _ in 0..5 {
+        let position = games.get_game(&active).await.unwrap().position;
+        let token = &tokens[usize::from(position.to_move() == Player::Second)];
+        games
+            .play_move(
+                &active,
+                token,
+                position.legal_moves()[0],
+                Some(position.ply()),
+            )
+            .await
+            .unwrap();
+    }
+    ids.extend([finished, active.clone()]);
+    (ids, accounts, active, tokens)
+}
+
+/// A version 4 file, made with version 4's DDL and holding its rows in version 4's form, is
+/// migrated to the log: every game replays as it was, and listings, lobby log, leaderboards,
+/// accounts and players' games read the same; its unfinished game goes on.
+#[tokio::test]
+async fn a_version_4_database_is_migrated_to_one_log() {
+    let dir = tempfile::tempdir().unwrap();
+    let today = dir.path().join("today.db");
+    let store: Arc<dyn GameStore> = Arc::new(SqliteStore::open(&today).unwrap());
+    let (ids, accounts, active, tokens) = fill(&store).await;
+    let mut before = Vec::new();
+    for id in &ids {
+        before.push(stored(&store, id).await);
+    }
+    let all_before = everything(&store, &accounts).await;
+    assert!(all_before.games.len() >= ids.len());
+    assert!(
+        all_before
+            .leaderboards
+            .iter()
+            .any(|page| !page.players.is_empty())
+    );
+    assert!(
+        all_before
+            .player_games
+            .iter()
+            .any(|games| !games.is_empty())
+    );
+    drop(store);
+
+    let path = dir.path().join("v4.db");
+    copy_as_version_4(&today, &path);
+    let store: Arc<dyn GameStore> = Arc::new(SqliteStore::open(&path).unwrap());
+    let conn = Connection::open(&path).unwrap();
+    let (version, old_tables): (i32, i64) = conn
+        .query_row(
+            "SELECT (SELECT user_version FROM pragma_user_version),
+                    (SELECT count(*) FROM sqlite_schema WHERE name IN ('moves', 'game_events'))",
+            [],
+            |row| Ok((row.get(0)?, row.get(1)?)),
+        )
+        .unwrap();
+    assert_eq!((version, old_tables), (5, 0));
+    drop(conn);
+    for (id, before) in ids.iter().zip(&before) {
+        assert_eq!(stored(&store, id).await, *before, "game {id}");
+    }
+    assert_eq!(everything(&store, &accounts).await, all_before);
+
+    let (games, _hub) = manager(Arc::clone(&store));
+    let position = games.get_game(&active).await.unwrap().position;
+    let token = &tokens[usize::from(position.to_move() == Player::Second)];
+    let (_, info) = games
+        .play_move(
+            &active,
+            token,
+            position.legal_moves()[0],
+            Some(position.ply()),
+        )
+        .await
+        .unwrap();
+    drop(games);
+    drop(store);
+    let store: Arc<dyn GameStore> = Arc::new(SqliteStore::open(&path).unwrap());
+    assert_eq!(store.info(&active).await.unwrap(), info);
+    assert_eq!(store.load(&active).await.unwrap().moves().iter().len(), 6);
+}
+
+/// The file as a killed server leaves it (copied while the store runs, so no row was brought
+/// up to date at close): plain moves are in the log only, and every game, timed ones with
+/// their clocks included, replays to exactly what was acknowledged.
+#[tokio::test]
+async fn plain_moves_logged_after_their_row_replay_exactly() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("games.db");
+    let store: Arc<dyn GameStore> = Arc::new(SqliteStore::open(&path).unwrap());
+    let (ids, accounts, _, _) = fill(&store).await;
+    let mut before = Vec::new();
+    for id in &ids {
+        before.push(stored(&store, id).await);
+    }
+    let all_before = everything(&store, &accounts).await;
+    let copy = dir.path().join("copy.db");
+    for suffix in ["", "-wal"] {
+        let from = format!("{}{suffix}", path.display());
+        if Path::new(&from).exists() {
+            std::fs::copy(&from, format!("{}{suffix}", copy.display())).unwrap();
+        }
+    }
+    let conn = Connection::open(&copy).unwrap();
+    let stale: i64 = conn
+        .query_row(
+            "SELECT count(*) FROM games
+             WHERE sequence < (SELECT max(sequence) FROM game_log WHERE game = games.ord)",
+            [],
+            |row| row.get(0),
+        )
+        .unwrap();
+    assert!(stale >= 2, "plain moves left {stale} rows behind");
+    drop(conn);
+    let copied: Arc<dyn GameStore> = Arc::new(SqliteStore::open(&copy).unwrap());
+    for (id, before) in ids.iter().zip(&before) {
+        assert_eq!(stored(&copied, id).await, *before, "game {id}");
+    }
+    assert_eq!(everything(&copied, &accounts).await, all_before);
+}
+
+/// A row followed in the log by anything but plain moves is a damaged game, not a guess.
+#[tokio::test]
+async fn a_log_after_its_row_that_is_not_plain_moves_is_damaged() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("games.db");
+    let store: Arc<dyn GameStore> = Arc::new(SqliteStore::open(&path).unwrap());
+    let (games, _hub) = manager(Arc::clone(&store));
+    let (id, _) = new_game(&games, Preset::Standard.rules()).await;
+    drop(games);
+    drop(store);
+    let conn = Connection::open(&path).unwrap();
+    // The row goes back to the game's first event: the join after it is no plain move.
+    conn.execute(
+        "UPDATE games SET sequence = 1, info = json_set(info, '$.sequence', 1) WHERE id = ?1",
+        [id.as_str()],
+    )
+    .unwrap();
+    drop(conn);
+    let store = SqliteStore::open(&path).unwrap();
+    assert!(matches!(
+        store.load(&id).await,
+        Err(StoreError::Damaged { id: damaged, detail })
+            if damaged == id && detail.contains("is not a move")
+    ));
+}
