@@ -233,6 +233,72 @@ async fn analysis_with_the_history_avoids_the_repetition_the_bare_position_walks
 }
 
 #[tokio::test]
+async fn behind_with_the_history_the_engine_seeks_the_repetition() {
+    use Direction::{Left, Right};
+    // Found like the game above: SECOND, 19 to 38 behind and to move in a position seen twice
+    // (the cycle FIRST 4R, SECOND 7R, FIRST 5L, SECOND 8L, played twice but for its last move).
+    let start = Position::from_setup(
+        Setup {
+            squares: [2, 3, 0, 0, 1, 0, 6, 1, 0, 0, 0, 0],
+            pieces: [0; 12],
+            captured: ByPlayer::new(38, 19),
+            captured_pieces: ByPlayer::new(0, 0),
+            to_move: Player::First,
+            ply: 281,
+        },
+        Rules::STANDARD,
+    )
+    .unwrap();
+    let moves = [
+        m(4, Right),
+        m(7, Right),
+        m(5, Left),
+        m(8, Left),
+        m(4, Right),
+        m(7, Right),
+        m(5, Left),
+    ];
+    let game = Game::replay(start, &moves).unwrap();
+    let now = *game.position();
+    assert_eq!(now.to_move(), Player::Second);
+    assert!(now.scores().second < now.scores().first);
+    let server = start_server().await;
+    let mut rules = server.rules().await;
+    let bare = analyzed(
+        &mut rules,
+        pb::AnalyzeRequest {
+            position: Some(convert::position_out(&now)),
+            ..analyze(None)
+        },
+    )
+    .await;
+    // Without the history, 8L (back to the start) looks like a loss by 28, 8R by 24.
+    assert_eq!(best(&bare), m(8, Right), "{bare:?}");
+    assert_eq!((bare.eval_points, bare.exact), (-24, true), "{bare:?}");
+    // With it, 8L ends the game by repetition there, the loss cut to 22.
+    let with_history = analyzed(
+        &mut rules,
+        analyze(Some(pb::analyze_request::Game::History(pb::MoveHistory {
+            start: Some(convert::position_out(&start)),
+            moves: moves.iter().map(|&mv| convert::move_out(mv)).collect(),
+        }))),
+    )
+    .await;
+    assert_eq!(best(&with_history), m(8, Left), "{with_history:?}");
+    assert_eq!(
+        (with_history.eval_points, with_history.exact),
+        (-22, true),
+        "{with_history:?}"
+    );
+    let mut repeated = game.clone();
+    repeated.play(m(8, Left)).unwrap();
+    assert_eq!(
+        repeated.end_reason(),
+        Some(oanquan_rules::EndReason::Repetition)
+    );
+}
+
+#[tokio::test]
 async fn bare_positions_and_empty_histories_analyze_as_before() {
     let server = start_server().await;
     let mut rules = server.rules().await;
