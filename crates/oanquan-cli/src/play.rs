@@ -429,6 +429,7 @@ impl Player {
         let mut rules_client = live_rules(live);
         let asked = rules_client
             .legal_moves(request(LegalMovesRequest {
+                game: None,
                 rules,
                 position: position.clone(),
             }))
@@ -705,6 +706,7 @@ impl Player {
         });
         let analyzed = live_rules(live)
             .analyze(request(AnalyzeRequest {
+                game: None,
                 rules,
                 position: live.game.position.clone(),
                 time_limit_ms: HINT_TIME_MS,

@@ -29,7 +29,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant, SystemTime};
 
 use oanquan_ai::{Engine, MAX_DEPTH, SearchLimits, SearchResult};
-use oanquan_rules::Position;
+use oanquan_rules::Game;
 use tokio::sync::broadcast::error::RecvError;
 use tokio::sync::{OwnedSemaphorePermit, Semaphore, TryAcquireError, watch};
 use tokio::task::{JoinHandle, JoinSet};
@@ -551,8 +551,10 @@ impl SearchPool {
         Ok(self.register(permit, None, Some((key, ends)), place)?)
     }
 
-    /// Searches `position` for `RulesService.Analyze` on behalf of `client`, from a cleared
-    /// engine (so a node or depth limit without a time limit gives the same answer every time).
+    /// Searches the current position of `game` for `RulesService.Analyze` on behalf of
+    /// `client`, from a cleared engine (so a node or depth limit without a time limit gives the
+    /// same answer every time). The repetition rule counts every position of `game`; a game of
+    /// no moves (a bare position) searches exactly as [`Engine::search`] does.
     ///
     /// A search cut short by a shutdown gives no result: a partial search looks like a
     /// complete one (same fields, smaller depth), so the caller gets
@@ -564,11 +566,11 @@ impl SearchPool {
     /// server stops before or during the search, else as [`SearchPool::reserve_analysis`].
     pub async fn analyze(
         &self,
-        position: Position,
+        game: Game,
         limits: SearchLimits,
         client: Option<IpAddr>,
     ) -> Result<SearchResult, AnalysisError> {
-        if position.is_over() {
+        if game.is_over() {
             return Err(GameError::GameOver.into());
         }
         let time = limits.time.unwrap_or(DEFAULT_ANALYSIS_TIME);
@@ -576,7 +578,11 @@ impl SearchPool {
         let (result, cancelled) = slot
             .search(move |engine, cancel| {
                 engine.clear();
-                let result = engine.search(&position, limits, cancel);
+                let result = if game.moves().is_empty() {
+                    engine.search(game.position(), limits, cancel)
+                } else {
+                    engine.search_game(&game, limits, cancel)
+                };
                 (result, cancel.load(Ordering::Relaxed))
             })
             .await?;
@@ -598,6 +604,16 @@ impl SearchPool {
         }
         Ok(result)
     }
+}
+
+/// A hosted game with its whole history (start position, rule set, moves), as it stands now,
+/// for an analysis of it. Read-only: nothing is written to the game.
+///
+/// # Errors
+///
+/// [`GameError::GameNotFound`], store failures.
+pub async fn hosted_game(manager: &GameManager, id: &GameId) -> Result<Game, GameError> {
+    Ok(manager.load_state(id).await?.into_engine())
 }
 
 /// See the module docs. Shared by the driver task and whoever reads its settings.
@@ -828,7 +844,7 @@ async fn play_turn(manager: Arc<GameManager>, computer: Arc<Computer>, id: GameI
 #[cfg(test)]
 mod tests {
     use oanquan_ai::Level;
-    use oanquan_rules::Player;
+    use oanquan_rules::{Player, Position};
 
     use super::*;
     use crate::model::GameInfo;
@@ -914,14 +930,17 @@ mod tests {
     async fn a_dropped_search_is_cancelled_and_frees_its_slot() {
         let pool = SearchPool::new(capacity(1, 1, 0));
         let long = SearchLimits::time(Duration::from_secs(60));
-        let search = pool.analyze(start(), long, None);
+        let search = pool.analyze(Game::from_position(start()), long, None);
         // Dropped after a moment: the slot must come back quickly.
         let _ = tokio::time::timeout(Duration::from_millis(50), search).await;
         let quick = SearchLimits::nodes(1000);
         let analysis = async {
             loop {
                 // The cancelled search may still hold the slot for a moment.
-                match pool.analyze(start(), quick, None).await {
+                match pool
+                    .analyze(Game::from_position(start()), quick, None)
+                    .await
+                {
                     Err(AnalysisError::Refused(Refused::Busy { .. })) => {}
                     other => return other,
                 }
@@ -934,7 +953,8 @@ mod tests {
         assert!(result.best_move.is_some());
         pool.stop();
         assert!(matches!(
-            pool.analyze(start(), quick, None).await,
+            pool.analyze(Game::from_position(start()), quick, None)
+                .await,
             Err(AnalysisError::Failed(GameError::Unavailable(_)))
         ));
     }

@@ -355,11 +355,13 @@ pub async fn run_with_store(
     let account_service = AccountServiceServer::new(AccountApi::new(Arc::clone(&manager)))
         .max_decoding_message_size(max)
         .max_encoding_message_size(max);
-    // The generated GameService, with WatchGame events encoded once for all watchers.
-    let game_service = GameRoutes::new(GameApi::new(manager, seeks, streams), max);
-    let rules_service = RulesServiceServer::new(RulesApi::new(Arc::clone(&searches)))
+    // Reads the hosted games that requests name by id, for their histories.
+    let rules_api = RulesApi::new(Arc::clone(&searches)).with_games(Arc::clone(&manager));
+    let rules_service = RulesServiceServer::new(rules_api)
         .max_decoding_message_size(max)
         .max_encoding_message_size(max);
+    // The generated GameService, with WatchGame events encoded once for all watchers.
+    let game_service = GameRoutes::new(GameApi::new(manager, seeks, streams), max);
 
     // `TcpIncoming` rather than `TcpListenerStream`: it sets TCP_NODELAY (small
     // request/response messages must not wait for Nagle) and TCP keepalive on each socket.

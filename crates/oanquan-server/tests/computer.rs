@@ -419,6 +419,7 @@ async fn analyze_returns_a_legal_move_and_a_line_that_replays() {
             position = position.play(moves[i % moves.len()]).unwrap().0;
         }
         let request = pb::AnalyzeRequest {
+            game: None,
             rules: preset(preset_name),
             position: Some(convert::position_out(&position)),
             time_limit_ms: 5000,

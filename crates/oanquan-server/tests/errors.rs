@@ -300,6 +300,7 @@ async fn every_error_code() {
     // RulesService: bad position, illegal move, game over.
     let status = rules
         .legal_moves(pb::LegalMovesRequest {
+            game: None,
             rules: None,
             position: Some(pb::Position {
                 squares: vec![5; 11],
@@ -311,6 +312,7 @@ async fn every_error_code() {
     assert_field(&status, "position.squares");
     let status = rules
         .apply_move(pb::ApplyMoveRequest {
+            game: None,
             rules: None,
             position: None,
             r#move: mv(8, Left),
@@ -347,6 +349,7 @@ async fn rules_service_answers() {
     // RULES.md worked example 2.
     let applied = rules
         .apply_move(pb::ApplyMoveRequest {
+            game: None,
             rules: preset("standard"),
             position: None,
             r#move: mv(1, Right),

@@ -25,6 +25,7 @@ fn one_move_from_the_end() -> pb::Position {
 
 fn legal_moves_request(game: &pb::Game, position: Option<pb::Position>) -> pb::LegalMovesRequest {
     pb::LegalMovesRequest {
+        game: None,
         rules: Some(pb::RulesSpec {
             kind: game.rule_set.map(pb::rules_spec::Kind::RuleSet),
         }),
@@ -116,6 +117,7 @@ async fn a_finished_game_has_no_player_to_move_and_legal_moves_says_why() {
     // So does it to ApplyMove, which refuses to play on.
     let status = rules
         .apply_move(pb::ApplyMoveRequest {
+            game: None,
             rules: legal_moves_request(&finished, None).rules,
             position: Some(position),
             r#move: mv(3, pb::Direction::Right),
@@ -135,6 +137,7 @@ async fn only_a_finished_position_may_leave_the_player_to_move_unset() {
     // ApplyMove's ending move: the resulting position names nobody.
     let applied = rules
         .apply_move(pb::ApplyMoveRequest {
+            game: None,
             rules: standard(),
             position: Some(one_move_from_the_end()),
             r#move: mv(3, pb::Direction::Right),
@@ -156,6 +159,7 @@ async fn only_a_finished_position_may_leave_the_player_to_move_unset() {
         at_limit.to_move = to_move.into();
         let legal = rules
             .legal_moves(pb::LegalMovesRequest {
+                game: None,
                 rules: standard(),
                 position: Some(at_limit.clone()),
             })
@@ -173,6 +177,7 @@ async fn only_a_finished_position_may_leave_the_player_to_move_unset() {
     running.to_move = pb::Player::Unspecified.into();
     let status = rules
         .legal_moves(pb::LegalMovesRequest {
+            game: None,
             rules: standard(),
             position: Some(running),
         })

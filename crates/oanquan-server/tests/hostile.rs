@@ -875,6 +875,7 @@ async fn bad_legal_moves_requests() {
         row(
             "unknown preset",
             pb::LegalMovesRequest {
+                game: None,
                 rules: preset(""),
                 position: None,
             },
@@ -884,6 +885,7 @@ async fn bad_legal_moves_requests() {
         row(
             "13 squares",
             pb::LegalMovesRequest {
+                game: None,
                 rules: preset("standard"),
                 position: Some(position(vec![5; 13])),
             },
@@ -893,6 +895,7 @@ async fn bad_legal_moves_requests() {
         row(
             "pieces on citizen squares",
             pb::LegalMovesRequest {
+                game: None,
                 rules: preset("mancala-world"),
                 position: Some(pb::Position {
                     pieces: vec![1; 12],
@@ -914,6 +917,7 @@ async fn bad_apply_move_requests() {
         row(
             "empty square",
             pb::ApplyMoveRequest {
+                game: None,
                 rules: preset("standard"),
                 position: Some(position(vec![10, 0, 5, 5, 5, 5, 10, 5, 5, 5, 5, 10])),
                 r#move: mv(1, Right),
@@ -924,6 +928,7 @@ async fn bad_apply_move_requests() {
         row(
             "missing move",
             pb::ApplyMoveRequest {
+                game: None,
                 rules: None,
                 position: None,
                 r#move: None,

@@ -73,6 +73,7 @@ async fn positions_beyond_the_bounds_are_refused_with_their_field() {
     let full = standard_position([255, 5, 5, 5, 5, 5, 10, 5, 5, 5, 5, 5], -245, 0);
     let status = rules
         .apply_move(pb::ApplyMoveRequest {
+            game: None,
             rules: None,
             position: Some(full),
             r#move: mv(1, pb::Direction::Left),
@@ -84,6 +85,7 @@ async fn positions_beyond_the_bounds_are_refused_with_their_field() {
     let deep = standard_position([10, 5, 5, 5, 5, 5, 10, 5, 5, 5, 5, 5], -100_001, 100_001);
     let status = rules
         .legal_moves(pb::LegalMovesRequest {
+            game: None,
             rules: None,
             position: Some(deep),
         })
@@ -95,6 +97,7 @@ async fn positions_beyond_the_bounds_are_refused_with_their_field() {
     let fullest = standard_position([1, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 253], -185, 0);
     let after = rules
         .apply_move(pb::ApplyMoveRequest {
+            game: None,
             rules: None,
             position: Some(fullest),
             r#move: mv(1, pb::Direction::Left),
@@ -119,6 +122,7 @@ async fn positions_beyond_the_bounds_are_refused_with_their_field() {
     ] {
         let analysis = rules
             .analyze(pb::AnalyzeRequest {
+                game: None,
                 rules: None,
                 position: Some(standard_position(squares, first, second)),
                 time_limit_ms: 200,

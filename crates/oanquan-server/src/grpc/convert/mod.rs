@@ -5,11 +5,13 @@
 //! (watch streams). Everything is re-exported here, so callers write `convert::position`.
 
 mod events;
+mod history;
 mod input;
 mod output;
 #[cfg(test)]
 mod tests;
 
 pub use events::*;
+pub use history::*;
 pub use input::*;
 pub use output::*;

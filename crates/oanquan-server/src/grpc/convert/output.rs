@@ -20,9 +20,9 @@ use crate::domain::{
     GameInfo, GameResult, GameStatus, MoveRecord, PlayerKind, Ranked, SeatInfo, Termination,
 };
 
-/// An analysis.
+/// An analysis that took `history_plies` moves of the game before the position into account.
 #[must_use]
-pub fn analysis_out(result: &SearchResult) -> pb::AnalyzeResponse {
+pub fn analysis_out(result: &SearchResult, history_plies: usize) -> pb::AnalyzeResponse {
     pb::AnalyzeResponse {
         best_move: result.best_move.map(move_out),
         eval_points: result.eval_points,
@@ -31,6 +31,10 @@ pub fn analysis_out(result: &SearchResult) -> pb::AnalyzeResponse {
         nodes: result.nodes,
         exact: result.exact,
         time_ms: u32::try_from(result.time.as_millis()).unwrap_or(u32::MAX),
+        // Neither exists yet: the engine has no opening book or endgame tables to report.
+        book: false,
+        tablebase: false,
+        history_plies: u32::try_from(history_plies).unwrap_or(u32::MAX),
     }
 }
 
