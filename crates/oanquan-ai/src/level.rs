@@ -6,6 +6,7 @@ use std::sync::atomic::AtomicBool;
 
 use oanquan_rules::{Game, Move, Position};
 
+use crate::book::{BookEntry, OpeningBook};
 use crate::eval::score_difference;
 use crate::rng::SplitMix64;
 use crate::search::{Engine, SearchLimits};
@@ -24,7 +25,8 @@ use crate::search::{Engine, SearchLimits};
 /// | 7 | `master` | searches as deep as the limits allow, solves endgames exactly |
 ///
 /// Every searching level also obeys the caller's [`SearchLimits`]; only `master` uses the
-/// whole time budget on every move.
+/// whole time budget on every move. `master` plays the opening book's move, without searching,
+/// in the positions the book holds (see [`Engine::book_move`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum Level {
     /// 1: a uniformly random legal move.
@@ -207,6 +209,28 @@ fn move_without_search(level: Level, position: &Position, seed: u64) -> Option<O
 }
 
 impl Engine {
+    /// The opening book's entry for `position` (the crate's built-in book, see
+    /// [`OpeningBook`]): the move [`Level::Master`] plays there without searching, with the
+    /// value, depth and nodes of the deep search that chose it. `None` when the position is not
+    /// in the book. Answers whatever [`Engine::set_use_book`] says, so that analysis can report
+    /// the book.
+    #[must_use]
+    pub fn book_move(&self, position: &Position) -> Option<BookEntry> {
+        OpeningBook::builtin().get(position)
+    }
+
+    /// Whether [`Level::Master`] plays from the opening book (on in a new engine). Off, it
+    /// searches every move; for measuring the book.
+    pub fn set_use_book(&mut self, on: bool) {
+        self.use_book = on;
+    }
+
+    /// Whether [`Level::Master`] plays from the opening book.
+    #[must_use]
+    pub fn uses_book(&self) -> bool {
+        self.use_book
+    }
+
     /// The move `level` plays in `position` (the position alone counts for the repetition rule;
     /// see [`Engine::choose_move_in_game`]). `seed` varies the play between equally good moves;
     /// the same seed, level, position and engine state give the same move when `limits` has no
@@ -253,6 +277,12 @@ impl Engine {
         let moves = position.legal_moves();
         if moves.len() <= 1 {
             return moves.first().copied();
+        }
+        if level == Level::Master
+            && self.use_book
+            && let Some(entry) = self.book_move(position)
+        {
+            return Some(entry.mv);
         }
         let depth = match (level.depth(), limits.depth) {
             (Some(a), Some(b)) => Some(a.min(b)),

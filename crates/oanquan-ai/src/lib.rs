@@ -68,6 +68,7 @@
 //! once it is set, the search returns the best move found so far. A server runs searches on a
 //! blocking thread pool and sets the flag when the game ends or the server stops.
 
+mod book;
 mod eval;
 mod level;
 mod rng;
@@ -75,7 +76,11 @@ mod search;
 mod tt;
 mod zobrist;
 
-pub use eval::{EVAL_SCALE, evaluate, score_difference};
+pub use book::{BookEntry, BookError, OpeningBook};
+pub use eval::{
+    EVAL_SCALE, EvalWeights, FEATURE_NAMES, FEATURES, WEIGHT_SCALE, eval_features, evaluate,
+    score_difference,
+};
 pub use level::{Level, UnknownLevel, choose_move};
 pub use search::{
     DEFAULT_ENDGAME_POINTS, DEFAULT_TT_BYTES, Engine, MAX_DEPTH, SearchLimits, SearchResult,
