@@ -4,14 +4,16 @@
 //!
 //! ```text
 //! cargo run --release -p oanquan-ai --example match -- --a LEVEL --b LEVEL [--games N]
-//!     [--a-eval W] [--b-eval W] [--a-book on|off] [--b-book on|off]
+//!     [--a-eval W] [--b-eval W] [--a-book on|off] [--b-book on|off] [--a-nodes N] [--b-nodes N]
 //!     [--ms MS | --nodes N] [--preset PRESET] [--seed S] [--opening PLIES] [--balanced POINTS]
 //!     [--threads T] [--sprt ELO0,ELO1] [--alpha A] [--beta B] [--verbose]
 //! ```
 //!
 //! Levels are names or numbers (`random`=1 … `master`=7). An evaluation `W` is `baseline` (the
-//! one before issue 21), `default` (what the engine uses) or five weights in 1/64 point (see
-//! `EvalWeights::parse`). Games come in pairs: both games of a pair start with the same
+//! one before issue 21), `tuned`, `default` (what the engine uses) or five weights in 1/64 point
+//! (see `EvalWeights::parse`). `--a-book off` keeps `master` from playing the opening book.
+//! `--a-nodes` gives A a node budget of its own (to offset an evaluation that costs more time
+//! per node). Games come in pairs: both games of a pair start with the same
 //! `--opening` random plies (default 2), A moves first in the first game and second in the other.
 //! With `--balanced B` only openings that a quick search scores within ±B points are used (the
 //! game strongly favours whoever is ahead after the opening). `--nodes` replaces the time budget
@@ -40,6 +42,8 @@ struct Side {
     level: Level,
     eval: EvalWeights,
     book: bool,
+    /// A node budget of this side's own, instead of the match's (`--a-nodes`, `--b-nodes`).
+    nodes: Option<u64>,
 }
 
 impl Side {
@@ -50,6 +54,9 @@ impl Side {
         }
         if !self.book {
             s += " no book";
+        }
+        if let Some(n) = self.nodes {
+            s += &format!(" {n} nodes/move");
         }
         s
     }
@@ -74,7 +81,7 @@ struct Args {
 fn usage(msg: &str) -> ! {
     eprintln!("{msg}");
     eprintln!(
-        "usage: match --a LEVEL --b LEVEL [--a-eval W] [--b-eval W] [--a-book on|off] [--b-book on|off] [--games N] [--ms MS | --nodes N] [--preset P] [--seed S] [--opening PLIES] [--balanced POINTS] [--threads T] [--sprt ELO0,ELO1] [--alpha A] [--beta B] [--verbose]"
+        "usage: match --a LEVEL --b LEVEL [--a-eval W] [--b-eval W] [--a-book on|off] [--b-book on|off] [--a-nodes N] [--b-nodes N] [--games N] [--ms MS | --nodes N] [--preset P] [--seed S] [--opening PLIES] [--balanced POINTS] [--threads T] [--sprt ELO0,ELO1] [--alpha A] [--beta B] [--verbose]"
     );
     std::process::exit(2);
 }
@@ -101,6 +108,7 @@ fn parse_args() -> Args {
         level,
         eval: EvalWeights::DEFAULT,
         book: true,
+        nodes: None,
     };
     let mut args = Args {
         a: side(Level::STRONGEST),
@@ -136,6 +144,8 @@ fn parse_args() -> Args {
             "--b-eval" => args.b.eval = eval(&value),
             "--a-book" => args.a.book = on_off(&flag, &value),
             "--b-book" => args.b.book = on_off(&flag, &value),
+            "--a-nodes" => args.a.nodes = Some(parse(&flag, &value)),
+            "--b-nodes" => args.b.nodes = Some(parse(&flag, &value)),
             "--games" => args.games = parse(&flag, &value),
             "--ms" => ms = parse(&flag, &value),
             "--nodes" => nodes = Some(parse(&flag, &value)),
@@ -235,8 +245,9 @@ fn play_game(args: &Args, g: u64, start: &Game, cancel: &AtomicBool) -> GameResu
             (args.b, &mut engines[1])
         };
         let seed = mix(args.seed ^ mix(g ^ 0xABCD) ^ u64::from(game.position().ply()) << 40);
+        let limits = side.nodes.map_or(args.limits, SearchLimits::nodes);
         let mv = engine
-            .choose_move_in_game(side.level, &game, seed, args.limits, cancel)
+            .choose_move_in_game(side.level, &game, seed, limits, cancel)
             .expect("the game is not over");
         game.play(mv).expect("the engine plays legal moves");
     }
@@ -311,6 +322,14 @@ fn llr(xs: &[f64], elo0: f64, elo1: f64) -> f64 {
 
 fn main() {
     let args = parse_args();
+    let started = Instant::now();
+    let games = play_pairs(&args, true);
+    report(&args, &games, started.elapsed());
+}
+
+/// Plays the match's pairs on `--threads` threads; the games in pair order, whatever the
+/// threads' timing.
+fn play_pairs(args: &Args, progress: bool) -> Vec<GameResult> {
     let cancel = AtomicBool::new(false);
     let started = Instant::now();
     let pairs = args.games.div_ceil(2);
@@ -326,27 +345,26 @@ fn main() {
                     if pair >= pairs {
                         break;
                     }
-                    let start = opening(&args, pair, &cancel);
+                    let start = opening(args, pair, &cancel);
                     let games: Vec<GameResult> = (2 * pair..(2 * pair + 2).min(args.games))
-                        .map(|g| play_game(&args, g, &start, &cancel))
+                        .map(|g| play_game(args, g, &start, &cancel))
                         .collect();
                     results.lock().expect("no worker panics")[pair as usize] = Some(games);
                     let n = done.fetch_add(1, Ordering::Relaxed) + 1;
-                    if n % 50 == 0 {
+                    if progress && n % 50 == 0 {
                         eprintln!("{n}/{pairs} pairs, {:.0}s", started.elapsed().as_secs_f64());
                     }
                 }
             });
         }
     });
-    let games: Vec<GameResult> = results
+    results
         .into_inner()
         .expect("no worker panics")
         .into_iter()
         .flatten()
         .flatten()
-        .collect();
-    report(&args, &games, started.elapsed());
+        .collect()
 }
 
 fn report(args: &Args, games: &[GameResult], elapsed: Duration) {
@@ -441,5 +459,72 @@ fn report(args: &Args, games: &[GameResult], elapsed: Duration) {
             "SPRT elo0 {elo0} elo1 {elo1} alpha {} beta {}: LLR {l:.2} (bounds {lower:.2}, {upper:.2}): {verdict}",
             args.alpha, args.beta
         );
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn elo_and_expected_score_are_inverse() {
+        assert!(elo(0.5).abs() < 1e-9);
+        assert!((elo(0.75) - 190.85).abs() < 0.01);
+        for e in [-300.0, -10.0, 0.0, 35.0, 400.0] {
+            assert!((elo(expected_score(e)) - e).abs() < 1e-6);
+        }
+    }
+
+    #[test]
+    fn llr_favours_the_hypothesis_the_data_fit() {
+        // 60 % over pairs that vary: H1 (elo1 = 70, 59.9 %) fits better than H0 (0).
+        let xs: Vec<f64> = (0..400)
+            .map(|i| [0.25, 0.5, 0.75, 1.0, 0.5][i % 5])
+            .collect();
+        assert!(llr(&xs, 0.0, 70.0) > 2.94);
+        assert!(llr(&xs, 140.0, 200.0) < -2.94);
+        assert!(
+            llr(&[0.5, 0.5], 0.0, 10.0).abs() < 1e-12,
+            "no variance, no evidence"
+        );
+    }
+
+    #[test]
+    fn results_do_not_depend_on_the_thread_count() {
+        let side = |level| Side {
+            level,
+            eval: EvalWeights::DEFAULT,
+            book: true,
+            nodes: None,
+        };
+        let mut args = Args {
+            a: side(Level::Master),
+            b: Side {
+                eval: EvalWeights::parse("0,16,0,0,32").unwrap(),
+                ..side(Level::Master)
+            },
+            games: 8,
+            limits: SearchLimits::nodes(3_000),
+            preset: Preset::Standard,
+            seed: 5,
+            opening: 3,
+            balanced: None,
+            threads: 1,
+            sprt: None,
+            alpha: 0.05,
+            beta: 0.05,
+            verbose: false,
+        };
+        let one: Vec<String> = play_pairs(&args, false)
+            .into_iter()
+            .map(|g| g.line)
+            .collect();
+        args.threads = 3;
+        let three: Vec<String> = play_pairs(&args, false)
+            .into_iter()
+            .map(|g| g.line)
+            .collect();
+        assert_eq!(one.len(), 8);
+        assert_eq!(one, three);
     }
 }

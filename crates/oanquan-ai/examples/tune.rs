@@ -81,12 +81,15 @@ fn solve(mut a: Vec<Vec<f64>>, mut b: Vec<f64>) -> Option<Vec<f64>> {
         }
         a.swap(c, p);
         b.swap(c, p);
-        for r in c + 1..n {
-            let f = a[r][c] / a[c][c];
-            for k in c..n {
-                a[r][k] -= f * a[c][k];
+        let b_c = b[c];
+        let (top, rest) = a.split_at_mut(c + 1);
+        let pivot = &top[c];
+        for (row, rhs) in rest.iter_mut().zip(&mut b[c + 1..]) {
+            let f = row[c] / pivot[c];
+            for (x, p) in row[c..].iter_mut().zip(&pivot[c..]) {
+                *x -= f * p;
             }
-            b[r] -= f * b[c];
+            *rhs -= f * b_c;
         }
     }
     let mut x = vec![0.0; n];
