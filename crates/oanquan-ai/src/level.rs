@@ -357,4 +357,74 @@ mod tests {
             }
         }
     }
+
+    #[test]
+    fn master_plays_the_book_move_and_only_master() {
+        let cancel = AtomicBool::new(false);
+        let mut engine = Engine::with_tt_bytes(1 << 16);
+        for preset in oanquan_rules::Preset::ALL {
+            let mut game = Game::new(preset.rules()).unwrap();
+            // Follow the book for as long as it has the position.
+            while let Some(entry) = engine.book_move(game.position()) {
+                // One node cannot find the book's move by search in every position; the book
+                // answers without searching.
+                let limits = SearchLimits::nodes(1);
+                let mv = engine.choose_move_in_game(Level::Master, &game, 3, limits, &cancel);
+                assert_eq!(mv, Some(entry.mv), "{preset} after {:?}", game.moves());
+                game.play(entry.mv).unwrap();
+            }
+            assert!(
+                game.moves().len() >= 3,
+                "{preset}: the book covers the first plies"
+            );
+        }
+        // A position outside the book: no entry (far from the start, ply 40).
+        let mut pos = Position::new(oanquan_rules::Rules::STANDARD).unwrap();
+        for ply in 0..40 {
+            match choose_move(Level::Random, &pos, ply, SearchLimits::NONE, &cancel) {
+                Some(mv) => pos.play_unchecked(mv),
+                None => break,
+            }
+        }
+        assert_eq!(engine.book_move(&pos), None);
+    }
+
+    #[test]
+    fn the_book_can_be_turned_off() {
+        let cancel = AtomicBool::new(false);
+        let start = Position::new(oanquan_rules::Rules::STANDARD).unwrap();
+        // The start and every position after one move are in the book.
+        let mut positions = vec![start];
+        for &mv in &start.legal_moves() {
+            let mut p = start;
+            p.play_unchecked(mv);
+            positions.push(p);
+        }
+        let limits = SearchLimits::nodes(1);
+        let mut engine = Engine::with_tt_bytes(1 << 16);
+        let mut differ = [0; 2];
+        for pos in &positions {
+            let entry = engine.book_move(pos).expect("in the book");
+            engine.set_use_book(true);
+            assert!(engine.uses_book());
+            assert_eq!(
+                engine.choose_move(Level::Master, pos, 1, limits, &cancel),
+                Some(entry.mv)
+            );
+            // Off (or another level), it plays what the search finds, book or not.
+            engine.set_use_book(false);
+            for (i, level) in [Level::Master, Level::Expert].into_iter().enumerate() {
+                engine.clear();
+                let mv = engine.choose_move(level, pos, 1, limits, &cancel);
+                let mut fresh = Engine::with_tt_bytes(1 << 16);
+                fresh.set_seed(1);
+                if level == Level::Expert {
+                    fresh.set_endgame_threshold(None);
+                }
+                assert_eq!(mv, fresh.search(pos, limits, &cancel).best_move);
+                differ[i] += usize::from(mv != Some(entry.mv));
+            }
+        }
+        assert!(differ.iter().all(|&d| d > 0), "{differ:?}");
+    }
 }
