@@ -5,7 +5,7 @@
 //! ```
 //!
 //! For each position: the ply, the player to move, the move played, the engine's best move, its
-//! evaluation in points for the player to move (`=` when exact) and the search depth.
+//! evaluation in points for the player to move (`=` when exact), the search depth, nodes and time.
 
 use std::sync::atomic::AtomicBool;
 
@@ -30,7 +30,7 @@ fn main() {
         let r = engine.search_game(&game, SearchLimits::nodes(nodes), &cancel);
         let pos = game.position();
         println!(
-            "ply {:3} {:?} played {:4} best {:4} eval {}{:+} depth {} pv {}",
+            "ply {:3} {:?} played {:4} best {:4} eval {}{:+} depth {} nodes {} time {:.1}s pv {}",
             pos.ply(),
             pos.to_move(),
             mv.map_or("-".into(), |m| m.to_string()),
@@ -38,6 +38,8 @@ fn main() {
             if r.exact { "=" } else { "" },
             r.eval_points,
             r.depth,
+            r.nodes,
+            r.time.as_secs_f64(),
             r.pv.iter()
                 .map(ToString::to_string)
                 .collect::<Vec<_>>()

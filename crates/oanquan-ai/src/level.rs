@@ -6,6 +6,7 @@ use std::sync::atomic::AtomicBool;
 
 use oanquan_rules::{Game, Move, Position};
 
+use crate::book::{BookEntry, OpeningBook};
 use crate::eval::score_difference;
 use crate::rng::SplitMix64;
 use crate::search::{Engine, SearchLimits};
@@ -24,7 +25,8 @@ use crate::search::{Engine, SearchLimits};
 /// | 7 | `master` | searches as deep as the limits allow, solves endgames exactly |
 ///
 /// Every searching level also obeys the caller's [`SearchLimits`]; only `master` uses the
-/// whole time budget on every move.
+/// whole time budget on every move. `master` plays the opening book's move, without searching,
+/// in the positions the book holds (see [`Engine::book_move`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum Level {
     /// 1: a uniformly random legal move.
@@ -207,6 +209,28 @@ fn move_without_search(level: Level, position: &Position, seed: u64) -> Option<O
 }
 
 impl Engine {
+    /// The opening book's entry for `position` (the crate's built-in book, see
+    /// [`OpeningBook`]): the move [`Level::Master`] plays there without searching, with the
+    /// value, depth and nodes of the deep search that chose it. `None` when the position is not
+    /// in the book. Answers whatever [`Engine::set_use_book`] says, so that analysis can report
+    /// the book.
+    #[must_use]
+    pub fn book_move(&self, position: &Position) -> Option<BookEntry> {
+        OpeningBook::builtin().get(position)
+    }
+
+    /// Whether [`Level::Master`] plays from the opening book (on in a new engine). Off, it
+    /// searches every move; for measuring the book.
+    pub fn set_use_book(&mut self, on: bool) {
+        self.use_book = on;
+    }
+
+    /// Whether [`Level::Master`] plays from the opening book.
+    #[must_use]
+    pub fn uses_book(&self) -> bool {
+        self.use_book
+    }
+
     /// The move `level` plays in `position` (the position alone counts for the repetition rule;
     /// see [`Engine::choose_move_in_game`]). `seed` varies the play between equally good moves;
     /// the same seed, level, position and engine state give the same move when `limits` has no
@@ -253,6 +277,12 @@ impl Engine {
         let moves = position.legal_moves();
         if moves.len() <= 1 {
             return moves.first().copied();
+        }
+        if level == Level::Master
+            && self.use_book
+            && let Some(entry) = self.book_move(position)
+        {
+            return Some(entry.mv);
         }
         let depth = match (level.depth(), limits.depth) {
             (Some(a), Some(b)) => Some(a.min(b)),
@@ -326,5 +356,75 @@ mod tests {
                 None => break,
             }
         }
+    }
+
+    #[test]
+    fn master_plays_the_book_move_and_only_master() {
+        let cancel = AtomicBool::new(false);
+        let mut engine = Engine::with_tt_bytes(1 << 16);
+        for preset in oanquan_rules::Preset::ALL {
+            let mut game = Game::new(preset.rules()).unwrap();
+            // Follow the book for as long as it has the position.
+            while let Some(entry) = engine.book_move(game.position()) {
+                // One node cannot find the book's move by search in every position; the book
+                // answers without searching.
+                let limits = SearchLimits::nodes(1);
+                let mv = engine.choose_move_in_game(Level::Master, &game, 3, limits, &cancel);
+                assert_eq!(mv, Some(entry.mv), "{preset} after {:?}", game.moves());
+                game.play(entry.mv).unwrap();
+            }
+            assert!(
+                game.moves().len() >= 3,
+                "{preset}: the book covers the first plies"
+            );
+        }
+        // A position outside the book: no entry (far from the start, ply 40).
+        let mut pos = Position::new(oanquan_rules::Rules::STANDARD).unwrap();
+        for ply in 0..40 {
+            match choose_move(Level::Random, &pos, ply, SearchLimits::NONE, &cancel) {
+                Some(mv) => pos.play_unchecked(mv),
+                None => break,
+            }
+        }
+        assert_eq!(engine.book_move(&pos), None);
+    }
+
+    #[test]
+    fn the_book_can_be_turned_off() {
+        let cancel = AtomicBool::new(false);
+        let start = Position::new(oanquan_rules::Rules::STANDARD).unwrap();
+        // The start and every position after one move are in the book.
+        let mut positions = vec![start];
+        for &mv in &start.legal_moves() {
+            let mut p = start;
+            p.play_unchecked(mv);
+            positions.push(p);
+        }
+        let limits = SearchLimits::nodes(1);
+        let mut engine = Engine::with_tt_bytes(1 << 16);
+        let mut differ = [0; 2];
+        for pos in &positions {
+            let entry = engine.book_move(pos).expect("in the book");
+            engine.set_use_book(true);
+            assert!(engine.uses_book());
+            assert_eq!(
+                engine.choose_move(Level::Master, pos, 1, limits, &cancel),
+                Some(entry.mv)
+            );
+            // Off (or another level), it plays what the search finds, book or not.
+            engine.set_use_book(false);
+            for (i, level) in [Level::Master, Level::Expert].into_iter().enumerate() {
+                engine.clear();
+                let mv = engine.choose_move(level, pos, 1, limits, &cancel);
+                let mut fresh = Engine::with_tt_bytes(1 << 16);
+                fresh.set_seed(1);
+                if level == Level::Expert {
+                    fresh.set_endgame_threshold(None);
+                }
+                assert_eq!(mv, fresh.search(pos, limits, &cancel).best_move);
+                differ[i] += usize::from(mv != Some(entry.mv));
+            }
+        }
+        assert!(differ.iter().all(|&d| d > 0), "{differ:?}");
     }
 }

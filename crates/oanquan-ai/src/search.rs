@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 
 use oanquan_rules::{Direction, Game, Move, Position, Rules};
 
-use crate::eval::{EVAL_SCALE, evaluate, repetition_final_difference, score_difference};
+use crate::eval::{EVAL_SCALE, EvalWeights, repetition_final_difference, score_difference};
 use crate::rng::SplitMix64;
 use crate::tt::{Bound, DEPTH_SOLVED, Table, decode, encode};
 use crate::zobrist::{repetition_key, search_key};
@@ -199,6 +199,9 @@ struct Child {
 pub struct Engine {
     tt: Table,
     rules: Option<Rules>,
+    eval: EvalWeights,
+    /// Whether the top level plays from the opening book (see `level.rs`).
+    pub(crate) use_book: bool,
     seed: u64,
     endgame_points: Option<u32>,
     killers: Vec<[u8; 2]>,
@@ -240,6 +243,8 @@ impl Engine {
         Engine {
             tt: Table::with_bytes(bytes),
             rules: None,
+            eval: EvalWeights::DEFAULT,
+            use_book: true,
             seed: 0,
             endgame_points: Some(DEFAULT_ENDGAME_POINTS),
             killers: vec![[0; 2]; MAX_PLY + 2],
@@ -262,6 +267,21 @@ impl Engine {
     #[must_use]
     pub fn tt_bytes(&self) -> usize {
         self.tt.bytes()
+    }
+
+    /// Sets the evaluation's weights ([`EvalWeights::DEFAULT`] in a new engine) and empties the
+    /// transposition table, whose values were computed with the old ones.
+    pub fn set_eval(&mut self, eval: EvalWeights) {
+        if eval != self.eval {
+            self.eval = eval;
+            self.clear();
+        }
+    }
+
+    /// The evaluation's weights.
+    #[must_use]
+    pub fn eval(&self) -> EvalWeights {
+        self.eval
     }
 
     /// Sets the seed that breaks ties between moves (see the type's docs).
@@ -351,7 +371,7 @@ impl Engine {
         let mut result = SearchResult {
             best_move: None,
             eval_points: score_difference(root),
-            eval: evaluate(root),
+            eval: self.eval.evaluate(root),
             exact: root.is_over(),
             pv: Vec::new(),
             depth: 0,
@@ -538,7 +558,7 @@ impl Engine {
         }
         if depth == 0 || ply >= MAX_PLY {
             self.horizon += 1;
-            return evaluate(pos);
+            return self.eval.evaluate(pos);
         }
         let base = EVAL_SCALE * score_difference(pos);
         let key = search_key(rkey, pos.ply());
@@ -645,7 +665,7 @@ impl Engine {
             let repetition = (!next.is_over() && self.repeats(rkey))
                 .then(|| EVAL_SCALE * repetition_final_difference(&next));
             let code = encode(mv);
-            let static_value = repetition.unwrap_or_else(|| evaluate(&next));
+            let static_value = repetition.unwrap_or_else(|| self.eval.evaluate_for_ordering(&next));
             let killer = if killers[0] == code {
                 2
             } else {
