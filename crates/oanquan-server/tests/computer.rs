@@ -292,11 +292,19 @@ async fn resigning_cancels_the_computers_search_at_once() {
     settings.computer.max_searches = 1;
     let server = start(settings).await;
     let mut client = server.games().await;
-    let created = client
-        .create_game(vs_computer("standard", pb::Player::Second, 7))
-        .await
-        .unwrap()
-        .into_inner();
+    // Master plays the opening book's move at once in the first plies: start at ply 10, which
+    // the book does not cover, so that it has to search.
+    let mut request = vs_computer("standard", pb::Player::Second, 7);
+    request.start_position = Some(pb::Position {
+        squares: vec![10, 5, 5, 5, 5, 5, 10, 5, 5, 5, 5, 5],
+        pieces: vec![0; 12],
+        captured: Some(pb::PlayerPair::default()),
+        captured_pieces: Some(pb::PlayerPair::default()),
+        to_move: pb::Player::First.into(),
+        ply: 10,
+        ..Default::default()
+    });
+    let created = client.create_game(request).await.unwrap().into_inner();
     let id = created.game.unwrap().id;
     // Let the computer start thinking about its first move.
     tokio::time::sleep(Duration::from_millis(300)).await;

@@ -315,6 +315,15 @@ async fn the_computer_fallback_on_two_nodes_makes_one_game() {
             _ => assert!(against_computer, "round {round}: Lan was left waiting"),
         }
         drop(minh_stream);
+        // A Minh left waiting has gone: the next round starts once the board says so (else the
+        // next Lan could be paired with a seeker whose stream is just closing).
+        seeks_become(
+            &mut a,
+            Duration::from_secs(10),
+            "the seeks are gone",
+            <[_]>::is_empty,
+        )
+        .await;
         games += 1;
         let listed = a
             .list_games(pb::ListGamesRequest::default())
