@@ -68,6 +68,7 @@
 //! once it is set, the search returns the best move found so far. A server runs searches on a
 //! blocking thread pool and sets the flag when the game ends or the server stops.
 
+pub mod egtb;
 mod eval;
 mod level;
 mod rng;
