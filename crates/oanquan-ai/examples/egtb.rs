@@ -43,6 +43,7 @@ fn main() -> ExitCode {
         "generate" => generate(&flags),
         "verify" => verify(&flags),
         "bench" => bench(&flags),
+        "compare" => compare(&flags),
         other => Err(format!("unknown command {other}")),
     };
     match result {
@@ -263,4 +264,26 @@ fn next(state: &mut u64) -> u64 {
     z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
     z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
     z ^ (z >> 31)
+}
+
+/// Positions proved by `--small` tables must have the same value in `--tables` (a superset).
+fn compare(flags: &HashMap<String, String>) -> Result<(), String> {
+    let large = load(flags)?;
+    let path: String = flag(flags, "small", None)?;
+    let small = Tablebase::load(std::path::Path::new(&path))?;
+    let count: u64 = flag(flags, "positions", Some(100_000))?;
+    let (mut same, mut unknown, mut differ) = (0, 0, 0);
+    for seed in 0..count {
+        let Some(pos) = small.sample(seed, true) else {
+            break;
+        };
+        let a = small.probe(&pos).map(|p| p.relative);
+        match large.probe(&pos).map(|p| p.relative) {
+            None => unknown += 1,
+            b if b == a => same += 1,
+            _ => differ += 1,
+        }
+    }
+    println!("{same} same, {unknown} unknown in the larger table, {differ} differ");
+    Ok(())
 }

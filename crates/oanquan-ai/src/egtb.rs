@@ -497,32 +497,40 @@ impl Tablebase {
             return Err(TableError::TooManyStones(max_stones));
         }
         let start = Instant::now();
-        let g = Generator::new(rules, max_stones);
         let threads = threads.max(1);
-        let mut stats = GenerateStats {
-            entries: g.entries,
-            ..GenerateStats::default()
-        };
-        stats.live = g.par_count(threads, |g, i, _| g.init(i));
-        loop {
-            if cancel.load(Ordering::Relaxed) {
-                return Err(TableError::Cancelled);
+        let mut stats = GenerateStats::default();
+        // Table n starts from table n − 1's proofs (their lines stay below n stones, so they
+        // hold in the larger set): the proved sets nest, and proofs that the larger set's
+        // pumping cycles would hide (see the module docs) are kept.
+        let mut previous: Option<Tablebase> = None;
+        for n in 0..=max_stones {
+            let g = Generator::new(rules, n);
+            stats.entries = g.entries;
+            stats.live = g.par_count(threads, |g, i, _| g.init(i));
+            if let Some(smaller) = &previous {
+                g.seed(smaller);
             }
-            stats.value_sweeps += 1;
-            if g.par_count(threads, Generator::value_step) == 0 {
-                break;
+            loop {
+                if cancel.load(Ordering::Relaxed) {
+                    return Err(TableError::Cancelled);
+                }
+                stats.value_sweeps += 1;
+                if g.par_count(threads, Generator::value_step) == 0 {
+                    break;
+                }
             }
+            loop {
+                if cancel.load(Ordering::Relaxed) {
+                    return Err(TableError::Cancelled);
+                }
+                stats.depth_sweeps += 1;
+                if g.par_count(threads, Generator::depth_step) == 0 {
+                    break;
+                }
+            }
+            previous = Some(g.finish());
         }
-        loop {
-            if cancel.load(Ordering::Relaxed) {
-                return Err(TableError::Cancelled);
-            }
-            stats.depth_sweeps += 1;
-            if g.par_count(threads, Generator::depth_step) == 0 {
-                break;
-            }
-        }
-        let table = g.finish();
+        let table = previous.ok_or(TableError::BadSize)?;
         stats.resolved = table.resolved() as u64;
         stats.time = start.elapsed();
         Ok((table, stats))
@@ -750,6 +758,33 @@ impl Generator {
             }
         });
         total.load(Ordering::Relaxed)
+    }
+
+    /// Copies the proofs of a table for fewer stones.
+    fn seed(&self, smaller: &Tablebase) {
+        let n = smaller.max_stones;
+        let mut counts = [0u8; SQUARES];
+        let mut stones = 0;
+        for b in 0..board_count(n) {
+            let big = rank(&counts, self.n);
+            for pieces in 0..self.states {
+                for mover in 0..2 {
+                    let from = (((b * self.states + pieces) * 2 + mover) as usize) * ENTRY_BYTES;
+                    let to = ((big * self.states + pieces) * 2 + mover) as usize;
+                    let e = &smaller.entries[from..from + ENTRY_BYTES];
+                    if e[1] != 0 {
+                        let v = i16::from(e[0] as i8);
+                        self.lo[to].store(v, Ordering::Relaxed);
+                        self.hi[to].store(v, Ordering::Relaxed);
+                        self.d_lo[to].store(e[1], Ordering::Relaxed);
+                        self.d_hi[to].store(e[2], Ordering::Relaxed);
+                    }
+                }
+            }
+            if !next_board(&mut counts, &mut stones, n) {
+                break;
+            }
+        }
     }
 
     fn init(&self, i: usize) -> bool {
