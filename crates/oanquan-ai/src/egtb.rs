@@ -63,10 +63,19 @@
 //! an empty history far from the ply limit, and the `egtb verify` example checks the two agree.
 //!
 //! The cost of this honesty: positions whose value depends on a cycle (each player can keep
-//! shuffling and prefers to) stay unknown. Lines in which one side gains by pumping a cycle
-//! forever (a refill inside a cycle moves 5 points each lap) make `M` grow without bound; values
-//! are clamped at ±[`VALUE_LIMIT`], which keeps the bounds sound and leaves such positions
-//! unknown.
+//! shuffling and prefers to) stay unknown, and those are most positions: with few stones and
+//! stones left in a mandarin square, the game rarely *has* to end. Lines in which one side gains
+//! by pumping a cycle (a refill inside a cycle moves 5 points each lap) make `M` grow without
+//! bound; values are clamped at ±[`VALUE_LIMIT`], which keeps the bounds sound and leaves such
+//! positions unknown.
+//!
+//! The proof depths are computed from above (every depth starts infinite and only shrinks when a
+//! move justifies it), so any finite depth stands for a real pair of strategies. They follow
+//! value-optimal moves; where the only optimal lines of a child pump a cycle, the parent stays
+//! unknown even though a proof for the smaller bound it needs may exist. Adding positions can
+//! open such cycles, so the generator builds the tables for 0, 1, …, `N` stones in turn and
+//! seeds each with the proofs of the one before (a proof for `n − 1` stones never leaves them,
+//! so it holds in the larger set): the proved sets nest.
 //!
 //! # File format
 //!

@@ -4,13 +4,15 @@
 use std::sync::atomic::AtomicBool;
 use std::sync::{Arc, OnceLock};
 
-use oanquan_ai::egtb::{Tablebase, TableError};
+use oanquan_ai::egtb::{TableError, Tablebase};
 use oanquan_ai::{EVAL_SCALE, Engine, Level, SearchLimits, score_difference};
 use oanquan_rules::{ByPlayer, Game, Player, Position, Preset, Rules, Setup};
 
 fn table(preset: Preset, n: u32) -> Tablebase {
     let cancel = AtomicBool::new(false);
-    Tablebase::generate(preset.rules(), n, 2, &cancel).unwrap().0
+    Tablebase::generate(preset.rules(), n, 2, &cancel)
+        .unwrap()
+        .0
 }
 
 /// The standard tables up to 5 stones, built once for the whole test binary (small, so that
@@ -147,7 +149,10 @@ fn the_engine_answers_from_the_tables_at_the_root() {
         assert_eq!(r.eval, EVAL_SCALE * expected);
         // The plain solver, where the ply limit keeps its tree small (at ply 10 it would walk
         // every cycle until the repetition rule ends it).
-        let tight = at_ply(&pos, pos.rules().max_plies - tables.probe(&pos).unwrap().depth());
+        let tight = at_ply(
+            &pos,
+            pos.rules().max_plies - tables.probe(&pos).unwrap().depth(),
+        );
         let plain = Engine::new().search(&tight, SearchLimits::NONE, &cancel);
         assert!(!plain.tablebase && plain.exact);
         assert_eq!(plain.eval_points, expected, "{pos:?}");
@@ -257,7 +262,9 @@ fn tables_cut_the_search_and_keep_its_values() {
     let mut solved = 0;
     while solved < 10 {
         // Seven stones at random, 14 plies before the limit (so the plain solver ends).
-        state = state.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1);
+        state = state
+            .wrapping_mul(6_364_136_223_846_793_005)
+            .wrapping_add(1);
         let mut setup = Setup::start(&rules);
         setup.squares = [0; 12];
         let mut s = state;
@@ -290,7 +297,10 @@ fn tables_cut_the_search_and_keep_its_values() {
         solved += 1;
     }
     assert!(hits > 0);
-    assert!(with_nodes < without_nodes, "{with_nodes} vs {without_nodes}");
+    assert!(
+        with_nodes < without_nodes,
+        "{with_nodes} vs {without_nodes}"
+    );
 }
 
 #[test]
