@@ -291,9 +291,12 @@ impl Engine {
         let limits = SearchLimits { depth, ..limits };
         let saved_seed = self.seed();
         let saved_threshold = self.endgame_threshold();
+        let saved_tables = self.tablebase().cloned();
         self.set_seed(seed);
         if !level.solves_endgames() {
             self.set_endgame_threshold(None);
+            // The weaker levels stay as weak as they were: no perfect endgames from tables.
+            self.set_tablebase(None);
         }
         let result = match game {
             Some(game) => self.search_game(game, limits, cancel),
@@ -301,6 +304,7 @@ impl Engine {
         };
         self.set_seed(saved_seed);
         self.set_endgame_threshold(saved_threshold);
+        self.set_tablebase(saved_tables);
         result.best_move
     }
 }

@@ -64,6 +64,15 @@
 //! It always terminates: every game ends within `max_plies` moves and the search depth is capped
 //! at [`MAX_DEPTH`].
 //!
+//! # Endgame tables
+//!
+//! [`egtb::Tablebase`] holds the proved values of positions with few stones (built by
+//! retrograde analysis: `cargo run --release -p oanquan-ai --example egtb -- generate`). An
+//! engine given tables ([`Engine::set_tablebase`]) answers from them at the root
+//! ([`SearchResult::tablebase`]) and inside the search, only for positions of the tables' rule
+//! set and only where the stored value holds for the game at hand (see [`egtb`] for what that
+//! means with the repetition rule and the ply limit).
+//!
 //! # Repetition
 //!
 //! The rule set's repetition rule is applied inside the search, with the game's history when
@@ -78,6 +87,7 @@
 //! blocking thread pool and sets the flag when the game ends or the server stops.
 
 mod book;
+pub mod egtb;
 mod eval;
 mod level;
 mod rng;

@@ -3,11 +3,13 @@
 
 use std::collections::HashMap;
 use std::hash::{BuildHasherDefault, Hasher};
+use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use oanquan_rules::{Direction, Game, Move, Position, Rules};
 
+use crate::egtb::Tablebase;
 use crate::eval::{EVAL_SCALE, EvalWeights, repetition_final_difference, score_difference};
 use crate::rng::SplitMix64;
 use crate::tt::{Bound, DEPTH_SOLVED, Table, decode, encode};
@@ -135,6 +137,11 @@ pub struct SearchResult {
     pub time: Duration,
     /// Whether a limit or the cancel flag cut an iteration short.
     pub stopped: bool,
+    /// Whether the root's value and move come from the endgame tables
+    /// ([`Engine::set_tablebase`]); `exact` is then true.
+    pub tablebase: bool,
+    /// Positions inside the search whose value came from the endgame tables.
+    pub tablebase_hits: u64,
 }
 
 impl SearchResult {
@@ -218,6 +225,12 @@ pub struct Engine {
     aborted: bool,
     horizon: u64,
     repetition_hits: u64,
+    tables: Option<Arc<Tablebase>>,
+    /// Positions of the history and the search path that occurred `repetition_limit − 1` times
+    /// or more: while there is one, a table value may be wrong and is not used (see
+    /// [`crate::egtb`]).
+    repeated: u32,
+    tablebase_hits: u64,
 }
 
 impl Default for Engine {
@@ -260,6 +273,9 @@ impl Engine {
             aborted: false,
             horizon: 0,
             repetition_hits: 0,
+            tables: None,
+            repeated: 0,
+            tablebase_hits: 0,
         }
     }
 
@@ -306,6 +322,19 @@ impl Engine {
     #[must_use]
     pub fn endgame_threshold(&self) -> Option<u32> {
         self.endgame_points
+    }
+
+    /// Endgame tables to probe, or `None`. A table is used only for positions of its own rule
+    /// set, and only where its value is exact for the game at hand (see [`crate::egtb`]):
+    /// positions inside it then count as solved.
+    pub fn set_tablebase(&mut self, tables: Option<Arc<Tablebase>>) {
+        self.tables = tables;
+    }
+
+    /// The endgame tables in use, if any.
+    #[must_use]
+    pub fn tablebase(&self) -> Option<&Arc<Tablebase>> {
+        self.tables.as_ref()
     }
 
     /// Forgets everything learnt: empties the transposition table.
@@ -367,6 +396,15 @@ impl Engine {
         self.aborted = false;
         self.horizon = 0;
         self.repetition_hits = 0;
+        self.tablebase_hits = 0;
+        self.repeated = if self.repetition_limit == 0 {
+            0
+        } else {
+            self.hist
+                .values()
+                .filter(|&&c| c + 1 >= self.repetition_limit)
+                .count() as u32
+        };
 
         let mut result = SearchResult {
             best_move: None,
@@ -378,10 +416,18 @@ impl Engine {
             nodes: 1,
             time: Duration::ZERO,
             stopped: false,
+            tablebase: false,
+            tablebase_hits: 0,
         };
         if root.is_over() {
             result.time = start.elapsed();
             return result;
+        }
+        if let Some(solved) = self.root_from_tables(root) {
+            return SearchResult {
+                time: start.elapsed(),
+                ..solved
+            };
         }
 
         let mut max_depth = limits.depth.unwrap_or(MAX_DEPTH).clamp(1, MAX_DEPTH);
@@ -447,7 +493,52 @@ impl Engine {
         result.nodes = self.nodes;
         result.time = start.elapsed();
         result.stopped = self.aborted;
+        result.tablebase_hits = self.tablebase_hits;
         result
+    }
+
+    /// The table's value of `pos` in evaluation units, where it is exact for this search: no
+    /// position of the history or path is one occurrence short of the repetition limit, and the
+    /// proofs fit the ply and debt limits (see [`crate::egtb`]).
+    fn table_value(&self, pos: &Position) -> Option<i32> {
+        let tables = self.tables.as_ref()?;
+        if self.repeated > 0 {
+            return None;
+        }
+        let probe = tables.probe(pos)?;
+        probe
+            .fits_ply_limit(pos)
+            .then(|| EVAL_SCALE * probe.final_difference(pos))
+    }
+
+    /// A whole result from the tables when the root is inside them: the proof's move and, as
+    /// the principal variation, the proof's line while it stays inside the tables.
+    fn root_from_tables(&self, root: &Position) -> Option<SearchResult> {
+        let eval = self.table_value(root)?;
+        let tables = self.tables.as_ref()?;
+        let (best, _) = tables.best_move(root)?;
+        let mut pv = vec![best];
+        let mut pos = *root;
+        pos.play_unchecked(best);
+        while pv.len() < MAX_PLY
+            && let Some((mv, _)) = tables.best_move(&pos)
+        {
+            pv.push(mv);
+            pos.play_unchecked(mv);
+        }
+        Some(SearchResult {
+            best_move: Some(best),
+            eval_points: eval / EVAL_SCALE,
+            eval,
+            exact: true,
+            pv,
+            depth: 0,
+            nodes: 1,
+            time: Duration::ZERO,
+            stopped: false,
+            tablebase: true,
+            tablebase_hits: 1,
+        })
     }
 
     /// One iteration at the root: the index of the best move among those fully searched, its
@@ -497,6 +588,13 @@ impl Engine {
             return -v;
         }
         self.path.push(child.rkey);
+        // Only tracked with tables: it costs a scan of the path.
+        let crossed = self.tables.is_some()
+            && self.repetition_limit > 0
+            && self.hist.get(&child.rkey).copied().unwrap_or(0)
+                + self.path.iter().filter(|&&k| k == child.rkey).count() as u32
+                == self.repetition_limit - 1;
+        self.repeated += u32::from(crossed);
         let v = if first {
             -self.negamax(
                 &child.pos,
@@ -531,6 +629,7 @@ impl Engine {
             v
         };
         self.path.pop();
+        self.repeated -= u32::from(crossed);
         v
     }
 
@@ -555,6 +654,10 @@ impl Engine {
         }
         if pos.is_over() {
             return EVAL_SCALE * score_difference(pos);
+        }
+        if let Some(v) = self.table_value(pos) {
+            self.tablebase_hits += 1;
+            return v;
         }
         if depth == 0 || ply >= MAX_PLY {
             self.horizon += 1;

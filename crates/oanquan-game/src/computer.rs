@@ -28,6 +28,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant, SystemTime};
 
+use oanquan_ai::egtb::Tablebase;
 use oanquan_ai::{Engine, MAX_DEPTH, SearchLimits, SearchResult};
 use oanquan_rules::Game;
 use tokio::sync::broadcast::error::RecvError;
@@ -216,6 +217,8 @@ pub struct SearchPool {
     analyses: Arc<Semaphore>,
     /// Engines not in use (their transposition tables are reused; at most one per slot).
     engines: Mutex<Vec<Engine>>,
+    /// Endgame tables every search probes (computer moves and analyses alike).
+    tables: Mutex<Option<Arc<Tablebase>>>,
     running: Mutex<HashMap<u64, Running>>,
     /// Analyze calls running or waiting, per client key (see [`limits::client_key`]).
     clients: Mutex<HashMap<IpAddr, usize>>,
@@ -263,6 +266,7 @@ impl Slot<'_> {
         let pool = registered.pool;
         let cancel = Arc::clone(&registered.cancel);
         let mut engine = lock(&pool.engines).pop().unwrap_or_default();
+        engine.set_tablebase(lock(&pool.tables).clone());
         let (engine, output) = tokio::task::spawn_blocking(move || {
             let _permit = permit;
             let output = search(&mut engine, &cancel);
@@ -343,6 +347,7 @@ impl SearchPool {
             moves: Arc::new(Semaphore::new(capacity.computer_moves)),
             analyses: Arc::new(Semaphore::new(capacity.analyses)),
             engines: Mutex::default(),
+            tables: Mutex::default(),
             running: Mutex::default(),
             clients: Mutex::default(),
             next_id: AtomicU64::new(0),
@@ -355,6 +360,18 @@ impl SearchPool {
     #[must_use]
     pub fn capacity(&self) -> SearchCapacity {
         self.capacity
+    }
+
+    /// Endgame tables for every search from now on (computer moves and `Analyze`), or `None`.
+    /// The engine uses them only for positions of their own rule set.
+    pub fn set_endgame_tables(&self, tables: Option<Arc<Tablebase>>) {
+        *lock(&self.tables) = tables;
+    }
+
+    /// The endgame tables in use, if any.
+    #[must_use]
+    pub fn endgame_tables(&self) -> Option<Arc<Tablebase>> {
+        lock(&self.tables).clone()
     }
 
     /// Searches running or registered now.
@@ -902,6 +919,35 @@ mod tests {
 
     fn ip(text: &str) -> Option<IpAddr> {
         Some(text.parse().unwrap())
+    }
+
+    #[tokio::test]
+    async fn analyses_and_computer_moves_probe_the_pool_s_endgame_tables() {
+        let cancel = AtomicBool::new(false);
+        let (tables, _) =
+            Tablebase::generate(oanquan_rules::Preset::Standard.rules(), 4, 1, &cancel).unwrap();
+        let tables = Arc::new(tables);
+        let proved = (0..)
+            .filter_map(|seed| tables.sample(seed, true))
+            .find(|p| p.legal_moves().len() > 1)
+            .unwrap();
+        let limits = SearchLimits::nodes(1000);
+        let pool = SearchPool::new(capacity(1, 1, 0));
+        let plain = pool.analyze(proved, limits, None).await.unwrap();
+        assert!(!plain.tablebase);
+        pool.set_endgame_tables(Some(Arc::clone(&tables)));
+        let analysis = pool.analyze(proved, limits, None).await.unwrap();
+        assert!(analysis.tablebase && analysis.exact, "{proved:?}");
+        let game = GameId::parse("abc").unwrap();
+        let slot = pool.reserve(game).await.unwrap();
+        let has_tables = slot
+            .search(|engine, _| engine.tablebase().is_some())
+            .await
+            .unwrap();
+        assert!(has_tables);
+        pool.set_endgame_tables(None);
+        assert!(pool.endgame_tables().is_none());
+        assert!(!pool.analyze(proved, limits, None).await.unwrap().tablebase);
     }
 
     #[tokio::test]

@@ -21,6 +21,7 @@ use anyhow::Context as _;
 use clap::error::ErrorKind;
 use clap::parser::ValueSource;
 use clap::{CommandFactory as _, FromArgMatches as _, Parser, Subcommand};
+use oanquan_ai::egtb::Tablebase;
 use oanquan_server::config::{
     ClientLimits, ComputerLimits, DatabaseLimits, GameLimits, MemoryStoreLimits, StreamLimits,
     TransportLimits, parse_duration, parse_switch,
@@ -196,6 +197,18 @@ struct Args {
         help_heading = "Operations"
     )]
     log_format: LogFormat,
+
+    /// Endgame tables for the computer player and RulesService.Analyze: a file written by
+    /// `cargo run --release -p oanquan-ai --example egtb -- generate` (see the README). Read at
+    /// start (logged with its rule set and size); a missing, damaged or unreadable file stops
+    /// the server. Positions of other rule sets are searched as without tables.
+    #[arg(
+        long,
+        env = "OANQUAN_ENDGAME_TABLES",
+        value_name = "PATH",
+        help_heading = "Computer player and analysis"
+    )]
+    endgame_tables: Option<PathBuf>,
 }
 
 /// See `--log-format`.
@@ -341,6 +354,7 @@ impl Args {
             metrics: None,
             web: self.web.clone(),
             readiness: Readiness::default(),
+            endgame_tables: None,
         }
     }
 }
@@ -381,6 +395,9 @@ async fn serve(args: Args) -> anyhow::Result<()> {
             key: key.clone(),
             poll_interval: args.tls_reload_interval,
         });
+    }
+    if let Some(path) = &args.endgame_tables {
+        config.endgame_tables = Some(load_endgame_tables(path)?);
     }
     // Before listening: a bad database must stop the server before clients can connect.
     let store = oanquan_server::open_store(&config).await?;
@@ -444,6 +461,22 @@ async fn serve(args: Args) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// Reads `--endgame-tables` and logs what was loaded.
+fn load_endgame_tables(path: &std::path::Path) -> anyhow::Result<Arc<Tablebase>> {
+    let started = std::time::Instant::now();
+    let tables = Tablebase::load(path).map_err(anyhow::Error::msg)?;
+    tracing::info!(
+        path = %path.display(),
+        rules = ?tables.rules(),
+        max_stones = tables.max_stones(),
+        entries = tables.len(),
+        proved = tables.resolved(),
+        millis = started.elapsed().as_millis() as u64,
+        "endgame tables loaded"
+    );
+    Ok(Arc::new(tables))
+}
+
 fn main() -> ExitCode {
     let args = Args::parse_checked();
     let logs = tracing_subscriber::fmt()
@@ -482,6 +515,36 @@ fn main() -> ExitCode {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn endgame_tables_load_and_damaged_ones_are_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let cancel = std::sync::atomic::AtomicBool::new(false);
+        let rules = oanquan_rules::Preset::Standard.rules();
+        let (tables, _) = Tablebase::generate(rules, 3, 1, &cancel).unwrap();
+        let good = dir.path().join("good.egtb");
+        let mut bytes = tables.to_bytes();
+        std::fs::write(&good, &bytes).unwrap();
+        let args =
+            Args::try_parse_checked(["oanquan-server", "--endgame-tables", good.to_str().unwrap()])
+                .unwrap();
+        let loaded = load_endgame_tables(args.endgame_tables.as_deref().unwrap()).unwrap();
+        assert_eq!(*loaded, tables);
+
+        let damaged = dir.path().join("damaged.egtb");
+        let middle = bytes.len() / 2;
+        bytes[middle] ^= 1;
+        std::fs::write(&damaged, &bytes).unwrap();
+        let error = load_endgame_tables(&damaged).unwrap_err().to_string();
+        assert!(
+            error.contains("damaged") && error.contains("damaged.egtb"),
+            "{error}"
+        );
+        let error = load_endgame_tables(&dir.path().join("none.egtb"))
+            .unwrap_err()
+            .to_string();
+        assert!(error.contains("cannot read endgame tables"), "{error}");
+    }
+
     use std::path::Path;
 
     use super::*;

@@ -117,6 +117,8 @@ pub struct Config {
     /// Set as health is: ready once serving, not while the store cannot write nor once
     /// draining (served at `/ready`, kept as `--ready-file`).
     pub readiness: Readiness,
+    /// Endgame tables for the computer player and `RulesService.Analyze` (`--endgame-tables`).
+    pub endgame_tables: Option<Arc<oanquan_ai::egtb::Tablebase>>,
 }
 
 /// Why the server stopped with an error.
@@ -223,6 +225,7 @@ pub async fn run_with_store(
             .max(crate::domain::COMMIT_FEED_CAPACITY),
     );
     let searches = SearchPool::new(config.computer.search_capacity(exempt_loopback));
+    searches.set_endgame_tables(config.endgame_tables.clone());
     let writable = store.writable();
     // Several nodes may share a PostgreSQL database: each hears the others' commits, and one
     // at a time runs the background agents.

@@ -1,0 +1,289 @@
+//! Endgame tables: generate, verify against the exact solver, and measure.
+//!
+//! ```text
+//! cargo run --release -p oanquan-ai --example egtb -- generate --preset standard --max-stones N --out FILE [--threads T]
+//! cargo run --release -p oanquan-ai --example egtb -- verify --tables FILE [--positions 10000] [--seed S]
+//! cargo run --release -p oanquan-ai --example egtb -- bench --tables FILE [--positions 1000] [--seed S]
+//! ```
+//!
+//! `verify` draws random positions inside the table with a proved value and compares the stored
+//! final margin with the engine's exact solver (no limits, an empty history, tables off). `bench`
+//! measures probes per second and the nodes the engine needs to solve random endgames just above
+//! the table's range with and without the tables.
+
+use std::collections::HashMap;
+use std::process::ExitCode;
+use std::sync::Arc;
+use std::sync::atomic::AtomicBool;
+use std::time::Instant;
+
+use oanquan_ai::egtb::Tablebase;
+use oanquan_ai::{Engine, SearchLimits};
+use oanquan_rules::{ByPlayer, Player, Position, Preset, Setup};
+
+fn main() -> ExitCode {
+    let mut args = std::env::args().skip(1);
+    let Some(command) = args.next() else {
+        eprintln!("usage: egtb generate|verify|bench [--flag value]...");
+        return ExitCode::from(2);
+    };
+    let mut flags = HashMap::new();
+    while let Some(flag) = args.next() {
+        let Some(name) = flag.strip_prefix("--") else {
+            eprintln!("unexpected argument {flag}");
+            return ExitCode::from(2);
+        };
+        let Some(value) = args.next() else {
+            eprintln!("--{name} needs a value");
+            return ExitCode::from(2);
+        };
+        flags.insert(name.to_owned(), value);
+    }
+    let result = match command.as_str() {
+        "generate" => generate(&flags),
+        "verify" => verify(&flags),
+        "bench" => bench(&flags),
+        "compare" => compare(&flags),
+        other => Err(format!("unknown command {other}")),
+    };
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("egtb: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn flag<T: std::str::FromStr>(
+    flags: &HashMap<String, String>,
+    name: &str,
+    default: Option<T>,
+) -> Result<T, String> {
+    match flags.get(name) {
+        Some(v) => v.parse().map_err(|_| format!("bad --{name} {v}")),
+        None => default.ok_or_else(|| format!("--{name} is required")),
+    }
+}
+
+fn generate(flags: &HashMap<String, String>) -> Result<(), String> {
+    let preset: Preset = flag(flags, "preset", Some(Preset::Standard))?;
+    let n: u32 = flag(flags, "max-stones", None)?;
+    let out: String = flag(flags, "out", None)?;
+    let threads: usize = flag(
+        flags,
+        "threads",
+        Some(std::thread::available_parallelism().map_or(1, |n| n.get())),
+    )?;
+    let cancel = AtomicBool::new(false);
+    let (table, stats) =
+        Tablebase::generate(preset.rules(), n, threads, &cancel).map_err(|e| e.to_string())?;
+    let bytes = table.to_bytes();
+    std::fs::write(&out, &bytes).map_err(|e| format!("cannot write {out}: {e}"))?;
+    println!(
+        "preset {preset} max-stones {n}: {} entries, {} live, {} resolved ({:.1} %), {} value sweeps, {} depth sweeps, {:.1} s on {threads} threads, {} bytes written to {out}",
+        stats.entries,
+        stats.live,
+        stats.resolved,
+        100.0 * stats.resolved as f64 / stats.live.max(1) as f64,
+        stats.value_sweeps,
+        stats.depth_sweeps,
+        stats.time.as_secs_f64(),
+        bytes.len(),
+    );
+    Ok(())
+}
+
+fn load(flags: &HashMap<String, String>) -> Result<Arc<Tablebase>, String> {
+    let path: String = flag(flags, "tables", None)?;
+    let start = Instant::now();
+    let table = Tablebase::load(std::path::Path::new(&path))?;
+    println!(
+        "loaded {path}: max-stones {}, {} entries, {} resolved, in {:.2} s",
+        table.max_stones(),
+        table.len(),
+        table.resolved(),
+        start.elapsed().as_secs_f64()
+    );
+    Ok(Arc::new(table))
+}
+
+fn verify(flags: &HashMap<String, String>) -> Result<(), String> {
+    let table = load(flags)?;
+    let count: usize = flag(flags, "positions", Some(10_000))?;
+    let seed: u64 = flag(flags, "seed", Some(1))?;
+    let slack: u32 = flag(flags, "slack", Some(0))?;
+    let cancel = AtomicBool::new(false);
+    let start = Instant::now();
+    let mut agree = 0;
+    let mut nodes = 0;
+    for i in 0..count {
+        let pos = table
+            .sample(seed.wrapping_add(i as u64), true)
+            .ok_or("the table has no proved position")?;
+        let probe = table.probe(&pos).ok_or("a drawn position must be proved")?;
+        // The tightest ply the value is claimed for: the proofs end exactly at the limit, and
+        // the limit bounds the solver's tree (cycles would otherwise only end by repetition).
+        let mut setup = pos.to_setup();
+        // `--slack K` moves the position up to K plies further from the limit.
+        setup.ply = (pos.rules().max_plies - probe.depth())
+            .saturating_sub((i % (slack as usize + 1)) as u32)
+            .max(pos.ply());
+        let pos = Position::from_setup(setup, *pos.rules()).map_err(|e| e.to_string())?;
+        let expected = probe.final_difference(&pos);
+        if std::env::var_os("EGTB_TRACE").is_some() {
+            println!("{i}: {pos:?}");
+        }
+        let mut engine = Engine::with_tt_bytes(1 << 20);
+        let r = engine.search(&pos, SearchLimits::NONE, &cancel);
+        nodes += r.nodes;
+        if r.exact && r.eval_points == expected {
+            agree += 1;
+        } else {
+            println!(
+                "DISAGREE {pos:?}: table {expected:+}, solver {:+} (exact {})",
+                r.eval_points, r.exact
+            );
+        }
+    }
+    println!(
+        "{agree} of {count} positions agree with the exact solver ({nodes} solver nodes, {:.1} s)",
+        start.elapsed().as_secs_f64()
+    );
+    if agree == count {
+        Ok(())
+    } else {
+        Err(format!("{} disagreements", count - agree))
+    }
+}
+
+fn bench(flags: &HashMap<String, String>) -> Result<(), String> {
+    let table = load(flags)?;
+    let count: usize = flag(flags, "positions", Some(1_000))?;
+    let seed: u64 = flag(flags, "seed", Some(1))?;
+    let positions: Vec<_> = (0..count)
+        .filter_map(|i| table.sample(seed.wrapping_add(i as u64), true))
+        .collect();
+    let start = Instant::now();
+    let mut found = 0u64;
+    let rounds = 1000;
+    for _ in 0..rounds {
+        for pos in &positions {
+            found += u64::from(table.probe(pos).is_some());
+        }
+    }
+    let probes = (rounds * positions.len()) as f64;
+    println!(
+        "probe: {:.0} ns per probe ({found} hits)",
+        start.elapsed().as_secs_f64() * 1e9 / probes
+    );
+
+    // Solving endgames a little above the table's range, to the end, with and without it.
+    let extra: u32 = flag(flags, "extra-stones", Some(2))?;
+    let plies_left: u32 = flag(flags, "plies-left", Some(40))?;
+    let solves: u64 = flag(flags, "solves", Some(100))?;
+    let cancel = AtomicBool::new(false);
+    let mut nodes = [0u64; 2];
+    let mut cpu = [0f64; 2];
+    let mut hits = 0;
+    let mut root_hits = 0;
+    let mut rng = seed;
+    for _ in 0..solves {
+        let pos = random_position(&table, table.max_stones() + extra, plies_left, &mut rng);
+        let mut values = [0; 2];
+        for (with, slot) in [false, true].into_iter().zip(0..) {
+            let mut engine = Engine::with_tt_bytes(1 << 22);
+            if with {
+                engine.set_tablebase(Some(Arc::clone(&table)));
+            }
+            let r = engine.search(&pos, SearchLimits::NONE, &cancel);
+            if !r.exact {
+                return Err(format!("{pos:?} not solved"));
+            }
+            nodes[slot] += r.nodes;
+            cpu[slot] += r.time.as_secs_f64();
+            values[slot] = r.eval_points;
+            if with {
+                hits += r.tablebase_hits;
+                root_hits += u64::from(r.tablebase);
+            }
+        }
+        if values[0] != values[1] {
+            return Err(format!(
+                "{pos:?}: {:+} without tables, {:+} with",
+                values[0], values[1]
+            ));
+        }
+    }
+    println!(
+        "solving {solves} positions with {} stones, {plies_left} plies before the limit: \
+         {} nodes ({:.2} s) without tables, {} nodes ({:.2} s) with ({:.1}x fewer nodes, \
+         {hits} table hits, {root_hits} roots from the table); same values",
+        table.max_stones() + extra,
+        nodes[0],
+        cpu[0],
+        nodes[1],
+        cpu[1],
+        nodes[0] as f64 / nodes[1].max(1) as f64,
+    );
+    Ok(())
+}
+
+/// A random position of the table's rule set with `stones` plain stones on the board (pieces
+/// standing), `plies_left` plies before the limit, where the game goes on.
+fn random_position(table: &Tablebase, stones: u32, plies_left: u32, rng: &mut u64) -> Position {
+    let rules = *table.rules();
+    loop {
+        let mut setup = Setup::start(&rules);
+        setup.squares = [0; 12];
+        for _ in 0..stones {
+            setup.squares[(next(rng) % 12) as usize] += 1;
+        }
+        setup.to_move = if next(rng) % 2 == 0 {
+            Player::First
+        } else {
+            Player::Second
+        };
+        setup.ply = rules.max_plies.saturating_sub(plies_left);
+        setup.captured = ByPlayer::new(
+            rules.total() - stones as i32 - setup.pieces.iter().sum::<i32>() * rules.piece_value(),
+            0,
+        );
+        if let Ok(pos) = Position::from_setup(setup, rules)
+            && !pos.is_over()
+        {
+            return pos;
+        }
+    }
+}
+
+fn next(state: &mut u64) -> u64 {
+    // SplitMix64.
+    *state = state.wrapping_add(0x9E37_79B9_7F4A_7C15);
+    let mut z = *state;
+    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+    z ^ (z >> 31)
+}
+
+/// Positions proved by `--small` tables must have the same value in `--tables` (a superset).
+fn compare(flags: &HashMap<String, String>) -> Result<(), String> {
+    let large = load(flags)?;
+    let path: String = flag(flags, "small", None)?;
+    let small = Tablebase::load(std::path::Path::new(&path))?;
+    let count: u64 = flag(flags, "positions", Some(100_000))?;
+    let (mut same, mut unknown, mut differ) = (0, 0, 0);
+    for seed in 0..count {
+        let Some(pos) = small.sample(seed, true) else {
+            break;
+        };
+        let a = small.probe(&pos).map(|p| p.relative);
+        match large.probe(&pos).map(|p| p.relative) {
+            None => unknown += 1,
+            b if b == a => same += 1,
+            _ => differ += 1,
+        }
+    }
+    println!("{same} same, {unknown} unknown in the larger table, {differ} differ");
+    Ok(())
+}
