@@ -3,13 +3,15 @@
 use std::fmt;
 use std::str::FromStr;
 use std::sync::atomic::AtomicBool;
+use std::time::Duration;
 
 use oanquan_rules::{Game, Move, Position};
 
 use crate::book::{BookEntry, OpeningBook};
+use crate::eval::EVAL_SCALE;
 use crate::eval::score_difference;
 use crate::rng::SplitMix64;
-use crate::search::{Engine, SearchLimits};
+use crate::search::{Engine, SearchLimits, SearchResult};
 
 /// How strong the computer plays. Numbered 1 (weakest) to 7 (strongest); the names are what a
 /// client shows.
@@ -225,6 +227,55 @@ impl Engine {
         self.use_book = on;
     }
 
+    /// Analysis of the current position of `game`, as `RulesService.Analyze` answers it: the
+    /// opening book's entry when the book holds the position and [`Engine::uses_book`]
+    /// ([`SearchResult::book`] is then true, the principal variation follows the book as far
+    /// as it goes, and `depth`, `nodes` and `exact` are those of the book's deep search);
+    /// otherwise a search with the game's history ([`Engine::search_game`]; a game of no moves
+    /// searches exactly as [`Engine::search`]), which probes the endgame tables if set.
+    pub fn analyze_game(
+        &mut self,
+        game: &Game,
+        limits: SearchLimits,
+        cancel: &AtomicBool,
+    ) -> SearchResult {
+        let position = game.position();
+        if self.use_book
+            && !position.is_over()
+            && let Some(entry) = self.book_move(position)
+        {
+            let mut pv = vec![entry.mv];
+            let mut next = *position;
+            next.play_unchecked(entry.mv);
+            while pv.len() < 64
+                && !next.is_over()
+                && let Some(more) = self.book_move(&next)
+            {
+                pv.push(more.mv);
+                next.play_unchecked(more.mv);
+            }
+            return SearchResult {
+                best_move: Some(entry.mv),
+                eval_points: entry.eval_points,
+                eval: entry.eval_points.saturating_mul(EVAL_SCALE),
+                exact: entry.exact,
+                pv,
+                depth: entry.depth,
+                nodes: entry.nodes,
+                time: Duration::ZERO,
+                stopped: false,
+                tablebase: false,
+                tablebase_hits: 0,
+                book: true,
+            };
+        }
+        if game.moves().is_empty() {
+            self.search(position, limits, cancel)
+        } else {
+            self.search_game(game, limits, cancel)
+        }
+    }
+
     /// Whether [`Level::Master`] plays from the opening book.
     #[must_use]
     pub fn uses_book(&self) -> bool {
@@ -360,6 +411,39 @@ mod tests {
                 None => break,
             }
         }
+    }
+
+    #[test]
+    fn analysis_answers_from_the_book_while_it_holds_the_position() {
+        let cancel = AtomicBool::new(false);
+        let mut engine = Engine::with_tt_bytes(1 << 16);
+        let mut game = Game::new(oanquan_rules::Rules::STANDARD).unwrap();
+        let limits = SearchLimits::nodes(2_000);
+        let from_book = engine.analyze_game(&game, limits, &cancel);
+        let entry = engine
+            .book_move(game.position())
+            .expect("the start is in the book");
+        assert!(from_book.book);
+        assert_eq!(from_book.best_move, Some(entry.mv));
+        assert_eq!(from_book.pv[0], entry.mv);
+        assert_eq!(
+            (from_book.depth, from_book.nodes),
+            (entry.depth, entry.nodes)
+        );
+        // The variation is the book's, move by move, as far as the book goes.
+        for &mv in &from_book.pv {
+            assert_eq!(engine.book_move(game.position()).map(|e| e.mv), Some(mv));
+            game.play(mv).unwrap();
+        }
+        assert_eq!(engine.book_move(game.position()), None);
+        // Past the book, and with the book off, it searches.
+        let searched = engine.analyze_game(&game, limits, &cancel);
+        assert!(!searched.book && searched.best_move.is_some());
+        engine.set_use_book(false);
+        let start = Game::new(oanquan_rules::Rules::STANDARD).unwrap();
+        let off = engine.analyze_game(&start, limits, &cancel);
+        assert!(!off.book);
+        assert!(off.nodes <= 2_000 + 1_024, "{off:?}");
     }
 
     #[test]

@@ -142,6 +142,10 @@ pub struct SearchResult {
     pub tablebase: bool,
     /// Positions inside the search whose value came from the endgame tables.
     pub tablebase_hits: u64,
+    /// Whether the move and value come from the opening book ([`Engine::analyze_game`]): then
+    /// `depth`, `nodes` and `exact` are those of the deep search that made the book entry, and
+    /// nothing was searched now.
+    pub book: bool,
 }
 
 impl SearchResult {
@@ -418,6 +422,7 @@ impl Engine {
             stopped: false,
             tablebase: false,
             tablebase_hits: 0,
+            book: false,
         };
         if root.is_over() {
             result.time = start.elapsed();
@@ -538,6 +543,7 @@ impl Engine {
             stopped: false,
             tablebase: true,
             tablebase_hits: 1,
+            book: false,
         })
     }
 

@@ -595,11 +595,7 @@ impl SearchPool {
         let (result, cancelled) = slot
             .search(move |engine, cancel| {
                 engine.clear();
-                let result = if game.moves().is_empty() {
-                    engine.search(game.position(), limits, cancel)
-                } else {
-                    engine.search_game(&game, limits, cancel)
-                };
+                let result = engine.analyze_game(&game, limits, cancel);
                 (result, cancel.load(Ordering::Relaxed))
             })
             .await?;

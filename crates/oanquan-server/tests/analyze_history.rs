@@ -318,8 +318,27 @@ async fn bare_positions_and_empty_histories_analyze_as_before() {
     .await;
     assert_eq!(bare.history_plies, 0);
     assert_eq!(empty.history_plies, 0);
+    // The start position is in the opening book: both answer from it, searching nothing, with
+    // a principal variation that follows the book from the best move on, legal move by move.
     for answer in [&bare, &empty] {
-        assert!(!answer.book && !answer.tablebase, "{answer:?}");
+        assert!(answer.book && !answer.tablebase, "{answer:?}");
+        assert_eq!(answer.time_ms, 0, "{answer:?}");
+        assert!(answer.depth > 0 && answer.nodes > 0, "{answer:?}");
+        assert!(answer.principal_variation.len() >= 3, "{answer:?}");
+        assert_eq!(
+            answer.principal_variation[0],
+            *answer.best_move.as_ref().unwrap()
+        );
+        let mut game = Game::new(Rules::STANDARD).unwrap();
+        for mv in &answer.principal_variation {
+            let square = u8::try_from(mv.square.unwrap()).unwrap();
+            let direction = if mv.direction == i32::from(pb::Direction::Left) {
+                Direction::Left
+            } else {
+                Direction::Right
+            };
+            game.play(Move::new(square, direction)).unwrap();
+        }
     }
     assert_eq!(
         (

@@ -295,15 +295,7 @@ async fn resigning_cancels_the_computers_search_at_once() {
     // Master plays the opening book's move at once in the first plies: start at ply 10, which
     // the book does not cover, so that it has to search.
     let mut request = vs_computer("standard", pb::Player::Second, 7);
-    request.start_position = Some(pb::Position {
-        squares: vec![10, 5, 5, 5, 5, 5, 10, 5, 5, 5, 5, 5],
-        pieces: vec![0; 12],
-        captured: Some(pb::PlayerPair::default()),
-        captured_pieces: Some(pb::PlayerPair::default()),
-        to_move: pb::Player::First.into(),
-        ply: 10,
-        ..Default::default()
-    });
+    request.start_position = Some(past_the_book());
     let created = client.create_game(request).await.unwrap().into_inner();
     let id = created.game.unwrap().id;
     // Let the computer start thinking about its first move.
@@ -458,17 +450,42 @@ async fn analyze_returns_a_legal_move_and_a_line_that_replays() {
         assert_eq!(again.eval_points, analysis.eval_points);
         assert_eq!(again.nodes, analysis.nodes);
     }
-    // The defaults: the standard start, one second at most.
+    // The defaults: the standard start, which the opening book answers without searching.
+    let analysis = rules_client
+        .analyze(pb::AnalyzeRequest::default())
+        .await
+        .unwrap()
+        .into_inner();
+    assert!(
+        analysis.best_move.is_some() && analysis.book,
+        "{analysis:?}"
+    );
+    // Past the book the limits apply.
     let analysis = rules_client
         .analyze(pb::AnalyzeRequest {
             depth_limit: Some(2),
+            position: Some(past_the_book()),
             ..pb::AnalyzeRequest::default()
         })
         .await
         .unwrap()
         .into_inner();
-    assert!(analysis.best_move.is_some());
+    assert!(analysis.best_move.is_some() && !analysis.book);
     assert!(analysis.depth <= 2);
+}
+
+/// The standard start at ply 10: the opening book (the first plies) does not hold it, so an
+/// analysis of it searches.
+fn past_the_book() -> pb::Position {
+    pb::Position {
+        squares: vec![10, 5, 5, 5, 5, 5, 10, 5, 5, 5, 5, 5],
+        pieces: vec![0; 12],
+        captured: Some(pb::PlayerPair::default()),
+        captured_pieces: Some(pb::PlayerPair::default()),
+        to_move: pb::Player::First.into(),
+        ply: 10,
+        ..Default::default()
+    }
 }
 
 #[tokio::test]
@@ -544,6 +561,7 @@ fn long_analyses(
             let result = rules
                 .analyze(pb::AnalyzeRequest {
                     time_limit_ms: 5000,
+                    position: Some(past_the_book()),
                     ..pb::AnalyzeRequest::default()
                 })
                 .await

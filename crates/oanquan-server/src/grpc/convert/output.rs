@@ -31,9 +31,8 @@ pub fn analysis_out(result: &SearchResult, history_plies: usize) -> pb::AnalyzeR
         nodes: result.nodes,
         exact: result.exact,
         time_ms: u32::try_from(result.time.as_millis()).unwrap_or(u32::MAX),
-        // Neither exists yet: the engine has no opening book or endgame tables to report.
-        book: false,
-        tablebase: false,
+        book: result.book,
+        tablebase: result.tablebase,
         history_plies: u32::try_from(history_plies).unwrap_or(u32::MAX),
     }
 }
