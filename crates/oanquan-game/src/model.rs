@@ -365,7 +365,10 @@ impl GameInfo {
 /// [`sequence`](GameState::set_sequence)).
 #[derive(Debug, Clone)]
 pub struct GameState {
-    info: GameInfo,
+    /// Boxed, like `engine`: a state is moved by value through a move's load, decision, commit
+    /// and store (about twenty moves), and boxing its two large parts makes each move a copy of
+    /// ~100 bytes instead of ~1 KB (BENCHMARKS.md, issue 20).
+    info: Box<GameInfo>,
     /// SHA-256 of each seat's token.
     token_hashes: ByPlayer<Option<TokenHash>>,
     /// SHA-256 of the token each player will have in the rematch, from their offer (see
@@ -374,7 +377,7 @@ pub struct GameState {
     /// Every move with its trace, shared between copies of the state (see [`MoveLog`]).
     moves: MoveLog,
     /// The engine, positioned after the last move: the one source of the current position.
-    engine: Game,
+    engine: Box<Game>,
     /// The address that created the game (in [`client_key`](crate::limits::client_key) form:
     /// IPv6 cut to its /64), for the open-games-per-client limit across restarts. Never sent to
     /// clients; `None` for games created in-process or before this was recorded.
@@ -432,8 +435,8 @@ impl GameState {
         creator: Option<std::net::IpAddr>,
     ) -> GameState {
         let mut state = GameState {
-            engine: Game::from_position(info.start),
-            info,
+            engine: Box::new(Game::from_position(info.start)),
+            info: Box::new(info),
             token_hashes,
             rematch_tokens: ByPlayer::default(),
             moves: MoveLog::new(),
@@ -491,11 +494,11 @@ impl GameState {
             return Err(RestoreError::PositionDiffers);
         }
         let mut state = GameState {
-            info,
+            info: Box::new(info),
             token_hashes,
             rematch_tokens,
             moves: log,
-            engine,
+            engine: Box::new(engine),
             creator,
         };
         state.sync();
@@ -511,7 +514,7 @@ impl GameState {
     /// Public data, taken out.
     #[must_use]
     pub fn into_info(self) -> GameInfo {
-        self.info
+        *self.info
     }
 
     /// SHA-256 of each seat's token.
@@ -541,7 +544,7 @@ impl GameState {
     /// The engine, taken out (for a search that needs its repetitions).
     #[must_use]
     pub fn into_engine(self) -> Game {
-        self.engine
+        *self.engine
     }
 
     /// The current position.

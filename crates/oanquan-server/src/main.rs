@@ -32,6 +32,13 @@ use oanquan_server::readiness::{Readiness, remove_ready_file};
 use oanquan_server::{Config, Storage, TlsIdentity, TlsReload};
 use tokio::net::TcpListener;
 
+/// mimalloc instead of glibc's malloc: a move makes ~85 allocations (protobuf strings and
+/// vectors, the game's info, tonic's and hyper's own), and glibc's malloc/free cost ~17,000
+/// instructions a move under callgrind (BENCHMARKS.md, issue 20). The echo baseline uses the
+/// same allocator so that the comparison stays like for like.
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 /// Hosts Ô Ăn Quan games over gRPC: games, moves and resumable event streams, plus the
 /// stateless RulesService, grpc.health.v1 and server reflection (v1 and v1alpha).
 ///

@@ -18,6 +18,11 @@ use tonic::transport::Server;
 use tonic::transport::server::TcpIncoming;
 use tonic::{Request, Response, Status};
 
+/// The same allocator as `oanquan-server`'s, so that the benchmark compares the game server with
+/// tonic itself and not glibc's malloc with mimalloc.
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 /// The bare tonic echo server that `oanquan-bench` measures `oanquan-server` against.
 ///
 /// It serves one unary method that replies with as many zero bytes as the request asks for (at

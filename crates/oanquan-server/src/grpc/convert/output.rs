@@ -1,5 +1,6 @@
 //! Domain → protobuf: responses, with every derived field filled in.
 
+use std::cell::RefCell;
 use std::time::SystemTime;
 
 use oanquan_ai::SearchResult;
@@ -388,7 +389,7 @@ fn game_with_position(game: &GameInfo, position: pb::Position) -> pb::Game {
         first_seat: Some(seat_out(Player::First, game.seats.first.as_ref())),
         second_seat: Some(seat_out(Player::Second, game.seats.second.as_ref())),
         status: status_out(game.status),
-        start_position: Some(position_out(&game.start)),
+        start_position: Some(start_position_out(&game.start)),
         position: Some(position),
         move_count: game.move_count,
         result: game.result.as_ref().map(result_out),
@@ -416,6 +417,26 @@ fn game_with_position(game: &GameInfo, position: pb::Position) -> pb::Game {
         rematch_deadline: game.rematch.open_until().and_then(timestamp),
         rated: game.rated,
     }
+}
+
+/// [`position_out`] for a game's start position, which is the same for every move of a game
+/// and for every game of a rule set: each thread keeps the last one it converted and clones it,
+/// which skips rebuilding its notation on every `PlayMove` (BENCHMARKS.md, issue 20).
+fn start_position_out(start: &Position) -> pb::Position {
+    thread_local! {
+        static LAST: RefCell<Option<(Position, pb::Position)>> = const { RefCell::new(None) };
+    }
+    LAST.with(|last| {
+        let mut last = last.borrow_mut();
+        match last.as_ref() {
+            Some((position, converted)) if position == start => converted.clone(),
+            _ => {
+                let converted = position_out(start);
+                *last = Some((*start, converted.clone()));
+                converted
+            }
+        }
+    })
 }
 
 /// A duration (non-negative: every duration of the domain is).
@@ -507,4 +528,27 @@ pub fn move_and_game_out(record: &MoveRecord, game: &GameInfo) -> (pb::MoveRecor
         move_record_with_position(record, after),
         game_with_position(game, current),
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The cache answers with the conversion of the position asked for, also when the
+    /// positions asked for alternate (games of different rule sets, or a game's later
+    /// position, on one thread).
+    #[test]
+    fn start_position_out_converts_the_position_asked_for() {
+        let start = Position::new(Rules::default()).expect("the default rules are valid");
+        let mv = *start
+            .legal_moves()
+            .iter()
+            .next()
+            .expect("the start has moves");
+        let (after, _) = start.play(mv).expect("a legal move");
+        assert_ne!(position_out(&start), position_out(&after));
+        for position in [start, start, after, start, after, after] {
+            assert_eq!(start_position_out(&position), position_out(&position));
+        }
+    }
 }
