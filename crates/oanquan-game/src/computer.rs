@@ -929,10 +929,16 @@ mod tests {
             .unwrap();
         let limits = SearchLimits::nodes(1000);
         let pool = SearchPool::new(capacity(1, 1, 0));
-        let plain = pool.analyze(Game::from_position(proved), limits, None).await.unwrap();
+        let plain = pool
+            .analyze(Game::from_position(proved), limits, None)
+            .await
+            .unwrap();
         assert!(!plain.tablebase);
         pool.set_endgame_tables(Some(Arc::clone(&tables)));
-        let analysis = pool.analyze(Game::from_position(proved), limits, None).await.unwrap();
+        let analysis = pool
+            .analyze(Game::from_position(proved), limits, None)
+            .await
+            .unwrap();
         assert!(analysis.tablebase && analysis.exact, "{proved:?}");
         let game = GameId::parse("abc").unwrap();
         let slot = pool.reserve(game).await.unwrap();
@@ -943,7 +949,13 @@ mod tests {
         assert!(has_tables);
         pool.set_endgame_tables(None);
         assert!(pool.endgame_tables().is_none());
-        assert!(!pool.analyze(Game::from_position(proved), limits, None).await.unwrap().tablebase);
+        assert!(
+            !pool
+                .analyze(Game::from_position(proved), limits, None)
+                .await
+                .unwrap()
+                .tablebase
+        );
     }
 
     #[tokio::test]

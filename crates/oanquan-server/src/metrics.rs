@@ -34,8 +34,8 @@ use tracing::{debug, warn};
 
 use crate::domain::computer::SearchPool;
 use crate::domain::{
-    CommitObserver, Committed, GameEventKind, GameStatus, GameStore, SqliteStore, StoreError,
-    Termination,
+    CommitObserver, Committed, GameEventKind, GameStatus, GameStore, PostgresStore, SqliteStore,
+    StoreError, Termination,
 };
 use crate::readiness::{NotReady, Readiness};
 
@@ -368,13 +368,14 @@ impl Metrics {
             commit_failures.clone(),
         );
 
-        // Powers of two up to the writer's largest batch (SQLite's group commit).
+        // Powers of two up to the writers' largest batch (SQLite's 256; PostgreSQL's
+        // --database-batch, 64 by default).
         let commit_batch_size = Histogram::new(exponential_buckets(1.0, 2.0, 9));
         registry.register(
             "store_commit_batch_size",
-            "Writes (game commits, account writes) committed together in one SQLite \
-             transaction by group commit. Empty for PostgreSQL and memory: PostgreSQL commits \
-             each change in a transaction of its own (a batch of 1)",
+            "Writes committed together in one database transaction by group commit: on SQLite \
+             game commits and account writes, on PostgreSQL game commits (up to \
+             --database-batch). Empty in memory",
             commit_batch_size.clone(),
         );
 
@@ -455,20 +456,21 @@ impl Metrics {
     }
 
     /// Gives a scrape the store and the search pool to read its gauges from, and has a SQLite
-    /// store report the size of its batches.
+    /// or PostgreSQL store report the size of its batches.
     pub fn observe_sources(self: &Arc<Self>, store: Arc<dyn GameStore>, searches: Arc<SearchPool>) {
-        if let Some(sqlite) = store
-            .as_any()
-            .and_then(|store| store.downcast_ref::<SqliteStore>())
-        {
-            // Weak: these metrics hold the store (for the scrape's gauges), and an `Arc` back
-            // would keep both, and the database's lock, alive for ever.
-            let metrics = Arc::downgrade(self);
-            sqlite.observe_batches(move |size| {
-                if let Some(metrics) = Weak::upgrade(&metrics) {
-                    metrics.commit_batch_size.observe(size as f64);
-                }
-            });
+        // Weak: these metrics hold the store (for the scrape's gauges), and an `Arc` back
+        // would keep both, and the database's lock, alive for ever.
+        let metrics = Arc::downgrade(self);
+        let observe = move |size: usize| {
+            if let Some(metrics) = Weak::upgrade(&metrics) {
+                metrics.commit_batch_size.observe(size as f64);
+            }
+        };
+        let any = store.as_any();
+        if let Some(sqlite) = any.and_then(|store| store.downcast_ref::<SqliteStore>()) {
+            sqlite.observe_batches(observe);
+        } else if let Some(postgres) = any.and_then(|store| store.downcast_ref::<PostgresStore>()) {
+            postgres.observe_batches(observe);
         }
         *self.sources.lock().unwrap_or_else(PoisonError::into_inner) =
             Some(Sources { store, searches });

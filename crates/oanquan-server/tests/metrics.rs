@@ -465,6 +465,24 @@ async fn sqlite_commit_batches_are_counted() {
     let dir = tempfile::tempdir().unwrap();
     let database = dir.path().join("oanquan.db");
     let server = Running::start_with(&["--database", database.to_str().unwrap()]);
+    commit_batches_are_counted(&server).await;
+}
+
+/// PostgreSQL's group commit (`--database-batch`): the same, for game creates and commits.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn postgres_commit_batches_are_counted() {
+    let Some(schema) = common::nodes::Schema::new("metrics").await else {
+        return;
+    };
+    let server = Running::start_with(&["--database", &schema.database]);
+    commit_batches_are_counted(&server).await;
+    drop(server);
+    schema.drop().await;
+}
+
+/// Plays 4 games of 5 moves at once on `server` (so that some commits may share a
+/// transaction) and checks that its batches count every write once.
+async fn commit_batches_are_counted(server: &Running) {
     let mut games = server.games().await;
     // Several games at once, so that some commits may share a transaction.
     let mut played = Vec::new();

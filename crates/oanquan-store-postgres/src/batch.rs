@@ -43,6 +43,8 @@ pub(crate) struct Writers {
     /// Whether commits are notified: always, but for tests that stand for a notification
     /// lost in a crash between a commit and its notification.
     pub(crate) notify: AtomicBool,
+    /// Told the number of commits of every batch written (the server's metrics), once set.
+    pub(crate) batches: std::sync::OnceLock<Box<dyn Fn(usize) + Send + Sync>>,
 }
 
 impl Writers {
@@ -86,6 +88,9 @@ impl Writers {
             .into_iter()
             .map(|job| (job.reply, (job.create, job.commit)))
             .unzip();
+        if let Some(observe) = self.batches.get() {
+            observe(commits.len());
+        }
         let results = if commits.len() == 1 {
             let mut results = Vec::with_capacity(1);
             for (create, commit) in commits {

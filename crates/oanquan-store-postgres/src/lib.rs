@@ -206,6 +206,13 @@ fn valid_schema(name: &str) -> bool {
 }
 
 impl PostgresStore {
+    /// Has `observe` told the number of game commits in every transaction the writers write
+    /// (the group commit of `--database-batch`), from now on. Only the first observer set is
+    /// kept; returns whether this one was.
+    pub fn observe_batches(&self, observe: impl Fn(usize) + Send + Sync + 'static) -> bool {
+        self.writers.batches.set(Box::new(observe)).is_ok()
+    }
+
     /// Connects to the database at `url`, checks and migrates its schema (under an advisory
     /// lock, so that nodes starting together do not race), and replays every unfinished game
     /// once, reporting those that no longer load.
@@ -349,6 +356,7 @@ impl PostgresStore {
             cache: Arc::clone(&cache),
             max_batch: options.max_batch,
             notify: std::sync::atomic::AtomicBool::new(true),
+            batches: std::sync::OnceLock::new(),
         });
         for _ in 0..options.writers {
             tokio::spawn(Arc::clone(&writers).run());
