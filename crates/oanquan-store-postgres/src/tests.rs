@@ -1087,6 +1087,28 @@ async fn writers_of(schema: &TestSchema, ids: &[GameId]) -> Vec<i64> {
     xmins
 }
 
+/// `n` started games, one after another.
+async fn started_many(games: &GameManager, n: usize) -> Vec<(GameId, [PlayerToken; 2])> {
+    let mut started_games = Vec::new();
+    for _ in 0..n {
+        started_games.push(started(games).await);
+    }
+    started_games
+}
+
+/// A move commit for each game, made from its state as `store` loads it now.
+async fn first_moves(
+    store: &Arc<dyn GameStore>,
+    started_games: &[(GameId, [PlayerToken; 2])],
+) -> Vec<Commit> {
+    let mut commits = Vec::new();
+    for (id, tokens) in started_games {
+        let state = store.load(id).await.unwrap();
+        commits.push(move_commit(state, tokens, false));
+    }
+    commits
+}
+
 /// Eight games' moves sent together are written in one transaction (every row has the same
 /// writer), each answered with its own game's new sequence, and read back as committed.
 #[tokio::test]
@@ -1096,15 +1118,8 @@ async fn commits_sent_together_are_written_in_one_transaction() {
     };
     let store: Arc<dyn GameStore> = Arc::new(schema.store().await);
     let (games, _hub) = manager(Arc::clone(&store));
-    let mut started_games = Vec::new();
-    for _ in 0..8 {
-        started_games.push(started(&games).await);
-    }
-    let mut commits = Vec::new();
-    for (id, tokens) in &started_games {
-        let state = store.load(id).await.unwrap();
-        commits.push(move_commit(state, tokens, false));
-    }
+    let started_games = started_many(&games, 8).await;
+    let commits = first_moves(&store, &started_games).await;
     let expected: Vec<GameInfo> = commits.iter().map(|c| c.state.info().clone()).collect();
     // All queued before the writer runs: this runtime has one thread, busy here.
     let pending: Vec<_> = commits.into_iter().map(|c| store.commit(c)).collect();
@@ -1133,15 +1148,8 @@ async fn a_refused_commit_does_not_take_its_batch_down() {
     };
     let store: Arc<dyn GameStore> = Arc::new(schema.store().await);
     let (games, _hub) = manager(Arc::clone(&store));
-    let mut started_games = Vec::new();
-    for _ in 0..4 {
-        started_games.push(started(&games).await);
-    }
-    let mut commits = Vec::new();
-    for (id, tokens) in &started_games {
-        let state = store.load(id).await.unwrap();
-        commits.push(move_commit(state, tokens, false));
-    }
+    let started_games = started_many(&games, 4).await;
+    let mut commits = first_moves(&store, &started_games).await;
     // The first game again, from the state both commits were made from.
     let (stale_id, stale_tokens) = &started_games[0];
     let stale_state = games_state(&schema, stale_id).await;
