@@ -915,6 +915,29 @@ async fn receive_until<E: Clone>(
     got
 }
 
+/// Commits `n` moves of `id` on node `a` and collects the game's events node B's hub publishes,
+/// through the last commit's sequence (returned with them).
+async fn moves_heard_by(
+    hub_b: &Arc<Hub>,
+    a: &Arc<dyn GameStore>,
+    id: &GameId,
+    tokens: &[PlayerToken; 2],
+    n: usize,
+) -> (Vec<Arc<GameEvent>>, u64) {
+    let (mut watch_b, _guard) = hub_b.subscribe_game(id, 10).unwrap();
+    for _ in 0..n {
+        let state = a.load(id).await.unwrap();
+        a.commit(move_commit(state, tokens, false)).await.unwrap();
+    }
+    let last = a.info(id).await.unwrap().sequence;
+    let events = receive_until(&mut watch_b, |got| {
+        got.last()
+            .is_some_and(|e: &Arc<GameEvent>| e.sequence >= last)
+    })
+    .await;
+    (events, last)
+}
+
 /// Node B hears what node A commits: its listener publishes the game's events into B's hub, in
 /// order and without gaps, and the lobby's, although A never told B's hub anything.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -941,17 +964,7 @@ async fn a_commit_on_one_node_reaches_the_other_nodes_hub_in_order() {
     let sequences: Vec<u64> = lobby.iter().map(|e| e.sequence).collect();
     assert!(sequences.windows(2).all(|w| w[0] < w[1]), "{sequences:?}");
 
-    let (mut watch_b, _guard) = hub_b.subscribe_game(&id, 10).unwrap();
-    for _ in 0..6 {
-        let state = a.load(&id).await.unwrap();
-        a.commit(move_commit(state, &tokens, false)).await.unwrap();
-    }
-    let last = a.info(&id).await.unwrap().sequence;
-    let events = receive_until(&mut watch_b, |got| {
-        got.last()
-            .is_some_and(|e: &Arc<GameEvent>| e.sequence >= last)
-    })
-    .await;
+    let (events, last) = moves_heard_by(&hub_b, &a, &id, &tokens, 6).await;
     let sequences: Vec<u64> = events.iter().map(|e| e.sequence).collect();
     let first = sequences.first().copied().unwrap_or(0);
     assert_eq!(sequences, (first..=last).collect::<Vec<_>>());
@@ -1251,17 +1264,7 @@ async fn a_lost_notification_only_delays_delivery() {
     let lobby = receive_until(&mut lobby_b, |got| got.len() >= 2).await;
     assert!(lobby.len() >= 2, "the lobby catches up: {lobby:?}");
 
-    let (mut watch_b, _guard) = hub_b.subscribe_game(&id, 10).unwrap();
-    for _ in 0..3 {
-        let state = a.load(&id).await.unwrap();
-        a.commit(move_commit(state, &tokens, false)).await.unwrap();
-    }
-    let last = a.info(&id).await.unwrap().sequence;
-    let events = receive_until(&mut watch_b, |got| {
-        got.last()
-            .is_some_and(|e: &Arc<GameEvent>| e.sequence >= last)
-    })
-    .await;
+    let (events, last) = moves_heard_by(&hub_b, &a, &id, &tokens, 3).await;
     let sequences: Vec<u64> = events.iter().map(|e| e.sequence).collect();
     assert_eq!(sequences, (1..=last).collect::<Vec<_>>());
 
