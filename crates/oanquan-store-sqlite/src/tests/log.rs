@@ -58,6 +58,17 @@ async fn everything(store: &Arc<dyn GameStore>, accounts: &[AccountId]) -> Every
     }
 }
 
+/// Plays the first legal move of `id` as the player to move: the game's info after it.
+async fn play_first_legal(games: &GameManager, id: &GameId, tokens: &[PlayerToken; 2]) -> GameInfo {
+    let position = games.get_game(id).await.unwrap().position;
+    let token = &tokens[usize::from(position.to_move() == Player::Second)];
+    let (_, info) = games
+        .play_move(id, token, position.legal_moves()[0], Some(position.ply()))
+        .await
+        .unwrap();
+    info
+}
+
 /// Games in every state, with accounts, ratings and rated results, and one game half played.
 async fn fill(
     store: &Arc<dyn GameStore>,
@@ -77,17 +88,7 @@ async fn fill(
     play_out(&games, &finished, &tokens, 11).await;
     let (active, tokens) = new_game(&games, Preset::Standard.rules()).await;
     for _ in 0..5 {
-        let position = games.get_game(&active).await.unwrap().position;
-        let token = &tokens[usize::from(position.to_move() == Player::Second)];
-        games
-            .play_move(
-                &active,
-                token,
-                position.legal_moves()[0],
-                Some(position.ply()),
-            )
-            .await
-            .unwrap();
+        play_first_legal(&games, &active, &tokens).await;
     }
     ids.extend([finished, active.clone()]);
     (ids, accounts, active, tokens)
@@ -162,17 +163,7 @@ async fn a_version_4_database_is_migrated_to_one_log() {
     reads_as_before(&store, &ids, &accounts, &before, &all_before).await;
 
     let (games, _hub) = manager(Arc::clone(&store));
-    let position = games.get_game(&active).await.unwrap().position;
-    let token = &tokens[usize::from(position.to_move() == Player::Second)];
-    let (_, info) = games
-        .play_move(
-            &active,
-            token,
-            position.legal_moves()[0],
-            Some(position.ply()),
-        )
-        .await
-        .unwrap();
+    let info = play_first_legal(&games, &active, &tokens).await;
     drop(games);
     drop(store);
     let store: Arc<dyn GameStore> = Arc::new(SqliteStore::open(&path).unwrap());
