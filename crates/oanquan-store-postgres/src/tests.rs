@@ -915,6 +915,40 @@ async fn receive_until<E: Clone>(
     got
 }
 
+/// Node B of the two-node tests: a hub that only its listener publishes into, and the hub's
+/// lobby subscription.
+struct NodeB {
+    hub: Arc<Hub>,
+    lobby: tokio::sync::broadcast::Receiver<Arc<LobbyEvent>>,
+    stop: tokio::sync::watch::Sender<bool>,
+    listener: tokio::task::JoinHandle<()>,
+}
+
+impl NodeB {
+    async fn listening(b: &PostgresStore) -> Self {
+        let hub = Hub::new(1024);
+        let (stop, stopped) = tokio::sync::watch::channel(false);
+        let listener = b.spawn_listener(Arc::clone(&hub), stopped);
+        let lobby = hub.subscribe_lobby();
+        // The listener has no signal for "listening"; it connects in well under this.
+        tokio::time::sleep(Duration::from_millis(500)).await;
+        NodeB {
+            hub,
+            lobby,
+            stop,
+            listener,
+        }
+    }
+
+    async fn stop(self) {
+        self.stop.send(true).unwrap();
+        tokio::time::timeout(Duration::from_secs(5), self.listener)
+            .await
+            .expect("the listener stops when told")
+            .unwrap();
+    }
+}
+
 /// Commits `n` moves of `id` on node `a` and collects the game's events node B's hub publishes,
 /// through the last commit's sequence (returned with them).
 async fn moves_heard_by(
@@ -948,15 +982,10 @@ async fn a_commit_on_one_node_reaches_the_other_nodes_hub_in_order() {
     let a: Arc<dyn GameStore> = Arc::new(schema.store().await);
     let b = schema.store().await;
     let (games, _hub_a) = manager(Arc::clone(&a));
-    let hub_b = Hub::new(1024);
-    let (stop, stopped) = tokio::sync::watch::channel(false);
-    let listener = b.spawn_listener(Arc::clone(&hub_b), stopped);
-    let mut lobby_b = hub_b.subscribe_lobby();
-    // The listener has no signal for "listening"; it connects in well under this.
-    tokio::time::sleep(Duration::from_millis(500)).await;
+    let mut node_b = NodeB::listening(&b).await;
 
     let (id, tokens) = started(&games).await;
-    let lobby = receive_until(&mut lobby_b, |got| got.len() >= 2).await;
+    let lobby = receive_until(&mut node_b.lobby, |got| got.len() >= 2).await;
     assert!(
         lobby.len() >= 2,
         "created and joined reach node B's lobby: {lobby:?}"
@@ -964,7 +993,7 @@ async fn a_commit_on_one_node_reaches_the_other_nodes_hub_in_order() {
     let sequences: Vec<u64> = lobby.iter().map(|e| e.sequence).collect();
     assert!(sequences.windows(2).all(|w| w[0] < w[1]), "{sequences:?}");
 
-    let (events, last) = moves_heard_by(&hub_b, &a, &id, &tokens, 6).await;
+    let (events, last) = moves_heard_by(&node_b.hub, &a, &id, &tokens, 6).await;
     let sequences: Vec<u64> = events.iter().map(|e| e.sequence).collect();
     let first = sequences.first().copied().unwrap_or(0);
     assert_eq!(sequences, (first..=last).collect::<Vec<_>>());
@@ -974,11 +1003,7 @@ async fn a_commit_on_one_node_reaches_the_other_nodes_hub_in_order() {
         .count();
     assert!(moves >= 6, "every move reached node B: {sequences:?}");
 
-    stop.send(true).unwrap();
-    tokio::time::timeout(Duration::from_secs(5), listener)
-        .await
-        .expect("the listener stops when told")
-        .unwrap();
+    node_b.stop().await;
 }
 
 /// Reads which of the given leases are held.
@@ -1254,25 +1279,17 @@ async fn a_lost_notification_only_delays_delivery() {
     let a: Arc<dyn GameStore> = Arc::new(silent);
     let b = schema.store().await;
     let (games, _hub_a) = manager(Arc::clone(&a));
-    let hub_b = Hub::new(1024);
-    let (stop, stopped) = tokio::sync::watch::channel(false);
-    let listener = b.spawn_listener(Arc::clone(&hub_b), stopped);
-    let mut lobby_b = hub_b.subscribe_lobby();
-    tokio::time::sleep(Duration::from_millis(500)).await;
+    let mut node_b = NodeB::listening(&b).await;
 
     let (id, tokens) = started(&games).await;
-    let lobby = receive_until(&mut lobby_b, |got| got.len() >= 2).await;
+    let lobby = receive_until(&mut node_b.lobby, |got| got.len() >= 2).await;
     assert!(lobby.len() >= 2, "the lobby catches up: {lobby:?}");
 
-    let (events, last) = moves_heard_by(&hub_b, &a, &id, &tokens, 3).await;
+    let (events, last) = moves_heard_by(&node_b.hub, &a, &id, &tokens, 3).await;
     let sequences: Vec<u64> = events.iter().map(|e| e.sequence).collect();
     assert_eq!(sequences, (1..=last).collect::<Vec<_>>());
 
-    stop.send(true).unwrap();
-    tokio::time::timeout(Duration::from_secs(5), listener)
-        .await
-        .expect("the listener stops when told")
-        .unwrap();
+    node_b.stop().await;
 }
 
 /// The notifications of a batch: one per game with its new sequence, and the lobby's highest
