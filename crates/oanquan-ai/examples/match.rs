@@ -47,6 +47,16 @@ struct Side {
 }
 
 impl Side {
+    /// A side at `level` with the default evaluation, the book and the match's node budget.
+    fn new(level: Level) -> Self {
+        Side {
+            level,
+            eval: EvalWeights::DEFAULT,
+            book: true,
+            nodes: None,
+        }
+    }
+
     fn label(&self) -> String {
         let mut s = format!("{} ({})", self.level, self.level.number());
         if self.eval != EvalWeights::DEFAULT {
@@ -78,6 +88,27 @@ struct Args {
     verbose: bool,
 }
 
+/// The match without flags.
+impl Default for Args {
+    fn default() -> Self {
+        Args {
+            a: Side::new(Level::STRONGEST),
+            b: Side::new(Level::Greedy),
+            games: 100,
+            limits: SearchLimits::time(Duration::from_millis(100)),
+            preset: Preset::Standard,
+            seed: 1,
+            opening: 2,
+            balanced: None,
+            threads: 1,
+            sprt: None,
+            alpha: 0.05,
+            beta: 0.05,
+            verbose: false,
+        }
+    }
+}
+
 fn usage(msg: &str) -> ! {
     eprintln!("{msg}");
     eprintln!(
@@ -104,27 +135,7 @@ fn on_off(flag: &str, value: &str) -> bool {
 }
 
 fn parse_args() -> Args {
-    let side = |level| Side {
-        level,
-        eval: EvalWeights::DEFAULT,
-        book: true,
-        nodes: None,
-    };
-    let mut args = Args {
-        a: side(Level::STRONGEST),
-        b: side(Level::Greedy),
-        games: 100,
-        limits: SearchLimits::time(Duration::from_millis(100)),
-        preset: Preset::Standard,
-        seed: 1,
-        opening: 2,
-        balanced: None,
-        threads: 1,
-        sprt: None,
-        alpha: 0.05,
-        beta: 0.05,
-        verbose: false,
-    };
+    let mut args = Args::default();
     let mut nodes = None;
     let mut ms = 100;
     let mut it = std::env::args().skip(1);
@@ -491,29 +502,17 @@ mod tests {
 
     #[test]
     fn results_do_not_depend_on_the_thread_count() {
-        let side = |level| Side {
-            level,
-            eval: EvalWeights::DEFAULT,
-            book: true,
-            nodes: None,
-        };
         let mut args = Args {
-            a: side(Level::Master),
+            a: Side::new(Level::Master),
             b: Side {
                 eval: EvalWeights::parse("0,16,0,0,32").unwrap(),
-                ..side(Level::Master)
+                ..Side::new(Level::Master)
             },
             games: 8,
             limits: SearchLimits::nodes(3_000),
-            preset: Preset::Standard,
             seed: 5,
             opening: 3,
-            balanced: None,
-            threads: 1,
-            sprt: None,
-            alpha: 0.05,
-            beta: 0.05,
-            verbose: false,
+            ..Args::default()
         };
         let one: Vec<String> = play_pairs(&args, false)
             .into_iter()

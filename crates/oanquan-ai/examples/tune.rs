@@ -17,33 +17,24 @@
 //! The result depends only on the flags (node budgets, positions split across `--threads` by
 //! index, a cleared engine per position), not on the machine or the thread count.
 
+mod common;
+
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::time::Instant;
 
+use common::flag;
 use oanquan_ai::{
     EVAL_SCALE, Engine, EvalWeights, FEATURE_NAMES, FEATURES, Level, SearchLimits, WEIGHT_SCALE,
     choose_move, eval_features, score_difference,
 };
-use oanquan_rules::{Game, Position, Preset};
+use oanquan_rules::{Game, Position};
 
 fn mix(mut z: u64) -> u64 {
     z = z.wrapping_add(0x9E37_79B9_7F4A_7C15);
     z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
     z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
     z ^ (z >> 31)
-}
-
-fn flag<T: std::str::FromStr>(args: &[String], name: &str, default: T) -> T {
-    args.iter()
-        .position(|a| a == name)
-        .and_then(|i| args.get(i + 1))
-        .map_or(default, |v| {
-            v.parse().unwrap_or_else(|_| {
-                eprintln!("{name} {v}: not a valid value");
-                std::process::exit(2)
-            })
-        })
 }
 
 /// Runs `work(i)` for `0..n` on `threads` threads and returns the results in index order.
@@ -107,19 +98,7 @@ fn main() {
     let label_nodes: u64 = flag(&args, "--label-nodes", 100_000);
     let threads: usize = flag(&args, "--threads", 1);
     let seed: u64 = flag(&args, "--seed", 1);
-    let presets: Vec<Preset> = flag(
-        &args,
-        "--presets",
-        "standard,traditional,mancala-world".to_owned(),
-    )
-    .split(',')
-    .map(|p| {
-        p.parse().unwrap_or_else(|e| {
-            eprintln!("{e}");
-            std::process::exit(2)
-        })
-    })
-    .collect();
+    let presets = common::presets(&args);
     let cancel = AtomicBool::new(false);
     let started = Instant::now();
 

@@ -58,8 +58,12 @@ const REPEATS: Move = m(11, Direction::Left);
 const PLAYS_ON: Move = m(11, Direction::Right);
 
 fn history(moves: &[Move]) -> pb::MoveHistory {
+    history_from(&start(), moves)
+}
+
+fn history_from(start: &Position, moves: &[Move]) -> pb::MoveHistory {
     pb::MoveHistory {
-        start: Some(convert::position_out(&start())),
+        start: Some(convert::position_out(start)),
         moves: moves.iter().map(|&mv| convert::move_out(mv)).collect(),
     }
 }
@@ -70,6 +74,14 @@ fn analyze(game: Option<pb::analyze_request::Game>) -> pb::AnalyzeRequest {
         node_limit: Some(NODES),
         game,
         ..Default::default()
+    }
+}
+
+/// An analysis of `position` alone, without the game that led to it.
+fn alone(position: &Position) -> pb::AnalyzeRequest {
+    pb::AnalyzeRequest {
+        position: Some(convert::position_out(position)),
+        ..analyze(None)
     }
 }
 
@@ -106,14 +118,7 @@ async fn analysis_with_the_history_avoids_the_repetition_the_bare_position_walks
     assert!(!now.play(REPEATS).unwrap().0.is_over());
 
     // Without the history the engine plays REPEATS: it sees the start as new.
-    let bare = analyzed(
-        &mut rules,
-        pb::AnalyzeRequest {
-            position: Some(convert::position_out(&now)),
-            ..analyze(None)
-        },
-    )
-    .await;
+    let bare = analyzed(&mut rules, alone(&now)).await;
     assert_eq!(best(&bare), REPEATS, "{bare:?}");
     assert!(bare.exact, "{bare:?}");
     assert_eq!(bare.eval_points, 66, "{bare:?}");
@@ -138,27 +143,18 @@ async fn analysis_with_the_history_avoids_the_repetition_the_bare_position_walks
 
     // The same game hosted, named by its id: the same answer, from the game's own history.
     let mut games = server.games().await;
-    let created = games
-        .create_game(pb::CreateGameRequest {
+    let (id, first, second) = create_and_join(
+        &mut games,
+        pb::CreateGameRequest {
             rules: preset("standard"),
             start_position: Some(convert::position_out(&start())),
             seat: pb::Player::First.into(),
             display_name: "Lan".into(),
             ..Default::default()
-        })
-        .await
-        .unwrap()
-        .into_inner();
-    let id = created.game.unwrap().id;
-    let joined = games
-        .join_game(pb::JoinGameRequest {
-            game_id: id.clone(),
-            display_name: "Minh".into(),
-        })
-        .await
-        .unwrap()
-        .into_inner();
-    let tokens = (created.player_token.as_str(), joined.player_token.as_str());
+        },
+    )
+    .await;
+    let tokens = (first.as_str(), second.as_str());
     let mut replay = start();
     for mv in moves() {
         play_move(&mut games, &id, tokens, &replay, mv).await;
@@ -264,24 +260,16 @@ async fn behind_with_the_history_the_engine_seeks_the_repetition() {
     assert!(now.scores().second < now.scores().first);
     let server = start_server().await;
     let mut rules = server.rules().await;
-    let bare = analyzed(
-        &mut rules,
-        pb::AnalyzeRequest {
-            position: Some(convert::position_out(&now)),
-            ..analyze(None)
-        },
-    )
-    .await;
+    let bare = analyzed(&mut rules, alone(&now)).await;
     // Without the history, 8L (back to the start) looks like a loss by 28, 8R by 24.
     assert_eq!(best(&bare), m(8, Right), "{bare:?}");
     assert_eq!((bare.eval_points, bare.exact), (-24, true), "{bare:?}");
     // With it, 8L ends the game by repetition there, the loss cut to 22.
     let with_history = analyzed(
         &mut rules,
-        analyze(Some(pb::analyze_request::Game::History(pb::MoveHistory {
-            start: Some(convert::position_out(&start)),
-            moves: moves.iter().map(|&mv| convert::move_out(mv)).collect(),
-        }))),
+        analyze(Some(pb::analyze_request::Game::History(history_from(
+            &start, &moves,
+        )))),
     )
     .await;
     assert_eq!(best(&with_history), m(8, Left), "{with_history:?}");

@@ -123,27 +123,17 @@ async fn timed_game_with(
     preset_name: &str,
     time_control: Option<pb::TimeControl>,
 ) -> (String, String, String) {
-    let created = client
-        .create_game(pb::CreateGameRequest {
+    create_and_join(
+        client,
+        pb::CreateGameRequest {
             rules: preset(preset_name),
             seat: pb::Player::First.into(),
             display_name: "Lan".into(),
             time_control,
             ..Default::default()
-        })
-        .await
-        .unwrap()
-        .into_inner();
-    let id = created.game.unwrap().id;
-    let joined = client
-        .join_game(pb::JoinGameRequest {
-            game_id: id.clone(),
-            display_name: "Minh".into(),
-        })
-        .await
-        .unwrap()
-        .into_inner();
-    (id, created.player_token, joined.player_token)
+        },
+    )
+    .await
 }
 
 /// The first legal move of `game`'s position and its ply.

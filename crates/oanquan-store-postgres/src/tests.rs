@@ -915,6 +915,63 @@ async fn receive_until<E: Clone>(
     got
 }
 
+/// Node B of the two-node tests: a hub that only its listener publishes into, and the hub's
+/// lobby subscription.
+struct NodeB {
+    hub: Arc<Hub>,
+    lobby: tokio::sync::broadcast::Receiver<Arc<LobbyEvent>>,
+    stop: tokio::sync::watch::Sender<bool>,
+    listener: tokio::task::JoinHandle<()>,
+}
+
+impl NodeB {
+    async fn listening(b: &PostgresStore) -> Self {
+        let hub = Hub::new(1024);
+        let (stop, stopped) = tokio::sync::watch::channel(false);
+        let listener = b.spawn_listener(Arc::clone(&hub), stopped);
+        let lobby = hub.subscribe_lobby();
+        // The listener has no signal for "listening"; it connects in well under this.
+        tokio::time::sleep(Duration::from_millis(500)).await;
+        NodeB {
+            hub,
+            lobby,
+            stop,
+            listener,
+        }
+    }
+
+    async fn stop(self) {
+        self.stop.send(true).unwrap();
+        tokio::time::timeout(Duration::from_secs(5), self.listener)
+            .await
+            .expect("the listener stops when told")
+            .unwrap();
+    }
+}
+
+/// Commits `n` moves of `id` on node `a` and collects the game's events node B's hub publishes,
+/// through the last commit's sequence (returned with them).
+async fn moves_heard_by(
+    hub_b: &Arc<Hub>,
+    a: &Arc<dyn GameStore>,
+    id: &GameId,
+    tokens: &[PlayerToken; 2],
+    n: usize,
+) -> (Vec<Arc<GameEvent>>, u64) {
+    let (mut watch_b, _guard) = hub_b.subscribe_game(id, 10).unwrap();
+    for _ in 0..n {
+        let state = a.load(id).await.unwrap();
+        a.commit(move_commit(state, tokens, false)).await.unwrap();
+    }
+    let last = a.info(id).await.unwrap().sequence;
+    let events = receive_until(&mut watch_b, |got| {
+        got.last()
+            .is_some_and(|e: &Arc<GameEvent>| e.sequence >= last)
+    })
+    .await;
+    (events, last)
+}
+
 /// Node B hears what node A commits: its listener publishes the game's events into B's hub, in
 /// order and without gaps, and the lobby's, although A never told B's hub anything.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -925,15 +982,10 @@ async fn a_commit_on_one_node_reaches_the_other_nodes_hub_in_order() {
     let a: Arc<dyn GameStore> = Arc::new(schema.store().await);
     let b = schema.store().await;
     let (games, _hub_a) = manager(Arc::clone(&a));
-    let hub_b = Hub::new(1024);
-    let (stop, stopped) = tokio::sync::watch::channel(false);
-    let listener = b.spawn_listener(Arc::clone(&hub_b), stopped);
-    let mut lobby_b = hub_b.subscribe_lobby();
-    // The listener has no signal for "listening"; it connects in well under this.
-    tokio::time::sleep(Duration::from_millis(500)).await;
+    let mut node_b = NodeB::listening(&b).await;
 
     let (id, tokens) = started(&games).await;
-    let lobby = receive_until(&mut lobby_b, |got| got.len() >= 2).await;
+    let lobby = receive_until(&mut node_b.lobby, |got| got.len() >= 2).await;
     assert!(
         lobby.len() >= 2,
         "created and joined reach node B's lobby: {lobby:?}"
@@ -941,17 +993,7 @@ async fn a_commit_on_one_node_reaches_the_other_nodes_hub_in_order() {
     let sequences: Vec<u64> = lobby.iter().map(|e| e.sequence).collect();
     assert!(sequences.windows(2).all(|w| w[0] < w[1]), "{sequences:?}");
 
-    let (mut watch_b, _guard) = hub_b.subscribe_game(&id, 10).unwrap();
-    for _ in 0..6 {
-        let state = a.load(&id).await.unwrap();
-        a.commit(move_commit(state, &tokens, false)).await.unwrap();
-    }
-    let last = a.info(&id).await.unwrap().sequence;
-    let events = receive_until(&mut watch_b, |got| {
-        got.last()
-            .is_some_and(|e: &Arc<GameEvent>| e.sequence >= last)
-    })
-    .await;
+    let (events, last) = moves_heard_by(&node_b.hub, &a, &id, &tokens, 6).await;
     let sequences: Vec<u64> = events.iter().map(|e| e.sequence).collect();
     let first = sequences.first().copied().unwrap_or(0);
     assert_eq!(sequences, (first..=last).collect::<Vec<_>>());
@@ -961,11 +1003,7 @@ async fn a_commit_on_one_node_reaches_the_other_nodes_hub_in_order() {
         .count();
     assert!(moves >= 6, "every move reached node B: {sequences:?}");
 
-    stop.send(true).unwrap();
-    tokio::time::timeout(Duration::from_secs(5), listener)
-        .await
-        .expect("the listener stops when told")
-        .unwrap();
+    node_b.stop().await;
 }
 
 /// Reads which of the given leases are held.
@@ -1087,6 +1125,28 @@ async fn writers_of(schema: &TestSchema, ids: &[GameId]) -> Vec<i64> {
     xmins
 }
 
+/// `n` started games, one after another.
+async fn started_many(games: &GameManager, n: usize) -> Vec<(GameId, [PlayerToken; 2])> {
+    let mut started_games = Vec::new();
+    for _ in 0..n {
+        started_games.push(started(games).await);
+    }
+    started_games
+}
+
+/// A move commit for each game, made from its state as `store` loads it now.
+async fn first_moves(
+    store: &Arc<dyn GameStore>,
+    started_games: &[(GameId, [PlayerToken; 2])],
+) -> Vec<Commit> {
+    let mut commits = Vec::new();
+    for (id, tokens) in started_games {
+        let state = store.load(id).await.unwrap();
+        commits.push(move_commit(state, tokens, false));
+    }
+    commits
+}
+
 /// Eight games' moves sent together are written in one transaction (every row has the same
 /// writer), each answered with its own game's new sequence, and read back as committed.
 #[tokio::test]
@@ -1096,15 +1156,8 @@ async fn commits_sent_together_are_written_in_one_transaction() {
     };
     let store: Arc<dyn GameStore> = Arc::new(schema.store().await);
     let (games, _hub) = manager(Arc::clone(&store));
-    let mut started_games = Vec::new();
-    for _ in 0..8 {
-        started_games.push(started(&games).await);
-    }
-    let mut commits = Vec::new();
-    for (id, tokens) in &started_games {
-        let state = store.load(id).await.unwrap();
-        commits.push(move_commit(state, tokens, false));
-    }
+    let started_games = started_many(&games, 8).await;
+    let commits = first_moves(&store, &started_games).await;
     let expected: Vec<GameInfo> = commits.iter().map(|c| c.state.info().clone()).collect();
     // All queued before the writer runs: this runtime has one thread, busy here.
     let pending: Vec<_> = commits.into_iter().map(|c| store.commit(c)).collect();
@@ -1133,15 +1186,8 @@ async fn a_refused_commit_does_not_take_its_batch_down() {
     };
     let store: Arc<dyn GameStore> = Arc::new(schema.store().await);
     let (games, _hub) = manager(Arc::clone(&store));
-    let mut started_games = Vec::new();
-    for _ in 0..4 {
-        started_games.push(started(&games).await);
-    }
-    let mut commits = Vec::new();
-    for (id, tokens) in &started_games {
-        let state = store.load(id).await.unwrap();
-        commits.push(move_commit(state, tokens, false));
-    }
+    let started_games = started_many(&games, 4).await;
+    let mut commits = first_moves(&store, &started_games).await;
     // The first game again, from the state both commits were made from.
     let (stale_id, stale_tokens) = &started_games[0];
     let stale_state = games_state(&schema, stale_id).await;
@@ -1233,35 +1279,17 @@ async fn a_lost_notification_only_delays_delivery() {
     let a: Arc<dyn GameStore> = Arc::new(silent);
     let b = schema.store().await;
     let (games, _hub_a) = manager(Arc::clone(&a));
-    let hub_b = Hub::new(1024);
-    let (stop, stopped) = tokio::sync::watch::channel(false);
-    let listener = b.spawn_listener(Arc::clone(&hub_b), stopped);
-    let mut lobby_b = hub_b.subscribe_lobby();
-    tokio::time::sleep(Duration::from_millis(500)).await;
+    let mut node_b = NodeB::listening(&b).await;
 
     let (id, tokens) = started(&games).await;
-    let lobby = receive_until(&mut lobby_b, |got| got.len() >= 2).await;
+    let lobby = receive_until(&mut node_b.lobby, |got| got.len() >= 2).await;
     assert!(lobby.len() >= 2, "the lobby catches up: {lobby:?}");
 
-    let (mut watch_b, _guard) = hub_b.subscribe_game(&id, 10).unwrap();
-    for _ in 0..3 {
-        let state = a.load(&id).await.unwrap();
-        a.commit(move_commit(state, &tokens, false)).await.unwrap();
-    }
-    let last = a.info(&id).await.unwrap().sequence;
-    let events = receive_until(&mut watch_b, |got| {
-        got.last()
-            .is_some_and(|e: &Arc<GameEvent>| e.sequence >= last)
-    })
-    .await;
+    let (events, last) = moves_heard_by(&node_b.hub, &a, &id, &tokens, 3).await;
     let sequences: Vec<u64> = events.iter().map(|e| e.sequence).collect();
     assert_eq!(sequences, (1..=last).collect::<Vec<_>>());
 
-    stop.send(true).unwrap();
-    tokio::time::timeout(Duration::from_secs(5), listener)
-        .await
-        .expect("the listener stops when told")
-        .unwrap();
+    node_b.stop().await;
 }
 
 /// The notifications of a batch: one per game with its new sequence, and the lobby's highest

@@ -152,6 +152,25 @@ pub async fn started(client: &mut Games, preset_name: &str) -> (String, String, 
     (game.id, first, joined.player_token)
 }
 
+/// Creates the game `request` asks for and joins it as "Minh": (id, creator's token, joiner's
+/// token).
+pub async fn create_and_join(
+    client: &mut Games,
+    request: pb::CreateGameRequest,
+) -> (String, String, String) {
+    let created = client.create_game(request).await.unwrap().into_inner();
+    let id = created.game.unwrap().id;
+    let joined = client
+        .join_game(pb::JoinGameRequest {
+            game_id: id.clone(),
+            display_name: "Minh".into(),
+        })
+        .await
+        .unwrap()
+        .into_inner();
+    (id, created.player_token, joined.player_token)
+}
+
 pub fn mv(square: u32, direction: pb::Direction) -> Option<pb::Move> {
     Some(pb::Move {
         square: Some(square),

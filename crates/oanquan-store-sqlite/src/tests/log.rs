@@ -58,6 +58,17 @@ async fn everything(store: &Arc<dyn GameStore>, accounts: &[AccountId]) -> Every
     }
 }
 
+/// Plays the first legal move of `id` as the player to move: the game's info after it.
+async fn play_first_legal(games: &GameManager, id: &GameId, tokens: &[PlayerToken; 2]) -> GameInfo {
+    let position = games.get_game(id).await.unwrap().position;
+    let token = &tokens[usize::from(position.to_move() == Player::Second)];
+    let (_, info) = games
+        .play_move(id, token, position.legal_moves()[0], Some(position.ply()))
+        .await
+        .unwrap();
+    info
+}
+
 /// Games in every state, with accounts, ratings and rated results, and one game half played.
 async fn fill(
     store: &Arc<dyn GameStore>,
@@ -77,20 +88,37 @@ async fn fill(
     play_out(&games, &finished, &tokens, 11).await;
     let (active, tokens) = new_game(&games, Preset::Standard.rules()).await;
     for _ in 0..5 {
-        let position = games.get_game(&active).await.unwrap().position;
-        let token = &tokens[usize::from(position.to_move() == Player::Second)];
-        games
-            .play_move(
-                &active,
-                token,
-                position.legal_moves()[0],
-                Some(position.ply()),
-            )
-            .await
-            .unwrap();
+        play_first_legal(&games, &active, &tokens).await;
     }
     ids.extend([finished, active.clone()]);
     (ids, accounts, active, tokens)
+}
+
+/// Each of `ids` as `store` holds it, and everything else a reader sees.
+async fn read_back(
+    store: &Arc<dyn GameStore>,
+    ids: &[GameId],
+    accounts: &[AccountId],
+) -> (Vec<Stored>, Everything) {
+    let mut games = Vec::new();
+    for id in ids {
+        games.push(stored(store, id).await);
+    }
+    (games, everything(store, accounts).await)
+}
+
+/// `store` reads back what `read_back` saw, game by game first (so a failure names the game).
+async fn reads_as_before(
+    store: &Arc<dyn GameStore>,
+    ids: &[GameId],
+    accounts: &[AccountId],
+    before: &[Stored],
+    all_before: &Everything,
+) {
+    for (id, before) in ids.iter().zip(before) {
+        assert_eq!(stored(store, id).await, *before, "game {id}");
+    }
+    assert_eq!(everything(store, accounts).await, *all_before);
 }
 
 /// A version 4 file, made with version 4's DDL and holding its rows in version 4's form, is
@@ -102,11 +130,7 @@ async fn a_version_4_database_is_migrated_to_one_log() {
     let today = dir.path().join("today.db");
     let store: Arc<dyn GameStore> = Arc::new(SqliteStore::open(&today).unwrap());
     let (ids, accounts, active, tokens) = fill(&store).await;
-    let mut before = Vec::new();
-    for id in &ids {
-        before.push(stored(&store, id).await);
-    }
-    let all_before = everything(&store, &accounts).await;
+    let (before, all_before) = read_back(&store, &ids, &accounts).await;
     assert!(all_before.games.len() >= ids.len());
     assert!(
         all_before
@@ -136,23 +160,10 @@ async fn a_version_4_database_is_migrated_to_one_log() {
         .unwrap();
     assert_eq!((version, old_tables), (5, 0));
     drop(conn);
-    for (id, before) in ids.iter().zip(&before) {
-        assert_eq!(stored(&store, id).await, *before, "game {id}");
-    }
-    assert_eq!(everything(&store, &accounts).await, all_before);
+    reads_as_before(&store, &ids, &accounts, &before, &all_before).await;
 
     let (games, _hub) = manager(Arc::clone(&store));
-    let position = games.get_game(&active).await.unwrap().position;
-    let token = &tokens[usize::from(position.to_move() == Player::Second)];
-    let (_, info) = games
-        .play_move(
-            &active,
-            token,
-            position.legal_moves()[0],
-            Some(position.ply()),
-        )
-        .await
-        .unwrap();
+    let info = play_first_legal(&games, &active, &tokens).await;
     drop(games);
     drop(store);
     let store: Arc<dyn GameStore> = Arc::new(SqliteStore::open(&path).unwrap());
@@ -169,11 +180,7 @@ async fn plain_moves_logged_after_their_row_replay_exactly() {
     let path = dir.path().join("games.db");
     let store: Arc<dyn GameStore> = Arc::new(SqliteStore::open(&path).unwrap());
     let (ids, accounts, _, _) = fill(&store).await;
-    let mut before = Vec::new();
-    for id in &ids {
-        before.push(stored(&store, id).await);
-    }
-    let all_before = everything(&store, &accounts).await;
+    let (before, all_before) = read_back(&store, &ids, &accounts).await;
     let copy = dir.path().join("copy.db");
     for suffix in ["", "-wal"] {
         let from = format!("{}{suffix}", path.display());
@@ -193,10 +200,7 @@ async fn plain_moves_logged_after_their_row_replay_exactly() {
     assert!(stale >= 2, "plain moves left {stale} rows behind");
     drop(conn);
     let copied: Arc<dyn GameStore> = Arc::new(SqliteStore::open(&copy).unwrap());
-    for (id, before) in ids.iter().zip(&before) {
-        assert_eq!(stored(&copied, id).await, *before, "game {id}");
-    }
-    assert_eq!(everything(&copied, &accounts).await, all_before);
+    reads_as_before(&copied, &ids, &accounts, &before, &all_before).await;
 }
 
 /// A row followed in the log by anything but plain moves is a damaged game, not a guess.
