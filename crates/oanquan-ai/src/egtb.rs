@@ -658,8 +658,25 @@ impl Tablebase {
     ///
     /// The I/O error, or [`Tablebase::from_bytes`]'s, as text with the path.
     pub fn load(path: &std::path::Path) -> Result<Tablebase, String> {
-        let bytes = std::fs::read(path)
-            .map_err(|e| format!("cannot read endgame tables {}: {e}", path.display()))?;
+        use std::io::Read as _;
+        let cannot_read =
+            |e: std::io::Error| format!("cannot read endgame tables {}: {e}", path.display());
+        let mut file = std::fs::File::open(path).map_err(cannot_read)?;
+        // The magic first: a wrong path to a large file (or to /dev/zero) is refused without
+        // reading it all into memory.
+        let mut magic = [0u8; 8];
+        match file.read_exact(&mut magic) {
+            Ok(()) if &magic != MAGIC => {
+                return Err(format!("{}: {}", path.display(), TableError::Magic));
+            }
+            Ok(()) => {}
+            Err(e) if e.kind() == std::io::ErrorKind::UnexpectedEof => {
+                return Err(format!("{}: {}", path.display(), TableError::Truncated));
+            }
+            Err(e) => return Err(cannot_read(e)),
+        }
+        let mut bytes = magic.to_vec();
+        file.read_to_end(&mut bytes).map_err(cannot_read)?;
         Tablebase::from_bytes(&bytes).map_err(|e| format!("{}: {e}", path.display()))
     }
 }

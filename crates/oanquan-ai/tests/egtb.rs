@@ -327,3 +327,26 @@ fn weak_levels_do_not_use_the_tables_and_strong_ones_do() {
     engine.choose_move(Level::Novice, &pos, 1, SearchLimits::nodes(10), &cancel);
     assert!(engine.tablebase().is_some());
 }
+
+#[test]
+fn load_refuses_other_files_by_their_first_bytes() {
+    let dir = std::env::temp_dir().join(format!("oanquan-egtb-load-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let short = dir.join("short.egtb");
+    std::fs::write(&short, b"OQ").unwrap();
+    let error = Tablebase::load(&short).unwrap_err();
+    assert!(
+        error.contains("short.egtb") && error.contains("truncated"),
+        "{error}"
+    );
+    let other = dir.join("other.db");
+    std::fs::write(&other, vec![0u8; 4096]).unwrap();
+    let error = Tablebase::load(&other).unwrap_err();
+    assert!(
+        error.contains("other.db") && error.contains("bad magic"),
+        "{error}"
+    );
+    let error = Tablebase::load(&dir.join("missing.egtb")).unwrap_err();
+    assert!(error.contains("cannot read endgame tables"), "{error}");
+    std::fs::remove_dir_all(&dir).unwrap();
+}
