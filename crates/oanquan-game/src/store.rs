@@ -65,7 +65,7 @@ pub enum StoreError {
 }
 
 /// A state change to write atomically.
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 pub struct Commit {
     /// The new state. The store stamps it with the sequence of the last event written
     /// ([`GameState::set_sequence`]).

@@ -98,9 +98,10 @@ impl Writers {
             }
             results
         } else {
+            // The originals stay for writing each commit alone if the batch is refused.
             let copies: Vec<(bool, Commit)> = commits
                 .iter()
-                .map(|(create, commit)| (*create, copy(commit)))
+                .map(|(create, commit)| (*create, commit.clone()))
                 .collect();
             match together(&mut client, copies).await {
                 Ok(written) => written.into_iter().map(Ok).collect(),
@@ -204,16 +205,4 @@ async fn together(
             one.ok_or_else(|| StoreError::Backend("a commit of a batch went missing".to_owned()))
         })
         .collect()
-}
-
-/// A copy of `commit`, kept for writing it alone if its batch fails.
-fn copy(commit: &Commit) -> Commit {
-    Commit {
-        state: commit.state.clone(),
-        expected_sequence: commit.expected_sequence,
-        game_events: commit.game_events.clone(),
-        lobby_events: commit.lobby_events.clone(),
-        time: commit.time,
-        accounts: commit.accounts.clone(),
-    }
 }
