@@ -203,20 +203,11 @@ pub(crate) fn run_writer(
                             cache.remove(&state.info().id);
                             checkpoints.remove(&state.info().id);
                         } else {
+                            let id = state.info().id.clone();
                             if let Some(checkpoint) = checkpoint {
-                                if checkpoints.len() >= MAX_CACHED_GAMES
-                                    && !checkpoints.contains_key(&state.info().id)
-                                {
-                                    checkpoints.clear();
-                                }
-                                checkpoints.insert(state.info().id.clone(), checkpoint);
+                                insert_bounded(&mut checkpoints, id.clone(), checkpoint);
                             }
-                            if cache.len() >= MAX_CACHED_GAMES
-                                && !cache.contains_key(&state.info().id)
-                            {
-                                cache.clear();
-                            }
-                            cache.insert(state.info().id.clone(), state);
+                            insert_bounded(&mut cache, id, state);
                         }
                         Ok(committed)
                     }
@@ -252,6 +243,15 @@ pub(crate) fn run_writer(
     if let Err((_, error)) = conn.close() {
         warn!(%error, "closing the database");
     }
+}
+
+/// Inserts into a per-game map of the writer's, which starts again empty when it holds
+/// [`MAX_CACHED_GAMES`] others: a game missing from it costs one read or one row write.
+fn insert_bounded<V>(map: &mut HashMap<GameId, V>, id: GameId, value: V) {
+    if map.len() >= MAX_CACHED_GAMES && !map.contains_key(&id) {
+        map.clear();
+    }
+    map.insert(id, value);
 }
 
 /// Rewrites the `games` row of every cached game whose row is older than its log, in one
