@@ -619,16 +619,6 @@ impl SearchPool {
     }
 }
 
-/// A hosted game with its whole history (start position, rule set, moves), as it stands now,
-/// for an analysis of it. Read-only: nothing is written to the game.
-///
-/// # Errors
-///
-/// [`GameError::GameNotFound`], store failures.
-pub async fn hosted_game(manager: &GameManager, id: &GameId) -> Result<Game, GameError> {
-    Ok(manager.load_state(id).await?.into_engine())
-}
-
 /// See the module docs. Shared by the driver task and whoever reads its settings.
 #[derive(Debug)]
 pub struct Computer {

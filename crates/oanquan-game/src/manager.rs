@@ -6,7 +6,7 @@ use std::net::{IpAddr, SocketAddr};
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
-use oanquan_rules::{ByPlayer, Move, Player, Position, Preset, Rules};
+use oanquan_rules::{ByPlayer, Game, Move, Player, Position, Preset, Rules};
 use tracing::{debug, info};
 
 use oanquan_ai::Level;
@@ -532,6 +532,16 @@ impl GameManager {
             })
             .await?;
         Ok(record)
+    }
+
+    /// A hosted game with its whole history (start position, rule set, moves), as it stands
+    /// now, for an analysis of it. Read-only: nothing is written to the game.
+    ///
+    /// # Errors
+    ///
+    /// [`GameError::GameNotFound`], store failures.
+    pub async fn game_history(&self, id: &GameId) -> Result<Game, GameError> {
+        Ok(self.load_state(id).await?.into_engine())
     }
 
     /// A whole game, for the computer's turn.

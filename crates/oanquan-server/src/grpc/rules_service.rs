@@ -43,7 +43,7 @@ impl RulesApi {
     /// Loads a hosted game with its history.
     async fn hosted(&self, id: GameId) -> Result<Game, GameError> {
         match &self.games {
-            Some(games) => computer::hosted_game(games, &id).await,
+            Some(games) => games.game_history(&id).await,
             None => Err(GameError::GameNotFound(id)),
         }
     }
