@@ -367,9 +367,9 @@ impl Listener {
                 &[&ended],
             )
             .await?;
-            let found: Vec<(GameId, u64)> = rows.iter().filter_map(id_and_sequence).collect();
+            let found: HashMap<GameId, u64> = rows.iter().filter_map(id_and_sequence).collect();
             self.games
-                .retain(|id, _| stored.contains_key(id) || found.iter().any(|(f, _)| f == id));
+                .retain(|id, _| stored.contains_key(id) || found.contains_key(id));
             stored.extend(found);
         }
         Ok(stored.into_iter().collect())
