@@ -41,6 +41,8 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let mut config = tonic_prost_build::Config::new();
     config.enable_type_names();
     tonic_prost_build::configure()
+        // prost's bytes with fewer sizing passes (src/codec.rs).
+        .codec_path("crate::codec::Codec")
         .build_client(client)
         .build_server(server)
         .build_transport(client)

@@ -9,6 +9,8 @@
 //! * with the `server` feature, `v1::rules_service_server` and `v1::game_service_server`;
 //! * with the `client` feature, `v1::rules_service_client` and `v1::game_service_client`.
 //!
+//! The services and clients encode with [`codec::Codec`]: prost's bytes, written in fewer passes.
+//!
 //! [`FILE_DESCRIPTOR_SET`] is the encoded descriptor set, for `tonic-reflection`. With the `json`
 //! feature, [`json::to_json`] writes any message in the canonical protobuf JSON mapping.
 
@@ -25,6 +27,8 @@
 pub mod v1 {
     tonic::include_proto!("oanquan.v1");
 }
+
+pub mod codec;
 
 /// The encoded `google.protobuf.FileDescriptorSet` of every file of `oanquan.v1` and its imports
 /// (`google/protobuf/timestamp.proto`), with source info (comments). Register it with
