@@ -92,7 +92,9 @@ pub fn cors_layer(settings: &WebSettings) -> OriginCorsLayer {
             header("x-request-id"),
         ])
         .max_age(Duration::from_secs(3600));
-    OriginCorsLayer { cors }
+    OriginCorsLayer {
+        cors: Arc::new(cors),
+    }
 }
 
 /// CORS for the requests that carry an `Origin` header, which browsers send with every POST
@@ -102,7 +104,7 @@ pub fn cors_layer(settings: &WebSettings) -> OriginCorsLayer {
 /// so the `Vary` it would carry had nothing to say.
 #[derive(Debug, Clone)]
 pub struct OriginCorsLayer {
-    cors: CorsLayer,
+    cors: Arc<CorsLayer>,
 }
 
 impl<S> Layer<S> for OriginCorsLayer {
@@ -110,20 +112,24 @@ impl<S> Layer<S> for OriginCorsLayer {
 
     fn layer(&self, inner: S) -> OriginCors<S> {
         OriginCors {
-            cors: self.cors.layer(inner),
+            inner,
+            cors: Arc::clone(&self.cors),
         }
     }
 }
 
-/// See [`OriginCorsLayer`].
+/// See [`OriginCorsLayer`]. The service stack is cloned for every request, and a `Cors`
+/// service is cloned with its lists of origins and headers (allocations): this keeps the layer
+/// behind an `Arc` and builds the `Cors` service only for the requests that need it.
 #[derive(Debug, Clone)]
 pub struct OriginCors<S> {
-    cors: Cors<S>,
+    inner: S,
+    cors: Arc<CorsLayer>,
 }
 
 impl<S, B, ResBody> Service<Request<B>> for OriginCors<S>
 where
-    S: Service<Request<B>, Response = Response<ResBody>>,
+    S: Service<Request<B>, Response = Response<ResBody>> + Clone,
     ResBody: Default,
 {
     type Response = Response<ResBody>;
@@ -132,14 +138,17 @@ where
 
     fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Self::Error>> {
         // `Cors` only asks its inner service, so either path below may be called after this.
-        self.cors.poll_ready(cx)
+        self.inner.poll_ready(cx)
     }
 
     fn call(&mut self, request: Request<B>) -> Self::Future {
         if request.headers().contains_key(header::ORIGIN) {
-            Either::Left(self.cors.call(request))
+            // The service made ready above goes into `Cors`; a clone stays for the next call.
+            let clone = self.inner.clone();
+            let ready = std::mem::replace(&mut self.inner, clone);
+            Either::Left(self.cors.layer(ready).call(request))
         } else {
-            Either::Right(self.cors.get_mut().call(request))
+            Either::Right(self.inner.call(request))
         }
     }
 }
