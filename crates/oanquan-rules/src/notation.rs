@@ -92,6 +92,17 @@ impl TextBuf {
     }
 
     fn integer(&mut self, n: i64) {
+        // Counts of stones are small: one or two digits are pushed as they are, sparing the
+        // digit buffer and its copy (the notation is written for every move's response).
+        if (0..10).contains(&n) {
+            self.push(b'0' + n as u8);
+            return;
+        }
+        if (10..100).contains(&n) {
+            self.push(b'0' + (n / 10) as u8);
+            self.push(b'0' + (n % 10) as u8);
+            return;
+        }
         if n < 0 {
             self.push(b'-');
         }
@@ -262,6 +273,17 @@ mod tests {
             Setup::start(&Rules::MANCALA_WORLD).to_string(),
             "q,5,5,5,5,5,q,5,5,5,5,5 0:0 1 0"
         );
+    }
+
+    /// The short paths for one and two digits write what the long one (and `format!`) does.
+    #[test]
+    fn integers_are_written_in_decimal() {
+        let boundaries = [i64::MIN, i64::MIN + 1, i64::MAX, -1_000_000_000];
+        for n in (-1_000..=1_000).chain(boundaries) {
+            let mut out = TextBuf::new();
+            out.integer(n);
+            assert_eq!(&out.bytes[..out.len], n.to_string().as_bytes());
+        }
     }
 
     #[test]
