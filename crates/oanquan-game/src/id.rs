@@ -1,15 +1,18 @@
 //! Game ids: opaque, URL-safe, checked in shape when they come from a client or a store.
 
 use std::fmt;
+use std::sync::Arc;
 
 use crate::token::random_game_id;
 
 /// Longest game id accepted from a client; ours are 16 characters.
 const MAX_GAME_ID_LEN: usize = 64;
 
-/// An opaque, URL-safe game id.
+/// An opaque, URL-safe game id. Shared rather than owned: a move clones its game's id several
+/// times (its state's load and commit, its events), each a reference count instead of an
+/// allocation (BENCHMARKS.md, issue 20).
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub struct GameId(String);
+pub struct GameId(Arc<str>);
 
 /// Why a client-supplied game id is malformed (as opposed to unknown).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
@@ -26,7 +29,7 @@ impl GameId {
     /// A fresh random id.
     #[must_use]
     pub fn generate() -> GameId {
-        GameId(random_game_id())
+        GameId(random_game_id().into())
     }
 
     /// Checks the shape of an id from a client or a store.
@@ -44,7 +47,7 @@ impl GameId {
         {
             Err(GameIdError::Malformed)
         } else {
-            Ok(GameId(s.to_owned()))
+            Ok(GameId(s.into()))
         }
     }
 

@@ -383,7 +383,7 @@ pub fn game_out(game: &GameInfo) -> pb::Game {
 /// [`game_out`] with its current position already converted.
 fn game_with_position(game: &GameInfo, position: pb::Position) -> pb::Game {
     pb::Game {
-        id: game.id.to_string(),
+        id: game.id.as_str().to_owned(),
         rule_set: Some(rule_set_out(&game.rules)),
         preset: game.preset.map(|p| p.name().to_owned()).unwrap_or_default(),
         first_seat: Some(seat_out(Player::First, game.seats.first.as_ref())),
