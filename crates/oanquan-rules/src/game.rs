@@ -11,7 +11,6 @@ use crate::trace::Step;
 
 /// A game: a start position, the moves played from it, and the repetition count that a single
 /// position cannot know.
-#[derive(Clone)]
 pub struct Game {
     start: Position,
     moves: Vec<Move>,
@@ -59,6 +58,22 @@ impl fmt::Display for ReplayError {
 }
 
 impl std::error::Error for ReplayError {}
+
+/// A copy is usually made to play the next move on it (a server loads a stored game, plays, and
+/// stores it back): the move list gets room for one more move, which spares reallocating it
+/// (and copying it whole) at that move.
+impl Clone for Game {
+    fn clone(&self) -> Game {
+        let mut moves = Vec::with_capacity(self.moves.len() + 1);
+        moves.extend_from_slice(&self.moves);
+        Game {
+            start: self.start,
+            moves,
+            position: self.position,
+            seen: self.seen.clone(),
+        }
+    }
+}
 
 impl Game {
     /// A new game from the start position of `rules`.
@@ -196,5 +211,30 @@ impl fmt::Debug for Game {
             .field("moves", &self.moves.len())
             .field("position", &self.position)
             .finish_non_exhaustive()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A copy has the original's moves and position and goes on independently of it.
+    #[test]
+    fn a_copy_plays_on_independently() {
+        let mut game = Game::from_position(Position::new(Rules::default()).expect("valid rules"));
+        for _ in 0..6 {
+            let mv = *game.position().legal_moves().iter().next().expect("a move");
+            game.play(mv).expect("a legal move");
+        }
+        let mut copy = game.clone();
+        assert_eq!(copy.moves(), game.moves());
+        assert_eq!(copy.position(), game.position());
+        let mv = *copy.position().legal_moves().iter().next().expect("a move");
+        copy.play(mv).expect("a legal move");
+        assert_eq!(copy.moves().len(), game.moves().len() + 1);
+        assert_eq!(&copy.moves()[..game.moves().len()], game.moves());
+        let mut again = game.clone();
+        again.play(mv).expect("a legal move");
+        assert_eq!(again.position(), copy.position());
     }
 }
