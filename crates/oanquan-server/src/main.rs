@@ -173,8 +173,9 @@ struct Args {
     )]
     metrics_listen: Option<SocketAddr>,
 
-    /// This server's name in the metrics (`oanquan_build_info{node=…}`), to tell nodes apart.
-    /// Defaults to $HOSTNAME, else the --listen address.
+    /// This server's name in the metrics (`oanquan_build_info{node=…}`), to tell nodes apart:
+    /// at most 64 bytes of letters, digits and - _ . : @ / [ ]. Defaults to $HOSTNAME (if it
+    /// is such a name), else the --listen address.
     #[arg(
         long,
         env = "OANQUAN_NODE_NAME",
@@ -261,6 +262,37 @@ struct BackupArgs {
     force: bool,
 }
 
+/// Longest `--node-name`: a label on every metric, and a name to read on a dashboard.
+const MAX_NODE_NAME: usize = 64;
+
+/// Why `name` cannot be a node's name, or `None`. Host names, addresses with their port and pod
+/// names fit; whatever could break a metric's label or a log line (quotes, control characters,
+/// spaces) does not, nor a length that would be copied into every scrape. The value itself is
+/// not repeated: it may be huge, or hold a line break.
+fn node_name_problem(name: &str) -> Option<String> {
+    if name.is_empty() {
+        return Some("is empty; give a name, or leave the option out".to_owned());
+    }
+    if name.len() > MAX_NODE_NAME {
+        return Some(format!(
+            "is {} bytes long; give at most {MAX_NODE_NAME}",
+            name.len()
+        ));
+    }
+    let allowed = |c: char| c.is_ascii_alphanumeric() || "-_.:@/[]".contains(c);
+    let (at, bad) = name.char_indices().find(|&(_, c)| !allowed(c))?;
+    let what = if bad.is_control() {
+        "a control character".to_owned()
+    } else if bad.is_whitespace() {
+        "a space".to_owned()
+    } else {
+        format!("{bad:?}")
+    };
+    Some(format!(
+        "has {what} at byte {at}; use only letters, digits and - _ . : @ / [ ]"
+    ))
+}
+
 /// A PostgreSQL URL, for OANQUAN_DATABASE_URL.
 fn parse_postgres_url(text: &str) -> Result<String, String> {
     if is_postgres_url(text) {
@@ -324,6 +356,12 @@ impl Args {
                 ErrorKind::ArgumentConflict,
                 "--database (OANQUAN_DATABASE, OANQUAN_DATABASE_URL) and --in-memory \
                  (OANQUAN_IN_MEMORY) contradict each other: keep one",
+            ));
+        }
+        if let Some(problem) = args.node_name.as_deref().and_then(node_name_problem) {
+            return Err(Self::command().error(
+                ErrorKind::ValueValidation,
+                format!("--node-name (OANQUAN_NODE_NAME) {problem}"),
             ));
         }
         if database_given && args.database_url.is_some() {
@@ -423,7 +461,7 @@ async fn serve(args: Args) -> anyhow::Result<()> {
                 .or_else(|| {
                     std::env::var("HOSTNAME")
                         .ok()
-                        .filter(|name| !name.is_empty())
+                        .filter(|name| node_name_problem(name).is_none())
                 })
                 .unwrap_or_else(|| local.to_string());
             let metrics = Metrics::new(&node);
@@ -555,6 +593,48 @@ mod tests {
     use std::path::Path;
 
     use super::*;
+
+    #[test]
+    fn node_names_are_short_and_plain() {
+        for good in [
+            "node-a",
+            "web-7f9c_2.example.org",
+            "10.0.0.1:50051",
+            "[::1]:50051",
+        ] {
+            assert_eq!(node_name_problem(good), None, "{good}");
+        }
+        assert_eq!(node_name_problem(&"a".repeat(64)), None);
+        let too_long = node_name_problem(&"a".repeat(65)).unwrap();
+        assert!(
+            too_long.contains("65 bytes long; give at most 64"),
+            "{too_long}"
+        );
+        let control = node_name_problem("node\nfake_metric 1").unwrap();
+        assert!(
+            control.contains("a control character at byte 4"),
+            "{control}"
+        );
+        assert!(!control.contains('\n'));
+        assert!(
+            node_name_problem("a b")
+                .unwrap()
+                .contains("a space at byte 1")
+        );
+        assert!(
+            node_name_problem("a\"b")
+                .unwrap()
+                .contains("'\"' at byte 1")
+        );
+        assert!(node_name_problem("").unwrap().contains("empty"));
+        let error = Args::try_parse_checked(["oanquan-server", "--node-name", "a\u{7}b"])
+            .unwrap_err()
+            .to_string();
+        assert!(
+            error.contains("--node-name (OANQUAN_NODE_NAME) has a control character at byte 1"),
+            "{error}"
+        );
+    }
 
     #[test]
     fn switches_take_the_usual_spellings() {

@@ -30,6 +30,9 @@ fn server(dir: &Path, env: &[(&str, &str)], args: &[&str]) -> Command {
         "OANQUAN_DATABASE_POOL_WAIT",
         "OANQUAN_DATABASE_CONNECT_TIMEOUT",
         "OANQUAN_DATABASE_STATEMENT_TIMEOUT",
+        "OANQUAN_DATABASE_BATCH",
+        "OANQUAN_DATABASE_WRITERS",
+        "OANQUAN_NODE_NAME",
     ] {
         command.env_remove(variable);
     }
@@ -277,6 +280,68 @@ fn database_pool_and_timeout_values_start_the_server() {
             "--database-statement-timeout",
             "1ms",
         ],
+    ));
+    drop(running);
+}
+
+/// A node name too long or with a control character stops the server with one line saying
+/// why, without repeating the value; a plain one starts it.
+#[test]
+fn node_names_are_bounded_in_length_and_characters() {
+    let huge = "n".repeat(100_000);
+    let cases: [Case<'_>; 3] = [
+        (
+            &[],
+            &["--node-name", &huge],
+            "is 100000 bytes long; give at most 64",
+        ),
+        (
+            &[("OANQUAN_NODE_NAME", "node\nfake_metric 1")],
+            &[],
+            "has a control character at byte 4",
+        ),
+        (&[], &["--node-name", "node a"], "has a space at byte 4"),
+    ];
+    for (env, args, reason) in cases {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let output = server(dir.path(), env, args)
+            .args(["--in-memory", "--metrics-listen", "127.0.0.1:0"])
+            .output()
+            .expect("run oanquan-server");
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert_eq!(output.status.code(), Some(2), "{stderr}");
+        assert!(output.stdout.is_empty(), "nothing listens: {stderr}");
+        let first = stderr.lines().next().unwrap_or_default();
+        assert!(
+            first.starts_with("error: --node-name (OANQUAN_NODE_NAME) ") && first.contains(reason),
+            "{stderr}"
+        );
+        assert!(
+            stderr.len() < 500,
+            "the value is not repeated: {} bytes",
+            stderr.len()
+        );
+        assert!(!stderr.contains("fake_metric"), "{stderr}");
+    }
+    let dir = tempfile::tempdir().expect("tempdir");
+    let name = "web-7.example.org:50051";
+    assert_eq!(name.len(), 23);
+    let running = Running::start(server(
+        dir.path(),
+        &[],
+        &[
+            "--in-memory",
+            "--metrics-listen",
+            "127.0.0.1:0",
+            "--node-name",
+            &"a".repeat(64),
+        ],
+    ));
+    drop(running);
+    let running = Running::start(server(
+        dir.path(),
+        &[("OANQUAN_NODE_NAME", name)],
+        &["--in-memory", "--metrics-listen", "127.0.0.1:0"],
     ));
     drop(running);
 }
