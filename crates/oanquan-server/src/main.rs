@@ -144,6 +144,11 @@ struct Args {
     #[command(flatten)]
     database_limits: DatabaseLimits,
 
+    /// The PostgreSQL-only flags given (on the command line or in the environment), for the
+    /// warning that another store ignores them. Not a flag.
+    #[arg(skip)]
+    postgres_flags_given: Vec<&'static str>,
+
     #[command(flatten)]
     transport: TransportLimits,
 
@@ -262,6 +267,16 @@ struct BackupArgs {
     force: bool,
 }
 
+/// The PostgreSQL store's flags (clap ids and how they are written): other stores ignore them.
+const POSTGRES_FLAGS: [(&str, &str); 6] = [
+    ("database_pool_size", "--database-pool-size"),
+    ("database_connect_timeout", "--database-connect-timeout"),
+    ("database_pool_wait", "--database-pool-wait"),
+    ("database_statement_timeout", "--database-statement-timeout"),
+    ("database_batch", "--database-batch"),
+    ("database_writers", "--database-writers"),
+];
+
 /// Longest `--node-name`: a label on every metric, and a name to read on a dashboard.
 const MAX_NODE_NAME: usize = 64;
 
@@ -347,7 +362,16 @@ impl Args {
         T: Into<std::ffi::OsString> + Clone,
     {
         let matches = Self::command().try_get_matches_from(args)?;
-        let args = Self::from_arg_matches(&matches)?;
+        let mut args = Self::from_arg_matches(&matches)?;
+        args.postgres_flags_given = POSTGRES_FLAGS
+            .iter()
+            .filter(|(id, _)| {
+                matches
+                    .value_source(id)
+                    .is_some_and(|source| source != ValueSource::DefaultValue)
+            })
+            .map(|&(_, flag)| flag)
+            .collect();
         let database_given = matches
             .value_source("database")
             .is_some_and(|source| source != ValueSource::DefaultValue);
@@ -372,6 +396,18 @@ impl Args {
             ));
         }
         Ok(args)
+    }
+
+    /// The warning for PostgreSQL-only flags given to a server on another store, or `None`.
+    fn ignored_postgres_flags(&self, storage: &Storage) -> Option<String> {
+        if matches!(storage, Storage::Postgres { .. }) || self.postgres_flags_given.is_empty() {
+            return None;
+        }
+        Some(format!(
+            "{} apply only to PostgreSQL (a postgres:// --database); this server's store \
+             ignores them",
+            self.postgres_flags_given.join(", ")
+        ))
     }
 
     fn config(&self) -> Config {
@@ -433,6 +469,11 @@ fn shutdown_signal() -> std::io::Result<impl std::future::Future<Output = ()>> {
 
 async fn serve(args: Args) -> anyhow::Result<()> {
     let mut config = args.config();
+    // Not refused: one environment for every node (and the same flags on a test's SQLite or
+    // in-memory server) is a normal setup; but a setting that does nothing is said once.
+    if let Some(ignored) = args.ignored_postgres_flags(&config.storage) {
+        tracing::warn!("{ignored}");
+    }
     if let (Some(cert), Some(key)) = (&args.tls_cert, &args.tls_key) {
         config.tls = Some(TlsIdentity::read(cert, key)?);
         config.tls_reload = Some(TlsReload {
@@ -593,6 +634,48 @@ mod tests {
     use std::path::Path;
 
     use super::*;
+
+    #[test]
+    fn postgres_only_flags_given_to_another_store_are_named_once() {
+        let ignored = |argv: &[&str]| {
+            let args = Args::try_parse_checked(argv.iter().copied()).unwrap();
+            args.ignored_postgres_flags(&args.config().storage)
+        };
+        assert_eq!(ignored(&["oanquan-server", "--in-memory"]), None);
+        assert_eq!(
+            ignored(&[
+                "oanquan-server",
+                "--in-memory",
+                "--database-batch",
+                "8",
+                "--database-writers",
+                "4"
+            ])
+            .as_deref(),
+            Some(
+                "--database-batch, --database-writers apply only to PostgreSQL (a postgres:// \
+                 --database); this server's store ignores them"
+            )
+        );
+        let sqlite = ignored(&[
+            "oanquan-server",
+            "--database",
+            "x.db",
+            "--database-pool-size",
+            "4",
+        ]);
+        assert!(sqlite.is_some_and(|w| w.starts_with("--database-pool-size apply only")));
+        assert_eq!(
+            ignored(&[
+                "oanquan-server",
+                "--database",
+                "postgres://nobody@127.0.0.1:1/none",
+                "--database-batch",
+                "8"
+            ]),
+            None
+        );
+    }
 
     #[test]
     fn node_names_are_short_and_plain() {
