@@ -123,3 +123,77 @@ fn bad_computer_levels_are_usage_errors() {
     assert_eq!(created.code, Some(2), "{created:?}");
     assert!(created.stderr.contains("master"), "{created:?}");
 }
+
+/// A hint analyzes the hosted game by its id, so the engine knows the moves that led to the
+/// position (the repetition rule, the ply limit), not the bare position: the server's log says
+/// what each analysis was given and how many moves of history it counted.
+#[test]
+fn a_hint_sends_the_game_so_the_engine_knows_its_history() {
+    let log_dir = tempfile::tempdir().expect("temp dir");
+    let log = log_dir.path().join("server.log");
+    let server = Server::start_logged(
+        &["--computer-move-time", "20ms"],
+        "info,oanquan_server::grpc::rules_service=debug",
+        &log,
+    );
+    let dir = config_dir();
+    let (tx, mut lines) = Lines::new();
+    let mut player = CliProcess::spawn(
+        "lan",
+        &server.url(),
+        dir.path(),
+        &[
+            "create",
+            "--name",
+            "lan",
+            "--seat",
+            "second",
+            "--computer",
+            "club",
+            "--play",
+        ],
+        &tx,
+    );
+    let mut legal: Vec<String> = Vec::new();
+    let mut prompts = 0;
+    loop {
+        let line = lines.next_line();
+        if line.stream != Stream::Stdout {
+            continue;
+        }
+        let text = line.text.as_str();
+        if let Some(list) = text.strip_prefix("legal moves: ") {
+            legal = list.split_whitespace().map(str::to_owned).collect();
+        } else if text.starts_with("hint: ") {
+            break;
+        } else if text == "your move" {
+            prompts += 1;
+            // The computer's move, ours, the computer's: three moves of history.
+            if prompts == 1 {
+                let first = legal
+                    .first()
+                    .unwrap_or_else(|| panic!("{}", lines.tail(30)));
+                player.send(first);
+            } else {
+                player.send("hint");
+            }
+        } else if text.starts_with("game over: ") || text.starts_with("error: ") {
+            panic!("before the hint:\n{}", lines.tail(30));
+        }
+    }
+    player.send("quit");
+    player.wait();
+    drop(server);
+
+    let log = std::fs::read_to_string(&log).expect("the server log");
+    let analyses: Vec<&str> = log
+        .lines()
+        .filter(|l| l.contains("analysis requested"))
+        .collect();
+    assert_eq!(analyses.len(), 1, "{log}");
+    assert!(
+        analyses[0].contains("given=\"game_id\"") && analyses[0].contains("history_plies=3"),
+        "{}",
+        analyses[0]
+    );
+}

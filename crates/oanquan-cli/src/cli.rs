@@ -379,7 +379,7 @@ seat's token is not stored). The board is \
 drawn from your seat; when it is your turn, type a move in your own terms: your square 1-5 \
 counted from your left, then l/left or r/right as you see the board: `3 r`, `3r`, `2 left`. \
 Other commands at the prompt: `moves` (legal moves), `board`, `hint` (the server's engine \
-suggests a move, with its evaluation), `help`, `resign` (asks to confirm with y), `abort` (only \
+suggests a move, with its evaluation, knowing the game's moves so far), `help`, `resign` (asks to confirm with y), `abort` (only \
 before the first move: calls the game off), `draw` (offer a draw, or accept the opponent's \
 offer), `decline` (refuse the opponent's draw offer), `claim` (claim the win of an untimed game \
 whose opponent has not moved for a long time; the server says how long is left; a script, whose \

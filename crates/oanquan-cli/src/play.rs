@@ -6,9 +6,10 @@ use std::time::{Duration, Instant};
 use oanquan_proto::v1::{
     AbortGameRequest, AnalyzeRequest, ClaimVictoryRequest, DeclineDrawRequest,
     DeclineRematchRequest, LegalMovesRequest, OfferDrawRequest, OfferRematchRequest,
-    PlayMoveRequest, ResignRequest, RulesSpec, game_event, rules_spec,
+    PlayMoveRequest, ResignRequest, RulesSpec, analyze_request, game_event, rules_spec,
 };
 use tokio::sync::mpsc;
+use tonic_types::StatusExt as _;
 
 use crate::cli::{DisplayArgs, LiveArgs, WatchArgs};
 use crate::client::{Clients, authed, request};
@@ -700,20 +701,28 @@ impl Player {
 
     /// Asks the server's engine for the best move in the current position and prints it in
     /// the player's own terms: `hint: 3 right (3r), eval +4, depth 9`.
+    ///
+    /// The server is given the hosted game by id, so that the search knows its history (the
+    /// repetition rule, the ply limit); only if it refuses the id (a server that cannot load
+    /// it) is the bare position sent instead.
     async fn hint(&self, live: &Live) -> Result<(), CliError> {
-        let rules = live.game.rule_set.map(|r| RulesSpec {
-            kind: Some(rules_spec::Kind::RuleSet(r)),
-        });
-        let analyzed = live_rules(live)
-            .analyze(request(AnalyzeRequest {
-                game: None,
-                rules,
+        let by_id = AnalyzeRequest {
+            game: Some(analyze_request::Game::GameId(self.game_id.clone())),
+            time_limit_ms: HINT_TIME_MS,
+            ..AnalyzeRequest::default()
+        };
+        let mut analyzed = live_rules(live).analyze(request(by_id)).await;
+        if analyzed.as_ref().is_err_and(refuses_game_id) {
+            let by_position = AnalyzeRequest {
+                rules: live.game.rule_set.map(|r| RulesSpec {
+                    kind: Some(rules_spec::Kind::RuleSet(r)),
+                }),
                 position: live.game.position.clone(),
                 time_limit_ms: HINT_TIME_MS,
-                node_limit: None,
-                depth_limit: None,
-            }))
-            .await;
+                ..AnalyzeRequest::default()
+            };
+            analyzed = live_rules(live).analyze(request(by_position)).await;
+        }
         let analysis = match analyzed {
             Ok(response) => response.into_inner(),
             Err(status) => {
@@ -772,6 +781,19 @@ impl Player {
     }
 }
 
+/// Whether an Analyze by `game_id` failed because of the id itself (the game not found, or the
+/// id refused): then the position alone can still be analyzed. Any other failure (the engine
+/// busy, the server unreachable) would fail the same way again.
+fn refuses_game_id(status: &tonic::Status) -> bool {
+    match status.code() {
+        tonic::Code::NotFound => true,
+        tonic::Code::InvalidArgument => status
+            .get_details_bad_request()
+            .is_some_and(|b| b.field_violations.iter().any(|v| v.field == "game_id")),
+        _ => false,
+    }
+}
+
 /// `hint: 3 right (3r), eval +4, depth 9` (stable format, see `play --help`).
 fn hint_line(mv: LocalMove, eval_points: i32, depth: u32, exact: bool) -> String {
     let exact = if exact { ", exact" } else { "" };
@@ -797,6 +819,24 @@ fn live_rules(
 mod tests {
     use super::*;
     use crate::moves::Dir;
+
+    /// Only a refusal of the id itself makes the hint fall back to the bare position.
+    #[test]
+    fn a_hint_falls_back_to_the_position_only_when_the_id_is_refused() {
+        let bad = |field: &str| {
+            tonic::Status::with_error_details(
+                tonic::Code::InvalidArgument,
+                "bad",
+                tonic_types::ErrorDetails::with_bad_request_violation(field, "bad"),
+            )
+        };
+        assert!(refuses_game_id(&tonic::Status::not_found("no such game")));
+        assert!(refuses_game_id(&bad("game_id")));
+        assert!(!refuses_game_id(&bad("time_limit_ms")));
+        assert!(!refuses_game_id(&tonic::Status::invalid_argument("bare")));
+        assert!(!refuses_game_id(&tonic::Status::resource_exhausted("busy")));
+        assert!(!refuses_game_id(&tonic::Status::unavailable("down")));
+    }
 
     #[test]
     fn hint_lines() {

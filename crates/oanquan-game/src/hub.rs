@@ -289,6 +289,19 @@ impl Hub {
         })
     }
 
+    /// The games with at least one watcher here: what a multi-node listener must keep exact.
+    #[must_use]
+    pub fn watched_games(&self) -> Vec<GameId> {
+        self.games().keys().cloned().collect()
+    }
+
+    /// Whether anything (the background agents) takes the commit feed now: only then is a
+    /// game's state after another node's commit worth reading.
+    #[must_use]
+    pub fn feeds_commits(&self) -> bool {
+        self.commits.receiver_count() > 0
+    }
+
     /// Publishes what a commit wrote.
     pub fn publish(&self, committed: &Committed) {
         for event in &committed.game_events {
@@ -368,6 +381,31 @@ mod tests {
             seat: Some(player),
             ..Watcher::default()
         }
+    }
+
+    /// The watched games are those with a watcher now, and the commit feed counts as fed only
+    /// while someone takes it.
+    #[test]
+    fn watched_games_and_the_commit_feed_follow_their_subscribers() {
+        let hub = Hub::new(4);
+        let a = GameId::parse("a").unwrap();
+        let b = GameId::parse("b").unwrap();
+        assert!(hub.watched_games().is_empty());
+        let (_rx_a, guard_a) = hub.subscribe_game(&a, 4).unwrap();
+        let (_rx_b, guard_b) = hub.subscribe_game(&b, 4).unwrap();
+        let mut watched = hub.watched_games();
+        watched.sort_by(|x, y| x.as_str().cmp(y.as_str()));
+        assert_eq!(watched, vec![a.clone(), b]);
+        drop(guard_b);
+        assert_eq!(hub.watched_games(), vec![a]);
+        drop(guard_a);
+        assert!(hub.watched_games().is_empty());
+
+        assert!(!hub.feeds_commits());
+        let commits = hub.subscribe_commits();
+        assert!(hub.feeds_commits());
+        drop(commits);
+        assert!(!hub.feeds_commits());
     }
 
     #[test]

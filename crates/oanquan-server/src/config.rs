@@ -271,8 +271,8 @@ impl MemoryStoreLimits {
     }
 }
 
-/// The PostgreSQL store's connection pool and timeouts (with a `postgres://` database; the
-/// other stores ignore them).
+/// The PostgreSQL store's connection pool, timeouts and group commit (with a `postgres://`
+/// database; the other stores ignore them, and the server warns at start that they do).
 #[derive(Debug, Clone, Copy, PartialEq, Args)]
 #[command(next_help_heading = "Storage")]
 pub struct DatabaseLimits {

@@ -144,6 +144,11 @@ struct Args {
     #[command(flatten)]
     database_limits: DatabaseLimits,
 
+    /// The PostgreSQL-only flags given (on the command line or in the environment), for the
+    /// warning that another store ignores them. Not a flag.
+    #[arg(skip)]
+    postgres_flags_given: Vec<&'static str>,
+
     #[command(flatten)]
     transport: TransportLimits,
 
@@ -173,8 +178,9 @@ struct Args {
     )]
     metrics_listen: Option<SocketAddr>,
 
-    /// This server's name in the metrics (`oanquan_build_info{node=…}`), to tell nodes apart.
-    /// Defaults to $HOSTNAME, else the --listen address.
+    /// This server's name in the metrics (`oanquan_build_info{node=…}`), to tell nodes apart:
+    /// at most 64 bytes of letters, digits and - _ . : @ / [ ]. Defaults to $HOSTNAME (if it
+    /// is such a name), else the --listen address.
     #[arg(
         long,
         env = "OANQUAN_NODE_NAME",
@@ -261,6 +267,47 @@ struct BackupArgs {
     force: bool,
 }
 
+/// The PostgreSQL store's flags (clap ids and how they are written): other stores ignore them.
+const POSTGRES_FLAGS: [(&str, &str); 6] = [
+    ("database_pool_size", "--database-pool-size"),
+    ("database_connect_timeout", "--database-connect-timeout"),
+    ("database_pool_wait", "--database-pool-wait"),
+    ("database_statement_timeout", "--database-statement-timeout"),
+    ("database_batch", "--database-batch"),
+    ("database_writers", "--database-writers"),
+];
+
+/// Longest `--node-name`: a label on every metric, and a name to read on a dashboard.
+const MAX_NODE_NAME: usize = 64;
+
+/// Why `name` cannot be a node's name, or `None`. Host names, addresses with their port and pod
+/// names fit; whatever could break a metric's label or a log line (quotes, control characters,
+/// spaces) does not, nor a length that would be copied into every scrape. The value itself is
+/// not repeated: it may be huge, or hold a line break.
+fn node_name_problem(name: &str) -> Option<String> {
+    if name.is_empty() {
+        return Some("is empty; give a name, or leave the option out".to_owned());
+    }
+    if name.len() > MAX_NODE_NAME {
+        return Some(format!(
+            "is {} bytes long; give at most {MAX_NODE_NAME}",
+            name.len()
+        ));
+    }
+    let allowed = |c: char| c.is_ascii_alphanumeric() || "-_.:@/[]".contains(c);
+    let (at, bad) = name.char_indices().find(|&(_, c)| !allowed(c))?;
+    let what = if bad.is_control() {
+        "a control character".to_owned()
+    } else if bad.is_whitespace() {
+        "a space".to_owned()
+    } else {
+        format!("{bad:?}")
+    };
+    Some(format!(
+        "has {what} at byte {at}; use only letters, digits and - _ . : @ / [ ]"
+    ))
+}
+
 /// A PostgreSQL URL, for OANQUAN_DATABASE_URL.
 fn parse_postgres_url(text: &str) -> Result<String, String> {
     if is_postgres_url(text) {
@@ -315,7 +362,16 @@ impl Args {
         T: Into<std::ffi::OsString> + Clone,
     {
         let matches = Self::command().try_get_matches_from(args)?;
-        let args = Self::from_arg_matches(&matches)?;
+        let mut args = Self::from_arg_matches(&matches)?;
+        args.postgres_flags_given = POSTGRES_FLAGS
+            .iter()
+            .filter(|(id, _)| {
+                matches
+                    .value_source(id)
+                    .is_some_and(|source| source != ValueSource::DefaultValue)
+            })
+            .map(|&(_, flag)| flag)
+            .collect();
         let database_given = matches
             .value_source("database")
             .is_some_and(|source| source != ValueSource::DefaultValue);
@@ -326,6 +382,12 @@ impl Args {
                  (OANQUAN_IN_MEMORY) contradict each other: keep one",
             ));
         }
+        if let Some(problem) = args.node_name.as_deref().and_then(node_name_problem) {
+            return Err(Self::command().error(
+                ErrorKind::ValueValidation,
+                format!("--node-name (OANQUAN_NODE_NAME) {problem}"),
+            ));
+        }
         if database_given && args.database_url.is_some() {
             return Err(Self::command().error(
                 ErrorKind::ArgumentConflict,
@@ -334,6 +396,18 @@ impl Args {
             ));
         }
         Ok(args)
+    }
+
+    /// The warning for PostgreSQL-only flags given to a server on another store, or `None`.
+    fn ignored_postgres_flags(&self, storage: &Storage) -> Option<String> {
+        if matches!(storage, Storage::Postgres { .. }) || self.postgres_flags_given.is_empty() {
+            return None;
+        }
+        Some(format!(
+            "{} apply only to PostgreSQL (a postgres:// --database); this server's store \
+             ignores them",
+            self.postgres_flags_given.join(", ")
+        ))
     }
 
     fn config(&self) -> Config {
@@ -395,6 +469,11 @@ fn shutdown_signal() -> std::io::Result<impl std::future::Future<Output = ()>> {
 
 async fn serve(args: Args) -> anyhow::Result<()> {
     let mut config = args.config();
+    // Not refused: one environment for every node (and the same flags on a test's SQLite or
+    // in-memory server) is a normal setup; but a setting that does nothing is said once.
+    if let Some(ignored) = args.ignored_postgres_flags(&config.storage) {
+        tracing::warn!("{ignored}");
+    }
     if let (Some(cert), Some(key)) = (&args.tls_cert, &args.tls_key) {
         config.tls = Some(TlsIdentity::read(cert, key)?);
         config.tls_reload = Some(TlsReload {
@@ -423,7 +502,7 @@ async fn serve(args: Args) -> anyhow::Result<()> {
                 .or_else(|| {
                     std::env::var("HOSTNAME")
                         .ok()
-                        .filter(|name| !name.is_empty())
+                        .filter(|name| node_name_problem(name).is_none())
                 })
                 .unwrap_or_else(|| local.to_string());
             let metrics = Metrics::new(&node);
@@ -555,6 +634,90 @@ mod tests {
     use std::path::Path;
 
     use super::*;
+
+    #[test]
+    fn postgres_only_flags_given_to_another_store_are_named_once() {
+        let ignored = |argv: &[&str]| {
+            let args = Args::try_parse_checked(argv.iter().copied()).unwrap();
+            args.ignored_postgres_flags(&args.config().storage)
+        };
+        assert_eq!(ignored(&["oanquan-server", "--in-memory"]), None);
+        assert_eq!(
+            ignored(&[
+                "oanquan-server",
+                "--in-memory",
+                "--database-batch",
+                "8",
+                "--database-writers",
+                "4"
+            ])
+            .as_deref(),
+            Some(
+                "--database-batch, --database-writers apply only to PostgreSQL (a postgres:// \
+                 --database); this server's store ignores them"
+            )
+        );
+        let sqlite = ignored(&[
+            "oanquan-server",
+            "--database",
+            "x.db",
+            "--database-pool-size",
+            "4",
+        ]);
+        assert!(sqlite.is_some_and(|w| w.starts_with("--database-pool-size apply only")));
+        assert_eq!(
+            ignored(&[
+                "oanquan-server",
+                "--database",
+                "postgres://nobody@127.0.0.1:1/none",
+                "--database-batch",
+                "8"
+            ]),
+            None
+        );
+    }
+
+    #[test]
+    fn node_names_are_short_and_plain() {
+        for good in [
+            "node-a",
+            "web-7f9c_2.example.org",
+            "10.0.0.1:50051",
+            "[::1]:50051",
+        ] {
+            assert_eq!(node_name_problem(good), None, "{good}");
+        }
+        assert_eq!(node_name_problem(&"a".repeat(64)), None);
+        let too_long = node_name_problem(&"a".repeat(65)).unwrap();
+        assert!(
+            too_long.contains("65 bytes long; give at most 64"),
+            "{too_long}"
+        );
+        let control = node_name_problem("node\nfake_metric 1").unwrap();
+        assert!(
+            control.contains("a control character at byte 4"),
+            "{control}"
+        );
+        assert!(!control.contains('\n'));
+        assert!(
+            node_name_problem("a b")
+                .unwrap()
+                .contains("a space at byte 1")
+        );
+        assert!(
+            node_name_problem("a\"b")
+                .unwrap()
+                .contains("'\"' at byte 1")
+        );
+        assert!(node_name_problem("").unwrap().contains("empty"));
+        let error = Args::try_parse_checked(["oanquan-server", "--node-name", "a\u{7}b"])
+            .unwrap_err()
+            .to_string();
+        assert!(
+            error.contains("--node-name (OANQUAN_NODE_NAME) has a control character at byte 1"),
+            "{error}"
+        );
+    }
 
     #[test]
     fn switches_take_the_usual_spellings() {

@@ -30,6 +30,9 @@ fn server(dir: &Path, env: &[(&str, &str)], args: &[&str]) -> Command {
         "OANQUAN_DATABASE_POOL_WAIT",
         "OANQUAN_DATABASE_CONNECT_TIMEOUT",
         "OANQUAN_DATABASE_STATEMENT_TIMEOUT",
+        "OANQUAN_DATABASE_BATCH",
+        "OANQUAN_DATABASE_WRITERS",
+        "OANQUAN_NODE_NAME",
     ] {
         command.env_remove(variable);
     }
@@ -260,8 +263,8 @@ fn bad_database_pool_and_timeout_values_are_refused_with_the_reason() {
 }
 
 /// Good values are taken from the flags and the environment alike: a pool wait given in the
-/// environment and the other flags on the command line start a server (here on SQLite, which
-/// ignores them, so the test needs no PostgreSQL).
+/// environment and the other flags on the command line start a server (here in memory, which
+/// ignores them with a warning, so the test needs no PostgreSQL).
 #[test]
 fn database_pool_and_timeout_values_start_the_server() {
     let dir = tempfile::tempdir().expect("tempdir");
@@ -279,4 +282,114 @@ fn database_pool_and_timeout_values_start_the_server() {
         ],
     ));
     drop(running);
+}
+
+/// A node name too long or with a control character stops the server with one line saying
+/// why, without repeating the value; a plain one starts it.
+#[test]
+fn node_names_are_bounded_in_length_and_characters() {
+    let huge = "n".repeat(100_000);
+    let cases: [Case<'_>; 3] = [
+        (
+            &[],
+            &["--node-name", &huge],
+            "is 100000 bytes long; give at most 64",
+        ),
+        (
+            &[("OANQUAN_NODE_NAME", "node\nfake_metric 1")],
+            &[],
+            "has a control character at byte 4",
+        ),
+        (&[], &["--node-name", "node a"], "has a space at byte 4"),
+    ];
+    for (env, args, reason) in cases {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let output = server(dir.path(), env, args)
+            .args(["--in-memory", "--metrics-listen", "127.0.0.1:0"])
+            .output()
+            .expect("run oanquan-server");
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert_eq!(output.status.code(), Some(2), "{stderr}");
+        assert!(output.stdout.is_empty(), "nothing listens: {stderr}");
+        let first = stderr.lines().next().unwrap_or_default();
+        assert!(
+            first.starts_with("error: --node-name (OANQUAN_NODE_NAME) ") && first.contains(reason),
+            "{stderr}"
+        );
+        assert!(
+            stderr.len() < 500,
+            "the value is not repeated: {} bytes",
+            stderr.len()
+        );
+        assert!(!stderr.contains("fake_metric"), "{stderr}");
+    }
+    let dir = tempfile::tempdir().expect("tempdir");
+    let name = "web-7.example.org:50051";
+    assert_eq!(name.len(), 23);
+    let running = Running::start(server(
+        dir.path(),
+        &[],
+        &[
+            "--in-memory",
+            "--metrics-listen",
+            "127.0.0.1:0",
+            "--node-name",
+            &"a".repeat(64),
+        ],
+    ));
+    drop(running);
+    let running = Running::start(server(
+        dir.path(),
+        &[("OANQUAN_NODE_NAME", name)],
+        &["--in-memory", "--metrics-listen", "127.0.0.1:0"],
+    ));
+    drop(running);
+}
+
+/// What a started server wrote on stderr until it announced its address (the start-up
+/// warnings), then killed.
+fn startup_log(mut command: Command) -> String {
+    let mut child = command
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn oanquan-server");
+    let mut line = String::new();
+    BufReader::new(child.stdout.take().expect("stdout"))
+        .read_line(&mut line)
+        .expect("read the first line");
+    assert!(
+        line.starts_with("oanquan-server listening on "),
+        "the server did not start: {line:?}"
+    );
+    let _ = child.kill();
+    let output = child.wait_with_output().expect("wait for oanquan-server");
+    String::from_utf8_lossy(&output.stderr).into_owned()
+}
+
+/// --database-batch and --database-writers (like the other PostgreSQL-only flags) do nothing on
+/// another store: the server starts, and says so once at start, naming them; without them it
+/// says nothing of the kind.
+#[test]
+fn postgres_only_flags_on_another_store_are_warned_about_once() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let log = startup_log(server(
+        dir.path(),
+        &[("OANQUAN_DATABASE_WRITERS", "4")],
+        &["--in-memory", "--database-batch", "8"],
+    ));
+    let warnings: Vec<&str> = log
+        .lines()
+        .filter(|l| l.contains("apply only to PostgreSQL"))
+        .collect();
+    assert_eq!(warnings.len(), 1, "{log}");
+    assert!(
+        warnings[0].contains("WARN")
+            && warnings[0]
+                .contains("--database-batch, --database-writers apply only to PostgreSQL"),
+        "{log}"
+    );
+
+    let log = startup_log(server(dir.path(), &[], &["--in-memory"]));
+    assert!(!log.contains("apply only to PostgreSQL"), "{log}");
 }

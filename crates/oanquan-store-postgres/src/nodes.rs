@@ -5,7 +5,7 @@
 //! Both use a dedicated connection, outside the pool: a `LISTEN` and a session advisory lock
 //! belong to one session, which a pooled connection would hand to other calls.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -20,10 +20,9 @@ use crate::fault;
 use crate::writer::{GAME_CHANNEL, LOBBY_CHANNEL};
 use crate::{PostgresStore, reads};
 
-/// Games whose last published sequence is remembered. Only a hint against publishing an event
-/// twice (watchers drop duplicates by sequence anyway), so forgetting all of them when full
-/// costs a few reads, never correctness.
-const MAX_TRACKED_GAMES: usize = 65_536;
+/// Watched games read per catch-up statement: a node watching more reads them in pages, so
+/// that no statement carries an unbounded array.
+pub(crate) const CATCH_UP_PAGE: usize = 10_000;
 
 /// The first number of the leader lock's key (`pg_try_advisory_lock(int, int)`); the second is
 /// a hash of the schema, so that servers on other schemas of the database (tests, staging)
@@ -48,10 +47,12 @@ const LEASE_RETRY: Duration = Duration::from_secs(1);
 /// database (whose own keepalives may be slower) hands the lock to another node.
 const LEASE_CHECK_TIMEOUT: Duration = Duration::from_secs(2);
 
-/// How often the listener compares every unfinished game's sequence with what it published,
-/// and the lobby's: notifications are sent after the commits they announce, in a transaction
-/// that does not wait for the disk (see `batch`), so one can be lost (a node or the database
-/// stopping between the two); then its events reach this node this much later, never not.
+/// How often the listener compares the sequences of the games this node serves with what it
+/// published, and the lobby's: notifications are sent after the commits they announce, in a
+/// transaction that does not wait for the disk (see `batch`), so one can be lost (a node or the
+/// database stopping between the two); then its events reach this node this much later, never
+/// not. The games it serves: those watched here, and every unfinished one while this node runs
+/// the background agents (they act on any game) — see [`Scope`].
 pub(crate) const CATCH_UP: Duration = Duration::from_secs(1);
 
 impl PostgresStore {
@@ -117,13 +118,7 @@ impl PostgresStore {
     pub fn spawn_listener(&self, hub: Arc<Hub>, mut stop: watch::Receiver<bool>) -> JoinHandle<()> {
         let store = self.handle();
         tokio::spawn(async move {
-            let mut listener = Listener {
-                store,
-                hub,
-                games: HashMap::new(),
-                lobby: None,
-                baseline: false,
-            };
+            let mut listener = Listener::new(store, hub);
             let mut failures = 0;
             while !*stop.borrow() {
                 let heard = tokio::select! {
@@ -244,11 +239,24 @@ impl PostgresStore {
     }
 }
 
+/// Which games a catch-up reads.
+#[derive(Debug, PartialEq, Eq)]
+pub(crate) enum Scope {
+    /// Every unfinished game: this node runs the background agents, which act on any game.
+    Unfinished,
+    /// Only these, the games watched on this node: another node's commit to any other game
+    /// concerns nobody here (whoever starts watching reads the log first).
+    Watched(Vec<GameId>),
+}
+
 /// The listener's state across reconnections.
-struct Listener {
+pub(crate) struct Listener {
     store: PostgresStore,
     hub: Arc<Hub>,
-    /// The last sequence published per game, of games not over.
+    /// The last sequence published per game: of the games watched here, and while this node
+    /// runs the agents, of the unfinished games. Each catch-up forgets the others, so it holds
+    /// no more than what the catch-up reads (no fixed bound to clear at, which made every
+    /// game past it look new to each catch-up and be read again).
     games: HashMap<GameId, u64>,
     /// The last lobby sequence published; `None` until the first connection reads it.
     lobby: Option<u64>,
@@ -258,6 +266,31 @@ struct Listener {
 }
 
 impl Listener {
+    pub(crate) fn new(store: PostgresStore, hub: Arc<Hub>) -> Listener {
+        Listener {
+            store,
+            hub,
+            games: HashMap::new(),
+            lobby: None,
+            baseline: false,
+        }
+    }
+
+    /// What the next catch-up reads, by what this node does now.
+    pub(crate) fn scope(&self) -> Scope {
+        if self.hub.feeds_commits() {
+            Scope::Unfinished
+        } else {
+            Scope::Watched(self.hub.watched_games())
+        }
+    }
+
+    /// How many games have a last published sequence remembered.
+    #[cfg(test)]
+    pub(crate) fn tracked(&self) -> usize {
+        self.games.len()
+    }
+
     /// One connection's life: `LISTEN`, catch the lobby up, then publish each notification's
     /// commit. Returns whether any notification came, once the connection is gone.
     async fn listen(&mut self) -> Result<bool, tokio_postgres::Error> {
@@ -315,10 +348,12 @@ impl Listener {
     }
 
     /// Publishes what notifications should have announced but did not: the lobby's events
-    /// after the last published, and every game whose sequence is past the last published.
-    async fn catch_up(&mut self) {
+    /// after the last published, and every game of [`Listener::scope`] whose sequence is past
+    /// the last published.
+    pub(crate) async fn catch_up(&mut self) {
         self.publish_lobby().await;
-        let stored = match self.sequences().await {
+        let scope = self.scope();
+        let stored = match self.sequences(scope).await {
             Ok(stored) => stored,
             Err(error) => {
                 debug!(%error, "reading the games' sequences to catch up");
@@ -328,9 +363,6 @@ impl Listener {
         if !self.baseline {
             self.baseline = true;
             for (id, sequence) in stored {
-                if self.games.len() >= MAX_TRACKED_GAMES {
-                    break;
-                }
                 self.games.entry(id).or_insert(sequence);
             }
             return;
@@ -342,13 +374,41 @@ impl Listener {
         }
     }
 
-    /// The sequence of every unfinished game, and of the games this node tracks that have
-    /// ended since (so that their last events are published too). Tracked games that are
-    /// gone from the table (a schema restored) are forgotten.
-    async fn sequences(&mut self) -> Result<Vec<(GameId, u64)>, StoreError> {
+    /// The sequence of each game of `scope` (and with [`Scope::Unfinished`], of the tracked
+    /// games that have ended since, so that their last events are published too). Tracked
+    /// games out of the scope are forgotten.
+    pub(crate) async fn sequences(
+        &mut self,
+        scope: Scope,
+    ) -> Result<Vec<(GameId, u64)>, StoreError> {
         let client = self.store.pool.get().await.map_err(fault::pool)?;
+        let Scope::Watched(watched) = scope else {
+            return self.unfinished_sequences(&client).await;
+        };
+        let mut stored = Vec::new();
+        for page in watched.chunks(CATCH_UP_PAGE) {
+            let ids: Vec<&str> = page.iter().map(GameId::as_str).collect();
+            let rows = reads::query(
+                &client,
+                "SELECT id, sequence FROM games WHERE id = ANY($1)",
+                &[&ids],
+            )
+            .await?;
+            stored.extend(rows.iter().filter_map(id_and_sequence));
+        }
+        let watched: HashSet<GameId> = watched.into_iter().collect();
+        self.games.retain(|id, _| watched.contains(id));
+        Ok(stored)
+    }
+
+    /// [`Listener::sequences`] of [`Scope::Unfinished`]. Tracked games that are gone from the
+    /// table (a schema restored) are forgotten.
+    async fn unfinished_sequences(
+        &mut self,
+        client: &deadpool_postgres::Object,
+    ) -> Result<Vec<(GameId, u64)>, StoreError> {
         let rows = reads::query(
-            &client,
+            client,
             "SELECT id, sequence FROM games WHERE status IN ('waiting', 'active')",
             &[],
         )
@@ -362,7 +422,7 @@ impl Listener {
             .collect();
         if !ended.is_empty() {
             let rows = reads::query(
-                &client,
+                client,
                 "SELECT id, sequence FROM games WHERE id = ANY($1)",
                 &[&ended],
             )
@@ -411,10 +471,15 @@ impl Listener {
         if last.is_some_and(|last| last >= sequence) {
             return;
         }
-        // Nobody watches the game on this node: nothing to read, and whoever starts watching
-        // reads the log first.
+        // Nobody watches the game on this node: no events to read, and whoever starts watching
+        // reads the log first. Nor its state, unless this node runs the agents.
+        let watched = self.hub.watchers(&id) > 0;
+        let agents = self.hub.feeds_commits();
+        if !watched && !agents {
+            return;
+        }
         let mut published = sequence;
-        if self.hub.watchers(&id) > 0 {
+        if watched {
             match self.store.game_events_since(&id, last.unwrap_or(0)).await {
                 Ok(Since::Events { events, .. }) => {
                     for event in &events {
@@ -431,6 +496,10 @@ impl Listener {
                 }
             }
         }
+        if !agents {
+            self.games.insert(id, published);
+            return;
+        }
         let info = match self.store.info(&id).await {
             Ok(info) => info,
             Err(StoreError::NotFound) => return,
@@ -442,9 +511,6 @@ impl Listener {
         if info.status.is_over() {
             self.games.remove(&id);
         } else {
-            if self.games.len() >= MAX_TRACKED_GAMES && !self.games.contains_key(&id) {
-                self.games.clear();
-            }
             self.games.insert(id, published);
         }
         if oanquan_game::timing::needs_agents(&info) {

@@ -1285,11 +1285,142 @@ async fn a_lost_notification_only_delays_delivery() {
     let lobby = receive_until(&mut node_b.lobby, |got| got.len() >= 2).await;
     assert!(lobby.len() >= 2, "the lobby catches up: {lobby:?}");
 
+    // Node B runs no agents: its catch-up reads only the games watched there, this one.
+    let began = tokio::time::Instant::now();
     let (events, last) = moves_heard_by(&node_b.hub, &a, &id, &tokens, 3).await;
     let sequences: Vec<u64> = events.iter().map(|e| e.sequence).collect();
     assert_eq!(sequences, (1..=last).collect::<Vec<_>>());
+    // One catch-up period (1 s) after the last commit, with room for a busy machine.
+    let took = began.elapsed();
+    assert!(
+        took < Duration::from_secs(4),
+        "the watcher waited {took:?} for moves whose notifications were lost"
+    );
 
     node_b.stop().await;
+}
+
+/// A node that runs the background agents still catches up every unfinished game, watched or
+/// not: a timed game moved on another node whose notification is lost reaches its agents'
+/// commit feed within a couple of seconds, with the new deadline.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_lost_notification_reaches_the_agents_of_an_unwatched_game() {
+    let Some(schema) = TestSchema::new() else {
+        return;
+    };
+    let silent = schema.store().await;
+    silent
+        .writers
+        .notify
+        .store(false, std::sync::atomic::Ordering::Relaxed);
+    let a: Arc<dyn GameStore> = Arc::new(silent);
+    let b = schema.store().await;
+    let (games, _hub_a) = manager(Arc::clone(&a));
+    let node_b = NodeB::listening(&b).await;
+    let mut agents = node_b.hub.subscribe_commits();
+
+    let created = games
+        .create_game(NewGame {
+            time_control: TimeControl::RealTime {
+                initial: Duration::from_secs(600),
+                increment: Duration::ZERO,
+            },
+            ..new_game()
+        })
+        .await
+        .unwrap();
+    let id = created.game.id.clone();
+    let joined = games.join_game(&id, "Minh").await.unwrap();
+    let tokens = [created.token, joined.token];
+    let state = a.load(&id).await.unwrap();
+    let began = tokio::time::Instant::now();
+    let moved = a.commit(move_commit(state, &tokens, false)).await.unwrap();
+    let heard = receive_until(&mut agents, |got: &[Arc<GameInfo>]| {
+        got.iter()
+            .any(|info| info.id == id && info.sequence >= moved.info.sequence)
+    })
+    .await;
+    let took = began.elapsed();
+    assert!(
+        heard
+            .iter()
+            .any(|info| info.id == id && info.sequence == moved.info.sequence),
+        "the agents never heard of the move: {heard:?}"
+    );
+    assert!(took < Duration::from_secs(4), "the agents waited {took:?}");
+    assert_eq!(node_b.hub.watchers(&id), 0);
+
+    drop(agents);
+    node_b.stop().await;
+}
+
+/// A node without the agents reads, each second, the sequences of the games watched there and
+/// of no other game, and forgets the games it stopped watching; a node with them reads every
+/// unfinished game.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_catch_up_reads_only_the_games_watched_here_unless_the_agents_run_here() {
+    let Some(schema) = TestSchema::new() else {
+        return;
+    };
+    let a: Arc<dyn GameStore> = Arc::new(schema.store().await);
+    let (games, _hub_a) = manager(Arc::clone(&a));
+    let started_games = started_many(&games, 3).await;
+    let ids: Vec<GameId> = started_games.iter().map(|(id, _)| id.clone()).collect();
+    let hub = Hub::new(16);
+    let mut listener = nodes::Listener::new(schema.store().await, Arc::clone(&hub));
+
+    assert_eq!(listener.scope(), nodes::Scope::Watched(Vec::new()));
+    assert!(
+        listener
+            .sequences(listener.scope())
+            .await
+            .unwrap()
+            .is_empty()
+    );
+
+    let (_rx, guard) = hub.subscribe_game(&ids[1], 4).unwrap();
+    assert_eq!(
+        listener.scope(),
+        nodes::Scope::Watched(vec![ids[1].clone()])
+    );
+    let read = listener.sequences(listener.scope()).await.unwrap();
+    let read_ids: Vec<&GameId> = read.iter().map(|(id, _)| id).collect();
+    assert_eq!(read_ids, vec![&ids[1]]);
+    assert_eq!(read[0].1, a.info(&ids[1]).await.unwrap().sequence);
+
+    // Remembered while watched (the first catch-up notes where each game is), forgotten once
+    // nobody watches it here.
+    listener.catch_up().await;
+    assert_eq!(listener.tracked(), 1);
+    drop(guard);
+    listener.catch_up().await;
+    assert_eq!(listener.tracked(), 0);
+
+    // More watched games than one statement takes are read in pages, all of them.
+    let many: Vec<GameId> = (0..nodes::CATCH_UP_PAGE + 1)
+        .map(|i| GameId::parse(&format!("absent{i}")).unwrap())
+        .chain(std::iter::once(ids[2].clone()))
+        .collect();
+    let read = listener
+        .sequences(nodes::Scope::Watched(many))
+        .await
+        .unwrap();
+    assert_eq!(read.len(), 1);
+    assert_eq!(read[0].0, ids[2]);
+
+    let _agents = hub.subscribe_commits();
+    assert_eq!(listener.scope(), nodes::Scope::Unfinished);
+    let mut read: Vec<GameId> = listener
+        .sequences(listener.scope())
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|(id, _)| id)
+        .collect();
+    read.sort_by(|x, y| x.as_str().cmp(y.as_str()));
+    let mut all = ids.clone();
+    all.sort_by(|x, y| x.as_str().cmp(y.as_str()));
+    assert_eq!(read, all);
 }
 
 /// The notifications of a batch: one per game with its new sequence, and the lobby's highest

@@ -202,12 +202,15 @@ impl pb::rules_service_server::RulesService for RulesApi {
     ) -> Result<Response<pb::AnalyzeResponse>, Status> {
         let client = request.remote_addr().map(|addr| addr.ip());
         let request = request.into_inner();
-        let subject = subject(
-            request.rules.as_ref(),
-            request.position.as_ref(),
-            request.game.as_ref().map(Source::from),
-        )
-        .map_err(into_status)?;
+        let source = request.game.as_ref().map(Source::from);
+        let subject = subject(request.rules.as_ref(), request.position.as_ref(), source)
+            .map_err(into_status)?;
+        // What the analysis knew of the game: a bare position counts no repetition before it.
+        let given = match source {
+            None => "position",
+            Some(Source::GameId(_)) => "game_id",
+            Some(Source::History(_)) => "history",
+        };
         let limits = computer::analysis_limits(
             request.time_limit_ms,
             request.node_limit,
@@ -216,6 +219,7 @@ impl pb::rules_service_server::RulesService for RulesApi {
         .map_err(into_status)?;
         let game = self.load(subject).await.map_err(into_status)?;
         let history_plies = game.moves().len();
+        tracing::debug!(?client, given, history_plies, "analysis requested");
         // Dropping this future (the client went away, or the deadline passed) cancels the
         // search.
         match self.searches.analyze(game, limits, client).await {
