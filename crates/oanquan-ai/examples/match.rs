@@ -4,14 +4,15 @@
 //!
 //! ```text
 //! cargo run --release -p oanquan-ai --example match -- --a LEVEL --b LEVEL [--games N]
-//!     [--a-eval W] [--b-eval W] [--a-book on|off] [--b-book on|off] [--a-nodes N] [--b-nodes N]
+//!     [--a-eval W] [--b-eval W] [--a-book on|off] [--b-book on|off] [--a-mistakes on|off] [--b-mistakes on|off] [--a-nodes N] [--b-nodes N]
 //!     [--ms MS | --nodes N] [--preset PRESET] [--seed S] [--opening PLIES] [--balanced POINTS]
 //!     [--threads T] [--sprt ELO0,ELO1] [--alpha A] [--beta B] [--verbose]
 //! ```
 //!
 //! Levels are names or numbers (`random`=1 … `master`=7). An evaluation `W` is `baseline` (the
 //! one before issue 21), `tuned`, `default` (what the engine uses) or five weights in 1/64 point
-//! (see `EvalWeights::parse`). `--a-book off` keeps `master` from playing the opening book.
+//! (see `EvalWeights::parse`). `--a-book off` keeps `master` from playing the opening book;
+//! `--a-mistakes off` keeps it from playing for the opponent's mistakes where it finds no win.
 //! `--a-nodes` gives A a node budget of its own (to offset an evaluation that costs more time
 //! per node). Games come in pairs: both games of a pair start with the same
 //! `--opening` random plies (default 2), A moves first in the first game and second in the other.
@@ -42,6 +43,8 @@ struct Side {
     level: Level,
     eval: EvalWeights,
     book: bool,
+    /// Whether `master` plays for the opponent's mistakes (`--a-mistakes`, `--b-mistakes`).
+    mistakes: bool,
     /// A node budget of this side's own, instead of the match's (`--a-nodes`, `--b-nodes`).
     nodes: Option<u64>,
 }
@@ -53,6 +56,7 @@ impl Side {
             level,
             eval: EvalWeights::DEFAULT,
             book: true,
+            mistakes: true,
             nodes: None,
         }
     }
@@ -64,6 +68,9 @@ impl Side {
         }
         if !self.book {
             s += " no book";
+        }
+        if !self.mistakes {
+            s += " not for mistakes";
         }
         if let Some(n) = self.nodes {
             s += &format!(" {n} nodes/move");
@@ -112,7 +119,7 @@ impl Default for Args {
 fn usage(msg: &str) -> ! {
     eprintln!("{msg}");
     eprintln!(
-        "usage: match --a LEVEL --b LEVEL [--a-eval W] [--b-eval W] [--a-book on|off] [--b-book on|off] [--a-nodes N] [--b-nodes N] [--games N] [--ms MS | --nodes N] [--preset P] [--seed S] [--opening PLIES] [--balanced POINTS] [--threads T] [--sprt ELO0,ELO1] [--alpha A] [--beta B] [--verbose]"
+        "usage: match --a LEVEL --b LEVEL [--a-eval W] [--b-eval W] [--a-book on|off] [--b-book on|off] [--a-mistakes on|off] [--b-mistakes on|off] [--a-nodes N] [--b-nodes N] [--games N] [--ms MS | --nodes N] [--preset P] [--seed S] [--opening PLIES] [--balanced POINTS] [--threads T] [--sprt ELO0,ELO1] [--alpha A] [--beta B] [--verbose]"
     );
     std::process::exit(2);
 }
@@ -155,6 +162,8 @@ fn parse_args() -> Args {
             "--b-eval" => args.b.eval = eval(&value),
             "--a-book" => args.a.book = on_off(&flag, &value),
             "--b-book" => args.b.book = on_off(&flag, &value),
+            "--a-mistakes" => args.a.mistakes = on_off(&flag, &value),
+            "--b-mistakes" => args.b.mistakes = on_off(&flag, &value),
             "--a-nodes" => args.a.nodes = Some(parse(&flag, &value)),
             "--b-nodes" => args.b.nodes = Some(parse(&flag, &value)),
             "--games" => args.games = parse(&flag, &value),
@@ -248,6 +257,8 @@ fn play_game(args: &Args, g: u64, start: &Game, cancel: &AtomicBool) -> GameResu
     engines[1].set_eval(args.b.eval);
     engines[0].set_use_book(args.a.book);
     engines[1].set_use_book(args.b.book);
+    engines[0].set_play_for_mistakes(args.a.mistakes);
+    engines[1].set_play_for_mistakes(args.b.mistakes);
     while !game.is_over() {
         let mover = game.position().to_move();
         let (side, engine) = if mover == a_side {

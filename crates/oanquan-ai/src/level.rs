@@ -267,13 +267,10 @@ impl Engine {
                 tablebase: false,
                 tablebase_hits: 0,
                 book: true,
+                for_mistakes: false,
             };
         }
-        if game.moves().is_empty() {
-            self.search(position, limits, cancel)
-        } else {
-            self.search_game(game, limits, cancel)
-        }
+        self.search_for_mistakes(game, limits, cancel)
     }
 
     /// Whether [`Level::Master`] plays from the opening book.
@@ -349,9 +346,13 @@ impl Engine {
             // The weaker levels stay as weak as they were: no perfect endgames from tables.
             self.set_tablebase(None);
         }
-        let result = match game {
-            Some(game) => self.search_game(game, limits, cancel),
-            None => self.search(position, limits, cancel),
+        let result = match (level, game) {
+            (Level::Master, Some(game)) => self.search_for_mistakes(game, limits, cancel),
+            (Level::Master, None) => {
+                self.search_for_mistakes(&Game::from_position(*position), limits, cancel)
+            }
+            (_, Some(game)) => self.search_game(game, limits, cancel),
+            (_, None) => self.search(position, limits, cancel),
         };
         self.set_seed(saved_seed);
         self.set_endgame_threshold(saved_threshold);

@@ -48,6 +48,16 @@
 //! without searching when the position is in it; [`Engine::book_move`] reports the entry (for
 //! analysis), [`Engine::set_use_book`] turns its use off.
 //!
+//! # Playing for a greedy opponent's mistakes
+//!
+//! Where the search does not rate the position won and the game's history shows a greedy
+//! opponent (it took the biggest immediate gain in at least [`GREEDY_SHARE`] of its moves where
+//! that choice showed), [`Level::Master`] and [`Engine::analyze_game`] spend part of the budget
+//! searching every (move, reply) pair and may play a move that does better against the greedy
+//! replies, at most [`RISK_POINTS`] worse against the best one ([`SearchResult::for_mistakes`]).
+//! Against other opponents, and for a bare position, the search is unchanged.
+//! [`Engine::set_play_for_mistakes`] turns it off.
+//!
 //! The transposition table stores values *relative to the score difference* of their position:
 //! nothing in the rules depends on the captured counts, so positions that differ only in their
 //! scores share an entry. Its Zobrist key covers the squares, the mandarin pieces, the player to
@@ -90,6 +100,7 @@ mod book;
 pub mod egtb;
 mod eval;
 mod level;
+mod mistakes;
 mod rng;
 mod search;
 mod tt;
@@ -101,6 +112,10 @@ pub use eval::{
     score_difference,
 };
 pub use level::{Level, UnknownLevel, choose_move};
+pub use mistakes::{
+    GREEDY_EVIDENCE, GREEDY_SHARE, GREEDY_WEIGHT, LOST_POINTS, MAIN_SHARE, RISK_POINTS,
+    SWITCH_MARGIN, expected_result,
+};
 pub use search::{
     DEFAULT_ENDGAME_POINTS, DEFAULT_TT_BYTES, Engine, MAX_DEPTH, SearchLimits, SearchResult,
 };

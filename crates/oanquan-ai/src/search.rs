@@ -146,6 +146,11 @@ pub struct SearchResult {
     /// `depth`, `nodes` and `exact` are those of the deep search that made the book entry, and
     /// nothing was searched now.
     pub book: bool,
+    /// Whether the move was chosen for the opponent's mistakes ([`Engine::set_play_for_mistakes`]):
+    /// the main search found no win and another move gives the opponent more ways to go
+    /// wrong. `eval` and `pv` are then that move's value and line against the best reply the
+    /// pass found.
+    pub for_mistakes: bool,
 }
 
 impl SearchResult {
@@ -213,6 +218,12 @@ pub struct Engine {
     eval: EvalWeights,
     /// Whether the top level plays from the opening book (see `level.rs`).
     pub(crate) use_book: bool,
+    /// Whether the top level plays for the opponent's mistakes (see `mistakes.rs`).
+    pub(crate) play_for_mistakes: bool,
+    /// Set while searching for `mistakes.rs`: once an iteration values the root at or below
+    /// `.0` (eval units), the search keeps only the share `.1` of its budget, and leaves the
+    /// rest to the pass that looks for the opponent's mistakes.
+    pub(crate) lost_cap: Option<(i32, f64)>,
     seed: u64,
     endgame_points: Option<u32>,
     killers: Vec<[u8; 2]>,
@@ -262,6 +273,8 @@ impl Engine {
             rules: None,
             eval: EvalWeights::DEFAULT,
             use_book: true,
+            play_for_mistakes: true,
+            lost_cap: None,
             seed: 0,
             endgame_points: Some(DEFAULT_ENDGAME_POINTS),
             killers: vec![[0; 2]; MAX_PLY + 2],
@@ -423,6 +436,7 @@ impl Engine {
             tablebase: false,
             tablebase_hits: 0,
             book: false,
+            for_mistakes: false,
         };
         if root.is_over() {
             result.time = start.elapsed();
@@ -435,6 +449,7 @@ impl Engine {
             };
         }
 
+        let mut time_budget = limits.time;
         let mut max_depth = limits.depth.unwrap_or(MAX_DEPTH).clamp(1, MAX_DEPTH);
         let bounded = limits.time.is_some() || limits.nodes.is_some();
         if let Some(points) = self.endgame_points
@@ -488,7 +503,22 @@ impl Engine {
                 result.exact = true;
                 break;
             }
-            if let Some(t) = limits.time
+            if let Some((lost, share)) = self.lost_cap
+                && result.eval <= lost
+                && share < 1.0
+            {
+                // Applied once: later iterations keep the reduced budget.
+                self.lost_cap = None;
+                time_budget = time_budget.map(|t| t.mul_f64(share));
+                self.deadline = time_budget.map(|t| start + t);
+                if let Some(n) = limits.nodes {
+                    self.node_limit = ((n as f64 * share) as u64).max(1);
+                }
+                if self.nodes >= self.node_limit {
+                    break;
+                }
+            }
+            if let Some(t) = time_budget
                 && start.elapsed() * 2 > t
             {
                 break;
@@ -544,6 +574,7 @@ impl Engine {
             tablebase: true,
             tablebase_hits: 1,
             book: false,
+            for_mistakes: false,
         })
     }
 
