@@ -454,3 +454,57 @@ async fn hostile_histories_and_game_ids_are_refused_naming_the_field() {
 async fn start_server() -> TestServer {
     common::start(config()).await
 }
+
+/// Two random plies, then a greedy first player (it took the biggest gain twice): the second
+/// player, behind, gets a move chosen for the greedy opponent's mistakes only when the request
+/// carries the game, and the response says so (`oanquan-ai`'s `mistakes` tests check that the
+/// trap does better against the greedy replies than the plain move).
+#[tokio::test]
+async fn analysis_with_a_greedy_opponents_history_plays_for_its_mistakes() {
+    let server = start_server().await;
+    let mut rules = server.rules().await;
+    let standard = Position::new(Rules::STANDARD).unwrap();
+    let moves: Vec<Move> = ["2-", "7+", "4-", "8+", "2-"]
+        .iter()
+        .map(|mv| mv.parse().unwrap())
+        .collect();
+    let game = Game::replay(standard, &moves).unwrap();
+    let request = |game| pb::AnalyzeRequest {
+        time_limit_ms: 5000,
+        node_limit: Some(10_000),
+        game,
+        ..Default::default()
+    };
+
+    let with_history = analyzed(
+        &mut rules,
+        request(Some(pb::analyze_request::Game::History(history_from(
+            &standard, &moves,
+        )))),
+    )
+    .await;
+    assert!(with_history.for_mistakes, "{with_history:?}");
+    assert!(!with_history.exact);
+    assert!(with_history.nodes <= 10_000, "{with_history:?}");
+    assert_eq!(with_history.history_plies, 5);
+    assert_eq!(
+        with_history.principal_variation.first(),
+        with_history.best_move.as_ref()
+    );
+    // Every move of the line is legal in turn.
+    let mut line = game.clone();
+    for mv in &with_history.principal_variation {
+        line.play(convert::mv(Some(mv), "pv").unwrap()).unwrap();
+    }
+
+    let bare = analyzed(
+        &mut rules,
+        pb::AnalyzeRequest {
+            position: Some(convert::position_out(game.position())),
+            ..request(None)
+        },
+    )
+    .await;
+    assert!(!bare.for_mistakes, "{bare:?}");
+    assert_ne!(bare.best_move, with_history.best_move);
+}

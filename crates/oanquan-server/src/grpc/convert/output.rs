@@ -35,6 +35,7 @@ pub fn analysis_out(result: &SearchResult, history_plies: usize) -> pb::AnalyzeR
         book: result.book,
         tablebase: result.tablebase,
         history_plies: u32::try_from(history_plies).unwrap_or(u32::MAX),
+        for_mistakes: result.for_mistakes,
     }
 }
 
