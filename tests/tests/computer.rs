@@ -1,7 +1,30 @@
 //! The `oanquan` CLI against the server's computer opponent, both real binaries.
 
-use oanquan_e2e::{CliProcess, Lcg, Lines, Server, Stream, config_dir, run_cli};
+use std::path::Path;
+use std::sync::mpsc::Sender;
+
+use oanquan_e2e::{CliProcess, Lcg, Line, Lines, Server, Stream, config_dir, run_cli};
 use serde_json::Value;
+
+/// `lan` creating a game with the `club` computer as first player and playing it.
+fn seated_against_club(url: &str, dir: &Path, tx: &Sender<Line>) -> CliProcess {
+    CliProcess::spawn(
+        "lan",
+        url,
+        dir,
+        &[
+            "create",
+            "--name",
+            "lan",
+            "--seat",
+            "second",
+            "--computer",
+            "club",
+            "--play",
+        ],
+        tx,
+    )
+}
 
 /// A quick computer, so that a whole game takes a few seconds.
 fn server() -> Server {
@@ -13,22 +36,7 @@ fn the_cli_plays_a_whole_game_against_the_computer_with_a_hint() {
     let server = server();
     let dir = config_dir();
     let (tx, mut lines) = Lines::new();
-    let mut player = CliProcess::spawn(
-        "lan",
-        &server.url(),
-        dir.path(),
-        &[
-            "create",
-            "--name",
-            "lan",
-            "--seat",
-            "second",
-            "--computer",
-            "club",
-            "--play",
-        ],
-        &tx,
-    );
+    let mut player = seated_against_club(&server.url(), dir.path(), &tx);
     let mut rng = Lcg(11);
     let mut legal: Vec<String> = Vec::new();
     let mut hinted = false;
@@ -138,22 +146,7 @@ fn a_hint_sends_the_game_so_the_engine_knows_its_history() {
     );
     let dir = config_dir();
     let (tx, mut lines) = Lines::new();
-    let mut player = CliProcess::spawn(
-        "lan",
-        &server.url(),
-        dir.path(),
-        &[
-            "create",
-            "--name",
-            "lan",
-            "--seat",
-            "second",
-            "--computer",
-            "club",
-            "--play",
-        ],
-        &tx,
-    );
+    let mut player = seated_against_club(&server.url(), dir.path(), &tx);
     let mut legal: Vec<String> = Vec::new();
     let mut prompts = 0;
     loop {
