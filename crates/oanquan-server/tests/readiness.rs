@@ -143,7 +143,8 @@ struct HeldCall {
 impl HeldCall {
     async fn open(addr: SocketAddr, game_id: &str) -> HeldCall {
         let tcp = tokio::net::TcpStream::connect(addr).await.unwrap();
-        let (client, connection) = h2::client::handshake(tcp).await.unwrap();
+        let (client, mut connection) = h2::client::handshake(tcp).await.unwrap();
+        let mut ping_pong = connection.ping_pong().expect("the connection's ping_pong");
         tokio::spawn(connection);
         let mut client = client.ready().await.unwrap();
         let request = http::Request::post(format!("http://{addr}/oanquan.v1.GameService/GetGame"))
@@ -152,6 +153,13 @@ impl HeldCall {
             .body(())
             .unwrap();
         let (response, send) = client.send_request(request, false).unwrap();
+        // The call counts as open only once the server has read its HEADERS: a SIGTERM before
+        // that refuses it. Two PING round trips: after the first, the client has written the
+        // HEADERS queued before it; the second follows them on the wire, and the server reads
+        // frames in order.
+        for _ in 0..2 {
+            ping_pong.ping(h2::Ping::opaque()).await.unwrap();
+        }
         let message = pb::GetGameRequest {
             game_id: game_id.to_owned(),
         }
