@@ -1263,6 +1263,17 @@ async fn games_state_result(schema: &TestSchema, id: &GameId) -> Result<GameStat
     schema.store().await.load(id).await
 }
 
+/// A store of `schema` whose commits send no notification, as if its node stopped between
+/// the commit and the NOTIFY every time.
+async fn silent_store(schema: &TestSchema) -> Arc<dyn GameStore> {
+    let silent = schema.store().await;
+    silent
+        .writers
+        .notify
+        .store(false, std::sync::atomic::Ordering::Relaxed);
+    Arc::new(silent)
+}
+
 /// A commit whose notification is lost (the node stops between the two) still reaches the
 /// other node's hub, from its listener's catch-up reads: the game's events in order, and the
 /// lobby's.
@@ -1271,12 +1282,7 @@ async fn a_lost_notification_only_delays_delivery() {
     let Some(schema) = TestSchema::new() else {
         return;
     };
-    let silent = schema.store().await;
-    silent
-        .writers
-        .notify
-        .store(false, std::sync::atomic::Ordering::Relaxed);
-    let a: Arc<dyn GameStore> = Arc::new(silent);
+    let a = silent_store(&schema).await;
     let b = schema.store().await;
     let (games, _hub_a) = manager(Arc::clone(&a));
     let mut node_b = NodeB::listening(&b).await;
@@ -1308,12 +1314,7 @@ async fn a_lost_notification_reaches_the_agents_of_an_unwatched_game() {
     let Some(schema) = TestSchema::new() else {
         return;
     };
-    let silent = schema.store().await;
-    silent
-        .writers
-        .notify
-        .store(false, std::sync::atomic::Ordering::Relaxed);
-    let a: Arc<dyn GameStore> = Arc::new(silent);
+    let a = silent_store(&schema).await;
     let b = schema.store().await;
     let (games, _hub_a) = manager(Arc::clone(&a));
     let node_b = NodeB::listening(&b).await;
