@@ -571,7 +571,8 @@ impl SearchPool {
     /// Searches the current position of `game` for `RulesService.Analyze` on behalf of
     /// `client`, from a cleared engine (so a node or depth limit without a time limit gives the
     /// same answer every time). The repetition rule counts every position of `game`; a game of
-    /// no moves (a bare position) searches exactly as [`Engine::search`] does.
+    /// no moves (a bare position) searches exactly as [`Engine::search`] does. `for_mistakes`
+    /// lets the engine play for a greedy opponent's mistakes ([`Engine::set_play_for_mistakes`]).
     ///
     /// A search cut short by a shutdown gives no result: a partial search looks like a
     /// complete one (same fields, smaller depth), so the caller gets
@@ -586,6 +587,7 @@ impl SearchPool {
         game: Game,
         limits: SearchLimits,
         client: Option<IpAddr>,
+        for_mistakes: bool,
     ) -> Result<SearchResult, AnalysisError> {
         if game.is_over() {
             return Err(GameError::GameOver.into());
@@ -595,7 +597,10 @@ impl SearchPool {
         let (result, cancelled) = slot
             .search(move |engine, cancel| {
                 engine.clear();
+                engine.set_play_for_mistakes(for_mistakes);
                 let result = engine.analyze_game(&game, limits, cancel);
+                // The pool's engines also play the hosted games, which always may.
+                engine.set_play_for_mistakes(true);
                 (result, cancel.load(Ordering::Relaxed))
             })
             .await?;
@@ -920,13 +925,13 @@ mod tests {
         let limits = SearchLimits::nodes(1000);
         let pool = SearchPool::new(capacity(1, 1, 0));
         let plain = pool
-            .analyze(Game::from_position(proved), limits, None)
+            .analyze(Game::from_position(proved), limits, None, true)
             .await
             .unwrap();
         assert!(!plain.tablebase);
         pool.set_endgame_tables(Some(Arc::clone(&tables)));
         let analysis = pool
-            .analyze(Game::from_position(proved), limits, None)
+            .analyze(Game::from_position(proved), limits, None, true)
             .await
             .unwrap();
         assert!(analysis.tablebase && analysis.exact, "{proved:?}");
@@ -941,7 +946,7 @@ mod tests {
         assert!(pool.endgame_tables().is_none());
         assert!(
             !pool
-                .analyze(Game::from_position(proved), limits, None)
+                .analyze(Game::from_position(proved), limits, None, true)
                 .await
                 .unwrap()
                 .tablebase
@@ -974,7 +979,7 @@ mod tests {
     async fn a_dropped_search_is_cancelled_and_frees_its_slot() {
         let pool = SearchPool::new(capacity(1, 1, 0));
         let long = SearchLimits::time(Duration::from_secs(60));
-        let search = pool.analyze(Game::from_position(start()), long, None);
+        let search = pool.analyze(Game::from_position(start()), long, None, true);
         // Dropped after a moment: the slot must come back quickly.
         let _ = tokio::time::timeout(Duration::from_millis(50), search).await;
         let quick = SearchLimits::nodes(1000);
@@ -982,7 +987,7 @@ mod tests {
             loop {
                 // The cancelled search may still hold the slot for a moment.
                 match pool
-                    .analyze(Game::from_position(start()), quick, None)
+                    .analyze(Game::from_position(start()), quick, None, true)
                     .await
                 {
                     Err(AnalysisError::Refused(Refused::Busy { .. })) => {}
@@ -997,7 +1002,7 @@ mod tests {
         assert!(result.best_move.is_some());
         pool.stop();
         assert!(matches!(
-            pool.analyze(Game::from_position(start()), quick, None)
+            pool.analyze(Game::from_position(start()), quick, None, true)
                 .await,
             Err(AnalysisError::Failed(GameError::Unavailable(_)))
         ));

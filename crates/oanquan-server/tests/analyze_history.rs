@@ -507,4 +507,32 @@ async fn analysis_with_a_greedy_opponents_history_plays_for_its_mistakes() {
     .await;
     assert!(!bare.for_mistakes, "{bare:?}");
     assert_ne!(bare.best_move, with_history.best_move);
+
+    // With the history but `best_play_only`: the plain search's move (this game has no
+    // repetition for the history to change), and the history still counted.
+    let best_play = analyzed(
+        &mut rules,
+        pb::AnalyzeRequest {
+            best_play_only: true,
+            ..request(Some(pb::analyze_request::Game::History(history_from(
+                &standard, &moves,
+            ))))
+        },
+    )
+    .await;
+    assert!(!best_play.for_mistakes, "{best_play:?}");
+    assert_eq!(best_play.best_move, bare.best_move, "{best_play:?}");
+    assert_eq!(best_play.eval_points, bare.eval_points);
+    assert_eq!(best_play.history_plies, 5);
+
+    // The server's engines are pooled: the next request plays for mistakes again.
+    let again = analyzed(
+        &mut rules,
+        request(Some(pb::analyze_request::Game::History(history_from(
+            &standard, &moves,
+        )))),
+    )
+    .await;
+    assert!(again.for_mistakes, "{again:?}");
+    assert_eq!(again.best_move, with_history.best_move);
 }

@@ -425,6 +425,7 @@ async fn analyze_returns_a_legal_move_and_a_line_that_replays() {
             time_limit_ms: 5000,
             node_limit: Some(20_000),
             depth_limit: None,
+            best_play_only: false,
         };
         let analysis = rules_client
             .analyze(request.clone())

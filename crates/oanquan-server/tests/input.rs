@@ -128,6 +128,7 @@ async fn positions_beyond_the_bounds_are_refused_with_their_field() {
                 time_limit_ms: 200,
                 node_limit: Some(20_000),
                 depth_limit: None,
+                best_play_only: false,
             })
             .await
             .unwrap()

@@ -222,7 +222,11 @@ impl pb::rules_service_server::RulesService for RulesApi {
         tracing::debug!(?client, given, history_plies, "analysis requested");
         // Dropping this future (the client went away, or the deadline passed) cancels the
         // search.
-        match self.searches.analyze(game, limits, client).await {
+        match self
+            .searches
+            .analyze(game, limits, client, !request.best_play_only)
+            .await
+        {
             Ok(result) => Ok(Response::new(convert::analysis_out(&result, history_plies))),
             Err(AnalysisError::Refused(refused)) => {
                 tracing::debug!(?client, %refused, "analysis refused");
