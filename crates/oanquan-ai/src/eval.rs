@@ -1,6 +1,6 @@
 //! The static evaluation: the score difference plus a weighted sum of features of the board.
 
-use oanquan_rules::{Player, Position};
+use oanquan_rules::{Move, Player, Position};
 
 /// Evaluation units per point: [`evaluate`] and the search count in 1/`EVAL_SCALE` points so that
 /// the heuristic can weigh a stone on the board at a fraction of a captured point.
@@ -146,6 +146,14 @@ pub fn score_difference(position: &Position) -> i32 {
     scores[me] - scores[me.other()]
 }
 
+/// [`score_difference`] for the player who plays `mv`, right after it: what a greedy player
+/// maximises (its gain plus the difference before the move, the same for every move).
+pub(crate) fn difference_after(position: &Position, mv: Move) -> i32 {
+    let mut next = *position;
+    next.play_unchecked(mv);
+    -score_difference(&next)
+}
+
 pub(crate) fn side_stones(squares: &[u8; 12], player: Player) -> i32 {
     player
         .citizen_squares()
@@ -199,11 +207,7 @@ fn best_gain(position: &Position) -> i32 {
     position
         .legal_moves()
         .iter()
-        .map(|&mv| {
-            let mut next = *position;
-            next.play_unchecked(mv);
-            -score_difference(&next) - before
-        })
+        .map(|&mv| difference_after(position, mv) - before)
         .max()
         .unwrap_or(0)
         .max(0)

@@ -9,7 +9,7 @@ use oanquan_rules::{Game, Move, Position};
 
 use crate::book::{BookEntry, OpeningBook};
 use crate::eval::EVAL_SCALE;
-use crate::eval::score_difference;
+use crate::eval::difference_after;
 use crate::rng::SplitMix64;
 use crate::search::{Engine, SearchLimits, SearchResult};
 
@@ -192,12 +192,10 @@ fn random_move(position: &Position, seed: u64) -> Option<Move> {
 fn greedy_move(position: &Position, seed: u64) -> Option<Move> {
     let mut moves = position.legal_moves().to_vec();
     SplitMix64::new(seed).shuffle(&mut moves);
-    moves.into_iter().max_by_key(|&mv| {
-        let mut next = *position;
-        next.play_unchecked(mv);
-        // `max_by_key` keeps the last maximum; the shuffle already made the order random.
-        -score_difference(&next)
-    })
+    // `max_by_key` keeps the last maximum; the shuffle already made the order random.
+    moves
+        .into_iter()
+        .max_by_key(|&mv| difference_after(position, mv))
 }
 
 /// `Some(move)` for a level that plays without a search (`random`, `greedy`); `None` for the

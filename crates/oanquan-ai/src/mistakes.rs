@@ -28,7 +28,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 
 use oanquan_rules::{Game, Move, Player};
 
-use crate::eval::EVAL_SCALE;
+use crate::eval::{EVAL_SCALE, difference_after};
 use crate::search::{Engine, SearchLimits, SearchResult};
 
 /// The share of the budget the main search keeps once it rates the position at or below
@@ -81,18 +81,15 @@ pub(crate) fn greedy_weight(game: &Game) -> f64 {
             break;
         }
         if pos.to_move() == opponent {
-            let gain = |m: Move| {
-                let mut p = pos;
-                p.play_unchecked(m);
-                let s = p.scores();
-                s[opponent] - s[opponent.other()]
-            };
-            let legal = pos.legal_moves();
-            let gains: Vec<i32> = legal.iter().map(|&m| gain(m)).collect();
+            let gains: Vec<i32> = pos
+                .legal_moves()
+                .iter()
+                .map(|&m| difference_after(&pos, m))
+                .collect();
             let top = gains.iter().copied().max().unwrap_or(0);
             if gains.iter().any(|&g| g < top) {
                 shown += 1;
-                taken += u32::from(gain(mv) == top);
+                taken += u32::from(difference_after(&pos, mv) == top);
             }
         }
         pos.play_unchecked(mv);
@@ -258,12 +255,7 @@ impl Engine {
         let replies = after.position().legal_moves().to_vec();
         let mut worst: Option<(i32, Vec<Move>)> = None;
         // The replies a greedy opponent plays: the biggest immediate gain for them.
-        let gain = |reply: Move| {
-            let mut p = *after.position();
-            p.play_unchecked(reply);
-            let s = p.scores();
-            s[me.other()] - s[me]
-        };
+        let gain = |reply: Move| difference_after(after.position(), reply);
         let top_gain = replies.iter().map(|&r| gain(r)).max().unwrap_or(0);
         let (mut greedy_sum, mut greedy_n) = (0.0, 0u32);
         for &reply in &replies {
@@ -308,7 +300,7 @@ impl Engine {
 
 #[cfg(test)]
 mod tests {
-    use oanquan_rules::{Position, Preset};
+    use oanquan_rules::Preset;
 
     use super::*;
 
@@ -330,15 +322,6 @@ mod tests {
         engine.analyze_game(game, SearchLimits::nodes(nodes), &AtomicBool::new(false))
     }
 
-    /// The immediate gain of `mv` for the player who makes it.
-    fn gain(position: &Position, mv: Move) -> i32 {
-        let mover = position.to_move();
-        let mut next = *position;
-        next.play_unchecked(mv);
-        let s = next.scores();
-        s[mover] - s[mover.other()]
-    }
-
     /// The mean value, for the player to move in `game`, after `first` and each of the replies
     /// a greedy opponent may play (the biggest gains), by a deeper search than the pass's.
     fn against_greedy(game: &Game, first: Move) -> f64 {
@@ -348,13 +331,13 @@ mod tests {
         let replies = after.position().legal_moves();
         let top = replies
             .iter()
-            .map(|&r| gain(after.position(), r))
+            .map(|&r| difference_after(after.position(), r))
             .max()
             .unwrap();
         let greedy: Vec<Move> = replies
             .iter()
             .copied()
-            .filter(|&r| gain(after.position(), r) == top)
+            .filter(|&r| difference_after(after.position(), r) == top)
             .collect();
         let values = greedy.iter().map(|&r| {
             let mut next = after.clone();
@@ -383,7 +366,7 @@ mod tests {
             .position()
             .legal_moves()
             .iter()
-            .min_by_key(|&&mv| gain(before.position(), mv))
+            .min_by_key(|&&mv| difference_after(before.position(), mv))
             .unwrap();
         let mut declined = before.clone();
         declined.play(modest).unwrap();
