@@ -147,7 +147,7 @@ struct Args {
     /// The PostgreSQL-only flags given (on the command line or in the environment), for the
     /// warning that another store ignores them. Not a flag.
     #[arg(skip)]
-    postgres_flags_given: Vec<&'static str>,
+    postgres_flags_given: Vec<String>,
 
     #[command(flatten)]
     transport: TransportLimits,
@@ -267,14 +267,14 @@ struct BackupArgs {
     force: bool,
 }
 
-/// The PostgreSQL store's flags (clap ids and how they are written): other stores ignore them.
-const POSTGRES_FLAGS: [(&str, &str); 6] = [
-    ("database_pool_size", "--database-pool-size"),
-    ("database_connect_timeout", "--database-connect-timeout"),
-    ("database_pool_wait", "--database-pool-wait"),
-    ("database_statement_timeout", "--database-statement-timeout"),
-    ("database_batch", "--database-batch"),
-    ("database_writers", "--database-writers"),
+/// The PostgreSQL store's flags (clap ids): other stores ignore them.
+const POSTGRES_FLAGS: [&str; 6] = [
+    "database_pool_size",
+    "database_connect_timeout",
+    "database_pool_wait",
+    "database_statement_timeout",
+    "database_batch",
+    "database_writers",
 ];
 
 /// Longest `--node-name`: a label on every metric, and a name to read on a dashboard.
@@ -363,14 +363,16 @@ impl Args {
     {
         let matches = Self::command().try_get_matches_from(args)?;
         let mut args = Self::from_arg_matches(&matches)?;
+        let command = Self::command();
         args.postgres_flags_given = POSTGRES_FLAGS
             .iter()
-            .filter(|(id, _)| {
+            .filter(|id| {
                 matches
                     .value_source(id)
                     .is_some_and(|source| source != ValueSource::DefaultValue)
             })
-            .map(|&(_, flag)| flag)
+            .filter_map(|id| command.get_arguments().find(|arg| arg.get_id() == id))
+            .filter_map(|arg| arg.get_long().map(|long| format!("--{long}")))
             .collect();
         let database_given = matches
             .value_source("database")
@@ -637,6 +639,16 @@ mod tests {
 
     #[test]
     fn postgres_only_flags_given_to_another_store_are_named_once() {
+        // Every id names a flag (a renamed one would drop out of the warning unseen).
+        let command = Args::command();
+        for id in POSTGRES_FLAGS {
+            assert!(
+                command
+                    .get_arguments()
+                    .any(|arg| arg.get_id() == id && arg.get_long().is_some()),
+                "{id}"
+            );
+        }
         let ignored = |argv: &[&str]| {
             let args = Args::try_parse_checked(argv.iter().copied()).unwrap();
             args.ignored_postgres_flags(&args.config().storage)
