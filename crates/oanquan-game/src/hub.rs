@@ -27,7 +27,8 @@ use crate::store::Committed;
 #[derive(Debug)]
 pub struct Hub {
     capacity: usize,
-    games: Mutex<HashMap<GameId, Channel>>,
+    /// Keyed by ids of existing games, not by what a client sends: a fast hasher is safe.
+    games: Mutex<foldhash::HashMap<GameId, Channel>>,
     lobby: broadcast::Sender<Arc<LobbyEvent>>,
     commits: broadcast::Sender<Arc<GameInfo>>,
 }
@@ -167,7 +168,7 @@ impl Hub {
         })
     }
 
-    fn games(&self) -> MutexGuard<'_, HashMap<GameId, Channel>> {
+    fn games(&self) -> MutexGuard<'_, foldhash::HashMap<GameId, Channel>> {
         // Only plain map operations happen under the lock; a poisoned map is still consistent.
         self.games
             .lock()

@@ -50,7 +50,8 @@ pub struct MemoryStore {
 
 #[derive(Debug, Default)]
 struct Inner {
-    games: HashMap<GameId, Stored>,
+    /// Keys are ids this server generated, so a fast hasher is safe here.
+    games: foldhash::HashMap<GameId, Stored>,
     /// Creation order; the index is the listing key used in cursors.
     order: Vec<GameId>,
     lobby: VecDeque<Arc<LobbyEvent>>,

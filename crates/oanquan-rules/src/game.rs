@@ -1,5 +1,6 @@
-use std::collections::HashMap;
 use std::fmt;
+
+use foldhash::HashMap;
 
 use serde::{Deserialize, Serialize};
 
@@ -15,6 +16,9 @@ pub struct Game {
     start: Position,
     moves: Vec<Move>,
     position: Position,
+    /// Hashed with foldhash, not SipHash: it is hashed on every move and copied with every
+    /// stored game a server loads. Its keys are positions that the rules reach, at most one per
+    /// ply, under a per-map random seed.
     seen: HashMap<([u8; SQUARES], u8, Player), u32>,
 }
 
@@ -92,7 +96,7 @@ impl Game {
             start,
             moves: Vec::new(),
             position: start,
-            seen: HashMap::new(),
+            seen: HashMap::default(),
         };
         game.seen.insert(start.repetition_key(), 1);
         game

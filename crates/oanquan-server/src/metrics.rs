@@ -12,7 +12,6 @@
 //! The registry is the official `prometheus-client`'s: explicit rather than global, so several
 //! servers in one process (the tests) each count their own.
 
-use std::collections::HashMap;
 use std::sync::{Arc, Mutex, OnceLock, PoisonError, Weak};
 use std::time::Duration;
 
@@ -180,7 +179,8 @@ impl MethodMetrics {
 #[derive(Debug)]
 pub struct Metrics {
     registry: Registry,
-    methods: HashMap<String, Arc<MethodMetrics>>,
+    /// A fixed set of keys, built at start: a client's path only looks up, so a fast hasher is safe.
+    methods: foldhash::HashMap<String, Arc<MethodMetrics>>,
     unknown_method: Arc<MethodMetrics>,
     rpcs: Family<RpcLabels, Counter>,
     streams_open: [Gauge; 4],
