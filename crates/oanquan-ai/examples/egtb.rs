@@ -2,14 +2,16 @@
 //!
 //! ```text
 //! cargo run --release -p oanquan-ai --example egtb -- generate --preset standard --max-stones N --out FILE [--threads T]
-//! cargo run --release -p oanquan-ai --example egtb -- verify --tables FILE [--positions 10000] [--seed S]
+//! cargo run --release -p oanquan-ai --example egtb -- verify --tables FILE [--positions 10000] [--seed S] [--slack K] [--tt-mb MB]
 //! cargo run --release -p oanquan-ai --example egtb -- bench --tables FILE [--positions 1000] [--seed S]
 //! ```
 //!
-//! `verify` draws random positions inside the table with a proved value and compares the stored
-//! final margin with the engine's exact solver (no limits, an empty history, tables off). `bench`
-//! measures probes per second and the nodes the engine needs to solve random endgames just above
-//! the table's range with and without the tables.
+//! `generate` fails rather than write a table with a proof that does not check against its
+//! position's moves ([`Tablebase::generate`]). `verify` draws random positions inside the table
+//! with a proved value and compares the stored final margin with the engine's exact solver (no
+//! limits, an empty history, tables off). `bench` measures probes per second and the nodes the
+//! engine needs to solve random endgames just above the table's range with and without the
+//! tables.
 
 use std::collections::HashMap;
 use std::process::ExitCode;
@@ -81,11 +83,12 @@ fn generate(flags: &HashMap<String, String>) -> Result<(), String> {
     let bytes = table.to_bytes();
     std::fs::write(&out, &bytes).map_err(|e| format!("cannot write {out}: {e}"))?;
     println!(
-        "preset {preset} max-stones {n}: {} entries, {} live, {} resolved ({:.1} %), {} value sweeps, {} depth sweeps, {:.1} s on {threads} threads, {} bytes written to {out}",
+        "preset {preset} max-stones {n}: {} entries, {} live, {} resolved ({:.1} %), {} of them with proofs checked move by move, {} value sweeps, {} depth sweeps, {:.1} s on {threads} threads, {} bytes written to {out}",
         stats.entries,
         stats.live,
         stats.resolved,
         100.0 * stats.resolved as f64 / stats.live.max(1) as f64,
+        stats.proofs_checked,
         stats.value_sweeps,
         stats.depth_sweeps,
         stats.time.as_secs_f64(),
@@ -113,6 +116,8 @@ fn verify(flags: &HashMap<String, String>) -> Result<(), String> {
     let count: usize = flag(flags, "positions", Some(10_000))?;
     let seed: u64 = flag(flags, "seed", Some(1))?;
     let slack: u32 = flag(flags, "slack", Some(0))?;
+    // The solver walks lines up to the ply limit; a table that holds its tree saves most of it.
+    let tt_mb: usize = flag(flags, "tt-mb", Some(64))?;
     let cancel = AtomicBool::new(false);
     let start = Instant::now();
     let mut agree = 0;
@@ -134,7 +139,7 @@ fn verify(flags: &HashMap<String, String>) -> Result<(), String> {
         if std::env::var_os("EGTB_TRACE").is_some() {
             println!("{i}: {pos:?}");
         }
-        let mut engine = Engine::with_tt_bytes(1 << 20);
+        let mut engine = Engine::with_tt_bytes(tt_mb.clamp(1, 16_384) << 20);
         let r = engine.search(&pos, SearchLimits::NONE, &cancel);
         nodes += r.nodes;
         if r.exact && r.eval_points == expected {

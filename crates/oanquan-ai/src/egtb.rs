@@ -69,6 +69,12 @@
 //! bound; values are clamped at ±[`VALUE_LIMIT`], which keeps the bounds sound and leaves such
 //! positions unknown.
 //!
+//! Before a table is returned, every bound with a proof depth is checked again against its
+//! position's moves alone (`Generator::check_proofs`): a lower bound needs one move whose
+//! child's opposite bound is proved with a smaller depth, an upper bound needs it of every
+//! move, so depths strictly decrease and no proof can lean on a cycle. A table in which one
+//! does not check is an error, not a file.
+//!
 //! The proof depths are computed from above (every depth starts infinite and only shrinks when a
 //! move justifies it), so any finite depth stands for a real pair of strategies. They follow
 //! value-optimal moves; where the only optimal lines of a child pump a cycle, the parent stays
@@ -134,6 +140,9 @@ pub enum TableError {
     TooManyStones(u32),
     /// The generation was cancelled.
     Cancelled,
+    /// A bound the generator found has no proof in its own results: a bug, reported rather
+    /// than written to a file. The entry's index and what failed.
+    Unproved(u64, &'static str),
 }
 
 impl fmt::Display for TableError {
@@ -157,6 +166,10 @@ impl fmt::Display for TableError {
                 "endgame tables are limited to {MAX_TABLE_STONES} stones, {n} asked"
             ),
             TableError::Cancelled => f.write_str("endgame table generation was cancelled"),
+            TableError::Unproved(i, what) => write!(
+                f,
+                "endgame table generation found a bound without a proof at entry {i}: {what}"
+            ),
         }
     }
 }
@@ -293,6 +306,10 @@ pub struct GenerateStats {
     pub value_sweeps: u32,
     /// Sweeps to settle the proof depths.
     pub depth_sweeps: u32,
+    /// Resolved values whose proofs were checked move by move against their children, in the
+    /// largest table (generation fails with [`TableError::Unproved`] if one does not check):
+    /// equal to `resolved`.
+    pub proofs_checked: u64,
     /// Wall-clock time.
     pub time: Duration,
 }
@@ -495,7 +512,9 @@ impl Tablebase {
     ///
     /// # Errors
     ///
-    /// [`TableError::TooManyStones`] above [`MAX_TABLE_STONES`]; [`TableError::Cancelled`].
+    /// [`TableError::TooManyStones`] above [`MAX_TABLE_STONES`]; [`TableError::Cancelled`];
+    /// [`TableError::Unproved`] if a proof the iteration found does not check against its
+    /// position's moves (a bug: the table is not returned).
     pub fn generate(
         rules: Rules,
         max_stones: u32,
@@ -519,24 +538,8 @@ impl Tablebase {
             if let Some(smaller) = &previous {
                 g.seed(smaller);
             }
-            loop {
-                if cancel.load(Ordering::Relaxed) {
-                    return Err(TableError::Cancelled);
-                }
-                stats.value_sweeps += 1;
-                if g.par_count(threads, Generator::value_step) == 0 {
-                    break;
-                }
-            }
-            loop {
-                if cancel.load(Ordering::Relaxed) {
-                    return Err(TableError::Cancelled);
-                }
-                stats.depth_sweeps += 1;
-                if g.par_count(threads, Generator::depth_step) == 0 {
-                    break;
-                }
-            }
+            g.settle(threads, cancel, &mut stats)?;
+            stats.proofs_checked = g.check_proofs(threads, previous.as_ref())?;
             previous = Some(g.finish());
         }
         let table = previous.ok_or(TableError::BadSize)?;
@@ -786,6 +789,33 @@ impl Generator {
         total.load(Ordering::Relaxed)
     }
 
+    /// Iterates the bounds, then the proof depths, to their fixed points.
+    fn settle(
+        &self,
+        threads: usize,
+        cancel: &AtomicBool,
+        stats: &mut GenerateStats,
+    ) -> Result<(), TableError> {
+        for (step, sweeps) in [
+            (
+                Generator::value_step as fn(&Generator, usize, &Position) -> bool,
+                &mut stats.value_sweeps,
+            ),
+            (Generator::depth_step, &mut stats.depth_sweeps),
+        ] {
+            loop {
+                if cancel.load(Ordering::Relaxed) {
+                    return Err(TableError::Cancelled);
+                }
+                *sweeps += 1;
+                if self.par_count(threads, step) == 0 {
+                    break;
+                }
+            }
+        }
+        Ok(())
+    }
+
     /// Copies the proofs of a table for fewer stones.
     fn seed(&self, smaller: &Tablebase) {
         let n = smaller.max_stones;
@@ -934,6 +964,99 @@ impl Generator {
         changed
     }
 
+    /// Checks every bound with a finite proof depth against its children, independently of how
+    /// the iteration reached it: a lower bound `M` needs one move whose result is at least `M`
+    /// (the game ends, or the child's upper bound is proved with a smaller depth); an upper
+    /// bound `N` needs every move's result at most `N` (each child's lower bound proved with a
+    /// smaller depth, none outside the set). Depths strictly decrease along every line the
+    /// proofs allow, so by induction on the depth each checked bound holds under the rules, and
+    /// the stored values (both bounds equal) are exact in the sense of the module docs.
+    ///
+    /// A bound still exactly as seeded from `smaller` (same value, same depth) is not checked
+    /// again: its proof was checked in the smaller table, where its lines stay, and it may rest
+    /// on a child's weaker bound that this table has since improved and no longer holds.
+    /// Returns how many resolved values were checked.
+    fn check_proofs(&self, threads: usize, smaller: Option<&Tablebase>) -> Result<u64, TableError> {
+        let failure: std::sync::Mutex<Option<TableError>> = std::sync::Mutex::new(None);
+        let resolved = self.par_count(threads, |g, i, pos| match g.check_entry(i, pos, smaller) {
+            Ok(resolved) => resolved,
+            Err(what) => {
+                let mut failure = failure
+                    .lock()
+                    .unwrap_or_else(std::sync::PoisonError::into_inner);
+                failure.get_or_insert(TableError::Unproved(i as u64, what));
+                false
+            }
+        });
+        match failure
+            .into_inner()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+        {
+            Some(error) => Err(error),
+            None => Ok(resolved),
+        }
+    }
+
+    /// [`Generator::check_proofs`] for one entry: `Ok(true)` if it is a resolved value.
+    fn check_entry(
+        &self,
+        i: usize,
+        pos: &Position,
+        smaller: Option<&Tablebase>,
+    ) -> Result<bool, &'static str> {
+        let lo = i32::from(self.lo[i].load(Ordering::Relaxed));
+        let hi = i32::from(self.hi[i].load(Ordering::Relaxed));
+        let d_lo = u32::from(self.d_lo[i].load(Ordering::Relaxed));
+        let d_hi = u32::from(self.d_hi[i].load(Ordering::Relaxed));
+        let seeded = smaller.and_then(|t| t.probe(pos));
+        let moves = pos.legal_moves();
+        if d_lo != u32::from(DEPTH_INF)
+            && seeded.is_none_or(|s| (s.relative, s.mover_depth) != (lo, d_lo))
+        {
+            if lo == i32::from(LO_INF) {
+                return Err("a lower-bound depth without a lower bound");
+            }
+            let proved = moves.iter().any(|&mv| match self.child(pos, mv) {
+                ChildRef::Over(gain) => gain >= lo && d_lo >= 1,
+                ChildRef::Entry(gain, c) => {
+                    let c_hi = self.hi[c].load(Ordering::Relaxed);
+                    let c_d = u32::from(self.d_hi[c].load(Ordering::Relaxed));
+                    c_hi != HI_INF
+                        && c_d != u32::from(DEPTH_INF)
+                        && gain - i32::from(c_hi) >= lo
+                        && c_d < d_lo
+                }
+                ChildRef::Outside => false,
+            });
+            if !proved {
+                return Err("no move proves the lower bound");
+            }
+        }
+        if d_hi != u32::from(DEPTH_INF)
+            && seeded.is_none_or(|s| (s.relative, s.opponent_depth) != (hi, d_hi))
+        {
+            if hi == i32::from(HI_INF) {
+                return Err("an upper-bound depth without an upper bound");
+            }
+            let proved = moves.iter().all(|&mv| match self.child(pos, mv) {
+                ChildRef::Over(gain) => gain <= hi && d_hi >= 1,
+                ChildRef::Entry(gain, c) => {
+                    let c_lo = self.lo[c].load(Ordering::Relaxed);
+                    let c_d = u32::from(self.d_lo[c].load(Ordering::Relaxed));
+                    c_lo != LO_INF
+                        && c_d != u32::from(DEPTH_INF)
+                        && gain - i32::from(c_lo) <= hi
+                        && c_d < d_hi
+                }
+                ChildRef::Outside => false,
+            });
+            if !proved {
+                return Err("a move escapes the upper bound");
+            }
+        }
+        Ok(lo == hi && lo.abs() <= VALUE_LIMIT && d_lo <= DEPTH_LIMIT && d_hi <= DEPTH_LIMIT)
+    }
+
     fn finish(self) -> Tablebase {
         let len = self.entries as usize;
         let mut entries = vec![0u8; len * ENTRY_BYTES];
@@ -980,6 +1103,52 @@ mod tests {
             }
             assert_eq!(i, board_count(n));
         }
+    }
+
+    /// A settled 5-stone generator for the standard rules, and one resolved entry (value and
+    /// both proof depths) whose lower bound no single move reaches at once (`dM ≥ 2`).
+    fn settled() -> (Generator, usize) {
+        let g = Generator::new(oanquan_rules::Preset::Standard.rules(), 5);
+        g.par_count(2, |g, i, _| g.init(i));
+        g.settle(2, &AtomicBool::new(false), &mut GenerateStats::default())
+            .expect("not cancelled");
+        let i = (0..g.entries as usize)
+            .find(|&i| {
+                g.live[i].load(Ordering::Relaxed)
+                    && g.lo[i].load(Ordering::Relaxed) == g.hi[i].load(Ordering::Relaxed)
+                    && (2..u32::from(DEPTH_INF))
+                        .contains(&u32::from(g.d_lo[i].load(Ordering::Relaxed)))
+                    && g.d_hi[i].load(Ordering::Relaxed) != DEPTH_INF
+            })
+            .expect("a resolved entry with a two-ply proof");
+        (g, i)
+    }
+
+    #[test]
+    fn the_proof_check_passes_on_the_generator_s_results_and_catches_each_kind_of_bad_bound() {
+        let (g, i) = settled();
+        assert!(g.check_proofs(2, None).expect("every proof checks") > 0);
+        let unproved = |g: &Generator| match g.check_proofs(2, None) {
+            Err(TableError::Unproved(at, what)) => (at, what),
+            other => panic!("a tampered bound passed: {other:?}"),
+        };
+
+        let v = g.lo[i].load(Ordering::Relaxed);
+        g.lo[i].store(v + 1, Ordering::Relaxed);
+        assert_eq!(unproved(&g), (i as u64, "no move proves the lower bound"));
+        g.lo[i].store(v, Ordering::Relaxed);
+
+        g.hi[i].store(v - 1, Ordering::Relaxed);
+        assert_eq!(unproved(&g), (i as u64, "a move escapes the upper bound"));
+        g.hi[i].store(v, Ordering::Relaxed);
+
+        // A depth that does not decrease along the line: the proof could be a cycle.
+        let d = g.d_lo[i].load(Ordering::Relaxed);
+        g.d_lo[i].store(1, Ordering::Relaxed);
+        assert_eq!(unproved(&g), (i as u64, "no move proves the lower bound"));
+        g.d_lo[i].store(d, Ordering::Relaxed);
+
+        assert!(g.check_proofs(2, None).is_ok(), "restored");
     }
 
     #[test]
