@@ -112,12 +112,16 @@ fn load(flags: &HashMap<String, String>) -> Result<Arc<Tablebase>, String> {
 }
 
 fn verify(flags: &HashMap<String, String>) -> Result<(), String> {
-    let table = load(flags)?;
     let count: usize = flag(flags, "positions", Some(10_000))?;
     let seed: u64 = flag(flags, "seed", Some(1))?;
     let slack: u32 = flag(flags, "slack", Some(0))?;
     // The solver walks lines up to the ply limit; a table that holds its tree saves most of it.
     let tt_mb: usize = flag(flags, "tt-mb", Some(64))?;
+    if !(1..=4096).contains(&tt_mb) {
+        return Err(format!("--tt-mb must be 1 to 4096 (MB), not {tt_mb}"));
+    }
+    // Flags first: a bad one is refused before a large file is read.
+    let table = load(flags)?;
     let cancel = AtomicBool::new(false);
     let start = Instant::now();
     let mut agree = 0;
@@ -139,7 +143,7 @@ fn verify(flags: &HashMap<String, String>) -> Result<(), String> {
         if std::env::var_os("EGTB_TRACE").is_some() {
             println!("{i}: {pos:?}");
         }
-        let mut engine = Engine::with_tt_bytes(tt_mb.clamp(1, 16_384) << 20);
+        let mut engine = Engine::with_tt_bytes(tt_mb << 20);
         let r = engine.search(&pos, SearchLimits::NONE, &cancel);
         nodes += r.nodes;
         if r.exact && r.eval_points == expected {

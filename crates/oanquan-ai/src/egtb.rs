@@ -168,7 +168,9 @@ impl fmt::Display for TableError {
             TableError::Cancelled => f.write_str("endgame table generation was cancelled"),
             TableError::Unproved(i, what) => write!(
                 f,
-                "endgame table generation found a bound without a proof at entry {i}: {what}"
+                "endgame table generation found a bound without a proof at entry {i}: {what} \
+                 (a bug in the generator; no file was written: please report it with the preset \
+                 and --max-stones)"
             ),
         }
     }
@@ -702,6 +704,12 @@ fn checksum(bytes: &[u8]) -> u64 {
     crate::rng::mix(h)
 }
 
+/// Whether bounds and depths make a stored (resolved) entry: both bounds equal, within the
+/// value range, with proofs short enough for a byte.
+fn is_stored(lo: i32, hi: i32, d_lo: u32, d_hi: u32) -> bool {
+    lo == hi && lo.abs() <= VALUE_LIMIT && d_lo <= DEPTH_LIMIT && d_hi <= DEPTH_LIMIT
+}
+
 /// Retrograde state: bounds `M ≤ N` and proof depths for every entry, shared between threads
 /// (relaxed atomics: the iteration is monotone, so reading a value another thread is about to
 /// improve only delays convergence, and the loop runs until a sweep changes nothing).
@@ -796,24 +804,17 @@ impl Generator {
         cancel: &AtomicBool,
         stats: &mut GenerateStats,
     ) -> Result<(), TableError> {
-        for (step, sweeps) in [
-            (
-                Generator::value_step as fn(&Generator, usize, &Position) -> bool,
-                &mut stats.value_sweeps,
-            ),
-            (Generator::depth_step, &mut stats.depth_sweeps),
-        ] {
-            loop {
-                if cancel.load(Ordering::Relaxed) {
-                    return Err(TableError::Cancelled);
-                }
-                *sweeps += 1;
-                if self.par_count(threads, step) == 0 {
-                    break;
-                }
+        let sweep = |step: fn(&Generator, usize, &Position) -> bool, sweeps: &mut u32| loop {
+            if cancel.load(Ordering::Relaxed) {
+                return Err(TableError::Cancelled);
             }
-        }
-        Ok(())
+            *sweeps += 1;
+            if self.par_count(threads, step) == 0 {
+                return Ok(());
+            }
+        };
+        sweep(Generator::value_step, &mut stats.value_sweeps)?;
+        sweep(Generator::depth_step, &mut stats.depth_sweeps)
     }
 
     /// Copies the proofs of a table for fewer stones.
@@ -1054,7 +1055,7 @@ impl Generator {
                 return Err("a move escapes the upper bound");
             }
         }
-        Ok(lo == hi && lo.abs() <= VALUE_LIMIT && d_lo <= DEPTH_LIMIT && d_hi <= DEPTH_LIMIT)
+        Ok(is_stored(lo, hi, d_lo, d_hi))
     }
 
     fn finish(self) -> Tablebase {
@@ -1068,7 +1069,7 @@ impl Generator {
             let hi = i32::from(self.hi[i].load(Ordering::Relaxed));
             let d_lo = u32::from(self.d_lo[i].load(Ordering::Relaxed));
             let d_hi = u32::from(self.d_hi[i].load(Ordering::Relaxed));
-            if lo == hi && lo.abs() <= VALUE_LIMIT && d_lo <= DEPTH_LIMIT && d_hi <= DEPTH_LIMIT {
+            if is_stored(lo, hi, d_lo, d_hi) {
                 let e = &mut entries[i * ENTRY_BYTES..(i + 1) * ENTRY_BYTES];
                 e[0] = lo as i8 as u8;
                 e[1] = d_lo as u8;
