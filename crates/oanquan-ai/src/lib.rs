@@ -55,7 +55,9 @@
 //! that choice showed), [`Level::Master`] and [`Engine::analyze_game`] spend part of the budget
 //! searching every (move, reply) pair and may play a move that does better against the greedy
 //! replies, at most [`RISK_POINTS`] worse against the best one ([`SearchResult::for_mistakes`]).
-//! Against other opponents, and for a bare position, the search is unchanged.
+//! Against any opponent, when the best move would end the game lost, the same pass looks for a
+//! move that keeps the game going and gives the opponent replies that lose
+//! ([`SURE_LOSS_WEIGHT`]). Otherwise, and for a bare position, the search is unchanged.
 //! [`Engine::set_play_for_mistakes`] turns it off.
 //!
 //! The transposition table stores values *relative to the score difference* of their position:
@@ -114,7 +116,7 @@ pub use eval::{
 pub use level::{Level, UnknownLevel, choose_move};
 pub use mistakes::{
     GREEDY_EVIDENCE, GREEDY_SHARE, GREEDY_WEIGHT, LOST_POINTS, MAIN_SHARE, RISK_POINTS,
-    SWITCH_MARGIN, expected_result,
+    SURE_LOSS_WEIGHT, SWITCH_MARGIN, expected_result,
 };
 pub use search::{
     DEFAULT_ENDGAME_POINTS, DEFAULT_TT_BYTES, Engine, MAX_DEPTH, SearchLimits, SearchResult,

@@ -1,4 +1,4 @@
-//! Playing for the mistakes of an opponent who has shown itself greedy.
+//! Playing for the opponent's mistakes: a greedy opponent's, and anyone's after a sure loss.
 //!
 //! Minimax assumes a perfect opponent. In a position it does not rate won, it picks the move
 //! that does best against the best reply, and a greedy opponent (one that takes the biggest
@@ -23,13 +23,20 @@
 //!   [`RISK_POINTS`] below the main search's value, so a wrong guess about the opponent costs
 //!   little. The measurements that chose these numbers are in BENCHMARKS.md ("Playing for the
 //!   opponent's mistakes").
+//! * **A sure loss**: against any opponent, in a game with history, when the main search's move
+//!   ends the game with its player behind, the same pass runs (the main search keeps
+//!   [`MAIN_SHARE`] once an iteration picks such a move). All the opponent's replies then weigh
+//!   [`SURE_LOSS_WEIGHT`] alike, and the points limit is lifted: no move can lose more than the
+//!   game, and a move that keeps it going lets a fallible opponent go wrong. A finished game's
+//!   result counts as it is (a win, a draw or a loss), not through [`expected_result`]'s curve,
+//!   which allows for a searched value's noise. BENCHMARKS.md ("A sure loss") has the matches.
 
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use oanquan_rules::{Game, Move, Player};
 
 use crate::eval::{EVAL_SCALE, difference_after};
-use crate::search::{Engine, SearchLimits, SearchResult};
+use crate::search::{Engine, SearchLimits, SearchResult, ends_lost};
 
 /// The share of the budget the main search keeps once it rates the position at or below
 /// [`LOST_POINTS`] against a greedy opponent; the pass gets the rest.
@@ -44,6 +51,11 @@ pub const RISK_POINTS: i32 = 5;
 
 /// The greedy replies' weight in a move's expected result against a greedy opponent.
 pub const GREEDY_WEIGHT: f64 = 0.5;
+
+/// The weight of all replies alike (their mean) in a move's expected result when the main
+/// search's move is a sure loss: any opponent may go wrong, and no move can lose more than the
+/// game.
+pub const SURE_LOSS_WEIGHT: f64 = 0.5;
 
 /// The fewest of the opponent's moves that must have shown a greedy choice.
 pub const GREEDY_EVIDENCE: u32 = 2;
@@ -102,6 +114,15 @@ pub(crate) fn greedy_weight(game: &Game) -> f64 {
     }
 }
 
+/// The weights of the opponent model the pass plays against; the rest goes to the best reply.
+#[derive(Debug, Clone, Copy)]
+struct Model {
+    /// The greedy replies' (their mean).
+    greedy: f64,
+    /// All replies' alike (their mean).
+    any: f64,
+}
+
 /// What the pass found for one move.
 #[derive(Debug, Clone)]
 pub(crate) struct MoveOutlook {
@@ -112,6 +133,16 @@ pub(crate) struct MoveOutlook {
     pub worst: i32,
     /// That reply and the line after it (empty when the move ends the game).
     pub line: Vec<Move>,
+}
+
+/// The result of a finished game of value `v`: no search noise to allow for, so a loss by one
+/// point is a loss, where [`expected_result`] would count a searched −1 as nearly a draw.
+fn final_result(v: i32) -> f64 {
+    match v.signum() {
+        1 => 1.0,
+        0 => 0.5,
+        _ => 0.0,
+    }
 }
 
 /// The value of a finished game for `player`, in evaluation units.
@@ -146,20 +177,31 @@ impl Engine {
         cancel: &AtomicBool,
     ) -> SearchResult {
         let unbounded = limits.nodes.is_none() && limits.time.is_none() && limits.depth.is_none();
-        let greedy_weight = greedy_weight(game);
-        if !self.play_for_mistakes || unbounded || greedy_weight == 0.0 {
+        // A bare position has no opponent to read: the plain search, as documented.
+        if !self.play_for_mistakes || unbounded || game.moves().is_empty() {
             return self.search_game(game, limits, cancel);
         }
-        let lost = -LOST_POINTS * EVAL_SCALE;
-        self.lost_cap = Some((lost, MAIN_SHARE));
+        let greedy = greedy_weight(game);
+        // Against an opponent not shown greedy, only a sure loss starts the pass.
+        let lost = if greedy > 0.0 {
+            -LOST_POINTS * EVAL_SCALE
+        } else {
+            i32::MIN
+        };
+        self.lost_cap = Some((lost, MAIN_SHARE, true));
         let mut main = self.search_game(game, limits, cancel);
         self.lost_cap = None;
         let Some(best) = main.best_move else {
             return main;
         };
-        if main.eval > lost {
+        let sure_loss = ends_lost(game.position(), best);
+        if !sure_loss && main.eval > lost {
             return main;
         }
+        let model = Model {
+            greedy,
+            any: if sure_loss { SURE_LOSS_WEIGHT } else { 0.0 },
+        };
         let pairs: usize = game
             .position()
             .legal_moves()
@@ -194,7 +236,7 @@ impl Engine {
         let mut outlooks = Vec::new();
         let mut nodes = 0;
         for &mv in game.position().legal_moves().iter() {
-            match self.outlook(game, mv, greedy_weight, per_pair, &mut nodes, cancel) {
+            match self.outlook(game, mv, model, per_pair, &mut nodes, cancel) {
                 Some(outlook) => outlooks.push(outlook),
                 None => break,
             }
@@ -209,10 +251,12 @@ impl Engine {
             .iter()
             .find(|o| o.mv == best)
             .map_or(0.0, |o| o.expected);
+        // After a sure loss no move can do worse in result, so the limit on points given up
+        // does not apply.
         let risk = RISK_POINTS * EVAL_SCALE;
         let chosen = outlooks
             .iter()
-            .filter(|o| o.mv != best && o.worst >= main.eval - risk)
+            .filter(|o| o.mv != best && (sure_loss || o.worst >= main.eval - risk))
             .max_by(|a, b| a.expected.total_cmp(&b.expected))
             .filter(|o| o.expected > of_best + SWITCH_MARGIN);
         if let Some(o) = chosen {
@@ -234,7 +278,7 @@ impl Engine {
         &mut self,
         game: &Game,
         mv: Move,
-        greedy_weight: f64,
+        model: Model,
         limits: SearchLimits,
         nodes: &mut u64,
         cancel: &AtomicBool,
@@ -244,7 +288,7 @@ impl Engine {
         after.play(mv).ok()?;
         if after.is_over() {
             let v = final_value(&after, me);
-            let expected = expected_result(f64::from(v) / f64::from(EVAL_SCALE));
+            let expected = final_result(v);
             return Some(MoveOutlook {
                 mv,
                 expected,
@@ -253,19 +297,20 @@ impl Engine {
             });
         }
         let replies = after.position().legal_moves().to_vec();
-        let mut worst: Option<(i32, Vec<Move>)> = None;
+        let mut worst: Option<(i32, Vec<Move>, f64)> = None;
         // The replies a greedy opponent plays: the biggest immediate gain for them.
         let gain = |reply: Move| difference_after(after.position(), reply);
         let top_gain = replies.iter().map(|&r| gain(r)).max().unwrap_or(0);
-        let (mut greedy_sum, mut greedy_n) = (0.0, 0u32);
+        let (mut greedy_sum, mut greedy_n, mut all_sum) = (0.0, 0u32, 0.0);
         for &reply in &replies {
             if cancel.load(Ordering::Relaxed) {
                 return None;
             }
             let mut next = after.clone();
             next.play(reply).ok()?;
-            let (v, line) = if next.is_over() {
-                (final_value(&next, me), vec![reply])
+            let (v, line, result) = if next.is_over() {
+                let v = final_value(&next, me);
+                (v, vec![reply], final_result(v))
             } else {
                 let r = self.search_game(&next, limits, cancel);
                 *nodes += r.nodes;
@@ -274,21 +319,24 @@ impl Engine {
                 } else {
                     -r.eval
                 };
-                (v, std::iter::once(reply).chain(r.pv).collect())
+                let result = expected_result(f64::from(v) / f64::from(EVAL_SCALE));
+                (v, std::iter::once(reply).chain(r.pv).collect(), result)
             };
+            all_sum += result;
             if gain(reply) == top_gain {
-                greedy_sum += expected_result(f64::from(v) / f64::from(EVAL_SCALE));
+                greedy_sum += result;
                 greedy_n += 1;
             }
-            if worst.as_ref().is_none_or(|(w, _)| v < *w) {
-                worst = Some((v, line));
+            if worst.as_ref().is_none_or(|(w, _, _)| v < *w) {
+                worst = Some((v, line, result));
             }
         }
-        let (worst, line) = worst?;
+        let (worst, line, worst_result) = worst?;
         let greedy = greedy_sum / f64::from(greedy_n.max(1));
-        let expected = (1.0 - greedy_weight)
-            * expected_result(f64::from(worst) / f64::from(EVAL_SCALE))
-            + greedy_weight * greedy;
+        let all = all_sum / replies.len().max(1) as f64;
+        let expected = (1.0 - model.greedy - model.any) * worst_result
+            + model.greedy * greedy
+            + model.any * all;
         Some(MoveOutlook {
             mv,
             expected,
@@ -405,10 +453,74 @@ mod tests {
         );
     }
 
+    /// Four random plies of a master-against-random match (seed 1, game 272) after which every
+    /// move of the first player loses against best play, and the best ends the game at once.
+    const SURE_LOSS: &str = "1+ 10- 2+ 10+";
+
+    #[test]
+    fn facing_a_sure_loss_master_leaves_the_opponent_a_way_to_go_wrong() {
+        let game = game_of(SURE_LOSS);
+        let cancel = AtomicBool::new(false);
+        let plain = analyze(&game, false, 20_000);
+        let plain_move = plain.best_move.unwrap();
+        assert!(ends_lost(game.position(), plain_move), "{plain:?}");
+        let on = analyze(&game, true, 20_000);
+        assert!(on.for_mistakes, "{on:?}");
+        assert!(
+            on.nodes <= 20_000,
+            "the pass stays within the budget: {}",
+            on.nodes
+        );
+        let chosen = on.best_move.unwrap();
+        let mut after = game.clone();
+        after.play(chosen).unwrap();
+        assert!(!after.is_over(), "{chosen} keeps the game going");
+        // Some reply of the opponent's hands the first player a win, by a deeper search.
+        let me = game.position().to_move();
+        let winning_replies = after
+            .position()
+            .legal_moves()
+            .iter()
+            .filter(|&&reply| {
+                let mut next = after.clone();
+                next.play(reply).unwrap();
+                let r = Engine::new().search_game(&next, SearchLimits::nodes(200_000), &cancel);
+                let mine = if next.position().to_move() == me {
+                    r.eval_points
+                } else {
+                    -r.eval_points
+                };
+                mine > 0
+            })
+            .count();
+        assert!(winning_replies > 0, "{chosen}: no reply goes wrong");
+    }
+
+    #[test]
+    fn a_sure_loss_is_a_move_that_ends_the_game_behind() {
+        let game = game_of(SURE_LOSS);
+        let pos = game.position();
+        let (ending, going): (Vec<Move>, Vec<Move>) = pos.legal_moves().iter().partition(|&&mv| {
+            let mut next = *pos;
+            next.play_unchecked(mv);
+            next.is_over()
+        });
+        assert!(!ending.is_empty() && !going.is_empty());
+        for mv in ending {
+            let mut next = game.clone();
+            next.play(mv).unwrap();
+            let scores = next.scores();
+            let behind = scores[pos.to_move()] < scores[pos.to_move().other()];
+            assert_eq!(ends_lost(pos, mv), behind, "{mv}");
+        }
+        assert!(going.iter().all(|&mv| !ends_lost(pos, mv)));
+    }
+
     #[test]
     fn without_history_the_search_is_unchanged() {
         for game in [
             Game::from_position(*game_of(TRAP).position()),
+            Game::from_position(*game_of(SURE_LOSS).position()),
             game_of("2- 7+"),
         ] {
             let plain = analyze(&game, false, 10_000);
@@ -430,5 +542,9 @@ mod tests {
         assert!(expected_result(20.0) > 0.99);
         assert!(expected_result(-20.0) < 0.01);
         assert!(expected_result(1.0) > expected_result(0.5));
+        // A finished game has no noise: a loss by a point is a loss.
+        assert_eq!(final_result(-EVAL_SCALE), 0.0);
+        assert_eq!(final_result(0), 0.5);
+        assert_eq!(final_result(EVAL_SCALE), 1.0);
     }
 }

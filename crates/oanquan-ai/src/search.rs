@@ -221,9 +221,10 @@ pub struct Engine {
     /// Whether the top level plays for the opponent's mistakes (see `mistakes.rs`).
     pub(crate) play_for_mistakes: bool,
     /// Set while searching for `mistakes.rs`: once an iteration values the root at or below
-    /// `.0` (eval units), the search keeps only the share `.1` of its budget, and leaves the
-    /// rest to the pass that looks for the opponent's mistakes.
-    pub(crate) lost_cap: Option<(i32, f64)>,
+    /// `.0` (eval units), or (with `.2`) its best move ends the game lost, the search keeps only
+    /// the share `.1` of its budget, and leaves the rest to the pass that looks for the
+    /// opponent's mistakes.
+    pub(crate) lost_cap: Option<(i32, f64, bool)>,
     seed: u64,
     endgame_points: Option<u32>,
     killers: Vec<[u8; 2]>,
@@ -503,8 +504,9 @@ impl Engine {
                 result.exact = true;
                 break;
             }
-            if let Some((lost, share)) = self.lost_cap
-                && result.eval <= lost
+            if let Some((lost, share, on_sure_loss)) = self.lost_cap
+                && (result.eval <= lost
+                    || on_sure_loss && result.best_move.is_some_and(|mv| ends_lost(root, mv)))
                 && share < 1.0
             {
                 // Applied once: later iterations keep the reduced budget.
@@ -910,4 +912,13 @@ impl std::ops::DerefMut for ChildList {
     fn deref_mut(&mut self) -> &mut [Child] {
         &mut self.items[..self.len]
     }
+}
+
+/// Whether `mv` ends the game with its player behind: a sure loss, whatever the search says of
+/// the other moves.
+pub(crate) fn ends_lost(position: &Position, mv: Move) -> bool {
+    let mut next = *position;
+    next.play_unchecked(mv);
+    // After the move the opponent is the one to move: a positive difference is theirs.
+    next.is_over() && score_difference(&next) > 0
 }

@@ -536,3 +536,64 @@ async fn analysis_with_a_greedy_opponents_history_plays_for_its_mistakes() {
     assert!(again.for_mistakes, "{again:?}");
     assert_eq!(again.best_move, with_history.best_move);
 }
+
+/// Four random plies after which the first player's best move ends the game lost (by 2): with
+/// the game, `Analyze` answers a move that keeps it going, marked `for_mistakes`; for the bare
+/// position, and with `best_play_only`, the move that ends it.
+#[tokio::test]
+async fn analysis_facing_a_sure_loss_keeps_the_game_going_only_with_the_history() {
+    let server = start_server().await;
+    let mut rules = server.rules().await;
+    let standard = Position::new(Rules::STANDARD).unwrap();
+    let moves: Vec<Move> = ["1+", "10-", "2+", "10+"]
+        .iter()
+        .map(|mv| mv.parse().unwrap())
+        .collect();
+    let game = Game::replay(standard, &moves).unwrap();
+    let ends_the_game = |answer: &pb::AnalyzeResponse| {
+        let mut after = game.clone();
+        after
+            .play(convert::mv(answer.best_move.as_ref(), "best_move").unwrap())
+            .unwrap();
+        after.is_over()
+    };
+    let history = || {
+        Some(pb::analyze_request::Game::History(history_from(
+            &standard, &moves,
+        )))
+    };
+    let request = |game| pb::AnalyzeRequest {
+        time_limit_ms: 5000,
+        node_limit: Some(20_000),
+        game,
+        ..Default::default()
+    };
+
+    let with_history = analyzed(&mut rules, request(history())).await;
+    assert!(with_history.for_mistakes, "{with_history:?}");
+    assert!(!ends_the_game(&with_history), "{with_history:?}");
+    assert!(with_history.nodes <= 20_000, "{with_history:?}");
+
+    let bare = analyzed(
+        &mut rules,
+        pb::AnalyzeRequest {
+            position: Some(convert::position_out(game.position())),
+            ..request(None)
+        },
+    )
+    .await;
+    assert!(!bare.for_mistakes, "{bare:?}");
+    assert!(ends_the_game(&bare), "{bare:?}");
+    assert_eq!(bare.eval_points, -2, "{bare:?}");
+
+    let best_play = analyzed(
+        &mut rules,
+        pb::AnalyzeRequest {
+            best_play_only: true,
+            ..request(history())
+        },
+    )
+    .await;
+    assert!(!best_play.for_mistakes, "{best_play:?}");
+    assert_eq!(best_play.best_move, bare.best_move);
+}
