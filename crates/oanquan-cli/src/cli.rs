@@ -431,9 +431,13 @@ traces) are for people; the others are, one per line:
     you offer a draw; ...                       your offer stands
     NAME declines the draw | NAME accepts the draw
     your move                                   waiting for one line of input
-    hint: S DIR (Sd), eval E, depth D[, exact]  answer to `hint`: S DIR in your terms
+    hint: S DIR (Sd), eval E, depth D[, exact][, a try for the opponent's mistakes]
+                                                answer to `hint`: S DIR in your terms
                                                 (Sd its short form, e.g. 3r), E the
                                                 expected final score difference for you
+                                                (against the best reply when the move is
+                                                a try for the opponent's mistakes: behind,
+                                                one it may get wrong)
     error: MESSAGE                              bad input or a rejected move; re-prompts
     resign? (y/N)                               after `resign`: the next line confirms it
                                                 (y or yes); anything else keeps playing

@@ -742,6 +742,7 @@ impl Player {
             analysis.eval_points,
             analysis.depth,
             analysis.exact,
+            analysis.for_mistakes,
         ))
     }
 
@@ -795,10 +796,24 @@ fn refuses_game_id(status: &tonic::Status) -> bool {
 }
 
 /// `hint: 3 right (3r), eval +4, depth 9` (stable format, see `play --help`).
-fn hint_line(mv: LocalMove, eval_points: i32, depth: u32, exact: bool) -> String {
+/// `for_mistakes`: the move is the server's try for the opponent's mistakes rather than the
+/// best against perfect play (`AnalyzeResponse.for_mistakes`), and the line says so, since its
+/// evaluation is then that move's against the best reply.
+fn hint_line(
+    mv: LocalMove,
+    eval_points: i32,
+    depth: u32,
+    exact: bool,
+    for_mistakes: bool,
+) -> String {
     let exact = if exact { ", exact" } else { "" };
+    let trap = if for_mistakes {
+        ", a try for the opponent's mistakes"
+    } else {
+        ""
+    };
     format!(
-        "hint: {mv} ({}), eval {eval_points:+}, depth {depth}{exact}",
+        "hint: {mv} ({}), eval {eval_points:+}, depth {depth}{exact}{trap}",
         mv.short()
     )
 }
@@ -845,16 +860,20 @@ mod tests {
             dir: Dir::Right,
         };
         assert_eq!(
-            hint_line(mv, 4, 9, false),
+            hint_line(mv, 4, 9, false, false),
             "hint: 3 right (3r), eval +4, depth 9"
         );
         assert_eq!(
-            hint_line(mv, -2, 30, true),
+            hint_line(mv, -2, 30, true, false),
             "hint: 3 right (3r), eval -2, depth 30, exact"
         );
         assert_eq!(
-            hint_line(mv, 0, 1, false),
+            hint_line(mv, 0, 1, false, false),
             "hint: 3 right (3r), eval +0, depth 1"
+        );
+        assert_eq!(
+            hint_line(mv, -12, 9, false, true),
+            "hint: 3 right (3r), eval -12, depth 9, a try for the opponent's mistakes"
         );
     }
 }
