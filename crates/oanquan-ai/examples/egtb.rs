@@ -2,22 +2,23 @@
 //!
 //! ```text
 //! cargo run --release -p oanquan-ai --example egtb -- generate --preset standard --max-stones N --out FILE [--threads T]
-//! cargo run --release -p oanquan-ai --example egtb -- verify --tables FILE [--positions 10000] [--seed S] [--slack K] [--tt-mb MB]
+//! cargo run --release -p oanquan-ai --example egtb -- verify --tables FILE [--positions 10000] [--seed S] [--slack K] [--tt-mb MB] [--threads T] [--time-limit-ms MS]
 //! cargo run --release -p oanquan-ai --example egtb -- bench --tables FILE [--positions 1000] [--seed S]
 //! ```
 //!
 //! `generate` fails rather than write a table with a proof that does not check against its
 //! position's moves ([`Tablebase::generate`]). `verify` draws random positions inside the table
 //! with a proved value and compares the stored final margin with the engine's exact solver (no
-//! limits, an empty history, tables off). `bench` measures probes per second and the nodes the
+//! limits, an empty history, tables off; with `--time-limit-ms` a position the solver has not
+//! solved in that time is counted as not checked, apart from the disagreements). `bench` measures probes per second and the nodes the
 //! engine needs to solve random endgames just above the table's range with and without the
 //! tables.
 
 use std::collections::HashMap;
 use std::process::ExitCode;
 use std::sync::Arc;
-use std::sync::atomic::AtomicBool;
-use std::time::Instant;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::time::{Duration, Instant};
 
 use oanquan_ai::egtb::Tablebase;
 use oanquan_ai::{Engine, SearchLimits};
@@ -120,50 +121,119 @@ fn verify(flags: &HashMap<String, String>) -> Result<(), String> {
     if !(1..=4096).contains(&tt_mb) {
         return Err(format!("--tt-mb must be 1 to 4096 (MB), not {tt_mb}"));
     }
+    // 0: no limit. Positions the solver does not finish within it are counted apart: not
+    // checked, and not a disagreement either.
+    let limit_ms: u64 = flag(flags, "time-limit-ms", Some(0))?;
+    let threads: usize = flag(flags, "threads", Some(1))?;
+    if !(1..=256).contains(&threads) {
+        return Err(format!("--threads must be 1 to 256, not {threads}"));
+    }
     // Flags first: a bad one is refused before a large file is read.
     let table = load(flags)?;
-    let cancel = AtomicBool::new(false);
     let start = Instant::now();
-    let mut agree = 0;
-    let mut nodes = 0;
-    for i in 0..count {
-        let pos = table
-            .sample(seed.wrapping_add(i as u64), true)
-            .ok_or("the table has no proved position")?;
-        let probe = table.probe(&pos).ok_or("a drawn position must be proved")?;
-        // The tightest ply the value is claimed for: the proofs end exactly at the limit, and
-        // the limit bounds the solver's tree (cycles would otherwise only end by repetition).
-        let mut setup = pos.to_setup();
-        // `--slack K` moves the position up to K plies further from the limit.
-        setup.ply = (pos.rules().max_plies - probe.depth())
-            .saturating_sub((i % (slack as usize + 1)) as u32)
-            .max(pos.ply());
-        let pos = Position::from_setup(setup, *pos.rules()).map_err(|e| e.to_string())?;
-        let expected = probe.final_difference(&pos);
-        if std::env::var_os("EGTB_TRACE").is_some() {
-            println!("{i}: {pos:?}");
-        }
-        let mut engine = Engine::with_tt_bytes(tt_mb << 20);
-        let r = engine.search(&pos, SearchLimits::NONE, &cancel);
-        nodes += r.nodes;
-        if r.exact && r.eval_points == expected {
-            agree += 1;
-        } else {
-            println!(
-                "DISAGREE {pos:?}: table {expected:+}, solver {:+} (exact {})",
-                r.eval_points, r.exact
-            );
-        }
+    let limits = SearchLimits {
+        time: (limit_ms > 0).then(|| Duration::from_millis(limit_ms)),
+        ..SearchLimits::NONE
+    };
+    let trace = std::env::var_os("EGTB_TRACE").is_some();
+    let done = AtomicUsize::new(0);
+    // Each thread takes every `threads`-th position, with its own solver.
+    let tallies: Vec<Result<Tally, String>> = std::thread::scope(|scope| {
+        let handles: Vec<_> = (0..threads)
+            .map(|t| {
+                let (table, done) = (&table, &done);
+                scope.spawn(move || {
+                    let cancel = AtomicBool::new(false);
+                    let mut tally = Tally::default();
+                    for i in (t..count).step_by(threads) {
+                        let pos = table
+                            .sample(seed.wrapping_add(i as u64), true)
+                            .ok_or("the table has no proved position")?;
+                        let probe = table.probe(&pos).ok_or("a drawn position must be proved")?;
+                        // The tightest ply the value is claimed for: the proofs end exactly at
+                        // the limit, and the limit bounds the solver's tree (cycles would
+                        // otherwise only end by repetition).
+                        let mut setup = pos.to_setup();
+                        // `--slack K` moves the position up to K plies further from the limit.
+                        setup.ply = (pos.rules().max_plies - probe.depth())
+                            .saturating_sub((i % (slack as usize + 1)) as u32)
+                            .max(pos.ply());
+                        let pos =
+                            Position::from_setup(setup, *pos.rules()).map_err(|e| e.to_string())?;
+                        let expected = probe.final_difference(&pos);
+                        if trace {
+                            println!("{i}: {pos:?}");
+                        }
+                        let mut engine = Engine::with_tt_bytes(tt_mb << 20);
+                        let r = engine.search(&pos, limits, &cancel);
+                        tally.nodes += r.nodes;
+                        if r.exact && r.eval_points == expected {
+                            tally.agree += 1;
+                        } else if !r.exact && limits.time.is_some() {
+                            tally.unsolved += 1;
+                        } else {
+                            tally.disagree += 1;
+                            println!(
+                                "DISAGREE {pos:?}: table {expected:+}, solver {:+} (exact {})",
+                                r.eval_points, r.exact
+                            );
+                        }
+                        let n = done.fetch_add(1, Ordering::Relaxed) + 1;
+                        if n % 1000 == 0 {
+                            eprintln!(
+                                "{n} of {count} positions ({:.0} s)",
+                                start.elapsed().as_secs_f64()
+                            );
+                        }
+                    }
+                    Ok(tally)
+                })
+            })
+            .collect();
+        handles
+            .into_iter()
+            .map(|h| {
+                h.join()
+                    .unwrap_or_else(|_| Err("a solver thread panicked".to_owned()))
+            })
+            .collect()
+    });
+    let mut total = Tally::default();
+    for tally in tallies {
+        let tally = tally?;
+        total.agree += tally.agree;
+        total.unsolved += tally.unsolved;
+        total.disagree += tally.disagree;
+        total.nodes += tally.nodes;
     }
+    let unsolved = if limits.time.is_some() {
+        format!(
+            ", {} not solved within {limit_ms} ms (not checked)",
+            total.unsolved
+        )
+    } else {
+        String::new()
+    };
     println!(
-        "{agree} of {count} positions agree with the exact solver ({nodes} solver nodes, {:.1} s)",
+        "{} of {count} positions agree with the exact solver, {} disagree{unsolved} ({} solver nodes, {:.1} s on {threads} threads)",
+        total.agree,
+        total.disagree,
+        total.nodes,
         start.elapsed().as_secs_f64()
     );
-    if agree == count {
+    if total.disagree == 0 {
         Ok(())
     } else {
-        Err(format!("{} disagreements", count - agree))
+        Err(format!("{} disagreements", total.disagree))
     }
+}
+
+#[derive(Default)]
+struct Tally {
+    agree: usize,
+    unsolved: usize,
+    disagree: usize,
+    nodes: u64,
 }
 
 fn bench(flags: &HashMap<String, String>) -> Result<(), String> {
