@@ -451,6 +451,14 @@ async fn hostile_histories_and_game_ids_are_refused_naming_the_field() {
     assert_eq!(status.code(), Code::NotFound, "{status:?}");
 }
 
+/// `request` for `game`'s position alone, without its history.
+fn bare_position(game: &Game, request: pb::AnalyzeRequest) -> pb::AnalyzeRequest {
+    pb::AnalyzeRequest {
+        position: Some(convert::position_out(game.position())),
+        ..request
+    }
+}
+
 async fn start_server() -> TestServer {
     common::start(config()).await
 }
@@ -497,14 +505,7 @@ async fn analysis_with_a_greedy_opponents_history_plays_for_its_mistakes() {
         line.play(convert::mv(Some(mv), "pv").unwrap()).unwrap();
     }
 
-    let bare = analyzed(
-        &mut rules,
-        pb::AnalyzeRequest {
-            position: Some(convert::position_out(game.position())),
-            ..request(None)
-        },
-    )
-    .await;
+    let bare = analyzed(&mut rules, bare_position(&game, request(None))).await;
     assert!(!bare.for_mistakes, "{bare:?}");
     assert_ne!(bare.best_move, with_history.best_move);
 
@@ -574,14 +575,7 @@ async fn analysis_facing_a_sure_loss_keeps_the_game_going_only_with_the_history(
     assert!(!ends_the_game(&with_history), "{with_history:?}");
     assert!(with_history.nodes <= 20_000, "{with_history:?}");
 
-    let bare = analyzed(
-        &mut rules,
-        pb::AnalyzeRequest {
-            position: Some(convert::position_out(game.position())),
-            ..request(None)
-        },
-    )
-    .await;
+    let bare = analyzed(&mut rules, bare_position(&game, request(None))).await;
     assert!(!bare.for_mistakes, "{bare:?}");
     assert!(ends_the_game(&bare), "{bare:?}");
     assert_eq!(bare.eval_points, -2, "{bare:?}");
