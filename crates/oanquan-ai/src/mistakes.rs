@@ -36,7 +36,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use oanquan_rules::{Game, Move, Player};
 
 use crate::eval::{EVAL_SCALE, difference_after};
-use crate::search::{Engine, SearchLimits, SearchResult, ends_lost};
+use crate::search::{Engine, LostCap, SearchLimits, SearchResult, ends_lost};
 
 /// The share of the budget the main search keeps once it rates the position at or below
 /// [`LOST_POINTS`] against a greedy opponent; the pass gets the rest.
@@ -188,9 +188,12 @@ impl Engine {
         } else {
             i32::MIN
         };
-        self.lost_cap = Some((lost, MAIN_SHARE, true));
-        let mut main = self.search_game(game, limits, cancel);
-        self.lost_cap = None;
+        let cap = LostCap {
+            at_or_below: lost,
+            keep: MAIN_SHARE,
+            on_sure_loss: true,
+        };
+        let mut main = self.search_game_capped(game, limits, cap, cancel);
         let Some(best) = main.best_move else {
             return main;
         };

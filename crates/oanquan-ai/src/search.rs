@@ -220,11 +220,6 @@ pub struct Engine {
     pub(crate) use_book: bool,
     /// Whether the top level plays for the opponent's mistakes (see `mistakes.rs`).
     pub(crate) play_for_mistakes: bool,
-    /// Set while searching for `mistakes.rs`: once an iteration values the root at or below
-    /// `.0` (eval units), or (with `.2`) its best move ends the game lost, the search keeps only
-    /// the share `.1` of its budget, and leaves the rest to the pass that looks for the
-    /// opponent's mistakes.
-    pub(crate) lost_cap: Option<(i32, f64, bool)>,
     seed: u64,
     endgame_points: Option<u32>,
     killers: Vec<[u8; 2]>,
@@ -275,7 +270,6 @@ impl Engine {
             eval: EvalWeights::DEFAULT,
             use_book: true,
             play_for_mistakes: true,
-            lost_cap: None,
             seed: 0,
             endgame_points: Some(DEFAULT_ENDGAME_POINTS),
             killers: vec![[0; 2]; MAX_PLY + 2],
@@ -374,7 +368,7 @@ impl Engine {
     ) -> SearchResult {
         let mut hist = KeyCounts::default();
         hist.insert(repetition_key(position), 1);
-        self.run(position, hist, limits, cancel)
+        self.run(position, hist, limits, None, cancel)
     }
 
     /// Searches the current position of `game`, applying the repetition rule with the game's
@@ -385,7 +379,25 @@ impl Engine {
         limits: SearchLimits,
         cancel: &AtomicBool,
     ) -> SearchResult {
-        self.run(game.position(), game_history(game), limits, cancel)
+        self.run(game.position(), game_history(game), limits, None, cancel)
+    }
+
+    /// [`Engine::search_game`] that gives up part of its budget once `cap` says the position is
+    /// lost (for `mistakes.rs`, whose pass gets the rest).
+    pub(crate) fn search_game_capped(
+        &mut self,
+        game: &Game,
+        limits: SearchLimits,
+        cap: LostCap,
+        cancel: &AtomicBool,
+    ) -> SearchResult {
+        self.run(
+            game.position(),
+            game_history(game),
+            limits,
+            Some(cap),
+            cancel,
+        )
     }
 
     fn run(
@@ -393,6 +405,7 @@ impl Engine {
         root: &Position,
         hist: KeyCounts,
         limits: SearchLimits,
+        mut cap: Option<LostCap>,
         cancel: &AtomicBool,
     ) -> SearchResult {
         let start = Instant::now();
@@ -504,13 +517,17 @@ impl Engine {
                 result.exact = true;
                 break;
             }
-            if let Some((lost, share, on_sure_loss)) = self.lost_cap
-                && (result.eval <= lost
+            if let Some(LostCap {
+                at_or_below,
+                keep: share,
+                on_sure_loss,
+            }) = cap
+                && (result.eval <= at_or_below
                     || on_sure_loss && result.best_move.is_some_and(|mv| ends_lost(root, mv)))
                 && share < 1.0
             {
                 // Applied once: later iterations keep the reduced budget.
-                self.lost_cap = None;
+                cap = None;
                 time_budget = time_budget.map(|t| t.mul_f64(share));
                 self.deadline = time_budget.map(|t| start + t);
                 if let Some(n) = limits.nodes {
@@ -912,6 +929,17 @@ impl std::ops::DerefMut for ChildList {
     fn deref_mut(&mut self) -> &mut [Child] {
         &mut self.items[..self.len]
     }
+}
+
+/// When a search for `mistakes.rs` gives up part of its budget: once an iteration values the
+/// root at or below `at_or_below` (eval units), or (with `on_sure_loss`) its best move ends the
+/// game lost, it keeps only the share `keep` and leaves the rest to the pass that looks for the
+/// opponent's mistakes.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct LostCap {
+    pub at_or_below: i32,
+    pub keep: f64,
+    pub on_sure_loss: bool,
 }
 
 /// Whether `mv` ends the game with its player behind: a sure loss, whatever the search says of
