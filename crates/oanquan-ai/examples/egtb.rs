@@ -10,7 +10,8 @@
 //! position's moves ([`Tablebase::generate`]). `verify` draws random positions inside the table
 //! with a proved value and compares the stored final margin with the engine's exact solver (no
 //! limits, an empty history, tables off; with `--time-limit-ms` a position the solver has not
-//! solved in that time is counted as not checked, apart from the disagreements). `bench` measures probes per second and the nodes the
+//! solved in that time is counted as not checked, apart from the disagreements, and the exit
+//! status is 1 only on a disagreement). `bench` measures probes per second and the nodes the
 //! engine needs to solve random endgames just above the table's range with and without the
 //! tables.
 
@@ -215,11 +216,12 @@ fn verify(flags: &HashMap<String, String>) -> Result<(), String> {
         String::new()
     };
     println!(
-        "{} of {count} positions agree with the exact solver, {} disagree{unsolved} ({} solver nodes, {:.1} s on {threads} threads)",
+        "{} of {count} positions agree with the exact solver, {} disagree{unsolved} ({} solver nodes, {:.1} s on {threads} thread{})",
         total.agree,
         total.disagree,
         total.nodes,
-        start.elapsed().as_secs_f64()
+        start.elapsed().as_secs_f64(),
+        if threads == 1 { "" } else { "s" }
     );
     if total.disagree == 0 {
         Ok(())

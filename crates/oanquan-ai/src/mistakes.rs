@@ -152,9 +152,10 @@ fn final_value(game: &Game, player: Player) -> i32 {
 }
 
 impl Engine {
-    /// Whether [`crate::Level::Master`] and [`Engine::analyze_game`] play for the mistakes of
-    /// an opponent who has shown itself greedy, where the main search finds no win (on in a new
-    /// engine; see the crate docs).
+    /// Whether [`crate::Level::Master`] and [`Engine::analyze_game`] play for the opponent's
+    /// mistakes in a game with history: a greedy opponent's where the main search finds no win,
+    /// anyone's where its best move would end the game lost (on in a new engine; see the
+    /// module docs).
     pub fn set_play_for_mistakes(&mut self, on: bool) {
         self.play_for_mistakes = on;
     }
@@ -165,11 +166,12 @@ impl Engine {
         self.play_for_mistakes
     }
 
-    /// A search of `game`'s position that plays for a greedy opponent's mistakes (the module
-    /// docs). [`SearchResult::for_mistakes`] says whether the move changed; `eval` is then the
-    /// chosen move's value against the best reply the pass found and `pv` that line. Exactly
-    /// [`Engine::search_game`] with the pass off, without limits, or against an opponent not
-    /// shown greedy.
+    /// A search of `game`'s position that plays for the opponent's mistakes (the module docs).
+    /// [`SearchResult::for_mistakes`] says whether the move changed; `eval` is then the chosen
+    /// move's value against the best reply the pass found and `pv` that line. Exactly
+    /// [`Engine::search_game`] with the pass off, without limits, for a game without moves, or
+    /// against an opponent not shown greedy as long as no iteration's best move ends the game
+    /// lost.
     pub(crate) fn search_for_mistakes(
         &mut self,
         game: &Game,
@@ -183,22 +185,17 @@ impl Engine {
         }
         let greedy = greedy_weight(game);
         // Against an opponent not shown greedy, only a sure loss starts the pass.
-        let lost = if greedy > 0.0 {
-            -LOST_POINTS * EVAL_SCALE
-        } else {
-            i32::MIN
-        };
+        let lost = (greedy > 0.0).then_some(-LOST_POINTS * EVAL_SCALE);
         let cap = LostCap {
             at_or_below: lost,
             keep: MAIN_SHARE,
-            on_sure_loss: true,
         };
         let mut main = self.search_game_capped(game, limits, cap, cancel);
         let Some(best) = main.best_move else {
             return main;
         };
         let sure_loss = ends_lost(game.position(), best);
-        if !sure_loss && main.eval > lost {
+        if !sure_loss && lost.is_none_or(|lost| main.eval > lost) {
             return main;
         }
         let model = Model {
@@ -373,6 +370,21 @@ mod tests {
         engine.analyze_game(game, SearchLimits::nodes(nodes), &AtomicBool::new(false))
     }
 
+    /// `game` analysed with `nodes`, without the pass and with it, after checking that the pass
+    /// chose another move within the budget.
+    fn plain_and_switched(game: &Game, nodes: u64) -> (SearchResult, SearchResult) {
+        let plain = analyze(game, false, nodes);
+        let on = analyze(game, true, nodes);
+        assert!(!plain.for_mistakes);
+        assert!(on.for_mistakes, "{on:?}");
+        assert!(
+            on.nodes <= nodes,
+            "the pass stays within the budget: {}",
+            on.nodes
+        );
+        (plain, on)
+    }
+
     /// The mean value, for the player to move in `game`, after `first` and each of the replies
     /// a greedy opponent may play (the biggest gains), by a deeper search than the pass's.
     fn against_greedy(game: &Game, first: Move) -> f64 {
@@ -390,19 +402,26 @@ mod tests {
             .copied()
             .filter(|&r| difference_after(after.position(), r) == top)
             .collect();
-        let values = greedy.iter().map(|&r| {
-            let mut next = after.clone();
-            next.play(r).unwrap();
-            let v = Engine::new()
-                .search_game(&next, SearchLimits::nodes(200_000), &cancel)
-                .eval_points;
-            f64::from(if next.position().to_move() == game.position().to_move() {
-                v
-            } else {
-                -v
-            })
-        });
+        let me = game.position().to_move();
+        let values = greedy
+            .iter()
+            .map(|&r| f64::from(deep_value_after(&after, r, me, &cancel)));
         values.sum::<f64>() / greedy.len() as f64
+    }
+
+    /// The value for `me`, in points, after `reply` in `game`, by a deeper search than the
+    /// pass's (200,000 nodes).
+    fn deep_value_after(game: &Game, reply: Move, me: Player, cancel: &AtomicBool) -> i32 {
+        let mut next = game.clone();
+        next.play(reply).unwrap();
+        let v = Engine::new()
+            .search_game(&next, SearchLimits::nodes(200_000), cancel)
+            .eval_points;
+        if next.position().to_move() == me {
+            v
+        } else {
+            -v
+        }
     }
 
     #[test]
@@ -427,15 +446,7 @@ mod tests {
     #[test]
     fn behind_against_a_greedy_opponent_master_sets_a_trap_that_works() {
         let game = game_of(TRAP);
-        let plain = analyze(&game, false, 10_000);
-        let trap = analyze(&game, true, 10_000);
-        assert!(!plain.for_mistakes);
-        assert!(trap.for_mistakes, "{trap:?}");
-        assert!(
-            trap.nodes <= 10_000,
-            "the pass stays within the budget: {}",
-            trap.nodes
-        );
+        let (plain, trap) = plain_and_switched(&game, 10_000);
         let chosen = trap.best_move.unwrap();
         assert_ne!(Some(chosen), plain.best_move);
         // The principal variation is the chosen move and a legal line after it.
@@ -464,15 +475,10 @@ mod tests {
     fn facing_a_sure_loss_master_leaves_the_opponent_a_way_to_go_wrong() {
         let game = game_of(SURE_LOSS);
         let cancel = AtomicBool::new(false);
-        let plain = analyze(&game, false, 20_000);
-        let plain_move = plain.best_move.unwrap();
-        assert!(ends_lost(game.position(), plain_move), "{plain:?}");
-        let on = analyze(&game, true, 20_000);
-        assert!(on.for_mistakes, "{on:?}");
+        let (plain, on) = plain_and_switched(&game, 20_000);
         assert!(
-            on.nodes <= 20_000,
-            "the pass stays within the budget: {}",
-            on.nodes
+            ends_lost(game.position(), plain.best_move.unwrap()),
+            "{plain:?}"
         );
         let chosen = on.best_move.unwrap();
         let mut after = game.clone();
@@ -484,17 +490,7 @@ mod tests {
             .position()
             .legal_moves()
             .iter()
-            .filter(|&&reply| {
-                let mut next = after.clone();
-                next.play(reply).unwrap();
-                let r = Engine::new().search_game(&next, SearchLimits::nodes(200_000), &cancel);
-                let mine = if next.position().to_move() == me {
-                    r.eval_points
-                } else {
-                    -r.eval_points
-                };
-                mine > 0
-            })
+            .filter(|&&reply| deep_value_after(&after, reply, me, &cancel) > 0)
             .count();
         assert!(winning_replies > 0, "{chosen}: no reply goes wrong");
     }

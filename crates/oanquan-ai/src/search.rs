@@ -147,8 +147,8 @@ pub struct SearchResult {
     /// nothing was searched now.
     pub book: bool,
     /// Whether the move was chosen for the opponent's mistakes ([`Engine::set_play_for_mistakes`]):
-    /// the main search found no win and another move gives the opponent more ways to go
-    /// wrong. `eval` and `pv` are then that move's value and line against the best reply the
+    /// against a greedy opponent the main search found no win, or its best move would end the
+    /// game lost, and another move gives the opponent more ways to go wrong. `eval` and `pv` are then that move's value and line against the best reply the
     /// pass found.
     pub for_mistakes: bool,
 }
@@ -520,10 +520,9 @@ impl Engine {
             if let Some(LostCap {
                 at_or_below,
                 keep: share,
-                on_sure_loss,
             }) = cap
-                && (result.eval <= at_or_below
-                    || on_sure_loss && result.best_move.is_some_and(|mv| ends_lost(root, mv)))
+                && (at_or_below.is_some_and(|lost| result.eval <= lost)
+                    || result.best_move.is_some_and(|mv| ends_lost(root, mv)))
                 && share < 1.0
             {
                 // Applied once: later iterations keep the reduced budget.
@@ -931,15 +930,14 @@ impl std::ops::DerefMut for ChildList {
     }
 }
 
-/// When a search for `mistakes.rs` gives up part of its budget: once an iteration values the
-/// root at or below `at_or_below` (eval units), or (with `on_sure_loss`) its best move ends the
-/// game lost, it keeps only the share `keep` and leaves the rest to the pass that looks for the
-/// opponent's mistakes.
+/// When a search for `mistakes.rs` gives up part of its budget: once an iteration's best move
+/// ends the game lost, or (when set) values the root at or below `at_or_below` (eval units), it
+/// keeps only the share `keep` and leaves the rest to the pass that looks for the opponent's
+/// mistakes.
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct LostCap {
-    pub at_or_below: i32,
+    pub at_or_below: Option<i32>,
     pub keep: f64,
-    pub on_sure_loss: bool,
 }
 
 /// Whether `mv` ends the game with its player behind: a sure loss, whatever the search says of

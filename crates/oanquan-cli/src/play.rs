@@ -4,7 +4,7 @@ use std::io::BufRead as _;
 use std::time::{Duration, Instant};
 
 use oanquan_proto::v1::{
-    AbortGameRequest, AnalyzeRequest, ClaimVictoryRequest, DeclineDrawRequest,
+    AbortGameRequest, AnalyzeRequest, AnalyzeResponse, ClaimVictoryRequest, DeclineDrawRequest,
     DeclineRematchRequest, LegalMovesRequest, OfferDrawRequest, OfferRematchRequest,
     PlayMoveRequest, ResignRequest, RulesSpec, analyze_request, game_event, rules_spec,
 };
@@ -737,13 +737,7 @@ impl Player {
         else {
             return out("error: the server suggested no move for your seat");
         };
-        out(hint_line(
-            mv,
-            analysis.eval_points,
-            analysis.depth,
-            analysis.exact,
-            analysis.for_mistakes,
-        ))
+        out(hint_line(mv, &analysis))
     }
 
     async fn reprompt(&mut self, live: &mut Live, my_turn: bool) -> Result<(), CliError> {
@@ -796,25 +790,22 @@ fn refuses_game_id(status: &tonic::Status) -> bool {
 }
 
 /// `hint: 3 right (3r), eval +4, depth 9` (stable format, see `play --help`).
-/// `for_mistakes`: the move is the server's try for the opponent's mistakes rather than the
-/// best against perfect play (`AnalyzeResponse.for_mistakes`), and the line says so, since its
-/// evaluation is then that move's against the best reply.
-fn hint_line(
-    mv: LocalMove,
-    eval_points: i32,
-    depth: u32,
-    exact: bool,
-    for_mistakes: bool,
-) -> String {
-    let exact = if exact { ", exact" } else { "" };
-    let trap = if for_mistakes {
+/// The `hint:` line for `mv`, the analysis's best move in the player's terms. When the move is
+/// the server's try for the opponent's mistakes rather than the best against perfect play
+/// (`for_mistakes`), the line says so, since its evaluation is then that move's against the
+/// best reply.
+fn hint_line(mv: LocalMove, analysis: &AnalyzeResponse) -> String {
+    let exact = if analysis.exact { ", exact" } else { "" };
+    let trap = if analysis.for_mistakes {
         ", a try for the opponent's mistakes"
     } else {
         ""
     };
     format!(
-        "hint: {mv} ({}), eval {eval_points:+}, depth {depth}{exact}{trap}",
-        mv.short()
+        "hint: {mv} ({}), eval {:+}, depth {}{exact}{trap}",
+        mv.short(),
+        analysis.eval_points,
+        analysis.depth
     )
 }
 
@@ -860,19 +851,49 @@ mod tests {
             dir: Dir::Right,
         };
         assert_eq!(
-            hint_line(mv, 4, 9, false, false),
+            hint_line(
+                mv,
+                &AnalyzeResponse {
+                    eval_points: 4,
+                    depth: 9,
+                    ..AnalyzeResponse::default()
+                }
+            ),
             "hint: 3 right (3r), eval +4, depth 9"
         );
         assert_eq!(
-            hint_line(mv, -2, 30, true, false),
+            hint_line(
+                mv,
+                &AnalyzeResponse {
+                    eval_points: -2,
+                    depth: 30,
+                    exact: true,
+                    ..AnalyzeResponse::default()
+                }
+            ),
             "hint: 3 right (3r), eval -2, depth 30, exact"
         );
         assert_eq!(
-            hint_line(mv, 0, 1, false, false),
+            hint_line(
+                mv,
+                &AnalyzeResponse {
+                    eval_points: 0,
+                    depth: 1,
+                    ..AnalyzeResponse::default()
+                }
+            ),
             "hint: 3 right (3r), eval +0, depth 1"
         );
         assert_eq!(
-            hint_line(mv, -12, 9, false, true),
+            hint_line(
+                mv,
+                &AnalyzeResponse {
+                    eval_points: -12,
+                    depth: 9,
+                    for_mistakes: true,
+                    ..AnalyzeResponse::default()
+                }
+            ),
             "hint: 3 right (3r), eval -12, depth 9, a try for the opponent's mistakes"
         );
     }

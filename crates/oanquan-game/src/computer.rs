@@ -572,7 +572,7 @@ impl SearchPool {
     /// `client`, from a cleared engine (so a node or depth limit without a time limit gives the
     /// same answer every time). The repetition rule counts every position of `game`; a game of
     /// no moves (a bare position) searches exactly as [`Engine::search`] does. `for_mistakes`
-    /// lets the engine play for a greedy opponent's mistakes ([`Engine::set_play_for_mistakes`]).
+    /// lets the engine play for the opponent's mistakes ([`Engine::set_play_for_mistakes`]).
     ///
     /// A search cut short by a shutdown gives no result: a partial search looks like a
     /// complete one (same fields, smaller depth), so the caller gets
