@@ -183,6 +183,97 @@ async fn a_failed_commit_in_a_batch_rolls_back_alone() {
     assert_eq!(events.len(), 1, "the failed commit wrote nothing");
 }
 
+/// A commit that fails after it has written some rows (here its game's row and a
+/// `TurnStarted` row, then a `MovePlayed` numbered out of order) undoes the batch's first,
+/// savepoint-free try; the batch runs again with savepoints and only that commit is refused,
+/// with nothing of it stored and nothing of the others stored twice.
+#[tokio::test]
+async fn a_commit_failing_midway_is_undone_and_the_rest_of_its_batch_commits() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("games.db");
+    let store: Arc<dyn GameStore> = Arc::new(SqliteStore::open(&path).unwrap());
+    let (manager, _hub) = manager(Arc::clone(&store));
+    let (a, _) = new_game(&manager, Preset::Standard.rules()).await;
+    let (b, tokens) = new_game(&manager, Preset::Standard.rules()).await;
+    let (c, _) = new_game(&manager, Preset::Standard.rules()).await;
+    let start = manager.get_game(&b).await.unwrap().position;
+    manager
+        .play_move(&b, &tokens[0], start.legal_moves()[0], Some(0))
+        .await
+        .unwrap();
+    let turn = GameEventKind::TurnStarted {
+        player: Player::First,
+        ply: 0,
+        refill: None,
+        clock: None,
+    };
+    let commit = |state: GameState, game_events| Commit {
+        expected_sequence: state.info().sequence,
+        state,
+        game_events,
+        lobby_events: Vec::new(),
+        time: SystemTime::now(),
+        accounts: Vec::new(),
+    };
+    let states = [
+        store.load(&a).await.unwrap(),
+        store.load(&b).await.unwrap(),
+        store.load(&c).await.unwrap(),
+    ];
+    let before = states.clone().map(|state| state.info().sequence);
+    let out_of_order = oanquan_game::MoveRecord {
+        number: 5,
+        player: Player::First,
+        mv: "1+".parse().unwrap(),
+        steps: Vec::new(),
+        position: *states[1].engine().position(),
+        time: SystemTime::now(),
+    };
+    let [state_a, state_b, state_c] = states;
+    let mut conn = schema::open_writer(&path).unwrap();
+    let (results, _) = write_batch(
+        &mut conn,
+        vec![
+            (false, commit(state_a, vec![turn.clone()])),
+            (
+                false,
+                commit(
+                    state_b,
+                    vec![
+                        turn.clone(),
+                        GameEventKind::MovePlayed {
+                            record: Box::new(out_of_order),
+                            clock: None,
+                        },
+                    ],
+                ),
+            ),
+            (false, commit(state_c, vec![turn.clone()])),
+        ],
+        &mut [],
+        &Checkpoints::new(),
+    );
+    assert_eq!(results[0].as_ref().unwrap().0.info.sequence, before[0] + 1);
+    let (id, error) = results[1].as_ref().unwrap_err();
+    assert_eq!(id.as_ref(), Some(&b));
+    assert!(
+        error.to_string().contains("move number 5 out of order"),
+        "{error}"
+    );
+    assert_eq!(results[2].as_ref().unwrap().0.info.sequence, before[2] + 1);
+    for (id, expected) in [(&a, before[0] + 1), (&b, before[1]), (&c, before[2] + 1)] {
+        assert_eq!(store.info(id).await.unwrap().sequence, expected);
+        let Since::Events { events, .. } = store.game_events_since(id, 0).await.unwrap() else {
+            panic!("events expected")
+        };
+        assert_eq!(
+            events.len() as u64,
+            expected,
+            "one row per event, none twice"
+        );
+    }
+}
+
 #[tokio::test]
 async fn listing_pages_newest_first_and_filters() {
     let dir = tempfile::tempdir().unwrap();

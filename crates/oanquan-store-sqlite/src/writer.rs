@@ -356,41 +356,126 @@ pub(crate) type Checkpoints = HashMap<GameId, Checkpoint>;
 pub(crate) type BatchResult =
     Result<(Committed, GameState, Option<Checkpoint>), (Option<GameId>, StoreError)>;
 
-/// Runs a batch of commits and other writes in one transaction, each in its own savepoint:
-/// one that fails (a conflict, a taken name) is rolled back alone, with everything it wrote.
+/// The outcome of a [`Write`] in a batch.
+type WriteOutcome = Result<(), StoreError>;
+
+/// What a commit's writes leave for its answer, built once the transaction holding them has
+/// committed.
+pub(crate) struct Applied {
+    /// The game's row, if this commit wrote it.
+    checkpoint: Option<Checkpoint>,
+    /// The lobby sequence before the commit's first lobby event.
+    lobby_before: u64,
+}
+
+/// How far a commit got when it failed.
+enum Failed {
+    /// Refused before it wrote anything (a conflict, an unknown game): nothing to undo.
+    Checked(StoreError),
+    /// Refused after some of its rows were written: they must be undone.
+    Writing(StoreError),
+}
+
+/// Runs a batch of commits and other writes in one transaction.
+///
+/// A batch of commits alone runs first without savepoints: a savepoint per commit (its
+/// `SAVEPOINT` and `RELEASE` statements and the pages it journals) cost about a tenth of the
+/// writer's time (BENCHMARKS.md, issue 20), and almost every commit succeeds. A commit refused
+/// before it writes (a conflict) leaves nothing to undo there. Only when one fails halfway
+/// through its writes is the whole transaction rolled back and the batch run again with each
+/// commit (and each other write) in its own savepoint, so that one that fails (a conflict, a
+/// taken name) is rolled back alone, with everything it wrote.
 pub(crate) fn write_batch(
     conn: &mut Connection,
-    work: Vec<(bool, Commit)>,
+    mut work: Vec<(bool, Commit)>,
     writes: &mut [Box<dyn Write>],
     checkpoints: &Checkpoints,
-) -> (Vec<BatchResult>, Vec<Result<(), StoreError>>) {
-    let count = work.len() + writes.len();
+) -> (Vec<BatchResult>, Vec<WriteOutcome>) {
+    // Other writes run once only (they consume their closure): they always take savepoints.
+    if writes.is_empty()
+        && let Some(results) = write_without_savepoints(conn, &mut work, checkpoints)
+    {
+        return (answers(work, results), Vec::new());
+    }
+    let (results, outcomes) = write_with_savepoints(conn, &mut work, writes, checkpoints);
+    (answers(work, results), outcomes)
+}
+
+/// The batch in one transaction, no savepoints; `None` (everything rolled back) if a commit
+/// failed after it had written something.
+fn write_without_savepoints(
+    conn: &mut Connection,
+    work: &mut [(bool, Commit)],
+    checkpoints: &Checkpoints,
+) -> Option<Vec<Result<Applied, StoreError>>> {
+    let tx = match conn.transaction_with_behavior(TransactionBehavior::Immediate) {
+        Ok(tx) => tx,
+        Err(error) => {
+            let error = backend(error);
+            return Some(work.iter().map(|_| Err(error.clone())).collect());
+        }
+    };
+    let mut written: HashMap<GameId, Checkpoint> = HashMap::new();
+    let mut results = Vec::with_capacity(work.len());
+    for (create, commit) in work.iter_mut() {
+        let known = written
+            .get(&commit.state.info().id)
+            .or_else(|| checkpoints.get(&commit.state.info().id));
+        match apply(&tx, *create, commit, known) {
+            Ok(applied) => {
+                if let Some(checkpoint) = &applied.checkpoint {
+                    written.insert(commit.state.info().id.clone(), checkpoint.clone());
+                }
+                results.push(Ok(applied));
+            }
+            Err(Failed::Checked(error)) => results.push(Err(error)),
+            // Dropping `tx` rolls the whole batch back.
+            Err(Failed::Writing(_)) => return None,
+        }
+    }
+    Some(commit_transaction(tx.commit(), conn, results, &mut []))
+}
+
+/// The batch in one transaction, each commit and each other write in its own savepoint.
+fn write_with_savepoints(
+    conn: &mut Connection,
+    work: &mut [(bool, Commit)],
+    writes: &mut [Box<dyn Write>],
+    checkpoints: &Checkpoints,
+) -> (Vec<Result<Applied, StoreError>>, Vec<WriteOutcome>) {
     let mut tx = match conn.transaction_with_behavior(TransactionBehavior::Immediate) {
         Ok(tx) => tx,
         Err(error) => {
             let error = backend(error);
             return (
-                vec![Err((None, error.clone())); work.len()],
+                work.iter().map(|_| Err(error.clone())).collect(),
                 vec![Err(error); writes.len()],
             );
         }
     };
     // Rows written earlier in this batch: a later commit of the same game compares with them.
     let mut written: HashMap<GameId, Checkpoint> = HashMap::new();
-    let mut results = Vec::with_capacity(count);
-    for (create, commit) in work {
+    let mut results = Vec::with_capacity(work.len());
+    for (create, commit) in work.iter_mut() {
         let id = commit.state.info().id.clone();
         let known = written.get(&id).or_else(|| checkpoints.get(&id));
         let result = tx.savepoint().map_err(backend).and_then(|savepoint| {
             // Dropping the savepoint on error rolls back this commit only.
-            let applied = apply(&savepoint, create, commit, known)?;
+            let applied =
+                apply(&savepoint, *create, commit, known).map_err(|failed| match failed {
+                    Failed::Checked(error) | Failed::Writing(error) => error,
+                })?;
             savepoint.commit().map_err(backend)?;
             Ok(applied)
         });
-        if let Ok((_, _, Some(checkpoint))) = &result {
-            written.insert(id.clone(), checkpoint.clone());
+        if let Ok(Applied {
+            checkpoint: Some(checkpoint),
+            ..
+        }) = &result
+        {
+            written.insert(id, checkpoint.clone());
         }
-        results.push(result.map_err(|e| (Some(id), e)));
+        results.push(result);
     }
     let mut outcomes = Vec::with_capacity(writes.len());
     for write in writes.iter_mut() {
@@ -399,24 +484,94 @@ pub(crate) fn write_batch(
             savepoint.commit().map_err(backend)
         }));
     }
-    if let Err(error) = tx.commit() {
+    let committed = tx.commit();
+    let results = commit_transaction(committed, conn, results, &mut outcomes);
+    (results, outcomes)
+}
+
+/// After the transaction's `COMMIT`: if it failed, every result that had succeeded fails with
+/// its error (nothing of the batch is stored).
+fn commit_transaction<T>(
+    committed: rusqlite::Result<()>,
+    conn: &Connection,
+    mut results: Vec<Result<T, StoreError>>,
+    outcomes: &mut [WriteOutcome],
+) -> Vec<Result<T, StoreError>> {
+    if let Err(error) = committed {
         let error = backend(error);
-        warn!(%error, commits = count, "database commit failed");
+        warn!(%error, commits = results.len() + outcomes.len(), "database commit failed");
         if !conn.is_autocommit() {
             let _ = conn.execute_batch("ROLLBACK");
         }
         for result in &mut results {
             if result.is_ok() {
-                *result = Err((None, error.clone()));
+                *result = Err(error.clone());
             }
         }
-        for outcome in &mut outcomes {
+        for outcome in outcomes {
             if outcome.is_ok() {
                 *outcome = Err(error.clone());
             }
         }
     }
-    (results, outcomes)
+    results
+}
+
+/// Each commit's answer, once its transaction has committed (or failed).
+fn answers(
+    work: Vec<(bool, Commit)>,
+    results: Vec<Result<Applied, StoreError>>,
+) -> Vec<BatchResult> {
+    work.into_iter()
+        .zip(results)
+        .map(|((_, commit), result)| match result {
+            Ok(applied) => {
+                let (committed, state) = committed(commit, applied.lobby_before);
+                Ok((committed, state, applied.checkpoint))
+            }
+            Err(error) => Err((Some(commit.state.info().id.clone()), error)),
+        })
+        .collect()
+}
+
+/// A written commit's events, numbered, and its state.
+fn committed(commit: Commit, lobby_before: u64) -> (Committed, GameState) {
+    let Commit {
+        state,
+        expected_sequence,
+        game_events,
+        lobby_events,
+        time,
+        ..
+    } = commit;
+    let id = &state.info().id;
+    let game_events = (expected_sequence + 1..)
+        .zip(game_events)
+        .map(|(sequence, kind)| {
+            Arc::new(GameEvent {
+                game_id: id.clone(),
+                sequence,
+                time,
+                kind,
+            })
+        })
+        .collect();
+    let lobby_events = (lobby_before + 1..)
+        .zip(lobby_events)
+        .map(|(sequence, kind)| {
+            Arc::new(LobbyEvent {
+                sequence,
+                time,
+                kind,
+            })
+        })
+        .collect();
+    let committed = Committed {
+        info: state.info().clone(),
+        game_events,
+        lobby_events,
+    };
+    (committed, state)
 }
 
 /// The number and clocks of a plain move's commit (a `MovePlayed` and a `TurnStarted`, nothing
@@ -434,25 +589,28 @@ fn plain_move(commit: &Commit) -> Option<(u32, Option<&ClockReading>)> {
     }
 }
 
-/// Writes one commit. Runs inside a savepoint. `known` is the game's row as this writer last
-/// wrote it, if it remembers.
-pub(crate) fn apply(
+/// Writes one commit, inside the batch's transaction (or a savepoint of it). `known` is the
+/// game's row as this writer last wrote it, if it remembers. Its events are numbered, and
+/// its state's sequence set, as they will be stored.
+fn apply(
     conn: &Connection,
     create: bool,
-    mut commit: Commit,
+    commit: &mut Commit,
     known: Option<&Checkpoint>,
-) -> Result<(Committed, GameState, Option<Checkpoint>), StoreError> {
+) -> Result<Applied, Failed> {
+    let stored = stored_game(conn, create, commit).map_err(Failed::Checked)?;
+    write_commit(conn, commit, stored, known).map_err(Failed::Writing)
+}
+
+/// The stored game a commit applies to, read only: its `ord` and the sequence its row was
+/// written at (`None` for a game the commit creates); a conflict if it has moved on.
+fn stored_game(
+    conn: &Connection,
+    create: bool,
+    commit: &Commit,
+) -> Result<Option<(i64, u64)>, StoreError> {
     let expected = commit.expected_sequence;
-    let tokens = commit
-        .state
-        .token_hashes()
-        .map(|hash| hash.map(TokenHash::to_bytes));
-    let rematch_tokens = commit
-        .state
-        .rematch_tokens()
-        .map(|hash| hash.map(TokenHash::to_bytes));
-    // The stored game: its `ord`, the sequence its row was written at, and its moves.
-    let stored = if create {
+    if create {
         let exists = conn
             .prepare_cached("SELECT 1 FROM games WHERE id = ?1")
             .and_then(|mut s| s.exists([commit.state.info().id.as_str()]))
@@ -460,7 +618,7 @@ pub(crate) fn apply(
         if expected != 0 || exists {
             return Err(StoreError::Conflict { current: 0 });
         }
-        None
+        Ok(None)
     } else {
         // The log's last sequence is the game's; the row's may be older (plain moves).
         let (ord, row_sequence, current): (i64, i64, Option<i64>) = conn
@@ -481,8 +639,26 @@ pub(crate) fn apply(
         if current != expected {
             return Err(StoreError::Conflict { current });
         }
-        Some((ord, row_sequence as u64))
-    };
+        Ok(Some((ord, row_sequence as u64)))
+    }
+}
+
+/// Writes a commit whose stored game [`stored_game`] found.
+fn write_commit(
+    conn: &Connection,
+    commit: &mut Commit,
+    stored: Option<(i64, u64)>,
+    known: Option<&Checkpoint>,
+) -> Result<Applied, StoreError> {
+    let expected = commit.expected_sequence;
+    let tokens = commit
+        .state
+        .token_hashes()
+        .map(|hash| hash.map(TokenHash::to_bytes));
+    let rematch_tokens = commit
+        .state
+        .rematch_tokens()
+        .map(|hash| hash.map(TokenHash::to_bytes));
     // Before anything of the game: a stale account refuses the whole commit (the savepoint
     // rolls back whatever came first anyway).
     accounts::apply_updates(conn, &commit.accounts)?;
@@ -505,7 +681,7 @@ pub(crate) fn apply(
     })?;
     // Whether the row can stay: this writer wrote it, and replaying the log from it gives
     // exactly the state being committed.
-    let derived = match (stored, known, plain_move(&commit)) {
+    let derived = match (stored, known, plain_move(commit)) {
         (Some((_, row_sequence)), Some(known), Some((number, clock)))
             if known.info.sequence == row_sequence
                 && known.tokens == tokens
@@ -552,12 +728,11 @@ pub(crate) fn apply(
         .into_iter()
         .peekable();
     let mut played_so_far = 0;
-    let mut game_events = Vec::with_capacity(commit.game_events.len());
-    for (sequence, kind) in (expected + 1..).zip(commit.game_events) {
-        if let GameEventKind::GameStarted { game } = &kind {
+    for (sequence, kind) in (expected + 1..).zip(&commit.game_events) {
+        if let GameEventKind::GameStarted { game } = kind {
             check_game_reads_back(game).map_err(unreadable(id))?;
         }
-        let mv = match &kind {
+        let mv = match kind {
             GameEventKind::MovePlayed { record, .. } => {
                 let Some(stored) = new_moves.next() else {
                     return Err(StoreError::Backend(format!(
@@ -589,7 +764,7 @@ pub(crate) fn apply(
             }
             _ => None,
         };
-        let json = encode_json(&GameEventDto::new(&kind))
+        let json = encode_json(&GameEventDto::new(kind))
             .map_err(|e| StoreError::Backend(format!("encoding an event of game {id}: {e}")))?;
         let (player, mv, mv_time) = match mv {
             Some((player, mv, mv_time)) => (Some(player), Some(mv), mv_time),
@@ -611,12 +786,6 @@ pub(crate) fn apply(
             ])
         })
         .map_err(backend)?;
-        game_events.push(Arc::new(GameEvent {
-            game_id: id.clone(),
-            sequence,
-            time: commit.time,
-            kind,
-        }));
     }
     if let Some(extra) = new_moves.next() {
         return Err(StoreError::Backend(format!(
@@ -625,34 +794,26 @@ pub(crate) fn apply(
         )));
     }
 
-    let mut lobby_events = Vec::with_capacity(commit.lobby_events.len());
+    let mut lobby_before = 0;
     if !commit.lobby_events.is_empty() {
-        let last = last_lobby_sequence(conn)?;
-        for (sequence, kind) in (last + 1..).zip(commit.lobby_events) {
-            if let LobbyEventKind::GameCreated { game } = &kind {
+        lobby_before = last_lobby_sequence(conn)?;
+        for (sequence, kind) in (lobby_before + 1..).zip(&commit.lobby_events) {
+            if let LobbyEventKind::GameCreated { game } = kind {
                 check_game_reads_back(game).map_err(unreadable(id))?;
             }
-            let json = encode_json(&LobbyEventDto::new(&kind))
+            let json = encode_json(&LobbyEventDto::new(kind))
                 .map_err(|e| StoreError::Backend(format!("encoding a lobby event: {e}")))?;
             conn.prepare_cached(
                 "INSERT INTO lobby_events (sequence, time, event) VALUES (?1, ?2, ?3)",
             )
             .and_then(|mut s| s.execute(params![sequence as i64, time, json]))
             .map_err(backend)?;
-            lobby_events.push(Arc::new(LobbyEvent {
-                sequence,
-                time: commit.time,
-                kind,
-            }));
         }
     }
-
-    let committed = Committed {
-        info: commit.state.info().clone(),
-        game_events,
-        lobby_events,
-    };
-    Ok((committed, commit.state, checkpoint))
+    Ok(Applied {
+        checkpoint,
+        lobby_before,
+    })
 }
 
 /// Writes the `games` row of a game (inserts it for a new one) and returns its `ord`.
