@@ -491,7 +491,7 @@ impl GameManager {
         who: impl Into<Credential>,
         mv: Move,
         expected_ply: Option<u32>,
-    ) -> Result<(MoveRecord, GameInfo), GameError> {
+    ) -> Result<(Arc<MoveRecord>, GameInfo), GameError> {
         let who: Credential = who.into();
         let (committed, record) = match self
             .update(id, |state, now| {
@@ -525,7 +525,7 @@ impl GameManager {
         id: &GameId,
         mv: Move,
         ply: u32,
-    ) -> Result<MoveRecord, GameError> {
+    ) -> Result<Arc<MoveRecord>, GameError> {
         let (_, record) = self
             .update(id, |state, now| {
                 transition::play(state, Mover::Computer, mv, Some(ply), now)

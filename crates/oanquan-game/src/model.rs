@@ -174,7 +174,8 @@ pub struct MoveLog {
 }
 
 struct MoveNode {
-    record: MoveRecord,
+    /// Shared with the move's `MovePlayed` event and the reply to the player who made it.
+    record: Arc<MoveRecord>,
     previous: Option<Arc<MoveNode>>,
 }
 
@@ -201,22 +202,25 @@ impl MoveLog {
     }
 
     /// Appends a move. O(1): no record is copied, clones made earlier are unaffected.
-    pub fn push(&mut self, record: MoveRecord) {
+    pub fn push(&mut self, record: impl Into<Arc<MoveRecord>>) {
         let previous = self.newest.take();
-        self.newest = Some(Arc::new(MoveNode { record, previous }));
+        self.newest = Some(Arc::new(MoveNode {
+            record: record.into(),
+            previous,
+        }));
         self.len += 1;
     }
 
     /// The newest move.
     #[must_use]
     pub fn last(&self) -> Option<&MoveRecord> {
-        self.newest.as_deref().map(|node| &node.record)
+        self.newest.as_deref().map(|node| &*node.record)
     }
 
     /// Newest first.
     pub fn iter_newest_first(&self) -> impl Iterator<Item = &MoveRecord> {
         std::iter::successors(self.newest.as_deref(), |node| node.previous.as_deref())
-            .map(|node| &node.record)
+            .map(|node| &*node.record)
     }
 
     /// The moves after the first `skip`, oldest first (`None` if there are fewer than `skip`).
@@ -588,17 +592,19 @@ impl GameState {
         player: Player,
         mv: Move,
         now: SystemTime,
-    ) -> Result<MoveRecord, PlayError> {
-        let steps = self.engine.play(mv)?;
-        let record = MoveRecord {
+    ) -> Result<Arc<MoveRecord>, PlayError> {
+        let mut steps = self.engine.play(mv)?;
+        // The trace was grown step by step; the record keeps it for the game's life.
+        steps.shrink_to_fit();
+        let record = Arc::new(MoveRecord {
             number: self.info.move_count + 1,
             player,
             mv,
             steps,
             position: *self.engine.position(),
             time: now,
-        };
-        self.moves.push(record.clone());
+        });
+        self.moves.push(Arc::clone(&record));
         self.sync();
         Ok(record)
     }
@@ -645,7 +651,7 @@ pub enum GameEventKind {
     /// A move was played.
     MovePlayed {
         /// The move, trace and resulting position.
-        record: Box<MoveRecord>,
+        record: Arc<MoveRecord>,
         /// The clocks after the move (increment added), for a timed game.
         clock: Option<ClockReading>,
     },

@@ -109,7 +109,7 @@ fn move_at(
     state: GameState,
     tokens: &ByPlayer<TokenHash>,
     now: SystemTime,
-) -> (GameState, Transition<MoveRecord>) {
+) -> (GameState, Transition<Arc<MoveRecord>>) {
     let mover = state.position().to_move();
     let mv = state.position().legal_moves()[0];
     transition::play(state, Mover::Token(tokens[mover]), mv, None, now).expect("a legal move")
@@ -198,6 +198,22 @@ fn assert_log_closes(state: &GameState, events: &[GameEventKind], closed: bool) 
 }
 
 // --- Real-time and correspondence clocks ---------------------------------------------------
+
+/// A move's record exists once: the game's log, its `MovePlayed` event and the answer to the
+/// player share it (a copy each cost two allocations a move and, in a store that keeps its
+/// events, the memory twice over).
+#[test]
+fn a_moves_record_is_shared_by_the_log_the_event_and_the_answer() {
+    let (state, tokens) = started(TimeControl::Untimed);
+    let (state, moved) = move_at(state, &tokens, secs(1));
+    let logged = state.moves().last().expect("the move is logged");
+    let [GameEventKind::MovePlayed { record, .. }, ..] = moved.game_events.as_slice() else {
+        panic!("a move starts with MovePlayed: {:?}", moved.game_events)
+    };
+    assert!(Arc::ptr_eq(record, &moved.output));
+    assert!(std::ptr::eq(logged, &*moved.output));
+    assert_eq!(logged.number, 1);
+}
 
 #[test]
 fn real_time_charges_the_mover_from_turn_start_and_adds_the_increment_after_the_first_moves() {

@@ -8,6 +8,7 @@
 //! clock.
 
 use std::net::IpAddr;
+use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
 use oanquan_ai::Level;
@@ -288,7 +289,7 @@ pub fn play(
     mv: Move,
     expected_ply: Option<u32>,
     now: SystemTime,
-) -> Decided<MoveRecord> {
+) -> Decided<Arc<MoveRecord>> {
     let seat = match mover {
         Mover::Token(hash) => state.seat_of(&hash).ok_or(GameError::WrongToken)?,
         Mover::Computer => {
@@ -350,7 +351,7 @@ pub fn play(
         }
     });
     let mut game_events = vec![GameEventKind::MovePlayed {
-        record: Box::new(record.clone()),
+        record: Arc::clone(&record),
         clock: None,
     }];
     let mut lobby_events = Vec::new();

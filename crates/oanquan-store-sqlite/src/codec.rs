@@ -31,6 +31,7 @@
 //! exactly as version 3 wrote it. Accounts themselves live in tables of their own (see
 //! `accounts`).
 
+use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use oanquan_ai::Level;
@@ -823,7 +824,7 @@ impl GameEventDto {
                 game: Box::new(game.decode_with(history)?),
             },
             GameEventDto::MovePlayed { number, clock } => GameEventKind::MovePlayed {
-                record: Box::new(history.record(number)?),
+                record: Arc::new(history.record(number)?),
                 clock: clock.map(ClockReading::from),
             },
             GameEventDto::TurnStarted {
@@ -1121,7 +1122,7 @@ mod tests {
         let result = timed_info().result.unwrap();
         let mut events = vec![
             GameEventKind::MovePlayed {
-                record: Box::new(history.0.clone()),
+                record: Arc::new(history.0.clone()),
                 clock: Some(reading),
             },
             GameEventKind::TurnStarted {
@@ -1236,7 +1237,7 @@ mod tests {
             (
                 r#"{"type":"move_played","number":1}"#,
                 GameEventKind::MovePlayed {
-                    record: Box::new(history.0.clone()),
+                    record: Arc::new(history.0.clone()),
                     clock: None,
                 },
             ),

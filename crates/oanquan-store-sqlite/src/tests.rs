@@ -242,7 +242,7 @@ async fn a_commit_failing_midway_is_undone_and_the_rest_of_its_batch_commits() {
                     vec![
                         turn.clone(),
                         GameEventKind::MovePlayed {
-                            record: Box::new(out_of_order),
+                            record: Arc::new(out_of_order),
                             clock: None,
                         },
                     ],
