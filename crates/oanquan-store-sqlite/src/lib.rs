@@ -12,16 +12,19 @@
 //! # Group commit
 //!
 //! One writer thread owns the only writing connection. Commits reach it through a channel; it
-//! takes every commit waiting (up to [`MAX_BATCH`]), runs them in one transaction, each inside
-//! its own `SAVEPOINT` (so a commit that fails its optimistic-concurrency check is rolled back
+//! takes every commit waiting (up to [`MAX_BATCH`]), runs them in one transaction (a commit that
+//! fails its optimistic-concurrency check has written nothing; one that fails after writing
+//! makes the batch run again with each commit in its own `SAVEPOINT`, so that it is rolled back
 //! alone), commits once, and then answers every caller. Under load, many moves share one fsync;
 //! when idle, a lone move is written at once. Nothing waits for a timer. Registrations and API
 //! key changes join the same batches, each in its own savepoint too; a commit's account updates
-//! (a rated game's new ratings) are checked and written inside the commit's savepoint, so a
-//! stale account refuses that commit whole and nothing else.
+//! (a rated game's new ratings) are checked and written inside the commit (inside its own
+//! savepoint when its batch reruns one commit at a time), so a stale account refuses that
+//! commit whole and nothing else.
 //!
-//! Reads run on a small pool of read-only connections in `spawn_blocking`; WAL lets them read a
-//! consistent snapshot while the writer writes. Nothing here blocks the async runtime. The
+//! Reads run on a small pool of read-only connections in `spawn_blocking`, at most
+//! `reads::MAX_READERS` at once (the others wait their turn without a thread); WAL lets them
+//! read a consistent snapshot while the writer writes. Nothing here blocks the async runtime. The
 //! latest state of each game being played is also kept in memory by the writer (see `writer::Cache`),
 //! so a move does not start by reading and replaying its whole game.
 //!
@@ -163,6 +166,7 @@ impl SqliteStore {
                 path: path.clone(),
                 state: Mutex::default(),
                 returned: Condvar::new(),
+                permits: Arc::new(tokio::sync::Semaphore::new(reads::MAX_READERS)),
             }),
             path,
             writer: Mutex::new(Some(writer)),
@@ -301,9 +305,22 @@ impl SqliteStore {
     ) -> StoreFuture<'_, T> {
         let readers = Arc::clone(&self.readers);
         async move {
-            tokio::task::spawn_blocking(move || readers.with(query))
+            // Owned and moved into the blocking task: a caller that goes away while its read
+            // runs does not free a place the read still holds.
+            let permit = Arc::clone(&readers.permits)
+                .acquire_owned()
                 .await
-                .map_err(|e| StoreError::Backend(format!("database reader task: {e}")))?
+                .map_err(|_| {
+                    StoreError::Unavailable(
+                        "the database is closed (the server is stopping)".to_owned(),
+                    )
+                })?;
+            tokio::task::spawn_blocking(move || {
+                let _permit = permit;
+                readers.with(query)
+            })
+            .await
+            .map_err(|e| StoreError::Backend(format!("database reader task: {e}")))?
         }
         .boxed()
     }

@@ -2,7 +2,7 @@
 //! check of every unfinished game at start.
 
 use std::path::{Path, PathBuf};
-use std::sync::{Condvar, Mutex};
+use std::sync::{Arc, Condvar, Mutex};
 
 use oanquan_game::{
     GameFilter, GameId, GameInfo, GameState, GameStatus, MoveRecord, PlayedMove, StoreError,
@@ -21,6 +21,12 @@ use crate::schema::{self, OpenError};
 
 /// Idle read connections kept open.
 pub(crate) const MAX_IDLE_READERS: usize = 8;
+
+/// Reads running at once; the others wait their turn, in order. Each running read holds a
+/// blocking thread and a connection with its own page cache: unbounded, a burst of reads (a
+/// thousand spectators subscribing to one game) made one of each per read, hundreds of threads
+/// and over 500 MiB (BENCHMARKS.md, session 10).
+pub(crate) const MAX_READERS: usize = 16;
 
 /// Replays every unfinished game once at start: a game that no longer loads is reported now,
 /// by id, rather than when its players come back.
@@ -73,6 +79,8 @@ pub(crate) struct Readers {
     pub(crate) state: Mutex<ReaderState>,
     /// Signalled whenever a busy connection is given back.
     pub(crate) returned: Condvar,
+    /// [`MAX_READERS`] permits: a read takes one before it takes a blocking thread.
+    pub(crate) permits: Arc<tokio::sync::Semaphore>,
 }
 
 #[derive(Debug, Default)]
@@ -80,6 +88,8 @@ pub(crate) struct ReaderState {
     idle: Vec<Connection>,
     /// Connections out on a query.
     busy: usize,
+    /// The most `busy` has been (tests check it stays within [`MAX_READERS`]).
+    pub(crate) peak: usize,
     closed: bool,
 }
 
@@ -103,6 +113,7 @@ impl Readers {
                 ));
             }
             state.busy += 1;
+            state.peak = state.peak.max(state.busy);
             state.idle.pop()
         };
         let give_back = |conn: Option<Connection>| {
@@ -136,6 +147,8 @@ impl Readers {
     /// Closes the idle connections and waits (a few seconds at most) for the busy ones, which
     /// close as they come back; later reads fail.
     pub(crate) fn close(&self) {
+        // Reads still waiting for their turn fail now rather than after the running ones.
+        self.permits.close();
         let mut state = self.state();
         state.closed = true;
         state.idle.clear();

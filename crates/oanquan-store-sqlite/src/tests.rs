@@ -274,6 +274,32 @@ async fn a_commit_failing_midway_is_undone_and_the_rest_of_its_batch_commits() {
     }
 }
 
+/// A burst of reads (a thousand spectators subscribing at once) runs at most
+/// `MAX_READERS` at a time, each with its connection and blocking thread, and every read is
+/// answered.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_burst_of_reads_runs_a_bounded_number_at_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = Arc::new(SqliteStore::open(dir.path().join("games.db")).unwrap());
+    let as_store: Arc<dyn GameStore> = Arc::clone(&store) as Arc<dyn GameStore>;
+    let (manager, _hub) = manager(as_store);
+    let (id, _) = new_game(&manager, Preset::Standard.rules()).await;
+    let reads: Vec<_> = (0..1_000)
+        .map(|_| {
+            let (store, id) = (Arc::clone(&store), id.clone());
+            tokio::spawn(async move { store.game_events_since(&id, 0).await })
+        })
+        .collect();
+    for read in reads {
+        assert!(matches!(read.await.unwrap(), Ok(Since::Events { .. })));
+    }
+    let peak = store.readers.state().peak;
+    assert!(
+        (1..=reads::MAX_READERS).contains(&peak),
+        "{peak} reads ran at once"
+    );
+}
+
 #[tokio::test]
 async fn listing_pages_newest_first_and_filters() {
     let dir = tempfile::tempdir().unwrap();
