@@ -8,12 +8,14 @@ use std::sync::Arc;
 use deadpool_postgres::GenericClient;
 use oanquan_game::{
     Commit, Committed, GameEvent, GameEventKind, GameId, GameInfo, GameState, LobbyEvent,
-    LobbyEventKind, StoreError, TokenHash,
+    LobbyEventKind, StoreError,
 };
 use oanquan_rules::Move;
 
 use crate::accounts;
-use crate::codec::{GameEventDto, InfoDto, LobbyEventDto, player_name, status_name, time_to_db};
+use crate::codec::{
+    GameEventDto, InfoDto, LobbyEventDto, player_name, status_name, time_to_db, token_columns,
+};
 use crate::reads::{RowVersion, execute, query_opt};
 
 /// The channel every commit with game events notifies, with `<game id>:<last sequence>`.
@@ -48,14 +50,7 @@ pub(crate) async fn apply<C: GenericClient>(
     mut commit: Commit,
 ) -> Result<Written, StoreError> {
     let expected = commit.expected_sequence;
-    let tokens = commit
-        .state
-        .token_hashes()
-        .map(|hash| hash.map(TokenHash::to_bytes));
-    let rematch_tokens = commit
-        .state
-        .rematch_tokens()
-        .map(|hash| hash.map(TokenHash::to_bytes));
+    let (tokens, rematch_tokens) = token_columns(&commit.state);
     let [first, second, rematch_first, rematch_second] = [
         tokens.first,
         tokens.second,

@@ -41,8 +41,9 @@ use serde::{Deserialize, Serialize};
 use oanquan_game::account::{AccountId, RatingChange, SeatAccount};
 use oanquan_game::clock::{Clock, Rematch};
 use oanquan_game::{
-    ClockReading, DrawAction, GameEventKind, GameId, GameInfo, GameResult, GameStatus,
+    ClockReading, DrawAction, GameEventKind, GameId, GameInfo, GameResult, GameState, GameStatus,
     LobbyEventKind, MoveRecord, PlayerKind, RematchAction, SeatInfo, Termination, TimeControl,
+    TokenHash,
 };
 
 /// Nanoseconds since the Unix epoch (negative before it): exact for any time until 2262.
@@ -82,6 +83,22 @@ pub(super) const fn status_name(status: GameStatus) -> &'static str {
         GameStatus::Finished => "finished",
         GameStatus::Aborted => "aborted",
     }
+}
+
+/// A token hash per seat, as a `games` row's token columns hold them.
+pub(super) type TokenColumns = ByPlayer<Option<[u8; 32]>>;
+
+/// The token hashes of a game's seats and of its rematch's seats, as the `games` row's
+/// `token_*` and `rematch_token_*` columns hold them.
+pub(super) fn token_columns(state: &GameState) -> (TokenColumns, TokenColumns) {
+    (
+        state
+            .token_hashes()
+            .map(|hash| hash.map(TokenHash::to_bytes)),
+        state
+            .rematch_tokens()
+            .map(|hash| hash.map(TokenHash::to_bytes)),
+    )
 }
 
 /// The `moves.player` column.

@@ -15,7 +15,9 @@ use tokio::sync::{oneshot, watch};
 use tracing::{error, info, warn};
 
 use crate::accounts;
-use crate::codec::{GameEventDto, InfoDto, LobbyEventDto, player_name, status_name, time_to_db};
+use crate::codec::{
+    GameEventDto, InfoDto, LobbyEventDto, player_name, status_name, time_to_db, token_columns,
+};
 use crate::fault::backend;
 use crate::plain::after_plain_move;
 use crate::schema::{self};
@@ -651,16 +653,9 @@ fn write_commit(
     known: Option<&Checkpoint>,
 ) -> Result<Applied, StoreError> {
     let expected = commit.expected_sequence;
-    let tokens = commit
-        .state
-        .token_hashes()
-        .map(|hash| hash.map(TokenHash::to_bytes));
-    let rematch_tokens = commit
-        .state
-        .rematch_tokens()
-        .map(|hash| hash.map(TokenHash::to_bytes));
-    // Before anything of the game: a stale account refuses the whole commit (the savepoint
-    // rolls back whatever came first anyway).
+    let (tokens, rematch_tokens) = token_columns(&commit.state);
+    // Before anything of the game: a stale account refuses the whole commit (what came first
+    // is undone with it: see `write_batch`).
     accounts::apply_updates(conn, &commit.accounts)?;
 
     let sequence = expected + commit.game_events.len() as u64;
