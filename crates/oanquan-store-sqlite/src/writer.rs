@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use oanquan_game::{
     ClockReading, Commit, Committed, GameEvent, GameEventKind, GameId, GameInfo, GameState,
-    LobbyEvent, LobbyEventKind, StoreError, TokenHash,
+    LobbyEvent, LobbyEventKind, StoreError,
 };
 use oanquan_rules::{ByPlayer, Move};
 use rusqlite::{Connection, OptionalExtension as _, TransactionBehavior, params};
@@ -280,17 +280,14 @@ fn write_current_rows(conn: &mut Connection, cache: &Cache, checkpoints: &Checkp
                     .prepare_cached("SELECT ord FROM games WHERE id = ?1")
                     .and_then(|mut s| s.query_row([state.info().id.as_str()], |row| row.get(0)))
                     .map_err(backend)?;
+                let (tokens, rematch_tokens) = token_columns(state);
                 write_row(
                     &tx,
                     state,
                     Some(ord),
                     state.info().sequence,
-                    state
-                        .token_hashes()
-                        .map(|hash| hash.map(TokenHash::to_bytes)),
-                    state
-                        .rematch_tokens()
-                        .map(|hash| hash.map(TokenHash::to_bytes)),
+                    tokens,
+                    rematch_tokens,
                 )?;
             }
             tx.commit().map_err(backend)
