@@ -375,6 +375,26 @@ enum Failed {
     Writing(StoreError),
 }
 
+impl Failed {
+    fn into_error(self) -> StoreError {
+        match self {
+            Failed::Checked(error) | Failed::Writing(error) => error,
+        }
+    }
+}
+
+/// How a batch's commits are kept apart inside its transaction.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Isolation {
+    /// None: a commit that fails after writing rolls back the whole batch.
+    Batch,
+    /// Each commit and each other write in its own savepoint, rolled back alone if it fails.
+    Savepoints,
+}
+
+/// The outcome of each commit and each other write of a batch.
+type Outcomes = (Vec<Result<Applied, StoreError>>, Vec<WriteOutcome>);
+
 /// Runs a batch of commits and other writes in one transaction.
 ///
 /// A batch of commits alone runs first without savepoints: a savepoint per commit (its
@@ -391,66 +411,41 @@ pub(crate) fn write_batch(
     checkpoints: &Checkpoints,
 ) -> (Vec<BatchResult>, Vec<WriteOutcome>) {
     // Other writes run once only (they consume their closure): they always take savepoints.
-    if writes.is_empty()
-        && let Some(results) = write_without_savepoints(conn, &mut work, checkpoints)
-    {
-        return (answers(work, results), Vec::new());
-    }
-    let (results, outcomes) = write_with_savepoints(conn, &mut work, writes, checkpoints);
+    let first = if writes.is_empty() {
+        write_transaction(conn, &mut work, writes, checkpoints, Isolation::Batch)
+    } else {
+        None
+    };
+    let (results, outcomes) = first
+        .or_else(|| write_transaction(conn, &mut work, writes, checkpoints, Isolation::Savepoints))
+        // With savepoints every failure is rolled back alone, so there is always an outcome.
+        .unwrap_or_else(|| {
+            let error = StoreError::Backend("a batch could not be written".to_owned());
+            all_failed(work.len(), writes.len(), &error)
+        });
     (answers(work, results), outcomes)
 }
 
-/// The batch in one transaction, no savepoints; `None` (everything rolled back) if a commit
-/// failed after it had written something.
-fn write_without_savepoints(
-    conn: &mut Connection,
-    work: &mut [(bool, Commit)],
-    checkpoints: &Checkpoints,
-) -> Option<Vec<Result<Applied, StoreError>>> {
-    let tx = match conn.transaction_with_behavior(TransactionBehavior::Immediate) {
-        Ok(tx) => tx,
-        Err(error) => {
-            let error = backend(error);
-            return Some(work.iter().map(|_| Err(error.clone())).collect());
-        }
-    };
-    let mut written: HashMap<GameId, Checkpoint> = HashMap::new();
-    let mut results = Vec::with_capacity(work.len());
-    for (create, commit) in work.iter_mut() {
-        let known = written
-            .get(&commit.state.info().id)
-            .or_else(|| checkpoints.get(&commit.state.info().id));
-        match apply(&tx, *create, commit, known) {
-            Ok(applied) => {
-                if let Some(checkpoint) = &applied.checkpoint {
-                    written.insert(commit.state.info().id.clone(), checkpoint.clone());
-                }
-                results.push(Ok(applied));
-            }
-            Err(Failed::Checked(error)) => results.push(Err(error)),
-            // Dropping `tx` rolls the whole batch back.
-            Err(Failed::Writing(_)) => return None,
-        }
-    }
-    Some(commit_transaction(tx.commit(), conn, results, &mut []))
+/// Every commit and write of a batch failed with `error`.
+fn all_failed(commits: usize, writes: usize, error: &StoreError) -> Outcomes {
+    (
+        (0..commits).map(|_| Err(error.clone())).collect(),
+        vec![Err(error.clone()); writes],
+    )
 }
 
-/// The batch in one transaction, each commit and each other write in its own savepoint.
-fn write_with_savepoints(
+/// The batch in one transaction; `None` (everything rolled back) if, with
+/// [`Isolation::Batch`], a commit failed after it had written something.
+fn write_transaction(
     conn: &mut Connection,
     work: &mut [(bool, Commit)],
     writes: &mut [Box<dyn Write>],
     checkpoints: &Checkpoints,
-) -> (Vec<Result<Applied, StoreError>>, Vec<WriteOutcome>) {
+    isolation: Isolation,
+) -> Option<Outcomes> {
     let mut tx = match conn.transaction_with_behavior(TransactionBehavior::Immediate) {
         Ok(tx) => tx,
-        Err(error) => {
-            let error = backend(error);
-            return (
-                work.iter().map(|_| Err(error.clone())).collect(),
-                vec![Err(error); writes.len()],
-            );
-        }
+        Err(error) => return Some(all_failed(work.len(), writes.len(), &backend(error))),
     };
     // Rows written earlier in this batch: a later commit of the same game compares with them.
     let mut written: HashMap<GameId, Checkpoint> = HashMap::new();
@@ -458,15 +453,20 @@ fn write_with_savepoints(
     for (create, commit) in work.iter_mut() {
         let id = commit.state.info().id.clone();
         let known = written.get(&id).or_else(|| checkpoints.get(&id));
-        let result = tx.savepoint().map_err(backend).and_then(|savepoint| {
+        let result = match isolation {
             // Dropping the savepoint on error rolls back this commit only.
-            let applied =
-                apply(&savepoint, *create, commit, known).map_err(|failed| match failed {
-                    Failed::Checked(error) | Failed::Writing(error) => error,
-                })?;
-            savepoint.commit().map_err(backend)?;
-            Ok(applied)
-        });
+            Isolation::Savepoints => tx.savepoint().map_err(backend).and_then(|savepoint| {
+                let applied =
+                    apply(&savepoint, *create, commit, known).map_err(Failed::into_error)?;
+                savepoint.commit().map_err(backend)?;
+                Ok(applied)
+            }),
+            Isolation::Batch => match apply(&tx, *create, commit, known) {
+                // Dropping `tx` rolls the whole batch back.
+                Err(Failed::Writing(_)) => return None,
+                result => result.map_err(Failed::into_error),
+            },
+        };
         if let Ok(Applied {
             checkpoint: Some(checkpoint),
             ..
@@ -485,7 +485,7 @@ fn write_with_savepoints(
     }
     let committed = tx.commit();
     let results = commit_transaction(committed, conn, results, &mut outcomes);
-    (results, outcomes)
+    Some((results, outcomes))
 }
 
 /// After the transaction's `COMMIT`: if it failed, every result that had succeeded fails with
