@@ -77,7 +77,7 @@ mod writer;
 use std::fmt;
 use std::net::IpAddr;
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Condvar, Mutex, mpsc};
+use std::sync::{Arc, Mutex, mpsc};
 use std::thread;
 use std::time::SystemTime;
 
@@ -162,12 +162,7 @@ impl SqliteStore {
                 source,
             })?;
         Ok(SqliteStore {
-            readers: Arc::new(Readers {
-                path: path.clone(),
-                state: Mutex::default(),
-                returned: Condvar::new(),
-                permits: Arc::new(tokio::sync::Semaphore::new(reads::MAX_READERS)),
-            }),
+            readers: Arc::new(Readers::new(path.clone())),
             path,
             writer: Mutex::new(Some(writer)),
             thread: Mutex::new(Some(thread)),
@@ -303,26 +298,7 @@ impl SqliteStore {
         &self,
         query: impl FnOnce(&Connection) -> Result<T, StoreError> + Send + 'static,
     ) -> StoreFuture<'_, T> {
-        let readers = Arc::clone(&self.readers);
-        async move {
-            // Owned and moved into the blocking task: a caller that goes away while its read
-            // runs does not free a place the read still holds.
-            let permit = Arc::clone(&readers.permits)
-                .acquire_owned()
-                .await
-                .map_err(|_| {
-                    StoreError::Unavailable(
-                        "the database is closed (the server is stopping)".to_owned(),
-                    )
-                })?;
-            tokio::task::spawn_blocking(move || {
-                let _permit = permit;
-                readers.with(query)
-            })
-            .await
-            .map_err(|e| StoreError::Backend(format!("database reader task: {e}")))?
-        }
-        .boxed()
+        Arc::clone(&self.readers).read(query).boxed()
     }
 
     /// [`SqliteStore::read`] of one game's data: a damaged game is logged (once).

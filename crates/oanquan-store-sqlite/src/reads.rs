@@ -75,12 +75,12 @@ pub(crate) fn check_unfinished(
 
 #[derive(Debug)]
 pub(crate) struct Readers {
-    pub(crate) path: PathBuf,
-    pub(crate) state: Mutex<ReaderState>,
+    path: PathBuf,
+    state: Mutex<ReaderState>,
     /// Signalled whenever a busy connection is given back.
-    pub(crate) returned: Condvar,
+    returned: Condvar,
     /// [`MAX_READERS`] permits: a read takes one before it takes a blocking thread.
-    pub(crate) permits: Arc<tokio::sync::Semaphore>,
+    permits: Arc<tokio::sync::Semaphore>,
 }
 
 #[derive(Debug, Default)]
@@ -94,6 +94,39 @@ pub(crate) struct ReaderState {
 }
 
 impl Readers {
+    pub(crate) fn new(path: PathBuf) -> Readers {
+        Readers {
+            path,
+            state: Mutex::default(),
+            returned: Condvar::new(),
+            permits: Arc::new(tokio::sync::Semaphore::new(MAX_READERS)),
+        }
+    }
+
+    /// Runs `query` on a read connection on the blocking pool, once one of the
+    /// [`MAX_READERS`] places is free.
+    pub(crate) async fn read<T: Send + 'static>(
+        self: Arc<Self>,
+        query: impl FnOnce(&Connection) -> Result<T, StoreError> + Send + 'static,
+    ) -> Result<T, StoreError> {
+        // Owned and moved into the blocking task: a caller that goes away while its read runs
+        // does not free a place the read still holds.
+        let permit = Arc::clone(&self.permits)
+            .acquire_owned()
+            .await
+            .map_err(|_| {
+                StoreError::Unavailable(
+                    "the database is closed (the server is stopping)".to_owned(),
+                )
+            })?;
+        tokio::task::spawn_blocking(move || {
+            let _permit = permit;
+            self.with(query)
+        })
+        .await
+        .map_err(|e| StoreError::Backend(format!("database reader task: {e}")))?
+    }
+
     pub(crate) fn state(&self) -> std::sync::MutexGuard<'_, ReaderState> {
         self.state
             .lock()
