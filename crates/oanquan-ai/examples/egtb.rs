@@ -136,49 +136,25 @@ fn verify(flags: &HashMap<String, String>) -> Result<(), String> {
         time: (limit_ms > 0).then(|| Duration::from_millis(limit_ms)),
         ..SearchLimits::NONE
     };
-    let trace = std::env::var_os("EGTB_TRACE").is_some();
+    let check = Check {
+        table: &table,
+        seed,
+        slack,
+        tt_mb,
+        limits,
+        trace: std::env::var_os("EGTB_TRACE").is_some(),
+    };
     let done = AtomicUsize::new(0);
     // Each thread takes every `threads`-th position, with its own solver.
     let tallies: Vec<Result<Tally, String>> = std::thread::scope(|scope| {
         let handles: Vec<_> = (0..threads)
             .map(|t| {
-                let (table, done) = (&table, &done);
+                let (check, done) = (&check, &done);
                 scope.spawn(move || {
                     let cancel = AtomicBool::new(false);
                     let mut tally = Tally::default();
                     for i in (t..count).step_by(threads) {
-                        let pos = table
-                            .sample(seed.wrapping_add(i as u64), true)
-                            .ok_or("the table has no proved position")?;
-                        let probe = table.probe(&pos).ok_or("a drawn position must be proved")?;
-                        // The tightest ply the value is claimed for: the proofs end exactly at
-                        // the limit, and the limit bounds the solver's tree (cycles would
-                        // otherwise only end by repetition).
-                        let mut setup = pos.to_setup();
-                        // `--slack K` moves the position up to K plies further from the limit.
-                        setup.ply = (pos.rules().max_plies - probe.depth())
-                            .saturating_sub((i % (slack as usize + 1)) as u32)
-                            .max(pos.ply());
-                        let pos =
-                            Position::from_setup(setup, *pos.rules()).map_err(|e| e.to_string())?;
-                        let expected = probe.final_difference(&pos);
-                        if trace {
-                            println!("{i}: {pos:?}");
-                        }
-                        let mut engine = Engine::with_tt_bytes(tt_mb << 20);
-                        let r = engine.search(&pos, limits, &cancel);
-                        tally.nodes += r.nodes;
-                        if r.exact && r.eval_points == expected {
-                            tally.agree += 1;
-                        } else if !r.exact && limits.time.is_some() {
-                            tally.unsolved += 1;
-                        } else {
-                            tally.disagree += 1;
-                            println!(
-                                "DISAGREE {pos:?}: table {expected:+}, solver {:+} (exact {})",
-                                r.eval_points, r.exact
-                            );
-                        }
+                        tally.add(check.position(i, &cancel)?);
                         let n = done.fetch_add(1, Ordering::Relaxed) + 1;
                         if n % 1000 == 0 {
                             eprintln!(
@@ -201,11 +177,7 @@ fn verify(flags: &HashMap<String, String>) -> Result<(), String> {
     });
     let mut total = Tally::default();
     for tally in tallies {
-        let tally = tally?;
-        total.agree += tally.agree;
-        total.unsolved += tally.unsolved;
-        total.disagree += tally.disagree;
-        total.nodes += tally.nodes;
+        total.merge(&tally?);
     }
     let unsolved = if limits.time.is_some() {
         format!(
@@ -230,12 +202,87 @@ fn verify(flags: &HashMap<String, String>) -> Result<(), String> {
     }
 }
 
+/// What `verify` checks each sampled position with.
+struct Check<'a> {
+    table: &'a Tablebase,
+    seed: u64,
+    slack: u32,
+    tt_mb: usize,
+    limits: SearchLimits,
+    trace: bool,
+}
+
+/// How one position's solver result compares with the table.
+enum Verdict {
+    Agree,
+    /// The solver did not finish within the time limit: not checked.
+    Unsolved,
+    Disagree,
+}
+
+impl Check<'_> {
+    /// Samples the `i`-th proved position, places it at the tightest ply its value is claimed
+    /// for (`--slack K`: up to K plies further from the limit) and solves it.
+    fn position(&self, i: usize, cancel: &AtomicBool) -> Result<(Verdict, u64), String> {
+        let pos = self
+            .table
+            .sample(self.seed.wrapping_add(i as u64), true)
+            .ok_or("the table has no proved position")?;
+        let probe = self
+            .table
+            .probe(&pos)
+            .ok_or("a drawn position must be proved")?;
+        // The proofs end exactly at the limit, and the limit bounds the solver's tree (cycles
+        // would otherwise only end by repetition).
+        let mut setup = pos.to_setup();
+        setup.ply = (pos.rules().max_plies - probe.depth())
+            .saturating_sub((i % (self.slack as usize + 1)) as u32)
+            .max(pos.ply());
+        let pos = Position::from_setup(setup, *pos.rules()).map_err(|e| e.to_string())?;
+        let expected = probe.final_difference(&pos);
+        if self.trace {
+            println!("{i}: {pos:?}");
+        }
+        let r = Engine::with_tt_bytes(self.tt_mb << 20).search(&pos, self.limits, cancel);
+        let verdict = if r.exact && r.eval_points == expected {
+            Verdict::Agree
+        } else if !r.exact && self.limits.time.is_some() {
+            Verdict::Unsolved
+        } else {
+            println!(
+                "DISAGREE {pos:?}: table {expected:+}, solver {:+} (exact {})",
+                r.eval_points, r.exact
+            );
+            Verdict::Disagree
+        };
+        Ok((verdict, r.nodes))
+    }
+}
+
 #[derive(Default)]
 struct Tally {
     agree: usize,
     unsolved: usize,
     disagree: usize,
     nodes: u64,
+}
+
+impl Tally {
+    fn add(&mut self, (verdict, nodes): (Verdict, u64)) {
+        match verdict {
+            Verdict::Agree => self.agree += 1,
+            Verdict::Unsolved => self.unsolved += 1,
+            Verdict::Disagree => self.disagree += 1,
+        }
+        self.nodes += nodes;
+    }
+
+    fn merge(&mut self, other: &Tally) {
+        self.agree += other.agree;
+        self.unsolved += other.unsolved;
+        self.disagree += other.disagree;
+        self.nodes += other.nodes;
+    }
 }
 
 fn bench(flags: &HashMap<String, String>) -> Result<(), String> {

@@ -148,8 +148,8 @@ pub struct SearchResult {
     pub book: bool,
     /// Whether the move was chosen for the opponent's mistakes ([`Engine::set_play_for_mistakes`]):
     /// against a greedy opponent the main search found no win, or its best move would end the
-    /// game lost, and another move gives the opponent more ways to go wrong. `eval` and `pv` are then that move's value and line against the best reply the
-    /// pass found.
+    /// game lost, and another move gives the opponent more ways to go wrong. `eval` and `pv`
+    /// are then that move's value and line against the best reply the pass found.
     pub for_mistakes: bool,
 }
 
