@@ -433,7 +433,8 @@ async fn game_worker(
     let mut rng = SmallRng::seed_from_u64(load.seed ^ (worker as u64).wrapping_mul(0x9E37_79B9));
     let mut client = GameServiceClient::new(pool.get(worker));
     let mut ticker = load.move_interval.map(|period| {
-        let mut ticker = tokio::time::interval(period);
+        let start = tokio::time::Instant::now() + phase(period, worker, load.workers);
+        let mut ticker = tokio::time::interval_at(start, period);
         ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         ticker
     });
@@ -462,6 +463,15 @@ async fn game_worker(
         }
     }
     stats
+}
+
+/// When `worker`'s first paced call is due, as an offset into the first period.
+///
+/// Each worker's ticks are offset by its share of the period: started together, 64 workers
+/// would all call in the same instant, a burst of 64 calls every period, which is the peak
+/// load for a moment and idle the rest of the time, not the steady rate asked for.
+fn phase(period: Duration, worker: usize, workers: usize) -> Duration {
+    period.mul_f64(worker as f64 / workers.max(1) as f64)
 }
 
 #[allow(clippy::too_many_arguments)]
@@ -603,6 +613,12 @@ pub struct EchoLoad {
     pub request_bytes: usize,
     /// Encoded size of each reply (as a PlayMoveResponse), bytes.
     pub response_bytes: usize,
+    /// Pause between a caller's rounds (`None`: back to back), spread like [`GameLoad`]'s.
+    pub round_interval: Option<Duration>,
+    /// Calls a round makes back to back; a round's time (first call sent to last reply) goes
+    /// into [`LoadStats::create_to_first_move`], the wire's share of a create → join → first
+    /// move sequence when a round is 3 calls.
+    pub calls_per_round: usize,
 }
 
 /// An echo request whose encoding is `size` bytes (or as near as the length varint allows) and that
@@ -644,22 +660,45 @@ pub async fn run_echo(pool: &Pool, load: &EchoLoad) -> LoadStats {
         let message = message.clone();
         let token = token.clone();
         let duration = load.duration;
+        let (round_interval, calls) = (load.round_interval, load.calls_per_round.max(1));
+        let workers = load.workers;
         handles.push(tokio::spawn(async move {
             let mut stats = LoadStats::new(duration);
             let request_bytes = message.encoded_len() as u64;
+            let mut ticker = round_interval.map(|period| {
+                let start = tokio::time::Instant::now() + phase(period, worker, workers);
+                let mut ticker = tokio::time::interval_at(start, period);
+                ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+                ticker
+            });
             while !window.over() && stats.errors < MAX_ERRORS_PER_WORKER {
-                let sent = Instant::now();
-                match client.echo(authorized(message.clone(), &token)).await {
-                    Ok(response) => {
-                        let done = Instant::now();
-                        if window.counts(sent, done) {
-                            stats.ops += 1;
-                            record(&mut stats.latency, done - sent);
-                            stats.request_bytes += request_bytes;
-                            stats.response_bytes += response.get_ref().encoded_len() as u64;
+                if let Some(ticker) = ticker.as_mut() {
+                    ticker.tick().await;
+                }
+                let round_sent = Instant::now();
+                let mut whole_round = true;
+                for _ in 0..calls {
+                    let sent = Instant::now();
+                    match client.echo(authorized(message.clone(), &token)).await {
+                        Ok(response) => {
+                            let done = Instant::now();
+                            if window.counts(sent, done) {
+                                stats.ops += 1;
+                                record(&mut stats.latency, done - sent);
+                                stats.request_bytes += request_bytes;
+                                stats.response_bytes += response.get_ref().encoded_len() as u64;
+                            }
+                        }
+                        Err(status) => {
+                            stats.error(format!("Echo: {status}"));
+                            whole_round = false;
+                            break;
                         }
                     }
-                    Err(status) => stats.error(format!("Echo: {status}")),
+                }
+                let done = Instant::now();
+                if whole_round && calls > 1 && window.counts(round_sent, done) {
+                    record(&mut stats.create_to_first_move, done - round_sent);
                 }
             }
             stats
@@ -770,4 +809,27 @@ pub async fn open_idle_streams(
     }
     idle.elapsed = started.elapsed();
     idle
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn paced_workers_start_spread_over_one_period() {
+        let period = Duration::from_millis(6);
+        let phases: Vec<_> = (0..64).map(|w| phase(period, w, 64)).collect();
+        assert_eq!(phases[0], Duration::ZERO);
+        assert!(phases.windows(2).all(|p| p[0] < p[1]), "{phases:?}");
+        assert!(phases[63] < period);
+        // Evenly: 64 workers, one every 6 ms / 64.
+        assert_eq!(phases[32], period / 2);
+    }
+
+    #[test]
+    fn one_worker_or_none_starts_at_once() {
+        let period = Duration::from_millis(6);
+        assert_eq!(phase(period, 0, 1), Duration::ZERO);
+        assert_eq!(phase(period, 0, 0), Duration::ZERO);
+    }
 }

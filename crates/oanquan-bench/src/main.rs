@@ -199,7 +199,8 @@ enum Scenario {
     Fanout,
     /// 10,000 idle WatchGame streams: server memory.
     Idle,
-    /// Create-to-first-move latency at half of the peak load.
+    /// Create-to-first-move latency at half of the peak load, beside its floor: the echo
+    /// making rounds of three calls at half of its own peak.
     FirstMove,
     /// Two nodes on one PostgreSQL database (--database): players on node A, a spectator of
     /// each game on node A (same node) or node B (across nodes); delivery latency. Part of
@@ -769,11 +770,14 @@ impl Bench {
         Ok(point)
     }
 
+    /// One echo run; `rounds`: each caller's pause between rounds and the calls a round makes
+    /// back to back (`None`: single calls back to back).
     async fn echo_point(
         &mut self,
         scenario: &str,
         workers: usize,
         connections: usize,
+        rounds: Option<(Duration, usize)>,
     ) -> anyhow::Result<Point> {
         let (request_bytes, response_bytes) = self.sizes.unwrap_or((70, 1500));
         let server = self.targets.start("echo")?;
@@ -784,6 +788,8 @@ impl Bench {
             duration: self.args.duration,
             request_bytes,
             response_bytes,
+            round_interval: rounds.map(|(interval, _)| interval),
+            calls_per_round: rounds.map_or(1, |(_, calls)| calls),
         };
         let sampler = sample_window(vec![server.pid()], load.warmup, load.duration);
         let stats = load::run_echo(&pool, &load).await;
@@ -889,7 +895,7 @@ impl Bench {
                     }
                 }
             }
-            let point = self.echo_point("throughput", c, connections).await?;
+            let point = self.echo_point("throughput", c, connections, None).await?;
             self.push(point);
         }
         std::fs::create_dir_all(self.out_dir())?;
@@ -926,7 +932,7 @@ impl Bench {
                 .await?;
             self.push(point);
         }
-        let point = self.echo_point("spectators", c, connections).await?;
+        let point = self.echo_point("spectators", c, connections, None).await?;
         self.push(point);
         Ok(())
     }
@@ -1039,6 +1045,9 @@ impl Bench {
         Ok(result)
     }
 
+    /// Calls from creating a game to its first move's reply: CreateGame, JoinGame, PlayMove.
+    const FIRST_MOVE_CALLS: usize = 3;
+
     async fn first_move(&mut self) -> anyhow::Result<()> {
         let c = self.args.first_move_concurrency;
         let connections = self.args.connections.min(c).max(1);
@@ -1079,6 +1088,40 @@ impl Bench {
             println!("  (target rate {rate:.0} moves/s = half of {peak:.0})");
             self.push(point);
         }
+        // The floor under those figures: the same callers and connections making rounds of
+        // three echo calls (create, join, first move) at half of the echo's own peak. What the
+        // wire, the client and the two processes sharing the machine's cores take for three
+        // calls in a row at that load, before any game logic.
+        let measured = self
+            .results
+            .points
+            .iter()
+            .filter(|p| p.target == "echo" && p.scenario == "throughput")
+            .map(|p| p.ops_per_s)
+            .fold(0.0, f64::max);
+        let peak = if measured > 0.0 {
+            measured
+        } else {
+            let point = self.echo_point("peak", c, connections, None).await?;
+            let peak = point.ops_per_s;
+            self.push(point);
+            peak
+        };
+        let rate = (peak / 2.0).max(1.0);
+        let round = Duration::from_secs_f64(c as f64 * Self::FIRST_MOVE_CALLS as f64 / rate);
+        let point = self
+            .echo_point(
+                "first-move",
+                c,
+                connections,
+                Some((round, Self::FIRST_MOVE_CALLS)),
+            )
+            .await?;
+        println!(
+            "  (echo: rounds of {} calls, {rate:.0} calls/s = half of {peak:.0}; c→1st p99 is a round's)",
+            Self::FIRST_MOVE_CALLS
+        );
+        self.push(point);
         Ok(())
     }
 
@@ -1157,7 +1200,22 @@ impl Bench {
         };
         let mut lines = Vec::new();
         for p in points.iter().filter(|p| p.target != "echo") {
-            if let Some(echo) = echo_at(&p.scenario, p.concurrency) {
+            let Some(echo) = echo_at(&p.scenario, p.concurrency) else {
+                continue;
+            };
+            if p.scenario == "first-move" {
+                // Paced runs: the rates were set, not measured; what compares is the latency.
+                lines.push(format!(
+                    "{:<11} {:<8} {:>5}  create → first move p99 {:>6.2} ms / echo's {} calls {:>6.2} ms = {:>4.1}×",
+                    p.scenario,
+                    p.target,
+                    p.concurrency,
+                    p.create_to_first_move_ms.p99,
+                    Self::FIRST_MOVE_CALLS,
+                    echo.create_to_first_move_ms.p99,
+                    p.create_to_first_move_ms.p99 / echo.create_to_first_move_ms.p99.max(1e-9),
+                ));
+            } else {
                 lines.push(format!(
                     "{:<11} {:<8} {:>5}  moves/s {:>8.0} / echo {:>8.0} = {:>5.1} %   server CPU per call {:>6.1} µs / {:>5.1} µs = {:>4.1}×",
                     p.scenario,

@@ -69,6 +69,8 @@ async fn echo_server_replies_with_the_requested_size() {
             duration: Duration::from_millis(200),
             request_bytes: 60,
             response_bytes: 900,
+            round_interval: None,
+            calls_per_round: 1,
         },
     )
     .await;
@@ -129,4 +131,39 @@ async fn twenty_timed_games_all_lose_on_time() {
 
     let _ = stop.send(());
     server.await.expect("server task").expect("server");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn paced_echo_rounds_hold_their_rate_and_time_each_round() {
+    let echo = ServerProcess::start(
+        std::path::Path::new(env!("CARGO_BIN_EXE_oanquan-echo-server")),
+        &["--listen".to_owned(), "127.0.0.1:0".to_owned()],
+    )
+    .expect("echo server starts");
+    let pool = Pool::connect(echo.addr(), 1).await.expect("connect");
+    let stats = load::run_echo(
+        &pool,
+        &EchoLoad {
+            workers: 2,
+            warmup: Duration::ZERO,
+            duration: Duration::from_millis(500),
+            request_bytes: 60,
+            response_bytes: 900,
+            round_interval: Some(Duration::from_millis(50)),
+            calls_per_round: 3,
+        },
+    )
+    .await;
+    assert_eq!(stats.errors, 0, "{:?}", stats.first_error);
+    // Two callers, a round each 50 ms over 500 ms: about 10 rounds each, never many more.
+    let rounds = stats.create_to_first_move.len();
+    assert!((6..=22).contains(&rounds), "{rounds} rounds");
+    assert!(
+        stats.ops >= rounds * 3,
+        "{} calls in {rounds} rounds",
+        stats.ops
+    );
+    assert!(stats.ops <= 22 * 3, "{} calls: not paced", stats.ops);
+    // A round is three calls: longer than any one call.
+    assert!(stats.create_to_first_move.min() > stats.latency.min());
 }
