@@ -130,6 +130,9 @@ pub struct LoadStats {
     /// CreateGame sent → first PlayMove acknowledged (create, join, move; minus the wait for the
     /// spectators' streams to open), µs.
     pub create_to_first_move: Histogram<u64>,
+    /// Each call of those counted in `create_to_first_move`, µs: CreateGame, JoinGame, the
+    /// first PlayMove (an echo round: its calls in order), to tell which one its tail is.
+    pub first_calls: [Histogram<u64>; 3],
     /// PlayMove acknowledged → the last spectator of the game has the MovePlayed event, µs
     /// (0 when every spectator had it before the player had the acknowledgement).
     pub delivery: Histogram<u64>,
@@ -151,6 +154,7 @@ impl LoadStats {
             first_error: None,
             latency: histogram(),
             create_to_first_move: histogram(),
+            first_calls: [histogram(), histogram(), histogram()],
             delivery: histogram(),
             delivery_missing: 0,
             request_bytes: 0,
@@ -176,6 +180,9 @@ impl LoadStats {
         self.create_to_first_move
             .add(&other.create_to_first_move)
             .expect("same bounds");
+        for (mine, theirs) in self.first_calls.iter_mut().zip(&other.first_calls) {
+            mine.add(theirs).expect("same bounds");
+        }
         self.delivery.add(&other.delivery).expect("same bounds");
         self.delivery_missing += other.delivery_missing;
         self.request_bytes += other.request_bytes;
@@ -498,6 +505,7 @@ async fn play_one_game(
         .await
         .context("CreateGame")?
         .into_inner();
+    let created_done = Instant::now();
     let game_id = created.game.context("CreateGame: no game")?.id;
     let spectators = Spectators::open(
         watchers,
@@ -571,6 +579,10 @@ async fn play_one_game(
                     &mut stats.create_to_first_move,
                     (joined_at - created_at) + (done - sent),
                 );
+                let [create, join, play] = &mut stats.first_calls;
+                record(create, created_done - created_at);
+                record(join, joined_at - created_done);
+                record(play, done - sent);
             }
         }
         if let Err(error) = game.play(mv) {
@@ -677,11 +689,15 @@ pub async fn run_echo(pool: &Pool, load: &EchoLoad) -> LoadStats {
                 }
                 let round_sent = Instant::now();
                 let mut whole_round = true;
-                for _ in 0..calls {
+                let mut took = [Duration::ZERO; 3];
+                for call in 0..calls {
                     let sent = Instant::now();
                     match client.echo(authorized(message.clone(), &token)).await {
                         Ok(response) => {
                             let done = Instant::now();
+                            if let Some(slot) = took.get_mut(call) {
+                                *slot = done - sent;
+                            }
                             if window.counts(sent, done) {
                                 stats.ops += 1;
                                 record(&mut stats.latency, done - sent);
@@ -699,6 +715,9 @@ pub async fn run_echo(pool: &Pool, load: &EchoLoad) -> LoadStats {
                 let done = Instant::now();
                 if whole_round && calls > 1 && window.counts(round_sent, done) {
                     record(&mut stats.create_to_first_move, done - round_sent);
+                    for (histogram, took) in stats.first_calls.iter_mut().zip(took).take(calls) {
+                        record(histogram, took);
+                    }
                 }
             }
             stats

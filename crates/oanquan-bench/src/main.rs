@@ -1086,6 +1086,10 @@ impl Bench {
                 .games_point("first-move", &target, &load, connections)
                 .await?;
             println!("  (target rate {rate:.0} moves/s = half of {peak:.0})");
+            println!(
+                "{}",
+                first_calls_line(&point, ["CreateGame", "JoinGame", "PlayMove"])
+            );
             self.push(point);
         }
         // The floor under those figures: the same callers and connections making rounds of
@@ -1120,6 +1124,10 @@ impl Bench {
         println!(
             "  (echo: rounds of {} calls, {rate:.0} calls/s = half of {peak:.0}; c→1st p99 is a round's)",
             Self::FIRST_MOVE_CALLS
+        );
+        println!(
+            "{}",
+            first_calls_line(&point, ["echo 1", "echo 2", "echo 3"])
         );
         self.push(point);
         Ok(())
@@ -1483,6 +1491,16 @@ fn main() -> std::process::ExitCode {
             std::process::ExitCode::FAILURE
         }
     }
+}
+
+/// The p50 / p99 of each call of a `first-move` point's sequences, in order.
+fn first_calls_line(point: &Point, names: [&str; 3]) -> String {
+    let calls: Vec<String> = names
+        .iter()
+        .zip(&point.first_calls_ms)
+        .map(|(name, q)| format!("{name} {:.2} / {:.2}", q.p50, q.p99))
+        .collect();
+    format!("  (each call, p50 / p99 ms: {})", calls.join(", "))
 }
 
 #[cfg(test)]

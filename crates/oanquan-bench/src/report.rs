@@ -63,6 +63,8 @@ pub struct Point {
     pub latency_ms: Quantiles,
     /// CreateGame sent → first PlayMove acknowledged.
     pub create_to_first_move_ms: Quantiles,
+    /// Each of those calls: CreateGame, JoinGame, the first PlayMove (echo: a round's calls).
+    pub first_calls_ms: [Quantiles; 3],
     /// PlayMove acknowledged → every spectator has the event.
     pub delivery_ms: Quantiles,
     /// Moves some spectator never received.
@@ -125,6 +127,7 @@ impl Point {
             games_finished: stats.games_finished,
             latency_ms: Quantiles::of(&stats.latency),
             create_to_first_move_ms: Quantiles::of(&stats.create_to_first_move),
+            first_calls_ms: stats.first_calls.each_ref().map(Quantiles::of),
             delivery_ms: Quantiles::of(&stats.delivery),
             delivery_missing: stats.delivery_missing,
             errors: stats.errors,

@@ -47,6 +47,11 @@ async fn two_games_with_a_spectator_each() {
         "every move reached the spectator"
     );
     assert_eq!(stats.create_to_first_move.len(), 2);
+    // Create, join and the first move, each timed: together no longer than the whole.
+    for call in &stats.first_calls {
+        assert_eq!(call.len(), 2);
+        assert!(call.max() <= stats.create_to_first_move.max());
+    }
     assert!(stats.mean_response_bytes().unwrap_or(0) > stats.mean_request_bytes().unwrap_or(0));
 
     let _ = stop.send(());
@@ -164,6 +169,10 @@ async fn paced_echo_rounds_hold_their_rate_and_time_each_round() {
         stats.ops
     );
     assert!(stats.ops <= 22 * 3, "{} calls: not paced", stats.ops);
-    // A round is three calls: longer than any one call.
+    // A round is three calls: longer than any one call, and each is timed on its own.
     assert!(stats.create_to_first_move.min() > stats.latency.min());
+    for call in &stats.first_calls {
+        assert_eq!(call.len(), rounds);
+        assert!(call.max() <= stats.create_to_first_move.max());
+    }
 }
