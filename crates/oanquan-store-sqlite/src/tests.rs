@@ -21,24 +21,60 @@ fn manager(store: Arc<dyn GameStore>) -> (GameManager, Arc<Hub>) {
     )
 }
 
+/// A commit of `state` with one `TurnStarted` event (what is in it does not matter to a store).
+fn turn_started(
+    state: GameState,
+    expected_sequence: u64,
+    accounts: Vec<oanquan_game::account::AccountUpdate>,
+) -> Commit {
+    Commit {
+        state,
+        expected_sequence,
+        game_events: vec![GameEventKind::TurnStarted {
+            player: Player::First,
+            ply: 0,
+            refill: None,
+            clock: None,
+        }],
+        lobby_events: Vec::new(),
+        time: SystemTime::now(),
+        accounts,
+    }
+}
+
+/// A file as schema version `version` left it: its migrations, its header, no rows.
+fn database_at_version(path: &std::path::Path, version: usize) -> Connection {
+    let conn = Connection::open(path).unwrap();
+    for migration in &schema::MIGRATIONS[..version] {
+        conn.execute_batch(migration).unwrap();
+    }
+    conn.pragma_update(None, "application_id", APPLICATION_ID)
+        .unwrap();
+    conn.pragma_update(None, "user_version", i64::try_from(version).unwrap())
+        .unwrap();
+    conn
+}
+
+/// An untimed game that Lan creates as the first player.
+fn lan(rules: oanquan_rules::Rules) -> NewGame {
+    NewGame {
+        rules,
+        preset: None,
+        start: None,
+        seat: Some(Player::First),
+        display_name: "Lan".to_owned(),
+        computer: None,
+        time_control: oanquan_game::TimeControl::Untimed,
+        account: None,
+        rated: false,
+    }
+}
+
 async fn new_game(
     manager: &GameManager,
     rules: oanquan_rules::Rules,
 ) -> (GameId, [PlayerToken; 2]) {
-    let created = manager
-        .create_game(NewGame {
-            rules,
-            preset: None,
-            start: None,
-            seat: Some(Player::First),
-            display_name: "Lan".to_owned(),
-            computer: None,
-            time_control: oanquan_game::TimeControl::Untimed,
-            account: None,
-            rated: false,
-        })
-        .await
-        .unwrap();
+    let created = manager.create_game(lan(rules)).await.unwrap();
     let id = created.game.id.clone();
     let joined = manager.join_game(&id, "Minh").await.unwrap();
     (id, [created.token, joined.token])
@@ -142,19 +178,7 @@ async fn a_failed_commit_in_a_batch_rolls_back_alone() {
     let (manager, _hub) = manager(Arc::clone(&store));
     let (a, _) = new_game(&manager, Preset::Standard.rules()).await;
     let (b, _) = new_game(&manager, Preset::Standard.rules()).await;
-    let commit = |state: GameState, expected_sequence| Commit {
-        state,
-        expected_sequence,
-        game_events: vec![GameEventKind::TurnStarted {
-            player: Player::First,
-            ply: 0,
-            refill: None,
-            clock: None,
-        }],
-        lobby_events: Vec::new(),
-        time: SystemTime::now(),
-        accounts: Vec::new(),
-    };
+    let commit = |state, expected_sequence| turn_started(state, expected_sequence, Vec::new());
     let (state_a, state_b) = (store.load(&a).await.unwrap(), store.load(&b).await.unwrap());
     let (seq_a, seq_b) = (state_a.info().sequence, state_b.info().sequence);
     // A second writing connection, driven by hand to control the batch.
@@ -379,20 +403,7 @@ async fn a_version_1_database_is_migrated_and_keeps_its_games() {
     let (games, _hub) = manager(Arc::clone(&store));
     let ip: IpAddr = "192.0.2.7".parse().unwrap();
     let created = games
-        .create_game_from(
-            Some(ip),
-            NewGame {
-                rules: Preset::Standard.rules(),
-                preset: None,
-                start: None,
-                seat: Some(Player::First),
-                display_name: "Lan".to_owned(),
-                computer: None,
-                time_control: oanquan_game::TimeControl::Untimed,
-                account: None,
-                rated: false,
-            },
-        )
+        .create_game_from(Some(ip), lan(Preset::Standard.rules()))
         .await
         .unwrap();
     assert_eq!(
@@ -446,20 +457,7 @@ async fn a_damaged_open_game_does_not_hold_its_creators_slot() {
     let mut ids = Vec::new();
     for _ in 0..2 {
         let created = games
-            .create_game_from(
-                Some(ip),
-                NewGame {
-                    rules: Preset::Standard.rules(),
-                    preset: None,
-                    start: None,
-                    seat: Some(Player::First),
-                    display_name: "Lan".to_owned(),
-                    computer: None,
-                    time_control: oanquan_game::TimeControl::Untimed,
-                    account: None,
-                    rated: false,
-                },
-            )
+            .create_game_from(Some(ip), lan(Preset::Standard.rules()))
             .await
             .unwrap();
         ids.push(created.game.id);
@@ -702,15 +700,8 @@ async fn a_version_2_database_is_migrated_and_its_games_read_as_untimed() {
     let (games, _hub) = manager(Arc::clone(&store));
     let waiting = games
         .create_game(NewGame {
-            rules: Preset::Standard.rules(),
             preset: Some(Preset::Standard),
-            start: None,
-            seat: Some(Player::First),
-            display_name: "Lan".to_owned(),
-            computer: None,
-            time_control: oanquan_game::TimeControl::Untimed,
-            account: None,
-            rated: false,
+            ..lan(Preset::Standard.rules())
         })
         .await
         .unwrap()
@@ -746,13 +737,7 @@ async fn a_version_2_database_is_migrated_and_its_games_read_as_untimed() {
     // The version 2 file: its DDL (migrations are append-only), its header, and the rows less
     // every key version 3 added.
     let path = dir.path().join("v2.db");
-    let conn = Connection::open(&path).unwrap();
-    for migration in &schema::MIGRATIONS[..2] {
-        conn.execute_batch(migration).unwrap();
-    }
-    conn.pragma_update(None, "application_id", APPLICATION_ID)
-        .unwrap();
-    conn.pragma_update(None, "user_version", 2).unwrap();
+    let conn = database_at_version(&path, 2);
     conn.execute("ATTACH DATABASE ?1 AS today", [today.to_str().unwrap()])
         .unwrap();
     conn.execute_batch(
@@ -913,13 +898,7 @@ pub(crate) fn copy_as_version_4(from: &Path, to: &Path) {
         )
         .unwrap();
     assert_eq!(stale, 0, "a clean close brings every row up to date");
-    let conn = Connection::open(to).unwrap();
-    for migration in &schema::MIGRATIONS[..4] {
-        conn.execute_batch(migration).unwrap();
-    }
-    conn.pragma_update(None, "application_id", APPLICATION_ID)
-        .unwrap();
-    conn.pragma_update(None, "user_version", 4).unwrap();
+    let conn = database_at_version(to, 4);
     conn.execute("ATTACH DATABASE ?1 AS today", [from.to_str().unwrap()])
         .unwrap();
     conn.execute_batch(

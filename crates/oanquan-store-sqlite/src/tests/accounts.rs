@@ -249,19 +249,8 @@ async fn account_writes_in_one_batch_fail_alone() {
         },
         expected_version: 1,
     };
-    let commit = |state: GameState, expected_sequence| Commit {
-        state,
-        expected_sequence,
-        game_events: vec![GameEventKind::TurnStarted {
-            player: Player::First,
-            ply: 0,
-            refill: None,
-            clock: None,
-        }],
-        lobby_events: Vec::new(),
-        time: SystemTime::now(),
-        accounts: vec![won.clone()],
-    };
+    let commit =
+        |state, expected_sequence| turn_started(state, expected_sequence, vec![won.clone()]);
     let (hoa, twin) = (account("hoa"), account("LAN"));
     let (hoa_key, twin_key) = (key(), key());
     let mut writes = {
