@@ -195,11 +195,7 @@ fn verify(flags: &HashMap<String, String>) -> Result<(), String> {
         start.elapsed().as_secs_f64(),
         if threads == 1 { "" } else { "s" }
     );
-    if total.disagree == 0 {
-        Ok(())
-    } else {
-        Err(format!("{} disagreements", total.disagree))
-    }
+    total.outcome()
 }
 
 /// What `verify` checks each sampled position with.
@@ -282,6 +278,15 @@ impl Tally {
         self.unsolved += other.unsolved;
         self.disagree += other.disagree;
         self.nodes += other.nodes;
+    }
+
+    /// The run fails on any disagreement; a position left unsolved is not one.
+    fn outcome(&self) -> Result<(), String> {
+        if self.disagree == 0 {
+            Ok(())
+        } else {
+            Err(format!("{} disagreements", self.disagree))
+        }
     }
 }
 
@@ -414,4 +419,33 @@ fn compare(flags: &HashMap<String, String>) -> Result<(), String> {
     }
     println!("{same} same, {unknown} unknown in the larger table, {differ} differ");
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_tally_counts_each_verdict_and_merges_across_threads() {
+        let mut a = Tally::default();
+        a.add((Verdict::Agree, 10));
+        a.add((Verdict::Agree, 5));
+        a.add((Verdict::Unsolved, 100));
+        let mut b = Tally::default();
+        b.add((Verdict::Agree, 1));
+        a.merge(&b);
+        assert_eq!((a.agree, a.unsolved, a.disagree, a.nodes), (3, 1, 0, 116));
+        assert_eq!(
+            a.outcome(),
+            Ok(()),
+            "unsolved positions are not disagreements"
+        );
+
+        let mut c = Tally::default();
+        c.add((Verdict::Disagree, 7));
+        a.merge(&c);
+        a.merge(&c);
+        assert_eq!((a.agree, a.disagree, a.nodes), (3, 2, 130));
+        assert_eq!(a.outcome(), Err("2 disagreements".to_owned()));
+    }
 }
