@@ -58,8 +58,13 @@ async fn two_games_with_a_spectator_each() {
     server.await.expect("server task").expect("server");
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn echo_server_replies_with_the_requested_size() {
+/// Two callers against a fresh echo server for `duration`, asking for 60-byte requests and
+/// 900-byte replies; the server is returned so that it can be sampled.
+async fn against_echo(
+    duration: Duration,
+    round_interval: Option<Duration>,
+    calls_per_round: usize,
+) -> (ServerProcess, load::LoadStats) {
     let echo = ServerProcess::start(
         std::path::Path::new(env!("CARGO_BIN_EXE_oanquan-echo-server")),
         &["--listen".to_owned(), "127.0.0.1:0".to_owned()],
@@ -71,14 +76,20 @@ async fn echo_server_replies_with_the_requested_size() {
         &EchoLoad {
             workers: 2,
             warmup: Duration::ZERO,
-            duration: Duration::from_millis(200),
+            duration,
             request_bytes: 60,
             response_bytes: 900,
-            round_interval: None,
-            calls_per_round: 1,
+            round_interval,
+            calls_per_round,
         },
     )
     .await;
+    (echo, stats)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn echo_server_replies_with_the_requested_size() {
+    let (echo, stats) = against_echo(Duration::from_millis(200), None, 1).await;
     assert_eq!(stats.errors, 0, "{:?}", stats.first_error);
     assert!(stats.ops > 0);
     assert_eq!(stats.mean_request_bytes(), Some(60));
@@ -140,23 +151,10 @@ async fn twenty_timed_games_all_lose_on_time() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn paced_echo_rounds_hold_their_rate_and_time_each_round() {
-    let echo = ServerProcess::start(
-        std::path::Path::new(env!("CARGO_BIN_EXE_oanquan-echo-server")),
-        &["--listen".to_owned(), "127.0.0.1:0".to_owned()],
-    )
-    .expect("echo server starts");
-    let pool = Pool::connect(echo.addr(), 1).await.expect("connect");
-    let stats = load::run_echo(
-        &pool,
-        &EchoLoad {
-            workers: 2,
-            warmup: Duration::ZERO,
-            duration: Duration::from_millis(500),
-            request_bytes: 60,
-            response_bytes: 900,
-            round_interval: Some(Duration::from_millis(50)),
-            calls_per_round: 3,
-        },
+    let (_echo, stats) = against_echo(
+        Duration::from_millis(500),
+        Some(Duration::from_millis(50)),
+        3,
     )
     .await;
     assert_eq!(stats.errors, 0, "{:?}", stats.first_error);
