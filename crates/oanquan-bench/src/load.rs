@@ -439,7 +439,8 @@ async fn game_worker(
     let mut stats = LoadStats::new(load.duration);
     let mut rng = SmallRng::seed_from_u64(load.seed ^ (worker as u64).wrapping_mul(0x9E37_79B9));
     let mut client = GameServiceClient::new(pool.get(worker));
-    let mut ticker = load.move_interval.map(|period| {
+    // A zero period (a rate too high to pace) would panic in `interval_at`: back to back.
+    let mut ticker = load.move_interval.filter(|p| !p.is_zero()).map(|period| {
         let start = tokio::time::Instant::now() + phase(period, worker, load.workers);
         let mut ticker = tokio::time::interval_at(start, period);
         ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
@@ -677,7 +678,7 @@ pub async fn run_echo(pool: &Pool, load: &EchoLoad) -> LoadStats {
         handles.push(tokio::spawn(async move {
             let mut stats = LoadStats::new(duration);
             let request_bytes = message.encoded_len() as u64;
-            let mut ticker = round_interval.map(|period| {
+            let mut ticker = round_interval.filter(|p| !p.is_zero()).map(|period| {
                 let start = tokio::time::Instant::now() + phase(period, worker, workers);
                 let mut ticker = tokio::time::interval_at(start, period);
                 ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
@@ -843,6 +844,33 @@ mod tests {
         assert!(phases[63] < period);
         // Evenly: 64 workers, one every 6 ms / 64.
         assert_eq!(phases[32], period / 2);
+    }
+
+    #[tokio::test]
+    async fn a_zero_period_plays_back_to_back_instead_of_panicking() {
+        let pool = Pool {
+            channels: vec![Channel::from_static("http://127.0.0.1:9").connect_lazy()],
+        };
+        let load = EchoLoad {
+            workers: 1,
+            warmup: Duration::ZERO,
+            duration: Duration::from_millis(50),
+            request_bytes: 60,
+            response_bytes: 60,
+            round_interval: Some(Duration::ZERO),
+            calls_per_round: 3,
+        };
+        // Nothing listens there: every call fails, and the worker ends on its error limit.
+        let stats = run_echo(&pool, &load).await;
+        assert!(stats.errors > 0);
+        assert!(
+            stats
+                .first_error
+                .as_deref()
+                .is_some_and(|e| e.starts_with("Echo:")),
+            "{:?}",
+            stats.first_error
+        );
     }
 
     #[test]

@@ -109,7 +109,7 @@ struct Args {
 
     /// `first-move` scenario: moves/s to hold [default: half of the peak measured by the
     /// throughput sweep in the same run, or by a short peak run].
-    #[arg(long)]
+    #[arg(long, value_parser = parse_rate)]
     first_move_rate: Option<f64>,
 
     /// `first-move` scenario: concurrent games.
@@ -245,6 +245,19 @@ impl StorageKind {
 /// take. A copy of the server's parser rather than a shared one: the two binaries share no
 /// runtime crate where command-line parsing belongs (the bench reaches the server crate only in
 /// its tests).
+/// The most moves/s a paced run can be asked for: a caller's period stays above zero.
+const MAX_RATE: f64 = 10_000_000.0;
+
+fn parse_rate(text: &str) -> Result<f64, String> {
+    match text.trim().parse::<f64>() {
+        Ok(rate) if rate > 0.0 && rate <= MAX_RATE => Ok(rate),
+        Ok(_) => Err(format!(
+            "{text:?}: a rate is more than 0 and at most {MAX_RATE} moves/s"
+        )),
+        Err(_) => Err(format!("{text:?} is not a number of moves/s like 5000")),
+    }
+}
+
 fn parse_duration(text: &str) -> Result<Duration, String> {
     let text = text.trim();
     let split = text
@@ -1517,5 +1530,14 @@ mod tests {
         assert!(parse_duration("fast").is_err());
         assert!(parse_duration("5d").is_err());
         assert!(parse_duration("99999999999999999999h").is_err());
+    }
+
+    #[test]
+    fn a_rate_is_positive_finite_and_bounded() {
+        assert_eq!(parse_rate("5000"), Ok(5000.0));
+        assert_eq!(parse_rate(" 0.5 "), Ok(0.5));
+        for bad in ["0", "-3", "nan", "inf", "1e12", "fast", ""] {
+            assert!(parse_rate(bad).is_err(), "{bad:?}");
+        }
     }
 }
