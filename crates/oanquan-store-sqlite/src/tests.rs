@@ -8,7 +8,7 @@ use std::time::SystemTime;
 use oanquan_rules::{Player, Preset};
 
 use super::*;
-use crate::writer::{Checkpoints, write_batch};
+use crate::writer::{Checkpoints, Heads, write_batch};
 use oanquan_game::GameEventKind;
 use oanquan_game::{GameManager, Hub, ManagerLimits, NewGame, PlayerToken};
 use std::time::Duration;
@@ -191,7 +191,7 @@ async fn a_failed_commit_in_a_batch_rolls_back_alone() {
             (false, commit(state_b, seq_b)),
         ],
         &mut [],
-        &Checkpoints::new(),
+        (&Checkpoints::new(), &Heads::new()),
     );
     assert_eq!(results[0].as_ref().unwrap().0.info.sequence, seq_a + 1);
     assert_eq!(
@@ -205,6 +205,74 @@ async fn a_failed_commit_in_a_batch_rolls_back_alone() {
         panic!("events expected")
     };
     assert_eq!(events.len(), 1, "the failed commit wrote nothing");
+}
+
+/// The writer checks a known game's commits against the head it remembers instead of reading
+/// the game back. A head gone stale (here: a second writing connection appended to the game
+/// after the head was taken, as another process without the lock could) lets a stale commit
+/// through that check, and the log's unique `(game, sequence)` index still refuses it: nothing
+/// is stored twice.
+#[tokio::test]
+async fn a_commit_on_a_stale_head_is_refused_by_the_log() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("games.db");
+    let store: Arc<dyn GameStore> = Arc::new(SqliteStore::open(&path).unwrap());
+    let (manager, _hub) = manager(Arc::clone(&store));
+    let (a, _) = new_game(&manager, Preset::Standard.rules()).await;
+    let state = store.load(&a).await.unwrap();
+    let seq = state.info().sequence;
+    let mut conn = schema::open_writer(&path).unwrap();
+    let none = (&Checkpoints::new(), &Heads::new());
+
+    let (mut results, _) = write_batch(
+        &mut conn,
+        vec![(false, turn_started(state, seq, Vec::new()))],
+        &mut [],
+        none,
+    );
+    let (_, state, _, head) = results.remove(0).unwrap();
+    let stale: Heads = [(a.clone(), head)].into();
+    // The head's commit is one behind once this one lands (read from the file: no heads).
+    let (results, _) = write_batch(
+        &mut conn,
+        vec![(false, turn_started(state.clone(), seq + 1, Vec::new()))],
+        &mut [],
+        none,
+    );
+    assert_eq!(results[0].as_ref().unwrap().0.info.sequence, seq + 2);
+    // Read from the file, the same commit again is a conflict.
+    let (results, _) = write_batch(
+        &mut conn,
+        vec![(false, turn_started(state.clone(), seq + 1, Vec::new()))],
+        &mut [],
+        none,
+    );
+    assert_eq!(
+        results[0].as_ref().unwrap_err().1,
+        StoreError::Conflict { current: seq + 2 }
+    );
+    // On the stale head it passes the check and the log refuses its row.
+    let (results, _) = write_batch(
+        &mut conn,
+        vec![(false, turn_started(state, seq + 1, Vec::new()))],
+        &mut [],
+        (&Checkpoints::new(), &stale),
+    );
+    let error = &results[0].as_ref().unwrap_err().1;
+    // Not a conflict: the head was checked, not the file; the index refused the row.
+    assert!(
+        matches!(error, StoreError::Backend(why) if why.contains("UNIQUE")),
+        "{error:?}"
+    );
+    let rows: i64 = conn
+        .query_row(
+            "SELECT count(*) FROM game_log JOIN games ON games.ord = game_log.game
+             WHERE games.id = ?1 AND game_log.sequence = ?2",
+            rusqlite::params![a.as_str(), (seq + 2) as i64],
+            |row| row.get(0),
+        )
+        .unwrap();
+    assert_eq!(rows, 1, "sequence {} is stored once", seq + 2);
 }
 
 /// A commit that fails after it has written some rows (here its game's row and a
@@ -275,7 +343,7 @@ async fn a_commit_failing_midway_is_undone_and_the_rest_of_its_batch_commits() {
             (false, commit(state_c, vec![turn.clone()])),
         ],
         &mut [],
-        &Checkpoints::new(),
+        (&Checkpoints::new(), &Heads::new()),
     );
     assert_eq!(results[0].as_ref().unwrap().0.info.sequence, before[0] + 1);
     let (id, error) = results[1].as_ref().unwrap_err();

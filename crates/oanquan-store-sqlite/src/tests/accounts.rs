@@ -269,7 +269,7 @@ async fn account_writes_in_one_batch_fail_alone() {
             (false, commit(state_b, seq_b)),
         ],
         &mut writes,
-        &Checkpoints::new(),
+        (&Checkpoints::new(), &Heads::new()),
     );
     assert_eq!(results[0].as_ref().unwrap().0.info.sequence, seq_a + 1);
     assert_eq!(
