@@ -439,13 +439,7 @@ async fn game_worker(
     let mut stats = LoadStats::new(load.duration);
     let mut rng = SmallRng::seed_from_u64(load.seed ^ (worker as u64).wrapping_mul(0x9E37_79B9));
     let mut client = GameServiceClient::new(pool.get(worker));
-    // A zero period (a rate too high to pace) would panic in `interval_at`: back to back.
-    let mut ticker = load.move_interval.filter(|p| !p.is_zero()).map(|period| {
-        let start = tokio::time::Instant::now() + phase(period, worker, load.workers);
-        let mut ticker = tokio::time::interval_at(start, period);
-        ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-        ticker
-    });
+    let mut ticker = pacer(load.move_interval, worker, load.workers);
     let mut games = 0;
     while !window.over()
         && stats.errors < MAX_ERRORS_PER_WORKER
@@ -471,6 +465,17 @@ async fn game_worker(
         }
     }
     stats
+}
+
+/// `worker`'s pacing: a tick every `period`, the first at its [`phase`]; `None` (back to back)
+/// without a period, or with a zero one (a rate too high to pace), which `interval_at` would
+/// refuse with a panic.
+fn pacer(period: Option<Duration>, worker: usize, workers: usize) -> Option<tokio::time::Interval> {
+    let period = period.filter(|p| !p.is_zero())?;
+    let start = tokio::time::Instant::now() + phase(period, worker, workers);
+    let mut ticker = tokio::time::interval_at(start, period);
+    ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    Some(ticker)
 }
 
 /// When `worker`'s first paced call is due, as an offset into the first period.
@@ -678,12 +683,7 @@ pub async fn run_echo(pool: &Pool, load: &EchoLoad) -> LoadStats {
         handles.push(tokio::spawn(async move {
             let mut stats = LoadStats::new(duration);
             let request_bytes = message.encoded_len() as u64;
-            let mut ticker = round_interval.filter(|p| !p.is_zero()).map(|period| {
-                let start = tokio::time::Instant::now() + phase(period, worker, workers);
-                let mut ticker = tokio::time::interval_at(start, period);
-                ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-                ticker
-            });
+            let mut ticker = pacer(round_interval, worker, workers);
             while !window.over() && stats.errors < MAX_ERRORS_PER_WORKER {
                 if let Some(ticker) = ticker.as_mut() {
                     ticker.tick().await;

@@ -108,7 +108,8 @@ struct Args {
     idle_connections: usize,
 
     /// `first-move` scenario: moves/s to hold [default: half of the peak measured by the
-    /// throughput sweep in the same run, or by a short peak run].
+    /// throughput sweep in the same run, or by a short peak run]. The echo's rounds beside it
+    /// always run at half of the echo's own peak.
     #[arg(long, value_parser = parse_rate)]
     first_move_rate: Option<f64>,
 
@@ -245,19 +246,6 @@ impl StorageKind {
 /// take. A copy of the server's parser rather than a shared one: the two binaries share no
 /// runtime crate where command-line parsing belongs (the bench reaches the server crate only in
 /// its tests).
-/// The most moves/s a paced run can be asked for: a caller's period stays above zero.
-const MAX_RATE: f64 = 10_000_000.0;
-
-fn parse_rate(text: &str) -> Result<f64, String> {
-    match text.trim().parse::<f64>() {
-        Ok(rate) if rate > 0.0 && rate <= MAX_RATE => Ok(rate),
-        Ok(_) => Err(format!(
-            "{text:?}: a rate is more than 0 and at most {MAX_RATE} moves/s"
-        )),
-        Err(_) => Err(format!("{text:?} is not a number of moves/s like 5000")),
-    }
-}
-
 fn parse_duration(text: &str) -> Result<Duration, String> {
     let text = text.trim();
     let split = text
@@ -275,6 +263,20 @@ fn parse_duration(text: &str) -> Result<Duration, String> {
         _ => return Err(format!("unknown unit {unit:?}; use ms, s, m or h")),
     };
     Duration::try_from_secs_f64(seconds).map_err(|e| e.to_string())
+}
+
+/// The most moves/s a paced run can be asked for: a caller's period stays above zero.
+const MAX_RATE: f64 = 10_000_000.0;
+
+/// A `--first-move-rate`: moves/s, more than 0 and at most [`MAX_RATE`].
+fn parse_rate(text: &str) -> Result<f64, String> {
+    match text.trim().parse::<f64>() {
+        Ok(rate) if rate > 0.0 && rate <= MAX_RATE => Ok(rate),
+        Ok(_) => Err(format!(
+            "{text:?}: a rate is more than 0 and at most {MAX_RATE} moves/s"
+        )),
+        Err(_) => Err(format!("{text:?} is not a number of moves/s like 5000")),
+    }
 }
 
 /// The workspace root (this crate is `crates/oanquan-bench`).
@@ -1061,6 +1063,18 @@ impl Bench {
     /// Calls from creating a game to its first move's reply: CreateGame, JoinGame, PlayMove.
     const FIRST_MOVE_CALLS: usize = 3;
 
+    /// The most calls/s the throughput sweep of this run measured for `target`, if it ran.
+    fn throughput_peak(&self, target: &str) -> Option<f64> {
+        let peak = self
+            .results
+            .points
+            .iter()
+            .filter(|p| p.target == target && p.scenario == "throughput")
+            .map(|p| p.ops_per_s)
+            .fold(0.0, f64::max);
+        (peak > 0.0).then_some(peak)
+    }
+
     async fn first_move(&mut self) -> anyhow::Result<()> {
         let c = self.args.first_move_concurrency;
         let connections = self.args.connections.min(c).max(1);
@@ -1072,14 +1086,7 @@ impl Bench {
             let peak = match self.args.first_move_rate {
                 Some(rate) => rate * 2.0,
                 None => {
-                    let measured = self
-                        .results
-                        .points
-                        .iter()
-                        .filter(|p| p.target == *target && p.scenario == "throughput")
-                        .map(|p| p.ops_per_s)
-                        .fold(0.0, f64::max);
-                    if measured > 0.0 {
+                    if let Some(measured) = self.throughput_peak(&target) {
                         measured
                     } else {
                         let load = self.game_load(c, 0);
@@ -1109,14 +1116,7 @@ impl Bench {
         // three echo calls (create, join, first move) at half of the echo's own peak. What the
         // wire, the client and the two processes sharing the machine's cores take for three
         // calls in a row at that load, before any game logic.
-        let measured = self
-            .results
-            .points
-            .iter()
-            .filter(|p| p.target == "echo" && p.scenario == "throughput")
-            .map(|p| p.ops_per_s)
-            .fold(0.0, f64::max);
-        let peak = if measured > 0.0 {
+        let peak = if let Some(measured) = self.throughput_peak("echo") {
             measured
         } else {
             let point = self.echo_point("peak", c, connections, None).await?;
