@@ -231,6 +231,15 @@ impl Window {
     fn over(&self) -> bool {
         Instant::now() >= self.end
     }
+
+    /// Waits for `ticker`'s next tick; `false` if the window closes first (a slow pace must
+    /// not keep a worker waiting past the run).
+    async fn tick(&self, ticker: &mut tokio::time::Interval) -> bool {
+        tokio::select! {
+            _ = ticker.tick() => true,
+            () = tokio::time::sleep_until(self.end.into()) => false,
+        }
+    }
 }
 
 /// How to drive the game API.
@@ -446,8 +455,10 @@ async fn game_worker(
         && load.games_per_worker.is_none_or(|max| games < max)
     {
         games += 1;
-        if let Some(ticker) = ticker.as_mut() {
-            ticker.tick().await;
+        if let Some(ticker) = ticker.as_mut()
+            && !window.tick(ticker).await
+        {
+            break;
         }
         if let Err(error) = play_one_game(
             watchers,
@@ -542,8 +553,11 @@ async fn play_one_game(
     let mut first = true;
     let mut outcome = Ok(());
     while !window.over() {
-        if !first && let Some(ticker) = ticker.as_mut() {
-            ticker.tick().await;
+        if !first
+            && let Some(ticker) = ticker.as_mut()
+            && !window.tick(ticker).await
+        {
+            break;
         }
         let position = *game.position();
         let moves = position.legal_moves();
@@ -685,8 +699,10 @@ pub async fn run_echo(pool: &Pool, load: &EchoLoad) -> LoadStats {
             let request_bytes = message.encoded_len() as u64;
             let mut ticker = pacer(round_interval, worker, workers);
             while !window.over() && stats.errors < MAX_ERRORS_PER_WORKER {
-                if let Some(ticker) = ticker.as_mut() {
-                    ticker.tick().await;
+                if let Some(ticker) = ticker.as_mut()
+                    && !window.tick(ticker).await
+                {
+                    break;
                 }
                 let round_sent = Instant::now();
                 let mut whole_round = true;
@@ -871,6 +887,25 @@ mod tests {
             "{:?}",
             stats.first_error
         );
+    }
+
+    #[tokio::test]
+    async fn a_slow_pace_ends_with_the_window() {
+        let pool = Pool {
+            channels: vec![Channel::from_static("http://127.0.0.1:9").connect_lazy()],
+        };
+        // A round an hour: the second caller's first is half an hour away.
+        let load = EchoLoad {
+            workers: 2,
+            warmup: Duration::ZERO,
+            duration: Duration::from_millis(100),
+            request_bytes: 60,
+            response_bytes: 60,
+            round_interval: Some(Duration::from_secs(3600)),
+            calls_per_round: 3,
+        };
+        let run = tokio::time::timeout(Duration::from_secs(10), run_echo(&pool, &load)).await;
+        assert!(run.is_ok(), "a paced caller waited past the window");
     }
 
     #[test]

@@ -267,13 +267,15 @@ fn parse_duration(text: &str) -> Result<Duration, String> {
 
 /// The most moves/s a paced run can be asked for: a caller's period stays above zero.
 const MAX_RATE: f64 = 10_000_000.0;
+/// The fewest: a caller's period stays a number of seconds that a clock can add.
+const MIN_RATE: f64 = 0.001;
 
-/// A `--first-move-rate`: moves/s, more than 0 and at most [`MAX_RATE`].
+/// A `--first-move-rate`: moves/s, from [`MIN_RATE`] to [`MAX_RATE`].
 fn parse_rate(text: &str) -> Result<f64, String> {
     match text.trim().parse::<f64>() {
-        Ok(rate) if rate > 0.0 && rate <= MAX_RATE => Ok(rate),
+        Ok(rate) if (MIN_RATE..=MAX_RATE).contains(&rate) => Ok(rate),
         Ok(_) => Err(format!(
-            "{text:?}: a rate is more than 0 and at most {MAX_RATE} moves/s"
+            "{text:?}: a rate is from {MIN_RATE} to {MAX_RATE} moves/s"
         )),
         Err(_) => Err(format!("{text:?} is not a number of moves/s like 5000")),
     }
@@ -1225,6 +1227,10 @@ impl Bench {
                 continue;
             };
             if p.scenario == "first-move" {
+                if p.create_to_first_move_ms.count == 0 || echo.create_to_first_move_ms.count == 0 {
+                    // Nothing to compare (no game or round finished its sequence in the window).
+                    continue;
+                }
                 // Paced runs: the rates were set, not measured; what compares is the latency.
                 lines.push(format!(
                     "{:<11} {:<8} {:>5}  create → first move p99 {:>6.2} ms / echo's {} calls {:>6.2} ms = {:>4.1}×",
@@ -1536,7 +1542,19 @@ mod tests {
     fn a_rate_is_positive_finite_and_bounded() {
         assert_eq!(parse_rate("5000"), Ok(5000.0));
         assert_eq!(parse_rate(" 0.5 "), Ok(0.5));
-        for bad in ["0", "-3", "nan", "inf", "1e12", "fast", ""] {
+        assert_eq!(parse_rate("0.001"), Ok(0.001));
+        for bad in [
+            "0",
+            "-3",
+            "nan",
+            "inf",
+            "1e12",
+            "1e-300",
+            "0.0009",
+            "fast",
+            "５０００",
+            "",
+        ] {
             assert!(parse_rate(bad).is_err(), "{bad:?}");
         }
     }
