@@ -862,22 +862,32 @@ mod tests {
         assert_eq!(phases[32], period / 2);
     }
 
-    #[tokio::test]
-    async fn a_zero_period_plays_back_to_back_instead_of_panicking() {
+    /// `workers` callers making rounds of three echo calls `round_interval` apart, for
+    /// `duration`, to a port where nothing listens: every call fails at once.
+    async fn echo_nowhere(
+        workers: usize,
+        duration: Duration,
+        round_interval: Duration,
+    ) -> LoadStats {
         let pool = Pool {
             channels: vec![Channel::from_static("http://127.0.0.1:9").connect_lazy()],
         };
         let load = EchoLoad {
-            workers: 1,
+            workers,
             warmup: Duration::ZERO,
-            duration: Duration::from_millis(50),
+            duration,
             request_bytes: 60,
             response_bytes: 60,
-            round_interval: Some(Duration::ZERO),
+            round_interval: Some(round_interval),
             calls_per_round: 3,
         };
-        // Nothing listens there: every call fails, and the worker ends on its error limit.
-        let stats = run_echo(&pool, &load).await;
+        run_echo(&pool, &load).await
+    }
+
+    #[tokio::test]
+    async fn a_zero_period_plays_back_to_back_instead_of_panicking() {
+        // Every call fails, and the worker ends on its error limit.
+        let stats = echo_nowhere(1, Duration::from_millis(50), Duration::ZERO).await;
         assert!(stats.errors > 0);
         assert!(
             stats
@@ -891,20 +901,12 @@ mod tests {
 
     #[tokio::test]
     async fn a_slow_pace_ends_with_the_window() {
-        let pool = Pool {
-            channels: vec![Channel::from_static("http://127.0.0.1:9").connect_lazy()],
-        };
         // A round an hour: the second caller's first is half an hour away.
-        let load = EchoLoad {
-            workers: 2,
-            warmup: Duration::ZERO,
-            duration: Duration::from_millis(100),
-            request_bytes: 60,
-            response_bytes: 60,
-            round_interval: Some(Duration::from_secs(3600)),
-            calls_per_round: 3,
-        };
-        let run = tokio::time::timeout(Duration::from_secs(10), run_echo(&pool, &load)).await;
+        let run = tokio::time::timeout(
+            Duration::from_secs(10),
+            echo_nowhere(2, Duration::from_millis(100), Duration::from_secs(3600)),
+        )
+        .await;
         assert!(run.is_ok(), "a paced caller waited past the window");
     }
 
