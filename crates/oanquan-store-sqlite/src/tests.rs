@@ -8,7 +8,7 @@ use std::time::SystemTime;
 use oanquan_rules::{Player, Preset};
 
 use super::*;
-use crate::writer::{Checkpoints, Heads, write_batch};
+use crate::writer::{Answer, Checkpoints, Heads, write_batch};
 use oanquan_game::GameEventKind;
 use oanquan_game::{GameManager, Hub, ManagerLimits, NewGame, PlayerToken};
 use std::time::Duration;
@@ -185,7 +185,7 @@ async fn a_failed_commit_in_a_batch_rolls_back_alone() {
     let mut conn = schema::open_writer(&path).unwrap();
     let (results, _) = write_batch(
         &mut conn,
-        vec![
+        &mut vec![
             (false, commit(state_a.clone(), seq_a)),
             (false, commit(state_a, seq_a)),
             (false, commit(state_b, seq_b)),
@@ -193,12 +193,18 @@ async fn a_failed_commit_in_a_batch_rolls_back_alone() {
         &mut [],
         (&Checkpoints::new(), &Heads::new()),
     );
-    assert_eq!(results[0].as_ref().unwrap().0.info.sequence, seq_a + 1);
+    assert_eq!(
+        results[0].as_ref().unwrap().committed.info.sequence,
+        seq_a + 1
+    );
     assert_eq!(
         results[1].as_ref().unwrap_err().1,
         StoreError::Conflict { current: seq_a + 1 }
     );
-    assert_eq!(results[2].as_ref().unwrap().0.info.sequence, seq_b + 1);
+    assert_eq!(
+        results[2].as_ref().unwrap().committed.info.sequence,
+        seq_b + 1
+    );
     assert_eq!(store.info(&a).await.unwrap().sequence, seq_a + 1);
     assert_eq!(store.info(&b).await.unwrap().sequence, seq_b + 1);
     let Since::Events { events, .. } = store.game_events_since(&a, seq_a).await.unwrap() else {
@@ -226,24 +232,27 @@ async fn a_commit_on_a_stale_head_is_refused_by_the_log() {
 
     let (mut results, _) = write_batch(
         &mut conn,
-        vec![(false, turn_started(state, seq, Vec::new()))],
+        &mut vec![(false, turn_started(state, seq, Vec::new()))],
         &mut [],
         none,
     );
-    let (_, state, _, head) = results.remove(0).unwrap();
+    let Answer { state, head, .. } = *results.remove(0).unwrap();
     let stale: Heads = [(a.clone(), head)].into();
     // The head's commit is one behind once this one lands (read from the file: no heads).
     let (results, _) = write_batch(
         &mut conn,
-        vec![(false, turn_started(state.clone(), seq + 1, Vec::new()))],
+        &mut vec![(false, turn_started(state.clone(), seq + 1, Vec::new()))],
         &mut [],
         none,
     );
-    assert_eq!(results[0].as_ref().unwrap().0.info.sequence, seq + 2);
+    assert_eq!(
+        results[0].as_ref().unwrap().committed.info.sequence,
+        seq + 2
+    );
     // Read from the file, the same commit again is a conflict.
     let (results, _) = write_batch(
         &mut conn,
-        vec![(false, turn_started(state.clone(), seq + 1, Vec::new()))],
+        &mut vec![(false, turn_started(state.clone(), seq + 1, Vec::new()))],
         &mut [],
         none,
     );
@@ -254,7 +263,7 @@ async fn a_commit_on_a_stale_head_is_refused_by_the_log() {
     // On the stale head it passes the check and the log refuses its row.
     let (results, _) = write_batch(
         &mut conn,
-        vec![(false, turn_started(state, seq + 1, Vec::new()))],
+        &mut vec![(false, turn_started(state, seq + 1, Vec::new()))],
         &mut [],
         (&Checkpoints::new(), &stale),
     );
@@ -325,7 +334,7 @@ async fn a_commit_failing_midway_is_undone_and_the_rest_of_its_batch_commits() {
     let mut conn = schema::open_writer(&path).unwrap();
     let (results, _) = write_batch(
         &mut conn,
-        vec![
+        &mut vec![
             (false, commit(state_a, vec![turn.clone()])),
             (
                 false,
@@ -345,14 +354,20 @@ async fn a_commit_failing_midway_is_undone_and_the_rest_of_its_batch_commits() {
         &mut [],
         (&Checkpoints::new(), &Heads::new()),
     );
-    assert_eq!(results[0].as_ref().unwrap().0.info.sequence, before[0] + 1);
+    assert_eq!(
+        results[0].as_ref().unwrap().committed.info.sequence,
+        before[0] + 1
+    );
     let (id, error) = results[1].as_ref().unwrap_err();
     assert_eq!(id.as_ref(), Some(&b));
     assert!(
         error.to_string().contains("move number 5 out of order"),
         "{error}"
     );
-    assert_eq!(results[2].as_ref().unwrap().0.info.sequence, before[2] + 1);
+    assert_eq!(
+        results[2].as_ref().unwrap().committed.info.sequence,
+        before[2] + 1
+    );
     for (id, expected) in [(&a, before[0] + 1), (&b, before[1]), (&c, before[2] + 1)] {
         assert_eq!(store.info(id).await.unwrap().sequence, expected);
         let Since::Events { events, .. } = store.game_events_since(id, 0).await.unwrap() else {

@@ -56,8 +56,11 @@ pub(crate) const MAX_PROBE_BACKOFF: Duration = Duration::from_secs(5);
 pub(crate) struct Job {
     pub(crate) create: bool,
     pub(crate) commit: Commit,
-    pub(crate) reply: oneshot::Sender<Result<Committed, StoreError>>,
+    pub(crate) reply: Reply,
 }
+
+/// Where a commit's outcome goes.
+pub(crate) type Reply = oneshot::Sender<Result<Committed, StoreError>>;
 
 /// A write other than a game's commit (an account, an API key): run in a batch like a commit,
 /// in its own savepoint, and answered once the batch is durable.
@@ -122,6 +125,13 @@ pub(crate) fn run_writer(
     let mut next = None;
     let mut checkpoints = Checkpoints::new();
     let mut heads = Heads::new();
+    // A batch's buffers, kept from one batch to the next: allocated afresh, their sizes vary
+    // with every batch, and the allocator kept taking new pages for them (each first touch a
+    // page fault; 5 % of this thread in a profile of durable moves, BENCHMARKS.md).
+    let mut work: Vec<(bool, Commit)> = Vec::with_capacity(MAX_BATCH);
+    let mut replies = Vec::with_capacity(MAX_BATCH);
+    let mut writes: Vec<Box<dyn Write>> = Vec::with_capacity(MAX_BATCH);
+    let mut answers = Vec::with_capacity(MAX_BATCH);
     loop {
         let message = match next.take() {
             Some(message) => message,
@@ -146,10 +156,8 @@ pub(crate) fn run_writer(
                 },
             },
         };
-        let mut batch = Vec::new();
-        let mut writes = Vec::new();
         match message {
-            Message::Commit(job) => batch.push(job),
+            Message::Commit(job) => queue(job, &mut work, &mut replies),
             Message::Write(write) => writes.push(write),
             Message::Call(call) => {
                 call(&mut conn);
@@ -158,9 +166,9 @@ pub(crate) fn run_writer(
                 continue;
             }
         }
-        while batch.len() + writes.len() < MAX_BATCH {
+        while work.len() + writes.len() < MAX_BATCH {
             match messages.try_recv() {
-                Ok(Message::Commit(job)) => batch.push(job),
+                Ok(Message::Commit(job)) => queue(job, &mut work, &mut replies),
                 Ok(Message::Write(write)) => writes.push(write),
                 // Runs after this batch, in order.
                 Ok(call) => {
@@ -171,13 +179,10 @@ pub(crate) fn run_writer(
             }
         }
         if let Some(observe) = batches.get() {
-            observe(batch.len() + writes.len());
+            observe(work.len() + writes.len());
         }
-        let (work, replies): (Vec<_>, Vec<_>) = batch
-            .into_iter()
-            .map(|job| ((job.create, job.commit), job.reply))
-            .unzip();
-        let (results, outcomes) = write_batch(&mut conn, work, &mut writes, (&checkpoints, &heads));
+        let (results, outcomes) =
+            write_batch(&mut conn, &mut work, &mut writes, (&checkpoints, &heads));
         // Any commit refused for want of space or permission means the store cannot write
         // now, even if smaller commits of the same batch fitted.
         let unavailable = results
@@ -192,16 +197,21 @@ pub(crate) fn run_writer(
             set_writable(health, true, None);
             backoff = None;
         }
-        for (write, outcome) in writes.into_iter().zip(outcomes) {
+        for (write, outcome) in writes.drain(..).zip(outcomes) {
             write.answer(outcome);
         }
         // The states move into the cache (no copy): only the `Committed` part goes back.
-        let mut answers = Vec::with_capacity(results.len());
         {
             let mut cache = lock(cache);
             for result in results {
                 answers.push(match result {
-                    Ok((committed, state, checkpoint, head)) => {
+                    Ok(answer) => {
+                        let Answer {
+                            committed,
+                            state,
+                            checkpoint,
+                            head,
+                        } = *answer;
                         // A finished game stays while a rematch can still be offered: offers
                         // and the window's end are commits too.
                         if state.info().log_closed() {
@@ -211,7 +221,7 @@ pub(crate) fn run_writer(
                         } else {
                             let id = state.info().id.clone();
                             if let Some(checkpoint) = checkpoint {
-                                insert_bounded(&mut checkpoints, id.clone(), checkpoint);
+                                insert_bounded(&mut checkpoints, id.clone(), *checkpoint);
                             }
                             insert_bounded(&mut heads, id.clone(), head);
                             insert_bounded(&mut cache, id, state);
@@ -234,7 +244,7 @@ pub(crate) fn run_writer(
             }
         }
         // Answered only now: every result in the batch is durable (or failed) at this point.
-        for (reply, result) in replies.into_iter().zip(answers) {
+        for (reply, result) in replies.drain(..).zip(answers.drain(..)) {
             // The caller may have gone away; what it committed stays committed.
             let _ = reply.send(result);
         }
@@ -254,6 +264,12 @@ pub(crate) fn run_writer(
     if let Err((_, error)) = conn.close() {
         warn!(%error, "closing the database");
     }
+}
+
+/// Adds a commit to the batch being gathered.
+fn queue(job: Job, work: &mut Vec<(bool, Commit)>, replies: &mut Vec<Reply>) {
+    work.push((job.create, job.commit));
+    replies.push(job.reply);
 }
 
 /// Inserts into a per-game map of the writer's, which starts again empty when it holds
@@ -376,10 +392,19 @@ pub(crate) struct Head {
 /// The [`Head`]s of recently written games, the writer's own; bounded like [`Checkpoints`].
 pub(crate) type Heads = HashMap<GameId, Head>;
 
-/// One commit's outcome in a batch: what it wrote, the state to cache, and the game's row if
-/// it was written; or the error and the game it was for.
-pub(crate) type BatchResult =
-    Result<(Committed, GameState, Option<Checkpoint>, Head), (Option<GameId>, StoreError)>;
+/// What a written commit leaves: its answer, the state to cache, the game's row if it was
+/// written and where its rows stand.
+#[derive(Debug)]
+pub(crate) struct Answer {
+    pub(crate) committed: Committed,
+    pub(crate) state: GameState,
+    pub(crate) checkpoint: Option<Box<Checkpoint>>,
+    pub(crate) head: Head,
+}
+
+/// One commit's outcome in a batch, or the error and the game it was for. Boxed: a batch's
+/// outcomes stay a small allocation whatever the batch's size.
+pub(crate) type BatchResult = Result<Box<Answer>, (Option<GameId>, StoreError)>;
 
 /// The outcome of a [`Write`] in a batch.
 type WriteOutcome = Result<(), StoreError>;
@@ -388,7 +413,7 @@ type WriteOutcome = Result<(), StoreError>;
 /// committed.
 pub(crate) struct Applied {
     /// The game's row, if this commit wrote it.
-    checkpoint: Option<Checkpoint>,
+    checkpoint: Option<Box<Checkpoint>>,
     /// Where the game's rows stand after this commit.
     head: Head,
     /// The lobby sequence before the commit's first lobby event.
@@ -434,19 +459,19 @@ type Outcomes = (Vec<Result<Applied, StoreError>>, Vec<WriteOutcome>);
 /// taken name) is rolled back alone, with everything it wrote.
 pub(crate) fn write_batch(
     conn: &mut Connection,
-    mut work: Vec<(bool, Commit)>,
+    work: &mut Vec<(bool, Commit)>,
     writes: &mut [Box<dyn Write>],
     (checkpoints, heads): (&Checkpoints, &Heads),
 ) -> (Vec<BatchResult>, Vec<WriteOutcome>) {
     let known = (checkpoints, heads);
     // Other writes run once only (they consume their closure): they always take savepoints.
     let first = if writes.is_empty() {
-        write_transaction(conn, &mut work, writes, known, Isolation::Batch)
+        write_transaction(conn, work, writes, known, Isolation::Batch)
     } else {
         None
     };
     let (results, outcomes) = first
-        .or_else(|| write_transaction(conn, &mut work, writes, known, Isolation::Savepoints))
+        .or_else(|| write_transaction(conn, work, writes, known, Isolation::Savepoints))
         // With savepoints every failure is rolled back alone, so there is always an outcome.
         .unwrap_or_else(|| {
             let error = StoreError::Backend("a batch could not be written".to_owned());
@@ -502,7 +527,7 @@ fn write_transaction(
         if let Ok(applied) = &result {
             moved.insert(id.clone(), applied.head);
             if let Some(checkpoint) = &applied.checkpoint {
-                written.insert(id, checkpoint.clone());
+                written.insert(id, Checkpoint::clone(checkpoint));
             }
         }
         results.push(result);
@@ -549,15 +574,20 @@ fn commit_transaction<T>(
 
 /// Each commit's answer, once its transaction has committed (or failed).
 fn answers(
-    work: Vec<(bool, Commit)>,
+    work: &mut Vec<(bool, Commit)>,
     results: Vec<Result<Applied, StoreError>>,
 ) -> Vec<BatchResult> {
-    work.into_iter()
+    work.drain(..)
         .zip(results)
         .map(|((_, commit), result)| match result {
             Ok(applied) => {
                 let (committed, state) = committed(commit, applied.lobby_before);
-                Ok((committed, state, applied.checkpoint, applied.head))
+                Ok(Box::new(Answer {
+                    committed,
+                    state,
+                    checkpoint: applied.checkpoint,
+                    head: applied.head,
+                }))
             }
             Err(error) => Err((Some(commit.state.info().id.clone()), error)),
         })
@@ -740,11 +770,11 @@ fn write_commit(
             rematch_tokens,
         )?;
         accounts::link_players(conn, ord, state.info())?;
-        let checkpoint = Checkpoint {
+        let checkpoint = Box::new(Checkpoint {
             info: state.info().clone(),
             tokens,
             rematch_tokens,
-        };
+        });
         (ord, Some(checkpoint))
     };
 

@@ -264,14 +264,17 @@ async fn account_writes_in_one_batch_fail_alone() {
     let mut conn = schema::open_writer(&path).unwrap();
     let (results, outcomes) = write_batch(
         &mut conn,
-        vec![
+        &mut vec![
             (false, commit(state_a, seq_a)),
             (false, commit(state_b, seq_b)),
         ],
         &mut writes,
         (&Checkpoints::new(), &Heads::new()),
     );
-    assert_eq!(results[0].as_ref().unwrap().0.info.sequence, seq_a + 1);
+    assert_eq!(
+        results[0].as_ref().unwrap().committed.info.sequence,
+        seq_a + 1
+    );
     assert_eq!(
         results[1].as_ref().unwrap_err().1,
         StoreError::Conflict { current: 2 }
