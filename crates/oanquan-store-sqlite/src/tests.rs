@@ -13,6 +13,15 @@ use oanquan_game::GameEventKind;
 use oanquan_game::{GameManager, Hub, ManagerLimits, NewGame, PlayerToken};
 use std::time::Duration;
 
+/// A new database in a temporary folder: the folder (removed when dropped), the file, and a
+/// store open on it.
+fn fresh_store() -> (tempfile::TempDir, PathBuf, Arc<dyn GameStore>) {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("games.db");
+    let store: Arc<dyn GameStore> = Arc::new(SqliteStore::open(&path).unwrap());
+    (dir, path, store)
+}
+
 fn manager(store: Arc<dyn GameStore>) -> (GameManager, Arc<Hub>) {
     let hub = Hub::new(1024);
     (
@@ -102,9 +111,7 @@ async fn play_out(manager: &GameManager, id: &GameId, tokens: &[PlayerToken; 2],
 
 #[tokio::test]
 async fn games_and_logs_read_back_exactly_as_committed_across_a_reopen() {
-    let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("games.db");
-    let store: Arc<dyn GameStore> = Arc::new(SqliteStore::open(&path).unwrap());
+    let (_dir, path, store) = fresh_store();
     let (manager, hub) = manager(Arc::clone(&store));
     let mut lobby = hub.subscribe_lobby();
     // Short games, so that some end by the ply limit and some by the mandarins.
@@ -172,9 +179,7 @@ async fn games_and_logs_read_back_exactly_as_committed_across_a_reopen() {
 
 #[tokio::test]
 async fn a_failed_commit_in_a_batch_rolls_back_alone() {
-    let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("games.db");
-    let store: Arc<dyn GameStore> = Arc::new(SqliteStore::open(&path).unwrap());
+    let (_dir, path, store) = fresh_store();
     let (manager, _hub) = manager(Arc::clone(&store));
     let (a, _) = new_game(&manager, Preset::Standard.rules()).await;
     let (b, _) = new_game(&manager, Preset::Standard.rules()).await;
@@ -220,9 +225,7 @@ async fn a_failed_commit_in_a_batch_rolls_back_alone() {
 /// is stored twice.
 #[tokio::test]
 async fn a_commit_on_a_stale_head_is_refused_by_the_log() {
-    let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("games.db");
-    let store: Arc<dyn GameStore> = Arc::new(SqliteStore::open(&path).unwrap());
+    let (_dir, path, store) = fresh_store();
     let (manager, _hub) = manager(Arc::clone(&store));
     let (a, _) = new_game(&manager, Preset::Standard.rules()).await;
     let state = store.load(&a).await.unwrap();
@@ -290,9 +293,7 @@ async fn a_commit_on_a_stale_head_is_refused_by_the_log() {
 /// with nothing of it stored and nothing of the others stored twice.
 #[tokio::test]
 async fn a_commit_failing_midway_is_undone_and_the_rest_of_its_batch_commits() {
-    let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("games.db");
-    let store: Arc<dyn GameStore> = Arc::new(SqliteStore::open(&path).unwrap());
+    let (_dir, path, store) = fresh_store();
     let (manager, _hub) = manager(Arc::clone(&store));
     let (a, _) = new_game(&manager, Preset::Standard.rules()).await;
     let (b, tokens) = new_game(&manager, Preset::Standard.rules()).await;
@@ -409,9 +410,7 @@ async fn a_burst_of_reads_runs_a_bounded_number_at_once() {
 
 #[tokio::test]
 async fn listing_pages_newest_first_and_filters() {
-    let dir = tempfile::tempdir().unwrap();
-    let store: Arc<dyn GameStore> =
-        Arc::new(SqliteStore::open(dir.path().join("games.db")).unwrap());
+    let (_dir, _, store) = fresh_store();
     let (manager, _hub) = manager(Arc::clone(&store));
     let mut ids = Vec::new();
     for _ in 0..5 {
@@ -497,9 +496,7 @@ async fn a_version_1_database_is_migrated_and_keeps_its_games() {
 
 #[tokio::test]
 async fn a_commit_that_would_not_read_back_is_refused_and_leaves_the_game_as_it_was() {
-    let dir = tempfile::tempdir().unwrap();
-    let store: Arc<dyn GameStore> =
-        Arc::new(SqliteStore::open(dir.path().join("games.db")).unwrap());
+    let (dir, _, store) = fresh_store();
     let (manager, _hub) = manager(Arc::clone(&store));
     let (id, _) = new_game(&manager, Preset::Standard.rules()).await;
     let before = store.load(&id).await.unwrap();
@@ -532,9 +529,7 @@ async fn a_commit_that_would_not_read_back_is_refused_and_leaves_the_game_as_it_
 
 #[tokio::test]
 async fn a_damaged_open_game_does_not_hold_its_creators_slot() {
-    let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("games.db");
-    let store: Arc<dyn GameStore> = Arc::new(SqliteStore::open(&path).unwrap());
+    let (_dir, path, store) = fresh_store();
     let (games, _hub) = manager(Arc::clone(&store));
     let ip: IpAddr = "192.0.2.7".parse().unwrap();
     let mut ids = Vec::new();
@@ -569,9 +564,7 @@ async fn a_damaged_open_game_does_not_hold_its_creators_slot() {
 /// another position: `GameState::restore` checks them on every load.
 #[tokio::test]
 async fn moves_that_do_not_replay_to_the_stored_game_load_as_damaged() {
-    let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("games.db");
-    let store: Arc<dyn GameStore> = Arc::new(SqliteStore::open(&path).unwrap());
+    let (_dir, path, store) = fresh_store();
     let (games, _hub) = manager(Arc::clone(&store));
     let mut ids = Vec::new();
     for _ in 0..2 {
@@ -630,16 +623,8 @@ fn every_status_has_a_filter_slot() {
 
 /// The cases every store passes, on a fresh database file each.
 mod suite {
-    use std::sync::Arc;
-
-    use oanquan_game::GameStore;
-
-    use crate::SqliteStore;
-
     oanquan_game::store_suite!({
-        let dir = tempfile::tempdir().unwrap();
-        let store: Arc<dyn GameStore> =
-            Arc::new(SqliteStore::open(dir.path().join("games.db")).unwrap());
+        let (dir, _, store) = super::fresh_store();
         (store, dir)
     });
 }
@@ -683,9 +668,7 @@ async fn stored(store: &Arc<dyn GameStore>, id: &GameId) -> Stored {
 async fn clocks_offers_and_rematches_read_back_exactly_after_a_reopen() {
     use oanquan_game::store_suite;
 
-    let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("games.db");
-    let store: Arc<dyn GameStore> = Arc::new(SqliteStore::open(&path).unwrap());
+    let (_dir, path, store) = fresh_store();
     let mut ids = Vec::new();
     ids.extend(store_suite::a_timed_game_keeps_its_clock_and_turn_start(Arc::clone(&store)).await);
     ids.extend(store_suite::draw_offers_and_their_answers_read_back(Arc::clone(&store)).await);
@@ -934,9 +917,7 @@ async fn a_version_2_database_is_migrated_and_its_games_read_as_untimed() {
 /// not decode makes the log's reads a damaged game, not a failed query or a guess.
 #[tokio::test]
 async fn a_finished_game_with_a_damaged_summary_has_a_damaged_log() {
-    let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("games.db");
-    let store: Arc<dyn GameStore> = Arc::new(SqliteStore::open(&path).unwrap());
+    let (_dir, path, store) = fresh_store();
     let (games, _hub) = manager(Arc::clone(&store));
     let mut ids = Vec::new();
     for _ in 0..2 {

@@ -217,9 +217,7 @@ fn key() -> ApiKeyRecord {
 /// written, each whole.
 #[tokio::test]
 async fn account_writes_in_one_batch_fail_alone() {
-    let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("games.db");
-    let store: Arc<dyn GameStore> = Arc::new(SqliteStore::open(&path).unwrap());
+    let (_dir, path, store) = fresh_store();
     let (manager, _hub) = manager(Arc::clone(&store));
     let lan = account("lan");
     store.create_account(lan.clone(), key()).await.unwrap();

@@ -176,9 +176,7 @@ async fn a_version_4_database_is_migrated_to_one_log() {
 /// their clocks included, replays to exactly what was acknowledged.
 #[tokio::test]
 async fn plain_moves_logged_after_their_row_replay_exactly() {
-    let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("games.db");
-    let store: Arc<dyn GameStore> = Arc::new(SqliteStore::open(&path).unwrap());
+    let (dir, path, store) = fresh_store();
     let (ids, accounts, _, _) = fill(&store).await;
     let (before, all_before) = read_back(&store, &ids, &accounts).await;
     let copy = dir.path().join("copy.db");
@@ -206,9 +204,7 @@ async fn plain_moves_logged_after_their_row_replay_exactly() {
 /// A row followed in the log by anything but plain moves is a damaged game, not a guess.
 #[tokio::test]
 async fn a_log_after_its_row_that_is_not_plain_moves_is_damaged() {
-    let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("games.db");
-    let store: Arc<dyn GameStore> = Arc::new(SqliteStore::open(&path).unwrap());
+    let (_dir, path, store) = fresh_store();
     let (games, _hub) = manager(Arc::clone(&store));
     let (id, _) = new_game(&games, Preset::Standard.rules()).await;
     drop(games);
