@@ -209,7 +209,7 @@ fn framed(payload: &[u8]) -> Bytes {
 }
 
 /// One call over raw HTTP/2: the `grpc-status` it ends with, or for a stream that is still
-/// open after its first message (or 300 ms), `"open"`.
+/// open after its first message (or 150 ms), `"open"`.
 async fn call(addr: SocketAddr, path: &str, authorization: Option<&str>, body: Bytes) -> String {
     let tcp = TcpStream::connect(addr).await.unwrap();
     let (client, connection) = h2::client::handshake(tcp).await.unwrap();
@@ -237,7 +237,7 @@ async fn call(addr: SocketAddr, path: &str, authorization: Option<&str>, body: B
     if let Some(code) = status(&parts.headers) {
         return code;
     }
-    let ended = tokio::time::timeout(Duration::from_millis(300), async {
+    let ended = tokio::time::timeout(Duration::from_millis(150), async {
         while let Some(data) = body.data().await {
             let data = data.unwrap_or_else(|error| panic!("{path}: body reset: {error}"));
             let _ = body.flow_control().release_capacity(data.len());
