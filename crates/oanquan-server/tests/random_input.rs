@@ -87,11 +87,7 @@ fn int(rng: &mut StdRng) -> i64 {
         i64::MIN,
         i64::MAX,
     ];
-    if rng.random_bool(0.5) {
-        EDGES[rng.random_range(0..EDGES.len())]
-    } else {
-        rng.random_range(-3..20)
-    }
+    edge_or(rng, &EDGES, |rng| rng.random_range(-3..20))
 }
 
 fn float(rng: &mut StdRng) -> f64 {
@@ -105,10 +101,15 @@ fn float(rng: &mut StdRng) -> f64 {
         f64::NEG_INFINITY,
         f64::NAN,
     ];
+    edge_or(rng, &EDGES, |rng| rng.random_range(-100.0..100.0))
+}
+
+/// One of `edges` half the time, else an ordinary value.
+fn edge_or<T: Copy>(rng: &mut StdRng, edges: &[T], ordinary: impl FnOnce(&mut StdRng) -> T) -> T {
     if rng.random_bool(0.5) {
-        EDGES[rng.random_range(0..EDGES.len())]
+        edges[rng.random_range(0..edges.len())]
     } else {
-        rng.random_range(-100.0..100.0)
+        ordinary(rng)
     }
 }
 
