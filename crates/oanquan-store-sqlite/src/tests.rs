@@ -8,7 +8,7 @@ use std::time::SystemTime;
 use oanquan_rules::{Player, Preset};
 
 use super::*;
-use crate::writer::{Answer, Checkpoints, Heads, write_batch};
+use crate::writer::{Answer, BatchResult, Checkpoints, Heads, write_batch};
 use oanquan_game::GameEventKind;
 use oanquan_game::{GameManager, Hub, ManagerLimits, NewGame, PlayerToken};
 use std::time::Duration;
@@ -20,6 +20,12 @@ fn fresh_store() -> (tempfile::TempDir, PathBuf, Arc<dyn GameStore>) {
     let path = dir.path().join("games.db");
     let store: Arc<dyn GameStore> = Arc::new(SqliteStore::open(&path).unwrap());
     (dir, path, store)
+}
+
+/// Writes `commit` alone in a batch on `conn`, the writer's way, and returns its outcome.
+fn write_one(conn: &mut Connection, commit: Commit, known: (&Checkpoints, &Heads)) -> BatchResult {
+    let (mut results, _) = write_batch(conn, &mut vec![(false, commit)], &mut [], known);
+    results.remove(0)
 }
 
 fn manager(store: Arc<dyn GameStore>) -> (GameManager, Arc<Hub>) {
@@ -233,44 +239,34 @@ async fn a_commit_on_a_stale_head_is_refused_by_the_log() {
     let mut conn = schema::open_writer(&path).unwrap();
     let none = (&Checkpoints::new(), &Heads::new());
 
-    let (mut results, _) = write_batch(
-        &mut conn,
-        &mut vec![(false, turn_started(state, seq, Vec::new()))],
-        &mut [],
-        none,
-    );
-    let Answer { state, head, .. } = *results.remove(0).unwrap();
+    let Answer { state, head, .. } =
+        *write_one(&mut conn, turn_started(state, seq, Vec::new()), none).unwrap();
     let stale: Heads = [(a.clone(), head)].into();
     // The head's commit is one behind once this one lands (read from the file: no heads).
-    let (results, _) = write_batch(
+    let result = write_one(
         &mut conn,
-        &mut vec![(false, turn_started(state.clone(), seq + 1, Vec::new()))],
-        &mut [],
+        turn_started(state.clone(), seq + 1, Vec::new()),
         none,
     );
-    assert_eq!(
-        results[0].as_ref().unwrap().committed.info.sequence,
-        seq + 2
-    );
+    assert_eq!(result.unwrap().committed.info.sequence, seq + 2);
     // Read from the file, the same commit again is a conflict.
-    let (results, _) = write_batch(
+    let result = write_one(
         &mut conn,
-        &mut vec![(false, turn_started(state.clone(), seq + 1, Vec::new()))],
-        &mut [],
+        turn_started(state.clone(), seq + 1, Vec::new()),
         none,
     );
     assert_eq!(
-        results[0].as_ref().unwrap_err().1,
+        result.unwrap_err().1,
         StoreError::Conflict { current: seq + 2 }
     );
     // On the stale head it passes the check and the log refuses its row.
-    let (results, _) = write_batch(
+    let stale_heads = (&Checkpoints::new(), &stale);
+    let result = write_one(
         &mut conn,
-        &mut vec![(false, turn_started(state, seq + 1, Vec::new()))],
-        &mut [],
-        (&Checkpoints::new(), &stale),
+        turn_started(state, seq + 1, Vec::new()),
+        stale_heads,
     );
-    let error = &results[0].as_ref().unwrap_err().1;
+    let error = &result.unwrap_err().1;
     // Not a conflict: the head was checked, not the file; the index refused the row.
     assert!(
         matches!(error, StoreError::Backend(why) if why.contains("UNIQUE")),
