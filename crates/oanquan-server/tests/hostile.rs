@@ -8,7 +8,7 @@ mod common;
 use std::net::SocketAddr;
 use std::time::{Duration, Instant};
 
-use bytes::{BufMut as _, Bytes, BytesMut};
+use bytes::Bytes;
 use common::*;
 use oanquan_proto::v1 as pb;
 use pb::Direction::{Left, Right};
@@ -959,52 +959,11 @@ async fn raw_junk(addr: SocketAddr, bytes: &[u8]) {
     assert!(closed.is_ok(), "the server kept a junk connection open");
 }
 
-/// A gRPC call over raw HTTP/2 with an arbitrary body: (grpc-status, grpc-message).
+/// A unary gRPC call over raw HTTP/2 with an arbitrary body: (grpc-status, grpc-message).
 async fn raw_grpc(addr: SocketAddr, path: &str, body: Bytes) -> (String, String) {
-    let tcp = TcpStream::connect(addr).await.unwrap();
-    let (client, connection) = h2::client::handshake(tcp).await.unwrap();
-    tokio::spawn(connection);
-    let mut client = client.ready().await.unwrap();
-    let request = http::Request::post(format!("http://{addr}{path}"))
-        .header("content-type", "application/grpc")
-        .header("te", "trailers")
-        .body(())
-        .unwrap();
-    let (response, mut send) = client.send_request(request, false).unwrap();
-    send.send_data(body, true).unwrap();
-    let response = tokio::time::timeout(Duration::from_secs(10), response)
+    raw_grpc_call(addr, path, None, body, Duration::from_secs(10))
         .await
-        .expect("no response")
-        .unwrap();
-    let header = |map: &http::HeaderMap, name: &str| {
-        map.get(name)
-            .map(|v| v.to_str().unwrap().to_owned())
-            .unwrap_or_default()
-    };
-    let (parts, mut body) = response.into_parts();
-    if parts.headers.contains_key("grpc-status") {
-        return (
-            header(&parts.headers, "grpc-status"),
-            header(&parts.headers, "grpc-message"),
-        );
-    }
-    while let Some(data) = body.data().await {
-        let data = data.unwrap();
-        let _ = body.flow_control().release_capacity(data.len());
-    }
-    let trailers = body.trailers().await.unwrap().expect("trailers");
-    (
-        header(&trailers, "grpc-status"),
-        header(&trailers, "grpc-message"),
-    )
-}
-
-fn frame(compressed: bool, declared: u32, payload: &[u8]) -> Bytes {
-    let mut frame = BytesMut::new();
-    frame.put_u8(u8::from(compressed));
-    frame.put_u32(declared);
-    frame.put_slice(payload);
-    frame.freeze()
+        .expect("trailers")
 }
 
 #[tokio::test]
@@ -1028,24 +987,24 @@ async fn garbage_on_the_wire_does_not_hurt_the_server() {
     // gRPC frames with bad payloads.
     let get_game = "/oanquan.v1.GameService/GetGame";
     let garbage = [0xff, 0xff, 0xff, 0xff, 0x0f, 0x12];
-    let (code, message) = raw_grpc(addr, get_game, frame(false, 6, &garbage)).await;
+    let (code, message) = raw_grpc(addr, get_game, grpc_frame(false, 6, &garbage)).await;
     assert_eq!(code, (Code::Internal as i32).to_string(), "{message}");
     assert!(message.to_lowercase().contains("decode"), "{message}");
     // Wrong wire type for a field.
     let (code, _) = raw_grpc(
         addr,
         "/oanquan.v1.RulesService/ApplyMove",
-        frame(false, 3, &[0x0d, 0x01, 0x02]),
+        grpc_frame(false, 3, &[0x0d, 0x01, 0x02]),
     )
     .await;
     assert_eq!(code, (Code::Internal as i32).to_string());
     // Compressed flag without an encoding; a length prefix beyond the message limit; a
     // truncated frame.
-    let (code, _) = raw_grpc(addr, get_game, frame(true, 0, &[])).await;
+    let (code, _) = raw_grpc(addr, get_game, grpc_frame(true, 0, &[])).await;
     assert_ne!(code, "0");
-    let (code, message) = raw_grpc(addr, get_game, frame(false, u32::MAX, &[1, 2, 3])).await;
+    let (code, message) = raw_grpc(addr, get_game, grpc_frame(false, u32::MAX, &[1, 2, 3])).await;
     assert_eq!(code, (Code::OutOfRange as i32).to_string(), "{message}");
-    let (code, _) = raw_grpc(addr, get_game, frame(false, 100, &[1, 2, 3])).await;
+    let (code, _) = raw_grpc(addr, get_game, grpc_frame(false, 100, &[1, 2, 3])).await;
     assert_ne!(code, "0");
     // A valid message with unknown fields is accepted (forward compatibility) and still
     // validated.
@@ -1054,13 +1013,18 @@ async fn garbage_on_the_wire_does_not_hurt_the_server() {
     }
     .encode_to_vec();
     payload.extend_from_slice(&[0xf8, 0x07, 0x01]); // field 127, varint 1
-    let (code, _) = raw_grpc(addr, get_game, frame(false, payload.len() as u32, &payload)).await;
+    let (code, _) = raw_grpc(
+        addr,
+        get_game,
+        grpc_frame(false, payload.len() as u32, &payload),
+    )
+    .await;
     assert_eq!(code, (Code::NotFound as i32).to_string());
     // An unknown method.
     let (code, _) = raw_grpc(
         addr,
         "/oanquan.v1.GameService/DropTables",
-        frame(false, 0, &[]),
+        grpc_frame(false, 0, &[]),
     )
     .await;
     assert_eq!(code, (Code::Unimplemented as i32).to_string());
@@ -1403,7 +1367,7 @@ async fn stuck_watcher(addr: SocketAddr, game_id: &str) -> StuckWatcher {
         .body(())
         .unwrap();
     let (response, mut send) = client.send_request(request, false).unwrap();
-    send.send_data(frame(false, payload.len() as u32, &payload), true)
+    send.send_data(grpc_frame(false, payload.len() as u32, &payload), true)
         .unwrap();
     let response = tokio::time::timeout(Duration::from_secs(5), response)
         .await
@@ -1527,7 +1491,7 @@ async fn open_stuck_stream(
         .unwrap();
     let mut ready = client.clone().ready().await.unwrap();
     let (response, mut send) = ready.send_request(request, false).unwrap();
-    send.send_data(frame(false, payload.len() as u32, &payload), true)
+    send.send_data(grpc_frame(false, payload.len() as u32, &payload), true)
         .unwrap();
     let response = tokio::time::timeout(Duration::from_secs(5), response)
         .await

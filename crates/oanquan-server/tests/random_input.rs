@@ -8,10 +8,8 @@
 
 mod common;
 
-use std::net::SocketAddr;
 use std::time::Duration;
 
-use bytes::{BufMut as _, Bytes, BytesMut};
 use common::*;
 use oanquan_proto::v1 as pb;
 use oanquan_proto::v1::account_service_client::AccountServiceClient;
@@ -22,11 +20,13 @@ use prost_reflect::{
 };
 use rand::rngs::StdRng;
 use rand::{Rng as _, SeedableRng as _};
-use tokio::net::TcpStream;
 
 /// Requests per method and seed: enough to meet every field's values, few enough for
 /// `cargo test`.
 const CALLS_PER_METHOD: usize = 40;
+
+/// How long a stream's first answer is waited for before it counts as open.
+const STREAM_WAIT: Duration = Duration::from_millis(150);
 
 /// Real values for the string fields, so that some requests reach past "not found".
 struct Known {
@@ -201,61 +201,6 @@ fn random_message(
     message
 }
 
-fn framed(payload: &[u8]) -> Bytes {
-    let mut frame = BytesMut::with_capacity(5 + payload.len());
-    frame.put_u8(0);
-    frame.put_u32(u32::try_from(payload.len()).unwrap());
-    frame.put_slice(payload);
-    frame.freeze()
-}
-
-/// One call over raw HTTP/2: the `grpc-status` it ends with, or for a stream that is still
-/// open after its first message (or 150 ms), `"open"`.
-async fn call(addr: SocketAddr, path: &str, authorization: Option<&str>, body: Bytes) -> String {
-    let tcp = TcpStream::connect(addr).await.unwrap();
-    let (client, connection) = h2::client::handshake(tcp).await.unwrap();
-    tokio::spawn(connection);
-    let mut client = client.ready().await.unwrap();
-    let mut request = http::Request::post(format!("http://{addr}{path}"))
-        .header("content-type", "application/grpc")
-        .header("te", "trailers");
-    if let Some(value) = authorization {
-        request = request.header("authorization", value);
-    }
-    let (response, mut send) = client
-        .send_request(request.body(()).unwrap(), false)
-        .unwrap();
-    send.send_data(body, true).unwrap();
-    let response = tokio::time::timeout(Duration::from_secs(10), response)
-        .await
-        .unwrap_or_else(|_| panic!("{path}: no response within 10 s"))
-        .unwrap_or_else(|error| panic!("{path}: the stream was reset: {error}"));
-    let status = |map: &http::HeaderMap| {
-        map.get("grpc-status")
-            .map(|v| v.to_str().unwrap().to_owned())
-    };
-    let (parts, mut body) = response.into_parts();
-    if let Some(code) = status(&parts.headers) {
-        return code;
-    }
-    let ended = tokio::time::timeout(Duration::from_millis(150), async {
-        while let Some(data) = body.data().await {
-            let data = data.unwrap_or_else(|error| panic!("{path}: body reset: {error}"));
-            let _ = body.flow_control().release_capacity(data.len());
-        }
-        body.trailers().await
-    })
-    .await;
-    match ended {
-        Ok(trailers) => trailers
-            .unwrap_or_else(|error| panic!("{path}: trailers reset: {error}"))
-            .and_then(|t| status(&t))
-            .unwrap_or_else(|| panic!("{path}: a response without grpc-status")),
-        // A stream that stays open (a watch, a seek) is a fine answer.
-        Err(_) => "open".to_owned(),
-    }
-}
-
 /// The request as JSON, long strings and lists shortened, for a failure's message.
 fn shown(request: &DynamicMessage) -> String {
     let json = serde_json::to_string(request).unwrap_or_else(|e| format!("(not JSON: {e})"));
@@ -314,13 +259,18 @@ async fn random_fields_on_every_method_never_get_internal_errors() {
                 3 => Some(format!("Bearer {}", "k".repeat(5_000))),
                 _ => None,
             };
-            let code = call(
+            let payload = request.encode_to_vec();
+            let body = grpc_frame(false, u32::try_from(payload.len()).unwrap(), &payload);
+            // A stream that stays open (a watch, a seek) is a fine answer.
+            let code = raw_grpc_call(
                 server.addr,
                 &path,
                 authorization.as_deref(),
-                framed(&request.encode_to_vec()),
+                body,
+                STREAM_WAIT,
             )
-            .await;
+            .await
+            .map_or_else(|| "open".to_owned(), |(code, _)| code);
             // 2 UNKNOWN, 13 INTERNAL, 15 DATA_LOSS: a bug or a panic behind the answer.
             assert!(
                 !["2", "13", "15"].contains(&code.as_str()),

@@ -375,3 +375,71 @@ pub fn http_get(addr: SocketAddr, path: &str) -> (String, String) {
     let (head, body) = response.split_once("\r\n\r\n").expect("headers end");
     (head.to_owned(), body.to_owned())
 }
+
+/// A gRPC message frame as it goes on the wire: the compressed flag, the length it declares
+/// (which a hostile test may set to anything) and the payload.
+pub fn grpc_frame(compressed: bool, declared: u32, payload: &[u8]) -> bytes::Bytes {
+    use bytes::BufMut as _;
+    let mut frame = bytes::BytesMut::with_capacity(5 + payload.len());
+    frame.put_u8(u8::from(compressed));
+    frame.put_u32(declared);
+    frame.put_slice(payload);
+    frame.freeze()
+}
+
+/// A gRPC call over raw HTTP/2 on a connection of its own, with any body and any
+/// `authorization`: the `grpc-status` and `grpc-message` it ends with, or `None` for a stream
+/// still open after `wait` (its messages are read and dropped). Panics if no response comes
+/// within 10 s or the server resets the stream: neither is an answer a client can act on.
+pub async fn raw_grpc_call(
+    addr: SocketAddr,
+    path: &str,
+    authorization: Option<&str>,
+    body: bytes::Bytes,
+    wait: Duration,
+) -> Option<(String, String)> {
+    let tcp = tokio::net::TcpStream::connect(addr).await.unwrap();
+    let (client, connection) = h2::client::handshake(tcp).await.unwrap();
+    tokio::spawn(connection);
+    let mut client = client.ready().await.unwrap();
+    let mut request = http::Request::post(format!("http://{addr}{path}"))
+        .header("content-type", "application/grpc")
+        .header("te", "trailers");
+    if let Some(value) = authorization {
+        request = request.header("authorization", value);
+    }
+    let (response, mut send) = client
+        .send_request(request.body(()).unwrap(), false)
+        .unwrap();
+    send.send_data(body, true).unwrap();
+    let response = tokio::time::timeout(Duration::from_secs(10), response)
+        .await
+        .unwrap_or_else(|_| panic!("{path}: no response within 10 s"))
+        .unwrap_or_else(|error| panic!("{path}: the stream was reset: {error}"));
+    let status = |map: &http::HeaderMap| {
+        let header = |name| {
+            map.get(name)
+                .map(|v: &http::HeaderValue| v.to_str().unwrap().to_owned())
+                .unwrap_or_default()
+        };
+        map.contains_key("grpc-status")
+            .then(|| (header("grpc-status"), header("grpc-message")))
+    };
+    let (parts, mut body) = response.into_parts();
+    if let Some(answer) = status(&parts.headers) {
+        return Some(answer);
+    }
+    let ended = tokio::time::timeout(wait, async {
+        while let Some(data) = body.data().await {
+            let data = data.unwrap_or_else(|error| panic!("{path}: body reset: {error}"));
+            let _ = body.flow_control().release_capacity(data.len());
+        }
+        body.trailers().await
+    })
+    .await
+    .ok()?;
+    let trailers = ended
+        .unwrap_or_else(|error| panic!("{path}: trailers reset: {error}"))
+        .unwrap_or_else(|| panic!("{path}: a response without trailers"));
+    Some(status(&trailers).unwrap_or_else(|| panic!("{path}: trailers without grpc-status")))
+}
