@@ -266,11 +266,11 @@ async fn a_commit_on_a_stale_head_is_refused_by_the_log() {
         turn_started(state, seq + 1, Vec::new()),
         stale_heads,
     );
-    let error = &result.unwrap_err().1;
-    // Not a conflict: the head was checked, not the file; the index refused the row.
-    assert!(
-        matches!(error, StoreError::Backend(why) if why.contains("UNIQUE")),
-        "{error:?}"
+    // The head passed the check; the index refused the row, and the writer reports what the
+    // file says: a conflict at the file's sequence (retryable), not an internal error.
+    assert_eq!(
+        result.unwrap_err().1,
+        StoreError::Conflict { current: seq + 2 }
     );
     let rows: i64 = conn
         .query_row(

@@ -634,6 +634,31 @@ fn committed(commit: Commit, lobby_before: u64) -> (Committed, GameState) {
     (committed, state)
 }
 
+/// A failed insert into the log. A row already at that sequence means the game moved on
+/// after this writer last read it (another process wrote the file): a conflict, as the check
+/// against a freshly read head would have said, so that the caller reads the game again and
+/// retries, rather than an internal error.
+fn log_refused(conn: &Connection, ord: i64, error: rusqlite::Error) -> StoreError {
+    let taken = matches!(
+        &error,
+        rusqlite::Error::SqliteFailure(failure, _)
+            if failure.extended_code == rusqlite::ffi::SQLITE_CONSTRAINT_UNIQUE
+    );
+    if !taken {
+        return backend(error);
+    }
+    match conn.query_row(
+        "SELECT max(sequence) FROM game_log WHERE game = ?1",
+        [ord],
+        |row| row.get::<_, i64>(0),
+    ) {
+        Ok(current) => StoreError::Conflict {
+            current: current as u64,
+        },
+        Err(error) => backend(error),
+    }
+}
+
 /// The number and clocks of a plain move's commit (a `MovePlayed` and a `TurnStarted`, nothing
 /// else), or `None`.
 fn plain_move(commit: &Commit) -> Option<(u32, Option<&ClockReading>)> {
@@ -848,7 +873,7 @@ fn write_commit(
                 mv_time
             ])
         })
-        .map_err(backend)?;
+        .map_err(|error| log_refused(conn, ord, error))?;
     }
     if let Some(extra) = new_moves.next() {
         return Err(StoreError::Backend(format!(
