@@ -494,9 +494,8 @@ impl GameManager {
     ) -> Result<(Arc<MoveRecord>, GameInfo), GameError> {
         let who: Credential = who.into();
         let (committed, record) = match self
-            .update(id, |state, now| {
-                let hash = who.seat_hash(&state)?;
-                transition::play(state, Mover::Token(hash), mv, expected_ply, now)
+            .update_as_seat(id, &who, |state, hash, now| {
+                transition::play(state, Mover::Token(*hash), mv, expected_ply, now)
             })
             .await
         {
@@ -568,9 +567,8 @@ impl GameManager {
     ) -> Result<GameInfo, GameError> {
         let who: Credential = who.into();
         let (committed, ()) = self
-            .update(id, |state, now| {
-                let hash = who.seat_hash(&state)?;
-                transition::resign(state, &hash, now)
+            .update_as_seat(id, &who, |state, hash, now| {
+                transition::resign(state, hash, now)
             })
             .await?;
         info!(game_id = %id, "player resigned");
@@ -590,9 +588,8 @@ impl GameManager {
     ) -> Result<GameInfo, GameError> {
         let who: Credential = who.into();
         let (committed, ()) = self
-            .update(id, |state, now| {
-                let hash = who.seat_hash(&state)?;
-                transition::abort(state, &hash, now)
+            .update_as_seat(id, &who, |state, hash, now| {
+                transition::abort(state, hash, now)
             })
             .await?;
         info!(game_id = %id, "game aborted");
@@ -669,9 +666,8 @@ impl GameManager {
         let who: Credential = who.into();
         let after = self.limits.time.abandon_after;
         let (committed, ()) = self
-            .update(id, |state, now| {
-                let hash = who.seat_hash(&state)?;
-                transition::claim_victory(state, &hash, after, now)
+            .update_as_seat(id, &who, |state, hash, now| {
+                transition::claim_victory(state, hash, after, now)
             })
             .await?;
         info!(game_id = %id, "victory claimed");
@@ -691,9 +687,8 @@ impl GameManager {
     ) -> Result<(GameInfo, crate::model::DrawAction), GameError> {
         let who: Credential = who.into();
         let (committed, action) = self
-            .update(id, |state, now| {
-                let hash = who.seat_hash(&state)?;
-                transition::offer_draw(state, &hash, now)
+            .update_as_seat(id, &who, |state, hash, now| {
+                transition::offer_draw(state, hash, now)
             })
             .await?;
         let info = match committed.game_events.is_empty() {
@@ -717,9 +712,8 @@ impl GameManager {
     ) -> Result<GameInfo, GameError> {
         let who: Credential = who.into();
         let (committed, ()) = self
-            .update(id, |state, now| {
-                let hash = who.seat_hash(&state)?;
-                transition::decline_draw(state, &hash, now)
+            .update_as_seat(id, &who, |state, hash, now| {
+                transition::decline_draw(state, hash, now)
             })
             .await?;
         Ok(committed.info)
@@ -744,9 +738,8 @@ impl GameManager {
         let next_id = GameId::generate();
         let policy = self.limits.time;
         let (committed, offer) = self
-            .update(id, |state, now| {
-                let hash = who.seat_hash(&state)?;
-                transition::offer_rematch(state, &hash, next_hash, next_id.clone(), &policy, now)
+            .update_as_seat(id, &who, |state, hash, now| {
+                transition::offer_rematch(state, hash, next_hash, next_id.clone(), &policy, now)
             })
             .await?;
         // The caller's seat in this game, to tell its seat in the rematch (the other one).
@@ -806,9 +799,8 @@ impl GameManager {
     ) -> Result<GameInfo, GameError> {
         let who: Credential = who.into();
         let (committed, ()) = self
-            .update(id, |state, now| {
-                let hash = who.seat_hash(&state)?;
-                transition::decline_rematch(state, &hash, now)
+            .update_as_seat(id, &who, |state, hash, now| {
+                transition::decline_rematch(state, hash, now)
             })
             .await?;
         Ok(committed.info)
@@ -1021,6 +1013,25 @@ impl GameManager {
 
     /// Load, change, commit; on a concurrency conflict, reload and decide again (the change
     /// function re-validates against the fresh state, e.g. `expected_ply` becomes stale).
+    /// [`Self::update`] for a change asked for by a seat's holder: `decide` gets the hash of the
+    /// token of `who`'s seat, checked against the game as it stands at each attempt.
+    async fn update_as_seat<T>(
+        &self,
+        id: &GameId,
+        who: &Credential,
+        mut decide: impl FnMut(
+            GameState,
+            &crate::token::TokenHash,
+            SystemTime,
+        ) -> Result<(GameState, Transition<T>), GameError>,
+    ) -> Result<(Committed, T), GameError> {
+        self.update(id, |state, now| {
+            let hash = who.seat_hash(&state)?;
+            decide(state, &hash, now)
+        })
+        .await
+    }
+
     async fn update<T>(
         &self,
         id: &GameId,
