@@ -86,6 +86,45 @@ async fn required_credential<T>(
     credential(manager, bearer(request)?).await
 }
 
+/// A call a seat makes on one game (Resign, OfferDraw, …).
+trait SeatCall {
+    /// The request's `game_id`.
+    fn game_id(&self) -> &str;
+}
+
+macro_rules! seat_calls {
+    ($($request:ty),* $(,)?) => {
+        $(impl SeatCall for $request {
+            fn game_id(&self) -> &str {
+                &self.game_id
+            }
+        })*
+    };
+}
+
+seat_calls!(
+    pb::ResignRequest,
+    pb::AbortGameRequest,
+    pb::OfferDrawRequest,
+    pb::DeclineDrawRequest,
+    pb::ClaimVictoryRequest,
+    pb::OfferRematchRequest,
+    pb::DeclineRematchRequest,
+);
+
+/// The credential and the game of a [`SeatCall`], the credential checked first (a call without
+/// one is UNAUTHENTICATED whatever its game id).
+async fn seat_call<T: SeatCall>(
+    manager: &GameManager,
+    request: &Request<T>,
+) -> Result<(Credential, GameId), Status> {
+    let who = required_credential(manager, request)
+        .await
+        .map_err(into_status)?;
+    let id = game_id(request.get_ref().game_id()).map_err(into_status)?;
+    Ok((who, id))
+}
+
 /// The account a CreateGame, JoinGame, Seek or AcceptSeek plays as: that of an API key if the
 /// request carries one. Any other bearer (a seat token from another game, say) means nothing on
 /// these calls and is ignored, as it was before accounts; an API key that does not authenticate
@@ -364,10 +403,7 @@ impl pb::game_service_server::GameService for GameApi {
         &self,
         request: Request<pb::ResignRequest>,
     ) -> Result<Response<pb::ResignResponse>, Status> {
-        let who = required_credential(&self.manager, &request)
-            .await
-            .map_err(into_status)?;
-        let id = game_id(&request.get_ref().game_id).map_err(into_status)?;
+        let (who, id) = seat_call(&self.manager, &request).await?;
         let game = self.manager.resign(&id, who).await.map_err(into_status)?;
         Ok(Response::new(pb::ResignResponse {
             game: Some(convert::game_out(&game)),
@@ -378,10 +414,7 @@ impl pb::game_service_server::GameService for GameApi {
         &self,
         request: Request<pb::AbortGameRequest>,
     ) -> Result<Response<pb::AbortGameResponse>, Status> {
-        let who = required_credential(&self.manager, &request)
-            .await
-            .map_err(into_status)?;
-        let id = game_id(&request.get_ref().game_id).map_err(into_status)?;
+        let (who, id) = seat_call(&self.manager, &request).await?;
         let game = self.manager.abort(&id, who).await.map_err(into_status)?;
         Ok(Response::new(pb::AbortGameResponse {
             game: Some(convert::game_out(&game)),
@@ -448,10 +481,7 @@ impl pb::game_service_server::GameService for GameApi {
         &self,
         request: Request<pb::OfferDrawRequest>,
     ) -> Result<Response<pb::OfferDrawResponse>, Status> {
-        let who = required_credential(&self.manager, &request)
-            .await
-            .map_err(into_status)?;
-        let id = game_id(&request.get_ref().game_id).map_err(into_status)?;
+        let (who, id) = seat_call(&self.manager, &request).await?;
         let (game, action) = self
             .manager
             .offer_draw(&id, who)
@@ -467,10 +497,7 @@ impl pb::game_service_server::GameService for GameApi {
         &self,
         request: Request<pb::DeclineDrawRequest>,
     ) -> Result<Response<pb::DeclineDrawResponse>, Status> {
-        let who = required_credential(&self.manager, &request)
-            .await
-            .map_err(into_status)?;
-        let id = game_id(&request.get_ref().game_id).map_err(into_status)?;
+        let (who, id) = seat_call(&self.manager, &request).await?;
         let game = self
             .manager
             .decline_draw(&id, who)
@@ -485,10 +512,7 @@ impl pb::game_service_server::GameService for GameApi {
         &self,
         request: Request<pb::ClaimVictoryRequest>,
     ) -> Result<Response<pb::ClaimVictoryResponse>, Status> {
-        let who = required_credential(&self.manager, &request)
-            .await
-            .map_err(into_status)?;
-        let id = game_id(&request.get_ref().game_id).map_err(into_status)?;
+        let (who, id) = seat_call(&self.manager, &request).await?;
         let game = self
             .manager
             .claim_victory(&id, who)
@@ -503,10 +527,7 @@ impl pb::game_service_server::GameService for GameApi {
         &self,
         request: Request<pb::OfferRematchRequest>,
     ) -> Result<Response<pb::OfferRematchResponse>, Status> {
-        let who = required_credential(&self.manager, &request)
-            .await
-            .map_err(into_status)?;
-        let id = game_id(&request.get_ref().game_id).map_err(into_status)?;
+        let (who, id) = seat_call(&self.manager, &request).await?;
         let offered = self
             .manager
             .offer_rematch(&id, who)
@@ -524,10 +545,7 @@ impl pb::game_service_server::GameService for GameApi {
         &self,
         request: Request<pb::DeclineRematchRequest>,
     ) -> Result<Response<pb::DeclineRematchResponse>, Status> {
-        let who = required_credential(&self.manager, &request)
-            .await
-            .map_err(into_status)?;
-        let id = game_id(&request.get_ref().game_id).map_err(into_status)?;
+        let (who, id) = seat_call(&self.manager, &request).await?;
         let game = self
             .manager
             .decline_rematch(&id, who)
