@@ -790,6 +790,72 @@ fn resign_and_abort_from_the_command_line_and_the_prompt() {
     assert_eq!(alice.wait().code(), Some(0));
 }
 
+/// A script pipes all its moves at once: each line is read at the seat's turn, also the one
+/// that arrives while the seat's last move is accepted but its event not yet back (that line
+/// was once read at once, sent for the position just left, refused, and lost). Both players
+/// pipe a whole line of play before the first move; every move must be played, in order, with
+/// no error.
+#[test]
+fn moves_piped_ahead_are_played_each_at_its_turn() {
+    use oanquan_rules::{Game, Player, Preset};
+    // A line of play from the standard start (each side's first legal move), in each seat's
+    // own terms: its square 1-5 and `l`/`r`.
+    let mut game = Game::new(Preset::Standard.rules()).expect("standard rules");
+    let mut scripts: [Vec<String>; 2] = [Vec::new(), Vec::new()];
+    let plies = 12;
+    for _ in 0..plies {
+        let position = game.position();
+        assert!(!position.is_over(), "the line ends before {plies} plies");
+        let (seat, offset) = match position.to_move() {
+            Player::First => (0, 0),
+            Player::Second => (1, 6),
+        };
+        let mv = *position.legal_moves().iter().next().expect("a legal move");
+        let text = mv.to_string();
+        let (ring, sign) = text.split_at(text.len() - 1);
+        let local = ring.parse::<u32>().expect("a ring index") - offset;
+        scripts[seat].push(format!("{local} {}", if sign == "+" { "r" } else { "l" }));
+        game.play(mv).expect("a legal move");
+    }
+
+    let server = Server::start();
+    let url = server.url();
+    let (alice_dir, bob_dir) = (config_dir(), config_dir());
+    let id = new_game(&url, alice_dir.path(), bob_dir.path());
+    let (tx, mut lines) = Lines::new();
+    let mut alice = CliProcess::spawn("alice", &url, alice_dir.path(), &["play", &id], &tx);
+    let mut bob = CliProcess::spawn("bob", &url, bob_dir.path(), &["play", &id], &tx);
+    for (process, script) in [(&mut alice, &scripts[0]), (&mut bob, &scripts[1])] {
+        for line in script {
+            process.send(line);
+        }
+    }
+    for who in ["alice", "bob"] {
+        lines.follow(who, |l| l.starts_with(&format!("move {plies}: ")));
+    }
+    for who in ["alice", "bob"] {
+        let out = lines.stdout_of(who);
+        assert!(
+            !out.iter().any(|l| l.starts_with("error: ")),
+            "{who}:\n{}",
+            out.join("\n")
+        );
+        assert_eq!(move_lines(&lines, who).len(), plies, "{}", lines.tail(30));
+    }
+    // Alice's input is used up: at her next turn the session ends as unfinished, and says how
+    // to resume.
+    alice.close_stdin();
+    let status = alice.wait();
+    assert_ne!(status.code(), Some(0), "{}", lines.tail(20));
+    while !lines
+        .transcript
+        .iter()
+        .any(|l| l.who == "alice" && l.text.contains("resume with `oanquan play"))
+    {
+        lines.next_line();
+    }
+}
+
 /// `oanquan watch G | head -1`: the reader goes away, the client ends quietly with 0.
 #[test]
 fn a_closed_pipe_ends_quietly() {

@@ -170,6 +170,10 @@ struct Player {
     waiting_prompted: Option<u32>,
     /// `resign` was typed: the next line says whether it is meant.
     confirming_resign: bool,
+    /// The ply at which the server accepted this seat's last move. Until the move's event
+    /// arrives (and the ply moves on) the game as shown still has this seat to move, but it is
+    /// not its turn: a line read meanwhile would be sent for a position already left.
+    moved_at: Option<u32>,
     /// After the game: `rematch?` has been asked.
     rematch_prompted: bool,
     /// This seat's token for the rematch (from OfferRematch), and its seat there, until the
@@ -265,6 +269,7 @@ async fn play_one(
         prompted: None,
         waiting_prompted: None,
         confirming_resign: false,
+        moved_at: None,
         rematch_prompted: false,
         rematch_token: None,
     };
@@ -297,7 +302,7 @@ async fn play_one(
                 player.rematch_prompt(&live)?;
             }
         }
-        let my_turn = live.to_move() == Some(me);
+        let my_turn = player.my_turn(&live);
         // The prompt waits for the turn's announcement, so `turn:` is printed before it.
         let announced = live.turn_announced == Some(live.ply());
         if my_turn && player.prompted != Some(live.ply()) && announced {
@@ -330,7 +335,7 @@ async fn play_one(
                     live.handle(*event, received).await?;
                     // An offer's line went over the prompt: show it again.
                     if offer && interactive && !live.over {
-                        let my_turn = live.to_move() == Some(me);
+                        let my_turn = player.my_turn(&live);
                         player.reprompt(&mut live, my_turn).await?;
                     } else if offer && interactive && live.rematch_open() {
                         player.rematch_prompt(&live)?;
@@ -348,7 +353,7 @@ async fn play_one(
                             player.rematch_prompt(&live)?;
                         }
                     } else {
-                        let my_turn = live.to_move() == Some(me);
+                        let my_turn = player.my_turn(&live);
                         if !my_turn || player.prompted == Some(live.ply()) {
                             player.reprompt(&mut live, my_turn).await?;
                         }
@@ -386,6 +391,11 @@ async fn play_one(
 }
 
 impl Player {
+    /// Whether this seat is to move and has not moved at this ply already.
+    fn my_turn(&self, live: &Live) -> bool {
+        live.to_move() == Some(self.me) && self.moved_at != Some(live.ply())
+    }
+
     /// Shows legal moves and the prompt. The board is not redrawn: it was printed with the
     /// snapshot or after the last move, a line or two above.
     async fn prompt(&mut self, live: &mut Live) -> Result<(), CliError> {
@@ -473,7 +483,7 @@ impl Player {
         if live.over {
             return self.on_line_after(ctx, live, line).await;
         }
-        let my_turn = live.to_move() == Some(self.me);
+        let my_turn = self.my_turn(live);
         if std::mem::take(&mut self.confirming_resign) {
             if matches!(line.trim().to_lowercase().as_str(), "y" | "yes") {
                 return self.resign(live).await;
@@ -579,7 +589,7 @@ impl Player {
             }
             Input::Move(_) => out("error: it is not your turn; wait for the opponent's move")?,
         }
-        let my_turn = live.to_move() == Some(self.me);
+        let my_turn = self.my_turn(live);
         if !live.over {
             self.reprompt(live, my_turn).await?;
         }
@@ -693,7 +703,7 @@ impl Player {
                 "error: {}",
                 CliError::from_status("resign", &status)
             ))?;
-            let my_turn = live.to_move() == Some(self.me);
+            let my_turn = self.my_turn(live);
             self.reprompt(live, my_turn).await?;
         }
         Ok(Next::Stay)
@@ -763,7 +773,10 @@ impl Player {
             &self.token,
         )?;
         match live_games(live).play_move(request).await {
-            Ok(_) => Ok(true),
+            Ok(_) => {
+                self.moved_at = Some(live.ply());
+                Ok(true)
+            }
             Err(status) => {
                 let err = CliError::from_status(&format!("move {}", mv.short()), &status);
                 if err.code == code::AUTH {
