@@ -1011,8 +1011,6 @@ impl GameManager {
             .map_err(|e| StoreError::Backend(format!("commit task: {e}")))?
     }
 
-    /// Load, change, commit; on a concurrency conflict, reload and decide again (the change
-    /// function re-validates against the fresh state, e.g. `expected_ply` becomes stale).
     /// [`Self::update`] for a change asked for by a seat's holder: `decide` gets the hash of the
     /// token of `who`'s seat, checked against the game as it stands at each attempt.
     async fn update_as_seat<T>(
@@ -1032,6 +1030,8 @@ impl GameManager {
         .await
     }
 
+    /// Load, change, commit; on a concurrency conflict, reload and decide again (the change
+    /// function re-validates against the fresh state, e.g. `expected_ply` becomes stale).
     async fn update<T>(
         &self,
         id: &GameId,
