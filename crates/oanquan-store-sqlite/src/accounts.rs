@@ -13,30 +13,23 @@ use oanquan_game::{
 };
 use oanquan_rules::Player;
 use rusqlite::types::ToSql;
-use rusqlite::{Connection, ErrorCode, OptionalExtension as _, params, params_from_iter};
+use rusqlite::{Connection, OptionalExtension as _, params, params_from_iter};
 
 use crate::codec::{time_from_db, time_to_db};
-use crate::fault::{Damage, backend};
+use crate::fault::{Damage, backend, is_unique_violation};
 use crate::reads::decode_row;
 
 /// API keys one account may have, revoked ones included: the memory store's bound
 /// (`oanquan_game`'s `MAX_API_KEYS`), so that both stores refuse the same request.
 pub(crate) const MAX_API_KEYS: i64 = 20;
 
-/// SQLite's extended code for a `UNIQUE` constraint (as opposed to a primary key's).
-const UNIQUE: i32 = rusqlite::ffi::SQLITE_CONSTRAINT_UNIQUE;
-
 /// `error`, with a taken username key (the only `UNIQUE` constraint of `accounts`) as
 /// [`StoreError::AlreadyExists`].
 fn unique_name(error: rusqlite::Error) -> StoreError {
-    match &error {
-        rusqlite::Error::SqliteFailure(failure, _)
-            if failure.code == ErrorCode::ConstraintViolation
-                && failure.extended_code == UNIQUE =>
-        {
-            StoreError::AlreadyExists
-        }
-        _ => backend(error),
+    if is_unique_violation(&error) {
+        StoreError::AlreadyExists
+    } else {
+        backend(error)
     }
 }
 

@@ -27,6 +27,17 @@ pub(crate) fn is_unavailable(error: &rusqlite::Error) -> bool {
     )
 }
 
+/// Whether `error` is a `UNIQUE` constraint refusing a row (as opposed to a primary key's or
+/// another constraint): a key taken, which the caller may report as such.
+pub(crate) fn is_unique_violation(error: &rusqlite::Error) -> bool {
+    matches!(
+        error,
+        rusqlite::Error::SqliteFailure(failure, _)
+            if failure.code == ErrorCode::ConstraintViolation
+                && failure.extended_code == rusqlite::ffi::SQLITE_CONSTRAINT_UNIQUE
+    )
+}
+
 pub(crate) fn backend(error: rusqlite::Error) -> StoreError {
     if is_unavailable(&error) {
         StoreError::Unavailable(format!("sqlite: {error}"))

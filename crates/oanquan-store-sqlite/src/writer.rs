@@ -18,7 +18,7 @@ use crate::accounts;
 use crate::codec::{
     GameEventDto, InfoDto, LobbyEventDto, player_name, status_name, time_to_db, token_columns,
 };
-use crate::fault::backend;
+use crate::fault::{backend, is_unique_violation};
 use crate::plain::after_plain_move;
 use crate::schema::{self};
 
@@ -639,12 +639,7 @@ fn committed(commit: Commit, lobby_before: u64) -> (Committed, GameState) {
 /// against a freshly read head would have said, so that the caller reads the game again and
 /// retries, rather than an internal error.
 fn log_refused(conn: &Connection, ord: i64, error: rusqlite::Error) -> StoreError {
-    let taken = matches!(
-        &error,
-        rusqlite::Error::SqliteFailure(failure, _)
-            if failure.extended_code == rusqlite::ffi::SQLITE_CONSTRAINT_UNIQUE
-    );
-    if !taken {
+    if !is_unique_violation(&error) {
         return backend(error);
     }
     match conn.query_row(
