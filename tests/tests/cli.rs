@@ -797,7 +797,7 @@ fn resign_and_abort_from_the_command_line_and_the_prompt() {
 /// no error.
 #[test]
 fn moves_piped_ahead_are_played_each_at_its_turn() {
-    use oanquan_rules::{Game, Player, Preset};
+    use oanquan_rules::{Direction, Game, Player, Preset};
     // A line of play from the standard start (each side's first legal move), in each seat's
     // own terms: its square 1-5 and `l`/`r`.
     let mut game = Game::new(Preset::Standard.rules()).expect("standard rules");
@@ -811,10 +811,11 @@ fn moves_piped_ahead_are_played_each_at_its_turn() {
             Player::Second => (1, 6),
         };
         let mv = *position.legal_moves().iter().next().expect("a legal move");
-        let text = mv.to_string();
-        let (ring, sign) = text.split_at(text.len() - 1);
-        let local = ring.parse::<u32>().expect("a ring index") - offset;
-        scripts[seat].push(format!("{local} {}", if sign == "+" { "r" } else { "l" }));
+        let side = match mv.direction {
+            Direction::Right => "r",
+            Direction::Left => "l",
+        };
+        scripts[seat].push(format!("{} {side}", mv.square - offset));
         game.play(mv).expect("a legal move");
     }
 
