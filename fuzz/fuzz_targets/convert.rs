@@ -5,7 +5,7 @@
 
 use libfuzzer_sys::fuzz_target;
 use oanquan_proto::v1 as pb;
-use oanquan_server::grpc::convert;
+use oanquan_convert as convert;
 use prost::Message as _;
 
 fn rules_position_move(

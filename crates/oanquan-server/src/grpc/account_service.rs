@@ -5,11 +5,11 @@ use std::sync::Arc;
 use oanquan_proto::v1 as pb;
 use tonic::{Request, Response, Status};
 
-use super::convert;
 use super::game_service::bearer;
 use super::status::{self, into_status};
 use crate::domain::account::Account;
 use crate::domain::{GameError, GameManager, PlayerGameFilter};
+use oanquan_convert as convert;
 
 /// The AccountService adapter.
 #[derive(Debug, Clone)]

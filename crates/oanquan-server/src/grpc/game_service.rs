@@ -10,7 +10,6 @@ use std::pin::Pin;
 use futures::Stream;
 use tokio::sync::mpsc;
 
-use super::convert::{self, SeekChange};
 use super::status::into_status;
 use super::stream::{self, Side, StreamSettings, WatchStream};
 use crate::domain::account::{Account, ApiKey};
@@ -20,6 +19,7 @@ use crate::domain::{
     Watch, WatchItem,
 };
 use crate::metrics::StreamKind;
+use oanquan_convert::{self as convert, SeekChange};
 
 /// The GameService adapter.
 #[derive(Debug, Clone)]

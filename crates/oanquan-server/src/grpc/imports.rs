@@ -190,7 +190,7 @@ fn no_file_of_grpc_imports_from_one_that_imports_from_it() {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("src/grpc");
     let mut known = BTreeMap::new();
     modules(&dir, "", &mut known);
-    assert!(known.contains_key("wire") && known.contains_key("convert::events"));
+    assert!(known.contains_key("wire") && known.contains_key("stream"));
     assert!(
         !known.contains_key("imports"),
         "test-only files are left out"

@@ -4,7 +4,8 @@
 pub mod accept;
 mod account_service;
 pub mod connections;
-pub mod convert;
+// The adapters name `oanquan_convert` directly; the path stays for tests and tools outside.
+pub use oanquan_convert as convert;
 mod game_service;
 pub mod health;
 #[cfg(test)]

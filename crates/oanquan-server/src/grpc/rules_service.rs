@@ -6,10 +6,10 @@ use oanquan_proto::v1 as pb;
 use oanquan_rules::{Game, Preset};
 use tonic::{Request, Response, Status};
 
-use super::convert;
 use super::status::{self, into_status};
 use crate::domain::computer::{self, AnalysisError, SearchCapacity, SearchPool};
 use crate::domain::{GameError, GameId, GameManager};
+use oanquan_convert as convert;
 
 /// The RulesService adapter. Holds no game state; `Analyze` searches in a shared pool, and
 /// requests naming a hosted game read it from the manager (never writing to it).

@@ -31,10 +31,11 @@ use tonic::server::{Grpc, NamedService, ServerStreamingService};
 use tonic::{Request, Response, Status};
 
 use super::game_service::{self, GameApi};
+use super::status;
 use super::stream::{self, WatchStream};
-use super::{convert, status};
 use crate::domain::{GameEvent, WatchItem};
 use crate::metrics::StreamKind;
+use oanquan_convert as convert;
 
 /// The route served here; everything else goes to the generated service.
 const WATCH_GAME: &str = "/oanquan.v1.GameService/WatchGame";

@@ -7,7 +7,7 @@ use oanquan_rules::{ByPlayer, Direction, Move, Player, Position, Preset, Rules, 
 use pb::step::Kind as StepKind;
 
 use super::*;
-use crate::domain::{GameError, GameFilter, GameId, GameInfo, GameStatus, MoveRecord};
+use oanquan_game::{GameError, GameFilter, GameId, GameInfo, GameStatus, MoveRecord};
 
 fn field_of(error: GameError) -> String {
     match error {
@@ -191,12 +191,12 @@ fn a_play_move_response_converts_the_position_after_the_move_once() {
         created: SystemTime::UNIX_EPOCH,
         updated: SystemTime::UNIX_EPOCH,
         sequence: 6,
-        time_control: crate::domain::TimeControl::Untimed,
+        time_control: oanquan_game::TimeControl::Untimed,
         clock: None,
         turn_started: None,
         draw_offer: None,
         last_draw_offer: ByPlayer::default(),
-        rematch: crate::domain::clock::Rematch::default(),
+        rematch: oanquan_game::clock::Rematch::default(),
         rated: false,
     };
     let (record_out, game_out_) = move_and_game_out(&record, &game);
@@ -306,8 +306,8 @@ fn enums_and_ids_reject_unknown_values() {
 
 #[test]
 fn speeds_and_results_round_trip_and_reject_unknown_values() {
-    use crate::domain::PlayerResult;
-    use crate::domain::rating::Speed;
+    use oanquan_game::PlayerResult;
+    use oanquan_game::rating::Speed;
     for speed in Speed::ALL {
         let wire = i32::from(speed_out(speed));
         assert_eq!(optional_speed(wire, "speed").unwrap(), Some(speed));
@@ -333,10 +333,10 @@ fn speeds_and_results_round_trip_and_reject_unknown_values() {
 
 #[test]
 fn accounts_show_in_seats_results_and_profiles_without_their_ids() {
-    use crate::domain::account::{Account, AccountId, RatingChange, SeatAccount};
-    use crate::domain::rating::{Rating, Speed};
-    use crate::domain::username::Username;
-    use crate::domain::{GameResult, PlayerKind, SeatInfo, Termination};
+    use oanquan_game::account::{Account, AccountId, RatingChange, SeatAccount};
+    use oanquan_game::rating::{Rating, Speed};
+    use oanquan_game::username::Username;
+    use oanquan_game::{GameResult, PlayerKind, SeatInfo, Termination};
 
     let id = AccountId::from_stored("secret-internal-id".into());
     let seat = SeatInfo {
@@ -363,12 +363,12 @@ fn accounts_show_in_seats_results_and_profiles_without_their_ids() {
         created: SystemTime::UNIX_EPOCH,
         updated: SystemTime::UNIX_EPOCH,
         sequence: 6,
-        time_control: crate::domain::TimeControl::Untimed,
+        time_control: oanquan_game::TimeControl::Untimed,
         clock: None,
         turn_started: None,
         draw_offer: None,
         last_draw_offer: ByPlayer::default(),
-        rematch: crate::domain::clock::Rematch::default(),
+        rematch: oanquan_game::clock::Rematch::default(),
         rated: true,
     };
     let change = RatingChange {
@@ -508,7 +508,7 @@ fn durations_must_be_present_normalised_and_not_negative() {
 
 #[test]
 fn time_controls_parse_within_bounds_and_name_the_bad_field() {
-    use crate::domain::TimeControl;
+    use oanquan_game::TimeControl;
     use std::time::Duration;
     let tc = |value: &pb::TimeControl| time_control(Some(value), "time_control");
     assert_eq!(time_control(None, "tc").unwrap(), TimeControl::Untimed);
@@ -578,7 +578,7 @@ fn time_controls_parse_within_bounds_and_name_the_bad_field() {
 
 #[test]
 fn time_controls_round_trip() {
-    use crate::domain::TimeControl;
+    use oanquan_game::TimeControl;
     use std::time::Duration;
     assert_eq!(time_control_out(TimeControl::Untimed), None);
     for control in [
@@ -626,7 +626,7 @@ fn computer_fallbacks_need_a_wait_of_1s_to_10min_and_a_level_of_1_to_7() {
 
 #[test]
 fn clock_readings_convert_every_field() {
-    use crate::domain::clock::ClockReading;
+    use oanquan_game::clock::ClockReading;
     use std::time::Duration;
     let at = SystemTime::UNIX_EPOCH + Duration::from_millis(1_700_000_000_123);
     let running = ClockReading {
@@ -659,8 +659,8 @@ fn clock_readings_convert_every_field() {
 
 #[test]
 fn seeks_convert_with_their_rules_time_control_and_fallback() {
-    use crate::domain::TimeControl;
-    use crate::domain::seek::SeekInfo;
+    use oanquan_game::TimeControl;
+    use oanquan_game::seek::SeekInfo;
     use std::time::Duration;
     let created = SystemTime::UNIX_EPOCH + Duration::from_secs(1_700_000_000);
     let control = TimeControl::real_time(Duration::from_secs(180), Duration::from_secs(2)).unwrap();

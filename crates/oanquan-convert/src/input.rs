@@ -8,9 +8,9 @@ use oanquan_rules::{
     Player, Position, PositionError, Preset, Rules, RulesError, SQUARES, Setup,
 };
 
-use crate::domain::clock::TimeControlError;
-use crate::domain::rating::Speed;
-use crate::domain::{GameError, GameFilter, GameId, PlayerResult, TimeControl, quoted};
+use oanquan_game::clock::TimeControlError;
+use oanquan_game::rating::Speed;
+use oanquan_game::{GameError, GameFilter, GameId, PlayerResult, TimeControl, quoted};
 
 type Result<T> = std::result::Result<T, GameError>;
 

@@ -5,7 +5,7 @@ use oanquan_proto::v1 as pb;
 use oanquan_rules::{Game, Rules};
 
 use super::input::{mv, position};
-use crate::domain::GameError;
+use oanquan_game::GameError;
 
 /// Most moves a `MoveHistory` may hold, whatever the rule set's `max_plies`: a custom rule set
 /// may allow billions of plies, and replaying is work done before any slot or limit applies.

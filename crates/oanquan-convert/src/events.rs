@@ -8,8 +8,8 @@ use super::output::{
     clocks_out, game_out, kind_out, move_record_out, optional_player_out, player_out, refill_out,
     result_out, seek_out, timestamp,
 };
-use crate::domain::seek::{SeekInfo, SeekUpdate};
-use crate::domain::{
+use oanquan_game::seek::{SeekInfo, SeekUpdate};
+use oanquan_game::{
     DrawAction, GameEvent, GameEventKind, GameInfo, LobbyEvent, LobbyEventKind, RematchAction,
 };
 

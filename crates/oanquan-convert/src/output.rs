@@ -12,12 +12,12 @@ use oanquan_rules::{
 use pb::step::Kind as StepKind;
 use prost_types::Timestamp;
 
-use crate::domain::account::{Account, ApiKeyRecord, RatingChange, SeatAccount};
-use crate::domain::clock::{ClockReading, TimeControl};
-use crate::domain::rating::{Rating, Speed};
-use crate::domain::seek::SeekInfo;
-use crate::domain::timing;
-use crate::domain::{
+use oanquan_game::account::{Account, ApiKeyRecord, RatingChange, SeatAccount};
+use oanquan_game::clock::{ClockReading, TimeControl};
+use oanquan_game::rating::{Rating, Speed};
+use oanquan_game::seek::SeekInfo;
+use oanquan_game::timing;
+use oanquan_game::{
     GameInfo, GameResult, GameStatus, MoveRecord, PlayerKind, Ranked, SeatInfo, Termination,
 };
 
