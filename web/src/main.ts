@@ -607,6 +607,10 @@ function showGame(id: string): () => void {
   let queue: Promise<void> = Promise.resolve();
   let connected = false;
   let pendingRematch: { token: string; seat: number } | undefined;
+  // The ply of the move this page sent and has not yet seen come back as an event: until then it
+  // is not this page's turn, so a quick second click cannot send another move for the same ply
+  // (which the server would refuse as stale, and the page would show as an error).
+  let inFlight: number | undefined;
 
   const squares = new Map<number, HTMLButtonElement>();
   const squareButton = (index: number) => {
@@ -698,7 +702,11 @@ function showGame(id: string): () => void {
   );
 
   const myTurn = () =>
-    !!game && game.status === GameStatus.ACTIVE && seat !== Player.UNSPECIFIED && game.position?.toMove === seat;
+    !!game &&
+    game.status === GameStatus.ACTIVE &&
+    seat !== Player.UNSPECIFIED &&
+    game.position?.toMove === seat &&
+    game.position?.ply !== inFlight;
   const ownSquare = (index: number) => (seat === Player.FIRST ? index >= 1 && index <= 5 : index >= 7 && index <= 11);
 
   function choose(index: number) {
@@ -708,15 +716,16 @@ function showGame(id: string): () => void {
   }
 
   async function play(square: number, direction: Direction) {
-    if (!game || !mine) return;
+    if (!game || !mine || !myTurn()) return;
+    const ply = game.position?.ply;
     selected = undefined;
+    inFlight = ply;
     render();
     try {
-      await games.playMove(
-        { gameId: id, move: { square, direction }, expectedPly: game.position?.ply },
-        bearer(mine.token),
-      );
+      await games.playMove({ gameId: id, move: { square, direction }, expectedPly: ply }, bearer(mine.token));
     } catch (error) {
+      if (inFlight === ply) inFlight = undefined;
+      render();
       say(`Move refused: ${describe(error)}`, "error");
     }
   }
@@ -793,7 +802,9 @@ function showGame(id: string): () => void {
     const active = game.status === GameStatus.ACTIVE;
     if (game.status === GameStatus.WAITING_FOR_PLAYERS) turn.textContent = "Waiting for an opponent…";
     else if (active) {
-      turn.textContent = myTurn() ? "Your turn" : `${seatName(game, game.position?.toMove ?? Player.FIRST)} to move`;
+      if (myTurn()) turn.textContent = "Your turn";
+      else if (game.position?.ply === inFlight) turn.textContent = "Move sent…";
+      else turn.textContent = `${seatName(game, game.position?.toMove ?? Player.FIRST)} to move`;
     } else turn.textContent = "";
     turn.classList.toggle("mine", myTurn());
     const finished = game.status === GameStatus.FINISHED || game.status === GameStatus.ABORTED;

@@ -361,6 +361,39 @@ test("a move is animated step by step from its trace and ends on the server's bo
   }
 });
 
+test("a second move cannot be sent while the first is on its way", async () => {
+  const quick = await player("Quick");
+  const other = await player("Other");
+  const id = await createGame(quick);
+  await joinGame(other, id);
+  const mover = await whoseTurn([quick, other]);
+  assert.ok(mover);
+  // Hold the move's request in the browser: the server has not seen it, so no event comes back,
+  // and the page must not offer the same turn again meanwhile.
+  let sent = 0;
+  let release!: () => void;
+  const held = new Promise<void>((resolve) => (release = resolve));
+  await mover.route("**/oanquan.v1.GameService/PlayMove", async (route) => {
+    sent++;
+    await held;
+    await route.continue();
+  });
+  await playOneMove(mover, 1, false);
+  await until("the move sent", async () => sent === 1);
+  assert.equal(await mover.locator(".row.bottom .square.playable").count(), 0, "no square playable in flight");
+  assert.equal(await mover.getByTestId("turn").textContent(), "Move sent…");
+  // A quick second click on a square with stones selects nothing and sends nothing.
+  await mover.locator(".row.bottom .square").first().click();
+  assert.ok(await mover.getByTestId("dir-left").isHidden(), "no direction offered in flight");
+  release();
+  for (const page of [quick, other]) await until("the move shown", async () => (await movesOf(page)) === 1);
+  assert.equal(sent, 1, "one move request");
+  assert.doesNotMatch((await mover.locator("#status").textContent()) ?? "", /refused/);
+  await mover.unroute("**/oanquan.v1.GameService/PlayMove");
+  await quick.getByTestId("resign").click();
+  for (const page of [quick, other]) await page.getByTestId("game-over").waitFor();
+});
+
 /** Registers an account through the server's gRPC-Web (as the page speaks it): its API key. */
 async function register(username: string): Promise<string> {
   const client = createClient(AccountService, createGrpcWebTransport({ baseUrl: server.url, useBinaryFormat: true }));
