@@ -155,6 +155,21 @@ fn an_online_backup_restores_every_game() {
     let forced = backup(&["--database", from, "--to", to, "--force"]);
     assert!(forced.status.success(), "{forced:?}");
     assert_eq!(files(shelf.path()), ["backup.db"]);
+    // Onto the database itself, even written another way and with --force: refused, since the
+    // rename would pull the file from under the running server.
+    let itself = dir.path().join(".").join("oanquan.db");
+    let onto_itself = backup(&[
+        "--database",
+        from,
+        "--to",
+        itself.to_str().unwrap(),
+        "--force",
+    ]);
+    assert_eq!(onto_itself.status.code(), Some(1), "{onto_itself:?}");
+    assert!(
+        String::from_utf8_lossy(&onto_itself.stderr).contains("is the database itself"),
+        "{onto_itself:?}"
+    );
 
     // The running server did not notice.
     assert_eq!(games_seen(&server.url()), before);
@@ -169,7 +184,9 @@ fn backup_refuses_what_is_not_a_database_of_ours() {
     let notes = dir.path().join("notes.txt");
     std::fs::write(&notes, "not a database\n".repeat(300)).unwrap();
     let to = dir.path().join("copy.db");
-    for source in [notes.as_path(), &dir.path().join("missing.db")] {
+    let folder = dir.path().join("folder.db");
+    std::fs::create_dir(&folder).unwrap();
+    for source in [notes.as_path(), &dir.path().join("missing.db"), &folder] {
         let refused = backup(&[
             "--database",
             source.to_str().unwrap(),
@@ -180,5 +197,9 @@ fn backup_refuses_what_is_not_a_database_of_ours() {
         assert!(!refused.stderr.is_empty());
         assert!(!to.exists());
     }
-    assert_eq!(files(dir.path()), ["notes.txt"], "no partial copy left");
+    assert_eq!(
+        files(dir.path()),
+        ["folder.db", "notes.txt"],
+        "no partial copy left"
+    );
 }

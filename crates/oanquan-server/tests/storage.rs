@@ -547,6 +547,17 @@ async fn an_empty_file_is_refused_not_taken_for_a_new_database() {
     assert_eq!(std::fs::metadata(&path).unwrap().len(), 0, "untouched");
 }
 
+#[tokio::test]
+async fn a_directory_is_refused_by_name_not_as_a_disk_error() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("oanquan.db");
+    std::fs::create_dir(&path).unwrap();
+    let error = refused(&path).await;
+    assert!(matches!(error, OpenError::NotAFile { .. }), "{error}");
+    assert!(error.to_string().contains("is a directory"), "{error}");
+    assert_eq!(std::fs::read_dir(&path).unwrap().count(), 0, "untouched");
+}
+
 /// Runs the server, which must exit by itself: one that starts serving instead is killed, so
 /// that the test fails rather than hangs.
 fn refused_by_binary(command: &mut std::process::Command) -> std::process::Output {

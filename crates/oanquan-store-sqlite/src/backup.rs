@@ -34,6 +34,13 @@ pub enum BackupError {
     /// The destination exists and `force` was not given.
     #[error("{0} exists; nothing was written. Pass --force to replace it, or choose another --to")]
     Exists(PathBuf),
+    /// The destination is the database itself (or a link to it): renaming the copy over it
+    /// would pull the file from under a running server, whose later moves would be lost.
+    #[error(
+        "{0} is the database itself; nothing was written. Choose another --to: a backup is a \
+         second file"
+    )]
+    SameFile(PathBuf),
     /// No database at the source path.
     #[error("{0}: no such database file; point --database at the server's database")]
     Missing(PathBuf),
@@ -76,6 +83,14 @@ fn io(context: impl Into<String>) -> impl FnOnce(std::io::Error) -> BackupError 
     move |source| BackupError::Io { context, source }
 }
 
+/// Whether both paths name one file (the same path written two ways, or a link).
+fn same_file(a: &Path, b: &Path) -> bool {
+    match (std::fs::canonicalize(a), std::fs::canonicalize(b)) {
+        (Ok(a), Ok(b)) => a == b,
+        _ => false,
+    }
+}
+
 /// Copies the database at `from` to `to` (see the module docs). Blocking.
 ///
 /// # Errors
@@ -83,10 +98,16 @@ fn io(context: impl Into<String>) -> impl FnOnce(std::io::Error) -> BackupError 
 /// [`BackupError`]: `to` exists without `force`, `from` is not one of our databases, the copy
 /// fails its check, or I/O fails.
 pub fn backup(from: &Path, to: &Path, force: bool) -> Result<BackupReport, BackupError> {
+    if same_file(from, to) {
+        return Err(BackupError::SameFile(to.to_owned()));
+    }
     if !force && to.exists() {
         return Err(BackupError::Exists(to.to_owned()));
     }
     match std::fs::metadata(from) {
+        Ok(metadata) if !metadata.is_file() => {
+            return Err(OpenError::not_a_file(from, &metadata).into());
+        }
         Ok(metadata) if metadata.len() == 0 => {
             return Err(OpenError::Empty {
                 path: from.to_owned(),

@@ -208,6 +208,18 @@ pub enum OpenError {
         /// The file.
         path: PathBuf,
     },
+    /// Something that is not a regular file (a directory, a device, a pipe): SQLite only says
+    /// "disk I/O error" of it.
+    #[error(
+        "{path} is {kind}, not a database file. Nothing was changed. Point --database at a \
+         file (a new database is created where no file is; see STORAGE.md)"
+    )]
+    NotAFile {
+        /// The path.
+        path: PathBuf,
+        /// What is there: "a directory", "a special file (...)".
+        kind: &'static str,
+    },
     /// The file (or its folder, where SQLite keeps its `-wal` and `-shm` files) cannot be
     /// written, or the disk is full: refused at start rather than failing every move later.
     #[error(
@@ -256,6 +268,17 @@ pub enum OpenError {
 }
 
 impl OpenError {
+    pub(crate) fn not_a_file(path: &Path, metadata: &std::fs::Metadata) -> OpenError {
+        OpenError::NotAFile {
+            path: path.to_owned(),
+            kind: if metadata.is_dir() {
+                "a directory"
+            } else {
+                "a special file (a pipe, socket or device)"
+            },
+        }
+    }
+
     fn sqlite(path: &Path, context: &'static str) -> impl FnOnce(rusqlite::Error) -> OpenError {
         let path = path.to_owned();
         move |source| {
@@ -430,6 +453,7 @@ fn check(path: &Path) -> Result<(), OpenError> {
 pub(super) fn open_writer(path: &Path) -> Result<Connection, OpenError> {
     let error = |context| OpenError::sqlite(path, context);
     match std::fs::metadata(path) {
+        Ok(metadata) if !metadata.is_file() => return Err(OpenError::not_a_file(path, &metadata)),
         Ok(metadata) if metadata.len() == 0 => {
             return Err(OpenError::Empty {
                 path: path.to_owned(),
