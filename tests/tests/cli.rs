@@ -473,6 +473,29 @@ fn play_resumes_after_the_client_restarts() {
     drop(bob);
 }
 
+/// A display name is checked before any request: an empty one asks for --name, a long one
+/// says its length without echoing it back.
+#[test]
+fn display_names_out_of_range_are_refused_before_connecting() {
+    let dir = config_dir();
+    // Nothing listens there: a refusal that needed the server would say it cannot reach it.
+    let url = "127.0.0.1:1";
+    let long = "é".repeat(10_000);
+    for (name, says) in [
+        ("", "pass --name NAME"),
+        (long.as_str(), "--name: 10000 characters"),
+    ] {
+        let out = run_cli(url, dir.path(), &["create", "--name", name]);
+        assert_eq!(out.code, Some(2), "{out:?}");
+        assert!(out.stderr.contains(says), "{}", out.stderr);
+        assert!(
+            out.stderr.len() < 200,
+            "the name is not echoed: {}",
+            out.stderr
+        );
+    }
+}
+
 #[test]
 fn exit_codes_and_json_of_the_one_shot_commands() {
     let server = Server::start();

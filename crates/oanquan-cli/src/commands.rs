@@ -36,10 +36,17 @@ pub fn display_name(arg: &NameArg) -> Result<String, CliError> {
         .unwrap_or_default();
     let name = name.trim().to_owned();
     let len = name.chars().count();
-    if !(1..=32).contains(&len) {
+    if len == 0 {
         return Err(CliError::new(
             code::USAGE,
             "a display name of 1-32 characters is needed: pass --name NAME (or set OANQUAN_NAME)",
+        ));
+    }
+    if len > 32 {
+        // Not the name itself: it may be anything, of any length.
+        return Err(CliError::new(
+            code::USAGE,
+            format!("--name: {len} characters; a display name has 1-32"),
         ));
     }
     Ok(name)
@@ -1005,11 +1012,11 @@ mod tests {
         let long = NameArg {
             name: Some("x".repeat(33)),
         };
+        let refused = display_name(&long).expect_err("too long");
+        assert_eq!(refused.code, code::USAGE);
         assert_eq!(
-            display_name(&long)
-                .map_err(|e| e.code)
-                .expect_err("too long"),
-            code::USAGE
+            refused.message,
+            "--name: 33 characters; a display name has 1-32"
         );
     }
 }

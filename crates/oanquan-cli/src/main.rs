@@ -31,6 +31,7 @@ use crate::error::CliError;
 async fn run(cli: Cli) -> Result<(), CliError> {
     error::set_verbose(cli.global.verbose);
     let ctx = Context::new(&cli.global)?;
+    seating_first(&ctx, &cli.command)?;
     let mut clients = client::connect(&ctx.server).await?;
     match &cli.command {
         Command::Create(args) => {
@@ -74,6 +75,19 @@ async fn run(cli: Cli) -> Result<(), CliError> {
         Command::Keys(args) => accounts::keys(&ctx, &mut clients, args).await?,
     }
     Ok(())
+}
+
+/// The commands that take a seat check who sits (a display name in range, or the stored
+/// account) before connecting: a mistyped --name is a usage error even with the server down.
+fn seating_first(ctx: &Context, command: &Command) -> Result<(), CliError> {
+    let (name, account) = match command {
+        Command::Create(args) => (&args.name, &args.account),
+        Command::Join(args) => (&args.name, &args.account),
+        Command::Seek(args) => (&args.name, &args.account),
+        Command::Accept(args) => (&args.name, &args.account),
+        _ => return Ok(()),
+    };
+    commands::Seating::new(ctx, name, account.anonymous).map(drop)
 }
 
 fn main() -> ExitCode {
