@@ -16,6 +16,31 @@ fn field_of(error: GameError) -> String {
     }
 }
 
+/// A game of standard rules at sequence 6, untimed, no seats: what a test does not set.
+fn game_info(status: GameStatus, start: Position, position: Position) -> GameInfo {
+    GameInfo {
+        id: GameId::parse("g1").unwrap(),
+        rules: Rules::STANDARD,
+        preset: None,
+        seats: ByPlayer::new(None, None),
+        status,
+        start,
+        position,
+        move_count: 0,
+        result: None,
+        created: SystemTime::UNIX_EPOCH,
+        updated: SystemTime::UNIX_EPOCH,
+        sequence: 6,
+        time_control: oanquan_game::TimeControl::Untimed,
+        clock: None,
+        turn_started: None,
+        draw_offer: None,
+        last_draw_offer: ByPlayer::default(),
+        rematch: oanquan_game::clock::Rematch::default(),
+        rated: false,
+    }
+}
+
 #[test]
 fn rule_sets_round_trip() {
     for preset in Preset::ALL {
@@ -178,27 +203,8 @@ fn a_play_move_response_converts_the_position_after_the_move_once() {
         position: after,
         time: SystemTime::UNIX_EPOCH,
     };
-    let mut game = GameInfo {
-        id: GameId::parse("g1").unwrap(),
-        rules: Rules::STANDARD,
-        preset: None,
-        seats: ByPlayer::new(None, None),
-        status: GameStatus::Active,
-        start,
-        position: after,
-        move_count: 1,
-        result: None,
-        created: SystemTime::UNIX_EPOCH,
-        updated: SystemTime::UNIX_EPOCH,
-        sequence: 6,
-        time_control: oanquan_game::TimeControl::Untimed,
-        clock: None,
-        turn_started: None,
-        draw_offer: None,
-        last_draw_offer: ByPlayer::default(),
-        rematch: oanquan_game::clock::Rematch::default(),
-        rated: false,
-    };
+    let mut game = game_info(GameStatus::Active, start, after);
+    game.move_count = 1;
     let (record_out, game_out_) = move_and_game_out(&record, &game);
     assert_eq!(record_out, move_record_out(&record));
     assert_eq!(game_out_, game_out(&game));
@@ -350,27 +356,9 @@ fn accounts_show_in_seats_results_and_profiles_without_their_ids() {
         }),
     };
     let start = Position::new(Rules::STANDARD).unwrap();
-    let mut game = GameInfo {
-        id: GameId::parse("g1").unwrap(),
-        rules: Rules::STANDARD,
-        preset: None,
-        seats: ByPlayer::new(Some(seat), None),
-        status: GameStatus::Finished,
-        start,
-        position: start,
-        move_count: 0,
-        result: None,
-        created: SystemTime::UNIX_EPOCH,
-        updated: SystemTime::UNIX_EPOCH,
-        sequence: 6,
-        time_control: oanquan_game::TimeControl::Untimed,
-        clock: None,
-        turn_started: None,
-        draw_offer: None,
-        last_draw_offer: ByPlayer::default(),
-        rematch: oanquan_game::clock::Rematch::default(),
-        rated: true,
-    };
+    let mut game = game_info(GameStatus::Finished, start, start);
+    game.seats = ByPlayer::new(Some(seat), None);
+    game.rated = true;
     let change = RatingChange {
         before: 1500,
         after: 1662,
