@@ -309,12 +309,47 @@ impl CliProcess {
         args: &[&str],
         tx: &Sender<Line>,
     ) -> Self {
-        let mut child = cli_command(server, config, args)
+        Self::start(name, cli_command(server, config, args), tx)
+    }
+
+    /// Starts `oanquan ARGS` on a terminal of its own: `script` (util-linux) runs it on a
+    /// pseudo-terminal, so the client sees a terminal on stdin and stdout and plays
+    /// interactively; what the test sends is typed into it (and echoed, as a terminal does).
+    ///
+    /// # Panics
+    ///
+    /// If `script` cannot be started.
+    pub fn spawn_on_terminal(
+        name: &str,
+        server: &str,
+        config: &Path,
+        args: &[&str],
+        tx: &Sender<Line>,
+    ) -> Self {
+        let client = cli_command(server, config, args);
+        let quote = |s: &str| format!("'{}'", s.replace('\'', r"'\''"));
+        let line: Vec<String> = std::iter::once(client.get_program())
+            .chain(client.get_args())
+            .map(|a| quote(&a.to_string_lossy()))
+            .collect();
+        let mut cmd = Command::new("script");
+        cmd.args(["-q", "-f", "-e", "-c", &line.join(" "), "/dev/null"]);
+        for (key, value) in client.get_envs() {
+            match value {
+                Some(value) => cmd.env(key, value),
+                None => cmd.env_remove(key),
+            };
+        }
+        Self::start(name, cmd, tx)
+    }
+
+    fn start(name: &str, mut command: Command, tx: &Sender<Line>) -> Self {
+        let mut child = command
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
             .spawn()
-            .expect("spawn oanquan");
+            .unwrap_or_else(|e| panic!("spawn {:?}: {e}", command.get_program()));
         pump(
             name.to_owned(),
             Stream::Stdout,

@@ -473,6 +473,39 @@ fn play_resumes_after_the_client_restarts() {
     drop(bob);
 }
 
+/// On a terminal a line is read at any time (for `help`, `board`, `draw`...), so a second
+/// move typed right behind the first meets the window between the first's answer and its
+/// event: it must be refused by the client as out of turn, not sent for a position already left.
+#[test]
+fn on_a_terminal_a_move_typed_ahead_is_out_of_turn_not_sent() {
+    let server = Server::start();
+    let url = server.url();
+    let (alice_dir, bob_dir) = (config_dir(), config_dir());
+    let id = new_game(&url, alice_dir.path(), bob_dir.path());
+    let (tx, mut lines) = Lines::new();
+    let mut alice =
+        CliProcess::spawn_on_terminal("alice", &url, alice_dir.path(), &["play", &id], &tx);
+    lines.follow("alice", |l| l.contains("legal moves:"));
+    // Both lines at once: the second is read as soon as the first move's answer is back.
+    alice.send("1 r");
+    alice.send("2 r");
+    lines.follow("alice", |l| {
+        l.contains("error: it is not your turn; wait for the opponent's move")
+    });
+    alice.send("quit");
+    let status = alice.wait();
+    assert!(status.success(), "{status:?}\n{}", lines.tail(30));
+    let errors: Vec<String> = lines
+        .stdout_of("alice")
+        .into_iter()
+        .filter(|l| l.contains("error:"))
+        .collect();
+    assert_eq!(errors.len(), 1, "only the client's own refusal: {errors:?}");
+    // Bob never moved: the game holds alice's one move.
+    let shown = json_of(&run_cli(&url, bob_dir.path(), &["show", &id, "--json"]).stdout);
+    assert_eq!(shown["game"]["moveCount"], 1, "{shown}");
+}
+
 /// A display name is checked before any request: an empty one asks for --name, a long one
 /// says its length without echoing it back.
 #[test]
