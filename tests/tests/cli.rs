@@ -506,6 +506,29 @@ fn on_a_terminal_a_move_typed_ahead_is_out_of_turn_not_sent() {
     assert_eq!(shown["game"]["moveCount"], 1, "{shown}");
 }
 
+/// A game id with no stored seat is quoted as the server quotes input: 64 characters at
+/// most, escaped, then an ellipsis.
+#[test]
+fn play_quotes_an_unknown_game_id_shortened_and_escaped() {
+    let server = Server::start();
+    let dir = config_dir();
+    let long = "é".repeat(5_000);
+    let out = run_cli(&server.url(), dir.path(), &["play", &long]);
+    assert_eq!(out.code, Some(5), "{out:?}");
+    assert!(
+        out.stderr.contains(&format!("{}…", "é".repeat(64))),
+        "{}",
+        out.stderr
+    );
+    assert!(out.stderr.len() < 500, "{}", out.stderr);
+    let out = run_cli(&server.url(), dir.path(), &["play", "a\u{1b}[2Jb"]);
+    assert!(
+        out.stderr.contains(r"a\u{1b}[2Jb"),
+        "escaped: {}",
+        out.stderr
+    );
+}
+
 /// A display name is checked before any request: an empty one asks for --name, a long one
 /// says its length without echoing it back.
 #[test]

@@ -684,8 +684,19 @@ async fn no_seat(
     game_id: &str,
 ) -> CliError {
     let server = &ctx.server.name;
+    // The id is whatever was typed: at most 64 characters of it, escaped, as the server quotes.
+    let shown: String = game_id
+        .chars()
+        .take(64)
+        .flat_map(char::escape_debug)
+        .collect();
+    let ellipsis = if game_id.chars().nth(64).is_some() {
+        "…"
+    } else {
+        ""
+    };
     let mut message = format!(
-        "no seat of game {game_id} is saved for server {server} (in {})",
+        "no seat of game {shown}{ellipsis} is saved for server {server} (in {})",
         store.path().display()
     );
     let others = store.other_servers(server, game_id).unwrap_or_default();
