@@ -14,7 +14,7 @@ use crate::cli::{
 };
 use crate::client::{Clients, as_account, request};
 use crate::context::Context;
-use crate::error::{CliError, code};
+use crate::error::{CliError, code, typed};
 use crate::json;
 use crate::moves::Side;
 use crate::output::table;
@@ -61,7 +61,7 @@ pub async fn register(
             username: args.username.clone(),
         }))
         .await
-        .map_err(|s| CliError::from_status(&format!("register {}", args.username), &s))?
+        .map_err(|s| CliError::from_status(&format!("register {}", typed(&args.username)), &s))?
         .into_inner();
     let player = response
         .player
@@ -148,7 +148,7 @@ pub async fn player(
             username: args.username.clone(),
         }))
         .await
-        .map_err(|s| CliError::from_status(&format!("player {}", args.username), &s))?
+        .map_err(|s| CliError::from_status(&format!("player {}", typed(&args.username)), &s))?
         .into_inner();
     if ctx.json {
         return json::print(&response);
@@ -303,7 +303,7 @@ pub async fn games(ctx: &Context, clients: &mut Clients, args: &GamesArgs) -> Re
                     page_token,
                 }))
                 .await
-                .map_err(|s| CliError::from_status(&format!("games of {username}"), &s))?
+                .map_err(|s| CliError::from_status(&format!("games of {}", typed(&username)), &s))?
                 .into_inner();
             Ok((response.games, response.next_page_token))
         }
@@ -503,7 +503,7 @@ async fn revoke_key(
             Some(&account.api_key),
         )?)
         .await
-        .map_err(|s| CliError::from_status(&format!("revoke API key {id}"), &s))?
+        .map_err(|s| CliError::from_status(&format!("revoke API key {}", typed(id)), &s))?
         .into_inner();
     // The stored key no longer works: keeping it would only make every later call fail.
     let stored = !account.key_id.is_empty() && account.key_id == id;

@@ -18,7 +18,7 @@ use crate::cli::{
 use crate::client::{Clients, as_account, authed, request};
 use crate::clocks::{LocalClocks, format_clock};
 use crate::context::Context;
-use crate::error::{CliError, code};
+use crate::error::{CliError, code, typed};
 use crate::json;
 use crate::live::{end_line, game_over_line, move_line};
 use crate::moves::Side;
@@ -231,7 +231,7 @@ pub async fn join(
             display_name: name.clone(),
         }))?)
         .await
-        .map_err(|s| CliError::from_status(&format!("join game {}", args.game), &s))?
+        .map_err(|s| CliError::from_status(&format!("join game {}", typed(&args.game)), &s))?
         .into_inner();
     let seat = seat_of(response.seat, "join answer")?;
     // --json: the API's answer, less the token (it goes to the token file only).
@@ -349,7 +349,7 @@ async fn get_game(clients: &mut Clients, game_id: &str) -> Result<Game, CliError
             game_id: game_id.to_owned(),
         }))
         .await
-        .map_err(|s| CliError::from_status(&format!("get game {game_id}"), &s))?
+        .map_err(|s| CliError::from_status(&format!("get game {}", typed(game_id)), &s))?
         .into_inner()
         .game
         .ok_or_else(|| CliError::bad_answer("GetGame without a game"))
@@ -456,7 +456,7 @@ pub async fn moves(ctx: &Context, clients: &mut Clients, args: &MovesArgs) -> Re
             game_id: args.game.clone(),
         }))
         .await
-        .map_err(|s| CliError::from_status(&format!("list moves of {}", args.game), &s))?
+        .map_err(|s| CliError::from_status(&format!("list moves of {}", typed(&args.game)), &s))?
         .into_inner();
     if ctx.json {
         return json::print(&response);
@@ -568,7 +568,7 @@ pub async fn accept(
             display_name: name.clone(),
         }))?)
         .await
-        .map_err(|s| CliError::from_status(&format!("accept seek {}", args.seek), &s))?
+        .map_err(|s| CliError::from_status(&format!("accept seek {}", typed(&args.seek)), &s))?
         .into_inner();
     let seat = seat_of(response.seat, "accept answer")?;
     // --json: the API's answer, less the token (it goes to the token file only).
@@ -684,19 +684,9 @@ async fn no_seat(
     game_id: &str,
 ) -> CliError {
     let server = &ctx.server.name;
-    // The id is whatever was typed: at most 64 characters of it, escaped, as the server quotes.
-    let shown: String = game_id
-        .chars()
-        .take(64)
-        .flat_map(char::escape_debug)
-        .collect();
-    let ellipsis = if game_id.chars().nth(64).is_some() {
-        "…"
-    } else {
-        ""
-    };
     let mut message = format!(
-        "no seat of game {shown}{ellipsis} is saved for server {server} (in {})",
+        "no seat of game {} is saved for server {server} (in {})",
+        typed(game_id),
         store.path().display()
     );
     let others = store.other_servers(server, game_id).unwrap_or_default();
@@ -789,7 +779,7 @@ pub async fn resign(ctx: &Context, clients: &mut Clients, args: &SeatArgs) -> Re
             &entry.token,
         )?)
         .await
-        .map_err(|s| CliError::from_status(&format!("resign game {}", args.game), &s))?
+        .map_err(|s| CliError::from_status(&format!("resign game {}", typed(&args.game)), &s))?
         .into_inner();
     if ctx.json {
         return json::print(&response);
@@ -827,7 +817,7 @@ pub async fn abort(ctx: &Context, clients: &mut Clients, args: &SeatArgs) -> Res
             &entry.token,
         )?)
         .await
-        .map_err(|s| CliError::from_status(&format!("abort game {}", args.game), &s))?
+        .map_err(|s| CliError::from_status(&format!("abort game {}", typed(&args.game)), &s))?
         .into_inner();
     if ctx.json {
         return json::print(&response);
@@ -850,7 +840,7 @@ pub async fn claim(ctx: &Context, clients: &mut Clients, args: &SeatArgs) -> Res
             &entry.token,
         )?)
         .await
-        .map_err(|s| CliError::from_status(&format!("claim game {}", args.game), &s))?
+        .map_err(|s| CliError::from_status(&format!("claim game {}", typed(&args.game)), &s))?
         .into_inner();
     if ctx.json {
         return json::print(&response);

@@ -313,9 +313,30 @@ pub fn error_chain(err: &dyn std::error::Error) -> String {
     text
 }
 
+/// What the user typed (a game id, a username), as a message may show it: at most 64
+/// characters, escaped (`\u{1b}`), then `…`, as the server quotes client text. A long or
+/// hostile argument must not fill the terminal or write control sequences into it.
+pub fn typed(input: &str) -> String {
+    const MAX_CHARS: usize = 64;
+    let mut chars = input.chars();
+    let head: String = chars.by_ref().take(MAX_CHARS).collect();
+    let ellipsis = if chars.next().is_some() { "…" } else { "" };
+    format!("{}{ellipsis}", head.escape_debug())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn typed_input_is_cut_at_64_characters_and_escaped() {
+        assert_eq!(typed("abc-12_Z"), "abc-12_Z");
+        assert_eq!(typed("Lân"), "Lân");
+        assert_eq!(typed("a\u{1b}[2J\nb"), r"a\u{1b}[2J\nb");
+        let long = "é".repeat(65);
+        assert_eq!(typed(&long), format!("{}…", "é".repeat(64)));
+        assert_eq!(typed(&long[..128]), "é".repeat(64));
+    }
 
     #[test]
     fn status_codes_map_to_documented_exit_codes() {
