@@ -170,6 +170,17 @@ fn an_online_backup_restores_every_game() {
         String::from_utf8_lossy(&onto_itself.stderr).contains("is the database itself"),
         "{onto_itself:?}"
     );
+    let hard_link = dir.path().join("hard-link.db");
+    std::fs::hard_link(&database, &hard_link).unwrap();
+    let onto_link = backup(&[
+        "--database",
+        from,
+        "--to",
+        hard_link.to_str().unwrap(),
+        "--force",
+    ]);
+    assert_eq!(onto_link.status.code(), Some(1), "{onto_link:?}");
+    std::fs::remove_file(&hard_link).unwrap();
 
     // The running server did not notice.
     assert_eq!(games_seen(&server.url()), before);

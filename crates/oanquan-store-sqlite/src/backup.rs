@@ -34,8 +34,9 @@ pub enum BackupError {
     /// The destination exists and `force` was not given.
     #[error("{0} exists; nothing was written. Pass --force to replace it, or choose another --to")]
     Exists(PathBuf),
-    /// The destination is the database itself (or a link to it): renaming the copy over it
-    /// would pull the file from under a running server, whose later moves would be lost.
+    /// The destination is the database itself: renaming the copy over it would pull the file
+    /// from under a running server, whose later moves would be lost. A link to it is refused
+    /// too (replacing the link would be harmless, but the backup would not be a second file).
     #[error(
         "{0} is the database itself; nothing was written. Choose another --to: a backup is a \
          second file"
@@ -83,11 +84,23 @@ fn io(context: impl Into<String>) -> impl FnOnce(std::io::Error) -> BackupError 
     move |source| BackupError::Io { context, source }
 }
 
-/// Whether both paths name one file (the same path written two ways, or a link).
+/// Whether both paths name one file: the same path written two ways or a link, symbolic or (on
+/// Unix, where device and inode are compared) hard.
 fn same_file(a: &Path, b: &Path) -> bool {
-    match (std::fs::canonicalize(a), std::fs::canonicalize(b)) {
-        (Ok(a), Ok(b)) => a == b,
-        _ => false,
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::MetadataExt as _;
+        match (std::fs::metadata(a), std::fs::metadata(b)) {
+            (Ok(a), Ok(b)) => a.dev() == b.dev() && a.ino() == b.ino(),
+            _ => false,
+        }
+    }
+    #[cfg(not(unix))]
+    {
+        match (std::fs::canonicalize(a), std::fs::canonicalize(b)) {
+            (Ok(a), Ok(b)) => a == b,
+            _ => false,
+        }
     }
 }
 
