@@ -155,31 +155,24 @@ fn an_online_backup_restores_every_game() {
     let forced = backup(&["--database", from, "--to", to, "--force"]);
     assert!(forced.status.success(), "{forced:?}");
     assert_eq!(files(shelf.path()), ["backup.db"]);
-    // Onto the database itself, even written another way and with --force: refused, since the
-    // rename would pull the file from under the running server.
-    let itself = dir.path().join(".").join("oanquan.db");
-    let onto_itself = backup(&[
-        "--database",
-        from,
-        "--to",
-        itself.to_str().unwrap(),
-        "--force",
-    ]);
-    assert_eq!(onto_itself.status.code(), Some(1), "{onto_itself:?}");
-    assert!(
-        String::from_utf8_lossy(&onto_itself.stderr).contains("is the database itself"),
-        "{onto_itself:?}"
-    );
+    // Onto the database itself, even written another way or through a hard link and with
+    // --force: refused, since the rename would pull the file from under the running server.
     let hard_link = dir.path().join("hard-link.db");
     std::fs::hard_link(&database, &hard_link).unwrap();
-    let onto_link = backup(&[
-        "--database",
-        from,
-        "--to",
-        hard_link.to_str().unwrap(),
-        "--force",
-    ]);
-    assert_eq!(onto_link.status.code(), Some(1), "{onto_link:?}");
+    for itself in [dir.path().join(".").join("oanquan.db"), hard_link.clone()] {
+        let refused = backup(&[
+            "--database",
+            from,
+            "--to",
+            itself.to_str().unwrap(),
+            "--force",
+        ]);
+        assert_eq!(refused.status.code(), Some(1), "{itself:?}: {refused:?}");
+        assert!(
+            String::from_utf8_lossy(&refused.stderr).contains("is the database itself"),
+            "{refused:?}"
+        );
+    }
     std::fs::remove_file(&hard_link).unwrap();
 
     // The running server did not notice.
