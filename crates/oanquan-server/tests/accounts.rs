@@ -6,10 +6,7 @@
 mod common;
 
 use std::collections::HashSet;
-use std::io::{BufRead as _, BufReader};
-use std::net::SocketAddr;
 use std::path::Path;
-use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
 use common::*;
@@ -794,59 +791,11 @@ async fn ratings_are_unchanged_by_a_restart_right_after_the_end() {
     server.stop().await.unwrap();
 }
 
-/// The real binary on a database file; killed (SIGKILL) when dropped.
-struct Binary {
-    child: Child,
-    addr: SocketAddr,
-}
-
-impl Binary {
-    fn start(database: &Path) -> Binary {
-        let mut child = Command::new(env!("CARGO_BIN_EXE_oanquan-server"))
-            .args(["--listen", "127.0.0.1:0", "--database"])
-            .arg(database)
-            .env("RUST_LOG", "warn")
-            .env_remove("OANQUAN_IN_MEMORY")
-            .env_remove("OANQUAN_DATABASE")
-            .stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::inherit())
-            .spawn()
-            .expect("spawn oanquan-server");
-        let mut line = String::new();
-        BufReader::new(child.stdout.take().expect("stdout"))
-            .read_line(&mut line)
-            .expect("read the first line");
-        let addr = line
-            .trim()
-            .strip_prefix("oanquan-server listening on ")
-            .unwrap_or_else(|| panic!("the server did not start; first line {line:?}"))
-            .parse()
-            .expect("an address");
-        Binary { child, addr }
-    }
-
-    async fn channel(&self) -> Channel {
-        Channel::from_shared(format!("http://{}", self.addr))
-            .unwrap()
-            .connect()
-            .await
-            .unwrap()
-    }
-}
-
-impl Drop for Binary {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
 #[tokio::test]
 async fn ratings_are_unchanged_by_a_kill_right_after_the_end() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("oanquan.db");
-    let server = Binary::start(&path);
+    let server = ServerBinary::start(&path);
     let channel = server.channel().await;
     let mut accounts = Accounts::new(channel.clone());
     let mut games = Games::new(channel);
@@ -857,7 +806,7 @@ async fn ratings_are_unchanged_by_a_kill_right_after_the_end() {
     // Killed the moment the end is acknowledged: no drain, no close.
     drop(server);
 
-    let server = Binary::start(&path);
+    let server = ServerBinary::start(&path);
     let channel = server.channel().await;
     let mut accounts = Accounts::new(channel.clone());
     let mut games = Games::new(channel);

@@ -443,3 +443,59 @@ pub async fn raw_grpc_call(
         .unwrap_or_else(|| panic!("{path}: a response without trailers"));
     Some(status(&trailers).unwrap_or_else(|| panic!("{path}: trailers without grpc-status")))
 }
+
+/// The real binary on a database file; killed (SIGKILL) when dropped or by [`Self::kill`].
+pub struct ServerBinary {
+    child: std::process::Child,
+    pub addr: SocketAddr,
+}
+
+impl ServerBinary {
+    pub fn start(database: &std::path::Path) -> Self {
+        use std::io::BufRead as _;
+        use std::process::{Command, Stdio};
+        let mut child = Command::new(env!("CARGO_BIN_EXE_oanquan-server"))
+            .args(["--listen", "127.0.0.1:0", "--database"])
+            .arg(database)
+            .env("RUST_LOG", "warn")
+            .env_remove("OANQUAN_IN_MEMORY")
+            .env_remove("OANQUAN_DATABASE")
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .expect("spawn oanquan-server");
+        let mut line = String::new();
+        std::io::BufReader::new(child.stdout.take().expect("stdout"))
+            .read_line(&mut line)
+            .expect("read the first line");
+        let addr = line
+            .trim()
+            .strip_prefix("oanquan-server listening on ")
+            .unwrap_or_else(|| panic!("the server did not start; first line {line:?}"))
+            .parse()
+            .expect("an address");
+        Self { child, addr }
+    }
+
+    pub async fn channel(&self) -> Channel {
+        Channel::from_shared(format!("http://{}", self.addr))
+            .unwrap()
+            .connect()
+            .await
+            .unwrap()
+    }
+
+    /// SIGKILL: no drain, no close, no checkpoint.
+    pub fn kill(mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+impl Drop for ServerBinary {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
