@@ -244,6 +244,25 @@ async fn a_newer_schema_is_refused_untouched() {
     assert_untouched(&path, &bytes);
 }
 
+/// A negative version, taken as a count of migrations, would have skipped them all.
+#[tokio::test]
+async fn a_negative_schema_version_is_refused_untouched() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("negative.db");
+    let conn = rusqlite::Connection::open(&path).unwrap();
+    conn.execute_batch(&format!(
+        "PRAGMA application_id = {APPLICATION_ID}; PRAGMA user_version = -1;
+         CREATE TABLE games (id TEXT);"
+    ))
+    .unwrap();
+    conn.close().unwrap();
+    let bytes = std::fs::read(&path).unwrap();
+    let error = refused(&path).await;
+    assert!(matches!(error, OpenError::Corrupt { .. }), "{error}");
+    assert!(error.to_string().contains("schema version -1"), "{error}");
+    assert_untouched(&path, &bytes);
+}
+
 #[tokio::test]
 async fn a_corrupt_database_is_refused_untouched() {
     let dir = tempfile::tempdir().unwrap();

@@ -163,6 +163,40 @@ fn clamp_a_square(path: &Path, victim: &str) {
     .unwrap();
 }
 
+/// Sets the victim's move count to the largest a row can say, in its row and in its lobby
+/// `GameCreated` event: valid JSON, a damaged game.
+fn inflate_the_move_count(path: &Path, victim: &str) {
+    let conn = rusqlite::Connection::open(path).unwrap();
+    let inflate = |json: &str, pointer: &str| {
+        let mut value: serde_json::Value = serde_json::from_str(json).unwrap();
+        *value.pointer_mut(pointer).expect(pointer) = u32::MAX.into();
+        value.to_string()
+    };
+    let info: String = conn
+        .query_row("SELECT info FROM games WHERE id = ?1", [victim], |row| {
+            row.get(0)
+        })
+        .unwrap();
+    conn.execute(
+        "UPDATE games SET info = ?2 WHERE id = ?1",
+        [victim, &inflate(&info, "/move_count")],
+    )
+    .unwrap();
+    let (sequence, event): (i64, String) = conn
+        .query_row(
+            "SELECT sequence, event FROM lobby_events
+             WHERE event LIKE '%game_created%' AND instr(event, ?1) > 0",
+            [victim],
+            |row| Ok((row.get(0)?, row.get(1)?)),
+        )
+        .unwrap();
+    conn.execute(
+        "UPDATE lobby_events SET event = ?2 WHERE sequence = ?1",
+        rusqlite::params![sequence, inflate(&event, "/game/move_count")],
+    )
+    .unwrap();
+}
+
 /// Damages bytes of the file itself, below SQLite: the `:` after each `"id"` key holding the
 /// victim's id (in its row and in the events that copy its data) becomes `#`. The pages stay
 /// well-formed, so SQLite's integrity check passes and only that JSON is broken.
@@ -328,6 +362,11 @@ async fn one_damaged_game_fails_alone(damage: fn(&Path, &str)) {
 #[tokio::test]
 async fn a_game_stored_with_a_clamped_square_fails_alone() {
     one_damaged_game_fails_alone(clamp_a_square).await;
+}
+
+#[tokio::test]
+async fn a_game_whose_row_claims_four_billion_moves_fails_alone() {
+    one_damaged_game_fails_alone(inflate_the_move_count).await;
 }
 
 #[tokio::test]

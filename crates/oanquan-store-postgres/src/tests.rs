@@ -601,6 +601,18 @@ async fn a_newer_schema_or_foreign_tables_are_refused_and_left_alone() {
         SCHEMA_VERSION + 1,
         "left as it was"
     );
+    // A negative version, taken as a count of migrations, would have skipped them all.
+    client
+        .execute("UPDATE oanquan_schema SET version = -1", &[])
+        .await
+        .unwrap();
+    let error = PostgresStore::connect(&schema.url, schema.options())
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(error, OpenError::Database { .. }) && error.to_string().contains("version -1"),
+        "{error}"
+    );
 
     let Some(foreign) = TestSchema::new() else {
         return;

@@ -626,6 +626,17 @@ impl InfoDto {
         let start = Position::from_setup(self.start, self.rules)
             .map_err(|e| format!("start position of {id}: {e}"))?;
         let position = self.position.rebuild(self.rules);
+        // A stored position fixes the count; without one the replay checks it against the log.
+        if let Some(position) = &position {
+            let played = position.ply().checked_sub(start.ply());
+            if played != Some(self.move_count) {
+                return Err(format!(
+                    "game {id} counts {} moves, but its position is {} plies after its start",
+                    self.move_count,
+                    i64::from(position.ply()) - i64::from(start.ply())
+                ));
+            }
+        }
         let rematch = self.rematch.decode()?;
         Ok(DecodedInfo {
             position_known: position.is_some(),
@@ -963,12 +974,12 @@ mod tests {
             Err(format!("no move {number}"))
         }
         fn position_after(&mut self, moves: u32) -> Result<Position, String> {
-            assert_eq!(moves, 3);
+            assert_eq!(moves, self.0.ply(), "replayed from the standard start");
             Ok(self.0)
         }
     }
 
-    /// An untimed game of three moves, as every game was before schema version 3.
+    /// An untimed game from `start` to `position`, as every game was before schema version 3.
     fn untimed_info(start: Position, position: Position) -> GameInfo {
         let now = UNIX_EPOCH + Duration::new(1_700_000_000, 31);
         GameInfo {
@@ -986,7 +997,7 @@ mod tests {
             status: GameStatus::Finished,
             start,
             position,
-            move_count: 3,
+            move_count: position.ply() - start.ply(),
             result: None,
             created: now,
             updated: now,

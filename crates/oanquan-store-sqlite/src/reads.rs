@@ -246,7 +246,10 @@ pub(crate) fn load_state(conn: &Connection, id: &GameId) -> Result<GameState, St
 
     // The whole log: the moves from their `MovePlayed` rows, and what the plain moves logged
     // after the row changed in the summary (see `plain::after_plain_move`).
-    let mut moves: Vec<PlayedMove> = Vec::with_capacity(info.move_count as usize);
+    // The count is the row's word, checked against the log below: a damaged one must not size
+    // an allocation (4 billion moves would abort the process, not fail one game).
+    let presize = usize::try_from(info.move_count).map_or(0, |count| count.min(1 << 12));
+    let mut moves: Vec<PlayedMove> = Vec::with_capacity(presize);
     let mut statement = conn
         .prepare_cached(
             "SELECT sequence, time, event, player, mv, mv_time FROM game_log

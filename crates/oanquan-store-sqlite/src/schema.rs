@@ -408,6 +408,13 @@ pub(super) fn vet_header(conn: &Connection, path: &Path) -> Result<Header, OpenE
             found: version,
         });
     }
+    // No server writes one; taken as a count of migrations it would skip them all.
+    if version < 0 {
+        return Err(OpenError::Corrupt {
+            path: path.to_owned(),
+            detail: format!("schema version {version}, which no oanquan-server writes"),
+        });
+    }
     Ok(Header { blank, version })
 }
 
