@@ -9,7 +9,8 @@ use oanquan_game::GameError;
 
 /// Most moves a `MoveHistory` may hold, whatever the rule set's `max_plies`: a custom rule set
 /// may allow billions of plies, and replaying is work done before any slot or limit applies.
-pub const MAX_HISTORY_MOVES: u32 = 10_000;
+/// The longest a hosted game may last, so that any hosted game's history fits.
+pub const MAX_HISTORY_MOVES: u32 = oanquan_game::limits::MAX_GAME_PLIES;
 
 /// A `MoveHistory` under `rules`, replayed: every move legal in turn, the repetition rule
 /// applied on the way. The length is checked before any move is read, so a huge list costs

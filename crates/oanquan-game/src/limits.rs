@@ -29,6 +29,32 @@ use crate::model::GameId;
 /// addresses must not lock everybody out).
 pub const MAX_TRACKED_CLIENTS: usize = 65_536;
 
+/// Most plies a hosted game may last (its rule set's `max_plies`). Every move of a game is
+/// kept, replayed when the game is loaded, and sent to a spectator who watches from the start;
+/// a custom rule set may ask for billions of plies (and turn the repetition rule off), which
+/// would let two seats of one client grow one game without end. The presets ask for 300.
+pub const MAX_GAME_PLIES: u32 = 10_000;
+
+/// Refuses a rule set a hosted game may not use (see [`MAX_GAME_PLIES`]); `field` names the
+/// request's rules (`rules`).
+///
+/// # Errors
+///
+/// [`GameError::InvalidArgument`] naming `{field}.rule_set.max_plies`.
+pub fn hosted_rules(rules: &oanquan_rules::Rules, field: &str) -> Result<(), GameError> {
+    if rules.max_plies > MAX_GAME_PLIES {
+        return Err(GameError::invalid(
+            format!("{field}.rule_set.max_plies"),
+            format!(
+                "{} plies is longer than a game on this server may last: at most \
+                 {MAX_GAME_PLIES}",
+                rules.max_plies
+            ),
+        ));
+    }
+    Ok(())
+}
+
 /// The key a client's limits are counted under: IPv4 (also when IPv4-mapped in IPv6) as is,
 /// IPv6 by its /64 prefix.
 #[must_use]

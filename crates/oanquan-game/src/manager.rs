@@ -17,7 +17,7 @@ use crate::account::{
 use crate::clock::{DeadlineKind, TimeControl, TimePolicy};
 use crate::error::GameError;
 use crate::hub::{Hub, WatchLimits, Watcher};
-use crate::limits::{OpenGames, client_key};
+use crate::limits::{self, OpenGameSlot, OpenGames, client_key};
 use crate::model::{GameEventKind, GameStatus, LobbyEventKind};
 use crate::model::{GameFilter, GameId, GameInfo, GameState, MoveLog, MoveRecord};
 use crate::rating::{self, Speed};
@@ -312,6 +312,7 @@ impl GameManager {
                 ));
             }
         }
+        limits::hosted_rules(&new.rules, "rules")?;
         let slot = self.open_games.reserve(client)?;
         let display_name = match &new.account {
             Some(account) => account.username.as_str().to_owned(),
@@ -759,6 +760,7 @@ impl GameManager {
         // This game's commit decided the pairing once; the rematch is created after it. Should
         // that fail, the link names a game that does not exist (logged; players create anew).
         let (state, transition) = *next;
+        let creator = state.creator();
         let now = SystemTime::now();
         let created = self
             .commit_and_publish(
@@ -777,6 +779,12 @@ impl GameManager {
                 tracing::error!(game_id = %id, rematch = %next_id, %error, "the rematch could not be created");
                 GameError::from(error)
             })?;
+        // Counted among its creator's open games, even beyond the limit (the players agreed
+        // to it, and the game before it was over): otherwise rematch after rematch would give
+        // one address as many open games as it liked.
+        if let Some(creator) = creator {
+            self.open_games.restore(&created.info.id, creator);
+        }
         info!(game_id = %id, rematch = %next_id, "rematch started");
         Ok(RematchOffered {
             game: committed.info,
@@ -806,12 +814,29 @@ impl GameManager {
         Ok(committed.info)
     }
 
-    /// Creates a game between two players already paired (a seek): both seated, started.
+    /// Reserves a place among the open games of `client` (see [`crate::limits::OpenGames`]) for
+    /// a game it is about to create other than by [`GameManager::create_game_from`]: a seek's
+    /// pairing, reserved before a waiting seek is taken so that a client at its limit fails
+    /// alone rather than with the seeker it would have been paired with.
+    ///
+    /// # Errors
+    ///
+    /// [`GameError::LimitExceeded`] if the client already has the maximum of open games.
+    pub fn reserve_open_game(&self, client: Option<IpAddr>) -> Result<OpenGameSlot, GameError> {
+        self.open_games.reserve(client)
+    }
+
+    /// Creates a game between two players already paired (a seek): both seated, started. The
+    /// game takes `slot` (reserved for `paired.creator`) among its creator's open games.
     ///
     /// # Errors
     ///
     /// [`GameError::LimitExceeded`] when the store is full, store failures.
-    pub async fn create_paired(&self, paired: PairedGame) -> Result<GameInfo, GameError> {
+    pub async fn create_paired(
+        &self,
+        paired: PairedGame,
+        slot: OpenGameSlot,
+    ) -> Result<GameInfo, GameError> {
         let start = Position::new(paired.rules)
             .map_err(|e| GameError::invalid("rules.rule_set", e.to_string()))?;
         let now = SystemTime::now();
@@ -857,6 +882,7 @@ impl GameManager {
                 },
             )
             .await?;
+        slot.bind(&committed.info.id);
         info!(game_id = %committed.info.id, "paired game created");
         Ok(committed.info)
     }

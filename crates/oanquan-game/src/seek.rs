@@ -28,7 +28,7 @@ use tracing::{debug, info, warn};
 use crate::account::{Account, SeatAccount};
 use crate::clock::TimeControl;
 use crate::error::GameError;
-use crate::limits::client_key;
+use crate::limits::{self, OpenGameSlot, client_key};
 use crate::manager::{GameManager, PairedGame, Seated, seat_account};
 use crate::model::{GameId, GameInfo};
 use crate::store::StoreError;
@@ -659,6 +659,7 @@ impl SeekPool {
                 ));
             }
         }
+        limits::hosted_rules(&request.rules, "rules")?;
         if let Some((low, high)) = request.rating_range
             && low > high
         {
@@ -671,6 +672,8 @@ impl SeekPool {
             Some(account) => account.username.as_str().to_owned(),
             None => text::display_name(&request.display_name)?,
         };
+        // Before any waiting seek is taken: a pairing this call completes is a game it creates.
+        let slot = self.manager.reserve_open_game(request.client)?;
         let mine = SeekInfo {
             id: random_game_id(),
             display_name: display_name.clone(),
@@ -698,7 +701,8 @@ impl SeekPool {
             let pool = Arc::clone(self);
             let (computer, ip) = (request.computer, request.client);
             return tokio::spawn(async move {
-                pool.seek_on_board(mine, token, client, ip, computer).await
+                pool.seek_on_board(mine, token, client, ip, computer, slot)
+                    .await
             })
             .await
             .map_err(|e| GameError::Internal(format!("seek task: {e}")))?;
@@ -758,7 +762,9 @@ impl SeekPool {
             }
         };
         let waiting = found.expect("a seek was found above");
-        let seated = self.pair(waiting, mine, token, request.client).await?;
+        let seated = self
+            .pair(waiting, mine, token, request.client, slot)
+            .await?;
         Ok(SeekOutcome::Paired(seated))
     }
 
@@ -779,12 +785,14 @@ impl SeekPool {
             Some(account) => account.username.as_str().to_owned(),
             None => text::display_name(display_name)?,
         };
+        // Before the seek is taken, as in `seek`.
+        let slot = self.manager.reserve_open_game(client)?;
         if self.board.is_some() {
             let pool = Arc::clone(self);
             let (id, account) = (id.to_owned(), account.cloned());
             // On a task of its own, as `seek`'s pairing.
             return tokio::spawn(async move {
-                pool.accept_on_board(&id, display_name, client, account.as_ref())
+                pool.accept_on_board(&id, display_name, client, account.as_ref(), slot)
                     .await
             })
             .await
@@ -828,7 +836,7 @@ impl SeekPool {
             account: account.map(|a| seat_account(a, waiting.info.time_control)),
             ..waiting.info.clone()
         };
-        self.pair(waiting, mine, PlayerToken::generate(), client)
+        self.pair(waiting, mine, PlayerToken::generate(), client, slot)
             .await
     }
 
@@ -840,9 +848,17 @@ impl SeekPool {
         me: SeekInfo,
         token: PlayerToken,
         client: Option<IpAddr>,
+        slot: OpenGameSlot,
     ) -> Result<Seated, GameError> {
         let created = self
-            .create_pair(&waiting.info, waiting.token.hash(), &me, &token, client)
+            .create_pair(
+                &waiting.info,
+                waiting.token.hash(),
+                &me,
+                &token,
+                client,
+                slot,
+            )
             .await;
         match created {
             Ok((game, their_seat)) => {
@@ -873,6 +889,7 @@ impl SeekPool {
         me: &SeekInfo,
         token: &PlayerToken,
         client: Option<IpAddr>,
+        slot: OpenGameSlot,
     ) -> Result<(GameInfo, Player), GameError> {
         let seeker_first = rand::random::<bool>();
         let mine = (me.display_name.clone(), token.hash());
@@ -890,16 +907,19 @@ impl SeekPool {
         };
         let game = self
             .manager
-            .create_paired(PairedGame {
-                rules: theirs.rules,
-                preset: theirs.preset,
-                time_control: theirs.time_control,
-                players,
-                computer: None,
-                creator: client,
-                accounts,
-                rated: theirs.rated,
-            })
+            .create_paired(
+                PairedGame {
+                    rules: theirs.rules,
+                    preset: theirs.preset,
+                    time_control: theirs.time_control,
+                    players,
+                    computer: None,
+                    creator: client,
+                    accounts,
+                    rated: theirs.rated,
+                },
+                slot,
+            )
             .await?;
         info!(seek = %theirs.id, game_id = %game.id, "seek paired");
         let their_seat = if seeker_first {
@@ -918,19 +938,23 @@ impl SeekPool {
         level: Level,
     ) -> Result<Seated, GameError> {
         let name = info.display_name.clone();
+        let slot = self.manager.reserve_open_game(client)?;
         let game = self
             .manager
-            .create_paired(PairedGame {
-                rules: info.rules,
-                preset: info.preset,
-                time_control: info.time_control,
-                players: ByPlayer::new((name.clone(), token.hash()), (name, token.hash())),
-                computer: Some(level),
-                creator: client,
-                accounts: ByPlayer::new(info.account.clone(), None),
-                // The computer's games are not rated.
-                rated: false,
-            })
+            .create_paired(
+                PairedGame {
+                    rules: info.rules,
+                    preset: info.preset,
+                    time_control: info.time_control,
+                    players: ByPlayer::new((name.clone(), token.hash()), (name, token.hash())),
+                    computer: Some(level),
+                    creator: client,
+                    accounts: ByPlayer::new(info.account.clone(), None),
+                    // The computer's games are not rated.
+                    rated: false,
+                },
+                slot,
+            )
             .await?;
         info!(seek = %info.id, game_id = %game.id, "seek handed to the computer");
         Ok(Seated {
@@ -949,6 +973,7 @@ impl SeekPool {
         client: Option<IpAddr>,
         ip: Option<IpAddr>,
         computer: Option<(Duration, Level)>,
+        slot: OpenGameSlot,
     ) -> Result<SeekOutcome, GameError> {
         let board = Arc::clone(self.board()?);
         if let Some(client) = client {
@@ -992,7 +1017,7 @@ impl SeekPool {
             ))),
             Posted::Took(theirs) => {
                 let seated = self
-                    .pair_on_board(board.as_ref(), theirs, posted.info, token, ip)
+                    .pair_on_board(board.as_ref(), theirs, posted.info, token, ip, slot)
                     .await;
                 self.sync().await;
                 seated.map(SeekOutcome::Paired)
@@ -1007,6 +1032,7 @@ impl SeekPool {
         display_name: String,
         client: Option<IpAddr>,
         account: Option<&Account>,
+        slot: OpenGameSlot,
     ) -> Result<Seated, GameError> {
         let board = Arc::clone(self.board()?);
         let me = |seek: &SeekInfo| SeekInfo {
@@ -1041,6 +1067,7 @@ impl SeekPool {
                 mine,
                 PlayerToken::generate(),
                 client,
+                slot,
             )
             .await;
         self.sync().await;
@@ -1056,10 +1083,11 @@ impl SeekPool {
         me: SeekInfo,
         token: PlayerToken,
         client: Option<IpAddr>,
+        slot: OpenGameSlot,
     ) -> Result<Seated, GameError> {
         let id = theirs.info.id.clone();
         match self
-            .create_pair(&theirs.info, theirs.token, &me, &token, client)
+            .create_pair(&theirs.info, theirs.token, &me, &token, client, slot)
             .await
         {
             Ok((game, their_seat)) => {

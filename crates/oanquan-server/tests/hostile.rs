@@ -440,6 +440,18 @@ async fn bad_create_game_requests() {
             Field("rules.rule_set.max_plies"),
         ),
         row(
+            "a game without end: 4 billion plies, no repetition rule",
+            create_req(|r| {
+                r.rules = custom(pb::RuleSet {
+                    max_plies: u32::MAX,
+                    repetition_limit: 0,
+                    ..standard_set()
+                })
+            }),
+            invalid,
+            Field("rules.rule_set.max_plies"),
+        ),
+        row(
             "11 squares",
             create_req(|r| r.start_position = Some(position(vec![5; 11]))),
             invalid,
@@ -1822,4 +1834,156 @@ fn unusable_tls_files_are_refused_with_a_clear_message() {
     std::fs::write(&cert_path, cert).unwrap();
     std::fs::write(&key_path, key).unwrap();
     assert!(oanquan_server::TlsIdentity::read(&cert_path, &key_path).is_err());
+}
+
+/// The first message of a seek stream: `Ok(true)` paired, `Ok(false)` waiting.
+async fn seek_once(
+    client: &mut Games,
+    name: &str,
+) -> Result<
+    (
+        tonic::Streaming<pb::SeekResponse>,
+        Option<pb::seek_response::Paired>,
+    ),
+    Status,
+> {
+    let mut stream = client
+        .seek(pb::SeekRequest {
+            display_name: name.into(),
+            ..Default::default()
+        })
+        .await?
+        .into_inner();
+    let first = stream.message().await?.expect("a first message");
+    match first.kind {
+        Some(pb::seek_response::Kind::Waiting(_)) => Ok((stream, None)),
+        Some(pb::seek_response::Kind::Paired(paired)) => Ok((stream, Some(paired))),
+        other => panic!("unexpected first seek message {other:?}"),
+    }
+}
+
+/// Games made by seeks and by rematches count among their creator's open games: two seeks of
+/// one client paired with each other, or rematch after rematch, gave one address as many open
+/// games as it liked. A client at its limit is refused before it takes anyone's waiting seek.
+#[tokio::test]
+async fn seeks_and_rematches_count_towards_open_games() {
+    let mut settings = hostile_config();
+    settings.games.max_open_games_per_client = 2;
+    let server = start(settings).await;
+    let mut c = server.games().await;
+    // Two pairings of the client with itself: the one that completes each creates its game.
+    let mut paired = Vec::new();
+    for round in 0..2 {
+        let (_waiting, none) = seek_once(&mut c, "Lan").await.unwrap();
+        assert!(none.is_none(), "round {round}: the first seek waits");
+        let (_, game) = seek_once(&mut c, "Lan").await.unwrap();
+        paired.push(game.expect("the second seek pairs"));
+    }
+    let over_limit = |status: &Status| {
+        assert_reason(
+            status,
+            Code::ResourceExhausted,
+            "ERROR_REASON_LIMIT_EXCEEDED",
+        );
+        assert!(status.message().contains("open games"), "{status:?}");
+    };
+    over_limit(&seek_once(&mut c, "Lan").await.unwrap_err());
+    over_limit(
+        &c.create_game(pb::CreateGameRequest {
+            display_name: "Lan".into(),
+            ..Default::default()
+        })
+        .await
+        .unwrap_err(),
+    );
+    // Another client's waiting seek is not taken by the refused one.
+    let mut other = Games::new(channel_from("127.0.0.3", server.addr).await);
+    let (_minh_waits, none) = seek_once(&mut other, "Minh").await.unwrap();
+    assert!(none.is_none());
+    over_limit(&seek_once(&mut c, "Lan").await.unwrap_err());
+    let open = other
+        .list_seeks(pb::ListSeeksRequest::default())
+        .await
+        .unwrap()
+        .into_inner()
+        .seeks;
+    assert_eq!(open.len(), 1, "{open:?}");
+    assert_eq!(open[0].display_name, "Minh");
+
+    // A game that ends frees its place; a created game takes it; when that one ends, its
+    // rematch takes the place again.
+    let first = paired[0].game.as_ref().unwrap().id.clone();
+    c.resign(authed(
+        pb::ResignRequest { game_id: first },
+        &paired[0].player_token,
+    ))
+    .await
+    .unwrap();
+    let (game, first_token) = create(&mut c, "standard").await;
+    let joined = c
+        .join_game(pb::JoinGameRequest {
+            game_id: game.id.clone(),
+            display_name: "Minh".into(),
+        })
+        .await
+        .unwrap()
+        .into_inner();
+    over_limit(&seek_once(&mut c, "Lan").await.unwrap_err());
+    c.resign(authed(
+        pb::ResignRequest {
+            game_id: game.id.clone(),
+        },
+        &first_token,
+    ))
+    .await
+    .unwrap();
+    for token in [&first_token, &joined.player_token] {
+        c.offer_rematch(authed(
+            pb::OfferRematchRequest {
+                game_id: game.id.clone(),
+            },
+            token,
+        ))
+        .await
+        .unwrap();
+    }
+    let finished = get_game(&mut c, &game.id).await;
+    let next = finished.rematch.clone();
+    assert!(!next.is_empty(), "the rematch started: {finished:?}");
+    assert_eq!(
+        get_game(&mut c, &next).await.status,
+        i32::from(pb::GameStatus::Active)
+    );
+    over_limit(
+        &c.create_game(pb::CreateGameRequest {
+            display_name: "Lan".into(),
+            ..Default::default()
+        })
+        .await
+        .unwrap_err(),
+    );
+    assert_serving(server.channel().await).await;
+}
+
+/// A seek asks for the rules of the game it makes: a rule set without end is refused there as
+/// in CreateGame.
+#[tokio::test]
+async fn a_seek_for_a_game_without_end_is_refused() {
+    let server = start(hostile_config()).await;
+    let mut c = server.games().await;
+    let status = c
+        .seek(pb::SeekRequest {
+            display_name: "Lan".into(),
+            rules: custom(pb::RuleSet {
+                max_plies: u32::MAX,
+                repetition_limit: 0,
+                ..standard_set()
+            }),
+            ..Default::default()
+        })
+        .await
+        .unwrap_err();
+    assert_eq!(status.code(), Code::InvalidArgument, "{status:?}");
+    assert_field(&status, "rules.rule_set.max_plies");
+    assert!(status.message().contains("10000"), "{status:?}");
 }
