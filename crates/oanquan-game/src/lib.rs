@@ -30,6 +30,8 @@ mod store;
 pub mod store_suite;
 mod text;
 pub mod timekeeper;
+#[cfg(test)]
+mod timekeeper_tests;
 pub mod timing;
 mod token;
 pub mod transition;

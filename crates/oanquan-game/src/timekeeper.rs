@@ -5,7 +5,10 @@
 //!
 //! A deadline that a move beat is harmless: the manager re-decides on the current state and
 //! finds nothing due. The feed can lag under a burst of commits; the keeper then reads every
-//! active game again, so no deadline is lost.
+//! active game again, so no deadline is lost. A deadline the store could not apply (it was
+//! unavailable) goes back into the heap and is tried again, less and less often, until it is
+//! applied or no longer due: a flag that falls while the database is down still ends the game
+//! once it is back.
 
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, HashMap};
@@ -13,7 +16,7 @@ use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
 use tokio::sync::broadcast::error::RecvError;
-use tokio::sync::watch;
+use tokio::sync::{mpsc, watch};
 use tokio::task::JoinHandle;
 use tracing::{debug, info, warn};
 
@@ -34,19 +37,47 @@ enum Woke {
     Commit(Result<Arc<GameInfo>, RecvError>),
     Due,
     Rescan,
+    /// A deadline's application failed for the `n`th time in a row, and may succeed later.
+    Failed(GameId, u32),
 }
 
-/// When a failed deadline (the store unavailable) is tried again.
-const RETRY: Duration = Duration::from_secs(1);
+/// How long the keeper waits before trying again a deadline that failed (the store
+/// unavailable): `first` after the first failure, twice as long after each further one, at
+/// most `most`.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Backoff {
+    pub(crate) first: Duration,
+    pub(crate) most: Duration,
+}
+
+impl Backoff {
+    /// 1 s, 2 s, 4 s, … 30 s.
+    const DEFAULT: Backoff = Backoff {
+        first: Duration::from_secs(1),
+        most: Duration::from_secs(30),
+    };
+
+    /// The wait after `failures` (at least 1) failures in a row.
+    fn after(self, failures: u32) -> Duration {
+        let factor = 1_u32
+            .checked_shl(failures.saturating_sub(1))
+            .unwrap_or(u32::MAX);
+        self.first.saturating_mul(factor).min(self.most)
+    }
+}
 
 #[derive(Default)]
 struct Deadlines {
     heap: BinaryHeap<Reverse<(SystemTime, GameId)>>,
     current: HashMap<GameId, SystemTime>,
+    /// For the current deadlines that are retries: how many times in a row they failed.
+    failures: HashMap<GameId, u32>,
 }
 
 impl Deadlines {
+    /// The game's deadline as `info` says (a commit or a listing: fresher than any retry).
     fn set(&mut self, info: &GameInfo) {
+        self.failures.remove(&info.id);
         match deadline(info) {
             Some(deadline) => self.insert(info.id.clone(), deadline.at),
             None => {
@@ -72,8 +103,21 @@ impl Deadlines {
         None
     }
 
-    /// Every live deadline at or before `now`, removed.
-    fn due(&mut self, now: SystemTime) -> Vec<GameId> {
+    /// Puts back a deadline of game `id` whose application failed `failures` times in a row,
+    /// due at `at`; `false` (and nothing changes) if the game already has a deadline again: a
+    /// commit since told the keeper the game's state, which decides.
+    fn retry(&mut self, id: GameId, failures: u32, at: SystemTime) -> bool {
+        if self.current.contains_key(&id) {
+            return false;
+        }
+        self.insert(id.clone(), at);
+        self.failures.insert(id, failures);
+        true
+    }
+
+    /// Every live deadline at or before `now`, removed, with how many times in a row it
+    /// failed before (0 for a first try).
+    fn due(&mut self, now: SystemTime) -> Vec<(GameId, u32)> {
         let mut due = Vec::new();
         while let Some(at) = self.next() {
             if at > now {
@@ -81,7 +125,8 @@ impl Deadlines {
             }
             if let Some(Reverse((_, id))) = self.heap.pop() {
                 self.current.remove(&id);
-                due.push(id);
+                let failures = self.failures.remove(&id).unwrap_or(0);
+                due.push((id, failures));
             }
         }
         due
@@ -159,10 +204,23 @@ pub async fn resume_clocks(manager: &GameManager) -> Result<usize, GameError> {
 pub fn spawn_timekeeper(
     manager: Arc<GameManager>,
     resume: bool,
+    stop: watch::Receiver<bool>,
+) -> JoinHandle<()> {
+    spawn_with_backoff(manager, resume, stop, Backoff::DEFAULT)
+}
+
+/// [`spawn_timekeeper`], retrying failed deadlines after `backoff` (tests shorten it).
+pub(crate) fn spawn_with_backoff(
+    manager: Arc<GameManager>,
+    resume: bool,
     mut stop: watch::Receiver<bool>,
+    backoff: Backoff,
 ) -> JoinHandle<()> {
     // Subscribed before anything is read, so no commit falls in between.
     let mut commits = manager.subscribe_commits();
+    // The deadlines that failed come back here to be tried again. The keeper holds a sender
+    // itself, so the channel never closes while it runs.
+    let (failed_tx, mut failed) = mpsc::unbounded_channel::<(GameId, u32)>();
     tokio::spawn(async move {
         if resume {
             match resume_clocks(&manager).await {
@@ -192,6 +250,7 @@ pub fn spawn_timekeeper(
             let woke = tokio::select! {
                 _ = stop.wait_for(|stopping| *stopping) => break,
                 commit = commits.recv() => Woke::Commit(commit),
+                Some((id, failures)) = failed.recv() => Woke::Failed(id, failures),
                 () = sleep => Woke::Due,
                 Some(()) = async move { match rescan_wait { Some(wait) => { wait.await; Some(()) } None => None } } => Woke::Rescan,
             };
@@ -214,9 +273,15 @@ pub fn spawn_timekeeper(
                     }
                 }
                 Woke::Due => {
-                    for id in deadlines.due(SystemTime::now()) {
+                    for (id, failures) in deadlines.due(SystemTime::now()) {
                         // Each in a task of its own: a slow store does not delay the others.
-                        tokio::spawn(apply(Arc::clone(&manager), id));
+                        tokio::spawn(apply(Arc::clone(&manager), id, failures, failed_tx.clone()));
+                    }
+                }
+                Woke::Failed(id, failures) => {
+                    let wait = backoff.after(failures);
+                    if deadlines.retry(id.clone(), failures, SystemTime::now() + wait) {
+                        debug!(game_id = %id, failures, ?wait, "deadline to be tried again");
                     }
                 }
             }
@@ -224,17 +289,45 @@ pub fn spawn_timekeeper(
     })
 }
 
-async fn apply(manager: Arc<GameManager>, id: GameId) {
+/// Whether a deadline that failed with `error` may succeed if tried again: the store was
+/// unavailable, full, or failed otherwise. Not when the game is gone, damaged, or anything
+/// else the game's state decides: trying again would fail the same way forever.
+fn retryable(error: &GameError) -> bool {
+    matches!(
+        error,
+        GameError::Unavailable(_) | GameError::LimitExceeded(_) | GameError::Internal(_)
+    )
+}
+
+/// Applies game `id`'s deadline, which failed `failures` times in a row before. On a failure
+/// that may pass, sends the game back to the keeper through `failed`, to be tried again later.
+async fn apply(
+    manager: Arc<GameManager>,
+    id: GameId,
+    failures: u32,
+    failed: mpsc::UnboundedSender<(GameId, u32)>,
+) {
     match manager.apply_deadline(&id).await {
-        Ok(_) => {}
-        Err(GameError::GameNotFound(_) | GameError::GameDamaged(_)) => {}
-        Err(error) => {
-            warn!(game_id = %id, %error, "cannot apply a game's deadline; retrying");
-            tokio::time::sleep(RETRY).await;
-            if let Err(error) = manager.apply_deadline(&id).await {
-                warn!(game_id = %id, %error, "cannot apply a game's deadline");
-            }
+        Ok(Some(kind)) if failures > 0 => {
+            warn!(game_id = %id, ?kind, failures, "applied a game's deadline after failing");
         }
+        Ok(Some(_)) => {}
+        Ok(None) if failures > 0 => {
+            debug!(game_id = %id, failures, "a failed deadline is no longer due");
+        }
+        Ok(None) => {}
+        Err(error) if retryable(&error) => {
+            let failures = failures.saturating_add(1);
+            if failures == 1 {
+                warn!(game_id = %id, %error, "cannot apply a game's deadline; retrying until it can");
+            } else {
+                debug!(game_id = %id, %error, failures, "cannot apply a game's deadline yet");
+            }
+            // Closed only once the keeper stopped: nothing is kept any more.
+            let _ = failed.send((id, failures));
+        }
+        Err(GameError::GameNotFound(_) | GameError::GameDamaged(_)) => {}
+        Err(error) => warn!(game_id = %id, %error, "cannot apply a game's deadline"),
     }
 }
 
@@ -251,10 +344,45 @@ mod tests {
         deadlines.insert(b.clone(), t(5));
         deadlines.insert(a.clone(), t(20));
         assert_eq!(deadlines.next(), Some(t(5)));
-        assert_eq!(deadlines.due(t(15)), vec![b]);
+        assert_eq!(deadlines.due(t(15)), vec![(b, 0)]);
         assert_eq!(deadlines.next(), Some(t(20)));
         assert!(deadlines.due(t(19)).is_empty());
-        assert_eq!(deadlines.due(t(20)), vec![a]);
+        assert_eq!(deadlines.due(t(20)), vec![(a, 0)]);
         assert_eq!(deadlines.next(), None);
+    }
+
+    #[test]
+    fn a_failed_deadline_comes_back_with_its_failures_unless_the_game_has_a_deadline_again() {
+        let t = |s| SystemTime::UNIX_EPOCH + Duration::from_secs(s);
+        let (a, b) = (GameId::parse("a").unwrap(), GameId::parse("b").unwrap());
+        let mut deadlines = Deadlines::default();
+        deadlines.insert(a.clone(), t(10));
+        assert_eq!(deadlines.due(t(10)), vec![(a.clone(), 0)]);
+        // It failed: back, due later, with its count.
+        assert!(deadlines.retry(a.clone(), 1, t(11)));
+        assert!(deadlines.due(t(10)).is_empty());
+        assert_eq!(deadlines.due(t(11)), vec![(a.clone(), 1)]);
+        assert!(deadlines.retry(a.clone(), 2, t(13)));
+        assert_eq!(deadlines.due(t(13)), vec![(a.clone(), 2)]);
+        // A commit came in between: the game's own deadline stands, the retry is dropped.
+        deadlines.insert(b.clone(), t(100));
+        assert!(!deadlines.retry(b.clone(), 1, t(14)));
+        assert_eq!(deadlines.next(), Some(t(100)));
+        assert_eq!(deadlines.due(t(100)), vec![(b, 0)]);
+        assert_eq!(deadlines.next(), None);
+    }
+
+    #[test]
+    fn retries_back_off_to_a_cap_and_only_for_failures_that_may_pass() {
+        let backoff = Backoff::DEFAULT;
+        let waits: Vec<u64> = (1..=7).map(|n| backoff.after(n).as_secs()).collect();
+        assert_eq!(waits, [1, 2, 4, 8, 16, 30, 30]);
+        assert_eq!(backoff.after(u32::MAX), Duration::from_secs(30));
+        assert!(retryable(&GameError::Unavailable("down".to_owned())));
+        assert!(retryable(&GameError::Internal("broken".to_owned())));
+        let gone = GameError::GameNotFound(GameId::parse("a").unwrap());
+        for error in [gone, GameError::NotDue, GameError::GameOver] {
+            assert!(!retryable(&error), "{error}");
+        }
     }
 }

@@ -1,0 +1,375 @@
+//! The timekeeper over a store that refuses to write: a deadline that fails is tried again
+//! until the store is back, without holding up the deadlines of other games. Real time, as the
+//! manager's clocks are the system's; the retries are shortened so that the tests stay short.
+
+use std::collections::HashSet;
+use std::net::IpAddr;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, SystemTime};
+
+use futures::future::BoxFuture;
+use oanquan_rules::{ByPlayer, Outcome, Player, Preset};
+use tokio::sync::watch;
+use tokio::task::JoinHandle;
+
+use crate::account::{Account, AccountId, ApiKeyRecord};
+use crate::clock::TimeControl;
+use crate::hub::Hub;
+use crate::manager::{GameManager, ManagerLimits, NewGame};
+use crate::memory::{MemoryLimits, MemoryStore};
+use crate::model::{
+    GameEvent, GameFilter, GameId, GameInfo, GameState, GameStatus, LobbyEvent, Termination,
+};
+use crate::rating::Speed;
+use crate::store::{
+    Commit, Committed, GameStore, LeaderboardPage, Page, PlayerGameFilter, Since, StoreError,
+    StoreFuture,
+};
+use crate::timekeeper::{Backoff, spawn_with_backoff};
+use crate::token::PlayerToken;
+
+const FIRST: Player = Player::First;
+const SECOND: Player = Player::Second;
+
+/// Short retries: 50 ms, 100 ms, then every 200 ms.
+const BACKOFF: Backoff = Backoff {
+    first: Duration::from_millis(50),
+    most: Duration::from_millis(200),
+};
+
+/// A memory store that refuses the commits of some games as unavailable (a full disk, the
+/// database down), and counts them, and the games loaded (each try of a deadline loads it).
+#[derive(Debug)]
+struct FlakyStore {
+    inner: MemoryStore,
+    refused: Mutex<HashSet<GameId>>,
+    refusals: AtomicUsize,
+    loads: AtomicUsize,
+}
+
+impl FlakyStore {
+    fn refuse(&self, id: &GameId) {
+        self.refused.lock().unwrap().insert(id.clone());
+    }
+
+    fn heal(&self, id: &GameId) {
+        self.refused.lock().unwrap().remove(id);
+    }
+
+    fn refusals(&self) -> usize {
+        self.refusals.load(Ordering::SeqCst)
+    }
+
+    fn loads(&self) -> usize {
+        self.loads.load(Ordering::SeqCst)
+    }
+}
+
+impl GameStore for FlakyStore {
+    fn create(&self, commit: Commit) -> StoreFuture<'_, Committed> {
+        self.inner.create(commit)
+    }
+
+    fn commit(&self, commit: Commit) -> StoreFuture<'_, Committed> {
+        if self
+            .refused
+            .lock()
+            .unwrap()
+            .contains(&commit.state.info().id)
+        {
+            self.refusals.fetch_add(1, Ordering::SeqCst);
+            return Box::pin(async { Err(StoreError::Unavailable("the disk is full".to_owned())) });
+        }
+        self.inner.commit(commit)
+    }
+
+    fn load<'a>(&'a self, id: &'a GameId) -> StoreFuture<'a, GameState> {
+        self.loads.fetch_add(1, Ordering::SeqCst);
+        self.inner.load(id)
+    }
+
+    fn info<'a>(&'a self, id: &'a GameId) -> StoreFuture<'a, GameInfo> {
+        self.inner.info(id)
+    }
+
+    fn list<'a>(
+        &'a self,
+        filter: GameFilter,
+        limit: usize,
+        cursor: Option<&'a str>,
+    ) -> StoreFuture<'a, Page> {
+        self.inner.list(filter, limit, cursor)
+    }
+
+    fn game_events_since<'a>(
+        &'a self,
+        id: &'a GameId,
+        after: u64,
+    ) -> StoreFuture<'a, Since<GameEvent>> {
+        self.inner.game_events_since(id, after)
+    }
+
+    fn lobby_events_since(&self, after: u64) -> StoreFuture<'_, Since<LobbyEvent>> {
+        self.inner.lobby_events_since(after)
+    }
+
+    fn lobby_snapshot(&self, limit: usize) -> StoreFuture<'_, (Vec<GameInfo>, u64)> {
+        self.inner.lobby_snapshot(limit)
+    }
+
+    fn open_games_by_creator(&self) -> StoreFuture<'_, Vec<(GameId, IpAddr)>> {
+        self.inner.open_games_by_creator()
+    }
+
+    fn writable(&self) -> Option<watch::Receiver<bool>> {
+        self.inner.writable()
+    }
+
+    fn create_account(&self, account: Account, key: ApiKeyRecord) -> StoreFuture<'_, ()> {
+        self.inner.create_account(account, key)
+    }
+
+    fn account<'a>(&'a self, id: &'a AccountId) -> StoreFuture<'a, Account> {
+        self.inner.account(id)
+    }
+
+    fn account_by_name<'a>(&'a self, key: &'a str) -> StoreFuture<'a, Account> {
+        self.inner.account_by_name(key)
+    }
+
+    fn account_by_api_key<'a>(
+        &'a self,
+        key_id: &'a str,
+    ) -> StoreFuture<'a, (Account, ApiKeyRecord)> {
+        self.inner.account_by_api_key(key_id)
+    }
+
+    fn add_api_key<'a>(&'a self, id: &'a AccountId, key: ApiKeyRecord) -> StoreFuture<'a, ()> {
+        self.inner.add_api_key(id, key)
+    }
+
+    fn revoke_api_key<'a>(
+        &'a self,
+        id: &'a AccountId,
+        key_id: &'a str,
+        now: SystemTime,
+    ) -> StoreFuture<'a, bool> {
+        self.inner.revoke_api_key(id, key_id, now)
+    }
+
+    fn api_keys<'a>(&'a self, id: &'a AccountId) -> StoreFuture<'a, Vec<ApiKeyRecord>> {
+        self.inner.api_keys(id)
+    }
+
+    fn leaderboard<'a>(
+        &'a self,
+        speed: Speed,
+        limit: usize,
+        cursor: Option<&'a str>,
+    ) -> StoreFuture<'a, LeaderboardPage> {
+        self.inner.leaderboard(speed, limit, cursor)
+    }
+
+    fn player_games<'a>(
+        &'a self,
+        id: &'a AccountId,
+        filter: PlayerGameFilter,
+        limit: usize,
+        cursor: Option<&'a str>,
+    ) -> StoreFuture<'a, Page> {
+        self.inner.player_games(id, filter, limit, cursor)
+    }
+
+    fn close(&self) -> BoxFuture<'_, ()> {
+        self.inner.close()
+    }
+}
+
+/// A manager over a flaky store, and its timekeeper (stopped by dropping the sender).
+fn keeper() -> (
+    Arc<FlakyStore>,
+    Arc<GameManager>,
+    watch::Sender<bool>,
+    JoinHandle<()>,
+) {
+    let store = Arc::new(FlakyStore {
+        inner: MemoryStore::new(MemoryLimits::default()),
+        refused: Mutex::new(HashSet::new()),
+        refusals: AtomicUsize::new(0),
+        loads: AtomicUsize::new(0),
+    });
+    let manager = Arc::new(GameManager::new(
+        Arc::clone(&store) as Arc<dyn GameStore>,
+        Hub::new(1024),
+        ManagerLimits::default(),
+    ));
+    let (stop, stopped) = watch::channel(false);
+    let keeper = spawn_with_backoff(Arc::clone(&manager), false, stopped, BACKOFF);
+    (store, manager, stop, keeper)
+}
+
+/// A game of `seconds`+0 between Lan (first) and Minh, with both first moves played: the first
+/// player's clock runs. Returns it with the time the first player's flag falls.
+async fn flag_running(manager: &GameManager, seconds: u64) -> (GameInfo, SystemTime) {
+    let lan = manager
+        .create_game(NewGame {
+            rules: Preset::Standard.rules(),
+            preset: Some(Preset::Standard),
+            start: None,
+            seat: Some(FIRST),
+            display_name: "Lan".to_owned(),
+            computer: None,
+            time_control: TimeControl::real_time(Duration::from_secs(seconds), Duration::ZERO)
+                .unwrap(),
+            account: None,
+            rated: false,
+        })
+        .await
+        .unwrap();
+    let minh = manager.join_game(&lan.game.id, "Minh").await.unwrap();
+    let tokens: ByPlayer<PlayerToken> = ByPlayer::new(lan.token, minh.token);
+    let mut info = minh.game;
+    for _ in 0..2 {
+        let mover = info.position.to_move();
+        let mv = info.position.legal_moves()[0];
+        info = manager
+            .play_move(&info.id, &tokens[mover], mv, Some(info.position.ply()))
+            .await
+            .unwrap()
+            .1;
+    }
+    assert_eq!(info.position.to_move(), FIRST);
+    let flag = info.turn_started.unwrap() + Duration::from_secs(seconds);
+    (info, flag)
+}
+
+/// Waits (at most `within`) for the commit that ends game `id`; says when it came.
+async fn ended(
+    commits: &mut tokio::sync::broadcast::Receiver<Arc<GameInfo>>,
+    id: &GameId,
+    within: Duration,
+) -> Option<(Arc<GameInfo>, SystemTime)> {
+    tokio::time::timeout(within, async {
+        loop {
+            let info = commits.recv().await.unwrap();
+            if &info.id == id && info.status.is_over() {
+                return (info, SystemTime::now());
+            }
+        }
+    })
+    .await
+    .ok()
+}
+
+fn assert_lost_on_time(over: &GameInfo, flag: SystemTime) {
+    assert_eq!(over.status, GameStatus::Finished);
+    let result = over.result.unwrap();
+    assert_eq!(result.termination, Termination::Timeout);
+    assert_eq!(result.outcome, Some(Outcome::Decisive { winner: SECOND }));
+    assert_eq!(result.ended_by, Some(FIRST));
+    assert_eq!(over.clock.unwrap().remaining.first, Duration::ZERO);
+    // The game ends at the deadline, however late the store let it.
+    assert_eq!(over.updated, flag);
+}
+
+async fn sleep_until(at: SystemTime) {
+    if let Ok(wait) = at.duration_since(SystemTime::now()) {
+        tokio::time::sleep(wait).await;
+    }
+}
+
+/// The store refuses the flag for 2 s, longer than the two tries a second apart the keeper
+/// used to make before giving up (leaving the game active for ever, with a clock at zero).
+#[tokio::test]
+async fn a_flag_the_store_refused_falls_once_the_store_is_back() {
+    let (store, manager, stop, keeper) = keeper();
+    let mut commits = manager.subscribe_commits();
+    let (game, flag) = flag_running(&manager, 1).await;
+    store.refuse(&game.id);
+    let outage = flag + Duration::from_secs(2);
+    let wait = outage.duration_since(SystemTime::now()).unwrap();
+    assert!(
+        ended(&mut commits, &game.id, wait).await.is_none(),
+        "the game ended while the store refused to write"
+    );
+    sleep_until(outage).await;
+    assert_eq!(
+        manager.get_game(&game.id).await.unwrap().status,
+        GameStatus::Active
+    );
+    let refused = store.refusals();
+
+    store.heal(&game.id);
+    let healed = SystemTime::now();
+    let (over, when) = ended(&mut commits, &game.id, Duration::from_secs(3))
+        .await
+        .expect("the timekeeper applied the flag once the store was back");
+    let late = when.duration_since(healed).unwrap_or_default();
+    assert!(
+        late < Duration::from_secs(1),
+        "applied {late:?} after the store came back"
+    );
+    // Tried all along the outage (50, 100, then every 200 ms), not twice.
+    assert!(refused >= 5, "tried {refused} times in the outage");
+    assert_lost_on_time(&over, flag);
+    assert_eq!(manager.get_game(&game.id).await.unwrap(), *over);
+
+    // Applied: the keeper tries no more (the game's next deadline is its rematch window's,
+    // minutes away).
+    let loads = store.loads();
+    tokio::time::sleep(Duration::from_millis(600)).await;
+    assert_eq!(store.loads(), loads, "tried again after it was applied");
+
+    stop.send(true).unwrap();
+    keeper.await.unwrap();
+}
+
+/// While one game's flag keeps failing, another game's flag falls on time; once the refused
+/// game is ended by someone else (as a refused late move ends it), the keeper stops trying.
+#[tokio::test]
+async fn a_failing_deadline_holds_up_no_other_game_and_stops_once_moot() {
+    let (store, manager, stop, keeper) = keeper();
+    let mut commits = manager.subscribe_commits();
+    let (stuck, stuck_flag) = flag_running(&manager, 1).await;
+    store.refuse(&stuck.id);
+    // The other game's flag falls a second after the stuck one's, while it is retried.
+    sleep_until(stuck_flag - Duration::from_millis(500)).await;
+    let (other, other_flag) = flag_running(&manager, 1).await;
+    assert!(other_flag > stuck_flag + Duration::from_millis(300));
+
+    let (over, when) = ended(&mut commits, &other.id, Duration::from_secs(3))
+        .await
+        .expect("the other game's flag fell");
+    let late = when
+        .duration_since(other_flag)
+        .expect("the flag fell before the deadline");
+    assert!(
+        late < Duration::from_millis(200),
+        "the flag fell {late:?} late"
+    );
+    assert_lost_on_time(&over, other_flag);
+    assert!(store.refusals() >= 2, "the stuck game was tried meanwhile");
+    assert_eq!(
+        manager.get_game(&stuck.id).await.unwrap().status,
+        GameStatus::Active
+    );
+
+    // The store is back and the game is ended outside the keeper (a late move applies the
+    // deadline so): the deadline the keeper retries is moot (unless its own next try won).
+    store.heal(&stuck.id);
+    manager.apply_deadline(&stuck.id).await.unwrap();
+    let over = manager.get_game(&stuck.id).await.unwrap();
+    assert_lost_on_time(&over, stuck_flag);
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let loads = store.loads();
+    tokio::time::sleep(Duration::from_millis(600)).await;
+    assert_eq!(
+        store.loads(),
+        loads,
+        "the keeper kept trying a game that is over"
+    );
+
+    stop.send(true).unwrap();
+    keeper.await.unwrap();
+}
