@@ -550,6 +550,48 @@ fn display_names_out_of_range_are_refused_before_connecting() {
             out.stderr
         );
     }
+    // Without --name the default is $USER, which the user did not type: the message says so.
+    let out = oanquan_e2e::cli_command(url, dir.path(), &["create"])
+        .env("USER", "u".repeat(40))
+        .stdin(std::process::Stdio::null())
+        .output()
+        .expect("run oanquan");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains("$USER (40 characters) is too long") && stderr.contains("pass --name"),
+        "{stderr}"
+    );
+}
+
+/// clap's own "invalid value" and "unexpected argument" messages quote what was typed as the
+/// client's messages do: cut at 64 characters, control characters escaped.
+#[test]
+fn invalid_values_are_quoted_shortened_and_escaped() {
+    let dir = config_dir();
+    let long = "9".repeat(10_000);
+    let escape = "5+3\u{1b}[2J";
+    for (args, says) in [
+        (vec!["create", "--time", long.as_str()], "…"),
+        (vec!["create", "--time", escape], r"\u{1b}[2J"),
+        (vec!["create", "--time", "5+3\u{7}\r"], r"\u{7}\r"),
+        (vec!["list", "--limit", long.as_str()], "…"),
+        (vec!["presets", long.as_str()], "…"),
+    ] {
+        let out = run_cli("127.0.0.1:1", dir.path(), &args);
+        assert_eq!(out.code, Some(2), "{args:?}: {out:?}");
+        assert!(out.stderr.contains(says), "{args:?}: {}", out.stderr);
+        assert!(
+            !out.stderr.contains(|c: char| c.is_control() && c != '\n'),
+            "{args:?}: {}",
+            out.stderr
+        );
+        assert!(out.stderr.len() < 1_000, "{args:?}: {}", out.stderr);
+    }
+    // A short, plain value is clap's message as it was.
+    let out = run_cli("127.0.0.1:1", dir.path(), &["create", "--time", "soon"]);
+    assert_eq!(out.code, Some(2), "{out:?}");
+    assert!(out.stderr.contains("'soon'"), "{}", out.stderr);
 }
 
 #[test]
@@ -1042,4 +1084,59 @@ fn players_stream_their_game_when_no_spectator_may() {
             lines.tail(30)
         );
     }
+}
+
+/// Many `create`s at once in one config directory (one user, several terminals): each keeps its
+/// seat in the token file, none is lost to another client's rewrite (the file is locked from
+/// reading it to renaming the new one in).
+#[test]
+fn concurrent_creates_in_one_config_dir_keep_every_seat() {
+    const CLIENTS: usize = 12;
+    let server = Server::start_with(&["--max-open-games-per-client", "0"]);
+    let url = server.url();
+    let shared = config_dir();
+    let children: Vec<_> = (0..CLIENTS)
+        .map(|i| {
+            let name = format!("P{i}");
+            oanquan_e2e::cli_command(&url, shared.path(), &["create", "--name", &name])
+                .stdin(std::process::Stdio::null())
+                .stdout(std::process::Stdio::piped())
+                .stderr(std::process::Stdio::piped())
+                .spawn()
+                .expect("run oanquan")
+        })
+        .collect();
+    let mut ids = Vec::new();
+    for child in children {
+        let out = child.wait_with_output().expect("wait");
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        assert_eq!(
+            out.status.code(),
+            Some(0),
+            "{stdout}{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        ids.push(created_id(stdout.lines().next().unwrap_or("")));
+    }
+    let raw = std::fs::read_to_string(shared.path().join("tokens.json")).expect("token file");
+    let file = json_of(&raw);
+    let stored: Vec<&str> = file["entries"]
+        .as_array()
+        .expect("entries")
+        .iter()
+        .filter_map(|e| e["game_id"].as_str())
+        .collect();
+    let missing: Vec<&String> = ids
+        .iter()
+        .filter(|id| !stored.contains(&id.as_str()))
+        .collect();
+    assert!(missing.is_empty(), "seats lost: {missing:?}\n{raw}");
+    assert_eq!(stored.len(), CLIENTS, "{raw}");
+    // No temporary file is left behind: only the file and its lock.
+    let mut names: Vec<String> = std::fs::read_dir(shared.path())
+        .expect("read_dir")
+        .map(|e| e.expect("entry").file_name().to_string_lossy().into_owned())
+        .collect();
+    names.sort();
+    assert_eq!(names, ["tokens.json", "tokens.json.lock"], "{names:?}");
 }

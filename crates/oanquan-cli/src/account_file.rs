@@ -3,7 +3,8 @@
 //! know who is asking.
 //!
 //! It is `account.json` in the token file's directory (see [`crate::tokens`]), written the same
-//! way: mode 0600 from the first byte, through a temporary file renamed over the old one. It is
+//! way: mode 0600 from the first byte, through a temporary file renamed over the old one, under
+//! an exclusive lock (`account.json.lock`) from reading the file to renaming the new one in. It is
 //! a file of its own rather than a part of `tokens.json` because an older client rewrites the
 //! token file with the fields it knows: it would drop the key, which the server shows only once.
 //!
@@ -18,7 +19,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::error::{CliError, code};
 use crate::output::note;
-use crate::tokens::{normalize_server, save_private};
+use crate::tokens::{lock, normalize_server, save_private};
 
 const FILE_NAME: &str = "account.json";
 
@@ -106,6 +107,7 @@ impl AccountFile {
     /// Stores `account` for its server, replacing the one stored there, if any.
     pub fn put(&self, mut account: Account) -> Result<(), CliError> {
         account.server = normalize_server(&account.server);
+        let _lock = lock(&self.dir, FILE_NAME)?;
         let mut file = self.load()?;
         file.version = VERSION;
         file.accounts.retain(|a| a.server != account.server);
@@ -116,6 +118,7 @@ impl AccountFile {
     /// Forgets the account of `server`; true if there was one.
     pub fn remove(&self, server: &str) -> Result<bool, CliError> {
         let server = normalize_server(server);
+        let _lock = lock(&self.dir, FILE_NAME)?;
         let mut file = self.load()?;
         let before = file.accounts.len();
         file.accounts.retain(|a| a.server != server);
@@ -211,12 +214,42 @@ mod tests {
         fs::set_permissions(file.path(), fs::Permissions::from_mode(0o644)).expect("chmod");
         file.put(account("t", "Minh", "oqk_other")).expect("put");
         assert_eq!(mode(&file.path()), 0o600);
-        // No temporary file is left behind.
-        let names: Vec<_> = fs::read_dir(dir.path().join("cfg"))
+        // No temporary file is left behind; the lock file stays (private too).
+        let mut names: Vec<_> = fs::read_dir(dir.path().join("cfg"))
             .expect("read_dir")
             .map(|e| e.expect("entry").file_name())
             .collect();
-        assert_eq!(names, [FILE_NAME], "{names:?}");
+        names.sort();
+        assert_eq!(names, [FILE_NAME, "account.json.lock"], "{names:?}");
+        assert_eq!(mode(&dir.path().join("cfg/account.json.lock")), 0o600);
+    }
+
+    /// `register` on one server while `keys new --store` runs for another: both accounts stay.
+    #[test]
+    fn concurrent_puts_keep_every_account() {
+        const WRITERS: usize = 8;
+        const EACH: usize = 8;
+        let dir = tempfile::tempdir().expect("tempdir");
+        let start = std::sync::Barrier::new(WRITERS);
+        std::thread::scope(|scope| {
+            for writer in 0..WRITERS {
+                let (dir, start) = (dir.path(), &start);
+                scope.spawn(move || {
+                    let file = AccountFile::new(dir);
+                    start.wait();
+                    for n in 0..EACH {
+                        let server = format!("http://s{writer}-{n}:1");
+                        file.put(account(&server, "Lan", "oqk_x")).expect("put");
+                    }
+                });
+            }
+        });
+        let file = AccountFile::new(dir.path());
+        let missing: Vec<String> = (0..WRITERS)
+            .flat_map(|w| (0..EACH).map(move |n| format!("http://s{w}-{n}:1")))
+            .filter(|server| file.get(server).expect("get").is_none())
+            .collect();
+        assert!(missing.is_empty(), "accounts lost: {missing:?}");
     }
 
     #[test]

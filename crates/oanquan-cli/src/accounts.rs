@@ -18,7 +18,7 @@ use crate::error::{CliError, code, typed};
 use crate::json;
 use crate::moves::Side;
 use crate::output::table;
-use crate::output::{out, out_lines};
+use crate::output::{out, out_lines, shown, shown_name};
 use crate::ratings::{change_numbers, date, rating_text, seat_label, speed_name, speed_to_proto};
 use crate::timecontrol::TimeControl;
 
@@ -88,7 +88,11 @@ pub async fn register(
         return json::print(&answer);
     }
     out_lines(&[
-        format!("registered {} on {}", player.username, ctx.server.name),
+        format!(
+            "registered {} on {}",
+            shown_name(&player.username),
+            ctx.server.name
+        ),
         format!(
             "API key stored in {} (keep it private: it plays as you)",
             file.path().display()
@@ -107,7 +111,7 @@ fn may_store(file: &AccountFile, server: &str, force: bool) -> Result<(), CliErr
             format!(
                 "an account ({}) is already stored for server {server} in {}: pass --force to \
                  replace it (its key keeps working until revoked with `oanquan keys revoke`)",
-                existing.username,
+                shown_name(&existing.username),
                 file.path().display()
             ),
         )),
@@ -164,7 +168,7 @@ fn profile_lines(player: &PlayerProfile) -> Vec<String> {
     let mut lines = vec![
         format!(
             "{}, registered {}",
-            player.username,
+            shown_name(&player.username),
             date(player.create_time.as_ref())
         ),
         format!(
@@ -216,7 +220,10 @@ where
 
 /// The line after a page that has another after it.
 fn more_line(next: &str) -> String {
-    format!("more: the same command with --page-token {next} (or --all for every page)")
+    format!(
+        "more: the same command with --page-token {} (or --all for every page)",
+        shown(next)
+    )
 }
 
 /// `oanquan top [SPEED]`.
@@ -266,7 +273,7 @@ fn leaderboard_table(entries: &[LeaderboardEntry]) -> Vec<String> {
         let rating = e.rating.unwrap_or_default();
         rows.push([
             e.rank.to_string(),
-            e.username.clone(),
+            shown_name(&e.username).into_owned(),
             rating_text(rating.rating, rating.provisional),
             rating.deviation.to_string(),
             rating.games.to_string(),
@@ -316,7 +323,7 @@ pub async fn games(ctx: &Context, clients: &mut Clients, args: &GamesArgs) -> Re
         });
     }
     if games.is_empty() {
-        return out(format!("no games of {username} found"));
+        return out(format!("no games of {} found", shown_name(&username)));
     }
     let mut rows = vec![
         [
@@ -382,7 +389,7 @@ fn game_row(game: &Game, username: &str) -> [String; 7] {
     let tc = TimeControl::from_proto(game.time_control.as_ref());
     [
         date(game.create_time.as_ref()),
-        game.id.clone(),
+        shown_name(&game.id).into_owned(),
         if tc == TimeControl::Untimed {
             "-".to_owned()
         } else {
@@ -424,7 +431,7 @@ async fn list_keys(
     }
     let mut rows = vec![["KEY", "CREATED", "STATUS"].map(str::to_owned)];
     rows.extend(response.keys.iter().map(|k| key_row(k, &account.key_id)));
-    let mut lines = vec![format!("API keys of {}", account.username)];
+    let mut lines = vec![format!("API keys of {}", shown_name(&account.username))];
     lines.extend(table(&rows, &[false; 3]));
     out_lines(&lines)
 }
@@ -435,7 +442,11 @@ fn key_row(key: &ApiKey, stored_id: &str) -> [String; 3] {
         None if !stored_id.is_empty() && key.id == stored_id => "active (stored here)".to_owned(),
         None => "active".to_owned(),
     };
-    [key.id.clone(), date(key.create_time.as_ref()), status]
+    [
+        shown_name(&key.id).into_owned(),
+        date(key.create_time.as_ref()),
+        status,
+    ]
 }
 
 async fn new_key(
@@ -471,11 +482,16 @@ async fn new_key(
         if ctx.json {
             return json::print(&response);
         }
+        let before = shown_name(&account.key_id);
         return out_lines(&[
-            format!("new API key {id} stored in {}", file.path().display()),
             format!(
-                "the key stored before ({}) still works: revoke it with `oanquan keys revoke {}`",
-                account.key_id, account.key_id
+                "new API key {} stored in {}",
+                shown_name(&id),
+                file.path().display()
+            ),
+            format!(
+                "the key stored before ({before}) still works: revoke it with `oanquan keys \
+                 revoke {before}`"
             ),
         ]);
     }
@@ -483,8 +499,11 @@ async fn new_key(
         return json::print(&response);
     }
     out_lines(&[
-        format!("new API key {id} (shown only this once; it is not stored here):"),
-        response.api_key,
+        format!(
+            "new API key {} (shown only this once; it is not stored here):",
+            shown_name(&id)
+        ),
+        shown(&response.api_key).into_owned(),
     ])
 }
 

@@ -10,6 +10,7 @@
 use oanquan_proto::v1::{Position, Step, step};
 
 use crate::moves::Side;
+use crate::output::shown_name;
 
 /// How to draw: box-drawing characters and ANSI colours, or plain ASCII.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -179,10 +180,12 @@ fn player_line(
 ) -> String {
     let idx = usize::from(side == Side::Second);
     let name = view.names[idx].trim();
+    // From the server: escaped, so that it cannot move the cursor or add a line to the board
+    // that the animation redraws.
     let name = if name.is_empty() {
-        "(empty seat)"
+        "(empty seat)".into()
     } else {
-        name
+        shown_name(name)
     };
     let rating = view.ratings[idx]
         .as_ref()

@@ -23,17 +23,18 @@ use crate::json;
 use crate::live::{end_line, game_over_line, move_line};
 use crate::moves::Side;
 use crate::output::table;
-use crate::output::{out, out_inline, out_lines};
+use crate::output::{out, out_inline, out_lines, shown, shown_name};
 use crate::ratings::{rating_lines, seat_label, seat_rating};
 use crate::timecontrol::{TimeControl, format_span, from_proto_duration};
 use crate::tokens::{Entry, TokenStore};
 
 pub fn display_name(arg: &NameArg) -> Result<String, CliError> {
-    let name = arg
-        .name
-        .clone()
-        .or_else(|| std::env::var("USER").ok())
-        .unwrap_or_default();
+    // Say where a bad name came from: the flag (or OANQUAN_NAME, which clap reads into it), or
+    // $USER, which the user never typed here.
+    let (name, source) = match &arg.name {
+        Some(name) => (name.clone(), "--name"),
+        None => (std::env::var("USER").unwrap_or_default(), "$USER"),
+    };
     let name = name.trim().to_owned();
     let len = name.chars().count();
     if len == 0 {
@@ -46,7 +47,14 @@ pub fn display_name(arg: &NameArg) -> Result<String, CliError> {
         // Not the name itself: it may be anything, of any length.
         return Err(CliError::new(
             code::USAGE,
-            format!("--name: {len} characters; a display name has 1-32"),
+            if source == "--name" {
+                format!("--name: {len} characters; a display name has 1-32")
+            } else {
+                format!(
+                    "{source} ({len} characters) is too long for a display name (1-32): \
+                     pass --name NAME"
+                )
+            },
         ));
     }
     Ok(name)
@@ -135,7 +143,8 @@ pub fn record_seat(
         display_name: name.to_owned(),
     })?;
     if !ctx.json {
-        out(format!("{verb} game {} as the {seat} player", game.id))?;
+        let id = shown_name(&game.id);
+        out(format!("{verb} game {id} as the {seat} player"))?;
         out(format!("token saved in {}", store.path().display()))?;
         let tc = TimeControl::from_proto(game.time_control.as_ref());
         if tc != TimeControl::Untimed {
@@ -143,8 +152,7 @@ pub fn record_seat(
         }
         if game.status() == GameStatus::WaitingForPlayers {
             out(format!(
-                "waiting for an opponent: they run `oanquan join {}`",
-                game.id
+                "waiting for an opponent: they run `oanquan join {id}`"
             ))?;
         }
         let opponent = match seat {
@@ -163,7 +171,7 @@ pub fn record_seat(
         if game.rated {
             out("rated game: the result changes both players' ratings")?;
         }
-        out(format!("play with: oanquan play {}", game.id))?;
+        out(format!("play with: oanquan play {id}"))?;
     }
     Ok(game.id)
 }
@@ -268,9 +276,10 @@ fn seat(game: &Game, side: Side) -> Option<&oanquan_proto::v1::Seat> {
     }
 }
 
+/// A seat's display name as [`shown_name`] shows it, `-` for an empty seat.
 fn seat_name(game: &Game, side: Side) -> String {
     match seat(game, side) {
-        Some(s) if s.occupied => s.display_name.clone(),
+        Some(s) if s.occupied => shown_name(&s.display_name).into_owned(),
         _ => "-".to_owned(),
     }
 }
@@ -320,15 +329,16 @@ pub async fn list(ctx: &Context, clients: &mut Clients, args: &ListArgs) -> Resu
             .as_ref()
             .and_then(|p| p.scores)
             .unwrap_or_default();
+        // Cells from the server are shown escaped (and their width counted so).
         let preset = if g.preset.is_empty() {
-            "custom"
+            "custom".into()
         } else {
-            g.preset.as_str()
+            shown_name(&g.preset)
         };
         rows.push([
-            g.id.clone(),
+            shown_name(&g.id).into_owned(),
             json::status_name(g.status()).to_owned(),
-            preset.to_owned(),
+            preset.into_owned(),
             time_cell(TimeControl::from_proto(g.time_control.as_ref())),
             seat_label(seat(g, Side::First)),
             seat_label(seat(g, Side::Second)),
@@ -371,9 +381,9 @@ pub async fn show(ctx: &Context, clients: &mut Clients, args: &ShowArgs) -> Resu
     let position = game.position.clone().unwrap_or_default();
     let over = matches!(game.status(), GameStatus::Finished | GameStatus::Aborted);
     let preset = if game.preset.is_empty() {
-        "custom rules"
+        "custom rules".into()
     } else {
-        game.preset.as_str()
+        shown_name(&game.preset)
     };
     let tc = TimeControl::from_proto(game.time_control.as_ref());
     let timed = if tc == TimeControl::Untimed {
@@ -383,7 +393,7 @@ pub async fn show(ctx: &Context, clients: &mut Clients, args: &ShowArgs) -> Resu
     };
     let mut lines = vec![format!(
         "game {}: {}, {preset}{timed}, {} moves played",
-        game.id,
+        shown_name(&game.id),
         json::status_name(game.status()),
         game.move_count
     )];
@@ -491,9 +501,9 @@ pub async fn presets(ctx: &Context, clients: &mut Clients) -> Result<(), CliErro
     let presets = response.presets;
     let mut lines = Vec::new();
     for p in &presets {
-        lines.push(p.name.clone());
+        lines.push(shown_name(&p.name).into_owned());
         lines.extend(
-            wrap(&p.description, 76)
+            wrap(&shown(&p.description), 76)
                 .into_iter()
                 .map(|l| format!("    {l}")),
         );
@@ -524,23 +534,24 @@ pub async fn seeks(ctx: &Context, clients: &mut Clients) -> Result<(), CliError>
 }
 
 fn seek_row(seek: &Seek) -> [String; 7] {
+    // Cells from the server are shown escaped (and their width counted so).
     let preset = if seek.preset.is_empty() {
-        "custom"
+        "custom".into()
     } else {
-        seek.preset.as_str()
+        shown_name(&seek.preset)
     };
     let name = match seek.account.as_ref() {
         Some(a) if a.rating != 0 => format!(
             "{} ({})",
-            seek.display_name,
+            shown_name(&seek.display_name),
             crate::ratings::rating_text(a.rating, a.provisional)
         ),
-        _ => seek.display_name.clone(),
+        _ => shown_name(&seek.display_name).into_owned(),
     };
     [
-        seek.id.clone(),
+        shown_name(&seek.id).into_owned(),
         name,
-        preset.to_owned(),
+        preset.into_owned(),
         time_cell(TimeControl::from_proto(seek.time_control.as_ref())),
         if seek.rated { "rated" } else { "-" }.to_owned(),
         seek.rating_range

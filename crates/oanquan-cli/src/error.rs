@@ -10,6 +10,8 @@ use oanquan_proto::v1::ErrorReason;
 use tonic::Code;
 use tonic_types::StatusExt as _;
 
+use crate::output::shown;
+
 /// Exit codes, documented in `oanquan --help`. Keep this table and [`EXIT_CODES_HELP`] in sync.
 pub mod code {
     /// Success (for `play`: the game ended).
@@ -81,7 +83,7 @@ impl CliError {
         if broken_connection(status) {
             let detail = match std::error::Error::source(status) {
                 Some(source) => error_chain(source),
-                None => status.message().to_owned(),
+                None => shown(status.message()).into_owned(),
             };
             return Self::new(
                 code::UNAVAILABLE,
@@ -183,7 +185,8 @@ pub fn verbose() -> bool {
 
 /// A refusal in the words of the game: the server's messages are written for API clients
 /// ("list games with ListGames", "ask RulesService.LegalMoves"), so a person gets these, and
-/// `--verbose` adds the server's own.
+/// `--verbose` adds the server's own. Where the server's words are shown, they go through
+/// [`shown`]: control characters escaped, at most 200 characters.
 fn plain_words(status: &tonic::Status, reason: Option<ErrorReason>) -> String {
     let words = match reason {
         Some(ErrorReason::GameNotFound) => {
@@ -208,7 +211,7 @@ fn plain_words(status: &tonic::Status, reason: Option<ErrorReason>) -> String {
         Some(ErrorReason::TimeUp) => "too late: your time for this move has run out",
         // The server says how long the opponent still has before a claim is possible.
         Some(ErrorReason::CannotClaim) if !status.message().is_empty() => {
-            return status.message().to_owned();
+            return shown(status.message()).into_owned();
         }
         Some(ErrorReason::CannotClaim) => "you cannot claim the win now",
         Some(ErrorReason::CannotOffer) => {
@@ -245,7 +248,7 @@ fn plain_words(status: &tonic::Status, reason: Option<ErrorReason>) -> String {
             "that seek is not for you: your rating is outside its range, or it is your own"
         }
         // The server words its limits for people already ("...; retry later").
-        Some(ErrorReason::LimitExceeded) => return status.message().to_owned(),
+        Some(ErrorReason::LimitExceeded) => return shown(status.message()).into_owned(),
         _ => match status.code() {
             Code::NotFound => "not found",
             Code::InvalidArgument => return invalid_argument(status),
@@ -253,7 +256,7 @@ fn plain_words(status: &tonic::Status, reason: Option<ErrorReason>) -> String {
             Code::DeadlineExceeded => "the server did not answer in time",
             Code::ResourceExhausted => "the server is busy; try again later",
             _ if status.message().is_empty() => "the server could not do it",
-            _ => return status.message().to_owned(),
+            _ => return shown(status.message()).into_owned(),
         },
     };
     words.to_owned()
@@ -265,7 +268,7 @@ fn invalid_argument(status: &tonic::Status) -> String {
         .get_details_bad_request()
         .and_then(|b| b.field_violations.into_iter().next());
     let Some(violation) = violation else {
-        return status.message().to_owned();
+        return shown(status.message()).into_owned();
     };
     let option = match violation.field.as_str() {
         "rules.preset" | "rules" => "--preset (`oanquan presets` lists them)",
@@ -286,15 +289,19 @@ fn invalid_argument(status: &tonic::Status) -> String {
         "page_token" => "--page-token",
         "page_size" => "--page-size",
         "key_id" => "the key id",
-        _ => return status.message().to_owned(),
+        _ => return shown(status.message()).into_owned(),
     };
-    format!("{option}: {}", violation.description)
+    format!("{option}: {}", shown(&violation.description))
 }
 
 /// `--verbose`: the status code, the error reason and the server's message, as the API has them.
 fn api_words(status: &tonic::Status, reason: Option<ErrorReason>) -> String {
     let reason = reason.map_or(String::new(), |r| format!(" {}", r.as_str_name()));
-    format!(" [{:?}{reason}: {}]", status.code(), status.message())
+    format!(
+        " [{:?}{reason}: {}]",
+        status.code(),
+        shown(status.message())
+    )
 }
 
 /// tonic's transport errors say "transport error" at the top and the useful part (connection
@@ -511,6 +518,78 @@ mod tests {
         assert_eq!(
             CliError::from_status("seek", &range).message,
             "seek: --range: too low"
+        );
+    }
+
+    #[test]
+    fn the_servers_words_reach_the_terminal_escaped_and_capped() {
+        let hostile = "\x1b]0;owned\x07\x1b[2J\nyour move> \u{202e}evil";
+        let with_reason = |reason: &str, code: Code| {
+            tonic::Status::with_error_details(
+                code,
+                hostile,
+                tonic_types::ErrorDetails::with_error_info(
+                    reason,
+                    "oanquan.v1",
+                    std::collections::HashMap::new(),
+                ),
+            )
+        };
+        let statuses = [
+            with_reason("ERROR_REASON_CANNOT_CLAIM", Code::FailedPrecondition),
+            with_reason("ERROR_REASON_LIMIT_EXCEEDED", Code::ResourceExhausted),
+            // No reason, a code without words of its own: the server's message.
+            tonic::Status::new(Code::Internal, hostile),
+            tonic::Status::new(Code::Aborted, hostile),
+            // Malformed, without a field violation; with one for a field this client does not
+            // know; and the violation's description.
+            tonic::Status::invalid_argument(hostile),
+            tonic::Status::with_error_details(
+                Code::InvalidArgument,
+                hostile,
+                tonic_types::ErrorDetails::with_bad_request_violation("new_field", "x"),
+            ),
+            tonic::Status::with_error_details(
+                Code::InvalidArgument,
+                "m",
+                tonic_types::ErrorDetails::with_bad_request_violation("display_name", hostile),
+            ),
+            // A broken connection's words, when it has no source.
+            tonic::Status::unknown(format!("h2 protocol error: {hostile}")),
+        ];
+        let clean = |message: &str| {
+            assert!(
+                !message.contains(['\x1b', '\x07', '\n', '\u{202e}']),
+                "{message:?}"
+            );
+        };
+        for status in &statuses {
+            let message = CliError::from_status("x", status).message;
+            clean(&message);
+            assert!(message.contains(r"\u{1b}]0;owned\u{7}"), "{message}");
+            assert!(message.contains(r"\nyour move> \u{202e}evil"), "{message}");
+            // --verbose adds the server's words: escaped as well.
+            let api = api_words(status, error_reason(status));
+            clean(&api);
+        }
+        // A long message is cut at 200 characters.
+        let long = tonic::Status::new(Code::Internal, "x".repeat(5_000));
+        let message = CliError::from_status("x", &long).message;
+        assert_eq!(message, format!("x: {}…", "x".repeat(200)));
+        assert!(api_words(&long, None).chars().count() < 250);
+        // Ordinary words in any language are kept as they are.
+        let viet = tonic::Status::with_error_details(
+            Code::FailedPrecondition,
+            "bạn có thể thắng sau 3 giờ",
+            tonic_types::ErrorDetails::with_error_info(
+                "ERROR_REASON_CANNOT_CLAIM",
+                "oanquan.v1",
+                std::collections::HashMap::new(),
+            ),
+        );
+        assert_eq!(
+            CliError::from_status("claim", &viet).message,
+            "claim: bạn có thể thắng sau 3 giờ"
         );
     }
 

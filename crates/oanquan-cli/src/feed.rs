@@ -291,7 +291,8 @@ fn status_text(status: &tonic::Status) -> String {
         // The source chain already says what the message says ("transport error", ...).
         Some(source) => error_chain(source),
         None if status.message().is_empty() => format!("{:?}", status.code()),
-        None => status.message().to_owned(),
+        // The server's words, for a notice on the terminal.
+        None => crate::output::shown(status.message()).into_owned(),
     }
 }
 

@@ -18,7 +18,7 @@ use crate::clocks::{LocalClocks, clocks_line, format_clock, server_span, system_
 use crate::error::CliError;
 use crate::json;
 use crate::moves::{Dir, LocalMove, Side};
-use crate::output::{clear_status, note, out, out_inline, out_lines};
+use crate::output::{clear_status, note, out, out_inline, out_lines, shown_name};
 use crate::ratings::{rating_lines, seat_rating};
 use crate::timecontrol::TimeControl;
 
@@ -152,7 +152,8 @@ pub fn game_over_line(result: Option<&GameResult>) -> String {
     )
 }
 
-/// The seats' display names, first then second, for the lines that name players.
+/// The seats' display names, first then second, for the lines that name players: as the
+/// server sent them; the lines show them through [`shown_name`].
 pub type Names<'a> = [&'a str; 2];
 
 fn named(names: Names<'_>, side: Side) -> String {
@@ -160,7 +161,7 @@ fn named(names: Names<'_>, side: Side) -> String {
     if name.is_empty() {
         format!("the {side} player")
     } else {
-        name.to_owned()
+        shown_name(name).into_owned()
     }
 }
 
@@ -241,7 +242,7 @@ pub fn rematch_line(
         RematchAction::Declined if mine => "no rematch: you declined".to_owned(),
         RematchAction::Declined => format!("no rematch: {who} declined"),
         RematchAction::Expired => "no rematch: the time to offer one has passed".to_owned(),
-        RematchAction::Started => format!("rematch: game {}", rematch.game_id),
+        RematchAction::Started => format!("rematch: game {}", shown_name(&rematch.game_id)),
         RematchAction::Unspecified => return None,
     };
     Some(line)
@@ -494,7 +495,10 @@ impl Live {
                     None => {}
                 }
                 let side = Side::from_i32(joined.seat).map_or("?", Side::name);
-                self.text(format!("joined: {side} {}", joined.display_name))?;
+                self.text(format!(
+                    "joined: {side} {}",
+                    shown_name(&joined.display_name)
+                ))?;
             }
             game_event::Kind::GameStarted(started) => {
                 if let Some(game) = started.game {
@@ -638,7 +642,8 @@ impl Live {
             let status = json::status_name(game.status());
             out(format!(
                 "game {}: {status}, {} moves played",
-                game.id, game.move_count
+                shown_name(&game.id),
+                game.move_count
             ))?;
             let tc = TimeControl::from_proto(game.time_control.as_ref());
             if tc != TimeControl::Untimed {

@@ -23,6 +23,7 @@ mod tokens;
 use std::process::ExitCode;
 
 use clap::Parser as _;
+use clap::error::ContextValue;
 
 use crate::cli::{Cli, Command};
 use crate::context::Context;
@@ -90,9 +91,60 @@ fn seating_first(ctx: &Context, command: &Command) -> Result<(), CliError> {
     commands::Seating::new(ctx, name, account.anonymous).map(drop)
 }
 
+/// clap's message, with every value the user typed quoted as [`error::typed`] does: clap echoes
+/// an invalid value whole, so 10,000 characters or an escape sequence would reach the terminal.
+fn usage_error(e: &clap::Error) -> ! {
+    let mut quoted = Vec::new();
+    for (_, value) in e.context() {
+        match value {
+            ContextValue::String(v) => quoted.push(v.as_str()),
+            ContextValue::Strings(vs) => quoted.extend(vs.iter().map(String::as_str)),
+            _ => {}
+        }
+    }
+    quoted.retain(|v| error::typed(v) != *v);
+    if quoted.is_empty() {
+        e.exit();
+    }
+    // Longest first: a value may contain a shorter one. On the styled text, where the values
+    // stand as typed (the plain rendering already strips escape sequences from them, so they
+    // would no longer be found).
+    quoted.sort_by_key(|v| std::cmp::Reverse(v.len()));
+    let mut text = e.render().ansi().to_string();
+    for v in quoted {
+        text = text.replace(v, &error::typed(v));
+    }
+    output::note(plain(&text).trim_end());
+    std::process::exit(e.exit_code());
+}
+
+/// `text` without clap's styles (CSI sequences, `ESC [ ... final byte`), and with any other
+/// control character but the newline escaped: what a value parser's message quotes of a value
+/// is not one of clap's values, and must not reach the terminal either.
+fn plain(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut chars = text.chars().peekable();
+    while let Some(c) = chars.next() {
+        if c == '\u{1b}' && chars.peek() == Some(&'[') {
+            chars.next();
+            // Parameters and intermediates, then one final byte in @..~.
+            for c in chars.by_ref() {
+                if ('@'..='~').contains(&c) {
+                    break;
+                }
+            }
+        } else if c.is_control() && c != '\n' {
+            out.extend(c.escape_debug());
+        } else {
+            out.push(c);
+        }
+    }
+    out
+}
+
 fn main() -> ExitCode {
     // clap exits with 2 on usage errors and 0 for --help/--version, as documented.
-    let cli = Cli::parse();
+    let cli = Cli::try_parse().unwrap_or_else(|e| usage_error(&e));
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()

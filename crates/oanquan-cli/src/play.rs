@@ -20,7 +20,9 @@ use crate::error::{CliError, code};
 use crate::feed::{self, FeedItem, FeedOptions};
 use crate::live::{Connection, Live, Output};
 use crate::moves::{Input, LocalMove, Side, parse_input};
-use crate::output::{self, note, out, out_inline, status_above_prompt, status_at_cursor};
+use crate::output::{
+    self, note, out, out_inline, shown_name, status_above_prompt, status_at_cursor,
+};
 use crate::tokens::Entry;
 
 const PROMPT_HELP: &str = "\
@@ -280,7 +282,9 @@ async fn play_one(
         output(ctx, &args.display, false, !interactive),
     );
     live.from_start = from_start;
-    out(format!("playing {game_id} as {me}"))?;
+    // The id of a rematch comes from the server.
+    let game_id_shown = shown_name(game_id);
+    out(format!("playing {game_id_shown} as {me}"))?;
     let mut connection = Connection::new(&ctx.server.name);
     let mut events = feed::spawn(
         ctx.server.clone(),
@@ -368,7 +372,7 @@ async fn play_one(
                     Next::Stay => {}
                     Next::Done if live.over => return Ok(Next::Done),
                     Next::Done => {
-                        note(format!("left game {game_id}; it goes on: resume with `oanquan play {game_id}`"));
+                        note(format!("left game {game_id_shown}; it goes on: resume with `oanquan play {game_id_shown}`"));
                         return Ok(Next::Done);
                     }
                     next @ Next::Rematch(..) => return Ok(next),
@@ -377,7 +381,7 @@ async fn play_one(
                 None => {
                     return Err(CliError::new(
                         code::UNFINISHED,
-                        format!("input ended before the game did; resume with `oanquan play {game_id}`"),
+                        format!("input ended before the game did; resume with `oanquan play {game_id_shown}`"),
                     ));
                 }
             },
@@ -624,7 +628,7 @@ impl Player {
                         self.rematch_token = Some((response.player_token, seat));
                         // This offer completed the pairing: the rematch is on already.
                         if let Some(rematch) = response.rematch {
-                            out(format!("rematch: game {}", rematch.id))?;
+                            out(format!("rematch: game {}", shown_name(&rematch.id)))?;
                             return self.switch(ctx, &rematch.id);
                         }
                         // Otherwise the Rematch event says it is offered; STARTED follows.
@@ -665,7 +669,8 @@ impl Player {
     fn switch(&mut self, ctx: &Context, game_id: &str) -> Result<Next, CliError> {
         let Some((token, seat)) = self.rematch_token.take() else {
             out(format!(
-                "the rematch is played where it was asked for; follow it with `oanquan watch {game_id}`"
+                "the rematch is played where it was asked for; follow it with `oanquan watch {}`",
+                shown_name(game_id)
             ))?;
             return Ok(Next::Done);
         };

@@ -5,6 +5,7 @@ use oanquan_proto::v1::{GameResult, RatingChange, Seat, Speed};
 
 use crate::cli;
 use crate::moves::Side;
+use crate::output::shown_name;
 
 /// A rating as shown: `1523`, or `1523?` while provisional.
 pub fn rating_text(rating: i32, provisional: bool) -> String {
@@ -24,12 +25,12 @@ pub fn seat_rating(seat: Option<&Seat>) -> Option<String> {
 }
 
 /// A seat as a table cell or a line names it: `Lan (1523?)` for an account, the display name
-/// otherwise, `-` for an empty seat.
+/// otherwise (as [`shown_name`] shows it), `-` for an empty seat.
 pub fn seat_label(seat: Option<&Seat>) -> String {
     match seat {
         Some(s) if s.occupied => match seat_rating(Some(s)) {
-            Some(rating) => format!("{} ({rating})", s.display_name),
-            None => s.display_name.clone(),
+            Some(rating) => format!("{} ({rating})", shown_name(&s.display_name)),
+            None => shown_name(&s.display_name).into_owned(),
         },
         _ => "-".to_owned(),
     }
@@ -60,8 +61,12 @@ pub fn rating_lines(result: &GameResult, names: [&str; 2]) -> Vec<String> {
     .into_iter()
     .filter_map(|(change, side)| {
         let name = names[usize::from(side == Side::Second)].trim();
-        let name = if name.is_empty() { side.name() } else { name };
-        change.map(|c| format!("rating: {}", change_text(name, c)))
+        let name = if name.is_empty() {
+            side.name().into()
+        } else {
+            shown_name(name)
+        };
+        change.map(|c| format!("rating: {}", change_text(&name, c)))
     })
     .collect()
 }

@@ -17,7 +17,7 @@ use crate::context::Context;
 use crate::error::{CliError, code};
 use crate::json;
 use crate::moves::Side;
-use crate::output::{clear_status, note, out};
+use crate::output::{clear_status, note, out, shown_name};
 use crate::timecontrol::{TimeControl, format_span, from_proto_duration, to_proto_duration};
 
 /// The server sends a heartbeat about every 15 seconds while a seek waits; this allows two to
@@ -73,7 +73,10 @@ pub async fn seek(
                 // Dropping the stream cancels the call: the server withdraws the seek.
                 drop(stream);
                 clear_status();
-                let what = seek_id.map_or_else(|| "the seek".to_owned(), |id| format!("seek {id}"));
+                let what = seek_id.map_or_else(
+                    || "the seek".to_owned(),
+                    |id| format!("seek {}", shown_name(&id)),
+                );
                 if !ctx.json {
                     out(format!("{what} withdrawn"))?;
                 }
@@ -153,9 +156,9 @@ pub async fn seek(
 fn waiting_line(seek: &oanquan_proto::v1::Seek) -> String {
     let tc = TimeControl::from_proto(seek.time_control.as_ref());
     let preset = if seek.preset.is_empty() {
-        "custom rules"
+        "custom rules".into()
     } else {
-        seek.preset.as_str()
+        shown_name(&seek.preset)
     };
     let mut terms = format!("{tc}, {preset}");
     if seek.rated {
@@ -165,7 +168,7 @@ fn waiting_line(seek: &oanquan_proto::v1::Seek) -> String {
         terms.push_str(&format!(", opponents rated {}-{}", range.min, range.max));
     }
     if let Some(account) = seek.account.as_ref() {
-        terms.push_str(&format!(", as {}", account.username));
+        terms.push_str(&format!(", as {}", shown_name(&account.username)));
         if account.rating != 0 {
             terms.push_str(&format!(
                 " ({})",
@@ -175,7 +178,7 @@ fn waiting_line(seek: &oanquan_proto::v1::Seek) -> String {
     }
     format!(
         "seek {}: {terms}; waiting for an opponent (Ctrl-C withdraws it)",
-        seek.id
+        shown_name(&seek.id)
     )
 }
 
@@ -186,7 +189,8 @@ pub fn exit_on_interrupt(game_id: String) {
         if tokio::signal::ctrl_c().await.is_ok() {
             clear_status();
             note(format!(
-                "interrupted; the game goes on: resume it with `oanquan play {game_id}`"
+                "interrupted; the game goes on: resume it with `oanquan play {}`",
+                shown_name(&game_id)
             ));
             std::process::exit(i32::from(code::INTERRUPTED));
         }

@@ -187,7 +187,10 @@ fn parse_amount(text: &str, default: Option<u128>, what: &str) -> Result<Duratio
         })?
     } else {
         unit(&word.to_ascii_lowercase()).ok_or_else(|| {
-            format!("`{word}` in the {what} `{text}` is not a unit: use s, m, h or d")
+            format!(
+                "`{}` in the {what} `{text}` is not a unit: use s, m, h or d",
+                word.escape_debug()
+            )
         })?
     };
     // Anything this long is refused by the bounds anyway; capping the digits keeps the

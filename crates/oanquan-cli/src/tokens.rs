@@ -12,13 +12,17 @@
 //! Version 1 files kept one entry per server and game, under the address as typed; they are
 //! read as they are (their addresses normalised) and written back as version 2.
 //!
-//! Writes go to a temporary file that is then renamed over the old one, so a crash never leaves
-//! a half-written file. Two clients writing at the very same moment can still lose one entry
-//! (last rename wins); that is acceptable for a per-user file written once per game.
+//! Writes go to a temporary file that is then renamed over the old one (and the directory
+//! synced), so a crash never leaves a half-written file. A write holds an exclusive lock
+//! (`flock` on `tokens.json.lock` next to the file, see [`lock`]) from reading the file to
+//! renaming the new one in: two clients sharing the directory (`create` in one terminal, `join`
+//! in another) take turns, and neither drops the seat the other just stored. Readers need no
+//! lock: a rename replaces the whole file at once.
 
 use std::fs;
 use std::io::Write as _;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use serde::{Deserialize, Serialize};
 
@@ -169,9 +173,11 @@ impl TokenStore {
     }
 
     /// Stores (or replaces) the token of one seat: `entry.server` + `entry.game_id` +
-    /// `entry.seat`. The other seat of the same game, if stored, is kept.
+    /// `entry.seat`. The other seat of the same game, if stored, is kept, and so is every entry
+    /// another client stores meanwhile (the file is locked from load to save).
     pub fn put(&self, mut entry: Entry) -> Result<(), CliError> {
         entry.server = normalize_server(&entry.server);
+        let _lock = lock(&self.dir, FILE_NAME)?;
         let mut file = self.load()?;
         file.version = VERSION;
         file.entries.retain(|e| {
@@ -189,18 +195,76 @@ impl TokenStore {
 }
 
 /// Writes `bytes` as `dir/file_name`, readable by the owner only (the directory too): through a
-/// temporary file renamed over the old one, so that a crash never leaves half a file. For every
-/// file that holds a secret (seat tokens, the account's API key).
+/// temporary file renamed over the old one, so that a crash never leaves half a file, then the
+/// directory synced, so that the rename itself survives a crash. For every file that holds a
+/// secret (seat tokens, the account's API key). A caller that read the file to change it holds
+/// its [`lock`] across both.
 pub fn save_private(dir: &Path, file_name: &str, bytes: &[u8]) -> Result<(), CliError> {
     let what = |p: &Path| format!("writing {}", p.display());
     create_private_dir(dir).map_err(|e| CliError::io(&what(dir), &e))?;
     let path = dir.join(file_name);
-    let tmp = dir.join(format!(".{file_name}.{}.tmp", std::process::id()));
+    // One temporary file per write, also between threads of one process.
+    static WRITES: AtomicU64 = AtomicU64::new(0);
+    let n = WRITES.fetch_add(1, Ordering::Relaxed);
+    let tmp = dir.join(format!(".{file_name}.{}.{n}.tmp", std::process::id()));
     let result = write_private(&tmp, bytes).and_then(|()| fs::rename(&tmp, &path));
     if result.is_err() {
         let _ = fs::remove_file(&tmp);
     }
-    result.map_err(|e| CliError::io(&what(&path), &e))
+    result
+        .and_then(|()| sync_dir(dir))
+        .map_err(|e| CliError::io(&what(&path), &e))
+}
+
+/// Makes a rename in `dir` durable (fsync of the directory).
+#[cfg(unix)]
+fn sync_dir(dir: &Path) -> std::io::Result<()> {
+    fs::File::open(dir)?.sync_all()
+}
+
+/// Windows offers no fsync of a directory; the rename is as durable as the system makes it.
+#[cfg(not(unix))]
+fn sync_dir(_dir: &Path) -> std::io::Result<()> {
+    Ok(())
+}
+
+/// An exclusive lock on one file of the config directory, held until dropped (closing the lock
+/// file releases it, also when the process dies).
+#[derive(Debug)]
+pub struct FileLock {
+    _file: fs::File,
+}
+
+/// Takes the exclusive lock of `dir/file_name` (an advisory `flock` on `dir/file_name.lock`,
+/// created 0600 and left in place: deleting a lock file lets two holders lock two files),
+/// waiting while another client holds it; held from reading the file to renaming its new
+/// version in, so that concurrent writers take turns instead of each renaming in a copy without
+/// the other's change. `flock` locks belong to the open file, so threads of one process (each
+/// opening the file) exclude each other too. Elsewhere than Unix the file is only created: the
+/// standard library's locks need a newer Rust than this crate's minimum.
+pub fn lock(dir: &Path, file_name: &str) -> Result<FileLock, CliError> {
+    let path = dir.join(format!("{file_name}.lock"));
+    let what = || format!("locking {}", path.display());
+    create_private_dir(dir).map_err(|e| CliError::io(&what(), &e))?;
+    let mut options = fs::OpenOptions::new();
+    options.write(true).create(true).truncate(false);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::OpenOptionsExt as _;
+        options.mode(0o600);
+    }
+    let file = options.open(&path).map_err(|e| CliError::io(&what(), &e))?;
+    #[cfg(unix)]
+    loop {
+        use rustix::fs::{FlockOperation, flock};
+        match flock(&file, FlockOperation::LockExclusive) {
+            Ok(()) => break,
+            // A signal arrived while waiting: wait again.
+            Err(rustix::io::Errno::INTR) => {}
+            Err(errno) => return Err(CliError::io(&what(), &errno.into())),
+        }
+    }
+    Ok(FileLock { _file: file })
 }
 
 #[cfg(unix)]
@@ -375,6 +439,53 @@ mod tests {
             .permissions()
             .mode();
         assert_eq!(dir_mode & 0o777, 0o700);
+    }
+
+    /// Many clients storing seats at once in one directory (threads here: each `put` opens the
+    /// lock file itself, and flock locks belong to the open file): every seat is kept.
+    #[test]
+    fn concurrent_puts_keep_every_seat() {
+        const WRITERS: usize = 8;
+        const EACH: usize = 10;
+        let dir = tempfile::tempdir().expect("tempdir");
+        let start = std::sync::Barrier::new(WRITERS);
+        std::thread::scope(|scope| {
+            for writer in 0..WRITERS {
+                let (dir, start) = (dir.path(), &start);
+                scope.spawn(move || {
+                    let store = TokenStore::new(dir);
+                    start.wait();
+                    for game in 0..EACH {
+                        store
+                            .put(entry(
+                                "http://a:1",
+                                &format!("g{writer}-{game}"),
+                                "first",
+                                "t",
+                            ))
+                            .expect("put");
+                    }
+                });
+            }
+        });
+        let store = TokenStore::new(dir.path());
+        let mut missing = Vec::new();
+        for writer in 0..WRITERS {
+            for game in 0..EACH {
+                let id = format!("g{writer}-{game}");
+                if store.seats("http://a:1", &id).expect("seats").is_empty() {
+                    missing.push(id);
+                }
+            }
+        }
+        assert!(missing.is_empty(), "seats lost: {missing:?}");
+        // Only the file and its lock are left: no temporary file.
+        let mut names: Vec<_> = fs::read_dir(dir.path())
+            .expect("read_dir")
+            .map(|e| e.expect("entry").file_name())
+            .collect();
+        names.sort();
+        assert_eq!(names, [FILE_NAME, "tokens.json.lock"], "{names:?}");
     }
 
     #[test]
