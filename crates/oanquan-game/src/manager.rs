@@ -637,15 +637,20 @@ impl GameManager {
         }
     }
 
-    /// Restarts the running turn of an active timed game at the current time, with the time the
-    /// player to move had when it started: a restarted server calls it for each such game, so
-    /// the outage is not charged. `Ok(false)` if the game is not an active timed game.
+    /// Restarts the running turn of an active timed game: a restarted server calls it for each
+    /// such game, so that the outage is not charged, but the part of the turn before it is
+    /// ([`GameStore::last_alive`], see [`transition::resume_clock`]). `Ok(false)` if the game
+    /// is not an active timed game.
     ///
     /// # Errors
     ///
     /// [`GameError::GameNotFound`], store failures.
     pub async fn resume_clock(&self, id: &GameId) -> Result<bool, GameError> {
-        match self.update(id, transition::resume_clock).await {
+        let alive = self.store.last_alive();
+        match self
+            .update(id, |state, now| transition::resume_clock(state, now, alive))
+            .await
+        {
             Ok(_) => Ok(true),
             Err(GameError::NotDue) => Ok(false),
             Err(error) => Err(error),

@@ -515,12 +515,47 @@ fn a_move_just_before_the_deadline_is_charged_all_but_the_rest() {
     );
 }
 
+/// The part of the turn that ran before the server died is charged, the outage is not: a
+/// restart must not give a player back the time they had already spent (a correspondence
+/// player would otherwise get a fresh period with every deploy).
+#[test]
+fn resuming_a_clock_charges_the_turn_up_to_the_last_sign_of_life() {
+    let (state, tokens) = started(real_time(60, 0));
+    let state = moves(state, &tokens, 3, 1);
+    // The second player's turn started at 3 s (60 s left); the server was alive until 23 s
+    // and came back at 100 s: 20 s were used, 40 s are left from 100 s.
+    let (resumed, transition) =
+        transition::resume_clock(state.clone(), secs(100), Some(secs(23))).unwrap();
+    assert_eq!(resumed.info().turn_started, Some(secs(80)));
+    assert_eq!(remaining(&resumed), remaining(&state));
+    let [GameEventKind::TurnStarted { clock, .. }] = transition.game_events.as_slice() else {
+        panic!("{:?}", transition.game_events)
+    };
+    let clock = clock.unwrap();
+    assert_eq!(clock.remaining, ByPlayer::new(dur(59), dur(40)));
+    assert_eq!(clock.deadline, Some(secs(140)));
+    // Alive past the deadline (63 s): the flag falls as soon as the keeper looks.
+    let (late, _) = transition::resume_clock(state.clone(), secs(100), Some(secs(70))).unwrap();
+    assert_eq!(
+        timing::deadline(late.info()).map(|d| d.at),
+        Some(secs(100) - dur(7))
+    );
+    let (flagged, _) = transition::apply_deadline(late, secs(100)).unwrap();
+    assert_eq!(flagged.info().status, GameStatus::Finished);
+    // A sign of life from before the turn started, or from the future: nothing is charged.
+    for alive in [secs(2), secs(101)] {
+        let (resumed, _) = transition::resume_clock(state.clone(), secs(100), Some(alive)).unwrap();
+        assert_eq!(resumed.info().turn_started, Some(secs(100)), "{alive:?}");
+    }
+}
+
 #[test]
 fn resuming_a_clock_restarts_the_turn_without_charging_the_outage() {
     let (state, tokens) = started(real_time(60, 0));
     let state = moves(state, &tokens, 3, 1);
     // The second player's turn started at 3 s; the server was down until 100 s.
-    let (resumed, transition) = transition::resume_clock(state.clone(), secs(100)).unwrap();
+    // When the last server was last alive is not known: the whole turn starts again.
+    let (resumed, transition) = transition::resume_clock(state.clone(), secs(100), None).unwrap();
     assert_eq!(resumed.info().turn_started, Some(secs(100)));
     assert_eq!(remaining(&resumed), remaining(&state));
     assert_eq!(resumed.info().position, state.info().position);
@@ -540,12 +575,12 @@ fn resuming_a_clock_restarts_the_turn_without_charging_the_outage() {
     );
     let (untimed, _) = started(TimeControl::Untimed);
     assert_eq!(
-        transition::resume_clock(untimed, secs(1)).unwrap_err(),
+        transition::resume_clock(untimed, secs(1), None).unwrap_err(),
         GameError::NotDue
     );
     let (resigned, _) = transition::resign(resumed, &tokens[FIRST], secs(101)).unwrap();
     assert_eq!(
-        transition::resume_clock(resigned, secs(102)).unwrap_err(),
+        transition::resume_clock(resigned, secs(102), Some(secs(101))).unwrap_err(),
         GameError::NotDue
     );
 }

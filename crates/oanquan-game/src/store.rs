@@ -299,6 +299,14 @@ pub trait GameStore: Send + Sync + fmt::Debug + 'static {
     /// Backend failures only.
     fn open_games_by_creator(&self) -> StoreFuture<'_, Vec<(GameId, IpAddr)>>;
 
+    /// When the server that used this store before this process was last known alive, for a
+    /// store that outlives its server: a restart charges the turns that were running up to that
+    /// moment, and only the outage after it goes uncharged (see
+    /// [`crate::transition::resume_clock`]). `None` when unknown: the running turns start again.
+    fn last_alive(&self) -> Option<SystemTime> {
+        None
+    }
+
     /// Whether the store can write now: `true` while writes succeed, `false` from a write that
     /// failed for a lasting reason (full disk, read-only file, I/O error) until one succeeds
     /// again. `None` for a store that cannot fail that way. The server's health follows it.

@@ -553,17 +553,32 @@ pub fn apply_deadline(state: GameState, now: SystemTime) -> Decided<DeadlineKind
     ))
 }
 
-/// After a server restart, starts the turn of a timed game's player to move again at `now`,
-/// with the time they had when it started: the outage is not charged to anyone.
+/// After a server restart, resumes the turn of a timed game's player to move at `now`: the
+/// outage is not charged to anyone, but the part of the turn that ran while the last server
+/// was `alive` is. The turn's start moves later by the outage (`alive` to `now`), so the player
+/// has what they had left when that server died, and a deadline that passed before it falls
+/// at once. Without `alive` (unknown), or with a turn that started after it, the turn starts
+/// again at `now` with the time the player had when it started.
 ///
 /// # Errors
 ///
 /// [`GameError::NotDue`] if the game is not an active timed game.
-pub fn resume_clock(mut state: GameState, now: SystemTime) -> Decided<()> {
+pub fn resume_clock(
+    mut state: GameState,
+    now: SystemTime,
+    alive: Option<SystemTime>,
+) -> Decided<()> {
     if state.info().status != GameStatus::Active || state.info().clock.is_none() {
         return Err(GameError::NotDue);
     }
-    state.edit(|info| info.turn_started = Some(now));
+    let used = match (state.info().turn_started, alive) {
+        (Some(started), Some(alive)) if alive <= now => {
+            alive.duration_since(started).unwrap_or_default()
+        }
+        _ => Duration::ZERO,
+    };
+    let started = now.checked_sub(used).unwrap_or(now);
+    state.edit(|info| info.turn_started = Some(started));
     let position = *state.position();
     let event = GameEventKind::TurnStarted {
         player: position.to_move(),

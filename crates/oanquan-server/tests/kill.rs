@@ -188,3 +188,74 @@ async fn every_acknowledged_move_survives_a_sigkill_under_load() {
         log.len()
     );
 }
+
+/// A SIGKILL in the middle of a timed turn: after the restart the player to move has what they
+/// had when the server died (to within its one-second heartbeat), not the whole turn back, and
+/// the time the server was down is not charged.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_sigkill_in_a_timed_turn_charges_the_turn_but_not_the_outage() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("oanquan.db");
+    let server = ServerBinary::start(&path);
+    let mut client = Games::new(server.channel().await);
+    let minute = prost_types::Duration {
+        seconds: 60,
+        nanos: 0,
+    };
+    let (id, first, second) = create_and_join(
+        &mut client,
+        pb::CreateGameRequest {
+            rules: preset("standard"),
+            seat: pb::Player::First.into(),
+            display_name: "Lan".into(),
+            time_control: Some(pb::TimeControl {
+                kind: Some(pb::time_control::Kind::RealTime(
+                    pb::time_control::RealTime {
+                        initial: Some(minute),
+                        increment: Some(prost_types::Duration::default()),
+                    },
+                )),
+            }),
+            ..Default::default()
+        },
+    )
+    .await;
+    // Each player's first move has its own limit; the clocks run from the third.
+    let mut game = play_one(&mut client, &id, (&first, &second)).await;
+    for _ in 0..2 {
+        game = play_one(&mut client, &id, (&first, &second)).await;
+    }
+    let left = |game: &pb::Game| -> Duration {
+        let clocks = game.clocks.as_ref().unwrap();
+        let (remaining, running) = match clocks.running() {
+            pb::Player::First => (clocks.first_remaining, pb::Player::First),
+            _ => (clocks.second_remaining, pb::Player::Second),
+        };
+        assert_eq!(running, pb::Player::Second, "{game:?}");
+        Duration::try_from(remaining.unwrap()).unwrap()
+    };
+    let at_start = left(&game);
+    let turn_start = std::time::SystemTime::try_from(game.turn_start_time.unwrap()).unwrap();
+    tokio::time::sleep(Duration::from_millis(2_500)).await;
+    server.kill();
+    let ran = turn_start.elapsed().unwrap();
+    tokio::time::sleep(Duration::from_secs(2)).await;
+
+    let restarted = Instant::now();
+    let server = ServerBinary::start(&path);
+    let mut client = Games::new(server.channel().await);
+    let game = get_game(&mut client, &id).await;
+    let since_restart = restarted.elapsed();
+    assert_eq!(game.status, i32::from(pb::GameStatus::Active));
+    let now_left = left(&game);
+    // The turn up to the last heartbeat (at most a second before the kill) is charged.
+    assert!(
+        now_left + ran <= at_start + Duration::from_millis(1_100),
+        "had {at_start:?}, ran {ran:?} before the kill, has {now_left:?}"
+    );
+    // The two seconds down are not.
+    assert!(
+        now_left + ran + since_restart + Duration::from_millis(100) >= at_start,
+        "had {at_start:?}, ran {ran:?} before the kill, has {now_left:?}"
+    );
+}

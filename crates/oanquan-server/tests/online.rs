@@ -533,6 +533,8 @@ async fn clocks_travel_with_every_event_the_snapshot_and_the_game() {
     assert_eq!(done.turn_start_time, None);
 }
 
+/// A restart charges the running turn up to the stop, and not the outage: the first player's
+/// clock runs on from what they had left when the server stopped.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_restart_in_a_timed_game_does_not_charge_the_outage() {
     let dir = tempfile::tempdir().unwrap();
@@ -564,10 +566,12 @@ async fn a_restart_in_a_timed_game_does_not_charge_the_outage() {
     let (_, snapshot) = watch_snapshot(&mut client, &id).await;
     let last_before = snapshot.sequence;
 
-    // Down for longer than the first player has left after the move.
-    tokio::time::sleep(ms(200)).await;
+    // 400 ms of the turn run, then the server is down for longer than the player has left.
+    tokio::time::sleep(ms(400)).await;
     drop(client);
     server.stop().await.unwrap();
+    let stopped_at = SystemTime::now();
+    let ran = since(stopped_at, turn_start);
     tokio::time::sleep(ms(1_500)).await;
     let restarted_at = SystemTime::now();
     let server = start(on_disk()).await;
@@ -575,20 +579,28 @@ async fn a_restart_in_a_timed_game_does_not_charge_the_outage() {
 
     let game = get_game(&mut client, &id).await;
     assert_eq!(game.status(), pb::GameStatus::Active, "{game:?}");
-    let resumed_at = time(game.turn_start_time.as_ref());
-    assert!(resumed_at >= restarted_at, "the turn started again");
     let reading = clocks(&game);
     assert_eq!(reading.running(), pb::Player::First);
     let measured = time(reading.measured_at.as_ref());
-    assert_eq!(
-        remaining(reading),
-        (stored_first - since(measured, resumed_at), stored_second)
-    );
+    let (first_left, second_left) = remaining(reading);
+    assert_eq!(second_left, stored_second);
+    // Charged for the turn up to the stop (at least the 400 ms slept in it)...
     assert!(
-        remaining(reading).0 + ms(500) >= stored_first,
-        "not charged for the outage: {reading:?}, had {stored_first:?}"
+        first_left + ms(400) <= stored_first,
+        "the turn before the stop is charged: {reading:?}, had {stored_first:?}"
     );
-    assert_eq!(time(reading.deadline.as_ref()), resumed_at + stored_first);
+    // ... and for nothing of the outage: at most what ran before the stop and after the start.
+    assert!(
+        first_left + ran + since(measured, restarted_at) + ms(50) >= stored_first,
+        "not charged for the outage: {reading:?}, had {stored_first:?}, ran {ran:?}"
+    );
+    // The turn's start moved later by the outage; the deadline follows it.
+    let resumed_start = time(game.turn_start_time.as_ref());
+    assert!(resumed_start > turn_start && resumed_start < restarted_at);
+    assert_eq!(
+        time(reading.deadline.as_ref()),
+        resumed_start + stored_first
+    );
 
     // A TurnStarted with the same ply announces the resumed clock.
     let mut stream = watch(&mut client, &id, Some(last_before), None, false).await;
@@ -598,21 +610,28 @@ async fn a_restart_in_a_timed_game_does_not_charge_the_outage() {
         panic!("{resumed:?}")
     };
     assert_eq!((turn.player(), turn.ply), (pb::Player::First, ply));
-    assert_eq!(time(resumed.time.as_ref()), resumed_at);
+    let announced = time(resumed.time.as_ref());
+    assert!(announced >= restarted_at);
     let turn_clocks = turn.clocks.as_ref().unwrap();
-    assert_eq!(remaining(turn_clocks), (stored_first, stored_second));
+    assert_eq!(
+        remaining(turn_clocks),
+        (
+            stored_first - since(announced, resumed_start),
+            stored_second
+        )
+    );
     assert_eq!(turn_clocks.running(), pb::Player::First);
     assert_eq!(
         time(turn_clocks.deadline.as_ref()),
-        resumed_at + stored_first
+        resumed_start + stored_first
     );
 
-    // The game goes on, charged from the resumption.
+    // The game goes on, charged from the resumed start.
     let response = move_any(&mut client, &game, &first).await;
     let played_at = time(response.record.as_ref().unwrap().play_time.as_ref());
     assert_eq!(
         remaining(clocks(response.game.as_ref().unwrap())).0,
-        stored_first - since(played_at, resumed_at)
+        stored_first - since(played_at, resumed_start)
     );
     drop(stream);
     server.stop().await.unwrap();

@@ -121,7 +121,9 @@ pub struct SqliteStore {
     writable: watch::Receiver<bool>,
     batches: BatchObserver,
     /// Held until the store is dropped, so it outlives every write.
-    _lock: schema::FileLock,
+    lock: schema::FileLock,
+    /// Stops the lock file's heartbeat when dropped (at close, or with the store).
+    heartbeat: Mutex<Option<std::sync::mpsc::Sender<()>>>,
 }
 
 impl fmt::Debug for SqliteStore {
@@ -145,6 +147,10 @@ impl SqliteStore {
         let path = path.as_ref().to_owned();
         let lock = schema::lock(&path)?;
         let conn = schema::open_writer(&path)?;
+        let heartbeat = lock
+            .heartbeat()
+            .inspect_err(|error| warn!(%error, "cannot mark the lock file as alive"))
+            .ok();
         let damage = Arc::new(Damage::default());
         check_unfinished(&conn, &path, &damage)?;
         let (writer, jobs) = mpsc::channel();
@@ -170,7 +176,8 @@ impl SqliteStore {
             damage,
             writable,
             batches,
-            _lock: lock,
+            lock,
+            heartbeat: Mutex::new(heartbeat),
         })
     }
 
@@ -223,10 +230,19 @@ impl SqliteStore {
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
             .take();
+        // The last sign of life, after the last write: a clean stop is charged to running
+        // turns up to here (see `GameStore::last_alive`).
+        drop(
+            self.heartbeat
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner)
+                .take(),
+        );
         if let Some(thread) = thread {
             if thread.join().is_err() {
                 warn!("the database writer thread panicked");
             }
+            self.lock.mark_alive();
             let mut wal = self.path.as_os_str().to_owned();
             wal.push("-wal");
             if Path::new(&wal).exists() {
@@ -608,6 +624,10 @@ impl GameStore for SqliteStore {
 
     fn writable(&self) -> Option<watch::Receiver<bool>> {
         Some(self.writable.clone())
+    }
+
+    fn last_alive(&self) -> Option<SystemTime> {
+        self.lock.previous_alive()
     }
 
     fn close(&self) -> BoxFuture<'_, ()> {

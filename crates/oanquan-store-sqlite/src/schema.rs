@@ -312,9 +312,52 @@ impl OpenError {
 /// is never deleted (deleting lock files races with the next server taking them). A separate
 /// file rather than the database itself, because closing any descriptor of the database would
 /// drop SQLite's own POSIX locks on it.
+///
+/// The lock file is also the server's sign of life: while the store is open its modification
+/// time is set every [`HEARTBEAT`], so the next server on the file knows when the last one was
+/// last alive (see [`FileLock::previous_alive`]), even after a SIGKILL.
 #[derive(Debug)]
 pub(super) struct FileLock {
-    _file: std::fs::File,
+    file: std::fs::File,
+    previous_alive: Option<std::time::SystemTime>,
+}
+
+/// How often an open store marks its lock file: the most of a running turn a restart can give
+/// back (see `GameStore::last_alive`).
+pub(super) const HEARTBEAT: std::time::Duration = std::time::Duration::from_secs(1);
+
+impl FileLock {
+    /// When the server that had the file before this one was last known alive: the lock
+    /// file's modification time as this store found it. `None` for a new lock file.
+    pub(super) fn previous_alive(&self) -> Option<std::time::SystemTime> {
+        self.previous_alive
+    }
+
+    /// Marks the lock file now: the last mark of a clean close, so that the next server
+    /// charges running turns up to the stop exactly.
+    pub(super) fn mark_alive(&self) {
+        let _ = self.file.set_modified(std::time::SystemTime::now());
+    }
+
+    /// Marks the lock file every [`HEARTBEAT`] on a thread of its own until the returned
+    /// sender is dropped. A failed mark is not an error worth stopping for: the next server
+    /// would only charge less of a running turn.
+    pub(super) fn heartbeat(&self) -> std::io::Result<std::sync::mpsc::Sender<()>> {
+        let file = self.file.try_clone()?;
+        let (stop, stopped) = std::sync::mpsc::channel::<()>();
+        std::thread::Builder::new()
+            .name("oanquan-sqlite-heartbeat".to_owned())
+            .spawn(move || {
+                loop {
+                    let _ = file.set_modified(std::time::SystemTime::now());
+                    match stopped.recv_timeout(HEARTBEAT) {
+                        Err(std::sync::mpsc::RecvTimeoutError::Timeout) => {}
+                        _ => break,
+                    }
+                }
+            })?;
+        Ok(stop)
+    }
 }
 
 /// Takes the database's lock without waiting.
@@ -341,6 +384,13 @@ pub(super) fn lock(path: &Path) -> Result<FileLock, OpenError> {
         .truncate(false)
         .open(&lock_path)
         .map_err(io("opening the lock file"))?;
+    // A lock file with a pid in it was marked by a server (it may have been killed); only a
+    // holder of the lock writes it, so what is read here stays the last server's if it is ours.
+    let previous_alive = file
+        .metadata()
+        .ok()
+        .filter(|meta| meta.len() > 0)
+        .and_then(|meta| meta.modified().ok());
     #[cfg(unix)]
     {
         use rustix::fs::{FlockOperation, flock};
@@ -369,7 +419,10 @@ pub(super) fn lock(path: &Path) -> Result<FileLock, OpenError> {
             .and_then(|()| file.rewind())
             .and_then(|()| writeln!(file, "{}", std::process::id()));
     }
-    Ok(FileLock { _file: file })
+    Ok(FileLock {
+        file,
+        previous_alive,
+    })
 }
 
 /// How long a connection waits for another one's lock before failing.

@@ -976,3 +976,24 @@ pub(crate) fn copy_as_version_4(from: &Path, to: &Path) {
     )
     .unwrap();
 }
+
+/// The lock file's modification time is the last server's sign of life: unknown for a new
+/// file, the close for a clean stop, and kept fresh by the heartbeat while a store is open.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_lock_file_says_when_the_last_server_was_alive() {
+    let (_dir, path, store) = fresh_store();
+    assert_eq!(store.last_alive(), None, "a new lock file");
+    let mut lock = path.as_os_str().to_owned();
+    lock.push(".lock");
+    let marked = || std::fs::metadata(&lock).unwrap().modified().unwrap();
+    let opened = marked();
+    std::thread::sleep(schema::HEARTBEAT + std::time::Duration::from_millis(300));
+    assert!(marked() > opened, "the heartbeat marks the file while open");
+    store.close().await;
+    let closed = std::time::SystemTime::now();
+    drop(store);
+    std::thread::sleep(std::time::Duration::from_millis(200));
+    let again = SqliteStore::open(&path).unwrap();
+    let alive = again.last_alive().expect("a lock file marked by a server");
+    assert!(alive <= closed && alive + std::time::Duration::from_millis(100) >= closed);
+}
