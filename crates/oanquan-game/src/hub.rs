@@ -30,6 +30,10 @@ pub struct Hub {
     /// Keyed by ids of existing games, not by what a client sends: a fast hasher is safe.
     games: Mutex<foldhash::HashMap<GameId, Channel>>,
     lobby: broadcast::Sender<Arc<LobbyEvent>>,
+    /// Lobby watchers per connection and per client, for those that are limited: a lobby
+    /// stream carries a snapshot of the lobby and every open seek, so one client must not open
+    /// thousands of them.
+    lobby_watchers: Mutex<Counts>,
     commits: broadcast::Sender<Arc<GameInfo>>,
 }
 
@@ -39,6 +43,13 @@ struct Channel {
     spectators: usize,
     seats: ByPlayer<usize>,
     /// Spectators per connection and per client, for those that are limited.
+    per_connection: HashMap<SocketAddr, usize>,
+    per_client: HashMap<IpAddr, usize>,
+}
+
+/// Watchers per connection and per client.
+#[derive(Debug, Default)]
+struct Counts {
     per_connection: HashMap<SocketAddr, usize>,
     per_client: HashMap<IpAddr, usize>,
 }
@@ -88,6 +99,10 @@ pub enum TooManyWatchers {
     Connection(usize),
     /// The spectators from one client.
     Client(usize),
+    /// The lobby streams on one connection.
+    LobbyConnection(usize),
+    /// The lobby streams from one client.
+    LobbyClient(usize),
 }
 
 impl fmt::Display for TooManyWatchers {
@@ -108,15 +123,24 @@ impl fmt::Display for TooManyWatchers {
                 f,
                 "your address already has {max} streams watching this game (the limit per client)"
             ),
+            TooManyWatchers::LobbyConnection(max) => write!(
+                f,
+                "this connection already has {max} streams watching the lobby (the limit per connection)"
+            ),
+            TooManyWatchers::LobbyClient(max) => write!(
+                f,
+                "your address already has {max} streams watching the lobby (the limit per client)"
+            ),
         }
     }
 }
 
-/// Counts one watcher of a game while alive.
+/// Counts one watcher of a game, or of the lobby, while alive.
 #[derive(Debug)]
 pub struct WatcherGuard {
     hub: Arc<Hub>,
-    id: GameId,
+    /// The game watched; `None` for the lobby.
+    id: Option<GameId>,
     watcher: Watcher,
 }
 
@@ -164,6 +188,7 @@ impl Hub {
             capacity,
             games: Mutex::default(),
             lobby: broadcast::channel(capacity).0,
+            lobby_watchers: Mutex::default(),
             commits: broadcast::channel(commits.max(1)).0,
         })
     }
@@ -262,7 +287,7 @@ impl Hub {
             rx,
             WatcherGuard {
                 hub: Arc::clone(self),
-                id: id.clone(),
+                id: Some(id.clone()),
                 watcher,
             },
         ))
@@ -272,6 +297,47 @@ impl Hub {
     #[must_use]
     pub fn subscribe_lobby(&self) -> broadcast::Receiver<Arc<LobbyEvent>> {
         self.lobby.subscribe()
+    }
+
+    /// Subscribes `watcher` to lobby events, within the per-connection and per-client limits
+    /// of `limits` (the others do not apply to the lobby).
+    ///
+    /// # Errors
+    ///
+    /// [`TooManyWatchers::LobbyConnection`] or [`TooManyWatchers::LobbyClient`].
+    pub fn subscribe_lobby_as(
+        self: &Arc<Self>,
+        watcher: Watcher,
+        limits: WatchLimits,
+    ) -> Result<(broadcast::Receiver<Arc<LobbyEvent>>, WatcherGuard), TooManyWatchers> {
+        let mut counts = self
+            .lobby_watchers
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        if !below(
+            &counts.per_connection,
+            watcher.connection,
+            limits.per_connection,
+        ) {
+            return Err(TooManyWatchers::LobbyConnection(limits.per_connection));
+        }
+        if !below(&counts.per_client, watcher.client, limits.per_client) {
+            return Err(TooManyWatchers::LobbyClient(limits.per_client));
+        }
+        count(&mut counts.per_connection, watcher.connection);
+        count(&mut counts.per_client, watcher.client);
+        let watcher = Watcher {
+            seat: None,
+            ..watcher
+        };
+        Ok((
+            self.lobby.subscribe(),
+            WatcherGuard {
+                hub: Arc::clone(self),
+                id: None,
+                watcher,
+            },
+        ))
     }
 
     /// Subscribes to the state of every game with a computer seat after each commit (the only
@@ -340,8 +406,18 @@ impl Hub {
 
 impl Drop for WatcherGuard {
     fn drop(&mut self) {
+        let Some(id) = &self.id else {
+            let mut counts = self
+                .hub
+                .lobby_watchers
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner);
+            uncount(&mut counts.per_connection, self.watcher.connection);
+            uncount(&mut counts.per_client, self.watcher.client);
+            return;
+        };
         let mut games = self.hub.games();
-        if let Some(channel) = games.get_mut(&self.id) {
+        if let Some(channel) = games.get_mut(id) {
             match self.watcher.seat {
                 Some(seat) => channel.seats[seat] -= 1,
                 None => {
@@ -351,7 +427,7 @@ impl Drop for WatcherGuard {
                 }
             }
             if channel.is_empty() {
-                games.remove(&self.id);
+                games.remove(id);
             }
         }
     }

@@ -980,18 +980,41 @@ impl GameManager {
         Watch::start(feed, rx, Some(guard), after).await
     }
 
-    /// Watches the lobby, like [`GameManager::watch_game`].
+    /// Watches the lobby, like [`GameManager::watch_game`], for `peer` (counted against the
+    /// spectators' per-connection and per-client limits, unless exempt).
     ///
     /// # Errors
     ///
-    /// [`GameError::SequenceAhead`].
-    pub async fn watch_lobby(&self, after: Option<u64>) -> Result<Watch<LobbyFeed>, GameError> {
-        let rx = self.hub.subscribe_lobby();
+    /// [`GameError::SequenceAhead`], [`GameError::LimitExceeded`].
+    pub async fn watch_lobby(
+        &self,
+        after: Option<u64>,
+        peer: Option<SocketAddr>,
+    ) -> Result<Watch<LobbyFeed>, GameError> {
+        let limited = peer.filter(|peer| !(self.limits.exempt_loopback && peer.ip().is_loopback()));
+        let watcher = Watcher {
+            seat: None,
+            connection: limited,
+            client: limited.map(|peer| client_key(peer.ip())),
+        };
+        let limits = WatchLimits {
+            spectators: 0,
+            per_seat: 0,
+            per_connection: self.limits.max_watchers_per_connection,
+            per_client: self.limits.max_watchers_per_client,
+        };
+        let (rx, guard) = self
+            .hub
+            .subscribe_lobby_as(watcher, limits)
+            .map_err(|refused| {
+                debug!(?peer, %refused, "lobby watch refused");
+                GameError::LimitExceeded(refused.to_string())
+            })?;
         let feed = LobbyFeed {
             store: Arc::clone(&self.store),
             snapshot_limit: self.limits.lobby_snapshot_limit,
         };
-        Watch::start(feed, rx, None, after).await
+        Watch::start(feed, rx, Some(guard), after).await
     }
 
     /// Creates (`create`) or commits, then publishes, out of the caller's hands: a durable store

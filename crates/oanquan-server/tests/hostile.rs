@@ -1987,3 +1987,64 @@ async fn a_seek_for_a_game_without_end_is_refused() {
     assert_field(&status, "rules.rule_set.max_plies");
     assert!(status.message().contains("10000"), "{status:?}");
 }
+
+/// A lobby stream carries the lobby's snapshot and every open seek: one connection or client
+/// gets the spectators' limits for it too, and a place comes back when a stream closes.
+#[tokio::test]
+async fn lobby_streams_are_limited_per_connection_and_client() {
+    let mut settings = hostile_config();
+    settings.streams.max_spectators_per_connection = 2;
+    settings.streams.max_spectators_per_client = 3;
+    let server = start(settings).await;
+    let addr = server.addr;
+    let lobby = |client: &mut Games| {
+        let mut client = client.clone();
+        async move {
+            client
+                .watch_lobby(pb::WatchLobbyRequest::default())
+                .await
+                .map(tonic::Response::into_inner)
+        }
+    };
+    let refused = |result: Result<tonic::Streaming<pb::WatchLobbyResponse>, Status>, per: &str| {
+        let status = result.expect_err("over the limit");
+        assert_reason(
+            &status,
+            Code::ResourceExhausted,
+            "ERROR_REASON_LIMIT_EXCEEDED",
+        );
+        assert!(
+            status.message().contains("the lobby") && status.message().contains(per),
+            "{status:?}"
+        );
+    };
+    let mut one = Games::new(channel_from("127.0.0.3", addr).await);
+    let mut held = vec![
+        lobby(&mut one).await.unwrap(),
+        lobby(&mut one).await.unwrap(),
+    ];
+    refused(lobby(&mut one).await, "per connection");
+    let mut two = Games::new(channel_from("127.0.0.3", addr).await);
+    held.push(lobby(&mut two).await.unwrap());
+    refused(lobby(&mut two).await, "per client");
+    // Another client is not affected.
+    let mut other = Games::new(channel_from("127.0.0.4", addr).await);
+    let _other = lobby(&mut other).await.unwrap();
+    // A closed stream gives its place back.
+    drop(held.pop());
+    let deadline = std::time::Instant::now() + Duration::from_secs(5);
+    loop {
+        match lobby(&mut two).await {
+            Ok(stream) => {
+                held.push(stream);
+                break;
+            }
+            Err(status) if std::time::Instant::now() < deadline => {
+                assert_eq!(status.code(), Code::ResourceExhausted, "{status:?}");
+                tokio::time::sleep(Duration::from_millis(20)).await;
+            }
+            Err(status) => panic!("the place never came back: {status:?}"),
+        }
+    }
+    assert_serving(server.channel().await).await;
+}

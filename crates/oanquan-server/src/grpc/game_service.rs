@@ -457,11 +457,16 @@ impl pb::game_service_server::GameService for GameApi {
         &self,
         request: Request<pb::WatchLobbyRequest>,
     ) -> Result<Response<Self::WatchLobbyStream>, Status> {
+        let peer = request.remote_addr();
         let after = request.into_inner().after_sequence;
         // Subscribed to the seeks before the lobby is read: a change in between comes twice at
         // worst, and clients apply seek changes by id.
         let seeks = seek_changes(Arc::clone(&self.seeks), after.is_some_and(|a| a > 0));
-        let watch = self.manager.watch_lobby(after).await.map_err(into_status)?;
+        let watch = self
+            .manager
+            .watch_lobby(after, peer)
+            .await
+            .map_err(into_status)?;
         let pool = Arc::clone(&self.seeks);
         Ok(Response::new(stream::spawn(
             watch,
