@@ -222,6 +222,10 @@ pub struct SearchPool {
     running: Mutex<HashMap<u64, Running>>,
     /// Analyze calls running or waiting, per client key (see [`limits::client_key`]).
     clients: Mutex<HashMap<IpAddr, usize>>,
+    /// Computer turns waiting or running, per client key of their game's creator: each client
+    /// holds at most `computer_moves` places in the queue for a slot (see
+    /// [`SearchPool::turn_of`]).
+    turn_clients: Mutex<HashMap<IpAddr, Arc<Semaphore>>>,
     next_id: AtomicU64,
     stopping: AtomicBool,
     /// Callers waiting for a slot (computer moves and analyses), for the server's metrics.
@@ -305,6 +309,30 @@ struct ClientPlace<'a> {
     client: Option<IpAddr>,
 }
 
+/// A client's place among computer turns: see [`SearchPool::turn_of`].
+#[derive(Debug)]
+pub struct TurnPlace<'a> {
+    pool: &'a SearchPool,
+    key: IpAddr,
+    _permit: Option<OwnedSemaphorePermit>,
+}
+
+impl Drop for TurnPlace<'_> {
+    fn drop(&mut self) {
+        // The permit goes back first (it is dropped after this body, so count it as back).
+        let mut clients = lock(&self.pool.turn_clients);
+        if let Some(places) = clients.get(&self.key) {
+            // Only the map and this place's permit hold it (a waiter holds it too), and every
+            // permit is back: nothing left to share.
+            let ours = usize::from(self._permit.is_some());
+            let back = places.available_permits() + ours;
+            if Arc::strong_count(places) == 1 + ours && back >= self.pool.capacity.computer_moves {
+                clients.remove(&self.key);
+            }
+        }
+    }
+}
+
 impl Drop for ClientPlace<'_> {
     fn drop(&mut self) {
         if let Some(client) = self.client {
@@ -350,6 +378,7 @@ impl SearchPool {
             tables: Mutex::default(),
             running: Mutex::default(),
             clients: Mutex::default(),
+            turn_clients: Mutex::default(),
             next_id: AtomicU64::new(0),
             stopping: AtomicBool::new(false),
             queued: AtomicUsize::new(0),
@@ -451,6 +480,29 @@ impl SearchPool {
             client: None,
         };
         self.register(permit, Some(game), None, place)
+    }
+
+    /// Waits until `client` (the creator of a game whose computer is to move) has fewer than
+    /// the pool's slots of computer turns waiting or running, and holds one of its places until
+    /// the returned guard is dropped (after [`SearchPool::reserve`] and the search). The slots
+    /// themselves are handed out in arrival order, so without this one client with many
+    /// computer games would queue ahead of every other player's computer, whose clock runs
+    /// meanwhile; with it, a turn waits behind at most that many searches of each client.
+    /// `None` (a game without a known creator) waits for nothing.
+    pub async fn turn_of(&self, client: Option<IpAddr>) -> Option<TurnPlace<'_>> {
+        let key = limits::client_key(client?);
+        let places = Arc::clone(
+            lock(&self.turn_clients)
+                .entry(key)
+                .or_insert_with(|| Arc::new(Semaphore::new(self.capacity.computer_moves))),
+        );
+        // Closed only by `stop`: then the reserve after it refuses anyway.
+        let permit = places.acquire_owned().await.ok();
+        Some(TurnPlace {
+            pool: self,
+            key,
+            _permit: permit,
+        })
     }
 
     fn register<'a>(
@@ -796,6 +848,16 @@ async fn resume(
 
 /// Plays the computer's move in game `id`, if it is still the computer's turn.
 async fn play_turn(manager: Arc<GameManager>, computer: Arc<Computer>, id: GameId) {
+    // The creator's share of the queue first (its game may have ended meanwhile: the load
+    // after the slot sees it).
+    let creator = match manager.load_state(&id).await {
+        Ok(state) => state.creator(),
+        Err(error) => {
+            warn!(game_id = %id, %error, "cannot load the game for the computer's turn");
+            return;
+        }
+    };
+    let _place = computer.pool.turn_of(creator).await;
     // Reserved before loading: a game that ends after the load cancels this search.
     let Ok(slot) = computer.pool.reserve(id.clone()).await else {
         return;
@@ -906,6 +968,38 @@ mod tests {
 
     fn start() -> Position {
         Position::new(oanquan_rules::Preset::Standard.rules()).unwrap()
+    }
+
+    /// One client's computer turns take at most the pool's slots of the queue at once; another
+    /// client's turn does not wait behind the rest of them.
+    #[tokio::test]
+    async fn a_client_s_computer_turns_hold_at_most_the_slots_of_the_queue() {
+        use futures::FutureExt as _;
+        let pool = SearchPool::new(capacity(2, 1, 0));
+        let (a, b) = (ip("203.0.113.7"), ip("198.51.100.9"));
+        let first = pool.turn_of(a).await.expect("a place");
+        let second = pool.turn_of(a).await.expect("a place");
+        // A third turn of the same client waits; another client's does not.
+        let mut third = Box::pin(pool.turn_of(a));
+        assert!((&mut third).now_or_never().is_none(), "waits for a place");
+        let other = pool
+            .turn_of(b)
+            .now_or_never()
+            .expect("not behind a")
+            .expect("a place");
+        assert!(
+            pool.turn_of(None)
+                .now_or_never()
+                .expect("no creator")
+                .is_none()
+        );
+        drop(first);
+        let third = third.await.expect("a place once one is back");
+        drop((second, third, other));
+        assert!(
+            lock(&pool.turn_clients).is_empty(),
+            "nothing kept for clients gone"
+        );
     }
 
     fn ip(text: &str) -> Option<IpAddr> {
