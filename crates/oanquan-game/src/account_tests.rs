@@ -698,6 +698,33 @@ async fn rated_games_need_an_account_a_clock_and_a_person() {
         .await
         .unwrap_err();
     assert_eq!(field_of(computer), "rated");
+    // A custom rule set or start position could decide a rated result before the first move.
+    let custom_rules = s
+        .manager
+        .create_game(NewGame {
+            preset: None,
+            rules: oanquan_rules::Rules {
+                max_plies: 1,
+                ..Preset::Standard.rules()
+            },
+            ..new_game(Some(&lan), blitz(), true)
+        })
+        .await
+        .unwrap_err();
+    assert_eq!(field_of(custom_rules), "rated");
+    let custom_start = s
+        .manager
+        .create_game(NewGame {
+            start: Some(oanquan_rules::Position::new(Preset::Standard.rules()).unwrap()),
+            ..new_game(Some(&lan), blitz(), true)
+        })
+        .await
+        .unwrap_err();
+    assert_eq!(field_of(custom_start), "rated");
+    let mut seek = seek_request(Some(&lan), true, None);
+    seek.preset = None;
+    let custom_seek = pool(&s).seek(seek).await.unwrap_err();
+    assert_eq!(field_of(custom_seek), "rated");
     // Nothing was created by the refusals.
     let all = s
         .manager

@@ -311,6 +311,14 @@ impl GameManager {
                     "untimed games are not rated (a rating is per speed); choose a time control",
                 ));
             }
+            // A custom rule set or start could decide the result before the first move.
+            if new.preset.is_none() || new.start.is_some() {
+                return Err(GameError::invalid(
+                    "rated",
+                    "rated games are played from a preset's own start; drop the custom rules or \
+                     start position, or play unrated",
+                ));
+            }
         }
         limits::hosted_rules(&new.rules, "rules")?;
         let slot = self.open_games.reserve(client)?;

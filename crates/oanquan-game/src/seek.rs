@@ -658,6 +658,14 @@ impl SeekPool {
                     "untimed games are not rated (a rating is per speed); choose a time control",
                 ));
             }
+            // A custom rule set could decide the result before the first move.
+            if request.preset.is_none() {
+                return Err(GameError::invalid(
+                    "rated",
+                    "rated games are played under a preset's rules; drop the custom rules, or \
+                     play unrated",
+                ));
+            }
         }
         limits::hosted_rules(&request.rules, "rules")?;
         if let Some((low, high)) = request.rating_range
