@@ -1267,7 +1267,8 @@ async fn players_reach_the_leaderboard_when_their_ratings_settle() {
 // --- Concurrency ---------------------------------------------------------------------------
 
 /// A memory store that holds the first two reads of one account until both are made, so that
-/// two games read the same version of it, and counts the commits refused as conflicts.
+/// two games read the same version of it, and counts the commits refused as conflicts. With
+/// `accounts_down`, account reads fail as unavailable (the database went away).
 #[derive(Debug)]
 struct RacingStore {
     inner: MemoryStore,
@@ -1275,6 +1276,20 @@ struct RacingStore {
     gated: AtomicUsize,
     barrier: Barrier,
     conflicts: AtomicUsize,
+    accounts_down: std::sync::atomic::AtomicBool,
+}
+
+impl RacingStore {
+    fn new() -> Self {
+        RacingStore {
+            inner: MemoryStore::new(MemoryLimits::default()),
+            gate: std::sync::Mutex::new(None),
+            gated: AtomicUsize::new(0),
+            barrier: Barrier::new(2),
+            conflicts: AtomicUsize::new(0),
+            accounts_down: std::sync::atomic::AtomicBool::new(false),
+        }
+    }
 }
 
 impl GameStore for RacingStore {
@@ -1339,6 +1354,9 @@ impl GameStore for RacingStore {
 
     fn account<'a>(&'a self, id: &'a AccountId) -> StoreFuture<'a, Account> {
         Box::pin(async move {
+            if self.accounts_down.load(Ordering::SeqCst) {
+                return Err(StoreError::Unavailable("the database is down".to_owned()));
+            }
             let gated = self.gate.lock().unwrap().as_ref() == Some(id);
             // Read first, then wait: neither reader goes on (to commit) before both have read.
             let account = self.inner.account(id).await;
@@ -1403,13 +1421,7 @@ impl GameStore for RacingStore {
 
 #[tokio::test]
 async fn two_rated_games_of_one_account_ending_at_once_both_count() {
-    let store = Arc::new(RacingStore {
-        inner: MemoryStore::new(MemoryLimits::default()),
-        gate: std::sync::Mutex::new(None),
-        gated: AtomicUsize::new(0),
-        barrier: Barrier::new(2),
-        conflicts: AtomicUsize::new(0),
-    });
+    let store = Arc::new(RacingStore::new());
     let manager = Arc::new(GameManager::new(
         Arc::clone(&store) as Arc<dyn GameStore>,
         Hub::new(1024),
@@ -1500,4 +1512,42 @@ async fn two_rated_games_of_one_account_ending_at_once_both_count() {
         let game = manager.get_game(id).await.unwrap();
         assert_eq!(game.status, GameStatus::Finished);
     }
+}
+
+/// The move that ends a game between accounts reads both accounts to settle the result: a
+/// store that cannot answer then makes it UNAVAILABLE (retry), as any other write would, not
+/// an internal error, and nothing is committed.
+#[tokio::test]
+async fn an_unavailable_store_at_the_end_of_a_game_between_accounts_is_a_retry() {
+    let store = Arc::new(RacingStore::new());
+    let manager = Arc::new(GameManager::new(
+        Arc::clone(&store) as Arc<dyn GameStore>,
+        Hub::new(1024),
+        ManagerLimits::default(),
+    ));
+    let (lan, _) = manager.register("Lan").await.unwrap();
+    let (minh, _) = manager.register("Minh").await.unwrap();
+    let created = manager
+        .create_game(new_game(Some(&lan), blitz(), true))
+        .await
+        .unwrap();
+    let id = created.game.id;
+    manager.join_game_as(&id, "", Some(&minh)).await.unwrap();
+    store.accounts_down.store(true, Ordering::SeqCst);
+    let refused = manager
+        .resign(&id, Credential::Account(minh.id.clone()))
+        .await
+        .unwrap_err();
+    assert!(matches!(refused, GameError::Unavailable(_)), "{refused:?}");
+    assert_eq!(
+        manager.get_game(&id).await.unwrap().status,
+        GameStatus::Active,
+        "nothing was committed"
+    );
+    store.accounts_down.store(false, Ordering::SeqCst);
+    let over = manager
+        .resign(&id, Credential::Account(minh.id.clone()))
+        .await
+        .unwrap();
+    assert_eq!(over.result.unwrap().outcome, Some(FIRST_WINS));
 }

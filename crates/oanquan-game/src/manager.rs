@@ -1201,12 +1201,13 @@ impl GameManager {
         let mut accounts: ByPlayer<Option<Account>> = ByPlayer::default();
         for seat in Player::ALL {
             if let Some(id) = info.seats[seat].as_ref().and_then(|s| s.account.as_ref()) {
-                accounts[seat] = Some(
-                    self.store
-                        .account(&id.id)
-                        .await
-                        .map_err(|e| GameError::Internal(format!("account {}: {e}", id.id)))?,
-                );
+                accounts[seat] = Some(self.store.account(&id.id).await.map_err(|e| match e {
+                    // A store that cannot answer now is a retry, not a server fault.
+                    StoreError::Unavailable(_)
+                    | StoreError::Full(_)
+                    | StoreError::Conflict { .. } => GameError::from(e),
+                    e => GameError::Internal(format!("account {}: {e}", id.id)),
+                })?);
             }
         }
         let speed = Speed::of(info.time_control);
