@@ -175,6 +175,8 @@ pub struct PostgresStore {
     writers: Arc<batch::Writers>,
     /// The unfinished games this node wrote or read (see `cache`).
     cache: Arc<GameCache>,
+    /// When the last node was last alive, as found at connect (see `GameStore::last_alive`).
+    last_alive: Option<std::time::SystemTime>,
 }
 
 /// A task that ends with its last owner.
@@ -340,6 +342,16 @@ impl PostgresStore {
             )));
         }
         schema::migrate(&mut client, &target).await?;
+        // Before this node's first heartbeat: the last sign of life of the nodes before it.
+        let last_alive: Option<std::time::SystemTime> = client
+            .query_one("SELECT max(coalesce(left_at, seen)) FROM seek_nodes", &[])
+            .await
+            .and_then(|row| row.try_get(0))
+            .map_err(|error| OpenError::Database {
+                target: target.0.clone(),
+                context: "reading when the last node was alive",
+                detail: fault::describe(&error),
+            })?;
         drop(client);
         let (health, writable) = watch::channel(true);
         let health = Arc::new(health);
@@ -372,6 +384,7 @@ impl PostgresStore {
             commits,
             writers,
             cache,
+            last_alive,
         };
         store
             .check_unfinished()
@@ -552,6 +565,10 @@ impl PostgresStore {
 }
 
 impl GameStore for PostgresStore {
+    fn last_alive(&self) -> Option<std::time::SystemTime> {
+        self.last_alive
+    }
+
     fn create(&self, commit: Commit) -> StoreFuture<'_, Committed> {
         self.submit(true, commit)
     }

@@ -69,6 +69,7 @@ impl PostgresStore {
             commits: self.commits.clone(),
             writers: Arc::clone(&self.writers),
             cache: Arc::clone(&self.cache),
+            last_alive: self.last_alive,
         }
     }
 

@@ -133,6 +133,11 @@ pub(crate) const MIGRATIONS: &[&str] = &[
     );
     CREATE INDEX seeks_open ON seeks (kind, ord) WHERE taken_by IS NULL;
     "#,
+    // 3: when a node stopped cleanly: with `seen`, when the last node was last alive, which a
+    // restart after every node stopped charges running turns up to (`GameStore::last_alive`).
+    r#"
+    ALTER TABLE seek_nodes ADD COLUMN left_at TIMESTAMPTZ; -- NULL while it runs, or if killed
+    "#,
 ];
 
 /// The schema version this build writes.

@@ -304,3 +304,37 @@ async fn a_silent_nodes_seeks_go_within_seconds_and_are_never_paired() {
     };
     let _ = b.stop.send(true);
 }
+
+/// The nodes' heartbeats say when the last node was last alive, for a restart after every
+/// node stopped: unknown on a new schema, the last beat of a node that died, the stop of one
+/// that stopped cleanly (which no longer counts as alive for its seeks).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_nodes_heartbeats_say_when_the_last_node_was_alive() {
+    let Some(schema) = TestSchema::new() else {
+        return;
+    };
+    assert_eq!(schema.store().await.last_alive(), None, "a new schema");
+    // A node that dies: its last beat.
+    let a = Node::start(&schema, 100).await;
+    tokio::time::sleep(Duration::from_millis(1_500)).await;
+    a.board.abort();
+    let died = std::time::SystemTime::now();
+    let found = schema.store().await.last_alive().expect("a beat");
+    assert!(
+        found <= died + Duration::from_millis(500) && found + Duration::from_millis(1_500) >= died,
+        "{found:?} against {died:?}"
+    );
+    // A node that stops: when it stopped.
+    let b = Node::start(&schema, 100).await;
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    b.stop.send_replace(true);
+    b.board.await.unwrap();
+    let stopped = std::time::SystemTime::now();
+    let found = schema.store().await.last_alive().expect("a stop");
+    assert!(
+        found <= stopped + Duration::from_millis(500)
+            && found + Duration::from_millis(500) >= stopped,
+        "{found:?} against {stopped:?}"
+    );
+    drop((a.store, b.store));
+}

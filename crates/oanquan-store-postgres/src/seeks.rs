@@ -65,7 +65,10 @@ const SEEK_LOCK: i32 = 0x4f41_4e53; // "OANS"
 
 /// The condition on a seek row that its node is alive.
 fn live() -> String {
-    format!("node IN (SELECT id FROM seek_nodes WHERE seen > now() - interval '{NODE_TIMEOUT}')")
+    format!(
+        "node IN (SELECT id FROM seek_nodes
+                  WHERE seen > now() - interval '{NODE_TIMEOUT}' AND left_at IS NULL)"
+    )
 }
 
 /// Sends the change of seek `id` (the schema is added by the database).
@@ -299,7 +302,8 @@ impl PostgresSeeks {
         Ok(())
     }
 
-    /// Withdraws this node's seeks and its heartbeat.
+    /// Withdraws this node's seeks, and marks it gone: its row stays (until the other nodes
+    /// forget it) to say when it stopped, for a restart after every node stopped.
     async fn leave(&self) -> Result<(), StoreError> {
         let client = self.store.pool.get().await.map_err(fault::pool)?;
         client
@@ -311,7 +315,10 @@ impl PostgresSeeks {
             .await
             .map_err(backend)?;
         client
-            .execute("DELETE FROM seek_nodes WHERE id = $1", &[&self.node])
+            .execute(
+                "UPDATE seek_nodes SET left_at = now() WHERE id = $1",
+                &[&self.node],
+            )
             .await
             .map_err(backend)?;
         Ok(())
@@ -545,7 +552,8 @@ impl SeekBoard for PostgresSeeks {
                         "SELECT taken_by IS NOT NULL, game, seat, failed,
                                 taken_at < now() - interval '{PAIRING_TIMEOUT}'
                                 OR taken_by NOT IN (SELECT id FROM seek_nodes
-                                                    WHERE seen > now() - interval '{NODE_TIMEOUT}')
+                                                    WHERE seen > now() - interval '{NODE_TIMEOUT}'
+                                                      AND left_at IS NULL)
                          FROM seeks WHERE id = $1"
                     ),
                     &[&id],
