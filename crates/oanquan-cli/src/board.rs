@@ -296,8 +296,11 @@ pub fn replay_step(
             board.squares[i] = 0;
             board.pieces[i] = 0;
             if let Some(side) = Side::from_i32(c.player) {
-                let gained = i64::from(c.stones) + i64::from(c.pieces) * i64::from(quan_value);
-                *board.score(side) += gained;
+                // Saturating: the numbers are the server's, and a hostile one may send any.
+                let gained = i64::from(c.stones)
+                    .saturating_add(i64::from(c.pieces).saturating_mul(i64::from(quan_value)));
+                let score = board.score(side);
+                *score = score.saturating_add(gained);
             }
             c.square
         }
@@ -630,6 +633,24 @@ mod tests {
             player: 1,
         })));
         steps
+    }
+
+    /// A hostile server's capture of u32::MAX pieces worth u32::MAX each, twice: the score
+    /// saturates instead of overflowing (a panic in a debug build, a wrong score otherwise).
+    #[test]
+    fn a_capture_worth_more_than_a_score_holds_saturates() {
+        let mut board = BoardState::from_position(&start());
+        let mut hand = 0;
+        let huge = st(Kind::Capture(step::Capture {
+            square: Some(0),
+            stones: u32::MAX,
+            pieces: u32::MAX,
+            player: 1,
+        }));
+        for _ in 0..2 {
+            assert_eq!(replay_step(&mut board, &mut hand, &huge, u32::MAX), Some(0));
+        }
+        assert_eq!(*board.score(Side::First), i64::MAX);
     }
 
     #[test]
