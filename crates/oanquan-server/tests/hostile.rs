@@ -1066,13 +1066,16 @@ async fn closed_after(mut stream: TcpStream) -> Option<Duration> {
 }
 
 /// Raw connections that stop before the end of their handshake: silent, half a preface, the
-/// fixed preface without the SETTINGS frame that must follow it.
+/// fixed preface without the SETTINGS frame that must follow it; HTTP/1 (slowloris): one byte
+/// of a method, a request head without its blank line.
 async fn unfinished_handshakes(addr: SocketAddr, each: usize) -> Vec<TcpStream> {
     let mut streams = Vec::new();
     for sent in [
         &b""[..],
         b"PRI * HTTP/2.0\r\n",
         b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n",
+        b"G",
+        b"GET / HTTP/1.1\r\nHost: x\r\n",
     ] {
         for _ in 0..each {
             let mut stream = TcpStream::connect(addr).await.unwrap();

@@ -9,6 +9,12 @@
 //! from what was buffered ([`ServerConnection`]). A connection still in its handshake belongs
 //! to a task of its own that ends when the server stops, so it never holds shutdown.
 //!
+//! HTTP/1.1 (the page, gRPC-Web) has no preface, and hyper reads its first request without a
+//! deadline either: a peer that sends `G` and stops, or adds a header line now and then, would
+//! hold its connection (and a shutdown) as long as it liked. So a connection that starts like
+//! an HTTP/1 request line is handed over only once its first request's head is in (the blank
+//! line after the headers), within the same deadline.
+//!
 //! The accept loop itself backs off when accepting fails for a reason that is not about one
 //! connection: with its descriptors exhausted (`EMFILE`, `ENFILE`), the listener stays
 //! readable and `accept` fails again at once, which would spin a core.
@@ -39,6 +45,12 @@ const FRAME_HEADER: usize = 9;
 const SETTINGS: u8 = 4;
 /// The largest first frame (the protocol's default SETTINGS_MAX_FRAME_SIZE).
 const MAX_FIRST_FRAME: usize = 16_384;
+
+/// Most bytes of an HTTP/1 request head waited for: a longer head is hyper's to refuse (431).
+const MAX_HTTP1_HEAD: usize = 64 * 1024;
+
+/// Longest HTTP/1 method waited for (`OPTIONS`, with room for extension methods).
+const MAX_METHOD: usize = 16;
 
 /// How long the accept loop waits after an error that is not about one connection.
 pub const ACCEPT_BACKOFF: Duration = Duration::from_millis(100);
@@ -195,19 +207,50 @@ async fn shake(
     })
 }
 
-/// Reads until the client's whole preface is in: the 24 fixed bytes and a SETTINGS frame.
-/// Bytes that cannot be a preface (another protocol, another first frame, an oversized one)
-/// end the wait at once: hyper then refuses the connection with the protocol's own errors.
-/// Returns every byte read.
+/// What the first bytes of an HTTP/1 connection say so far.
+#[derive(Debug, PartialEq, Eq)]
+enum Http1 {
+    /// Not an HTTP/1 request line: hyper refuses it.
+    No,
+    /// Maybe, more bytes are needed to tell (a method still being sent).
+    Maybe,
+    /// A request line has begun (a method and a space): wait for the head's end.
+    Head,
+}
+
+/// Whether `read` starts like an HTTP/1 request: a method of uppercase letters, then a space.
+fn http1(read: &[u8]) -> Http1 {
+    let method = read.iter().take_while(|b| b.is_ascii_uppercase()).count();
+    match read.get(method) {
+        _ if method > MAX_METHOD => Http1::No,
+        Some(b' ') if method > 0 => Http1::Head,
+        Some(_) => Http1::No,
+        None => Http1::Maybe,
+    }
+}
+
+/// Reads until the client's whole preface is in: the 24 fixed bytes and a SETTINGS frame; or,
+/// for a connection that starts like an HTTP/1 request, until its first request's head is in
+/// (or [`MAX_HTTP1_HEAD`] bytes of it). Bytes that cannot be either (another protocol, another
+/// first frame, an oversized one) end the wait at once: hyper then refuses the connection with
+/// the protocol's own errors. Returns every byte read.
 async fn read_preface(io: &mut (impl AsyncRead + Unpin)) -> io::Result<Vec<u8>> {
     let mut read = Vec::with_capacity(128);
     let mut chunk = [0_u8; 1024];
     loop {
         let fixed = read.len().min(PREFACE.len());
         if read[..fixed] != PREFACE[..fixed] {
-            return Ok(read);
-        }
-        if let Some(header) = read.get(PREFACE.len()..PREFACE.len() + FRAME_HEADER) {
+            match http1(&read) {
+                Http1::No => return Ok(read),
+                Http1::Head
+                    if read.len() >= MAX_HTTP1_HEAD
+                        || read.windows(4).any(|w| w == b"\r\n\r\n") =>
+                {
+                    return Ok(read);
+                }
+                Http1::Head | Http1::Maybe => {}
+            }
+        } else if let Some(header) = read.get(PREFACE.len()..PREFACE.len() + FRAME_HEADER) {
             let length =
                 usize::from(header[0]) << 16 | usize::from(header[1]) << 8 | usize::from(header[2]);
             let settings = header[3] == SETTINGS;
@@ -222,7 +265,7 @@ async fn read_preface(io: &mut (impl AsyncRead + Unpin)) -> io::Result<Vec<u8>> 
         if n == 0 {
             return Err(io::Error::new(
                 io::ErrorKind::UnexpectedEof,
-                "the client closed the connection before its HTTP/2 preface",
+                "the client closed the connection before its HTTP/2 preface or HTTP/1 request",
             ));
         }
         read.extend_from_slice(&chunk[..n]);
@@ -384,6 +427,43 @@ mod tests {
 
     fn emfile() -> io::Error {
         io::Error::from_raw_os_error(24)
+    }
+
+    #[test]
+    fn an_http1_request_line_is_told_from_other_bytes() {
+        assert_eq!(http1(b""), Http1::Maybe);
+        assert_eq!(http1(b"G"), Http1::Maybe);
+        assert_eq!(http1(b"GET"), Http1::Maybe);
+        assert_eq!(http1(b"GET "), Http1::Head);
+        assert_eq!(http1(b"OPTIONS /x HTTP/1.1\r\n"), Http1::Head);
+        assert_eq!(http1(b" GET"), Http1::No);
+        assert_eq!(
+            http1(b"\x16\x03\x01"),
+            Http1::No,
+            "a TLS hello on the plain port"
+        );
+        assert_eq!(http1(b"get /"), Http1::No);
+        assert_eq!(http1(&[b'A'; 40]), Http1::No, "no method is that long");
+    }
+
+    /// The head of a first HTTP/1 request is read whole (and no further) before hyper gets the
+    /// connection; an unfinished one keeps the wait going, which the handshake deadline ends.
+    #[tokio::test]
+    async fn an_http1_connection_is_handed_over_once_its_first_head_is_in() {
+        let head = b"GET / HTTP/1.1\r\nHost: x\r\n\r\n".to_vec();
+        let mut whole = &head[..];
+        assert_eq!(read_preface(&mut whole).await.unwrap(), head);
+        let mut garbage = &b"\x16\x03\x01 and more"[..];
+        assert_eq!(
+            read_preface(&mut garbage).await.unwrap(),
+            b"\x16\x03\x01 and more"
+        );
+        let mut unfinished = &b"GET / HTTP/1.1\r\nHost: x\r\n"[..];
+        assert_eq!(
+            read_preface(&mut unfinished).await.unwrap_err().kind(),
+            io::ErrorKind::UnexpectedEof,
+            "still waiting when the bytes ran out"
+        );
     }
 
     #[tokio::test(start_paused = true)]
