@@ -152,8 +152,16 @@ function route() {
   const match = /^#\/game\/([A-Za-z0-9_-]+)$/.exec(location.hash);
   const profile = /^#\/player\/([^/]+)$/.exec(location.hash);
   if (match) leave = showGame(match[1]);
-  else if (profile) leave = showProfile(decodeURIComponent(profile[1]));
-  else leave = showLobby();
+  else if (profile) {
+    // A hand-made link may not decode (`#/player/%`): the lobby then, not an empty page.
+    let username: string | undefined;
+    try {
+      username = decodeURIComponent(profile[1]);
+    } catch {
+      username = undefined;
+    }
+    leave = username === undefined ? showLobby() : showProfile(username);
+  } else leave = showLobby();
 }
 
 window.addEventListener("hashchange", route);
@@ -605,6 +613,13 @@ function showGame(id: string): () => void {
   let selected: number | undefined;
   let animating = false;
   let queue: Promise<void> = Promise.resolve();
+  /** Runs `step` after the steps before it; one that fails (a reply this page does not
+   * expect) is logged and does not stop the events after it. */
+  const enqueue = (step: () => void | Promise<void>) => {
+    queue = queue.then(step).catch((error: unknown) => {
+      console.error("oanquan: an event could not be shown", error);
+    });
+  };
   let connected = false;
   let pendingRematch: { token: string; seat: number } | undefined;
   // The ply of the move this page sent and has not yet seen come back as an event: until then it
@@ -867,15 +882,15 @@ function showGame(id: string): () => void {
     const kind = step.kind;
     switch (kind.case) {
       case "pickUp":
-        if (kind.value.square === undefined) break;
+        if (kind.value.square === undefined || kind.value.square >= 12) break;
         shown[kind.value.square] = 0;
         return { squares: [kind.value.square], kind: "pick" };
       case "sow":
-        if (kind.value.square === undefined) break;
+        if (kind.value.square === undefined || kind.value.square >= 12) break;
         shown[kind.value.square] += 1;
         return { squares: [kind.value.square], kind: "sow" };
       case "capture": {
-        if (kind.value.square === undefined) break;
+        if (kind.value.square === undefined || kind.value.square >= 12) break;
         shown[kind.value.square] = 0;
         pieces[kind.value.square] = 0;
         const worth = kind.value.stones + kind.value.pieces * (game?.ruleSet?.quanValue ?? 0);
@@ -894,7 +909,7 @@ function showGame(id: string): () => void {
       case "stopAtMandarin":
       case "captureProtected":
       case "captureImmature":
-        if (kind.value.square === undefined) break;
+        if (kind.value.square === undefined || kind.value.square >= 12) break;
         return { squares: [kind.value.square], kind: "stop" };
       default:
         break;
@@ -912,7 +927,7 @@ function showGame(id: string): () => void {
     const kind = event.kind;
     switch (kind.case) {
       case "snapshot":
-        queue = queue.then(() => {
+        enqueue(() => {
           game = kind.value.game;
           if (game) {
             setPosition(game);
@@ -922,7 +937,7 @@ function showGame(id: string): () => void {
         });
         break;
       case "gameStarted":
-        queue = queue.then(() => {
+        enqueue(() => {
           game = kind.value.game;
           if (game) {
             setPosition(game);
@@ -932,7 +947,7 @@ function showGame(id: string): () => void {
         });
         break;
       case "playerJoined":
-        queue = queue.then(async () => {
+        enqueue(async () => {
           try {
             game = (await games.getGame({ gameId: id }, bearer(undefined))).game ?? game;
           } catch {
@@ -942,7 +957,7 @@ function showGame(id: string): () => void {
         });
         break;
       case "movePlayed":
-        queue = queue.then(async () => {
+        enqueue(async () => {
           const record = kind.value.record;
           if (!record || !game) return;
           await animate(record);
@@ -954,7 +969,7 @@ function showGame(id: string): () => void {
         });
         break;
       case "turnStarted":
-        queue = queue.then(async () => {
+        enqueue(async () => {
           setClocks(kind.value.clocks);
           if (kind.value.refill && game) {
             try {
@@ -968,7 +983,7 @@ function showGame(id: string): () => void {
         });
         break;
       case "gameOver":
-        queue = queue.then(() => {
+        enqueue(() => {
           if (!game) return;
           game.result = kind.value.result;
           game.status = kind.value.result?.endReason === EndReason.ABORTED ? GameStatus.ABORTED : GameStatus.FINISHED;
@@ -982,14 +997,14 @@ function showGame(id: string): () => void {
         });
         break;
       case "draw":
-        queue = queue.then(() => {
+        enqueue(() => {
           if (!game) return;
           game.drawOffer = kind.value.action === GameEvent_DrawAction.OFFERED ? kind.value.by : Player.UNSPECIFIED;
           render();
         });
         break;
       case "rematch":
-        queue = queue.then(() => {
+        enqueue(() => {
           if (!game) return;
           if (kind.value.action === GameEvent_RematchAction.OFFERED) game.rematchOffer = kind.value.by;
           else if (kind.value.action === GameEvent_RematchAction.STARTED) {

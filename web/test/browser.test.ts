@@ -434,6 +434,16 @@ test("a player's profile opens from a seat's name and leads back to the lobby", 
   await hoa.getByTestId("open-games").waitFor();
 });
 
+test("a profile link that does not decode shows the lobby, not an empty page", async () => {
+  const page = await player("Lan");
+  await page.getByTestId("open-games").waitFor();
+  const errors: string[] = [];
+  page.on("pageerror", (error) => errors.push(error.message));
+  await page.goto(`${server.url}#/player/%E0%A4%A`);
+  await page.getByTestId("open-games").waitFor();
+  assert.deepEqual(errors, []);
+});
+
 test("bundle size and first render", async () => {
   const dist = join(root, "crates/oanquan-server/web-dist");
   let raw = 0;
