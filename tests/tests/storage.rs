@@ -174,6 +174,38 @@ fn an_online_backup_restores_every_game() {
         );
     }
     std::fs::remove_file(&hard_link).unwrap();
+    // Onto something that is not a file, with --force: refused, and left as it was (as root,
+    // `--to /dev/null --force` would have replaced the machine's /dev/null).
+    let fifo = shelf.path().join("fifo");
+    let made = std::process::Command::new("mkfifo")
+        .arg(&fifo)
+        .status()
+        .unwrap();
+    assert!(made.success());
+    let folder = shelf.path().join("folder");
+    std::fs::create_dir(&folder).unwrap();
+    for special in [&fifo, &folder] {
+        let refused = backup(&[
+            "--database",
+            from,
+            "--to",
+            special.to_str().unwrap(),
+            "--force",
+        ]);
+        assert_eq!(refused.status.code(), Some(1), "{special:?}: {refused:?}");
+        assert!(
+            String::from_utf8_lossy(&refused.stderr).contains("is not a regular file"),
+            "{refused:?}"
+        );
+    }
+    use std::os::unix::fs::FileTypeExt as _;
+    assert!(
+        std::fs::symlink_metadata(&fifo)
+            .unwrap()
+            .file_type()
+            .is_fifo()
+    );
+    assert_eq!(files(shelf.path()), ["backup.db", "fifo", "folder"]);
 
     // The running server did not notice.
     assert_eq!(games_seen(&server.url()), before);

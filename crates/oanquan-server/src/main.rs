@@ -28,7 +28,7 @@ use oanquan_server::config::{
 };
 use oanquan_server::domain::is_postgres_url;
 use oanquan_server::metrics::Metrics;
-use oanquan_server::readiness::{Readiness, remove_ready_file};
+use oanquan_server::readiness::{Readiness, ready_file_problem, remove_ready_file};
 use oanquan_server::{Config, Storage, TlsIdentity, TlsReload};
 use tokio::net::TcpListener;
 
@@ -388,6 +388,12 @@ impl Args {
             return Err(Self::command().error(
                 ErrorKind::ValueValidation,
                 format!("--node-name (OANQUAN_NODE_NAME) {problem}"),
+            ));
+        }
+        if let Some(problem) = args.ready_file.as_deref().and_then(ready_file_problem) {
+            return Err(Self::command().error(
+                ErrorKind::ValueValidation,
+                format!("--ready-file (OANQUAN_READY_FILE): {problem}"),
             ));
         }
         if database_given && args.database_url.is_some() {

@@ -705,11 +705,11 @@ async fn respond<B>(
         }
         response
     };
-    match (request.method(), request.uri().path()) {
-        (&http::Method::GET, "/metrics") => {
-            response(http::StatusCode::OK, CONTENT_TYPE, metrics.render().await)
-        }
-        (&http::Method::GET, "/ready") => match readiness.get() {
+    // HEAD as GET: hyper sends the headers only. Some probes use it.
+    let read = matches!(*request.method(), http::Method::GET | http::Method::HEAD);
+    match (read, request.uri().path()) {
+        (true, "/metrics") => response(http::StatusCode::OK, CONTENT_TYPE, metrics.render().await),
+        (true, "/ready") => match readiness.get() {
             Ok(()) => response(http::StatusCode::OK, "text/plain", "ready\n".to_owned()),
             Err(why) => response(
                 http::StatusCode::SERVICE_UNAVAILABLE,
@@ -717,14 +717,19 @@ async fn respond<B>(
                 format!("not ready: {why}\n"),
             ),
         },
-        (&http::Method::GET, "/live") => {
-            response(http::StatusCode::OK, "text/plain", "live\n".to_owned())
+        (true, "/live") => response(http::StatusCode::OK, "text/plain", "live\n".to_owned()),
+        (false, "/metrics" | "/ready" | "/live") => {
+            let mut refused = response(
+                http::StatusCode::METHOD_NOT_ALLOWED,
+                "text/plain",
+                "GET only\n".to_owned(),
+            );
+            refused.headers_mut().insert(
+                http::header::ALLOW,
+                http::HeaderValue::from_static("GET, HEAD"),
+            );
+            refused
         }
-        (_, "/metrics" | "/ready" | "/live") => response(
-            http::StatusCode::METHOD_NOT_ALLOWED,
-            "text/plain",
-            "GET only\n".to_owned(),
-        ),
         _ => response(
             http::StatusCode::NOT_FOUND,
             "text/plain",

@@ -71,7 +71,7 @@ impl Readiness {
             // Blocking, but a tiny file on a rare change; and with no await between reading
             // the state and writing the file, a drain cannot slip in between.
             let written = if ready {
-                std::fs::write(&path, b"ready\n")
+                std::fs::write(&path, READY)
             } else {
                 remove(&path)
             };
@@ -92,6 +92,42 @@ fn remove(path: &Path) -> std::io::Result<()> {
     }
 }
 
+/// What the ready file holds while the server is ready.
+const READY: &[u8] = b"ready\n";
+
+/// Why `path` cannot be the ready file, if it cannot. The server removes the file at start (a
+/// killed server's may be there) and writes and removes it as it goes: it must be one it wrote
+/// (or an empty one) or nothing yet, in a folder that exists. Anything else, a file of other
+/// data, a folder, a link or a device (`/dev/null`, as root), would be destroyed.
+#[must_use]
+pub fn ready_file_problem(path: &Path) -> Option<String> {
+    let shown = path.display();
+    match std::fs::symlink_metadata(path) {
+        Err(error) if error.kind() == std::io::ErrorKind::NotFound => {
+            let folder = path
+                .parent()
+                .filter(|folder| !folder.as_os_str().is_empty())
+                .unwrap_or(Path::new("."));
+            (!folder.is_dir()).then(|| format!("{shown}: its folder does not exist"))
+        }
+        Err(error) => Some(format!("{shown}: {error}")),
+        Ok(metadata) if !metadata.is_file() => Some(format!(
+            "{shown} is not a regular file (a folder, a link or a device): the server removes \
+             and rewrites its ready file, so give it a path of its own"
+        )),
+        Ok(metadata) => {
+            let ours = metadata.len() <= READY.len() as u64
+                && std::fs::read(path).is_ok_and(|bytes| bytes.is_empty() || bytes == READY);
+            (!ours).then(|| {
+                format!(
+                    "{shown} holds something other than a ready file: the server would remove \
+                     it; give it a path of its own"
+                )
+            })
+        }
+    }
+}
+
 /// Removes the ready file if it is there, on exit.
 pub fn remove_ready_file(path: &Path) {
     if let Err(error) = remove(path) {
@@ -102,6 +138,33 @@ pub fn remove_ready_file(path: &Path) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn only_a_ready_file_or_a_free_path_can_be_the_ready_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let free = dir.path().join("ready");
+        assert_eq!(ready_file_problem(&free), None);
+        std::fs::write(&free, READY).unwrap();
+        assert_eq!(ready_file_problem(&free), None, "a killed server's");
+        std::fs::write(&free, b"").unwrap();
+        assert_eq!(ready_file_problem(&free), None, "touched by an operator");
+        let notes = dir.path().join("notes");
+        std::fs::write(&notes, b"important\n").unwrap();
+        let folder = dir.path().join("folder");
+        std::fs::create_dir(&folder).unwrap();
+        let link = dir.path().join("link");
+        std::os::unix::fs::symlink(&free, &link).unwrap();
+        for (path, says) in [
+            (notes.as_path(), "holds something other"),
+            (&folder, "not a regular file"),
+            (&link, "not a regular file"),
+            (Path::new("/dev/null"), "not a regular file"),
+            (&dir.path().join("none/ready"), "folder does not exist"),
+        ] {
+            let problem = ready_file_problem(path).unwrap_or_else(|| panic!("{path:?}"));
+            assert!(problem.contains(says), "{problem}");
+        }
+    }
 
     #[test]
     fn a_drain_has_the_last_word() {

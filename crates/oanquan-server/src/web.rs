@@ -162,6 +162,8 @@ struct Asset {
     content_type: &'static str,
     cache_control: &'static str,
     etag: HeaderValue,
+    /// The gzip body's own tag: another representation must not share a strong tag.
+    gzip_etag: HeaderValue,
 }
 
 /// The page's files by URL path (`/` is `/index.html`).
@@ -191,8 +193,11 @@ impl Site {
             } else {
                 REVALIDATE
             };
-            let etag = HeaderValue::try_from(format!("\"{:016x}\"", fnv1a(&body)))
+            let hash = fnv1a(&body);
+            let etag = HeaderValue::try_from(format!("\"{hash:016x}\""))
                 .unwrap_or_else(|_| HeaderValue::from_static("\"0\""));
+            let gzip_etag = HeaderValue::try_from(format!("\"{hash:016x}-gz\""))
+                .unwrap_or_else(|_| HeaderValue::from_static("\"0-gz\""));
             self.assets.insert(
                 format!("/{path}"),
                 Asset {
@@ -201,6 +206,7 @@ impl Site {
                     content_type,
                     cache_control,
                     etag,
+                    gzip_etag,
                 },
             );
         }
@@ -217,10 +223,14 @@ impl Site {
         let Some(asset) = self.assets.get(path) else {
             return not_found();
         };
+        let (body, etag) = match &asset.gzip {
+            Some(zipped) if accepts_gzip(request.headers()) => (Some(zipped), &asset.gzip_etag),
+            _ => (None, &asset.etag),
+        };
         let mut response = Response::builder()
             .header(header::CONTENT_TYPE, asset.content_type)
             .header(header::CACHE_CONTROL, asset.cache_control)
-            .header(header::ETAG, asset.etag.clone())
+            .header(header::ETAG, etag.clone())
             .header(header::VARY, "accept-encoding")
             .header(header::X_CONTENT_TYPE_OPTIONS, "nosniff");
         if asset.content_type.starts_with("text/html") {
@@ -234,19 +244,21 @@ impl Site {
             .iter()
             .filter_map(|value| value.to_str().ok())
             .flat_map(|value| value.split(','))
-            .any(|tag| tag.trim() == asset.etag || tag.trim() == "*");
+            // If-None-Match compares weakly (RFC 9110, 13.1.2): a W/ tag matches too.
+            .map(|tag| tag.trim())
+            .any(|tag| tag.strip_prefix("W/").unwrap_or(tag) == etag || tag == "*");
         if fresh {
             return response
                 .status(StatusCode::NOT_MODIFIED)
                 .body(Body::empty())
                 .unwrap_or_else(|_| not_found());
         }
-        let body = match &asset.gzip {
-            Some(zipped) if accepts_gzip(request.headers()) => {
+        let body = match body {
+            Some(zipped) => {
                 response = response.header(header::CONTENT_ENCODING, "gzip");
                 zipped.clone()
             }
-            _ => asset.body.clone(),
+            None => asset.body.clone(),
         };
         response = response.header(header::CONTENT_LENGTH, body.len());
         let body = if request.method() == Method::HEAD {
@@ -266,6 +278,10 @@ fn not_found() -> Response<Body> {
     response.headers_mut().insert(
         header::CONTENT_TYPE,
         HeaderValue::from_static("text/plain; charset=utf-8"),
+    );
+    response.headers_mut().insert(
+        header::X_CONTENT_TYPE_OPTIONS,
+        HeaderValue::from_static("nosniff"),
     );
     response
 }

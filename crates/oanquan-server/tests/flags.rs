@@ -33,6 +33,7 @@ fn server(dir: &Path, env: &[(&str, &str)], args: &[&str]) -> Command {
         "OANQUAN_DATABASE_BATCH",
         "OANQUAN_DATABASE_WRITERS",
         "OANQUAN_NODE_NAME",
+        "OANQUAN_READY_FILE",
     ] {
         command.env_remove(variable);
     }
@@ -344,6 +345,40 @@ fn node_names_are_bounded_in_length_and_characters() {
         &["--in-memory", "--metrics-listen", "127.0.0.1:0"],
     ));
     drop(running);
+}
+
+/// The server removes and rewrites its ready file: a path that holds anything else is refused
+/// before anything is touched (`/dev/null` would have been deleted and replaced, as root).
+#[test]
+fn a_ready_file_path_that_holds_something_else_is_refused_untouched() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let notes = dir.path().join("notes.txt");
+    std::fs::write(&notes, "keep me\n").unwrap();
+    for (path, reason) in [
+        ("/dev/null", "is not a regular file"),
+        ("notes.txt", "holds something other than a ready file"),
+        ("no/such/folder/ready", "its folder does not exist"),
+    ] {
+        let output = server(dir.path(), &[], &["--in-memory", "--ready-file", path])
+            .output()
+            .expect("run oanquan-server");
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert_eq!(output.status.code(), Some(2), "{path}: {stderr}");
+        assert!(output.stdout.is_empty(), "nothing listens: {stderr}");
+        assert!(
+            stderr.starts_with("error: --ready-file (OANQUAN_READY_FILE): ")
+                && stderr.contains(reason),
+            "{stderr}"
+        );
+    }
+    assert_eq!(std::fs::read_to_string(&notes).unwrap(), "keep me\n");
+    use std::os::unix::fs::FileTypeExt as _;
+    assert!(
+        std::fs::metadata("/dev/null")
+            .unwrap()
+            .file_type()
+            .is_char_device()
+    );
 }
 
 /// What a started server wrote on stderr until it announced its address (the start-up

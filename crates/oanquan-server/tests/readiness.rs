@@ -201,6 +201,13 @@ async fn a_drain_turns_readiness_off_while_open_calls_are_still_served() {
     let mut server = Running::start(dir.path(), &["--in-memory"]);
     server.wait_ready(true, "");
     assert_eq!(server.get("/live"), (200, "live\n".to_owned()));
+    // HEAD for probes that use it: the headers only. Other methods: 405 saying what is allowed.
+    let (head, body) = http_request(server.metrics, "HEAD", "/live");
+    assert!(head.starts_with("HTTP/1.1 200"), "{head}");
+    assert_eq!(body, "");
+    let (head, _) = http_request(server.metrics, "POST", "/ready");
+    assert!(head.starts_with("HTTP/1.1 405"), "{head}");
+    assert!(head.to_lowercase().contains("allow: get, head"), "{head}");
     let channel = server.channel().await;
     let (game, _) = create(&mut Games::new(channel.clone()), "standard").await;
     let mut health = HealthClient::new(channel)

@@ -79,12 +79,30 @@ async fn the_page_is_served_with_types_caching_and_compression() {
     assert_eq!(header_of(&plain, header::CONTENT_ENCODING), "");
     assert_eq!(String::from_utf8(body.to_vec()).unwrap(), html);
 
-    // The page's revalidation: same ETag, 304 with no body.
+    // The page's revalidation: same ETag, 304 with no body; the weak form matches too. The
+    // gzip and plain bodies are two representations, with two tags.
     let etag = header_of(&index, header::ETAG).to_owned();
     assert!(etag.starts_with('"'), "{etag}");
-    let (again, body) = get(addr, "/", &[("if-none-match", &etag)]).await;
+    let plain_etag = header_of(&plain, header::ETAG).to_owned();
+    assert_ne!(etag, plain_etag);
+    for tag in [etag.clone(), format!("W/{etag}")] {
+        let (again, body) = get(
+            addr,
+            "/",
+            &[("if-none-match", &tag), ("accept-encoding", "gzip")],
+        )
+        .await;
+        assert_eq!(again.status(), StatusCode::NOT_MODIFIED, "{tag}");
+        assert!(body.is_empty());
+    }
+    let (other, _) = get(addr, "/", &[("if-none-match", &etag)]).await;
+    assert_eq!(
+        other.status(),
+        StatusCode::OK,
+        "the plain body is not the gzip one"
+    );
+    let (again, _) = get(addr, "/", &[("if-none-match", &plain_etag)]).await;
     assert_eq!(again.status(), StatusCode::NOT_MODIFIED);
-    assert!(body.is_empty());
 
     // The script the page names: hashed, so cached for good.
     let script = html
@@ -126,6 +144,10 @@ async fn the_page_is_served_with_types_caching_and_compression() {
 
     let (missing, _) = get(addr, "/no/such/file.js", &[]).await;
     assert_eq!(missing.status(), StatusCode::NOT_FOUND);
+    assert_eq!(
+        header_of(&missing, header::X_CONTENT_TYPE_OPTIONS),
+        "nosniff"
+    );
 }
 
 #[tokio::test]

@@ -42,6 +42,13 @@ pub enum BackupError {
          second file"
     )]
     SameFile(PathBuf),
+    /// The destination exists and is not a regular file (a directory, a device, a FIFO, a
+    /// socket): renaming the copy over it would replace, say, `/dev/null` for the whole machine.
+    #[error(
+        "{0} is not a regular file (a directory, a device, a FIFO or a socket); nothing was \
+         written. --force replaces a file only: choose another --to"
+    )]
+    NotAFile(PathBuf),
     /// No database at the source path.
     #[error("{0}: no such database file; point --database at the server's database")]
     Missing(PathBuf),
@@ -116,6 +123,12 @@ pub fn backup(from: &Path, to: &Path, force: bool) -> Result<BackupReport, Backu
     }
     if !force && to.exists() {
         return Err(BackupError::Exists(to.to_owned()));
+    }
+    // A link is replaced itself (its target is untouched), like a file.
+    if let Ok(metadata) = std::fs::symlink_metadata(to)
+        && !(metadata.is_file() || metadata.file_type().is_symlink())
+    {
+        return Err(BackupError::NotAFile(to.to_owned()));
     }
     match std::fs::metadata(from) {
         Ok(metadata) if !metadata.is_file() => {

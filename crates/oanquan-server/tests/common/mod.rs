@@ -360,6 +360,12 @@ pub fn metered_addresses(child: &mut std::process::Child) -> (SocketAddr, Socket
 
 /// A plain HTTP/1.1 GET of `path` from `addr` that closes the connection: (head, body).
 pub fn http_get(addr: SocketAddr, path: &str) -> (String, String) {
+    http_request(addr, "GET", path)
+}
+
+/// A plain HTTP/1.1 request of `method` without a body that closes the connection: (head,
+/// body).
+pub fn http_request(addr: SocketAddr, method: &str, path: &str) -> (String, String) {
     use std::io::{Read as _, Write as _};
     let mut stream = std::net::TcpStream::connect(addr).expect("connect over HTTP");
     stream
@@ -367,7 +373,7 @@ pub fn http_get(addr: SocketAddr, path: &str) -> (String, String) {
         .unwrap();
     write!(
         stream,
-        "GET {path} HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n"
+        "{method} {path} HTTP/1.1\r\nHost: localhost\r\nContent-Length: 0\r\nConnection: close\r\n\r\n"
     )
     .unwrap();
     let mut response = String::new();
