@@ -666,6 +666,13 @@ impl Tablebase {
         use std::io::Read as _;
         let cannot_read =
             |e: std::io::Error| format!("cannot read endgame tables {}: {e}", path.display());
+        // Opening a FIFO would wait for a writer, forever at a server's start.
+        if !std::fs::metadata(path).map_err(cannot_read)?.is_file() {
+            return Err(format!(
+                "cannot read endgame tables {}: not a regular file",
+                path.display()
+            ));
+        }
         let mut file = std::fs::File::open(path).map_err(cannot_read)?;
         // The magic first: a wrong path to a large file (or to /dev/zero) is refused without
         // reading it all into memory.

@@ -19,14 +19,22 @@ use crate::domain::{MemoryLimits, PostgresOptions};
 pub struct TransportLimits {
     /// Concurrent calls (open watch streams included) per HTTP/2 connection.
     // HTTP/2 `SETTINGS_MAX_CONCURRENT_STREAMS`; tonic leaves it unlimited.
-    #[arg(long, env = "OANQUAN_MAX_CONCURRENT_STREAMS", default_value = "128")]
+    // 0 would refuse every call; past 65,536 nothing is limited any more.
+    #[arg(
+        long,
+        env = "OANQUAN_MAX_CONCURRENT_STREAMS",
+        default_value = "128",
+        value_parser = clap::value_parser!(u32).range(1..=65_536)
+    )]
     pub max_concurrent_streams: u32,
 
     /// Requests one connection may have in service at once; more wait their turn.
+    // 0 would leave every call waiting; tower's semaphore panics past 2^61.
     #[arg(
         long,
         env = "OANQUAN_CONCURRENCY_LIMIT_PER_CONNECTION",
-        default_value = "64"
+        default_value = "64",
+        value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..=65_536)
     )]
     pub concurrency_limit_per_connection: usize,
 
@@ -39,7 +47,7 @@ pub struct TransportLimits {
         env = "OANQUAN_MAX_MESSAGE_SIZE",
         value_name = "SIZE",
         default_value = "4MiB",
-        value_parser = parse_byte_size
+        value_parser = parse_message_size
     )]
     pub max_message_size: usize,
 
@@ -58,7 +66,7 @@ pub struct TransportLimits {
     /// A new connection that has not finished its TLS handshake (with TLS) and sent its
     /// HTTP/2 preface within this time is closed, so idle or half-open connections cannot
     /// pile up or hold a shutdown.
-    #[arg(long, env = "OANQUAN_HANDSHAKE_TIMEOUT", default_value = "5s", value_parser = parse_duration)]
+    #[arg(long, env = "OANQUAN_HANDSHAKE_TIMEOUT", default_value = "5s", value_parser = parse_handshake_timeout)]
     pub handshake_timeout: Duration,
 
     /// On SIGINT/SIGTERM, how long to let calls finish before exiting anyway.
@@ -77,7 +85,8 @@ pub struct ClientLimits {
         long,
         env = "OANQUAN_RATE_LIMIT",
         value_name = "PER_SECOND",
-        default_value = "50"
+        default_value = "50",
+        value_parser = parse_rate
     )]
     pub rate_limit: f64,
 
@@ -130,7 +139,7 @@ pub struct GameLimits {
 
     /// Time for each player's first move of a real-time game; a player who misses it aborts the
     /// game (no result). Fixed for a game when it is created.
-    #[arg(long, env = "OANQUAN_FIRST_MOVE_TIME", default_value = "30s", value_parser = parse_positive_duration)]
+    #[arg(long, env = "OANQUAN_FIRST_MOVE_TIME", default_value = "30s", value_parser = parse_first_move_time)]
     pub first_move_time: Duration,
 
     /// In an untimed game, how long the player to move may stay away before the opponent can
@@ -203,12 +212,22 @@ pub struct ComputerLimits {
     /// RulesService.Analyze calls have slots of their own (--max-analyses), so a computer
     /// opponent never waits behind them.
     // Searches run on tokio's blocking pool, never on the async workers that answer calls.
-    #[arg(long, env = "OANQUAN_MAX_SEARCHES", default_value = "0")]
+    #[arg(
+        long,
+        env = "OANQUAN_MAX_SEARCHES",
+        default_value = "0",
+        value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(0..=MAX_SLOTS)
+    )]
     pub max_searches: usize,
 
     /// RulesService.Analyze calls searching at once (each up to 5 s), apart from computer
     /// moves. 0 = one per CPU core but one, at least 1.
-    #[arg(long, env = "OANQUAN_MAX_ANALYSES", default_value = "0")]
+    #[arg(
+        long,
+        env = "OANQUAN_MAX_ANALYSES",
+        default_value = "0",
+        value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(0..=MAX_SLOTS)
+    )]
     pub max_analyses: usize,
 
     /// Analyze calls one client address may have running or waiting; one more gets
@@ -377,6 +396,75 @@ pub fn parse_duration(text: &str) -> Result<Duration, String> {
         _ => return Err(format!("unknown unit {unit:?}; use ms, s, m or h")),
     };
     Duration::try_from_secs_f64(seconds).map_err(|e| e.to_string())
+}
+
+/// Most search slots of either kind: each is a thread searching, and tokio's semaphore panics
+/// past 2^61 permits.
+const MAX_SLOTS: u64 = 4096;
+
+/// The smallest `--max-message-size`: a game with its moves or a page of games must fit.
+const MIN_MESSAGE_SIZE: usize = 64 * 1024;
+
+/// `--max-message-size`: [`parse_byte_size`], at least [`MIN_MESSAGE_SIZE`].
+///
+/// # Errors
+///
+/// As [`parse_byte_size`], and below the minimum.
+pub fn parse_message_size(text: &str) -> Result<usize, String> {
+    let size = parse_byte_size(text)?;
+    if size < MIN_MESSAGE_SIZE {
+        return Err(format!(
+            "{size} bytes would refuse ordinary calls (a game with its moves); give at least 64KiB"
+        ));
+    }
+    Ok(size)
+}
+
+/// `--handshake-timeout`: at least 100 ms, or a client on a slow link could never connect.
+///
+/// # Errors
+///
+/// As [`parse_duration`], and below 100 ms.
+pub fn parse_handshake_timeout(text: &str) -> Result<Duration, String> {
+    let duration = parse_duration(text)?;
+    if duration < Duration::from_millis(100) {
+        return Err(format!(
+            "{text:?} is too short for a client to connect; give at least 100ms"
+        ));
+    }
+    Ok(duration)
+}
+
+/// `--first-move-time`: 1 ms to 30 days (a correspondence move's longest): a deadline further
+/// away does not fit a protobuf timestamp or a stored game.
+///
+/// # Errors
+///
+/// As [`parse_positive_duration`], and over 30 days.
+pub fn parse_first_move_time(text: &str) -> Result<Duration, String> {
+    let duration = parse_positive_duration(text)?;
+    if duration > Duration::from_secs(30 * 86_400) {
+        return Err(format!("{text:?} is too long; give at most 30 days (720h)"));
+    }
+    Ok(duration)
+}
+
+/// `--rate-limit`: requests per second, a finite number from 0 (off) up.
+///
+/// # Errors
+///
+/// For what is not such a number: negative, NaN, infinite.
+pub fn parse_rate(text: &str) -> Result<f64, String> {
+    let rate: f64 = text
+        .trim()
+        .parse()
+        .map_err(|_| format!("{text:?} is not a number of requests per second like 50"))?;
+    if !rate.is_finite() || rate < 0.0 {
+        return Err(format!(
+            "{text:?} is not a rate: give a number of requests per second, 0 for no limit"
+        ));
+    }
+    Ok(rate)
 }
 
 /// A duration that must not be zero (or round to zero).

@@ -637,6 +637,17 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(error.contains("cannot read endgame tables"), "{error}");
+        // A FIFO is refused, not waited on for a writer that never comes.
+        let fifo = dir.path().join("fifo.egtb");
+        assert!(
+            std::process::Command::new("mkfifo")
+                .arg(&fifo)
+                .status()
+                .unwrap()
+                .success()
+        );
+        let error = load_endgame_tables(&fifo).unwrap_err().to_string();
+        assert!(error.contains("not a regular file"), "{error}");
     }
 
     use std::path::Path;

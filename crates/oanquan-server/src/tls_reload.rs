@@ -41,6 +41,18 @@ impl fmt::Debug for TlsIdentity {
     }
 }
 
+/// A regular file's bytes. Anything else is refused before it is opened: reading a FIFO would
+/// wait for a writer, at start or in the reload loop, for ever.
+fn read_file(path: &Path) -> std::io::Result<Vec<u8>> {
+    if !std::fs::metadata(path)?.is_file() {
+        return Err(std::io::Error::new(
+            std::io::ErrorKind::InvalidInput,
+            "not a regular file",
+        ));
+    }
+    std::fs::read(path)
+}
+
 impl TlsIdentity {
     /// Reads both files and checks that they make a usable TLS configuration.
     ///
@@ -49,7 +61,7 @@ impl TlsIdentity {
     /// [`TlsError`] naming the file or the problem.
     pub fn read(cert: &Path, key: &Path) -> Result<TlsIdentity, TlsError> {
         let read = |path: &Path, what: &str| {
-            std::fs::read(path).map_err(|e| {
+            read_file(path).map_err(|e| {
                 TlsError(format!(
                     "cannot read the TLS {what} {}: {e}",
                     path.display()
@@ -125,7 +137,7 @@ pub(crate) async fn run(
         };
         // Files in the middle of being replaced read as a pair that does not match: refused
         // below and read again at the next tick, not mistaken for the final pair.
-        let read = |path: &PathBuf| std::fs::read(path).ok();
+        let read = |path: &PathBuf| read_file(path).ok();
         if !asked {
             let unchanged = read(&files.cert).is_none_or(|cert| cert == tried.cert_pem)
                 && read(&files.key).is_none_or(|key| key == tried.key_pem);
@@ -225,5 +237,23 @@ mod tests {
             key_pem: a.signing_key.serialize_pem().into_bytes(),
         };
         assert!(matched.acceptor().is_ok());
+    }
+
+    /// A FIFO (or a folder) where a certificate should be is refused at once, not read.
+    #[test]
+    fn a_fifo_in_place_of_a_certificate_is_refused_not_waited_on() {
+        let dir = tempfile::tempdir().unwrap();
+        let fifo = dir.path().join("cert.pem");
+        assert!(
+            std::process::Command::new("mkfifo")
+                .arg(&fifo)
+                .status()
+                .unwrap()
+                .success()
+        );
+        let error = TlsIdentity::read(&fifo, &fifo).unwrap_err();
+        assert!(error.0.contains("not a regular file"), "{}", error.0);
+        let error = TlsIdentity::read(dir.path(), dir.path()).unwrap_err();
+        assert!(error.0.contains("not a regular file"), "{}", error.0);
     }
 }

@@ -34,6 +34,9 @@ fn server(dir: &Path, env: &[(&str, &str)], args: &[&str]) -> Command {
         "OANQUAN_DATABASE_WRITERS",
         "OANQUAN_NODE_NAME",
         "OANQUAN_READY_FILE",
+        "OANQUAN_MAX_ANALYSES",
+        "OANQUAN_RATE_LIMIT",
+        "OANQUAN_NO_WEB",
     ] {
         command.env_remove(variable);
     }
@@ -206,6 +209,59 @@ fn bad_switches_and_sizes_are_refused_with_the_reason() {
             "{env:?} {args:?}"
         );
     }
+}
+
+/// Values that would panic the server (a semaphore past tokio's 2^61 permits), leave it up but
+/// unable to serve (no stream, no concurrency, a message limit below any message, a handshake
+/// no client can make), turn a limit off by accident (NaN, negative) or make deadlines that do
+/// not fit a timestamp: each is a usage error at start, naming the flag.
+#[test]
+fn values_that_would_break_the_server_are_refused_at_start() {
+    let huge = "2305843009213693952";
+    let cases: [Case<'_>; 9] = [
+        (&[], &["--max-searches", huge], "not in 0..=4096"),
+        (&[("OANQUAN_MAX_ANALYSES", huge)], &[], "not in 0..=4096"),
+        (
+            &[],
+            &["--concurrency-limit-per-connection", "0"],
+            "not in 1..=65536",
+        ),
+        (
+            &[],
+            &["--concurrency-limit-per-connection", "18446744073709551615"],
+            "not in 1..=65536",
+        ),
+        (&[], &["--max-concurrent-streams", "0"], "not in 1..=65536"),
+        (&[], &["--max-message-size", "1"], "at least 64KiB"),
+        (&[], &["--handshake-timeout", "0"], "at least 100ms"),
+        (&[("OANQUAN_RATE_LIMIT", "NaN")], &[], "is not a rate"),
+        (
+            &[],
+            &["--first-move-time", "5000000000000000000"],
+            "at most 30 days",
+        ),
+    ];
+    for (env, args, reason) in cases {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let output = server(dir.path(), env, args)
+            .arg("--in-memory")
+            .output()
+            .expect("run oanquan-server");
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert_eq!(output.status.code(), Some(2), "{env:?} {args:?}: {stderr}");
+        assert!(
+            output.stdout.is_empty(),
+            "{env:?} {args:?}: nothing listens"
+        );
+        assert!(stderr.contains(reason), "{env:?} {args:?}: {stderr}");
+    }
+    // --no-web takes the switch spellings in the environment, as the help says.
+    let dir = tempfile::tempdir().expect("tempdir");
+    drop(Running::start(server(
+        dir.path(),
+        &[("OANQUAN_NO_WEB", "yes")],
+        &["--in-memory", "--metrics-listen", "127.0.0.1:0"],
+    )));
 }
 
 /// The PostgreSQL pool and timeout flags: 0, huge and garbage values stop the server at start

@@ -584,6 +584,11 @@ async fn an_empty_file_is_refused_not_taken_for_a_new_database() {
     assert!(matches!(error, OpenError::Empty { .. }), "{error}");
     assert!(error.to_string().contains("empty file"), "{error}");
     assert_eq!(std::fs::metadata(&path).unwrap().len(), 0, "untouched");
+    assert_eq!(
+        std::fs::read_dir(dir.path()).unwrap().count(),
+        1,
+        "no .lock left beside it"
+    );
 }
 
 #[tokio::test]
@@ -595,6 +600,11 @@ async fn a_directory_is_refused_by_name_not_as_a_disk_error() {
     assert!(matches!(error, OpenError::NotAFile { .. }), "{error}");
     assert!(error.to_string().contains("is a directory"), "{error}");
     assert_eq!(std::fs::read_dir(&path).unwrap().count(), 0, "untouched");
+    assert_eq!(
+        std::fs::read_dir(dir.path()).unwrap().count(),
+        1,
+        "no .lock left beside it"
+    );
 }
 
 /// Runs the server, which must exit by itself: one that starts serving instead is killed, so
@@ -688,7 +698,7 @@ fn the_binary_refuses_an_empty_file_before_listening() {
     left.sort();
     assert_eq!(
         left,
-        ["oanquan.db", "oanquan.db.lock"],
-        "no -wal or -shm made"
+        ["oanquan.db"],
+        "no -wal, -shm or .lock made"
     );
 }

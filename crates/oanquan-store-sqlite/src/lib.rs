@@ -145,6 +145,7 @@ impl SqliteStore {
     /// a file is left unchanged.
     pub fn open(path: impl AsRef<Path>) -> Result<SqliteStore, OpenError> {
         let path = path.as_ref().to_owned();
+        schema::refuse_at_sight(&path)?;
         let lock = schema::lock(&path)?;
         let conn = schema::open_writer(&path)?;
         let heartbeat = lock

@@ -505,6 +505,25 @@ fn check(path: &Path) -> Result<(), OpenError> {
     Ok(())
 }
 
+/// Refuses what is plainly not a database file (a folder, a device, an empty file) from its
+/// metadata alone: cheap enough to come before the lock, which would otherwise leave a `.lock`
+/// next to a path that was never ours. `Ok(true)` if a file is there (to be checked), `Ok(false)`
+/// if nothing is (SQLite makes it; other problems, such as permissions, are SQLite's to report).
+///
+/// # Errors
+///
+/// [`OpenError::NotAFile`], [`OpenError::Empty`].
+pub(super) fn refuse_at_sight(path: &Path) -> Result<bool, OpenError> {
+    match std::fs::metadata(path) {
+        Ok(metadata) if !metadata.is_file() => Err(OpenError::not_a_file(path, &metadata)),
+        Ok(metadata) if metadata.len() == 0 => Err(OpenError::Empty {
+            path: path.to_owned(),
+        }),
+        Ok(_) => Ok(true),
+        Err(_) => Ok(false),
+    }
+}
+
 /// Opens the writer connection: checks the file, switches it to WAL and migrates it.
 ///
 /// # Errors
@@ -512,16 +531,8 @@ fn check(path: &Path) -> Result<(), OpenError> {
 /// [`OpenError`]; the file is unchanged unless it was ours or blank.
 pub(super) fn open_writer(path: &Path) -> Result<Connection, OpenError> {
     let error = |context| OpenError::sqlite(path, context);
-    match std::fs::metadata(path) {
-        Ok(metadata) if !metadata.is_file() => return Err(OpenError::not_a_file(path, &metadata)),
-        Ok(metadata) if metadata.len() == 0 => {
-            return Err(OpenError::Empty {
-                path: path.to_owned(),
-            });
-        }
-        Ok(_) => check(path)?,
-        // Made below; any other problem (permissions) is reported by SQLite there.
-        Err(_) => {}
+    if refuse_at_sight(path)? {
+        check(path)?;
     }
     let mut conn = Connection::open_with_flags(
         path,
