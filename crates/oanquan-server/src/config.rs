@@ -395,7 +395,8 @@ pub fn parse_duration(text: &str) -> Result<Duration, String> {
         "h" => value * 3600.0,
         _ => return Err(format!("unknown unit {unit:?}; use ms, s, m or h")),
     };
-    Duration::try_from_secs_f64(seconds).map_err(|e| e.to_string())
+    Duration::try_from_secs_f64(seconds)
+        .map_err(|_| format!("{text:?} is longer than any duration this server can keep"))
 }
 
 /// Most search slots of either kind: each is a thread searching, and tokio's semaphore panics

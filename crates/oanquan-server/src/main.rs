@@ -66,7 +66,7 @@ struct Args {
     command: Option<Command>,
 
     /// Address to listen on; port 0 picks a free port (printed on stdout).
-    #[arg(long, env = "OANQUAN_LISTEN", default_value = "127.0.0.1:50051")]
+    #[arg(long, env = "OANQUAN_LISTEN", default_value = "127.0.0.1:50051", value_parser = parse_listen)]
     listen: SocketAddr,
 
     /// Serve TLS with this PEM certificate chain (needs --tls-key). Without it the server
@@ -174,7 +174,8 @@ struct Args {
         long,
         env = "OANQUAN_METRICS_LISTEN",
         value_name = "ADDR",
-        help_heading = "Operations"
+        help_heading = "Operations",
+        value_parser = parse_listen
     )]
     metrics_listen: Option<SocketAddr>,
 
@@ -309,6 +310,16 @@ fn node_name_problem(name: &str) -> Option<String> {
 }
 
 /// A PostgreSQL URL, for OANQUAN_DATABASE_URL.
+/// An address to listen on: an IP address and a port. A host name is not one (it may resolve
+/// to several addresses), and the message says so rather than "invalid socket address syntax".
+fn parse_listen(text: &str) -> Result<SocketAddr, String> {
+    text.trim().parse().map_err(|_| {
+        "give an IP address and a port, like 127.0.0.1:50051, 0.0.0.0:50051 or [::]:50051 \
+         (not a host name; port 0 picks a free one)"
+            .to_owned()
+    })
+}
+
 fn parse_postgres_url(text: &str) -> Result<String, String> {
     if is_postgres_url(text) {
         Ok(text.trim().to_owned())

@@ -218,8 +218,18 @@ fn bad_switches_and_sizes_are_refused_with_the_reason() {
 #[test]
 fn values_that_would_break_the_server_are_refused_at_start() {
     let huge = "2305843009213693952";
-    let cases: [Case<'_>; 9] = [
+    let cases: [Case<'_>; 11] = [
         (&[], &["--max-searches", huge], "not in 0..=4096"),
+        (
+            &[],
+            &["--metrics-listen", "localhost:0"],
+            "give an IP address and a port",
+        ),
+        (
+            &[],
+            &["--heartbeat-interval", "99999999999999999999"],
+            "longer than any duration",
+        ),
         (&[("OANQUAN_MAX_ANALYSES", huge)], &[], "not in 0..=4096"),
         (
             &[],

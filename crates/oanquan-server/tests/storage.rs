@@ -696,9 +696,5 @@ fn the_binary_refuses_an_empty_file_before_listening() {
         .map(|entry| entry.unwrap().file_name())
         .collect();
     left.sort();
-    assert_eq!(
-        left,
-        ["oanquan.db"],
-        "no -wal, -shm or .lock made"
-    );
+    assert_eq!(left, ["oanquan.db"], "no -wal, -shm or .lock made");
 }
