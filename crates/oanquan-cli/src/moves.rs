@@ -247,6 +247,15 @@ pub fn parse_input(line: &str) -> Result<Input, InputError> {
 
 /// Parses a move in the player's own terms.
 pub fn parse_move(text: &str) -> Result<LocalMove, InputError> {
+    let typed = crate::error::typed(text.trim());
+    // Separators stand between the square and the direction (`3-r`, `3,r`), never around the
+    // move: `-1r` is not square 1, and must not be played as if it were.
+    let separator = |c: char| matches!(c, ',' | '-' | '/' | ':');
+    if text.trim().starts_with(separator) || text.trim().ends_with(separator) {
+        return Err(InputError(format!(
+            "`{typed}` is not a move: type a square 1-5 and a direction, e.g. `3 r` or `2 left` (`help` for more)"
+        )));
+    }
     let cleaned: String = text
         .chars()
         .filter(|c| !c.is_whitespace() && !matches!(c, ',' | '-' | '/' | ':'))
@@ -260,21 +269,20 @@ pub fn parse_move(text: &str) -> Result<LocalMove, InputError> {
     let (number, word) = if digits_first { (a, b) } else { (b, a) };
     if number.is_empty() {
         return Err(InputError(format!(
-            "`{}` is not a move: type a square 1-5 and a direction, e.g. `3 r` or `2 left` (`help` for more)",
-            text.trim()
+            "`{typed}` is not a move: type a square 1-5 and a direction, e.g. `3 r` or `2 left` (`help` for more)"
         )));
     }
     if !number.chars().all(|c| c.is_ascii_digit()) || word.contains(|c: char| c.is_ascii_digit()) {
         return Err(InputError(format!(
-            "`{}` is not a move: one square number and one direction, e.g. `3 r`",
-            text.trim()
+            "`{typed}` is not a move: one square number and one direction, e.g. `3 r`"
         )));
     }
     let square = match number.parse::<u8>() {
         Ok(n @ 1..=5) => n,
         _ => {
             return Err(InputError(format!(
-                "square `{number}` is out of range: your squares are 1-5, counted from your left"
+                "square `{}` is out of range: your squares are 1-5, counted from your left",
+                crate::error::typed(number)
             )));
         }
     };
@@ -289,7 +297,8 @@ pub fn parse_move(text: &str) -> Result<LocalMove, InputError> {
         .map(|(_, d)| *d)
         .ok_or_else(|| {
             InputError(format!(
-                "`{word}` is not a direction: use l/left or r/right (as you see the board)"
+                "`{}` is not a direction: use l/left or r/right (as you see the board)",
+                crate::error::typed(word)
             ))
         })?;
     Ok(LocalMove { square, dir })
@@ -350,11 +359,35 @@ mod tests {
             ("3 r 4", "not a move"),
             ("r", "not a move"),
             ("ｒ３", "not a move"),
+            // A leading or trailing separator is not a separator: `-1r` is not `1r`.
+            ("-1r", "not a move"),
+            ("--3r", "not a move"),
+            (",3r", "not a move"),
+            ("3r-", "not a move"),
         ] {
             match parse_input(text) {
                 Err(InputError(msg)) => assert!(msg.contains(needle), "{text:?}: {msg}"),
                 Ok(other) => panic!("{text:?} parsed as {other:?}"),
             }
+        }
+        for inner in ["3-r", "3,r", "3/r", "3:r", "3 - r"] {
+            assert!(parse_input(inner).is_ok(), "{inner:?}");
+        }
+    }
+
+    /// What was typed is quoted as typed input is: cut at 64 characters, controls escaped.
+    #[test]
+    fn refused_input_is_quoted_short_and_escaped() {
+        for text in [
+            "\u{1b}]0;pwned\u{7}",
+            &"A".repeat(10_000),
+            &"1".repeat(10_000),
+        ] {
+            let Err(InputError(msg)) = parse_input(text) else {
+                panic!("{text:?} parsed")
+            };
+            assert!(msg.len() < 300, "{msg}");
+            assert!(!msg.contains(|c: char| c.is_control()), "{msg:?}");
         }
     }
 

@@ -1,6 +1,5 @@
 //! `play` and `watch`: following a game live, and for `play` reading moves.
 
-use std::io::BufRead as _;
 use std::time::{Duration, Instant};
 
 use oanquan_proto::v1::{
@@ -141,20 +140,70 @@ pub async fn watch(ctx: &Context, clients: Clients, args: &WatchArgs) -> Result<
     }
 }
 
+/// The longest input line kept: no move or command comes near it. The rest of a longer line is
+/// read and dropped, so a 100 MB line costs no memory, and the line still fails as a move.
+const MAX_LINE: usize = 1024;
+
 /// Lines from standard input, read on a plain thread (tokio's stdin is blocking underneath
-/// anyway). The channel closes at end of input.
+/// anyway). The channel closes at end of input (or when it cannot be read). Bytes that are not
+/// UTF-8 are replaced (U+FFFD), so such a line is refused as a move like any other, rather than
+/// ending the input; a line over [`MAX_LINE`] bytes is cut there and marked with `…`.
 fn stdin_lines() -> mpsc::UnboundedReceiver<String> {
     let (tx, rx) = mpsc::unbounded_channel();
     std::thread::spawn(move || {
         let stdin = std::io::stdin();
-        for line in stdin.lock().lines() {
-            let Ok(line) = line else { break };
+        let mut input = stdin.lock();
+        while let Some(line) = read_line_capped(&mut input, MAX_LINE) {
             if tx.send(line).is_err() {
                 break;
             }
         }
     });
     rx
+}
+
+/// One line of `input` without its end (`\n` or `\r\n`), at most `max` bytes of it kept (then
+/// `…`), as UTF-8 with replacements; `None` at end of input or on a read error.
+fn read_line_capped(input: &mut impl std::io::BufRead, max: usize) -> Option<String> {
+    let mut line = Vec::new();
+    let mut cut = false;
+    let mut read_any = false;
+    loop {
+        let buffer = match input.fill_buf() {
+            Ok(buffer) => buffer,
+            Err(error) if error.kind() == std::io::ErrorKind::Interrupted => continue,
+            Err(_) => return None,
+        };
+        if buffer.is_empty() {
+            if !read_any {
+                return None;
+            }
+            break;
+        }
+        read_any = true;
+        let (take, ends) = match buffer.iter().position(|&b| b == b'\n') {
+            Some(at) => (at + 1, true),
+            None => (buffer.len(), false),
+        };
+        let room = max.saturating_sub(line.len());
+        line.extend_from_slice(&buffer[..take.min(room)]);
+        cut |= take > room;
+        input.consume(take);
+        if ends {
+            break;
+        }
+    }
+    if line.last() == Some(&b'\n') {
+        line.pop();
+    }
+    if line.last() == Some(&b'\r') {
+        line.pop();
+    }
+    let mut text = String::from_utf8_lossy(&line).into_owned();
+    if cut {
+        text.push('…');
+    }
+    Some(text)
 }
 
 /// State of the prompt.
@@ -172,6 +221,9 @@ struct Player {
     waiting_prompted: Option<u32>,
     /// `resign` was typed: the next line says whether it is meant.
     confirming_resign: bool,
+    /// The server accepted this seat's resignation or abort: the game is over whether or not
+    /// its GameOver event has arrived yet, so input may end without leaving anything unfinished.
+    ended: bool,
     /// The ply at which the server accepted this seat's last move. Until the move's event
     /// arrives (and the ply moves on) the game as shown still has this seat to move, but it is
     /// not its turn: a line read meanwhile would be sent for a position already left.
@@ -271,6 +323,7 @@ async fn play_one(
         prompted: None,
         waiting_prompted: None,
         confirming_resign: false,
+        ended: false,
         moved_at: None,
         rematch_prompted: false,
         rematch_token: None,
@@ -293,12 +346,14 @@ async fn play_one(
         feed_options(&args.display, stay),
     );
     let mut ticker = ticker();
+    // Input ended after the seat resigned or aborted: only the game's end is awaited.
+    let mut input_closed = false;
     loop {
         if live.over {
             if let Some(rematch) = live.rematch_started.clone() {
                 return player.switch(ctx, &rematch);
             }
-            if !(stay && live.rematch_open()) {
+            if input_closed || !(stay && live.rematch_open()) {
                 return Ok(Next::Done);
             }
             if !player.rematch_prompted {
@@ -326,8 +381,8 @@ async fn play_one(
         }
         // Scripts may pipe all their moves at once: read the next line only when a move is
         // wanted, so that lines are not consumed (and rejected) during the opponent's turn.
-        let want_input =
-            my_turn || player.interactive || player.confirming_resign || (live.over && stay);
+        let want_input = !input_closed
+            && (my_turn || player.interactive || player.confirming_resign || (live.over && stay));
         let ticking = interactive && live.ticking();
         tokio::select! {
             item = events.recv() => match item {
@@ -378,6 +433,11 @@ async fn play_one(
                     next @ Next::Rematch(..) => return Ok(next),
                 },
                 None if live.over => return Ok(Next::Done),
+                // Resigned or aborted, and input ended before the GameOver event came: wait for
+                // it (the event stream ends the session), reading nothing more.
+                None if player.ended => {
+                    input_closed = true;
+                }
                 None => {
                     return Err(CliError::new(
                         code::UNFINISHED,
@@ -532,7 +592,10 @@ impl Player {
                     .await;
                 match aborted {
                     // The GameOver event ends the session.
-                    Ok(_) => return Ok(Next::Stay),
+                    Ok(_) => {
+                        self.ended = true;
+                        return Ok(Next::Stay);
+                    }
                     Err(status) => out(format!(
                         "error: {}",
                         CliError::from_status("abort", &status)
@@ -703,13 +766,16 @@ impl Player {
                 &self.token,
             )?)
             .await;
-        if let Err(status) = resigned {
-            out(format!(
-                "error: {}",
-                CliError::from_status("resign", &status)
-            ))?;
-            let my_turn = self.my_turn(live);
-            self.reprompt(live, my_turn).await?;
+        match resigned {
+            Ok(_) => self.ended = true,
+            Err(status) => {
+                out(format!(
+                    "error: {}",
+                    CliError::from_status("resign", &status)
+                ))?;
+                let my_turn = self.my_turn(live);
+                self.reprompt(live, my_turn).await?;
+            }
         }
         Ok(Next::Stay)
     }
@@ -860,6 +926,22 @@ mod tests {
         assert!(!refuses_game_id(&tonic::Status::invalid_argument("bare")));
         assert!(!refuses_game_id(&tonic::Status::resource_exhausted("busy")));
         assert!(!refuses_game_id(&tonic::Status::unavailable("down")));
+    }
+
+    #[test]
+    fn input_lines_are_capped_and_survive_bytes_that_are_not_utf8() {
+        let mut input = std::io::Cursor::new(b"\xff\n1r\r\nxxxxxxxxxx\n3 l".to_vec());
+        let mut read = || read_line_capped(&mut input, 5);
+        assert_eq!(read().as_deref(), Some("\u{fffd}"));
+        assert_eq!(read().as_deref(), Some("1r"));
+        assert_eq!(read().as_deref(), Some("xxxxx…"), "cut, the rest dropped");
+        assert_eq!(
+            read().as_deref(),
+            Some("3 l"),
+            "the last line without its newline"
+        );
+        assert_eq!(read(), None);
+        assert_eq!(read_line_capped(&mut std::io::Cursor::new(b""), 5), None);
     }
 
     #[test]
