@@ -320,7 +320,9 @@ stays valid on the server; `oanquan keys` lists keys, `keys revoke` ends one).
 
 Usernames are 3-20 characters: letters of one script (Latin with Vietnamese diacritics, \
 Cyrillic, Greek, ...), digits, `_` and `-` (not first, last or doubled); unique ignoring case \
-and look-alike letters. A taken name exits 4, a refused one 2 with the reason.
+and letters that look alike in small letters (`1an`/`lan`, Cyrillic `сор`/`cop`; not yet those \
+that look alike only in capitals, such as `Ian`/`lan` or Cyrillic `ТОМ`/`TOM`). A taken name \
+exits 4, a refused one 2 with the reason.
 
 With --json, prints the RegisterResponse without its `apiKey` (the key goes to the account \
 file only).")]
