@@ -248,6 +248,21 @@ async fn register_refuses_a_name_taken_under_its_key() {
         s.manager.player("Minh").await,
         Err(GameError::PlayerNotFound(_))
     ));
+    // Alike only in capitals: `Ian` (capital i) reads as `lan`, Cyrillic and Greek `ТОМ`/`ΤΟΜ`
+    // as an existing `Tom`. Refused as taken, and nothing is made.
+    s.register("Tom").await;
+    for impostor in ["Ian", "ТОМ", "ΤΟΜ"] {
+        match s.manager.register(impostor).await {
+            Err(GameError::UsernameTaken(name)) => assert!(name.contains(impostor), "{name}"),
+            other => panic!("{impostor}: {other:?}"),
+        }
+        assert!(matches!(
+            s.manager.player(impostor).await,
+            Err(GameError::PlayerNotFound(_))
+        ));
+    }
+    // A name whose capitals look like no account is free.
+    s.register("Ivan").await;
 }
 
 #[tokio::test]

@@ -62,7 +62,10 @@
 //!
 //! Known limits of a single key: folding before the skeleton merges what looks alike in lower
 //! case, not what only looks alike in capitals. So `Il` (capital i) and `ll` get different keys;
-//! merging them would also merge `i` and `l` ("Mai" and "Mal"). The one capital look-alike that
+//! merging them would also merge `i` and `l` ("Mai" and "Mal"). Registration also checks a new
+//! name's [`Username::capital_alias`] (its skeleton as written, keyed) against existing keys,
+//! which catches a new `Ian` beside `lan` or Cyrillic `ТОМ` beside `TOM`, but not the reverse
+//! order. The one capital look-alike that
 //! matters for Vietnamese names is handled: Icelandic `Ð`/`ð` and African `Ɖ`/`ɖ` key as `Đ`/`đ`,
 //! so "Ðức" cannot pose as "Đức".
 //!
@@ -209,6 +212,18 @@ impl Username {
     #[must_use]
     pub fn key(&self) -> String {
         self.key.clone()
+    }
+
+    /// The key of what this name looks like as written, capitals and all, when that is not its
+    /// own key: Cyrillic `ТОМ` reads as Latin `TOM`, `Ian` (capital i) as `lan`, which the key
+    /// (folded to small letters first) cannot see. A new name whose alias is an existing
+    /// account's key looks like that account's name, and is refused as taken. Only in that
+    /// order: an existing `ТОМ` does not stop a new `TOM` (that needs a second key per name).
+    #[must_use]
+    pub fn capital_alias(&self) -> Option<String> {
+        let written: String = skeleton(&self.name).collect::<String>().nfc().collect();
+        let alias = key_of(&written);
+        (alias != self.key).then_some(alias)
     }
 }
 
@@ -1054,6 +1069,28 @@ mod tests {
         assert!(!same_key("Lan", "Lân"));
         assert!(!same_key("Duc", "Đức"));
         assert!(!same_key("Lan_1", "Lan-1"));
+    }
+
+    /// Names alike only in capitals: the alias of the new one is the key of the old one.
+    #[test]
+    fn capital_look_alikes_alias_the_latin_name() {
+        let key = |name: &str| Username::parse(name).unwrap().key();
+        let alias = |name: &str| Username::parse(name).unwrap().capital_alias();
+        for (new, existing) in [
+            ("ТОМ", "TOM"), // Cyrillic capitals
+            ("ΤΟΜ", "tom"), // Greek capitals
+            ("НОВ", "HOB"), // Cyrillic
+            ("ΑΒΕ", "abe"), // Greek
+            ("Ian", "lan"), // capital i
+            ("Ian1", "lan1"),
+            ("II1", "lll"),
+        ] {
+            assert_eq!(alias(new), Some(key(existing)), "{new} / {existing}");
+        }
+        // Plain names alias nothing: their key is what they look like.
+        for plain in ["Lan", "tom", "Nguyễn", "ivan", "Сара"] {
+            assert_eq!(alias(plain), None, "{plain}");
+        }
     }
 
     #[test]
