@@ -4,30 +4,25 @@
 
 use std::net::IpAddr;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::Ordering;
 use std::time::{Duration, SystemTime};
 
-use futures::future::BoxFuture;
 use oanquan_ai::Level;
 use oanquan_rules::{ByPlayer, Outcome, Player, Preset};
-use tokio::sync::{Barrier, watch};
 
-use crate::account::{Account, AccountId, ApiKey, ApiKeyRecord, RatingChange, SeatAccount};
+use crate::account::{Account, AccountId, ApiKey, RatingChange, SeatAccount};
 use crate::clock::TimeControl;
 use crate::error::GameError;
+use crate::faulty_store::FaultyStore;
 use crate::hub::Hub;
 use crate::manager::{Credential, GameManager, ManagerLimits, NewGame, Seated};
 use crate::memory::{MemoryLimits, MemoryStore};
 use crate::model::{
-    GameEvent, GameEventKind, GameFilter, GameId, GameInfo, GameState, GameStatus, LobbyEvent,
-    LobbyEventKind, Termination,
+    GameEventKind, GameFilter, GameId, GameInfo, GameStatus, LobbyEventKind, Termination,
 };
 use crate::rating::{self, Rating, Speed};
 use crate::seek::{SeekLimits, SeekOutcome, SeekPool, SeekRequest, SeekTicket};
-use crate::store::{
-    Commit, Committed, GameStore, LeaderboardPage, Page, PlayerGameFilter, PlayerResult, Since,
-    StoreError, StoreFuture,
-};
+use crate::store::{GameStore, LeaderboardPage, PlayerGameFilter, PlayerResult, Since};
 use crate::token::PlayerToken;
 use crate::username::Username;
 
@@ -1281,162 +1276,9 @@ async fn players_reach_the_leaderboard_when_their_ratings_settle() {
 
 // --- Concurrency ---------------------------------------------------------------------------
 
-/// A memory store that holds the first two reads of one account until both are made, so that
-/// two games read the same version of it, and counts the commits refused as conflicts. With
-/// `accounts_down`, account reads fail as unavailable (the database went away).
-#[derive(Debug)]
-struct RacingStore {
-    inner: MemoryStore,
-    gate: std::sync::Mutex<Option<AccountId>>,
-    gated: AtomicUsize,
-    barrier: Barrier,
-    conflicts: AtomicUsize,
-    accounts_down: std::sync::atomic::AtomicBool,
-}
-
-impl RacingStore {
-    fn new() -> Self {
-        RacingStore {
-            inner: MemoryStore::new(MemoryLimits::default()),
-            gate: std::sync::Mutex::new(None),
-            gated: AtomicUsize::new(0),
-            barrier: Barrier::new(2),
-            conflicts: AtomicUsize::new(0),
-            accounts_down: std::sync::atomic::AtomicBool::new(false),
-        }
-    }
-}
-
-impl GameStore for RacingStore {
-    fn create(&self, commit: Commit) -> StoreFuture<'_, Committed> {
-        self.inner.create(commit)
-    }
-
-    fn commit(&self, commit: Commit) -> StoreFuture<'_, Committed> {
-        Box::pin(async move {
-            let result = self.inner.commit(commit).await;
-            if matches!(result, Err(StoreError::Conflict { .. })) {
-                self.conflicts.fetch_add(1, Ordering::SeqCst);
-            }
-            result
-        })
-    }
-
-    fn load<'a>(&'a self, id: &'a GameId) -> StoreFuture<'a, GameState> {
-        self.inner.load(id)
-    }
-
-    fn info<'a>(&'a self, id: &'a GameId) -> StoreFuture<'a, GameInfo> {
-        self.inner.info(id)
-    }
-
-    fn list<'a>(
-        &'a self,
-        filter: GameFilter,
-        limit: usize,
-        cursor: Option<&'a str>,
-    ) -> StoreFuture<'a, Page> {
-        self.inner.list(filter, limit, cursor)
-    }
-
-    fn game_events_since<'a>(
-        &'a self,
-        id: &'a GameId,
-        after: u64,
-    ) -> StoreFuture<'a, Since<GameEvent>> {
-        self.inner.game_events_since(id, after)
-    }
-
-    fn lobby_events_since(&self, after: u64) -> StoreFuture<'_, Since<LobbyEvent>> {
-        self.inner.lobby_events_since(after)
-    }
-
-    fn lobby_snapshot(&self, limit: usize) -> StoreFuture<'_, (Vec<GameInfo>, u64)> {
-        self.inner.lobby_snapshot(limit)
-    }
-
-    fn open_games_by_creator(&self) -> StoreFuture<'_, Vec<(GameId, IpAddr)>> {
-        self.inner.open_games_by_creator()
-    }
-
-    fn writable(&self) -> Option<watch::Receiver<bool>> {
-        self.inner.writable()
-    }
-
-    fn create_account(&self, account: Account, key: ApiKeyRecord) -> StoreFuture<'_, ()> {
-        self.inner.create_account(account, key)
-    }
-
-    fn account<'a>(&'a self, id: &'a AccountId) -> StoreFuture<'a, Account> {
-        Box::pin(async move {
-            if self.accounts_down.load(Ordering::SeqCst) {
-                return Err(StoreError::Unavailable("the database is down".to_owned()));
-            }
-            let gated = self.gate.lock().unwrap().as_ref() == Some(id);
-            // Read first, then wait: neither reader goes on (to commit) before both have read.
-            let account = self.inner.account(id).await;
-            if gated && self.gated.fetch_add(1, Ordering::SeqCst) < 2 {
-                self.barrier.wait().await;
-            }
-            account
-        })
-    }
-
-    fn account_by_name<'a>(&'a self, key: &'a str) -> StoreFuture<'a, Account> {
-        self.inner.account_by_name(key)
-    }
-
-    fn account_by_api_key<'a>(
-        &'a self,
-        key_id: &'a str,
-    ) -> StoreFuture<'a, (Account, ApiKeyRecord)> {
-        self.inner.account_by_api_key(key_id)
-    }
-
-    fn add_api_key<'a>(&'a self, id: &'a AccountId, key: ApiKeyRecord) -> StoreFuture<'a, ()> {
-        self.inner.add_api_key(id, key)
-    }
-
-    fn revoke_api_key<'a>(
-        &'a self,
-        id: &'a AccountId,
-        key_id: &'a str,
-        now: SystemTime,
-    ) -> StoreFuture<'a, bool> {
-        self.inner.revoke_api_key(id, key_id, now)
-    }
-
-    fn api_keys<'a>(&'a self, id: &'a AccountId) -> StoreFuture<'a, Vec<ApiKeyRecord>> {
-        self.inner.api_keys(id)
-    }
-
-    fn leaderboard<'a>(
-        &'a self,
-        speed: Speed,
-        limit: usize,
-        cursor: Option<&'a str>,
-    ) -> StoreFuture<'a, LeaderboardPage> {
-        self.inner.leaderboard(speed, limit, cursor)
-    }
-
-    fn player_games<'a>(
-        &'a self,
-        id: &'a AccountId,
-        filter: PlayerGameFilter,
-        limit: usize,
-        cursor: Option<&'a str>,
-    ) -> StoreFuture<'a, Page> {
-        self.inner.player_games(id, filter, limit, cursor)
-    }
-
-    fn close(&self) -> BoxFuture<'_, ()> {
-        self.inner.close()
-    }
-}
-
 #[tokio::test]
 async fn two_rated_games_of_one_account_ending_at_once_both_count() {
-    let store = Arc::new(RacingStore::new());
+    let store = Arc::new(FaultyStore::default());
     let manager = Arc::new(GameManager::new(
         Arc::clone(&store) as Arc<dyn GameStore>,
         Hub::new(1024),
@@ -1534,7 +1376,7 @@ async fn two_rated_games_of_one_account_ending_at_once_both_count() {
 /// an internal error, and nothing is committed.
 #[tokio::test]
 async fn an_unavailable_store_at_the_end_of_a_game_between_accounts_is_a_retry() {
-    let store = Arc::new(RacingStore::new());
+    let store = Arc::new(FaultyStore::default());
     let manager = Arc::new(GameManager::new(
         Arc::clone(&store) as Arc<dyn GameStore>,
         Hub::new(1024),

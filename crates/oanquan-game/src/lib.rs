@@ -14,6 +14,8 @@ mod account_tests;
 pub mod clock;
 pub mod computer;
 mod error;
+#[cfg(test)]
+mod faulty_store;
 mod hub;
 mod id;
 pub mod limits;

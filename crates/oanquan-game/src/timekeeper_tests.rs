@@ -2,30 +2,19 @@
 //! until the store is back, without holding up the deadlines of other games. Real time, as the
 //! manager's clocks are the system's; the retries are shortened so that the tests stay short.
 
-use std::collections::HashSet;
-use std::net::IpAddr;
-use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
-use futures::future::BoxFuture;
 use oanquan_rules::{ByPlayer, Outcome, Player, Preset};
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
 
-use crate::account::{Account, AccountId, ApiKeyRecord};
 use crate::clock::TimeControl;
+use crate::faulty_store::FaultyStore;
 use crate::hub::Hub;
 use crate::manager::{GameManager, ManagerLimits, NewGame};
-use crate::memory::{MemoryLimits, MemoryStore};
-use crate::model::{
-    GameEvent, GameFilter, GameId, GameInfo, GameState, GameStatus, LobbyEvent, Termination,
-};
-use crate::rating::Speed;
-use crate::store::{
-    Commit, Committed, GameStore, LeaderboardPage, Page, PlayerGameFilter, Since, StoreError,
-    StoreFuture,
-};
+use crate::model::{GameId, GameInfo, GameStatus, Termination};
+use crate::store::GameStore;
 use crate::timekeeper::{Backoff, spawn_with_backoff};
 use crate::token::PlayerToken;
 
@@ -38,167 +27,14 @@ const BACKOFF: Backoff = Backoff {
     most: Duration::from_millis(200),
 };
 
-/// A memory store that refuses the commits of some games as unavailable (a full disk, the
-/// database down), and counts them, and the games loaded (each try of a deadline loads it).
-#[derive(Debug)]
-struct FlakyStore {
-    inner: MemoryStore,
-    refused: Mutex<HashSet<GameId>>,
-    refusals: AtomicUsize,
-    loads: AtomicUsize,
-}
-
-impl FlakyStore {
-    fn refuse(&self, id: &GameId) {
-        self.refused.lock().unwrap().insert(id.clone());
-    }
-
-    fn heal(&self, id: &GameId) {
-        self.refused.lock().unwrap().remove(id);
-    }
-
-    fn refusals(&self) -> usize {
-        self.refusals.load(Ordering::SeqCst)
-    }
-
-    fn loads(&self) -> usize {
-        self.loads.load(Ordering::SeqCst)
-    }
-}
-
-impl GameStore for FlakyStore {
-    fn create(&self, commit: Commit) -> StoreFuture<'_, Committed> {
-        self.inner.create(commit)
-    }
-
-    fn commit(&self, commit: Commit) -> StoreFuture<'_, Committed> {
-        if self
-            .refused
-            .lock()
-            .unwrap()
-            .contains(&commit.state.info().id)
-        {
-            self.refusals.fetch_add(1, Ordering::SeqCst);
-            return Box::pin(async { Err(StoreError::Unavailable("the disk is full".to_owned())) });
-        }
-        self.inner.commit(commit)
-    }
-
-    fn load<'a>(&'a self, id: &'a GameId) -> StoreFuture<'a, GameState> {
-        self.loads.fetch_add(1, Ordering::SeqCst);
-        self.inner.load(id)
-    }
-
-    fn info<'a>(&'a self, id: &'a GameId) -> StoreFuture<'a, GameInfo> {
-        self.inner.info(id)
-    }
-
-    fn list<'a>(
-        &'a self,
-        filter: GameFilter,
-        limit: usize,
-        cursor: Option<&'a str>,
-    ) -> StoreFuture<'a, Page> {
-        self.inner.list(filter, limit, cursor)
-    }
-
-    fn game_events_since<'a>(
-        &'a self,
-        id: &'a GameId,
-        after: u64,
-    ) -> StoreFuture<'a, Since<GameEvent>> {
-        self.inner.game_events_since(id, after)
-    }
-
-    fn lobby_events_since(&self, after: u64) -> StoreFuture<'_, Since<LobbyEvent>> {
-        self.inner.lobby_events_since(after)
-    }
-
-    fn lobby_snapshot(&self, limit: usize) -> StoreFuture<'_, (Vec<GameInfo>, u64)> {
-        self.inner.lobby_snapshot(limit)
-    }
-
-    fn open_games_by_creator(&self) -> StoreFuture<'_, Vec<(GameId, IpAddr)>> {
-        self.inner.open_games_by_creator()
-    }
-
-    fn writable(&self) -> Option<watch::Receiver<bool>> {
-        self.inner.writable()
-    }
-
-    fn create_account(&self, account: Account, key: ApiKeyRecord) -> StoreFuture<'_, ()> {
-        self.inner.create_account(account, key)
-    }
-
-    fn account<'a>(&'a self, id: &'a AccountId) -> StoreFuture<'a, Account> {
-        self.inner.account(id)
-    }
-
-    fn account_by_name<'a>(&'a self, key: &'a str) -> StoreFuture<'a, Account> {
-        self.inner.account_by_name(key)
-    }
-
-    fn account_by_api_key<'a>(
-        &'a self,
-        key_id: &'a str,
-    ) -> StoreFuture<'a, (Account, ApiKeyRecord)> {
-        self.inner.account_by_api_key(key_id)
-    }
-
-    fn add_api_key<'a>(&'a self, id: &'a AccountId, key: ApiKeyRecord) -> StoreFuture<'a, ()> {
-        self.inner.add_api_key(id, key)
-    }
-
-    fn revoke_api_key<'a>(
-        &'a self,
-        id: &'a AccountId,
-        key_id: &'a str,
-        now: SystemTime,
-    ) -> StoreFuture<'a, bool> {
-        self.inner.revoke_api_key(id, key_id, now)
-    }
-
-    fn api_keys<'a>(&'a self, id: &'a AccountId) -> StoreFuture<'a, Vec<ApiKeyRecord>> {
-        self.inner.api_keys(id)
-    }
-
-    fn leaderboard<'a>(
-        &'a self,
-        speed: Speed,
-        limit: usize,
-        cursor: Option<&'a str>,
-    ) -> StoreFuture<'a, LeaderboardPage> {
-        self.inner.leaderboard(speed, limit, cursor)
-    }
-
-    fn player_games<'a>(
-        &'a self,
-        id: &'a AccountId,
-        filter: PlayerGameFilter,
-        limit: usize,
-        cursor: Option<&'a str>,
-    ) -> StoreFuture<'a, Page> {
-        self.inner.player_games(id, filter, limit, cursor)
-    }
-
-    fn close(&self) -> BoxFuture<'_, ()> {
-        self.inner.close()
-    }
-}
-
 /// A manager over a flaky store, and its timekeeper (stopped by dropping the sender).
 fn keeper() -> (
-    Arc<FlakyStore>,
+    Arc<FaultyStore>,
     Arc<GameManager>,
     watch::Sender<bool>,
     JoinHandle<()>,
 ) {
-    let store = Arc::new(FlakyStore {
-        inner: MemoryStore::new(MemoryLimits::default()),
-        refused: Mutex::new(HashSet::new()),
-        refusals: AtomicUsize::new(0),
-        loads: AtomicUsize::new(0),
-    });
+    let store = Arc::new(FaultyStore::default());
     let manager = Arc::new(GameManager::new(
         Arc::clone(&store) as Arc<dyn GameStore>,
         Hub::new(1024),

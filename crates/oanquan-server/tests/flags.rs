@@ -153,9 +153,77 @@ fn a_switch_turned_off_in_the_environment_keeps_the_database() {
 /// Environment, arguments, and what the error must say.
 type Case<'a> = (&'a [(&'a str, &'a str)], &'a [&'a str], &'a str);
 
+/// Also values that would panic the server (a semaphore past tokio's 2^61 permits), leave it up
+/// but unable to serve (no stream, no concurrency, a message limit below any message, a
+/// handshake no client can make), turn a limit off by accident (NaN, negative) or make
+/// deadlines that do not fit a timestamp: each is a usage error at start, naming the flag.
 #[test]
 fn bad_switches_and_sizes_are_refused_with_the_reason() {
-    let cases: [Case<'_>; 6] = [
+    let huge = "2305843009213693952";
+    let cases: [Case<'_>; 17] = [
+        (
+            &[],
+            &["--in-memory", "--max-searches", huge],
+            "not in 0..=4096",
+        ),
+        (
+            &[],
+            &["--in-memory", "--metrics-listen", "localhost:0"],
+            "give an IP address and a port",
+        ),
+        (
+            &[],
+            &[
+                "--in-memory",
+                "--heartbeat-interval",
+                "99999999999999999999",
+            ],
+            "longer than any duration",
+        ),
+        (
+            &[("OANQUAN_MAX_ANALYSES", huge)],
+            &["--in-memory"],
+            "not in 0..=4096",
+        ),
+        (
+            &[],
+            &["--in-memory", "--concurrency-limit-per-connection", "0"],
+            "not in 1..=65536",
+        ),
+        (
+            &[],
+            &[
+                "--in-memory",
+                "--concurrency-limit-per-connection",
+                "18446744073709551615",
+            ],
+            "not in 1..=65536",
+        ),
+        (
+            &[],
+            &["--in-memory", "--max-concurrent-streams", "0"],
+            "not in 1..=65536",
+        ),
+        (
+            &[],
+            &["--in-memory", "--max-message-size", "1"],
+            "at least 64KiB",
+        ),
+        (
+            &[],
+            &["--in-memory", "--handshake-timeout", "0"],
+            "at least 100ms",
+        ),
+        (
+            &[("OANQUAN_RATE_LIMIT", "NaN")],
+            &["--in-memory"],
+            "is not a rate",
+        ),
+        (
+            &[],
+            &["--in-memory", "--first-move-time", "5000000000000000000"],
+            "at most 30 days",
+        ),
         (
             &[("OANQUAN_IN_MEMORY", "maybe")],
             &[],
@@ -211,61 +279,9 @@ fn bad_switches_and_sizes_are_refused_with_the_reason() {
     }
 }
 
-/// Values that would panic the server (a semaphore past tokio's 2^61 permits), leave it up but
-/// unable to serve (no stream, no concurrency, a message limit below any message, a handshake
-/// no client can make), turn a limit off by accident (NaN, negative) or make deadlines that do
-/// not fit a timestamp: each is a usage error at start, naming the flag.
+/// `OANQUAN_NO_WEB` takes the switch spellings, as the help says of every switch.
 #[test]
-fn values_that_would_break_the_server_are_refused_at_start() {
-    let huge = "2305843009213693952";
-    let cases: [Case<'_>; 11] = [
-        (&[], &["--max-searches", huge], "not in 0..=4096"),
-        (
-            &[],
-            &["--metrics-listen", "localhost:0"],
-            "give an IP address and a port",
-        ),
-        (
-            &[],
-            &["--heartbeat-interval", "99999999999999999999"],
-            "longer than any duration",
-        ),
-        (&[("OANQUAN_MAX_ANALYSES", huge)], &[], "not in 0..=4096"),
-        (
-            &[],
-            &["--concurrency-limit-per-connection", "0"],
-            "not in 1..=65536",
-        ),
-        (
-            &[],
-            &["--concurrency-limit-per-connection", "18446744073709551615"],
-            "not in 1..=65536",
-        ),
-        (&[], &["--max-concurrent-streams", "0"], "not in 1..=65536"),
-        (&[], &["--max-message-size", "1"], "at least 64KiB"),
-        (&[], &["--handshake-timeout", "0"], "at least 100ms"),
-        (&[("OANQUAN_RATE_LIMIT", "NaN")], &[], "is not a rate"),
-        (
-            &[],
-            &["--first-move-time", "5000000000000000000"],
-            "at most 30 days",
-        ),
-    ];
-    for (env, args, reason) in cases {
-        let dir = tempfile::tempdir().expect("tempdir");
-        let output = server(dir.path(), env, args)
-            .arg("--in-memory")
-            .output()
-            .expect("run oanquan-server");
-        let stderr = String::from_utf8_lossy(&output.stderr);
-        assert_eq!(output.status.code(), Some(2), "{env:?} {args:?}: {stderr}");
-        assert!(
-            output.stdout.is_empty(),
-            "{env:?} {args:?}: nothing listens"
-        );
-        assert!(stderr.contains(reason), "{env:?} {args:?}: {stderr}");
-    }
-    // --no-web takes the switch spellings in the environment, as the help says.
+fn no_web_takes_the_switch_spellings_in_the_environment() {
     let dir = tempfile::tempdir().expect("tempdir");
     drop(Running::start(server(
         dir.path(),

@@ -128,15 +128,15 @@ async fn games_on(path: &Path) -> Played {
     }
 }
 
-/// Rewrites the victim's start position as the issue's clamped row had it: a square at 255
-/// stones, so that the stones no longer add up and the game does not decode. Its lobby
-/// `GameCreated` event, which holds the same data, gets the same treatment.
-fn clamp_a_square(path: &Path, victim: &str) {
+/// Sets the field at `pointer` of the victim's data (in its `games` row, and under `/game` in
+/// its lobby `GameCreated` event, which holds the same data) to `value`: valid JSON, a damaged
+/// game.
+fn rewrite_the_victim(path: &Path, victim: &str, pointer: &str, value: serde_json::Value) {
     let conn = rusqlite::Connection::open(path).unwrap();
-    let clamp = |json: &str, pointer: &str| {
-        let mut value: serde_json::Value = serde_json::from_str(json).unwrap();
-        *value.pointer_mut(pointer).expect(pointer) = 255.into();
-        value.to_string()
+    let rewrite = |json: &str, pointer: &str| {
+        let mut data: serde_json::Value = serde_json::from_str(json).unwrap();
+        *data.pointer_mut(pointer).expect(pointer) = value.clone();
+        data.to_string()
     };
     let info: String = conn
         .query_row("SELECT info FROM games WHERE id = ?1", [victim], |row| {
@@ -145,7 +145,7 @@ fn clamp_a_square(path: &Path, victim: &str) {
         .unwrap();
     conn.execute(
         "UPDATE games SET info = ?2 WHERE id = ?1",
-        [victim, &clamp(&info, "/start/squares/1")],
+        [victim, &rewrite(&info, pointer)],
     )
     .unwrap();
     let (sequence, event): (i64, String) = conn
@@ -158,43 +158,20 @@ fn clamp_a_square(path: &Path, victim: &str) {
         .unwrap();
     conn.execute(
         "UPDATE lobby_events SET event = ?2 WHERE sequence = ?1",
-        rusqlite::params![sequence, clamp(&event, "/game/start/squares/1")],
+        rusqlite::params![sequence, rewrite(&event, &format!("/game{pointer}"))],
     )
     .unwrap();
 }
 
-/// Sets the victim's move count to the largest a row can say, in its row and in its lobby
-/// `GameCreated` event: valid JSON, a damaged game.
+/// The victim's start position as the issue's clamped row had it: a square at 255 stones, so
+/// that the stones no longer add up and the game does not decode.
+fn clamp_a_square(path: &Path, victim: &str) {
+    rewrite_the_victim(path, victim, "/start/squares/1", 255.into());
+}
+
+/// The victim's move count, the largest a row can say.
 fn inflate_the_move_count(path: &Path, victim: &str) {
-    let conn = rusqlite::Connection::open(path).unwrap();
-    let inflate = |json: &str, pointer: &str| {
-        let mut value: serde_json::Value = serde_json::from_str(json).unwrap();
-        *value.pointer_mut(pointer).expect(pointer) = u32::MAX.into();
-        value.to_string()
-    };
-    let info: String = conn
-        .query_row("SELECT info FROM games WHERE id = ?1", [victim], |row| {
-            row.get(0)
-        })
-        .unwrap();
-    conn.execute(
-        "UPDATE games SET info = ?2 WHERE id = ?1",
-        [victim, &inflate(&info, "/move_count")],
-    )
-    .unwrap();
-    let (sequence, event): (i64, String) = conn
-        .query_row(
-            "SELECT sequence, event FROM lobby_events
-             WHERE event LIKE '%game_created%' AND instr(event, ?1) > 0",
-            [victim],
-            |row| Ok((row.get(0)?, row.get(1)?)),
-        )
-        .unwrap();
-    conn.execute(
-        "UPDATE lobby_events SET event = ?2 WHERE sequence = ?1",
-        rusqlite::params![sequence, inflate(&event, "/game/move_count")],
-    )
-    .unwrap();
+    rewrite_the_victim(path, victim, "/move_count", u32::MAX.into());
 }
 
 /// Damages bytes of the file itself, below SQLite: the `:` after each `"id"` key holding the

@@ -1,0 +1,215 @@
+//! For tests: a memory store with the faults and gates the tests of the timekeeper and of the
+//! accounts need, each off until a test turns it on: commits of some games refused as
+//! unavailable (a full disk), account reads failing (the database down), the first two reads
+//! of one account held until both are made (two games reading one version of it). It counts
+//! what the tests check: refused commits, loads, commits refused as conflicts, gated reads.
+
+use std::collections::HashSet;
+use std::net::IpAddr;
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::time::SystemTime;
+
+use futures::future::BoxFuture;
+use tokio::sync::{Barrier, watch};
+
+use crate::account::{Account, AccountId, ApiKeyRecord};
+use crate::memory::{MemoryLimits, MemoryStore};
+use crate::model::{GameEvent, GameFilter, GameId, GameInfo, GameState, LobbyEvent};
+use crate::rating::Speed;
+use crate::store::{
+    Commit, Committed, GameStore, LeaderboardPage, Page, PlayerGameFilter, Since, StoreError,
+    StoreFuture,
+};
+
+/// See the module docs.
+#[derive(Debug)]
+pub(crate) struct FaultyStore {
+    pub(crate) inner: MemoryStore,
+    /// Games whose commits are refused as unavailable.
+    refused: Mutex<HashSet<GameId>>,
+    refusals: AtomicUsize,
+    loads: AtomicUsize,
+    /// Account reads fail as unavailable.
+    pub(crate) accounts_down: AtomicBool,
+    /// The account whose first two reads wait for each other.
+    pub(crate) gate: Mutex<Option<AccountId>>,
+    pub(crate) gated: AtomicUsize,
+    barrier: Barrier,
+    pub(crate) conflicts: AtomicUsize,
+}
+
+impl Default for FaultyStore {
+    fn default() -> Self {
+        FaultyStore {
+            inner: MemoryStore::new(MemoryLimits::default()),
+            refused: Mutex::new(HashSet::new()),
+            refusals: AtomicUsize::new(0),
+            loads: AtomicUsize::new(0),
+            accounts_down: AtomicBool::new(false),
+            gate: Mutex::new(None),
+            gated: AtomicUsize::new(0),
+            barrier: Barrier::new(2),
+            conflicts: AtomicUsize::new(0),
+        }
+    }
+}
+
+impl FaultyStore {
+    /// Refuses the commits of game `id` from now on.
+    pub(crate) fn refuse(&self, id: &GameId) {
+        self.refused.lock().unwrap().insert(id.clone());
+    }
+
+    /// Takes game `id`'s commits again.
+    pub(crate) fn heal(&self, id: &GameId) {
+        self.refused.lock().unwrap().remove(id);
+    }
+
+    /// Commits refused so far.
+    pub(crate) fn refusals(&self) -> usize {
+        self.refusals.load(Ordering::SeqCst)
+    }
+
+    /// Games loaded so far.
+    pub(crate) fn loads(&self) -> usize {
+        self.loads.load(Ordering::SeqCst)
+    }
+}
+
+impl GameStore for FaultyStore {
+    fn create(&self, commit: Commit) -> StoreFuture<'_, Committed> {
+        self.inner.create(commit)
+    }
+
+    fn commit(&self, commit: Commit) -> StoreFuture<'_, Committed> {
+        if self
+            .refused
+            .lock()
+            .unwrap()
+            .contains(&commit.state.info().id)
+        {
+            self.refusals.fetch_add(1, Ordering::SeqCst);
+            return Box::pin(async { Err(StoreError::Unavailable("the disk is full".to_owned())) });
+        }
+        Box::pin(async move {
+            let result = self.inner.commit(commit).await;
+            if matches!(result, Err(StoreError::Conflict { .. })) {
+                self.conflicts.fetch_add(1, Ordering::SeqCst);
+            }
+            result
+        })
+    }
+
+    fn load<'a>(&'a self, id: &'a GameId) -> StoreFuture<'a, GameState> {
+        self.loads.fetch_add(1, Ordering::SeqCst);
+        self.inner.load(id)
+    }
+
+    fn info<'a>(&'a self, id: &'a GameId) -> StoreFuture<'a, GameInfo> {
+        self.inner.info(id)
+    }
+
+    fn list<'a>(
+        &'a self,
+        filter: GameFilter,
+        limit: usize,
+        cursor: Option<&'a str>,
+    ) -> StoreFuture<'a, Page> {
+        self.inner.list(filter, limit, cursor)
+    }
+
+    fn game_events_since<'a>(
+        &'a self,
+        id: &'a GameId,
+        after: u64,
+    ) -> StoreFuture<'a, Since<GameEvent>> {
+        self.inner.game_events_since(id, after)
+    }
+
+    fn lobby_events_since(&self, after: u64) -> StoreFuture<'_, Since<LobbyEvent>> {
+        self.inner.lobby_events_since(after)
+    }
+
+    fn lobby_snapshot(&self, limit: usize) -> StoreFuture<'_, (Vec<GameInfo>, u64)> {
+        self.inner.lobby_snapshot(limit)
+    }
+
+    fn open_games_by_creator(&self) -> StoreFuture<'_, Vec<(GameId, IpAddr)>> {
+        self.inner.open_games_by_creator()
+    }
+
+    fn writable(&self) -> Option<watch::Receiver<bool>> {
+        self.inner.writable()
+    }
+
+    fn create_account(&self, account: Account, key: ApiKeyRecord) -> StoreFuture<'_, ()> {
+        self.inner.create_account(account, key)
+    }
+
+    fn account<'a>(&'a self, id: &'a AccountId) -> StoreFuture<'a, Account> {
+        Box::pin(async move {
+            if self.accounts_down.load(Ordering::SeqCst) {
+                return Err(StoreError::Unavailable("the database is down".to_owned()));
+            }
+            let gated = self.gate.lock().unwrap().as_ref() == Some(id);
+            // Read first, then wait: neither reader goes on (to commit) before both have read.
+            let account = self.inner.account(id).await;
+            if gated && self.gated.fetch_add(1, Ordering::SeqCst) < 2 {
+                self.barrier.wait().await;
+            }
+            account
+        })
+    }
+
+    fn account_by_name<'a>(&'a self, key: &'a str) -> StoreFuture<'a, Account> {
+        self.inner.account_by_name(key)
+    }
+
+    fn account_by_api_key<'a>(
+        &'a self,
+        key_id: &'a str,
+    ) -> StoreFuture<'a, (Account, ApiKeyRecord)> {
+        self.inner.account_by_api_key(key_id)
+    }
+
+    fn add_api_key<'a>(&'a self, id: &'a AccountId, key: ApiKeyRecord) -> StoreFuture<'a, ()> {
+        self.inner.add_api_key(id, key)
+    }
+
+    fn revoke_api_key<'a>(
+        &'a self,
+        id: &'a AccountId,
+        key_id: &'a str,
+        now: SystemTime,
+    ) -> StoreFuture<'a, bool> {
+        self.inner.revoke_api_key(id, key_id, now)
+    }
+
+    fn api_keys<'a>(&'a self, id: &'a AccountId) -> StoreFuture<'a, Vec<ApiKeyRecord>> {
+        self.inner.api_keys(id)
+    }
+
+    fn leaderboard<'a>(
+        &'a self,
+        speed: Speed,
+        limit: usize,
+        cursor: Option<&'a str>,
+    ) -> StoreFuture<'a, LeaderboardPage> {
+        self.inner.leaderboard(speed, limit, cursor)
+    }
+
+    fn player_games<'a>(
+        &'a self,
+        id: &'a AccountId,
+        filter: PlayerGameFilter,
+        limit: usize,
+        cursor: Option<&'a str>,
+    ) -> StoreFuture<'a, Page> {
+        self.inner.player_games(id, filter, limit, cursor)
+    }
+
+    fn close(&self) -> BoxFuture<'_, ()> {
+        self.inner.close()
+    }
+}
