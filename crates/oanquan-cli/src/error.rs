@@ -10,7 +10,7 @@ use oanquan_proto::v1::ErrorReason;
 use tonic::Code;
 use tonic_types::StatusExt as _;
 
-use crate::output::shown;
+use crate::shown::shown;
 
 /// Exit codes, documented in `oanquan --help`. Keep this table and [`EXIT_CODES_HELP`] in sync.
 pub mod code {

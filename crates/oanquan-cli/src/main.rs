@@ -17,6 +17,7 @@ mod output;
 mod play;
 mod ratings;
 mod seek;
+mod shown;
 mod timecontrol;
 mod tokens;
 
