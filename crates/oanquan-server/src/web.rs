@@ -68,6 +68,29 @@ pub fn parse_origin(text: &str) -> Result<HeaderValue, String> {
     if rest.is_empty() || rest.contains(['/', '?', '#', '@', ' ']) {
         return bad("an origin has a host and a port only, no path");
     }
+    // A browser sends the host in lower case and a port that fits 16 bits: any other origin
+    // would never match, and CORS would fail with no word.
+    let (host, port) = if let Some(end) = rest.find(']').filter(|_| rest.starts_with('[')) {
+        let (host, after) = rest.split_at(end + 1);
+        match after.strip_prefix(':') {
+            Some(port) => (host, Some(port)),
+            None if after.is_empty() => (host, None),
+            None => return bad("an origin has a host and a port only, no path"),
+        }
+    } else {
+        match rest.rsplit_once(':') {
+            Some((host, port)) => (host, Some(port)),
+            None => (rest, None),
+        }
+    };
+    if host.is_empty() || host.chars().any(|c| c.is_ascii_uppercase()) {
+        return bad("write the host in lower case, as browsers send it");
+    }
+    if let Some(port) = port
+        && !port.parse::<u16>().is_ok_and(|port| port > 0)
+    {
+        return bad("the port is not 1-65535");
+    }
     HeaderValue::from_str(text).or_else(|_| bad("not visible ASCII"))
 }
 
@@ -450,6 +473,12 @@ mod tests {
         assert!(parse_origin("https://example.org/").is_err());
         assert!(parse_origin("ftp://example.org").is_err());
         assert!(parse_origin("https://").is_err());
+        assert!(parse_origin("http://a:99999").is_err());
+        assert!(parse_origin("http://a:0").is_err());
+        assert!(parse_origin("http://a:").is_err());
+        assert!(parse_origin("https://Example.org").is_err());
+        assert!(parse_origin("http://[::1]:8080").is_ok());
+        assert!(parse_origin("http://[::1]").is_ok());
     }
 
     #[test]
