@@ -320,9 +320,8 @@ stays valid on the server; `oanquan keys` lists keys, `keys revoke` ends one).
 
 Usernames are 3-20 characters: letters of one script (Latin with Vietnamese diacritics, \
 Cyrillic, Greek, ...), digits, `_` and `-` (not first, last or doubled); unique ignoring case \
-and look-alike letters (`1an`/`lan`, Cyrillic `сор`/`cop`; a new name that looks in capitals \
-like an existing one, such as `Ian` beside `lan` or Cyrillic `ТОМ` beside `TOM`, counts as \
-taken too, though not yet the other way round). A taken name exits 4, a refused one 2 with the \
+and look-alike letters (`1an`/`lan`, Cyrillic `сор`/`cop`, and letters alike only in capitals, \
+such as `Ian`/`lan` or Cyrillic `ТОМ`/`TOM`). A taken name exits 4, a refused one 2 with the \
 reason.
 
 With --json, prints the RegisterResponse without its `apiKey` (the key goes to the account \

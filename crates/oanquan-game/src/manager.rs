@@ -1273,16 +1273,6 @@ impl GameManager {
     pub async fn register(&self, username: &str) -> Result<(Account, ApiKey), GameError> {
         let username =
             Username::parse(username).map_err(|e| GameError::invalid("username", e.to_string()))?;
-        // What the name looks like in capitals may be an existing name (Cyrillic `ТОМ`, `TOM`).
-        if let Some(alias) = username.capital_alias() {
-            match self.store.account_by_name(&alias).await {
-                Ok(_) => {
-                    return Err(GameError::UsernameTaken(text::quoted(username.as_str())));
-                }
-                Err(StoreError::NotFound) => {}
-                Err(e) => return Err(e.into()),
-            }
-        }
         let now = SystemTime::now();
         let account = Account::new(username, now);
         let (key, record) = ApiKey::generate(now);

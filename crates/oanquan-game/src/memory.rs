@@ -59,6 +59,8 @@ struct Inner {
     accounts: HashMap<AccountId, StoredAccount>,
     /// Username key → account.
     names: HashMap<String, AccountId>,
+    /// Username looks (`Username::look`) of the accounts.
+    looks: std::collections::HashSet<String>,
     /// API key id → account.
     keys: HashMap<String, AccountId>,
 }
@@ -339,11 +341,16 @@ impl GameStore for MemoryStore {
     fn create_account(&self, account: Account, key: ApiKeyRecord) -> StoreFuture<'_, ()> {
         let result = (|| {
             let mut inner = self.lock();
-            let name = account.username.key();
-            if inner.names.contains_key(&name) {
+            let (name, look) = (account.username.key(), account.username.look());
+            // Alike in small letters is one key; alike only in capitals a key meeting a look.
+            if [&name, &look]
+                .iter()
+                .any(|k| inner.names.contains_key(*k) || inner.looks.contains(*k))
+            {
                 return Err(StoreError::AlreadyExists);
             }
             inner.names.insert(name, account.id.clone());
+            inner.looks.insert(look);
             inner.keys.insert(key.id.clone(), account.id.clone());
             inner.accounts.insert(
                 account.id.clone(),

@@ -731,7 +731,36 @@ pub async fn accounts_are_unique_by_username_key(store: Arc<dyn GameStore>) -> V
         store.account(&AccountId::generate()).await,
         Err(StoreError::NotFound)
     );
-    vec![lan.id]
+
+    // Alike only in capitals, in either order: a later `Ian` beside `lan`, Cyrillic `ТОМ`
+    // beside `Tom`; and a later `TOM` beside an earlier Cyrillic `ТОМ`, or Greek `ΤΟΜ` beside it.
+    let mut ids = vec![lan.id];
+    for (first, later) in [
+        ("lan", "Ian"),
+        ("Tom", "ТОМ"),
+        ("НОВ", "HOB"),
+        ("НОВ", "ΗΟΒ"),
+    ] {
+        let earlier = account(first);
+        if store.create_account(earlier.clone(), key(40)).await.is_ok() {
+            ids.push(earlier.id.clone());
+        }
+        let look_alike = account(later);
+        assert_eq!(
+            store.create_account(look_alike.clone(), key(41)).await,
+            Err(StoreError::AlreadyExists),
+            "{later} beside {first}"
+        );
+        assert_eq!(
+            store.account(&look_alike.id).await,
+            Err(StoreError::NotFound)
+        );
+    }
+    // A name that only shares letters is free.
+    let ivan = account("Ivan");
+    store.create_account(ivan.clone(), key(42)).await.unwrap();
+    ids.push(ivan.id);
+    ids
 }
 
 /// API keys are found by id with their account, listed oldest first, revoked once (a second

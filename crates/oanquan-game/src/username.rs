@@ -62,10 +62,10 @@
 //!
 //! Known limits of a single key: folding before the skeleton merges what looks alike in lower
 //! case, not what only looks alike in capitals. So `Il` (capital i) and `ll` get different keys;
-//! merging them would also merge `i` and `l` ("Mai" and "Mal"). Registration also checks a new
-//! name's [`Username::capital_alias`] (its skeleton as written, keyed) against existing keys,
-//! which catches a new `Ian` beside `lan` or Cyrillic `ТОМ` beside `TOM`, but not the reverse
-//! order. The one capital look-alike that
+//! merging them would also merge `i` and `l` ("Mai" and "Mal"). So a store keeps a second
+//! value per name, its [`Username::look`] (the skeleton as written, capitals and all, keyed),
+//! and refuses a name whose key or look meets an existing key or look: `Ian` and `lan`, or
+//! Cyrillic `ТОМ` and `TOM`, in either order. The one capital look-alike that
 //! matters for Vietnamese names is handled: Icelandic `Ð`/`ð` and African `Ɖ`/`ɖ` key as `Đ`/`đ`,
 //! so "Ðức" cannot pose as "Đức".
 //!
@@ -216,9 +216,15 @@ impl Username {
 
     /// The key of what this name looks like as written, capitals and all, when that is not its
     /// own key: Cyrillic `ТОМ` reads as Latin `TOM`, `Ian` (capital i) as `lan`, which the key
-    /// (folded to small letters first) cannot see. A new name whose alias is an existing
-    /// account's key looks like that account's name, and is refused as taken. Only in that
-    /// order: an existing `ТОМ` does not stop a new `TOM` (that needs a second key per name).
+    /// (folded to small letters first) cannot see. See [`Username::look`].
+    /// What the name looks like, keyed: its [`Username::capital_alias`], or its key when it
+    /// has none. Two names whose keys or looks meet look alike (see the [module](self)): a store
+    /// keeps it beside the key, so that an older `ТОМ` stops a new `TOM` as well.
+    #[must_use]
+    pub fn look(&self) -> String {
+        self.capital_alias().unwrap_or_else(|| self.key.clone())
+    }
+
     #[must_use]
     pub fn capital_alias(&self) -> Option<String> {
         let written: String = skeleton(&self.name).collect::<String>().nfc().collect();

@@ -45,18 +45,43 @@ async fn write_account<C: GenericClient>(
         draws,
         losses,
     } = account.record;
-    let (username, key) = (account.username.as_str(), account.username.key());
+    let (username, key, look) = (
+        account.username.as_str(),
+        account.username.key(),
+        account.username.look(),
+    );
     let created = time_to_db(account.created);
     let [wins, draws, losses] = [wins, draws, losses].map(i64::from);
     let version = i64::try_from(account.version)
         .map_err(|_| StoreError::Backend(format!("account {id}: version out of range")))?;
     match expected {
         None => {
+            // Alike in small letters is one key (the unique column); alike only in capitals a
+            // key meeting a look, either way. Registrations take this lock in turn, so that two
+            // nodes cannot both find the other's look free.
+            client
+                .execute(
+                    "SELECT pg_advisory_xact_lock($1, hashtext(current_schema()))",
+                    &[&REGISTER_LOCK],
+                )
+                .await
+                .map_err(backend)?;
+            let taken = client
+                .query_opt(
+                    "SELECT 1 FROM accounts WHERE username_key IN ($1, $2)
+                                               OR username_look IN ($1, $2) LIMIT 1",
+                    &[&key, &look],
+                )
+                .await
+                .map_err(backend)?;
+            if taken.is_some() {
+                return Err(StoreError::AlreadyExists);
+            }
             let statement = client
                 .prepare_cached(
                     "INSERT INTO accounts (id, username, username_key, created, wins, draws,
-                                           losses, version)
-                     VALUES ($1, $2, $3, $4, $5, $6, $7, $8)",
+                                           losses, version, username_look)
+                     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)",
                 )
                 .await
                 .map_err(backend)?;
@@ -64,7 +89,7 @@ async fn write_account<C: GenericClient>(
                 .execute(
                     &statement,
                     &[
-                        &id, &username, &key, &created, &wins, &draws, &losses, &version,
+                        &id, &username, &key, &created, &wins, &draws, &losses, &version, &look,
                     ],
                 )
                 .await
@@ -81,7 +106,7 @@ async fn write_account<C: GenericClient>(
             let statement = client
                 .prepare_cached(
                     "UPDATE accounts SET username = $2, username_key = $3, created = $4,
-                            wins = $5, draws = $6, losses = $7, version = $8
+                            wins = $5, draws = $6, losses = $7, version = $8, username_look = $10
                      WHERE id = $1 AND version = $9",
                 )
                 .await
@@ -90,7 +115,8 @@ async fn write_account<C: GenericClient>(
                 .execute(
                     &statement,
                     &[
-                        &id, &username, &key, &created, &wins, &draws, &losses, &version, &expected,
+                        &id, &username, &key, &created, &wins, &draws, &losses, &version,
+                        &expected, &look,
                     ],
                 )
                 .await
@@ -190,6 +216,38 @@ async fn insert_key<C: GenericClient>(
 }
 
 /// Registers `account` with its first key, in the caller's transaction.
+/// The first number of the registrations' lock (`pg_advisory_xact_lock(int, int)`); the second
+/// is a hash of the schema. Not the migration's, the leader's nor the seeks'.
+const REGISTER_LOCK: i32 = 0x4f41_4e52; // "OANR"
+
+/// Fills in the look of accounts registered before schema version 4, from their usernames; a
+/// username that no longer parses keeps its key as its look.
+pub(crate) async fn fill_looks<C: GenericClient>(client: &C) -> Result<(), StoreError> {
+    let missing = client
+        .query(
+            "SELECT id, username, username_key FROM accounts WHERE username_look IS NULL",
+            &[],
+        )
+        .await
+        .map_err(backend)?;
+    for row in missing {
+        let (id, name, key): (String, String, String) = (
+            row.try_get(0).map_err(backend)?,
+            row.try_get(1).map_err(backend)?,
+            row.try_get(2).map_err(backend)?,
+        );
+        let look = Username::parse(&name).map_or(key, |name| name.look());
+        client
+            .execute(
+                "UPDATE accounts SET username_look = $2 WHERE id = $1",
+                &[&id, &look],
+            )
+            .await
+            .map_err(backend)?;
+    }
+    Ok(())
+}
+
 pub(crate) async fn create<C: GenericClient>(
     client: &C,
     account: &Account,

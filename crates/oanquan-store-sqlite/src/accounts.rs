@@ -60,22 +60,37 @@ fn write_account(
         draws,
         losses,
     } = account.record;
-    let fields: [&dyn ToSql; 8] = [
+    let (key, look) = (account.username.key(), account.username.look());
+    let fields: [&dyn ToSql; 9] = [
         &id,
         &account.username.as_str(),
-        &account.username.key(),
+        &key,
         &time_to_db(account.created),
         &count(wins),
         &count(draws),
         &count(losses),
         &(account.version as i64),
+        &look,
     ];
     match expected {
         None => {
+            // Alike in small letters is one key (the unique column); alike only in capitals is
+            // a key meeting a look, either way. Checked on the writer, in the insert's
+            // transaction, so no other registration comes between.
+            let taken = conn
+                .prepare_cached(
+                    "SELECT 1 FROM accounts WHERE username_key IN (?1, ?2)
+                                               OR username_look IN (?1, ?2)",
+                )
+                .and_then(|mut s| s.exists([&key, &look]))
+                .map_err(backend)?;
+            if taken {
+                return Err(StoreError::AlreadyExists);
+            }
             conn.prepare_cached(
                 "INSERT INTO accounts (id, username, username_key, created, wins, draws, losses,
-                                       version)
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
+                                       version, username_look)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
             )
             .and_then(|mut s| s.execute(fields))
             .map_err(unique_name)?;
@@ -85,8 +100,8 @@ fn write_account(
             let updated = conn
                 .prepare_cached(
                     "UPDATE accounts SET username = ?2, username_key = ?3, created = ?4, wins = ?5,
-                            draws = ?6, losses = ?7, version = ?8
-                     WHERE id = ?1 AND version = ?9",
+                            draws = ?6, losses = ?7, version = ?8, username_look = ?9
+                     WHERE id = ?1 AND version = ?10",
                 )
                 .and_then(|mut s| {
                     s.execute(params_from_iter(
@@ -180,6 +195,26 @@ pub(crate) fn create(
 ) -> Result<(), StoreError> {
     write_account(conn, account, None)?;
     insert_key(conn, &account.id, key)
+}
+
+/// Fills in the look of accounts registered before schema version 6 (or by a server that did
+/// not write it), from their usernames; a username that no longer parses keeps its key as its
+/// look. Returns how many rows it wrote.
+pub(crate) fn fill_looks(conn: &Connection) -> Result<usize, StoreError> {
+    let missing: Vec<(String, String, String)> = conn
+        .prepare("SELECT id, username, username_key FROM accounts WHERE username_look IS NULL")
+        .and_then(|mut s| {
+            s.query_map([], |row| Ok((row.get(0)?, row.get(1)?, row.get(2)?)))?
+                .collect()
+        })
+        .map_err(backend)?;
+    for (id, name, key) in &missing {
+        let look = Username::parse(name).map_or_else(|_| key.clone(), |name| name.look());
+        conn.prepare_cached("UPDATE accounts SET username_look = ?2 WHERE id = ?1")
+            .and_then(|mut s| s.execute([id, &look]))
+            .map_err(backend)?;
+    }
+    Ok(missing.len())
 }
 
 /// Adds a key to an account that has fewer than [`MAX_API_KEYS`].

@@ -848,7 +848,7 @@ async fn a_version_2_database_is_migrated_and_its_games_read_as_untimed() {
         .query_row("PRAGMA user_version", [], |row| row.get(0))
         .unwrap();
     assert_eq!(version, SCHEMA_VERSION);
-    assert_eq!(SCHEMA_VERSION, 5);
+    assert_eq!(SCHEMA_VERSION, 6);
     for (id, before) in ids.iter().zip(&before) {
         let after = stored(&store, id).await;
         let info = &after.info;
@@ -968,7 +968,9 @@ pub(crate) fn copy_as_version_4(from: &Path, to: &Path) {
          FROM today.game_log WHERE mv IS NOT NULL;
          INSERT INTO game_events SELECT game, sequence, time, event FROM today.game_log;
          INSERT INTO lobby_events SELECT * FROM today.lobby_events;
-         INSERT INTO accounts SELECT * FROM today.accounts;
+         INSERT INTO accounts
+         SELECT id, username, username_key, created, wins, draws, losses, version
+         FROM today.accounts;
          INSERT INTO ratings SELECT * FROM today.ratings;
          INSERT INTO api_keys SELECT * FROM today.api_keys;
          INSERT INTO game_players SELECT * FROM today.game_players;

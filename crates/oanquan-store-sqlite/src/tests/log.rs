@@ -158,7 +158,17 @@ async fn a_version_4_database_is_migrated_to_one_log() {
             |row| Ok((row.get(0)?, row.get(1)?)),
         )
         .unwrap();
-    assert_eq!((version, old_tables), (5, 0));
+    assert_eq!((version, old_tables), (SCHEMA_VERSION, 0));
+    // Version 6's column is filled in for the accounts that were there.
+    let (accounts_there, unfilled): (i64, i64) = conn
+        .query_row(
+            "SELECT count(*), count(*) FILTER (WHERE username_look IS NULL) FROM accounts",
+            [],
+            |row| Ok((row.get(0)?, row.get(1)?)),
+        )
+        .unwrap();
+    assert!(accounts_there > 0);
+    assert_eq!(unfilled, 0);
     drop(conn);
     reads_as_before(&store, &ids, &accounts, &before, &all_before).await;
 
