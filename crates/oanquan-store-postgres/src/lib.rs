@@ -342,6 +342,15 @@ impl PostgresStore {
             )));
         }
         schema::migrate(&mut client, &target).await?;
+        // Accounts from before schema version 4 get their look (a no-op once filled in; two
+        // nodes doing it at once write the same values).
+        accounts::fill_looks(&client)
+            .await
+            .map_err(|error| OpenError::Database {
+                target: target.0.clone(),
+                context: "filling in the usernames' looks",
+                detail: error.to_string(),
+            })?;
         // Before this node's first heartbeat: the last sign of life of the nodes before it.
         let last_alive: Option<std::time::SystemTime> = client
             .query_one("SELECT max(coalesce(left_at, seen)) FROM seek_nodes", &[])

@@ -140,7 +140,7 @@ pub(crate) const MIGRATIONS: &[&str] = &[
     "#,
     // 4: what each username looks like as written (`Username::look`), beside its key, so that a
     // name alike only in capitals is taken in either order. Filled in for older accounts by
-    // `accounts::fill_looks` in the migration's transaction, since SQL cannot compute it.
+    // `accounts::fill_looks` when a store connects, since SQL cannot compute it.
     r#"
     ALTER TABLE accounts ADD COLUMN username_look TEXT;
     CREATE INDEX accounts_by_look ON accounts (username_look);
@@ -342,13 +342,6 @@ pub(crate) async fn migrate(client: &mut Client, target: &Target) -> Result<i32,
         .await
         .map_err(target.error("recording the schema version"))?;
     }
-    crate::accounts::fill_looks(&tx)
-        .await
-        .map_err(|error| OpenError::Database {
-            target: target.0.clone(),
-            context: "filling in the usernames' looks",
-            detail: error.to_string(),
-        })?;
     tx.commit()
         .await
         .map_err(target.error("committing the migration"))?;

@@ -148,6 +148,11 @@ impl SqliteStore {
         schema::refuse_at_sight(&path)?;
         let lock = schema::lock(&path)?;
         let conn = schema::open_writer(&path)?;
+        // Accounts from before schema version 6 get their look (a no-op once filled in).
+        accounts::fill_looks(&conn).map_err(|e| OpenError::Corrupt {
+            path: path.clone(),
+            detail: format!("filling in the usernames' looks: {e}"),
+        })?;
         let heartbeat = lock
             .heartbeat()
             .inspect_err(|error| warn!(%error, "cannot mark the lock file as alive"))

@@ -141,7 +141,7 @@ pub(super) const MIGRATIONS: &[&str] = &[
     ",
     // 6: what each username looks like as written (`Username::look`), beside its key, so that
     // a name alike only in capitals is taken in either order. Filled in for older accounts at
-    // open (`accounts::fill_looks`), since SQL cannot compute it.
+    // open (`accounts::fill_looks`, called by the store), since SQL cannot compute it.
     "
     ALTER TABLE accounts ADD COLUMN username_look TEXT;
     CREATE INDEX accounts_by_look ON accounts (username_look);
@@ -611,11 +611,6 @@ fn migrate(conn: &mut Connection, path: &Path) -> Result<(), OpenError> {
         tx.pragma_update(None, "user_version", from as i32 + 1)
             .map_err(error("recording the schema version"))?;
     }
-    // Version 6's column, for the accounts already there: in the migration's transaction.
-    crate::accounts::fill_looks(&tx).map_err(|e| OpenError::Corrupt {
-        path: path.to_owned(),
-        detail: format!("filling in the usernames' looks: {e}"),
-    })?;
     tx.commit().map_err(error("committing the migration"))?;
     tracing::info!(path = %path.display(), from = version, to = SCHEMA_VERSION, "database migrated");
     Ok(())
