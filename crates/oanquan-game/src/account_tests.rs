@@ -1278,12 +1278,7 @@ async fn players_reach_the_leaderboard_when_their_ratings_settle() {
 
 #[tokio::test]
 async fn two_rated_games_of_one_account_ending_at_once_both_count() {
-    let store = Arc::new(FaultyStore::default());
-    let manager = Arc::new(GameManager::new(
-        Arc::clone(&store) as Arc<dyn GameStore>,
-        Hub::new(1024),
-        ManagerLimits::default(),
-    ));
+    let (store, manager) = FaultyStore::with_manager();
     let (lan, _) = manager.register("Lan").await.unwrap();
     let (minh, _) = manager.register("Minh").await.unwrap();
     let (hoa, _) = manager.register("Hoa").await.unwrap();
@@ -1376,12 +1371,7 @@ async fn two_rated_games_of_one_account_ending_at_once_both_count() {
 /// an internal error, and nothing is committed.
 #[tokio::test]
 async fn an_unavailable_store_at_the_end_of_a_game_between_accounts_is_a_retry() {
-    let store = Arc::new(FaultyStore::default());
-    let manager = Arc::new(GameManager::new(
-        Arc::clone(&store) as Arc<dyn GameStore>,
-        Hub::new(1024),
-        ManagerLimits::default(),
-    ));
+    let (store, manager) = FaultyStore::with_manager();
     let (lan, _) = manager.register("Lan").await.unwrap();
     let (minh, _) = manager.register("Minh").await.unwrap();
     let created = manager

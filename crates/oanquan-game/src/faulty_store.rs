@@ -6,14 +6,16 @@
 
 use std::collections::HashSet;
 use std::net::IpAddr;
-use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::SystemTime;
 
 use futures::future::BoxFuture;
 use tokio::sync::{Barrier, watch};
 
 use crate::account::{Account, AccountId, ApiKeyRecord};
+use crate::hub::Hub;
+use crate::manager::{GameManager, ManagerLimits};
 use crate::memory::{MemoryLimits, MemoryStore};
 use crate::model::{GameEvent, GameFilter, GameId, GameInfo, GameState, LobbyEvent};
 use crate::rating::Speed;
@@ -56,6 +58,17 @@ impl Default for FaultyStore {
 }
 
 impl FaultyStore {
+    /// A store with every fault off, and a manager over it with the default limits.
+    pub(crate) fn with_manager() -> (Arc<FaultyStore>, Arc<GameManager>) {
+        let store = Arc::new(FaultyStore::default());
+        let manager = Arc::new(GameManager::new(
+            Arc::clone(&store) as Arc<dyn GameStore>,
+            Hub::new(1024),
+            ManagerLimits::default(),
+        ));
+        (store, manager)
+    }
+
     /// Refuses the commits of game `id` from now on.
     pub(crate) fn refuse(&self, id: &GameId) {
         self.refused.lock().unwrap().insert(id.clone());

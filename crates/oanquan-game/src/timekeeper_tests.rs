@@ -11,10 +11,8 @@ use tokio::task::JoinHandle;
 
 use crate::clock::TimeControl;
 use crate::faulty_store::FaultyStore;
-use crate::hub::Hub;
-use crate::manager::{GameManager, ManagerLimits, NewGame};
+use crate::manager::{GameManager, NewGame};
 use crate::model::{GameId, GameInfo, GameStatus, Termination};
-use crate::store::GameStore;
 use crate::timekeeper::{Backoff, spawn_with_backoff};
 use crate::token::PlayerToken;
 
@@ -34,12 +32,7 @@ fn keeper() -> (
     watch::Sender<bool>,
     JoinHandle<()>,
 ) {
-    let store = Arc::new(FaultyStore::default());
-    let manager = Arc::new(GameManager::new(
-        Arc::clone(&store) as Arc<dyn GameStore>,
-        Hub::new(1024),
-        ManagerLimits::default(),
-    ));
+    let (store, manager) = FaultyStore::with_manager();
     let (stop, stopped) = watch::channel(false);
     let keeper = spawn_with_backoff(Arc::clone(&manager), false, stopped, BACKOFF);
     (store, manager, stop, keeper)

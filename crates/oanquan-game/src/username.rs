@@ -217,7 +217,7 @@ impl Username {
     /// The key of what this name looks like as written, capitals and all, when that is not its
     /// own key: Cyrillic `ТОМ` reads as Latin `TOM`, `Ian` (capital i) as `lan`, which the key
     /// (folded to small letters first) cannot see. See [`Username::look`].
-    /// What the name looks like, keyed: its [`Username::capital_alias`], or its key when it
+    /// What the name looks like, keyed: its `capital_alias`, or its key when it
     /// has none. Two names whose keys or looks meet look alike (see the [module](self)): a store
     /// keeps it beside the key, so that an older `ТОМ` stops a new `TOM` as well.
     #[must_use]
@@ -225,8 +225,7 @@ impl Username {
         self.capital_alias().unwrap_or_else(|| self.key.clone())
     }
 
-    #[must_use]
-    pub fn capital_alias(&self) -> Option<String> {
+    fn capital_alias(&self) -> Option<String> {
         let written: String = skeleton(&self.name).collect::<String>().nfc().collect();
         let alias = key_of(&written);
         (alias != self.key).then_some(alias)
