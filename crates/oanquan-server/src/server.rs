@@ -394,6 +394,13 @@ pub async fn run_with_store(
         ),
         tls: tls.as_ref().map(|(_, acceptor)| acceptor.subscribe()),
         timeout: transport.handshake_timeout,
+        // A request's head and body arrive within about a handshake's time, and the answer
+        // within a call's deadline; a stream writes at least every heartbeat.
+        answer_within: transport.handshake_timeout.saturating_add(
+            transport
+                .request_timeout
+                .max(config.streams.heartbeat_interval),
+        ),
     };
     let (incoming, accepting) = accept::spawn(accepted, handshake, stop_rx.clone());
     let _accepting = AbortOnDrop(accepting);

@@ -420,3 +420,135 @@ async fn cors_allows_only_the_configured_origins() {
     );
     assert!(header_of(&response, header::ACCESS_CONTROL_EXPOSE_HEADERS).contains("grpc-status"));
 }
+
+/// A HEAD request for the page: its answer is a head alone, so the connection stays in step.
+const HEAD_REQUEST: &[u8] = b"HEAD / HTTP/1.1\r\nHost: x\r\n\r\n";
+
+/// Reads one HTTP/1 response head from `stream`.
+async fn response_head(stream: &mut (impl tokio::io::AsyncRead + Unpin)) -> String {
+    use tokio::io::AsyncReadExt as _;
+    let mut head = Vec::new();
+    let mut byte = [0; 1];
+    while !head.ends_with(b"\r\n\r\n") {
+        let n = tokio::time::timeout(Duration::from_secs(5), stream.read(&mut byte))
+            .await
+            .expect("an answer within 5 s")
+            .unwrap();
+        assert_eq!(n, 1, "closed before the answer: {head:?}");
+        head.push(byte[0]);
+    }
+    String::from_utf8(head).unwrap()
+}
+
+/// How long until the server closes the connection `read` reads from; `None` if it is still
+/// open after 5 s.
+async fn closed_after(mut read: impl tokio::io::AsyncRead + Unpin) -> Option<Duration> {
+    use tokio::io::AsyncReadExt as _;
+    let started = std::time::Instant::now();
+    let mut sink = [0; 4096];
+    tokio::time::timeout(Duration::from_secs(5), async {
+        while let Ok(1..) = read.read(&mut sink).await {}
+    })
+    .await
+    .ok()
+    .map(|()| started.elapsed())
+}
+
+#[tokio::test]
+async fn kept_alive_http1_connections_cannot_stall_the_next_request() {
+    use tokio::io::AsyncWriteExt as _;
+    let mut settings = common::config();
+    settings.transport.handshake_timeout = Duration::from_millis(300);
+    settings.transport.request_timeout = Duration::from_millis(500);
+    settings.streams.heartbeat_interval = Duration::from_millis(200);
+    // The handshake's time and the longer of a call's deadline and the heartbeat.
+    let limit = Duration::from_millis(800);
+    let server = common::start(settings).await;
+    let answered_once = || async {
+        let mut stream = tokio::net::TcpStream::connect(server.addr).await.unwrap();
+        stream.write_all(HEAD_REQUEST).await.unwrap();
+        assert!(response_head(&mut stream).await.starts_with("HTTP/1.1 200"));
+        stream
+    };
+    let in_time = |closed: Option<Duration>, what: &str| {
+        let closed = closed.unwrap_or_else(|| panic!("{what}: still open after 5 s"));
+        assert!(
+            closed >= limit / 2 && closed < limit + Duration::from_millis(1500),
+            "{what}: closed after {closed:?}"
+        );
+    };
+
+    // The second request's head, a header line every 100 ms: the first byte starts the clock.
+    let (read, mut write) = answered_once().await.into_split();
+    let dribbling = tokio::spawn(async move {
+        write.write_all(b"HEAD / HTTP/1.1\r\n").await?;
+        loop {
+            tokio::time::sleep(Duration::from_millis(100)).await;
+            write.write_all(b"X-Slow: 1\r\n").await?;
+        }
+        #[allow(unreachable_code)]
+        Ok::<(), std::io::Error>(())
+    });
+    in_time(closed_after(read).await, "a dribbled second head");
+    dribbling.abort();
+
+    // A whole request and one byte of the next, sent together, then nothing.
+    let mut stream = tokio::net::TcpStream::connect(server.addr).await.unwrap();
+    stream
+        .write_all(&[HEAD_REQUEST, b"H"].concat())
+        .await
+        .unwrap();
+    response_head(&mut stream).await;
+    in_time(closed_after(stream).await, "a pipelined byte");
+
+    // Idle on keep-alive after an answer.
+    in_time(closed_after(answered_once().await).await, "idle keep-alive");
+
+    // A client that asks now and then, each time within the limit, keeps its connection for
+    // as long as it likes.
+    let mut patient = answered_once().await;
+    for _ in 0..6 {
+        tokio::time::sleep(limit / 2).await;
+        patient.write_all(HEAD_REQUEST).await.unwrap();
+        assert!(
+            response_head(&mut patient)
+                .await
+                .starts_with("HTTP/1.1 200")
+        );
+    }
+
+    // A gRPC-Web stream writes its heartbeats, so it outlives the limit while nothing happens.
+    let mut games = server.games().await;
+    let (id, first, _) = started(&mut games, "standard").await;
+    let request = grpc_web_request(
+        server.addr,
+        "WatchGame",
+        frame(&pb::WatchGameRequest {
+            game_id: id.clone(),
+            ..Default::default()
+        }),
+    );
+    let mut body = send(server.addr, request).await.into_body();
+    let (mut buffer, mut frames) = (Vec::new(), Frames::default());
+    read_frames(&mut body, &mut buffer, &mut frames, |frames| {
+        !frames.messages.is_empty()
+    })
+    .await;
+    tokio::time::sleep(limit * 3).await;
+    games
+        .resign(authed(pb::ResignRequest { game_id: id }, &first))
+        .await
+        .unwrap();
+    read_frames(&mut body, &mut buffer, &mut frames, |frames| {
+        frames.trailers.contains_key("grpc-status")
+    })
+    .await;
+    assert_eq!(frames.trailers["grpc-status"], "0", "{frames:?}");
+    let over = frames
+        .messages
+        .iter()
+        .filter_map(|message| pb::WatchGameResponse::decode(message.clone()).ok()?.event)
+        .filter_map(|event| event.kind)
+        .any(|kind| matches!(kind, pb::game_event::Kind::GameOver(_)));
+    assert!(over, "the stream ended without the game's end");
+}

@@ -15,6 +15,13 @@
 //! an HTTP/1 request line is handed over only once its first request's head is in (the blank
 //! line after the headers), within the same deadline.
 //!
+//! hyper has no deadline for the requests after the first on a kept-alive HTTP/1 connection
+//! either (its header timeout needs a timer, which tonic gives HTTP/2 only), nor for a body
+//! sent a byte at a time. So an HTTP/1 connection must see the server write within
+//! [`Handshake::answer_within`] of the first byte of each request, and of its last answer
+//! while it waits for the next request ([`AnswerDeadline`]); a dribbling peer, or one idle on
+//! keep-alive, is closed after it. A live stream is not: it writes at least every heartbeat.
+//!
 //! The accept loop itself backs off when accepting fails for a reason that is not about one
 //! connection: with its descriptors exhausted (`EMFILE`, `ENFILE`), the listener stays
 //! readable and `accept` fails again at once, which would spin a core.
@@ -67,6 +74,10 @@ pub struct Handshake {
     pub tls: Option<watch::Receiver<TlsAcceptor>>,
     /// Time from accept to the end of the client's preface (TLS handshake included).
     pub timeout: Duration,
+    /// HTTP/1 only: the longest the server may go without writing while the peer sends a
+    /// request or the connection idles ([`AnswerDeadline`]). Longer than a call's deadline and
+    /// than the streams' heartbeat, so that only a peer that stalls meets it.
+    pub answer_within: Duration,
 }
 
 impl std::fmt::Debug for Handshake {
@@ -74,6 +85,7 @@ impl std::fmt::Debug for Handshake {
         f.debug_struct("Handshake")
             .field("tls", &self.tls.is_some())
             .field("timeout", &self.timeout)
+            .field("answer_within", &self.answer_within)
             .finish_non_exhaustive()
     }
 }
@@ -106,7 +118,7 @@ where
         let task = async move {
             let done = tokio::select! {
                 _ = stop.wait_for(|stopping| *stopping) => return,
-                done = tokio::time::timeout(handshake.timeout, shake(counted, handshake.tls.map(|tls| tls.borrow().clone()))) => done,
+                done = tokio::time::timeout(handshake.timeout, shake(counted, handshake.tls.map(|tls| tls.borrow().clone()), handshake.answer_within)) => done,
             };
             match done {
                 Ok(Ok(connection)) => {
@@ -190,6 +202,7 @@ fn about_one_connection(error: &io::Error) -> bool {
 async fn shake(
     connection: CountedConnection,
     tls: Option<TlsAcceptor>,
+    answer_within: Duration,
 ) -> io::Result<ServerConnection> {
     let mut transport = match tls {
         None => Transport::Plain(connection),
@@ -200,11 +213,65 @@ async fn shake(
         Transport::Plain(connection) => connection.serving(),
         Transport::Tls(tls) => tls.get_mut().0.serving(),
     }
+    let answer = (http1(&read) == Http1::Head).then(|| AnswerDeadline::new(answer_within));
     Ok(ServerConnection {
         read,
         replayed: 0,
         transport,
+        answer,
     })
+}
+
+/// HTTP/1's missing deadlines: the time from the first byte of a request, or from the server's
+/// last write, to the server's next write. A request the server answers writes within a call's
+/// deadline; a stream writes at least every heartbeat; so a connection that goes past it is a
+/// peer sending a request too slowly to be answered, or one idle on keep-alive.
+struct AnswerDeadline {
+    limit: Duration,
+    /// When the server last wrote, or the first byte of a request since then arrived.
+    due: Pin<Box<tokio::time::Sleep>>,
+    /// No byte was read since the server last wrote: the next one starts a request, which
+    /// gets the whole limit; the bytes after it do not move the deadline.
+    answered: bool,
+}
+
+impl AnswerDeadline {
+    fn new(limit: Duration) -> AnswerDeadline {
+        AnswerDeadline {
+            limit,
+            due: Box::pin(tokio::time::sleep(limit)),
+            answered: false,
+        }
+    }
+
+    fn restart(&mut self) {
+        let due = tokio::time::Instant::now() + self.limit;
+        self.due.as_mut().reset(due);
+    }
+
+    fn read(&mut self, bytes: usize) {
+        if bytes > 0 && self.answered {
+            self.answered = false;
+            self.restart();
+        }
+    }
+
+    fn wrote(&mut self, bytes: usize) {
+        if bytes > 0 {
+            self.answered = true;
+            self.restart();
+        }
+    }
+
+    /// Ready with an error once the deadline has passed; otherwise wakes `cx` when it does.
+    fn poll_expired(&mut self, cx: &mut Context<'_>) -> Poll<io::Error> {
+        self.due.as_mut().poll(cx).map(|()| {
+            io::Error::new(
+                io::ErrorKind::TimedOut,
+                "HTTP/1 connection closed: no request answered in time",
+            )
+        })
+    }
 }
 
 /// What the first bytes of an HTTP/1 connection say so far.
@@ -283,6 +350,8 @@ pub struct ServerConnection {
     read: Vec<u8>,
     replayed: usize,
     transport: Transport,
+    /// HTTP/1 connections only.
+    answer: Option<AnswerDeadline>,
 }
 
 impl std::fmt::Debug for ServerConnection {
@@ -290,6 +359,7 @@ impl std::fmt::Debug for ServerConnection {
         f.debug_struct("ServerConnection")
             .field("tls", &matches!(self.transport, Transport::Tls(_)))
             .field("to_replay", &(self.read.len() - self.replayed))
+            .field("http1", &self.answer.is_some())
             .finish_non_exhaustive()
     }
 }
@@ -314,6 +384,11 @@ impl AsyncRead for ServerConnection {
         buf: &mut ReadBuf<'_>,
     ) -> Poll<io::Result<()>> {
         let this = &mut *self;
+        if let Some(answer) = &mut this.answer
+            && let Poll::Ready(expired) = answer.poll_expired(cx)
+        {
+            return Poll::Ready(Err(expired));
+        }
         if this.replayed < this.read.len() {
             let n = buf.remaining().min(this.read.len() - this.replayed);
             buf.put_slice(&this.read[this.replayed..this.replayed + n]);
@@ -324,7 +399,20 @@ impl AsyncRead for ServerConnection {
             }
             return Poll::Ready(Ok(()));
         }
-        Pin::new(&mut this.transport).poll_read(cx, buf)
+        let before = buf.filled().len();
+        let read = Pin::new(&mut this.transport).poll_read(cx, buf);
+        if let (Some(answer), Poll::Ready(Ok(()))) = (&mut this.answer, &read) {
+            answer.read(buf.filled().len() - before);
+        }
+        read
+    }
+}
+
+impl ServerConnection {
+    fn wrote(&mut self, written: &Poll<io::Result<usize>>) {
+        if let (Some(answer), Poll::Ready(Ok(bytes))) = (&mut self.answer, written) {
+            answer.wrote(*bytes);
+        }
     }
 }
 
@@ -334,7 +422,9 @@ impl AsyncWrite for ServerConnection {
         cx: &mut Context<'_>,
         buf: &[u8],
     ) -> Poll<io::Result<usize>> {
-        Pin::new(&mut self.transport).poll_write(cx, buf)
+        let written = Pin::new(&mut self.transport).poll_write(cx, buf);
+        self.wrote(&written);
+        written
     }
 
     fn poll_write_vectored(
@@ -342,7 +432,9 @@ impl AsyncWrite for ServerConnection {
         cx: &mut Context<'_>,
         bufs: &[io::IoSlice<'_>],
     ) -> Poll<io::Result<usize>> {
-        Pin::new(&mut self.transport).poll_write_vectored(cx, bufs)
+        let written = Pin::new(&mut self.transport).poll_write_vectored(cx, bufs);
+        self.wrote(&written);
+        written
     }
 
     fn is_write_vectored(&self) -> bool {
