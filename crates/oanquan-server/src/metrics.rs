@@ -13,7 +13,7 @@
 //! servers in one process (the tests) each count their own.
 
 use std::sync::{Arc, Mutex, OnceLock, PoisonError, Weak};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use http_body_util::Full;
@@ -41,6 +41,11 @@ use crate::readiness::{NotReady, Readiness};
 /// Most open games counted at a scrape: the count reads the lobby's snapshot, which is bounded
 /// like every other read.
 pub const MAX_COUNTED_GAMES: usize = 100_000;
+
+/// Open games are counted at most this often: a count reads up to [`MAX_COUNTED_GAMES`] games
+/// from the store, and a client scraping in a loop must not turn that into the store's load.
+/// Scrapes in between (and scrapes waiting for a count under way) show the last count.
+pub const GAMES_COUNTED_EVERY: Duration = Duration::from_secs(1);
 
 /// The gRPC status codes by number, as Prometheus labels.
 const CODES: [&str; 17] = [
@@ -207,6 +212,9 @@ pub struct Metrics {
     search_busy: Gauge,
     search_queued: Gauge,
     sources: Mutex<Option<Sources>>,
+    /// When the open games were last counted (see [`GAMES_COUNTED_EVERY`]); held across the
+    /// count, so that concurrent scrapes wait for one count instead of each making theirs.
+    games_counted: tokio::sync::Mutex<Option<Instant>>,
 }
 
 /// What a scrape reads the gauges from, once the server has them.
@@ -452,6 +460,7 @@ impl Metrics {
             search_busy,
             search_queued,
             sources: Mutex::new(None),
+            games_counted: tokio::sync::Mutex::new(None),
         })
     }
 
@@ -568,19 +577,24 @@ impl Metrics {
                 .set(i64::try_from(searches.running_searches()).unwrap_or(i64::MAX));
             self.search_queued
                 .set(i64::try_from(searches.queued()).unwrap_or(i64::MAX));
-            match store.lobby_snapshot(MAX_COUNTED_GAMES).await {
-                Ok((games, _)) => {
-                    let count = |status| games.iter().filter(|g| g.status == status).count();
-                    let waiting = count(GameStatus::WaitingForPlayers);
-                    let active = count(GameStatus::Active);
-                    for (status, count) in [("waiting", waiting), ("active", active)] {
-                        self.games
-                            .get_or_create(&StatusLabels { status })
-                            .set(i64::try_from(count).unwrap_or(i64::MAX));
+            let mut counted = self.games_counted.lock().await;
+            if counted.is_none_or(|at| at.elapsed() >= GAMES_COUNTED_EVERY) {
+                match store.lobby_snapshot(MAX_COUNTED_GAMES).await {
+                    Ok((games, _)) => {
+                        let count = |status| games.iter().filter(|g| g.status == status).count();
+                        let waiting = count(GameStatus::WaitingForPlayers);
+                        let active = count(GameStatus::Active);
+                        for (status, count) in [("waiting", waiting), ("active", active)] {
+                            self.games
+                                .get_or_create(&StatusLabels { status })
+                                .set(i64::try_from(count).unwrap_or(i64::MAX));
+                        }
                     }
+                    // The gauges keep their last values; the scrape still answers.
+                    Err(error) => warn!(%error, "metrics: cannot count the open games"),
                 }
-                // The gauges keep their last values; the scrape still answers.
-                Err(error) => warn!(%error, "metrics: cannot count the open games"),
+                // A failed count waits its turn too: a store that is down is not asked faster.
+                *counted = Some(Instant::now());
             }
         }
         let mut text = String::new();
