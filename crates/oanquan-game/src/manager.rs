@@ -296,29 +296,12 @@ impl GameManager {
         new: NewGame,
     ) -> Result<Seated, GameError> {
         if new.rated {
-            if new.account.is_none() {
-                return Err(GameError::RatedNeedsAccount);
-            }
-            if new.computer.is_some() {
-                return Err(GameError::invalid(
-                    "rated",
-                    "games against the computer are not rated; play it unrated",
-                ));
-            }
-            if !new.time_control.is_timed() {
-                return Err(GameError::invalid(
-                    "rated",
-                    "untimed games are not rated (a rating is per speed); choose a time control",
-                ));
-            }
-            // A custom rule set or start could decide the result before the first move.
-            if new.preset.is_none() || new.start.is_some() {
-                return Err(GameError::invalid(
-                    "rated",
-                    "rated games are played from a preset's own start; drop the custom rules or \
-                     start position, or play unrated",
-                ));
-            }
+            check_rated(RatedAsk {
+                account: new.account.is_some(),
+                computer: new.computer.is_some(),
+                timed: new.time_control.is_timed(),
+                preset_start: new.preset.is_some() && new.start.is_none(),
+            })?;
         }
         limits::hosted_rules(&new.rules, "rules")?;
         let slot = self.open_games.reserve(client)?;
@@ -1404,4 +1387,45 @@ impl GameManager {
         };
         Ok(self.store.leaderboard(speed, limit, page_token).await?)
     }
+}
+
+/// What decides whether a game may be rated, as a CreateGame or a Seek asks for it.
+pub(crate) struct RatedAsk {
+    /// The asker plays from an account.
+    pub account: bool,
+    /// The opponent is the computer.
+    pub computer: bool,
+    /// The game has a clock.
+    pub timed: bool,
+    /// A preset's rules from the preset's own start.
+    pub preset_start: bool,
+}
+
+/// The one rule for rated games, for CreateGame and Seek alike: between accounts (a rating
+/// belongs to one), people only, on a clock (a rating is per speed), and a preset from its own
+/// start (a custom rule set or start could decide the result before the first move).
+pub(crate) fn check_rated(ask: RatedAsk) -> Result<(), GameError> {
+    if !ask.account {
+        return Err(GameError::RatedNeedsAccount);
+    }
+    if ask.computer {
+        return Err(GameError::invalid(
+            "rated",
+            "games against the computer are not rated; play it unrated",
+        ));
+    }
+    if !ask.timed {
+        return Err(GameError::invalid(
+            "rated",
+            "untimed games are not rated (a rating is per speed); choose a time control",
+        ));
+    }
+    if !ask.preset_start {
+        return Err(GameError::invalid(
+            "rated",
+            "rated games are played under a preset's rules from its own start; drop the custom \
+             rules or start position, or play unrated",
+        ));
+    }
+    Ok(())
 }

@@ -29,7 +29,7 @@ use crate::account::{Account, SeatAccount};
 use crate::clock::TimeControl;
 use crate::error::GameError;
 use crate::limits::{self, OpenGameSlot, client_key};
-use crate::manager::{GameManager, PairedGame, Seated, seat_account};
+use crate::manager::{GameManager, PairedGame, RatedAsk, Seated, check_rated, seat_account};
 use crate::model::{GameId, GameInfo};
 use crate::store::StoreError;
 use crate::text;
@@ -649,23 +649,13 @@ impl SeekPool {
     /// pool or the client's share of it is full, failures creating the game.
     pub async fn seek(self: &Arc<Self>, request: SeekRequest) -> Result<SeekOutcome, GameError> {
         if request.rated {
-            if request.account.is_none() {
-                return Err(GameError::RatedNeedsAccount);
-            }
-            if !request.time_control.is_timed() {
-                return Err(GameError::invalid(
-                    "rated",
-                    "untimed games are not rated (a rating is per speed); choose a time control",
-                ));
-            }
-            // A custom rule set could decide the result before the first move.
-            if request.preset.is_none() {
-                return Err(GameError::invalid(
-                    "rated",
-                    "rated games are played under a preset's rules; drop the custom rules, or \
-                     play unrated",
-                ));
-            }
+            // A seek has no start position: it plays a rule set from its start.
+            check_rated(RatedAsk {
+                account: request.account.is_some(),
+                computer: false,
+                timed: request.time_control.is_timed(),
+                preset_start: request.preset.is_some(),
+            })?;
         }
         limits::hosted_rules(&request.rules, "rules")?;
         if let Some((low, high)) = request.rating_range
