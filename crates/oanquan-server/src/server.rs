@@ -256,21 +256,32 @@ pub async fn run_with_store(
     // A restart gives each running turn its time back (the outage is not charged), before any
     // request can come; then flags fall, first moves expire and rematch windows close without
     // anyone calling.
-    // With other nodes serving (one of them leads), there was no outage to give back.
-    let others_serve = match postgres {
-        Some(postgres) => postgres
-            .leader_running()
-            .await
-            .map_err(|e| ServeError::Startup(format!("asking for the other nodes: {e}")))?,
-        None => false,
+    // With other nodes serving (one of them leads), there was no outage to give back. Nodes
+    // starting together take turns, each from where the one before left the clocks.
+    let resumption = match postgres {
+        Some(postgres) => Some(
+            postgres
+                .clock_resumption()
+                .await
+                .map_err(|e| ServeError::Startup(format!("asking for the other nodes: {e}")))?,
+        ),
+        None => None,
     };
-    let resumed = if others_serve {
+    let resumed = if resumption.as_ref().is_some_and(|r| r.others_serve()) {
         0
     } else {
         timekeeper::resume_clocks(&manager)
             .await
             .map_err(|e| ServeError::Startup(format!("resuming the clocks of timed games: {e}")))?
     };
+    if let Some(resumption) = resumption {
+        let others_serve = resumption.others_serve();
+        if let Err(error) = resumption.resumed().await {
+            // The next node then charges from the last sign of life before this one: the
+            // time since this node resumed is given back a second time, no more.
+            warn!(%error, others_serve, "cannot mark the clocks as resumed");
+        }
+    }
     if resumed > 0 {
         tracing::info!(games = resumed, "clocks of timed games resumed");
     }

@@ -173,3 +173,94 @@ async fn a_computer_game_goes_on_when_the_leader_node_is_killed() {
     drop(follower);
     schema.drop().await;
 }
+
+fn remaining_of(game: &pb::Game, player: pb::Player) -> Duration {
+    let clocks = game.clocks.as_ref().expect("a timed game has clocks");
+    let left = match player {
+        pb::Player::First => clocks.first_remaining,
+        _ => clocks.second_remaining,
+    };
+    Duration::try_from(left.expect("a remaining time")).unwrap()
+}
+
+/// Every node stops, and two start again together (as a deployment restarts them): the running
+/// turn is charged up to the stop once, and neither node gives any of it back. Each node gives
+/// the turns their time back at start when no other node serves; without that being one step
+/// at a time, the second node found the turn the first had just resumed, took it for a turn
+/// started after the stop, and started it again in full.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn nodes_starting_together_after_an_outage_charge_the_turn_once() {
+    let Some(schema) = Schema::new("nodes_resume").await else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let node = Node::start(&schema.database, dir.path(), &[]);
+    let mut client = node.games().await;
+    let (id, first, second) = create_and_join(
+        &mut client,
+        pb::CreateGameRequest {
+            rules: preset("standard"),
+            seat: pb::Player::First.into(),
+            display_name: "Lan".into(),
+            time_control: Some(pb::TimeControl {
+                kind: Some(pb::time_control::Kind::RealTime(
+                    pb::time_control::RealTime {
+                        initial: Some(prost_types::Duration {
+                            seconds: 60,
+                            nanos: 0,
+                        }),
+                        increment: None,
+                    },
+                )),
+            }),
+            ..Default::default()
+        },
+    )
+    .await;
+    play_one(&mut client, &id, (&first, &second)).await;
+    let game = play_one(&mut client, &id, (&first, &second)).await;
+    let to_move = game.position.as_ref().unwrap().to_move();
+    let to_move = pb::Player::try_from(to_move).unwrap();
+    // What the player to move had when their turn started: what a refund would give back.
+    let at_turn_start = remaining_of(&game, to_move);
+    // 1.5 s of the turn run before every node stops.
+    tokio::time::sleep(Duration::from_millis(1_500)).await;
+    drop(client);
+    node.stop();
+    tokio::time::sleep(Duration::from_millis(1_000)).await;
+
+    let database = schema.database.clone();
+    let path = dir.path().to_owned();
+    let starting: Vec<_> = (0..2)
+        .map(|_| {
+            let (database, path) = (database.clone(), path.clone());
+            std::thread::spawn(move || Node::start(&database, &path, &[]))
+        })
+        .collect();
+    let nodes: Vec<Node> = starting.into_iter().map(|t| t.join().unwrap()).collect();
+    for node in &nodes {
+        let mut client = node.games().await;
+        let game = client
+            .get_game(pb::GetGameRequest {
+                game_id: id.clone(),
+            })
+            .await
+            .unwrap()
+            .into_inner()
+            .game
+            .unwrap();
+        let left = remaining_of(&game, to_move);
+        assert!(
+            left + Duration::from_millis(1_400) <= at_turn_start,
+            "the 1.5 s of the turn before the stop were given back: {left:?} left, \
+             {at_turn_start:?} at the turn's start"
+        );
+        // And the outage (a second) was not charged.
+        assert!(
+            left + Duration::from_millis(3_000) > at_turn_start,
+            "charged more than the turn: {left:?} left, {at_turn_start:?} at its start"
+        );
+    }
+    drop(nodes);
+    schema.drop().await;
+}

@@ -104,6 +104,7 @@ use crate::reads::{
 };
 use crate::schema::Target;
 
+pub use crate::nodes::ClockResumption;
 pub use crate::schema::{OpenError, SCHEMA_VERSION};
 pub use crate::seeks::{PostgresSeeks, SEEK_CHANNEL};
 pub use crate::writer::{GAME_CHANNEL, LOBBY_CHANNEL};
@@ -175,8 +176,9 @@ pub struct PostgresStore {
     writers: Arc<batch::Writers>,
     /// The unfinished games this node wrote or read (see `cache`).
     cache: Arc<GameCache>,
-    /// When the last node was last alive, as found at connect (see `GameStore::last_alive`).
-    last_alive: Option<std::time::SystemTime>,
+    /// When the last node was last alive, as found at connect and again when this node takes
+    /// its turn at resuming the clocks (see `GameStore::last_alive`, `nodes::ClockResumption`).
+    last_alive: Arc<std::sync::Mutex<Option<std::time::SystemTime>>>,
 }
 
 /// A task that ends with its last owner.
@@ -393,7 +395,7 @@ impl PostgresStore {
             commits,
             writers,
             cache,
-            last_alive,
+            last_alive: Arc::new(std::sync::Mutex::new(last_alive)),
         };
         store
             .check_unfinished()
@@ -575,7 +577,10 @@ impl PostgresStore {
 
 impl GameStore for PostgresStore {
     fn last_alive(&self) -> Option<std::time::SystemTime> {
-        self.last_alive
+        *self
+            .last_alive
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
     fn create(&self, commit: Commit) -> StoreFuture<'_, Committed> {

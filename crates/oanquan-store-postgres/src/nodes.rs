@@ -30,6 +30,15 @@ pub(crate) const CATCH_UP_PAGE: usize = 10_000;
 /// and nodes starting up would wait for it.
 pub(crate) const LEASE_KEY: i32 = 0x4f41_4e4c; // "OANL"
 
+/// The first number of the key of the lock under which a starting node gives the running
+/// turns their time back ([`PostgresStore::clock_resumption`]); the second is the schema's
+/// hash, as for [`LEASE_KEY`].
+pub(crate) const RESUME_KEY: i32 = 0x4f41_4e43; // "OANC"
+
+/// How the `seek_nodes` rows that mark a resumption of the clocks begin (node ids are game-id
+/// shaped, so none begins so).
+const RESUMED_MARK: &str = "clocks-resumed-";
+
 /// Waits after a lost or refused connection, doubling up to the last.
 pub(crate) const BACKOFF: [Duration; 5] = [
     Duration::from_millis(100),
@@ -69,7 +78,7 @@ impl PostgresStore {
             commits: self.commits.clone(),
             writers: Arc::clone(&self.writers),
             cache: Arc::clone(&self.cache),
-            last_alive: self.last_alive,
+            last_alive: Arc::clone(&self.last_alive),
         }
     }
 
@@ -183,6 +192,51 @@ impl PostgresStore {
             held_tx.send_replace(false);
         });
         (held, task)
+    }
+
+    /// A starting node's turn at giving the running turns their time back after an outage:
+    /// waits while another node takes its turn, then says whether the service is running
+    /// (some node leads: there was no outage to give back) and, if it is not, moves the last
+    /// sign of life found at connect to the latest resumption of a node before this one
+    /// ([`ClockResumption::resumed`]). Nodes started together thus resume one after the
+    /// other, each from where the one before left the turns; without the turns one at a time,
+    /// a node found a turn the other had just resumed, took it for one started after the
+    /// outage, and started it again in full.
+    ///
+    /// # Errors
+    ///
+    /// [`StoreError::Unavailable`] if the database cannot be asked.
+    pub async fn clock_resumption(&self) -> Result<ClockResumption, StoreError> {
+        let (client, _messages) = self.dedicated().await.map_err(fault::backend)?;
+        client
+            .execute(
+                "SELECT pg_advisory_lock($1, hashtext(current_schema()))",
+                &[&RESUME_KEY],
+            )
+            .await
+            .map_err(fault::backend)?;
+        let others_serve = self.leader_running().await?;
+        if !others_serve {
+            // Only the marks: the heartbeats of nodes starting now (this one's too) are not
+            // signs of the last service's life, and would charge them the outage.
+            let marked: Option<std::time::SystemTime> = client
+                .query_one(
+                    "SELECT max(seen) FROM seek_nodes WHERE id LIKE $1",
+                    &[&format!("{RESUMED_MARK}%")],
+                )
+                .await
+                .and_then(|row| row.try_get(0))
+                .map_err(fault::backend)?;
+            let mut alive = self
+                .last_alive
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner);
+            *alive = (*alive).max(marked);
+        }
+        Ok(ClockResumption {
+            client,
+            others_serve,
+        })
     }
 
     /// Whether some node holds the leader lease now: then the service is running, and a node
@@ -525,4 +579,56 @@ fn id_and_sequence(row: &tokio_postgres::Row) -> Option<(GameId, u64)> {
     let id: String = row.try_get(0).ok()?;
     let sequence: i64 = row.try_get(1).ok()?;
     Some((GameId::parse(&id).ok()?, u64::try_from(sequence).ok()?))
+}
+
+/// A node's turn at resuming the clocks, held from [`PostgresStore::clock_resumption`] until
+/// [`ClockResumption::resumed`] (or until dropped, which closes its session and so lets the
+/// next node go on).
+pub struct ClockResumption {
+    client: Client,
+    others_serve: bool,
+}
+
+impl std::fmt::Debug for ClockResumption {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ClockResumption")
+            .field("others_serve", &self.others_serve)
+            .finish_non_exhaustive()
+    }
+}
+
+impl ClockResumption {
+    /// Whether another node leads: then the clocks were never stopped and are not resumed.
+    #[must_use]
+    pub fn others_serve(&self) -> bool {
+        self.others_serve
+    }
+
+    /// Records that this node resumed the clocks now (unless others serve, and it did not), as
+    /// a sign of life that the next node's turn reads (a `seek_nodes` row that has left at
+    /// once, forgotten with the others), and ends the turn.
+    ///
+    /// # Errors
+    ///
+    /// [`StoreError::Unavailable`] if the database cannot be written; the turn ends anyway.
+    pub async fn resumed(self) -> Result<(), StoreError> {
+        if !self.others_serve {
+            let mark = format!("{RESUMED_MARK}{}", GameId::generate().as_str());
+            self.client
+                .execute(
+                    "INSERT INTO seek_nodes (id, seen, left_at) VALUES ($1, now(), now())",
+                    &[&mark],
+                )
+                .await
+                .map_err(fault::backend)?;
+        }
+        self.client
+            .execute(
+                "SELECT pg_advisory_unlock($1, hashtext(current_schema()))",
+                &[&RESUME_KEY],
+            )
+            .await
+            .map_err(fault::backend)?;
+        Ok(())
+    }
 }
