@@ -220,7 +220,6 @@ async fn nodes_starting_together_after_an_outage_charge_the_turn_once() {
     play_one(&mut client, &id, (&first, &second)).await;
     let game = play_one(&mut client, &id, (&first, &second)).await;
     let to_move = game.position.as_ref().unwrap().to_move();
-    let to_move = pb::Player::try_from(to_move).unwrap();
     // What the player to move had when their turn started: what a refund would give back.
     let at_turn_start = remaining_of(&game, to_move);
     // 1.5 s of the turn run before every node stops.
