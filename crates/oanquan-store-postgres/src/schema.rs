@@ -345,7 +345,11 @@ pub(crate) async fn migrate(client: &mut Client, target: &Target) -> Result<i32,
     tx.commit()
         .await
         .map_err(target.error("committing the migration"))?;
-    tracing::info!(database = %target, from = found, to = SCHEMA_VERSION, "database migrated");
+    if found == 0 {
+        tracing::info!(database = %target, version = SCHEMA_VERSION, "database tables created");
+    } else {
+        tracing::info!(database = %target, from = found, to = SCHEMA_VERSION, "database migrated");
+    }
     Ok(found)
 }
 

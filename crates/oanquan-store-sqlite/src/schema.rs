@@ -612,7 +612,11 @@ fn migrate(conn: &mut Connection, path: &Path) -> Result<(), OpenError> {
             .map_err(error("recording the schema version"))?;
     }
     tx.commit().map_err(error("committing the migration"))?;
-    tracing::info!(path = %path.display(), from = version, to = SCHEMA_VERSION, "database migrated");
+    if version == 0 {
+        tracing::info!(path = %path.display(), version = SCHEMA_VERSION, "database created");
+    } else {
+        tracing::info!(path = %path.display(), from = version, to = SCHEMA_VERSION, "database migrated");
+    }
     Ok(())
 }
 
