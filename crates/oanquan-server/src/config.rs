@@ -52,15 +52,15 @@ pub struct TransportLimits {
     pub max_message_size: usize,
 
     /// HTTP/2 keepalive PING interval.
-    #[arg(long, env = "OANQUAN_KEEPALIVE_INTERVAL", default_value = "30s", value_parser = parse_duration)]
+    #[arg(long, env = "OANQUAN_KEEPALIVE_INTERVAL", default_value = "30s", value_parser = parse_period)]
     pub keepalive_interval: Duration,
 
     /// Close a connection whose keepalive PING is not answered within this time.
-    #[arg(long, env = "OANQUAN_KEEPALIVE_TIMEOUT", default_value = "10s", value_parser = parse_duration)]
+    #[arg(long, env = "OANQUAN_KEEPALIVE_TIMEOUT", default_value = "10s", value_parser = parse_period)]
     pub keepalive_timeout: Duration,
 
     /// Deadline of a unary call (a client's shorter grpc-timeout wins).
-    #[arg(long, env = "OANQUAN_REQUEST_TIMEOUT", default_value = "30s", value_parser = parse_duration)]
+    #[arg(long, env = "OANQUAN_REQUEST_TIMEOUT", default_value = "30s", value_parser = parse_period)]
     pub request_timeout: Duration,
 
     /// A new connection that has not finished its TLS handshake (with TLS) and sent its
@@ -107,6 +107,8 @@ pub struct ClientLimits {
         env = "OANQUAN_EXEMPT_LOOPBACK",
         default_value = "true",
         action = clap::ArgAction::Set,
+        num_args = 0..=1,
+        default_missing_value = "true",
         value_parser = parse_switch
     )]
     pub exempt_loopback: bool,
@@ -185,12 +187,12 @@ pub struct StreamLimits {
     pub max_spectators_per_client: usize,
 
     /// Idle time after which a stream sends a Heartbeat event.
-    #[arg(long, env = "OANQUAN_HEARTBEAT_INTERVAL", default_value = "15s", value_parser = parse_duration)]
+    #[arg(long, env = "OANQUAN_HEARTBEAT_INTERVAL", default_value = "15s", value_parser = parse_period)]
     pub heartbeat_interval: Duration,
 
     /// A watch stream whose client reads nothing for this long is dropped with
     /// RESOURCE_EXHAUSTED (it may resume with after_sequence).
-    #[arg(long, env = "OANQUAN_STREAM_STALL_TIMEOUT", default_value = "30s", value_parser = parse_duration)]
+    #[arg(long, env = "OANQUAN_STREAM_STALL_TIMEOUT", default_value = "30s", value_parser = parse_period)]
     pub stream_stall_timeout: Duration,
 
     /// Events buffered per watcher in the hub before it lags (and catches up from the log).
@@ -412,13 +414,32 @@ const MIN_MESSAGE_SIZE: usize = 64 * 1024;
 ///
 /// As [`parse_byte_size`], and below the minimum.
 pub fn parse_message_size(text: &str) -> Result<usize, String> {
-    let size = parse_byte_size(text)?;
+    // 0 is below the minimum like any small size, and gets the minimum's message.
+    let size = byte_count(text)?;
     if size < MIN_MESSAGE_SIZE {
         return Err(format!(
             "{size} bytes would refuse ordinary calls (a game with its moves); give at least 64KiB"
         ));
     }
     Ok(size)
+}
+
+/// The keepalive times, `--request-timeout` and the streams' heartbeat and stall timeout: at
+/// least 100 ms. None of them is turned off by 0: a heartbeat of 0 sent one every few
+/// milliseconds on every stream, a keepalive of 0 is refused by the kernel, a call deadline or
+/// stall timeout of 0 fails what merely has to wait.
+///
+/// # Errors
+///
+/// As [`parse_duration`], and below 100 ms.
+pub fn parse_period(text: &str) -> Result<Duration, String> {
+    let duration = parse_duration(text)?;
+    if duration < Duration::from_millis(100) {
+        return Err(format!(
+            "{text:?} is too short; give at least 100ms (0 does not turn it off)"
+        ));
+    }
+    Ok(duration)
 }
 
 /// `--handshake-timeout`: at least 100 ms, or a client on a slow link could never connect.
@@ -573,6 +594,15 @@ pub fn parse_switch(text: &str) -> Result<bool, String> {
 ///
 /// A message for `--help` readers when `text` is not such a size, is 0 or overflows.
 pub fn parse_byte_size(text: &str) -> Result<usize, String> {
+    let bytes = byte_count(text)?;
+    if bytes == 0 {
+        return Err("the size must be at least 1 byte".to_owned());
+    }
+    Ok(bytes)
+}
+
+/// [`parse_byte_size`] with 0 allowed.
+fn byte_count(text: &str) -> Result<usize, String> {
     let text = text.trim();
     let split = text
         .find(|c: char| !c.is_ascii_digit())
@@ -597,9 +627,6 @@ pub fn parse_byte_size(text: &str) -> Result<usize, String> {
         .ok()
         .and_then(|n| n.checked_mul(multiplier))
         .ok_or_else(|| format!("{text:?} is too large"))?;
-    if bytes == 0 {
-        return Err("the size must be at least 1 byte".to_owned());
-    }
     Ok(bytes)
 }
 

@@ -30,7 +30,6 @@ use oanquan_server::domain::is_postgres_url;
 use oanquan_server::metrics::Metrics;
 use oanquan_server::readiness::{Readiness, ready_file_problem, remove_ready_file};
 use oanquan_server::{Config, Storage, TlsIdentity, TlsReload};
-use tokio::net::TcpListener;
 
 /// mimalloc instead of glibc's malloc: a move makes ~85 allocations (protobuf strings and
 /// vectors, the game's info, tonic's and hyper's own), and glibc's malloc/free cost ~17,000
@@ -44,8 +43,9 @@ static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 ///
 /// Every option can also be set through the environment variable shown with it.
 /// Durations take a unit: 500ms, 15s, 2m, 1h (a bare number means seconds). Sizes may: 4MiB,
-/// 512 KiB, 1MB (a bare number means bytes). Switches take true/false, 1/0, yes/no or on/off,
-/// on the command line and in the environment alike.
+/// 512 KiB, 1MB (a bare number means bytes). Switches (--in-memory, --no-web,
+/// --exempt-loopback) take true/false, 1/0, yes/no or on/off, on the command line and in the
+/// environment alike; a bare switch means true.
 ///
 /// Per-client limits (--rate-limit, --max-open-games-per-client, --max-connections-per-client,
 /// --max-analyses-per-client, --max-spectators-per-client) count by peer address (IPv6 by /64);
@@ -58,7 +58,10 @@ static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
     version,
     about,
     long_about,
-    args_conflicts_with_subcommands = true
+    args_conflicts_with_subcommands = true,
+    // `--rate-limit -1` reaches the flag's parser, which says why; clap alone would call `-1`
+    // an unknown flag.
+    allow_negative_numbers = true
 )]
 struct Args {
     /// Without a subcommand, the server runs.
@@ -135,7 +138,16 @@ struct Args {
 
     /// Keep games in memory instead of a database: for throwaway runs, everything is lost when
     /// the server stops.
-    #[arg(long, env = "OANQUAN_IN_MEMORY", value_parser = parse_switch, help_heading = "Storage")]
+    #[arg(
+        long,
+        env = "OANQUAN_IN_MEMORY",
+        value_parser = parse_switch,
+        action = clap::ArgAction::Set,
+        num_args = 0..=1,
+        default_value = "false",
+        default_missing_value = "true",
+        help_heading = "Storage"
+    )]
     in_memory: bool,
 
     #[command(flatten)]
@@ -504,16 +516,27 @@ async fn serve(args: Args) -> anyhow::Result<()> {
     if let Some(path) = &args.endgame_tables {
         config.endgame_tables = Some(load_endgame_tables(path)?);
     }
-    // Before listening: a bad database must stop the server before clients can connect.
+    // The ports first, so that a port in use stops the server before it opens (or creates) a
+    // database; but no listening before the store is open, so that a bad database stops the
+    // server before a client can connect.
+    let socket =
+        reserve(args.listen).with_context(|| format!("cannot listen on {}", args.listen))?;
+    let metrics_socket = match args.metrics_listen {
+        Some(addr) => Some((
+            addr,
+            reserve(addr).with_context(|| format!("cannot listen for metrics on {addr}"))?,
+        )),
+        None => None,
+    };
     let store = oanquan_server::open_store(&config).await?;
-    let listener = TcpListener::bind(args.listen)
-        .await
+    let listener = socket
+        .listen(LISTEN_BACKLOG)
         .with_context(|| format!("cannot listen on {}", args.listen))?;
     let local = listener.local_addr()?;
-    let metrics = match args.metrics_listen {
-        Some(addr) => {
-            let listener = TcpListener::bind(addr)
-                .await
+    let metrics = match metrics_socket {
+        Some((addr, socket)) => {
+            let listener = socket
+                .listen(LISTEN_BACKLOG)
                 .with_context(|| format!("cannot listen for metrics on {addr}"))?;
             let node = args
                 .node_name
@@ -564,6 +587,22 @@ async fn serve(args: Args) -> anyhow::Result<()> {
     }
     served?;
     Ok(())
+}
+
+/// Connections the kernel queues for the accept loop (what `TcpListener::bind` asks for).
+const LISTEN_BACKLOG: u32 = 1024;
+
+/// A socket bound to `addr` (with `SO_REUSEADDR`, as `TcpListener::bind` sets it) but not
+/// listening yet: the port is taken, and nobody can connect.
+fn reserve(addr: std::net::SocketAddr) -> std::io::Result<tokio::net::TcpSocket> {
+    let socket = if addr.is_ipv4() {
+        tokio::net::TcpSocket::new_v4()?
+    } else {
+        tokio::net::TcpSocket::new_v6()?
+    };
+    socket.set_reuseaddr(true)?;
+    socket.bind(addr)?;
+    Ok(socket)
 }
 
 /// Reads `--endgame-tables` and logs what was loaded.
@@ -769,6 +808,25 @@ mod tests {
         };
         assert_eq!(memory(&[]).ok(), Some(false));
         assert_eq!(memory(&["--in-memory"]).ok(), Some(true));
+        // Every switch takes a value or none, with a space or `=`, as the help says.
+        assert_eq!(memory(&["--in-memory", "true"]).ok(), Some(true));
+        assert_eq!(memory(&["--in-memory=yes"]).ok(), Some(true));
+        assert_eq!(
+            memory(&["--in-memory", "off", "--listen", "127.0.0.1:0"]).ok(),
+            Some(false)
+        );
+        let web_off = |args: &[&str]| {
+            Args::try_parse_checked(std::iter::once("oanquan-server").chain(args.iter().copied()))
+                .map(|args| args.web.no_web)
+                .ok()
+        };
+        assert_eq!(web_off(&[]), Some(false));
+        assert_eq!(web_off(&["--no-web"]), Some(true));
+        assert_eq!(web_off(&["--no-web", "false"]), Some(false));
+        assert_eq!(web_off(&["--no-web=1"]), Some(true));
+        let bare = Args::try_parse_checked(["oanquan-server", "--exempt-loopback"])
+            .map(|args| args.config().clients.exempt_loopback);
+        assert_eq!(bare.ok(), Some(true));
         let loopback = |value: &str| {
             Args::try_parse_checked(["oanquan-server", "--exempt-loopback", value])
                 .map(|args| args.config().clients.exempt_loopback)

@@ -36,7 +36,15 @@ const CSP: &str = "default-src 'self'; img-src 'self' data:; style-src 'self'; \
 #[command(next_help_heading = "Browsers")]
 pub struct WebSettings {
     /// Do not serve the web page (GET and HEAD then answer 404); gRPC-Web stays on.
-    #[arg(long, env = "OANQUAN_NO_WEB", value_parser = crate::config::parse_switch)]
+    #[arg(
+        long,
+        env = "OANQUAN_NO_WEB",
+        value_parser = crate::config::parse_switch,
+        action = clap::ArgAction::Set,
+        num_args = 0..=1,
+        default_value = "false",
+        default_missing_value = "true"
+    )]
     pub no_web: bool,
 
     /// Let pages served from ORIGIN (`https://example.org`, scheme, host and port only) call

@@ -160,7 +160,7 @@ type Case<'a> = (&'a [(&'a str, &'a str)], &'a [&'a str], &'a str);
 #[test]
 fn bad_switches_and_sizes_are_refused_with_the_reason() {
     let huge = "2305843009213693952";
-    let cases: [Case<'_>; 17] = [
+    let cases: [Case<'_>; 21] = [
         (
             &[],
             &["--in-memory", "--max-searches", huge],
@@ -240,9 +240,29 @@ fn bad_switches_and_sizes_are_refused_with_the_reason() {
             "neither on nor off",
         ),
         (
+            &[("OANQUAN_HEARTBEAT_INTERVAL", "0")],
+            &["--in-memory"],
+            "\"0\" is too short; give at least 100ms (0 does not turn it off)",
+        ),
+        (
+            &[],
+            &["--in-memory", "--keepalive-interval", "50ms"],
+            "too short; give at least 100ms",
+        ),
+        (
+            &[],
+            &["--in-memory", "--rate-limit", "-1"],
+            "is not a rate: give a number of requests per second",
+        ),
+        (
+            &[],
+            &["--in-memory", "--max-open-games-per-client", "-3"],
+            "-3",
+        ),
+        (
             &[],
             &["--in-memory", "--max-message-size", "0"],
-            "at least 1 byte",
+            "0 bytes would refuse ordinary calls (a game with its moves); give at least 64KiB",
         ),
         (
             &[("OANQUAN_MAX_MESSAGE_SIZE", "4 GiB")],
@@ -509,4 +529,49 @@ fn postgres_only_flags_on_another_store_are_warned_about_once() {
 
     let log = startup_log(server(dir.path(), &[], &["--in-memory"]));
     assert!(!log.contains("apply only to PostgreSQL"), "{log}");
+}
+
+/// A port in use stops the server before it creates a database: nothing is left behind to
+/// clean up, and the message names the address.
+#[test]
+fn a_port_in_use_is_refused_before_a_database_is_created() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let taken = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+    let addr = taken.local_addr().unwrap().to_string();
+    for (flag, what) in [
+        ("--listen", format!("cannot listen on {addr}")),
+        (
+            "--metrics-listen",
+            format!("cannot listen for metrics on {addr}"),
+        ),
+    ] {
+        let mut command = Command::new(env!("CARGO_BIN_EXE_oanquan-server"));
+        command
+            .current_dir(dir.path())
+            .env_remove("OANQUAN_LISTEN")
+            .env_remove("OANQUAN_METRICS_LISTEN")
+            .env_remove("OANQUAN_IN_MEMORY")
+            .env_remove("OANQUAN_DATABASE_URL")
+            .env("RUST_LOG", "warn")
+            .stdin(Stdio::null())
+            .args(["--database", "games.db"]);
+        if flag == "--listen" {
+            command.args(["--listen", &addr]);
+        } else {
+            command.args(["--listen", "127.0.0.1:0", "--metrics-listen", &addr]);
+        }
+        let output = command.output().expect("run oanquan-server");
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert_eq!(output.status.code(), Some(1), "{flag}: {stderr}");
+        assert!(
+            output.stdout.is_empty(),
+            "{flag}: nothing listens: {stderr}"
+        );
+        assert!(stderr.contains(&what), "{flag}: {stderr}");
+        assert!(
+            stderr.contains("Address already in use"),
+            "{flag}: {stderr}"
+        );
+        assert_eq!(files_in(dir.path()), Vec::<String>::new(), "{flag}");
+    }
 }
