@@ -54,7 +54,7 @@ def main() -> None:
     parser.add_argument("--proto", type=pathlib.Path, default=DEFAULT_PROTO, help="proto root (default: ../../proto)")
     args = parser.parse_args()
     out = generate(args.out.resolve(), args.proto.resolve())
-    files = sorted(str(p.relative_to(out)) for p in out.rglob("*.py"))
+    files = sorted(str(p.relative_to(out)) for p in out.rglob("*.py*") if p.suffix in (".py", ".pyi"))
     print(f"generated {len(files)} files into {out}: {', '.join(files)}", file=sys.stderr)
 
 

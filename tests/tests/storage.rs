@@ -206,6 +206,22 @@ fn an_online_backup_restores_every_game() {
             .is_fifo()
     );
     assert_eq!(files(shelf.path()), ["backup.db", "fifo", "folder"]);
+    // Into a folder that does not exist: said so, naming the folder, not a temporary file.
+    let nowhere = shelf.path().join("no-such-folder");
+    let refused = backup(&[
+        "--database",
+        from,
+        "--to",
+        nowhere.join("copy.db").to_str().unwrap(),
+    ]);
+    let stderr = String::from_utf8_lossy(&refused.stderr);
+    assert_eq!(refused.status.code(), Some(1), "{refused:?}");
+    assert!(
+        stderr.contains(&format!("{}: no such folder", nowhere.display()))
+            && !stderr.contains("partial"),
+        "{stderr}"
+    );
+    assert!(!nowhere.exists());
 
     // The running server did not notice.
     assert_eq!(games_seen(&server.url()), before);

@@ -434,9 +434,13 @@ impl Args {
         if matches!(storage, Storage::Postgres { .. }) || self.postgres_flags_given.is_empty() {
             return None;
         }
+        let (verb, pronoun) = match self.postgres_flags_given.len() {
+            1 => ("applies", "it"),
+            _ => ("apply", "them"),
+        };
         Some(format!(
-            "{} apply only to PostgreSQL (a postgres:// --database); this server's store \
-             ignores them",
+            "{} {verb} only to PostgreSQL (a postgres:// --database); this server's store \
+             ignores {pronoun}",
             self.postgres_flags_given.join(", ")
         ))
     }
@@ -743,7 +747,13 @@ mod tests {
             "--database-pool-size",
             "4",
         ]);
-        assert!(sqlite.is_some_and(|w| w.starts_with("--database-pool-size apply only")));
+        assert_eq!(
+            sqlite.as_deref(),
+            Some(
+                "--database-pool-size applies only to PostgreSQL (a postgres:// --database); \
+                 this server's store ignores it"
+            )
+        );
         assert_eq!(
             ignored(&[
                 "oanquan-server",

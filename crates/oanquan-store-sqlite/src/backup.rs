@@ -52,6 +52,9 @@ pub enum BackupError {
     /// No database at the source path.
     #[error("{0}: no such database file; point --database at the server's database")]
     Missing(PathBuf),
+    /// The destination's folder does not exist (or is not a folder).
+    #[error("{0}: no such folder; nothing was written. Create it, or choose another --to")]
+    NoFolder(PathBuf),
     /// The source is not one of our databases (or a damaged one).
     #[error(transparent)]
     Source(#[from] OpenError),
@@ -129,6 +132,14 @@ pub fn backup(from: &Path, to: &Path, force: bool) -> Result<BackupReport, Backu
         && !(metadata.is_file() || metadata.file_type().is_symlink())
     {
         return Err(BackupError::NotAFile(to.to_owned()));
+    }
+    // Before the copy is made: otherwise SQLite's error would name the partial copy's path.
+    let folder = match to.parent() {
+        Some(folder) if !folder.as_os_str().is_empty() => folder,
+        _ => Path::new("."),
+    };
+    if !folder.is_dir() {
+        return Err(BackupError::NoFolder(folder.to_owned()));
     }
     match std::fs::metadata(from) {
         Ok(metadata) if !metadata.is_file() => {
