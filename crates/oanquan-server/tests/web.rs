@@ -504,6 +504,26 @@ async fn kept_alive_http1_connections_cannot_stall_the_next_request() {
     // Idle on keep-alive after an answer.
     in_time(closed_after(answered_once().await).await, "idle keep-alive");
 
+    // HTTP/2 (gRPC) connections are not held to it, although their preface starts like a
+    // request line (`PRI * HTTP/2.0`): one quiet for three limits still answers.
+    let tcp = tokio::net::TcpStream::connect(server.addr).await.unwrap();
+    let (mut h2, connection) = hyper::client::conn::http2::handshake(
+        hyper_util::rt::TokioExecutor::new(),
+        TokioIo::new(tcp),
+    )
+    .await
+    .unwrap();
+    tokio::spawn(connection);
+    tokio::time::sleep(limit * 3).await;
+    let page = Request::get(format!("http://{}/", server.addr))
+        .body(Full::<Bytes>::default())
+        .unwrap();
+    let answer = tokio::time::timeout(Duration::from_secs(5), h2.send_request(page))
+        .await
+        .expect("an answer within 5 s")
+        .expect("the HTTP/2 connection is still open");
+    assert_eq!(answer.status(), StatusCode::OK);
+
     // A client that asks now and then, each time within the limit, keeps its connection for
     // as long as it likes.
     let mut patient = answered_once().await;

@@ -213,7 +213,9 @@ async fn shake(
         Transport::Plain(connection) => connection.serving(),
         Transport::Tls(tls) => tls.get_mut().0.serving(),
     }
-    let answer = (http1(&read) == Http1::Head).then(|| AnswerDeadline::new(answer_within));
+    // HTTP/2's preface starts like a request line too (`PRI * HTTP/2.0`).
+    let is_http1 = !read.starts_with(PREFACE) && http1(&read) == Http1::Head;
+    let answer = is_http1.then(|| AnswerDeadline::new(answer_within));
     Ok(ServerConnection {
         read,
         replayed: 0,
