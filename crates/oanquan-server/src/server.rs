@@ -30,6 +30,7 @@ use crate::domain::{reaper, timekeeper};
 use crate::grpc::accept::{self, Handshake};
 use crate::grpc::connections::ConnectionLimit;
 use crate::grpc::health::HealthApi;
+use crate::grpc::unread::{Unread, UnreadLayer};
 use crate::grpc::{
     AccountApi, GameApi, GameRoutes, ObserveLayer, RateLimitLayer, RulesApi, StreamSettings,
 };
@@ -416,6 +417,14 @@ pub async fn run_with_store(
     let (incoming, accepting) = accept::spawn(accepted, handshake, stop_rx.clone());
     let _accepting = AbortOnDrop(accepting);
 
+    // A response parked by its client (HTTP/2 flow control) goes when a call or a stream
+    // would have ended: past the call's deadline, or the stall timeout of a stream.
+    let unread = Unread::new(
+        transport
+            .request_timeout
+            .max(config.streams.stream_stall_timeout),
+    );
+    let _sweeping = AbortOnDrop(tokio::spawn(Arc::clone(&unread).run(stop_rx.clone())));
     let mut stop_serving = stop_rx.clone();
     let serve = Server::builder()
         // HTTP/1.1 for browsers: gRPC-Web and the page.
@@ -433,6 +442,8 @@ pub async fn run_with_store(
                 game_id = tracing::field::Empty,
             )
         })
+        // Outermost: every response body, the page's too.
+        .layer(UnreadLayer::new(unread))
         // GET and HEAD are the page's; CORS answers preflights; gRPC-Web becomes gRPC here,
         // so that everything inside sees gRPC calls only.
         .layer(WebLayer::new(&config.web))

@@ -15,6 +15,7 @@ pub mod rate_limit;
 mod rules_service;
 pub mod status;
 mod stream;
+pub mod unread;
 pub mod wire;
 
 pub use account_service::AccountApi;
