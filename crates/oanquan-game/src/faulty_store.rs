@@ -39,6 +39,8 @@ pub(crate) struct FaultyStore {
     pub(crate) gated: AtomicUsize,
     barrier: Barrier,
     pub(crate) conflicts: AtomicUsize,
+    /// The games written, in order: (created, game).
+    pub(crate) writes: Mutex<Vec<(bool, GameId)>>,
 }
 
 impl Default for FaultyStore {
@@ -53,6 +55,7 @@ impl Default for FaultyStore {
             gated: AtomicUsize::new(0),
             barrier: Barrier::new(2),
             conflicts: AtomicUsize::new(0),
+            writes: Mutex::new(Vec::new()),
         }
     }
 }
@@ -92,10 +95,18 @@ impl FaultyStore {
 
 impl GameStore for FaultyStore {
     fn create(&self, commit: Commit) -> StoreFuture<'_, Committed> {
-        self.inner.create(commit)
+        let id = commit.state.info().id.clone();
+        Box::pin(async move {
+            let result = self.inner.create(commit).await;
+            if result.is_ok() {
+                self.writes.lock().unwrap().push((true, id));
+            }
+            result
+        })
     }
 
     fn commit(&self, commit: Commit) -> StoreFuture<'_, Committed> {
+        let id = commit.state.info().id.clone();
         if self
             .refused
             .lock()
@@ -107,8 +118,12 @@ impl GameStore for FaultyStore {
         }
         Box::pin(async move {
             let result = self.inner.commit(commit).await;
-            if matches!(result, Err(StoreError::Conflict { .. })) {
-                self.conflicts.fetch_add(1, Ordering::SeqCst);
+            match &result {
+                Ok(_) => self.writes.lock().unwrap().push((false, id)),
+                Err(StoreError::Conflict { .. }) => {
+                    self.conflicts.fetch_add(1, Ordering::SeqCst);
+                }
+                Err(_) => {}
             }
             result
         })
@@ -224,5 +239,50 @@ impl GameStore for FaultyStore {
 
     fn close(&self) -> BoxFuture<'_, ()> {
         self.inner.close()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::clock::TimeControl;
+    use crate::manager::NewGame;
+    use oanquan_rules::{Player, Preset};
+
+    /// The second rematch offer creates the rematch before it commits the event that names
+    /// it: a client that opens the rematch as soon as it hears of it finds it.
+    #[tokio::test]
+    async fn a_rematch_exists_before_the_event_that_names_it() {
+        let (store, manager) = FaultyStore::with_manager();
+        let created = manager
+            .create_game(NewGame {
+                rules: Preset::Standard.rules(),
+                preset: Some(Preset::Standard),
+                start: None,
+                seat: Some(Player::First),
+                display_name: "Lan".to_owned(),
+                computer: None,
+                time_control: TimeControl::Untimed,
+                account: None,
+                rated: false,
+            })
+            .await
+            .unwrap();
+        let id = created.game.id.clone();
+        let joined = manager.join_game(&id, "Minh").await.unwrap();
+        manager.resign(&id, &created.token).await.unwrap();
+        manager.offer_rematch(&id, &created.token).await.unwrap();
+        let started = manager.offer_rematch(&id, &joined.token).await.unwrap();
+        let next = started.rematch.expect("both asked").id;
+        let writes = store.writes.lock().unwrap().clone();
+        let created_at = writes
+            .iter()
+            .position(|(create, game)| *create && *game == next)
+            .expect("the rematch was created");
+        let linked_at = writes
+            .iter()
+            .rposition(|(create, game)| !*create && *game == id)
+            .expect("the old game was written");
+        assert!(created_at < linked_at, "{writes:?}");
     }
 }

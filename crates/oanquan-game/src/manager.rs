@@ -734,11 +734,25 @@ impl GameManager {
         let next_hash = next_token.hash();
         let next_id = GameId::generate();
         let policy = self.limits.time;
-        let (committed, offer) = self
+        // Nobody may hear of the rematch (this game's event names it) before it exists: a
+        // client that opens it at once would be told there is no such game. So when this offer
+        // is the second, the rematch is created first, then linked from this game.
+        let created_first = self
+            .create_rematch_first(id, &who, next_hash, &next_id)
+            .await?;
+        let (committed, offer) = match self
             .update_as_seat(id, &who, |state, hash, now| {
                 transition::offer_rematch(state, hash, next_hash, next_id.clone(), &policy, now)
             })
-            .await?;
+            .await
+        {
+            Ok(done) => done,
+            Err(error) => {
+                self.withdraw_rematch(created_first.as_ref(), next_hash)
+                    .await;
+                return Err(error);
+            }
+        };
         // The caller's seat in this game, to tell its seat in the rematch (the other one).
         let state = self.store.load(id).await.map_err(Self::not_found(id))?;
         let seat = state
@@ -746,6 +760,9 @@ impl GameManager {
             .ok_or(GameError::WrongToken)?
             .other();
         let RematchOffer::Started(next) = offer else {
+            // The offer did not start it after all (the window closed in between).
+            self.withdraw_rematch(created_first.as_ref(), next_hash)
+                .await;
             return Ok(RematchOffered {
                 game: committed.info,
                 token: next_token,
@@ -753,8 +770,19 @@ impl GameManager {
                 rematch: None,
             });
         };
-        // This game's commit decided the pairing once; the rematch is created after it. Should
-        // that fail, the link names a game that does not exist (logged; players create anew).
+        if let Some(created) = created_first {
+            info!(game_id = %id, rematch = %next_id, "rematch started");
+            return Ok(RematchOffered {
+                game: committed.info,
+                token: next_token,
+                seat,
+                rematch: Some(created),
+            });
+        }
+        // The offer that looked like the first when the rematch was not created ahead turned
+        // out the second (the other was committed in between): created after the link, then,
+        // as the one way left. Should that fail, the link names a game that does not exist
+        // (logged; players create anew).
         let (state, transition) = *next;
         let creator = state.creator();
         let now = SystemTime::now();
@@ -788,6 +816,81 @@ impl GameManager {
             seat,
             rematch: Some(created.info),
         })
+    }
+
+    /// If `who`'s offer on `id` would start the rematch as the game stands, creates it now
+    /// (as the offer would, with `next_id` and the offerer's `next_hash`) and returns it.
+    async fn create_rematch_first(
+        &self,
+        id: &GameId,
+        who: &Credential,
+        next_hash: TokenHash,
+        next_id: &GameId,
+    ) -> Result<Option<GameInfo>, GameError> {
+        let state = self.store.load(id).await.map_err(Self::not_found(id))?;
+        let hash = who.seat_hash(&state)?;
+        let now = SystemTime::now();
+        let offered = transition::offer_rematch(
+            state,
+            &hash,
+            next_hash,
+            next_id.clone(),
+            &self.limits.time,
+            now,
+        );
+        let Ok((
+            _,
+            Transition {
+                output: RematchOffer::Started(next),
+                ..
+            },
+        )) = offered
+        else {
+            // Not the second offer, or not allowed: the offer itself says why.
+            return Ok(None);
+        };
+        let (state, transition) = *next;
+        let creator = state.creator();
+        let created = self
+            .commit_and_publish(
+                true,
+                Commit {
+                    state,
+                    expected_sequence: 0,
+                    game_events: transition.game_events,
+                    lobby_events: transition.lobby_events,
+                    time: now,
+                    accounts: Vec::new(),
+                },
+            )
+            .await
+            .map_err(|error| {
+                tracing::error!(game_id = %id, rematch = %next_id, %error, "the rematch could not be created");
+                GameError::from(error)
+            })?;
+        // Counted among its creator's open games, even beyond the limit (the players agreed
+        // to it, and the game before it was over): otherwise rematch after rematch would give
+        // one address as many open games as it liked.
+        if let Some(creator) = creator {
+            self.open_games.restore(&created.info.id, creator);
+        }
+        Ok(Some(created.info))
+    }
+
+    /// A rematch created ahead whose offer then did not start it: aborted (as its offerer,
+    /// before any move), so that no game nobody agreed to stays open.
+    async fn withdraw_rematch(&self, created: Option<&GameInfo>, offerer: TokenHash) {
+        let Some(created) = created else {
+            return;
+        };
+        let aborted = self
+            .update(&created.id, |state, now| {
+                transition::abort(state, &offerer, now)
+            })
+            .await;
+        if let Err(error) = aborted {
+            tracing::error!(rematch = %created.id, %error, "a rematch created ahead could not be aborted");
+        }
     }
 
     /// Declines a rematch: the window closes.

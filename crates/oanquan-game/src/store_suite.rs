@@ -557,6 +557,7 @@ pub async fn rematch_offers_tokens_and_links_read_back(store: Arc<dyn GameStore>
             Some(second_next.hash().to_bytes())
         )
     );
+    assert_eq!(store.load(&next.id).await.unwrap().info().id, next.id);
     let kinds: Vec<GameEventKind> = published.events().iter().map(|e| e.kind.clone()).collect();
     assert_eq!(
         kinds[kinds.len() - 2..],
