@@ -625,12 +625,36 @@ fn load_endgame_tables(path: &std::path::Path) -> anyhow::Result<Arc<Tablebase>>
     Ok(Arc::new(tables))
 }
 
+/// `info`, but h2's own warnings only from `error` up: it warns once per connection that a
+/// client resets too many streams, which a flood of such clients turns into thousands of lines
+/// a second (its GOAWAY already deals with them).
+const DEFAULT_LOG_FILTER: &str = "info,h2=error";
+
+/// tonic-reflection panics in its stream task when a client goes away mid-stream (its
+/// `send(..).expect("send")`): the task ends, nothing else is affected, but the default hook
+/// prints each one (with a backtrace under `RUST_BACKTRACE`, costly to make), so a client could
+/// fill the log and spend the server's CPU at will. Those panics are logged at debug; any other
+/// goes to the default hook as before.
+fn quiet_client_caused_panics() {
+    let default = std::panic::take_hook();
+    std::panic::set_hook(Box::new(move |info| {
+        let reflection = info
+            .location()
+            .is_some_and(|at| at.file().contains("tonic-reflection"));
+        if reflection {
+            tracing::debug!(panic = %info, "a reflection stream ended with its client");
+        } else {
+            default(info);
+        }
+    }));
+}
+
 fn main() -> ExitCode {
     let args = Args::parse_checked();
     let logs = tracing_subscriber::fmt()
         .with_env_filter(
             tracing_subscriber::EnvFilter::try_from_default_env()
-                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info")),
+                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(DEFAULT_LOG_FILTER)),
         )
         .with_writer(std::io::stderr);
     match args.log_format {
@@ -645,6 +669,7 @@ fn main() -> ExitCode {
     if let Some(Command::Backup(backup_args)) = &args.command {
         return backup(backup_args);
     }
+    quiet_client_caused_panics();
     let runtime = match tokio::runtime::Runtime::new() {
         Ok(runtime) => runtime,
         Err(error) => {
