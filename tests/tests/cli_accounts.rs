@@ -5,7 +5,7 @@
 
 use std::path::Path;
 
-use oanquan_e2e::{CliProcess, Lines, Output, Server, config_dir, run_cli};
+use oanquan_e2e::{CliProcess, Lines, Output, Server, cli_command, config_dir, run_cli};
 use serde_json::Value;
 
 fn json_of(stdout: &str) -> Value {
@@ -137,6 +137,97 @@ fn register_keeps_the_key_private_and_refuses_what_it_must() {
     assert!(!registered.stdout.contains(&stored_key(other.path())));
 }
 
+/// `oanquan login` with `stdin` as the key, in `dir`.
+fn login(url: &str, dir: &Path, stdin: &str, extra: &[&str]) -> Output {
+    use std::io::Write as _;
+    let mut args = vec!["login"];
+    args.extend_from_slice(extra);
+    let mut child = cli_command(url, dir, &args)
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("run oanquan login");
+    child
+        .stdin
+        .take()
+        .expect("stdin")
+        .write_all(stdin.as_bytes())
+        .expect("write the key");
+    let out = child.wait_with_output().expect("wait for oanquan login");
+    Output {
+        code: out.status.code(),
+        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
+        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+    }
+}
+
+/// An account registered on one machine is used on another with a key made for it, read from
+/// stdin: nothing but the key moves, and nothing is stored for a key the server refuses.
+#[test]
+fn a_key_from_another_machine_logs_in_from_stdin() {
+    let server = Server::start();
+    let url = server.url();
+    let (home, laptop) = (config_dir(), config_dir());
+    register(&url, home.path(), "Lan");
+    let made = ok(&url, home.path(), &["keys", "new"]);
+    let key = made
+        .stdout
+        .lines()
+        .find(|l| l.starts_with("oqk_"))
+        .unwrap_or_else(|| panic!("no key in {}", made.stdout))
+        .to_owned();
+
+    for (input, code, says) in [
+        ("", 2, "no API key on stdin"),
+        ("hello\n", 2, "that is not an API key"),
+        (
+            "oqk_0123456789abcdef_0123456789abcdef0123456789abcdef\n",
+            5,
+            "does not know this API key",
+        ),
+    ] {
+        let refused = login(&url, laptop.path(), input, &[]);
+        assert_eq!(refused.code, Some(code), "{input:?}: {refused:?}");
+        assert!(
+            refused.stderr.contains(says),
+            "{input:?}: {}",
+            refused.stderr
+        );
+        assert!(!laptop.path().join("account.json").exists(), "{input:?}");
+    }
+
+    let logged = login(&url, laptop.path(), &format!("  {key}  \n"), &[]);
+    assert_eq!(logged.code, Some(0), "{logged:?}");
+    assert!(
+        logged.stdout.starts_with("logged in as Lan on "),
+        "{}",
+        logged.stdout
+    );
+    assert!(!logged.stdout.contains(&key) && !logged.stderr.contains(&key));
+    assert_eq!(stored_key(laptop.path()), key);
+    assert_eq!(
+        json_of(&ok(&url, laptop.path(), &["me", "--json"]).stdout)["player"]["username"],
+        "Lan"
+    );
+    // `oanquan keys` marks the key stored on the laptop as the one stored there.
+    let keys = ok(&url, laptop.path(), &["keys"]);
+    let id = key.strip_prefix("oqk_").unwrap().split('_').next().unwrap();
+    assert!(
+        keys.stdout
+            .lines()
+            .any(|l| l.starts_with(id) && l.ends_with("(stored here)")),
+        "{}",
+        keys.stdout
+    );
+    // Not over a stored account without --force.
+    let again = login(&url, laptop.path(), &format!("{key}\n"), &[]);
+    assert_eq!(again.code, Some(4), "{again:?}");
+    assert!(again.stderr.contains("--force"), "{}", again.stderr);
+    let forced = login(&url, laptop.path(), &format!("{key}\n"), &["--force"]);
+    assert_eq!(forced.code, Some(0), "{forced:?}");
+}
+
 #[test]
 fn keys_are_listed_made_and_revoked() {
     let server = Server::start();
@@ -222,6 +313,11 @@ fn keys_are_listed_made_and_revoked() {
         revoked
             .stdout
             .starts_with(&format!("revoked API key {current}\n")),
+        "{}",
+        revoked.stdout
+    );
+    assert!(
+        revoked.stdout.contains("`oanquan login`"),
         "{}",
         revoked.stdout
     );

@@ -9,8 +9,8 @@ use oanquan_proto::v1::{
 
 use crate::account_file::{Account, AccountFile};
 use crate::cli::{
-    GamesArgs, KeysAction, KeysArgs, KeysNewArgs, PageArgs, PlayerArgs, RegisterArgs, ResultFilter,
-    TopArgs,
+    GamesArgs, KeysAction, KeysArgs, KeysNewArgs, LoginArgs, PageArgs, PlayerArgs, RegisterArgs,
+    ResultFilter, TopArgs,
 };
 use crate::client::{Clients, as_account, request};
 use crate::context::Context;
@@ -101,6 +101,95 @@ pub async fn register(
          ratings"
             .to_owned(),
     ])
+}
+
+/// Longest line read as an API key (a key is 53 characters).
+const MAX_KEY_LINE: usize = 1024;
+
+/// `oanquan login`: an API key of an account registered elsewhere, from stdin.
+pub async fn login(ctx: &Context, clients: &mut Clients, args: &LoginArgs) -> Result<(), CliError> {
+    let file = ctx.account_file()?;
+    may_store(&file, &ctx.server.name, args.force)?;
+    let key = read_key()?;
+    // `oqk_<id>_<secret>`: the id is the key's public id, as `oanquan keys` lists it.
+    let key_id = key
+        .strip_prefix("oqk_")
+        .and_then(|rest| rest.split_once('_'))
+        .map(|(id, _)| id.to_owned())
+        .filter(|id| !id.is_empty())
+        .ok_or_else(not_a_key)?;
+    let response = clients
+        .accounts
+        .get_me(as_account(request(GetMeRequest {}), Some(&key)).map_err(|_| not_a_key())?)
+        .await
+        .map_err(|s| match s.code() {
+            tonic::Code::Unauthenticated => CliError::new(
+                code::AUTH,
+                format!(
+                    "server {} does not know this API key (mistyped, revoked, or another \
+                     server's); nothing was stored",
+                    ctx.server.name
+                ),
+            ),
+            _ => CliError::from_status("check the API key", &s),
+        })?
+        .into_inner();
+    let player = response
+        .player
+        .clone()
+        .ok_or_else(|| CliError::bad_answer("GetMe without a player"))?;
+    file.put(Account {
+        server: ctx.server.name.clone(),
+        username: player.username.clone(),
+        api_key: key,
+        key_id,
+    })?;
+    if ctx.json {
+        return json::print(&response);
+    }
+    out_lines(&[
+        format!(
+            "logged in as {} on {}",
+            shown_name(&player.username),
+            ctx.server.name
+        ),
+        format!(
+            "API key stored in {} (keep it private: it plays as you)",
+            file.path().display()
+        ),
+    ])
+}
+
+fn not_a_key() -> CliError {
+    CliError::new(
+        code::USAGE,
+        "that is not an API key: keys look like oqk_..., as `oanquan keys new` prints them",
+    )
+}
+
+/// The first line of stdin, trimmed: the API key (prompted for on a terminal).
+fn read_key() -> Result<String, CliError> {
+    use std::io::{BufRead as _, IsTerminal as _, Read as _, Write as _};
+    let stdin = std::io::stdin();
+    if stdin.is_terminal() {
+        eprint!("API key: ");
+        let _ = std::io::stderr().flush();
+    }
+    let mut line = Vec::new();
+    stdin
+        .lock()
+        .take(MAX_KEY_LINE as u64)
+        .read_until(b'\n', &mut line)
+        .map_err(|e| CliError::io("reading the API key from stdin", &e))?;
+    let key = String::from_utf8_lossy(&line).trim().to_owned();
+    if key.is_empty() {
+        return Err(CliError::new(
+            code::USAGE,
+            "no API key on stdin: pipe one in (`oanquan login < key.txt`) or type it at the \
+             prompt",
+        ));
+    }
+    Ok(key)
 }
 
 /// Whether a new account may be stored for `server`: not over another one without `force`.
@@ -536,8 +625,9 @@ async fn revoke_key(
     out(format!("revoked API key {id}"))?;
     if stored {
         out(format!(
-            "it was the key stored here: removed from {}; `oanquan keys new` on another \
-             machine, or `oanquan register` for a new account",
+            "it was the key stored here: removed from {}; to play as the account again, \
+             make a key with `oanquan keys new` where the account is stored and bring it here \
+             with `oanquan login`",
             file.path().display()
         ))?;
     }

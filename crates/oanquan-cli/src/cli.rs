@@ -328,6 +328,20 @@ With --json, prints the RegisterResponse without its `apiKey` (the key goes to t
 file only).")]
     Register(RegisterArgs),
 
+    /// Keep an API key of your account (from `oanquan keys new` elsewhere), read from stdin.
+    #[command(long_about = "\
+Use an account that was registered elsewhere: reads one of its API keys (`oqk_...`, as \
+`oanquan keys new` prints it on the machine that has the account) from the first line of \
+standard input, so that it stays out of the shell's history and the process list, checks it \
+with the server, and stores it in account.json in the config directory like `register` does. \
+An account already stored for the server is not replaced without --force. A key the server \
+does not know (or revoked) exits 5 and stores nothing.
+
+Example: `oanquan login < key.txt`, or type the key at the prompt.
+
+With --json, prints the GetMeResponse of the account.")]
+    Login(LoginArgs),
+
     /// Your own profile: ratings, wins, draws and losses.
     #[command(long_about = "\
 Your own profile, as the server knows the account in the account file (see `oanquan \
@@ -869,6 +883,14 @@ pub struct RegisterArgs {
     /// The username: 3-20 letters, digits, `_` or `-`.
     pub username: String,
 
+    /// Replace the account already stored for this server (its key keeps working on the
+    /// server until revoked).
+    #[arg(long)]
+    pub force: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct LoginArgs {
     /// Replace the account already stored for this server (its key keeps working on the
     /// server until revoked).
     #[arg(long)]

@@ -243,7 +243,7 @@ pub fn as_account<T>(
         CliError::new(
             code::AUTH,
             "the API key in the account file is not a valid header value: check the file, or \
-             register again with `oanquan register NAME --force`",
+             store a working key with `oanquan login --force`",
         )
     })?;
     request.metadata_mut().insert("authorization", value);

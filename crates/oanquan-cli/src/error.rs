@@ -231,8 +231,8 @@ fn plain_words(status: &tonic::Status, reason: Option<ErrorReason>) -> String {
         }
         Some(ErrorReason::BadApiKey) => {
             "the server refuses the API key in your account file (revoked, or not this \
-             server's): check account.json in the config directory, register again with \
-             `oanquan register NAME --force`, or play with --anonymous"
+             server's): bring a working key with `oanquan login --force` (make one with \
+             `oanquan keys new` where the account works), or play with --anonymous"
         }
         Some(ErrorReason::RatedNeedsAccount) => {
             "rated games are for accounts only: register with `oanquan register NAME` (and \
@@ -475,7 +475,7 @@ mod tests {
         );
         let bad_key = err("ERROR_REASON_BAD_API_KEY", Code::Unauthenticated);
         assert_eq!(bad_key.code, code::AUTH);
-        for needle in ["account.json", "oanquan register", "--anonymous"] {
+        for needle in ["account file", "oanquan login --force", "--anonymous"] {
             assert!(bad_key.message.contains(needle), "{}", bad_key.message);
         }
         let rated = err("ERROR_REASON_RATED_NEEDS_ACCOUNT", Code::FailedPrecondition);

@@ -70,6 +70,7 @@ async fn run(cli: Cli) -> Result<(), CliError> {
         Command::Moves(args) => commands::moves(&ctx, &mut clients, args).await?,
         Command::Presets => commands::presets(&ctx, &mut clients).await?,
         Command::Register(args) => accounts::register(&ctx, &mut clients, args).await?,
+        Command::Login(args) => accounts::login(&ctx, &mut clients, args).await?,
         Command::Me => accounts::me(&ctx, &mut clients).await?,
         Command::Player(args) => accounts::player(&ctx, &mut clients, args).await?,
         Command::Top(args) => accounts::top(&ctx, &mut clients, args).await?,
