@@ -1199,3 +1199,44 @@ fn bytes_that_are_not_utf8_and_huge_lines_are_refused_lines() {
     );
     assert!(stdout.len() < 20_000, "{} bytes of output", stdout.len());
 }
+
+/// A token file that does not read back stops `create`, `join` and `seek` before they ask the
+/// server for a seat: a seat whose token cannot be kept could be neither played nor aborted.
+#[test]
+fn a_damaged_token_file_stops_a_seat_before_the_server_makes_it() {
+    let server = Server::start();
+    let url = server.url();
+    let (lan, other) = (config_dir(), config_dir());
+    let damaged = b"{\"version\": 2, \"entries\": [";
+    std::fs::write(lan.path().join("tokens.json"), damaged).unwrap();
+    let waiting =
+        json_of(&run_cli(&url, other.path(), &["create", "--name", "Minh", "--json"]).stdout);
+    let waiting_id = waiting["game"]["id"].as_str().expect("an id").to_owned();
+    for args in [
+        vec!["create", "--name", "Lan"],
+        vec!["join", waiting_id.as_str(), "--name", "Lan"],
+        vec!["seek", "3+2", "--name", "Lan"],
+    ] {
+        let refused = run_cli(&url, lan.path(), &args);
+        assert_eq!(refused.code, Some(1), "{args:?}: {refused:?}");
+        assert!(
+            refused.stderr.contains("tokens.json is not valid")
+                && refused.stderr.contains("nothing was asked of the server")
+                && refused.stderr.contains("Move the file aside"),
+            "{args:?}: {}",
+            refused.stderr
+        );
+    }
+    // Only the other client's game is there, still waiting; the file is as it was.
+    let games = json_of(&run_cli(&url, other.path(), &["list", "--json"]).stdout);
+    let games = games["games"].as_array().expect("games");
+    assert_eq!(games.len(), 1, "{games:?}");
+    assert_eq!(
+        games[0]["status"], "GAME_STATUS_WAITING_FOR_PLAYERS",
+        "{games:?}"
+    );
+    assert_eq!(
+        std::fs::read(lan.path().join("tokens.json")).unwrap(),
+        damaged
+    );
+}

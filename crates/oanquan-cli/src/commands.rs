@@ -186,7 +186,7 @@ pub async fn create(
     let tc = args.clock.time_control();
     seating.check_rated(args.rated, tc)?;
     let name = seating.name.clone();
-    let store = ctx.token_store()?;
+    let store = ctx.token_store()?.checked()?;
     let seat = args.seat.side().map_or(Player::Unspecified, Side::to_proto);
     let response = clients
         .games
@@ -231,7 +231,7 @@ pub async fn join(
 ) -> Result<(String, Side), CliError> {
     let seating = Seating::new(ctx, &args.name, args.account.anonymous)?;
     let name = seating.name.clone();
-    let store = ctx.token_store()?;
+    let store = ctx.token_store()?.checked()?;
     let response = clients
         .games
         .join_game(seating.sign(request(JoinGameRequest {
@@ -571,7 +571,7 @@ pub async fn accept(
 ) -> Result<(String, Side), CliError> {
     let seating = Seating::new(ctx, &args.name, args.account.anonymous)?;
     let name = seating.name.clone();
-    let store = ctx.token_store()?;
+    let store = ctx.token_store()?.checked()?;
     let response = clients
         .games
         .accept_seek(seating.sign(request(AcceptSeekRequest {
@@ -636,7 +636,7 @@ pub async fn saved_seats(
     game_id: &str,
     wanted: Option<Side>,
 ) -> Result<Seats, CliError> {
-    let store = ctx.token_store()?;
+    let store = ctx.token_store()?.checked()?;
     let mut seats = store.seats(&ctx.server.name, game_id)?;
     if let Some(wanted) = wanted {
         let held: Vec<String> = seats.iter().map(|e| e.seat.clone()).collect();

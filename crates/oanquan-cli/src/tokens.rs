@@ -143,6 +143,23 @@ impl TokenStore {
         }
     }
 
+    /// This store, once its file reads back: checked before a command takes a seat on the
+    /// server, so that a damaged file stops it before the seat exists (a seat whose token
+    /// cannot be kept can be neither played nor aborted).
+    pub fn checked(self) -> Result<Self, CliError> {
+        self.load().map_err(|e| {
+            CliError::new(
+                e.code,
+                format!(
+                    "{}; nothing was asked of the server. Move the file aside (a new one is \
+                     started; the seats it held are lost) or repair it",
+                    e.message
+                ),
+            )
+        })?;
+        Ok(self)
+    }
+
     /// The stored seats of a game on a server: none, one, or both (first seat first).
     pub fn seats(&self, server: &str, game_id: &str) -> Result<Vec<Entry>, CliError> {
         let server = normalize_server(server);
