@@ -777,6 +777,15 @@ fn a_draw_offer_lapses_when_the_offerers_opponent_moves_and_stays_when_the_offer
 }
 
 #[test]
+fn the_computer_is_not_offered_draws() {
+    let (state, token) = against_computer(TimeControl::Untimed);
+    match transition::offer_draw(state, &token, secs(1)) {
+        Err(GameError::CannotOffer(why)) => assert!(why.contains("computer"), "{why}"),
+        other => panic!("{other:?}"),
+    }
+}
+
+#[test]
 fn a_draw_cannot_be_offered_in_a_game_that_has_not_started_or_is_over() {
     let token = PlayerToken::generate().hash();
     let (waiting, _) = create_g1(Opponent::Wait, token, TimeControl::Untimed);

@@ -658,7 +658,7 @@ fn round_secs(d: Duration) -> Duration {
 ///
 /// [`GameError::WrongToken`], [`GameError::GameNotStarted`], [`GameError::GameOver`] (also
 /// once the player to move is out of time), [`GameError::CannotOffer`] for a second offer on
-/// the same move.
+/// the same move, or to the computer.
 pub fn offer_draw(state: GameState, token: &TokenHash, now: SystemTime) -> Decided<DrawAction> {
     let seat = state.seat_of(token).ok_or(GameError::WrongToken)?;
     active(&state)?;
@@ -681,6 +681,12 @@ pub fn offer_draw(state: GameState, token: &TokenHash, now: SystemTime) -> Decid
     }
     if info.draw_offer == Some(seat) {
         return Ok((state, with_output(nothing(), DrawAction::Offered)));
+    }
+    // The computer never answers an offer: refused at once rather than left standing unheard.
+    if let Some(PlayerKind::Computer { .. }) = info.seats[seat.other()].as_ref().map(|s| &s.kind) {
+        return Err(GameError::CannotOffer(
+            "the computer does not take draws: play on, or resign".to_owned(),
+        ));
     }
     if info.last_draw_offer[seat] == Some(info.move_count) {
         return Err(GameError::CannotOffer(
