@@ -81,23 +81,27 @@ impl Unread {
     /// it dropped.
     pub fn sweep(&self) -> usize {
         let now = self.tick.fetch_add(1, Ordering::Relaxed) + 1;
+        // Taken out of the registry and looked at outside its lock: under load the list holds
+        // every response since the last sweep, and new responses must not wait for the walk.
+        let bodies =
+            std::mem::take(&mut *self.bodies.lock().unwrap_or_else(PoisonError::into_inner));
         let mut dropped = Vec::new();
+        let mut kept = Vec::new();
+        for weak in bodies {
+            let Some(slot) = weak.upgrade() else {
+                continue;
+            };
+            let since = slot.parked_since.load(Ordering::Relaxed);
+            if since == 0 || now.saturating_sub(since) <= u64::from(SWEEPS) {
+                kept.push(weak);
+            } else if let Some(inner) = slot.lock().take() {
+                dropped.push(inner);
+            }
+        }
         self.bodies
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
-            .retain(|slot| {
-                let Some(slot) = slot.upgrade() else {
-                    return false;
-                };
-                let since = slot.parked_since.load(Ordering::Relaxed);
-                if since == 0 || now.saturating_sub(since) <= u64::from(SWEEPS) {
-                    return true;
-                }
-                if let Some(inner) = slot.lock().take() {
-                    dropped.push(inner);
-                }
-                false
-            });
+            .extend(kept);
         self.dropped
             .fetch_add(dropped.len() as u64, Ordering::Relaxed);
         // Dropped here, outside the registry's lock: a watch stream's drop does work.
