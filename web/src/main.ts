@@ -827,7 +827,9 @@ function showGame(id: string): () => void {
     hint.hidden = finished;
     over.textContent = finished ? `Game over: ${resultText(game) || "aborted"}` : "";
     resign.hidden = !mine || !active;
-    draw.hidden = !mine || !active;
+    // The computer does not take draws (the server refuses the offer).
+    const opponent = seat === Player.FIRST ? game.secondSeat : game.firstSeat;
+    draw.hidden = !mine || !active || opponent?.kind === PlayerKind.COMPUTER;
     draw.textContent = game.drawOffer !== Player.UNSPECIFIED && game.drawOffer !== seat ? "Accept draw" : "Offer draw";
     declineDraw.hidden = !mine || !active || game.drawOffer === Player.UNSPECIFIED || game.drawOffer === seat;
     rematch.hidden = !mine || game.status !== GameStatus.FINISHED || !!game.rematch;

@@ -261,6 +261,22 @@ test("two players play a whole game by clicks; a spectator sees every move; a re
   }
 });
 
+test("a draw is offered to a person, not to the computer", async () => {
+  const lan = await player("Lan");
+  const minh = await player("Minh");
+  const id = await createGame(lan);
+  await joinGame(minh, id);
+  await lan.getByTestId("board").waitFor();
+  await lan.getByTestId("draw").waitFor({ state: "visible" });
+  // Against the computer the button is not there: the server refuses such an offer.
+  const solo = await player("Solo");
+  await solo.getByTestId("opponent").selectOption("1");
+  await solo.getByTestId("create-game").click();
+  await gameIdOf(solo);
+  await solo.getByTestId("resign").waitFor({ state: "visible" });
+  assert.equal(await solo.getByTestId("draw").isVisible(), false);
+});
+
 test("a timed game's flag falls in the page", async () => {
   const first = await player("Flag");
   const second = await player("Fall");
