@@ -143,7 +143,8 @@ pub struct Global {
     #[arg(long, global = true, env = "OANQUAN_CA_CERT", value_name = "FILE")]
     pub ca_cert: Option<PathBuf>,
 
-    /// Directory of the token file [default: $XDG_CONFIG_HOME/oanquan or ~/.config/oanquan].
+    /// Directory of the token file and the account file [default: $XDG_CONFIG_HOME/oanquan or
+    /// ~/.config/oanquan].
     #[arg(long, global = true, env = "OANQUAN_CONFIG_DIR", value_name = "DIR")]
     pub config_dir: Option<PathBuf>,
 
