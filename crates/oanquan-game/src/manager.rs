@@ -783,38 +783,13 @@ impl GameManager {
         // out the second (the other was committed in between): created after the link, then,
         // as the one way left. Should that fail, the link names a game that does not exist
         // (logged; players create anew).
-        let (state, transition) = *next;
-        let creator = state.creator();
-        let now = SystemTime::now();
-        let created = self
-            .commit_and_publish(
-                true,
-                Commit {
-                    state,
-                    expected_sequence: 0,
-                    game_events: transition.game_events,
-                    lobby_events: transition.lobby_events,
-                    time: now,
-                    accounts: Vec::new(),
-                },
-            )
-            .await
-            .map_err(|error| {
-                tracing::error!(game_id = %id, rematch = %next_id, %error, "the rematch could not be created");
-                GameError::from(error)
-            })?;
-        // Counted among its creator's open games, even beyond the limit (the players agreed
-        // to it, and the game before it was over): otherwise rematch after rematch would give
-        // one address as many open games as it liked.
-        if let Some(creator) = creator {
-            self.open_games.restore(&created.info.id, creator);
-        }
+        let created = self.create_rematch(id, *next, SystemTime::now()).await?;
         info!(game_id = %id, rematch = %next_id, "rematch started");
         Ok(RematchOffered {
             game: committed.info,
             token: next_token,
             seat,
-            rematch: Some(created.info),
+            rematch: Some(created),
         })
     }
 
@@ -849,8 +824,19 @@ impl GameManager {
             // Not the second offer, or not allowed: the offer itself says why.
             return Ok(None);
         };
-        let (state, transition) = *next;
+        Ok(Some(self.create_rematch(id, *next, now).await?))
+    }
+
+    /// Creates the rematch of `id` that an offer decided (`next`, its state and transition),
+    /// counted among its creator's open games.
+    async fn create_rematch(
+        &self,
+        id: &GameId,
+        (state, transition): (GameState, Transition<()>),
+        now: SystemTime,
+    ) -> Result<GameInfo, GameError> {
         let creator = state.creator();
+        let next_id = state.info().id.clone();
         let created = self
             .commit_and_publish(
                 true,
@@ -874,7 +860,7 @@ impl GameManager {
         if let Some(creator) = creator {
             self.open_games.restore(&created.info.id, creator);
         }
-        Ok(Some(created.info))
+        Ok(created.info)
     }
 
     /// A rematch created ahead whose offer then did not start it: aborted (as its offerer,
