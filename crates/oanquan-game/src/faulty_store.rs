@@ -107,12 +107,7 @@ impl GameStore for FaultyStore {
 
     fn commit(&self, commit: Commit) -> StoreFuture<'_, Committed> {
         let id = commit.state.info().id.clone();
-        if self
-            .refused
-            .lock()
-            .unwrap()
-            .contains(&commit.state.info().id)
-        {
+        if self.refused.lock().unwrap().contains(&id) {
             self.refusals.fetch_add(1, Ordering::SeqCst);
             return Box::pin(async { Err(StoreError::Unavailable("the disk is full".to_owned())) });
         }

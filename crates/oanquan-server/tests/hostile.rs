@@ -1047,24 +1047,6 @@ async fn garbage_on_the_wire_does_not_hurt_the_server() {
     assert_serving(server.channel().await).await;
 }
 
-/// How long until the server closes `stream` (reading and dropping anything it sends); `None`
-/// if it is still open after 5 s.
-async fn closed_after(mut stream: TcpStream) -> Option<Duration> {
-    let started = Instant::now();
-    let mut sink = [0; 4096];
-    tokio::time::timeout(Duration::from_secs(5), async {
-        loop {
-            match stream.read(&mut sink).await {
-                Ok(0) | Err(_) => break,
-                Ok(_) => {}
-            }
-        }
-    })
-    .await
-    .ok()
-    .map(|()| started.elapsed())
-}
-
 /// Raw connections that stop before the end of their handshake: silent, half a preface, the
 /// fixed preface without the SETTINGS frame that must follow it; HTTP/1 (slowloris): one byte
 /// of a method, a request head without its blank line.

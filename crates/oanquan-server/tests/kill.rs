@@ -198,41 +198,16 @@ async fn a_sigkill_in_a_timed_turn_charges_the_turn_but_not_the_outage() {
     let path = dir.path().join("oanquan.db");
     let server = ServerBinary::start(&path);
     let mut client = Games::new(server.channel().await);
-    let minute = prost_types::Duration {
-        seconds: 60,
-        nanos: 0,
-    };
-    let (id, first, second) = create_and_join(
-        &mut client,
-        pb::CreateGameRequest {
-            rules: preset("standard"),
-            seat: pb::Player::First.into(),
-            display_name: "Lan".into(),
-            time_control: Some(pb::TimeControl {
-                kind: Some(pb::time_control::Kind::RealTime(
-                    pb::time_control::RealTime {
-                        initial: Some(minute),
-                        increment: Some(prost_types::Duration::default()),
-                    },
-                )),
-            }),
-            ..Default::default()
-        },
-    )
-    .await;
+    let (id, first, second) = minute_game(&mut client).await;
     // Each player's first move has its own limit; the clocks run from the third.
     let mut game = play_one(&mut client, &id, (&first, &second)).await;
     for _ in 0..2 {
         game = play_one(&mut client, &id, (&first, &second)).await;
     }
     let left = |game: &pb::Game| -> Duration {
-        let clocks = game.clocks.as_ref().unwrap();
-        let (remaining, running) = match clocks.running() {
-            pb::Player::First => (clocks.first_remaining, pb::Player::First),
-            _ => (clocks.second_remaining, pb::Player::Second),
-        };
+        let running = game.clocks.as_ref().unwrap().running();
         assert_eq!(running, pb::Player::Second, "{game:?}");
-        Duration::try_from(remaining.unwrap()).unwrap()
+        remaining_of(game, running)
     };
     let at_start = left(&game);
     let turn_start = std::time::SystemTime::try_from(game.turn_start_time.unwrap()).unwrap();

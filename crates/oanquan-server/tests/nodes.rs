@@ -174,15 +174,6 @@ async fn a_computer_game_goes_on_when_the_leader_node_is_killed() {
     schema.drop().await;
 }
 
-fn remaining_of(game: &pb::Game, player: pb::Player) -> Duration {
-    let clocks = game.clocks.as_ref().expect("a timed game has clocks");
-    let left = match player {
-        pb::Player::First => clocks.first_remaining,
-        _ => clocks.second_remaining,
-    };
-    Duration::try_from(left.expect("a remaining time")).unwrap()
-}
-
 /// Every node stops, and two start again together (as a deployment restarts them): the running
 /// turn is charged up to the stop once, and neither node gives any of it back. Each node gives
 /// the turns their time back at start when no other node serves; without that being one step
@@ -196,27 +187,7 @@ async fn nodes_starting_together_after_an_outage_charge_the_turn_once() {
     let dir = tempfile::tempdir().unwrap();
     let node = Node::start(&schema.database, dir.path(), &[]);
     let mut client = node.games().await;
-    let (id, first, second) = create_and_join(
-        &mut client,
-        pb::CreateGameRequest {
-            rules: preset("standard"),
-            seat: pb::Player::First.into(),
-            display_name: "Lan".into(),
-            time_control: Some(pb::TimeControl {
-                kind: Some(pb::time_control::Kind::RealTime(
-                    pb::time_control::RealTime {
-                        initial: Some(prost_types::Duration {
-                            seconds: 60,
-                            nanos: 0,
-                        }),
-                        increment: None,
-                    },
-                )),
-            }),
-            ..Default::default()
-        },
-    )
-    .await;
+    let (id, first, second) = minute_game(&mut client).await;
     play_one(&mut client, &id, (&first, &second)).await;
     let game = play_one(&mut client, &id, (&first, &second)).await;
     let to_move = game.position.as_ref().unwrap().to_move();

@@ -9,7 +9,7 @@ use std::net::SocketAddr;
 use std::time::Duration;
 
 use bytes::{Buf as _, Bytes};
-use common::{authed, started};
+use common::{authed, closed_after, started};
 use http::{Method, Request, Response, StatusCode, header};
 use http_body_util::{BodyExt as _, Full};
 use hyper::body::Incoming;
@@ -242,6 +242,32 @@ async fn read_frames(
     }
 }
 
+/// The game events of a `WatchGame` stream's messages so far, heartbeats left out.
+fn game_events(frames: &Frames) -> Vec<pb::game_event::Kind> {
+    frames
+        .messages
+        .iter()
+        .filter_map(|message| pb::WatchGameResponse::decode(message.clone()).ok()?.event)
+        .filter_map(|event| event.kind)
+        .filter(|kind| !matches!(kind, pb::game_event::Kind::Heartbeat(_)))
+        .collect()
+}
+
+/// A `WatchGame` stream of game `id` over gRPC-Web on HTTP/1.1: its body, to read frames from.
+async fn watch_game_web(addr: SocketAddr, id: &str) -> Incoming {
+    let request = grpc_web_request(
+        addr,
+        "WatchGame",
+        frame(&pb::WatchGameRequest {
+            game_id: id.to_owned(),
+            ..Default::default()
+        }),
+    );
+    let response = send(addr, request).await;
+    assert_eq!(response.status(), StatusCode::OK);
+    response.into_body()
+}
+
 async fn grpc_web_unary(addr: SocketAddr, method: &str, message: impl prost::Message) -> Frames {
     let response = send(addr, grpc_web_request(addr, method, frame(&message))).await;
     assert_eq!(response.status(), StatusCode::OK);
@@ -308,34 +334,15 @@ async fn grpc_web_server_streams_deliver_events_as_they_happen() {
     let mut games = server.games().await;
     let (id, first, _) = started(&mut games, "standard").await;
 
-    let request = grpc_web_request(
-        server.addr,
-        "WatchGame",
-        frame(&pb::WatchGameRequest {
-            game_id: id.clone(),
-            ..Default::default()
-        }),
-    );
-    let response = send(server.addr, request).await;
-    assert_eq!(response.status(), StatusCode::OK);
-    let mut body = response.into_body();
+    let mut body = watch_game_web(server.addr, &id).await;
     let mut buffer = Vec::new();
     let mut frames = Frames::default();
-    let events = |frames: &Frames| {
-        frames
-            .messages
-            .iter()
-            .filter_map(|message| pb::WatchGameResponse::decode(message.clone()).ok()?.event)
-            .filter_map(|event| event.kind)
-            .filter(|kind| !matches!(kind, pb::game_event::Kind::Heartbeat(_)))
-            .collect::<Vec<_>>()
-    };
     read_frames(&mut body, &mut buffer, &mut frames, |frames| {
-        !events(frames).is_empty()
+        !game_events(frames).is_empty()
     })
     .await;
     assert!(matches!(
-        events(&frames)[0],
+        game_events(&frames)[0],
         pb::game_event::Kind::Snapshot(_)
     ));
 
@@ -350,11 +357,11 @@ async fn grpc_web_server_streams_deliver_events_as_they_happen() {
     })
     .await;
     assert!(
-        events(&frames)
+        game_events(&frames)
             .iter()
             .any(|kind| matches!(kind, pb::game_event::Kind::GameOver(_))),
         "{:?}",
-        events(&frames)
+        game_events(&frames)
     );
     assert_eq!(frames.trailers["grpc-status"], "0");
 }
@@ -438,20 +445,6 @@ async fn response_head(stream: &mut (impl tokio::io::AsyncRead + Unpin)) -> Stri
         head.push(byte[0]);
     }
     String::from_utf8(head).unwrap()
-}
-
-/// How long until the server closes the connection `read` reads from; `None` if it is still
-/// open after 5 s.
-async fn closed_after(mut read: impl tokio::io::AsyncRead + Unpin) -> Option<Duration> {
-    use tokio::io::AsyncReadExt as _;
-    let started = std::time::Instant::now();
-    let mut sink = [0; 4096];
-    tokio::time::timeout(Duration::from_secs(5), async {
-        while let Ok(1..) = read.read(&mut sink).await {}
-    })
-    .await
-    .ok()
-    .map(|()| started.elapsed())
 }
 
 #[tokio::test]
@@ -540,15 +533,7 @@ async fn kept_alive_http1_connections_cannot_stall_the_next_request() {
     // A gRPC-Web stream writes its heartbeats, so it outlives the limit while nothing happens.
     let mut games = server.games().await;
     let (id, first, _) = started(&mut games, "standard").await;
-    let request = grpc_web_request(
-        server.addr,
-        "WatchGame",
-        frame(&pb::WatchGameRequest {
-            game_id: id.clone(),
-            ..Default::default()
-        }),
-    );
-    let mut body = send(server.addr, request).await.into_body();
+    let mut body = watch_game_web(server.addr, &id).await;
     let (mut buffer, mut frames) = (Vec::new(), Frames::default());
     read_frames(&mut body, &mut buffer, &mut frames, |frames| {
         !frames.messages.is_empty()
@@ -564,11 +549,8 @@ async fn kept_alive_http1_connections_cannot_stall_the_next_request() {
     })
     .await;
     assert_eq!(frames.trailers["grpc-status"], "0", "{frames:?}");
-    let over = frames
-        .messages
+    let over = game_events(&frames)
         .iter()
-        .filter_map(|message| pb::WatchGameResponse::decode(message.clone()).ok()?.event)
-        .filter_map(|event| event.kind)
         .any(|kind| matches!(kind, pb::game_event::Kind::GameOver(_)));
     assert!(over, "the stream ended without the game's end");
 }

@@ -505,3 +505,53 @@ impl Drop for ServerBinary {
         let _ = self.child.wait();
     }
 }
+
+/// How long until the server closes the connection `read` reads from (reading and dropping
+/// anything it sends); `None` if it is still open after 5 s.
+pub async fn closed_after(mut read: impl tokio::io::AsyncRead + Unpin) -> Option<Duration> {
+    use tokio::io::AsyncReadExt as _;
+    let started = std::time::Instant::now();
+    let mut sink = [0; 4096];
+    tokio::time::timeout(Duration::from_secs(5), async {
+        while let Ok(1..) = read.read(&mut sink).await {}
+    })
+    .await
+    .ok()
+    .map(|()| started.elapsed())
+}
+
+/// A standard game with a real-time clock of one minute and no increment, created as the
+/// first player ("Lan") and joined: (id, first token, second token).
+pub async fn minute_game(client: &mut Games) -> (String, String, String) {
+    create_and_join(
+        client,
+        pb::CreateGameRequest {
+            rules: preset("standard"),
+            seat: pb::Player::First.into(),
+            display_name: "Lan".into(),
+            time_control: Some(pb::TimeControl {
+                kind: Some(pb::time_control::Kind::RealTime(
+                    pb::time_control::RealTime {
+                        initial: Some(prost_types::Duration {
+                            seconds: 60,
+                            nanos: 0,
+                        }),
+                        increment: Some(prost_types::Duration::default()),
+                    },
+                )),
+            }),
+            ..Default::default()
+        },
+    )
+    .await
+}
+
+/// The time `player` has left in a timed `game`, as its clocks read.
+pub fn remaining_of(game: &pb::Game, player: pb::Player) -> Duration {
+    let clocks = game.clocks.as_ref().expect("a timed game has clocks");
+    let left = match player {
+        pb::Player::First => clocks.first_remaining,
+        _ => clocks.second_remaining,
+    };
+    Duration::try_from(left.expect("a remaining time")).unwrap()
+}
