@@ -79,7 +79,8 @@ pub struct TransportLimits {
 #[derive(Debug, Clone, Copy, PartialEq, Args)]
 #[command(next_help_heading = "Per-client limits")]
 pub struct ClientLimits {
-    /// Requests per second one client address may make on average (health checks excluded);
+    /// Requests per second one client address may make on average (health checks count apart,
+    /// see --health-rate-limit; each request on a reflection stream counts);
     /// more get RESOURCE_EXHAUSTED with a retry delay. 0 turns the limit off.
     #[arg(
         long,
@@ -93,6 +94,18 @@ pub struct ClientLimits {
     /// Requests one client address may make in a burst above --rate-limit.
     #[arg(long, env = "OANQUAN_RATE_LIMIT_BURST", default_value = "100")]
     pub rate_limit_burst: u32,
+
+    /// Health checks (`grpc.health.v1`) per second one client address may make, in a bucket
+    /// of their own (twice this many at once), so other traffic never makes a probe fail;
+    /// more get RESOURCE_EXHAUSTED. 0 turns the limit off.
+    #[arg(
+        long,
+        env = "OANQUAN_HEALTH_RATE_LIMIT",
+        value_name = "PER_SECOND",
+        default_value = "20",
+        value_parser = parse_rate
+    )]
+    pub health_rate_limit: f64,
 
     /// TCP connections one client address may have open at once; more are closed as they are
     /// accepted. 0 = no limit.
@@ -121,6 +134,17 @@ impl ClientLimits {
         (self.rate_limit > 0.0 && self.rate_limit_burst > 0).then_some(RateLimit {
             per_second: self.rate_limit,
             burst: self.rate_limit_burst,
+        })
+    }
+
+    /// The health checks' own limit, `None` when `--health-rate-limit` is 0: a burst of two
+    /// seconds' worth (at least 1).
+    #[must_use]
+    pub fn health_rate_limit(&self) -> Option<RateLimit> {
+        (self.health_rate_limit > 0.0).then(|| RateLimit {
+            per_second: self.health_rate_limit,
+            // Saturating: a rate beyond u32 is no limit in practice.
+            burst: ((self.health_rate_limit * 2.0).ceil() as u32).max(1),
         })
     }
 }
@@ -685,6 +709,28 @@ mod tests {
                 burst: 100
             })
         );
+        assert_eq!(
+            ClientLimits::default().health_rate_limit(),
+            Some(RateLimit {
+                per_second: 20.0,
+                burst: 40
+            })
+        );
+        let tiny = ClientLimits {
+            health_rate_limit: 0.1,
+            ..ClientLimits::default()
+        };
+        assert_eq!(tiny.health_rate_limit().map(|l| l.burst), Some(1));
+        let huge = ClientLimits {
+            health_rate_limit: f64::MAX,
+            ..ClientLimits::default()
+        };
+        assert_eq!(huge.health_rate_limit().map(|l| l.burst), Some(u32::MAX));
+        let off = ClientLimits {
+            health_rate_limit: 0.0,
+            ..ClientLimits::default()
+        };
+        assert_eq!(off.health_rate_limit(), None);
         assert!(ClientLimits::default().exempt_loopback);
         assert_eq!(
             GameLimits::default().idle_game_timeout,

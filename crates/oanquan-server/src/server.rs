@@ -30,6 +30,7 @@ use crate::domain::{reaper, timekeeper};
 use crate::grpc::accept::{self, Handshake};
 use crate::grpc::connections::ConnectionLimit;
 use crate::grpc::health::HealthApi;
+use crate::grpc::reflection::Metered;
 use crate::grpc::unread::{Unread, UnreadLayer};
 use crate::grpc::{
     AccountApi, GameApi, GameRoutes, ObserveLayer, RateLimitLayer, RulesApi, StreamSettings,
@@ -362,8 +363,17 @@ pub async fn run_with_store(
             .register_encoded_file_descriptor_set(tonic_health::pb::FILE_DESCRIPTOR_SET)
             .register_encoded_file_descriptor_set(GOOGLE_RPC_DESCRIPTOR_SET)
     };
-    let reflection_v1 = reflection().build_v1()?;
-    let reflection_v1alpha = reflection().build_v1alpha()?;
+    // One stream carries any number of reflection requests: each counts against the rate limit.
+    let reflection_v1 = Metered::new(
+        reflection().build_v1()?,
+        Arc::clone(&rate_limiter),
+        metrics.clone(),
+    );
+    let reflection_v1alpha = Metered::new(
+        reflection().build_v1alpha()?,
+        Arc::clone(&rate_limiter),
+        metrics.clone(),
+    );
 
     let transport = &config.transport;
     let max = transport.max_message_size;
@@ -451,7 +461,14 @@ pub async fn run_with_store(
         .layer(GrpcWebLayer::new())
         // Outermost of the gRPC layers, so that it counts the rate limit's refusals as calls.
         .layer(ObserveLayer::new(metrics.clone()))
-        .layer(RateLimitLayer::new(rate_limiter).with_metrics(metrics))
+        .layer(
+            RateLimitLayer::new(rate_limiter)
+                .with_health(Arc::new(RateLimiter::new(
+                    config.clients.health_rate_limit(),
+                    exempt_loopback,
+                )))
+                .with_metrics(metrics),
+        )
         .add_service(health_service)
         .add_service(reflection_v1)
         .add_service(reflection_v1alpha)

@@ -1162,6 +1162,106 @@ async fn a_client_over_the_request_rate_is_refused_and_others_carry_on() {
 }
 
 #[tokio::test]
+async fn a_health_check_flood_is_refused_in_a_bucket_of_its_own() {
+    let mut settings = hostile_config();
+    settings.clients.rate_limit = 2.0;
+    settings.clients.rate_limit_burst = 10;
+    settings.clients.health_rate_limit = 5.0;
+    let server = start(settings).await;
+    let mut health = HealthClient::new(server.channel().await);
+    let check = || tonic_health::pb::HealthCheckRequest {
+        service: String::new(),
+    };
+    let mut allowed = 0;
+    let status = loop {
+        match health.check(check()).await {
+            Ok(_) => allowed += 1,
+            Err(status) => break status,
+        }
+        assert!(allowed < 100, "the flood was never refused");
+    };
+    // A burst of two seconds' worth, refilling at 5 a second while the loop runs.
+    assert!((10..=14).contains(&allowed), "{allowed} allowed");
+    assert_reason(
+        &status,
+        Code::ResourceExhausted,
+        "ERROR_REASON_LIMIT_EXCEEDED",
+    );
+    // The flood took nothing from the same address's other calls, nor from another address.
+    let mut rules = server.rules().await;
+    rules.list_presets(pb::ListPresetsRequest {}).await.unwrap();
+    assert_serving(channel_from("127.0.0.2", server.addr).await).await;
+    // And an ordinary prober's pace is never refused.
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    for _ in 0..5 {
+        health.check(check()).await.unwrap();
+        tokio::time::sleep(Duration::from_millis(250)).await;
+    }
+}
+
+#[tokio::test]
+async fn reflection_requests_inside_one_stream_count_against_the_rate() {
+    use tonic_reflection::pb::v1;
+    use v1::server_reflection_client::ServerReflectionClient;
+    use v1::server_reflection_request::MessageRequest;
+
+    let mut settings = hostile_config();
+    settings.clients.rate_limit = 2.0;
+    settings.clients.rate_limit_burst = 10;
+    let server = start(settings).await;
+    let mut client = ServerReflectionClient::new(server.channel().await);
+    // 200 requests on one stream: before, one call for the limiter, and every one answered.
+    let requests = (0..200).map(|_| v1::ServerReflectionRequest {
+        host: String::new(),
+        message_request: Some(MessageRequest::FileContainingSymbol(
+            "oanquan.v1.GameService".into(),
+        )),
+    });
+    let mut responses = client
+        .server_reflection_info(tokio_stream::iter(requests))
+        .await
+        .unwrap()
+        .into_inner();
+    let mut answered = 0;
+    let status = loop {
+        match responses.message().await {
+            Ok(Some(_)) => answered += 1,
+            Ok(None) => panic!("the stream ended OK after {answered} answers"),
+            Err(status) => break status,
+        }
+    };
+    // The bucket holds 10, refilling at 2 a second while the stream runs.
+    assert!((9..=14).contains(&answered), "{answered} answered");
+    assert_reason(
+        &status,
+        Code::ResourceExhausted,
+        "ERROR_REASON_LIMIT_EXCEEDED",
+    );
+    assert!(status.message().contains("too many requests"), "{status:?}");
+    // A stream within the rate is answered whole and ends OK; so does another address's.
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    let mut other = ServerReflectionClient::new(channel_from("127.0.0.2", server.addr).await);
+    for client in [&mut client, &mut other] {
+        let requests = (0..4).map(|_| v1::ServerReflectionRequest {
+            host: String::new(),
+            message_request: Some(MessageRequest::ListServices(String::new())),
+        });
+        let mut responses = client
+            .server_reflection_info(tokio_stream::iter(requests))
+            .await
+            .unwrap()
+            .into_inner();
+        let mut answered = 0;
+        while let Some(response) = responses.message().await.unwrap() {
+            assert!(response.message_response.is_some());
+            answered += 1;
+        }
+        assert_eq!(answered, 4);
+    }
+    assert_serving(server.channel().await).await;
+}
+
+#[tokio::test]
 async fn connections_per_client_are_limited() {
     let mut settings = hostile_config();
     settings.clients.max_connections_per_client = 2;

@@ -12,6 +12,7 @@ pub mod health;
 mod imports;
 pub mod observe;
 pub mod rate_limit;
+pub mod reflection;
 mod rules_service;
 pub mod status;
 mod stream;

@@ -1,8 +1,9 @@
 //! A tower layer that applies the per-client request [`RateLimiter`] before any RPC runs, so a
 //! flooding client is refused cheaply (no decoding, no store access) and others carry on.
 //!
-//! Health checks (`grpc.health.v1`) are not limited: load balancers probe often from one
-//! address, and their answer must not depend on other traffic.
+//! Health checks (`grpc.health.v1`) count in a bucket of their own: load balancers probe often
+//! from one address, and their answer must not depend on other traffic; but a client that
+//! floods them (each costs about what any call does) is refused like any other.
 
 use std::net::IpAddr;
 use std::sync::Arc;
@@ -35,17 +36,26 @@ pub fn peer_ip<B>(request: &http::Request<B>) -> Option<IpAddr> {
 #[derive(Debug, Clone)]
 pub struct RateLimitLayer {
     limiter: Arc<RateLimiter>,
+    health: Arc<RateLimiter>,
     metrics: Option<Arc<Metrics>>,
 }
 
 impl RateLimitLayer {
-    /// A layer checking `limiter`.
+    /// A layer checking `limiter`, with health checks unlimited.
     #[must_use]
     pub fn new(limiter: Arc<RateLimiter>) -> RateLimitLayer {
         RateLimitLayer {
             limiter,
+            health: Arc::new(RateLimiter::new(None, false)),
             metrics: None,
         }
+    }
+
+    /// The same layer, checking health checks against `health` instead.
+    #[must_use]
+    pub fn with_health(mut self, health: Arc<RateLimiter>) -> RateLimitLayer {
+        self.health = health;
+        self
     }
 
     /// The same layer, counting its refusals in `metrics`.
@@ -62,6 +72,7 @@ impl<S> Layer<S> for RateLimitLayer {
         RateLimitService {
             inner,
             limiter: Arc::clone(&self.limiter),
+            health: Arc::clone(&self.health),
             metrics: self.metrics.clone(),
         }
     }
@@ -72,6 +83,7 @@ impl<S> Layer<S> for RateLimitLayer {
 pub struct RateLimitService<S> {
     inner: S,
     limiter: Arc<RateLimiter>,
+    health: Arc<RateLimiter>,
     metrics: Option<Arc<Metrics>>,
 }
 
@@ -89,9 +101,13 @@ where
     }
 
     fn call(&mut self, request: http::Request<B>) -> Self::Future {
-        if !request.uri().path().starts_with("/grpc.health.")
-            && let Some(ip) = peer_ip(&request)
-            && let Err(limited) = self.limiter.check(ip)
+        let limiter = if request.uri().path().starts_with("/grpc.health.") {
+            &self.health
+        } else {
+            &self.limiter
+        };
+        if let Some(ip) = peer_ip(&request)
+            && let Err(limited) = limiter.check(ip)
         {
             tracing::debug!(%ip, path = %request.uri().path(), "rate limited");
             if let Some(metrics) = &self.metrics {

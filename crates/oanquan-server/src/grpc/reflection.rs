@@ -1,0 +1,328 @@
+//! Server reflection under the request rate limit, message by message.
+//!
+//! Reflection is one bidirectional stream: a client may send any number of requests on it, and
+//! the [`super::RateLimitLayer`] sees the stream open once. [`Metered`] counts every request
+//! message after the first against the same per-address bucket. When the bucket refuses one, the
+//! request stream is ended before that message (the reflection service answers what came before
+//! and finishes), and the call ends with the same RESOURCE_EXHAUSTED status as a refused call,
+//! instead of the service's OK.
+
+use std::convert::Infallible;
+use std::net::IpAddr;
+use std::pin::Pin;
+use std::sync::{Arc, OnceLock};
+use std::task::{Context, Poll};
+
+use bytes::{Buf, Bytes};
+use futures::future::BoxFuture;
+use http_body::Frame;
+use tonic::Status;
+use tonic::body::Body;
+use tonic::server::NamedService;
+use tower::Service;
+
+use super::rate_limit::peer_ip;
+use super::status;
+use crate::domain::limits::RateLimiter;
+use crate::metrics::Metrics;
+
+/// A reflection service (`v1` or `v1alpha`) whose request messages are rate limited one by one.
+#[derive(Debug, Clone)]
+pub struct Metered<S> {
+    inner: S,
+    limiter: Arc<RateLimiter>,
+    metrics: Option<Arc<Metrics>>,
+}
+
+impl<S> Metered<S> {
+    /// `inner`, counting each request message after the first against `limiter`.
+    #[must_use]
+    pub fn new(inner: S, limiter: Arc<RateLimiter>, metrics: Option<Arc<Metrics>>) -> Metered<S> {
+        Metered {
+            inner,
+            limiter,
+            metrics,
+        }
+    }
+}
+
+impl<S: NamedService> NamedService for Metered<S> {
+    const NAME: &'static str = S::NAME;
+}
+
+impl<S> Service<http::Request<Body>> for Metered<S>
+where
+    S: Service<http::Request<Body>, Response = http::Response<Body>, Error = Infallible>
+        + Send
+        + 'static,
+    S::Future: Send + 'static,
+{
+    type Response = http::Response<Body>;
+    type Error = Infallible;
+    type Future = BoxFuture<'static, Result<http::Response<Body>, Infallible>>;
+
+    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Infallible>> {
+        self.inner.poll_ready(cx)
+    }
+
+    fn call(&mut self, request: http::Request<Body>) -> Self::Future {
+        let Some(ip) = peer_ip(&request) else {
+            return Box::pin(self.inner.call(request));
+        };
+        let refused = Arc::new(OnceLock::new());
+        let request = request.map(|body| {
+            Body::new(Counted {
+                inner: body,
+                frames: Framing::default(),
+                check: Check {
+                    ip,
+                    limiter: Arc::clone(&self.limiter),
+                    metrics: self.metrics.clone(),
+                    refused: Arc::clone(&refused),
+                },
+                ended: false,
+            })
+        });
+        let response = self.inner.call(request);
+        Box::pin(async move {
+            let response = response.await?;
+            Ok(response.map(|body| {
+                Body::new(Ending {
+                    inner: body,
+                    refused,
+                    done: false,
+                })
+            }))
+        })
+    }
+}
+
+/// The bucket a stream's messages are counted in, and where a refusal is left for the answer.
+struct Check {
+    ip: IpAddr,
+    limiter: Arc<RateLimiter>,
+    metrics: Option<Arc<Metrics>>,
+    refused: Arc<OnceLock<Status>>,
+}
+
+impl Check {
+    /// Whether one more message may pass; a refusal is kept for the response's trailers.
+    fn allow(&self) -> bool {
+        match self.limiter.check(self.ip) {
+            Ok(()) => true,
+            Err(limited) => {
+                tracing::debug!(ip = %self.ip, "reflection request rate limited");
+                if let Some(metrics) = &self.metrics {
+                    metrics.rate_limited();
+                }
+                let _ = self.refused.set(status::rate_limited(&limited));
+                false
+            }
+        }
+    }
+}
+
+/// Where the request's bytes are in the gRPC framing: each message is a 5-byte prefix (a flag
+/// and a big-endian length) and that many bytes.
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+struct Framing {
+    /// Bytes of the current message's body still to come.
+    body_left: u64,
+    /// Prefix bytes seen of the next message (0 to 4; at 5 the message starts).
+    prefix: [u8; 5],
+    prefix_len: usize,
+    /// Messages begun so far.
+    messages: u64,
+}
+
+impl Framing {
+    /// Walks `data`; at the start of each message after the first asks `allow`. Returns how many
+    /// bytes of `data` may pass: all of them, or those before the prefix of a refused message.
+    fn feed(&mut self, data: &[u8], mut allow: impl FnMut() -> bool) -> Option<usize> {
+        let mut at = 0;
+        while at < data.len() {
+            if self.body_left > 0 {
+                let take = usize::try_from(self.body_left)
+                    .unwrap_or(usize::MAX)
+                    .min(data.len() - at);
+                at += take;
+                self.body_left -= take as u64;
+                continue;
+            }
+            if self.prefix_len == 0 && self.messages >= 1 && !allow() {
+                return Some(at);
+            }
+            self.prefix[self.prefix_len] = data[at];
+            self.prefix_len += 1;
+            at += 1;
+            if self.prefix_len == 5 {
+                self.prefix_len = 0;
+                self.messages += 1;
+                let [_, a, b, c, d] = self.prefix;
+                self.body_left = u64::from(u32::from_be_bytes([a, b, c, d]));
+            }
+        }
+        None
+    }
+}
+
+/// The request body, cut before the first message the bucket refuses.
+struct Counted {
+    inner: Body,
+    frames: Framing,
+    check: Check,
+    ended: bool,
+}
+
+impl http_body::Body for Counted {
+    type Data = Bytes;
+    type Error = Status;
+
+    fn poll_frame(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<Frame<Bytes>, Status>>> {
+        let this = &mut *self;
+        if this.ended {
+            return Poll::Ready(None);
+        }
+        match Pin::new(&mut this.inner).poll_frame(cx) {
+            Poll::Ready(Some(Ok(frame))) => match frame.into_data() {
+                Ok(mut data) => {
+                    let Some(cut) = this.frames.feed(data.chunk(), || this.check.allow()) else {
+                        return Poll::Ready(Some(Ok(Frame::data(data))));
+                    };
+                    this.ended = true;
+                    data.truncate(cut);
+                    if data.is_empty() {
+                        Poll::Ready(None)
+                    } else {
+                        Poll::Ready(Some(Ok(Frame::data(data))))
+                    }
+                }
+                Err(frame) => Poll::Ready(Some(Ok(frame))),
+            },
+            other => other,
+        }
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.ended || self.inner.is_end_stream()
+    }
+}
+
+/// The response body, ending with the refusal's status when the request was cut.
+struct Ending {
+    inner: Body,
+    refused: Arc<OnceLock<Status>>,
+    done: bool,
+}
+
+impl Ending {
+    fn refusal_trailers(&self) -> Option<http::HeaderMap> {
+        let status = self.refused.get()?;
+        let mut trailers = http::HeaderMap::new();
+        status.add_header(&mut trailers).ok()?;
+        Some(trailers)
+    }
+}
+
+impl http_body::Body for Ending {
+    type Data = Bytes;
+    type Error = Status;
+
+    fn poll_frame(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<Frame<Bytes>, Status>>> {
+        if self.done {
+            return Poll::Ready(None);
+        }
+        match Pin::new(&mut self.inner).poll_frame(cx) {
+            Poll::Ready(Some(Ok(frame))) if frame.is_trailers() => {
+                self.done = true;
+                Poll::Ready(Some(Ok(self
+                    .refusal_trailers()
+                    .map_or(frame, Frame::trailers))))
+            }
+            Poll::Ready(None) => {
+                self.done = true;
+                Poll::Ready(self.refusal_trailers().map(|t| Ok(Frame::trailers(t))))
+            }
+            other => other,
+        }
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.done
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn message(len: u32) -> Vec<u8> {
+        let mut bytes = vec![0];
+        bytes.extend_from_slice(&len.to_be_bytes());
+        bytes.extend(std::iter::repeat_n(7, len as usize));
+        bytes
+    }
+
+    #[test]
+    fn every_message_after_the_first_is_asked_for() {
+        let mut data = message(3);
+        data.extend(message(0));
+        data.extend(message(300));
+        let mut framing = Framing::default();
+        let mut asked = 0;
+        assert_eq!(
+            framing.feed(&data, || {
+                asked += 1;
+                true
+            }),
+            None
+        );
+        assert_eq!((asked, framing.messages), (2, 3));
+    }
+
+    #[test]
+    fn messages_split_across_frames_are_counted_once() {
+        let mut data = message(10);
+        data.extend(message(70_000));
+        data.extend(message(1));
+        let mut framing = Framing::default();
+        let mut asked = 0;
+        // One byte at a time: prefixes and bodies cut everywhere.
+        for byte in &data {
+            assert_eq!(
+                framing.feed(std::slice::from_ref(byte), || {
+                    asked += 1;
+                    true
+                }),
+                None
+            );
+        }
+        assert_eq!((asked, framing.messages), (2, 3));
+    }
+
+    #[test]
+    fn a_refused_message_is_cut_with_what_follows() {
+        let first = message(4);
+        let mut data = first.clone();
+        data.extend(message(2));
+        data.extend(message(9));
+        let mut framing = Framing::default();
+        assert_eq!(framing.feed(&data, || false), Some(first.len()));
+        assert_eq!(framing.messages, 1);
+    }
+
+    #[test]
+    fn a_huge_declared_length_does_not_overflow() {
+        let mut framing = Framing::default();
+        let mut data = vec![0, 0xff, 0xff, 0xff, 0xff];
+        data.extend([1; 100]);
+        assert_eq!(framing.feed(&data, || false), None);
+        assert_eq!(framing.body_left, u64::from(u32::MAX) - 100);
+    }
+}
