@@ -911,6 +911,39 @@ fn resign_and_abort_from_the_command_line_and_the_prompt() {
     assert_eq!(alice.wait().code(), Some(0));
 }
 
+/// A move from an empty square is refused with the reason, in the squares the player typed
+/// (the server's own refusal names ring squares), and the prompt comes back.
+#[test]
+fn a_move_from_an_empty_square_says_why() {
+    let server = Server::start();
+    let url = server.url();
+    let (alice_dir, bob_dir) = (config_dir(), config_dir());
+    let (tx, mut lines) = Lines::new();
+    let id = new_game(&url, alice_dir.path(), bob_dir.path());
+    let mut alice = CliProcess::spawn("alice", &url, alice_dir.path(), &["play", &id], &tx);
+    let mut bob = CliProcess::spawn("bob", &url, bob_dir.path(), &["play", &id], &tx);
+    lines.follow("alice", |l| l == "your move");
+    // (1, +1) empties square 1 (RULES.md example 2).
+    alice.send("1 r");
+    lines.follow("bob", |l| l == "your move");
+    bob.send("2 l");
+    lines.follow("alice", |l| l.starts_with("move 2: "));
+    lines.follow("alice", |l| l == "your move");
+    alice.send("1 l");
+    let (_, refused) = lines.follow("alice", |l| l.starts_with("error: "));
+    assert!(
+        refused.starts_with("error: square 1 is empty: choose a square of yours that holds stones"),
+        "{refused}\n{}",
+        lines.tail(30)
+    );
+    lines.follow("alice", |l| l == "your move");
+    alice.send("resign");
+    alice.send("y");
+    lines.follow("alice", |l| l.starts_with("game over: "));
+    assert_eq!(alice.wait().code(), Some(0));
+    drop(bob);
+}
+
 /// A script pipes all its moves at once: each line is read at the seat's turn, also the one
 /// that arrives while the seat's last move is accepted but its event not yet back (that line
 /// was once read at once, sent for the position just left, refused, and lost). Both players

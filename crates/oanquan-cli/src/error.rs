@@ -193,7 +193,7 @@ fn plain_words(status: &tonic::Status, reason: Option<ErrorReason>) -> String {
             "there is no such game on this server (`oanquan list` shows its games)"
         }
         Some(ErrorReason::NotYourTurn) => "it is not your turn; wait for the opponent's move",
-        Some(ErrorReason::IllegalMove) => "that move is not allowed in this position",
+        Some(ErrorReason::IllegalMove) => illegal_move(status),
         Some(ErrorReason::GameOver) => "the game is over",
         Some(ErrorReason::GameNotStarted) => {
             "the game has not started: it waits for a second player to join"
@@ -260,6 +260,21 @@ fn plain_words(status: &tonic::Status, reason: Option<ErrorReason>) -> String {
         },
     };
     words.to_owned()
+}
+
+/// Why a move was refused. The server says it with ring squares (0-11), which are not the
+/// squares 1-5 the player typed, so only the kind of refusal is taken from its words.
+fn illegal_move(status: &tonic::Status) -> &'static str {
+    let message = status.message();
+    if message.contains("is empty") {
+        "that square is empty: choose a square of yours that holds stones"
+    } else if message.contains("belongs to") || message.contains("mandarin") {
+        "that square is not yours: choose one of your squares 1-5, counted from your left, \
+         that holds stones"
+    } else {
+        "that move is not allowed in this position: choose a square of yours that holds stones \
+         (`moves` lists the legal moves)"
+    }
 }
 
 /// A malformed request names a field of the API; say which option of this program it was.
@@ -591,6 +606,36 @@ mod tests {
             CliError::from_status("claim", &viet).message,
             "claim: bạn có thể thắng sau 3 giờ"
         );
+    }
+
+    #[test]
+    fn an_illegal_move_says_why_in_the_players_terms() {
+        let illegal = |message: &str| {
+            let status = tonic::Status::with_error_details(
+                Code::FailedPrecondition,
+                message,
+                tonic_types::ErrorDetails::with_error_info(
+                    "ERROR_REASON_ILLEGAL_MOVE",
+                    "oanquan.v1",
+                    std::collections::HashMap::new(),
+                ),
+            );
+            let err = CliError::from_status("move 2r", &status);
+            assert_eq!(err.code, code::REJECTED);
+            err.message
+        };
+        // Ring 8 is the second player's square 2: the ring number must not be shown.
+        assert_eq!(
+            illegal(
+                "illegal move: square 8 is empty; choose a square with stones; ask RulesService.LegalMoves"
+            ),
+            "move 2r: that square is empty: choose a square of yours that holds stones"
+        );
+        let foreign = illegal("illegal move: square 8 belongs to the second player; ...");
+        assert!(foreign.contains("not yours"), "{foreign}");
+        assert!(!foreign.contains('8'), "{foreign}");
+        let other = illegal("illegal move: something new");
+        assert!(other.contains("holds stones"), "{other}");
     }
 
     #[test]

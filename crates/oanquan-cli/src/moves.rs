@@ -15,7 +15,7 @@
 use std::fmt;
 use std::str::FromStr;
 
-use oanquan_proto::v1::{Direction, Move, Player};
+use oanquan_proto::v1::{Direction, Move, Player, Position};
 
 /// A seat at the table. Unlike the proto `Player` it has no "unspecified" value.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -178,6 +178,35 @@ impl fmt::Display for LocalMove {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "{} {}", self.square, self.dir.name())
     }
+}
+
+/// Why `side` cannot sow `mv` in `position`, told before the move goes to the server: the
+/// server's refusal names ring squares (`square 8 is empty`), which are not the squares the
+/// player typed. Only an empty square is caught here; the server judges everything else.
+/// `None` when the square holds stones, or when the position does not say (the server decides).
+pub fn empty_square(position: &Position, side: Side, mv: LocalMove) -> Option<String> {
+    let stones = |ring: u32| {
+        usize::try_from(ring)
+            .ok()
+            .and_then(|i| position.squares.get(i).copied())
+    };
+    let ring = side.own_ring_squares()[usize::from(mv.square.clamp(1, 5) - 1)];
+    if stones(ring)? > 0 {
+        return None;
+    }
+    let holding: Vec<String> = (1u8..)
+        .zip(side.own_ring_squares())
+        .filter(|&(_, ring)| stones(ring).unwrap_or(0) > 0)
+        .map(|(local, _)| local.to_string())
+        .collect();
+    let mut why = format!(
+        "square {} is empty: choose a square of yours that holds stones",
+        mv.square
+    );
+    if !holding.is_empty() {
+        why.push_str(&format!(" ({})", holding.join(", ")));
+    }
+    Some(why)
 }
 
 /// One line typed at the `play` prompt.
@@ -449,6 +478,37 @@ mod tests {
             direction: 77,
         };
         assert_eq!(LocalMove::from_proto(Side::Second, &junk), None);
+    }
+
+    #[test]
+    fn an_empty_square_is_refused_in_the_players_own_numbers() {
+        // Ring 8 (North's square 2) and ring 1 (South's square 1) are empty.
+        let position = Position {
+            squares: vec![10, 0, 5, 5, 5, 5, 10, 5, 0, 5, 0, 5],
+            ..Position::default()
+        };
+        let mv = |square| LocalMove {
+            square,
+            dir: Dir::Right,
+        };
+        assert_eq!(
+            empty_square(&position, Side::First, mv(1)).as_deref(),
+            Some("square 1 is empty: choose a square of yours that holds stones (2, 3, 4, 5)")
+        );
+        assert_eq!(empty_square(&position, Side::First, mv(2)), None);
+        assert_eq!(
+            empty_square(&position, Side::Second, mv(2)).as_deref(),
+            Some("square 2 is empty: choose a square of yours that holds stones (1, 3, 5)")
+        );
+        assert_eq!(empty_square(&position, Side::Second, mv(1)), None);
+        // A position that does not say is left to the server; no input panics.
+        assert_eq!(
+            empty_square(&Position::default(), Side::Second, mv(5)),
+            None
+        );
+        for square in [0, 6, u8::MAX] {
+            let _ = empty_square(&position, Side::Second, mv(square));
+        }
     }
 
     #[test]

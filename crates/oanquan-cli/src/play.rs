@@ -18,7 +18,7 @@ use crate::context::Context;
 use crate::error::{CliError, code};
 use crate::feed::{self, FeedItem, FeedOptions};
 use crate::live::{Connection, Live, Output};
-use crate::moves::{Input, LocalMove, Side, parse_input};
+use crate::moves::{Input, LocalMove, Side, empty_square, parse_input};
 use crate::output::{
     self, note, out, out_inline, shown_name, status_above_prompt, status_at_cursor,
 };
@@ -833,6 +833,15 @@ impl Player {
 
     /// Sends a move; true if the server accepted it (the move then arrives as an event).
     async fn send_move(&mut self, live: &mut Live, mv: LocalMove) -> Result<bool, CliError> {
+        if let Some(why) = live
+            .game
+            .position
+            .as_ref()
+            .and_then(|position| empty_square(position, self.me, mv))
+        {
+            out(format!("error: {why}"))?;
+            return Ok(false);
+        }
         let request = authed(
             PlayMoveRequest {
                 game_id: self.game_id.clone(),
