@@ -256,7 +256,7 @@ fn plain_words(status: &tonic::Status, reason: Option<ErrorReason>) -> String {
             Code::DeadlineExceeded => "the server did not answer in time",
             Code::ResourceExhausted => "the server is busy; try again later",
             _ if status.message().is_empty() => "the server could not do it",
-            _ => return shown(status.message()).into_owned(),
+            _ => return shown(&people_words(status.message())).into_owned(),
         },
     };
     words.to_owned()
@@ -283,7 +283,7 @@ fn invalid_argument(status: &tonic::Status) -> String {
         .get_details_bad_request()
         .and_then(|b| b.field_violations.into_iter().next());
     let Some(violation) = violation else {
-        return shown(status.message()).into_owned();
+        return shown(&people_words(status.message())).into_owned();
     };
     let option = match violation.field.as_str() {
         "rules.preset" | "rules" => "--preset (`oanquan presets` lists them)",
@@ -304,9 +304,69 @@ fn invalid_argument(status: &tonic::Status) -> String {
         "page_token" => "--page-token",
         "page_size" => "--page-size",
         "key_id" => "the key id",
-        _ => return shown(status.message()).into_owned(),
+        _ => return shown(&people_words(status.message())).into_owned(),
     };
-    format!("{option}: {}", shown(&violation.description))
+    let description = people_words(&violation.description);
+    // "game_id is empty" became "the game id is empty": the option is named already.
+    match description.strip_prefix(option) {
+        Some(rest) if rest.starts_with(' ') => shown(&description).into_owned(),
+        _ => format!("{option}: {}", shown(&description)),
+    }
+}
+
+/// The API's field names that reach a person in the server's words, and what the person typed
+/// instead. Longest first: one name may end another.
+const API_FIELDS: &[(&str, &str)] = &[
+    ("request.game_id", "the game id"),
+    ("after_sequence", "the last event seen"),
+    ("expected_ply", "the move number"),
+    ("display_name", "--name"),
+    ("player_token", "your saved seat"),
+    ("move.square", "the square"),
+    ("page_token", "--page-token"),
+    ("page_size", "--page-size"),
+    ("game_id", "the game id"),
+    ("seek_id", "the seek id"),
+    ("key_id", "the key id"),
+];
+
+/// The server's words, written for API clients, in a person's terms: field names become what
+/// was typed (`game_id is empty` → `the game id is empty`), `invalid FIELD: why` becomes
+/// `WORDS: why`, and the clauses that point at API calls (`; list games with ListGames`) are
+/// dropped, as this program makes those calls itself. `--verbose` still shows the original.
+fn people_words(message: &str) -> String {
+    let mut clauses = message.split("; ");
+    let mut text = clauses.next().unwrap_or_default().to_owned();
+    for clause in clauses {
+        if !names_an_api_call(clause) {
+            text.push_str("; ");
+            text.push_str(clause);
+        }
+    }
+    if let Some(rest) = text.strip_prefix("invalid ")
+        && let Some((field, why)) = rest.split_once(": ")
+        && let Some((_, words)) = API_FIELDS.iter().find(|(name, _)| *name == field)
+    {
+        text = format!("{words}: {why}");
+    }
+    for (name, words) in API_FIELDS {
+        text = text.replace(name, words);
+    }
+    text
+}
+
+/// Whether a clause names an RPC or message of the API (`ListGames`, `RulesService.LegalMoves`,
+/// `authorization: Bearer`): a word with a capital after a lower-case letter.
+fn names_an_api_call(clause: &str) -> bool {
+    clause.contains("authorization")
+        || clause.split_whitespace().any(|word| {
+            let mut lower_seen = false;
+            word.chars().skip(1).any(|c| {
+                let camel = lower_seen && c.is_uppercase();
+                lower_seen = c.is_lowercase();
+                camel
+            }) && word.starts_with(char::is_uppercase)
+        })
 }
 
 /// `--verbose`: the status code, the error reason and the server's message, as the API has them.
@@ -636,6 +696,59 @@ mod tests {
         assert!(!foreign.contains('8'), "{foreign}");
         let other = illegal("illegal move: something new");
         assert!(other.contains("holds stones"), "{other}");
+    }
+
+    #[test]
+    fn server_words_name_what_was_typed_not_api_fields() {
+        let malformed = |field: &str, description: &str| {
+            let status = tonic::Status::with_error_details(
+                Code::InvalidArgument,
+                format!("invalid {field}: {description}"),
+                tonic_types::ErrorDetails::with_bad_request_violation(field, description),
+            );
+            CliError::from_status("get game x", &status).message
+        };
+        assert_eq!(
+            malformed(
+                "game_id",
+                "game_id is not a valid id (at most 64 characters of A-Z a-z 0-9 - _)"
+            ),
+            "get game x: the game id is not a valid id (at most 64 characters of A-Z a-z 0-9 - _)"
+        );
+        assert_eq!(
+            malformed(
+                "game_id",
+                "game_id is empty; pass the id returned by CreateGame or ListGames"
+            ),
+            "get game x: the game id is empty"
+        );
+        // A field this client has no option for: the server's message, in the same words.
+        assert_eq!(
+            malformed("request.game_id", "must be set"),
+            "get game x: the game id: must be set"
+        );
+        let bare = |code: Code, message: &str| {
+            CliError::from_status("move 3r", &tonic::Status::new(code, message)).message
+        };
+        assert_eq!(
+            bare(
+                Code::FailedPrecondition,
+                "expected_ply 4 is not the game's ply; refresh with GetGame and retry"
+            ),
+            "move 3r: the move number 4 is not the game's ply"
+        );
+        assert_eq!(
+            bare(
+                Code::InvalidArgument,
+                "invalid after_sequence: beyond the last event"
+            ),
+            "move 3r: the last event seen: beyond the last event"
+        );
+        // Clauses without API names are kept.
+        assert_eq!(
+            bare(Code::Internal, "the store is busy; retry later"),
+            "move 3r: the store is busy; retry later"
+        );
     }
 
     #[test]
