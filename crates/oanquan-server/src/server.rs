@@ -31,6 +31,7 @@ use crate::grpc::accept::{self, Handshake};
 use crate::grpc::connections::ConnectionLimit;
 use crate::grpc::health::HealthApi;
 use crate::grpc::reflection::Metered;
+use crate::grpc::stalls::Stalls;
 use crate::grpc::unread::{Unread, UnreadLayer};
 use crate::grpc::{
     AccountApi, GameApi, GameRoutes, ObserveLayer, RateLimitLayer, RulesApi, StreamSettings,
@@ -287,11 +288,13 @@ pub async fn run_with_store(
     if resumed > 0 {
         tracing::info!(games = resumed, "clocks of timed games resumed");
     }
+    let stalls = Stalls::new();
     let streams = StreamSettings {
         heartbeat: config.streams.heartbeat_interval,
         stall_timeout: config.streams.stream_stall_timeout,
         shutdown: stop_rx.clone(),
         metrics: metrics.clone(),
+        stalls: Arc::clone(&stalls),
     };
     let rate_limiter = Arc::new(RateLimiter::new(
         config.clients.rate_limit(),
@@ -423,6 +426,7 @@ pub async fn run_with_store(
                 .request_timeout
                 .max(config.streams.heartbeat_interval),
         ),
+        stalls,
     };
     let (incoming, accepting) = accept::spawn(accepted, handshake, stop_rx.clone());
     let _accepting = AbortOnDrop(accepting);

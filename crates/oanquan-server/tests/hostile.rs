@@ -1552,6 +1552,85 @@ async fn spectators_that_never_read_do_not_slow_moves_or_other_spectators() {
     assert_serving(server.channel().await).await;
 }
 
+#[tokio::test]
+async fn a_connection_that_leaves_its_streams_unread_is_closed() {
+    let mut settings = hostile_config();
+    settings.streams.max_spectators_per_connection = 2;
+    settings.streams.max_spectators_per_client = 0;
+    // Heartbeats fill a stuck stream's buffer quickly; it is dropped soon after.
+    settings.streams.heartbeat_interval = Duration::from_millis(20);
+    settings.streams.stream_stall_timeout = Duration::from_millis(100);
+    let server = start(settings).await;
+    let addr = server.addr;
+    let game = Bystander::new(Games::new(channel_from("127.0.0.2", addr).await)).await;
+
+    // Without the close, the connection would take its 2 places again after every stall
+    // timeout and keep the dropped HTTP/2 streams open: rounds without end.
+    let mut abuser = stuck_connection("127.0.0.3", addr).await;
+    let mut held = Vec::new();
+    let mut closed_after = None;
+    for round in 1..=10 {
+        let mut opened = 0;
+        for _ in 0..2 {
+            match try_open_stuck_stream(&mut abuser, addr, &game.id).await {
+                Some(head) => {
+                    held.push(head);
+                    opened += 1;
+                }
+                None => break,
+            }
+        }
+        if opened == 0 {
+            closed_after = Some(round);
+            break;
+        }
+        // The stream's buffer fills (16 heartbeats) and the stall timeout passes.
+        tokio::time::sleep(Duration::from_millis(1_000)).await;
+    }
+    let rounds = closed_after.expect("the connection was never closed");
+    // Two streams a round, closed at the 4th dropped stream: the third round finds it closed.
+    assert_eq!(rounds, 3, "closed after {} streams", held.len());
+    // Other connections, from that address too, and the game are untouched.
+    let mut again = stuck_connection("127.0.0.3", addr).await;
+    try_open_stuck_stream(&mut again, addr, &game.id)
+        .await
+        .expect("a new connection is served");
+    let mut game = game;
+    game.advance().await;
+    assert_serving(server.channel().await).await;
+}
+
+/// As [`open_stuck_stream`], or `None` once the connection is closed.
+async fn try_open_stuck_stream(
+    client: &mut h2::client::SendRequest<Bytes>,
+    addr: SocketAddr,
+    game_id: &str,
+) -> Option<(http::response::Parts, h2::RecvStream)> {
+    let payload = pb::WatchGameRequest {
+        game_id: game_id.to_owned(),
+        after_sequence: None,
+        ..Default::default()
+    }
+    .encode_to_vec();
+    let request = http::Request::post(format!("http://{addr}/oanquan.v1.GameService/WatchGame"))
+        .header("content-type", "application/grpc")
+        .header("te", "trailers")
+        .body(())
+        .unwrap();
+    let mut ready = client.clone().ready().await.ok()?;
+    let (response, mut send) = ready.send_request(request, false).ok()?;
+    send.send_data(grpc_frame(false, payload.len() as u32, &payload), true)
+        .ok()?;
+    let response = tokio::time::timeout(Duration::from_secs(5), response)
+        .await
+        .expect("no response")
+        .ok()?;
+    assert_eq!(response.status(), 200);
+    let head = response.into_parts();
+    assert_eq!(refusal(&head.0), None, "{:?}", head.0);
+    Some(head)
+}
+
 /// A raw HTTP/2 connection from `source` whose window is 0: none of its streams reads a byte.
 async fn stuck_connection(source: &str, addr: SocketAddr) -> h2::client::SendRequest<Bytes> {
     let socket = tokio::net::TcpSocket::new_v4().unwrap();

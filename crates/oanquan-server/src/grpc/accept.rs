@@ -43,6 +43,7 @@ use tonic::transport::server::{Connected, TcpConnectInfo};
 use tracing::{Instrument as _, debug, warn};
 
 use super::connections::{ConnectionLimit, CountedConnection};
+use super::stalls::{Registration, Stalls};
 
 /// The fixed start of every HTTP/2 client connection (RFC 9113, section 3.4).
 const PREFACE: &[u8; 24] = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n";
@@ -78,6 +79,9 @@ pub struct Handshake {
     /// request or the connection idles ([`AnswerDeadline`]). Longer than a call's deadline and
     /// than the streams' heartbeat, so that only a peer that stalls meets it.
     pub answer_within: Duration,
+    /// Where streams dropped for stalling are counted per connection, to close those that
+    /// have too many ([`super::stalls`]).
+    pub stalls: Arc<Stalls>,
 }
 
 impl std::fmt::Debug for Handshake {
@@ -119,6 +123,15 @@ where
             let done = tokio::select! {
                 _ = stop.wait_for(|stopping| *stopping) => return,
                 done = tokio::time::timeout(handshake.timeout, shake(counted, handshake.tls.map(|tls| tls.borrow().clone()), handshake.answer_within)) => done,
+            };
+            let done = match done {
+                Ok(Ok(mut connection)) => {
+                    if let Some(peer) = peer {
+                        connection.stalls = Some(handshake.stalls.register(peer));
+                    }
+                    Ok(Ok(connection))
+                }
+                other => other,
             };
             match done {
                 Ok(Ok(connection)) => {
@@ -221,6 +234,7 @@ async fn shake(
         replayed: 0,
         transport,
         answer,
+        stalls: None,
     })
 }
 
@@ -354,6 +368,8 @@ pub struct ServerConnection {
     transport: Transport,
     /// HTTP/1 connections only.
     answer: Option<AnswerDeadline>,
+    /// Closes the connection once too many of its streams were dropped for stalling.
+    stalls: Option<Registration>,
 }
 
 impl std::fmt::Debug for ServerConnection {
@@ -391,6 +407,9 @@ impl AsyncRead for ServerConnection {
         {
             return Poll::Ready(Err(expired));
         }
+        if this.closed(cx) {
+            return Poll::Ready(Err(stalled()));
+        }
         if this.replayed < this.read.len() {
             let n = buf.remaining().min(this.read.len() - this.replayed);
             buf.put_slice(&this.read[this.replayed..this.replayed + n]);
@@ -410,7 +429,22 @@ impl AsyncRead for ServerConnection {
     }
 }
 
+/// Why a connection closed by [`Stalls`] fails its reads and writes.
+fn stalled() -> io::Error {
+    io::Error::new(
+        io::ErrorKind::ConnectionAborted,
+        "connection closed: its client left too many streams unread",
+    )
+}
+
 impl ServerConnection {
+    /// Whether [`Stalls`] closed this connection; if not, `cx` is woken when it does.
+    fn closed(&self, cx: &Context<'_>) -> bool {
+        self.stalls
+            .as_ref()
+            .is_some_and(|stalls| stalls.poll_closed(cx))
+    }
+
     fn wrote(&mut self, written: &Poll<io::Result<usize>>) {
         if let (Some(answer), Poll::Ready(Ok(bytes))) = (&mut self.answer, written) {
             answer.wrote(*bytes);
@@ -424,6 +458,9 @@ impl AsyncWrite for ServerConnection {
         cx: &mut Context<'_>,
         buf: &[u8],
     ) -> Poll<io::Result<usize>> {
+        if self.closed(cx) {
+            return Poll::Ready(Err(stalled()));
+        }
         let written = Pin::new(&mut self.transport).poll_write(cx, buf);
         self.wrote(&written);
         written
@@ -434,6 +471,9 @@ impl AsyncWrite for ServerConnection {
         cx: &mut Context<'_>,
         bufs: &[io::IoSlice<'_>],
     ) -> Poll<io::Result<usize>> {
+        if self.closed(cx) {
+            return Poll::Ready(Err(stalled()));
+        }
         let written = Pin::new(&mut self.transport).poll_write_vectored(cx, bufs);
         self.wrote(&written);
         written

@@ -439,10 +439,12 @@ impl pb::game_service_server::GameService for GameApi {
         &self,
         request: Request<pb::WatchGameRequest>,
     ) -> Result<Response<Self::WatchGameStream>, Status> {
+        let peer = request.remote_addr();
         let (watch, follow_rematch) = start_game_watch(self, request).await.map_err(into_status)?;
         Ok(Response::new(stream::spawn(
             watch,
             &self.streams,
+            peer,
             StreamKind::Game,
             game_item,
             game_heartbeat,
@@ -471,6 +473,7 @@ impl pb::game_service_server::GameService for GameApi {
         Ok(Response::new(stream::spawn(
             watch,
             &self.streams,
+            peer,
             StreamKind::Lobby,
             move |item| lobby_item(item, &pool),
             lobby_heartbeat,

@@ -14,6 +14,7 @@ pub mod observe;
 pub mod rate_limit;
 pub mod reflection;
 mod rules_service;
+pub mod stalls;
 pub mod status;
 mod stream;
 pub mod unread;

@@ -11,6 +11,7 @@
 //! watcher slot) and the stream, once the client reads what is buffered, ends with
 //! RESOURCE_EXHAUSTED naming the `after_sequence` to resume from.
 
+use std::net::SocketAddr;
 use std::pin::Pin;
 use std::sync::Arc;
 use std::task::{Context, Poll};
@@ -22,6 +23,7 @@ use tokio::time::{Instant, MissedTickBehavior};
 use tonic::Status;
 use tracing::Instrument as _;
 
+use super::stalls::Stalls;
 use super::status;
 use crate::domain::{Feed, Watch, WatchItem};
 use crate::metrics::{Metrics, StreamKind};
@@ -40,6 +42,8 @@ pub struct StreamSettings {
     pub shutdown: watch::Receiver<bool>,
     /// Where events sent and streams dropped are counted, if anywhere.
     pub metrics: Option<Arc<Metrics>>,
+    /// Where a dropped stream is counted against its connection.
+    pub stalls: Arc<Stalls>,
 }
 
 /// A server stream fed by a task: what the task buffered, then the status it ended with, if
@@ -92,6 +96,7 @@ pub(crate) fn no_side<M>() -> Side<futures::stream::Pending<()>, (), M> {
 pub(crate) fn spawn<F, M, I, L, S, X>(
     mut watch: Watch<F>,
     settings: &StreamSettings,
+    peer: Option<SocketAddr>,
     kind: StreamKind,
     item: I,
     heartbeat: fn(u64) -> M,
@@ -111,6 +116,7 @@ where
     let (last_tx, last_rx) = oneshot::channel();
     let mut shutdown = settings.shutdown.clone();
     let metrics = settings.metrics.clone();
+    let stalls = Arc::clone(&settings.stalls);
     let period = settings.heartbeat.max(Duration::from_millis(10));
     let stall = settings.stall_timeout.max(Duration::from_millis(10));
     let Side {
@@ -163,6 +169,11 @@ where
                         metrics.stream_stalled();
                     }
                     let _ = last_tx.send(status::stream_dropped(stall, last));
+                    if let Some(peer) = peer
+                        && stalls.stalled(peer)
+                    {
+                        tracing::info!(%peer, "closing a connection that leaves its streams unread");
+                    }
                     break;
                 }
             }

@@ -150,12 +150,14 @@ impl ServerStreamingService<pb::WatchGameRequest> for WatchGameWire {
         let api = self.api.clone();
         let encoded = Arc::clone(&self.encoded);
         Box::pin(async move {
+            let peer = request.remote_addr();
             let (watch, follow_rematch) = game_service::start_game_watch(&api, request)
                 .await
                 .map_err(status::into_status)?;
             Ok(Response::new(stream::spawn(
                 watch,
                 api.streams(),
+                peer,
                 StreamKind::Game,
                 move |item| match item {
                     WatchItem::Event(event) => Wire(encoded.get(&event)),
