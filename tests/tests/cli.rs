@@ -911,6 +911,22 @@ fn resign_and_abort_from_the_command_line_and_the_prompt() {
     assert_eq!(alice.wait().code(), Some(0));
 }
 
+/// `OANQUAN_SERVER` and `OANQUAN_CONFIG_DIR` set (as here) must not make the usage line show
+/// `--server` and `--config-dir` as required.
+#[test]
+fn usage_lines_show_the_global_options_as_optional() {
+    let config = config_dir();
+    let out = run_cli("127.0.0.1:9", config.path(), &["play"]);
+    assert_eq!(out.code, Some(2), "{out:?}");
+    assert!(
+        out.stderr.contains("Usage: oanquan play [OPTIONS] <GAME>"),
+        "{}",
+        out.stderr
+    );
+    assert!(!out.stderr.contains("--server <URL>"), "{}", out.stderr);
+    assert!(!out.stderr.contains("--config-dir <DIR>"), "{}", out.stderr);
+}
+
 /// A move from an empty square is refused with the reason, in the squares the player typed
 /// (the server's own refusal names ring squares), and the prompt comes back.
 #[test]

@@ -1002,11 +1002,71 @@ pub struct KeysRevokeArgs {
     pub id: String,
 }
 
+/// The command line as parsed: [`Cli`], with each command's usage line fixed to the one its
+/// help shows. clap's usage in an error lists the options it saw as if they were required
+/// (`Usage: oanquan play --server <URL> --config-dir <DIR> <GAME>`), and it sees
+/// `OANQUAN_SERVER` and `OANQUAN_CONFIG_DIR` from the environment too: a user who set them
+/// would read that every command needs both.
+pub fn command() -> clap::Command {
+    let mut command = <Cli as clap::CommandFactory>::command();
+    command.build();
+    fix_usage(&mut command);
+    command
+}
+
+fn fix_usage(command: &mut clap::Command) {
+    let usage = command.render_usage().to_string();
+    let usage = usage.trim_end();
+    let usage = usage.strip_prefix("Usage: ").unwrap_or(usage).to_owned();
+    *command = std::mem::take(command).override_usage(usage);
+    for sub in command.get_subcommands_mut() {
+        fix_usage(sub);
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use clap::CommandFactory as _;
 
     use super::*;
+
+    #[test]
+    fn usage_lines_show_options_with_defaults_as_optional() {
+        let error = command()
+            .try_get_matches_from([
+                "oanquan",
+                "--server",
+                "127.0.0.1:1",
+                "--config-dir",
+                "/tmp/x",
+                "play",
+            ])
+            .expect_err("GAME is missing");
+        let text = error.render().to_string();
+        assert!(
+            text.contains("Usage: oanquan play [OPTIONS] <GAME>"),
+            "{text}"
+        );
+        assert!(!text.contains("--server <URL>"), "{text}");
+        assert!(!text.contains("--config-dir <DIR>"), "{text}");
+        // Nested commands, and the usage their help shows, stay as they were.
+        let mut command = command();
+        let keys = command.find_subcommand_mut("keys").expect("keys");
+        assert!(
+            keys.render_usage().to_string().contains("oanquan keys"),
+            "{}",
+            keys.render_usage()
+        );
+        let revoke = keys.find_subcommand_mut("revoke").expect("revoke");
+        assert!(
+            revoke
+                .render_usage()
+                .to_string()
+                .contains("oanquan keys revoke [OPTIONS] <ID>"),
+            "{}",
+            revoke.render_usage()
+        );
+    }
 
     #[test]
     fn clap_definition_is_consistent() {

@@ -23,7 +23,7 @@ mod tokens;
 
 use std::process::ExitCode;
 
-use clap::Parser as _;
+use clap::FromArgMatches as _;
 use clap::error::ContextValue;
 
 use crate::cli::{Cli, Command};
@@ -146,7 +146,10 @@ fn plain(text: &str) -> String {
 
 fn main() -> ExitCode {
     // clap exits with 2 on usage errors and 0 for --help/--version, as documented.
-    let cli = Cli::try_parse().unwrap_or_else(|e| usage_error(&e));
+    let cli = cli::command()
+        .try_get_matches()
+        .and_then(|matches| Cli::from_arg_matches(&matches))
+        .unwrap_or_else(|e| usage_error(&e));
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
