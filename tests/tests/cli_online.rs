@@ -3,7 +3,7 @@
 
 use std::path::Path;
 
-use oanquan_e2e::{CliProcess, Lines, Server, config_dir, run_cli};
+use oanquan_e2e::{CliProcess, Lines, Server, Stream, config_dir, run_cli};
 use serde_json::Value;
 
 fn json_of(stdout: &str) -> Value {
@@ -341,6 +341,34 @@ fn accept_takes_an_open_seek_and_ctrl_c_withdraws_one() {
     assert_eq!(frank.wait().code(), Some(130), "{}", lines.tail(10));
     let seeks = run_cli(&url, frank_dir.path(), &["seeks"]);
     assert!(!seeks.stdout.contains(&id), "{}", seeks.stdout);
+}
+
+/// Ctrl-C during `play` ends the client, not the game: it says that the game goes on with its
+/// clocks running and how to come back (exit 130).
+#[test]
+fn ctrl_c_in_play_says_the_game_goes_on() {
+    let server = Server::start();
+    let url = server.url();
+    let (alice_dir, bob_dir) = (config_dir(), config_dir());
+    let id = new_game(&url, alice_dir.path(), bob_dir.path(), &["--time", "5+0"]);
+    let (tx, mut lines) = Lines::new();
+    let mut alice = CliProcess::spawn("alice", &url, alice_dir.path(), &["play", &id], &tx);
+    follow(&mut lines, "alice", |l| l == "your move");
+    alice.interrupt();
+    assert_eq!(alice.wait().code(), Some(130), "{}", lines.tail(20));
+    // Whatever alice wrote is in by the time both of her pipes have closed.
+    let said =
+        loop {
+            if let Some(line) = lines.transcript.iter().find(|l| {
+                l.who == "alice" && l.stream == Stream::Stderr && l.text.contains("goes on")
+            }) {
+                break line.text.clone();
+            }
+            lines.next_line();
+        };
+    for needle in ["clocks running", &format!("`oanquan play {id}`")] {
+        assert!(said.contains(needle), "{needle}: {said}");
+    }
 }
 
 #[test]

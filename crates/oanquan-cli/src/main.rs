@@ -53,7 +53,6 @@ async fn run(cli: Cli) -> Result<(), CliError> {
         }
         Command::Seek(args) => {
             let (id, seat) = seek::seek(&ctx, &mut clients, args).await?;
-            seek::exit_on_interrupt(id.clone());
             play::play(&ctx, clients, &id, Some(seat), true, &args.live).await?;
         }
         Command::Seeks => commands::seeks(&ctx, &mut clients).await?,

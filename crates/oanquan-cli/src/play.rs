@@ -4,7 +4,7 @@ use std::time::{Duration, Instant};
 
 use oanquan_proto::v1::{
     AbortGameRequest, AnalyzeRequest, AnalyzeResponse, ClaimVictoryRequest, DeclineDrawRequest,
-    DeclineRematchRequest, LegalMovesRequest, OfferDrawRequest, OfferRematchRequest,
+    DeclineRematchRequest, GameStatus, LegalMovesRequest, OfferDrawRequest, OfferRematchRequest,
     PlayMoveRequest, ResignRequest, RulesSpec, analyze_request, game_event, rules_spec,
 };
 use tokio::sync::mpsc;
@@ -348,6 +348,12 @@ async fn play_one(
     let mut ticker = ticker();
     // Input ended after the seat resigned or aborted: only the game's end is awaited.
     let mut input_closed = false;
+    // Ctrl-C leaves the client, not the game: it says so and how to come back, rather than
+    // dying silently as SIGINT's default would.
+    let interrupt = tokio::signal::ctrl_c();
+    tokio::pin!(interrupt);
+    // A finished future must not be polled again (an error installing the handler).
+    let mut interrupt_armed = true;
     loop {
         if live.over {
             if let Some(rematch) = live.rematch_started.clone() {
@@ -450,8 +456,38 @@ async fn play_one(
                     output::tick(&line)?;
                 }
             }
+            interrupted = &mut interrupt, if interrupt_armed => {
+                interrupt_armed = false;
+                if interrupted.is_err() {
+                    continue;
+                }
+                if interactive {
+                    // The cursor is on the prompt line, after `^C`.
+                    out("")?;
+                }
+                let timed = live.clocks.is_some() && live.game.status() == GameStatus::Active;
+                note(interrupted_line(&game_id_shown, live.over, timed));
+                return Err(CliError::new(code::INTERRUPTED, ""));
+            }
         }
     }
+}
+
+/// What Ctrl-C during `play` says: the game is the server's and goes on without this client
+/// (in a timed game, with the clock of whoever is to move running), and how to come back to it.
+fn interrupted_line(game_id_shown: &str, over: bool, timed: bool) -> String {
+    if over {
+        return format!("left game {game_id_shown}; it is over");
+    }
+    let clock = if timed {
+        " with the clocks running: yours runs on your turn, also while you are away"
+    } else {
+        ""
+    };
+    format!(
+        "interrupted: game {game_id_shown} goes on on the server{clock}; come back to it with \
+         `oanquan play {game_id_shown}`, or follow it with `oanquan watch {game_id_shown}`"
+    )
 }
 
 impl Player {
@@ -935,6 +971,26 @@ mod tests {
         assert!(!refuses_game_id(&tonic::Status::invalid_argument("bare")));
         assert!(!refuses_game_id(&tonic::Status::resource_exhausted("busy")));
         assert!(!refuses_game_id(&tonic::Status::unavailable("down")));
+    }
+
+    #[test]
+    fn ctrl_c_says_the_game_goes_on_and_how_to_come_back() {
+        let timed = interrupted_line("g1", false, true);
+        for needle in [
+            "goes on on the server",
+            "clocks running",
+            "`oanquan play g1`",
+            "`oanquan watch g1`",
+        ] {
+            assert!(timed.contains(needle), "{needle}: {timed}");
+        }
+        let untimed = interrupted_line("g1", false, false);
+        assert!(!untimed.contains("clock"), "{untimed}");
+        assert!(untimed.contains("`oanquan play g1`"), "{untimed}");
+        assert_eq!(
+            interrupted_line("g1", true, true),
+            "left game g1; it is over"
+        );
     }
 
     #[test]

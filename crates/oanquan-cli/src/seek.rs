@@ -17,7 +17,7 @@ use crate::context::Context;
 use crate::error::{CliError, code};
 use crate::json;
 use crate::moves::Side;
-use crate::output::{clear_status, note, out, shown_name};
+use crate::output::{clear_status, out, shown_name};
 use crate::timecontrol::{TimeControl, format_span, from_proto_duration, to_proto_duration};
 
 /// The server sends a heartbeat about every 15 seconds while a seek waits; this allows two to
@@ -180,21 +180,6 @@ fn waiting_line(seek: &oanquan_proto::v1::Seek) -> String {
         "seek {}: {terms}; waiting for an opponent (Ctrl-C withdraws it)",
         shown_name(&seek.id)
     )
-}
-
-/// After pairing, Ctrl-C ends the client (the seek's handler has replaced the default
-/// action for the rest of the process): the game goes on, as with `quit`.
-pub fn exit_on_interrupt(game_id: String) {
-    tokio::spawn(async move {
-        if tokio::signal::ctrl_c().await.is_ok() {
-            clear_status();
-            note(format!(
-                "interrupted; the game goes on: resume it with `oanquan play {}`",
-                shown_name(&game_id)
-            ));
-            std::process::exit(i32::from(code::INTERRUPTED));
-        }
-    });
 }
 
 #[cfg(test)]
