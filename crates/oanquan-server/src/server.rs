@@ -427,6 +427,7 @@ pub async fn run_with_store(
                 .max(config.streams.heartbeat_interval),
         ),
         stalls,
+        exempt_loopback,
     };
     let (incoming, accepting) = accept::spawn(accepted, handshake, stop_rx.clone());
     let _accepting = AbortOnDrop(accepting);

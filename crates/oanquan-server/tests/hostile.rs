@@ -1552,6 +1552,96 @@ async fn spectators_that_never_read_do_not_slow_moves_or_other_spectators() {
     assert_serving(server.channel().await).await;
 }
 
+/// An HTTP/2 frame: length, type, flags, stream 0 (connection-level frames only here).
+fn h2_frame(kind: u8, flags: u8, payload: &[u8]) -> Vec<u8> {
+    let len = u32::try_from(payload.len()).unwrap().to_be_bytes();
+    let mut frame = vec![len[1], len[2], len[3], kind, flags, 0, 0, 0, 0];
+    frame.extend_from_slice(payload);
+    frame
+}
+
+/// A raw HTTP/2 connection from `source` that has sent its preface and empty SETTINGS.
+async fn raw_h2(source: &str, addr: SocketAddr) -> TcpStream {
+    let socket = tokio::net::TcpSocket::new_v4().unwrap();
+    socket
+        .bind(SocketAddr::new(source.parse().unwrap(), 0))
+        .unwrap();
+    let mut tcp = socket.connect(addr).await.unwrap();
+    let mut hello = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n".to_vec();
+    hello.extend(h2_frame(4, 0, &[]));
+    tcp.write_all(&hello).await.unwrap();
+    tcp
+}
+
+#[tokio::test]
+async fn a_ping_flood_closes_its_connection_and_a_steady_pinger_stays() {
+    let server = start(hostile_config()).await;
+    let addr = server.addr;
+    let mut game = Bystander::new(Games::new(channel_from("127.0.0.2", addr).await)).await;
+
+    // 30,000 pings at once (the budget is 10,000 at once, 1,000 a second).
+    let tcp = raw_h2("127.0.0.3", addr).await;
+    let (mut reader, mut writer) = tcp.into_split();
+    let flood: Vec<u8> = (0..30_000u32)
+        .flat_map(|i| h2_frame(6, 0, &u64::from(i).to_be_bytes()))
+        .collect();
+    let writing = tokio::spawn(async move {
+        // The server may close before it has read everything.
+        let _ = writer.write_all(&flood).await;
+        writer
+    });
+    let mut answered = 0_usize;
+    let mut chunk = vec![0; 64 * 1024];
+    let ended = tokio::time::timeout(Duration::from_secs(10), async {
+        loop {
+            match reader.read(&mut chunk).await {
+                Ok(0) | Err(_) => break,
+                Ok(n) => answered += n,
+            }
+        }
+    })
+    .await;
+    assert!(ended.is_ok(), "the flooding connection stayed open");
+    // Each pong is 17 bytes: the server answered part of the flood, not all of it.
+    assert!(answered < 30_000 * 17, "{answered} bytes answered");
+    drop(writing.await);
+
+    // A client pinging steadily (200 pings over a second) keeps its connection.
+    let mut steady = raw_h2("127.0.0.4", addr).await;
+    for i in 0..200_u64 {
+        steady
+            .write_all(&h2_frame(6, 0, &i.to_be_bytes()))
+            .await
+            .unwrap();
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    let mut pongs = 0;
+    let mut read = Vec::new();
+    let answered = tokio::time::timeout(Duration::from_secs(5), async {
+        while pongs < 200 {
+            let n = steady.read(&mut chunk).await.unwrap();
+            assert!(n > 0, "the steady pinger's connection closed");
+            read.extend_from_slice(&chunk[..n]);
+            // Walk whole frames: count the PING acks (type 6, flag 1).
+            pongs = 0;
+            let mut at = 0;
+            while at + 9 <= read.len() {
+                let len = usize::from(read[at]) << 16
+                    | usize::from(read[at + 1]) << 8
+                    | usize::from(read[at + 2]);
+                if read[at + 3] == 6 && read[at + 4] & 1 == 1 {
+                    pongs += 1;
+                }
+                at += 9 + len;
+            }
+        }
+    })
+    .await;
+    assert!(answered.is_ok(), "{pongs} of 200 pings answered");
+    game.advance().await;
+    assert_serving(server.channel().await).await;
+}
+
 #[tokio::test]
 async fn a_connection_that_leaves_its_streams_unread_is_closed() {
     let mut settings = hostile_config();

@@ -43,6 +43,7 @@ use tonic::transport::server::{Connected, TcpConnectInfo};
 use tracing::{Instrument as _, debug, warn};
 
 use super::connections::{ConnectionLimit, CountedConnection};
+use super::frames::FrameBudget;
 use super::stalls::{Registration, Stalls};
 
 /// The fixed start of every HTTP/2 client connection (RFC 9113, section 3.4).
@@ -82,6 +83,9 @@ pub struct Handshake {
     /// Where streams dropped for stalling are counted per connection, to close those that
     /// have too many ([`super::stalls`]).
     pub stalls: Arc<Stalls>,
+    /// Loopback peers skip the idle-frame budget ([`super::frames`]), as they skip the other
+    /// per-client limits.
+    pub exempt_loopback: bool,
 }
 
 impl std::fmt::Debug for Handshake {
@@ -128,6 +132,11 @@ where
                 Ok(Ok(mut connection)) => {
                     if let Some(peer) = peer {
                         connection.stalls = Some(handshake.stalls.register(peer));
+                        if connection.http2
+                            && !(handshake.exempt_loopback && peer.ip().is_loopback())
+                        {
+                            connection.frames = Some(FrameBudget::new(std::time::Instant::now()));
+                        }
                     }
                     Ok(Ok(connection))
                 }
@@ -229,12 +238,15 @@ async fn shake(
     // HTTP/2's preface starts like a request line too (`PRI * HTTP/2.0`).
     let is_http1 = !read.starts_with(PREFACE) && http1(&read) == Http1::Head;
     let answer = is_http1.then(|| AnswerDeadline::new(answer_within));
+    let http2 = read.starts_with(PREFACE);
     Ok(ServerConnection {
         read,
         replayed: 0,
         transport,
         answer,
         stalls: None,
+        http2,
+        frames: None,
     })
 }
 
@@ -370,6 +382,10 @@ pub struct ServerConnection {
     answer: Option<AnswerDeadline>,
     /// Closes the connection once too many of its streams were dropped for stalling.
     stalls: Option<Registration>,
+    /// The client began with the HTTP/2 preface.
+    http2: bool,
+    /// HTTP/2 connections of counted peers only.
+    frames: Option<FrameBudget>,
 }
 
 impl std::fmt::Debug for ServerConnection {
@@ -410,6 +426,7 @@ impl AsyncRead for ServerConnection {
         if this.closed(cx) {
             return Poll::Ready(Err(stalled()));
         }
+        let before = buf.filled().len();
         if this.replayed < this.read.len() {
             let n = buf.remaining().min(this.read.len() - this.replayed);
             buf.put_slice(&this.read[this.replayed..this.replayed + n]);
@@ -418,12 +435,14 @@ impl AsyncRead for ServerConnection {
                 this.read = Vec::new();
                 this.replayed = 0;
             }
-            return Poll::Ready(Ok(()));
+            return Poll::Ready(this.budget(&buf.filled()[before..]));
         }
-        let before = buf.filled().len();
         let read = Pin::new(&mut this.transport).poll_read(cx, buf);
-        if let (Some(answer), Poll::Ready(Ok(()))) = (&mut this.answer, &read) {
-            answer.read(buf.filled().len() - before);
+        if let Poll::Ready(Ok(())) = &read {
+            if let Some(answer) = &mut this.answer {
+                answer.read(buf.filled().len() - before);
+            }
+            return Poll::Ready(this.budget(&buf.filled()[before..]));
         }
         read
     }
@@ -446,9 +465,29 @@ impl ServerConnection {
     }
 
     fn wrote(&mut self, written: &Poll<io::Result<usize>>) {
-        if let (Some(answer), Poll::Ready(Ok(bytes))) = (&mut self.answer, written) {
-            answer.wrote(*bytes);
+        if let Poll::Ready(Ok(bytes)) = written {
+            if let Some(answer) = &mut self.answer {
+                answer.wrote(*bytes);
+            }
+            if let Some(frames) = &mut self.frames {
+                frames.wrote(*bytes);
+            }
         }
+    }
+
+    /// Counts the idle frames among bytes just read: an error once over the budget.
+    fn budget(&mut self, read: &[u8]) -> io::Result<()> {
+        let Some(frames) = &mut self.frames else {
+            return Ok(());
+        };
+        if frames.read(read, std::time::Instant::now()) {
+            return Ok(());
+        }
+        debug!("closing a connection that sends too many idle frames");
+        Err(io::Error::new(
+            io::ErrorKind::ConnectionAborted,
+            "connection closed: too many PING, SETTINGS or other idle frames",
+        ))
     }
 }
 
