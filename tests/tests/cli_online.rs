@@ -564,7 +564,7 @@ fn a_first_move_not_made_aborts_the_game() {
         "{clocks}"
     );
     follow(&mut lines, "alice", |l| {
-        l == "alice did not make their first move in time — game aborted"
+        l == "the game was aborted: you did not make your first move in time"
     });
     follow(&mut lines, "alice", |l| l.starts_with("game over: aborted"));
     assert_eq!(alice.wait().code(), Some(0), "{}", lines.tail(30));

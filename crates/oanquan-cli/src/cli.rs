@@ -461,8 +461,10 @@ traces) are for people; the others are, one per line:
     NAME ran out of time — NAME wins on time    before `game over:` for a fallen flag;
                                                 likewise `drawn by agreement`, `NAME
                                                 abandoned the game — NAME wins by claim`,
-                                                `NAME did not make their first move in
-                                                time — game aborted`
+                                                `the game was aborted: NAME did not make
+                                                their first move in time` (or `NAME called
+                                                it off before the first move`; NAME is
+                                                `you` for your own seat)
     game over: OUTCOME F:S (REASON)             OUTCOME is `first wins`, `second wins`,
                                                 `draw` or `aborted`; REASON mandarins,
                                                 repetition, ply limit, resignation,

@@ -443,9 +443,13 @@ pub async fn show(ctx: &Context, clients: &mut Clients, args: &ShowArgs) -> Resu
     }
     if over {
         let names = [names[0].as_str(), names[1].as_str()];
-        // The first-move deadline is not in a finished game's answer: an abort is not
-        // explained further.
-        if let Some(line) = game.result.as_ref().and_then(|r| end_line(r, names, false)) {
+        // The first-move deadline is not in a finished game's answer: whether a player called
+        // an aborted game off or missed the deadline cannot be told.
+        if let Some(line) = game
+            .result
+            .as_ref()
+            .and_then(|r| end_line(r, names, None, None))
+        {
             lines.push(line);
         }
         lines.push(game_over_line(game.result.as_ref()));
@@ -862,7 +866,11 @@ pub async fn claim(ctx: &Context, clients: &mut Clients, args: &SeatArgs) -> Res
         seat_name(&game, Side::Second),
     ];
     let names = [names[0].as_str(), names[1].as_str()];
-    if let Some(line) = game.result.as_ref().and_then(|r| end_line(r, names, false)) {
+    if let Some(line) = game
+        .result
+        .as_ref()
+        .and_then(|r| end_line(r, names, None, None))
+    {
         out(line)?;
     }
     out(game_over_line(game.result.as_ref()))?;

@@ -166,9 +166,17 @@ fn named(names: Names<'_>, side: Side) -> String {
 }
 
 /// The line that says how a game ended, for the ways the stable `game over:` line alone does
-/// not make clear (stable format, see `play --help`). `first_move_missed`: the game was aborted
-/// at the first-move deadline rather than by a player.
-pub fn end_line(result: &GameResult, names: Names<'_>, first_move_missed: bool) -> Option<String> {
+/// not make clear (stable format, see `play --help`): its `(aborted by first)` reads as if the
+/// first player had chosen to, when the server may have called the game off for them.
+/// `you`: the viewer's seat, named `you`. `first_move_missed`: the game was aborted at the
+/// first-move deadline (`Some(true)`) or by a player (`Some(false)`); `None` when the client
+/// cannot tell (a finished game's answer no longer holds the deadline).
+pub fn end_line(
+    result: &GameResult,
+    names: Names<'_>,
+    you: Option<Side>,
+    first_move_missed: Option<bool>,
+) -> Option<String> {
     let ended_by = Side::from_i32(result.ended_by);
     let winner = Side::from_i32(result.winner).or(ended_by.map(Side::other));
     match (result.end_reason(), ended_by, winner) {
@@ -183,10 +191,27 @@ pub fn end_line(result: &GameResult, names: Names<'_>, first_move_missed: bool) 
             named(names, loser),
             named(names, winner)
         )),
-        (EndReason::Aborted, Some(late), _) if first_move_missed => Some(format!(
-            "{} did not make their first move in time — game aborted",
-            named(names, late)
-        )),
+        (EndReason::Aborted, Some(by), _) => {
+            let mine = you == Some(by);
+            let who = if mine {
+                "you".to_owned()
+            } else {
+                named(names, by)
+            };
+            let their = if mine { "your" } else { "their" };
+            Some(match first_move_missed {
+                Some(true) => {
+                    format!("the game was aborted: {who} did not make {their} first move in time")
+                }
+                Some(false) => {
+                    format!("the game was aborted: {who} called it off before the first move")
+                }
+                None => format!(
+                    "the game was aborted before the first move: {who} called it off or did \
+                     not move in time"
+                ),
+            })
+        }
         _ => None,
     }
 }
@@ -554,7 +579,7 @@ impl Live {
                     server_span(event.time.as_ref(), over.rematch_deadline.as_ref())
                         .map(|window| (window, received));
                 self.game.rematch_deadline = over.rematch_deadline;
-                self.finish(over.result, first_move_missed)?;
+                self.finish(over.result, Some(first_move_missed))?;
             }
             game_event::Kind::Draw(draw) => {
                 let Some(by) = Side::from_i32(draw.by) else {
@@ -598,7 +623,7 @@ impl Live {
     fn finish(
         &mut self,
         result: Option<GameResult>,
-        first_move_missed: bool,
+        first_move_missed: Option<bool>,
     ) -> Result<(), CliError> {
         if self.over {
             return Ok(());
@@ -618,7 +643,7 @@ impl Live {
             .game
             .result
             .as_ref()
-            .and_then(|r| end_line(r, self.names(), first_move_missed))
+            .and_then(|r| end_line(r, self.names(), self.you, first_move_missed))
         {
             self.text(line)?;
         }
@@ -673,7 +698,7 @@ impl Live {
             }
             self.print_board()?;
             let result = self.game.result;
-            return self.finish(result, false);
+            return self.finish(result, None);
         }
         self.print_board()?;
         if status == GameStatus::WaitingForPlayers {
@@ -848,30 +873,44 @@ mod tests {
             ..GameResult::default()
         };
         assert_eq!(
-            end_line(&result(EndReason::Timeout, 2, 1), names, false).as_deref(),
+            end_line(&result(EndReason::Timeout, 2, 1), names, None, None).as_deref(),
             Some("alice ran out of time — bob wins on time")
         );
         // Without `winner` the opponent of the flagged player is the winner.
         assert_eq!(
-            end_line(&result(EndReason::Timeout, 0, 2), ["alice", ""], false).as_deref(),
+            end_line(&result(EndReason::Timeout, 0, 2), ["alice", ""], None, None).as_deref(),
             Some("the second player ran out of time — alice wins on time")
         );
         assert_eq!(
-            end_line(&result(EndReason::Agreement, 0, 0), names, false).as_deref(),
+            end_line(&result(EndReason::Agreement, 0, 0), names, None, None).as_deref(),
             Some("drawn by agreement")
         );
         assert_eq!(
-            end_line(&result(EndReason::Abandonment, 2, 1), names, false).as_deref(),
+            end_line(&result(EndReason::Abandonment, 2, 1), names, None, None).as_deref(),
             Some("alice abandoned the game — bob wins by claim")
         );
         let aborted = result(EndReason::Aborted, 0, 2);
         assert_eq!(
-            end_line(&aborted, names, true).as_deref(),
-            Some("bob did not make their first move in time — game aborted")
+            end_line(&aborted, names, None, Some(true)).as_deref(),
+            Some("the game was aborted: bob did not make their first move in time")
         );
-        assert_eq!(end_line(&aborted, names, false), None, "a player's abort");
         assert_eq!(
-            end_line(&result(EndReason::Resignation, 2, 1), names, false),
+            end_line(&aborted, names, Some(Side::Second), Some(true)).as_deref(),
+            Some("the game was aborted: you did not make your first move in time")
+        );
+        assert_eq!(
+            end_line(&aborted, names, Some(Side::First), Some(false)).as_deref(),
+            Some("the game was aborted: bob called it off before the first move")
+        );
+        assert_eq!(
+            end_line(&aborted, names, None, None).as_deref(),
+            Some(
+                "the game was aborted before the first move: bob called it off or did not move \
+                 in time"
+            )
+        );
+        assert_eq!(
+            end_line(&result(EndReason::Resignation, 2, 1), names, None, None),
             None
         );
         assert_eq!(
