@@ -22,10 +22,16 @@ pub struct LocalClocks {
     remaining: [Duration; 2],
     /// Whose clock runs from `received`.
     running: Option<Side>,
-    /// From the reading to the player to move's deadline, when no clock runs yet (the first
-    /// moves): the time left for that first move.
-    first_move_in: Option<Duration>,
+    /// When no clock runs yet (the first moves): the player to move's deadline.
+    first_move: Option<FirstMove>,
     received: Instant,
+}
+
+/// A first-move deadline: the server's, and when it falls by this client's clock.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct FirstMove {
+    deadline: SystemTime,
+    due: Instant,
 }
 
 /// A server timestamp as a `SystemTime`, for subtracting two of them; `None` if malformed.
@@ -49,8 +55,13 @@ impl LocalClocks {
     /// Takes a reading that arrived at `received`.
     pub fn new(clocks: &Clocks, received: Instant) -> Self {
         let running = Side::from_i32(clocks.running);
-        let first_move_in = if running.is_none() {
-            server_span(clocks.measured_at.as_ref(), clocks.deadline.as_ref())
+        let first_move = if running.is_none() {
+            server_span(clocks.measured_at.as_ref(), clocks.deadline.as_ref()).and_then(|left| {
+                Some(FirstMove {
+                    deadline: system_time(clocks.deadline.as_ref())?,
+                    due: received.checked_add(left)?,
+                })
+            })
         } else {
             None
         };
@@ -60,8 +71,22 @@ impl LocalClocks {
                 from_proto_duration(clocks.second_remaining.as_ref()),
             ],
             running,
-            first_move_in,
+            first_move,
             received,
+        }
+    }
+
+    /// Takes over an earlier reading's estimate of the same first-move deadline when it falls
+    /// sooner. Every reading of one deadline names the same server instant, but one that
+    /// arrived late (a replayed event after a reconnect, a snapshot built before it was sent)
+    /// makes it look later: the soonest estimate is the closest, and with one instant the board
+    /// and the clock line count down together instead of seconds apart.
+    pub fn keep_sooner_deadline(&mut self, earlier: &LocalClocks) {
+        if let (Some(mine), Some(theirs)) = (self.first_move.as_mut(), earlier.first_move)
+            && mine.deadline == theirs.deadline
+            && theirs.due < mine.due
+        {
+            mine.due = theirs.due;
         }
     }
 
@@ -83,13 +108,13 @@ impl LocalClocks {
 
     /// During a player's first move (no clock runs): the time left to make it.
     pub fn first_move_left(&self, now: Instant) -> Option<Duration> {
-        self.first_move_in
-            .map(|d| d.saturating_sub(now.saturating_duration_since(self.received)))
+        self.first_move
+            .map(|f| f.due.saturating_duration_since(now))
     }
 
     /// Whether something counts down (worth redrawing every second).
     pub fn ticking(&self) -> bool {
-        self.running.is_some() || self.first_move_in.is_some()
+        self.running.is_some() || self.first_move.is_some()
     }
 
     /// The game ended: the times stay as they are, nothing runs.
@@ -98,7 +123,7 @@ impl LocalClocks {
             self.remaining[usize::from(side == Side::Second)] = self.remaining(side, now);
         }
         self.running = None;
-        self.first_move_in = None;
+        self.first_move = None;
         self.received = now;
     }
 }
@@ -261,6 +286,28 @@ mod tests {
         // A deadline before the reading (late delivery) is no time at all, not a panic.
         let late = LocalClocks::new(&reading(60, 60, Player::Unspecified, Some(-5)), t0);
         assert_eq!(late.first_move_left(t0), Some(Duration::ZERO));
+    }
+
+    #[test]
+    fn readings_of_one_deadline_count_down_to_one_instant() {
+        let t0 = Instant::now();
+        let fresh = LocalClocks::new(&reading(60, 60, Player::Unspecified, Some(30)), t0);
+        // The same deadline, read 2 s before it arrived at t0 + 1 s (a replayed event): on its
+        // own it would put the deadline 3 s later than the fresh reading does.
+        let stale = Clocks {
+            measured_at: Some(at(-2)),
+            ..reading(60, 60, Player::Unspecified, Some(30))
+        };
+        let mut later = LocalClocks::new(&stale, t0 + Duration::from_secs(1));
+        let now = t0 + Duration::from_secs(5);
+        assert_eq!(later.first_move_left(now), Some(Duration::from_secs(28)));
+        later.keep_sooner_deadline(&fresh);
+        assert_eq!(later.first_move_left(now), fresh.first_move_left(now));
+        assert_eq!(later.first_move_left(now), Some(Duration::from_secs(25)));
+        // Another deadline (the second player's first move) is not mixed in.
+        let mut second = LocalClocks::new(&reading(60, 60, Player::Unspecified, Some(90)), now);
+        second.keep_sooner_deadline(&fresh);
+        assert_eq!(second.first_move_left(now), Some(Duration::from_secs(90)));
     }
 
     #[test]

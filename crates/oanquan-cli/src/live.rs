@@ -152,6 +152,22 @@ pub fn game_over_line(result: Option<&GameResult>) -> String {
     )
 }
 
+/// The line under the board during a first move: `you must make your first move within 0:27`
+/// to the player who must, the name to anyone else.
+fn first_move_line(you: Option<Side>, to_move: Side, name: &str, left: Duration) -> String {
+    if you == Some(to_move) {
+        format!(
+            "  you must make your first move within {}",
+            format_clock(left)
+        )
+    } else {
+        format!(
+            "  {name} must make their first move within {}",
+            format_clock(left)
+        )
+    }
+}
+
 /// The seats' display names, first then second, for the lines that name players: as the
 /// server sent them; the lines show them through [`shown_name`].
 pub type Names<'a> = [&'a str; 2];
@@ -339,7 +355,10 @@ impl Live {
     /// without one) keeps the last.
     fn take_clocks(&mut self, clocks: Option<&Clocks>, received: Instant) {
         let Some(clocks) = clocks else { return };
-        let local = LocalClocks::new(clocks, received);
+        let mut local = LocalClocks::new(clocks, received);
+        if let Some(earlier) = &self.clocks {
+            local.keep_sooner_deadline(earlier);
+        }
         self.first_move_deadline = if local.running().is_none() {
             system_time(clocks.deadline.as_ref())
         } else {
@@ -447,11 +466,7 @@ impl Live {
         let first_move = self.clocks.filter(|_| !self.over).and_then(|c| {
             let left = c.first_move_left(Instant::now())?;
             let side = self.to_move()?;
-            Some(format!(
-                "  {} to make their first move within {}",
-                self.name(side),
-                format_clock(left)
-            ))
+            Some(first_move_line(self.you, side, &self.name(side), left))
         });
         lines.extend(first_move);
         lines
@@ -916,6 +931,23 @@ mod tests {
         assert_eq!(
             game_over_line(Some(&result(EndReason::Timeout, 2, 1))),
             "game over: second wins 0:0 (timeout by first)"
+        );
+    }
+
+    #[test]
+    fn the_first_move_line_says_you_to_the_player_who_must_move() {
+        let left = Duration::from_secs(27);
+        assert_eq!(
+            first_move_line(Some(Side::First), Side::First, "alice", left),
+            "  you must make your first move within 0:27"
+        );
+        assert_eq!(
+            first_move_line(Some(Side::Second), Side::First, "alice", left),
+            "  alice must make their first move within 0:27"
+        );
+        assert_eq!(
+            first_move_line(None, Side::First, "alice", left),
+            "  alice must make their first move within 0:27"
         );
     }
 
