@@ -1682,7 +1682,7 @@ async fn a_connection_that_leaves_its_streams_unread_is_closed() {
     assert_eq!(rounds, 3, "closed after {} streams", held.len());
     // Other connections, from that address too, and the game are untouched.
     let mut again = stuck_connection("127.0.0.3", addr).await;
-    try_open_stuck_stream(&mut again, addr, &game.id)
+    let _served = try_open_stuck_stream(&mut again, addr, &game.id)
         .await
         .expect("a new connection is served");
     let mut game = game;

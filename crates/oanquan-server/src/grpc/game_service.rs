@@ -443,8 +443,10 @@ impl pb::game_service_server::GameService for GameApi {
         let (watch, follow_rematch) = start_game_watch(self, request).await.map_err(into_status)?;
         Ok(Response::new(stream::spawn(
             watch,
-            &self.streams,
-            peer,
+            stream::Served {
+                settings: &self.streams,
+                peer,
+            },
             StreamKind::Game,
             game_item,
             game_heartbeat,
@@ -472,8 +474,10 @@ impl pb::game_service_server::GameService for GameApi {
         let pool = Arc::clone(&self.seeks);
         Ok(Response::new(stream::spawn(
             watch,
-            &self.streams,
-            peer,
+            stream::Served {
+                settings: &self.streams,
+                peer,
+            },
             StreamKind::Lobby,
             move |item| lobby_item(item, &pool),
             lobby_heartbeat,

@@ -89,14 +89,20 @@ pub(crate) fn no_side<M>() -> Side<futures::stream::Pending<()>, (), M> {
     }
 }
 
+/// The server's stream settings, and the client address a stream serves (its connection is
+/// closed after too many dropped streams, see [`super::stalls`]).
+pub(crate) struct Served<'a> {
+    pub(crate) settings: &'a StreamSettings,
+    pub(crate) peer: Option<SocketAddr>,
+}
+
 /// Spawns the task that feeds a stream from `watch`: each item made into a message by `item`,
 /// heartbeats while idle, the `side` stream's items between them; the stream ends after an
 /// item for which `is_last` holds, or when the watch is complete. Its events are counted as
 /// `kind`'s.
 pub(crate) fn spawn<F, M, I, L, S, X>(
     mut watch: Watch<F>,
-    settings: &StreamSettings,
-    peer: Option<SocketAddr>,
+    Served { settings, peer }: Served<'_>,
     kind: StreamKind,
     item: I,
     heartbeat: fn(u64) -> M,

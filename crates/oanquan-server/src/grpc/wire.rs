@@ -156,8 +156,10 @@ impl ServerStreamingService<pb::WatchGameRequest> for WatchGameWire {
                 .map_err(status::into_status)?;
             Ok(Response::new(stream::spawn(
                 watch,
-                api.streams(),
-                peer,
+                stream::Served {
+                    settings: api.streams(),
+                    peer,
+                },
                 StreamKind::Game,
                 move |item| match item {
                     WatchItem::Event(event) => Wire(encoded.get(&event)),
