@@ -15,7 +15,8 @@
 //!   `GameManager::play_computer_move` — the same validated path, events and traces as a
 //!   person's `PlayMove` — and when a game ends it cancels that game's searches. In a timed
 //!   game it plays on the clock: each move thinks a share of its remaining time
-//!   ([`think_time`]), never more than the server's move time. On start the driver resumes every active game where the computer is to
+//!   ([`think_time`]), never more than the server's move time, and it waits for a slot no
+//!   longer than that share ([`slot_wait`]): then it plays the greedy move without one. On start the driver resumes every active game where the computer is to
 //!   move (games reloaded from SQLite after a restart).
 //!
 //! A computer move is never committed from a cancelled search: after a shutdown the turn is
@@ -29,7 +30,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant, SystemTime};
 
 use oanquan_ai::egtb::Tablebase;
-use oanquan_ai::{Engine, MAX_DEPTH, SearchLimits, SearchResult};
+use oanquan_ai::{Engine, Level, MAX_DEPTH, SearchLimits, SearchResult};
 use oanquan_rules::Game;
 use tokio::sync::broadcast::error::RecvError;
 use tokio::sync::{OwnedSemaphorePermit, Semaphore, TryAcquireError, watch};
@@ -745,6 +746,53 @@ pub fn think_time(move_time: Duration, info: &GameInfo, now: SystemTime) -> Dura
         .min(left.saturating_sub(DEADLINE_MARGIN))
 }
 
+/// How long a computer turn may wait for a search slot before it plays a quick move instead:
+/// in a timed game the share of the clock it would think for (as [`think_time`] without the
+/// server's move time), so that a busy server never makes it lose on time or miss its first
+/// move; `None` (no limit) when no clock runs.
+#[must_use]
+pub fn slot_wait(info: &GameInfo, now: SystemTime) -> Option<Duration> {
+    let reading = timing::reading(info, now)?;
+    reading.deadline?;
+    Some(think_time(Duration::MAX, info, now))
+}
+
+/// Plays the computer's turn in game `id` without a search slot: the greedy move, which costs
+/// a few microseconds on the caller's thread. For a timed turn that waited its share of the
+/// clock for a slot.
+async fn play_quick_move(manager: &GameManager, computer: &Computer, id: &GameId) {
+    let state = match manager.load_state(id).await {
+        Ok(state) => state,
+        Err(error) => {
+            warn!(game_id = %id, %error, "cannot load the game for the computer's turn");
+            return;
+        }
+    };
+    let Some((seat, level)) = computer_to_move(state.info()) else {
+        return;
+    };
+    let position = &state.info().position;
+    let ply = position.ply();
+    let Some(mv) = oanquan_ai::choose_move(
+        Level::Greedy,
+        position,
+        seed(id, ply),
+        SearchLimits::default(),
+        &AtomicBool::new(false),
+    ) else {
+        return;
+    };
+    if computer.pool.is_stopping() {
+        return;
+    }
+    info!(game_id = %id, ?seat, %level, %mv, "no search slot within the computer's share of its clock: it played the greedy move");
+    match manager.play_computer_move(id, mv, ply).await {
+        Ok(_) => {}
+        Err(GameError::GameOver | GameError::StalePly { .. } | GameError::NotYourTurn { .. }) => {}
+        Err(error) => warn!(game_id = %id, %error, "cannot commit the computer's move"),
+    }
+}
+
 /// A seed per game and ply: the same game replays the same way under node limits, and the
 /// random levels do not repeat one pattern.
 fn seed(id: &GameId, ply: u32) -> u64 {
@@ -850,17 +898,27 @@ async fn resume(
 async fn play_turn(manager: Arc<GameManager>, computer: Arc<Computer>, id: GameId) {
     // The creator's share of the queue first (its game may have ended meanwhile: the load
     // after the slot sees it).
-    let creator = match manager.load_state(&id).await {
-        Ok(state) => state.creator(),
+    let (creator, wait) = match manager.load_state(&id).await {
+        Ok(state) => (state.creator(), slot_wait(state.info(), SystemTime::now())),
         Err(error) => {
             warn!(game_id = %id, %error, "cannot load the game for the computer's turn");
             return;
         }
     };
-    let _place = computer.pool.turn_of(creator).await;
-    // Reserved before loading: a game that ends after the load cancels this search.
-    let Ok(slot) = computer.pool.reserve(id.clone()).await else {
-        return;
+    let waiting = async {
+        let place = computer.pool.turn_of(creator).await;
+        // Reserved before loading: a game that ends after the load cancels this search.
+        let slot = computer.pool.reserve(id.clone()).await;
+        (place, slot)
+    };
+    let waited = match wait {
+        Some(wait) => tokio::time::timeout(wait, waiting).await,
+        None => Ok(waiting.await),
+    };
+    let (_place, slot) = match waited {
+        Ok((place, Ok(slot))) => (place, slot),
+        Ok((_, Err(_))) => return,
+        Err(_) => return play_quick_move(&manager, &computer, &id).await,
     };
     let state = match manager.load_state(&id).await {
         Ok(state) => state,
@@ -1344,6 +1402,72 @@ mod tests {
         stop_tx.send(true).unwrap();
         driver.await.unwrap();
         keeper.await.unwrap();
+    }
+
+    /// With every computer slot taken, a timed computer turn waits its share of the clock and
+    /// then plays the greedy move instead of missing its first move (or flagging later).
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_computer_with_no_free_slot_plays_a_quick_move_before_its_deadline() {
+        let manager = Arc::new(GameManager::new(
+            Arc::new(crate::memory::MemoryStore::new(
+                crate::memory::MemoryLimits::default(),
+            )),
+            crate::hub::Hub::new(1024),
+            crate::manager::ManagerLimits {
+                time: crate::clock::TimePolicy {
+                    first_move: Duration::from_millis(1_000),
+                    ..crate::clock::TimePolicy::default()
+                },
+                ..crate::manager::ManagerLimits::default()
+            },
+        ));
+        let pool = SearchPool::new(capacity(1, 1, 0));
+        // Another game's search holds the only slot for the whole test.
+        let _taken = pool
+            .reserve(GameId::parse("someone-else").unwrap())
+            .await
+            .unwrap();
+        let computer = Computer::new(Arc::clone(&pool), Duration::from_millis(300));
+        let (stop_tx, stop_rx) = watch::channel(false);
+        let mut commits = manager.subscribe_commits();
+        let driver = spawn_driver(Arc::clone(&manager), Arc::clone(&computer), stop_rx);
+        let one_minute = TimeControl::real_time(Duration::from_secs(60), Duration::ZERO).unwrap();
+        let created = manager
+            .create_game(timed_against_computer(one_minute))
+            .await
+            .unwrap();
+        let info = &created.game;
+        // A tenth of the first-move limit.
+        assert_eq!(
+            slot_wait(info, info.turn_started.unwrap()),
+            Some(Duration::from_millis(100))
+        );
+        tokio::time::timeout(
+            Duration::from_millis(900),
+            first_move(&manager, &mut commits, &info.id),
+        )
+        .await
+        .expect("the computer waited for a slot past its first-move limit");
+        let played = manager.get_game(&info.id).await.unwrap();
+        assert!(!played.status.is_over(), "{:?}", played.result);
+        // The greedy move, as the greedy level would have played it.
+        let expected = oanquan_ai::choose_move(
+            Level::Greedy,
+            &info.position,
+            seed(&info.id, 0),
+            SearchLimits::default(),
+            &AtomicBool::new(false),
+        );
+        let moves = manager.list_moves(&info.id).await.unwrap().1;
+        assert_eq!(moves.get(0).map(|record| record.mv), expected);
+        // Untimed games have no clock to protect: they wait.
+        let untimed = manager
+            .create_game(computer_first(Level::Master))
+            .await
+            .unwrap();
+        assert_eq!(slot_wait(&untimed.game, SystemTime::now()), None);
+        stop_tx.send(true).unwrap();
+        driver.await.unwrap();
     }
 
     /// Waits until game `id` has a move, as `manager` commits it.
