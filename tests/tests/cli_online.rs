@@ -3,7 +3,7 @@
 
 use std::path::Path;
 
-use oanquan_e2e::{CliProcess, Lines, Server, Stream, config_dir, run_cli};
+use oanquan_e2e::{CliProcess, Lines, Proxy, Server, Stream, config_dir, run_cli};
 use serde_json::Value;
 
 fn json_of(stdout: &str) -> Value {
@@ -341,6 +341,55 @@ fn accept_takes_an_open_seek_and_ctrl_c_withdraws_one() {
     assert_eq!(frank.wait().code(), Some(130), "{}", lines.tail(10));
     let seeks = run_cli(&url, frank_dir.path(), &["seeks"]);
     assert!(!seeks.stdout.contains(&id), "{}", seeks.stdout);
+}
+
+/// On a terminal the clocks tick on `watch`'s last line; after a reconnect with nothing missed
+/// (no event comes to redraw them) they must tick again at once, not wait for the next move.
+#[test]
+fn watch_clocks_tick_again_after_a_reconnect() {
+    let server = Server::start();
+    let proxy = Proxy::start(server.addr);
+    let (alice_dir, bob_dir, eve_dir) = (config_dir(), config_dir(), config_dir());
+    let id = new_game(
+        &server.url(),
+        alice_dir.path(),
+        bob_dir.path(),
+        &["--time", "5+0"],
+    );
+    let (tx, mut lines) = Lines::new();
+    let _eve = CliProcess::spawn_on_terminal(
+        "eve",
+        &proxy.url(),
+        eve_dir.path(),
+        &["watch", &id, "--no-animate"],
+        &tx,
+    );
+    follow(&mut lines, "eve", |l| l.contains("first move within"));
+    let mut alice = CliProcess::spawn(
+        "alice",
+        &server.url(),
+        alice_dir.path(),
+        &["play", &id],
+        &tx,
+    );
+    follow(&mut lines, "alice", |l| l == "your move");
+    proxy.cut();
+    // On a terminal the `unreachable` notice is redrawn in place: its line ends with the
+    // `reconnected` one.
+    std::thread::sleep(std::time::Duration::from_millis(500));
+    proxy.restore();
+    follow(&mut lines, "eve", |l| l.contains("reconnected to "));
+    // Two ticks' time with nothing new on the stream, then a move ends the line the clocks
+    // were redrawn on (a status line has no newline of its own).
+    std::thread::sleep(std::time::Duration::from_millis(2500));
+    alice.send("1 r");
+    let moved = follow(&mut lines, "eve", |l| l.contains("move 1: "));
+    let before_move = &moved[..moved.find("move 1: ").unwrap_or(0)];
+    assert!(
+        before_move.matches("clocks: ").count() >= 2,
+        "no ticking clocks between the reconnect and the move: {moved:?}\n{}",
+        lines.tail(20)
+    );
 }
 
 /// Ctrl-C during `play` ends the client, not the game: it says that the game goes on with its

@@ -126,7 +126,18 @@ pub async fn watch(ctx: &Context, clients: Clients, args: &WatchArgs) -> Result<
                 attempt,
                 retry_in,
             } => connection.down(&why, attempt, retry_in),
-            FeedItem::Up { after } => connection.up(after),
+            FeedItem::Up { after } => {
+                connection.up(after);
+                // The notices took the status line away, and a resumed stream with nothing
+                // missed brings no event that would show it again: the clocks would stand
+                // still until the next move.
+                if status_line
+                    && live.ticking()
+                    && let Some(line) = live.clock_line(Instant::now())
+                {
+                    status_at_cursor(&line)?;
+                }
+            }
             FeedItem::Fatal(err) => return Err(err),
         }
     }
