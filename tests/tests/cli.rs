@@ -1073,21 +1073,44 @@ fn list_columns_line_up() {
     for args in [
         &["create", "--name", "Lân", "--computer", "random"][..],
         &["create", "--name", "x"][..],
+        &["create", "--name", "Lan 🐉"][..],
     ] {
         let out = run_cli(&server.url(), dir.path(), args);
         assert_eq!(out.code, Some(0), "{out:?}");
     }
+    // The newest game is listed first: call off the dragon's.
+    let listed = json_of(&run_cli(&server.url(), dir.path(), &["list", "--json"]).stdout);
+    let newest = listed["games"][0]["id"].as_str().expect("an id").to_owned();
+    let aborted = run_cli(&server.url(), dir.path(), &["abort", &newest]);
+    assert_eq!(aborted.code, Some(0), "{aborted:?}");
     let list = run_cli(&server.url(), dir.path(), &["list"]);
     assert_eq!(list.code, Some(0), "{list:?}");
     assert!(list.stdout.contains("Computer (random)"), "{}", list.stdout);
-    let widths: Vec<usize> = list.stdout.lines().map(|l| l.chars().count()).collect();
-    assert_eq!(widths.len(), 3, "{}", list.stdout);
+    // Terminal columns: the dragon takes two, every other character here one.
+    let columns =
+        |text: &str| -> usize { text.chars().map(|c| if c == '🐉' { 2 } else { 1 }).sum() };
+    let widths: Vec<usize> = list.stdout.lines().map(columns).collect();
+    assert_eq!(widths.len(), 4, "{}", list.stdout);
     // The last column is right-aligned: aligned columns make every line as long.
     assert!(widths.iter().all(|w| *w == widths[0]), "{}", list.stdout);
     let header = list.stdout.lines().next().unwrap_or_default();
+    let result = header.find("RESULT").expect("RESULT column");
+    let dragon = list.stdout.lines().nth(1).unwrap_or_default();
+    let cell: String = dragon.chars().skip(result - 1).collect();
+    assert!(cell.starts_with("aborted"), "{}", list.stdout);
     let second = header.find("SECOND").expect("SECOND column");
     for line in list.stdout.lines().skip(1) {
-        let at: String = line.chars().skip(second).collect();
+        let cut = line.char_indices().scan(0, |at, (i, c)| {
+            let here = *at;
+            *at += columns(&c.to_string());
+            Some((here, i))
+        });
+        let start = cut
+            .filter(|(at, _)| *at == second)
+            .map(|(_, i)| i)
+            .next()
+            .unwrap_or(0);
+        let at = &line[start..];
         assert!(
             !at.starts_with(' ') || at.trim_start().starts_with('-'),
             "{}",

@@ -5,7 +5,7 @@ use std::time::Instant;
 
 use oanquan_proto::v1::{
     AbortGameRequest, AcceptSeekRequest, ClaimVictoryRequest, ComputerOpponent, CreateGameRequest,
-    Game, GameFilter, GameStatus, GetGameRequest, GetGameResponse, JoinGameRequest,
+    EndReason, Game, GameFilter, GameStatus, GetGameRequest, GetGameResponse, JoinGameRequest,
     ListGamesRequest, ListGamesResponse, ListMovesRequest, ListPresetsRequest, ListSeeksRequest,
     Player, PlayerKind, ResignRequest, RulesSpec, Seek, rules_spec,
 };
@@ -320,9 +320,9 @@ pub async fn list(ctx: &Context, clients: &mut Clients, args: &ListArgs) -> Resu
         return out("no games");
     }
     let header = [
-        "GAME", "STATUS", "RULES", "TIME", "FIRST", "SECOND", "MOVES", "SCORE",
+        "GAME", "STATUS", "RULES", "TIME", "FIRST", "SECOND", "RESULT", "MOVES", "SCORE",
     ];
-    let mut rows: Vec<[String; 8]> = vec![header.map(str::to_owned)];
+    let mut rows: Vec<[String; 9]> = vec![header.map(str::to_owned)];
     for g in &games {
         let scores = g
             .position
@@ -342,14 +342,35 @@ pub async fn list(ctx: &Context, clients: &mut Clients, args: &ListArgs) -> Resu
             time_cell(TimeControl::from_proto(g.time_control.as_ref())),
             seat_label(seat(g, Side::First)),
             seat_label(seat(g, Side::Second)),
+            result_cell(g),
             g.move_count.to_string(),
             format!("{}:{}", scores.first, scores.second),
         ]);
     }
     out_lines(&table(
         &rows,
-        &[false, false, false, false, false, false, true, true],
+        &[false, false, false, false, false, false, false, true, true],
     ))
+}
+
+/// A finished game's result in `list`: who won and how (`second wins (timeout)`), `draw`,
+/// `aborted`; `-` while the game is on.
+fn result_cell(game: &Game) -> String {
+    let Some(result) = game.result.as_ref() else {
+        return "-".to_owned();
+    };
+    if !matches!(game.status(), GameStatus::Finished | GameStatus::Aborted) {
+        return "-".to_owned();
+    }
+    let reason = result.end_reason();
+    if reason == EndReason::Aborted || game.status() == GameStatus::Aborted {
+        return "aborted".to_owned();
+    }
+    let outcome = json::outcome_name(result.outcome());
+    match reason {
+        EndReason::Unspecified => outcome.to_owned(),
+        reason => format!("{outcome} ({})", json::end_reason_name(reason)),
+    }
 }
 
 async fn get_game(clients: &mut Clients, game_id: &str) -> Result<Game, CliError> {
@@ -899,6 +920,51 @@ fn wrap(text: &str, width: usize) -> Vec<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use oanquan_proto::v1::{GameResult, Outcome};
+
+    #[test]
+    fn list_shows_each_games_result() {
+        let game = |status: GameStatus, result: Option<GameResult>| Game {
+            status: status.into(),
+            result,
+            ..Game::default()
+        };
+        let result = |outcome: Outcome, reason: EndReason| GameResult {
+            outcome: outcome.into(),
+            end_reason: reason.into(),
+            ..GameResult::default()
+        };
+        assert_eq!(result_cell(&game(GameStatus::Active, None)), "-");
+        assert_eq!(
+            result_cell(&game(
+                GameStatus::Finished,
+                Some(result(Outcome::SecondWins, EndReason::Timeout))
+            )),
+            "second wins (timeout)"
+        );
+        assert_eq!(
+            result_cell(&game(
+                GameStatus::Finished,
+                Some(result(Outcome::Draw, EndReason::Agreement))
+            )),
+            "draw (agreement)"
+        );
+        assert_eq!(
+            result_cell(&game(
+                GameStatus::Aborted,
+                Some(result(Outcome::Unspecified, EndReason::Aborted))
+            )),
+            "aborted"
+        );
+        // A result on a game still under way (a server bug) is not shown as final.
+        assert_eq!(
+            result_cell(&game(
+                GameStatus::Active,
+                Some(result(Outcome::FirstWins, EndReason::Mandarins))
+            )),
+            "-"
+        );
+    }
 
     #[test]
     fn wraps_words() {

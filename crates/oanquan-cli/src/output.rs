@@ -10,6 +10,8 @@
 use std::io::Write as _;
 use std::sync::Mutex;
 
+use unicode_width::UnicodeWidthStr as _;
+
 use crate::error::CliError;
 pub use crate::shown::{shown, shown_name};
 
@@ -138,21 +140,21 @@ fn tick_sequence(status: Status, text: &str) -> Option<String> {
     }
 }
 
-/// Columns as wide as their widest cell, counted in characters (names such as "Computer
-/// (random)" or "Lân" must not push the columns after them out of line). `right[i]` aligns
-/// column `i` to the right.
+/// Columns as wide as their widest cell, in terminal columns (names such as "Computer
+/// (random)", "Lân" or "Lan 🐉" must not push the columns after them out of line: the dragon
+/// takes two columns, a combining accent none). `right[i]` aligns column `i` to the right.
 pub fn table<const N: usize>(rows: &[[String; N]], right: &[bool; N]) -> Vec<String> {
     let mut widths = [0usize; N];
     for row in rows {
         for (width, cell) in widths.iter_mut().zip(row) {
-            *width = (*width).max(cell.chars().count());
+            *width = (*width).max(cell.width());
         }
     }
     rows.iter()
         .map(|row| {
             let mut line = String::new();
             for (i, cell) in row.iter().enumerate() {
-                let pad = " ".repeat(widths[i].saturating_sub(cell.chars().count()));
+                let pad = " ".repeat(widths[i].saturating_sub(cell.width()));
                 if i > 0 {
                     line.push(' ');
                 }
@@ -187,6 +189,22 @@ mod tests {
         let lines = table(&rows, &[false, true]);
         assert_eq!(lines[1], r"Lan\u{202e}\u{1b}[2J 1");
         assert_eq!(lines[2].chars().count(), lines[1].chars().count());
+    }
+
+    #[test]
+    fn table_columns_line_up_by_display_width() {
+        let rows = [
+            ["NAME".to_owned(), "N".to_owned()],
+            ["Lan 🐉".to_owned(), "1".to_owned()],
+            // "Lân" with a combining circumflex: four characters, three columns.
+            ["La\u{302}n".to_owned(), "2".to_owned()],
+            ["中文".to_owned(), "3".to_owned()],
+        ];
+        let lines = table(&rows, &[false, true]);
+        let widths: Vec<usize> = lines.iter().map(|l| l.width()).collect();
+        assert_eq!(widths, [8, 8, 8, 8], "{lines:#?}");
+        assert_eq!(lines[1], "Lan 🐉 1");
+        assert_eq!(lines[2], "La\u{302}n    2");
     }
 
     #[test]
