@@ -21,7 +21,8 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
-use oanquan_ai::egtb::Tablebase;
+use oanquan_ai::egtb::{ProofBounds, Tablebase};
+use oanquan_ai::exact::{ExactOutcome, ExactSolver};
 use oanquan_ai::{Engine, SearchLimits};
 use oanquan_rules::{ByPlayer, Player, Position, Preset, Setup};
 
@@ -129,8 +130,31 @@ fn verify(flags: &HashMap<String, String>) -> Result<(), String> {
     if !(1..=256).contains(&threads) {
         return Err(format!("--threads must be 1 to 256, not {threads}"));
     }
+    let solver: Solver = flag(flags, "solver", Some(Solver::Fast))?;
+    // Move ordering for the fast solver: its outcome does not depend on it.
+    let hints: Hints = flag(flags, "hints", Some(Hints::Bounds))?;
     // Flags first: a bad one is refused before a large file is read.
     let table = load(flags)?;
+    let bounds = if solver == Solver::Fast && hints == Hints::Bounds {
+        // The generator's one-sided bounds, which the file does not keep: generated again.
+        let start = Instant::now();
+        let cancel = AtomicBool::new(false);
+        let (again, _, bounds) =
+            Tablebase::generate_with_bounds(*table.rules(), table.max_stones(), threads, &cancel)
+                .map_err(|e| e.to_string())?;
+        println!(
+            "move-ordering hints: the generator's bounds, generated again in {:.1} s (the table generated with them is {} the file)",
+            start.elapsed().as_secs_f64(),
+            if again == *table {
+                "identical to"
+            } else {
+                "NOT identical to"
+            }
+        );
+        Some(Arc::new(bounds))
+    } else {
+        None
+    };
     let start = Instant::now();
     let limits = SearchLimits {
         time: (limit_ms > 0).then(|| Duration::from_millis(limit_ms)),
@@ -142,6 +166,9 @@ fn verify(flags: &HashMap<String, String>) -> Result<(), String> {
         slack,
         tt_mb,
         limits,
+        solver,
+        hints,
+        bounds,
         trace: std::env::var_os("EGTB_TRACE").is_some(),
     };
     let done = AtomicUsize::new(0);
@@ -153,8 +180,18 @@ fn verify(flags: &HashMap<String, String>) -> Result<(), String> {
                 scope.spawn(move || {
                     let cancel = AtomicBool::new(false);
                     let mut tally = Tally::default();
+                    // Its table's entries do not depend on the root: kept across positions.
+                    let mut fast = (check.solver == Solver::Fast).then(|| {
+                        let mut solver = ExactSolver::with_tt_bytes(check.tt_mb << 20);
+                        match check.hints {
+                            Hints::Bounds => solver.set_bound_hints(check.bounds.clone()),
+                            Hints::Table => solver.set_hints(Some(Arc::clone(check.table))),
+                            Hints::None => {}
+                        }
+                        solver
+                    });
                     for i in (t..count).step_by(threads) {
-                        tally.add(check.position(i, &cancel)?);
+                        tally.add(check.position(i, &cancel, fast.as_mut())?);
                         let n = done.fetch_add(1, Ordering::Relaxed) + 1;
                         if n % 1000 == 0 {
                             eprintln!(
@@ -187,8 +224,16 @@ fn verify(flags: &HashMap<String, String>) -> Result<(), String> {
     } else {
         String::new()
     };
+    let fallbacks = if solver == Solver::Fast {
+        format!(
+            ", {} certified by the fast solver, {} left to the engine",
+            total.certified, total.fallbacks
+        )
+    } else {
+        String::new()
+    };
     println!(
-        "{} of {count} positions agree with the exact solver, {} disagree{unsolved} ({} solver nodes, {:.1} s on {threads} thread{})",
+        "{} of {count} positions agree with the exact solver ({solver}), {} disagree{unsolved} ({} solver nodes{fallbacks}, {:.1} s on {threads} thread{})",
         total.agree,
         total.disagree,
         total.nodes,
@@ -198,17 +243,77 @@ fn verify(flags: &HashMap<String, String>) -> Result<(), String> {
     total.outcome()
 }
 
+/// Which exact solver `verify` uses.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Solver {
+    /// [`ExactSolver`]: path-free games and checked strategies (exact for the real rules where
+    /// it certifies; the engine solves the rest).
+    Fast,
+    /// The engine's search with no limits, no tables and an empty history.
+    Engine,
+}
+
+impl std::str::FromStr for Solver {
+    type Err = ();
+
+    fn from_str(s: &str) -> Result<Solver, ()> {
+        match s {
+            "fast" => Ok(Solver::Fast),
+            "engine" => Ok(Solver::Engine),
+            _ => Err(()),
+        }
+    }
+}
+
+impl std::fmt::Display for Solver {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Solver::Fast => "fast",
+            Solver::Engine => "engine",
+        })
+    }
+}
+
+/// What the fast solver orders its moves by (its outcome never depends on it).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Hints {
+    /// The generator's one-sided bounds, generated again at the start (the file keeps only the
+    /// positions where they meet, and the proofs also pass through the others).
+    Bounds,
+    /// The table's stored values.
+    Table,
+    /// None: captures first, the transposition table's move.
+    None,
+}
+
+impl std::str::FromStr for Hints {
+    type Err = ();
+
+    fn from_str(s: &str) -> Result<Hints, ()> {
+        match s {
+            "bounds" => Ok(Hints::Bounds),
+            "table" => Ok(Hints::Table),
+            "none" => Ok(Hints::None),
+            _ => Err(()),
+        }
+    }
+}
+
 /// What `verify` checks each sampled position with.
 struct Check<'a> {
-    table: &'a Tablebase,
+    table: &'a Arc<Tablebase>,
     seed: u64,
     slack: u32,
     tt_mb: usize,
     limits: SearchLimits,
+    solver: Solver,
+    hints: Hints,
+    bounds: Option<Arc<ProofBounds>>,
     trace: bool,
 }
 
 /// How one position's solver result compares with the table.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Verdict {
     Agree,
     /// The solver did not finish within the time limit: not checked.
@@ -216,10 +321,25 @@ enum Verdict {
     Disagree,
 }
 
+/// One position's verdict, the nodes spent on it, and which solver decided it.
+struct Checked {
+    verdict: Verdict,
+    nodes: u64,
+    /// The fast solver certified the value (agreeing or not).
+    certified: bool,
+    /// The fast solver left it to the engine.
+    fallback: bool,
+}
+
 impl Check<'_> {
     /// Samples the `i`-th proved position, places it at the tightest ply its value is claimed
     /// for (`--slack K`: up to K plies further from the limit) and solves it.
-    fn position(&self, i: usize, cancel: &AtomicBool) -> Result<(Verdict, u64), String> {
+    fn position(
+        &self,
+        i: usize,
+        cancel: &AtomicBool,
+        fast: Option<&mut ExactSolver>,
+    ) -> Result<Checked, String> {
         let pos = self
             .table
             .sample(self.seed.wrapping_add(i as u64), true)
@@ -239,6 +359,38 @@ impl Check<'_> {
         if self.trace {
             println!("{i}: {pos:?}");
         }
+        let mut nodes = 0;
+        if let Some(fast) = fast {
+            // The table's value is only a first guess: it saves time when right, and the
+            // outcome is the same either way (see `ExactSolver::solve_near`).
+            let r = fast.solve_near(&pos, Some(expected), self.limits.time, cancel);
+            nodes = r.nodes;
+            if self.trace {
+                println!("{i}: {:?}", r);
+            }
+            let decided = |verdict| Checked {
+                verdict,
+                nodes: r.nodes,
+                certified: matches!(r.outcome, ExactOutcome::Solved(_)),
+                fallback: false,
+            };
+            match r.outcome {
+                ExactOutcome::Solved(v) if v == expected => return Ok(decided(Verdict::Agree)),
+                ExactOutcome::Solved(_) | ExactOutcome::Open { .. } => {
+                    // A certified other value, or no strategy that ends the game in time where
+                    // the table claims one: the table is wrong either way.
+                    println!(
+                        "DISAGREE {pos:?}: table {expected:+}, fast solver {:?}",
+                        r.outcome
+                    );
+                    return Ok(decided(Verdict::Disagree));
+                }
+                ExactOutcome::Stopped => return Ok(decided(Verdict::Unsolved)),
+                // Not certified or refused: the engine decides.
+                ExactOutcome::Uncertified(_) | ExactOutcome::Refused => {}
+            }
+        }
+        let fallback = self.solver == Solver::Fast;
         let r = Engine::with_tt_bytes(self.tt_mb << 20).search(&pos, self.limits, cancel);
         let verdict = if r.exact && r.eval_points == expected {
             Verdict::Agree
@@ -251,7 +403,12 @@ impl Check<'_> {
             );
             Verdict::Disagree
         };
-        Ok((verdict, r.nodes))
+        Ok(Checked {
+            verdict,
+            nodes: nodes + r.nodes,
+            certified: false,
+            fallback,
+        })
     }
 }
 
@@ -261,16 +418,20 @@ struct Tally {
     unsolved: usize,
     disagree: usize,
     nodes: u64,
+    certified: usize,
+    fallbacks: usize,
 }
 
 impl Tally {
-    fn add(&mut self, (verdict, nodes): (Verdict, u64)) {
-        match verdict {
+    fn add(&mut self, checked: Checked) {
+        match checked.verdict {
             Verdict::Agree => self.agree += 1,
             Verdict::Unsolved => self.unsolved += 1,
             Verdict::Disagree => self.disagree += 1,
         }
-        self.nodes += nodes;
+        self.nodes += checked.nodes;
+        self.certified += usize::from(checked.certified);
+        self.fallbacks += usize::from(checked.fallback);
     }
 
     fn merge(&mut self, other: &Tally) {
@@ -278,6 +439,8 @@ impl Tally {
         self.unsolved += other.unsolved;
         self.disagree += other.disagree;
         self.nodes += other.nodes;
+        self.certified += other.certified;
+        self.fallbacks += other.fallbacks;
     }
 
     /// The run fails on any disagreement; a position left unsolved is not one.
@@ -425,16 +588,26 @@ fn compare(flags: &HashMap<String, String>) -> Result<(), String> {
 mod tests {
     use super::*;
 
+    fn checked(verdict: Verdict, nodes: u64) -> Checked {
+        Checked {
+            verdict,
+            nodes,
+            certified: verdict == Verdict::Agree,
+            fallback: verdict == Verdict::Unsolved,
+        }
+    }
+
     #[test]
     fn a_tally_counts_each_verdict_and_merges_across_threads() {
         let mut a = Tally::default();
-        a.add((Verdict::Agree, 10));
-        a.add((Verdict::Agree, 5));
-        a.add((Verdict::Unsolved, 100));
+        a.add(checked(Verdict::Agree, 10));
+        a.add(checked(Verdict::Agree, 5));
+        a.add(checked(Verdict::Unsolved, 100));
         let mut b = Tally::default();
-        b.add((Verdict::Agree, 1));
+        b.add(checked(Verdict::Agree, 1));
         a.merge(&b);
         assert_eq!((a.agree, a.unsolved, a.disagree, a.nodes), (3, 1, 0, 116));
+        assert_eq!((a.certified, a.fallbacks), (3, 1));
         assert_eq!(
             a.outcome(),
             Ok(()),
@@ -442,7 +615,7 @@ mod tests {
         );
 
         let mut c = Tally::default();
-        c.add((Verdict::Disagree, 7));
+        c.add(checked(Verdict::Disagree, 7));
         a.merge(&c);
         a.merge(&c);
         assert_eq!((a.agree, a.disagree, a.nodes), (3, 2, 130));

@@ -523,6 +523,34 @@ impl Tablebase {
         threads: usize,
         cancel: &AtomicBool,
     ) -> Result<(Tablebase, GenerateStats), TableError> {
+        Tablebase::generate_inner(rules, max_stones, threads, cancel, false)
+            .map(|(table, stats, _)| (table, stats))
+    }
+
+    /// [`Tablebase::generate`], also keeping the one-sided bounds of the largest table (see
+    /// [`ProofBounds`]). The table is the same.
+    ///
+    /// # Errors
+    ///
+    /// As [`Tablebase::generate`].
+    pub fn generate_with_bounds(
+        rules: Rules,
+        max_stones: u32,
+        threads: usize,
+        cancel: &AtomicBool,
+    ) -> Result<(Tablebase, GenerateStats, ProofBounds), TableError> {
+        let (table, stats, bounds) =
+            Tablebase::generate_inner(rules, max_stones, threads, cancel, true)?;
+        Ok((table, stats, bounds.ok_or(TableError::BadSize)?))
+    }
+
+    fn generate_inner(
+        rules: Rules,
+        max_stones: u32,
+        threads: usize,
+        cancel: &AtomicBool,
+        keep_bounds: bool,
+    ) -> Result<(Tablebase, GenerateStats, Option<ProofBounds>), TableError> {
         if max_stones > MAX_TABLE_STONES {
             return Err(TableError::TooManyStones(max_stones));
         }
@@ -533,6 +561,7 @@ impl Tablebase {
         // hold in the larger set): the proved sets nest, and proofs that the larger set's
         // pumping cycles would hide (see the module docs) are kept.
         let mut previous: Option<Tablebase> = None;
+        let mut bounds = None;
         for n in 0..=max_stones {
             let g = Generator::new(rules, n);
             stats.entries = g.entries;
@@ -542,12 +571,15 @@ impl Tablebase {
             }
             g.settle(threads, cancel, &mut stats)?;
             stats.proofs_checked = g.check_proofs(threads, previous.as_ref())?;
+            if keep_bounds && n == max_stones {
+                bounds = Some(g.bounds());
+            }
             previous = Some(g.finish());
         }
         let table = previous.ok_or(TableError::BadSize)?;
         stats.resolved = table.resolved() as u64;
         stats.time = start.elapsed();
-        Ok((table, stats))
+        Ok((table, stats, bounds))
     }
 
     /// The file's bytes (see the module docs for the format).
@@ -715,6 +747,54 @@ fn checksum(bytes: &[u8]) -> u64 {
 /// value range, with proofs short enough for a byte.
 fn is_stored(lo: i32, hi: i32, d_lo: u32, d_hi: u32) -> bool {
     lo == hi && lo.abs() <= VALUE_LIMIT && d_lo <= DEPTH_LIMIT && d_hi <= DEPTH_LIMIT
+}
+
+/// The one-sided bounds the generator proved for every position of its largest table, also
+/// where they differ (the file keeps only the positions where they meet): `M(P) ≥ lower` with a
+/// proof depth, `N(P) ≤ upper` with a proof depth, checked move by move like the stored values
+/// (see the module docs). Not saved to the file; [`crate::exact::ExactSolver`] orders its moves
+/// by them.
+#[derive(Clone)]
+pub struct ProofBounds {
+    rules: Rules,
+    n: u32,
+    states: u64,
+    lo: Vec<i16>,
+    hi: Vec<i16>,
+    d_lo: Vec<u8>,
+    d_hi: Vec<u8>,
+}
+
+impl fmt::Debug for ProofBounds {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ProofBounds")
+            .field("max_stones", &self.n)
+            .field("entries", &self.lo.len())
+            .finish_non_exhaustive()
+    }
+}
+
+impl ProofBounds {
+    fn index(&self, position: &Position) -> Option<usize> {
+        (*position.rules() == self.rules && !position.is_over() && board_stones(position) <= self.n)
+            .then(|| entry_index(position, self.n, self.states))
+    }
+
+    /// The proved lower bound of `M` (relative, for the mover) and its proof depth.
+    #[must_use]
+    pub fn lower(&self, position: &Position) -> Option<(i32, u32)> {
+        let i = self.index(position)?;
+        (self.d_lo[i] != DEPTH_INF && self.lo[i] != LO_INF)
+            .then(|| (i32::from(self.lo[i]), u32::from(self.d_lo[i])))
+    }
+
+    /// The proved upper bound of `N` (relative, for the mover) and its proof depth.
+    #[must_use]
+    pub fn upper(&self, position: &Position) -> Option<(i32, u32)> {
+        let i = self.index(position)?;
+        (self.d_hi[i] != DEPTH_INF && self.hi[i] != HI_INF)
+            .then(|| (i32::from(self.hi[i]), u32::from(self.d_hi[i])))
+    }
 }
 
 /// Retrograde state: bounds `M ≤ N` and proof depths for every entry, shared between threads
@@ -1063,6 +1143,20 @@ impl Generator {
             }
         }
         Ok(is_stored(lo, hi, d_lo, d_hi))
+    }
+
+    fn bounds(&self) -> ProofBounds {
+        let load16 = |v: &[AtomicI16]| v.iter().map(|x| x.load(Ordering::Relaxed)).collect();
+        let load8 = |v: &[AtomicU8]| v.iter().map(|x| x.load(Ordering::Relaxed)).collect();
+        ProofBounds {
+            rules: self.rules,
+            n: self.n,
+            states: self.states,
+            lo: load16(&self.lo),
+            hi: load16(&self.hi),
+            d_lo: load8(&self.d_lo),
+            d_hi: load8(&self.d_hi),
+        }
     }
 
     fn finish(self) -> Tablebase {

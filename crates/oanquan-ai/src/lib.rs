@@ -101,6 +101,7 @@
 mod book;
 pub mod egtb;
 mod eval;
+pub mod exact;
 mod level;
 mod mistakes;
 mod rng;
