@@ -480,7 +480,7 @@ impl ServerConnection {
         let Some(frames) = &mut self.frames else {
             return Ok(());
         };
-        if frames.read(read, std::time::Instant::now()) {
+        if frames.read(read, std::time::Instant::now) {
             return Ok(());
         }
         debug!("closing a connection that sends too many idle frames");

@@ -64,9 +64,9 @@ impl FrameBudget {
         }
     }
 
-    /// Walks `bytes` as read from the client. Returns `false` once the connection has sent more
-    /// idle frames than its budget allows.
-    pub fn read(&mut self, mut bytes: &[u8], now: Instant) -> bool {
+    /// Walks `bytes` as read from the client; `now` is asked only at an idle frame. Returns
+    /// `false` once the connection has sent more idle frames than its budget allows.
+    pub fn read(&mut self, mut bytes: &[u8], now: impl Fn() -> Instant) -> bool {
         while !bytes.is_empty() {
             if self.preface_left > 0 {
                 let skip = self.preface_left.min(bytes.len());
@@ -87,7 +87,7 @@ impl FrameBudget {
                     let [a, b, c, kind, flags, ..] = self.header;
                     let length = usize::from(a) << 16 | usize::from(b) << 8 | usize::from(c);
                     self.payload_left = length;
-                    if idle(kind, flags, length) && !self.take(now) {
+                    if idle(kind, flags, length) && !self.take(now()) {
                         return false;
                     }
                 }
@@ -154,14 +154,14 @@ mod tests {
             bytes.extend(frame(PING, 0, &[0; 8]));
         }
         // The preface's SETTINGS took one token: the burst's last ping is one too many.
-        assert!(!flood.read(&bytes, start));
+        assert!(!flood.read(&bytes, || start));
 
         let mut steady = FrameBudget::new(start);
-        assert!(steady.read(&preface(), start));
+        assert!(steady.read(&preface(), || start));
         for second in 1..=100 {
             let now = start + Duration::from_secs(second);
             for _ in 0..PER_SECOND as usize {
-                assert!(steady.read(&frame(PING, 0, &[0; 8]), now), "{second}");
+                assert!(steady.read(&frame(PING, 0, &[0; 8]), || now), "{second}");
             }
         }
     }
@@ -170,18 +170,18 @@ mod tests {
     fn data_the_server_writes_pays_for_pings() {
         let start = Instant::now();
         let mut budget = FrameBudget::new(start);
-        assert!(budget.read(&preface(), start));
+        assert!(budget.read(&preface(), || start));
         // A bandwidth probe: a ping behind every 100-byte message the server sends, far more
         // than the rate, at one instant.
         for _ in 0..50_000 {
             budget.wrote(100);
-            assert!(budget.read(&frame(PING, 0, &[0; 8]), start));
+            assert!(budget.read(&frame(PING, 0, &[0; 8]), || start));
         }
         // Pongs alone do not pay: a flood answered by 17-byte pongs runs out.
         let mut flood = FrameBudget::new(start);
         let mut ran_out = false;
         for _ in 0..20_000 {
-            if !flood.read(&frame(PING, 0, &[0; 8]), start) {
+            if !flood.read(&frame(PING, 0, &[0; 8]), || start) {
                 ran_out = true;
                 break;
             }
@@ -202,7 +202,7 @@ mod tests {
             bytes.extend(frame(8, 0, &[0, 0, 1, 0])); // WINDOW_UPDATE
             bytes.extend(frame(3, 0, &[0, 0, 0, 8])); // RST_STREAM
         }
-        assert!(budget.read(&bytes, start));
+        assert!(budget.read(&bytes, || start));
     }
 
     #[test]
@@ -217,9 +217,9 @@ mod tests {
             bytes.extend(frame(PRIORITY, 0, &[0; 5]));
         }
         for byte in &bytes {
-            assert!(budget.read(std::slice::from_ref(byte), start));
+            assert!(budget.read(std::slice::from_ref(byte), || start));
         }
         // The SETTINGS and the PRIORITY frames took the whole burst.
-        assert!(!budget.read(&frame(250, 0, &[1, 2, 3]), start));
+        assert!(!budget.read(&frame(250, 0, &[1, 2, 3]), || start));
     }
 }
