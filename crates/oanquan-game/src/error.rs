@@ -55,6 +55,12 @@ pub enum GameError {
         "this call needs the player token: send metadata `authorization: Bearer <player_token>` as returned by CreateGame or JoinGame"
     )]
     MissingToken,
+    /// An `authorization` value that is not `Bearer <credential>`: another scheme, no scheme
+    /// (a bare token), nothing after the scheme, or bytes that are not visible ASCII.
+    #[error(
+        "the `authorization` metadata is not `Bearer <token>`: send the word Bearer, a space, then the player token (or API key) as CreateGame, JoinGame or AccountService.Register returned it"
+    )]
+    MalformedAuthorization,
     /// A token that belongs to no seat of this game.
     #[error("the player token does not belong to a seat of this game")]
     WrongToken,

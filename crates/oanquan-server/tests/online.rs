@@ -1791,6 +1791,11 @@ async fn the_new_calls_need_the_token_of_a_seat_of_the_game() {
                 Code::Unauthenticated,
                 "ERROR_REASON_MISSING_TOKEN",
             );
+            // Sent, but not in the right form: the message says so rather than "needs".
+            assert!(
+                refused.message().contains("is not `Bearer <token>`"),
+                "{malformed:?}: {refused:?}"
+            );
         }
         let long = "x".repeat(8_000);
         for wrong in [other_token.as_str(), "nope", &long] {

@@ -25,15 +25,14 @@ impl AccountApi {
     }
 
     /// The caller's account, for the calls that need its API key. Without `authorization` the
-    /// client is told which credential is wanted; anything else that is not a valid key (a seat
-    /// token, a revoked key) is a bad key.
+    /// client is told which credential is wanted, and a value that is not `Bearer <key>` what
+    /// form it takes; anything else that is not a valid key (a seat token, a revoked key) is a
+    /// bad key.
     async fn caller<T>(&self, request: &Request<T>) -> Result<Account, Status> {
         let key = match bearer(request) {
             Ok(key) => key,
-            Err(_) if request.metadata().get("authorization").is_none() => {
-                return Err(status::missing_api_key());
-            }
-            Err(_) => return Err(into_status(GameError::BadApiKey)),
+            Err(GameError::MissingToken) => return Err(status::missing_api_key()),
+            Err(error) => return Err(into_status(error)),
         };
         self.manager.authenticate(key).await.map_err(into_status)
     }

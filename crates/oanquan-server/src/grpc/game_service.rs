@@ -55,15 +55,16 @@ pub(super) fn bearer<T>(request: &Request<T>) -> Result<&str, GameError> {
     let value = request
         .metadata()
         .get("authorization")
-        .and_then(|v| v.to_str().ok())
-        .ok_or(GameError::MissingToken)?;
+        .ok_or(GameError::MissingToken)?
+        .to_str()
+        .map_err(|_| GameError::MalformedAuthorization)?;
     let (scheme, token) = value
         .trim()
         .split_once(' ')
-        .ok_or(GameError::MissingToken)?;
+        .ok_or(GameError::MalformedAuthorization)?;
     let token = token.trim();
     if !scheme.eq_ignore_ascii_case("bearer") || token.is_empty() {
-        return Err(GameError::MissingToken);
+        return Err(GameError::MalformedAuthorization);
     }
     Ok(token)
 }
@@ -729,7 +730,7 @@ mod tests {
         for bad in ["abc", "Basic abc", "Bearer ", "Bearer"] {
             assert_eq!(
                 bearer(&with_auth(bad)).unwrap_err(),
-                GameError::MissingToken,
+                GameError::MalformedAuthorization,
                 "{bad}"
             );
         }

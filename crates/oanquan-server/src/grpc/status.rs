@@ -58,7 +58,9 @@ pub fn classify(error: &GameError) -> (Code, Detail) {
         GameError::SeatTaken(_) => (Code::FailedPrecondition, Reason(R::SeatTaken)),
         GameError::StalePly { .. } => (Code::FailedPrecondition, Reason(R::StalePly)),
         GameError::GameAlreadyStarted => (Code::FailedPrecondition, Reason(R::GameAlreadyStarted)),
-        GameError::MissingToken => (Code::Unauthenticated, Reason(R::MissingToken)),
+        GameError::MissingToken | GameError::MalformedAuthorization => {
+            (Code::Unauthenticated, Reason(R::MissingToken))
+        }
         GameError::WrongToken => (Code::PermissionDenied, Reason(R::WrongToken)),
         GameError::LimitExceeded(_) => (Code::ResourceExhausted, Reason(R::LimitExceeded)),
         GameError::TimeUp { .. } => (Code::FailedPrecondition, Reason(R::TimeUp)),
@@ -270,6 +272,11 @@ mod tests {
             ),
             (
                 GameError::MissingToken,
+                Code::Unauthenticated,
+                Some("ERROR_REASON_MISSING_TOKEN"),
+            ),
+            (
+                GameError::MalformedAuthorization,
                 Code::Unauthenticated,
                 Some("ERROR_REASON_MISSING_TOKEN"),
             ),
