@@ -561,7 +561,7 @@ impl Tablebase {
         // hold in the larger set): the proved sets nest, and proofs that the larger set's
         // pumping cycles would hide (see the module docs) are kept.
         let mut previous: Option<Tablebase> = None;
-        let mut bounds = None;
+        let mut levels = Vec::new();
         for n in 0..=max_stones {
             let g = Generator::new(rules, n);
             stats.entries = g.entries;
@@ -571,14 +571,15 @@ impl Tablebase {
             }
             g.settle(threads, cancel, &mut stats)?;
             stats.proofs_checked = g.check_proofs(threads, previous.as_ref())?;
-            if keep_bounds && n == max_stones {
-                bounds = Some(g.bounds());
+            if keep_bounds {
+                levels.push(g.bounds());
             }
             previous = Some(g.finish());
         }
         let table = previous.ok_or(TableError::BadSize)?;
         stats.resolved = table.resolved() as u64;
         stats.time = start.elapsed();
+        let bounds = keep_bounds.then_some(ProofBounds { levels });
         Ok((table, stats, bounds))
     }
 
@@ -749,48 +750,70 @@ fn is_stored(lo: i32, hi: i32, d_lo: u32, d_hi: u32) -> bool {
     lo == hi && lo.abs() <= VALUE_LIMIT && d_lo <= DEPTH_LIMIT && d_hi <= DEPTH_LIMIT
 }
 
-/// The one-sided bounds the generator proved for every position of its largest table, also
-/// where they differ (the file keeps only the positions where they meet): `M(P) ≥ lower` with a
-/// proof depth, `N(P) ≤ upper` with a proof depth, checked move by move like the stored values
-/// (see the module docs). Not saved to the file; [`crate::exact::ExactSolver`] orders its moves
-/// by them.
+/// The upper bounds the generator proved for every position of each table it built (0, 1, …,
+/// `N` stones), also where they are not values (the file keeps only the positions where the
+/// two bounds meet): `N(P) ≤ upper` with a proof depth, checked move by move like the stored
+/// values (see the module docs). A child's upper bound is what its parent's mover needs for a
+/// lower bound, so these give the mover's proof moves. Every size is kept because a proof seeded from
+/// a smaller table may pass through positions whose bound the larger table improved without a
+/// proof. Not saved to the file; [`crate::exact::ExactSolver`] orders its moves by them.
 #[derive(Clone)]
 pub struct ProofBounds {
-    rules: Rules,
-    n: u32,
-    states: u64,
-    lo: Vec<i16>,
-    hi: Vec<i16>,
-    d_lo: Vec<u8>,
-    d_hi: Vec<u8>,
+    levels: Vec<LevelBounds>,
 }
 
 impl fmt::Debug for ProofBounds {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("ProofBounds")
-            .field("max_stones", &self.n)
-            .field("entries", &self.lo.len())
+            .field("levels", &self.levels.len())
             .finish_non_exhaustive()
     }
 }
 
 impl ProofBounds {
+    fn proved_uppers(&self, position: &Position) -> impl Iterator<Item = (i32, u32)> {
+        let stones = board_stones(position) as usize;
+        self.levels
+            .iter()
+            .skip(stones)
+            .filter_map(move |level| level.upper(position))
+    }
+
+    /// The shortest proof, over every table size, that `N(position) ≤ limit` (relative, for
+    /// the mover): its depth.
+    #[must_use]
+    pub fn upper_within(&self, position: &Position, limit: i32) -> Option<u32> {
+        self.proved_uppers(position)
+            .filter(|&(hi, _)| hi <= limit)
+            .map(|(_, d)| d)
+            .min()
+    }
+
+    /// The lowest proved upper bound of `N(position)` over every table size, and its depth.
+    #[must_use]
+    pub fn best_upper(&self, position: &Position) -> Option<(i32, u32)> {
+        self.proved_uppers(position).min()
+    }
+}
+
+/// [`ProofBounds`] of one table size.
+#[derive(Clone)]
+struct LevelBounds {
+    rules: Rules,
+    n: u32,
+    states: u64,
+    hi: Vec<i16>,
+    d_hi: Vec<u8>,
+}
+
+impl LevelBounds {
     fn index(&self, position: &Position) -> Option<usize> {
         (*position.rules() == self.rules && !position.is_over() && board_stones(position) <= self.n)
             .then(|| entry_index(position, self.n, self.states))
     }
 
-    /// The proved lower bound of `M` (relative, for the mover) and its proof depth.
-    #[must_use]
-    pub fn lower(&self, position: &Position) -> Option<(i32, u32)> {
-        let i = self.index(position)?;
-        (self.d_lo[i] != DEPTH_INF && self.lo[i] != LO_INF)
-            .then(|| (i32::from(self.lo[i]), u32::from(self.d_lo[i])))
-    }
-
     /// The proved upper bound of `N` (relative, for the mover) and its proof depth.
-    #[must_use]
-    pub fn upper(&self, position: &Position) -> Option<(i32, u32)> {
+    fn upper(&self, position: &Position) -> Option<(i32, u32)> {
         let i = self.index(position)?;
         (self.d_hi[i] != DEPTH_INF && self.hi[i] != HI_INF)
             .then(|| (i32::from(self.hi[i]), u32::from(self.d_hi[i])))
@@ -1145,16 +1168,14 @@ impl Generator {
         Ok(is_stored(lo, hi, d_lo, d_hi))
     }
 
-    fn bounds(&self) -> ProofBounds {
+    fn bounds(&self) -> LevelBounds {
         let load16 = |v: &[AtomicI16]| v.iter().map(|x| x.load(Ordering::Relaxed)).collect();
         let load8 = |v: &[AtomicU8]| v.iter().map(|x| x.load(Ordering::Relaxed)).collect();
-        ProofBounds {
+        LevelBounds {
             rules: self.rules,
             n: self.n,
             states: self.states,
-            lo: load16(&self.lo),
             hi: load16(&self.hi),
-            d_lo: load8(&self.d_lo),
             d_hi: load8(&self.d_hi),
         }
     }

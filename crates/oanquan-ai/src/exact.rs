@@ -37,9 +37,14 @@
 //! moves points each lap), and under the real rules the third visit ends the game by repetition
 //! with another result. So every bound is turned into a strategy and checked:
 //!
-//! * the prover (the player whose bound is to be shown) plays, at a board with goal `τ`, a move
-//!   found at its *rank*, the smallest `k` with `a(x, k) ≥ τ`, and the opponent's every reply is
-//!   followed; nodes are (board, goal), so the strategy depends on the board and the goal only;
+//! * the prover (the player whose bound is to be shown) plays, at a board with goal `τ`, the
+//!   first move (in the search's order) that shows `a ≥ τ` within the plies the line has left,
+//!   and the opponent's every reply is followed; nodes are (board, goal), so the strategy
+//!   depends on the board and the goal only. If that strategy fails the checks below, it is
+//!   built again with each move found at its *rank*, the smallest `k` with `a(x, k) ≥ τ` (the
+//!   rank then strictly decreases along every line; the searches at other `k` move the board
+//!   to another ply, which changes nothing once the mandarin squares' opening protection is
+//!   over: the solver refuses a root before that);
 //! * every line of the strategy is replayed with the rules: each terminal must be a natural end
 //!   with the goal met, the graph of boards it visits must have **no cycle** (so no board
 //!   occurs twice on any line, and with the root counted once no position reaches the
@@ -55,8 +60,25 @@
 //! strategies; their check uses nothing but the rules, so a bug in the search can make the
 //! solver fail to certify, not certify a wrong value.
 //!
-//! Where `a(root) < b(root)` the value depends on cycles (and on the repetition rule and the
-//! ply limit): the solver reports [`ExactOutcome::Open`] with the two path-free values, which are
+//! # Speed: move ordering, and why it cannot change an outcome
+//!
+//! Alpha-beta returns the same value whatever order it tries moves in, and a certificate is
+//! checked by replaying it, so the order only decides the time. With no hints the solver tries
+//! the transposition table's move, natural ends and captures first, and a long proof (30–60
+//! plies) can take minutes: proving that a wrong first move fails costs a large tree. With
+//! hints ([`ExactSolver::set_hints`]: an endgame table's stored values;
+//! [`ExactSolver::set_bound_hints`]: the generator's one-sided bounds of every table size,
+//! which also cover the unresolved positions a proof passes through) the first move tried is
+//! almost always one that works, and a 60-ply proof takes about as many nodes as its
+//! certificate (hundreds). A wrong hint, like a wrong first guess
+//! ([`ExactSolver::solve_near`]), makes the solver slower, never wrong: the outcome is decided
+//! by the searches and the rules alone. This is what lets `egtb verify` check every table
+//! value it samples against a solver of the real rules.
+//!
+//! # Outcomes, and the endgame tables
+//!
+//! Where `a(root) < b(root)` lines that end naturally do not settle the value: it depends on
+//! cycles, the repetition rule and the ply limit, and the solver reports [`ExactOutcome::Open`] with the two path-free values, which are
 //! *not* certified bounds. This covers exactly the positions an endgame table proves: a table
 //! value `v` comes with two strategies whose proof depths strictly decrease and which end
 //! naturally within `max(dM, dN)` plies, so at that many plies before the limit `a ≥ v ≥ b`,
@@ -392,13 +414,17 @@ impl ExactSolver {
         }
         let base = score_difference(pos);
         // `a ≤ b`, so `a ≥ g` and `b ≤ g` mean both equal `g`.
-        let shown = guess.is_some_and(|g| {
-            let g = g - base;
-            self.search(pos, Game::Lower, g - 1, g, cancel) >= g
-                && !self.aborted
-                && self.search(pos, Game::Upper, g, g + 1, cancel) <= g
-                && !self.aborted
-        });
+        let shown = match guess {
+            Some(g) => {
+                let g = g - base;
+                let at_least = self.search(pos, Game::Lower, g - 1, g, cancel) >= g;
+                let at_most = !self.aborted
+                    && at_least
+                    && self.search(pos, Game::Upper, g, g + 1, cancel) <= g;
+                at_most && !self.aborted
+            }
+            None => false,
+        };
         let (lower, upper) = if shown {
             let g = guess.unwrap_or(0) - base;
             (g, g)
@@ -505,7 +531,7 @@ impl ExactSolver {
         beta = beta.min(hi);
         let (alpha_orig, beta_orig) = (alpha, beta);
 
-        let (children, order, n) = self.ordered(pos, entry.mv);
+        let (children, order, n) = self.ordered(pos, entry.mv, beta);
         let mut best = -INF - 1;
         let mut best_move = NO_MOVE;
         for &i in &order[..n] {
@@ -552,8 +578,9 @@ impl ExactSolver {
     }
 
     /// The children of `pos` (in [`Position::legal_moves`] order) and the order to try them
-    /// in: the hint tables' best values first, then `tt_move`, natural ends, the biggest gains.
-    fn ordered(&self, pos: &Position, tt_move: u8) -> ([Position; 10], [u8; 10], usize) {
+    /// in: with hints, the children whose proved bound meets `goal` (the shortest proof first),
+    /// then by hinted value; then `tt_move`, natural ends, the biggest gains.
+    fn ordered(&self, pos: &Position, tt_move: u8, goal: i32) -> ([Position; 10], [u8; 10], usize) {
         let moves = pos.legal_moves();
         let mut keys = [(i32::MIN, 0u8); 10];
         let mut children = [*pos; 10];
@@ -562,16 +589,23 @@ impl ExactSolver {
             child.play_unchecked(mv);
             let g = gain(pos, &child);
             let hint = if child.is_over() {
-                (self.hints.is_some() || self.bounds.is_some()).then_some((g, 0))
+                (self.hints.is_some() || self.bounds.is_some()).then_some(if g >= goal {
+                    (INF, 0)
+                } else {
+                    (g, 0)
+                })
             } else if let Some(b) = &self.bounds {
-                b.upper(&child).map(|(hi, d)| (g - hi, d))
+                // A proof that meets the goal, the shortest first; then the best value.
+                b.upper_within(&child, g - goal)
+                    .map(|d| (INF, d))
+                    .or_else(|| b.best_upper(&child).map(|(hi, d)| (g - hi, d)))
             } else {
                 self.hints
                     .as_ref()
                     .and_then(|t| t.probe(&child))
                     .map(|p| (g - p.relative, p.opponent_depth))
             }
-            .map(|(value, depth)| (value.clamp(-500, 500) + 512) * 512 - depth.min(511) as i32);
+            .map(|(value, depth)| (value.clamp(-511, 511) + 512) * 512 - depth.min(511) as i32);
             let key = if let Some(h) = hint {
                 1 << 24 | h
             } else if i as u8 == tt_move {
@@ -585,7 +619,7 @@ impl ExactSolver {
             children[i] = child;
         }
         let n = moves.len();
-        keys[..n].sort_by(|a, b| b.0.cmp(&a.0));
+        keys[..n].sort_by_key(|k| std::cmp::Reverse(k.0));
         let mut order = [0u8; 10];
         for (o, k) in order.iter_mut().zip(&keys) {
             *o = k.1;
@@ -610,7 +644,7 @@ impl ExactSolver {
         let key = node_key(&at, Game::Lower);
         let entry = self.tt[self.slot(key)];
         let tt_move = if entry.key == key { entry.mv } else { NO_MOVE };
-        let (children, order, n) = self.ordered(&at, tt_move);
+        let (children, order, n) = self.ordered(&at, tt_move, goal);
         let moves = at.legal_moves();
         // The move must show the bound by itself: one level by hand, the children by search.
         for &i in &order[..n] {
