@@ -324,15 +324,16 @@ impl std::fmt::Debug for ExactSolver {
 }
 
 impl ExactSolver {
-    /// A solver whose transposition table takes about `bytes` (a power of two of entries, at
-    /// least 1024).
+    /// A solver whose transposition table takes at most `bytes` (the largest power of two of
+    /// entries that fits, at least 1024 entries).
     #[must_use]
     pub fn with_tt_bytes(bytes: usize) -> ExactSolver {
-        let entries = (bytes / std::mem::size_of::<Entry>())
-            .max(1024)
-            .next_power_of_two()
-            / 2;
-        let entries = entries.max(1024);
+        let fit = (bytes / std::mem::size_of::<Entry>()).max(1024);
+        let entries = if fit.is_power_of_two() {
+            fit
+        } else {
+            fit.next_power_of_two() / 2
+        };
         ExactSolver {
             tt: vec![EMPTY; entries],
             mask: entries - 1,
