@@ -326,14 +326,35 @@ impl CliProcess {
         args: &[&str],
         tx: &Sender<Line>,
     ) -> Self {
+        Self::spawn_on_terminal_sized(name, server, config, args, None, tx)
+    }
+
+    /// [`CliProcess::spawn_on_terminal`] on a terminal `columns` wide (`stty cols`, before the
+    /// client starts), as a small window would be.
+    ///
+    /// # Panics
+    ///
+    /// As [`CliProcess::spawn_on_terminal`].
+    pub fn spawn_on_terminal_sized(
+        name: &str,
+        server: &str,
+        config: &Path,
+        args: &[&str],
+        columns: Option<u16>,
+        tx: &Sender<Line>,
+    ) -> Self {
         let client = cli_command(server, config, args);
         let quote = |s: &str| format!("'{}'", s.replace('\'', r"'\''"));
         let line: Vec<String> = std::iter::once(client.get_program())
             .chain(client.get_args())
             .map(|a| quote(&a.to_string_lossy()))
             .collect();
+        let mut line = line.join(" ");
+        if let Some(columns) = columns {
+            line = format!("stty cols {columns} rows 50 && {line}");
+        }
         let mut cmd = Command::new("script");
-        cmd.args(["-q", "-f", "-e", "-c", &line.join(" "), "/dev/null"]);
+        cmd.args(["-q", "-f", "-e", "-c", &line, "/dev/null"]);
         for (key, value) in client.get_envs() {
             match value {
                 Some(value) => cmd.env(key, value),

@@ -9,6 +9,8 @@
 
 use oanquan_proto::v1::{Position, Step, step};
 
+use unicode_width::UnicodeWidthStr as _;
+
 use crate::moves::Side;
 use crate::output::shown_name;
 
@@ -90,6 +92,9 @@ pub struct View<'a> {
     /// Each seat's rating as shown next to its name (`1523?`), for a seat that is an account
     /// in a timed game; first player then second.
     pub ratings: [Option<String>; 2],
+    /// The terminal's width, if known: a name too long for it is shortened, so that the
+    /// player's line keeps its score and turn marker on one row.
+    pub width: Option<usize>,
 }
 
 const ESC_RESET: &str = "\x1b[0m";
@@ -206,8 +211,22 @@ fn player_line(
         };
         format!("  clock {}", paint(&c[idx], codes, style))
     });
-    format!("  {side} player: {name}{rating}{you}  score {score}{clock}{turn}")
+    let line = format!("  {side} player: {name}{rating}{you}  score {score}{clock}{turn}");
+    let over = view.width.map_or(0, |width| {
+        crate::output::columns(&line).saturating_sub(width)
+    });
+    if over == 0 {
+        return line;
+    }
+    // At least one letter of the name stays; what still does not fit is cut by the caller.
+    let keep = name.width().saturating_sub(over + 1).max(1);
+    let short = format!("{}…", crate::output::fit(&name, Some(keep)));
+    format!("  {side} player: {short}{rating}{you}  score {score}{clock}{turn}")
 }
+
+/// The columns the board's box takes (its widest lines): a terminal narrower than this
+/// cannot show it without wrapping.
+pub const BOARD_WIDTH: usize = 2 + 7 * 4 + 8;
 
 /// Draws the board for `view`; one string per line, each starting with two spaces.
 pub fn render(board: &BoardState, view: &View<'_>, style: Style) -> Vec<String> {
@@ -463,7 +482,45 @@ mod tests {
             hand: None,
             clocks: None,
             ratings: [None, None],
+            width: None,
         }
+    }
+
+    #[test]
+    fn a_long_name_is_shortened_to_keep_the_score_on_the_row() {
+        let long = "b".repeat(32);
+        let view = View {
+            names: ["alice", &long],
+            to_move: Some(Side::Second),
+            width: Some(40),
+            ..view(Side::First)
+        };
+        for style in [Style::PLAIN, Style::FANCY] {
+            let top = &render(&distinct(), &view, style)[0];
+            // Colour codes take no columns.
+            assert_eq!(crate::output::columns(top), 40, "{top:?}");
+            assert!(top.contains("b… "), "{top:?}");
+        }
+        let plain = render(&distinct(), &view, Style::PLAIN);
+        assert!(plain[0].ends_with("score 4  <- to move"), "{plain:?}");
+        // Names that fit are left alone.
+        let lines = render(
+            &distinct(),
+            &View {
+                width: Some(80),
+                ..view
+            },
+            Style::PLAIN,
+        );
+        assert!(lines[0].contains(&long), "{lines:?}");
+    }
+
+    #[test]
+    fn the_box_is_board_width_wide() {
+        // Plain style: no colour codes, one column per character.
+        let lines = render(&distinct(), &view(Side::First), Style::PLAIN);
+        let widest = lines[1..6].iter().map(|l| l.chars().count()).max();
+        assert_eq!(widest, Some(BOARD_WIDTH), "{lines:#?}");
     }
 
     fn numbers(line: &str) -> Vec<u32> {

@@ -419,7 +419,8 @@ with it. On a terminal play waits for that choice after the game; otherwise only
 end as before without it.
 
 Opponent moves arrive through the live event stream, shown step by step (sowing, relays, \
-captures, refills): animated on a terminal, as text lines otherwise.
+captures, refills): animated on a terminal, as text lines otherwise (and on a terminal too \
+narrow for the board).
 
 SCRIPTS
     When standard input or output is not a terminal, `play` reads one move per line from \

@@ -18,7 +18,7 @@ use crate::clocks::{LocalClocks, clocks_line, format_clock, server_span, system_
 use crate::error::CliError;
 use crate::json;
 use crate::moves::{Dir, LocalMove, Side};
-use crate::output::{clear_status, note, out, out_inline, out_lines, shown_name};
+use crate::output::{self, clear_status, note, out, out_inline, out_lines, shown_name};
 use crate::ratings::{rating_lines, seat_rating};
 use crate::timecontrol::TimeControl;
 
@@ -454,6 +454,7 @@ impl Live {
                 seat_rating(self.game.first_seat.as_ref()),
                 seat_rating(self.game.second_seat.as_ref()),
             ],
+            width: output::terminal_width(),
         }
     }
 
@@ -780,8 +781,16 @@ impl Live {
         }
         out(move_line(record, self.quan_value()))?;
         let consistent = before.ply.saturating_add(1) == self.ply();
+        // Too narrow for the board's box: frames would wrap and be redrawn over the wrong
+        // lines, so the steps come as text.
+        let width = output::terminal_width();
+        let fits = width.is_none_or(|w| w >= board::BOARD_WIDTH);
         match self.output.animate {
-            Some(delay) if live && consistent => self.animate(&before, record, delay).await,
+            Some(delay) if live && consistent && fits => {
+                let hidden = output::hide_prompt()?;
+                self.animate(&before, record, delay, width).await?;
+                output::show_prompt(hidden)
+            }
             _ => {
                 out_lines(&board::trace_lines(&record.steps))?;
                 if live {
@@ -797,6 +806,7 @@ impl Live {
         before: &Position,
         record: &MoveRecord,
         delay: Duration,
+        width: Option<usize>,
     ) -> Result<(), CliError> {
         let mut board = BoardState::from_position(before);
         let mut hand = 0;
@@ -807,8 +817,14 @@ impl Live {
                 // Cursor up over the previous frame, clear to the end of the screen.
                 out_inline(&format!("\x1b[{shown}A\x1b[J"))?;
             }
-            out_lines(lines)?;
-            Ok(lines.len())
+            // Each line cut to one row, so that the count of rows to go back up is the count
+            // of lines.
+            let fitted: Vec<String> = lines
+                .iter()
+                .map(|l| output::fit(l, width).into_owned())
+                .collect();
+            out_lines(&fitted)?;
+            Ok(fitted.len())
         };
         for step in &record.steps {
             let touched = board::replay_step(&mut board, &mut hand, step, self.quan_value());

@@ -25,29 +25,56 @@ enum Status {
     AbovePrompt,
 }
 
-static STATUS: Mutex<Status> = Mutex::new(Status::None);
+/// What is on the last lines of the terminal that later output must step around.
+#[derive(Debug)]
+struct Screen {
+    status: Status,
+    /// The status line's text, to draw it again above the prompt after a message.
+    status_text: String,
+    /// The input prompt the cursor stands after (behind what is being typed), if any. A message
+    /// printed meanwhile must not land inside the prompt's line: it takes the prompt's place,
+    /// and the prompt is drawn again below it.
+    prompt: Option<String>,
+}
+
+static SCREEN: Mutex<Screen> = Mutex::new(Screen {
+    status: Status::None,
+    status_text: String::new(),
+    prompt: None,
+});
+
+fn screen() -> std::sync::MutexGuard<'static, Screen> {
+    SCREEN
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+}
 
 /// Clear to the end of the line, after a carriage return.
 const ERASE_LINE: &str = "\r\x1b[K";
 
-/// Forgets the status line; returns what to write first so that the next output does not end
-/// up after it on the same line.
-fn take_status() -> &'static str {
-    let mut status = STATUS
-        .lock()
-        .unwrap_or_else(std::sync::PoisonError::into_inner);
-    let prefix = match *status {
-        Status::AtCursor => ERASE_LINE,
-        Status::None | Status::AbovePrompt => "",
+/// What to write before a message and after it, so that the message comes out on lines of its
+/// own: above the prompt (and above the status line over it), never after them on their line.
+/// A status line at the cursor is erased and forgotten, as its owner shows it again.
+fn around_message(screen: &mut Screen) -> (String, String) {
+    let Some(prompt) = screen.prompt.as_deref() else {
+        let before = match screen.status {
+            Status::AtCursor => ERASE_LINE,
+            Status::None | Status::AbovePrompt => "",
+        };
+        screen.status = Status::None;
+        return (before.to_owned(), String::new());
     };
-    *status = Status::None;
-    prefix
-}
-
-fn set_status(value: Status) {
-    *STATUS
-        .lock()
-        .unwrap_or_else(std::sync::PoisonError::into_inner) = value;
+    // What is typed at the prompt is erased from the screen with it, but stays in the
+    // terminal's line buffer: Enter still sends it whole.
+    if screen.status == Status::AbovePrompt {
+        (
+            format!("{ERASE_LINE}\x1b[1A{ERASE_LINE}"),
+            format!("{}\n{prompt}", screen.status_text),
+        )
+    } else {
+        screen.status = Status::None;
+        (ERASE_LINE.to_owned(), prompt.to_owned())
+    }
 }
 
 /// A failed write to stdout. Its reader going away (`oanquan watch G | head`) ends the command
@@ -71,60 +98,166 @@ fn write_stdout(text: &str) -> Result<(), CliError> {
 /// Writes lines to stdout. A closed stdout is an error to return, not a panic as with
 /// `println!`.
 pub fn out(text: impl std::fmt::Display) -> Result<(), CliError> {
-    write_stdout(&format!("{}{text}\n", take_status()))
+    let mut screen = screen();
+    let (before, after) = around_message(&mut screen);
+    write_stdout(&format!("{before}{text}\n{after}"))
 }
 
 pub fn out_lines(lines: &[String]) -> Result<(), CliError> {
-    let mut text = take_status().to_owned();
+    let mut screen = screen();
+    let (before, after) = around_message(&mut screen);
+    let mut text = before;
     for line in lines {
         text.push_str(line);
         text.push('\n');
     }
+    text.push_str(&after);
     write_stdout(&text)
 }
 
 /// A line on stderr. Unlike `eprintln!`, a closed stderr is ignored rather than a panic: there
 /// is nowhere left to report it.
 pub fn note(text: impl std::fmt::Display) {
-    clear_status();
+    let mut screen = screen();
+    let (before, after) = around_message(&mut screen);
+    if !before.is_empty() {
+        let _ = write_stdout(&before);
+    }
     let _ = writeln!(std::io::stderr().lock(), "{text}");
+    if !after.is_empty() {
+        let _ = write_stdout(&after);
+    }
 }
 
-/// Writes without a newline (an interactive prompt).
+/// Writes without a newline at the cursor: a question answered before anything else is
+/// printed, or the cursor moves of the board's animation. A prompt or status line on screen
+/// is erased and forgotten first.
 pub fn out_inline(text: &str) -> Result<(), CliError> {
-    write_stdout(&format!("{}{text}", take_status()))
+    let mut screen = screen();
+    let before = take_off(&mut screen);
+    write_stdout(&format!("{before}{text}"))
 }
 
-/// Erases a status line at the cursor and forgets it, before something else (stderr) writes
-/// on the terminal.
+/// Erases the prompt and the status line over it, or a status line at the cursor, and forgets
+/// them; returns what to write for that.
+fn take_off(screen: &mut Screen) -> &'static str {
+    let before = match (screen.prompt.is_some(), screen.status) {
+        (true, Status::AbovePrompt) => "\r\x1b[K\x1b[1A\r\x1b[K",
+        (true, _) | (false, Status::AtCursor) => ERASE_LINE,
+        (false, Status::None | Status::AbovePrompt) => "",
+    };
+    screen.prompt = None;
+    screen.status = Status::None;
+    before
+}
+
+/// A prompt (and its status line) taken off the screen for a while, to show again.
+#[derive(Debug)]
+#[must_use = "the prompt is gone until shown again"]
+pub struct Hidden {
+    prompt: Option<String>,
+    status: Option<String>,
+}
+
+/// Takes the prompt off the screen while something redraws the lines above the cursor by
+/// counting them (the board's animation), which a prompt drawn again after each frame would
+/// throw off by one.
+pub fn hide_prompt() -> Result<Hidden, CliError> {
+    let mut screen = screen();
+    let hidden = Hidden {
+        prompt: screen.prompt.clone(),
+        status: (screen.status == Status::AbovePrompt).then(|| screen.status_text.clone()),
+    };
+    let before = take_off(&mut screen);
+    write_stdout(before)?;
+    Ok(hidden)
+}
+
+/// Shows a prompt hidden by [`hide_prompt`] again, if there was one.
+pub fn show_prompt(hidden: Hidden) -> Result<(), CliError> {
+    match hidden {
+        Hidden {
+            prompt: Some(prompt),
+            status: Some(status),
+        } => status_above_prompt(&status, &prompt),
+        Hidden {
+            prompt: Some(prompt),
+            status: None,
+        } => self::prompt(&prompt),
+        Hidden { prompt: None, .. } => Ok(()),
+    }
+}
+
+/// Shows an input prompt (terminals only), in place of the one on screen if there is one.
+/// Messages printed while it is shown go above it; [`input_read`] says it was answered.
+pub fn prompt(text: &str) -> Result<(), CliError> {
+    let mut screen = screen();
+    // A status line over the prompt being replaced goes with it: this prompt has none.
+    let before = take_off(&mut screen);
+    screen.prompt = Some(text.to_owned());
+    write_stdout(&format!("{before}{text}"))
+}
+
+/// Whether an input prompt is on screen, unanswered.
+pub fn prompt_shown() -> bool {
+    screen().prompt.is_some()
+}
+
+/// A line was typed at the prompt: the terminal's echo of Enter moved the cursor below it, so
+/// the prompt and the status line above it are no longer where the next output would step
+/// around them.
+pub fn input_read() {
+    let mut screen = screen();
+    screen.prompt = None;
+    if screen.status == Status::AbovePrompt {
+        screen.status = Status::None;
+    }
+}
+
+/// Takes the prompt and the status line off the screen and forgets them, before something
+/// writes on the terminal without going through here (the reconnect line on stderr). Whoever
+/// shows the prompt again does so later.
 pub fn clear_status() {
-    let prefix = take_status();
-    if !prefix.is_empty() {
-        let _ = write_stdout(prefix);
+    let mut screen = screen();
+    let before = take_off(&mut screen);
+    if !before.is_empty() {
+        let _ = write_stdout(before);
     }
 }
 
 /// Shows `text` as the status line at the cursor (terminals only), replacing the current one.
 pub fn status_at_cursor(text: &str) -> Result<(), CliError> {
-    write_stdout(&format!("{}{text}", take_status()))?;
-    set_status(Status::AtCursor);
+    let mut screen = screen();
+    let before = take_off(&mut screen);
+    let text = fit(text, terminal_width());
+    write_stdout(&format!("{before}{text}"))?;
+    screen.status = Status::AtCursor;
     Ok(())
 }
 
 /// Shows `line` as the status line, then the prompt below it (terminals only).
 pub fn status_above_prompt(line: &str, prompt: &str) -> Result<(), CliError> {
-    write_stdout(&format!("{}{line}\n{prompt}", take_status()))?;
-    set_status(Status::AbovePrompt);
+    let mut screen = screen();
+    // A prompt already on screen (and its status line) is replaced, not pushed down.
+    let before = take_off(&mut screen);
+    // One row exactly: the ticks move the cursor up by one to reach it.
+    let line = fit(line, terminal_width()).into_owned();
+    write_stdout(&format!("{before}{line}\n{prompt}"))?;
+    screen.status = Status::AbovePrompt;
+    screen.status_text = line;
+    screen.prompt = Some(prompt.to_owned());
     Ok(())
 }
 
 /// Rewrites the status line in place, if one is on screen; otherwise writes nothing.
 pub fn tick(text: &str) -> Result<(), CliError> {
-    let status = *STATUS
-        .lock()
-        .unwrap_or_else(std::sync::PoisonError::into_inner);
-    match tick_sequence(status, text) {
-        Some(sequence) => write_stdout(&sequence),
+    let mut screen = screen();
+    let text = fit(text, terminal_width()).into_owned();
+    match tick_sequence(screen.status, &text) {
+        Some(sequence) => {
+            screen.status_text = text;
+            write_stdout(&sequence)
+        }
         None => Ok(()),
     }
 }
@@ -138,6 +271,71 @@ fn tick_sequence(status: Status, text: &str) -> Option<String> {
         // restore the cursor.
         Status::AbovePrompt => Some(format!("\x1b7\x1b[1A{ERASE_LINE}{text}\x1b8")),
     }
+}
+
+/// The terminal's width in columns, if standard output is a terminal that tells.
+pub fn terminal_width() -> Option<usize> {
+    #[cfg(unix)]
+    {
+        rustix::termios::tcgetwinsize(std::io::stdout())
+            .ok()
+            .map(|size| usize::from(size.ws_col))
+            .filter(|&cols| cols > 0)
+    }
+    #[cfg(not(unix))]
+    {
+        None
+    }
+}
+
+/// The terminal columns `text` takes; escape sequences (colours) take none.
+pub fn columns(text: &str) -> usize {
+    fit_at(text, usize::MAX).1
+}
+
+/// Where to cut `text` to fit `width` columns (its length if it fits), and the columns kept.
+fn fit_at(text: &str, width: usize) -> (usize, usize) {
+    use unicode_width::UnicodeWidthChar as _;
+    let mut used = 0usize;
+    let mut chars = text.char_indices().peekable();
+    while let Some((at, c)) = chars.next() {
+        if c == '\x1b' {
+            // CSI: ESC [ parameters, then a final byte in @..~.
+            if chars.next_if(|&(_, c)| c == '[').is_some() {
+                for (_, c) in chars.by_ref() {
+                    if ('@'..='~').contains(&c) {
+                        break;
+                    }
+                }
+            }
+            continue;
+        }
+        let w = c.width().unwrap_or(0);
+        if used.saturating_add(w) > width {
+            return (at, used);
+        }
+        used += w;
+    }
+    (text.len(), used)
+}
+
+/// `text` cut to `width` terminal columns (`None`: as it is), so that it takes one row: a line
+/// that wraps takes two, and whatever moves the cursor up by a count of lines to redraw them
+/// would land on the wrong one. Escape sequences (colours) take no columns and are kept; a cut
+/// line ends with a reset, in case the cut fell inside a coloured part.
+pub fn fit(text: &str, width: Option<usize>) -> std::borrow::Cow<'_, str> {
+    let Some(width) = width else {
+        return text.into();
+    };
+    let (at, _) = fit_at(text, width);
+    if at == text.len() {
+        return text.into();
+    }
+    let mut cut = text[..at].to_owned();
+    if cut.contains('\x1b') {
+        cut.push_str("\x1b[0m");
+    }
+    cut.into()
 }
 
 /// Columns as wide as their widest cell, in terminal columns (names such as "Computer
@@ -219,5 +417,64 @@ mod tests {
         assert!(above.starts_with("\x1b7\x1b[1A\r\x1b[K"), "{above:?}");
         assert!(above.ends_with("clocks: b\x1b8"), "{above:?}");
         assert!(!above.contains('\n'));
+    }
+
+    #[test]
+    fn fitted_lines_take_one_row_and_keep_their_colours() {
+        assert_eq!(fit("abcdef", Some(4)), "abcd");
+        assert_eq!(fit("abcdef", None), "abcdef");
+        assert_eq!(fit("abc", Some(3)), "abc");
+        // Escape sequences take no columns; a cut inside colour ends with a reset.
+        assert_eq!(
+            fit("  \x1b[1m12\x1b[0m  score", Some(5)),
+            "  \x1b[1m12\x1b[0m \x1b[0m"
+        );
+        // A two-column letter that would straddle the edge is left out whole.
+        assert_eq!(fit("ab🐉", Some(3)), "ab");
+        assert_eq!(fit("", Some(0)), "");
+    }
+
+    fn on_screen(prompt: Option<&str>, status: Status) -> Screen {
+        Screen {
+            status,
+            status_text: "clocks: 4:59".to_owned(),
+            prompt: prompt.map(str::to_owned),
+        }
+    }
+
+    #[test]
+    fn a_message_takes_the_prompts_place_and_the_prompt_comes_back_below() {
+        let mut screen = on_screen(Some("your move> "), Status::None);
+        assert_eq!(
+            around_message(&mut screen),
+            ("\r\x1b[K".to_owned(), "your move> ".to_owned())
+        );
+        assert_eq!(screen.prompt.as_deref(), Some("your move> "));
+
+        // The clocks over the prompt go up with it, so that ticks still find them one row up.
+        let mut screen = on_screen(Some("your move> "), Status::AbovePrompt);
+        let (before, after) = around_message(&mut screen);
+        assert_eq!(before, "\r\x1b[K\x1b[1A\r\x1b[K");
+        assert_eq!(after, "clocks: 4:59\nyour move> ");
+        assert_eq!(screen.status, Status::AbovePrompt);
+
+        // No prompt: a status line at the cursor is erased and forgotten, as before.
+        let mut screen = on_screen(None, Status::AtCursor);
+        assert_eq!(
+            around_message(&mut screen),
+            ("\r\x1b[K".to_owned(), String::new())
+        );
+        assert_eq!(screen.status, Status::None);
+        let mut screen = on_screen(None, Status::None);
+        assert_eq!(around_message(&mut screen), (String::new(), String::new()));
+    }
+
+    #[test]
+    fn taking_the_prompt_off_erases_its_rows_and_forgets_it() {
+        let mut screen = on_screen(Some("your move> "), Status::AbovePrompt);
+        assert_eq!(take_off(&mut screen), "\r\x1b[K\x1b[1A\r\x1b[K");
+        assert_eq!((screen.prompt, screen.status), (None, Status::None));
+        let mut screen = on_screen(None, Status::None);
+        assert_eq!(take_off(&mut screen), "");
     }
 }

@@ -165,6 +165,7 @@ fn stdin_lines() -> mpsc::UnboundedReceiver<String> {
         let stdin = std::io::stdin();
         let mut input = stdin.lock();
         while let Some(line) = read_line_capped(&mut input, MAX_LINE) {
+            output::input_read();
             if tx.send(line).is_err() {
                 break;
             }
@@ -409,11 +410,12 @@ async fn play_one(
                         Some(game_event::Kind::Draw(_) | game_event::Kind::Rematch(_))
                     );
                     live.handle(*event, received).await?;
-                    // An offer's line went over the prompt: show it again.
-                    if offer && interactive && !live.over {
+                    // An offer's line went above the prompt, which is still there; but after
+                    // the one the offer answered, a new one is due.
+                    if offer && interactive && !live.over && !output::prompt_shown() {
                         let my_turn = player.my_turn(&live);
                         player.reprompt(&mut live, my_turn).await?;
-                    } else if offer && interactive && live.rematch_open() {
+                    } else if offer && interactive && live.rematch_open() && !output::prompt_shown() {
                         player.rematch_prompt(&live)?;
                     }
                 }
@@ -473,7 +475,8 @@ async fn play_one(
                     continue;
                 }
                 if interactive {
-                    // The cursor is on the prompt line, after `^C`.
+                    // The cursor is on the prompt line, after `^C`: both stay as typed.
+                    output::input_read();
                     out("")?;
                 }
                 let timed = live.clocks.is_some() && live.game.status() == GameStatus::Active;
@@ -525,7 +528,7 @@ impl Player {
     fn inline_prompt(&self, live: &Live, prompt: &str) -> Result<(), CliError> {
         match live.clock_line(Instant::now()).filter(|_| !live.over) {
             Some(clocks) => status_above_prompt(&clocks, prompt),
-            None => out_inline(prompt),
+            None => output::prompt(prompt),
         }
     }
 
@@ -537,7 +540,7 @@ impl Player {
         let left = live
             .rematch_left(Instant::now())
             .map_or_else(String::new, |d| format!(", within {}", format_clock(d)));
-        out_inline(&format!("rematch? (rematch/no{left}; quit to leave)> "))
+        output::prompt(&format!("rematch? (rematch/no{left}; quit to leave)> "))
     }
 
     /// The legal moves in the player's own terms: asked from the server's rules engine, so that
@@ -620,7 +623,7 @@ impl Player {
             Input::Resign => {
                 self.confirming_resign = true;
                 return if self.interactive {
-                    out_inline("resign? (y/N) ").map(|()| Next::Stay)
+                    output::prompt("resign? (y/N) ").map(|()| Next::Stay)
                 } else {
                     out("resign? (y/N)").map(|()| Next::Stay)
                 };

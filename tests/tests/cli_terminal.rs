@@ -1,0 +1,150 @@
+//! The `oanquan` CLI on a pseudo-terminal: what ends up on the screen, not only in the lines.
+
+use std::path::Path;
+
+use oanquan_e2e::{CliProcess, Lines, Server, config_dir, run_cli};
+use serde_json::Value;
+
+fn json_of(stdout: &str) -> Value {
+    serde_json::from_str(stdout).unwrap_or_else(|e| panic!("not JSON ({e}): {stdout}"))
+}
+
+/// Alice (first seat) and `bob` (second seat, named `bob`) in a new untimed game; its id.
+fn new_game(server: &str, alice: &Path, bob: &Path, bob_name: &str) -> String {
+    let created = run_cli(
+        server,
+        alice,
+        &["create", "--name", "alice", "--seat", "first", "--json"],
+    );
+    assert_eq!(created.code, Some(0), "{created:?}");
+    let id = json_of(&created.stdout)["game"]["id"]
+        .as_str()
+        .expect("game.id")
+        .to_owned();
+    let joined = run_cli(server, bob, &["join", &id, "--name", bob_name, "--json"]);
+    assert_eq!(joined.code, Some(0), "{joined:?}");
+    id
+}
+
+/// `text` without its escape sequences (CSI: ESC `[` ... final byte).
+fn strip_csi(text: &str) -> String {
+    let mut out = String::new();
+    let mut chars = text.chars().peekable();
+    while let Some(c) = chars.next() {
+        if c == '\x1b' {
+            if chars.next_if_eq(&'[').is_some() {
+                for c in chars.by_ref() {
+                    if ('@'..='~').contains(&c) {
+                        break;
+                    }
+                }
+            }
+            continue;
+        }
+        out.push(c);
+    }
+    out
+}
+
+/// What a line shows on the screen: a carriage return starts the row over, and the client
+/// only writes one after erasing the rest of the row (`\r\x1b[K`), so the text after the
+/// last one is what stays.
+fn visible(line: &str) -> String {
+    strip_csi(line.rsplit('\r').next().unwrap_or(""))
+}
+
+/// The animation redraws its frames by moving the cursor up as many rows as it drew lines: on a
+/// terminal narrower than a line, the line wraps onto two rows and the redraw lands on the wrong
+/// ones. Every row of a frame must fit the width; a terminal too narrow for the board's box gets
+/// the steps as text lines instead, with no cursor moved up.
+#[test]
+fn the_animation_fits_a_narrow_terminal_or_gives_way_to_text() {
+    let server = Server::start();
+    let url = server.url();
+    let (alice_dir, bob_dir, eve_dir) = (config_dir(), config_dir(), config_dir());
+    // The players' lines are longer than 40 columns with this name.
+    let long_name = "b".repeat(32);
+    let id = new_game(&url, alice_dir.path(), bob_dir.path(), &long_name);
+    let (tx, mut lines) = Lines::new();
+    let watch = ["watch", &id, "--animate-ms", "1"];
+    let _narrow =
+        CliProcess::spawn_on_terminal_sized("narrow", &url, eve_dir.path(), &watch, Some(40), &tx);
+    let _tiny =
+        CliProcess::spawn_on_terminal_sized("tiny", &url, eve_dir.path(), &watch, Some(30), &tx);
+    for who in ["narrow", "tiny"] {
+        lines.follow(who, |l| l.contains("first player: "));
+    }
+    let mut alice = CliProcess::spawn("alice", &url, alice_dir.path(), &["play", &id], &tx);
+    lines.follow("alice", |l| l == "your move");
+    alice.send("1 r");
+    for who in ["narrow", "tiny"] {
+        lines.follow(who, |l| visible(l).starts_with("turn: second"));
+    }
+    let after_move = |who: &str| -> Vec<String> {
+        let shown = lines.stdout_of(who);
+        let at = shown
+            .iter()
+            .position(|l| visible(l).starts_with("move 1: "))
+            .unwrap_or_else(|| panic!("{who}: no move line: {shown:#?}"));
+        // The move's own line comes before the frames and is not redrawn: it may wrap.
+        shown[at + 1..].to_vec()
+    };
+
+    let narrow = after_move("narrow");
+    assert!(
+        narrow.iter().any(|l| l.contains("\x1b[J")),
+        "animated: {narrow:#?}"
+    );
+    for line in &narrow {
+        for row in line.split('\r') {
+            let columns = strip_csi(row).chars().count();
+            assert!(columns <= 40, "{columns} columns: {row:?}\n{narrow:#?}");
+        }
+    }
+
+    let tiny = after_move("tiny");
+    assert!(
+        tiny.iter().any(|l| visible(l).starts_with("  sow ")),
+        "the steps as text: {tiny:#?}"
+    );
+    let moved_up = tiny.iter().any(|l| {
+        l.split("\x1b[").skip(1).any(|csi| {
+            csi.trim_start_matches(|c: char| c.is_ascii_digit())
+                .starts_with('A')
+        })
+    });
+    assert!(!moved_up, "no frames redrawn: {tiny:#?}");
+}
+
+/// A message that arrives while the prompt waits for input (here the opponent's draw offer)
+/// takes the prompt's row, on its own, and the prompt comes back below it: it is never
+/// written after `your move> ` on the prompt's line.
+#[test]
+fn a_message_during_the_prompt_goes_above_it() {
+    let server = Server::start();
+    let url = server.url();
+    let (alice_dir, bob_dir) = (config_dir(), config_dir());
+    let id = new_game(&url, alice_dir.path(), bob_dir.path(), "bob");
+    let (tx, mut lines) = Lines::new();
+    let _alice =
+        CliProcess::spawn_on_terminal("alice", &url, alice_dir.path(), &["play", &id], &tx);
+    lines.follow("alice", |l| l.contains("legal moves:"));
+    let mut bob = CliProcess::spawn_on_terminal("bob", &url, bob_dir.path(), &["play", &id], &tx);
+    lines.follow("bob", |l| l.contains("second player: bob (you)"));
+    bob.send("draw");
+    let (_, offer) = lines.follow("alice", |l| l.contains("bob offers a draw"));
+    assert!(
+        visible(&offer).starts_with("bob offers a draw"),
+        "the offer on a row of its own: {offer:?}\n{}",
+        lines.tail(20)
+    );
+    // Whatever comes next starts on the prompt, drawn again below the offer.
+    let mut alice = _alice;
+    alice.send("board");
+    let (_, next) = lines.follow("alice", |_| true);
+    assert!(
+        visible(&next).starts_with("your move> "),
+        "{next:?}\n{}",
+        lines.tail(20)
+    );
+}
