@@ -94,6 +94,65 @@ fn game_over_line(lines: &Lines, who: &str) -> String {
         .unwrap_or_else(|| panic!("{who} printed no game over line"))
 }
 
+/// The numbers `who` printed add up: the last move's score is the one before it, plus what the
+/// move captured (`captured C`), plus what the end-of-game collection gave each player (its
+/// own `end of game:` line), so that nobody is left wondering where points came from.
+fn assert_the_last_score_adds_up(lines: &Lines, who: &str) {
+    let stdout = lines.stdout_of(who);
+    let score = |line: &str| -> (i64, i64) {
+        let (first, second) = line
+            .rsplit_once("score ")
+            .and_then(|(_, s)| s.trim_end_matches(')').split_once(':'))
+            .unwrap_or_else(|| panic!("no score: {line}"));
+        (
+            first.parse().expect("first"),
+            second.parse().expect("second"),
+        )
+    };
+    let moves: Vec<usize> = (0..stdout.len())
+        .filter(|&i| stdout[i].starts_with("move "))
+        .collect();
+    let (Some(&last), Some(&before)) = (moves.last(), moves.iter().rev().nth(1)) else {
+        panic!("{who} played fewer than two moves: {stdout:#?}");
+    };
+    let (line, (first0, second0)) = (&stdout[last], score(&stdout[before]));
+    let (first, second) = score(line);
+    let captured: i64 = line
+        .split(", captured ")
+        .nth(1)
+        .and_then(|rest| rest.split(',').next())
+        .and_then(|c| c.parse().ok())
+        .unwrap_or_else(|| panic!("no capture count: {line}"));
+    let (mut to_first, mut to_second) = (0, 0);
+    if let Some(collected) = stdout
+        .get(last + 1)
+        .filter(|l| l.starts_with("end of game: "))
+    {
+        let share = |side: &str| -> i64 {
+            collected
+                .split(&format!("{side} +"))
+                .nth(1)
+                .and_then(|rest| rest.split([',', ' ']).next())
+                .and_then(|n| n.parse().ok())
+                .unwrap_or_else(|| panic!("no share of {side}: {collected}"))
+        };
+        (to_first, to_second) = (share("first"), share("second"));
+        assert_eq!(score(collected), (first, second), "{collected}");
+    }
+    let (mover_gain, other_gain) = if line.contains(": first plays ") {
+        (first - first0 - to_first, second - second0 - to_second)
+    } else {
+        (second - second0 - to_second, first - first0 - to_first)
+    };
+    assert_eq!(
+        (mover_gain, other_gain),
+        (captured, 0),
+        "{who}: {}\n{line}\n{:?}",
+        stdout[before],
+        stdout.get(last + 1)
+    );
+}
+
 #[test]
 fn two_clis_play_a_whole_game_through_stdin() {
     let server = Server::start();
@@ -173,6 +232,7 @@ fn two_clis_play_a_whole_game_through_stdin() {
     );
     for who in ["alice", "bob"] {
         assert_turn_line_before_each_prompt(&lines, who);
+        assert_the_last_score_adds_up(&lines, who);
     }
 }
 
@@ -1034,6 +1094,77 @@ fn moves_piped_ahead_are_played_each_at_its_turn() {
     {
         lines.next_line();
     }
+}
+
+/// A game that ends with stones left on the board: the last move's `captured` counts only its
+/// captures, its score the end-of-game collection too, and the `end of game:` line after it
+/// says what each player collected, so that the numbers add up (for both seats and for
+/// `oanquan moves`).
+#[test]
+fn the_end_of_game_collection_is_said_and_the_scores_add_up() {
+    use oanquan_rules::{Direction, Game, Player, Preset, Step};
+    // A line of play from the standard start, found by trying seeds: short, and ending with
+    // stones to collect.
+    let scripts = (0..500u64)
+        .find_map(|seed| {
+            let mut rng = Lcg(seed);
+            let mut game = Game::new(Preset::Standard.rules()).expect("standard rules");
+            let mut scripts: [Vec<String>; 2] = [Vec::new(), Vec::new()];
+            let mut last = Vec::new();
+            while !game.is_over() && scripts[0].len() + scripts[1].len() < 80 {
+                let position = game.position();
+                let (seat, offset) = match position.to_move() {
+                    Player::First => (0, 0),
+                    Player::Second => (1, 6),
+                };
+                let legal: Vec<_> = position.legal_moves().iter().copied().collect();
+                let mv = *rng.pick(&legal)?;
+                let side = match mv.direction {
+                    Direction::Right => "r",
+                    Direction::Left => "l",
+                };
+                scripts[seat].push(format!("{} {side}", mv.square - offset));
+                last = game.play(mv).ok()?;
+            }
+            let collected = last.iter().find_map(|step| match step {
+                Step::GameOver { collected, .. } => Some(collected.first + collected.second),
+                _ => None,
+            })?;
+            (game.is_over() && collected > 0).then_some(scripts)
+        })
+        .expect("a seed whose game ends with stones to collect");
+
+    let server = Server::start();
+    let url = server.url();
+    let (alice_dir, bob_dir) = (config_dir(), config_dir());
+    let id = new_game(&url, alice_dir.path(), bob_dir.path());
+    let (tx, mut lines) = Lines::new();
+    let mut alice = CliProcess::spawn("alice", &url, alice_dir.path(), &["play", &id], &tx);
+    let mut bob = CliProcess::spawn("bob", &url, bob_dir.path(), &["play", &id], &tx);
+    for (process, script) in [(&mut alice, &scripts[0]), (&mut bob, &scripts[1])] {
+        for line in script {
+            process.send(line);
+        }
+    }
+    for who in ["alice", "bob"] {
+        lines.follow(who, |l| l.starts_with("game over: "));
+    }
+    for who in ["alice", "bob"] {
+        let out = lines.stdout_of(who);
+        assert!(
+            out.iter().any(|l| l.starts_with("end of game: ")),
+            "{who}:\n{}",
+            out.join("\n")
+        );
+        assert_the_last_score_adds_up(&lines, who);
+    }
+    let listed = run_cli(&url, alice_dir.path(), &["moves", &id]);
+    let listed: Vec<&str> = listed.stdout.lines().collect();
+    let end = listed
+        .iter()
+        .position(|l| l.starts_with("end of game: "))
+        .unwrap_or_else(|| panic!("{listed:#?}"));
+    assert!(listed[end - 1].starts_with("move "), "{listed:#?}");
 }
 
 /// `oanquan watch G | head -1`: the reader goes away, the client ends quietly with 0.

@@ -436,6 +436,9 @@ traces) are for people; the others are, one per line:
     turn: SEAT                                  whose turn it is now
     move N: SEAT plays S DIR (ring R +1|-1), captured C, score F:S
                                                 S and DIR in the mover's own terms
+    end of game: the N stones left on the board after the last move, one line: what each
+      go to the players, first +A, second +B    side collected (counted in the score F:S, not
+      (score F:S)                               in the move's C)
     legal moves: 1r 1l 3r ...                   before each prompt, in your own terms
     time control: TC                            timed games, after the game line (TC as
                                                 written: 3+2, 90s+0, 2d per move)

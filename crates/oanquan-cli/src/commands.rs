@@ -20,7 +20,7 @@ use crate::clocks::{LocalClocks, format_clock};
 use crate::context::Context;
 use crate::error::{CliError, code, typed};
 use crate::json;
-use crate::live::{end_line, game_over_line, move_line};
+use crate::live::{collection_line, end_line, game_over_line, move_line};
 use crate::moves::Side;
 use crate::output::table;
 use crate::output::{out, out_inline, out_lines, shown, shown_name};
@@ -502,6 +502,7 @@ pub async fn moves(ctx: &Context, clients: &mut Clients, args: &MovesArgs) -> Re
     let mut lines = Vec::new();
     for record in &response.moves {
         lines.push(move_line(record, quan_value));
+        lines.extend(collection_line(record));
         if args.trace {
             lines.extend(board::trace_lines(&record.steps));
         }

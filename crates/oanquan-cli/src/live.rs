@@ -132,6 +132,34 @@ pub fn move_line(record: &MoveRecord, quan_value: u32) -> String {
     )
 }
 
+/// After a game's last move, what the end-of-game collection gave each player (stable format,
+/// see `play --help`): `end of game: the 2 stones left on the board go to the players, first
+/// +1, second +1 (score 29:41)`. The move line's `captured` counts captures only, while its
+/// score includes the collection too: without this line the two would not add up. `None`
+/// when the trace has no collection, or one of nothing.
+pub fn collection_line(record: &MoveRecord) -> Option<String> {
+    let collected = record.steps.iter().find_map(|step| match &step.kind {
+        Some(oanquan_proto::v1::step::Kind::GameOver(over)) => over.collected,
+        _ => None,
+    })?;
+    let (first, second) = (i64::from(collected.first), i64::from(collected.second));
+    let total = first.saturating_add(second);
+    if total == 0 {
+        return None;
+    }
+    let scores = record
+        .position
+        .as_ref()
+        .and_then(|p| p.scores)
+        .unwrap_or_default();
+    let stones = if total == 1 { "stone" } else { "stones" };
+    Some(format!(
+        "end of game: the {total} {stones} left on the board go to the players, first +{first}, \
+         second +{second} (score {}:{})",
+        scores.first, scores.second
+    ))
+}
+
 /// `game over: first wins 29:41 (mandarins)` (stable format, see `play --help`).
 pub fn game_over_line(result: Option<&GameResult>) -> String {
     let result = result.cloned().unwrap_or_default();
@@ -780,6 +808,9 @@ impl Live {
             return Ok(());
         }
         out(move_line(record, self.quan_value()))?;
+        if let Some(line) = collection_line(record) {
+            out(line)?;
+        }
         let consistent = before.ply.saturating_add(1) == self.ply();
         // Too narrow for the board's box: frames would wrap and be redrawn over the wrong
         // lines, so the steps come as text.
@@ -886,6 +917,65 @@ mod tests {
             move_line(&MoveRecord::default(), 0),
             "move 0: ? plays ? ? (ring ? ?), captured 0, score 0:0"
         );
+    }
+
+    /// RULES.md's end-of-game example: 28:39, the second player captures 1 (mandarin square 6),
+    /// then each collects the 1 stone left on their side: 29:41. The move line's `captured 1`
+    /// and the score's +3 add up only with the collection said.
+    #[test]
+    fn the_end_of_game_collection_is_said_apart_from_the_capture() {
+        let record = MoveRecord {
+            number: 40,
+            player: 2,
+            r#move: Some(Move {
+                square: Some(9),
+                direction: Direction::Left.into(),
+            }),
+            steps: vec![
+                Step {
+                    kind: Some(step::Kind::Capture(step::Capture {
+                        square: Some(6),
+                        stones: 1,
+                        pieces: 0,
+                        player: 2,
+                    })),
+                },
+                Step {
+                    kind: Some(step::Kind::GameOver(step::GameOver {
+                        reason: EndReason::Mandarins.into(),
+                        collected: Some(PlayerPair {
+                            first: 1,
+                            second: 1,
+                        }),
+                    })),
+                },
+            ],
+            position: Some(Position {
+                scores: Some(PlayerPair {
+                    first: 29,
+                    second: 41,
+                }),
+                ..Position::default()
+            }),
+            play_time: None,
+        };
+        assert!(move_line(&record, 10).ends_with("captured 1, score 29:41"));
+        assert_eq!(
+            collection_line(&record).as_deref(),
+            Some(
+                "end of game: the 2 stones left on the board go to the players, first +1, \
+                 second +1 (score 29:41)"
+            )
+        );
+        // A move that does not end the game, or ends it with nothing left, has no such line.
+        let mut ongoing = record.clone();
+        ongoing.steps.truncate(1);
+        assert_eq!(collection_line(&ongoing), None);
+        let mut empty = record;
+        empty.steps[1] = Step {
+            kind: Some(step::Kind::GameOver(step::GameOver::default())),
+        };
+        assert_eq!(collection_line(&empty), None);
     }
 
     #[test]
