@@ -140,11 +140,28 @@ fn a_message_during_the_prompt_goes_above_it() {
     );
     // Whatever comes next starts on the prompt, drawn again below the offer.
     let mut alice = _alice;
+    // The prompt is written right behind the offer's line, but by a write of its own (stdout
+    // is line-buffered): typing at that very moment would echo between the two, as it would
+    // for a person.
+    std::thread::sleep(std::time::Duration::from_millis(300));
     alice.send("board");
     let (_, next) = lines.follow("alice", |_| true);
     assert!(
         visible(&next).starts_with("your move> "),
         "{next:?}\n{}",
+        lines.tail(20)
+    );
+    // The game ends while alice's prompt waits: no move prompt comes back after the end, not
+    // even for a moment before the rematch question.
+    lines.follow("alice", |l| l.starts_with("legal moves: "));
+    bob.send("resign");
+    bob.send("y");
+    lines.follow("alice", |l| l.contains("game over: "));
+    alice.send("no");
+    let (_, asked) = lines.follow("alice", |l| l.contains("rematch? "));
+    assert!(
+        !asked.contains("your move> "),
+        "{asked:?}\n{}",
         lines.tail(20)
     );
 }

@@ -683,6 +683,9 @@ impl Live {
         }
         self.over = true;
         self.draw_offer = None;
+        // A move prompt drawn again below the end's lines would ask for a move in a game that
+        // is over; what comes next (a rematch question, or nothing) is the caller's to show.
+        clear_status();
         if let Some(line) = self
             .game
             .result
