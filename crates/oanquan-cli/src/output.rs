@@ -4,8 +4,13 @@
 //! On a terminal, one line can be a *status line* that is rewritten in place (the ticking
 //! clocks): either the last line, with the cursor at its end (`watch`), or the line just above
 //! an input prompt (`play`), so that what the player is typing on the prompt line is never
-//! touched. Any other output ends the status line's life: the next tick writes nothing until
-//! a new status line is shown. Callers show status lines on terminals only.
+//! touched. Any other output ends the life of a status line at the cursor: the next tick
+//! writes nothing until a new status line is shown. Callers show status lines on terminals
+//! only.
+//!
+//! An input prompt on screen (`your move> `) is known here too, so that a message arriving
+//! while it waits (a move, an offer, a notice) is written in its place and the prompt (with
+//! the status line over it) drawn again below, instead of the message running on after it.
 
 use std::io::Write as _;
 use std::sync::Mutex;
