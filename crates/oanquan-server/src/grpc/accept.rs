@@ -457,11 +457,17 @@ fn stalled() -> io::Error {
 }
 
 impl ServerConnection {
-    /// Whether [`Stalls`] closed this connection; if not, `cx` is woken when it does.
+    /// Whether [`Stalls`] closed this connection; if not, `cx` is woken when it does. Asked by
+    /// reads: the connection's task always has one pending, so a close wakes it there.
     fn closed(&self, cx: &Context<'_>) -> bool {
         self.stalls
             .as_ref()
             .is_some_and(|stalls| stalls.poll_closed(cx))
+    }
+
+    /// Whether [`Stalls`] closed this connection, without waiting for it (writes).
+    fn closed_now(&self) -> bool {
+        self.stalls.as_ref().is_some_and(Registration::is_closed)
     }
 
     fn wrote(&mut self, written: &Poll<io::Result<usize>>) {
@@ -497,7 +503,7 @@ impl AsyncWrite for ServerConnection {
         cx: &mut Context<'_>,
         buf: &[u8],
     ) -> Poll<io::Result<usize>> {
-        if self.closed(cx) {
+        if self.closed_now() {
             return Poll::Ready(Err(stalled()));
         }
         let written = Pin::new(&mut self.transport).poll_write(cx, buf);
@@ -510,7 +516,7 @@ impl AsyncWrite for ServerConnection {
         cx: &mut Context<'_>,
         bufs: &[io::IoSlice<'_>],
     ) -> Poll<io::Result<usize>> {
-        if self.closed(cx) {
+        if self.closed_now() {
             return Poll::Ready(Err(stalled()));
         }
         let written = Pin::new(&mut self.transport).poll_write_vectored(cx, bufs);

@@ -89,6 +89,11 @@ pub struct Registration {
 }
 
 impl Registration {
+    /// Whether the connection is to be closed.
+    pub fn is_closed(&self) -> bool {
+        self.doom.closed.load(Ordering::Acquire)
+    }
+
     /// Whether the connection is to be closed; if not, `cx` is woken when it is.
     pub fn poll_closed(&self, cx: &Context<'_>) -> bool {
         if self.doom.closed.load(Ordering::Acquire) {
