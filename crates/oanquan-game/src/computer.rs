@@ -1328,24 +1328,29 @@ mod tests {
         assert_eq!(think_time(ms(300), &info, SystemTime::now()), ms(300));
     }
 
-    /// Against an opponent who answers at once, in a 1+0 game with a half-second first-move
-    /// limit, a computer set to think 2 s a move (so that without its clock it would abort its
-    /// first move and flag the next) finishes the game without losing on time.
-    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-    async fn a_computer_in_a_one_second_game_does_not_lose_on_time() {
-        let manager = Arc::new(GameManager::new(
+    /// A manager in memory whose real-time games give `first_move` for each first move.
+    fn manager_with_first_move(first_move: Duration) -> Arc<GameManager> {
+        Arc::new(GameManager::new(
             Arc::new(crate::memory::MemoryStore::new(
                 crate::memory::MemoryLimits::default(),
             )),
             crate::hub::Hub::new(1024),
             crate::manager::ManagerLimits {
                 time: crate::clock::TimePolicy {
-                    first_move: Duration::from_millis(500),
+                    first_move,
                     ..crate::clock::TimePolicy::default()
                 },
                 ..crate::manager::ManagerLimits::default()
             },
-        ));
+        ))
+    }
+
+    /// Against an opponent who answers at once, in a 1+0 game with a half-second first-move
+    /// limit, a computer set to think 2 s a move (so that without its clock it would abort its
+    /// first move and flag the next) finishes the game without losing on time.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_computer_in_a_one_second_game_does_not_lose_on_time() {
+        let manager = manager_with_first_move(Duration::from_millis(500));
         let computer = Computer::new(SearchPool::new(capacity(1, 1, 0)), Duration::from_secs(2));
         let (stop_tx, stop_rx) = watch::channel(false);
         let keeper =
@@ -1408,19 +1413,7 @@ mod tests {
     /// then plays the greedy move instead of missing its first move (or flagging later).
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn a_computer_with_no_free_slot_plays_a_quick_move_before_its_deadline() {
-        let manager = Arc::new(GameManager::new(
-            Arc::new(crate::memory::MemoryStore::new(
-                crate::memory::MemoryLimits::default(),
-            )),
-            crate::hub::Hub::new(1024),
-            crate::manager::ManagerLimits {
-                time: crate::clock::TimePolicy {
-                    first_move: Duration::from_millis(1_000),
-                    ..crate::clock::TimePolicy::default()
-                },
-                ..crate::manager::ManagerLimits::default()
-            },
-        ));
+        let manager = manager_with_first_move(Duration::from_millis(1_000));
         let pool = SearchPool::new(capacity(1, 1, 0));
         // Another game's search holds the only slot for the whole test.
         let _taken = pool

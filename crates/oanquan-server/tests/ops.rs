@@ -220,19 +220,12 @@ async fn an_open_health_watch_does_not_hold_shutdown() {
     drop(watches);
 }
 
-#[test]
-fn binary_prints_its_address_and_exits_cleanly_on_sigterm() {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_oanquan-server"))
-        .args([
-            "--listen",
-            "127.0.0.1:0",
-            "--shutdown-drain-timeout",
-            "2s",
-            "--in-memory",
-        ])
-        .env("RUST_LOG", "warn")
+/// Starts `command` (the server binary) in memory on a free loopback port; returns the child
+/// and the address its first line announces.
+fn spawn_binary(mut command: Command) -> (std::process::Child, std::net::SocketAddr) {
+    let mut child = command
+        .args(["--listen", "127.0.0.1:0", "--in-memory"])
         .stdout(Stdio::piped())
-        .stderr(Stdio::null())
         .spawn()
         .unwrap();
     let mut line = String::new();
@@ -242,8 +235,20 @@ fn binary_prints_its_address_and_exits_cleanly_on_sigterm() {
     let addr = line
         .trim()
         .strip_prefix("oanquan-server listening on ")
-        .unwrap_or_else(|| panic!("unexpected first line {line:?}"));
-    let addr: std::net::SocketAddr = addr.parse().unwrap();
+        .unwrap_or_else(|| panic!("unexpected first line {line:?}"))
+        .parse()
+        .unwrap();
+    (child, addr)
+}
+
+#[test]
+fn binary_prints_its_address_and_exits_cleanly_on_sigterm() {
+    let mut command = Command::new(env!("CARGO_BIN_EXE_oanquan-server"));
+    command
+        .args(["--shutdown-drain-timeout", "2s"])
+        .env("RUST_LOG", "warn")
+        .stderr(Stdio::null());
+    let (mut child, addr) = spawn_binary(command);
     assert_ne!(addr.port(), 0);
 
     let runtime = tokio::runtime::Runtime::new().unwrap();
@@ -290,24 +295,13 @@ fn reflection_clients_that_leave_mid_stream_print_no_panics() {
     use v1::server_reflection_request::MessageRequest;
 
     let log = tempfile::NamedTempFile::new().unwrap();
-    let mut child = Command::new(env!("CARGO_BIN_EXE_oanquan-server"))
-        .args(["--listen", "127.0.0.1:0", "--in-memory"])
+    let mut command = Command::new(env!("CARGO_BIN_EXE_oanquan-server"));
+    command
         .env("RUST_LOG", "warn,oanquan_server=debug")
         .env("RUST_BACKTRACE", "1")
         .env("NO_COLOR", "1")
-        .stdout(Stdio::piped())
-        .stderr(log.reopen().unwrap())
-        .spawn()
-        .unwrap();
-    let mut line = String::new();
-    BufReader::new(child.stdout.take().unwrap())
-        .read_line(&mut line)
-        .unwrap();
-    let addr = line
-        .trim()
-        .strip_prefix("oanquan-server listening on ")
-        .unwrap_or_else(|| panic!("unexpected first line {line:?}"))
-        .to_owned();
+        .stderr(log.reopen().unwrap());
+    let (mut child, addr) = spawn_binary(command);
 
     let runtime = tokio::runtime::Runtime::new().unwrap();
     runtime.block_on(async {
