@@ -1,7 +1,8 @@
 //! A budget for the HTTP/2 frames a client sends that ask nothing of the application.
 //!
-//! h2 answers every PING and every SETTINGS frame, and reads PRIORITY frames, empty DATA frames
-//! and frames of unknown types only to drop them: none of them passes the rate limiter, which
+//! h2 answers every PING and every SETTINGS frame, and reads PRIORITY frames, empty DATA frames,
+//! connection-level WINDOW_UPDATE frames and frames of unknown types at little more than the
+//! cost of reading them: none of them passes the rate limiter, which
 //! sees requests, so a client sending them in a loop costs the server CPU for nothing. Each
 //! HTTP/2 connection therefore has a token bucket of [`BURST`] such frames, refilled at
 //! [`PER_SECOND`] and by one token for every [`BYTES_PER_TOKEN`] bytes the server writes; once
@@ -9,9 +10,10 @@
 //! bandwidth-delay product (gRPC's C core, Go and Java do by default): they ping once per round
 //! trip while data flows, which on a fast network can be thousands of pings a second, always
 //! behind data the server sent. Keepalive pings every few seconds and a SETTINGS frame now and
-//! then are far below the rate. Frames that carry requests or flow control (HEADERS, DATA with
-//! bytes, WINDOW_UPDATE, RST_STREAM, GOAWAY, CONTINUATION) are not counted: h2 and the rate
-//! limiter have their own limits for those.
+//! then are far below the rate, and so are the connection's WINDOW_UPDATEs of a client that
+//! reads (one per window's worth of data the server wrote). Frames that carry requests or a
+//! stream's flow control (HEADERS, DATA with bytes, a stream's WINDOW_UPDATE, RST_STREAM, GOAWAY,
+//! CONTINUATION) are not counted: h2 and the rate limiter have their own limits for those.
 
 use std::time::Instant;
 
@@ -33,6 +35,7 @@ const DATA: u8 = 0;
 const PRIORITY: u8 = 2;
 const SETTINGS: u8 = 4;
 const PING: u8 = 6;
+const WINDOW_UPDATE: u8 = 8;
 /// The highest frame type RFC 9113 defines (CONTINUATION); above it, h2 ignores the frame.
 const LAST_KNOWN: u8 = 9;
 const END_STREAM: u8 = 0x1;
@@ -84,10 +87,12 @@ impl FrameBudget {
                 bytes = &bytes[take..];
                 if self.header_len == HEADER {
                     self.header_len = 0;
-                    let [a, b, c, kind, flags, ..] = self.header;
+                    let [a, b, c, kind, flags, s0, s1, s2, s3] = self.header;
                     let length = usize::from(a) << 16 | usize::from(b) << 8 | usize::from(c);
+                    // The top bit is reserved.
+                    let stream = u32::from_be_bytes([s0, s1, s2, s3]) & 0x7fff_ffff;
                     self.payload_left = length;
-                    if idle(kind, flags, length) && !self.take(now()) {
+                    if idle(kind, flags, length, stream) && !self.take(now()) {
                         return false;
                     }
                 }
@@ -117,10 +122,11 @@ impl FrameBudget {
 }
 
 /// Whether a frame asks nothing of the application.
-fn idle(kind: u8, flags: u8, length: usize) -> bool {
+fn idle(kind: u8, flags: u8, length: usize, stream: u32) -> bool {
     match kind {
         PING | SETTINGS | PRIORITY => true,
         DATA => length == 0 && flags & END_STREAM == 0,
+        WINDOW_UPDATE => stream == 0,
         kind => kind > LAST_KNOWN,
     }
 }
@@ -132,11 +138,30 @@ mod tests {
     use super::*;
 
     fn frame(kind: u8, flags: u8, payload: &[u8]) -> Vec<u8> {
+        on_stream(1, kind, flags, payload)
+    }
+
+    fn on_stream(stream: u8, kind: u8, flags: u8, payload: &[u8]) -> Vec<u8> {
         let len = payload.len();
         let mut bytes = vec![(len >> 16) as u8, (len >> 8) as u8, len as u8, kind, flags];
-        bytes.extend([0, 0, 0, 1]);
+        bytes.extend([0, 0, 0, stream]);
         bytes.extend_from_slice(payload);
         bytes
+    }
+
+    #[test]
+    fn connection_window_updates_count_and_a_stream_s_do_not() {
+        let start = Instant::now();
+        let mut budget = FrameBudget::new(start);
+        let mut bytes = preface();
+        for _ in 0..50_000 {
+            bytes.extend(on_stream(1, WINDOW_UPDATE, 0, &[0, 0, 0, 1]));
+        }
+        assert!(budget.read(&bytes, || start));
+        let flood: Vec<u8> = (0..BURST as usize)
+            .flat_map(|_| on_stream(0, WINDOW_UPDATE, 0, &[0, 0, 0, 1]))
+            .collect();
+        assert!(!budget.read(&flood, || start));
     }
 
     fn preface() -> Vec<u8> {
