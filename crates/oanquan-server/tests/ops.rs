@@ -94,6 +94,36 @@ async fn reflection_v1_lists_services_and_error_details() {
 }
 
 #[tokio::test]
+async fn reflection_does_not_quote_a_huge_name_back() {
+    use v1::server_reflection_client::ServerReflectionClient;
+    use v1::server_reflection_request::MessageRequest;
+
+    let server = start(config()).await;
+    let mut client = ServerReflectionClient::new(server.channel().await);
+    let request = v1::ServerReflectionRequest {
+        host: String::new(),
+        message_request: Some(MessageRequest::FileContainingSymbol("x".repeat(200_000))),
+    };
+    let mut responses = client
+        .server_reflection_info(tokio_stream::iter([request]))
+        .await
+        .unwrap()
+        .into_inner();
+    // tonic-reflection answers NOT_FOUND quoting the name: the trailer is cut, not 200 kB.
+    let status = loop {
+        match responses.next().await {
+            Some(Ok(_)) => {}
+            Some(Err(status)) => break status,
+            None => panic!("the stream ended without a status"),
+        }
+    };
+    assert_eq!(status.code(), tonic::Code::NotFound, "{status:?}");
+    assert!(status.message().len() <= 512, "{}", status.message().len());
+    assert!(status.message().ends_with("..."), "{}", status.message());
+    server.stop().await.unwrap();
+}
+
+#[tokio::test]
 async fn reflection_v1alpha_answers() {
     use v1alpha::server_reflection_client::ServerReflectionClient;
     use v1alpha::server_reflection_request::MessageRequest;

@@ -6,6 +6,10 @@
 //! request stream is ended before that message (the reflection service answers what came before
 //! and finishes), and the call ends with the same RESOURCE_EXHAUSTED status as a refused call,
 //! instead of the service's OK.
+//!
+//! tonic-reflection also quotes the requested name in its NOT_FOUND messages, whatever its
+//! length (up to the message size limit): a trailer of megabytes that many clients refuse
+//! outright. Its `grpc-message` is cut to [`MAX_MESSAGE`] bytes.
 
 use std::convert::Infallible;
 use std::net::IpAddr;
@@ -25,6 +29,9 @@ use super::rate_limit::peer_ip;
 use super::status;
 use crate::domain::limits::RateLimiter;
 use crate::metrics::Metrics;
+
+/// The longest `grpc-message` (as sent, percent-encoded) a reflection call ends with.
+pub const MAX_MESSAGE: usize = 512;
 
 /// A reflection service (`v1` or `v1alpha`) whose request messages are rate limited one by one.
 #[derive(Debug, Clone)]
@@ -241,9 +248,17 @@ impl http_body::Body for Ending {
         match Pin::new(&mut self.inner).poll_frame(cx) {
             Poll::Ready(Some(Ok(frame))) if frame.is_trailers() => {
                 self.done = true;
-                Poll::Ready(Some(Ok(self
-                    .refusal_trailers()
-                    .map_or(frame, Frame::trailers))))
+                let trailers = match self.refusal_trailers() {
+                    Some(refusal) => refusal,
+                    None => {
+                        let Ok(mut trailers) = frame.into_trailers() else {
+                            unreachable!("checked to be trailers")
+                        };
+                        cut_message(&mut trailers);
+                        trailers
+                    }
+                };
+                Poll::Ready(Some(Ok(Frame::trailers(trailers))))
             }
             Poll::Ready(None) => {
                 self.done = true;
@@ -255,6 +270,29 @@ impl http_body::Body for Ending {
 
     fn is_end_stream(&self) -> bool {
         self.done
+    }
+}
+
+/// Cuts a `grpc-message` longer than [`MAX_MESSAGE`], never inside a `%XX` escape.
+fn cut_message(trailers: &mut http::HeaderMap) {
+    let Some(message) = trailers.get("grpc-message") else {
+        return;
+    };
+    let bytes = message.as_bytes();
+    if bytes.len() <= MAX_MESSAGE {
+        return;
+    }
+    let mut cut = MAX_MESSAGE - 3;
+    if let Some(escape) = bytes[cut.saturating_sub(2)..cut]
+        .iter()
+        .position(|&b| b == b'%')
+    {
+        cut = cut - 2 + escape;
+    }
+    let mut shorter = bytes[..cut].to_vec();
+    shorter.extend_from_slice(b"...");
+    if let Ok(value) = http::HeaderValue::from_bytes(&shorter) {
+        trailers.insert("grpc-message", value);
     }
 }
 
@@ -315,6 +353,34 @@ mod tests {
         let mut framing = Framing::default();
         assert_eq!(framing.feed(&data, || false), Some(first.len()));
         assert_eq!(framing.messages, 1);
+    }
+
+    #[test]
+    fn long_messages_are_cut_outside_escapes() {
+        for text in [
+            "x".repeat(10_000),
+            "%C3%A9".repeat(3_000),
+            "ab%20".repeat(500),
+        ] {
+            let mut trailers = http::HeaderMap::new();
+            trailers.insert("grpc-status", http::HeaderValue::from_static("5"));
+            trailers.insert("grpc-message", text.parse().unwrap());
+            cut_message(&mut trailers);
+            let cut = trailers["grpc-message"].to_str().unwrap();
+            assert!(cut.len() <= MAX_MESSAGE, "{}", cut.len());
+            assert!(cut.ends_with("..."), "{cut}");
+            let body = cut.strip_suffix("...").unwrap();
+            assert!(text.starts_with(body));
+            // Every escape whole: what is left of the last '%' is at least "%XX".
+            if let Some(at) = body.rfind('%') {
+                assert!(body.len() - at >= 3, "{body}");
+            }
+            assert_eq!(trailers["grpc-status"], "5");
+        }
+        let mut short = http::HeaderMap::new();
+        short.insert("grpc-message", "not found".parse().unwrap());
+        cut_message(&mut short);
+        assert_eq!(short["grpc-message"], "not found");
     }
 
     #[test]
