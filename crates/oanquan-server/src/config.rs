@@ -499,7 +499,8 @@ pub fn parse_first_move_time(text: &str) -> Result<Duration, String> {
 ///
 /// # Errors
 ///
-/// For what is not such a number: negative, NaN, infinite.
+/// For what is not such a number: negative, NaN, infinite; and for a rate so small (below
+/// [`MIN_RATE`]) that a refusal would ask to wait hours and print dozens of digits.
 pub fn parse_rate(text: &str) -> Result<f64, String> {
     let rate: f64 = text
         .trim()
@@ -510,8 +511,16 @@ pub fn parse_rate(text: &str) -> Result<f64, String> {
             "{text:?} is not a rate: give a number of requests per second, 0 for no limit"
         ));
     }
+    if rate > 0.0 && rate < MIN_RATE {
+        return Err(format!(
+            "{text:?} is too small a rate: give at least {MIN_RATE} per second, or 0 for no limit"
+        ));
+    }
     Ok(rate)
 }
+
+/// The smallest request rate a flag takes (one request every 1,000 s), besides 0 (no limit).
+pub const MIN_RATE: f64 = 0.001;
 
 /// A duration that must not be zero (or round to zero).
 ///

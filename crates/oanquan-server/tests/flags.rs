@@ -160,7 +160,7 @@ type Case<'a> = (&'a [(&'a str, &'a str)], &'a [&'a str], &'a str);
 #[test]
 fn bad_switches_and_sizes_are_refused_with_the_reason() {
     let huge = "2305843009213693952";
-    let cases: [Case<'_>; 21] = [
+    let cases: [Case<'_>; 23] = [
         (
             &[],
             &["--in-memory", "--max-searches", huge],
@@ -253,6 +253,16 @@ fn bad_switches_and_sizes_are_refused_with_the_reason() {
             &[],
             &["--in-memory", "--rate-limit", "-1"],
             "is not a rate: give a number of requests per second",
+        ),
+        (
+            &[],
+            &["--in-memory", "--health-rate-limit", "4e-324"],
+            "too small a rate: give at least 0.001 per second, or 0 for no limit",
+        ),
+        (
+            &[("OANQUAN_HEALTH_RATE_LIMIT", "-2")],
+            &["--in-memory"],
+            "is not a rate",
         ),
         (
             &[],

@@ -1182,6 +1182,10 @@ async fn a_health_check_flood_is_refused_in_a_bucket_of_its_own() {
     };
     // A burst of two seconds' worth, refilling at 5 a second while the loop runs.
     assert!((10..=14).contains(&allowed), "{allowed} allowed");
+    assert!(
+        status.message().contains("too many health checks"),
+        "{status:?}"
+    );
     assert_reason(
         &status,
         Code::ResourceExhausted,

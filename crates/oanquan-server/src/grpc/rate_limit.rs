@@ -101,11 +101,8 @@ where
     }
 
     fn call(&mut self, request: http::Request<B>) -> Self::Future {
-        let limiter = if request.uri().path().starts_with("/grpc.health.") {
-            &self.health
-        } else {
-            &self.limiter
-        };
+        let health = request.uri().path().starts_with("/grpc.health.");
+        let limiter = if health { &self.health } else { &self.limiter };
         if let Some(ip) = peer_ip(&request)
             && let Err(limited) = limiter.check(ip)
         {
@@ -113,7 +110,12 @@ where
             if let Some(metrics) = &self.metrics {
                 metrics.rate_limited();
             }
-            return Either::Right(ready(Ok(status::rate_limited(&limited).into_http())));
+            let refusal = if health {
+                status::health_rate_limited(&limited)
+            } else {
+                status::rate_limited(&limited)
+            };
+            return Either::Right(ready(Ok(refusal.into_http())));
         }
         Either::Left(self.inner.call(request))
     }

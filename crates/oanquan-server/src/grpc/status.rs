@@ -149,6 +149,21 @@ pub fn rate_limited(limited: &RateLimited) -> Status {
     limit_exceeded(limited.to_string(), limited.retry_after)
 }
 
+/// RESOURCE_EXHAUSTED for a client over its health-check rate (`--health-rate-limit`): as
+/// [`rate_limited`], saying which limit it is.
+#[must_use]
+pub fn health_rate_limited(limited: &RateLimited) -> Status {
+    limit_exceeded(
+        format!(
+            "too many health checks from your address (limit {} per second, bursts of {}); retry in {} ms",
+            limited.limit.per_second,
+            limited.limit.burst,
+            limited.retry_after.as_millis().max(1)
+        ),
+        limited.retry_after,
+    )
+}
+
 /// RESOURCE_EXHAUSTED for a limit that frees up by itself: an `ErrorInfo` with reason
 /// `ERROR_REASON_LIMIT_EXCEEDED` and a `google.rpc.RetryInfo` saying when to retry.
 #[must_use]
