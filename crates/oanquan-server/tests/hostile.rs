@@ -979,6 +979,57 @@ async fn raw_grpc(addr: SocketAddr, path: &str, body: Bytes) -> (String, String)
 }
 
 #[tokio::test]
+async fn a_reflection_request_that_cannot_be_decoded_ends_with_an_error_not_ok() {
+    let server = start(hostile_config()).await;
+    let path = "/grpc.reflection.v1.ServerReflection/ServerReflectionInfo";
+    let list = [0x3a, 0x00]; // list_services = ""
+    let mut unknown_flag = grpc_frame(false, 2, &list).to_vec();
+    unknown_flag[0] = 7;
+    let cases: [(&str, Bytes, Code, &str); 4] = [
+        (
+            "cut short",
+            grpc_frame(false, 1000, &[0x3a, 0x00, 0x3a, 0x00]),
+            Code::InvalidArgument,
+            "ended inside a message",
+        ),
+        (
+            "too long",
+            grpc_frame(false, u32::MAX, &list),
+            Code::OutOfRange,
+            "the limit is",
+        ),
+        (
+            "compressed",
+            grpc_frame(true, 2, &list),
+            Code::InvalidArgument,
+            "compressed",
+        ),
+        (
+            "unknown flag",
+            Bytes::from(unknown_flag),
+            Code::InvalidArgument,
+            "flag is 7",
+        ),
+    ];
+    for (what, body, code, words) in cases {
+        for path in [path, &path.replace(".v1.", ".v1alpha.")] {
+            let (status, message) = raw_grpc(server.addr, path, body.clone()).await;
+            let message = percent_decode(&message);
+            assert_eq!(
+                status,
+                (code as i32).to_string(),
+                "{what} on {path}: {message}"
+            );
+            assert!(message.contains(words), "{what} on {path}: {message}");
+        }
+    }
+    // A good request on the same path still ends OK.
+    let (status, message) = raw_grpc(server.addr, path, grpc_frame(false, 2, &list)).await;
+    assert_eq!(status, "0", "{message}");
+    assert_serving(server.channel().await).await;
+}
+
+#[tokio::test]
 async fn garbage_on_the_wire_does_not_hurt_the_server() {
     let server = start(hostile_config()).await;
     let addr = server.addr;

@@ -10,6 +10,10 @@
 //! tonic-reflection also quotes the requested name in its NOT_FOUND messages, whatever its
 //! length (up to the message size limit): a trailer of megabytes that many clients refuse
 //! outright. Its `grpc-message` is cut to [`MAX_MESSAGE`] bytes.
+//!
+//! And a request it cannot decode (a message cut short by the end of the stream, a compressed
+//! or unknown flag, a length over the message size limit) just ends its stream, with OK. Those
+//! are seen in the framing here, and the call ends with the error instead.
 
 use std::convert::Infallible;
 use std::net::IpAddr;
@@ -131,7 +135,7 @@ impl Check {
 
 /// Where the request's bytes are in the gRPC framing: each message is a 5-byte prefix (a flag
 /// and a big-endian length) and that many bytes.
-#[derive(Debug, Default, Clone, PartialEq, Eq)]
+#[derive(Debug, Default)]
 struct Framing {
     /// Bytes of the current message's body still to come.
     body_left: u64,
@@ -140,6 +144,31 @@ struct Framing {
     prefix_len: usize,
     /// Messages begun so far.
     messages: u64,
+    /// What is wrong with a message's prefix, if anything.
+    malformed: Option<Status>,
+}
+
+/// The largest request message: tonic's default decoding limit, which the reflection services
+/// keep.
+const MAX_REQUEST: u64 = 4 * 1024 * 1024;
+
+/// What is wrong with a message whose prefix has `flag` and `length`, if anything.
+fn malformed(flag: u8, length: u64) -> Option<Status> {
+    if flag > 1 {
+        return Some(Status::invalid_argument(format!(
+            "a message's flag is {flag}: gRPC knows 0 (plain) and 1 (compressed)"
+        )));
+    }
+    if flag == 1 {
+        return Some(Status::invalid_argument(
+            "a compressed message, but server reflection takes no compression",
+        ));
+    }
+    (length > MAX_REQUEST).then(|| {
+        Status::out_of_range(format!(
+            "a request message of {length} bytes; the limit is {MAX_REQUEST}"
+        ))
+    })
 }
 
 impl Framing {
@@ -165,8 +194,11 @@ impl Framing {
             if self.prefix_len == 5 {
                 self.prefix_len = 0;
                 self.messages += 1;
-                let [_, a, b, c, d] = self.prefix;
+                let [flag, a, b, c, d] = self.prefix;
                 self.body_left = u64::from(u32::from_be_bytes([a, b, c, d]));
+                if self.malformed.is_none() {
+                    self.malformed = malformed(flag, self.body_left);
+                }
             }
         }
         None
@@ -179,6 +211,20 @@ struct Counted {
     frames: Framing,
     check: Check,
     ended: bool,
+}
+
+impl Counted {
+    /// Leaves the first thing wrong with the request for the response's trailers.
+    fn note_malformed(&mut self) {
+        let unfinished = self.frames.body_left > 0 || self.frames.prefix_len > 0;
+        let problem = self.frames.malformed.take().or_else(|| {
+            unfinished
+                .then(|| Status::invalid_argument("the request stream ended inside a message"))
+        });
+        if let Some(problem) = problem {
+            let _ = self.check.refused.set(problem);
+        }
+    }
 }
 
 impl http_body::Body for Counted {
@@ -196,7 +242,11 @@ impl http_body::Body for Counted {
         match Pin::new(&mut this.inner).poll_frame(cx) {
             Poll::Ready(Some(Ok(frame))) => match frame.into_data() {
                 Ok(mut data) => {
-                    let Some(cut) = this.frames.feed(data.chunk(), || this.check.allow()) else {
+                    let cut = this.frames.feed(data.chunk(), || this.check.allow());
+                    if this.frames.malformed.is_some() {
+                        this.note_malformed();
+                    }
+                    let Some(cut) = cut else {
                         return Poll::Ready(Some(Ok(Frame::data(data))));
                     };
                     this.ended = true;
@@ -209,6 +259,10 @@ impl http_body::Body for Counted {
                 }
                 Err(frame) => Poll::Ready(Some(Ok(frame))),
             },
+            Poll::Ready(None) => {
+                this.note_malformed();
+                Poll::Ready(None)
+            }
             other => other,
         }
     }
