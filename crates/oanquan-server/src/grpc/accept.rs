@@ -40,7 +40,7 @@ use tokio_rustls::TlsAcceptor;
 use tokio_rustls::server::TlsStream;
 use tokio_stream::wrappers::ReceiverStream;
 use tonic::transport::server::{Connected, TcpConnectInfo};
-use tracing::{Instrument as _, debug, warn};
+use tracing::{Instrument as _, debug, info, warn};
 
 use super::connections::{ConnectionLimit, CountedConnection};
 use super::frames::FrameBudget;
@@ -489,7 +489,8 @@ impl ServerConnection {
         if frames.read(read, std::time::Instant::now) {
             return Ok(());
         }
-        debug!("closing a connection that sends too many idle frames");
+        // One line per closed connection: a flood costs 10,000 frames a line.
+        info!("closing a connection that sends too many idle HTTP/2 frames");
         Err(io::Error::new(
             io::ErrorKind::ConnectionAborted,
             "connection closed: too many PING, SETTINGS or other idle frames",
