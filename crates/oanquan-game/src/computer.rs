@@ -31,7 +31,7 @@ use std::time::{Duration, Instant, SystemTime};
 
 use oanquan_ai::egtb::Tablebase;
 use oanquan_ai::{Engine, Level, MAX_DEPTH, SearchLimits, SearchResult};
-use oanquan_rules::Game;
+use oanquan_rules::{Game, Player};
 use tokio::sync::broadcast::error::RecvError;
 use tokio::sync::{OwnedSemaphorePermit, Semaphore, TryAcquireError, watch};
 use tokio::task::{JoinHandle, JoinSet};
@@ -41,7 +41,7 @@ use crate::clock::TimeControl;
 use crate::error::GameError;
 use crate::limits;
 use crate::manager::{GameManager, MAX_PAGE_SIZE};
-use crate::model::{GameFilter, GameId, GameInfo};
+use crate::model::{GameFilter, GameId, GameInfo, GameState};
 pub use crate::model::{computer_name, computer_to_move};
 use crate::timing;
 
@@ -757,18 +757,24 @@ pub fn slot_wait(info: &GameInfo, now: SystemTime) -> Option<Duration> {
     Some(think_time(Duration::MAX, info, now))
 }
 
-/// Plays the computer's turn in game `id` without a search slot: the greedy move, which costs
-/// a few microseconds on the caller's thread. For a timed turn that waited its share of the
-/// clock for a slot.
-async fn play_quick_move(manager: &GameManager, computer: &Computer, id: &GameId) {
+/// Game `id` as stored, with the computer's seat and level if it is the computer's turn.
+async fn computer_turn(manager: &GameManager, id: &GameId) -> Option<(GameState, Player, Level)> {
     let state = match manager.load_state(id).await {
         Ok(state) => state,
         Err(error) => {
             warn!(game_id = %id, %error, "cannot load the game for the computer's turn");
-            return;
+            return None;
         }
     };
-    let Some((seat, level)) = computer_to_move(state.info()) else {
+    let (seat, level) = computer_to_move(state.info())?;
+    Some((state, seat, level))
+}
+
+/// Plays the computer's turn in game `id` without a search slot: the greedy move, which costs
+/// a few microseconds on the caller's thread. For a timed turn that waited its share of the
+/// clock for a slot.
+async fn play_quick_move(manager: &GameManager, computer: &Computer, id: &GameId) {
+    let Some((state, seat, level)) = computer_turn(manager, id).await else {
         return;
     };
     let position = &state.info().position;
@@ -920,14 +926,7 @@ async fn play_turn(manager: Arc<GameManager>, computer: Arc<Computer>, id: GameI
         Ok((_, Err(_))) => return,
         Err(_) => return play_quick_move(&manager, &computer, &id).await,
     };
-    let state = match manager.load_state(&id).await {
-        Ok(state) => state,
-        Err(error) => {
-            warn!(game_id = %id, %error, "cannot load the game for the computer's turn");
-            return;
-        }
-    };
-    let Some((seat, level)) = computer_to_move(state.info()) else {
+    let Some((state, seat, level)) = computer_turn(&manager, &id).await else {
         return;
     };
     // Measured after the slot and the load: the time they took is the computer's too.
