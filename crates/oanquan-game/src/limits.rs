@@ -94,15 +94,23 @@ pub struct RateLimited {
     pub limit: RateLimit,
 }
 
-impl fmt::Display for RateLimited {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(
-            f,
-            "too many requests from your address (limit {} per second, bursts of {}); retry in {} ms",
+impl RateLimited {
+    /// The refusal's text, saying what came too often: `"requests"` for the request limit (the
+    /// [`Display`](fmt::Display) text), `"health checks"` for the health service's own.
+    #[must_use]
+    pub fn refusal(&self, what: &str) -> String {
+        format!(
+            "too many {what} from your address (limit {} per second, bursts of {}); retry in {} ms",
             self.limit.per_second,
             self.limit.burst,
             self.retry_after.as_millis().max(1)
         )
+    }
+}
+
+impl fmt::Display for RateLimited {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.refusal("requests"))
     }
 }
 

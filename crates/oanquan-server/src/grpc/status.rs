@@ -153,15 +153,7 @@ pub fn rate_limited(limited: &RateLimited) -> Status {
 /// [`rate_limited`], saying which limit it is.
 #[must_use]
 pub fn health_rate_limited(limited: &RateLimited) -> Status {
-    limit_exceeded(
-        format!(
-            "too many health checks from your address (limit {} per second, bursts of {}); retry in {} ms",
-            limited.limit.per_second,
-            limited.limit.burst,
-            limited.retry_after.as_millis().max(1)
-        ),
-        limited.retry_after,
-    )
+    limit_exceeded(limited.refusal("health checks"), limited.retry_after)
 }
 
 /// RESOURCE_EXHAUSTED for a limit that frees up by itself: an `ErrorInfo` with reason
@@ -431,6 +423,26 @@ mod tests {
             status.message().contains("retry in 250 ms"),
             "{}",
             status.message()
+        );
+    }
+
+    #[test]
+    fn rate_limit_refusals_say_what_came_too_often() {
+        use crate::domain::limits::RateLimit;
+        let limited = RateLimited {
+            retry_after: std::time::Duration::from_millis(250),
+            limit: RateLimit {
+                per_second: 0.5,
+                burst: 3,
+            },
+        };
+        assert_eq!(
+            rate_limited(&limited).message(),
+            "too many requests from your address (limit 0.5 per second, bursts of 3); retry in 250 ms"
+        );
+        assert_eq!(
+            health_rate_limited(&limited).message(),
+            "too many health checks from your address (limit 0.5 per second, bursts of 3); retry in 250 ms"
         );
     }
 
