@@ -354,58 +354,60 @@ fn cut_message(trailers: &mut http::HeaderMap) {
 mod tests {
     use super::*;
 
-    fn message(len: u32) -> Vec<u8> {
+    /// A message's prefix: not compressed, then `len` big-endian.
+    fn prefix(len: u32) -> Vec<u8> {
         let mut bytes = vec![0];
         bytes.extend_from_slice(&len.to_be_bytes());
+        bytes
+    }
+
+    /// A whole message of `len` bytes, prefix and body.
+    fn message(len: u32) -> Vec<u8> {
+        let mut bytes = prefix(len);
         bytes.extend(std::iter::repeat_n(7, len as usize));
         bytes
     }
 
-    #[test]
-    fn every_message_after_the_first_is_asked_for() {
-        let mut data = message(3);
-        data.extend(message(0));
-        data.extend(message(300));
-        let mut framing = Framing::default();
-        let mut asked = 0;
-        assert_eq!(
-            framing.feed(&data, || {
-                asked += 1;
-                true
-            }),
-            None
-        );
-        assert_eq!((asked, framing.messages), (2, 3));
+    /// Whole messages of these lengths, one after another.
+    fn messages(lens: &[u32]) -> Vec<u8> {
+        lens.iter().flat_map(|&len| message(len)).collect()
     }
 
-    #[test]
-    fn messages_split_across_frames_are_counted_once() {
-        let mut data = message(10);
-        data.extend(message(70_000));
-        data.extend(message(1));
+    /// Feeds `chunks` in turn to a new [`Framing`] that allows every message; returns how many
+    /// messages it asked about, and how many it saw begin.
+    fn feed_allowing<'a>(chunks: impl IntoIterator<Item = &'a [u8]>) -> (u32, u64) {
         let mut framing = Framing::default();
         let mut asked = 0;
-        // One byte at a time: prefixes and bodies cut everywhere.
-        for byte in &data {
+        for chunk in chunks {
             assert_eq!(
-                framing.feed(std::slice::from_ref(byte), || {
+                framing.feed(chunk, || {
                     asked += 1;
                     true
                 }),
                 None
             );
         }
-        assert_eq!((asked, framing.messages), (2, 3));
+        (asked, framing.messages)
+    }
+
+    #[test]
+    fn every_message_after_the_first_is_asked_for() {
+        assert_eq!(feed_allowing([&messages(&[3, 0, 300])[..]]), (2, 3));
+    }
+
+    #[test]
+    fn messages_split_across_frames_are_counted_once() {
+        // One byte at a time: prefixes and bodies cut everywhere.
+        assert_eq!(feed_allowing(messages(&[10, 70_000, 1]).chunks(1)), (2, 3));
     }
 
     #[test]
     fn a_refused_message_is_cut_with_what_follows() {
-        let first = message(4);
-        let mut data = first.clone();
-        data.extend(message(2));
-        data.extend(message(9));
         let mut framing = Framing::default();
-        assert_eq!(framing.feed(&data, || false), Some(first.len()));
+        assert_eq!(
+            framing.feed(&messages(&[4, 2, 9]), || false),
+            Some(message(4).len())
+        );
         assert_eq!(framing.messages, 1);
     }
 
@@ -440,7 +442,7 @@ mod tests {
     #[test]
     fn a_huge_declared_length_does_not_overflow() {
         let mut framing = Framing::default();
-        let mut data = vec![0, 0xff, 0xff, 0xff, 0xff];
+        let mut data = prefix(u32::MAX);
         data.extend([1; 100]);
         assert_eq!(framing.feed(&data, || false), None);
         assert_eq!(framing.body_left, u64::from(u32::MAX) - 100);
