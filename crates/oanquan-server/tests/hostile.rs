@@ -1256,9 +1256,8 @@ async fn a_health_check_flood_is_refused_in_a_bucket_of_its_own() {
 
 #[tokio::test]
 async fn reflection_requests_inside_one_stream_count_against_the_rate() {
-    use tonic_reflection::pb::v1;
-    use v1::server_reflection_client::ServerReflectionClient;
-    use v1::server_reflection_request::MessageRequest;
+    use tonic_reflection::pb::v1::server_reflection_client::ServerReflectionClient;
+    use tonic_reflection::pb::v1::server_reflection_request::MessageRequest;
 
     let mut settings = hostile_config();
     settings.clients.rate_limit = 2.0;
@@ -1266,17 +1265,12 @@ async fn reflection_requests_inside_one_stream_count_against_the_rate() {
     let server = start(settings).await;
     let mut client = ServerReflectionClient::new(server.channel().await);
     // 200 requests on one stream: before, one call for the limiter, and every one answered.
-    let requests = (0..200).map(|_| v1::ServerReflectionRequest {
-        host: String::new(),
-        message_request: Some(MessageRequest::FileContainingSymbol(
-            "oanquan.v1.GameService".into(),
-        )),
-    });
-    let mut responses = client
-        .server_reflection_info(tokio_stream::iter(requests))
-        .await
-        .unwrap()
-        .into_inner();
+    let mut responses = reflection_stream(
+        &mut client,
+        200,
+        MessageRequest::FileContainingSymbol("oanquan.v1.GameService".into()),
+    )
+    .await;
     let mut answered = 0;
     let status = loop {
         match responses.message().await {
@@ -1297,15 +1291,8 @@ async fn reflection_requests_inside_one_stream_count_against_the_rate() {
     tokio::time::sleep(Duration::from_secs(3)).await;
     let mut other = ServerReflectionClient::new(channel_from("127.0.0.2", server.addr).await);
     for client in [&mut client, &mut other] {
-        let requests = (0..4).map(|_| v1::ServerReflectionRequest {
-            host: String::new(),
-            message_request: Some(MessageRequest::ListServices(String::new())),
-        });
-        let mut responses = client
-            .server_reflection_info(tokio_stream::iter(requests))
-            .await
-            .unwrap()
-            .into_inner();
+        let mut responses =
+            reflection_stream(client, 4, MessageRequest::ListServices(String::new())).await;
         let mut answered = 0;
         while let Some(response) = responses.message().await.unwrap() {
             assert!(response.message_response.is_some());

@@ -100,15 +100,12 @@ async fn reflection_does_not_quote_a_huge_name_back() {
 
     let server = start(config()).await;
     let mut client = ServerReflectionClient::new(server.channel().await);
-    let request = v1::ServerReflectionRequest {
-        host: String::new(),
-        message_request: Some(MessageRequest::FileContainingSymbol("x".repeat(200_000))),
-    };
-    let mut responses = client
-        .server_reflection_info(tokio_stream::iter([request]))
-        .await
-        .unwrap()
-        .into_inner();
+    let mut responses = reflection_stream(
+        &mut client,
+        1,
+        MessageRequest::FileContainingSymbol("x".repeat(200_000)),
+    )
+    .await;
     // tonic-reflection answers NOT_FOUND quoting the name: the trailer is cut, not 200 kB.
     let status = loop {
         match responses.next().await {
@@ -353,15 +350,9 @@ fn reflection_clients_that_leave_mid_stream_print_no_panics() {
             let mut client = ServerReflectionClient::new(channel.clone());
             // More requests than the task can answer into its one-message channel: it is
             // waiting to send when the client goes.
-            let requests = (0..50).map(|_| v1::ServerReflectionRequest {
-                host: String::new(),
-                message_request: Some(MessageRequest::ListServices(String::new())),
-            });
-            let mut responses = client
-                .server_reflection_info(tokio_stream::iter(requests))
-                .await
-                .unwrap()
-                .into_inner();
+            let mut responses =
+                reflection_stream(&mut client, 50, MessageRequest::ListServices(String::new()))
+                    .await;
             responses.next().await.unwrap().unwrap();
             drop(responses);
         }

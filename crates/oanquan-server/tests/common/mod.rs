@@ -10,11 +10,14 @@ use oanquan_proto::v1 as pb;
 use oanquan_proto::v1::game_service_client::GameServiceClient;
 use oanquan_proto::v1::rules_service_client::RulesServiceClient;
 use oanquan_server::{Config, ServeError, Storage};
+use reflection::server_reflection_client::ServerReflectionClient;
+use reflection::server_reflection_request::MessageRequest;
 use tokio::net::TcpListener;
 use tokio::sync::oneshot;
 use tokio::task::JoinHandle;
 use tonic::transport::Channel;
 use tonic::{Code, Request, Status};
+use tonic_reflection::pb::v1 as reflection;
 use tonic_types::StatusExt as _;
 
 pub type Games = GameServiceClient<Channel>;
@@ -226,6 +229,24 @@ pub async fn next<T>(stream: &mut tonic::Streaming<T>) -> Result<Option<T>, Stat
     tokio::time::timeout(Duration::from_secs(5), stream.message())
         .await
         .expect("stream stalled")
+}
+
+/// Opens a server-reflection (v1) stream on `client` that sends `request` `n` times, and
+/// returns its answers.
+pub async fn reflection_stream(
+    client: &mut ServerReflectionClient<Channel>,
+    n: usize,
+    request: MessageRequest,
+) -> tonic::Streaming<reflection::ServerReflectionResponse> {
+    let requests = (0..n).map(move |_| reflection::ServerReflectionRequest {
+        host: String::new(),
+        message_request: Some(request.clone()),
+    });
+    client
+        .server_reflection_info(tokio_stream::iter(requests))
+        .await
+        .unwrap()
+        .into_inner()
 }
 
 /// The next game event that is not a heartbeat.
