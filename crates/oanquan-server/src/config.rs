@@ -186,7 +186,8 @@ pub struct GameLimits {
     pub max_seeks_per_client: usize,
 }
 
-/// `WatchGame` streams: how many a game takes (counted by the manager) and how each behaves.
+/// `WatchGame` streams: how many a game takes (counted by the manager) and how each behaves;
+/// and how many health `Watch` streams the server holds open.
 #[derive(Debug, Clone, Copy, PartialEq, Args)]
 #[command(next_help_heading = "Watch streams")]
 pub struct StreamLimits {
@@ -209,6 +210,19 @@ pub struct StreamLimits {
     /// 0 = no limit.
     #[arg(long, env = "OANQUAN_MAX_SPECTATORS_PER_CLIENT", default_value = "8")]
     pub max_spectators_per_client: usize,
+
+    /// Open grpc.health.v1 Health.Watch streams on this node, from every client together; one
+    /// more gets RESOURCE_EXHAUSTED until one closes. Health.Check is never refused by it.
+    // Each watch keeps its HTTP/2 stream and a status receiver for as long as its client holds
+    // it open; the health rate limit bounds how fast they come, not how many stay (and loopback
+    // is exempt from it), so without this only connections × streams per connection bound them.
+    #[arg(
+        long,
+        env = "OANQUAN_MAX_HEALTH_WATCHES",
+        default_value = "1024",
+        value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..=MAX_HEALTH_WATCHES)
+    )]
+    pub max_health_watches: usize,
 
     /// Idle time after which a stream sends a Heartbeat event.
     #[arg(long, env = "OANQUAN_HEARTBEAT_INTERVAL", default_value = "15s", value_parser = parse_period)]
@@ -424,6 +438,10 @@ pub fn parse_duration(text: &str) -> Result<Duration, String> {
     Duration::try_from_secs_f64(seconds)
         .map_err(|_| format!("{text:?} is longer than any duration this server can keep"))
 }
+
+/// The largest `--max-health-watches`: a million open streams is past what one node serves, and
+/// the count must stay far below tokio's semaphore limit (2^61 permits).
+const MAX_HEALTH_WATCHES: u64 = 1_000_000;
 
 /// Most search slots of either kind: each is a thread searching, and tokio's semaphore panics
 /// past 2^61 permits.
@@ -748,6 +766,7 @@ mod tests {
         let streams = StreamLimits::default();
         assert_eq!(streams.max_spectators_per_game, 100);
         assert_eq!(streams.broadcast_capacity, 256);
+        assert_eq!(streams.max_health_watches, 1024);
         assert_eq!(
             ComputerLimits::default().computer_move_time,
             Duration::from_millis(300)

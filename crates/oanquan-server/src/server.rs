@@ -106,7 +106,7 @@ pub struct Config {
     pub clients: ClientLimits,
     /// The game manager's limits and the idle reaper.
     pub games: GameLimits,
-    /// Spectator caps and stream behaviour of `WatchGame`.
+    /// Spectator caps and stream behaviour of `WatchGame`, and the cap on health `Watch` streams.
     pub streams: StreamLimits,
     /// The computer opponent and `RulesService.Analyze`.
     pub computer: ComputerLimits,
@@ -338,7 +338,11 @@ pub async fn run_with_store(
     };
 
     let health = tonic_health::server::HealthReporter::new();
-    let health_service = HealthApi::server(health.clone(), stop_rx.clone());
+    let health_service = HealthApi::server(
+        health.clone(),
+        config.streams.max_health_watches,
+        stop_rx.clone(),
+    );
     for name in HEALTH_SERVICES {
         health
             .set_service_status(name, ServingStatus::Serving)

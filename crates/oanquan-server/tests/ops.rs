@@ -9,9 +9,9 @@ use std::time::{Duration, Instant};
 use common::*;
 use oanquan_proto::v1 as pb;
 use tokio_stream::StreamExt as _;
-use tonic_health::pb::HealthCheckRequest;
 use tonic_health::pb::health_check_response::ServingStatus;
 use tonic_health::pb::health_client::HealthClient;
+use tonic_health::pb::{HealthCheckRequest, HealthCheckResponse};
 use tonic_reflection::pb::{v1, v1alpha};
 
 #[tokio::test]
@@ -245,6 +245,128 @@ async fn an_open_health_watch_does_not_hold_shutdown() {
     let took = started.elapsed();
     assert!(took < Duration::from_secs(3), "shutdown took {took:?}");
     drop(watches);
+}
+
+/// Health `Watch` streams are capped server-wide (`--max-health-watches`), loopback clients
+/// included: the health rate limit exempts them, the cap does not. A stream its client drops,
+/// or whose client vanishes with its connection, gives its place back; `Check` is never
+/// refused by the cap.
+#[tokio::test]
+async fn health_watches_are_capped_and_a_closed_one_frees_its_place() {
+    let mut settings = config();
+    settings.streams.max_health_watches = 3;
+    // One health check a second from a counted address: every call below beyond the first two
+    // would be refused if loopback were not exempt, so only the cap can refuse them.
+    settings.clients.health_rate_limit = 1.0;
+    assert!(settings.clients.exempt_loopback);
+    let server = start(settings).await;
+    let channel = server.channel().await;
+    let watch = || {
+        let mut health = HealthClient::new(channel.clone());
+        async move { health.watch(HealthCheckRequest::default()).await }
+    };
+    let opened = |response: tonic::Response<tonic::Streaming<HealthCheckResponse>>| async move {
+        let mut stream = response.into_inner();
+        let serving = next(&mut stream).await.unwrap().unwrap();
+        assert_eq!(serving.status(), ServingStatus::Serving);
+        stream
+    };
+    // Polls (bounded) until a watch gets a place: a place comes back once the server has seen
+    // the stream end, a moment after the client let go of it.
+    let watch_when_free = || async {
+        let deadline = Instant::now() + Duration::from_secs(5);
+        loop {
+            match watch().await {
+                Ok(response) => return opened(response).await,
+                Err(status) if status.code() == tonic::Code::ResourceExhausted => {
+                    assert!(Instant::now() < deadline, "no place came back: {status:?}");
+                    tokio::time::sleep(Duration::from_millis(20)).await;
+                }
+                Err(status) => panic!("{status:?}"),
+            }
+        }
+    };
+    let refused = || async {
+        let status = watch().await.expect_err("a watch over the cap is refused");
+        assert_reason(
+            &status,
+            tonic::Code::ResourceExhausted,
+            "ERROR_REASON_LIMIT_EXCEEDED",
+        );
+        assert!(
+            status
+                .message()
+                .contains("this server has 3 health watches open, its limit"),
+            "{status:?}"
+        );
+    };
+
+    let mut open = Vec::new();
+    for _ in 0..2 {
+        open.push(opened(watch().await.unwrap()).await);
+    }
+    let vanishing = health_watch_on_its_own_connection(server.addr).await;
+    refused().await;
+    refused().await;
+    for _ in 0..5 {
+        let checked = HealthClient::new(channel.clone())
+            .check(HealthCheckRequest::default())
+            .await
+            .unwrap();
+        assert_eq!(checked.into_inner().status(), ServingStatus::Serving);
+    }
+
+    // A stream the client drops (RST_STREAM) frees its place, for one watch only.
+    drop(open.pop());
+    open.push(watch_when_free().await);
+    refused().await;
+
+    // So does one whose client vanishes: its connection closed without a word.
+    vanishing.abort();
+    open.push(watch_when_free().await);
+    refused().await;
+
+    // Those held all along still work.
+    assert_eq!(open.len(), 3);
+    drop(open);
+    let mut again = Vec::new();
+    for _ in 0..3 {
+        again.push(watch_when_free().await);
+    }
+}
+
+/// Opens a health `Watch` over raw HTTP/2 on a connection of its own and waits for its first
+/// status; aborting the returned task drops the TCP connection at once, as a client that
+/// vanishes would (no RST_STREAM, no GOAWAY).
+async fn health_watch_on_its_own_connection(
+    addr: std::net::SocketAddr,
+) -> tokio::task::JoinHandle<()> {
+    let (opened, open) = tokio::sync::oneshot::channel::<bool>();
+    let task = tokio::spawn(async move {
+        let tcp = tokio::net::TcpStream::connect(addr).await.unwrap();
+        let (client, connection) = h2::client::handshake(tcp).await.unwrap();
+        let watching = async move {
+            let mut client = client.ready().await.unwrap();
+            let request = http::Request::post(format!("http://{addr}/grpc.health.v1.Health/Watch"))
+                .header("content-type", "application/grpc")
+                .header("te", "trailers")
+                .body(())
+                .unwrap();
+            let (response, mut send) = client.send_request(request, false).unwrap();
+            // An empty HealthCheckRequest: the whole server.
+            send.send_data(grpc_frame(false, 0, &[]), true).unwrap();
+            let mut body = response.await.unwrap().into_body();
+            let first = body.data().await;
+            let _ = opened.send(first.is_some_and(|data| data.is_ok()));
+            std::future::pending::<()>().await;
+        };
+        tokio::select! {
+            _ = connection => {}
+            () = watching => {}
+        }
+    });
+    assert!(open.await.unwrap(), "the raw watch got its first status");
+    task
 }
 
 /// Starts `command` (the server binary) in memory on a free loopback port; returns the child

@@ -7,13 +7,19 @@
 //! stream here delivers every status change first (the `NOT_SERVING` the server sets before it
 //! stops is always seen) and then, once the server stops, ends with `UNAVAILABLE` like the
 //! other streams.
+//!
+//! Open `Watch` streams are capped server-wide (`--max-health-watches`): one more is refused
+//! with RESOURCE_EXHAUSTED, whatever the client's address (loopback included), and a stream's
+//! place comes back when it is dropped, whether it ended or its client went away. `Check` is
+//! never refused by the cap.
 
 use std::future::Future;
 use std::pin::Pin;
+use std::sync::Arc;
 use std::task::{Context, Poll};
 
 use futures::Stream;
-use tokio::sync::watch;
+use tokio::sync::{OwnedSemaphorePermit, Semaphore, watch};
 use tonic::{Request, Response, Status};
 use tonic_health::pb::health_server::{Health, HealthServer};
 use tonic_health::pb::{HealthCheckRequest, HealthCheckResponse};
@@ -26,16 +32,26 @@ use super::status;
 pub struct HealthApi {
     inner: HealthService,
     shutdown: watch::Receiver<bool>,
+    /// A permit per open `Watch` stream.
+    watches: Arc<Semaphore>,
+    max_watches: usize,
 }
 
 impl HealthApi {
-    /// The service answering from `reporter`'s statuses, whose `Watch` streams end when
-    /// `shutdown` turns `true`.
+    /// The service answering from `reporter`'s statuses, with at most `max_watches` `Watch`
+    /// streams open at once (at least 1), which end when `shutdown` turns `true`.
     #[must_use]
-    pub fn server(reporter: HealthReporter, shutdown: watch::Receiver<bool>) -> HealthServer<Self> {
+    pub fn server(
+        reporter: HealthReporter,
+        max_watches: usize,
+        shutdown: watch::Receiver<bool>,
+    ) -> HealthServer<Self> {
+        let max_watches = max_watches.clamp(1, Semaphore::MAX_PERMITS);
         HealthServer::new(HealthApi {
             inner: HealthService::from_health_reporter(reporter),
             shutdown,
+            watches: Arc::new(Semaphore::new(max_watches)),
+            max_watches,
         })
     }
 }
@@ -55,10 +71,15 @@ impl Health for HealthApi {
         &self,
         request: Request<HealthCheckRequest>,
     ) -> Result<Response<HealthWatch>, Status> {
+        // Taken before the inner service looks at the request: a refused watch costs nothing.
+        let place = Arc::clone(&self.watches)
+            .try_acquire_owned()
+            .map_err(|_| status::health_watches_full(self.max_watches))?;
         let inner = self.inner.watch(request).await?.into_inner();
         let mut shutdown = self.shutdown.clone();
         Ok(Response::new(HealthWatch {
             inner,
+            _place: place,
             stopping: Some(Box::pin(async move {
                 // An error means the server dropped the sender: stopping as well.
                 let _ = shutdown.wait_for(|stopping| *stopping).await;
@@ -72,6 +93,9 @@ impl Health for HealthApi {
 /// A `Watch` stream of [`HealthApi`].
 pub struct HealthWatch {
     inner: <HealthService as Health>::WatchStream,
+    /// This stream's place under `--max-health-watches`, given back when tonic drops the
+    /// stream: at its end, or when its client resets it or goes away.
+    _place: OwnedSemaphorePermit,
     /// Resolves when the server stops; `None` once it has (it must not be polled again).
     stopping: Option<Pin<Box<dyn Future<Output = ()> + Send>>>,
     stopped: bool,

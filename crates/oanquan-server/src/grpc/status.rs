@@ -1,6 +1,7 @@
 //! The one table from domain errors to gRPC status codes and error details ([`classify`]), and
 //! every other status the server answers on its own: the request rate limit, a refused
-//! analysis, a watch stream ended by shutdown or left unread, an undecodable request. No other
+//! analysis, a health watch over its cap, a watch stream ended by shutdown or left unread, an
+//! undecodable request. No other
 //! file builds a status from a server condition.
 //!
 //! Details follow `errors.proto`: INVALID_ARGUMENT carries a `google.rpc.BadRequest` naming the
@@ -185,6 +186,17 @@ pub fn shutting_down(after_sequence: u64) -> Status {
     Status::unavailable(format!(
         "server is shutting down; reconnect with after_sequence={after_sequence}"
     ))
+}
+
+/// RESOURCE_EXHAUSTED for a health `Watch` beyond `--max-health-watches`: reason
+/// `ERROR_REASON_LIMIT_EXCEEDED`, without a retry delay (a place comes back when another
+/// watcher closes its stream, which nobody can foresee). `Check` still answers.
+#[must_use]
+pub fn health_watches_full(max: usize) -> Status {
+    to_status(&GameError::LimitExceeded(format!(
+        "this server has {max} health watches open, its limit: watch again once one closes \
+         (Health.Check still answers)"
+    )))
 }
 
 /// UNAVAILABLE ending a health watch because the server is shutting down.
@@ -496,6 +508,13 @@ mod tests {
                 None,
                 None,
                 "reconnect with after_sequence=42",
+            ),
+            (
+                health_watches_full(3),
+                Code::ResourceExhausted,
+                Some(limit),
+                None,
+                "this server has 3 health watches open, its limit",
             ),
             (
                 health_shutting_down(),
