@@ -27,7 +27,7 @@ use oanquan_server::config::{
     TransportLimits, parse_duration, parse_switch,
 };
 use oanquan_server::domain::is_postgres_url;
-use oanquan_server::metrics::Metrics;
+use oanquan_server::metrics::{Metrics, MetricsToken};
 use oanquan_server::readiness::{Readiness, ready_file_problem, remove_ready_file};
 use oanquan_server::{Config, Storage, TlsIdentity, TlsReload};
 
@@ -181,7 +181,7 @@ struct Args {
 
     /// Serve Prometheus metrics (OpenMetrics text) at http://ADDR/metrics; port 0 picks a free
     /// port (printed on stdout). Off when not given. Bind it where only your monitoring can
-    /// reach it.
+    /// reach it, or guard /metrics with --metrics-token-file.
     #[arg(
         long,
         env = "OANQUAN_METRICS_LISTEN",
@@ -190,6 +190,19 @@ struct Args {
         value_parser = parse_listen
     )]
     metrics_listen: Option<SocketAddr>,
+
+    /// Answer /metrics only to requests with `Authorization: Bearer TOKEN`, TOKEN being this
+    /// file's contents less one trailing line break: 16 to 4096 bytes of printable ASCII (as
+    /// `openssl rand -hex 32` writes). Read once at start; a missing, empty or malformed file
+    /// stops the server. /ready and /live stay open to probes. Off when not given.
+    #[arg(
+        long,
+        env = "OANQUAN_METRICS_TOKEN_FILE",
+        value_name = "PATH",
+        help_heading = "Operations",
+        requires = "metrics_listen"
+    )]
+    metrics_token_file: Option<PathBuf>,
 
     /// This server's name in the metrics (`oanquan_build_info{node=…}`), to tell nodes apart:
     /// at most 64 bytes of letters, digits and - _ . : @ / [ ]. Defaults to $HOSTNAME (if it
@@ -520,6 +533,12 @@ async fn serve(args: Args) -> anyhow::Result<()> {
     if let Some(path) = &args.endgame_tables {
         config.endgame_tables = Some(load_endgame_tables(path)?);
     }
+    let metrics_token = match &args.metrics_token_file {
+        Some(path) => Some(MetricsToken::read(path).map_err(|why| {
+            anyhow::anyhow!("--metrics-token-file (OANQUAN_METRICS_TOKEN_FILE) {path:?} {why}")
+        })?),
+        None => None,
+    };
     // The ports first, so that a port in use stops the server before it opens (or creates) a
     // database; but no listening before the store is open, so that a bad database stops the
     // server before a client can connect.
@@ -577,6 +596,7 @@ async fn serve(args: Args) -> anyhow::Result<()> {
             listener,
             metrics,
             config.readiness.clone(),
+            metrics_token,
             stopped,
         ));
     }

@@ -11,6 +11,11 @@
 //!
 //! The registry is the official `prometheus-client`'s: explicit rather than global, so several
 //! servers in one process (the tests) each count their own.
+//!
+//! With a [`MetricsToken`] (`--metrics-token-file`), `/metrics` answers only requests that
+//! carry it (`Authorization: Bearer …`); `/ready` and `/live` stay open to probes.
+
+pub mod token;
 
 use std::sync::{Arc, Mutex, OnceLock, PoisonError, Weak};
 use std::time::{Duration, Instant};
@@ -37,6 +42,7 @@ use crate::domain::{
     StoreError, Termination,
 };
 use crate::readiness::{NotReady, Readiness};
+pub use token::MetricsToken;
 
 /// Most open games counted at a scrape: the count reads the lobby's snapshot, which is bounded
 /// like every other read.
@@ -653,13 +659,15 @@ fn termination_label(termination: Termination) -> &'static str {
 /// The content type of the OpenMetrics text format.
 const CONTENT_TYPE: &str = "application/openmetrics-text; version=1.0.0; charset=utf-8";
 
-/// Serves `metrics` over HTTP/1.1 on `listener` until `stop` turns `true`: `GET /metrics`,
-/// `GET /ready` (200 `ready`, or 503 with the reason from `readiness`) and `GET /live` (200
-/// while the process answers); anything else is 404.
+/// Serves `metrics` over HTTP/1.1 on `listener` until `stop` turns `true`: `GET /metrics`
+/// (with `token`, only to requests that carry it: others get 401), `GET /ready` (200 `ready`,
+/// or 503 with the reason from `readiness`) and `GET /live` (200 while the process answers);
+/// anything else is 404.
 pub async fn serve(
     listener: TcpListener,
     metrics: Arc<Metrics>,
     readiness: Readiness,
+    token: Option<MetricsToken>,
     mut stop: watch::Receiver<bool>,
 ) {
     // The first listener's readiness is the node's (a process serves one).
@@ -680,13 +688,19 @@ pub async fn serve(
         };
         let metrics = Arc::clone(&metrics);
         let readiness = readiness.clone();
+        let token = token.clone();
         let mut stop = stop.clone();
         tokio::spawn(async move {
             let service = service_fn(move |request| {
                 let metrics = Arc::clone(&metrics);
                 let readiness = readiness.clone();
+                let token = token.clone();
                 async move {
-                    Ok::<_, std::convert::Infallible>(respond(&metrics, &readiness, &request).await)
+                    let response = respond(&metrics, &readiness, token.as_ref(), &request).await;
+                    if response.status() == http::StatusCode::UNAUTHORIZED {
+                        debug!(%peer, "metrics: a scrape without the token refused");
+                    }
+                    Ok::<_, std::convert::Infallible>(response)
                 }
             });
             let connection = http1::Builder::new()
@@ -707,6 +721,7 @@ pub async fn serve(
 async fn respond<B>(
     metrics: &Metrics,
     readiness: &Readiness,
+    token: Option<&MetricsToken>,
     request: &http::Request<B>,
 ) -> http::Response<Full<Bytes>> {
     let response = |status: http::StatusCode, content_type: &str, body: String| {
@@ -722,6 +737,25 @@ async fn respond<B>(
     // HEAD as GET: hyper sends the headers only. Some probes use it.
     let read = matches!(*request.method(), http::Method::GET | http::Method::HEAD);
     match (read, request.uri().path()) {
+        (true, "/metrics") if token.is_some_and(|token| !token.admits(request.headers())) => {
+            let mut refused = response(
+                http::StatusCode::UNAUTHORIZED,
+                "text/plain",
+                "unauthorized: send the metrics token as `Authorization: Bearer <token>`\n"
+                    .to_owned(),
+            );
+            // RFC 6750 § 3: a request that sent credentials is told they are not valid.
+            let challenge = if request.headers().contains_key(http::header::AUTHORIZATION) {
+                r#"Bearer realm="metrics", error="invalid_token""#
+            } else {
+                r#"Bearer realm="metrics""#
+            };
+            refused.headers_mut().insert(
+                http::header::WWW_AUTHENTICATE,
+                http::HeaderValue::from_static(challenge),
+            );
+            refused
+        }
         (true, "/metrics") => response(http::StatusCode::OK, CONTENT_TYPE, metrics.render().await),
         (true, "/ready") => match readiness.get() {
             Ok(()) => response(http::StatusCode::OK, "text/plain", "ready\n".to_owned()),

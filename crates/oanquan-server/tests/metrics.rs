@@ -588,3 +588,223 @@ async fn a_watch_that_falls_behind_counts_as_lagged() {
         }
     }
 }
+
+/// The token of the tests of `--metrics-token-file`.
+const TOKEN: &str = "s3cr3t-metrics-token-0123456789";
+
+/// A header's value in a response head, by its name in any case.
+fn header<'a>(head: &'a str, name: &str) -> Option<&'a str> {
+    head.lines().find_map(|line| {
+        let (key, value) = line.split_once(':')?;
+        key.eq_ignore_ascii_case(name).then(|| value.trim())
+    })
+}
+
+/// With `--metrics-token-file`, `/metrics` answers only `Authorization: Bearer <token>`
+/// (the scheme in any case, as RFC 7235 has it); `/ready` and `/live` stay open.
+#[test]
+fn a_metrics_token_guards_the_metrics_and_not_the_probes() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("metrics-token");
+    std::fs::write(&file, format!("{TOKEN}\n")).unwrap();
+    let server = Running::start_with(&["--metrics-token-file", file.to_str().unwrap()]);
+    let get = |method: &str, path: &str, headers: &[u8]| {
+        let (head, body) = http_request_with(server.metrics, method, path, headers);
+        let status = head.lines().next().unwrap_or_default().to_owned();
+        (status, head, body)
+    };
+    let bearer = |credential: &[u8]| {
+        let mut line = b"Authorization: ".to_vec();
+        line.extend_from_slice(credential);
+        line.extend_from_slice(b"\r\n");
+        line
+    };
+    let right = bearer(format!("Bearer {TOKEN}").as_bytes());
+
+    // Without a header: 401 and the challenge, and nothing of the metrics.
+    let (status, head, body) = get("GET", "/metrics", b"");
+    assert!(status.contains(" 401 "), "{status}");
+    assert_eq!(
+        header(&head, "www-authenticate"),
+        Some(r#"Bearer realm="metrics""#)
+    );
+    assert!(!body.contains("oanquan_"), "{body}");
+    let (status, head, body) = get("HEAD", "/metrics", b"");
+    assert!(status.contains(" 401 "), "{status}");
+    assert!(header(&head, "www-authenticate").is_some(), "{head}");
+    assert!(body.is_empty(), "{body}");
+
+    // With the token: the metrics.
+    for scheme in ["Bearer", "bearer", "BEARER"] {
+        let (status, head, body) = get(
+            "GET",
+            "/metrics",
+            &bearer(format!("{scheme} {TOKEN}").as_bytes()),
+        );
+        assert!(status.contains(" 200 "), "{scheme}: {status}");
+        assert!(
+            header(&head, "content-type")
+                .is_some_and(|value| value.starts_with("application/openmetrics-text")),
+            "{head}"
+        );
+        assert!(body.ends_with("# EOF\n"), "{body}");
+        let samples = Samples::parse(&body);
+        assert_eq!(
+            samples.sum("oanquan_build_info", &[r#"node="node-a""#]),
+            1.0
+        );
+    }
+
+    // Anything else: the same 401, saying the credentials are not valid.
+    let wrong: Vec<Vec<u8>> = vec![
+        bearer(b"Bearer not-the-token-0123456789"),
+        bearer(format!("Bearer {}", &TOKEN[..TOKEN.len() - 1]).as_bytes()),
+        bearer(format!("Bearer {TOKEN}0").as_bytes()),
+        bearer(format!("Bearer {}", TOKEN.to_uppercase()).as_bytes()),
+        bearer(format!("Basic {TOKEN}").as_bytes()),
+        bearer(format!("Bearer{TOKEN}").as_bytes()),
+        bearer(TOKEN.as_bytes()),
+        bearer(b"Bearer"),
+        bearer(b"Bearer "),
+        // Bytes that are not ASCII (HTTP's obs-text), and not UTF-8 either.
+        bearer(b"Bearer \xc3\xa9\xff\xfe-s3cr3t-metrics-token"),
+        bearer(&[format!("Bearer {TOKEN}").as_bytes(), "é".as_bytes()].concat()),
+        // Two headers: which one would count is a guess, so neither does.
+        [right.clone(), bearer(b"Bearer not-the-token-0123456789")].concat(),
+        [right.clone(), right.clone()].concat(),
+    ];
+    for headers in &wrong {
+        let shown = String::from_utf8_lossy(headers);
+        let (status, head, body) = get("GET", "/metrics", headers);
+        assert!(status.contains(" 401 "), "{shown}: {status}");
+        assert_eq!(
+            header(&head, "www-authenticate"),
+            Some(r#"Bearer realm="metrics", error="invalid_token""#),
+            "{shown}"
+        );
+        assert!(!body.contains("oanquan_"), "{shown}: {body}");
+    }
+
+    // A 1 MB header is refused by the HTTP parser before it is looked at (431, or the
+    // connection closed under the client while it still writes), and the listener serves on.
+    let huge = bearer(format!("Bearer {}", "a".repeat(1 << 20)).as_bytes());
+    let answer = raw_http(server.metrics, "/metrics", &huge);
+    assert!(!answer.contains(" 200 "), "{answer}");
+    assert!(!answer.contains("oanquan_"), "{answer}");
+    let (status, _, _) = get("GET", "/metrics", &right);
+    assert!(status.contains(" 200 "), "{status}");
+
+    // The probes need no token.
+    let (status, _, body) = get("GET", "/ready", b"");
+    assert!(status.contains(" 200 "), "{status}");
+    assert_eq!(body, "ready\n");
+    let (status, _, body) = get("GET", "/live", b"");
+    assert!(status.contains(" 200 "), "{status}");
+    assert_eq!(body, "live\n");
+    let (status, _, _) = get("GET", "/ready", &bearer(b"Bearer nonsense"));
+    assert!(status.contains(" 200 "), "{status}");
+}
+
+/// What a GET of `path` with the raw header lines `headers` gets back, as far as it gets: the
+/// writes and the read may fail when the server closes the connection first.
+fn raw_http(addr: SocketAddr, path: &str, headers: &[u8]) -> String {
+    use std::io::Write as _;
+    let mut stream = TcpStream::connect(addr).unwrap();
+    stream
+        .set_read_timeout(Some(Duration::from_secs(10)))
+        .unwrap();
+    let mut request = format!("GET {path} HTTP/1.1\r\nHost: localhost\r\n").into_bytes();
+    request.extend_from_slice(headers);
+    request.extend_from_slice(b"Connection: close\r\n\r\n");
+    let _ = stream.write_all(&request);
+    let mut response = Vec::new();
+    let _ = stream.read_to_end(&mut response);
+    String::from_utf8_lossy(&response).into_owned()
+}
+
+/// A token file that is missing, empty or malformed stops the server at start (exit 1, nothing
+/// on stdout) with one line saying why, which never shows the file's contents.
+#[test]
+fn bad_metrics_token_files_stop_the_server_at_start() {
+    let dir = tempfile::tempdir().unwrap();
+    let write = |name: &str, contents: &[u8]| {
+        let path = dir.path().join(name);
+        std::fs::write(&path, contents).unwrap();
+        path
+    };
+    let cases = [
+        (dir.path().join("missing"), "cannot be read: No such file"),
+        (dir.path().to_path_buf(), "is a directory"),
+        (write("empty", b""), "is empty"),
+        (write("newline", b"\n"), "is empty"),
+        (
+            write("short", b"s3cr3t-fifteen!\n"),
+            "holds a token of 15 bytes; give at least 16",
+        ),
+        (
+            write("latin1", b"s3cr3t-caf\xe9-0123456789"),
+            "is not UTF-8 (at byte 10)",
+        ),
+        (
+            write("space", b"s3cr3t token-0123456789\n"),
+            "has whitespace at byte 6",
+        ),
+        (
+            write("lines", b"s3cr3t-token-0123456789\n\n"),
+            "has a line break at byte 23",
+        ),
+        (
+            write("control", b"s3cr3t\x1b[31m-0123456789"),
+            "has a control character at byte 6",
+        ),
+    ];
+    for (path, why) in &cases {
+        for through_env in [false, true] {
+            let mut command = Command::new(env!("CARGO_BIN_EXE_oanquan-server"));
+            command
+                .args(["--in-memory", "--listen", "127.0.0.1:0"])
+                .args(["--metrics-listen", "127.0.0.1:0"])
+                .env("RUST_LOG", "warn")
+                .env_remove("OANQUAN_DATABASE")
+                .stdin(Stdio::null());
+            if through_env {
+                command.env("OANQUAN_METRICS_TOKEN_FILE", path);
+            } else {
+                command
+                    .env_remove("OANQUAN_METRICS_TOKEN_FILE")
+                    .arg("--metrics-token-file")
+                    .arg(path);
+            }
+            let output = command.output().expect("run oanquan-server");
+            let stderr = String::from_utf8_lossy(&output.stderr);
+            assert_eq!(output.status.code(), Some(1), "{path:?}: {stderr}");
+            assert!(output.stdout.is_empty(), "{path:?}: nothing listens");
+            assert_eq!(stderr.trim_end().lines().count(), 1, "one line: {stderr}");
+            assert!(
+                stderr.contains(&format!(
+                    "--metrics-token-file (OANQUAN_METRICS_TOKEN_FILE) {path:?} {why}"
+                )),
+                "{path:?}: {stderr}"
+            );
+            assert!(!stderr.contains("s3cr3t"), "the token shows: {stderr}");
+        }
+    }
+
+    // Without a metrics listener a token file guards nothing: refused as a usage error.
+    let good = write("good", format!("{TOKEN}\n").as_bytes());
+    let output = Command::new(env!("CARGO_BIN_EXE_oanquan-server"))
+        .args([
+            "--in-memory",
+            "--listen",
+            "127.0.0.1:0",
+            "--metrics-token-file",
+        ])
+        .arg(&good)
+        .env_remove("OANQUAN_METRICS_LISTEN")
+        .stdin(Stdio::null())
+        .output()
+        .expect("run oanquan-server");
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("--metrics-listen"), "{stderr}");
+}

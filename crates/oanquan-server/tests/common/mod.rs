@@ -387,16 +387,26 @@ pub fn http_get(addr: SocketAddr, path: &str) -> (String, String) {
 /// A plain HTTP/1.1 request of `method` without a body that closes the connection: (head,
 /// body).
 pub fn http_request(addr: SocketAddr, method: &str, path: &str) -> (String, String) {
+    http_request_with(addr, method, path, b"")
+}
+
+/// [`http_request`] with more header lines, as raw bytes (any bytes, each line ending in
+/// `\r\n`).
+pub fn http_request_with(
+    addr: SocketAddr,
+    method: &str,
+    path: &str,
+    headers: &[u8],
+) -> (String, String) {
     use std::io::{Read as _, Write as _};
     let mut stream = std::net::TcpStream::connect(addr).expect("connect over HTTP");
     stream
         .set_read_timeout(Some(Duration::from_secs(10)))
         .unwrap();
-    write!(
-        stream,
-        "{method} {path} HTTP/1.1\r\nHost: localhost\r\nContent-Length: 0\r\nConnection: close\r\n\r\n"
-    )
-    .unwrap();
+    let mut request = format!("{method} {path} HTTP/1.1\r\nHost: localhost\r\n").into_bytes();
+    request.extend_from_slice(headers);
+    request.extend_from_slice(b"Content-Length: 0\r\nConnection: close\r\n\r\n");
+    stream.write_all(&request).unwrap();
     let mut response = String::new();
     stream.read_to_string(&mut response).expect("a response");
     let (head, body) = response.split_once("\r\n\r\n").expect("headers end");

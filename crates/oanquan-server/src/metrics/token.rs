@@ -1,0 +1,258 @@
+//! The bearer token that guards `/metrics` (`--metrics-token-file`).
+//!
+//! The token is read once, at start, from a file (a mounted secret), checked, and kept only as
+//! its SHA-256: a request's credential is hashed and the two digests compared in constant time,
+//! so neither the token's bytes nor its length show in how long a refusal takes. The token is
+//! never printed: not in a refusal at start, not in `Debug`, not in a log.
+//!
+//! A request is let in when it has exactly one `Authorization` header of the form
+//! `Bearer <token>`: the scheme in any case (RFC 7235 § 2.1 makes it case-insensitive, and
+//! Prometheus, curl and Go clients all send `Bearer`), then one or more spaces, then the token
+//! exactly (it holds no spaces). Anything else is refused the same way, without saying which
+//! part was wrong.
+
+use std::io::Read as _;
+use std::path::Path;
+
+use sha2::{Digest as _, Sha256};
+use subtle::ConstantTimeEq as _;
+
+/// The shortest token taken: 16 bytes (128 bits when random, as `openssl rand -hex 16` makes
+/// 32 characters of).
+pub const MIN_TOKEN_BYTES: usize = 16;
+
+/// The longest token taken: well past any generated secret, and far below what an HTTP header
+/// may carry. A longer file is refused rather than read to its end.
+pub const MAX_TOKEN_BYTES: usize = 4096;
+
+/// A metrics token; see the module docs.
+#[derive(Clone)]
+pub struct MetricsToken {
+    digest: [u8; 32],
+}
+
+impl std::fmt::Debug for MetricsToken {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("MetricsToken(..)")
+    }
+}
+
+impl MetricsToken {
+    /// Reads the token from `path`: the file's contents, less one trailing line ending (`\n`
+    /// or `\r\n`).
+    ///
+    /// # Errors
+    ///
+    /// One line saying why the file cannot be read or is no token (see [`MetricsToken::new`]);
+    /// it names the file but never repeats its contents.
+    pub fn read(path: &Path) -> Result<MetricsToken, String> {
+        let unreadable = |error: std::io::Error| format!("cannot be read: {error}");
+        let mut file = std::fs::File::open(path).map_err(unreadable)?;
+        if file.metadata().is_ok_and(|meta| meta.is_dir()) {
+            return Err("is a directory; give the file holding the token".to_owned());
+        }
+        // One byte more than the longest line a token file may hold, to tell it is too long
+        // without reading a huge (or endless, such as /dev/zero) file to its end.
+        let mut bytes = Vec::new();
+        file.by_ref()
+            .take(MAX_TOKEN_BYTES as u64 + 3)
+            .read_to_end(&mut bytes)
+            .map_err(unreadable)?;
+        let line = bytes
+            .strip_suffix(b"\n")
+            .map(|line| line.strip_suffix(b"\r").unwrap_or(line))
+            .unwrap_or(&bytes);
+        MetricsToken::new(line)
+    }
+
+    /// The token `bytes`.
+    ///
+    /// # Errors
+    ///
+    /// Why `bytes` is no token: empty, not UTF-8, holding a space, a line break or another
+    /// control character, holding a character an HTTP header cannot carry as it is (anything
+    /// but printable ASCII), shorter than [`MIN_TOKEN_BYTES`] or longer than
+    /// [`MAX_TOKEN_BYTES`]. The message gives the offending byte's position, never the token.
+    pub fn new(bytes: &[u8]) -> Result<MetricsToken, String> {
+        if bytes.is_empty() {
+            return Err("is empty; write a token of at least 16 bytes in it".to_owned());
+        }
+        let text = std::str::from_utf8(bytes)
+            .map_err(|error| format!("is not UTF-8 (at byte {})", error.valid_up_to()))?;
+        if let Some((at, bad)) = text.char_indices().find(|&(_, c)| !c.is_ascii_graphic()) {
+            let plain = "a token is printable ASCII without spaces (as `openssl rand -hex 32` \
+                         writes)";
+            let (what, rule) = if bad == '\n' || bad == '\r' {
+                (
+                    "a line break",
+                    "a token is one line (one line break at its end is taken off)",
+                )
+            } else if bad.is_whitespace() {
+                ("whitespace", plain)
+            } else if bad.is_control() {
+                ("a control character", plain)
+            } else {
+                ("a character that is not ASCII", plain)
+            };
+            return Err(format!("has {what} at byte {at}; {rule}"));
+        }
+        if bytes.len() < MIN_TOKEN_BYTES {
+            return Err(format!(
+                "holds a token of {} bytes; give at least {MIN_TOKEN_BYTES}",
+                bytes.len()
+            ));
+        }
+        if bytes.len() > MAX_TOKEN_BYTES {
+            return Err(format!(
+                "holds more than {MAX_TOKEN_BYTES} bytes; give a shorter token"
+            ));
+        }
+        Ok(MetricsToken {
+            digest: Sha256::digest(bytes).into(),
+        })
+    }
+
+    /// Whether `headers` carry exactly one `Authorization: Bearer <this token>`.
+    #[must_use]
+    pub fn admits(&self, headers: &http::HeaderMap) -> bool {
+        let mut values = headers.get_all(http::header::AUTHORIZATION).iter();
+        let (Some(value), None) = (values.next(), values.next()) else {
+            return false;
+        };
+        let credential = bearer_credential(value.as_bytes()).unwrap_or_default();
+        // Longer than any token: no need to hash (the length of a token is no secret past
+        // MAX_TOKEN_BYTES, which is public).
+        if credential.len() > MAX_TOKEN_BYTES {
+            return false;
+        }
+        let digest: [u8; 32] = Sha256::digest(credential).into();
+        digest.ct_eq(&self.digest).into()
+    }
+}
+
+/// The credential of an `Authorization` value `Bearer <credential>`: the scheme in any case,
+/// one or more spaces, then the rest as it is. `None` for another scheme or none.
+fn bearer_credential(value: &[u8]) -> Option<&[u8]> {
+    const SCHEME: &[u8] = b"bearer ";
+    let (scheme, rest) = value.split_at_checked(SCHEME.len())?;
+    scheme
+        .eq_ignore_ascii_case(SCHEME)
+        .then(|| rest.trim_ascii_start())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const TOKEN: &str = "0123456789abcdef-metrics";
+
+    fn headers(values: &[&[u8]]) -> http::HeaderMap {
+        let mut headers = http::HeaderMap::new();
+        for value in values {
+            headers.append(
+                http::header::AUTHORIZATION,
+                http::HeaderValue::from_bytes(value).unwrap(),
+            );
+        }
+        headers
+    }
+
+    #[test]
+    fn only_the_bearer_token_is_admitted() {
+        let token = MetricsToken::new(TOKEN.as_bytes()).unwrap();
+        let admits = |values: &[&[u8]]| token.admits(&headers(values));
+        assert!(admits(&[format!("Bearer {TOKEN}").as_bytes()]));
+        // RFC 7235: the scheme is case-insensitive; spaces before the token are allowed.
+        assert!(admits(&[format!("bearer {TOKEN}").as_bytes()]));
+        assert!(admits(&[format!("BEARER   {TOKEN}").as_bytes()]));
+
+        assert!(!admits(&[]));
+        assert!(!admits(&[b"Bearer"]));
+        assert!(!admits(&[b"Bearer "]));
+        assert!(!admits(&[TOKEN.as_bytes()]));
+        assert!(!admits(&[format!("Basic {TOKEN}").as_bytes()]));
+        assert!(!admits(&[format!("Bearer{TOKEN}").as_bytes()]));
+        assert!(!admits(&[format!("Bearer {TOKEN}x").as_bytes()]));
+        assert!(!admits(&[format!("Bearer {}", &TOKEN[1..]).as_bytes()]));
+        assert!(!admits(&[format!("Bearer {TOKEN} {TOKEN}").as_bytes()]));
+        assert!(!admits(&[
+            format!("Bearer {}", TOKEN.to_uppercase()).as_bytes()
+        ]));
+        assert!(!admits(&[b"Bearer \xff\xfe0123456789abcdef"]));
+        let huge = format!("Bearer {}", "a".repeat(1 << 20));
+        assert!(!admits(&[huge.as_bytes()]));
+        // Two headers, even with the right one among them: which one counts would be a guess.
+        let right = format!("Bearer {TOKEN}");
+        assert!(!admits(&[right.as_bytes(), right.as_bytes()]));
+        assert!(!admits(&[
+            b"Bearer wrong-token-0123456789",
+            right.as_bytes()
+        ]));
+    }
+
+    #[test]
+    fn bad_tokens_are_refused_with_a_reason_that_does_not_show_them() {
+        let refused = |bytes: &[u8], why: &str| {
+            let error = MetricsToken::new(bytes).expect_err(why);
+            assert!(error.contains(why), "{error}");
+            assert!(!error.contains("secret"), "{error}");
+        };
+        refused(b"", "is empty");
+        refused(b"secret", "6 bytes; give at least 16");
+        refused(b"secret-but-not-\xffutf8", "not UTF-8 (at byte 15)");
+        refused(b"secret with-a-space-inside", "whitespace at byte 6");
+        refused(b"secret-with-a-tab\t-inside", "whitespace at byte 17");
+        refused(b"secret-two-lines\nsecret-two", "a line break");
+        refused(
+            b"secret-with-a-bell\x07-in-it",
+            "a control character at byte 18",
+        );
+        refused(
+            b"secret-with-a-DEL\x7f-in-it",
+            "a control character at byte 17",
+        );
+        refused(
+            "secret-với-dấu-tiếng-việt".as_bytes(),
+            "not ASCII at byte 8",
+        );
+        refused(&[b'a'; MAX_TOKEN_BYTES + 1], "more than 4096 bytes");
+        assert!(MetricsToken::new(&[b'a'; MAX_TOKEN_BYTES]).is_ok());
+        assert!(MetricsToken::new(&[b'a'; MIN_TOKEN_BYTES]).is_ok());
+        assert_eq!(
+            format!("{:?}", MetricsToken::new(TOKEN.as_bytes()).unwrap()),
+            "MetricsToken(..)"
+        );
+    }
+
+    #[test]
+    fn a_token_file_loses_one_line_ending() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = |name: &str, contents: &[u8]| {
+            let path = dir.path().join(name);
+            std::fs::write(&path, contents).unwrap();
+            MetricsToken::read(&path)
+        };
+        let bearer = http::HeaderValue::from_str(&format!("Bearer {TOKEN}")).unwrap();
+        let mut right = http::HeaderMap::new();
+        right.insert(http::header::AUTHORIZATION, bearer);
+        for contents in [
+            TOKEN.to_owned(),
+            format!("{TOKEN}\n"),
+            format!("{TOKEN}\r\n"),
+        ] {
+            assert!(file("t", contents.as_bytes()).unwrap().admits(&right));
+        }
+        assert!(file("t", format!("{TOKEN}\n\n").as_bytes()).is_err());
+        assert!(file("t", format!("{TOKEN} \n").as_bytes()).is_err());
+        assert!(file("t", b"\n").unwrap_err().contains("is empty"));
+        let long = file("t", &[b'a'; 1 << 20]).unwrap_err();
+        assert!(long.contains("more than 4096 bytes"), "{long}");
+        let missing = MetricsToken::read(&dir.path().join("missing")).unwrap_err();
+        assert!(
+            missing.starts_with("cannot be read: No such file"),
+            "{missing}"
+        );
+        let folder = MetricsToken::read(dir.path()).unwrap_err();
+        assert!(folder.contains("is a directory"), "{folder}");
+    }
+}
