@@ -94,63 +94,87 @@ fn game_over_line(lines: &Lines, who: &str) -> String {
         .unwrap_or_else(|| panic!("{who} printed no game over line"))
 }
 
-/// The numbers `who` printed add up: the last move's score is the one before it, plus what the
-/// move captured (`captured C`), plus what the end-of-game collection gave each player (its
-/// own `end of game:` line), so that nobody is left wondering where points came from.
-fn assert_the_last_score_adds_up(lines: &Lines, who: &str) {
-    let stdout = lines.stdout_of(who);
-    let score = |line: &str| -> (i64, i64) {
-        let (first, second) = line
-            .rsplit_once("score ")
-            .and_then(|(_, s)| s.trim_end_matches(')').split_once(':'))
-            .unwrap_or_else(|| panic!("no score: {line}"));
-        (
-            first.parse().expect("first"),
-            second.parse().expect("second"),
-        )
-    };
+/// `score F:S` at the end of a stable line.
+fn score_of(line: &str) -> (i64, i64) {
+    let (first, second) = line
+        .rsplit_once("score ")
+        .and_then(|(_, s)| s.trim_end_matches(')').split_once(':'))
+        .unwrap_or_else(|| panic!("no score: {line}"));
+    (
+        first.parse().expect("first"),
+        second.parse().expect("second"),
+    )
+}
+
+/// The numbers printed add up, move after move: each move's score is the one before it, plus
+/// what the move captured (`captured C`), less what the opponent's refill took from their
+/// count (its own `refill:` line), plus what the end-of-game collection gave each player (its
+/// own `end of game:` line), so that nobody is left wondering where points came from. Returns
+/// how many refills were said.
+fn assert_the_scores_add_up(stdout: &[String], who: &str) -> usize {
     let moves: Vec<usize> = (0..stdout.len())
         .filter(|&i| stdout[i].starts_with("move "))
         .collect();
-    let (Some(&last), Some(&before)) = (moves.last(), moves.iter().rev().nth(1)) else {
-        panic!("{who} played fewer than two moves: {stdout:#?}");
-    };
-    let (line, (first0, second0)) = (&stdout[last], score(&stdout[before]));
-    let (first, second) = score(line);
-    let captured: i64 = line
-        .split(", captured ")
-        .nth(1)
-        .and_then(|rest| rest.split(',').next())
-        .and_then(|c| c.parse().ok())
-        .unwrap_or_else(|| panic!("no capture count: {line}"));
-    let (mut to_first, mut to_second) = (0, 0);
-    if let Some(collected) = stdout
-        .get(last + 1)
-        .filter(|l| l.starts_with("end of game: "))
-    {
-        let share = |side: &str| -> i64 {
-            collected
-                .split(&format!("{side} +"))
-                .nth(1)
-                .and_then(|rest| rest.split([',', ' ']).next())
-                .and_then(|n| n.parse().ok())
-                .unwrap_or_else(|| panic!("no share of {side}: {collected}"))
-        };
-        (to_first, to_second) = (share("first"), share("second"));
-        assert_eq!(score(collected), (first, second), "{collected}");
-    }
-    let (mover_gain, other_gain) = if line.contains(": first plays ") {
-        (first - first0 - to_first, second - second0 - to_second)
-    } else {
-        (second - second0 - to_second, first - first0 - to_first)
-    };
-    assert_eq!(
-        (mover_gain, other_gain),
-        (captured, 0),
-        "{who}: {}\n{line}\n{:?}",
-        stdout[before],
-        stdout.get(last + 1)
+    assert!(
+        moves.len() >= 2,
+        "{who} played fewer than two moves: {stdout:#?}"
     );
+    let mut refills = 0;
+    for pair in moves.windows(2) {
+        let (before, at) = (pair[0], pair[1]);
+        let (first0, second0) = score_of(&stdout[before]);
+        let line = &stdout[at];
+        let (first, second) = score_of(line);
+        let captured: i64 = line
+            .split(", captured ")
+            .nth(1)
+            .and_then(|rest| rest.split(',').next())
+            .and_then(|c| c.parse().ok())
+            .unwrap_or_else(|| panic!("no capture count: {line}"));
+        let next = moves
+            .iter()
+            .find(|&&i| i > at)
+            .copied()
+            .unwrap_or(stdout.len());
+        let said = &stdout[at + 1..next];
+        let (mut to_first, mut to_second) = (0, 0);
+        if let Some(refill) = said.iter().find(|l| l.starts_with("refill: ")) {
+            refills += 1;
+            assert_eq!(score_of(refill), (first, second), "{refill}");
+            if refill.starts_with("refill: first's ") {
+                to_first -= 5;
+            } else {
+                assert!(refill.starts_with("refill: second's "), "{refill}");
+                to_second -= 5;
+            }
+            assert!(refill.contains(" -5"), "{refill}");
+        }
+        if let Some(collected) = said.iter().find(|l| l.starts_with("end of game: ")) {
+            let share = |side: &str| -> i64 {
+                collected
+                    .split(&format!("{side} +"))
+                    .nth(1)
+                    .and_then(|rest| rest.split([',', ' ']).next())
+                    .and_then(|n| n.parse().ok())
+                    .unwrap_or_else(|| panic!("no share of {side}: {collected}"))
+            };
+            to_first += share("first");
+            to_second += share("second");
+            assert_eq!(score_of(collected), (first, second), "{collected}");
+        }
+        let (mover_gain, other_gain) = if line.contains(": first plays ") {
+            (first - first0 - to_first, second - second0 - to_second)
+        } else {
+            (second - second0 - to_second, first - first0 - to_first)
+        };
+        assert_eq!(
+            (mover_gain, other_gain),
+            (captured, 0),
+            "{who}: the score does not add up:\n{}\n{line}\n{said:#?}",
+            stdout[before],
+        );
+    }
+    refills
 }
 
 #[test]
@@ -232,8 +256,10 @@ fn two_clis_play_a_whole_game_through_stdin() {
     );
     for who in ["alice", "bob"] {
         assert_turn_line_before_each_prompt(&lines, who);
-        assert_the_last_score_adds_up(&lines, who);
+        assert_the_scores_add_up(&lines.stdout_of(who), who);
     }
+    let text: Vec<String> = text.stdout.lines().map(str::to_owned).collect();
+    assert_the_scores_add_up(&text, "moves");
 }
 
 #[test]
@@ -1096,21 +1122,22 @@ fn moves_piped_ahead_are_played_each_at_its_turn() {
     }
 }
 
-/// A game that ends with stones left on the board: the last move's `captured` counts only its
-/// captures, its score the end-of-game collection too, and the `end of game:` line after it
-/// says what each player collected, so that the numbers add up (for both seats and for
-/// `oanquan moves`).
+/// A game with a refill that ends with stones left on the board: a move's `captured` counts
+/// only its captures, its score the opponent's refill and the end-of-game collection too, and
+/// the `refill:` and `end of game:` lines after it say what each player lost or collected, so
+/// that the numbers add up move after move (for both seats and for `oanquan moves`).
 #[test]
-fn the_end_of_game_collection_is_said_and_the_scores_add_up() {
+fn refills_and_the_end_of_game_collection_are_said_and_the_scores_add_up() {
     use oanquan_rules::{Direction, Game, Player, Preset, Step};
-    // A line of play from the standard start, found by trying seeds: short, and ending with
-    // stones to collect.
+    // A line of play from the standard start, found by trying seeds: short, with a refill, and
+    // ending with stones to collect.
     let scripts = (0..500u64)
         .find_map(|seed| {
             let mut rng = Lcg(seed);
             let mut game = Game::new(Preset::Standard.rules()).expect("standard rules");
             let mut scripts: [Vec<String>; 2] = [Vec::new(), Vec::new()];
             let mut last = Vec::new();
+            let mut refilled = false;
             while !game.is_over() && scripts[0].len() + scripts[1].len() < 80 {
                 let position = game.position();
                 let (seat, offset) = match position.to_move() {
@@ -1125,14 +1152,15 @@ fn the_end_of_game_collection_is_said_and_the_scores_add_up() {
                 };
                 scripts[seat].push(format!("{} {side}", mv.square - offset));
                 last = game.play(mv).ok()?;
+                refilled |= last.iter().any(|step| matches!(step, Step::Refill { .. }));
             }
             let collected = last.iter().find_map(|step| match step {
                 Step::GameOver { collected, .. } => Some(collected.first + collected.second),
                 _ => None,
             })?;
-            (game.is_over() && collected > 0).then_some(scripts)
+            (game.is_over() && collected > 0 && refilled).then_some(scripts)
         })
-        .expect("a seed whose game ends with stones to collect");
+        .expect("a seed whose game has a refill and ends with stones to collect");
 
     let server = Server::start();
     let url = server.url();
@@ -1156,9 +1184,15 @@ fn the_end_of_game_collection_is_said_and_the_scores_add_up() {
             "{who}:\n{}",
             out.join("\n")
         );
-        assert_the_last_score_adds_up(&lines, who);
+        assert!(
+            assert_the_scores_add_up(&lines.stdout_of(who), who) > 0,
+            "{who}:\n{}",
+            out.join("\n")
+        );
     }
     let listed = run_cli(&url, alice_dir.path(), &["moves", &id]);
+    let owned: Vec<String> = listed.stdout.lines().map(str::to_owned).collect();
+    assert!(assert_the_scores_add_up(&owned, "moves") > 0, "{owned:#?}");
     let listed: Vec<&str> = listed.stdout.lines().collect();
     let end = listed
         .iter()

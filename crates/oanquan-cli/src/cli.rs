@@ -436,6 +436,11 @@ traces) are for people; the others are, one per line:
     turn: SEAT                                  whose turn it is now
     move N: SEAT plays S DIR (ring R +1|-1), captured C, score F:S
                                                 S and DIR in the mover's own terms
+    refill: SEAT's squares were empty, 1 stone  after a move whose opponent had no stones
+      put in each: SEAT -5[, B of them          left on their side: their refill, taken from
+      borrowed, a debt of D] (score F:S)        their count (counted in the score F:S, not in
+                                                the move's C); B stones borrowed when the
+                                                count goes below zero, D the debt so far
     end of game: the N stones left on the board after the last move, one line: what each
       go to the players, first +A, second +B    side collected (counted in the score F:S, not
       (score F:S)                               in the move's C)

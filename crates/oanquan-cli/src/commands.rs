@@ -20,7 +20,7 @@ use crate::clocks::{LocalClocks, format_clock};
 use crate::context::Context;
 use crate::error::{CliError, code, typed};
 use crate::json;
-use crate::live::{collection_line, end_line, game_over_line, move_line};
+use crate::live::{end_line, game_over_line, summary_lines};
 use crate::moves::Side;
 use crate::output::table;
 use crate::output::{out, out_inline, out_lines, shown, shown_name};
@@ -501,8 +501,7 @@ pub async fn moves(ctx: &Context, clients: &mut Clients, args: &MovesArgs) -> Re
     let quan_value = game.rule_set.as_ref().map_or(0, |r| r.quan_value);
     let mut lines = Vec::new();
     for record in &response.moves {
-        lines.push(move_line(record, quan_value));
-        lines.extend(collection_line(record));
+        lines.extend(summary_lines(record, quan_value));
         if args.trace {
             lines.extend(board::trace_lines(&record.steps));
         }

@@ -160,6 +160,55 @@ pub fn collection_line(record: &MoveRecord) -> Option<String> {
     ))
 }
 
+/// Stones a refill puts on the board, one in each of the player's five squares, and so takes
+/// from their captured count (RULES.md, "Refill").
+const REFILL_STONES: i64 = 5;
+
+/// After a move, the refill of the next player's empty side (stable format, see `play --help`):
+/// `refill: second's squares were empty, 1 stone put in each: second -5 (score 33:31)`, and
+/// when the count goes below zero what was borrowed and the debt: `..., second -5, 4 of them
+/// borrowed, a debt of 4 (score 66:-4)`. The move line's `captured` counts the mover's
+/// captures only, while its score already has the refill taken off: without this line the two
+/// would not add up. `None` when the trace has no refill.
+pub fn refill_line(record: &MoveRecord) -> Option<String> {
+    let refill = record.steps.iter().find_map(|step| match &step.kind {
+        Some(oanquan_proto::v1::step::Kind::Refill(refill)) => Some(refill),
+        _ => None,
+    })?;
+    let who = Side::from_i32(refill.player).map_or("?", Side::name);
+    let after = i64::from(refill.captured_after);
+    let debt = if after < 0 {
+        // Of the five stones, those the player's captured count did not cover.
+        let borrowed = after.saturating_neg().min(REFILL_STONES);
+        format!(
+            ", {borrowed} of them borrowed, a debt of {}",
+            after.saturating_neg()
+        )
+    } else {
+        String::new()
+    };
+    let scores = record
+        .position
+        .as_ref()
+        .and_then(|p| p.scores)
+        .unwrap_or_default();
+    Some(format!(
+        "refill: {who}'s squares were empty, 1 stone put in each: {who} -{REFILL_STONES}{debt} \
+         (score {}:{})",
+        scores.first, scores.second
+    ))
+}
+
+/// Everything said about a move in stable lines: its `move N:` line, then the refill of the
+/// next player's side or the end-of-game collection that its score includes (see
+/// [`refill_line`], [`collection_line`]), so that the numbers shown add up to the score.
+pub fn summary_lines(record: &MoveRecord, quan_value: u32) -> Vec<String> {
+    let mut lines = vec![move_line(record, quan_value)];
+    lines.extend(refill_line(record));
+    lines.extend(collection_line(record));
+    lines
+}
+
 /// `game over: first wins 29:41 (mandarins)` (stable format, see `play --help`).
 pub fn game_over_line(result: Option<&GameResult>) -> String {
     let result = result.cloned().unwrap_or_default();
@@ -810,10 +859,7 @@ impl Live {
         if self.output.json {
             return Ok(());
         }
-        out(move_line(record, self.quan_value()))?;
-        if let Some(line) = collection_line(record) {
-            out(line)?;
-        }
+        out_lines(&summary_lines(record, self.quan_value()))?;
         let consistent = before.ply.saturating_add(1) == self.ply();
         // Too narrow for the board's box: frames would wrap and be redrawn over the wrong
         // lines, so the steps come as text.
@@ -979,6 +1025,81 @@ mod tests {
             kind: Some(step::Kind::GameOver(step::GameOver::default())),
         };
         assert_eq!(collection_line(&empty), None);
+    }
+
+    /// RULES.md's examples 4 and 6: a move whose score changes by more than its capture,
+    /// because the opponent's side was empty and refilled from their captured stones.
+    #[test]
+    fn a_refill_is_said_with_the_move_so_that_the_score_adds_up() {
+        let record = |steps: Vec<Step>, first: i32, second: i32| MoveRecord {
+            number: 51,
+            player: 1,
+            r#move: Some(Move {
+                square: Some(5),
+                direction: Direction::Right.into(),
+            }),
+            steps,
+            position: Some(Position {
+                scores: Some(PlayerPair { first, second }),
+                ..Position::default()
+            }),
+            play_time: None,
+        };
+        let capture = |square, stones| Step {
+            kind: Some(step::Kind::Capture(step::Capture {
+                square: Some(square),
+                stones,
+                pieces: 0,
+                player: 1,
+            })),
+        };
+        let refill = |captured_after| Step {
+            kind: Some(step::Kind::Refill(step::Refill {
+                player: 2,
+                captured_after,
+            })),
+        };
+        // Example 4: 30:36, the first player captures 3, the second refills: 33:31.
+        let four = record(
+            vec![capture(8, 1), capture(10, 1), capture(0, 1), refill(31)],
+            33,
+            31,
+        );
+        assert_eq!(
+            summary_lines(&four, 10),
+            [
+                "move 51: first plays 5 right (ring 5 +1), captured 3, score 33:31",
+                "refill: second's squares were empty, 1 stone put in each: second -5 \
+                 (score 33:31)",
+            ]
+        );
+        // Example 6: 66:1, nothing captured, the second player refills with 1 and borrows 4.
+        let six = record(vec![refill(-4)], 66, -4);
+        assert_eq!(
+            refill_line(&six).as_deref(),
+            Some(
+                "refill: second's squares were empty, 1 stone put in each: second -5, \
+                 4 of them borrowed, a debt of 4 (score 66:-4)"
+            )
+        );
+        // Already in debt: all five borrowed.
+        let again = record(vec![refill(-9)], 70, -9);
+        assert!(
+            refill_line(&again)
+                .is_some_and(|l| l.ends_with("5 of them borrowed, a debt of 9 (score 70:-9)")),
+            "{:?}",
+            refill_line(&again)
+        );
+        // Down to exactly zero: nothing borrowed.
+        let zero = record(vec![refill(0)], 70, 0);
+        assert!(
+            refill_line(&zero).is_some_and(|l| l.ends_with(": second -5 (score 70:0)")),
+            "{:?}",
+            refill_line(&zero)
+        );
+        // No refill, no line.
+        assert_eq!(refill_line(&record(vec![capture(2, 6)], 6, 0)), None);
+        assert_eq!(summary_lines(&record(vec![], 0, 0), 10).len(), 1);
     }
 
     #[test]
