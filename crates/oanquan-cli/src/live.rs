@@ -869,7 +869,10 @@ impl Live {
             Some(delay) if live && consistent && fits => {
                 let hidden = output::hide_prompt()?;
                 self.animate(&before, record, delay, width).await?;
-                output::show_prompt(hidden)
+                // The clock line comes back as it reads now, with the move's new reading, not
+                // as it was before the animation until the next tick.
+                let clocks = self.clock_line(Instant::now()).filter(|_| !self.over);
+                output::show_prompt(hidden.with_status(clocks))
             }
             _ => {
                 out_lines(&board::trace_lines(&record.steps))?;

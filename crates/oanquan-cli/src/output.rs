@@ -164,6 +164,19 @@ pub struct Hidden {
     status: Option<String>,
 }
 
+impl Hidden {
+    /// The status line to show over the prompt when it comes back: `now`, the line as it reads
+    /// at that moment, rather than the one taken off (the clocks of an animation's start, up to
+    /// a tick behind, and from before the move's new reading). Only a prompt that had a status
+    /// line gets one back; `None` shows the prompt without it (the clocks stopped).
+    pub fn with_status(mut self, now: Option<String>) -> Self {
+        if self.status.is_some() {
+            self.status = now;
+        }
+        self
+    }
+}
+
 /// Takes the prompt off the screen while something redraws the lines above the cursor by
 /// counting them (the board's animation), which a prompt drawn again after each frame would
 /// throw off by one.
@@ -472,6 +485,21 @@ mod tests {
         assert_eq!(screen.status, Status::None);
         let mut screen = on_screen(None, Status::None);
         assert_eq!(around_message(&mut screen), (String::new(), String::new()));
+    }
+
+    #[test]
+    fn a_prompt_shown_again_carries_the_status_line_as_it_reads_now() {
+        let hidden = |status: Option<&str>| Hidden {
+            prompt: Some("your move> ".to_owned()),
+            status: status.map(str::to_owned),
+        };
+        let now = || Some("clocks: first 4:51 (running), second 5:02".to_owned());
+        let shown = hidden(Some("clocks: first 4:58, second 5:00 (running)")).with_status(now());
+        assert_eq!(shown.status, now());
+        assert_eq!(shown.prompt.as_deref(), Some("your move> "));
+        // A prompt without clocks over it does not get them; clocks that stopped go away.
+        assert_eq!(hidden(None).with_status(now()).status, None);
+        assert_eq!(hidden(Some("clocks: old")).with_status(None).status, None);
     }
 
     #[test]
