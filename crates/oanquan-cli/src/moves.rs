@@ -271,7 +271,8 @@ pub fn parse_input(line: &str) -> Result<Input, InputError> {
     if let Some(command) = command {
         return Ok(command);
     }
-    parse_move(&text).map(Input::Move)
+    // The line as typed, so that a refusal quotes it as typed (not lower-cased).
+    parse_move(line).map(Input::Move)
 }
 
 /// Parses a move in the player's own terms.
@@ -304,6 +305,18 @@ pub fn parse_move(text: &str) -> Result<LocalMove, InputError> {
     if !number.chars().all(|c| c.is_ascii_digit()) || word.contains(|c: char| c.is_ascii_digit()) {
         return Err(InputError(format!(
             "`{typed}` is not a move: one square number and one direction, e.g. `3 r`"
+        )));
+    }
+    // Letters that are no direction, with a number that is no square or with more than one
+    // word of them (`bad utf8`, `3 r r`): the line is no move at all, rather than a wrong
+    // square or a direction nobody typed (`rr`). A single unknown word after a square (`3 up`)
+    // is named as the direction it stands for.
+    let known_direction = word.is_empty() || DIRECTION_WORDS.iter().any(|(w, _)| *w == word);
+    let named_as_direction =
+        matches!(number.parse::<u8>(), Ok(1..=5)) && text.to_lowercase().contains(word);
+    if !known_direction && !named_as_direction {
+        return Err(InputError(format!(
+            "`{typed}` is not a move: type a square 1-5 and a direction, e.g. `3 r` or `2 left` (`help` for more)"
         )));
     }
     let square = match number.parse::<u8>() {
@@ -393,6 +406,19 @@ mod tests {
             ("--3r", "not a move"),
             (",3r", "not a move"),
             ("3r-", "not a move"),
+            // Words that are no direction make the line no move: not a wrong square taken from
+            // its digits (`utf8`), nor a direction nobody typed (`rr`).
+            ("\u{fffd}\u{fffd} bad utf8", "is not a move"),
+            ("hello 8", "is not a move"),
+            ("3 r r", "`3 r r` is not a move"),
+            ("3 up up", "`3 up up` is not a move"),
+            ("18446744073709551616 up", "is not a move"),
+            (
+                "18446744073709551616 r",
+                "square `18446744073709551616` is out of range",
+            ),
+            ("-5 r", "not a move"),
+            ("hello 3", "`hello` is not a direction"),
         ] {
             match parse_input(text) {
                 Err(InputError(msg)) => assert!(msg.contains(needle), "{text:?}: {msg}"),
@@ -418,6 +444,11 @@ mod tests {
             assert!(msg.len() < 300, "{msg}");
             assert!(!msg.contains(|c: char| c.is_control()), "{msg:?}");
         }
+        // As typed: not lower-cased.
+        let Err(InputError(msg)) = parse_input("\u{1b}[2J Nope") else {
+            panic!("parsed")
+        };
+        assert!(msg.starts_with(r"`\u{1b}[2J Nope` is not a move"), "{msg}");
     }
 
     #[test]
