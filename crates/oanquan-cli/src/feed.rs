@@ -255,7 +255,8 @@ impl Feed {
     }
 
     fn classify(&mut self, status: &tonic::Status, progress: bool) -> Ended {
-        let what = format!("watch game {}", self.game_id);
+        // The id as typed (`oanquan watch ID`): escaped and cut, as arguments are quoted.
+        let what = format!("watch game {}", crate::error::typed(&self.game_id));
         match status.code() {
             Code::NotFound
             | Code::InvalidArgument
@@ -372,6 +373,31 @@ mod tests {
         );
         assert!(f.accept(over).is_some());
         assert!(f.over);
+    }
+
+    /// `oanquan watch ID` with an id the server refuses: the message quotes it as arguments
+    /// are quoted, escaped and cut, so that it cannot write control sequences or fill the
+    /// screen.
+    #[test]
+    fn a_refused_game_id_is_quoted_escaped_and_cut() {
+        let (mut f, _rx) = feed();
+        f.game_id = "a\x1b]0;pwn\x07b".into();
+        let Ended::Fatal(err) = f.classify(&tonic::Status::invalid_argument("bad id"), false)
+        else {
+            panic!("not fatal");
+        };
+        assert!(!err.message.contains('\x1b'), "{:?}", err.message);
+        assert!(
+            err.message.contains(r"a\u{1b}]0;pwn\u{7}b"),
+            "{:?}",
+            err.message
+        );
+        f.game_id = "x".repeat(5000);
+        let Ended::Fatal(err) = f.classify(&tonic::Status::not_found("no"), false) else {
+            panic!("not fatal");
+        };
+        assert!(err.message.len() < 400, "{} bytes", err.message.len());
+        assert!(err.message.contains(&format!("{}…", "x".repeat(64))));
     }
 
     #[test]

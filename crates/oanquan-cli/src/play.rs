@@ -75,7 +75,7 @@ pub async fn watch(ctx: &Context, clients: Clients, args: &WatchArgs) -> Result<
                 "--from-start does not combine with --json: --json prints the game's event \
                  stream as the server sends it, and the earlier moves are not on it; print them \
                  with `oanquan moves {} --json`",
-                args.game
+                crate::error::typed(&args.game)
             ),
         ));
     }
