@@ -5,7 +5,7 @@
 //! ```text
 //! cargo run --release -p oanquan-ai --example match -- --a LEVEL --b LEVEL [--games N]
 //!     [--a-eval W] [--b-eval W] [--a-book on|off] [--b-book on|off] [--a-mistakes on|off] [--b-mistakes on|off] [--a-nodes N] [--b-nodes N]
-//!     [--ms MS | --nodes N] [--preset PRESET] [--seed S] [--opening PLIES] [--balanced POINTS]
+//!     [--ms MS | --nodes N] [--preset PRESET] [--seed S] [--opening PLIES] [--balanced POINTS] [--playable]
 //!     [--threads T] [--sprt ELO0,ELO1] [--alpha A] [--beta B] [--verbose]
 //! ```
 //!
@@ -17,7 +17,10 @@
 //! per node). Games come in pairs: both games of a pair start with the same
 //! `--opening` random plies (default 2), A moves first in the first game and second in the other.
 //! With `--balanced B` only openings that a quick search scores within ±B points are used (the
-//! game strongly favours whoever is ahead after the opening). `--nodes` replaces the time budget
+//! game strongly favours whoever is ahead after the opening). With `--playable`, openings in which
+//! the side to move has a move that ends the game are skipped too: in one game of such a pair the
+//! engine that moves second may never move (its opponent ends the game first), so the game
+//! measures the opening and not the engines. `--nodes` replaces the time budget
 //! with a node budget per move: the whole match is then reproducible for a given `--seed`, and
 //! its result does not depend on `--threads` (pairs are played on that many threads, each game
 //! with its own engines, and counted in pair order). Each side keeps one engine per game and
@@ -36,7 +39,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use oanquan_ai::{Engine, EvalWeights, Level, SearchLimits, choose_move};
-use oanquan_rules::{EndReason, Game, Player, Preset};
+use oanquan_rules::{EndReason, Game, Player, Position, Preset};
 
 #[derive(Clone, Copy)]
 struct Side {
@@ -88,6 +91,7 @@ struct Args {
     seed: u64,
     opening: u32,
     balanced: Option<i32>,
+    playable: bool,
     threads: usize,
     sprt: Option<(f64, f64)>,
     alpha: f64,
@@ -107,6 +111,7 @@ impl Default for Args {
             seed: 1,
             opening: 2,
             balanced: None,
+            playable: false,
             threads: 1,
             sprt: None,
             alpha: 0.05,
@@ -119,7 +124,7 @@ impl Default for Args {
 fn usage(msg: &str) -> ! {
     eprintln!("{msg}");
     eprintln!(
-        "usage: match --a LEVEL --b LEVEL [--a-eval W] [--b-eval W] [--a-book on|off] [--b-book on|off] [--a-mistakes on|off] [--b-mistakes on|off] [--a-nodes N] [--b-nodes N] [--games N] [--ms MS | --nodes N] [--preset P] [--seed S] [--opening PLIES] [--balanced POINTS] [--threads T] [--sprt ELO0,ELO1] [--alpha A] [--beta B] [--verbose]"
+        "usage: match --a LEVEL --b LEVEL [--a-eval W] [--b-eval W] [--a-book on|off] [--b-book on|off] [--a-mistakes on|off] [--b-mistakes on|off] [--a-nodes N] [--b-nodes N] [--games N] [--ms MS | --nodes N] [--preset P] [--seed S] [--opening PLIES] [--balanced POINTS] [--playable] [--threads T] [--sprt ELO0,ELO1] [--alpha A] [--beta B] [--verbose]"
     );
     std::process::exit(2);
 }
@@ -149,6 +154,10 @@ fn parse_args() -> Args {
     while let Some(flag) = it.next() {
         if flag == "--verbose" {
             args.verbose = true;
+            continue;
+        }
+        if flag == "--playable" {
+            args.playable = true;
             continue;
         }
         let value = it
@@ -203,7 +212,8 @@ fn mix(mut z: u64) -> u64 {
 }
 
 /// The opening of a pair: `--opening` random plies; with `--balanced B`, the first such opening
-/// (trying seeds in turn) that a 200 000-node search scores within ±B points.
+/// (trying seeds in turn) that a 200 000-node search scores within ±B points; with `--playable`,
+/// also one where no move of the side to move ends the game.
 fn opening(args: &Args, pair: u64, cancel: &AtomicBool) -> Game {
     for attempt in 0u64.. {
         let mut game = Game::new(args.preset.rules()).expect("presets are valid");
@@ -220,6 +230,9 @@ fn opening(args: &Args, pair: u64, cancel: &AtomicBool) -> Game {
             };
             game.play(mv).expect("legal");
         }
+        if args.playable && (game.is_over() || ends_at_once(game.position())) && attempt < 1000 {
+            continue;
+        }
         let Some(bound) = args.balanced else {
             return game;
         };
@@ -233,6 +246,15 @@ fn opening(args: &Args, pair: u64, cancel: &AtomicBool) -> Game {
         }
     }
     unreachable!("the loop returns")
+}
+
+/// Whether some move of the side to move ends the game.
+fn ends_at_once(position: &Position) -> bool {
+    position.legal_moves().iter().any(|&mv| {
+        let mut next = *position;
+        next.play_unchecked(mv);
+        next.is_over()
+    })
 }
 
 /// One finished game, from A's point of view.
@@ -426,10 +448,13 @@ fn report(args: &Args, games: &[GameResult], elapsed: Duration) {
         (None, Some(t)) => format!("{} ms/move", t.as_millis()),
         _ => "no limit".into(),
     };
-    let opening = match args.balanced {
+    let mut opening = match args.balanced {
         Some(b) => format!("{} random plies within ±{b}", args.opening),
         None => format!("{} random plies", args.opening),
     };
+    if args.playable {
+        opening.push_str(", no move ending the game");
+    }
     let [f, sc] = by_colour;
     println!(
         "{} vs {}, {}, {budget}, opening {opening}, seed {}: {} games: W {wins} D {draws} L {losses} = {:.1}% score (A first {}/{}/{}, A second {}/{}/{}), mean diff {:+.1} points, mean {:.0} plies, ends mandarins/repetition/ply-limit {}/{}/{}, {:.0}s",
