@@ -323,7 +323,9 @@ impl http_body::Body for Ending {
     }
 
     fn is_end_stream(&self) -> bool {
-        self.done
+        // An answer that is over before its first frame (trailers-only: the status is in its
+        // headers) must say so, or it would be polled and could end with a second status.
+        self.done || self.inner.is_end_stream()
     }
 }
 
@@ -437,6 +439,18 @@ mod tests {
         short.insert("grpc-message", "not found".parse().unwrap());
         cut_message(&mut short);
         assert_eq!(short["grpc-message"], "not found");
+    }
+
+    #[test]
+    fn a_trailers_only_answer_stays_without_trailers() {
+        let refused = Arc::new(OnceLock::new());
+        let _ = refused.set(Status::resource_exhausted("slow down"));
+        let ending = Ending {
+            inner: Body::empty(),
+            refused,
+            done: false,
+        };
+        assert!(http_body::Body::is_end_stream(&ending));
     }
 
     #[test]
