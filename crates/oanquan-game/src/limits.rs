@@ -5,6 +5,8 @@
 //! * [`OpenGames`]: how many waiting or active games one client address has created (the
 //!   manager checks it in `create_game_from`; the store keeps each game's creator, so a restart
 //!   counts them again);
+//! * [`ClientPlaces`]: how many of something a client holds open at once (the server's health
+//!   `Watch` streams), each place given back when its holder drops it;
 //! * idle games are aborted by [`crate::reaper`], a client of the manager.
 //!
 //! A "client" is a peer address as the TCP connection shows it, normalised by [`client_key`]
@@ -322,6 +324,81 @@ impl Drop for OpenGameSlot {
     }
 }
 
+/// Places per client for something a client holds open (a stream): at most `max` each, 0 for
+/// no limit; unknown clients and, if exempted, loopback ones are not counted. A place is given
+/// back when its [`ClientPlace`] drops. At most one entry per client holding a place, so the
+/// map is bounded by what the places themselves are (streams, each bounded elsewhere).
+#[derive(Debug)]
+pub struct ClientPlaces {
+    max: usize,
+    exempt_loopback: bool,
+    held: Mutex<HashMap<IpAddr, usize>>,
+}
+
+/// One client's place in [`ClientPlaces`], held for as long as this lives.
+#[derive(Debug)]
+#[must_use]
+pub struct ClientPlace {
+    owner: Option<(Arc<ClientPlaces>, IpAddr)>,
+}
+
+impl ClientPlaces {
+    /// At most `max` places per client; 0 means no limit.
+    #[must_use]
+    pub fn new(max: usize, exempt_loopback: bool) -> Arc<ClientPlaces> {
+        Arc::new(ClientPlaces {
+            max,
+            exempt_loopback,
+            held: Mutex::default(),
+        })
+    }
+
+    /// The most places one client may hold (0: no limit).
+    #[must_use]
+    pub fn max(&self) -> usize {
+        self.max
+    }
+
+    /// A place for `client`, or `None` when it already holds the maximum.
+    pub fn take(self: &Arc<Self>, client: Option<IpAddr>) -> Option<ClientPlace> {
+        let client = match client {
+            Some(ip) if self.max > 0 && !(self.exempt_loopback && ip.is_loopback()) => {
+                client_key(ip)
+            }
+            _ => return Some(ClientPlace { owner: None }),
+        };
+        let mut held = lock(&self.held);
+        let count = held.entry(client).or_insert(0);
+        if *count >= self.max {
+            return None;
+        }
+        *count += 1;
+        Some(ClientPlace {
+            owner: Some((Arc::clone(self), client)),
+        })
+    }
+
+    /// Places `ip` holds.
+    #[must_use]
+    pub fn count(&self, ip: IpAddr) -> usize {
+        lock(&self.held).get(&client_key(ip)).copied().unwrap_or(0)
+    }
+}
+
+impl Drop for ClientPlace {
+    fn drop(&mut self) {
+        if let Some((places, client)) = self.owner.take() {
+            let mut held = lock(&places.held);
+            if let Some(count) = held.get_mut(&client) {
+                *count -= 1;
+                if *count == 0 {
+                    held.remove(&client);
+                }
+            }
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -403,5 +480,45 @@ mod tests {
         for _ in 0..5 {
             games.reserve(None).unwrap().bind(&one);
         }
+    }
+
+    #[test]
+    fn client_places_are_counted_per_client_and_given_back_on_drop() {
+        let places = ClientPlaces::new(2, true);
+        let a: IpAddr = "203.0.113.7".parse().unwrap();
+        let a_mapped: IpAddr = "::ffff:203.0.113.7".parse().unwrap();
+        let b: IpAddr = "2001:db8::1".parse().unwrap();
+        let b_same_64: IpAddr = "2001:db8::2".parse().unwrap();
+        let first = places.take(Some(a)).unwrap();
+        let second = places.take(Some(a_mapped)).unwrap();
+        assert!(
+            places.take(Some(a)).is_none(),
+            "the same client, mapped or not"
+        );
+        let _b1 = places.take(Some(b)).unwrap();
+        let _b2 = places.take(Some(b_same_64)).unwrap();
+        assert!(places.take(Some(b)).is_none(), "one /64 is one client");
+        drop(first);
+        assert_eq!(places.count(a), 1);
+        let _again = places.take(Some(a)).unwrap();
+        drop(second);
+        assert_eq!(places.count(a), 1);
+        // Loopback (exempt here) and unknown peers are never counted.
+        let local: Vec<_> = (0..10)
+            .map(|_| places.take(Some(IpAddr::from([127, 0, 0, 1]))).unwrap())
+            .collect();
+        assert_eq!(places.count(IpAddr::from([127, 0, 0, 1])), 0);
+        assert!(places.take(None).is_some());
+        drop(local);
+        // 0 is no limit; an entry goes when its last place does.
+        let unlimited = ClientPlaces::new(0, false);
+        let many: Vec<_> = (0..100).map(|_| unlimited.take(Some(a)).unwrap()).collect();
+        assert_eq!(unlimited.count(a), 0);
+        drop(many);
+        let counted = ClientPlaces::new(1, false);
+        let held = counted.take(Some(IpAddr::from([127, 0, 0, 1]))).unwrap();
+        assert!(counted.take(Some(IpAddr::from([127, 0, 0, 1]))).is_none());
+        drop(held);
+        assert!(lock(&counted.held).is_empty());
     }
 }

@@ -224,6 +224,18 @@ pub struct StreamLimits {
     )]
     pub max_health_watches: usize,
 
+    /// Health.Watch streams one client address may hold open at once (loopback not counted
+    /// unless --exempt-loopback false); one more gets RESOURCE_EXHAUSTED until one of them
+    /// closes. 0 = no limit.
+    // Without it one address could take every place under --max-health-watches, and nobody
+    // else could watch until it let go.
+    #[arg(
+        long,
+        env = "OANQUAN_MAX_HEALTH_WATCHES_PER_CLIENT",
+        default_value = "16"
+    )]
+    pub max_health_watches_per_client: usize,
+
     /// Idle time after which a stream sends a Heartbeat event.
     #[arg(long, env = "OANQUAN_HEARTBEAT_INTERVAL", default_value = "15s", value_parser = parse_period)]
     pub heartbeat_interval: Duration,
@@ -767,6 +779,7 @@ mod tests {
         assert_eq!(streams.max_spectators_per_game, 100);
         assert_eq!(streams.broadcast_capacity, 256);
         assert_eq!(streams.max_health_watches, 1024);
+        assert_eq!(streams.max_health_watches_per_client, 16);
         assert_eq!(
             ComputerLimits::default().computer_move_time,
             Duration::from_millis(300)

@@ -20,7 +20,7 @@ use crate::config::{
     ClientLimits, ComputerLimits, GameLimits, MemoryStoreLimits, StreamLimits, TransportLimits,
 };
 use crate::domain::computer::{self, Computer, SearchPool};
-use crate::domain::limits::RateLimiter;
+use crate::domain::limits::{ClientPlaces, RateLimiter};
 use crate::domain::seek::{SeekLimits, SeekPool};
 use crate::domain::{
     GameManager, GameStore, Hub, ManagerLimits, MemoryStore, OpenError, PostgresOpenError,
@@ -341,6 +341,10 @@ pub async fn run_with_store(
     let health_service = HealthApi::server(
         health.clone(),
         config.streams.max_health_watches,
+        ClientPlaces::new(
+            config.streams.max_health_watches_per_client,
+            config.clients.exempt_loopback,
+        ),
         stop_rx.clone(),
     );
     for name in HEALTH_SERVICES {

@@ -335,6 +335,86 @@ async fn health_watches_are_capped_and_a_closed_one_frees_its_place() {
     }
 }
 
+/// One client address holds at most `--max-health-watches-per-client` health `Watch` streams,
+/// so that it cannot take every place under the server-wide cap; loopback is exempt unless
+/// `--exempt-loopback false` (as here). A dropped stream gives its client's place back.
+#[tokio::test]
+async fn one_address_holds_at_most_its_share_of_health_watches() {
+    let mut settings = config();
+    settings.streams.max_health_watches = 10;
+    settings.streams.max_health_watches_per_client = 2;
+    settings.clients.exempt_loopback = false;
+    let server = start(settings).await;
+    let channel = server.channel().await;
+    let watch = || {
+        let mut health = HealthClient::new(channel.clone());
+        async move { health.watch(HealthCheckRequest::default()).await }
+    };
+    let mut open = Vec::new();
+    for _ in 0..2 {
+        let mut stream = watch().await.unwrap().into_inner();
+        let serving = next(&mut stream).await.unwrap().unwrap();
+        assert_eq!(serving.status(), ServingStatus::Serving);
+        open.push(stream);
+    }
+    let status = watch().await.expect_err("a third watch from one address");
+    assert_reason(
+        &status,
+        tonic::Code::ResourceExhausted,
+        "ERROR_REASON_LIMIT_EXCEEDED",
+    );
+    assert!(
+        status
+            .message()
+            .contains("your address has 2 health watches open, its limit"),
+        "{status:?}"
+    );
+    // Check still answers.
+    let checked = HealthClient::new(channel.clone())
+        .check(HealthCheckRequest::default())
+        .await
+        .unwrap();
+    assert_eq!(checked.into_inner().status(), ServingStatus::Serving);
+
+    // A dropped stream gives the place back (once the server has seen it end).
+    drop(open.pop());
+    let deadline = Instant::now() + Duration::from_secs(5);
+    loop {
+        match watch().await {
+            Ok(response) => {
+                open.push(response.into_inner());
+                break;
+            }
+            Err(status) if status.code() == tonic::Code::ResourceExhausted => {
+                assert!(Instant::now() < deadline, "no place came back: {status:?}");
+                tokio::time::sleep(Duration::from_millis(20)).await;
+            }
+            Err(status) => panic!("{status:?}"),
+        }
+    }
+    assert!(watch().await.is_err(), "the place was taken again");
+}
+
+/// A loopback client is not held to `--max-health-watches-per-client` by default (only to the
+/// server-wide cap), like the other per-client limits.
+#[tokio::test]
+async fn loopback_is_not_held_to_the_per_address_share_of_health_watches() {
+    let mut settings = config();
+    settings.streams.max_health_watches_per_client = 1;
+    let server = start(settings).await;
+    let channel = server.channel().await;
+    let mut open = Vec::new();
+    for _ in 0..4 {
+        let mut stream = HealthClient::new(channel.clone())
+            .watch(HealthCheckRequest::default())
+            .await
+            .unwrap()
+            .into_inner();
+        assert!(next(&mut stream).await.unwrap().is_some());
+        open.push(stream);
+    }
+}
+
 /// Opens a health `Watch` over raw HTTP/2 on a connection of its own and waits for its first
 /// status; aborting the returned task drops the TCP connection at once, as a client that
 /// vanishes would (no RST_STREAM, no GOAWAY).

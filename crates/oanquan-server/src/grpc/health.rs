@@ -11,7 +11,9 @@
 //! Open `Watch` streams are capped server-wide (`--max-health-watches`): one more is refused
 //! with RESOURCE_EXHAUSTED, whatever the client's address (loopback included), and a stream's
 //! place comes back when it is dropped, whether it ended or its client went away. `Check` is
-//! never refused by the cap.
+//! never refused by the cap. Each client address may hold at most
+//! `--max-health-watches-per-client` of them (loopback exempt like the other per-client
+//! limits), so one address cannot take every place.
 
 use std::future::Future;
 use std::pin::Pin;
@@ -26,6 +28,7 @@ use tonic_health::pb::{HealthCheckRequest, HealthCheckResponse};
 use tonic_health::server::{HealthReporter, HealthService};
 
 use super::status;
+use crate::domain::limits::{ClientPlace, ClientPlaces};
 
 /// The health service; see the module docs.
 #[derive(Debug)]
@@ -35,15 +38,19 @@ pub struct HealthApi {
     /// A permit per open `Watch` stream.
     watches: Arc<Semaphore>,
     max_watches: usize,
+    /// Places per client address.
+    per_client: Arc<ClientPlaces>,
 }
 
 impl HealthApi {
     /// The service answering from `reporter`'s statuses, with at most `max_watches` `Watch`
-    /// streams open at once (at least 1), which end when `shutdown` turns `true`.
+    /// streams open at once (at least 1) and what `per_client` allows each client address,
+    /// which end when `shutdown` turns `true`.
     #[must_use]
     pub fn server(
         reporter: HealthReporter,
         max_watches: usize,
+        per_client: Arc<ClientPlaces>,
         shutdown: watch::Receiver<bool>,
     ) -> HealthServer<Self> {
         let max_watches = max_watches.clamp(1, Semaphore::MAX_PERMITS);
@@ -52,6 +59,7 @@ impl HealthApi {
             shutdown,
             watches: Arc::new(Semaphore::new(max_watches)),
             max_watches,
+            per_client,
         })
     }
 }
@@ -72,6 +80,11 @@ impl Health for HealthApi {
         request: Request<HealthCheckRequest>,
     ) -> Result<Response<HealthWatch>, Status> {
         // Taken before the inner service looks at the request: a refused watch costs nothing.
+        // The client's own place first, so that a client at its limit takes no server place.
+        let client_place = self
+            .per_client
+            .take(request.remote_addr().map(|addr| addr.ip()))
+            .ok_or_else(|| status::health_watches_full_for_client(self.per_client.max()))?;
         let place = Arc::clone(&self.watches)
             .try_acquire_owned()
             .map_err(|_| status::health_watches_full(self.max_watches))?;
@@ -80,6 +93,7 @@ impl Health for HealthApi {
         Ok(Response::new(HealthWatch {
             inner,
             _place: place,
+            _client_place: client_place,
             stopping: Some(Box::pin(async move {
                 // An error means the server dropped the sender: stopping as well.
                 let _ = shutdown.wait_for(|stopping| *stopping).await;
@@ -96,6 +110,8 @@ pub struct HealthWatch {
     /// This stream's place under `--max-health-watches`, given back when tonic drops the
     /// stream: at its end, or when its client resets it or goes away.
     _place: OwnedSemaphorePermit,
+    /// Its place among its client's, given back likewise.
+    _client_place: ClientPlace,
     /// Resolves when the server stops; `None` once it has (it must not be polled again).
     stopping: Option<Pin<Box<dyn Future<Output = ()> + Send>>>,
     stopped: bool,

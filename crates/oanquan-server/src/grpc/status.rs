@@ -199,6 +199,16 @@ pub fn health_watches_full(max: usize) -> Status {
     )))
 }
 
+/// RESOURCE_EXHAUSTED for a health `Watch` beyond `--max-health-watches-per-client`, as
+/// [`health_watches_full`] but for the caller's address alone.
+#[must_use]
+pub fn health_watches_full_for_client(max: usize) -> Status {
+    to_status(&GameError::LimitExceeded(format!(
+        "your address has {max} health watches open, its limit: watch again once one of them \
+         closes (Health.Check still answers)"
+    )))
+}
+
 /// UNAVAILABLE ending a health watch because the server is shutting down.
 #[must_use]
 pub fn health_shutting_down() -> Status {
@@ -515,6 +525,13 @@ mod tests {
                 Some(limit),
                 None,
                 "this server has 3 health watches open, its limit",
+            ),
+            (
+                health_watches_full_for_client(2),
+                Code::ResourceExhausted,
+                Some(limit),
+                None,
+                "your address has 2 health watches open, its limit",
             ),
             (
                 health_shutting_down(),
