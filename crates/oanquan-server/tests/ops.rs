@@ -261,31 +261,9 @@ async fn health_watches_are_capped_and_a_closed_one_frees_its_place() {
     assert!(settings.clients.exempt_loopback);
     let server = start(settings).await;
     let channel = server.channel().await;
-    let watch = || {
-        let mut health = HealthClient::new(channel.clone());
-        async move { health.watch(HealthCheckRequest::default()).await }
-    };
-    let opened = |response: tonic::Response<tonic::Streaming<HealthCheckResponse>>| async move {
-        let mut stream = response.into_inner();
-        let serving = next(&mut stream).await.unwrap().unwrap();
-        assert_eq!(serving.status(), ServingStatus::Serving);
-        stream
-    };
-    // Polls (bounded) until a watch gets a place: a place comes back once the server has seen
-    // the stream end, a moment after the client let go of it.
-    let watch_when_free = || async {
-        let deadline = Instant::now() + Duration::from_secs(5);
-        loop {
-            match watch().await {
-                Ok(response) => return opened(response).await,
-                Err(status) if status.code() == tonic::Code::ResourceExhausted => {
-                    assert!(Instant::now() < deadline, "no place came back: {status:?}");
-                    tokio::time::sleep(Duration::from_millis(20)).await;
-                }
-                Err(status) => panic!("{status:?}"),
-            }
-        }
-    };
+    let watch = || health_watch(&channel);
+    let opened = opened_health_watch;
+    let watch_when_free = || health_watch_when_free(&channel);
     let refused = || async {
         let status = watch().await.expect_err("a watch over the cap is refused");
         assert_reason(
@@ -346,16 +324,10 @@ async fn one_address_holds_at_most_its_share_of_health_watches() {
     settings.clients.exempt_loopback = false;
     let server = start(settings).await;
     let channel = server.channel().await;
-    let watch = || {
-        let mut health = HealthClient::new(channel.clone());
-        async move { health.watch(HealthCheckRequest::default()).await }
-    };
+    let watch = || health_watch(&channel);
     let mut open = Vec::new();
     for _ in 0..2 {
-        let mut stream = watch().await.unwrap().into_inner();
-        let serving = next(&mut stream).await.unwrap().unwrap();
-        assert_eq!(serving.status(), ServingStatus::Serving);
-        open.push(stream);
+        open.push(opened_health_watch(watch().await.unwrap()).await);
     }
     let status = watch().await.expect_err("a third watch from one address");
     assert_reason(
@@ -376,22 +348,9 @@ async fn one_address_holds_at_most_its_share_of_health_watches() {
         .unwrap();
     assert_eq!(checked.into_inner().status(), ServingStatus::Serving);
 
-    // A dropped stream gives the place back (once the server has seen it end).
+    // A dropped stream gives the place back.
     drop(open.pop());
-    let deadline = Instant::now() + Duration::from_secs(5);
-    loop {
-        match watch().await {
-            Ok(response) => {
-                open.push(response.into_inner());
-                break;
-            }
-            Err(status) if status.code() == tonic::Code::ResourceExhausted => {
-                assert!(Instant::now() < deadline, "no place came back: {status:?}");
-                tokio::time::sleep(Duration::from_millis(20)).await;
-            }
-            Err(status) => panic!("{status:?}"),
-        }
-    }
+    open.push(health_watch_when_free(&channel).await);
     assert!(watch().await.is_err(), "the place was taken again");
 }
 
@@ -405,13 +364,44 @@ async fn loopback_is_not_held_to_the_per_address_share_of_health_watches() {
     let channel = server.channel().await;
     let mut open = Vec::new();
     for _ in 0..4 {
-        let mut stream = HealthClient::new(channel.clone())
-            .watch(HealthCheckRequest::default())
-            .await
-            .unwrap()
-            .into_inner();
-        assert!(next(&mut stream).await.unwrap().is_some());
-        open.push(stream);
+        open.push(opened_health_watch(health_watch(&channel).await.unwrap()).await);
+    }
+}
+
+/// A health `Watch` of the whole server on `channel`.
+async fn health_watch(
+    channel: &tonic::transport::Channel,
+) -> Result<tonic::Response<tonic::Streaming<HealthCheckResponse>>, tonic::Status> {
+    HealthClient::new(channel.clone())
+        .watch(HealthCheckRequest::default())
+        .await
+}
+
+/// The stream of an accepted watch, after its first status (SERVING).
+async fn opened_health_watch(
+    response: tonic::Response<tonic::Streaming<HealthCheckResponse>>,
+) -> tonic::Streaming<HealthCheckResponse> {
+    let mut stream = response.into_inner();
+    let serving = next(&mut stream).await.unwrap().unwrap();
+    assert_eq!(serving.status(), ServingStatus::Serving);
+    stream
+}
+
+/// Watches until a watch gets a place (for at most 5 s): a place comes back once the server
+/// has seen the stream end, a moment after the client let go of it.
+async fn health_watch_when_free(
+    channel: &tonic::transport::Channel,
+) -> tonic::Streaming<HealthCheckResponse> {
+    let deadline = Instant::now() + Duration::from_secs(5);
+    loop {
+        match health_watch(channel).await {
+            Ok(response) => return opened_health_watch(response).await,
+            Err(status) if status.code() == tonic::Code::ResourceExhausted => {
+                assert!(Instant::now() < deadline, "no place came back: {status:?}");
+                tokio::time::sleep(Duration::from_millis(20)).await;
+            }
+            Err(status) => panic!("{status:?}"),
+        }
     }
 }
 
