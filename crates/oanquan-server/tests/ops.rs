@@ -264,20 +264,7 @@ async fn health_watches_are_capped_and_a_closed_one_frees_its_place() {
     let watch = || health_watch(&channel);
     let opened = opened_health_watch;
     let watch_when_free = || health_watch_when_free(&channel);
-    let refused = || async {
-        let status = watch().await.expect_err("a watch over the cap is refused");
-        assert_reason(
-            &status,
-            tonic::Code::ResourceExhausted,
-            "ERROR_REASON_LIMIT_EXCEEDED",
-        );
-        assert!(
-            status
-                .message()
-                .contains("this server has 3 health watches open, its limit"),
-            "{status:?}"
-        );
-    };
+    let refused = || health_watch_refused(&channel, "this server has 3 health watches open");
 
     let mut open = Vec::new();
     for _ in 0..2 {
@@ -287,11 +274,7 @@ async fn health_watches_are_capped_and_a_closed_one_frees_its_place() {
     refused().await;
     refused().await;
     for _ in 0..5 {
-        let checked = HealthClient::new(channel.clone())
-            .check(HealthCheckRequest::default())
-            .await
-            .unwrap();
-        assert_eq!(checked.into_inner().status(), ServingStatus::Serving);
+        assert_health_check_serving(&channel).await;
     }
 
     // A stream the client drops (RST_STREAM) frees its place, for one watch only.
@@ -329,24 +312,8 @@ async fn one_address_holds_at_most_its_share_of_health_watches() {
     for _ in 0..2 {
         open.push(opened_health_watch(watch().await.unwrap()).await);
     }
-    let status = watch().await.expect_err("a third watch from one address");
-    assert_reason(
-        &status,
-        tonic::Code::ResourceExhausted,
-        "ERROR_REASON_LIMIT_EXCEEDED",
-    );
-    assert!(
-        status
-            .message()
-            .contains("your address has 2 health watches open, its limit"),
-        "{status:?}"
-    );
-    // Check still answers.
-    let checked = HealthClient::new(channel.clone())
-        .check(HealthCheckRequest::default())
-        .await
-        .unwrap();
-    assert_eq!(checked.into_inner().status(), ServingStatus::Serving);
+    health_watch_refused(&channel, "your address has 2 health watches open").await;
+    assert_health_check_serving(&channel).await;
 
     // A dropped stream gives the place back.
     drop(open.pop());
@@ -375,6 +342,33 @@ async fn health_watch(
     HealthClient::new(channel.clone())
         .watch(HealthCheckRequest::default())
         .await
+}
+
+/// Checks that a health `Check` on `channel` answers SERVING (caps on watches never refuse it).
+async fn assert_health_check_serving(channel: &tonic::transport::Channel) {
+    let checked = HealthClient::new(channel.clone())
+        .check(HealthCheckRequest::default())
+        .await
+        .unwrap();
+    assert_eq!(checked.into_inner().status(), ServingStatus::Serving);
+}
+
+/// Checks that a health `Watch` on `channel` is refused as over a cap, with `saying` (and "its
+/// limit") in the message.
+async fn health_watch_refused(channel: &tonic::transport::Channel, saying: &str) {
+    let status = health_watch(channel)
+        .await
+        .expect_err("a watch over the cap is refused");
+    assert_reason(
+        &status,
+        tonic::Code::ResourceExhausted,
+        "ERROR_REASON_LIMIT_EXCEEDED",
+    );
+    let message = status.message();
+    assert!(
+        message.contains(saying) && message.contains("its limit"),
+        "{status:?}"
+    );
 }
 
 /// The stream of an accepted watch, after its first status (SERVING).
