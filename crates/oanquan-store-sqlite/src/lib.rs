@@ -120,10 +120,10 @@ pub struct SqliteStore {
     damage: Arc<Damage>,
     writable: watch::Receiver<bool>,
     batches: BatchObserver,
-    /// Held until the store is dropped, so it outlives every write.
+    /// Held until the store is closed (after its last write) or dropped.
     lock: schema::FileLock,
-    /// Stops the lock file's heartbeat when dropped (at close, or with the store).
-    heartbeat: Mutex<Option<std::sync::mpsc::Sender<()>>>,
+    /// The lock file's heartbeat, stopped at close (or when the store is dropped).
+    heartbeat: Mutex<Option<schema::Heartbeat>>,
 }
 
 impl fmt::Debug for SqliteStore {
@@ -238,12 +238,14 @@ impl SqliteStore {
             .take();
         // The last sign of life, after the last write: a clean stop is charged to running
         // turns up to here (see `GameStore::last_alive`).
-        drop(
-            self.heartbeat
-                .lock()
-                .unwrap_or_else(std::sync::PoisonError::into_inner)
-                .take(),
-        );
+        let heartbeat = self
+            .heartbeat
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .take();
+        if let Some(heartbeat) = heartbeat {
+            heartbeat.stop();
+        }
         if let Some(thread) = thread {
             if thread.join().is_err() {
                 warn!("the database writer thread panicked");
@@ -260,6 +262,7 @@ impl SqliteStore {
             } else {
                 info!(path = %self.path.display(), "database closed; the write-ahead log is folded in");
             }
+            self.lock.unlock();
         }
     }
 

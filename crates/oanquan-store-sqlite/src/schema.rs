@@ -310,7 +310,8 @@ impl OpenError {
     }
 }
 
-/// An exclusive lock on `<database>.lock`, held for as long as the store is open.
+/// An exclusive lock on `<database>.lock`, held for as long as the store is open (given up at
+/// close, even if the store value lives on).
 ///
 /// Two servers on one file would not corrupt it (every commit checks its expected sequence in
 /// its transaction) but each would tell only its own watchers about its own moves, so a second
@@ -347,12 +348,12 @@ impl FileLock {
     }
 
     /// Marks the lock file every [`HEARTBEAT`] on a thread of its own until the returned
-    /// sender is dropped. A failed mark is not an error worth stopping for: the next server
-    /// would only charge less of a running turn.
-    pub(super) fn heartbeat(&self) -> std::io::Result<std::sync::mpsc::Sender<()>> {
+    /// [`Heartbeat`] is stopped or dropped. A failed mark is not an error worth stopping for:
+    /// the next server would only charge less of a running turn.
+    pub(super) fn heartbeat(&self) -> std::io::Result<Heartbeat> {
         let file = self.file.try_clone()?;
         let (stop, stopped) = std::sync::mpsc::channel::<()>();
-        std::thread::Builder::new()
+        let thread = std::thread::Builder::new()
             .name("oanquan-sqlite-heartbeat".to_owned())
             .spawn(move || {
                 loop {
@@ -363,7 +364,33 @@ impl FileLock {
                     }
                 }
             })?;
-        Ok(stop)
+        Ok(Heartbeat { stop, thread })
+    }
+
+    /// Gives the lock up while the store may still be referenced (by a task that outlived the
+    /// server's drain): a closed store writes nothing more, and the next store on the file, in
+    /// this process or another, must not be refused because of it.
+    pub(super) fn unlock(&self) {
+        #[cfg(unix)]
+        {
+            let _ = rustix::fs::flock(&self.file, rustix::fs::FlockOperation::Unlock);
+        }
+    }
+}
+
+/// The thread that marks the lock file (see [`FileLock::heartbeat`]).
+#[derive(Debug)]
+pub(super) struct Heartbeat {
+    stop: std::sync::mpsc::Sender<()>,
+    thread: std::thread::JoinHandle<()>,
+}
+
+impl Heartbeat {
+    /// Stops the thread and waits for it: its copy of the lock file's descriptor is closed
+    /// and it marks the file no more.
+    pub(super) fn stop(self) {
+        drop(self.stop);
+        let _ = self.thread.join();
     }
 }
 

@@ -999,3 +999,23 @@ async fn the_lock_file_says_when_the_last_server_was_alive() {
     let alive = again.last_alive().expect("a lock file marked by a server");
     assert!(alive <= closed && alive + std::time::Duration::from_millis(100) >= closed);
 }
+
+/// A closed store gives its lock up even while something still holds it (a task that outlived
+/// the server's drain): the next store on the file opens at once, and the closed one writes
+/// nothing more. A store still open keeps refusing a second one.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_closed_store_still_held_does_not_lock_the_next_one_out() {
+    let (_dir, path, store) = fresh_store();
+    assert!(
+        matches!(SqliteStore::open(&path), Err(OpenError::Locked { .. })),
+        "an open store keeps its lock"
+    );
+    store.close().await;
+    let next = SqliteStore::open(&path).expect("the closed store, still held, gave its lock up");
+    assert!(
+        matches!(SqliteStore::open(&path), Err(OpenError::Locked { .. })),
+        "and the next store holds it"
+    );
+    drop(store);
+    drop(next);
+}
