@@ -47,10 +47,19 @@ impl MetricsToken {
     /// it names the file but never repeats its contents.
     pub fn read(path: &Path) -> Result<MetricsToken, String> {
         let unreadable = |error: std::io::Error| format!("cannot be read: {error}");
-        let mut file = std::fs::File::open(path).map_err(unreadable)?;
-        if file.metadata().is_ok_and(|meta| meta.is_dir()) {
+        // Looked at before opening: opening a FIFO waits for a writer, with no word, for ever.
+        let meta = std::fs::metadata(path).map_err(unreadable)?;
+        if meta.is_dir() {
             return Err("is a directory; give the file holding the token".to_owned());
         }
+        if !meta.is_file() {
+            return Err(
+                "is not a regular file (a FIFO, a socket or a device); give the file holding \
+                 the token"
+                    .to_owned(),
+            );
+        }
+        let mut file = std::fs::File::open(path).map_err(unreadable)?;
         // One byte more than the longest line a token file may hold, to tell it is too long
         // without reading a huge (or endless, such as /dev/zero) file to its end.
         let mut bytes = Vec::new();
@@ -254,5 +263,19 @@ mod tests {
         );
         let folder = MetricsToken::read(dir.path()).unwrap_err();
         assert!(folder.contains("is a directory"), "{folder}");
+        // A device, and a FIFO no one writes to (opening it would wait for ever).
+        let device = MetricsToken::read(Path::new("/dev/zero")).unwrap_err();
+        assert!(device.contains("not a regular file"), "{device}");
+        #[cfg(unix)]
+        {
+            let fifo = dir.path().join("fifo");
+            let made = std::process::Command::new("mkfifo")
+                .arg(&fifo)
+                .status()
+                .unwrap();
+            assert!(made.success());
+            let refused = MetricsToken::read(&fifo).unwrap_err();
+            assert!(refused.contains("not a regular file"), "{refused}");
+        }
     }
 }
