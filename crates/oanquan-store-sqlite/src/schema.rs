@@ -508,6 +508,7 @@ pub(super) fn vet_header(conn: &Connection, path: &Path) -> Result<Header, OpenE
 /// Checks an existing file without writing to it: blank, or ours at a known version and intact.
 fn check(path: &Path) -> Result<(), OpenError> {
     let error = |context| OpenError::sqlite(path, context);
+    check_format_versions(path)?;
     let conn = Connection::open_with_flags(
         path,
         OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX,
@@ -537,6 +538,33 @@ fn check(path: &Path) -> Result<(), OpenError> {
         });
     }
     Ok(())
+}
+
+/// Refuses an SQLite header whose file format versions (bytes 18 and 19: 1 for a rollback
+/// journal, 2 for WAL) are anything else: SQLite would open such a file read-only, or not at
+/// all, and the server would call a damaged header a file it cannot write.
+fn check_format_versions(path: &Path) -> Result<(), OpenError> {
+    use std::io::Read as _;
+    let mut header = [0_u8; 20];
+    let read = std::fs::File::open(path).and_then(|mut file| file.read_exact(&mut header));
+    if read.is_err() || !header.starts_with(b"SQLite format 3\0") {
+        // Not SQLite's at all, or too short: SQLite's own check says so.
+        return Ok(());
+    }
+    let (write, read) = (header[18], header[19]);
+    if [write, read]
+        .iter()
+        .all(|version| (1..=2).contains(version))
+    {
+        return Ok(());
+    }
+    Err(OpenError::Corrupt {
+        path: path.to_owned(),
+        detail: format!(
+            "its header gives file format versions {write} (write) and {read} (read), where \
+             SQLite writes 1 or 2: the header is damaged"
+        ),
+    })
 }
 
 /// Refuses what is plainly not a database file (a folder, a device, an empty file) from its

@@ -1019,3 +1019,26 @@ async fn a_closed_store_still_held_does_not_lock_the_next_one_out() {
     drop(store);
     drop(next);
 }
+
+/// A damaged header's file format version (byte 18 or 19) is called damage, not a file the
+/// server cannot write (SQLite opens such a file read-only); the file is left as it was.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_header_with_an_unknown_format_version_is_refused_as_damaged() {
+    let (dir, path, store) = fresh_store();
+    store.close().await;
+    drop(store);
+    for (at, value) in [(18, 3_u8), (19, 0), (18, 0xff)] {
+        let copy = dir.path().join(format!("damaged-{at}-{value}.db"));
+        let mut bytes = std::fs::read(&path).unwrap();
+        bytes[at] = value;
+        std::fs::write(&copy, &bytes).unwrap();
+        let error = SqliteStore::open(&copy).unwrap_err();
+        assert!(matches!(error, OpenError::Corrupt { .. }), "{error}");
+        assert!(
+            error.to_string().contains("the header is damaged"),
+            "{error}"
+        );
+        assert_eq!(std::fs::read(&copy).unwrap(), bytes, "left untouched");
+    }
+    SqliteStore::open(&path).expect("the undamaged file still opens");
+}
