@@ -147,7 +147,8 @@ impl SqliteStore {
         let path = path.as_ref().to_owned();
         schema::refuse_at_sight(&path)?;
         let lock = schema::lock(&path)?;
-        let conn = schema::open_writer(&path)?;
+        let companions = schema::NewCompanions::note(&path);
+        let conn = schema::open_writer(&path).inspect_err(|_| companions.remove())?;
         // Accounts from before schema version 6 get their look (a no-op once filled in).
         accounts::fill_looks(&conn).map_err(|e| OpenError::Corrupt {
             path: path.clone(),

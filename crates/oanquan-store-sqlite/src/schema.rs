@@ -540,6 +540,50 @@ fn check(path: &Path) -> Result<(), OpenError> {
     Ok(())
 }
 
+/// The `-wal` and `-shm` files beside a database that were not there before an open: if the open
+/// fails, SQLite made them (even a read-only look does), and left beside a refused file they
+/// would look like a crash's log, which STORAGE.md says never to delete.
+#[derive(Debug)]
+pub(super) struct NewCompanions {
+    wal: Option<PathBuf>,
+    shm: Option<PathBuf>,
+}
+
+impl NewCompanions {
+    /// Notes which of `path`'s companions are missing now.
+    pub(super) fn note(path: &Path) -> NewCompanions {
+        let missing = |suffix: &str| {
+            let mut companion = path.as_os_str().to_owned();
+            companion.push(suffix);
+            let companion = PathBuf::from(companion);
+            (!companion.exists()).then_some(companion)
+        };
+        NewCompanions {
+            wal: missing("-wal"),
+            shm: missing("-shm"),
+        }
+    }
+
+    /// Removes the companions made since [`NewCompanions::note`], once no connection is open:
+    /// the `-wal` only while empty (nothing was committed to it), and the `-shm` (an index of
+    /// the `-wal`, rebuilt by SQLite when missing) only once no `-wal` is left.
+    pub(super) fn remove(self) {
+        let mut wal_left = false;
+        if let Some(wal) = &self.wal {
+            match std::fs::metadata(wal) {
+                Ok(meta) if meta.len() == 0 => wal_left = std::fs::remove_file(wal).is_err(),
+                Ok(_) => wal_left = true,
+                Err(_) => {}
+            }
+        }
+        if let Some(shm) = &self.shm
+            && !wal_left
+        {
+            let _ = std::fs::remove_file(shm);
+        }
+    }
+}
+
 /// Refuses an SQLite header whose file format versions (bytes 18 and 19: 1 for a rollback
 /// journal, 2 for WAL) are anything else: SQLite would open such a file read-only, or not at
 /// all, and the server would call a damaged header a file it cannot write.

@@ -1042,3 +1042,26 @@ async fn a_header_with_an_unknown_format_version_is_refused_as_damaged() {
     }
     SqliteStore::open(&path).expect("the undamaged file still opens");
 }
+
+/// A file refused as damaged is left as it was found: no `-wal` or `-shm` that SQLite's look
+/// at it made stays beside it (they would read as a crash's log, not to be deleted).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_refused_file_is_left_without_new_companions() {
+    let (dir, path, store) = fresh_store();
+    store.close().await;
+    drop(store);
+    let bytes = std::fs::read(&path).unwrap();
+    let copy = dir.path().join("cut.db");
+    std::fs::write(&copy, &bytes[..bytes.len() / 2]).unwrap();
+    let error = SqliteStore::open(&copy).unwrap_err();
+    assert!(matches!(error, OpenError::Corrupt { .. }), "{error}");
+    for suffix in ["-wal", "-shm"] {
+        let mut companion = copy.as_os_str().to_owned();
+        companion.push(suffix);
+        assert!(
+            !std::path::Path::new(&companion).exists(),
+            "{suffix} left beside the refused file"
+        );
+    }
+    assert_eq!(std::fs::read(&copy).unwrap(), &bytes[..bytes.len() / 2]);
+}
