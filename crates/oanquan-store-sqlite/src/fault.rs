@@ -41,9 +41,23 @@ pub(crate) fn is_unique_violation(error: &rusqlite::Error) -> bool {
 pub(crate) fn backend(error: rusqlite::Error) -> StoreError {
     if is_unavailable(&error) {
         StoreError::Unavailable(format!("sqlite: {error}"))
+    } else if matches!(
+        error.sqlite_error_code(),
+        Some(ErrorCode::DatabaseCorrupt | ErrorCode::NotADatabase)
+    ) {
+        StoreError::DamagedFile(format!("sqlite: {error}"))
     } else {
         StoreError::Backend(format!("sqlite: {error}"))
     }
+}
+
+/// `result` with a damaged file where the read for game `id` went counted as that game's
+/// damage.
+pub(crate) fn of_game<T>(id: &GameId, result: Result<T, StoreError>) -> Result<T, StoreError> {
+    result.map_err(|error| match error {
+        StoreError::DamagedFile(detail) => corrupt(id, detail),
+        error => error,
+    })
 }
 
 pub(crate) fn corrupt(id: &GameId, why: impl fmt::Display) -> StoreError {

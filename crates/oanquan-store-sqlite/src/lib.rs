@@ -327,14 +327,17 @@ impl SqliteStore {
         Arc::clone(&self.readers).read(query).boxed()
     }
 
-    /// [`SqliteStore::read`] of one game's data: a damaged game is logged (once).
+    /// [`SqliteStore::read`] of game `id`'s data: damage SQLite finds in the file where it read
+    /// counts as that game's, and a damaged game is logged (once).
     fn read_game<T: Send + 'static>(
         &self,
+        id: &GameId,
         query: impl FnOnce(&Connection) -> Result<T, StoreError> + Send + 'static,
     ) -> StoreFuture<'_, T> {
         let damage = Arc::clone(&self.damage);
+        let id = id.clone();
         self.read(query)
-            .map(move |result| damage.check(result))
+            .map(move |result| damage.check(fault::of_game(&id, result)))
             .boxed()
     }
 }
@@ -364,13 +367,13 @@ impl GameStore for SqliteStore {
         if let Some(state) = lock(&self.cache).get(id) {
             return futures::future::ready(Ok(state.clone())).boxed();
         }
-        let id = id.clone();
-        self.read_game(move |conn| load_state(conn, &id))
+        let owned = id.clone();
+        self.read_game(id, move |conn| load_state(conn, &owned))
     }
 
     fn info<'a>(&'a self, id: &'a GameId) -> StoreFuture<'a, GameInfo> {
-        let id = id.clone();
-        self.read_game(move |conn| read_info(conn, &id))
+        let owned = id.clone();
+        self.read_game(id, move |conn| read_info(conn, &owned))
     }
 
     fn list<'a>(
@@ -405,8 +408,9 @@ impl GameStore for SqliteStore {
         id: &'a GameId,
         after: u64,
     ) -> StoreFuture<'a, Since<GameEvent>> {
+        let key = id;
         let id = id.clone();
-        self.read_game(move |conn| {
+        self.read_game(key, move |conn| {
             // The log's last sequence: the row's may be older (see `writer`).
             let (ord, last, status, info): (i64, i64, String, Option<String>) = conn
                 .prepare_cached(

@@ -1065,3 +1065,49 @@ async fn a_refused_file_is_left_without_new_companions() {
     }
     assert_eq!(std::fs::read(&copy).unwrap(), &bytes[..bytes.len() / 2]);
 }
+
+/// Damage SQLite itself finds while reading (`SQLITE_CORRUPT`: a broken page, or an index that
+/// no longer agrees with its table, which the start-up quick check lets through) is the damage
+/// of the game being read, so its calls answer `DATA_LOSS` like any damaged game's; elsewhere
+/// it is the file's. Other failures pass unchanged.
+#[test]
+fn damage_found_while_reading_a_game_is_that_games() {
+    let malformed = || {
+        rusqlite::Error::SqliteFailure(
+            rusqlite::ffi::Error::new(rusqlite::ffi::SQLITE_CORRUPT),
+            Some("database disk image is malformed".to_owned()),
+        )
+    };
+    assert!(matches!(
+        fault::backend(malformed()),
+        StoreError::DamagedFile(_)
+    ));
+    let id = GameId::generate();
+    match fault::of_game(&id, Err::<(), _>(fault::backend(malformed()))) {
+        Err(StoreError::Damaged {
+            id: damaged,
+            detail,
+        }) => {
+            assert_eq!(damaged, id);
+            assert!(detail.contains("malformed"), "{detail}");
+        }
+        other => panic!("{other:?}"),
+    }
+    let busy =
+        rusqlite::Error::SqliteFailure(rusqlite::ffi::Error::new(rusqlite::ffi::SQLITE_BUSY), None);
+    assert!(matches!(
+        fault::of_game(&id, Err::<(), _>(fault::backend(busy))),
+        Err(StoreError::Unavailable(_))
+    ));
+    assert!(matches!(
+        fault::of_game(&id, Err::<(), _>(StoreError::NotFound)),
+        Err(StoreError::NotFound)
+    ));
+    assert!(matches!(
+        oanquan_game::GameError::from(StoreError::Damaged {
+            id: id.clone(),
+            detail: String::new()
+        }),
+        oanquan_game::GameError::GameDamaged(_)
+    ));
+}
