@@ -39,7 +39,7 @@ use tracing::{debug, info, warn};
 
 use crate::clock::TimeControl;
 use crate::error::GameError;
-use crate::limits;
+use crate::limits::{self, ClientPlace, ClientPlaces};
 use crate::manager::{GameManager, MAX_PAGE_SIZE};
 use crate::model::{GameFilter, GameId, GameInfo, GameState};
 pub use crate::model::{computer_name, computer_to_move};
@@ -221,8 +221,9 @@ pub struct SearchPool {
     /// Endgame tables every search probes (computer moves and analyses alike).
     tables: Mutex<Option<Arc<Tablebase>>>,
     running: Mutex<HashMap<u64, Running>>,
-    /// Analyze calls running or waiting, per client key (see [`limits::client_key`]).
-    clients: Mutex<HashMap<IpAddr, usize>>,
+    /// Analyze calls running or waiting, per client (counted from before a call waits for a
+    /// slot until its search ends, or it is refused, so waiting calls count towards the cap).
+    clients: Arc<ClientPlaces>,
     /// Computer turns waiting or running, per client key of their game's creator: each client
     /// holds at most `computer_moves` places in the queue for a slot (see
     /// [`SearchPool::turn_of`]).
@@ -292,7 +293,7 @@ struct Registered<'a> {
     id: u64,
     cancel: Arc<AtomicBool>,
     /// Held until the search is over, so that it counts towards its client's cap.
-    _client: ClientPlace<'a>,
+    _client: ClientPlace,
 }
 
 impl Drop for Registered<'_> {
@@ -300,14 +301,6 @@ impl Drop for Registered<'_> {
         self.cancel.store(true, Ordering::Relaxed);
         self.pool.running().remove(&self.id);
     }
-}
-
-/// One Analyze call of a client, counted from before it waits for a slot until its search ends
-/// (or it is refused), so waiting calls count towards the cap too.
-#[derive(Debug)]
-struct ClientPlace<'a> {
-    pool: &'a SearchPool,
-    client: Option<IpAddr>,
 }
 
 /// A client's place among computer turns: see [`SearchPool::turn_of`].
@@ -329,20 +322,6 @@ impl Drop for TurnPlace<'_> {
             let back = places.available_permits() + ours;
             if Arc::strong_count(places) == 1 + ours && back >= self.pool.capacity.computer_moves {
                 clients.remove(&self.key);
-            }
-        }
-    }
-}
-
-impl Drop for ClientPlace<'_> {
-    fn drop(&mut self) {
-        if let Some(client) = self.client {
-            let mut clients = lock(&self.pool.clients);
-            if let Some(count) = clients.get_mut(&client) {
-                *count -= 1;
-                if *count == 0 {
-                    clients.remove(&client);
-                }
             }
         }
     }
@@ -378,7 +357,7 @@ impl SearchPool {
             engines: Mutex::default(),
             tables: Mutex::default(),
             running: Mutex::default(),
-            clients: Mutex::default(),
+            clients: ClientPlaces::new(capacity.analyses_per_client, capacity.exempt_loopback),
             turn_clients: Mutex::default(),
             next_id: AtomicU64::new(0),
             stopping: AtomicBool::new(false),
@@ -476,11 +455,7 @@ impl SearchPool {
             .await
             .map_err(|_| stopping_error())?;
         drop(queued);
-        let place = ClientPlace {
-            pool: self,
-            client: None,
-        };
-        self.register(permit, Some(game), None, place)
+        self.register(permit, Some(game), None, ClientPlace::uncounted())
     }
 
     /// Waits until `client` (the creator of a game whose computer is to move) has fewer than
@@ -511,7 +486,7 @@ impl SearchPool {
         permit: OwnedSemaphorePermit,
         game: Option<GameId>,
         analysis: Option<(Option<IpAddr>, Instant)>,
-        place: ClientPlace<'a>,
+        place: ClientPlace,
     ) -> Result<Slot<'a>, GameError> {
         let cancel = Arc::new(AtomicBool::new(false));
         let id = self.next_id.fetch_add(1, Ordering::Relaxed);
@@ -538,26 +513,11 @@ impl SearchPool {
 
     /// Counts an Analyze call of `client` (unless exempt), or refuses it when the client is at
     /// its cap.
-    fn admit_client(&self, client: Option<IpAddr>) -> Result<ClientPlace<'_>, Refused> {
-        let max = self.capacity.analyses_per_client;
-        let key = client
-            .filter(|ip| max > 0 && !(self.capacity.exempt_loopback && ip.is_loopback()))
-            .map(limits::client_key);
-        if let Some(key) = key {
-            let mut clients = lock(&self.clients);
-            let count = clients.entry(key).or_insert(0);
-            if *count >= max {
-                drop(clients);
-                return Err(Refused::PerClient {
-                    max,
-                    retry_after: self.soonest_end(Some(key)),
-                });
-            }
-            *count += 1;
-        }
-        Ok(ClientPlace {
-            pool: self,
-            client: key,
+    fn admit_client(&self, client: Option<IpAddr>) -> Result<ClientPlace, Refused> {
+        self.clients.take(client).ok_or_else(|| Refused::PerClient {
+            max: self.capacity.analyses_per_client,
+            // Refused, so counted: the client has an address.
+            retry_after: self.soonest_end(client.map(limits::client_key)),
         })
     }
 
@@ -617,7 +577,7 @@ impl SearchPool {
             }
         };
         let ends = Instant::now() + time;
-        let key = place.client;
+        let key = place.client();
         Ok(self.register(permit, None, Some((key, ends)), place)?)
     }
 
@@ -1227,7 +1187,7 @@ mod tests {
         drop(first);
         let third = pool.reserve_analysis(a, time).await.unwrap();
         drop((second, third, v6, v6_again, other, locals));
-        assert!(lock(&pool.clients).is_empty());
+        assert!(pool.clients.is_empty());
         // Without the exemption loopback counts like any address.
         let strict = SearchPool::new(SearchCapacity {
             exempt_loopback: false,

@@ -365,7 +365,7 @@ impl ClientPlaces {
             Some(ip) if self.max > 0 && !(self.exempt_loopback && ip.is_loopback()) => {
                 client_key(ip)
             }
-            _ => return Some(ClientPlace { owner: None }),
+            _ => return Some(ClientPlace::uncounted()),
         };
         let mut held = lock(&self.held);
         let count = held.entry(client).or_insert(0);
@@ -382,6 +382,26 @@ impl ClientPlaces {
     #[must_use]
     pub fn count(&self, ip: IpAddr) -> usize {
         lock(&self.held).get(&client_key(ip)).copied().unwrap_or(0)
+    }
+
+    /// Whether no client holds a place.
+    #[must_use]
+    pub fn is_empty(&self) -> bool {
+        lock(&self.held).is_empty()
+    }
+}
+
+impl ClientPlace {
+    /// A place counted for no client (a caller without an address to count).
+    pub fn uncounted() -> ClientPlace {
+        ClientPlace { owner: None }
+    }
+
+    /// The client key this place is counted under; `None` when it is not counted (no limit,
+    /// an exempt loopback client, or no address).
+    #[must_use]
+    pub fn client(&self) -> Option<IpAddr> {
+        self.owner.as_ref().map(|(_, client)| *client)
     }
 }
 
