@@ -8,6 +8,7 @@
 //!   mini-redis, so tests bind `127.0.0.1:0` first and need no sleeps. [`open_store`] +
 //!   [`run_with_store`] split it, so the binary can refuse a bad database before it listens.
 
+mod bearer;
 pub mod config;
 pub mod domain;
 pub mod grpc;

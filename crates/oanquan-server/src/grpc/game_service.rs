@@ -58,15 +58,7 @@ pub(super) fn bearer<T>(request: &Request<T>) -> Result<&str, GameError> {
         .ok_or(GameError::MissingToken)?
         .to_str()
         .map_err(|_| GameError::MalformedAuthorization)?;
-    let (scheme, token) = value
-        .trim()
-        .split_once(' ')
-        .ok_or(GameError::MalformedAuthorization)?;
-    let token = token.trim();
-    if !scheme.eq_ignore_ascii_case("bearer") || token.is_empty() {
-        return Err(GameError::MalformedAuthorization);
-    }
-    Ok(token)
+    crate::bearer::credential(value).ok_or(GameError::MalformedAuthorization)
 }
 
 /// Who makes a call on a game: an API key's account (authenticated here, so that a revoked key

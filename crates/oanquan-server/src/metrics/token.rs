@@ -8,8 +8,9 @@
 //! A request is let in when it has exactly one `Authorization` header of the form
 //! `Bearer <token>`: the scheme in any case (RFC 7235 § 2.1 makes it case-insensitive, and
 //! Prometheus, curl and Go clients all send `Bearer`), then one or more spaces, then the token
-//! exactly (it holds no spaces). Anything else is refused the same way, without saying which
-//! part was wrong.
+//! exactly (it holds no spaces; spaces around it are ignored), read as the gRPC API reads its
+//! tokens (`crate::bearer`). Anything else is refused the same way, without saying which part
+//! was wrong.
 
 use std::io::Read as _;
 use std::path::Path;
@@ -128,25 +129,20 @@ impl MetricsToken {
         let (Some(value), None) = (values.next(), values.next()) else {
             return false;
         };
-        let credential = bearer_credential(value.as_bytes()).unwrap_or_default();
+        // A value that is not visible ASCII cannot carry a token (which is printable ASCII).
+        let credential = value
+            .to_str()
+            .ok()
+            .and_then(crate::bearer::credential)
+            .unwrap_or_default();
         // Longer than any token: no need to hash (the length of a token is no secret past
         // MAX_TOKEN_BYTES, which is public).
         if credential.len() > MAX_TOKEN_BYTES {
             return false;
         }
-        let digest: [u8; 32] = Sha256::digest(credential).into();
+        let digest: [u8; 32] = Sha256::digest(credential.as_bytes()).into();
         digest.ct_eq(&self.digest).into()
     }
-}
-
-/// The credential of an `Authorization` value `Bearer <credential>`: the scheme in any case,
-/// one or more spaces, then the rest as it is. `None` for another scheme or none.
-fn bearer_credential(value: &[u8]) -> Option<&[u8]> {
-    const SCHEME: &[u8] = b"bearer ";
-    let (scheme, rest) = value.split_at_checked(SCHEME.len())?;
-    scheme
-        .eq_ignore_ascii_case(SCHEME)
-        .then(|| rest.trim_ascii_start())
 }
 
 #[cfg(test)]
