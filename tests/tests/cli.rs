@@ -1051,6 +1051,51 @@ fn a_move_from_an_empty_square_says_why() {
 /// was once read at once, sent for the position just left, refused, and lost). Both players
 /// pipe a whole line of play before the first move; every move must be played, in order, with
 /// no error.
+/// In piped mode a seat's own move is read only after its turn was announced: between its
+/// previous `move N:` line and each of its own, `turn: SEAT` (unless the board found on
+/// connecting came instead), `legal moves: ...` and `your move` come in that order, as
+/// `play --help` documents.
+fn assert_each_own_move_follows_its_prompt(lines: &Lines, who: &str) {
+    let out = lines.stdout_of(who);
+    let seat = out
+        .iter()
+        .find_map(|l| l.strip_prefix("playing ")?.rsplit(" as ").next())
+        .expect("playing ... as SEAT")
+        .to_owned();
+    let turn = format!("turn: {seat}");
+    let own = format!(": {seat} plays ");
+    let mut since_last_move: Vec<&str> = Vec::new();
+    for line in &out {
+        if line.starts_with("move ") {
+            if line.contains(&own) {
+                // The first prompt may follow the snapshot found on connecting alone.
+                let snapshot = since_last_move.iter().any(|l| l.starts_with("game "));
+                let wanted: &[&str] = if snapshot {
+                    &["legal moves:", "your move"]
+                } else {
+                    &[turn.as_str(), "legal moves:", "your move"]
+                };
+                let mut at = 0;
+                for seen in &since_last_move {
+                    if at < wanted.len() && seen.starts_with(wanted[at]) {
+                        at += 1;
+                    }
+                }
+                assert_eq!(
+                    at,
+                    wanted.len(),
+                    "{who}: {line:?} came before its prompt; lines since the last move: \
+                     {since_last_move:?}\n{}",
+                    out.join("\n")
+                );
+            }
+            since_last_move.clear();
+        } else {
+            since_last_move.push(line);
+        }
+    }
+}
+
 #[test]
 fn moves_piped_ahead_are_played_each_at_its_turn() {
     use oanquan_rules::{Direction, Game, Player, Preset};
@@ -1107,6 +1152,7 @@ fn moves_piped_ahead_are_played_each_at_its_turn() {
             "{who}: {}",
             lines.tail(30)
         );
+        assert_each_own_move_follows_its_prompt(&lines, who);
     }
     // Alice's input is used up: at her next turn the session ends as unfinished, and says how
     // to resume.

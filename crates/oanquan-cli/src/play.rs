@@ -398,9 +398,12 @@ async fn play_one(
             player.reprompt(&mut live, false).await?;
         }
         // Scripts may pipe all their moves at once: read the next line only when a move is
-        // wanted, so that lines are not consumed (and rejected) during the opponent's turn.
+        // wanted, so that lines are not consumed (and rejected) during the opponent's turn;
+        // and only once the turn was announced and prompted, so that a move read ahead never
+        // comes out before its own `turn:`, `legal moves:` and `your move` lines.
+        let prompted = my_turn && player.prompted == Some(live.ply());
         let want_input = !input_closed
-            && (my_turn || player.interactive || player.confirming_resign || (live.over && stay));
+            && (prompted || player.interactive || player.confirming_resign || (live.over && stay));
         let ticking = interactive && live.ticking();
         tokio::select! {
             item = events.recv() => match item {
