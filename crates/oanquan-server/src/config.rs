@@ -293,6 +293,40 @@ pub struct ComputerLimits {
     pub analysis_queue_timeout: Duration,
 }
 
+/// Per-client limits set above the server-wide limit over them, one warning each: such a
+/// limit never binds, so one address can take every place (a typo more often than a choice,
+/// and not refused: the server-wide limit still holds).
+#[must_use]
+pub fn per_client_limits_that_never_bind(
+    games: &GameLimits,
+    streams: &StreamLimits,
+) -> Vec<String> {
+    let pairs = [
+        (
+            "--max-seeks-per-client",
+            games.max_seeks_per_client,
+            "--max-seeks",
+            games.max_seeks,
+        ),
+        (
+            "--max-health-watches-per-client",
+            streams.max_health_watches_per_client,
+            "--max-health-watches",
+            streams.max_health_watches,
+        ),
+    ];
+    pairs
+        .into_iter()
+        .filter(|&(_, per_client, _, total)| total > 0 && per_client > total)
+        .map(|(name, per_client, total_name, total)| {
+            format!(
+                "{name} {per_client} is above {total_name} {total}: it never binds, and one \
+                 client address can take all {total} places"
+            )
+        })
+        .collect()
+}
+
 impl ComputerLimits {
     /// The search pool's capacity, with the 0s (one per core) resolved on this machine.
     #[must_use]
@@ -780,6 +814,28 @@ mod tests {
         assert_eq!(streams.broadcast_capacity, 256);
         assert_eq!(streams.max_health_watches, 1024);
         assert_eq!(streams.max_health_watches_per_client, 16);
+        assert!(per_client_limits_that_never_bind(&GameLimits::default(), &streams).is_empty());
+        let wide = StreamLimits {
+            max_health_watches: 8,
+            max_health_watches_per_client: 9,
+            ..streams
+        };
+        let zero = GameLimits {
+            max_seeks_per_client: 0,
+            ..GameLimits::default()
+        };
+        assert_eq!(
+            per_client_limits_that_never_bind(&zero, &wide),
+            [
+                "--max-health-watches-per-client 9 is above --max-health-watches 8: it never binds, \
+              and one client address can take all 8 places"
+            ]
+        );
+        let equal = StreamLimits {
+            max_health_watches_per_client: 8,
+            ..wide
+        };
+        assert!(per_client_limits_that_never_bind(&GameLimits::default(), &equal).is_empty());
         assert_eq!(
             ComputerLimits::default().computer_move_time,
             Duration::from_millis(300)

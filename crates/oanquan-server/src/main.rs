@@ -522,6 +522,11 @@ async fn serve(args: Args) -> anyhow::Result<()> {
     if let Some(ignored) = args.ignored_postgres_flags(&config.storage) {
         tracing::warn!("{ignored}");
     }
+    for unbound in
+        oanquan_server::config::per_client_limits_that_never_bind(&config.games, &config.streams)
+    {
+        tracing::warn!("{unbound}");
+    }
     if let (Some(cert), Some(key)) = (&args.tls_cert, &args.tls_key) {
         config.tls = Some(TlsIdentity::read(cert, key)?);
         config.tls_reload = Some(TlsReload {

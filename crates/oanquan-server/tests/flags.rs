@@ -541,6 +541,36 @@ fn postgres_only_flags_on_another_store_are_warned_about_once() {
     assert!(!log.contains("apply only to PostgreSQL"), "{log}");
 }
 
+/// A per-address limit above the server-wide one never binds: the server starts (the
+/// server-wide limit still holds) and says so once per limit; with the defaults it says nothing.
+#[test]
+fn per_client_limits_above_their_server_wide_limit_are_warned_about() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let log = startup_log(server(
+        dir.path(),
+        &[("OANQUAN_MAX_SEEKS", "3")],
+        &[
+            "--in-memory",
+            "--max-health-watches",
+            "10",
+            "--max-health-watches-per-client",
+            "11",
+        ],
+    ));
+    let warnings: Vec<&str> = log.lines().filter(|l| l.contains("never binds")).collect();
+    assert_eq!(warnings.len(), 2, "{log}");
+    assert!(
+        warnings.iter().all(|w| w.contains("WARN"))
+            && warnings[0].contains("--max-seeks-per-client 4 is above --max-seeks 3")
+            && warnings[1]
+                .contains("--max-health-watches-per-client 11 is above --max-health-watches 10"),
+        "{log}"
+    );
+
+    let log = startup_log(server(dir.path(), &[], &["--in-memory"]));
+    assert!(!log.contains("never binds"), "{log}");
+}
+
 /// A port in use stops the server before it creates a database: nothing is left behind to
 /// clean up, and the message names the address.
 #[test]
