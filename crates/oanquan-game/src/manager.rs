@@ -232,10 +232,10 @@ impl From<StoreError> for GameError {
             StoreError::Unavailable(_) => GameError::Unavailable(
                 "storage unavailable: the server cannot use its database right now; nothing was changed, retry later".to_owned(),
             ),
-            StoreError::NotFound
-            | StoreError::Backend(_)
-            | StoreError::DamagedFile(_)
-            | StoreError::AlreadyExists => GameError::Internal(error.to_string()),
+            StoreError::DamagedData(detail) => GameError::StoreDamaged(detail),
+            StoreError::NotFound | StoreError::Backend(_) | StoreError::AlreadyExists => {
+                GameError::Internal(error.to_string())
+            }
         }
     }
 }

@@ -59,12 +59,12 @@ pub enum StoreError {
     /// The backend failed otherwise (a bug, a broken invariant).
     #[error("storage backend: {0}")]
     Backend(String),
-    /// The database file is damaged where the call read: a broken page or an index that no
-    /// longer agrees with its table, found by the backend itself. A read for one game reports
-    /// [`StoreError::Damaged`] for that game instead, so that its calls answer as for any
-    /// damaged game.
-    #[error("the database file is damaged: {0}")]
-    DamagedFile(String),
+    /// The stored data is damaged where the call read: a broken page or an index that no
+    /// longer agrees with its table (found by the backend itself), or an account row that does
+    /// not decode. A read for one game reports [`StoreError::Damaged`] for that game instead,
+    /// so that its calls answer as for any damaged game.
+    #[error("the stored data is damaged: {0}")]
+    DamagedData(String),
     /// A unique value is taken (a username, by its key).
     #[error("already exists")]
     AlreadyExists,

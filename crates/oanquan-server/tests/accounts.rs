@@ -791,6 +791,46 @@ async fn ratings_are_unchanged_by_a_restart_right_after_the_end() {
     server.stop().await.unwrap();
 }
 
+/// An account row damaged in the file (a rating of a speed this build does not know) is the
+/// database's damage, said as such (`DATA_LOSS`, not a generic internal error), and it stays
+/// that account's: other accounts and new ones go on.
+#[tokio::test]
+async fn a_damaged_account_answers_data_loss_and_others_go_on() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("oanquan.db");
+    let server = start(on_disk(&path)).await;
+    let mut accounts = account_client(&server).await;
+    register(&mut accounts, "Lan").await;
+    register(&mut accounts, "Minh").await;
+    server.stop().await.unwrap();
+    let inserted = rusqlite::Connection::open(&path)
+        .unwrap()
+        .execute(
+            "INSERT INTO ratings SELECT id, 'warp', 1500.0, 350.0, 0.06, 0, 1 FROM accounts \
+             WHERE username = 'Lan'",
+            [],
+        )
+        .unwrap();
+    assert_eq!(inserted, 1);
+
+    let server = start(on_disk(&path)).await;
+    let mut accounts = account_client(&server).await;
+    let status = accounts
+        .get_player(pb::GetPlayerRequest {
+            username: "Lan".into(),
+        })
+        .await
+        .expect_err("a damaged account");
+    assert_eq!(status.code(), Code::DataLoss, "{status:?}");
+    assert!(
+        status.message().contains("database is damaged") && !status.message().contains("warp"),
+        "{status:?}"
+    );
+    assert_eq!(player(&mut accounts, "Minh").await.username, "Minh");
+    register(&mut accounts, "Hoa").await;
+    server.stop().await.unwrap();
+}
+
 #[tokio::test]
 async fn ratings_are_unchanged_by_a_kill_right_after_the_end() {
     let dir = tempfile::tempdir().unwrap();

@@ -22,10 +22,10 @@ use crate::schema::violates;
 /// (`oanquan_game`'s `MAX_API_KEYS`), so that every store refuses the same request.
 pub(crate) const MAX_API_KEYS: i64 = 20;
 
-/// An account row that does not decode. Accounts have no `Damaged` variant of their own (it
-/// names a game); a backend error names the account instead.
+/// An account row that does not decode: damaged data outside any one game, named by its
+/// account.
 fn damaged(id: &str, why: impl std::fmt::Display) -> StoreError {
-    StoreError::Backend(format!("account {id} is damaged in the store: {why}"))
+    StoreError::DamagedData(format!("account {id} does not decode: {why}"))
 }
 
 fn count_from_db(id: &str, what: &str, value: i64) -> Result<u32, StoreError> {

@@ -33,10 +33,10 @@ fn unique_name(error: rusqlite::Error) -> StoreError {
     }
 }
 
-/// An account row that does not decode. Accounts have no `Damaged` variant of their own (it
-/// names a game); a backend error names the account instead.
+/// An account row that does not decode: damaged data outside any one game, named by its
+/// account.
 fn damaged(id: &str, why: impl std::fmt::Display) -> StoreError {
-    StoreError::Backend(format!("account {id} is damaged in the store: {why}"))
+    StoreError::DamagedData(format!("account {id} does not decode: {why}"))
 }
 
 fn count(value: u32) -> i64 {

@@ -45,7 +45,7 @@ pub(crate) fn backend(error: rusqlite::Error) -> StoreError {
         error.sqlite_error_code(),
         Some(ErrorCode::DatabaseCorrupt | ErrorCode::NotADatabase)
     ) {
-        StoreError::DamagedFile(format!("sqlite: {error}"))
+        StoreError::DamagedData(format!("sqlite: {error}"))
     } else {
         StoreError::Backend(format!("sqlite: {error}"))
     }
@@ -55,7 +55,7 @@ pub(crate) fn backend(error: rusqlite::Error) -> StoreError {
 /// damage.
 pub(crate) fn of_game<T>(id: &GameId, result: Result<T, StoreError>) -> Result<T, StoreError> {
     result.map_err(|error| match error {
-        StoreError::DamagedFile(detail) => corrupt(id, detail),
+        StoreError::DamagedData(detail) => corrupt(id, detail),
         error => error,
     })
 }

@@ -1080,7 +1080,7 @@ fn damage_found_while_reading_a_game_is_that_games() {
     };
     assert!(matches!(
         fault::backend(malformed()),
-        StoreError::DamagedFile(_)
+        StoreError::DamagedData(_)
     ));
     let id = GameId::generate();
     match fault::of_game(&id, Err::<(), _>(fault::backend(malformed()))) {
@@ -1109,5 +1109,10 @@ fn damage_found_while_reading_a_game_is_that_games() {
             detail: String::new()
         }),
         oanquan_game::GameError::GameDamaged(_)
+    ));
+    // Outside one game (a listing, an account) the file's damage is its own error, not a bug.
+    assert!(matches!(
+        oanquan_game::GameError::from(fault::backend(malformed())),
+        oanquan_game::GameError::StoreDamaged(_)
     ));
 }

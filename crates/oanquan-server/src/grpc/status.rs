@@ -81,7 +81,7 @@ pub fn classify(error: &GameError) -> (Code, Detail) {
         // Background agents only: reaching a client would be a bug.
         GameError::NotDue => (Code::Internal, Detail::None),
         GameError::SequenceAhead { .. } => (Code::OutOfRange, Detail::None),
-        GameError::GameDamaged(_) => (Code::DataLoss, Detail::None),
+        GameError::GameDamaged(_) | GameError::StoreDamaged(_) => (Code::DataLoss, Detail::None),
         GameError::Unavailable(_) => (Code::Unavailable, Detail::None),
         GameError::Internal(_) => (Code::Internal, Detail::None),
     }
@@ -110,6 +110,10 @@ pub fn to_status(error: &GameError) -> Status {
     let message = if code == Code::Internal {
         tracing::error!(%error, "internal error");
         "internal server error; it has been logged, retry later".to_owned()
+    } else if let GameError::StoreDamaged(detail) = error {
+        // The client learns that the file is damaged; where and how is the operator's.
+        tracing::error!(%detail, "the database file is damaged");
+        bounded(error.to_string())
     } else {
         bounded(error.to_string())
     };
@@ -333,6 +337,11 @@ mod tests {
                 None,
             ),
             (
+                GameError::StoreDamaged("sqlite: database disk image is malformed".into()),
+                Code::DataLoss,
+                None,
+            ),
+            (
                 GameError::Unavailable("bye".into()),
                 Code::Unavailable,
                 None,
@@ -409,6 +418,19 @@ mod tests {
             }
             assert!(status.get_details_bad_request().is_none(), "{error:?}");
         }
+    }
+
+    #[test]
+    fn a_damaged_file_is_said_without_the_backends_words() {
+        let status = to_status(&GameError::StoreDamaged(
+            "sqlite: database disk image is malformed".into(),
+        ));
+        assert_eq!(status.code(), Code::DataLoss);
+        assert!(
+            status.message().contains("database is damaged"),
+            "{status:?}"
+        );
+        assert!(!status.message().contains("sqlite"), "{status:?}");
     }
 
     #[test]

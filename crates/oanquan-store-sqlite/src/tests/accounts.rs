@@ -340,7 +340,7 @@ async fn damaged_account_rows_are_errors_and_leaderboards_skip_them() {
         .unwrap();
 
     let damaged = |result: Result<_, StoreError>, what: &str| match result {
-        Err(StoreError::Backend(why)) => assert!(why.contains(what), "{why}"),
+        Err(StoreError::DamagedData(why)) => assert!(why.contains(what), "{why}"),
         other => panic!("a damaged account expected: {other:?}"),
     };
     damaged(store.account(&alpha.id).await.map(drop), alpha.id.as_str());
