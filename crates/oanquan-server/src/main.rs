@@ -27,7 +27,7 @@ use oanquan_server::config::{
     TransportLimits, parse_duration, parse_switch,
 };
 use oanquan_server::domain::is_postgres_url;
-use oanquan_server::metrics::{Metrics, MetricsToken};
+use oanquan_server::metrics::{Metrics, MetricsTokenFile};
 use oanquan_server::readiness::{Readiness, ready_file_problem, remove_ready_file};
 use oanquan_server::{Config, Storage, TlsIdentity, TlsReload};
 
@@ -193,8 +193,9 @@ struct Args {
 
     /// Answer /metrics only to requests with `Authorization: Bearer TOKEN`, TOKEN being this
     /// file's contents less one trailing line break: 16 to 4096 bytes of printable ASCII (as
-    /// `openssl rand -hex 32` writes). Read once at start; a missing, empty or malformed file
-    /// stops the server. /ready and /live stay open to probes. Off when not given.
+    /// `openssl rand -hex 32` writes). A missing, empty or malformed file stops the server at
+    /// start; later it is read again when it changes (a bad change keeps the token in use).
+    /// /ready and /live stay open to probes. Off when not given.
     #[arg(
         long,
         env = "OANQUAN_METRICS_TOKEN_FILE",
@@ -539,9 +540,11 @@ async fn serve(args: Args) -> anyhow::Result<()> {
         config.endgame_tables = Some(load_endgame_tables(path)?);
     }
     let metrics_token = match &args.metrics_token_file {
-        Some(path) => Some(MetricsToken::read(path).map_err(|why| {
-            anyhow::anyhow!("--metrics-token-file (OANQUAN_METRICS_TOKEN_FILE) {path:?} {why}")
-        })?),
+        Some(path) => Some(std::sync::Arc::new(MetricsTokenFile::open(path).map_err(
+            |why| {
+                anyhow::anyhow!("--metrics-token-file (OANQUAN_METRICS_TOKEN_FILE) {path:?} {why}")
+            },
+        )?)),
         None => None,
     };
     // The ports first, so that a port in use stops the server before it opens (or creates) a

@@ -42,7 +42,7 @@ use crate::domain::{
     StoreError, Termination,
 };
 use crate::readiness::{NotReady, Readiness};
-pub use token::MetricsToken;
+pub use token::{MetricsToken, MetricsTokenFile};
 
 /// Most open games counted at a scrape: the count reads the lobby's snapshot, which is bounded
 /// like every other read.
@@ -667,7 +667,7 @@ pub async fn serve(
     listener: TcpListener,
     metrics: Arc<Metrics>,
     readiness: Readiness,
-    token: Option<MetricsToken>,
+    token: Option<Arc<MetricsTokenFile>>,
     mut stop: watch::Receiver<bool>,
 ) {
     // The first listener's readiness is the node's (a process serves one).
@@ -696,7 +696,7 @@ pub async fn serve(
                 let readiness = readiness.clone();
                 let token = token.clone();
                 async move {
-                    let response = respond(&metrics, &readiness, token.as_ref(), &request).await;
+                    let response = respond(&metrics, &readiness, token.as_deref(), &request).await;
                     if response.status() == http::StatusCode::UNAUTHORIZED {
                         debug!(%peer, "metrics: a scrape without the token refused");
                     }
@@ -721,7 +721,7 @@ pub async fn serve(
 async fn respond<B>(
     metrics: &Metrics,
     readiness: &Readiness,
-    token: Option<&MetricsToken>,
+    token: Option<&MetricsTokenFile>,
     request: &http::Request<B>,
 ) -> http::Response<Full<Bytes>> {
     let response = |status: http::StatusCode, content_type: &str, body: String| {

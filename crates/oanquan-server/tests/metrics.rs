@@ -703,6 +703,24 @@ fn a_metrics_token_guards_the_metrics_and_not_the_probes() {
     assert_eq!(body, "live\n");
     let (status, _, _) = get("GET", "/ready", &bearer(b"Bearer nonsense"));
     assert!(status.contains(" 200 "), "{status}");
+
+    // Rotated without a restart (a new file renamed over the old, as Kubernetes does): the
+    // next scrape needs the new token. A file that then stops holding a token keeps it.
+    let rotated = "fedcba9876543210-rotated";
+    let staged = dir.path().join("staged");
+    std::fs::write(&staged, format!("{rotated}\n")).unwrap();
+    std::fs::rename(&staged, &file).unwrap();
+    let new = bearer(format!("Bearer {rotated}").as_bytes());
+    let (status, _, body) = get("GET", "/metrics", &new);
+    assert!(status.contains(" 200 "), "{status}");
+    assert!(body.ends_with("# EOF\n"), "{body}");
+    let (status, _, _) = get("GET", "/metrics", &right);
+    assert!(status.contains(" 401 "), "{status}");
+    std::fs::write(&file, b"half").unwrap();
+    let (status, _, _) = get("GET", "/metrics", &new);
+    assert!(status.contains(" 200 "), "{status}");
+    let (status, _, _) = get("GET", "/metrics", &bearer(b"Bearer half"));
+    assert!(status.contains(" 401 "), "{status}");
 }
 
 /// What a GET of `path` with the raw header lines `headers` gets back, as far as it gets: the

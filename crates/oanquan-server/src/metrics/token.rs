@@ -5,6 +5,11 @@
 //! so neither the token's bytes nor its length show in how long a refusal takes. The token is
 //! never printed: not in a refusal at start, not in `Debug`, not in a log.
 //!
+//! The file is looked at again when a scrape comes ([`MetricsTokenFile`]): when it changed
+//! (another size, time, or file, as a rotated Kubernetes secret is), it is read again, and a
+//! good token replaces the one in use from that scrape on; a file that no longer reads as a
+//! token (missing, half-written, malformed) is warned about once and the token in use is kept.
+//!
 //! A request is let in when it has exactly one `Authorization` header of the form
 //! `Bearer <token>`: the scheme in any case (RFC 7235 § 2.1 makes it case-insensitive, and
 //! Prometheus, curl and Go clients all send `Bearer`), then one or more spaces, then the token
@@ -13,7 +18,9 @@
 //! was wrong.
 
 use std::io::Read as _;
-use std::path::Path;
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+use std::time::SystemTime;
 
 use sha2::{Digest as _, Sha256};
 use subtle::ConstantTimeEq as _;
@@ -145,6 +152,94 @@ impl MetricsToken {
     }
 }
 
+/// What tells that a token file changed without reading it: its size, modification time and,
+/// on Unix, which file it is (a secret rotated by a symlink swap is another inode).
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct Stamp {
+    len: u64,
+    modified: Option<SystemTime>,
+    file: (u64, u64),
+}
+
+impl Stamp {
+    /// `None` when the file cannot be looked at (removed, say).
+    fn of(path: &Path) -> Option<Stamp> {
+        let meta = std::fs::metadata(path).ok()?;
+        #[cfg(unix)]
+        let file = {
+            use std::os::unix::fs::MetadataExt as _;
+            (meta.dev(), meta.ino())
+        };
+        #[cfg(not(unix))]
+        let file = (0, 0);
+        Some(Stamp {
+            len: meta.len(),
+            modified: meta.modified().ok(),
+            file,
+        })
+    }
+}
+
+/// The token of `--metrics-token-file`, read again when the file changes (see the module
+/// docs), so that rotating the secret needs no restart.
+#[derive(Debug)]
+pub struct MetricsTokenFile {
+    path: PathBuf,
+    loaded: Mutex<(Option<Stamp>, MetricsToken)>,
+}
+
+impl MetricsTokenFile {
+    /// Reads the token from `path`, as [`MetricsToken::read`].
+    ///
+    /// # Errors
+    ///
+    /// As [`MetricsToken::read`]: the server does not start without a good token.
+    pub fn open(path: &Path) -> Result<MetricsTokenFile, String> {
+        let stamp = Stamp::of(path);
+        let token = MetricsToken::read(path)?;
+        Ok(MetricsTokenFile {
+            path: path.to_owned(),
+            loaded: Mutex::new((stamp, token)),
+        })
+    }
+
+    /// Whether `headers` carry the token in use, once the file was looked at for a change.
+    #[must_use]
+    pub fn admits(&self, headers: &http::HeaderMap) -> bool {
+        self.current().admits(headers)
+    }
+
+    fn current(&self) -> MetricsToken {
+        let stamp = Stamp::of(&self.path);
+        let mut loaded = self
+            .loaded
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        if stamp != loaded.0 {
+            // Remembered whatever the outcome, so that a bad file is warned about once, and a
+            // file caught half-written is read again when its writer finishes (which changes
+            // it again).
+            loaded.0 = stamp;
+            match MetricsToken::read(&self.path) {
+                Ok(token) => {
+                    if token.digest != loaded.1.digest {
+                        tracing::info!(
+                            path = %self.path.display(),
+                            "metrics token reloaded: the file changed"
+                        );
+                    }
+                    loaded.1 = token;
+                }
+                Err(why) => tracing::warn!(
+                    path = %self.path.display(),
+                    "the metrics token file {why}; the token in use is kept"
+                ),
+            }
+        }
+        loaded.1.clone()
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -273,5 +368,52 @@ mod tests {
             let refused = MetricsToken::read(&fifo).unwrap_err();
             assert!(refused.contains("not a regular file"), "{refused}");
         }
+    }
+
+    /// A changed file is read again at the next request: a good token replaces the old one at
+    /// once; a file that no longer holds a token (half-written, removed, malformed) keeps the
+    /// token in use, and a later good write is taken.
+    #[test]
+    fn a_changed_token_file_is_read_again_and_a_bad_one_keeps_the_old_token() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("metrics-token");
+        let with = |token: &str| {
+            let mut headers = http::HeaderMap::new();
+            headers.insert(
+                http::header::AUTHORIZATION,
+                http::HeaderValue::from_str(&format!("Bearer {token}")).unwrap(),
+            );
+            headers
+        };
+        const NEXT: &str = "fedcba9876543210-rotated";
+        std::fs::write(&path, format!("{TOKEN}\n")).unwrap();
+        let file = MetricsTokenFile::open(&path).unwrap();
+        assert!(file.admits(&with(TOKEN)));
+        assert!(!file.admits(&with(NEXT)));
+
+        // Rotated as Kubernetes does: a new file renamed over the old one.
+        let staged = dir.path().join("staged");
+        std::fs::write(&staged, format!("{NEXT}\n")).unwrap();
+        std::fs::rename(&staged, &path).unwrap();
+        assert!(file.admits(&with(NEXT)));
+        assert!(!file.admits(&with(TOKEN)));
+
+        // Caught half-written (too short), then emptied, then removed: the token in use stays.
+        for bad in [&b"fedcba"[..], b""] {
+            std::fs::write(&path, bad).unwrap();
+            assert!(file.admits(&with(NEXT)));
+            assert!(!file.admits(&with("fedcba")));
+        }
+        std::fs::remove_file(&path).unwrap();
+        assert!(file.admits(&with(NEXT)));
+
+        // Written again in full: taken.
+        std::fs::write(&path, TOKEN).unwrap();
+        assert!(file.admits(&with(TOKEN)));
+        assert!(!file.admits(&with(NEXT)));
+
+        // A bad file at start is still refused.
+        std::fs::write(&path, b"short").unwrap();
+        assert!(MetricsTokenFile::open(&path).is_err());
     }
 }
