@@ -69,6 +69,7 @@ mod accounts;
 mod backup;
 mod codec;
 mod fault;
+mod full_check;
 mod plain;
 mod reads;
 mod schema;
@@ -102,6 +103,7 @@ use crate::writer::{
 };
 
 pub use crate::backup::{BackupError, BackupReport, backup};
+pub use crate::full_check::Outcome as FullCheckOutcome;
 pub use crate::schema::{APPLICATION_ID, OpenError, SCHEMA_VERSION};
 pub use crate::writer::MAX_BATCH;
 
@@ -124,6 +126,8 @@ pub struct SqliteStore {
     lock: schema::FileLock,
     /// The lock file's heartbeat, stopped at close (or when the store is dropped).
     heartbeat: Mutex<Option<schema::Heartbeat>>,
+    /// The full integrity check started after the open; `None` once waited for or stopped.
+    full_check: Mutex<Option<full_check::FullCheck>>,
 }
 
 impl fmt::Debug for SqliteStore {
@@ -174,7 +178,9 @@ impl SqliteStore {
                 context: "starting the writer thread",
                 source,
             })?;
+        let full_check = full_check::FullCheck::start(&path);
         Ok(SqliteStore {
+            full_check: Mutex::new(full_check),
             readers: Arc::new(Readers::new(path.clone())),
             path,
             writer: Mutex::new(Some(writer)),
@@ -221,10 +227,31 @@ impl SqliteStore {
             .is_some_and(|writer| writer.send(message).is_ok())
     }
 
+    /// Waits for the full integrity check started at open (see `full_check`) and returns what
+    /// it found; `None` if it did not start or was already waited for. For tests.
+    #[doc(hidden)]
+    pub fn wait_full_check(&self) -> Option<FullCheckOutcome> {
+        let check = self
+            .full_check
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .take();
+        check.map(full_check::FullCheck::wait)
+    }
+
     /// See [`GameStore::close`]; blocking.
     fn close_now(&self) {
         // Readers first: SQLite removes the WAL only when its last connection closes, and a
-        // read-only connection cannot; so the writer must be the last one.
+        // read-only connection cannot; so the writer must be the last one. The full check's
+        // connection is a reader too.
+        let check = self
+            .full_check
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .take();
+        if let Some(check) = check {
+            check.stop();
+        }
         self.readers.close();
         drop(
             self.writer

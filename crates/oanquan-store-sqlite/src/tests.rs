@@ -1043,6 +1043,70 @@ async fn a_header_with_an_unknown_format_version_is_refused_as_damaged() {
     SqliteStore::open(&path).expect("the undamaged file still opens");
 }
 
+/// An index that no longer agrees with its table passes the start-up quick check and hides a
+/// game (a lookup by its id finds nothing): the full check that runs after the open finds it.
+/// An intact file checks intact.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_full_check_after_open_finds_what_the_quick_check_lets_through() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("games.db");
+    let store = Arc::new(SqliteStore::open(&path).unwrap());
+    assert_eq!(store.wait_full_check(), Some(FullCheckOutcome::Intact));
+    let (manager, _hub) = manager(Arc::clone(&store) as Arc<dyn GameStore>);
+    let mut ids = Vec::new();
+    for _ in 0..3 {
+        ids.push(new_game(&manager, Preset::Standard.rules()).await.0);
+    }
+    drop(manager);
+    store.close().await;
+    drop(store);
+
+    // One byte of one id changed in the index of game ids (its root page, the only one for
+    // three games), not in the table.
+    let (root, page_size): (i64, i64) = {
+        let conn = Connection::open(&path).unwrap();
+        (
+            conn.query_row(
+                "SELECT rootpage FROM sqlite_schema WHERE name = 'sqlite_autoindex_games_1'",
+                [],
+                |row| row.get(0),
+            )
+            .unwrap(),
+            conn.query_row("PRAGMA page_size", [], |row| row.get(0))
+                .unwrap(),
+        )
+    };
+    let mut bytes = std::fs::read(&path).unwrap();
+    let page = usize::try_from((root - 1) * page_size).unwrap()
+        ..usize::try_from(root * page_size).unwrap();
+    let victim = ids[0].to_string();
+    let at = bytes[page.clone()]
+        .windows(victim.len())
+        .position(|window| window == victim.as_bytes())
+        .expect("the id in its index page")
+        + page.start;
+    let last = at + victim.len() - 1;
+    bytes[last] = if bytes[last] == b'0' { b'1' } else { b'0' };
+    std::fs::write(&path, &bytes).unwrap();
+
+    let store = SqliteStore::open(&path).expect("the quick check lets it through");
+    match store.wait_full_check() {
+        Some(FullCheckOutcome::Damaged(problems)) => assert!(
+            problems
+                .iter()
+                .any(|p| p.contains("missing from index sqlite_autoindex_games_1")),
+            "{problems:?}"
+        ),
+        other => panic!("{other:?}"),
+    }
+    // What it would hide: the game is there, but not found by its id.
+    assert!(matches!(
+        store.load(&ids[0]).await,
+        Err(StoreError::NotFound)
+    ));
+    assert!(store.load(&ids[1]).await.is_ok());
+}
+
 /// A file refused as damaged is left as it was found: no `-wal` or `-shm` that SQLite's look
 /// at it made stays beside it (they would read as a crash's log, not to be deleted).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
