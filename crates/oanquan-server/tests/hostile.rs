@@ -985,7 +985,25 @@ async fn a_reflection_request_that_cannot_be_decoded_ends_with_an_error_not_ok()
     let list = [0x3a, 0x00]; // list_services = ""
     let mut unknown_flag = grpc_frame(false, 2, &list).to_vec();
     unknown_flag[0] = 7;
-    let cases: [(&str, Bytes, Code, &str); 4] = [
+    let cases: [(&str, Bytes, Code, &str); 6] = [
+        (
+            "not protobuf",
+            grpc_frame(false, 6, &[0xff, 0xff, 0xff, 0xff, 0x0f, 0x12]),
+            Code::Internal,
+            "failed to decode",
+        ),
+        (
+            "a good request, then one that is not protobuf",
+            Bytes::from(
+                [
+                    grpc_frame(false, 2, &list).to_vec(),
+                    grpc_frame(false, 3, &[0x0d, 0x01, 0x02]).to_vec(),
+                ]
+                .concat(),
+            ),
+            Code::Internal,
+            "failed to decode",
+        ),
         (
             "cut short",
             grpc_frame(false, 1000, &[0x3a, 0x00, 0x3a, 0x00]),

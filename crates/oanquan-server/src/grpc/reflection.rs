@@ -12,8 +12,11 @@
 //! outright. Its `grpc-message` is cut to [`MAX_MESSAGE`] bytes.
 //!
 //! And a request it cannot decode (a message cut short by the end of the stream, a compressed
-//! or unknown flag, a length over the message size limit) just ends its stream, with OK. Those
-//! are seen in the framing here, and the call ends with the error instead.
+//! or unknown flag, a length over the message size limit, bytes that are no protobuf message)
+//! just ends its stream, with OK. Those are seen in the framing here (each message is decoded
+//! once more, as a `ServerReflectionRequest`, which both versions share on the wire), and the
+//! call ends with the error instead: the status tonic gives any other service's undecodable
+//! request.
 
 use std::convert::Infallible;
 use std::net::IpAddr;
@@ -24,9 +27,11 @@ use std::task::{Context, Poll};
 use bytes::{Buf, Bytes};
 use futures::future::BoxFuture;
 use http_body::Frame;
+use prost::Message as _;
 use tonic::Status;
 use tonic::body::Body;
 use tonic::server::NamedService;
+use tonic_reflection::pb::v1::ServerReflectionRequest;
 use tower::Service;
 
 use super::rate_limit::peer_ip;
@@ -144,8 +149,11 @@ struct Framing {
     prefix_len: usize,
     /// Messages begun so far.
     messages: u64,
-    /// What is wrong with a message's prefix, if anything.
+    /// What is wrong with a message, if anything.
     malformed: Option<Status>,
+    /// The current message's bytes so far, to decode when it is whole (while nothing is wrong:
+    /// at most [`MAX_REQUEST`] bytes).
+    body: Vec<u8>,
 }
 
 /// The largest request message: tonic's default decoding limit, which the reflection services
@@ -181,8 +189,14 @@ impl Framing {
                 let take = usize::try_from(self.body_left)
                     .unwrap_or(usize::MAX)
                     .min(data.len() - at);
+                if self.malformed.is_none() {
+                    self.body.extend_from_slice(&data[at..at + take]);
+                }
                 at += take;
                 self.body_left -= take as u64;
+                if self.body_left == 0 {
+                    self.message_whole();
+                }
                 continue;
             }
             if self.prefix_len == 0 && self.messages >= 1 && !allow() {
@@ -199,9 +213,24 @@ impl Framing {
                 if self.malformed.is_none() {
                     self.malformed = malformed(flag, self.body_left);
                 }
+                if self.body_left == 0 {
+                    self.message_whole();
+                }
             }
         }
         None
+    }
+
+    /// The current message has all its bytes: they must decode.
+    fn message_whole(&mut self) {
+        if self.malformed.is_none()
+            && let Err(error) = ServerReflectionRequest::decode(self.body.as_slice())
+        {
+            self.malformed = Some(Status::internal(format!(
+                "failed to decode Protobuf message: {error}"
+            )));
+        }
+        self.body.clear();
     }
 }
 
@@ -451,6 +480,52 @@ mod tests {
             done: false,
         };
         assert!(http_body::Body::is_end_stream(&ending));
+    }
+
+    /// A message of `body`, prefix and body.
+    fn framed(body: &[u8]) -> Vec<u8> {
+        let mut bytes = prefix(u32::try_from(body.len()).unwrap());
+        bytes.extend_from_slice(body);
+        bytes
+    }
+
+    #[test]
+    fn each_whole_message_must_decode_as_a_request() {
+        let list = ServerReflectionRequest {
+            host: "h".repeat(300),
+            message_request: Some(
+                tonic_reflection::pb::v1::server_reflection_request::MessageRequest::ListServices(
+                    String::new(),
+                ),
+            ),
+        }
+        .encode_to_vec();
+        // Good messages, empty ones included, split anywhere: nothing wrong.
+        let good = [framed(&list), framed(&[]), framed(&list)].concat();
+        for size in [1, 2, 7, good.len()] {
+            let mut framing = Framing::default();
+            for chunk in good.chunks(size) {
+                framing.feed(chunk, || true);
+            }
+            assert!(framing.malformed.is_none(), "chunks of {size}");
+            assert!(framing.body.is_empty());
+        }
+        // Then a field with a wire type protobuf does not have: the status tonic gives.
+        let bad = [good, framed(&[0x0f, 0x01])].concat();
+        for size in [1, bad.len()] {
+            let mut framing = Framing::default();
+            for chunk in bad.chunks(size) {
+                framing.feed(chunk, || true);
+            }
+            let status = framing.malformed.expect("not a request");
+            assert_eq!(status.code(), tonic::Code::Internal);
+            assert!(
+                status
+                    .message()
+                    .starts_with("failed to decode Protobuf message"),
+                "{status:?}"
+            );
+        }
     }
 
     #[test]
