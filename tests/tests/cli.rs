@@ -490,16 +490,20 @@ fn is_rfc3339(value: &Value) -> bool {
         && text[..4].bytes().all(|b| b.is_ascii_digit())
 }
 
+/// The seat of a `play` session, from its `playing GAME as SEAT` line.
+fn seat_played(out: &[String]) -> String {
+    out.iter()
+        .find_map(|l| l.strip_prefix("playing ")?.rsplit(" as ").next())
+        .expect("playing ... as SEAT")
+        .to_owned()
+}
+
 /// `turn: SEAT` comes before each `your move`: of the `move N:` and `turn:` lines, the last one
 /// before a prompt announces the prompting player's turn (a resumed client's first prompt may
 /// follow the snapshot alone).
 fn assert_turn_line_before_each_prompt(lines: &Lines, who: &str) {
     let out = lines.stdout_of(who);
-    let seat = out
-        .iter()
-        .find_map(|l| l.strip_prefix("playing ")?.rsplit(" as ").next())
-        .expect("playing ... as SEAT")
-        .to_owned();
+    let seat = seat_played(&out);
     let mut last = None;
     for line in &out {
         if line.starts_with("move ") || line.starts_with("turn: ") {
@@ -1046,22 +1050,13 @@ fn a_move_from_an_empty_square_says_why() {
     drop(bob);
 }
 
-/// A script pipes all its moves at once: each line is read at the seat's turn, also the one
-/// that arrives while the seat's last move is accepted but its event not yet back (that line
-/// was once read at once, sent for the position just left, refused, and lost). Both players
-/// pipe a whole line of play before the first move; every move must be played, in order, with
-/// no error.
 /// In piped mode a seat's own move is read only after its turn was announced: between its
 /// previous `move N:` line and each of its own, `turn: SEAT` (unless the board found on
 /// connecting came instead), `legal moves: ...` and `your move` come in that order, as
 /// `play --help` documents.
 fn assert_each_own_move_follows_its_prompt(lines: &Lines, who: &str) {
     let out = lines.stdout_of(who);
-    let seat = out
-        .iter()
-        .find_map(|l| l.strip_prefix("playing ")?.rsplit(" as ").next())
-        .expect("playing ... as SEAT")
-        .to_owned();
+    let seat = seat_played(&out);
     let turn = format!("turn: {seat}");
     let own = format!(": {seat} plays ");
     let mut since_last_move: Vec<&str> = Vec::new();
@@ -1096,6 +1091,11 @@ fn assert_each_own_move_follows_its_prompt(lines: &Lines, who: &str) {
     }
 }
 
+/// A script pipes all its moves at once: each line is read at the seat's turn, also the one
+/// that arrives while the seat's last move is accepted but its event not yet back (that line
+/// was once read at once, sent for the position just left, refused, and lost). Both players
+/// pipe a whole line of play before the first move; every move must be played, in order, with
+/// no error.
 #[test]
 fn moves_piped_ahead_are_played_each_at_its_turn() {
     use oanquan_rules::{Direction, Game, Player, Preset};

@@ -130,6 +130,13 @@ pub struct SqliteStore {
     full_check: Mutex<Option<full_check::FullCheck>>,
 }
 
+/// What `slot` holds, leaving it empty (a poisoned lock is still read: closing must go on).
+fn taken<T>(slot: &Mutex<Option<T>>) -> Option<T> {
+    slot.lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+        .take()
+}
+
 impl fmt::Debug for SqliteStore {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("SqliteStore")
@@ -231,12 +238,7 @@ impl SqliteStore {
     /// it found; `None` if it did not start or was already waited for. For tests.
     #[doc(hidden)]
     pub fn wait_full_check(&self) -> Option<FullCheckOutcome> {
-        let check = self
-            .full_check
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .take();
-        check.map(full_check::FullCheck::wait)
+        taken(&self.full_check).map(full_check::FullCheck::wait)
     }
 
     /// See [`GameStore::close`]; blocking.
@@ -244,34 +246,15 @@ impl SqliteStore {
         // Readers first: SQLite removes the WAL only when its last connection closes, and a
         // read-only connection cannot; so the writer must be the last one. The full check's
         // connection is a reader too.
-        let check = self
-            .full_check
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .take();
-        if let Some(check) = check {
+        if let Some(check) = taken(&self.full_check) {
             check.stop();
         }
         self.readers.close();
-        drop(
-            self.writer
-                .lock()
-                .unwrap_or_else(std::sync::PoisonError::into_inner)
-                .take(),
-        );
-        let thread = self
-            .thread
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .take();
+        drop(taken(&self.writer));
+        let thread = taken(&self.thread);
         // The last sign of life, after the last write: a clean stop is charged to running
         // turns up to here (see `GameStore::last_alive`).
-        let heartbeat = self
-            .heartbeat
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .take();
-        if let Some(heartbeat) = heartbeat {
+        if let Some(heartbeat) = taken(&self.heartbeat) {
             heartbeat.stop();
         }
         if let Some(thread) = thread {
