@@ -84,11 +84,13 @@ impl ApiKey {
         (key, record)
     }
 
-    /// Whether a bearer credential has the shape of an API key (rather than a seat token,
-    /// which is 32 characters of base64url and never this long).
+    /// Whether a bearer credential is meant as an API key: it begins with `oqk_` and is not a
+    /// seat token (32 characters of base64url, which begin with `oqk_` once in 17 million).
+    /// Such a credential that is not a well-formed key is a bad key, never taken for anything
+    /// else (on `CreateGame`, that would seat its sender anonymously).
     #[must_use]
-    pub fn looks_like(text: &str) -> bool {
-        Self::split(text).is_some()
+    pub fn is_meant(text: &str) -> bool {
+        text.starts_with(KEY_PREFIX) && !PlayerToken::has_shape(text)
     }
 
     /// Wraps a key received from a client, if it has the shape of one.
@@ -228,15 +230,18 @@ mod tests {
     #[test]
     fn api_keys_are_recognised_by_shape_and_hash_whole() {
         let (key, record) = ApiKey::generate(SystemTime::UNIX_EPOCH);
-        assert!(ApiKey::looks_like(key.expose()));
+        assert!(ApiKey::is_meant(key.expose()));
+        assert!(ApiKey::from_client(key.expose()).is_some());
         assert_eq!(key.id(), record.id);
         assert!(key.hash().matches(&record.hash));
         let back = ApiKey::from_client(key.expose()).unwrap();
         assert_eq!(back.hash(), record.hash);
-        // A seat token never has the shape of a key.
+        // A seat token is never meant as a key, even one that begins with `oqk_` by chance.
         for _ in 0..100 {
-            assert!(!ApiKey::looks_like(PlayerToken::generate().expose()));
+            assert!(!ApiKey::is_meant(PlayerToken::generate().expose()));
         }
+        assert!(!ApiKey::is_meant("oqk_AAAAAAAAAAAAAAAAAAAAAAAAAAAA"));
+        assert!(PlayerToken::has_shape("oqk_AAAAAAAAAAAAAAAAAAAAAAAAAAAA"));
         for bad in [
             "",
             "oqk_",
@@ -247,7 +252,9 @@ mod tests {
             "oqk_0123456789abcdef_0123456789abcdef0123456789abcde!",
             "oqk_0123456789abcdéf_0123456789abcdef0123456789abcdef",
         ] {
-            assert!(!ApiKey::looks_like(bad), "{bad}");
+            assert!(ApiKey::from_client(bad).is_none(), "{bad}");
+            // Meant as a key (so refused as a bad one), except what does not begin with oqk_.
+            assert_eq!(ApiKey::is_meant(bad), bad.starts_with("oqk_"), "{bad}");
         }
         assert!(format!("{key:?}").contains("redacted"));
     }

@@ -32,6 +32,15 @@ impl PlayerToken {
         PlayerToken(token.to_owned())
     }
 
+    /// Whether `text` has the shape of a token this server makes: 32 characters of base64url.
+    #[must_use]
+    pub fn has_shape(text: &str) -> bool {
+        text.len() == TOKEN_BYTES / 3 * 4
+            && text
+                .bytes()
+                .all(|c| c.is_ascii_alphanumeric() || c == b'-' || c == b'_')
+    }
+
     /// The token text, to return to its owner (and nowhere else).
     #[must_use]
     pub fn expose(&self) -> &str {

@@ -1398,7 +1398,21 @@ async fn hostile_keys_and_names_are_refused_without_harm() {
     tampered[last] = if tampered[last] == b'A' { b'B' } else { b'A' };
     let tampered = String::from_utf8(tampered).unwrap();
     let unknown = format!("oqk_{}_{}", "z".repeat(16), "x".repeat(32));
-    for bad in [tampered.as_str(), unknown.as_str()] {
+    // Malformed: what begins like a key but has not its shape is a bad key too, not a bearer
+    // to ignore (on CreateGame it would have seated its sender anonymously).
+    let long_key = format!("oqk_{}_{}", "z".repeat(16), "x".repeat(43));
+    for bad in [
+        tampered.as_str(),
+        unknown.as_str(),
+        long_key.as_str(),
+        "oqk_garbage",
+        "oqk_",
+    ] {
+        let status = games
+            .create_game(authed(create_request(false, None), bad))
+            .await
+            .unwrap_err();
+        assert_reason(&status, Code::Unauthenticated, "ERROR_REASON_BAD_API_KEY");
         let status = get_me(&mut accounts, bad).await.unwrap_err();
         assert_reason(&status, Code::Unauthenticated, "ERROR_REASON_BAD_API_KEY");
         let status = resign(&mut games, &game.id, bad).await.unwrap_err();

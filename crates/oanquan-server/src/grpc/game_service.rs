@@ -64,7 +64,7 @@ pub(super) fn bearer<T>(request: &Request<T>) -> Result<&str, GameError> {
 /// Who makes a call on a game: an API key's account (authenticated here, so that a revoked key
 /// fails even on a game's calls), or else a seat token (checked by the game itself).
 async fn credential(manager: &GameManager, bearer: &str) -> Result<Credential, GameError> {
-    if ApiKey::looks_like(bearer) {
+    if ApiKey::is_meant(bearer) {
         Ok(Credential::Account(manager.authenticate(bearer).await?.id))
     } else {
         Ok(Credential::Seat(PlayerToken::from_client(bearer)))
@@ -127,7 +127,7 @@ async fn playing_account<T>(
     request: &Request<T>,
 ) -> Result<Option<Account>, GameError> {
     match bearer(request) {
-        Ok(key) if ApiKey::looks_like(key) => manager.authenticate(key).await.map(Some),
+        Ok(key) if ApiKey::is_meant(key) => manager.authenticate(key).await.map(Some),
         _ => Ok(None),
     }
 }
