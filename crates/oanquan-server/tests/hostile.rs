@@ -1751,6 +1751,71 @@ async fn a_connection_that_leaves_its_streams_unread_is_closed() {
     assert_serving(server.channel().await).await;
 }
 
+/// A watch stream whose client stops reading is dropped after the unread limit; when the
+/// client reads again, the stream is reset with ENHANCE_YOUR_CALM, which gRPC clients report
+/// as RESOURCE_EXHAUSTED (a limit), not with INTERNAL_ERROR (INTERNAL: a server fault).
+#[tokio::test]
+async fn a_dropped_unread_stream_is_reset_as_a_limit_not_a_fault() {
+    let mut settings = hostile_config();
+    settings.streams.heartbeat_interval = Duration::from_millis(20);
+    settings.streams.stream_stall_timeout = Duration::from_millis(100);
+    // The unread limit is the longer of these two.
+    settings.transport.request_timeout = Duration::from_millis(300);
+    let server = start(settings).await;
+    let addr = server.addr;
+    let game = Bystander::new(Games::new(channel_from("127.0.0.2", addr).await)).await;
+
+    // A window of 0 until told to open it: the connection is driven here, where its settings
+    // can change.
+    let tcp = tokio::net::TcpStream::connect(addr).await.unwrap();
+    let (client, mut connection) = h2::client::Builder::new()
+        .initial_window_size(0)
+        .handshake::<_, Bytes>(tcp)
+        .await
+        .unwrap();
+    let (open, mut opened) = tokio::sync::oneshot::channel::<()>();
+    tokio::spawn(async move {
+        tokio::select! {
+            _ = &mut connection => return,
+            _ = &mut opened => {}
+        }
+        connection.set_target_window_size(1 << 20);
+        connection.set_initial_window_size(1 << 20).unwrap();
+        let _ = connection.await;
+    });
+    let mut client = client;
+    let (_, mut body) = try_open_stuck_stream(&mut client, addr, &game.id)
+        .await
+        .expect("a stream");
+    // Not read for well past the limit (and its sweeps).
+    tokio::time::sleep(Duration::from_millis(1_500)).await;
+    open.send(()).unwrap();
+    let ended = tokio::time::timeout(Duration::from_secs(10), async {
+        loop {
+            match body.data().await {
+                Some(Ok(data)) => {
+                    let _ = body.flow_control().release_capacity(data.len());
+                }
+                Some(Err(error)) => return Err(error),
+                None => return Ok(body.trailers().await),
+            }
+        }
+    })
+    .await
+    .expect("the stream ends");
+    match ended {
+        Err(error) => assert_eq!(
+            error.reason(),
+            Some(h2::Reason::ENHANCE_YOUR_CALM),
+            "{error:?}"
+        ),
+        Ok(trailers) => panic!("the stream was not dropped: {trailers:?}"),
+    }
+    let mut game = game;
+    game.advance().await;
+    assert_serving(server.channel().await).await;
+}
+
 /// As [`open_stuck_stream`], or `None` once the connection is closed.
 async fn try_open_stuck_stream(
     client: &mut h2::client::SendRequest<Bytes>,

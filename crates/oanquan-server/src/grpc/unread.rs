@@ -223,6 +223,18 @@ fn guard(unread: &Unread, body: Body) -> Body {
     })
 }
 
+/// What a dropped body answers when hyper asks it again. Its status cannot reach the client
+/// (the response's headers are gone, its trailers with the body): hyper resets the stream,
+/// with the reason of the first `h2::Error` among the error's sources, else INTERNAL_ERROR,
+/// which gRPC clients report as INTERNAL, a server fault. ENHANCE_YOUR_CALM is what gRPC maps
+/// to RESOURCE_EXHAUSTED, which is what this is: a limit of the server on the client.
+fn dropped() -> Status {
+    let mut status =
+        Status::resource_exhausted("the response was not read in time and was dropped");
+    status.set_source(Arc::new(h2::Error::from(h2::Reason::ENHANCE_YOUR_CALM)));
+    status
+}
+
 /// A body that reports to [`Unread`].
 #[derive(Debug)]
 struct Guarded {
@@ -241,9 +253,7 @@ impl http_body::Body for Guarded {
         let this = self.get_mut();
         let mut inner = this.slot.lock();
         let Some(inner) = inner.as_mut() else {
-            return Poll::Ready(Some(Err(Status::resource_exhausted(
-                "the response was not read in time and was dropped",
-            ))));
+            return Poll::Ready(Some(Err(dropped())));
         };
         let polled = if inner.rest.is_empty() {
             match Pin::new(&mut inner.body).poll_frame(cx) {
@@ -373,6 +383,11 @@ mod tests {
             match poll(body) {
                 Poll::Ready(Some(Err(status))) => {
                     assert_eq!(status.code(), tonic::Code::ResourceExhausted);
+                    // What hyper resets the stream with.
+                    let reason = std::error::Error::source(&status)
+                        .and_then(|source| source.downcast_ref::<h2::Error>())
+                        .and_then(h2::Error::reason);
+                    assert_eq!(reason, Some(h2::Reason::ENHANCE_YOUR_CALM));
                 }
                 other => panic!("{other:?}"),
             }
