@@ -92,7 +92,7 @@ pub struct ClientLimits {
     pub rate_limit: f64,
 
     /// Requests one client address may make in a burst above --rate-limit.
-    #[arg(long, env = "OANQUAN_RATE_LIMIT_BURST", default_value = "100")]
+    #[arg(long, env = "OANQUAN_RATE_LIMIT_BURST", default_value = "100", value_parser = parse_burst)]
     pub rate_limit_burst: u32,
 
     /// Health checks (`grpc.health.v1`) per second one client address may make, in a bucket
@@ -128,7 +128,8 @@ pub struct ClientLimits {
 }
 
 impl ClientLimits {
-    /// The request rate limit, `None` when `--rate-limit` or `--rate-limit-burst` is 0.
+    /// The request rate limit, `None` when `--rate-limit` is 0 (or the burst is, which the flag
+    /// refuses).
     #[must_use]
     pub fn rate_limit(&self) -> Option<RateLimit> {
         (self.rate_limit > 0.0 && self.rate_limit_burst > 0).then_some(RateLimit {
@@ -178,7 +179,7 @@ pub struct GameLimits {
     pub rematch_window: Duration,
 
     /// Open seeks in all (of every node, on PostgreSQL); more get RESOURCE_EXHAUSTED.
-    #[arg(long, env = "OANQUAN_MAX_SEEKS", default_value = "10000")]
+    #[arg(long, env = "OANQUAN_MAX_SEEKS", default_value = "10000", value_parser = parse_at_least_one)]
     pub max_seeks: usize,
 
     /// Open seeks of one client address on this node; 0 = no limit.
@@ -194,7 +195,12 @@ pub struct StreamLimits {
     /// Concurrent spectators of one game; more get RESOURCE_EXHAUSTED. A seated player's own
     /// streams (WatchGame with its token, up to 4 per seat) come on top and are never refused
     /// because spectators took the places.
-    #[arg(long, env = "OANQUAN_MAX_SPECTATORS_PER_GAME", default_value = "100")]
+    #[arg(
+        long,
+        env = "OANQUAN_MAX_SPECTATORS_PER_GAME",
+        default_value = "100",
+        value_parser = parse_at_least_one
+    )]
     pub max_spectators_per_game: usize,
 
     /// Spectator streams of one game on one connection; more get RESOURCE_EXHAUSTED. 0 = no
@@ -352,7 +358,7 @@ impl ComputerLimits {
 #[command(next_help_heading = "Storage")]
 pub struct MemoryStoreLimits {
     /// Games kept at most with --in-memory (a database has no limit of its own).
-    #[arg(long, env = "OANQUAN_MAX_GAMES", default_value = "10000")]
+    #[arg(long, env = "OANQUAN_MAX_GAMES", default_value = "10000", value_parser = parse_at_least_one)]
     pub max_games: usize,
 
     /// Events kept per game (older ones force a snapshot on resume). Not a flag.
@@ -597,6 +603,36 @@ pub fn parse_positive_duration(text: &str) -> Result<Duration, String> {
         return Err(format!("{text:?} is too short; give at least 1ms"));
     }
     Ok(duration)
+}
+
+/// A limit that 0 would turn into a refusal of everything it counts, for ever (no seek, no game,
+/// no spectator, no request past the first): at least 1. The off switch, where there is one,
+/// is another flag's (`--rate-limit 0`).
+///
+/// # Errors
+///
+/// A message for what is not a whole number, or 0.
+pub fn parse_at_least_one(text: &str) -> Result<usize, String> {
+    let count: usize = text
+        .trim()
+        .parse()
+        .map_err(|_| format!("{text:?} is not a whole number of at least 1"))?;
+    if count == 0 {
+        return Err("0 would refuse every request it counts, for ever; give at least 1".to_owned());
+    }
+    Ok(count)
+}
+
+/// `--rate-limit-burst`: as [`parse_at_least_one`], within `u32`; `--rate-limit 0` turns the
+/// limit off.
+///
+/// # Errors
+///
+/// A message for what is not a whole number, 0, or over `u32::MAX`.
+pub fn parse_burst(text: &str) -> Result<u32, String> {
+    let burst = parse_at_least_one(text)
+        .map_err(|why| format!("{why} (to turn the rate limit off, give --rate-limit 0)"))?;
+    u32::try_from(burst).map_err(|_| format!("{burst} is more than {} requests", u32::MAX))
 }
 
 /// A PostgreSQL pool size: at least one connection, and no more than a database would take
