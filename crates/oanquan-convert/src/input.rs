@@ -363,8 +363,21 @@ pub fn computer_fallback(
             ),
         ));
     }
-    let level = computer_opponent(Some(&pb::ComputerOpponent { level: value.level }), field)?
-        .ok_or_else(|| GameError::invalid(sub(field, "level"), "must be 1 to 7"))?;
+    // 0 means "no computer" on a ComputerOpponent, not here: a fallback is a computer.
+    let level = u8::try_from(value.level)
+        .ok()
+        .and_then(Level::from_number)
+        .ok_or_else(|| {
+            GameError::invalid(
+                sub(field, "level"),
+                format!(
+                    "must be 1 ({}) to 7 ({}); got {}",
+                    Level::Random,
+                    Level::Master,
+                    value.level
+                ),
+            )
+        })?;
     Ok(Some((after, level)))
 }
 

@@ -610,6 +610,16 @@ fn computer_fallbacks_need_a_wait_of_1s_to_10min_and_a_level_of_1_to_7() {
     ] {
         assert_eq!(field_of(parse(&value).unwrap_err()), field, "{value:?}");
     }
+    // Every level out of range is told the same range: 0 is no "no computer" here.
+    for level in [0, 8, u32::MAX] {
+        let error = parse(&fallback(Some(pd(5, 0)), level)).unwrap_err();
+        let text = error.to_string();
+        assert!(
+            text.contains(&format!("must be 1 (random) to 7 (master); got {level}"))
+                && !text.contains("no computer"),
+            "{text}"
+        );
+    }
 }
 
 #[test]
