@@ -61,6 +61,13 @@ pub enum GameError {
         "the `authorization` metadata is not `Bearer <token>`: send the word Bearer, a space, then the player token (or API key) as CreateGame, JoinGame or AccountService.Register returned it"
     )]
     MalformedAuthorization,
+    /// A spectator on a server that takes none (`--max-spectators-per-game 0`): only the
+    /// players may watch, with their seats' tokens. Not a limit that frees up.
+    #[error(
+        "this server takes no spectators: only a game's players can watch it, each with their \
+         seat's token"
+    )]
+    NoSpectators,
     /// A token that belongs to no seat of this game.
     #[error("the player token does not belong to a seat of this game")]
     WrongToken,

@@ -16,7 +16,7 @@ use crate::account::{
 };
 use crate::clock::{DeadlineKind, TimeControl, TimePolicy};
 use crate::error::GameError;
-use crate::hub::{Hub, WatchLimits, Watcher};
+use crate::hub::{Hub, TooManyWatchers, WatchLimits, Watcher};
 use crate::limits::{self, OpenGameSlot, OpenGames, client_key};
 use crate::model::{GameEventKind, GameStatus, LobbyEventKind};
 use crate::model::{GameFilter, GameId, GameInfo, GameState, MoveLog, MoveRecord};
@@ -1052,7 +1052,10 @@ impl GameManager {
             .subscribe_game_as(id, watcher, limits)
             .map_err(|refused| {
                 debug!(game_id = %id, ?peer, %refused, "watch refused");
-                GameError::LimitExceeded(refused.to_string())
+                match refused {
+                    TooManyWatchers::Game(0) => GameError::NoSpectators,
+                    refused => GameError::LimitExceeded(refused.to_string()),
+                }
             })?;
         let feed = GameFeed {
             store: Arc::clone(&self.store),

@@ -195,12 +195,8 @@ pub struct StreamLimits {
     /// Concurrent spectators of one game; more get RESOURCE_EXHAUSTED. A seated player's own
     /// streams (WatchGame with its token, up to 4 per seat) come on top and are never refused
     /// because spectators took the places.
-    #[arg(
-        long,
-        env = "OANQUAN_MAX_SPECTATORS_PER_GAME",
-        default_value = "100",
-        value_parser = parse_at_least_one
-    )]
+    /// 0 = no spectators: only the players watch, each with their seat's token.
+    #[arg(long, env = "OANQUAN_MAX_SPECTATORS_PER_GAME", default_value = "100")]
     pub max_spectators_per_game: usize,
 
     /// Spectator streams of one game on one connection; more get RESOURCE_EXHAUSTED. 0 = no

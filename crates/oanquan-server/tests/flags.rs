@@ -160,15 +160,10 @@ type Case<'a> = (&'a [(&'a str, &'a str)], &'a [&'a str], &'a str);
 #[test]
 fn bad_switches_and_sizes_are_refused_with_the_reason() {
     let huge = "2305843009213693952";
-    let cases: [Case<'_>; 29] = [
+    let cases: [Case<'_>; 28] = [
         // Limits that 0 would make refuse everything they count, for ever.
         (&[], &["--in-memory", "--max-seeks", "0"], "give at least 1"),
         (&[], &["--in-memory", "--max-games", "0"], "give at least 1"),
-        (
-            &[("OANQUAN_MAX_SPECTATORS_PER_GAME", "0")],
-            &["--in-memory"],
-            "give at least 1",
-        ),
         (
             &[],
             &["--in-memory", "--rate-limit-burst", "0"],

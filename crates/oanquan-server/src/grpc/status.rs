@@ -63,6 +63,7 @@ pub fn classify(error: &GameError) -> (Code, Detail) {
             (Code::Unauthenticated, Reason(R::MissingToken))
         }
         GameError::WrongToken => (Code::PermissionDenied, Reason(R::WrongToken)),
+        GameError::NoSpectators => (Code::PermissionDenied, Detail::None),
         GameError::LimitExceeded(_) => (Code::ResourceExhausted, Reason(R::LimitExceeded)),
         GameError::TimeUp { .. } => (Code::FailedPrecondition, Reason(R::TimeUp)),
         GameError::CannotClaim(_) => (Code::FailedPrecondition, Reason(R::CannotClaim)),
@@ -318,6 +319,7 @@ mod tests {
                 Code::PermissionDenied,
                 Some("ERROR_REASON_WRONG_TOKEN"),
             ),
+            (GameError::NoSpectators, Code::PermissionDenied, None),
             (
                 GameError::LimitExceeded("too many".into()),
                 Code::ResourceExhausted,
