@@ -1431,12 +1431,18 @@ impl GameManager {
     /// [`GameError::PlayerNotFound`].
     pub async fn player(&self, username: &str) -> Result<Account, GameError> {
         let not_found = || GameError::PlayerNotFound(text::quoted(username));
-        let key = Username::parse(username).map_err(|_| not_found())?.key();
-        match self.store.account_by_name(&key).await {
-            Ok(account) => Ok(account),
-            Err(StoreError::NotFound) => Err(not_found()),
-            Err(e) => Err(e.into()),
+        let name = Username::parse(username).map_err(|_| not_found())?;
+        // Its key, then what it looks like written (`Ian`, capital i, looks like `lan`): the
+        // two ways a name meets a registered one that registration checks from this side.
+        let (key, look) = (name.key(), name.look());
+        for key in std::iter::once(&key).chain((look != key).then_some(&look)) {
+            match self.store.account_by_name(key).await {
+                Ok(account) => return Ok(account),
+                Err(StoreError::NotFound) => {}
+                Err(e) => return Err(e.into()),
+            }
         }
+        Err(not_found())
     }
 
     /// A player's games, newest first, page by page.
