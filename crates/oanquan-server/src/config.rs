@@ -109,7 +109,7 @@ pub struct ClientLimits {
 
     /// TCP connections one client address may have open at once; more are closed as they are
     /// accepted. 0 = no limit.
-    #[arg(long, env = "OANQUAN_MAX_CONNECTIONS_PER_CLIENT", default_value = "64")]
+    #[arg(long, env = "OANQUAN_MAX_CONNECTIONS_PER_CLIENT", default_value = "64", value_parser = parse_count)]
     pub max_connections_per_client: usize,
 
     /// Exempt loopback clients (127.0.0.0/8, ::1) from the per-client limits (and from
@@ -155,7 +155,7 @@ impl ClientLimits {
 #[command(next_help_heading = "Games")]
 pub struct GameLimits {
     /// Waiting or active games one client address may have created at once; 0 = no limit.
-    #[arg(long, env = "OANQUAN_MAX_OPEN_GAMES_PER_CLIENT", default_value = "20")]
+    #[arg(long, env = "OANQUAN_MAX_OPEN_GAMES_PER_CLIENT", default_value = "20", value_parser = parse_count)]
     pub max_open_games_per_client: usize,
 
     /// A game nobody joins for this long, or an untimed game nobody moves in for
@@ -183,7 +183,7 @@ pub struct GameLimits {
     pub max_seeks: usize,
 
     /// Open seeks of one client address on this node; 0 = no limit.
-    #[arg(long, env = "OANQUAN_MAX_SEEKS_PER_CLIENT", default_value = "4")]
+    #[arg(long, env = "OANQUAN_MAX_SEEKS_PER_CLIENT", default_value = "4", value_parser = parse_count)]
     pub max_seeks_per_client: usize,
 }
 
@@ -196,7 +196,7 @@ pub struct StreamLimits {
     /// streams (WatchGame with its token, up to 4 per seat) come on top and are never refused
     /// because spectators took the places.
     /// 0 = no spectators: only the players watch, each with their seat's token.
-    #[arg(long, env = "OANQUAN_MAX_SPECTATORS_PER_GAME", default_value = "100")]
+    #[arg(long, env = "OANQUAN_MAX_SPECTATORS_PER_GAME", default_value = "100", value_parser = parse_count)]
     pub max_spectators_per_game: usize,
 
     /// Spectator streams of one game on one connection; more get RESOURCE_EXHAUSTED. 0 = no
@@ -204,13 +204,14 @@ pub struct StreamLimits {
     #[arg(
         long,
         env = "OANQUAN_MAX_SPECTATORS_PER_CONNECTION",
-        default_value = "4"
+        default_value = "4",
+        value_parser = parse_count
     )]
     pub max_spectators_per_connection: usize,
 
     /// Spectator streams of one game from one client address; more get RESOURCE_EXHAUSTED.
     /// 0 = no limit.
-    #[arg(long, env = "OANQUAN_MAX_SPECTATORS_PER_CLIENT", default_value = "8")]
+    #[arg(long, env = "OANQUAN_MAX_SPECTATORS_PER_CLIENT", default_value = "8", value_parser = parse_count)]
     pub max_spectators_per_client: usize,
 
     /// Open grpc.health.v1 Health.Watch streams on this node, from every client together; one
@@ -234,7 +235,8 @@ pub struct StreamLimits {
     #[arg(
         long,
         env = "OANQUAN_MAX_HEALTH_WATCHES_PER_CLIENT",
-        default_value = "16"
+        default_value = "16",
+        value_parser = parse_count
     )]
     pub max_health_watches_per_client: usize,
 
@@ -286,7 +288,7 @@ pub struct ComputerLimits {
 
     /// Analyze calls one client address may have running or waiting; one more gets
     /// RESOURCE_EXHAUSTED with a retry delay. 0 = no limit.
-    #[arg(long, env = "OANQUAN_MAX_ANALYSES_PER_CLIENT", default_value = "2")]
+    #[arg(long, env = "OANQUAN_MAX_ANALYSES_PER_CLIENT", default_value = "2", value_parser = parse_count)]
     pub max_analyses_per_client: usize,
 
     /// How long an Analyze call waits for a free slot when all --max-analyses are taken; then
@@ -599,6 +601,17 @@ pub fn parse_positive_duration(text: &str) -> Result<Duration, String> {
         return Err(format!("{text:?} is too short; give at least 1ms"));
     }
     Ok(duration)
+}
+
+/// A count where 0 has a meaning of its own (no limit, or for spectators none): a whole number.
+///
+/// # Errors
+///
+/// A message for what is not a whole number (a negative one, say).
+pub fn parse_count(text: &str) -> Result<usize, String> {
+    text.trim()
+        .parse()
+        .map_err(|_| format!("{text:?} is not a whole number (0 or more)"))
 }
 
 /// A limit that 0 would turn into a refusal of everything it counts, for ever (no seek, no game,

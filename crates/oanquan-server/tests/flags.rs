@@ -160,7 +160,7 @@ type Case<'a> = (&'a [(&'a str, &'a str)], &'a [&'a str], &'a str);
 #[test]
 fn bad_switches_and_sizes_are_refused_with_the_reason() {
     let huge = "2305843009213693952";
-    let cases: [Case<'_>; 28] = [
+    let cases: [Case<'_>; 30] = [
         // Limits that 0 would make refuse everything they count, for ever.
         (&[], &["--in-memory", "--max-seeks", "0"], "give at least 1"),
         (&[], &["--in-memory", "--max-games", "0"], "give at least 1"),
@@ -178,6 +178,16 @@ fn bad_switches_and_sizes_are_refused_with_the_reason() {
             &[],
             &["--in-memory", "--rate-limit-burst", "4294967296"],
             "more than 4294967295 requests",
+        ),
+        (
+            &[("OANQUAN_MAX_SEEKS_PER_CLIENT", "-1")],
+            &["--in-memory"],
+            "\"-1\" is not a whole number (0 or more)",
+        ),
+        (
+            &[],
+            &["--in-memory", "--max-spectators-per-connection", "x"],
+            "\"x\" is not a whole number (0 or more)",
         ),
         (
             &[],
