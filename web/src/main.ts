@@ -674,10 +674,12 @@ function showGame(id: string): () => void {
   const speed = select("speed", SPEEDS);
   speed.value = localStorage.getItem("oanquan.speed") ?? "150";
   speed.addEventListener("change", () => localStorage.setItem("oanquan.speed", speed.value));
-  const resign = button("Resign", "resign", () => void act("resign"));
-  const draw = button("Offer draw", "draw", () => void act("draw"));
-  const declineDraw = button("Decline draw", "decline-draw", () => void act("declineDraw"));
-  const rematch = button("Rematch", "rematch", () => void act("rematch"));
+  // Hidden until the first render knows the game: shown before the snapshot came, they offered
+  // a resignation to a spectator and a draw to the computer.
+  const resign = button("Resign", "resign", () => void act("resign"), { hidden: "" });
+  const draw = button("Offer draw", "draw", () => void act("draw"), { hidden: "" });
+  const declineDraw = button("Decline draw", "decline-draw", () => void act("declineDraw"), { hidden: "" });
+  const rematch = button("Rematch", "rematch", () => void act("rematch"), { hidden: "" });
   const hint = h(
     "p",
     { class: "hint", "data-testid": "hint" },
