@@ -321,7 +321,7 @@ pub fn per_client_limits_that_never_bind(
     ];
     pairs
         .into_iter()
-        .filter(|&(_, per_client, _, total)| total > 0 && per_client > total)
+        .filter(|&(_, per_client, _, total)| per_client > total)
         .map(|(name, per_client, total_name, total)| {
             format!(
                 "{name} {per_client} is above {total_name} {total}: it never binds, and one \
