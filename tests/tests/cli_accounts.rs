@@ -384,12 +384,17 @@ fn a_rated_seek_game_changes_both_ratings() {
         });
     }
 
-    // The first player resigns at the prompt: both see the end and both ratings change.
-    let (first, first_name, winner, loser) = if lan_seat == "first" {
-        (&mut lan, "lan", "Minh", "Lan")
+    // Both move (a rated game ends rated only once both have), then the first player resigns
+    // at the prompt: both see the end and both ratings change.
+    let (first, first_name, second, second_name, winner, loser) = if lan_seat == "first" {
+        (&mut lan, "lan", &mut minh, "minh", "Minh", "Lan")
     } else {
-        (&mut minh, "minh", "Lan", "Minh")
+        (&mut minh, "minh", &mut lan, "lan", "Lan", "Minh")
     };
+    follow(&mut lines, first_name, |l| l == "your move");
+    first.send("1 r");
+    follow(&mut lines, second_name, |l| l == "your move");
+    second.send("2 r");
     follow(&mut lines, first_name, |l| l == "your move");
     first.send("resign");
     follow(&mut lines, first_name, |l| l == "resign? (y/N)");
@@ -568,6 +573,20 @@ fn anonymous_play_goes_on_beside_accounts() {
     assert!(!resigned.stdout.contains("rating: "), "{}", resigned.stdout);
     let me = ok(&url, lan.path(), &["me"]).stdout;
     assert!(me.contains("games: 0 won, 0 drawn, 1 lost"), "{me}");
+    assert!(me.contains("no rated games yet"), "{me}");
+
+    // A rated game resigned before both players moved counts too, but is not rated, and the
+    // resigning player is told why.
+    let minh = config_dir();
+    register(&url, minh.path(), "Minh");
+    ok(&url, minh.path(), &["join", rated_id]);
+    let resigned = ok(&url, lan.path(), &["resign", rated_id]).stdout;
+    assert!(
+        resigned.contains("\nrating: unchanged (the game ended before both players moved)\n"),
+        "{resigned}"
+    );
+    let me = ok(&url, lan.path(), &["me"]).stdout;
+    assert!(me.contains("games: 0 won, 0 drawn, 2 lost"), "{me}");
     assert!(me.contains("no rated games yet"), "{me}");
 }
 

@@ -428,10 +428,16 @@ test("a player's profile opens from a seat's name and leads back to the lobby", 
   const binh = await player("Binh");
   await signIn(hoa, await register("hoa_profile"), "hoa_profile");
   await signIn(binh, await register("binh_profile"), "binh_profile");
-  // A rated blitz game (3+2), resigned: both accounts get a blitz rating.
+  // A rated blitz game (3+2), resigned once both have moved: both accounts get a blitz rating.
   await hoa.getByTestId("rated").check();
   const id = await createGame(hoa, "180000+2000");
   await joinGame(binh, id);
+  for (let ply = 0; ply < 2; ply++) {
+    const mover = await whoseTurn([hoa, binh]);
+    assert.ok(mover, "the game goes on");
+    await playOneMove(mover, ply + 1, false);
+    for (const page of [hoa, binh]) await until("the move shown", async () => (await movesOf(page)) === ply + 1);
+  }
   await whoseTurn([hoa, binh]);
   await hoa.getByTestId("resign").click();
   await hoa.getByTestId("game-over").waitFor();

@@ -481,6 +481,9 @@ traces) are for people; the others are, one per line:
     rating: NAME BEFORE → AFTER (+D|-D)         rated games, after `game over:`, first
                                                 player then second; AFTER ends with `?`
                                                 while the rating is provisional
+    rating: unchanged (the game ended before both players moved)
+                                                a rated game resigned or drawn before
+                                                both players moved: not rated
     rematch? (rematch/no)                       after the game (on a terminal, or with
                                                 --rematch), while one can be offered
     NAME offers a rematch — type rematch to accept, no to decline

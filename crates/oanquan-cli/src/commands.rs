@@ -477,7 +477,7 @@ pub async fn show(ctx: &Context, clients: &mut Clients, args: &ShowArgs) -> Resu
         }
         lines.push(game_over_line(game.result.as_ref()));
         if let Some(result) = game.result.as_ref() {
-            lines.extend(rating_lines(result, names));
+            lines.extend(rating_lines(game.rated, result, names));
         }
     } else if game.rated {
         lines.push("rated game".to_owned());
@@ -838,6 +838,7 @@ fn out_rating_lines(game: &Game) -> Result<(), CliError> {
     };
     let names = [seat_name(game, Side::First), seat_name(game, Side::Second)];
     out_lines(&rating_lines(
+        game.rated,
         result,
         [names[0].as_str(), names[1].as_str()],
     ))

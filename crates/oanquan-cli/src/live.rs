@@ -745,7 +745,7 @@ impl Live {
         }
         self.text(game_over_line(self.game.result.as_ref()))?;
         if let Some(result) = self.game.result.as_ref() {
-            for line in rating_lines(result, self.names()) {
+            for line in rating_lines(self.game.rated, result, self.names()) {
                 self.text(line)?;
             }
         }

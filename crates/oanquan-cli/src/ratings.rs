@@ -1,11 +1,15 @@
 //! How accounts and ratings read in text: seats with their ratings (`Lan (1523?)`), rating
 //! changes at a game's end (`Lan 1500 → 1512 (+12)`), speeds and dates.
 
-use oanquan_proto::v1::{GameResult, RatingChange, Seat, Speed};
+use oanquan_proto::v1::{EndReason, GameResult, RatingChange, Seat, Speed};
 
 use crate::cli;
 use crate::moves::Side;
 use crate::output::shown_name;
+
+/// What a rated game that ended before both players moved says instead of rating changes: the
+/// server rates only games in which both have moved.
+pub const UNRATED_END: &str = "rating: unchanged (the game ended before both players moved)";
 
 /// A rating as shown: `1523`, or `1523?` while provisional.
 pub fn rating_text(rating: i32, provisional: bool) -> String {
@@ -52,8 +56,17 @@ pub fn change_text(name: &str, change: &RatingChange) -> String {
 }
 
 /// The lines a rated game's end adds after `game over:` (stable format, see `play --help`):
-/// `rating: Lan 1500 → 1512 (+12)`, first player then second. None for an unrated game.
-pub fn rating_lines(result: &GameResult, names: [&str; 2]) -> Vec<String> {
+/// `rating: Lan 1500 → 1512 (+12)`, first player then second; `rating: unchanged (...)` for a
+/// rated game that ended before both players moved. None for an unrated or aborted game.
+pub fn rating_lines(rated: bool, result: &GameResult, names: [&str; 2]) -> Vec<String> {
+    if rated
+        && result.first_rating.is_none()
+        && result.second_rating.is_none()
+        && result.end_reason() != EndReason::Aborted
+        && result.end_reason() != EndReason::Unspecified
+    {
+        return vec![UNRATED_END.to_owned()];
+    }
     [
         (result.first_rating.as_ref(), Side::First),
         (result.second_rating.as_ref(), Side::Second),
@@ -187,13 +200,24 @@ mod tests {
             ..GameResult::default()
         };
         assert_eq!(
-            rating_lines(&result, ["Lan", "Minh"]),
+            rating_lines(true, &result, ["Lan", "Minh"]),
             [
                 "rating: Lan 1500 → 1662? (+162)",
                 "rating: Minh 1500 → 1338? (-162)"
             ]
         );
-        assert!(rating_lines(&GameResult::default(), ["Lan", "Minh"]).is_empty());
+        assert!(rating_lines(false, &GameResult::default(), ["Lan", "Minh"]).is_empty());
+        let ended = |reason: EndReason| GameResult {
+            end_reason: reason.into(),
+            ..GameResult::default()
+        };
+        assert_eq!(
+            rating_lines(true, &ended(EndReason::Resignation), ["Lan", "Minh"]),
+            [UNRATED_END]
+        );
+        assert!(rating_lines(false, &ended(EndReason::Resignation), ["Lan", "Minh"]).is_empty());
+        assert!(rating_lines(true, &ended(EndReason::Aborted), ["Lan", "Minh"]).is_empty());
+        assert!(rating_lines(true, &GameResult::default(), ["Lan", "Minh"]).is_empty());
     }
 
     #[test]

@@ -73,6 +73,17 @@ fn new_game(account: Option<&Account>, time_control: TimeControl, rated: bool) -
     }
 }
 
+/// Each seat of `id` makes its first move (a rated game is rated only once both have moved).
+async fn both_move(manager: &GameManager, id: &GameId, first: &Account, second: &Account) {
+    for account in [first, second] {
+        let mv = manager.get_game(id).await.unwrap().position.legal_moves()[0];
+        manager
+            .play_move(id, Credential::Account(account.id.clone()), mv, None)
+            .await
+            .unwrap();
+    }
+}
+
 fn settled(rating: f64) -> Rating {
     Rating {
         rating,
@@ -142,6 +153,7 @@ impl Service {
         winner: Option<Player>,
     ) -> GameInfo {
         let (id, tokens) = self.game(first, second, time_control, rated).await;
+        both_move(&self.manager, &id, first, second).await;
         match winner {
             Some(winner) => {
                 let loser = match winner.other() {
@@ -470,11 +482,7 @@ async fn a_rated_game_rates_both_accounts_once_in_its_result() {
         );
     }
 
-    let mv = game.position.legal_moves()[0];
-    s.manager
-        .play_move(&id, Credential::Account(lan.id.clone()), mv, None)
-        .await
-        .unwrap();
+    both_move(&s.manager, &id, &lan, &minh).await;
     let over = s
         .manager
         .resign(&id, Credential::Account(minh.id.clone()))
@@ -563,6 +571,7 @@ async fn a_rated_game_rates_both_accounts_once_in_its_result() {
 
     // So does a rematch, which the game's result leads straight to.
     let (again, tokens) = s.game(&lan, &minh, blitz(), true).await;
+    both_move(&s.manager, &again, &lan, &minh).await;
     s.manager.resign(&again, &tokens[SECOND]).await.unwrap();
     let lan_now = s.fresh(&lan).await.rating(Speed::Blitz);
     let minh_now = s.fresh(&minh).await.rating(Speed::Blitz);
@@ -608,6 +617,75 @@ async fn a_rated_game_rates_both_accounts_once_in_its_result() {
         1662,
         "the rematch shows the rating after the game"
     );
+}
+
+#[tokio::test]
+async fn a_rated_game_ended_before_both_players_moved_changes_no_rating() {
+    let s = service();
+    let (lan, _) = s.register("Lan").await;
+    let (minh, _) = s.register("Minh").await;
+
+    // Resigned before any move, resigned after one, drawn by agreement after one: each a
+    // result for the record, none a rating change.
+    let (at_once, _) = s.game(&lan, &minh, blitz(), true).await;
+    let at_once = s
+        .manager
+        .resign(&at_once, Credential::Account(minh.id.clone()))
+        .await
+        .unwrap();
+    let (after_one, tokens) = s.game(&lan, &minh, blitz(), true).await;
+    let mv = s
+        .manager
+        .get_game(&after_one)
+        .await
+        .unwrap()
+        .position
+        .legal_moves()[0];
+    s.manager
+        .play_move(&after_one, &tokens[FIRST], mv, None)
+        .await
+        .unwrap();
+    let after_one = s.manager.resign(&after_one, &tokens[SECOND]).await.unwrap();
+    let (drawn, tokens) = s.game(&minh, &lan, blitz(), true).await;
+    let mv = s
+        .manager
+        .get_game(&drawn)
+        .await
+        .unwrap()
+        .position
+        .legal_moves()[0];
+    s.manager
+        .play_move(&drawn, &tokens[FIRST], mv, None)
+        .await
+        .unwrap();
+    s.manager.offer_draw(&drawn, &tokens[FIRST]).await.unwrap();
+    let (drawn, _) = s.manager.offer_draw(&drawn, &tokens[SECOND]).await.unwrap();
+
+    for over in [&at_once, &after_one, &drawn] {
+        assert_eq!(over.status, GameStatus::Finished);
+        assert!(over.rated, "still a rated game");
+        let result = over.result.as_ref().unwrap();
+        assert!(result.outcome.is_some());
+        assert_eq!(result.ratings, None, "{over:?}");
+        let GameEventKind::GameOver { result, .. } = s.game_over(&over.id).await else {
+            unreachable!()
+        };
+        assert_eq!(result.ratings, None);
+    }
+    for (account, record) in [(&lan, (2, 1, 0)), (&minh, (0, 1, 2))] {
+        let now = s.fresh(account).await;
+        assert!(now.ratings.is_empty(), "{now:?}");
+        assert_eq!(now.rating(Speed::Blitz), Rating::INITIAL);
+        assert_eq!(
+            (now.record.wins, now.record.draws, now.record.losses),
+            record
+        );
+    }
+
+    // Once both have moved, the same resignation is rated.
+    let over = s.played(&lan, &minh, blitz(), true, Some(FIRST)).await;
+    assert!(over.result.unwrap().ratings.is_some());
+    assert_eq!(s.fresh(&lan).await.rating(Speed::Blitz).games, 1);
 }
 
 /// Minh (first) and Lan (second) shown with the ratings their first game left them.
@@ -1291,6 +1369,7 @@ async fn two_rated_games_of_one_account_ending_at_once_both_count() {
             .join_game_as(&created.game.id, "", Some(opponent))
             .await
             .unwrap();
+        both_move(&manager, &created.game.id, &lan, opponent).await;
         games.push(created.game.id);
     }
     *store.gate.lock().unwrap() = Some(lan.id.clone());

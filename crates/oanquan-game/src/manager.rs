@@ -1288,8 +1288,13 @@ impl GameManager {
         }
         let speed = Speed::of(info.time_control);
         let mut changes = None;
-        if let (true, Some(speed), Some(first), Some(second)) = (
+        // As on lichess, a game that ends before both players have moved (a resignation or an
+        // agreed draw at once) proves nothing about either: rating it would let one person
+        // farm points between two accounts without playing.
+        let both_moved = info.move_count >= 2;
+        if let (true, true, Some(speed), Some(first), Some(second)) = (
             info.rated,
+            both_moved,
             speed,
             accounts.first.as_mut(),
             accounts.second.as_mut(),

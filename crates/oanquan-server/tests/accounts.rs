@@ -165,8 +165,17 @@ async fn rated_win(
     loser_key: &str,
     time_control: Option<pb::TimeControl>,
 ) -> pb::Game {
-    let (game, _, _) = account_game(games, winner_key, loser_key, true, time_control).await;
+    let (game, first, second) =
+        account_game(games, winner_key, loser_key, true, time_control).await;
+    both_move(games, &game.id, (&first, &second)).await;
     resign(games, &game.id, loser_key).await.unwrap()
+}
+
+/// Each seat makes its first move: a rated game that ends before both players have moved
+/// changes no rating.
+async fn both_move(games: &mut Games, id: &str, tokens: (&str, &str)) {
+    play_one(games, id, tokens).await;
+    play_one(games, id, tokens).await;
 }
 
 fn seat_account(seat: Option<&pb::Seat>) -> pb::SeatAccount {
@@ -643,6 +652,16 @@ async fn rated_games_are_between_two_accounts() {
     assert_eq!(lan_profile.wins, 1);
     assert!(lan_profile.ratings.is_empty());
     assert_eq!(player(&mut accounts, "MINH").await.losses, 1);
+
+    // So does a rated game resigned before both players have moved: nothing was played.
+    let (rated, _, _) = account_game(&mut games, &lan, &minh, true, blitz()).await;
+    let over = resign(&mut games, &rated.id, &minh).await.unwrap();
+    assert!(over.rated);
+    let result = over.result.unwrap();
+    assert!(result.first_rating.is_none() && result.second_rating.is_none());
+    let lan_profile = player(&mut accounts, "Lan").await;
+    assert_eq!(lan_profile.wins, 2);
+    assert!(lan_profile.ratings.is_empty(), "{lan_profile:?}");
     server.stop().await.unwrap();
 }
 
@@ -653,7 +672,8 @@ async fn a_rated_game_changes_both_ratings_once_and_announces_them() {
     let mut games = server.games().await;
     let (_, lan, _) = register(&mut accounts, "Lan").await;
     let (_, minh, _) = register(&mut accounts, "Minh").await;
-    let (game, _, minh_token) = account_game(&mut games, &lan, &minh, true, blitz()).await;
+    let (game, lan_token, minh_token) = account_game(&mut games, &lan, &minh, true, blitz()).await;
+    both_move(&mut games, &game.id, (&lan_token, &minh_token)).await;
     let (mut watch, _) = watch_snapshot(&mut games, &game.id).await;
 
     // Minh resigns with the seat token: Lan wins.
@@ -841,7 +861,8 @@ async fn ratings_are_unchanged_by_a_kill_right_after_the_end() {
     let mut games = Games::new(channel);
     let (_, lan, _) = register(&mut accounts, "Lan").await;
     let (_, minh, _) = register(&mut accounts, "Minh").await;
-    let (game, _, _) = account_game(&mut games, &lan, &minh, true, bullet()).await;
+    let (game, lan_token, minh_token) = account_game(&mut games, &lan, &minh, true, bullet()).await;
+    both_move(&mut games, &game.id, (&lan_token, &minh_token)).await;
     let over = resign(&mut games, &game.id, &minh).await.unwrap();
     // Killed the moment the end is acknowledged: no drain, no close.
     drop(server);
