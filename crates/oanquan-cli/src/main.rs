@@ -18,6 +18,7 @@ mod play;
 mod ratings;
 mod seek;
 mod shown;
+mod signals;
 mod timecontrol;
 mod tokens;
 

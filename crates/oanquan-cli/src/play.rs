@@ -362,7 +362,7 @@ async fn play_one(
     let mut input_closed = false;
     // Ctrl-C leaves the client, not the game: it says so and how to come back, rather than
     // dying silently as SIGINT's default would.
-    let interrupt = tokio::signal::ctrl_c();
+    let interrupt = crate::signals::interrupt();
     tokio::pin!(interrupt);
     // A finished future must not be polled again (an error installing the handler).
     let mut interrupt_armed = true;

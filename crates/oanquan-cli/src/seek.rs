@@ -57,6 +57,9 @@ pub async fn seek(
             max: r.max,
         }),
     };
+    // Listening before the request: a Ctrl-C from here on withdraws the seek.
+    let interrupt = crate::signals::interrupt();
+    tokio::pin!(interrupt);
     // No deadline: the stream lasts as long as the wait.
     let mut stream = clients
         .games
@@ -64,12 +67,11 @@ pub async fn seek(
         .await
         .map_err(|s| CliError::from_status("seek", &s))?
         .into_inner();
-    let interrupt = tokio::signal::ctrl_c();
-    tokio::pin!(interrupt);
     let mut seek_id: Option<String> = None;
     loop {
         let message = tokio::select! {
-            _ = &mut interrupt => {
+            // A handler that could not be installed disables the branch (SIGINT's default).
+            Ok(()) = &mut interrupt => {
                 // Dropping the stream cancels the call: the server withdraws the seek.
                 drop(stream);
                 clear_status();
