@@ -254,4 +254,31 @@ fn backup_refuses_what_is_not_a_database_of_ours() {
         ["folder.db", "notes.txt"],
         "no partial copy left"
     );
+
+    // Names SQLite does not read as files: an in-memory source, URIs either way.
+    for (from, to) in [
+        (":memory:", "copy.db"),
+        ("file:notes.txt", "copy.db"),
+        ("notes.txt", "file:copy.db"),
+        ("notes.txt", "file:copy.db?mode=memory"),
+    ] {
+        let refused = std::process::Command::new(&binaries().server)
+            .current_dir(dir.path())
+            .args(["backup", "--database", from, "--to", to])
+            .env_remove("OANQUAN_DATABASE")
+            .env_remove("OANQUAN_IN_MEMORY")
+            .output()
+            .expect("run oanquan-server backup");
+        let stderr = String::from_utf8_lossy(&refused.stderr);
+        assert_eq!(refused.status.code(), Some(1), "{from} → {to}: {stderr}");
+        assert!(
+            stderr.contains("not as a file name"),
+            "{from} → {to}: {stderr}"
+        );
+        assert_eq!(
+            files(dir.path()),
+            ["folder.db", "notes.txt"],
+            "{from} → {to}"
+        );
+    }
 }

@@ -643,3 +643,32 @@ fn a_port_in_use_is_refused_before_a_database_is_created() {
         assert_eq!(files_in(dir.path()), Vec::<String>::new(), "{flag}");
     }
 }
+
+/// `--database :memory:` or a `file:` URI is not taken for a file: SQLite would keep the
+/// games in memory, or open a file the lock does not guard. Refused with the way out, and
+/// nothing is left behind (not even a `.lock`); `./:memory:` is a plain file name.
+#[test]
+fn names_sqlite_reads_as_no_file_are_refused() {
+    for name in [":memory:", "file:games.db", "file:games.db?mode=memory"] {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let output = server(dir.path(), &[], &["--database", name])
+            .output()
+            .expect("run oanquan-server");
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert_eq!(output.status.code(), Some(1), "{name}: {stderr}");
+        assert!(output.stdout.is_empty(), "{name}: nothing listens");
+        assert!(
+            stderr.contains("not as a file name") && stderr.contains("--in-memory"),
+            "{name}: {stderr}"
+        );
+        assert_eq!(files_in(dir.path()), Vec::<String>::new(), "{name}");
+    }
+    let dir = tempfile::tempdir().expect("tempdir");
+    let running = Running::start(server(dir.path(), &[], &["--database", "./:memory:"]));
+    drop(running);
+    assert!(
+        files_in(dir.path()).contains(&":memory:".to_owned()),
+        "{:?}",
+        files_in(dir.path())
+    );
+}

@@ -49,6 +49,18 @@ pub enum BackupError {
          written. --force replaces a file only: choose another --to"
     )]
     NotAFile(PathBuf),
+    /// A destination SQLite would not read as a file name (a `file:` URI): the copy would go
+    /// elsewhere than the path checked and renamed.
+    #[error(
+        "{path}: SQLite reads this name as {what}, not as a file name; nothing was written. \
+         For a file of that name, write ./{path}"
+    )]
+    SpecialName {
+        /// The name given.
+        path: PathBuf,
+        /// What SQLite would make of it.
+        what: &'static str,
+    },
     /// No database at the source path.
     #[error("{0}: no such database file; point --database at the server's database")]
     Missing(PathBuf),
@@ -121,6 +133,20 @@ fn same_file(a: &Path, b: &Path) -> bool {
 /// [`BackupError`]: `to` exists without `force`, `from` is not one of our databases, the copy
 /// fails its check, or I/O fails.
 pub fn backup(from: &Path, to: &Path, force: bool) -> Result<BackupReport, BackupError> {
+    if let Some(what) = schema::not_a_file_name(from) {
+        return Err(OpenError::SpecialName {
+            path: from.to_owned(),
+            what,
+        }
+        .into());
+    }
+    // `:memory:` is a plain name once `.partial-N` is added to it: only URIs go elsewhere.
+    if let Some(what) = schema::not_a_file_name(to).filter(|_| to.to_str() != Some(":memory:")) {
+        return Err(BackupError::SpecialName {
+            path: to.to_owned(),
+            what,
+        });
+    }
     if same_file(from, to) {
         return Err(BackupError::SameFile(to.to_owned()));
     }

@@ -251,6 +251,18 @@ pub enum OpenError {
         #[source]
         source: rusqlite::Error,
     },
+    /// A name SQLite reads as something other than a file: `:memory:` (a database that
+    /// would lose every game at a stop) or a `file:` URI (whose file is not the path the lock
+    /// guards, so two servers could write one database).
+    #[error(
+        "{path}: SQLite reads this name as {what}, not as a file name. Nothing was created.          Use --in-memory for a throwaway server, or give --database a file path (for a file          whose name starts like this, write ./{path})"
+    )]
+    SpecialName {
+        /// The name given.
+        path: PathBuf,
+        /// What SQLite would make of it.
+        what: &'static str,
+    },
     /// The operating system refused something (a thread, a file).
     #[error(
         "{path}: another oanquan-server{holder} is using this database (it holds {lock}). \
@@ -611,15 +623,31 @@ fn check_format_versions(path: &Path) -> Result<(), OpenError> {
     })
 }
 
-/// Refuses what is plainly not a database file (a folder, a device, an empty file) from its
-/// metadata alone: cheap enough to come before the lock, which would otherwise leave a `.lock`
+/// What SQLite makes of `path` when it does not read it as a file name: `:memory:` and
+/// `file:` URIs (`./:memory:` and `./file:x` are plain files).
+pub(crate) fn not_a_file_name(path: &Path) -> Option<&'static str> {
+    match path.to_str() {
+        Some(":memory:") => Some("a database kept in memory"),
+        Some(name) if name.starts_with("file:") => Some("a URI"),
+        _ => None,
+    }
+}
+
+/// Refuses what is plainly not a database file (a folder, a device, an empty file, a name SQLite
+/// reads as no file) from its name and metadata alone: cheap enough to come before the lock, which would otherwise leave a `.lock`
 /// next to a path that was never ours. `Ok(true)` if a file is there (to be checked), `Ok(false)`
 /// if nothing is (SQLite makes it; other problems, such as permissions, are SQLite's to report).
 ///
 /// # Errors
 ///
-/// [`OpenError::NotAFile`], [`OpenError::Empty`].
+/// [`OpenError::NotAFile`], [`OpenError::Empty`], [`OpenError::SpecialName`].
 pub(super) fn refuse_at_sight(path: &Path) -> Result<bool, OpenError> {
+    if let Some(what) = not_a_file_name(path) {
+        return Err(OpenError::SpecialName {
+            path: path.to_owned(),
+            what,
+        });
+    }
     match std::fs::metadata(path) {
         Ok(metadata) if !metadata.is_file() => Err(OpenError::not_a_file(path, &metadata)),
         Ok(metadata) if metadata.len() == 0 => Err(OpenError::Empty {
