@@ -90,7 +90,7 @@ pub enum GameError {
          retrying does not help. Tell the server's operator, whose log names this game"
     )]
     GameDamaged(GameId),
-    /// The database file is damaged where a request that is not about one game read (a
+    /// The database is damaged where a request that is not about one game read (a
     /// listing, an account, the lobby). The detail is for the operator's log, not the client.
     #[error(
         "the server's database is damaged where this request read; retrying does not help. \

@@ -112,8 +112,8 @@ pub fn to_status(error: &GameError) -> Status {
         tracing::error!(%error, "internal error");
         "internal server error; it has been logged, retry later".to_owned()
     } else if let GameError::StoreDamaged(detail) = error {
-        // The client learns that the file is damaged; where and how is the operator's.
-        tracing::error!(%detail, "the database file is damaged");
+        // The client learns that the database is damaged; where and how is the operator's.
+        tracing::error!(%detail, "the database is damaged where a request read");
         bounded(error.to_string())
     } else {
         bounded(error.to_string())
