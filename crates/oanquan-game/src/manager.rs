@@ -838,6 +838,15 @@ impl GameManager {
     ) -> Result<GameInfo, GameError> {
         let creator = state.creator();
         let next_id = state.info().id.clone();
+        // Counted among its creator's open games like any game it creates: otherwise each
+        // finished game in its rematch window would be one more open game past the limit.
+        let slot = self.open_games.reserve(creator).map_err(|_| {
+            GameError::LimitExceeded(
+                "the address that created this game already has its limit of open games; \
+                 finish, resign or abort one, then offer the rematch again"
+                    .to_owned(),
+            )
+        })?;
         let created = self
             .commit_and_publish(
                 true,
@@ -855,12 +864,7 @@ impl GameManager {
                 tracing::error!(game_id = %id, rematch = %next_id, %error, "the rematch could not be created");
                 GameError::from(error)
             })?;
-        // Counted among its creator's open games, even beyond the limit (the players agreed
-        // to it, and the game before it was over): otherwise rematch after rematch would give
-        // one address as many open games as it liked.
-        if let Some(creator) = creator {
-            self.open_games.restore(&created.info.id, creator);
-        }
+        slot.bind(&created.info.id);
         Ok(created.info)
     }
 

@@ -2297,15 +2297,19 @@ async fn seeks_and_rematches_count_towards_open_games() {
     ))
     .await
     .unwrap();
-    for token in [&first_token, &joined.player_token] {
-        c.offer_rematch(authed(
+    let offer = |c: &mut Games, id: &str, token: &str| {
+        let request = authed(
             pb::OfferRematchRequest {
-                game_id: game.id.clone(),
+                game_id: id.to_owned(),
             },
             token,
-        ))
-        .await
-        .unwrap();
+        );
+        let mut c = c.clone();
+        async move { c.offer_rematch(request).await.map(|r| r.into_inner()) }
+    };
+    let mut next_tokens = Vec::new();
+    for token in [&first_token, &joined.player_token] {
+        next_tokens.push(offer(&mut c, &game.id, token).await.unwrap().player_token);
     }
     let finished = get_game(&mut c, &game.id).await;
     let next = finished.rematch.clone();
@@ -2322,6 +2326,34 @@ async fn seeks_and_rematches_count_towards_open_games() {
         .await
         .unwrap_err(),
     );
+
+    // A rematch past the limit is refused like any other game: the rematch ends, a created
+    // game fills the place, and the offer that would start the rematch's rematch waits.
+    c.resign(authed(
+        pb::ResignRequest {
+            game_id: next.clone(),
+        },
+        &next_tokens[0],
+    ))
+    .await
+    .unwrap();
+    let (filler, filler_token) = create(&mut c, "standard").await;
+    offer(&mut c, &next, &next_tokens[0]).await.unwrap();
+    let refused = offer(&mut c, &next, &next_tokens[1]).await.unwrap_err();
+    over_limit(&refused);
+    assert!(refused.message().contains("rematch"), "{refused:?}");
+    assert!(get_game(&mut c, &next).await.rematch.is_empty());
+    // Once a place is free, the same offer starts it.
+    c.abort_game(authed(
+        pb::AbortGameRequest {
+            game_id: filler.id.clone(),
+        },
+        &filler_token,
+    ))
+    .await
+    .unwrap();
+    let started = offer(&mut c, &next, &next_tokens[1]).await.unwrap();
+    assert!(started.rematch.is_some(), "{started:?}");
     assert_serving(server.channel().await).await;
 }
 
