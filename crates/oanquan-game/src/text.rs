@@ -65,6 +65,7 @@ pub fn display_name(name: &str) -> Result<String, GameError> {
             u32::from(bad)
         )));
     }
+    check_visible(trimmed)?;
     let chars = trimmed.chars().count();
     if chars == 0 || chars > MAX_DISPLAY_NAME_CHARS {
         return Err(bad_name(format!(
@@ -72,6 +73,61 @@ pub fn display_name(name: &str) -> Result<String, GameError> {
         )));
     }
     Ok(trimmed.to_owned())
+}
+
+/// The most combining marks one character of a display name carries: enough for any script
+/// (Vietnamese needs two in NFD, Thai a vowel and a tone), not for a name that spills over the
+/// lines above and below it.
+pub const MAX_MARKS_PER_CHARACTER: usize = 4;
+
+/// What the category check of [`display_name`] lets through but shows nothing or garbage:
+/// fillers and other default ignorable code points (Hangul fillers, Khmer inherent vowels, the
+/// combining grapheme joiner), the blank Braille pattern, unassigned and private-use code
+/// points, a mark with no character to sit on, and marks stacked past
+/// [`MAX_MARKS_PER_CHARACTER`]. Variation selectors stay: they pick an emoji's presentation.
+fn check_visible(name: &str) -> Result<(), GameError> {
+    let mut marks = 0;
+    for (i, ch) in name.chars().enumerate() {
+        let category = ch.general_category();
+        let is_mark = matches!(
+            category,
+            GeneralCategory::NonspacingMark
+                | GeneralCategory::SpacingMark
+                | GeneralCategory::EnclosingMark
+        );
+        let variation_selector = matches!(ch, '\u{fe00}'..='\u{fe0f}' | '\u{e0100}'..='\u{e01ef}');
+        let code = u32::from(ch);
+        let why = if matches!(
+            category,
+            GeneralCategory::Unassigned | GeneralCategory::PrivateUse | GeneralCategory::Surrogate
+        ) {
+            Some(format!(
+                "the code point U+{code:04X}, which has no agreed glyph"
+            ))
+        } else if ch == '\u{2800}' || (crate::username::is_invisible(ch) && !variation_selector) {
+            Some(format!("the invisible character U+{code:04X}"))
+        } else if is_mark && i == 0 {
+            Some(format!(
+                "the combining mark U+{code:04X} with no character before it"
+            ))
+        } else {
+            None
+        };
+        if let Some(why) = why {
+            return Err(bad_name(format!(
+                "{} contains {why}; use letters, digits, punctuation, symbols and spaces",
+                quoted(name)
+            )));
+        }
+        marks = if is_mark { marks + 1 } else { 0 };
+        if marks > MAX_MARKS_PER_CHARACTER {
+            return Err(bad_name(format!(
+                "{} stacks more than {MAX_MARKS_PER_CHARACTER} combining marks on one character",
+                quoted(name)
+            )));
+        }
+    }
+    Ok(())
 }
 
 #[cfg(test)]
@@ -127,5 +183,41 @@ mod tests {
             );
         }
         assert!(display_name(&"x".repeat(33)).is_err());
+    }
+
+    #[test]
+    fn display_names_that_show_nothing_or_garbage_are_refused() {
+        for (bad, says) in [
+            ("\u{3164}", "U+3164"),
+            ("\u{115f}\u{1160}", "U+115F"),
+            ("\u{ffa0}", "U+FFA0"),
+            ("\u{2800}\u{2800}", "U+2800"),
+            ("\u{17b4}", "U+17B4"),
+            ("Lan\u{3164}Lan", "U+3164"),
+            ("a\u{34f}b", "U+034F"),
+            ("\u{301}", "combining mark U+0301"),
+            ("\u{378}", "U+0378"),
+            ("\u{e000}boss", "U+E000"),
+            ("\u{10ffff}", "U+10FFFF"),
+        ] {
+            let err = display_name(bad).unwrap_err().to_string();
+            assert!(err.contains(says), "{bad:?}: {err}");
+        }
+        let zalgo = format!("a{}", "\u{301}".repeat(31));
+        let err = display_name(&zalgo).unwrap_err().to_string();
+        assert!(err.contains("combining marks"), "{err}");
+        // What real names use stays: emoji with their variation selector and joiners are Cf
+        // (refused above), Thai vowel and tone marks, Vietnamese in NFD, Hangul, Devanagari.
+        for good in [
+            "\u{2764}\u{fe0f} Lan",
+            "ก\u{e34}\u{e48}",
+            "Nguye\u{302}\u{303}n",
+            "한국",
+            "नमस्ते",
+            "a\u{301}\u{302}\u{303}\u{304}",
+            "Lan 🐉",
+        ] {
+            assert!(display_name(good).is_ok(), "{good:?}");
+        }
     }
 }

@@ -526,7 +526,7 @@ fn shown(ch: char) -> String {
 /// Control and format characters, line and paragraph separators, and the other default
 /// ignorable code points (variation selectors, fillers, the combining grapheme joiner), which
 /// UTS #39's skeleton drops: that is how we ask `unicode-security` for its table.
-fn is_invisible(ch: char) -> bool {
+pub(crate) fn is_invisible(ch: char) -> bool {
     matches!(
         ch.general_category(),
         GeneralCategory::Control
@@ -708,9 +708,13 @@ fn fold(text: &str) -> String {
 
 /// Capitals that look like Vietnamese `Đ` while their small letters do not look like `đ`: the
 /// lower-case skeleton would miss them.
+///
+/// Also Turkish `İ`, the capital of `i`: its default small letter is `i` with a combining dot
+/// above, which the skeleton keeps, so `İstan` would not meet `istan`.
 fn capital_lookalike(ch: char) -> char {
     match ch {
         'Ð' | 'ð' | 'Ɖ' | 'ɖ' => 'đ',
+        'İ' => 'i',
         other => other,
     }
 }
@@ -1111,6 +1115,10 @@ mod tests {
         assert!(same_key("Ðức", "Đức"));
         assert!(same_key("ðức", "Đức"));
         assert!(same_key("Ɖức", "Đức"));
+        // Turkish dotted and dotless i meet the plain one.
+        assert!(same_key("İstan", "istan"));
+        assert!(same_key("İSTAN", "Istan"));
+        assert!(same_key("ıstan", "istan"));
         // Decomposed and precomposed are one name, so one key.
         assert!(same_key("Phu\u{31b}o\u{31b}ng", "PHƯƠNG"));
     }
