@@ -61,6 +61,12 @@ pub enum GameError {
         "the `authorization` metadata is not `Bearer <token>`: send the word Bearer, a space, then the player token (or API key) as CreateGame, JoinGame or AccountService.Register returned it"
     )]
     MalformedAuthorization,
+    /// More than one `authorization` value: which credential acts would be the server's guess
+    /// (the first, for one reader; the last, for a proxy in front).
+    #[error(
+        "the request carries more than one `authorization` metadata value; send exactly one: `Bearer <token>`"
+    )]
+    SeveralAuthorizations,
     /// A spectator on a server that takes none (`--max-spectators-per-game 0`): only the
     /// players may watch, with their seats' tokens. Not a limit that frees up.
     #[error(

@@ -1497,3 +1497,62 @@ async fn hostile_keys_and_names_are_refused_without_harm() {
     resign(&mut games, &game.id, &lan_token).await.unwrap();
     server.stop().await.unwrap();
 }
+
+/// `message` signed with `first`, then with `second` as well.
+fn two<T>(message: T, first: &str, second: &str) -> Request<T> {
+    let mut request = authed(message, first);
+    request
+        .metadata_mut()
+        .append("authorization", format!("Bearer {second}").parse().unwrap());
+    request
+}
+
+/// Two `authorization` values are refused on every kind of call, whichever comes first: the
+/// server does not guess which credential acts (nor play anonymously beside a key).
+#[tokio::test]
+async fn two_authorization_values_are_refused_not_guessed() {
+    let server = start(config()).await;
+    let mut accounts = account_client(&server).await;
+    let mut games = server.games().await;
+    let (_, lan, _) = register(&mut accounts, "Lan").await;
+    let (_, minh, _) = register(&mut accounts, "Minh").await;
+    let (game, lan_token, _) = account_game(&mut games, &lan, &minh, false, None).await;
+    let refused = |status: Status| {
+        assert_eq!(status.code(), Code::Unauthenticated, "{status:?}");
+        assert!(
+            status.message().contains("more than one `authorization`"),
+            "{status:?}"
+        );
+    };
+    for (a, b) in [(&lan, &minh), (&minh, &lan)] {
+        refused(
+            accounts
+                .get_me(two(pb::GetMeRequest {}, a, b))
+                .await
+                .unwrap_err(),
+        );
+        refused(
+            games
+                .create_game(two(create_request(false, None), a, b))
+                .await
+                .unwrap_err(),
+        );
+    }
+    refused(
+        games
+            .resign(two(
+                pb::ResignRequest {
+                    game_id: game.id.clone(),
+                },
+                &lan_token,
+                &minh,
+            ))
+            .await
+            .unwrap_err(),
+    );
+    assert_eq!(
+        get_game(&mut games, &game.id).await.status,
+        i32::from(pb::GameStatus::Active)
+    );
+    server.stop().await.unwrap();
+}

@@ -52,10 +52,12 @@ impl GameApi {
 
 /// The bearer credential of a request, as sent. Scheme matching is case-insensitive (RFC 7235).
 pub(super) fn bearer<T>(request: &Request<T>) -> Result<&str, GameError> {
-    let value = request
-        .metadata()
-        .get("authorization")
-        .ok_or(GameError::MissingToken)?
+    let mut values = request.metadata().get_all("authorization").iter();
+    let value = values.next().ok_or(GameError::MissingToken)?;
+    if values.next().is_some() {
+        return Err(GameError::SeveralAuthorizations);
+    }
+    let value = value
         .to_str()
         .map_err(|_| GameError::MalformedAuthorization)?;
     crate::bearer::credential(value).ok_or(GameError::MalformedAuthorization)
@@ -128,6 +130,8 @@ async fn playing_account<T>(
 ) -> Result<Option<Account>, GameError> {
     match bearer(request) {
         Ok(key) if ApiKey::is_meant(key) => manager.authenticate(key).await.map(Some),
+        // One of them may be a key: playing anonymously would be a guess.
+        Err(GameError::SeveralAuthorizations) => Err(GameError::SeveralAuthorizations),
         _ => Ok(None),
     }
 }
@@ -730,5 +734,9 @@ mod tests {
             bearer(&Request::new(())).unwrap_err(),
             GameError::MissingToken
         );
+        let mut two = with_auth("Bearer abc");
+        two.metadata_mut()
+            .append("authorization", "Bearer def".parse().unwrap());
+        assert_eq!(bearer(&two).unwrap_err(), GameError::SeveralAuthorizations);
     }
 }

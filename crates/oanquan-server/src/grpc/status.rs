@@ -59,9 +59,9 @@ pub fn classify(error: &GameError) -> (Code, Detail) {
         GameError::SeatTaken(_) => (Code::FailedPrecondition, Reason(R::SeatTaken)),
         GameError::StalePly { .. } => (Code::FailedPrecondition, Reason(R::StalePly)),
         GameError::GameAlreadyStarted => (Code::FailedPrecondition, Reason(R::GameAlreadyStarted)),
-        GameError::MissingToken | GameError::MalformedAuthorization => {
-            (Code::Unauthenticated, Reason(R::MissingToken))
-        }
+        GameError::MissingToken
+        | GameError::MalformedAuthorization
+        | GameError::SeveralAuthorizations => (Code::Unauthenticated, Reason(R::MissingToken)),
         GameError::WrongToken => (Code::PermissionDenied, Reason(R::WrongToken)),
         GameError::NoSpectators => (Code::PermissionDenied, Detail::None),
         GameError::LimitExceeded(_) => (Code::ResourceExhausted, Reason(R::LimitExceeded)),
@@ -311,6 +311,11 @@ mod tests {
             ),
             (
                 GameError::MalformedAuthorization,
+                Code::Unauthenticated,
+                Some("ERROR_REASON_MISSING_TOKEN"),
+            ),
+            (
+                GameError::SeveralAuthorizations,
                 Code::Unauthenticated,
                 Some("ERROR_REASON_MISSING_TOKEN"),
             ),
