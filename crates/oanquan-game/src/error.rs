@@ -31,6 +31,10 @@ pub enum GameError {
     /// The game is finished or aborted.
     #[error("the game is over; create or join another game")]
     GameOver,
+    /// A position given to the stateless rules calls (ApplyMove, Analyze) that is already over:
+    /// [`GameError::GameOver`]'s meaning, without a hosted game to leave.
+    #[error("the position is already over: no move can be played or analysed from it")]
+    PositionOver,
     /// Still waiting for the second player.
     #[error("the game has not started: it is waiting for a second player to join")]
     GameNotStarted,
@@ -75,7 +79,7 @@ pub enum GameError {
     )]
     NoSpectators,
     /// A token that belongs to no seat of this game.
-    #[error("the player token does not belong to a seat of this game")]
+    #[error("this credential (player token or API key) does not hold a seat of this game")]
     WrongToken,
     /// A server limit.
     #[error("{0}; retry later")]

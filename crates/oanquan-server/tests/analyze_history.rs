@@ -226,6 +226,12 @@ async fn analysis_with_the_history_avoids_the_repetition_the_bare_position_walks
         .await
         .unwrap_err();
     assert_reason(&over, Code::FailedPrecondition, "ERROR_REASON_GAME_OVER");
+    // Said of the position: there is no hosted game to leave for another.
+    assert!(
+        over.message().contains("the position is already over")
+            && !over.message().contains("join another game"),
+        "{over:?}"
+    );
 }
 
 #[tokio::test]

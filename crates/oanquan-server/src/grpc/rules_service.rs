@@ -188,8 +188,7 @@ impl pb::rules_service_server::RulesService for RulesApi {
         // move has the other player to move, so it cannot repeat the start.
         let steps = game
             .play(mv)
-            .map_err(GameError::from)
-            .map_err(into_status)?;
+            .map_err(|e| into_status(stateless(GameError::from(e))))?;
         Ok(Response::new(pb::ApplyMoveResponse {
             position: Some(convert::position_out(game.position())),
             steps: convert::steps_out(&steps),
@@ -232,7 +231,16 @@ impl pb::rules_service_server::RulesService for RulesApi {
                 tracing::debug!(?client, %refused, "analysis refused");
                 Err(status::analysis_refused(&refused))
             }
-            Err(AnalysisError::Failed(error)) => Err(into_status(error)),
+            Err(AnalysisError::Failed(error)) => Err(into_status(stateless(error))),
         }
+    }
+}
+
+/// An error of a stateless call as its caller should read it: a position that is over is not
+/// a hosted game to leave for another.
+fn stateless(error: GameError) -> GameError {
+    match error {
+        GameError::GameOver => GameError::PositionOver,
+        error => error,
     }
 }

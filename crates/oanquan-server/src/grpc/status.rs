@@ -54,7 +54,9 @@ pub fn classify(error: &GameError) -> (Code, Detail) {
         ),
         GameError::NotYourTurn { .. } => (Code::FailedPrecondition, Reason(R::NotYourTurn)),
         GameError::IllegalMove(_) => (Code::FailedPrecondition, Reason(R::IllegalMove)),
-        GameError::GameOver => (Code::FailedPrecondition, Reason(R::GameOver)),
+        GameError::GameOver | GameError::PositionOver => {
+            (Code::FailedPrecondition, Reason(R::GameOver))
+        }
         GameError::GameNotStarted => (Code::FailedPrecondition, Reason(R::GameNotStarted)),
         GameError::SeatTaken(_) => (Code::FailedPrecondition, Reason(R::SeatTaken)),
         GameError::StalePly { .. } => (Code::FailedPrecondition, Reason(R::StalePly)),
@@ -278,6 +280,11 @@ mod tests {
             ),
             (
                 GameError::GameOver,
+                Code::FailedPrecondition,
+                Some("ERROR_REASON_GAME_OVER"),
+            ),
+            (
+                GameError::PositionOver,
                 Code::FailedPrecondition,
                 Some("ERROR_REASON_GAME_OVER"),
             ),
