@@ -148,25 +148,36 @@ fn trim(x: f64) -> String {
     text.trim_end_matches('0').trim_end_matches('.').to_owned()
 }
 
-/// `1d 2h`, `3h`, `5m 30s`, `1.5s`: for messages.
+/// `1d 2h`, `3h`, `5m 30s`, `1.5s`: for messages. Exact to the nanosecond, so that a value
+/// refused for being a hair past a limit does not read as the limit itself (`3h 0.000000001s`).
 #[must_use]
 pub fn format_duration(d: Duration) -> String {
     let secs = d.as_secs();
-    if secs == 0 || (secs < 60 && d.subsec_nanos() != 0) {
-        return format!("{}s", trim(d.as_secs_f64()));
+    let seconds = |whole: u64| {
+        let nanos = d.subsec_nanos();
+        if nanos == 0 {
+            format!("{whole}s")
+        } else {
+            let text = format!("{whole}.{nanos:09}");
+            format!("{}s", text.trim_end_matches('0'))
+        }
+    };
+    if secs < 60 {
+        return seconds(secs);
     }
-    let parts = [
+    let mut parts: Vec<String> = [
         (secs / 86_400, "d"),
         (secs % 86_400 / 3600, "h"),
         (secs % 3600 / 60, "m"),
-        (secs % 60, "s"),
-    ];
-    parts
-        .iter()
-        .filter(|(n, _)| *n > 0)
-        .map(|(n, unit)| format!("{n}{unit}"))
-        .collect::<Vec<_>>()
-        .join(" ")
+    ]
+    .iter()
+    .filter(|(n, _)| *n > 0)
+    .map(|(n, unit)| format!("{n}{unit}"))
+    .collect();
+    if secs % 60 > 0 || d.subsec_nanos() > 0 {
+        parts.push(seconds(secs % 60));
+    }
+    parts.join(" ")
 }
 
 /// The server's rules about time that are not the players' choice.
@@ -320,5 +331,17 @@ mod tests {
         assert!(TimeControl::correspondence(MAX_PER_MOVE * 2).is_err());
         assert_eq!(format_duration(Duration::from_millis(1500)), "1.5s");
         assert_eq!(format_duration(Duration::from_secs(93_784)), "1d 2h 3m 4s");
+        assert_eq!(format_duration(Duration::ZERO), "0s");
+        assert_eq!(format_duration(Duration::from_secs(3 * 3600)), "3h");
+        // A hair past a limit does not read as the limit.
+        assert_eq!(
+            format_duration(Duration::from_secs(3 * 3600) + Duration::from_nanos(1)),
+            "3h 0.000000001s"
+        );
+        assert_eq!(
+            format_duration(Duration::from_nanos(999_999_999)),
+            "0.999999999s"
+        );
+        assert_eq!(format_duration(Duration::from_millis(180_500)), "3m 0.5s");
     }
 }
