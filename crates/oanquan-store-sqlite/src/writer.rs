@@ -12,7 +12,7 @@ use oanquan_game::{
 use oanquan_rules::{ByPlayer, Move};
 use rusqlite::{Connection, OptionalExtension as _, TransactionBehavior, params};
 use tokio::sync::{oneshot, watch};
-use tracing::{error, info, warn};
+use tracing::{debug, error, info, warn};
 
 use crate::accounts;
 use crate::codec::{
@@ -554,7 +554,15 @@ fn commit_transaction<T>(
 ) -> Vec<Result<T, StoreError>> {
     if let Err(error) = committed {
         let error = backend(error);
-        warn!(%error, commits = results.len() + outcomes.len(), "database commit failed");
+        let commits = results.len() + outcomes.len();
+        if matches!(error, StoreError::Unavailable(_)) {
+            // A full disk or a read-only file: `set_writable` logs it once per outage, and a
+            // line per failed commit would grow with the clients' retries (thousands a
+            // second), filling the disk that is already full.
+            debug!(%error, commits, "database commit failed");
+        } else {
+            warn!(%error, commits, "database commit failed");
+        }
         if !conn.is_autocommit() {
             let _ = conn.execute_batch("ROLLBACK");
         }
