@@ -152,9 +152,27 @@ fn an_online_backup_restores_every_game() {
         "{again:?}"
     );
     assert_eq!(std::fs::read(&copy).unwrap(), bytes, "left as it was");
+    // Partial copies that killed backups left (their processes are gone; no pid reaches
+    // 999999999) are removed and named; one of a live process (this test's) stays.
+    for stale in [
+        "backup.db.partial-999999999",
+        "backup.db.partial-999999999-journal",
+        "backup.db.partial-999999998",
+    ] {
+        std::fs::write(shelf.path().join(stale), b"half a copy").unwrap();
+    }
+    let live = format!("backup.db.partial-{}", std::process::id());
+    std::fs::write(shelf.path().join(&live), b"being written").unwrap();
     let forced = backup(&["--database", from, "--to", to, "--force"]);
     assert!(forced.status.success(), "{forced:?}");
-    assert_eq!(files(shelf.path()), ["backup.db"]);
+    let said = String::from_utf8_lossy(&forced.stdout);
+    assert!(
+        said.contains("backup.db.partial-999999998, left by a backup that did not finish")
+            && said.contains("backup.db.partial-999999999, left by a backup that did not finish"),
+        "{said}"
+    );
+    assert_eq!(files(shelf.path()), ["backup.db".to_owned(), live.clone()]);
+    std::fs::remove_file(shelf.path().join(&live)).unwrap();
     // Onto the database itself, even written another way or through a hard link and with
     // --force: refused, since the rename would pull the file from under the running server.
     let hard_link = dir.path().join("hard-link.db");

@@ -369,6 +369,12 @@ fn backup(args: &BackupArgs) -> ExitCode {
     }
     match oanquan_server::domain::backup(&args.database, &args.to, args.force) {
         Ok(report) => {
+            for partial in &report.removed_partials {
+                println!(
+                    "removed {}, left by a backup that did not finish",
+                    partial.display()
+                );
+            }
             println!(
                 "backed up {} to {}: {} games, {} bytes, schema version {}, integrity ok",
                 args.database.display(),

@@ -26,6 +26,9 @@ pub struct BackupReport {
     pub games: i64,
     /// Its schema version.
     pub schema_version: i32,
+    /// Partial copies to the same destination that earlier backups left when they were killed
+    /// (their process is gone), removed before this one began.
+    pub removed_partials: Vec<PathBuf>,
 }
 
 /// Why a backup was not made. The source database is never changed; no partial copy is left.
@@ -197,6 +200,7 @@ pub fn backup(from: &Path, to: &Path, force: bool) -> Result<BackupReport, Backu
         }));
     }
 
+    let removed_partials = remove_stale_partials(to);
     let mut partial = to.as_os_str().to_owned();
     partial.push(format!(".partial-{}", std::process::id()));
     let partial = PathBuf::from(partial);
@@ -227,6 +231,7 @@ pub fn backup(from: &Path, to: &Path, force: bool) -> Result<BackupReport, Backu
         bytes,
         games,
         schema_version: header.version,
+        removed_partials,
     })
 }
 
@@ -297,6 +302,43 @@ fn copy_and_check(source: &Connection, path: &Path, version: i32) -> Result<i64,
         .and_then(|file| file.sync_all())
         .map_err(io(format!("{}: syncing", path.display())))?;
     Ok(games)
+}
+
+/// Removes the partial copies to `to` (`TO.partial-PID` and their journals) whose backup process
+/// is gone: a backup killed mid-copy cannot remove its own, and a job killed again and again
+/// would fill the disk with them. Where processes cannot be looked up (no `/proc`), none are
+/// removed: a live backup's copy must never be pulled from under it.
+fn remove_stale_partials(to: &Path) -> Vec<PathBuf> {
+    let proc = Path::new("/proc");
+    let (Some(name), true) = (to.file_name(), proc.join("self").exists()) else {
+        return Vec::new();
+    };
+    let folder = match to.parent() {
+        Some(folder) if !folder.as_os_str().is_empty() => folder,
+        _ => Path::new("."),
+    };
+    let prefix = format!("{}.partial-", name.to_string_lossy());
+    let Ok(entries) = std::fs::read_dir(folder) else {
+        return Vec::new();
+    };
+    let mut removed = Vec::new();
+    for entry in entries.flatten() {
+        let file_name = entry.file_name();
+        let Some(pid) = file_name
+            .to_str()
+            .and_then(|n| n.strip_prefix(&prefix))
+            .filter(|pid| !pid.is_empty() && pid.bytes().all(|b| b.is_ascii_digit()))
+        else {
+            continue;
+        };
+        if pid != std::process::id().to_string() && !proc.join(pid).exists() {
+            let path = folder.join(&file_name);
+            remove_quietly(&path);
+            removed.push(path);
+        }
+    }
+    removed.sort();
+    removed
 }
 
 fn remove_quietly(path: &Path) {
