@@ -121,6 +121,20 @@ impl Server {
     ///
     /// As [`Server::start`].
     pub fn start_on(database: &Path, extra: &[&str]) -> Self {
+        Self::spawn_at(Self::on(database, extra), "127.0.0.1:0")
+    }
+
+    /// [`Server::start_on`] listening on `addr`: a server restarted where its clients look
+    /// for it.
+    ///
+    /// # Panics
+    ///
+    /// As [`Server::start`].
+    pub fn start_on_at(database: &Path, addr: SocketAddr) -> Self {
+        Self::spawn_at(Self::on(database, &[]), &addr.to_string())
+    }
+
+    fn on(database: &Path, extra: &[&str]) -> Command {
         let mut command = Command::new(&binaries().server);
         command
             .args(extra)
@@ -128,7 +142,7 @@ impl Server {
             .arg(database)
             .env_remove("OANQUAN_IN_MEMORY")
             .stderr(Stdio::inherit());
-        Self::spawn(command)
+        command
     }
 
     /// [`Server::start_with`] with `RUST_LOG=rust_log` and its log (stderr) written to `log`.
@@ -148,9 +162,13 @@ impl Server {
         Self::spawn(command)
     }
 
-    fn spawn(mut command: Command) -> Self {
+    fn spawn(command: Command) -> Self {
+        Self::spawn_at(command, "127.0.0.1:0")
+    }
+
+    fn spawn_at(mut command: Command, listen: &str) -> Self {
         let mut child = command
-            .args(["--listen", "127.0.0.1:0"])
+            .args(["--listen", listen])
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
             .spawn()

@@ -563,6 +563,45 @@ fn play_resumes_after_the_client_restarts() {
     drop(bob);
 }
 
+/// A script's move that meets a server that is down is sent again once the server is back,
+/// and no further line is read meanwhile: the script's next line is for its next turn, and
+/// was read (and refused) a second at a time during the outage.
+#[test]
+fn a_piped_move_waits_for_a_server_that_is_down() {
+    let data = tempfile::tempdir().expect("tempdir");
+    let database = data.path().join("oanquan.db");
+    let server = Server::start_on(&database, &[]);
+    let (addr, url) = (server.addr, server.url());
+    let (alice_dir, bob_dir) = (config_dir(), config_dir());
+    let id = new_game(&url, alice_dir.path(), bob_dir.path());
+    let (tx, mut lines) = Lines::new();
+    let mut alice = CliProcess::spawn("alice", &url, alice_dir.path(), &["play", &id], &tx);
+    lines.expect("alice", |l| l == "your move");
+    drop(server);
+    // Her move, and what she means to do at her next turn.
+    alice.send("2 l");
+    alice.send("quit");
+    lines.follow("alice", |l| {
+        l.starts_with("error: move 2l: ")
+            && l.ends_with("; the move is sent again once the server is back")
+    });
+    let server = Server::start_on_at(&database, addr);
+    lines.follow("alice", |l| l.starts_with("move 1: first plays 2 left"));
+    let mut bob = CliProcess::spawn("bob", &server.url(), bob_dir.path(), &["play", &id], &tx);
+    lines.expect("bob", |l| l == "your move");
+    bob.send("4 r");
+    assert_eq!(alice.wait().code(), Some(0), "{}", lines.tail(30));
+    let shown = json_of(&run_cli(&url, bob_dir.path(), &["show", &id, "--json"]).stdout);
+    assert_eq!(shown["game"]["moveCount"], 2, "{shown}");
+    let errors = lines
+        .stdout_of("alice")
+        .into_iter()
+        .filter(|l| l.starts_with("error:"))
+        .count();
+    assert_eq!(errors, 1, "said once: {}", lines.tail(30));
+    drop(bob);
+}
+
 /// On a terminal a line is read at any time (for `help`, `board`, `draw`...), so a second
 /// move typed right behind the first meets the window between the first's answer and its
 /// event: it must be refused by the client as out of turn, not sent for a position already left.

@@ -245,6 +245,36 @@ struct Player {
     /// This seat's token for the rematch (from OfferRematch), and its seat there, until the
     /// rematch's game id is known.
     rematch_token: Option<(String, Side)>,
+    /// A piped move the server could not take because it was unavailable: sent again until it
+    /// can be, and no further line is read meanwhile (the script's next line is for the next
+    /// turn, not a replacement for this one).
+    unsent: Option<Unsent>,
+}
+
+/// A move waiting for the server to come back (see [`Player::unsent`]).
+#[derive(Debug, Clone, Copy)]
+struct Unsent {
+    mv: LocalMove,
+    /// The ply it was typed for: once the game has moved on, it is not sent.
+    ply: u32,
+    next_try: Instant,
+    delay: Duration,
+}
+
+/// The first wait before a move the server could not take is sent again; it doubles up to
+/// [`MAX_RESEND_DELAY`].
+const FIRST_RESEND_DELAY: Duration = Duration::from_millis(500);
+const MAX_RESEND_DELAY: Duration = Duration::from_secs(5);
+
+/// What became of a move sent to the server.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Sent {
+    /// Accepted: it arrives as an event.
+    Accepted,
+    /// Refused, and said so.
+    Refused,
+    /// The server could not be reached or could not store it: the message says why.
+    Unavailable(String),
 }
 
 /// What the session does next.
@@ -339,6 +369,7 @@ async fn play_one(
         moved_at: None,
         rematch_prompted: false,
         rematch_token: None,
+        unsent: None,
     };
     let mut live = Live::new(
         clients,
@@ -403,6 +434,7 @@ async fn play_one(
         // comes out before its own `turn:`, `legal moves:` and `your move` lines.
         let prompted = my_turn && player.prompted == Some(live.ply());
         let want_input = !input_closed
+            && player.unsent.is_none()
             && (prompted || player.interactive || player.confirming_resign || (live.over && stay));
         let ticking = interactive && live.ticking();
         tokio::select! {
@@ -467,6 +499,11 @@ async fn play_one(
                     ));
                 }
             },
+            () = tokio::time::sleep_until(
+                player.unsent.map_or_else(Instant::now, |u| u.next_try).into()
+            ), if player.unsent.is_some() => {
+                player.resend(&mut live).await?;
+            }
             _ = ticker.tick(), if ticking => {
                 if let Some(line) = live.clock_line(Instant::now()) {
                     output::tick(&line)?;
@@ -702,11 +739,25 @@ impl Player {
             Input::Rematch => out("error: a rematch can be offered once the game is over")?,
             Input::Hint if my_turn => self.hint(live).await?,
             Input::Hint => out("error: hints are for your turn; wait for the opponent's move")?,
-            Input::Move(mv) if my_turn => {
-                if self.send_move(live, mv).await? {
+            Input::Move(mv) if my_turn => match self.send_move(live, mv).await? {
+                Sent::Accepted => return Ok(Next::Stay),
+                Sent::Refused => {}
+                // A script's move waits for the server (its next line is for the next turn);
+                // a person at a terminal sees why and types it again.
+                Sent::Unavailable(why) if !self.interactive => {
+                    out(format!(
+                        "error: {why}; the move is sent again once the server is back"
+                    ))?;
+                    self.unsent = Some(Unsent {
+                        mv,
+                        ply: live.ply(),
+                        next_try: Instant::now() + FIRST_RESEND_DELAY,
+                        delay: FIRST_RESEND_DELAY,
+                    });
                     return Ok(Next::Stay);
                 }
-            }
+                Sent::Unavailable(why) => out(format!("error: {why}"))?,
+            },
             Input::Move(_) => out("error: it is not your turn; wait for the opponent's move")?,
         }
         let my_turn = self.my_turn(live);
@@ -884,8 +935,33 @@ impl Player {
         }
     }
 
-    /// Sends a move; true if the server accepted it (the move then arrives as an event).
-    async fn send_move(&mut self, live: &mut Live, mv: LocalMove) -> Result<bool, CliError> {
+    /// Sends the move the server could not take before, if the game still waits for it;
+    /// quietly while the server stays unavailable.
+    async fn resend(&mut self, live: &mut Live) -> Result<(), CliError> {
+        let Some(unsent) = self.unsent.take() else {
+            return Ok(());
+        };
+        if live.over || !self.my_turn(live) || live.ply() != unsent.ply {
+            // Played after all (its answer was lost), or the game ended meanwhile.
+            return Ok(());
+        }
+        match self.send_move(live, unsent.mv).await? {
+            Sent::Accepted => {}
+            Sent::Refused => self.reprompt(live, self.my_turn(live)).await?,
+            Sent::Unavailable(_) => {
+                let delay = (unsent.delay * 2).min(MAX_RESEND_DELAY);
+                self.unsent = Some(Unsent {
+                    next_try: Instant::now() + delay,
+                    delay,
+                    ..unsent
+                });
+            }
+        }
+        Ok(())
+    }
+
+    /// Sends a move. A refusal is said here; an unavailable server is left to the caller.
+    async fn send_move(&mut self, live: &mut Live, mv: LocalMove) -> Result<Sent, CliError> {
         if let Some(why) = live
             .game
             .position
@@ -893,7 +969,7 @@ impl Player {
             .and_then(|position| empty_square(position, self.me, mv))
         {
             out(format!("error: {why}"))?;
-            return Ok(false);
+            return Ok(Sent::Refused);
         }
         let request = authed(
             PlayMoveRequest {
@@ -908,15 +984,18 @@ impl Player {
         match live_games(live).play_move(request).await {
             Ok(_) => {
                 self.moved_at = Some(live.ply());
-                Ok(true)
+                Ok(Sent::Accepted)
             }
             Err(status) => {
                 let err = CliError::from_status(&format!("move {}", mv.short()), &status);
                 if err.code == code::AUTH {
                     return Err(err);
                 }
+                if status.code() == tonic::Code::Unavailable {
+                    return Ok(Sent::Unavailable(err.message));
+                }
                 out(format!("error: {}", err.message))?;
-                Ok(false)
+                Ok(Sent::Refused)
             }
         }
     }
