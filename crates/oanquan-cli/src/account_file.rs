@@ -59,6 +59,15 @@ struct File {
     accounts: Vec<Account>,
 }
 
+/// Whether `key` has an API key's form (`oqk_<id>_<secret>`, visible ASCII), as `login` checks
+/// before it stores one.
+fn looks_like_key(key: &str) -> bool {
+    key.strip_prefix("oqk_")
+        .and_then(|rest| rest.split_once('_'))
+        .is_some_and(|(id, secret)| !id.is_empty() && !secret.is_empty())
+        && key.bytes().all(|b| b.is_ascii_graphic())
+}
+
 /// Handle on the account file in one directory.
 #[derive(Debug, Clone)]
 pub struct AccountFile {
@@ -88,6 +97,18 @@ impl AccountFile {
                 format!("account file {} is not valid: {e}", path.display()),
             )
         })?;
+        // Rewriting a newer format in this one would drop what this build does not know of it.
+        if file.version > VERSION {
+            return Err(CliError::new(
+                code::FAILURE,
+                format!(
+                    "account file {} was written by a newer oanquan (format {}; this one knows \
+                     up to {VERSION}): use that oanquan, or move the file aside",
+                    path.display(),
+                    file.version
+                ),
+            ));
+        }
         for account in &mut file.accounts {
             account.server = normalize_server(&account.server);
         }
@@ -96,6 +117,27 @@ impl AccountFile {
 
     /// The account for `server`, if one is stored.
     pub fn get(&self, server: &str) -> Result<Option<Account>, CliError> {
+        let account = self.stored(server)?;
+        // A key edited into something else would otherwise be left off every request, and
+        // the commands would play anonymously under the account's name.
+        if let Some(account) = &account
+            && !looks_like_key(&account.api_key)
+        {
+            return Err(CliError::new(
+                code::AUTH,
+                format!(
+                    "the API key stored in {} for {} is not an API key (keys look like \
+                     oqk_...): store a good one with `oanquan login --force`",
+                    self.path().display(),
+                    account.server
+                ),
+            ));
+        }
+        Ok(account)
+    }
+
+    /// The account stored for `server`, its key unchecked (for replacing it).
+    pub fn stored(&self, server: &str) -> Result<Option<Account>, CliError> {
         let server = normalize_server(server);
         Ok(self
             .load()?
@@ -169,20 +211,45 @@ mod tests {
     }
 
     #[test]
+    fn a_stored_key_that_is_not_a_key_is_refused_not_left_off() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let file = AccountFile::new(dir.path());
+        file.put(account("bad:1", "Hoa", "hello world"))
+            .expect("put");
+        let err = file.get("bad:1").expect_err("not a key");
+        assert_eq!(err.code, code::AUTH);
+        assert!(err.message.contains("login --force"), "{}", err.message);
+        assert!(!err.message.contains("hello world"), "{}", err.message);
+        assert_eq!(file.stored("bad:1").unwrap().unwrap().username, "Hoa");
+    }
+
+    #[test]
+    fn a_newer_format_is_refused_not_rewritten() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let file = AccountFile::new(dir.path());
+        let newer = r#"{"version":99,"accounts":[],"future":"kept"}"#;
+        std::fs::write(file.path(), newer).expect("write");
+        let err = file.get("a:1").expect_err("newer");
+        assert!(err.message.contains("newer oanquan"), "{}", err.message);
+        assert!(file.put(account("a:1", "Lan", "oqk_a_1")).is_err());
+        assert_eq!(std::fs::read_to_string(file.path()).unwrap(), newer);
+    }
+
+    #[test]
     fn one_account_per_server() {
         let dir = tempfile::tempdir().expect("tempdir");
         let file = AccountFile::new(dir.path().join("cfg"));
         assert_eq!(file.get("http://a:1").expect("get"), None);
-        file.put(account("a:1", "Lan", "oqk_1")).expect("put");
-        file.put(account("https://b:2/", "Minh", "oqk_2"))
+        file.put(account("a:1", "Lan", "oqk_a_1")).expect("put");
+        file.put(account("https://b:2/", "Minh", "oqk_b_2"))
             .expect("put");
         // However the server is spelt.
         let lan = file.get("http://A:1/").expect("get").expect("stored");
         assert_eq!(lan.username, "Lan");
-        assert_eq!(lan.api_key, "oqk_1");
+        assert_eq!(lan.api_key, "oqk_a_1");
         assert_eq!(lan.server, "http://a:1");
         // Replacing keeps one entry per server.
-        file.put(account("http://a:1", "Lan2", "oqk_3"))
+        file.put(account("http://a:1", "Lan2", "oqk_c_3"))
             .expect("put");
         assert_eq!(
             file.get("a:1").expect("get").map(|a| a.username),
@@ -192,7 +259,7 @@ mod tests {
             serde_json::from_str(&fs::read_to_string(file.path()).expect("read")).expect("json");
         assert_eq!(raw["version"], VERSION);
         assert_eq!(raw["accounts"].as_array().map(Vec::len), Some(2), "{raw}");
-        assert_eq!(raw["accounts"][1]["api_key"], "oqk_3", "{raw}");
+        assert_eq!(raw["accounts"][1]["api_key"], "oqk_c_3", "{raw}");
         assert_eq!(raw["accounts"][1]["key_id"], "id-Lan2", "{raw}");
         assert!(file.remove("http://a:1").expect("remove"));
         assert!(!file.remove("http://a:1").expect("remove"));
@@ -206,13 +273,13 @@ mod tests {
         use std::os::unix::fs::PermissionsExt as _;
         let dir = tempfile::tempdir().expect("tempdir");
         let file = AccountFile::new(dir.path().join("cfg"));
-        file.put(account("s", "Lan", "oqk_secret")).expect("put");
+        file.put(account("s", "Lan", "oqk_s_secret")).expect("put");
         let mode = |p: &Path| fs::metadata(p).expect("stat").permissions().mode() & 0o777;
         assert_eq!(mode(&file.path()), 0o600);
         assert_eq!(mode(&dir.path().join("cfg")), 0o700);
         // A file made readable by others is private again after the next write.
         fs::set_permissions(file.path(), fs::Permissions::from_mode(0o644)).expect("chmod");
-        file.put(account("t", "Minh", "oqk_other")).expect("put");
+        file.put(account("t", "Minh", "oqk_o_other")).expect("put");
         assert_eq!(mode(&file.path()), 0o600);
         // No temporary file is left behind; the lock file stays (private too).
         let mut names: Vec<_> = fs::read_dir(dir.path().join("cfg"))
@@ -239,7 +306,7 @@ mod tests {
                     start.wait();
                     for n in 0..EACH {
                         let server = format!("http://s{writer}-{n}:1");
-                        file.put(account(&server, "Lan", "oqk_x")).expect("put");
+                        file.put(account(&server, "Lan", "oqk_x_x")).expect("put");
                     }
                 });
             }

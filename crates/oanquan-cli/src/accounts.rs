@@ -194,7 +194,7 @@ fn read_key() -> Result<String, CliError> {
 
 /// Whether a new account may be stored for `server`: not over another one without `force`.
 fn may_store(file: &AccountFile, server: &str, force: bool) -> Result<(), CliError> {
-    match file.get(server)? {
+    match file.stored(server)? {
         Some(existing) if !force => Err(CliError::new(
             code::REJECTED,
             format!(
@@ -840,7 +840,7 @@ mod tests {
         file.put(Account {
             server: "http://a:1".into(),
             username: "Lan".into(),
-            api_key: "oqk_secret".into(),
+            api_key: "oqk_s_secret".into(),
             key_id: "k1".into(),
         })
         .expect("put");
@@ -848,7 +848,7 @@ mod tests {
         assert_eq!(err.code, code::REJECTED);
         assert!(err.message.contains("(Lan)"), "{}", err.message);
         assert!(err.message.contains("--force"), "{}", err.message);
-        assert!(!err.message.contains("oqk_secret"), "{}", err.message);
+        assert!(!err.message.contains("oqk_s_secret"), "{}", err.message);
         assert!(may_store(&file, "a:1", true).is_ok());
         assert!(
             may_store(&file, "http://b:1", false).is_ok(),

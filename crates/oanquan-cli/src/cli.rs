@@ -866,8 +866,8 @@ pub struct ListArgs {
     #[arg(long, value_enum, default_value_t = Filter::All)]
     pub filter: Filter,
 
-    /// At most this many games (newest first).
-    #[arg(long, default_value_t = 50, value_name = "N")]
+    /// At most this many games (newest first), 1 or more.
+    #[arg(long, default_value_t = 50, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
     pub limit: u32,
 }
 

@@ -27,6 +27,7 @@ use crate::output::{out, out_inline, out_lines, shown, shown_name};
 use crate::ratings::{rating_lines, seat_label, seat_rating};
 use crate::timecontrol::{TimeControl, format_span, from_proto_duration};
 use crate::tokens::{Entry, TokenStore};
+use unicode_normalization::UnicodeNormalization as _;
 
 pub fn display_name(arg: &NameArg) -> Result<String, CliError> {
     // Say where a bad name came from: the flag (or OANQUAN_NAME, which clap reads into it), or
@@ -35,8 +36,9 @@ pub fn display_name(arg: &NameArg) -> Result<String, CliError> {
         Some(name) => (name.clone(), "--name"),
         None => (std::env::var("USER").unwrap_or_default(), "$USER"),
     };
+    // Counted as the server counts it: in NFC (`e` + combining acute is one character).
     let name = name.trim().to_owned();
-    let len = name.chars().count();
+    let len = name.nfc().count();
     if len == 0 {
         return Err(CliError::new(
             code::USAGE,
@@ -1107,5 +1109,10 @@ mod tests {
             refused.message,
             "--name: 33 characters; a display name has 1-32"
         );
+        // 17 letters written decomposed (34 code points) are 17 characters to the server.
+        let decomposed = NameArg {
+            name: Some("e\u{301}".repeat(17)),
+        };
+        assert!(display_name(&decomposed).is_ok());
     }
 }

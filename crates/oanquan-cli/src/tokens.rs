@@ -132,6 +132,19 @@ impl TokenStore {
                         format!("token file {} is not valid: {e}", path.display()),
                     )
                 })?;
+                // Rewriting a newer format in this one would drop what this build does not
+                // know of it.
+                if file.version > VERSION {
+                    return Err(CliError::new(
+                        code::FAILURE,
+                        format!(
+                            "token file {} was written by a newer oanquan (format {}; this one \
+                             knows up to {VERSION}): use that oanquan, or move the file aside",
+                            path.display(),
+                            file.version
+                        ),
+                    ));
+                }
                 // Version 1 stored addresses as typed (minus a trailing slash).
                 for entry in &mut file.entries {
                     entry.server = normalize_server(&entry.server);
@@ -513,6 +526,20 @@ mod tests {
         let err = store.seats("s", "g").expect_err("corrupt");
         assert_eq!(err.code, code::FAILURE);
         assert!(err.message.contains("not valid"));
+    }
+
+    #[test]
+    fn a_newer_format_is_refused_not_rewritten() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let newer = r#"{"version":3,"entries":[],"future":"kept"}"#;
+        fs::write(dir.path().join(FILE_NAME), newer).expect("write");
+        let store = TokenStore::new(dir.path());
+        let err = store.seats("s", "g").expect_err("newer");
+        assert!(err.message.contains("newer oanquan"), "{}", err.message);
+        assert_eq!(
+            fs::read_to_string(dir.path().join(FILE_NAME)).unwrap(),
+            newer
+        );
     }
 
     #[test]
