@@ -636,14 +636,24 @@ fn on_a_terminal_a_move_typed_ahead_is_out_of_turn_not_sent() {
 }
 
 /// A game id with no stored seat is quoted as the server quotes input: 64 characters at
-/// most, escaped, then an ellipsis.
+/// most, escaped, then an ellipsis. One that is not an id at all is a usage error (exit 2)
+/// for every command, as for `show`, not a missing seat.
 #[test]
 fn play_quotes_an_unknown_game_id_shortened_and_escaped() {
     let server = Server::start();
     let dir = config_dir();
+    for command in ["play", "resign", "abort", "claim", "show"] {
+        for id in ["", "../../etc/passwd"] {
+            let out = run_cli(&server.url(), dir.path(), &[command, id]);
+            assert_eq!(out.code, Some(2), "{command} {id:?}: {out:?}");
+            assert!(out.stderr.contains("the game id is"), "{out:?}");
+        }
+    }
+    let out = run_cli(&server.url(), dir.path(), &["play", "abc"]);
+    assert_eq!(out.code, Some(3), "no such game: {out:?}");
     let long = "é".repeat(5_000);
     let out = run_cli(&server.url(), dir.path(), &["play", &long]);
-    assert_eq!(out.code, Some(5), "{out:?}");
+    assert_eq!(out.code, Some(2), "{out:?}");
     assert!(
         out.stderr.contains(&format!("{}…", "é".repeat(64))),
         "{}",

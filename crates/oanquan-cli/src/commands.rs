@@ -755,6 +755,8 @@ async fn no_seat(
                 format!("there is no game {game_id} on server {server}"),
             );
         }
+        // Not an id at all (`""`, `../x`): said as `show` says it, a usage error.
+        Err(err) if err.code == code::USAGE => return err,
         Err(_) => message
             .push_str("; you may have joined it from another machine or with another --server"),
     }

@@ -400,6 +400,10 @@ pub fn error_chain(err: &dyn std::error::Error) -> String {
 /// hostile argument must not fill the terminal or write control sequences into it.
 pub fn typed(input: &str) -> String {
     const MAX_CHARS: usize = 64;
+    // Nothing at all would read as a gap in the sentence (`get game : ...`).
+    if input.is_empty() {
+        return "\"\"".to_owned();
+    }
     let mut chars = input.chars();
     let head: String = chars.by_ref().take(MAX_CHARS).collect();
     let ellipsis = if chars.next().is_some() { "…" } else { "" };
