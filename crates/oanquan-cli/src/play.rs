@@ -4,8 +4,9 @@ use std::time::{Duration, Instant};
 
 use oanquan_proto::v1::{
     AbortGameRequest, AnalyzeRequest, AnalyzeResponse, ClaimVictoryRequest, DeclineDrawRequest,
-    DeclineRematchRequest, GameStatus, LegalMovesRequest, OfferDrawRequest, OfferRematchRequest,
-    PlayMoveRequest, ResignRequest, RulesSpec, analyze_request, game_event, rules_spec,
+    DeclineRematchRequest, ErrorReason, GameStatus, LegalMovesRequest, OfferDrawRequest,
+    OfferRematchRequest, PlayMoveRequest, ResignRequest, RulesSpec, analyze_request, game_event,
+    rules_spec,
 };
 use tokio::sync::mpsc;
 use tonic_types::StatusExt as _;
@@ -273,6 +274,9 @@ enum Sent {
     Accepted,
     /// Refused, and said so.
     Refused,
+    /// Refused because the game is past the ply the move was sent for: the position changed
+    /// since, which for a move sent again means it was played (its answer was lost).
+    Stale(String),
     /// The server could not be reached or could not store it: the message says why.
     Unavailable(String),
 }
@@ -742,6 +746,7 @@ impl Player {
             Input::Move(mv) if my_turn => match self.send_move(live, mv).await? {
                 Sent::Accepted => return Ok(Next::Stay),
                 Sent::Refused => {}
+                Sent::Stale(why) => out(format!("error: {why}"))?,
                 // A script's move waits for the server (its next line is for the next turn);
                 // a person at a terminal sees why and types it again.
                 Sent::Unavailable(why) if !self.interactive => {
@@ -947,6 +952,9 @@ impl Player {
         }
         match self.send_move(live, unsent.mv).await? {
             Sent::Accepted => {}
+            // The server took the first send before it went down: wait for its event, as
+            // after an accepted move, rather than read the script's next line for this ply.
+            Sent::Stale(_) => self.moved_at = Some(unsent.ply),
             Sent::Refused => self.reprompt(live, self.my_turn(live)).await?,
             Sent::Unavailable(_) => {
                 let delay = (unsent.delay * 2).min(MAX_RESEND_DELAY);
@@ -993,6 +1001,9 @@ impl Player {
                 }
                 if status.code() == tonic::Code::Unavailable {
                     return Ok(Sent::Unavailable(err.message));
+                }
+                if crate::error::error_reason(&status) == Some(ErrorReason::StalePly) {
+                    return Ok(Sent::Stale(err.message));
                 }
                 out(format!("error: {}", err.message))?;
                 Ok(Sent::Refused)
