@@ -2,6 +2,7 @@
 
 use unicode_normalization::UnicodeNormalization as _;
 use unicode_properties::{GeneralCategory, UnicodeGeneralCategory as _};
+use unicode_security::skeleton;
 
 use crate::error::GameError;
 
@@ -75,6 +76,19 @@ pub fn display_name(name: &str) -> Result<String, GameError> {
     Ok(trimmed.to_owned())
 }
 
+/// Control and format characters, line and paragraph separators, and the other default
+/// ignorable code points (variation selectors, fillers, the combining grapheme joiner), which
+/// UTS #39's skeleton drops: that is how we ask `unicode-security` for its table.
+pub(crate) fn is_invisible(ch: char) -> bool {
+    matches!(
+        ch.general_category(),
+        GeneralCategory::Control
+            | GeneralCategory::Format
+            | GeneralCategory::LineSeparator
+            | GeneralCategory::ParagraphSeparator
+    ) || skeleton(ch.encode_utf8(&mut [0; 4])).next().is_none()
+}
+
 /// The most combining marks one character of a display name carries: enough for any script
 /// (Vietnamese needs two in NFD, Thai a vowel and a tone), not for a name that spills over the
 /// lines above and below it.
@@ -104,7 +118,7 @@ fn check_visible(name: &str) -> Result<(), GameError> {
             Some(format!(
                 "the code point U+{code:04X}, which has no agreed glyph"
             ))
-        } else if ch == '\u{2800}' || (crate::username::is_invisible(ch) && !variation_selector) {
+        } else if ch == '\u{2800}' || (is_invisible(ch) && !variation_selector) {
             Some(format!("the invisible character U+{code:04X}"))
         } else if is_mark && i == 0 {
             Some(format!(

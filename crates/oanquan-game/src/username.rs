@@ -83,7 +83,7 @@ use unicode_security::mixed_script::AugmentedScriptSet;
 use unicode_security::{GeneralSecurityProfile as _, skeleton};
 
 use crate::error::GameError;
-use crate::text::quoted;
+use crate::text::{is_invisible, quoted};
 
 /// The request field that errors about a username name.
 pub const USERNAME_FIELD: &str = "username";
@@ -521,19 +521,6 @@ fn shown(ch: char) -> String {
     } else {
         format!("{} (U+{:04X})", quoted(&ch.to_string()), u32::from(ch))
     }
-}
-
-/// Control and format characters, line and paragraph separators, and the other default
-/// ignorable code points (variation selectors, fillers, the combining grapheme joiner), which
-/// UTS #39's skeleton drops: that is how we ask `unicode-security` for its table.
-pub(crate) fn is_invisible(ch: char) -> bool {
-    matches!(
-        ch.general_category(),
-        GeneralCategory::Control
-            | GeneralCategory::Format
-            | GeneralCategory::LineSeparator
-            | GeneralCategory::ParagraphSeparator
-    ) || skeleton(ch.encode_utf8(&mut [0; 4])).next().is_none()
 }
 
 /// The NFKC form of a character when it differs: what a compatibility form stands for.
