@@ -88,9 +88,9 @@ impl CliError {
             return Self::new(
                 code::UNAVAILABLE,
                 format!(
-                    "{what}: the connection failed ({detail}): the address does not answer \
-                     as an oanquan server (a gRPC server over HTTP/2). Check --server; if the \
-                     server uses TLS, connect with --server https://HOST:PORT"
+                    "{what}: the connection failed ({detail}): the server went away, or the \
+                     address is not an oanquan server (gRPC over HTTP/2; check --server). If \
+                     the server uses TLS, connect with --server https://HOST:PORT"
                 ),
             );
         }

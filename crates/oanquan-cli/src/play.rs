@@ -999,7 +999,9 @@ impl Player {
                 if err.code == code::AUTH {
                     return Err(err);
                 }
-                if status.code() == tonic::Code::Unavailable {
+                // Also a connection broken under the call (the server died): not only the
+                // server's own UNAVAILABLE.
+                if err.code == code::UNAVAILABLE {
                     return Ok(Sent::Unavailable(err.message));
                 }
                 if crate::error::error_reason(&status) == Some(ErrorReason::StalePly) {
