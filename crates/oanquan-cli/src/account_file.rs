@@ -59,12 +59,20 @@ struct File {
     accounts: Vec<Account>,
 }
 
-/// Whether `key` has an API key's form (`oqk_<id>_<secret>`, visible ASCII), as `login` checks
-/// before it stores one.
+/// An API key's parts, `oqk_<id>_<secret>`: (id, secret), either possibly empty.
+fn key_parts(key: &str) -> Option<(&str, &str)> {
+    key.strip_prefix("oqk_")?.split_once('_')
+}
+
+/// The public id of an API key, as `oanquan keys` lists it; `None` without an id. `login` reads
+/// it before asking the server about the key.
+pub fn key_id(key: &str) -> Option<&str> {
+    key_parts(key).map(|(id, _)| id).filter(|id| !id.is_empty())
+}
+
+/// Whether a stored `key` has a whole API key's form: an id, a secret, visible ASCII.
 fn looks_like_key(key: &str) -> bool {
-    key.strip_prefix("oqk_")
-        .and_then(|rest| rest.split_once('_'))
-        .is_some_and(|(id, secret)| !id.is_empty() && !secret.is_empty())
+    key_parts(key).is_some_and(|(id, secret)| !id.is_empty() && !secret.is_empty())
         && key.bytes().all(|b| b.is_ascii_graphic())
 }
 

@@ -111,12 +111,8 @@ pub async fn login(ctx: &Context, clients: &mut Clients, args: &LoginArgs) -> Re
     let file = ctx.account_file()?;
     may_store(&file, &ctx.server.name, args.force)?;
     let key = read_key()?;
-    // `oqk_<id>_<secret>`: the id is the key's public id, as `oanquan keys` lists it.
-    let key_id = key
-        .strip_prefix("oqk_")
-        .and_then(|rest| rest.split_once('_'))
-        .map(|(id, _)| id.to_owned())
-        .filter(|id| !id.is_empty())
+    let key_id = crate::account_file::key_id(&key)
+        .map(str::to_owned)
         .ok_or_else(not_a_key)?;
     let response = clients
         .accounts

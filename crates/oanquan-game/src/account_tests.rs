@@ -76,12 +76,14 @@ fn new_game(account: Option<&Account>, time_control: TimeControl, rated: bool) -
 /// Each seat of `id` makes its first move (a rated game is rated only once both have moved).
 async fn both_move(manager: &GameManager, id: &GameId, first: &Account, second: &Account) {
     for account in [first, second] {
-        let mv = manager.get_game(id).await.unwrap().position.legal_moves()[0];
-        manager
-            .play_move(id, Credential::Account(account.id.clone()), mv, None)
-            .await
-            .unwrap();
+        first_legal_move(manager, id, Credential::Account(account.id.clone())).await;
     }
+}
+
+/// `who` plays the first legal move of `id`.
+async fn first_legal_move(manager: &GameManager, id: &GameId, who: impl Into<Credential>) {
+    let mv = manager.get_game(id).await.unwrap().position.legal_moves()[0];
+    manager.play_move(id, who, mv, None).await.unwrap();
 }
 
 fn settled(rating: f64) -> Rating {
@@ -634,30 +636,10 @@ async fn a_rated_game_ended_before_both_players_moved_changes_no_rating() {
         .await
         .unwrap();
     let (after_one, tokens) = s.game(&lan, &minh, blitz(), true).await;
-    let mv = s
-        .manager
-        .get_game(&after_one)
-        .await
-        .unwrap()
-        .position
-        .legal_moves()[0];
-    s.manager
-        .play_move(&after_one, &tokens[FIRST], mv, None)
-        .await
-        .unwrap();
+    first_legal_move(&s.manager, &after_one, &tokens[FIRST]).await;
     let after_one = s.manager.resign(&after_one, &tokens[SECOND]).await.unwrap();
     let (drawn, tokens) = s.game(&minh, &lan, blitz(), true).await;
-    let mv = s
-        .manager
-        .get_game(&drawn)
-        .await
-        .unwrap()
-        .position
-        .legal_moves()[0];
-    s.manager
-        .play_move(&drawn, &tokens[FIRST], mv, None)
-        .await
-        .unwrap();
+    first_legal_move(&s.manager, &drawn, &tokens[FIRST]).await;
     s.manager.offer_draw(&drawn, &tokens[FIRST]).await.unwrap();
     let (drawn, _) = s.manager.offer_draw(&drawn, &tokens[SECOND]).await.unwrap();
 
