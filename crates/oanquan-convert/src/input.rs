@@ -201,11 +201,14 @@ fn twelve(values: &[u32], field: &str, name: &str, empty_ok: bool) -> Result<[i3
     }
     for (i, (slot, &value)) in out.iter_mut().zip(values).enumerate() {
         *slot = i32::try_from(value).map_err(|_| {
+            let most = if name == "pieces" {
+                "a square holds at most 1 mandarin piece".to_owned()
+            } else {
+                format!("a square holds at most {MAX_BOARD_STONES} stones")
+            };
             GameError::invalid(
                 format!("{field}.{name}[{i}]"),
-                format!(
-                    "{value} is out of range; a square holds at most {MAX_BOARD_STONES} stones"
-                ),
+                format!("{value} is out of range; {most}"),
             )
         })?;
     }
@@ -223,7 +226,9 @@ fn position_error_field(error: &PositionError, field: &str) -> String {
         PositionError::NegativeStones { square } | PositionError::TooManyStones { square } => {
             format!("{field}.squares[{square}]")
         }
-        PositionError::BoardOverfull { .. } => sub(field, "squares"),
+        PositionError::BoardOverfull { .. } | PositionError::Uncollected { .. } => {
+            sub(field, "squares")
+        }
         PositionError::BadPieceCount { square }
         | PositionError::PieceOutsideMandarinSquare { square } => {
             format!("{field}.pieces[{square}]")

@@ -3,7 +3,7 @@
 use std::time::SystemTime;
 
 use oanquan_proto::v1 as pb;
-use oanquan_rules::{ByPlayer, Direction, Move, Player, Position, Preset, Rules, Setup};
+use oanquan_rules::{ByPlayer, Direction, EndReason, Move, Player, Position, Preset, Rules, Setup};
 use pb::step::Kind as StepKind;
 
 use super::*;
@@ -168,17 +168,20 @@ fn positions_round_trip() {
 
 #[test]
 fn a_finished_position_names_nobody_and_reads_back() {
-    // At the ply limit with SECOND to move: over whoever would move.
+    // At the ply limit with SECOND to move: over whoever would move. The stones are collected
+    // and one piece still stands, scored by nobody, so the end condition does not hold.
+    let rules = Rules::MANCALA_WORLD;
     let setup = Setup {
         to_move: Player::Second,
-        ply: Rules::STANDARD.max_plies,
-        ..Setup::start(&Rules::STANDARD)
+        ply: rules.max_plies,
+        ..("q,0,0,0,0,0,0,0,0,0,0,0 25:25q 1 0".parse().unwrap())
     };
-    let finished = Position::from_setup(setup, Rules::STANDARD).unwrap();
+    let finished = Position::from_setup(setup, rules).unwrap();
+    assert_eq!(finished.end_reason(), Some(EndReason::PlyLimit));
     let out = position_out(&finished);
     assert!(out.over);
     assert_eq!(out.to_move(), pb::Player::Unspecified);
-    let back = position(Some(&out), Rules::STANDARD, "p").unwrap();
+    let back = position(Some(&out), rules, "p").unwrap();
     assert!(back.is_over());
     assert_eq!(back.end_reason(), finished.end_reason());
     assert_eq!(
@@ -250,9 +253,17 @@ fn bad_positions_name_the_field() {
         first: 0,
         second: 3,
     });
+    let mut huge_piece = good.clone();
+    huge_piece.pieces[0] = u32::MAX;
+    // Over by the ply limit with every stone still on the board.
+    let mut uncollected = good.clone();
+    uncollected.ply = Rules::STANDARD.max_plies;
+    uncollected.to_move = 0;
     let cases = [
         (short, "p.squares"),
         (huge, "p.squares[3]"),
+        (huge_piece, "p.pieces[0]"),
+        (uncollected, "p.squares"),
         (piece, "p.pieces"),
         (total, "p"),
         (nobody, "p.to_move"),
@@ -268,6 +279,12 @@ fn bad_positions_name_the_field() {
             field
         );
     }
+    let mut huge_piece = good;
+    huge_piece.pieces[6] = 1 << 31;
+    let message = position(Some(&huge_piece), Rules::MANCALA_WORLD, "p")
+        .unwrap_err()
+        .to_string();
+    assert!(message.contains("at most 1 mandarin piece"), "{message}");
 }
 
 #[test]

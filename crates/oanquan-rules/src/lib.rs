@@ -60,7 +60,11 @@
 //! * "Holds stones" for the square after a gap includes a mandarin square that holds only its
 //!   piece: a piece is worth points and is captured like stones.
 //! * A position handed in must be one after the refill: the player to move must have a stone,
-//!   unless the game is over.
+//!   unless the game is over. One that is over must be one after the final collection, with no
+//!   plain stones left on the board ([`PositionError::Uncollected`]): every finished position
+//!   that play produces is, and a result read off stones still on the board would be wrong.
+//! * A move that reaches the ply limit ends the game by the ply limit even if it also repeats a
+//!   position for the last allowed time.
 //! * A refill borrows stones that are not on the board, yet RULES.md puts no limit on the debt:
 //!   two players who avoid captures can keep borrowing, and the board keeps filling. The engine
 //!   bounds it: the board holds at most [`MAX_BOARD_STONES`] plain stones and a captured count

@@ -159,6 +159,14 @@ pub enum PositionError {
     /// The game is not over, yet the player to move has no stones on their side. Positions are
     /// given after the refill that starts a turn.
     MoverHasNoStones,
+    /// The game is over by the setup itself (its end condition holds, or its ply reached
+    /// `max_plies`), yet plain stones are left on the board. The move that ends a game also
+    /// collects them (RULES.md §6 and §8), so no finished game shows them, and a winner read
+    /// off such a setup would ignore them.
+    Uncollected {
+        /// Plain stones on the board.
+        stones: i64,
+    },
 }
 
 impl fmt::Display for PositionError {
@@ -201,6 +209,10 @@ impl fmt::Display for PositionError {
             ),
             PositionError::MoverHasNoStones => f.write_str(
                 "the player to move has no stones on their side; give the position after the refill that starts the turn",
+            ),
+            PositionError::Uncollected { stones } => write!(
+                f,
+                "the game is over in this position (by the rule set's end condition or its ply limit), yet {stones} stones are still on the board; the move that ends a game collects them into the captured counts, so give the position after that collection"
             ),
         }
     }
@@ -375,7 +387,13 @@ impl Position {
     /// never leaves these bounds, so every position a move produces passes this check again.
     ///
     /// A setup in which the game is already over (the end condition holds, or `ply` reached
-    /// `max_plies`) is accepted as a finished position with no legal moves; nothing is collected.
+    /// `max_plies`) is accepted as a finished position with no legal moves, as play leaves one:
+    /// with no plain stones on the board (pieces still standing may stay), since the move that
+    /// ends a game collects them. Its end reason is read off the setup: the end condition if it
+    /// holds, else the ply limit. A game that ended by repetition or by the refill bound does
+    /// not show it; its last position reads as over by the end condition (the collection empties
+    /// the board) or, under a piece setup with a piece still standing, not as a finished
+    /// position at all ([`PositionError::MoverHasNoStones`]).
     ///
     /// # Errors
     ///
@@ -457,6 +475,11 @@ impl Position {
             pos.end = Some(EndReason::PlyLimit);
         } else if pos.side_is_empty(pos.to_move) {
             return Err(PositionError::MoverHasNoStones);
+        }
+        if pos.end.is_some() && board_stones > 0 {
+            return Err(PositionError::Uncollected {
+                stones: board_stones,
+            });
         }
         Ok(pos)
     }

@@ -263,6 +263,40 @@ fn bad_setups_get_typed_errors() {
     );
 }
 
+/// A finished game shows no plain stones on the board: the move that ends it collects them.
+/// A setup that is over by itself with stones left would report a winner without them.
+#[test]
+fn a_finished_setup_must_have_its_stones_collected() {
+    use oanquan_rules::PositionError as E;
+    let std = Rules::STANDARD;
+    // RULES.md worked example 8 right after the capture, before the collection.
+    let before: Setup = "0,0,0,1,0,0,0,0,1,0,0,0 28:40 1 80".parse().unwrap();
+    assert_eq!(
+        Position::from_setup(before, std),
+        Err(E::Uncollected { stones: 2 })
+    );
+    // The same game after the collection, as play leaves it: accepted, and over.
+    let after: Setup = "0,0,0,0,0,0,0,0,0,0,0,0 29:41 1 80".parse().unwrap();
+    let pos = Position::from_setup(after, std).unwrap();
+    assert_eq!(pos.end_reason(), Some(EndReason::Mandarins));
+    // The ply limit reached with stones still on the board.
+    let mut limit = Setup::start(&std);
+    limit.ply = std.max_plies;
+    assert_eq!(
+        Position::from_setup(limit, std),
+        Err(E::Uncollected { stones: 70 })
+    );
+    // A finished piece-setup game may keep a piece standing (scored by nobody).
+    let pieces: Setup = "q,0,0,0,0,0,0,0,0,0,0,0 25:25q 2 300".parse().unwrap();
+    let pos = Position::from_setup(pieces, Rules::MANCALA_WORLD).unwrap();
+    assert_eq!(pos.end_reason(), Some(EndReason::PlyLimit));
+    assert!(
+        E::Uncollected { stones: 2 }
+            .to_string()
+            .contains("2 stones are still on the board"),
+    );
+}
+
 #[test]
 fn play_errors_say_why() {
     use oanquan_rules::PlayError as E;
@@ -360,8 +394,11 @@ proptest! {
         let mut rng = Rng(seed);
         let rules = if seed % 2 == 0 { random_rules(&mut rng) } else { Preset::ALL[(seed / 2 % 3) as usize].rules() };
         let setup = extreme_setup(&mut rng, rules);
-        let mut pos = Position::from_setup(setup, rules)
-            .unwrap_or_else(|e| panic!("{setup} under {rules:?}: {e}"));
+        let checked = Position::from_setup(setup, rules);
+        // Over from the start (both mandarin squares empty, or both pieces captured) with
+        // stones on the board: not a position play leaves, and nothing to play from it.
+        prop_assume!(!matches!(checked, Err(oanquan_rules::PositionError::Uncollected { .. })));
+        let mut pos = checked.unwrap_or_else(|e| panic!("{setup} under {rules:?}: {e}"));
         for _ in 0..40 {
             let legal = pos.legal_moves();
             if legal.is_empty() {

@@ -149,7 +149,9 @@ async fn only_a_finished_position_may_leave_the_player_to_move_unset() {
     assert!(position.over);
     assert_eq!(position.to_move(), pb::Player::Unspecified);
 
-    // At the ply limit: over by the ply alone, with or without a player to move.
+    // At the ply limit with every stone still on the board: over by the ply alone, but the
+    // move that ends a game collects the stones, so no game shows this; reading a winner off
+    // it would leave them out. Refused, with or without a player to move.
     let mut at_limit = pb::Position {
         squares: vec![10, 5, 5, 5, 5, 5, 10, 5, 5, 5, 5, 5],
         ply: 300,
@@ -157,20 +159,46 @@ async fn only_a_finished_position_may_leave_the_player_to_move_unset() {
     };
     for to_move in [pb::Player::Unspecified, pb::Player::Second] {
         at_limit.to_move = to_move.into();
-        let legal = rules
+        let status = rules
             .legal_moves(pb::LegalMovesRequest {
                 game: None,
                 rules: standard(),
                 position: Some(at_limit.clone()),
             })
             .await
-            .unwrap()
-            .into_inner();
-        assert!(legal.over, "{to_move:?}");
-        assert!(legal.moves.is_empty());
-        assert_eq!(legal.end_reason(), pb::EndReason::PlyLimit);
-        assert_eq!(legal.outcome(), pb::Outcome::Draw);
+            .unwrap_err();
+        assert_field(&status, "position.squares");
+        assert!(
+            status
+                .message()
+                .contains("70 stones are still on the board"),
+            "{status:?}"
+        );
     }
+    // The same game once collected, as the server shows it: over, with its final score. The
+    // empty board meets the end condition, which is the end a position shows by itself.
+    let collected = pb::Position {
+        squares: vec![0; 12],
+        captured: Some(pb::PlayerPair {
+            first: 35,
+            second: 35,
+        }),
+        ply: 300,
+        ..pb::Position::default()
+    };
+    let legal = rules
+        .legal_moves(pb::LegalMovesRequest {
+            game: None,
+            rules: standard(),
+            position: Some(collected),
+        })
+        .await
+        .unwrap()
+        .into_inner();
+    assert!(legal.over);
+    assert!(legal.moves.is_empty());
+    assert_eq!(legal.end_reason(), pb::EndReason::Mandarins);
+    assert_eq!(legal.outcome(), pb::Outcome::Draw);
 
     // A position that is not over needs its player to move: unset is not "FIRST".
     let mut running = one_move_from_the_end();
