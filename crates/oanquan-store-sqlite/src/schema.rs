@@ -343,8 +343,10 @@ pub(super) struct FileLock {
 }
 
 /// How often an open store marks its lock file: the most of a running turn a restart can give
-/// back (see `GameStore::last_alive`).
-pub(super) const HEARTBEAT: std::time::Duration = std::time::Duration::from_secs(1);
+/// back (see `GameStore::last_alive`). Short, so that a server that keeps dying soon after it
+/// starts cannot stop the running clock by giving back its whole run each time; a mark is one
+/// metadata update of a small file.
+pub(super) const HEARTBEAT: std::time::Duration = std::time::Duration::from_millis(100);
 
 impl FileLock {
     /// When the server that had the file before this one was last known alive: the lock
