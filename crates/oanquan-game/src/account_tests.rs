@@ -1100,11 +1100,31 @@ async fn rating_ranges_are_respected_both_ways() {
         pool.accept(&ranged_id, "Anonymous", None, None).await,
         Err(GameError::SeekRefused(_))
     ));
-    // A backwards range is refused outright.
-    assert!(matches!(
-        pool.seek(seek_request(Some(&weak), true, Some((1600, 1400)))).await,
-        Err(GameError::InvalidArgument { ref field, .. }) if field == "rating_range"
-    ));
+    // A backwards range is refused outright, and so is one that no rating falls in; one that
+    // reaches into the ratings is taken.
+    for range in [
+        (1600, 1400),
+        (0, 0),
+        (-5, 10),
+        (4001, i32::MAX),
+        (i32::MIN, 399),
+    ] {
+        assert!(
+            matches!(
+                pool.seek(seek_request(Some(&weak), true, Some(range))).await,
+                Err(GameError::InvalidArgument { ref field, .. }) if field == "rating_range"
+            ),
+            "{range:?}"
+        );
+    }
+    for range in [(i32::MIN, 400), (4000, i32::MAX), (i32::MIN, i32::MAX)] {
+        // Dropping the ticket withdraws the seek.
+        drop(waiting(
+            pool.seek(seek_request(Some(&weak), true, Some(range)))
+                .await
+                .unwrap(),
+        ));
+    }
 }
 
 // --- A player's games and the leaderboard --------------------------------------------------

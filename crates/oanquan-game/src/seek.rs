@@ -31,6 +31,7 @@ use crate::error::GameError;
 use crate::limits::{self, OpenGameSlot, client_key};
 use crate::manager::{GameManager, PairedGame, RatedAsk, Seated, check_rated, seat_account};
 use crate::model::{GameId, GameInfo};
+use crate::rating::{MAX_RATING, MIN_RATING};
 use crate::store::StoreError;
 use crate::text;
 use crate::token::{PlayerToken, TokenHash, random_game_id};
@@ -658,13 +659,21 @@ impl SeekPool {
             })?;
         }
         limits::hosted_rules(&request.rules, "rules")?;
-        if let Some((low, high)) = request.rating_range
-            && low > high
-        {
-            return Err(GameError::invalid(
-                "rating_range",
-                format!("the lowest rating ({low}) is above the highest ({high})"),
-            ));
+        if let Some((low, high)) = request.rating_range {
+            if low > high {
+                return Err(GameError::invalid(
+                    "rating_range",
+                    format!("the lowest rating ({low}) is above the highest ({high})"),
+                ));
+            }
+            // A range no rating falls in would wait for nobody until its caller gave up.
+            let (least, most) = (MIN_RATING as i32, MAX_RATING as i32);
+            if high < least || low > most {
+                return Err(GameError::invalid(
+                    "rating_range",
+                    format!("no rating is in {low}..={high}: ratings run from {least} to {most}"),
+                ));
+            }
         }
         let display_name = match &request.account {
             Some(account) => account.username.as_str().to_owned(),
