@@ -51,6 +51,23 @@ pub struct TransportLimits {
     )]
     pub max_message_size: usize,
 
+    /// Largest request message (at most `--max-message-size`): a request whose length prefix
+    /// says more is refused before any of it is read (OUT_OF_RANGE). Sizes as above, at least
+    /// 64KiB.
+    // The largest request is a game's whole history (10,000 moves, about 60 KB); responses (a
+    // page of games, a long game's moves with their traces) can be far larger. A request's
+    // message is held whole until its last byte arrives, so this, not the response bound, is
+    // what a client sending many messages all but their last byte can pin, per request in
+    // flight.
+    #[arg(
+        long,
+        env = "OANQUAN_MAX_REQUEST_SIZE",
+        value_name = "SIZE",
+        default_value = "128KiB",
+        value_parser = parse_message_size
+    )]
+    pub max_request_size: usize,
+
     /// HTTP/2 keepalive PING interval.
     #[arg(long, env = "OANQUAN_KEEPALIVE_INTERVAL", default_value = "30s", value_parser = parse_period)]
     pub keepalive_interval: Duration,
@@ -125,6 +142,14 @@ pub struct ClientLimits {
         value_parser = parse_switch
     )]
     pub exempt_loopback: bool,
+}
+
+impl TransportLimits {
+    /// The largest request decoded: `--max-request-size`, never above `--max-message-size`.
+    #[must_use]
+    pub fn max_request(&self) -> usize {
+        self.max_request_size.min(self.max_message_size)
+    }
 }
 
 impl ClientLimits {
@@ -819,6 +844,12 @@ mod tests {
     fn sections_default_to_their_flags_defaults() {
         let transport = TransportLimits::default();
         assert_eq!(transport.max_message_size, 4 * 1024 * 1024);
+        assert_eq!(transport.max_request(), 128 * 1024);
+        let small = TransportLimits {
+            max_message_size: 64 * 1024,
+            ..transport
+        };
+        assert_eq!(small.max_request(), 64 * 1024);
         assert_eq!(transport.shutdown_drain_timeout, Duration::from_secs(10));
         assert_eq!(
             ClientLimits::default().rate_limit(),

@@ -337,6 +337,8 @@ pub async fn run_with_store(
         }
     };
 
+    let transport = &config.transport;
+    let (max_request, max) = (transport.max_request(), transport.max_message_size);
     let health = tonic_health::server::HealthReporter::new();
     let health_service = HealthApi::server(
         health.clone(),
@@ -346,7 +348,8 @@ pub async fn run_with_store(
             config.clients.exempt_loopback,
         ),
         stop_rx.clone(),
-    );
+    )
+    .max_decoding_message_size(max_request);
     for name in HEALTH_SERVICES {
         health
             .set_service_status(name, ServingStatus::Serving)
@@ -376,28 +379,30 @@ pub async fn run_with_store(
     };
     // One stream carries any number of reflection requests: each counts against the rate limit.
     let reflection_v1 = Metered::new(
-        reflection().build_v1()?,
+        reflection()
+            .build_v1()?
+            .max_decoding_message_size(max_request),
         Arc::clone(&rate_limiter),
         metrics.clone(),
     );
     let reflection_v1alpha = Metered::new(
-        reflection().build_v1alpha()?,
+        reflection()
+            .build_v1alpha()?
+            .max_decoding_message_size(max_request),
         Arc::clone(&rate_limiter),
         metrics.clone(),
     );
 
-    let transport = &config.transport;
-    let max = transport.max_message_size;
     let account_service = AccountServiceServer::new(AccountApi::new(Arc::clone(&manager)))
-        .max_decoding_message_size(max)
+        .max_decoding_message_size(max_request)
         .max_encoding_message_size(max);
     // Reads the hosted games that requests name by id, for their histories.
     let rules_api = RulesApi::new(Arc::clone(&searches)).with_games(Arc::clone(&manager));
     let rules_service = RulesServiceServer::new(rules_api)
-        .max_decoding_message_size(max)
+        .max_decoding_message_size(max_request)
         .max_encoding_message_size(max);
     // The generated GameService, with WatchGame events encoded once for all watchers.
-    let game_service = GameRoutes::new(GameApi::new(manager, seeks, streams), max);
+    let game_service = GameRoutes::new(GameApi::new(manager, seeks, streams), max_request, max);
 
     // `TcpIncoming` rather than `TcpListenerStream`: it sets TCP_NODELAY (small
     // request/response messages must not wait for Nagle) and TCP keepalive on each socket.

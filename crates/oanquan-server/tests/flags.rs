@@ -25,6 +25,7 @@ fn server(dir: &Path, env: &[(&str, &str)], args: &[&str]) -> Command {
         "OANQUAN_IN_MEMORY",
         "OANQUAN_DATABASE",
         "OANQUAN_MAX_MESSAGE_SIZE",
+        "OANQUAN_MAX_REQUEST_SIZE",
         "OANQUAN_DATABASE_URL",
         "OANQUAN_DATABASE_POOL_SIZE",
         "OANQUAN_DATABASE_POOL_WAIT",
@@ -114,7 +115,10 @@ fn switches_from_the_environment_and_sizes_with_units() {
     let dir = tempfile::tempdir().expect("tempdir");
     let running = Running::start(server(
         dir.path(),
-        &[("OANQUAN_IN_MEMORY", "1")],
+        &[
+            ("OANQUAN_IN_MEMORY", "1"),
+            ("OANQUAN_MAX_REQUEST_SIZE", "4 MiB"),
+        ],
         &["--max-message-size", "4 MiB"],
     ));
     assert_eq!(
@@ -130,6 +134,46 @@ fn switches_from_the_environment_and_sizes_with_units() {
     assert_eq!(under, Code::InvalidArgument);
     let over = runtime.block_on(create_with_name_of(running.addr, 4 * MIB + 1024));
     assert_eq!(over, Code::OutOfRange);
+}
+
+/// Requests are bounded well below responses by default: a request message is held whole
+/// until its last byte, so this bound is what a client that never sends that byte pins. The
+/// largest request a game needs (a 10,000-move history) still fits.
+#[test]
+fn requests_are_bounded_at_128_kib_by_default() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let running = Running::start(server(dir.path(), &[], &["--in-memory"]));
+    const KIB: usize = 1024;
+    let runtime = tokio::runtime::Runtime::new().expect("runtime");
+    let under = runtime.block_on(create_with_name_of(running.addr, 128 * KIB - 100));
+    assert_eq!(under, Code::InvalidArgument);
+    let over = runtime.block_on(create_with_name_of(running.addr, 128 * KIB + 1));
+    assert_eq!(over, Code::OutOfRange);
+    // 10,000 moves of a history: decoded, then refused for what they say (the first is not
+    // even a legal move), not for their size.
+    let history = runtime.block_on(async {
+        let mut rules = pb::rules_service_client::RulesServiceClient::connect(format!(
+            "http://{}",
+            running.addr
+        ))
+        .await
+        .expect("connect");
+        let far = pb::Move {
+            square: Some(11),
+            direction: pb::Direction::Left.into(),
+        };
+        rules
+            .legal_moves(pb::LegalMovesRequest {
+                game: Some(pb::legal_moves_request::Game::History(pb::MoveHistory {
+                    start: None,
+                    moves: vec![far; 10_000],
+                })),
+                ..Default::default()
+            })
+            .await
+            .expect_err("an illegal history")
+    });
+    assert_eq!(history.code(), Code::InvalidArgument, "{history:?}");
 }
 
 #[test]

@@ -178,19 +178,22 @@ impl ServerStreamingService<pb::WatchGameRequest> for WatchGameWire {
 pub struct GameRoutes {
     inner: GameServiceServer<GameApi>,
     api: GameApi,
+    max_request: usize,
     max_message_size: usize,
     encoded: Arc<EncodedEvents>,
 }
 
 impl GameRoutes {
-    /// Serves `api`, with messages of at most `max_message_size` bytes either way.
+    /// Serves `api`, with requests of at most `max_request` bytes and responses of at most
+    /// `max_message_size`.
     #[must_use]
-    pub fn new(api: GameApi, max_message_size: usize) -> GameRoutes {
+    pub fn new(api: GameApi, max_request: usize, max_message_size: usize) -> GameRoutes {
         GameRoutes {
             inner: GameServiceServer::new(api.clone())
-                .max_decoding_message_size(max_message_size)
+                .max_decoding_message_size(max_request)
                 .max_encoding_message_size(max_message_size),
             api,
+            max_request,
             max_message_size,
             encoded: Arc::default(),
         }
@@ -218,9 +221,10 @@ impl tower::Service<http::Request<tonic::body::Body>> for GameRoutes {
             api: self.api.clone(),
             encoded: Arc::clone(&self.encoded),
         };
-        let max = self.max_message_size;
+        let (max_request, max) = (self.max_request, self.max_message_size);
         Box::pin(async move {
-            let mut grpc = Grpc::new(WireCodec).apply_max_message_size_config(Some(max), Some(max));
+            let mut grpc =
+                Grpc::new(WireCodec).apply_max_message_size_config(Some(max_request), Some(max));
             Ok(grpc.server_streaming(method, request).await)
         })
     }
