@@ -29,6 +29,7 @@ use crate::domain::{
 use crate::domain::{reaper, timekeeper};
 use crate::grpc::accept::{self, Handshake};
 use crate::grpc::connections::ConnectionLimit;
+use crate::grpc::deadline::DeadlineLayer;
 use crate::grpc::health::HealthApi;
 use crate::grpc::reflection::Metered;
 use crate::grpc::stalls::Stalls;
@@ -461,7 +462,7 @@ pub async fn run_with_store(
         .concurrency_limit_per_connection(transport.concurrency_limit_per_connection)
         .http2_keepalive_interval(Some(transport.keepalive_interval))
         .http2_keepalive_timeout(Some(transport.keepalive_timeout))
-        .timeout(transport.request_timeout)
+        // No `.timeout()`: tonic's sits outside gRPC-Web's translation (see `DeadlineLayer`).
         .trace_fn(|request| {
             tracing::info_span!(
                 "rpc",
@@ -487,6 +488,9 @@ pub async fn run_with_store(
                 )))
                 .with_metrics(metrics),
         )
+        // Inside gRPC-Web's translation, so that a call cut by it is answered in the caller's
+        // protocol; inside the count, which sees its CANCELLED like any answer.
+        .layer(DeadlineLayer::new(transport.request_timeout))
         .add_service(health_service)
         .add_service(reflection_v1)
         .add_service(reflection_v1alpha)

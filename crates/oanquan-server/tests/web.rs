@@ -554,3 +554,71 @@ async fn kept_alive_http1_connections_cannot_stall_the_next_request() {
         .any(|kind| matches!(kind, pb::game_event::Kind::GameOver(_)));
     assert!(over, "the stream ended without the game's end");
 }
+
+/// What arrives on `stream` within `wait` (or until it closes), as text.
+async fn read_for(stream: &mut tokio::net::TcpStream, wait: Duration) -> String {
+    use tokio::io::AsyncReadExt as _;
+    let mut got = Vec::new();
+    let mut buffer = [0; 4096];
+    let until = tokio::time::Instant::now() + wait;
+    while let Ok(Ok(n)) = tokio::time::timeout_at(until, stream.read(&mut buffer)).await {
+        if n == 0 {
+            break;
+        }
+        got.extend_from_slice(&buffer[..n]);
+    }
+    String::from_utf8_lossy(&got).into_owned()
+}
+
+/// A gRPC-Web call whose message never finishes arriving is cut at the request timeout, and
+/// answered as gRPC-Web (a browser's client reads the status, not a protocol error); a body
+/// that is not HTTP/1.1 at all is the client's doing: CANCELLED, saying so, not INTERNAL with
+/// hyper's error text.
+#[tokio::test]
+async fn grpc_web_calls_with_broken_bodies_get_a_grpc_web_answer_that_blames_no_server() {
+    use tokio::io::AsyncWriteExt as _;
+    let mut settings = common::config();
+    settings.transport.request_timeout = Duration::from_millis(500);
+    let server = common::start(settings).await;
+    let post = |framing: &str| {
+        format!(
+            "POST /oanquan.v1.RulesService/ListPresets HTTP/1.1\r\nHost: x\r\n\
+             Content-Type: application/grpc-web+proto\r\n{framing}\r\n\r\n"
+        )
+    };
+
+    // Ten bytes announced, three sent: the 5-byte prefix never ends.
+    let mut stream = tokio::net::TcpStream::connect(server.addr).await.unwrap();
+    let started = std::time::Instant::now();
+    stream
+        .write_all(format!("{}\0\0\0", post("Content-Length: 10")).as_bytes())
+        .await
+        .unwrap();
+    let answer = read_for(&mut stream, Duration::from_secs(3)).await;
+    assert!(started.elapsed() >= Duration::from_millis(450), "{answer}");
+    let lower = answer.to_ascii_lowercase();
+    assert!(lower.starts_with("http/1.1 200"), "{answer}");
+    assert!(
+        lower.contains("content-type: application/grpc-web"),
+        "{answer}"
+    );
+    assert!(lower.contains("grpc-status: 1\r\n"), "{answer}");
+
+    // A chunk size that is not a number.
+    let mut stream = tokio::net::TcpStream::connect(server.addr).await.unwrap();
+    stream
+        .write_all(
+            format!(
+                "{}ZZ\r\nnot a chunk\r\n",
+                post("Transfer-Encoding: chunked")
+            )
+            .as_bytes(),
+        )
+        .await
+        .unwrap();
+    let answer = read_for(&mut stream, Duration::from_secs(2)).await;
+    let lower = answer.to_ascii_lowercase();
+    assert!(lower.contains("grpc-status: 1\r\n"), "{answer}");
+    assert!(lower.contains("could%20not%20be%20read"), "{answer}");
+    assert!(!lower.contains("hyper"), "{answer}");
+}

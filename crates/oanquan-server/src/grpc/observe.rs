@@ -11,9 +11,16 @@
 //! call whose response or body is dropped before that (the client went away, the server's
 //! request timeout) counts as CANCELLED. Streams of the counted kinds are open from their
 //! response headers until then.
+//!
+//! **A request that never arrived whole.** When reading the request's body fails (the client
+//! reset the stream or closed the connection halfway through its message, or sent a malformed
+//! HTTP/1.1 body), tonic answers INTERNAL or UNKNOWN with hyper's error text, as if the
+//! server had failed. The client broke the call, and INTERNAL is what operators alert on, so
+//! such an answer becomes CANCELLED with a message that says what happened, and counts so.
 
 use std::pin::Pin;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::task::{Context, Poll, ready};
 use std::time::Instant;
 
@@ -36,6 +43,13 @@ pub const REQUEST_ID: &str = "x-request-id";
 const CANCELLED: i32 = 1;
 /// gRPC's UNKNOWN: a status that cannot be read.
 const UNKNOWN: i32 = 2;
+/// gRPC's INTERNAL.
+const INTERNAL: i32 = 13;
+
+/// What a call whose request body could not be read is told, with CANCELLED.
+const BODY_BROKEN: &str = "the request's body could not be read whole: the stream was reset or \
+                           the connection closed before its message ended, or the body was \
+                           malformed";
 
 /// See the module docs.
 #[derive(Debug, Clone, Default)]
@@ -93,9 +107,9 @@ pub fn request_id(headers: &http::HeaderMap) -> HeaderValue {
         })
 }
 
-impl<S, B> Service<http::Request<B>> for Observe<S>
+impl<S> Service<http::Request<Body>> for Observe<S>
 where
-    S: Service<http::Request<B>, Response = http::Response<Body>>,
+    S: Service<http::Request<Body>, Response = http::Response<Body>>,
 {
     type Response = http::Response<Body>;
     type Error = S::Error;
@@ -105,8 +119,15 @@ where
         self.inner.poll_ready(cx)
     }
 
-    fn call(&mut self, request: http::Request<B>) -> Self::Future {
+    fn call(&mut self, request: http::Request<Body>) -> Self::Future {
         let id = request_id(request.headers());
+        let broken = Arc::new(AtomicBool::new(false));
+        let request = request.map(|inner| {
+            Body::new(RequestBody {
+                inner,
+                broken: Arc::clone(&broken),
+            })
+        });
         let done = self.metrics.as_ref().map(|metrics| Done {
             method: Arc::clone(metrics.method(request.uri().path())),
             metrics: Arc::clone(metrics),
@@ -119,6 +140,7 @@ where
             id: Some(id),
             recorded: false,
             done,
+            broken,
         }
     }
 }
@@ -173,7 +195,58 @@ pin_project! {
         id: Option<HeaderValue>,
         recorded: bool,
         done: Option<Done>,
+        // Set when reading the request's body failed.
+        broken: Arc<AtomicBool>,
     }
+}
+
+/// The request's body, marking `broken` when reading it fails.
+#[derive(Debug)]
+struct RequestBody {
+    inner: Body,
+    broken: Arc<AtomicBool>,
+}
+
+impl http_body::Body for RequestBody {
+    type Data = Bytes;
+    type Error = tonic::Status;
+
+    fn poll_frame(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<Frame<Bytes>, tonic::Status>>> {
+        let frame = ready!(Pin::new(&mut self.inner).poll_frame(cx));
+        if let Some(Err(_)) = &frame {
+            self.broken.store(true, Ordering::Relaxed);
+        }
+        Poll::Ready(frame)
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.inner.is_end_stream()
+    }
+
+    fn size_hint(&self) -> SizeHint {
+        self.inner.size_hint()
+    }
+}
+
+/// A trailers-only INTERNAL or UNKNOWN answer to a request whose body broke becomes
+/// CANCELLED (see the module docs); returns the answer's code.
+fn mend_broken_request(headers: &mut http::HeaderMap, broken: &AtomicBool) -> Option<i32> {
+    let code = status_in(headers)?;
+    if matches!(code, INTERNAL | UNKNOWN) && broken.load(Ordering::Relaxed) {
+        // tonic writes the headers (the message percent-encoded, as gRPC has it).
+        let mended = tonic::Status::cancelled(BODY_BROKEN).into_http::<Body>();
+        for name in ["grpc-status", "grpc-message"] {
+            if let Some(value) = mended.headers().get(name) {
+                headers.insert(name, value.clone());
+            }
+        }
+        headers.remove("grpc-status-details-bin");
+        return Some(CANCELLED);
+    }
+    Some(code)
 }
 
 impl<F, E> Future for ObserveFuture<F>
@@ -204,11 +277,12 @@ where
             id.set_sensitive(true);
             response.headers_mut().insert(REQUEST_ID, id);
         }
+        let trailers_only = mend_broken_request(response.headers_mut(), this.broken);
         let Some(mut done) = this.done.take() else {
             return Poll::Ready(Ok(response));
         };
-        if let Some(code) = status_in(response.headers()) {
-            // Trailers-only: the status is final already.
+        if let Some(code) = trailers_only {
+            // The status is final already.
             done.finish(code);
             return Poll::Ready(Ok(response));
         }
@@ -273,17 +347,71 @@ mod tests {
     async fn the_request_id_goes_back_never_indexed() {
         use tower::ServiceExt as _;
         let service =
-            ObserveLayer::new(None).layer(tower::service_fn(|_: http::Request<()>| async {
+            ObserveLayer::new(None).layer(tower::service_fn(|_: http::Request<Body>| async {
                 Ok::<_, std::convert::Infallible>(http::Response::new(Body::empty()))
             }));
         let request = http::Request::builder()
             .header(REQUEST_ID, "abc-123")
-            .body(())
+            .body(Body::empty())
             .unwrap();
         let response = service.oneshot(request).await.unwrap();
         let id = &response.headers()[REQUEST_ID];
         assert_eq!(id, "abc-123");
         assert!(id.is_sensitive());
+    }
+
+    /// A service that reads the request's body as tonic does, and answers as tonic does when
+    /// that fails: INTERNAL with the transport's error text.
+    fn reading_service() -> impl Service<
+        http::Request<Body>,
+        Response = http::Response<Body>,
+        Error = std::convert::Infallible,
+        Future = impl Future<Output = Result<http::Response<Body>, std::convert::Infallible>>,
+    > {
+        tower::service_fn(|request: http::Request<Body>| async move {
+            use http_body_util::BodyExt as _;
+            Ok(match request.into_body().collect().await {
+                Ok(_) => tonic::Status::internal("a real failure").into_http(),
+                Err(_) => {
+                    tonic::Status::internal("error reading a body from connection").into_http()
+                }
+            })
+        })
+    }
+
+    #[tokio::test]
+    async fn an_answer_to_a_broken_request_body_is_cancelled_not_internal() {
+        use tower::ServiceExt as _;
+        let metrics = Metrics::new("test");
+        let service = || ObserveLayer::new(Some(Arc::clone(&metrics))).layer(reading_service());
+        let broken = Body::new(http_body_util::StreamBody::new(futures::stream::iter([
+            Ok(Frame::data(Bytes::from_static(b"\0\0\0\0\x10half"))),
+            Err(tonic::Status::unknown("stream reset")),
+        ])));
+        let request = http::Request::builder()
+            .uri("/oanquan.v1.GameService/GetGame")
+            .body(broken)
+            .unwrap();
+        let response = service().oneshot(request).await.unwrap();
+        assert_eq!(response.headers()["grpc-status"], "1");
+        let message = response.headers()["grpc-message"].to_str().unwrap();
+        assert!(
+            message.starts_with("the%20request's%20body%20could%20not%20be%20read"),
+            "{message}"
+        );
+        // A server failure on a whole request stays what it is.
+        let whole = http::Request::builder()
+            .uri("/oanquan.v1.GameService/GetGame")
+            .body(Body::empty())
+            .unwrap();
+        let response = service().oneshot(whole).await.unwrap();
+        assert_eq!(response.headers()["grpc-status"], "13");
+        let text = metrics.render().await;
+        assert!(
+            text.contains(r#"method="GetGame",code="CANCELLED"} 1"#)
+                && text.contains(r#"method="GetGame",code="INTERNAL"} 1"#),
+            "{text}"
+        );
     }
 
     #[test]

@@ -1,0 +1,164 @@
+//! The deadline of a call: `--request-timeout`, or the client's `grpc-timeout` if shorter.
+//!
+//! tonic's own (`Server::timeout`) sits outside every layer a server adds, gRPC-Web's
+//! translation included: a gRPC-Web call cut by it was answered as plain gRPC
+//! (`application/grpc`), which a browser's client reads as a protocol error instead of the
+//! status. This layer goes inside the translation, so the answer (CANCELLED, "Timeout expired",
+//! as tonic's) is translated like any other. Like tonic's, it bounds the wait for a response's
+//! headers: a stream, once answered, is not cut by it. Its sleep starts in `call`, before
+//! tonic's (which still applies a client's `grpc-timeout`) and so never later than it.
+
+use std::pin::Pin;
+use std::task::{Context, Poll};
+use std::time::Duration;
+
+use pin_project_lite::pin_project;
+use tokio::time::Sleep;
+use tonic::body::Body;
+use tower::{Layer, Service};
+
+/// See the module docs.
+#[derive(Debug, Clone, Copy)]
+pub struct DeadlineLayer {
+    server: Duration,
+}
+
+impl DeadlineLayer {
+    /// Calls answer within `server`, or the client's shorter `grpc-timeout`.
+    #[must_use]
+    pub fn new(server: Duration) -> DeadlineLayer {
+        DeadlineLayer { server }
+    }
+}
+
+impl<S> Layer<S> for DeadlineLayer {
+    type Service = Deadline<S>;
+    fn layer(&self, inner: S) -> Deadline<S> {
+        Deadline {
+            inner,
+            server: self.server,
+        }
+    }
+}
+
+/// The service [`DeadlineLayer`] makes.
+#[derive(Debug, Clone)]
+pub struct Deadline<S> {
+    inner: S,
+    server: Duration,
+}
+
+/// The client's `grpc-timeout` (gRPC over HTTP/2: at most 8 digits and a unit); `None` if
+/// absent or malformed, as tonic reads it.
+fn client_timeout(headers: &http::HeaderMap) -> Option<Duration> {
+    let text = headers.get("grpc-timeout")?.to_str().ok()?;
+    let digits = text.get(..text.len().checked_sub(1)?)?;
+    if digits.is_empty() || digits.len() > 8 || !digits.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    let value: u64 = digits.parse().ok()?;
+    Some(match &text[digits.len()..] {
+        "H" => Duration::from_secs(value * 3600),
+        "M" => Duration::from_secs(value * 60),
+        "S" => Duration::from_secs(value),
+        "m" => Duration::from_millis(value),
+        "u" => Duration::from_micros(value),
+        "n" => Duration::from_nanos(value),
+        _ => return None,
+    })
+}
+
+impl<S, B> Service<http::Request<B>> for Deadline<S>
+where
+    S: Service<http::Request<B>, Response = http::Response<Body>>,
+{
+    type Response = http::Response<Body>;
+    type Error = S::Error;
+    type Future = DeadlineFuture<S::Future>;
+
+    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Self::Error>> {
+        self.inner.poll_ready(cx)
+    }
+
+    fn call(&mut self, request: http::Request<B>) -> Self::Future {
+        let limit = client_timeout(request.headers()).map_or(self.server, |c| c.min(self.server));
+        let sleep = tokio::time::sleep(limit);
+        DeadlineFuture {
+            inner: self.inner.call(request),
+            sleep,
+        }
+    }
+}
+
+pin_project! {
+    /// The future of [`Deadline`].
+    #[derive(Debug)]
+    pub struct DeadlineFuture<F> {
+        #[pin]
+        inner: F,
+        #[pin]
+        sleep: Sleep,
+    }
+}
+
+impl<F, E> Future for DeadlineFuture<F>
+where
+    F: Future<Output = Result<http::Response<Body>, E>>,
+{
+    type Output = Result<http::Response<Body>, E>;
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        let this = self.project();
+        if let Poll::Ready(result) = this.inner.poll(cx) {
+            return Poll::Ready(result);
+        }
+        match this.sleep.poll(cx) {
+            Poll::Ready(()) => {
+                Poll::Ready(Ok(tonic::Status::cancelled("Timeout expired").into_http()))
+            }
+            Poll::Pending => Poll::Pending,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn client_timeouts_are_read_as_grpc_writes_them() {
+        let read = |value: &str| {
+            let mut headers = http::HeaderMap::new();
+            headers.insert("grpc-timeout", value.parse().unwrap());
+            client_timeout(&headers)
+        };
+        assert_eq!(read("1H"), Some(Duration::from_secs(3600)));
+        assert_eq!(read("2M"), Some(Duration::from_secs(120)));
+        assert_eq!(read("99999999S"), Some(Duration::from_secs(99_999_999)));
+        assert_eq!(read("200m"), Some(Duration::from_millis(200)));
+        assert_eq!(read("7u"), Some(Duration::from_micros(7)));
+        assert_eq!(read("5n"), Some(Duration::from_nanos(5)));
+        for bad in ["", "S", "100000000S", "1s", "-1S", "1.5S", "+1S", "1 S"] {
+            assert_eq!(read(bad), None, "{bad:?}");
+        }
+        assert_eq!(client_timeout(&http::HeaderMap::new()), None);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_call_past_its_deadline_is_answered_cancelled() {
+        use tower::ServiceExt as _;
+        let never = tower::service_fn(|_: http::Request<()>| async {
+            std::future::pending::<Result<http::Response<Body>, std::convert::Infallible>>().await
+        });
+        let service = DeadlineLayer::new(Duration::from_secs(30)).layer(never);
+        let request = http::Request::builder()
+            .header("grpc-timeout", "200m")
+            .body(())
+            .unwrap();
+        let started = tokio::time::Instant::now();
+        let response = service.oneshot(request).await.unwrap();
+        assert_eq!(started.elapsed(), Duration::from_millis(200));
+        assert_eq!(response.headers()["grpc-status"], "1");
+        assert_eq!(response.headers()["grpc-message"], "Timeout%20expired");
+    }
+}
