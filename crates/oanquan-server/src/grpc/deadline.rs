@@ -5,15 +5,17 @@
 //! (`application/grpc`), which a browser's client reads as a protocol error instead of the
 //! status. This layer goes inside the translation, so the answer (CANCELLED, "Timeout expired",
 //! as tonic's) is translated like any other. Like tonic's, it bounds the wait for a response's
-//! headers: a stream, once answered, is not cut by it. Its sleep starts in `call`, before
-//! tonic's (which still applies a client's `grpc-timeout`) and so never later than it.
+//! headers: a stream, once answered, is not cut by it. Its deadline is set in `call`, before
+//! tonic's (which still applies a client's `grpc-timeout`), and so is never later than it.
+//! The timer is made (and boxed) only when the call first has to wait: a call answered at
+//! once never touches the timer wheel, and the futures around it stay small.
 
 use std::pin::Pin;
 use std::task::{Context, Poll};
 use std::time::Duration;
 
 use pin_project_lite::pin_project;
-use tokio::time::Sleep;
+use tokio::time::{Instant, Sleep};
 use tonic::body::Body;
 use tower::{Layer, Service};
 
@@ -82,10 +84,11 @@ where
 
     fn call(&mut self, request: http::Request<B>) -> Self::Future {
         let limit = client_timeout(request.headers()).map_or(self.server, |c| c.min(self.server));
-        let sleep = tokio::time::sleep(limit);
+        let deadline = Instant::now() + limit;
         DeadlineFuture {
             inner: self.inner.call(request),
-            sleep,
+            deadline,
+            sleep: None,
         }
     }
 }
@@ -96,8 +99,8 @@ pin_project! {
     pub struct DeadlineFuture<F> {
         #[pin]
         inner: F,
-        #[pin]
-        sleep: Sleep,
+        deadline: Instant,
+        sleep: Option<Pin<Box<Sleep>>>,
     }
 }
 
@@ -112,7 +115,10 @@ where
         if let Poll::Ready(result) = this.inner.poll(cx) {
             return Poll::Ready(result);
         }
-        match this.sleep.poll(cx) {
+        let sleep = this
+            .sleep
+            .get_or_insert_with(|| Box::pin(tokio::time::sleep_until(*this.deadline)));
+        match sleep.as_mut().poll(cx) {
             Poll::Ready(()) => {
                 Poll::Ready(Ok(tonic::Status::cancelled("Timeout expired").into_http()))
             }
