@@ -826,3 +826,46 @@ fn bad_metrics_token_files_stop_the_server_at_start() {
     assert_eq!(output.status.code(), Some(2), "{stderr}");
     assert!(stderr.contains("--metrics-listen"), "{stderr}");
 }
+
+/// A client that leaves halfway through sending its request (resets the stream, or closes the
+/// connection) broke the call: CANCELLED, not the INTERNAL tonic answers for a message cut
+/// short, which the server-error alert counts.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_request_cut_short_by_its_client_counts_as_cancelled() {
+    let server = Running::start();
+    let half = |tcp| async move {
+        let (client, connection) = h2::client::handshake(tcp).await.unwrap();
+        let connection = tokio::spawn(connection);
+        let mut client = client.ready().await.unwrap();
+        let request = http::Request::builder()
+            .method("POST")
+            .uri("/oanquan.v1.GameService/GetGame")
+            .header("content-type", "application/grpc")
+            .header("te", "trailers")
+            .body(())
+            .unwrap();
+        let (response, mut stream) = client.send_request(request, false).unwrap();
+        // 16 bytes announced, 4 sent.
+        stream
+            .send_data(bytes::Bytes::from_static(b"\0\0\0\0\x10half"), false)
+            .unwrap();
+        tokio::time::sleep(Duration::from_millis(200)).await;
+        (response, stream, connection)
+    };
+    let tcp = || async { tokio::net::TcpStream::connect(server.addr).await.unwrap() };
+
+    let (_response, mut stream, _connection) = half(tcp().await).await;
+    stream.send_reset(h2::Reason::CANCEL);
+    let (_response, _stream, connection) = half(tcp().await).await;
+    connection.abort();
+
+    let samples = wait_for(&server, "two cancelled calls", |s| {
+        s.sum("oanquan_rpcs_total", &labels(&rpc("GetGame", "CANCELLED"))) >= 2.0
+    });
+    assert_eq!(
+        samples.sum("oanquan_rpcs_total", &labels(&rpc("GetGame", "INTERNAL")))
+            + samples.sum("oanquan_rpcs_total", &labels(&rpc("GetGame", "UNKNOWN"))),
+        0.0,
+        "{samples:?}"
+    );
+}

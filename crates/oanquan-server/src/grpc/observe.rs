@@ -126,6 +126,7 @@ where
             Body::new(RequestBody {
                 inner,
                 broken: Arc::clone(&broken),
+                framing: Framing::default(),
             })
         });
         let done = self.metrics.as_ref().map(|metrics| Done {
@@ -200,11 +201,63 @@ pin_project! {
     }
 }
 
-/// The request's body, marking `broken` when reading it fails.
+/// The request's body, marking `broken` when reading it fails or when it ends without a whole
+/// message. Every method here takes exactly one request message; a body reset by its client
+/// simply ends (h2 reports no error), and tonic then answers INTERNAL ("Unexpected EOF"), so
+/// the gRPC framing is followed to tell an ending that cuts a message short.
 #[derive(Debug)]
 struct RequestBody {
     inner: Body,
     broken: Arc<AtomicBool>,
+    framing: Framing,
+}
+
+/// Where the request's bytes stand in gRPC's framing: a 5-byte prefix (a flag and a big-endian
+/// length), then that many bytes of message.
+#[derive(Debug, Default)]
+struct Framing {
+    prefix: [u8; 5],
+    /// Bytes of the current prefix read so far (0 to 4).
+    have: usize,
+    /// Bytes of the current message still to come.
+    remaining: u64,
+    /// Whole messages read.
+    messages: u32,
+}
+
+impl Framing {
+    fn feed(&mut self, mut data: &[u8]) {
+        while !data.is_empty() {
+            if self.remaining > 0 {
+                let n = data
+                    .len()
+                    .min(usize::try_from(self.remaining).unwrap_or(usize::MAX));
+                self.remaining -= n as u64;
+                data = &data[n..];
+                if self.remaining == 0 {
+                    self.messages = self.messages.saturating_add(1);
+                }
+                continue;
+            }
+            let n = (5 - self.have).min(data.len());
+            self.prefix[self.have..self.have + n].copy_from_slice(&data[..n]);
+            self.have += n;
+            data = &data[n..];
+            if self.have == 5 {
+                self.have = 0;
+                let [_, a, b, c, d] = self.prefix;
+                self.remaining = u64::from(u32::from_be_bytes([a, b, c, d]));
+                if self.remaining == 0 {
+                    self.messages = self.messages.saturating_add(1);
+                }
+            }
+        }
+    }
+
+    /// Whether an ending here leaves a message cut short, or none at all.
+    fn cut_short(&self) -> bool {
+        self.have > 0 || self.remaining > 0 || self.messages == 0
+    }
 }
 
 impl http_body::Body for RequestBody {
@@ -216,14 +269,28 @@ impl http_body::Body for RequestBody {
         cx: &mut Context<'_>,
     ) -> Poll<Option<Result<Frame<Bytes>, tonic::Status>>> {
         let frame = ready!(Pin::new(&mut self.inner).poll_frame(cx));
-        if let Some(Err(_)) = &frame {
-            self.broken.store(true, Ordering::Relaxed);
+        match &frame {
+            Some(Ok(frame)) => {
+                if let Some(data) = frame.data_ref() {
+                    self.framing.feed(data);
+                }
+            }
+            Some(Err(_)) => self.broken.store(true, Ordering::Relaxed),
+            None => {
+                if self.framing.cut_short() {
+                    self.broken.store(true, Ordering::Relaxed);
+                }
+            }
         }
         Poll::Ready(frame)
     }
 
     fn is_end_stream(&self) -> bool {
-        self.inner.is_end_stream()
+        let end = self.inner.is_end_stream();
+        if end && self.framing.cut_short() {
+            self.broken.store(true, Ordering::Relaxed);
+        }
+        end
     }
 
     fn size_hint(&self) -> SizeHint {
@@ -399,18 +466,59 @@ mod tests {
             message.starts_with("the%20request's%20body%20could%20not%20be%20read"),
             "{message}"
         );
+        // A body that just ends (as h2 reports a stream its client reset) halfway through its
+        // message, or before any.
+        for cut in [&b"\0\0\0\0\x10half"[..], b""] {
+            let request = http::Request::builder()
+                .uri("/oanquan.v1.GameService/GetGame")
+                .body(Body::new(http_body_util::Full::new(Bytes::from_static(
+                    cut,
+                ))))
+                .unwrap();
+            let response = service().oneshot(request).await.unwrap();
+            assert_eq!(response.headers()["grpc-status"], "1", "{cut:?}");
+        }
         // A server failure on a whole request stays what it is.
         let whole = http::Request::builder()
             .uri("/oanquan.v1.GameService/GetGame")
-            .body(Body::empty())
+            .body(Body::new(http_body_util::Full::new(Bytes::from_static(
+                b"\0\0\0\0\0",
+            ))))
             .unwrap();
         let response = service().oneshot(whole).await.unwrap();
         assert_eq!(response.headers()["grpc-status"], "13");
         let text = metrics.render().await;
         assert!(
-            text.contains(r#"method="GetGame",code="CANCELLED"} 1"#)
+            text.contains(r#"method="GetGame",code="CANCELLED"} 3"#)
                 && text.contains(r#"method="GetGame",code="INTERNAL"} 1"#),
             "{text}"
+        );
+    }
+
+    #[test]
+    fn framing_tells_a_whole_message_from_one_cut_short() {
+        let fed = |chunks: &[&[u8]]| {
+            let mut framing = Framing::default();
+            for chunk in chunks {
+                framing.feed(chunk);
+            }
+            framing
+        };
+        assert!(fed(&[]).cut_short(), "no message at all");
+        assert!(!fed(&[b"\0\0\0\0\0"]).cut_short(), "an empty message");
+        assert!(!fed(&[b"\0\0\0", b"\0\x02", b"a", b"b"]).cut_short());
+        assert!(fed(&[b"\0\0\0\0\x02a"]).cut_short(), "a byte short");
+        assert!(fed(&[b"\0\0\0"]).cut_short(), "half a prefix");
+        assert!(
+            fed(&[b"\0\0\0\0\x01a\0"]).cut_short(),
+            "a second prefix begun"
+        );
+        let two = fed(&[b"\0\0\0\0\x01a\0\0\0\0\x01b"]);
+        assert_eq!(two.messages, 2);
+        assert!(!two.cut_short());
+        assert!(
+            fed(&[b"\0\xff\xff\xff\xff", &[7; 1000]]).cut_short(),
+            "4 GiB announced"
         );
     }
 
