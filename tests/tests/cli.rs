@@ -1575,3 +1575,104 @@ fn a_damaged_token_file_stops_a_seat_before_the_server_makes_it() {
         damaged
     );
 }
+
+/// `oanquan play` running on a terminal (a pseudo-terminal's slave as its stdin, stdout and
+/// stderr): what it writes is read from the master, and lines written there are typed.
+#[cfg(target_os = "linux")]
+struct Terminal {
+    master: std::fs::File,
+    output: std::sync::mpsc::Receiver<Vec<u8>>,
+    seen: String,
+    child: std::process::Child,
+}
+
+#[cfg(target_os = "linux")]
+impl Terminal {
+    fn play(server: &str, config: &std::path::Path, id: &str) -> Terminal {
+        use rustix::pty::{OpenptFlags, grantpt, openpt, ptsname, unlockpt};
+        use std::io::Read as _;
+        let master = openpt(OpenptFlags::RDWR | OpenptFlags::NOCTTY).expect("a pseudo-terminal");
+        grantpt(&master).expect("grantpt");
+        unlockpt(&master).expect("unlockpt");
+        let name = ptsname(&master, Vec::new()).expect("ptsname");
+        let slave = std::fs::OpenOptions::new()
+            .read(true)
+            .write(true)
+            .open(std::path::Path::new(name.to_str().expect("a path")))
+            .expect("the terminal's slave");
+        let child = oanquan_e2e::cli_command(server, config, &["play", id])
+            .stdin(slave.try_clone().expect("dup"))
+            .stdout(slave.try_clone().expect("dup"))
+            .stderr(slave)
+            .spawn()
+            .expect("spawn oanquan play");
+        let master = std::fs::File::from(master);
+        // One reader for the whole session: a read blocks, so it runs on a thread of its own.
+        let (tx, output) = std::sync::mpsc::channel();
+        let mut reader = master.try_clone().expect("dup");
+        std::thread::spawn(move || {
+            let mut buffer = [0; 4096];
+            while let Ok(n) = reader.read(&mut buffer) {
+                if n == 0 || tx.send(buffer[..n].to_vec()).is_err() {
+                    break;
+                }
+            }
+        });
+        Terminal {
+            master,
+            output,
+            seen: String::new(),
+            child,
+        }
+    }
+
+    /// Waits until `text` has appeared since the last wait (panics after 20 s, with what came).
+    fn wait_for(&mut self, text: &str) {
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+        while !self.seen.contains(text) {
+            let left = deadline.saturating_duration_since(std::time::Instant::now());
+            match self.output.recv_timeout(left) {
+                Ok(bytes) => self.seen.push_str(&String::from_utf8_lossy(&bytes)),
+                Err(_) => panic!("no {text:?} on the terminal; it shows:\n{}", self.seen),
+            }
+        }
+        let end = self.seen.find(text).unwrap_or(0) + text.len();
+        self.seen.drain(..end);
+    }
+
+    fn type_line(&mut self, line: &str) {
+        use std::io::Write as _;
+        self.master
+            .write_all(format!("{line}\n").as_bytes())
+            .expect("type");
+    }
+}
+
+#[cfg(target_os = "linux")]
+impl Drop for Terminal {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// At a terminal, `moves` when there are none to make says why, instead of printing nothing.
+#[cfg(target_os = "linux")]
+#[test]
+fn moves_off_turn_says_why_at_a_terminal() {
+    let server = Server::start();
+    let (alice_dir, bob_dir) = (config_dir(), config_dir());
+    let created = run_cli(&server.url(), alice_dir.path(), &["create", "--name", "a"]);
+    let id = created_id(created.stdout.lines().next().unwrap_or_default());
+    let mut alice = Terminal::play(&server.url(), alice_dir.path(), &id);
+    alice.wait_for("waiting for an opponent");
+    alice.type_line("moves");
+    alice.wait_for("no moves yet: the game waits for an opponent to join");
+    let joined = run_cli(&server.url(), bob_dir.path(), &["join", &id, "--name", "b"]);
+    assert_eq!(joined.code, Some(0), "{joined:?}");
+    alice.wait_for("your move> ");
+    alice.type_line("2 l");
+    alice.wait_for("move 1:");
+    alice.type_line("moves");
+    alice.wait_for("no moves for you now: it is the opponent's turn");
+}

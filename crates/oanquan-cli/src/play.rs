@@ -663,7 +663,12 @@ impl Player {
             Input::Empty => {}
             Input::Help => out(PROMPT_HELP)?,
             Input::Board => live.print_board()?,
-            Input::Moves => {}
+            // On your turn the prompt below lists them.
+            Input::Moves if my_turn => {}
+            Input::Moves if live.game.status() == GameStatus::WaitingForPlayers => {
+                out("no moves yet: the game waits for an opponent to join")?;
+            }
+            Input::Moves => out("no moves for you now: it is the opponent's turn")?,
             Input::Resign => {
                 self.confirming_resign = true;
                 return if self.interactive {
