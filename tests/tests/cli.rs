@@ -1591,13 +1591,16 @@ impl Terminal {
     fn play(server: &str, config: &std::path::Path, id: &str) -> Terminal {
         use rustix::pty::{OpenptFlags, grantpt, openpt, ptsname, unlockpt};
         use std::io::Read as _;
+        use std::os::unix::fs::OpenOptionsExt as _;
         let master = openpt(OpenptFlags::RDWR | OpenptFlags::NOCTTY).expect("a pseudo-terminal");
         grantpt(&master).expect("grantpt");
         unlockpt(&master).expect("unlockpt");
         let name = ptsname(&master, Vec::new()).expect("ptsname");
+        // Never this test process's controlling terminal.
         let slave = std::fs::OpenOptions::new()
             .read(true)
             .write(true)
+            .custom_flags(rustix::fs::OFlags::NOCTTY.bits() as i32)
             .open(std::path::Path::new(name.to_str().expect("a path")))
             .expect("the terminal's slave");
         let child = oanquan_e2e::cli_command(server, config, &["play", id])
