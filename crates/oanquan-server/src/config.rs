@@ -150,6 +150,19 @@ impl TransportLimits {
     pub fn max_request(&self) -> usize {
         self.max_request_size.min(self.max_message_size)
     }
+
+    /// The warning for a `--max-request-size` above `--max-message-size`, which then bounds
+    /// requests instead (not refused, like the per-client limits that never bind).
+    #[must_use]
+    pub fn request_bound_warning(&self) -> Option<String> {
+        (self.max_request_size > self.max_message_size).then(|| {
+            format!(
+                "--max-request-size {} is above --max-message-size {}: requests are bounded at \
+                 {} bytes",
+                self.max_request_size, self.max_message_size, self.max_message_size
+            )
+        })
+    }
 }
 
 impl ClientLimits {
@@ -850,6 +863,12 @@ mod tests {
             ..transport
         };
         assert_eq!(small.max_request(), 64 * 1024);
+        assert_eq!(transport.request_bound_warning(), None);
+        assert!(
+            small
+                .request_bound_warning()
+                .is_some_and(|w| w.contains("bounded at 65536 bytes")),
+        );
         assert_eq!(transport.shutdown_drain_timeout, Duration::from_secs(10));
         assert_eq!(
             ClientLimits::default().rate_limit(),

@@ -641,6 +641,19 @@ fn per_client_limits_above_their_server_wide_limit_are_warned_about() {
 
     let log = startup_log(server(dir.path(), &[], &["--in-memory"]));
     assert!(!log.contains("never binds"), "{log}");
+    assert!(!log.contains("--max-request-size"), "{log}");
+
+    // A request bound above the response bound: the response bound holds, and it is said.
+    let log = startup_log(server(
+        dir.path(),
+        &[],
+        &["--in-memory", "--max-request-size", "8MiB"],
+    ));
+    assert!(
+        log.lines().any(|l| l.contains("WARN")
+            && l.contains("--max-request-size 8388608 is above --max-message-size 4194304")),
+        "{log}"
+    );
 }
 
 /// A port in use stops the server before it creates a database: nothing is left behind to
