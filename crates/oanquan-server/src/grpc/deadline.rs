@@ -84,7 +84,8 @@ where
 
     fn call(&mut self, request: http::Request<B>) -> Self::Future {
         let limit = client_timeout(request.headers()).map_or(self.server, |c| c.min(self.server));
-        let deadline = Instant::now() + limit;
+        // `--request-timeout` may be longer than the clock can count to: then there is none.
+        let deadline = Instant::now().checked_add(limit);
         DeadlineFuture {
             inner: self.inner.call(request),
             deadline,
@@ -99,7 +100,7 @@ pin_project! {
     pub struct DeadlineFuture<F> {
         #[pin]
         inner: F,
-        deadline: Instant,
+        deadline: Option<Instant>,
         sleep: Option<Pin<Box<Sleep>>>,
     }
 }
@@ -115,9 +116,12 @@ where
         if let Poll::Ready(result) = this.inner.poll(cx) {
             return Poll::Ready(result);
         }
+        let Some(deadline) = *this.deadline else {
+            return Poll::Pending;
+        };
         let sleep = this
             .sleep
-            .get_or_insert_with(|| Box::pin(tokio::time::sleep_until(*this.deadline)));
+            .get_or_insert_with(|| Box::pin(tokio::time::sleep_until(deadline)));
         match sleep.as_mut().poll(cx) {
             Poll::Ready(()) => {
                 Poll::Ready(Ok(tonic::Status::cancelled("Timeout expired").into_http()))
@@ -148,6 +152,17 @@ mod tests {
             assert_eq!(read(bad), None, "{bad:?}");
         }
         assert_eq!(client_timeout(&http::HeaderMap::new()), None);
+    }
+
+    #[tokio::test]
+    async fn a_timeout_past_what_the_clock_counts_is_none() {
+        use tower::ServiceExt as _;
+        let answer = tower::service_fn(|_: http::Request<()>| async {
+            Ok::<_, std::convert::Infallible>(http::Response::new(Body::empty()))
+        });
+        let service = DeadlineLayer::new(Duration::MAX).layer(answer);
+        let response = service.oneshot(http::Request::new(())).await.unwrap();
+        assert!(response.headers().get("grpc-status").is_none());
     }
 
     #[tokio::test(start_paused = true)]
