@@ -185,7 +185,15 @@ pub fn rule_set(set: &pb::RuleSet, field: &str) -> Result<Rules> {
     Ok(rules)
 }
 
-fn twelve(values: &[u32], field: &str, name: &str, empty_ok: bool) -> Result<[i32; SQUARES]> {
+/// The twelve entries of `field.name`; a value past `i32` is refused saying `most` (what one
+/// square may hold).
+fn twelve(
+    values: &[u32],
+    field: &str,
+    name: &str,
+    most: &str,
+    empty_ok: bool,
+) -> Result<[i32; SQUARES]> {
     let mut out = [0; SQUARES];
     if values.is_empty() && empty_ok {
         return Ok(out);
@@ -201,14 +209,9 @@ fn twelve(values: &[u32], field: &str, name: &str, empty_ok: bool) -> Result<[i3
     }
     for (i, (slot, &value)) in out.iter_mut().zip(values).enumerate() {
         *slot = i32::try_from(value).map_err(|_| {
-            let most = if name == "pieces" {
-                "a square holds at most 1 mandarin piece".to_owned()
-            } else {
-                format!("a square holds at most {MAX_BOARD_STONES} stones")
-            };
             GameError::invalid(
                 format!("{field}.{name}[{i}]"),
-                format!("{value} is out of range; {most}"),
+                format!("{value} is out of range; a square holds at most {most}"),
             )
         })?;
     }
@@ -255,9 +258,15 @@ pub fn position(position: Option<&pb::Position>, rules: Rules, field: &str) -> R
     };
     let to_move = optional_player(p.to_move, &sub(field, "to_move"))?;
     let setup = Setup {
-        squares: twelve(&p.squares, field, "squares", false)?,
+        squares: twelve(
+            &p.squares,
+            field,
+            "squares",
+            &format!("{MAX_BOARD_STONES} stones"),
+            false,
+        )?,
         // No entries = no pieces, so stone-setup clients need not send twelve zeros.
-        pieces: twelve(&p.pieces, field, "pieces", true)?,
+        pieces: twelve(&p.pieces, field, "pieces", "1 mandarin piece", true)?,
         captured: pair(p.captured.as_ref()),
         captured_pieces: pair(p.captured_pieces.as_ref()),
         to_move: to_move.unwrap_or(Player::First),

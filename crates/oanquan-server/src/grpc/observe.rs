@@ -285,6 +285,7 @@ impl http_body::Body for RequestBody {
         Poll::Ready(frame)
     }
 
+    // A reader may stop here without polling for the end (http-body-util's `collect` does).
     fn is_end_stream(&self) -> bool {
         let end = self.inner.is_end_stream();
         if end && self.framing.cut_short() {
