@@ -246,12 +246,15 @@ impl Site {
         }
     }
 
-    fn respond<B>(&self, request: &Request<B>) -> Response<Body> {
-        let path = match request.uri().path() {
+    fn asset(&self, path: &str) -> Option<&Asset> {
+        self.assets.get(match path {
             "/" => "/index.html",
             path => path,
-        };
-        let Some(asset) = self.assets.get(path) else {
+        })
+    }
+
+    fn respond<B>(&self, request: &Request<B>) -> Response<Body> {
+        let Some(asset) = self.asset(request.uri().path()) else {
             return not_found();
         };
         let (body, etag) = match &asset.gzip {
@@ -311,6 +314,26 @@ fn not_found() -> Response<Body> {
         HeaderValue::from_static("text/plain; charset=utf-8"),
     );
     response.headers_mut().insert(
+        header::X_CONTENT_TYPE_OPTIONS,
+        HeaderValue::from_static("nosniff"),
+    );
+    response
+}
+
+/// A POST (or PUT, DELETE, OPTIONS...) to one of the page's own files: the file exists, the
+/// method does not apply (RFC 9110, 15.5.6), so a client is told which ones do.
+fn method_not_allowed() -> Response<Body> {
+    let mut response = Response::new(Body::new(http_body_util::Full::new(Bytes::from_static(
+        b"method not allowed: the page's files are read with GET or HEAD\n",
+    ))));
+    *response.status_mut() = StatusCode::METHOD_NOT_ALLOWED;
+    let headers = response.headers_mut();
+    headers.insert(header::ALLOW, HeaderValue::from_static("GET, HEAD"));
+    headers.insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("text/plain; charset=utf-8"),
+    );
+    headers.insert(
         header::X_CONTENT_TYPE_OPTIONS,
         HeaderValue::from_static("nosniff"),
     );
@@ -420,6 +443,14 @@ where
 
     fn call(&mut self, request: Request<B>) -> Self::Future {
         if request.method() != Method::GET && request.method() != Method::HEAD {
+            // gRPC paths (`/package.Service/Method`) never name one of the page's files.
+            let page_file = self
+                .site
+                .as_ref()
+                .is_some_and(|site| site.asset(request.uri().path()).is_some());
+            if page_file {
+                return Either::Right(std::future::ready(Ok(method_not_allowed())));
+            }
             return Either::Left(self.inner.call(request));
         }
         let response = match &self.site {

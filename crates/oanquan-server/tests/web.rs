@@ -166,6 +166,49 @@ async fn no_web_turns_the_page_off_but_not_grpc_web() {
     assert_eq!(frames.trailers["grpc-status"], "0");
 }
 
+#[tokio::test]
+async fn other_methods_on_the_page_are_refused_with_the_allowed_ones() {
+    let server = common::start(common::config()).await;
+    for (method, path) in [
+        (Method::POST, "/"),
+        (Method::PUT, "/index.html"),
+        (Method::DELETE, "/"),
+        (Method::OPTIONS, "/index.html"),
+    ] {
+        let request = Request::builder()
+            .method(method.clone())
+            .uri(path)
+            .header(header::HOST, server.addr.to_string())
+            .body(Full::new(Bytes::from_static(b"x")))
+            .unwrap();
+        let response = send(server.addr, request).await;
+        assert_eq!(
+            response.status(),
+            StatusCode::METHOD_NOT_ALLOWED,
+            "{method} {path}"
+        );
+        assert_eq!(response.headers()[header::ALLOW], "GET, HEAD");
+        let body = response.into_body().collect().await.unwrap().to_bytes();
+        assert!(
+            String::from_utf8_lossy(&body).contains("GET or HEAD"),
+            "{body:?}"
+        );
+    }
+    // Not a file of the page: still the gRPC side's answer, and gRPC-Web still works.
+    let request = Request::post("/no-such-file")
+        .header(header::HOST, server.addr.to_string())
+        .body(Full::default())
+        .unwrap();
+    assert_ne!(
+        send(server.addr, request).await.status(),
+        StatusCode::METHOD_NOT_ALLOWED
+    );
+    let mut games = server.games().await;
+    let (id, _, _) = started(&mut games, "standard").await;
+    let frames = grpc_web_unary(server.addr, "GetGame", pb::GetGameRequest { game_id: id }).await;
+    assert_eq!(frames.trailers["grpc-status"], "0");
+}
+
 /// A gRPC-Web message frame: flag 0, length, message.
 fn frame(message: &impl prost::Message) -> Bytes {
     let body = message.encode_to_vec();
