@@ -67,7 +67,10 @@ fn move_lines(lines: &Lines, who: &str) -> Vec<String> {
         .find_map(|l| {
             let rest = l.strip_prefix("game ")?;
             let (_, state) = rest.split_once(": ")?;
-            let count = state.split(", ").nth(1)?.strip_suffix(" moves played")?;
+            let played = state.split(", ").nth(1)?;
+            let count = played
+                .strip_suffix(" moves played")
+                .or_else(|| played.strip_suffix(" move played"))?;
             count.parse().ok()
         })
         .unwrap_or(0);
@@ -443,7 +446,7 @@ fn watch_json_prints_one_object_per_event() {
     assert_eq!(text.code, Some(0), "{text:?}");
     let text: Vec<&str> = text.stdout.lines().collect();
     assert!(
-        text[0].starts_with(&format!("game {id}: finished, 1 moves played")),
+        text[0].starts_with(&format!("game {id}: finished, 1 move played")),
         "{text:?}"
     );
     assert!(

@@ -23,7 +23,7 @@ use crate::json;
 use crate::live::{end_line, game_over_line, summary_lines};
 use crate::moves::Side;
 use crate::output::table;
-use crate::output::{out, out_inline, out_lines, shown, shown_name};
+use crate::output::{counted, out, out_inline, out_lines, shown, shown_name};
 use crate::ratings::{rating_lines, seat_label, seat_rating};
 use crate::timecontrol::{TimeControl, format_span, from_proto_duration};
 use crate::tokens::{Entry, TokenStore};
@@ -415,10 +415,10 @@ pub async fn show(ctx: &Context, clients: &mut Clients, args: &ShowArgs) -> Resu
         format!(", {tc}")
     };
     let mut lines = vec![format!(
-        "game {}: {}, {preset}{timed}, {} moves played",
+        "game {}: {}, {preset}{timed}, {} played",
         shown_name(&game.id),
         json::status_name(game.status()),
-        game.move_count
+        counted(game.move_count, "move")
     )];
     // The reading is as of the answer: close enough to now for a one-shot look.
     let now = Instant::now();

@@ -18,7 +18,7 @@ use crate::clocks::{LocalClocks, clocks_line, format_clock, server_span, system_
 use crate::error::CliError;
 use crate::json;
 use crate::moves::{Dir, LocalMove, Side};
-use crate::output::{self, clear_status, note, out, out_inline, out_lines, shown_name};
+use crate::output::{self, clear_status, counted, note, out, out_inline, out_lines, shown_name};
 use crate::ratings::{rating_lines, seat_rating};
 use crate::timecontrol::TimeControl;
 
@@ -762,9 +762,9 @@ impl Live {
         if first && !self.output.json {
             let status = json::status_name(game.status());
             out(format!(
-                "game {}: {status}, {} moves played",
+                "game {}: {status}, {} played",
                 shown_name(&game.id),
-                game.move_count
+                counted(game.move_count, "move")
             ))?;
             let tc = TimeControl::from_proto(game.time_control.as_ref());
             if tc != TimeControl::Untimed {

@@ -20,6 +20,14 @@ use unicode_width::UnicodeWidthStr as _;
 use crate::error::CliError;
 pub use crate::shown::{shown, shown_name};
 
+/// `1 move`, `0 moves`, `2 moves`: a count with its noun, in the plural unless it is one.
+pub fn counted(count: impl Into<u64>, noun: &str) -> String {
+    match count.into() {
+        1 => format!("1 {noun}"),
+        count => format!("{count} {noun}s"),
+    }
+}
+
 /// Where the status line is, if one is on screen.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Status {
@@ -393,6 +401,14 @@ pub fn table<const N: usize>(rows: &[[String; N]], right: &[bool; N]) -> Vec<Str
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_count_of_one_is_singular() {
+        assert_eq!(counted(0u32, "move"), "0 moves");
+        assert_eq!(counted(1u32, "move"), "1 move");
+        assert_eq!(counted(2u32, "move"), "2 moves");
+        assert_eq!(counted(u32::MAX, "move"), "4294967295 moves");
+    }
 
     #[test]
     fn table_widths_count_the_shown_text() {
