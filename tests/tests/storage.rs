@@ -248,6 +248,49 @@ fn an_online_backup_restores_every_game() {
     assert_eq!(games_seen(&restored.url()), before);
 }
 
+/// A backup of a stopped server's database leaves its folder as the clean stop left it: no
+/// empty `-wal` (which would read as a crash's log) or `-shm` from the backup's look at it.
+/// While a server runs, its own `-wal` and `-shm` are never touched (the test above).
+#[test]
+fn a_backup_of_a_stopped_database_leaves_its_folder_as_it_was() {
+    let dir = tempfile::tempdir().unwrap();
+    let database = dir.path().join("oanquan.db");
+    let server = Server::start_on(&database, &["--computer-move-time", "5ms"]);
+    play_some_games(&server.url());
+    let before = games_seen(&server.url());
+    assert!(server.terminate().success());
+    assert_eq!(files(dir.path()), ["oanquan.db", "oanquan.db.lock"]);
+    let lock = std::fs::read(dir.path().join("oanquan.db.lock")).unwrap();
+
+    let shelf = tempfile::tempdir().unwrap();
+    let copy = shelf.path().join("backup.db");
+    let made = backup(&[
+        "--database",
+        database.to_str().unwrap(),
+        "--to",
+        copy.to_str().unwrap(),
+    ]);
+    assert!(made.status.success(), "{made:?}");
+    assert_eq!(files(dir.path()), ["oanquan.db", "oanquan.db.lock"]);
+    assert_eq!(
+        std::fs::read(dir.path().join("oanquan.db.lock")).unwrap(),
+        lock,
+        "the last server's pid stays in its lock file"
+    );
+    // A backup is a single file out of WAL mode: reading it makes no companions at all.
+    let again = shelf.path().join("backup-of-backup.db");
+    let made = backup(&[
+        "--database",
+        copy.to_str().unwrap(),
+        "--to",
+        again.to_str().unwrap(),
+    ]);
+    assert!(made.status.success(), "{made:?}");
+    assert_eq!(files(shelf.path()), ["backup-of-backup.db", "backup.db"]);
+    let restored = Server::start_on(&again, &[]);
+    assert_eq!(games_seen(&restored.url()), before);
+}
+
 #[test]
 fn backup_refuses_what_is_not_a_database_of_ours() {
     let dir = tempfile::tempdir().unwrap();

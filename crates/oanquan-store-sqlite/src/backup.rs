@@ -3,7 +3,8 @@
 //! SQLite's online backup API copies every page inside one read transaction of its own, so the
 //! copy is a snapshot of one moment even while the server commits moves (WAL lets the reader
 //! and the writer proceed together). It goes through SQLite's locks, not the server's
-//! `.lock` file, which it never touches. The copy is written next to its destination under a
+//! `.lock` file, which it takes only for a moment at the end, to tidy up after itself beside a
+//! stopped server (see [`TidyCompanions`]). The copy is written next to its destination under a
 //! temporary name, checked (integrity, application id, schema version), switched out of WAL
 //! mode so that the file alone is the whole database, synced, and only then renamed into place.
 
@@ -183,6 +184,11 @@ pub fn backup(from: &Path, to: &Path, force: bool) -> Result<BackupReport, Backu
         Ok(_) => {}
         Err(_) => return Err(BackupError::Missing(from.to_owned())),
     }
+    // Declared before `source`, so that it runs once the connection is closed.
+    let _tidy = TidyCompanions {
+        database: from,
+        made: Some(schema::NewCompanions::note(from)),
+    };
     let source = Connection::open_with_flags(
         from,
         OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX,
@@ -339,6 +345,48 @@ fn remove_stale_partials(to: &Path) -> Vec<PathBuf> {
     }
     removed.sort();
     removed
+}
+
+/// Removes the `-wal` and `-shm` that the backup's read-only look made beside a database no
+/// server is running on. A read-only connection cannot remove them at close as the last
+/// writer does, and an empty `-wal` left beside a stopped server's database looks like a
+/// crash's log, which STORAGE.md says never to delete. Whether a server runs is what its
+/// `.lock` says: they are removed only while holding that lock (taken without waiting and
+/// given up at once), so never from under a server that started meanwhile.
+struct TidyCompanions<'a> {
+    database: &'a Path,
+    made: Option<schema::NewCompanions>,
+}
+
+impl Drop for TidyCompanions<'_> {
+    fn drop(&mut self) {
+        let Some(made) = self.made.take().filter(schema::NewCompanions::any_made) else {
+            return;
+        };
+        #[cfg(unix)]
+        {
+            use rustix::fs::{FlockOperation, flock};
+            let mut lock_path = self.database.as_os_str().to_owned();
+            lock_path.push(".lock");
+            // Opened as the server opens it, so a server starting now waits on the same lock;
+            // nothing is written to it (its content and time are the last server's).
+            let Ok(lock) = std::fs::OpenOptions::new()
+                .read(true)
+                .write(true)
+                .create(true)
+                .truncate(false)
+                .open(lock_path)
+            else {
+                return;
+            };
+            if flock(&lock, FlockOperation::NonBlockingLockExclusive).is_ok() {
+                made.remove();
+                let _ = flock(&lock, FlockOperation::Unlock);
+            }
+        }
+        #[cfg(not(unix))]
+        let _ = (made, self.database);
+    }
 }
 
 fn remove_quietly(path: &Path) {

@@ -578,6 +578,14 @@ impl NewCompanions {
         }
     }
 
+    /// Whether any companion missing at [`NewCompanions::note`] is there now.
+    pub(super) fn any_made(&self) -> bool {
+        [&self.wal, &self.shm]
+            .into_iter()
+            .flatten()
+            .any(|companion| companion.exists())
+    }
+
     /// Removes the companions made since [`NewCompanions::note`], once no connection is open:
     /// the `-wal` only while empty (nothing was committed to it), and the `-shm` (an index of
     /// the `-wal`, rebuilt by SQLite when missing) only once no `-wal` is left.
