@@ -133,7 +133,7 @@ fn switches_from_the_environment_and_sizes_with_units() {
     let under = runtime.block_on(create_with_name_of(running.addr, 4 * MIB - 1024));
     assert_eq!(under, Code::InvalidArgument);
     let over = runtime.block_on(create_with_name_of(running.addr, 4 * MIB + 1024));
-    assert_eq!(over, Code::OutOfRange);
+    assert_eq!(over, Code::ResourceExhausted);
 }
 
 /// Requests are bounded well below responses by default: a request message is held whole
@@ -148,7 +148,7 @@ fn requests_are_bounded_at_128_kib_by_default() {
     let under = runtime.block_on(create_with_name_of(running.addr, 128 * KIB - 100));
     assert_eq!(under, Code::InvalidArgument);
     let over = runtime.block_on(create_with_name_of(running.addr, 128 * KIB + 1));
-    assert_eq!(over, Code::OutOfRange);
+    assert_eq!(over, Code::ResourceExhausted);
     // 10,000 moves of a history: decoded, then refused for what they say (the first is not
     // even a legal move), not for their size.
     let history = runtime.block_on(async {

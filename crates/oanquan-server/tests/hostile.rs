@@ -507,8 +507,11 @@ async fn bad_create_game_requests() {
         .create_game(create_req(|r| r.display_name = "x".repeat(5 * 1024 * 1024)))
         .await
         .unwrap_err();
-    assert_eq!(status.code(), Code::OutOfRange, "{status:?}");
-    assert!(status.message().contains("too large"), "{status:?}");
+    assert_eq!(status.code(), Code::ResourceExhausted, "{status:?}");
+    assert!(
+        status.message().contains("too large") && status.message().contains("--max-request-size"),
+        "{status:?}"
+    );
     m.finish().await;
 }
 
@@ -1013,7 +1016,7 @@ async fn a_reflection_request_that_cannot_be_decoded_ends_with_an_error_not_ok()
         (
             "too long",
             grpc_frame(false, u32::MAX, &list),
-            Code::OutOfRange,
+            Code::ResourceExhausted,
             "the limit is",
         ),
         (
@@ -1084,7 +1087,11 @@ async fn garbage_on_the_wire_does_not_hurt_the_server() {
     let (code, _) = raw_grpc(addr, get_game, grpc_frame(true, 0, &[])).await;
     assert_ne!(code, "0");
     let (code, message) = raw_grpc(addr, get_game, grpc_frame(false, u32::MAX, &[1, 2, 3])).await;
-    assert_eq!(code, (Code::OutOfRange as i32).to_string(), "{message}");
+    assert_eq!(
+        code,
+        (Code::ResourceExhausted as i32).to_string(),
+        "{message}"
+    );
     let (code, _) = raw_grpc(addr, get_game, grpc_frame(false, 100, &[1, 2, 3])).await;
     assert_ne!(code, "0");
     // A valid message with unknown fields is accepted (forward compatibility) and still

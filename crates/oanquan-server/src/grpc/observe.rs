@@ -17,6 +17,11 @@
 //! HTTP/1.1 body), tonic answers INTERNAL or UNKNOWN with hyper's error text, as if the
 //! server had failed. The client broke the call, and INTERNAL is what operators alert on, so
 //! such an answer becomes CANCELLED with a message that says what happened, and counts so.
+//!
+//! **A request message over the size limit** is RESOURCE_EXHAUSTED, as the gRPC spec has it
+//! (`doc/statuscodes.md`: a message larger than the receiver's limit); tonic says
+//! OUT_OF_RANGE, which this API keeps for `after_sequence` beyond the last event. Mended both in
+//! a trailers-only answer and in a stream's trailers.
 
 use std::pin::Pin;
 use std::sync::Arc;
@@ -43,8 +48,15 @@ pub const REQUEST_ID: &str = "x-request-id";
 const CANCELLED: i32 = 1;
 /// gRPC's UNKNOWN: a status that cannot be read.
 const UNKNOWN: i32 = 2;
+/// gRPC's RESOURCE_EXHAUSTED.
+const RESOURCE_EXHAUSTED: i32 = 8;
+/// gRPC's OUT_OF_RANGE.
+const OUT_OF_RANGE: i32 = 11;
 /// gRPC's INTERNAL.
 const INTERNAL: i32 = 13;
+
+/// How tonic's decoder begins the OUT_OF_RANGE message of a request over the size limit.
+const TOO_LARGE: &str = "Error, decoded message length too large";
 
 /// What a call whose request body could not be read is told, with CANCELLED.
 const BODY_BROKEN: &str = "the request's body could not be read whole: the stream was reset or \
@@ -300,21 +312,51 @@ impl http_body::Body for RequestBody {
 }
 
 /// A trailers-only INTERNAL or UNKNOWN answer to a request whose body broke becomes
-/// CANCELLED (see the module docs); returns the answer's code.
+/// CANCELLED, and a request over the size limit RESOURCE_EXHAUSTED (see the module docs);
+/// returns the answer's code.
 fn mend_broken_request(headers: &mut http::HeaderMap, broken: &AtomicBool) -> Option<i32> {
     let code = status_in(headers)?;
     if matches!(code, INTERNAL | UNKNOWN) && broken.load(Ordering::Relaxed) {
-        // tonic writes the headers (the message percent-encoded, as gRPC has it).
-        let mended = tonic::Status::cancelled(BODY_BROKEN).into_http::<Body>();
-        for name in ["grpc-status", "grpc-message"] {
-            if let Some(value) = mended.headers().get(name) {
-                headers.insert(name, value.clone());
-            }
-        }
-        headers.remove("grpc-status-details-bin");
+        replace_status(headers, &tonic::Status::cancelled(BODY_BROKEN));
         return Some(CANCELLED);
     }
-    Some(code)
+    Some(mend_too_large(headers, code))
+}
+
+/// RESOURCE_EXHAUSTED for tonic's OUT_OF_RANGE on a request over the size limit, in the
+/// headers of a trailers-only answer or in trailers; returns the code they now hold.
+fn mend_too_large(headers: &mut http::HeaderMap, code: i32) -> i32 {
+    if code != OUT_OF_RANGE {
+        return code;
+    }
+    let status = tonic::Status::from_header_map(headers);
+    let Some(limit) = status
+        .as_ref()
+        .and_then(|status| status.message().strip_prefix(TOO_LARGE))
+    else {
+        return code;
+    };
+    let message =
+        format!("the request message is too large{limit} (the server's --max-request-size)");
+    replace_status(headers, &tonic::Status::resource_exhausted(message));
+    RESOURCE_EXHAUSTED
+}
+
+/// Writes `status` into `headers` in place of the one there.
+fn replace_status(headers: &mut http::HeaderMap, status: &tonic::Status) {
+    // tonic writes the headers (the message percent-encoded, as gRPC has it).
+    let mended = status.clone().into_http::<Body>();
+    for name in ["grpc-status", "grpc-message"] {
+        match mended.headers().get(name) {
+            Some(value) => {
+                headers.insert(name, value.clone());
+            }
+            None => {
+                headers.remove(name);
+            }
+        }
+    }
+    headers.remove("grpc-status-details-bin");
 }
 
 impl<F, E> Future for ObserveFuture<F>
@@ -382,11 +424,11 @@ impl http_body::Body for ObservedBody {
         mut self: Pin<&mut Self>,
         cx: &mut Context<'_>,
     ) -> Poll<Option<Result<Frame<Bytes>, tonic::Status>>> {
-        let frame = ready!(Pin::new(&mut self.inner).poll_frame(cx));
-        let code = match &frame {
+        let mut frame = ready!(Pin::new(&mut self.inner).poll_frame(cx));
+        let code = match &mut frame {
             Some(Ok(frame)) => frame
-                .trailers_ref()
-                .map(|t| status_in(t).unwrap_or(UNKNOWN)),
+                .trailers_mut()
+                .map(|t| mend_too_large(t, status_in(t).unwrap_or(UNKNOWN))),
             Some(Err(status)) => Some(status.code() as i32),
             None => None,
         };

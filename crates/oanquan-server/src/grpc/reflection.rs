@@ -173,7 +173,7 @@ fn malformed(flag: u8, length: u64) -> Option<Status> {
         ));
     }
     (length > MAX_REQUEST).then(|| {
-        Status::out_of_range(format!(
+        Status::resource_exhausted(format!(
             "a request message of {length} bytes; the limit is {MAX_REQUEST}"
         ))
     })
