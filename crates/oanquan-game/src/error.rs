@@ -147,6 +147,13 @@ pub enum GameError {
     /// An API key that is malformed, unknown or revoked.
     #[error("the API key is not valid (unknown or revoked); create a new one or register")]
     BadApiKey,
+    /// A bearer on a call that seats its caller (CreateGame, JoinGame, Seek, AcceptSeek) that
+    /// is neither an API key nor a seat token: most likely a mangled key, and playing
+    /// anonymously instead would surprise its sender.
+    #[error(
+        "the bearer is not an API key (oqk_…, as Register or CreateApiKey returned it, whole); send the key to play as its account, or no authorization to play anonymously"
+    )]
+    NotAnApiKey,
     /// A username that is taken (by its case- and look-alike-insensitive key).
     #[error("the username {0} is taken (names are unique ignoring case and look-alike letters)")]
     UsernameTaken(String),

@@ -521,6 +521,40 @@ async fn an_api_key_plays_as_its_account_and_acts_for_its_seat_only() {
     assert!(seat.account.is_none());
     assert_eq!(seat.display_name, "Anonymous Lan");
     assert!(!created.rated);
+    // Anything else on the calls that seat their caller is most likely a mangled key: refused,
+    // never played as anonymous. The key in capitals, without its prefix, under another
+    // scheme, a word, an empty value.
+    let lan_key = hoa.clone(); // any account's key will do
+    let without_prefix = lan_key.strip_prefix("oqk_").unwrap().to_owned();
+    for (value, reason) in [
+        (
+            format!("Bearer {}", lan_key.to_uppercase()),
+            "ERROR_REASON_BAD_API_KEY",
+        ),
+        (
+            format!("Bearer {without_prefix}"),
+            "ERROR_REASON_BAD_API_KEY",
+        ),
+        ("Bearer hello".to_owned(), "ERROR_REASON_BAD_API_KEY"),
+        (format!("Basic {lan_key}"), "ERROR_REASON_MISSING_TOKEN"),
+        (String::new(), "ERROR_REASON_MISSING_TOKEN"),
+    ] {
+        let mut request = Request::new(create_request(false, None));
+        request
+            .metadata_mut()
+            .insert("authorization", value.parse().unwrap());
+        let status = games.create_game(request).await.unwrap_err();
+        assert_reason(&status, Code::Unauthenticated, reason);
+        if reason == "ERROR_REASON_BAD_API_KEY" {
+            assert!(status.message().contains("not an API key"), "{status:?}");
+        }
+        let mut request = Request::new(join_request(&created.id));
+        request
+            .metadata_mut()
+            .insert("authorization", value.parse().unwrap());
+        let status = games.join_game(request).await.unwrap_err();
+        assert_reason(&status, Code::Unauthenticated, reason);
+    }
 
     // An account cannot take both seats of one game.
     let own = games

@@ -121,18 +121,21 @@ async fn seat_call<T: SeatCall>(
 }
 
 /// The account a CreateGame, JoinGame, Seek or AcceptSeek plays as: that of an API key if the
-/// request carries one. Any other bearer (a seat token from another game, say) means nothing on
-/// these calls and is ignored, as it was before accounts; an API key that does not authenticate
-/// is refused rather than ignored, so that nobody plays anonymously believing they play rated.
+/// request carries one, none without `authorization`. A seat token (from another game, say)
+/// means nothing on these calls and is ignored, as it was before accounts. Anything else is
+/// refused rather than ignored, so that nobody plays anonymously believing they play as their
+/// account: an API key that does not authenticate, a mangled one (`Bearer OQK_…`, the key
+/// without its prefix), another scheme (`Basic`), several values.
 async fn playing_account<T>(
     manager: &GameManager,
     request: &Request<T>,
 ) -> Result<Option<Account>, GameError> {
     match bearer(request) {
         Ok(key) if ApiKey::is_meant(key) => manager.authenticate(key).await.map(Some),
-        // One of them may be a key: playing anonymously would be a guess.
-        Err(GameError::SeveralAuthorizations) => Err(GameError::SeveralAuthorizations),
-        _ => Ok(None),
+        Ok(token) if PlayerToken::has_shape(token) => Ok(None),
+        Ok(_) => Err(GameError::NotAnApiKey),
+        Err(GameError::MissingToken) => Ok(None),
+        Err(refused) => Err(refused),
     }
 }
 

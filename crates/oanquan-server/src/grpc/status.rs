@@ -76,7 +76,9 @@ pub fn classify(error: &GameError) -> (Code, Detail) {
         }
         GameError::SeekNotFound(_) => (Code::NotFound, Reason(R::SeekNotFound)),
         GameError::RatedNeedsAccount => (Code::FailedPrecondition, Reason(R::RatedNeedsAccount)),
-        GameError::BadApiKey => (Code::Unauthenticated, Reason(R::BadApiKey)),
+        GameError::BadApiKey | GameError::NotAnApiKey => {
+            (Code::Unauthenticated, Reason(R::BadApiKey))
+        }
         GameError::UsernameTaken(_) => (Code::AlreadyExists, Reason(R::UsernameTaken)),
         GameError::PlayerNotFound(_) => (Code::NotFound, Reason(R::PlayerNotFound)),
         GameError::ApiKeyNotFound(_) => (Code::NotFound, Reason(R::ApiKeyNotFound)),
@@ -399,6 +401,11 @@ mod tests {
             ),
             (
                 GameError::BadApiKey,
+                Code::Unauthenticated,
+                Some("ERROR_REASON_BAD_API_KEY"),
+            ),
+            (
+                GameError::NotAnApiKey,
                 Code::Unauthenticated,
                 Some("ERROR_REASON_BAD_API_KEY"),
             ),
