@@ -237,36 +237,10 @@ impl Engine {
         limits: SearchLimits,
         cancel: &AtomicBool,
     ) -> SearchResult {
-        let position = game.position();
         if self.use_book
-            && !position.is_over()
-            && let Some(entry) = self.book_move(position)
+            && let Some(answer) = book_analysis(game.position())
         {
-            let mut pv = vec![entry.mv];
-            let mut next = *position;
-            next.play_unchecked(entry.mv);
-            while pv.len() < 64
-                && !next.is_over()
-                && let Some(more) = self.book_move(&next)
-            {
-                pv.push(more.mv);
-                next.play_unchecked(more.mv);
-            }
-            return SearchResult {
-                best_move: Some(entry.mv),
-                eval_points: entry.eval_points,
-                eval: entry.eval_points.saturating_mul(EVAL_SCALE),
-                exact: entry.exact,
-                pv,
-                depth: entry.depth,
-                nodes: entry.nodes,
-                time: Duration::ZERO,
-                stopped: false,
-                tablebase: false,
-                tablebase_hits: 0,
-                book: true,
-                for_mistakes: false,
-            };
+            return answer;
         }
         self.search_for_mistakes(game, limits, cancel)
     }
@@ -357,6 +331,44 @@ impl Engine {
         self.set_tablebase(saved_tables);
         result.best_move
     }
+}
+
+/// The opening book's answer for `position`, as [`Engine::analyze_game`] gives it when the book
+/// holds the position: its move, value and deep search's depth and nodes, and the principal
+/// variation following the book as far as it goes. `None` when the book does not hold it (or
+/// the position is over). Needs no engine: a server can answer it without a search slot.
+#[must_use]
+pub fn book_analysis(position: &Position) -> Option<SearchResult> {
+    let book = OpeningBook::builtin();
+    if position.is_over() {
+        return None;
+    }
+    let entry = book.get(position)?;
+    let mut pv = vec![entry.mv];
+    let mut next = *position;
+    next.play_unchecked(entry.mv);
+    while pv.len() < 64
+        && !next.is_over()
+        && let Some(more) = book.get(&next)
+    {
+        pv.push(more.mv);
+        next.play_unchecked(more.mv);
+    }
+    Some(SearchResult {
+        best_move: Some(entry.mv),
+        eval_points: entry.eval_points,
+        eval: entry.eval_points.saturating_mul(EVAL_SCALE),
+        exact: entry.exact,
+        pv,
+        depth: entry.depth,
+        nodes: entry.nodes,
+        time: Duration::ZERO,
+        stopped: false,
+        tablebase: false,
+        tablebase_hits: 0,
+        book: true,
+        for_mistakes: false,
+    })
 }
 
 /// The move `level` plays in `position`, with a fresh engine (a 1 MiB transposition table).

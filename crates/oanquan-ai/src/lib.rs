@@ -114,7 +114,7 @@ pub use eval::{
     EVAL_SCALE, EvalWeights, FEATURE_NAMES, FEATURES, WEIGHT_SCALE, eval_features, evaluate,
     score_difference,
 };
-pub use level::{Level, UnknownLevel, choose_move};
+pub use level::{Level, UnknownLevel, book_analysis, choose_move};
 pub use mistakes::{
     GREEDY_EVIDENCE, GREEDY_SHARE, GREEDY_WEIGHT, LOST_POINTS, MAIN_SHARE, RISK_POINTS,
     SURE_LOSS_WEIGHT, SWITCH_MARGIN, expected_result,

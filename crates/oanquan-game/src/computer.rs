@@ -122,8 +122,23 @@ pub struct SearchCapacity {
 
 /// [`SearchCapacity::analysis_wait`] by default.
 pub const DEFAULT_ANALYSIS_WAIT: Duration = Duration::from_millis(500);
-/// [`SearchCapacity::analyses_per_client`] by default: a hint and a second opinion.
+/// [`SearchCapacity::analyses_per_client`] by default where there are more than 2 analysis
+/// slots: a hint and a second opinion (see [`default_analyses_per_client`]).
 pub const DEFAULT_ANALYSES_PER_CLIENT: usize = 2;
+
+/// [`SearchCapacity::analyses_per_client`] by default with `analyses` slots: 2, but 1 where
+/// there are at most 2 slots (a machine of 2 or 3 cores). With a single slot, an address
+/// allowed two calls keeps it busy with one and waits with the next, which then takes the slot
+/// ahead of every other client's call: an outside probe's second client got no analysis in 13
+/// tries while the first looped.
+#[must_use]
+pub fn default_analyses_per_client(analyses: usize) -> usize {
+    if analyses <= 2 {
+        1
+    } else {
+        DEFAULT_ANALYSES_PER_CLIENT
+    }
+}
 
 /// Analyses at once by default: one per core but one, at least 1, so that long analyses leave
 /// a core to the async workers, the store and the computer's moves.
@@ -133,13 +148,13 @@ pub fn default_max_analyses() -> usize {
 }
 
 impl Default for SearchCapacity {
-    /// One computer move per core, [`default_max_analyses`], [`DEFAULT_ANALYSES_PER_CLIENT`],
+    /// One computer move per core, [`default_max_analyses`], [`default_analyses_per_client`],
     /// [`DEFAULT_ANALYSIS_WAIT`], loopback exempt.
     fn default() -> Self {
         SearchCapacity {
             computer_moves: default_max_searches(),
             analyses: default_max_analyses(),
-            analyses_per_client: DEFAULT_ANALYSES_PER_CLIENT,
+            analyses_per_client: default_analyses_per_client(default_max_analyses()),
             analysis_wait: DEFAULT_ANALYSIS_WAIT,
             exempt_loopback: true,
         }
@@ -605,6 +620,11 @@ impl SearchPool {
         if game.is_over() {
             return Err(GameError::GameOver.into());
         }
+        // The book's answer is a lookup, not a search: it takes no slot, so a hint from the
+        // book answers even while every slot is busy (the request's limits do not apply).
+        if let Some(answer) = oanquan_ai::book_analysis(game.position()) {
+            return Ok(answer);
+        }
         let time = limits.time.unwrap_or(DEFAULT_ANALYSIS_TIME);
         let slot = self.reserve_analysis(client, time).await?;
         let (result, cancelled) = slot
@@ -935,6 +955,14 @@ mod tests {
 
     use super::*;
     use crate::model::GameInfo;
+
+    #[test]
+    fn one_address_cannot_hold_every_slot_and_queue_by_default() {
+        assert_eq!(default_analyses_per_client(1), 1);
+        assert_eq!(default_analyses_per_client(2), 1);
+        assert_eq!(default_analyses_per_client(3), 2);
+        assert_eq!(default_analyses_per_client(4096), 2);
+    }
 
     #[test]
     fn analysis_limits_are_checked() {

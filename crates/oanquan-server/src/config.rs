@@ -325,9 +325,11 @@ pub struct ComputerLimits {
     pub max_analyses: usize,
 
     /// Analyze calls one client address may have running or waiting; one more gets
-    /// RESOURCE_EXHAUSTED with a retry delay. 0 = no limit.
-    #[arg(long, env = "OANQUAN_MAX_ANALYSES_PER_CLIENT", default_value = "2", value_parser = parse_count)]
-    pub max_analyses_per_client: usize,
+    /// RESOURCE_EXHAUSTED with a retry delay. 0 = no limit. Default: 2, or 1 where there are
+    /// at most 2 analysis slots, so that one address cannot keep every slot busy and queue its
+    /// next call ahead of everyone else's.
+    #[arg(long, env = "OANQUAN_MAX_ANALYSES_PER_CLIENT", value_parser = parse_count)]
+    pub max_analyses_per_client: Option<usize>,
 
     /// How long an Analyze call waits for a free slot when all --max-analyses are taken; then
     /// it gets RESOURCE_EXHAUSTED with a retry delay. 0 = refuse at once.
@@ -373,16 +375,19 @@ impl ComputerLimits {
     /// The search pool's capacity, with the 0s (one per core) resolved on this machine.
     #[must_use]
     pub fn search_capacity(&self, exempt_loopback: bool) -> SearchCapacity {
+        let analyses = match self.max_analyses {
+            0 => computer::default_max_analyses(),
+            n => n,
+        };
         SearchCapacity {
             computer_moves: match self.max_searches {
                 0 => computer::default_max_searches(),
                 n => n,
             },
-            analyses: match self.max_analyses {
-                0 => computer::default_max_analyses(),
-                n => n,
-            },
-            analyses_per_client: self.max_analyses_per_client,
+            analyses,
+            analyses_per_client: self
+                .max_analyses_per_client
+                .unwrap_or_else(|| computer::default_analyses_per_client(analyses)),
             analysis_wait: self.analysis_queue_timeout,
             exempt_loopback,
         }

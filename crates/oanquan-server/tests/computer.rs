@@ -625,6 +625,26 @@ async fn analyses_cannot_starve_a_computer_opponent() {
         "{refused:?}"
     );
 
+    // Every analysis slot is busy: a position the opening book holds is still answered at
+    // once, from the book (a lookup takes no slot).
+    let mut rules = pb::rules_service_client::RulesServiceClient::new(server.channel().await);
+    let began = Instant::now();
+    let booked = rules
+        .analyze(pb::AnalyzeRequest {
+            // The standard start, which the book holds.
+            time_limit_ms: 5000,
+            ..pb::AnalyzeRequest::default()
+        })
+        .await
+        .expect("a book answer while every slot is busy")
+        .into_inner();
+    assert!(booked.book, "{booked:?}");
+    assert!(
+        began.elapsed() < Duration::from_secs(1),
+        "{:?}",
+        began.elapsed()
+    );
+
     // Every analysis slot is busy: a level-1 computer still answers at once.
     let mut client = server.games().await;
     let began = Instant::now();
@@ -661,7 +681,7 @@ async fn analyses_are_capped_per_client_address() {
     settings.clients.exempt_loopback = false;
     settings.clients.rate_limit = 0.0;
     settings.computer.max_analyses = 4;
-    settings.computer.max_analyses_per_client = 1;
+    settings.computer.max_analyses_per_client = Some(1);
     settings.computer.analysis_queue_timeout = Duration::from_secs(10);
     let server = start(settings).await;
     let channel = server.channel().await;
