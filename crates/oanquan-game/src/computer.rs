@@ -1015,6 +1015,18 @@ mod tests {
         Position::new(oanquan_rules::Preset::Standard.rules()).unwrap()
     }
 
+    /// A position of the standard game the opening book does not hold (its answers take no
+    /// slot): the start, then the first legal move until the book has no answer.
+    fn past_the_book() -> Position {
+        let mut position = start();
+        while oanquan_ai::book_analysis(&position).is_some() {
+            let first = *position.legal_moves().iter().next().unwrap();
+            position = position.play(first).unwrap().0;
+        }
+        assert!(!position.is_over());
+        position
+    }
+
     /// One client's computer turns take at most the pool's slots of the queue at once; another
     /// client's turn does not wait behind the rest of them.
     #[tokio::test]
@@ -1118,7 +1130,7 @@ mod tests {
     async fn a_dropped_search_is_cancelled_and_frees_its_slot() {
         let pool = SearchPool::new(capacity(1, 1, 0));
         let long = SearchLimits::time(Duration::from_secs(60));
-        let search = pool.analyze(Game::from_position(start()), long, None, true);
+        let search = pool.analyze(Game::from_position(past_the_book()), long, None, true);
         // Dropped after a moment: the slot must come back quickly.
         let _ = tokio::time::timeout(Duration::from_millis(50), search).await;
         let quick = SearchLimits::nodes(1000);
@@ -1126,7 +1138,7 @@ mod tests {
             loop {
                 // The cancelled search may still hold the slot for a moment.
                 match pool
-                    .analyze(Game::from_position(start()), quick, None, true)
+                    .analyze(Game::from_position(past_the_book()), quick, None, true)
                     .await
                 {
                     Err(AnalysisError::Refused(Refused::Busy { .. })) => {}
@@ -1141,7 +1153,7 @@ mod tests {
         assert!(result.best_move.is_some());
         pool.stop();
         assert!(matches!(
-            pool.analyze(Game::from_position(start()), quick, None, true)
+            pool.analyze(Game::from_position(past_the_book()), quick, None, true)
                 .await,
             Err(AnalysisError::Failed(GameError::Unavailable(_)))
         ));

@@ -308,7 +308,7 @@ impl GameManager {
         let slot = self.open_games.reserve(client)?;
         let display_name = match &new.account {
             Some(account) => account.username.as_str().to_owned(),
-            None => text::display_name(&new.display_name)?,
+            None => self.anonymous_display_name(&new.display_name).await?,
         };
         let start = match new.start {
             Some(start) if start.is_over() => {
@@ -424,7 +424,7 @@ impl GameManager {
     ) -> Result<Seated, GameError> {
         let display_name = match account {
             Some(account) => account.username.as_str().to_owned(),
-            None => text::display_name(display_name)?,
+            None => self.anonymous_display_name(display_name).await?,
         };
         let token = PlayerToken::generate();
         let hash = token.hash();
@@ -1431,6 +1431,49 @@ impl GameManager {
     /// Store failures.
     pub async fn api_keys(&self, account: &AccountId) -> Result<Vec<ApiKeyRecord>, GameError> {
         Ok(self.store.api_keys(account).await?)
+    }
+
+    /// The display name of an anonymous seat or seek, checked ([`text::display_name`]) and
+    /// kept from posing as someone else: an account's username (in any case or look-alike
+    /// spelling) belongs to that account, and a name ending in a part in brackets would read
+    /// as the rating (`Lan (1500?)`) or computer level (`Computer (master)`) that clients add
+    /// after a name. An outside probe seated `Lan (1500?)` anonymously beside the account Lan,
+    /// and both seats read the same.
+    ///
+    /// # Errors
+    ///
+    /// [`GameError::InvalidArgument`] on `display_name`; store failures.
+    pub async fn anonymous_display_name(&self, raw: &str) -> Result<String, GameError> {
+        let name = text::display_name(raw)?;
+        if text::ends_in_brackets(&name) {
+            return Err(GameError::invalid(
+                "display_name",
+                format!(
+                    "{} ends in a part in brackets, which players' screens use for a rating or a \
+                     computer's level; choose a name without it",
+                    text::quoted(&name)
+                ),
+            ));
+        }
+        for key in crate::username::keys_of_text(&name) {
+            match self.store.account_by_name(&key).await {
+                Ok(account) => {
+                    return Err(GameError::invalid(
+                        "display_name",
+                        format!(
+                            "{} is the name of the account {} (names match ignoring case and \
+                             look-alike letters): play as it with its API key, or choose \
+                             another name",
+                            text::quoted(&name),
+                            text::quoted(account.username.as_str())
+                        ),
+                    ));
+                }
+                Err(StoreError::NotFound) => {}
+                Err(e) => return Err(e.into()),
+            }
+        }
+        Ok(name)
     }
 
     /// A player's account by username (any case, any look-alike spelling of it).

@@ -677,7 +677,11 @@ impl SeekPool {
         }
         let display_name = match &request.account {
             Some(account) => account.username.as_str().to_owned(),
-            None => text::display_name(&request.display_name)?,
+            None => {
+                self.manager
+                    .anonymous_display_name(&request.display_name)
+                    .await?
+            }
         };
         // Before any waiting seek is taken: a pairing this call completes is a game it creates.
         let slot = self.manager.reserve_open_game(request.client)?;
@@ -790,7 +794,7 @@ impl SeekPool {
     ) -> Result<Seated, GameError> {
         let display_name = match account {
             Some(account) => account.username.as_str().to_owned(),
-            None => text::display_name(display_name)?,
+            None => self.manager.anonymous_display_name(display_name).await?,
         };
         // Before the seek is taken, as in `seek`.
         let slot = self.manager.reserve_open_game(client)?;

@@ -86,7 +86,7 @@ fn new_game() -> NewGame {
         preset: Some(Preset::Standard),
         start: None,
         seat: Some(Player::First),
-        display_name: "Lan".to_owned(),
+        display_name: "Guest Lan".to_owned(),
         computer: None,
         time_control: crate::clock::TimeControl::Untimed,
         account: None,
@@ -98,7 +98,7 @@ fn new_game() -> NewGame {
 async fn played(manager: &GameManager, moves: usize) -> (GameId, [Seated; 2]) {
     let first = manager.create_game(new_game()).await.unwrap();
     let id = first.game.id.clone();
-    let second = manager.join_game(&id, "Minh").await.unwrap();
+    let second = manager.join_game(&id, "Guest Minh").await.unwrap();
     let seats = [first, second];
     play(manager, &id, &seats, moves).await;
     (id, seats)
@@ -139,7 +139,7 @@ async fn timed(
         .unwrap();
     let id = first.game.id.clone();
     let published = Published::new(hub, &id);
-    let second = manager.join_game(&id, "Minh").await.unwrap();
+    let second = manager.join_game(&id, "Guest Minh").await.unwrap();
     let seats = [first, second];
     play(manager, &id, &seats, moves).await;
     (id, seats, published)
@@ -886,7 +886,8 @@ async fn with_accounts(
         .await
         .unwrap();
     let id = created.game.id.clone();
-    let joined = manager.join_game_as(&id, "Minh", second).await.unwrap();
+    // Anonymous, under a name no account of these tests has.
+    let joined = manager.join_game_as(&id, "Guest", second).await.unwrap();
     (id, [created, joined])
 }
 

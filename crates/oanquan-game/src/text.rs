@@ -76,6 +76,15 @@ pub fn display_name(name: &str) -> Result<String, GameError> {
     Ok(trimmed.to_owned())
 }
 
+/// Whether `name` ends in a closing bracket, written in any look-alike form (`)`, fullwidth
+/// `）`, `]`…): clients show a seat's rating or a computer's level in brackets after its name.
+#[must_use]
+pub fn ends_in_brackets(name: &str) -> bool {
+    let look: String = skeleton(name).collect();
+    look.trim_end()
+        .ends_with([')', ']', '}', '\u{FF09}', '\u{FF3D}', '\u{FF5D}'])
+}
+
 /// Control and format characters, line and paragraph separators, and the other default
 /// ignorable code points (variation selectors, fillers, the combining grapheme joiner), which
 /// UTS #39's skeleton drops: that is how we ask `unicode-security` for its table.
@@ -169,6 +178,23 @@ mod tests {
             hostile.contains("\\u{202e}") && hostile.contains("\\n"),
             "{hostile}"
         );
+    }
+
+    #[test]
+    fn names_ending_in_brackets_are_told_apart() {
+        for annotated in [
+            "Lan (1500?)",
+            "Computer (master)",
+            "Lan (1500) ",
+            "Lan [1500]",
+            "Lan \u{FF08}1500\u{FF09}",
+            "x)",
+        ] {
+            assert!(ends_in_brackets(annotated), "{annotated:?}");
+        }
+        for plain in ["Lan", "(Lan)x", "Lan :)x", "Ô Quan", ""] {
+            assert!(!ends_in_brackets(plain), "{plain:?}");
+        }
     }
 
     #[test]

@@ -232,6 +232,23 @@ impl Username {
     }
 }
 
+/// The keys by which any text, not only a valid username, meets a registered name: its key and
+/// that of its look, as [`Username::key`] and [`Username::look`] compute them. For display
+/// names, which may be what no username can (spaces, mixed scripts), and must still not pass
+/// for an account's name.
+#[must_use]
+pub fn keys_of_text(text: &str) -> Vec<String> {
+    let name: String = text.nfc().collect();
+    let key = key_of(&name);
+    let written: String = skeleton(&name).collect::<String>().nfc().collect();
+    let look = key_of(&written);
+    if look == key {
+        vec![key]
+    } else {
+        vec![key, look]
+    }
+}
+
 impl fmt::Display for Username {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(&self.name)

@@ -293,7 +293,12 @@ async fn api_keys_are_created_listed_and_revoked_from_the_next_call() {
     assert_reason(&status, Code::Unauthenticated, "ERROR_REASON_MISSING_TOKEN");
     assert!(status.message().contains("API key"), "{}", status.message());
     let mut games = server.games().await;
-    let (_, seat_token) = create(&mut games, "standard").await;
+    let seat_token = games
+        .create_game(create_request(false, None))
+        .await
+        .unwrap()
+        .into_inner()
+        .player_token;
     let forged = format!("oqk_{first_id}_{}", "A".repeat(32));
     for bad in [seat_token.as_str(), forged.as_str(), "oqk_", "Bearer"] {
         let status = get_me(&mut accounts, bad).await.unwrap_err();
@@ -590,7 +595,12 @@ async fn rated_games_are_between_two_accounts() {
         "ERROR_REASON_RATED_NEEDS_ACCOUNT",
     );
     assert!(status.message().contains("api key"), "{}", status.message());
-    let (_, seat_token) = create(&mut games, "standard").await;
+    let seat_token = games
+        .create_game(create_request(false, None))
+        .await
+        .unwrap()
+        .into_inner()
+        .player_token;
     let status = games
         .create_game(authed(create_request(true, blitz()), &seat_token))
         .await
@@ -1279,7 +1289,10 @@ async fn player_games_are_listed_newest_first_filtered_and_paged() {
         .unwrap()
         .id;
     // Someone else's game is not Lan's.
-    create(&mut games, "standard").await;
+    games
+        .create_game(create_request(false, None))
+        .await
+        .unwrap();
 
     let all = player_games(&mut accounts, games_of("lan")).await.unwrap();
     assert_eq!(
@@ -1589,4 +1602,75 @@ async fn two_authorization_values_are_refused_not_guessed() {
         i32::from(pb::GameStatus::Active)
     );
     server.stop().await.unwrap();
+}
+
+/// An anonymous seat or seek cannot pose as an account, nor carry what clients add after a
+/// name (a rating, a computer's level): an outside probe seated `Lan (1500?)` beside the
+/// account Lan, and both seats read the same on screen.
+#[tokio::test]
+async fn anonymous_names_cannot_pose_as_accounts_or_annotations() {
+    let server = start(config()).await;
+    let mut accounts = account_client(&server).await;
+    let mut games = server.games().await;
+    register(&mut accounts, "Lan").await;
+    let open = games
+        .create_game(create_request(false, None))
+        .await
+        .unwrap()
+        .into_inner()
+        .game
+        .unwrap();
+    // The name itself in another case, with capital i or a one for l; annotations in
+    // round, square or fullwidth brackets.
+    for name in [
+        "Lan",
+        "lan",
+        "Ian",
+        "1an",
+        "Lan (1500?)",
+        "Computer (master)",
+        "Minh [1500]",
+        "Minh \u{ff08}1500\u{ff09}",
+    ] {
+        let create = games
+            .create_game(pb::CreateGameRequest {
+                display_name: name.to_owned(),
+                ..create_request(false, None)
+            })
+            .await
+            .unwrap_err();
+        let join = games
+            .join_game(pb::JoinGameRequest {
+                game_id: open.id.clone(),
+                display_name: name.to_owned(),
+            })
+            .await
+            .unwrap_err();
+        let seek = games
+            .seek(pb::SeekRequest {
+                display_name: name.to_owned(),
+                rated: false,
+                ..rated_seek(None)
+            })
+            .await
+            .unwrap_err();
+        for status in [create, join, seek] {
+            assert_eq!(status.code(), Code::InvalidArgument, "{name}: {status:?}");
+            assert_field(&status, "display_name");
+            assert!(
+                status.message().contains("account") || status.message().contains("brackets"),
+                "{name}: {status:?}"
+            );
+        }
+    }
+    // Other names, brackets inside a name, and the account itself with its key are fine.
+    for name in ["Lanh", "(Lan) Minh", "Minh :)x"] {
+        games
+            .create_game(pb::CreateGameRequest {
+                display_name: name.to_owned(),
+                ..create_request(false, None)
+            })
+            .await
+            .unwrap_or_else(|status| panic!("{name}: {status:?}"));
+    }
 }
