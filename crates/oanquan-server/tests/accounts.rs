@@ -1674,3 +1674,87 @@ async fn anonymous_names_cannot_pose_as_accounts_or_annotations() {
             .unwrap_or_else(|status| panic!("{name}: {status:?}"));
     }
 }
+
+/// A seek is a call that lasts: revoking the key it was made with withdraws it (at the next
+/// heartbeat), and a pairing that comes first hands out no seat: the game is aborted before it
+/// starts. An outside probe revoked a key and still got a rated game in its account's name.
+#[tokio::test]
+async fn revoking_a_key_ends_the_seeks_made_with_it() {
+    for heartbeat in [Duration::from_millis(100), Duration::from_secs(60)] {
+        let mut settings = config();
+        settings.streams.heartbeat_interval = heartbeat;
+        let server = start(settings).await;
+        let mut accounts = account_client(&server).await;
+        let mut games = server.games().await;
+        let (_, lan, lan_first) = register(&mut accounts, "Lan").await;
+        let other = accounts
+            .create_api_key(authed(pb::CreateApiKeyRequest {}, &lan))
+            .await
+            .unwrap()
+            .into_inner()
+            .api_key;
+        let (_, minh, _) = register(&mut accounts, "Minh").await;
+        let (mut stream, seek) = seek_waiting(&mut games, &lan, rated_seek(None)).await;
+        accounts
+            .revoke_api_key(authed(
+                pb::RevokeApiKeyRequest { key_id: lan_first },
+                &other,
+            ))
+            .await
+            .unwrap();
+        if heartbeat < Duration::from_secs(1) {
+            // Withdrawn at the next heartbeat, and said so.
+            let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
+            let status = loop {
+                match tokio::time::timeout_at(deadline, next(&mut stream))
+                    .await
+                    .expect("the seek ends within 10 s")
+                {
+                    Ok(Some(response)) => assert!(
+                        matches!(response.kind, Some(pb::seek_response::Kind::Heartbeat(_))),
+                        "{response:?}"
+                    ),
+                    Err(status) => break status,
+                    Ok(None) => panic!("the stream ended without a status"),
+                }
+            };
+            assert_reason(&status, Code::Unauthenticated, "ERROR_REASON_BAD_API_KEY");
+            tokio::time::sleep(Duration::from_millis(300)).await;
+            let listed = games
+                .list_seeks(pb::ListSeeksRequest {})
+                .await
+                .unwrap()
+                .into_inner()
+                .seeks;
+            assert!(!listed.iter().any(|s| s.id == seek.id), "{listed:?}");
+        } else {
+            // Paired before any heartbeat: the seeker gets no seat, and the game is aborted.
+            let accepted = games
+                .accept_seek(authed(
+                    pb::AcceptSeekRequest {
+                        seek_id: seek.id.clone(),
+                        display_name: String::new(),
+                    },
+                    &minh,
+                ))
+                .await
+                .unwrap()
+                .into_inner();
+            let status = tokio::time::timeout(Duration::from_secs(10), next(&mut stream))
+                .await
+                .expect("the seek ends")
+                .unwrap_err();
+            assert_reason(&status, Code::Unauthenticated, "ERROR_REASON_BAD_API_KEY");
+            let game_id = accepted.game.unwrap().id;
+            let game = games
+                .get_game(pb::GetGameRequest { game_id })
+                .await
+                .unwrap()
+                .into_inner()
+                .game
+                .unwrap();
+            assert_eq!(game.status(), pb::GameStatus::Aborted, "{game:?}");
+        }
+        server.stop().await.unwrap();
+    }
+}

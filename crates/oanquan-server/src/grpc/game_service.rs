@@ -139,6 +139,17 @@ async fn playing_account<T>(
     }
 }
 
+/// Why a seek made with API key `key` may no longer play as its account: the key was revoked
+/// since (revocation takes effect on the next call, and a seek is a call that lasts). `None`
+/// for a seek without a key, or while the key is good or cannot be checked (the store is
+/// away: the next check, or the pairing's, decides).
+async fn revoked(manager: &GameManager, key: Option<&str>) -> Option<GameError> {
+    match manager.authenticate(key?).await {
+        Err(GameError::BadApiKey) => Some(GameError::BadApiKey),
+        _ => None,
+    }
+}
+
 /// The credential of a request that may come without one (`WatchGame`): `None` without
 /// `authorization` metadata; a malformed one is refused rather than ignored.
 async fn optional_credential<T>(
@@ -578,6 +589,11 @@ impl pb::game_service_server::GameService for GameApi {
         let account = playing_account(&self.manager, &request)
             .await
             .map_err(into_status)?;
+        // The key the seek stands on, checked again while it waits and once it is paired.
+        let key = account
+            .as_ref()
+            .and_then(|_| bearer(&request).ok())
+            .map(str::to_owned);
         let request = request.into_inner();
         let (rules, preset) =
             convert::rules_spec(request.rules.as_ref(), "rules").map_err(into_status)?;
@@ -614,6 +630,7 @@ impl pb::game_service_server::GameService for GameApi {
             .heartbeat
             .max(std::time::Duration::from_millis(10));
         let waiting = convert::seek_out(ticket.info());
+        let manager = Arc::clone(&self.manager);
         tokio::spawn(async move {
             if tx
                 .send(seek_message(pb::seek_response::Kind::Waiting(waiting)))
@@ -628,21 +645,49 @@ impl pb::game_service_server::GameService for GameApi {
             // computer half made.
             let wait = ticket.wait();
             tokio::pin!(wait);
+            /// What the wait turned up; the awaits that follow are outside the `select!`,
+            /// which would otherwise hold the shutdown watch's read guard across them.
+            enum Turn {
+                Stopping,
+                Gone,
+                Seated(Result<crate::domain::Seated, GameError>),
+                Tick,
+            }
             loop {
-                let out = tokio::select! {
+                let turn = tokio::select! {
                     biased;
-                    _ = shutdown.wait_for(|stopping| *stopping) => Err(Status::unavailable(
+                    _ = shutdown.wait_for(|stopping| *stopping) => Turn::Stopping,
+                    // The client went away: dropping the ticket withdraws the seek.
+                    () = tx.closed() => Turn::Gone,
+                    seated = &mut wait => Turn::Seated(seated),
+                    _ = ticker.tick() => Turn::Tick,
+                };
+                let out = match turn {
+                    Turn::Stopping => Err(Status::unavailable(
                         "the server is shutting down; the seek is withdrawn, seek again",
                     )),
-                    // The client went away: dropping the ticket withdraws the seek.
-                    () = tx.closed() => break,
-                    seated = &mut wait => match seated {
-                        Ok(seated) => seek_message(paired(&seated)),
-                        Err(error) => Err(into_status(error)),
+                    Turn::Gone => break,
+                    Turn::Seated(Ok(seated)) => match revoked(&manager, key.as_deref()).await {
+                        None => seek_message(paired(&seated)),
+                        Some(error) => {
+                            // Its seat is not handed out: the game ends before it starts.
+                            if let Err(abort) =
+                                manager.abort(&seated.game.id, seated.token.clone()).await
+                            {
+                                tracing::warn!(game_id = %seated.game.id, %abort,
+                                    "aborting a game paired on a revoked key");
+                            }
+                            Err(into_status(error))
+                        }
                     },
-                    _ = ticker.tick() => seek_message(pb::seek_response::Kind::Heartbeat(
-                        pb::seek_response::Heartbeat {},
-                    )),
+                    Turn::Seated(Err(error)) => Err(into_status(error)),
+                    Turn::Tick => match revoked(&manager, key.as_deref()).await {
+                        // Dropping the ticket (the loop ends) withdraws the seek.
+                        Some(error) => Err(into_status(error)),
+                        None => seek_message(pb::seek_response::Kind::Heartbeat(
+                            pb::seek_response::Heartbeat {},
+                        )),
+                    },
                 };
                 let last = !matches!(
                     out,
