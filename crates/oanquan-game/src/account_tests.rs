@@ -365,6 +365,19 @@ async fn keys_are_listed_created_and_revoked_per_account() {
         Some(revoked)
     );
     assert_eq!(s.manager.api_keys(&minh.id).await.unwrap().len(), 1);
+
+    // Revoked keys count: at the bound, the refusal says that waiting or revoking frees no
+    // place (not "retry later", which a limit that frees up by itself says).
+    for _ in 2..crate::memory::MAX_API_KEYS {
+        s.manager.create_api_key(&lan.id).await.unwrap();
+    }
+    let refused = s.manager.create_api_key(&lan.id).await.unwrap_err();
+    assert_eq!(refused, GameError::ApiKeysExhausted);
+    let said = refused.to_string();
+    assert!(
+        said.contains("revoking frees no place") && !said.contains("retry later"),
+        "{said}"
+    );
 }
 
 // --- An account acting for its seat --------------------------------------------------------

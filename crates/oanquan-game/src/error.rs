@@ -84,6 +84,13 @@ pub enum GameError {
     /// A server limit.
     #[error("{0}; retry later")]
     LimitExceeded(String),
+    /// An account holds every API key it may ever have: revoked keys count, so waiting or
+    /// revoking frees no place (hence not [`GameError::LimitExceeded`]'s "retry later").
+    #[error(
+        "an account has at most {} API keys, revoked ones included, and this one has them all: revoking frees no place, so use one of its working keys (ListApiKeys) on the new device too",
+        crate::memory::MAX_API_KEYS
+    )]
+    ApiKeysExhausted,
     /// Resume point beyond the last event.
     #[error(
         "after_sequence {requested} is beyond the last event ({last}); resume from a sequence you received, or omit it for a snapshot"

@@ -1395,13 +1395,17 @@ impl GameManager {
     ///
     /// # Errors
     ///
-    /// [`GameError::LimitExceeded`] past the keys an account may have.
+    /// [`GameError::ApiKeysExhausted`] past the keys an account may have.
     pub async fn create_api_key(
         &self,
         account: &AccountId,
     ) -> Result<(ApiKey, ApiKeyRecord), GameError> {
         let (key, record) = ApiKey::generate(SystemTime::now());
-        self.store.add_api_key(account, record.clone()).await?;
+        match self.store.add_api_key(account, record.clone()).await {
+            Ok(()) => {}
+            Err(StoreError::Full(_)) => return Err(GameError::ApiKeysExhausted),
+            Err(e) => return Err(e.into()),
+        }
         info!(account = %account, key = %record.id, "API key created");
         Ok((key, record))
     }

@@ -66,7 +66,9 @@ pub fn classify(error: &GameError) -> (Code, Detail) {
         | GameError::SeveralAuthorizations => (Code::Unauthenticated, Reason(R::MissingToken)),
         GameError::WrongToken => (Code::PermissionDenied, Reason(R::WrongToken)),
         GameError::NoSpectators => (Code::PermissionDenied, Detail::None),
-        GameError::LimitExceeded(_) => (Code::ResourceExhausted, Reason(R::LimitExceeded)),
+        GameError::LimitExceeded(_) | GameError::ApiKeysExhausted => {
+            (Code::ResourceExhausted, Reason(R::LimitExceeded))
+        }
         GameError::TimeUp { .. } => (Code::FailedPrecondition, Reason(R::TimeUp)),
         GameError::CannotClaim(_) => (Code::FailedPrecondition, Reason(R::CannotClaim)),
         GameError::CannotOffer(_) => (Code::FailedPrecondition, Reason(R::CannotOffer)),
@@ -336,6 +338,11 @@ mod tests {
             (GameError::NoSpectators, Code::PermissionDenied, None),
             (
                 GameError::LimitExceeded("too many".into()),
+                Code::ResourceExhausted,
+                Some("ERROR_REASON_LIMIT_EXCEEDED"),
+            ),
+            (
+                GameError::ApiKeysExhausted,
                 Code::ResourceExhausted,
                 Some("ERROR_REASON_LIMIT_EXCEEDED"),
             ),
