@@ -245,8 +245,9 @@ fn plain_words(status: &tonic::Status, reason: Option<ErrorReason>) -> String {
         Some(ErrorReason::ApiKeyNotFound) => {
             "your account has no API key with that id (`oanquan keys` lists them)"
         }
+        // The server says which: your own seek, or the rating it wants against yours.
         Some(ErrorReason::SeekRefused) => {
-            "that seek is not for you: your rating is outside its range, or it is your own"
+            return shown(&people_words(status.message())).into_owned();
         }
         // The server words its limits for people already ("...; retry later").
         Some(ErrorReason::LimitExceeded) => return shown(status.message()).into_owned(),
@@ -318,6 +319,10 @@ fn invalid_argument(status: &tonic::Status) -> String {
 /// The API's field names that reach a person in the server's words, and what the person typed
 /// instead. Longest first: one name may end another.
 const API_FIELDS: &[(&str, &str)] = &[
+    (
+        "next_page_token from the previous response",
+        "the --page-token that the previous page's `more:` line gave",
+    ),
     ("request.game_id", "the game id"),
     ("after_sequence", "the last event seen"),
     ("expected_ply", "the move number"),
@@ -351,9 +356,26 @@ fn people_words(message: &str) -> String {
         text = format!("{words}: {why}");
     }
     for (name, words) in API_FIELDS {
-        text = text.replace(name, words);
+        text = replace_names(&text, name, words);
     }
     text
+}
+
+/// `text` with each `name` that stands alone (not inside a longer identifier such as
+/// `next_page_token` for `page_token`) written as `words`.
+fn replace_names(text: &str, name: &str, words: &str) -> String {
+    let part_of_name = |c: char| c.is_alphanumeric() || c == '_' || c == '.';
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    while let Some(at) = rest.find(name) {
+        let (before, after) = (&rest[..at], &rest[at + name.len()..]);
+        let alone = !before.ends_with(part_of_name) && !after.starts_with(part_of_name);
+        out.push_str(before);
+        out.push_str(if alone { words } else { name });
+        rest = after;
+    }
+    out.push_str(rest);
+    out
 }
 
 /// Whether a clause names an RPC or message of the API (`ListGames`, `RulesService.LegalMoves`,
@@ -573,10 +595,40 @@ mod tests {
                 .message
                 .contains("`oanquan keys`")
         );
+        // The server says why, for people already.
+        let own = tonic::Status::with_error_details(
+            Code::FailedPrecondition,
+            "cannot accept this seek: it is your own seek",
+            tonic_types::ErrorDetails::with_error_info(
+                "ERROR_REASON_SEEK_REFUSED",
+                "oanquan.v1",
+                std::collections::HashMap::new(),
+            ),
+        );
+        let said = CliError::from_status("accept", &own);
+        assert_eq!(said.code, code::REJECTED);
+        assert_eq!(
+            said.message,
+            "accept: cannot accept this seek: it is your own seek"
+        );
+        let forged = tonic::Status::with_error_details(
+            Code::InvalidArgument,
+            "invalid page_token",
+            tonic_types::ErrorDetails::with_bad_request_violation(
+                "page_token",
+                "not a page token of this listing; pass next_page_token from the previous \
+                 response with the same filter, or nothing",
+            ),
+        );
+        let said = CliError::from_status("top", &forged).message;
         assert!(
-            err("ERROR_REASON_SEEK_REFUSED", Code::FailedPrecondition)
-                .message
-                .contains("outside its range")
+            said.contains("the --page-token that the previous page's `more:` line gave")
+                && !said.contains("next_--page-token"),
+            "{said}"
+        );
+        assert_eq!(
+            replace_names("game_id, request.game_id, my_game_id", "game_id", "X"),
+            "X, request.game_id, my_game_id"
         );
         let bad_name = tonic::Status::with_error_details(
             Code::InvalidArgument,

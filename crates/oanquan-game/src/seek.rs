@@ -124,6 +124,34 @@ pub fn compatible(a: &SeekInfo, b: &SeekInfo) -> bool {
         && in_range(b.rating_range, a)
 }
 
+/// Why `mine` cannot accept `seek` ([`compatible`] said no; accepting takes the seek's rules,
+/// clock and rated-ness, so only the account or the rating can be in the way): said for the
+/// person accepting.
+fn refusal(seek: &SeekInfo, mine: &SeekInfo) -> GameError {
+    let own = seek
+        .account
+        .as_ref()
+        .zip(mine.account.as_ref())
+        .is_some_and(|(x, y)| x.id == y.id);
+    let why = match (own, seek.rating_range) {
+        (true, _) => "it is your own seek".to_owned(),
+        (false, Some((low, high))) => {
+            match mine.account.as_ref().and_then(|account| account.rating) {
+                Some(rating) => format!(
+                    "it wants an opponent rated {low} to {high} at its speed, and yours is \
+                     {rating}"
+                ),
+                None => format!(
+                    "it wants an opponent rated {low} to {high} at its speed, and you have no \
+                     rating (play as an account)"
+                ),
+            }
+        }
+        (false, None) => "it does not take you".to_owned(),
+    };
+    GameError::SeekRefused(why)
+}
+
 /// Limits of the pool.
 #[derive(Debug, Clone, Copy)]
 pub struct SeekLimits {
@@ -830,10 +858,7 @@ impl SeekPool {
                 ..seek.clone()
             };
             if !compatible(seek, &mine) {
-                return Err(GameError::SeekRefused(
-                    "the seek wants an opponent rated within its range, or it is your own"
-                        .to_owned(),
-                ));
+                return Err(refusal(seek, &mine));
             }
             let waiting = inner.take(index);
             let _ = self.updates.send(SeekUpdate::Removed {
@@ -1063,12 +1088,7 @@ impl SeekPool {
             Claim::Refused(seek) if seek.rated && account.is_none() => {
                 return Err(GameError::RatedNeedsAccount);
             }
-            Claim::Refused(_) => {
-                return Err(GameError::SeekRefused(
-                    "the seek wants an opponent rated within its range, or it is your own"
-                        .to_owned(),
-                ));
-            }
+            Claim::Refused(seek) => return Err(refusal(&seek, &me(&seek))),
         };
         let mine = me(&theirs.info);
         let seated = self

@@ -1045,7 +1045,10 @@ async fn rated_seeks_pair_only_within_their_rating_ranges() {
         Code::FailedPrecondition,
         "ERROR_REASON_RATED_NEEDS_ACCOUNT",
     );
-    for who in ["Hoa", "Lan"] {
+    for (who, why) in [
+        ("Hoa", "it wants an opponent rated"),
+        ("Lan", "your own seek"),
+    ] {
         let status = games
             .accept_seek(authed(accept(&lan_seek.id), &keys[who]))
             .await
@@ -1055,6 +1058,7 @@ async fn rated_seeks_pair_only_within_their_rating_ranges() {
             Code::FailedPrecondition,
             "ERROR_REASON_SEEK_REFUSED",
         );
+        assert!(status.message().contains(why), "{who}: {status:?}");
     }
     // An unrated seek of the same time control does not pair with rated ones.
     let (_unrated_stream, _) = seek_waiting(
