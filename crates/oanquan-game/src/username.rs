@@ -145,11 +145,15 @@ pub const RESERVED_USERNAMES: &[&str] = &[
     "khách",
 ];
 
-/// The reserved names as [`reserved_form`]s, computed once.
-static RESERVED_FORMS: LazyLock<Vec<(&'static str, String)>> = LazyLock::new(|| {
+/// The reserved names as [`reserved_form`]s, each also with small `l` read as `i`, computed
+/// once.
+static RESERVED_FORMS: LazyLock<Vec<(&'static str, [String; 2])>> = LazyLock::new(|| {
     RESERVED_USERNAMES
         .iter()
-        .map(|&word| (word, reserved_form(word)))
+        .map(|&word| {
+            let form = reserved_form(word);
+            (word, [form.replace('l', "i"), form])
+        })
         .collect()
 });
 
@@ -193,8 +197,11 @@ impl Username {
         check_characters(&name)?;
         check_separators(&name)?;
         check_scripts(&name)?;
-        let reserved = reserved_form(&name);
-        if let Some((word, _)) = RESERVED_FORMS.iter().find(|(_, form)| *form == reserved) {
+        let forms = reserved_candidates(&name);
+        if let Some((word, _)) = RESERVED_FORMS
+            .iter()
+            .find(|(_, reserved)| forms.iter().any(|form| reserved.contains(form)))
+        {
             return Err(UsernameError::Reserved { word });
         }
         let key = key_of(&name);
@@ -737,6 +744,24 @@ fn key_of(name: &str) -> String {
     key
 }
 
+/// What a name is compared with the reserved names by: its [`reserved_form`], and its key
+/// with the digits around it kept (which the key reads as letters: `NUL1` as `null`); each
+/// also with small `l` read as `i` (`ADMlN` in capitals reads `ADMIN`, which the key, folded
+/// to small letters first, cannot see) and without a trailing `l` (`adminl` reads as
+/// `admin1`, which is `admin` with a digit).
+fn reserved_candidates(name: &str) -> Vec<String> {
+    let joined: String = name.chars().filter(|&c| !is_separator(c)).collect();
+    let mut forms = Vec::with_capacity(8);
+    for base in [reserved_form(name), key_of(&joined)] {
+        let trimmed = base.trim_end_matches('l').to_owned();
+        forms.push(base.replace('l', "i"));
+        forms.push(trimmed.replace('l', "i"));
+        forms.push(trimmed);
+        forms.push(base);
+    }
+    forms
+}
+
 /// What reserved names are compared by: the key without digits, `_` and `-` around the name
 /// and without `_` and `-` inside it.
 fn reserved_form(name: &str) -> String {
@@ -1060,10 +1085,27 @@ mod tests {
             ("MÁY_TÍNH", "máytính"),
             ("Anonymous", "anonymous"),
             ("moderator", "moderator"),
+            // Found by an outside probe: small l for capital I, a digit read as a letter, a
+            // trailing l for a trailing 1.
+            ("ADMlN", "admin"),
+            ("QUANTRl", "quantri"),
+            ("NUL1", "null"),
+            ("adminl", "admin"),
+            ("ROOTl", "root"),
         ] {
             assert_eq!(err(text), UsernameError::Reserved { word }, "{text:?}");
         }
-        for text in ["administrative", "Rooted", "Modi", "bot_lan", "Lan_admin"] {
+        for text in [
+            "administrative",
+            "Rooted",
+            "Modi",
+            "bot_lan",
+            "Lan_admin",
+            "Rooti",
+            "Paul",
+            "Lan",
+            "Nulo",
+        ] {
             ok(text);
         }
         assert!(err("root").to_string().contains("\"root\""));
