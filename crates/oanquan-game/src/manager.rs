@@ -1519,10 +1519,24 @@ impl GameManager {
             0 => DEFAULT_PAGE_SIZE,
             n => n.min(MAX_PAGE_SIZE),
         };
-        Ok(self
+        // The store's cursor knows the filter, not the player: a tag of the account in front
+        // ties a token to the listing it came from, as the API promises.
+        let tag = player_tag(&account.id);
+        let cursor = match page_token {
+            Some(token) => Some(
+                token
+                    .strip_prefix(tag.as_str())
+                    .and_then(|rest| rest.strip_prefix('~'))
+                    .ok_or(StoreError::BadCursor)?,
+            ),
+            None => None,
+        };
+        let mut page = self
             .store
-            .player_games(&account.id, filter, limit, page_token)
-            .await?)
+            .player_games(&account.id, filter, limit, cursor)
+            .await?;
+        page.next_cursor = page.next_cursor.map(|next| format!("{tag}~{next}"));
+        Ok(page)
     }
 
     /// The leaderboard of a speed (provisional ratings left out), best first, page by page.
@@ -1542,6 +1556,18 @@ impl GameManager {
         };
         Ok(self.store.leaderboard(speed, limit, page_token).await?)
     }
+}
+
+/// A short, stable tag of an account for its game listing's page tokens: the first 8 bytes
+/// of the SHA-256 of its id, in hex (the same on every node and after a restart, and not the
+/// id itself, which no response shows).
+fn player_tag(id: &AccountId) -> String {
+    use sha2::{Digest as _, Sha256};
+    let digest = Sha256::digest(id.to_string().as_bytes());
+    digest[..8]
+        .iter()
+        .map(|byte| format!("{byte:02x}"))
+        .collect()
 }
 
 /// What decides whether a game may be rated, as a CreateGame or a Seek asks for it.

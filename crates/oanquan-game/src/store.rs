@@ -451,10 +451,18 @@ pub fn leaderboard_offset(speed: Speed, cursor: &str) -> Result<usize, StoreErro
 /// [`StoreError::BadCursor`] for a cursor of another name or a bad position.
 pub fn parse_named_cursor(name: &str, cursor: &str) -> Result<u64, StoreError> {
     let (prefix, position) = cursor.split_once('.').ok_or(StoreError::BadCursor)?;
-    if prefix != name {
+    if prefix != name || !canonical_number(position) {
         return Err(StoreError::BadCursor);
     }
     position.parse().map_err(|_| StoreError::BadCursor)
+}
+
+/// Whether `text` is a number as a cursor writes it: digits only, no sign, no leading zero.
+/// Only the text a listing issued is one of its cursors (`top-blitz.+2` and `.02` are not).
+fn canonical_number(text: &str) -> bool {
+    !text.is_empty()
+        && text.bytes().all(|b| b.is_ascii_digit())
+        && (text == "0" || !text.starts_with('0'))
 }
 
 /// The position in a cursor made by [`page_cursor`] for the same filter.
@@ -464,7 +472,7 @@ pub fn parse_named_cursor(name: &str, cursor: &str) -> Result<u64, StoreError> {
 /// [`StoreError::BadCursor`] for any other text.
 pub fn parse_page_cursor(filter: GameFilter, cursor: &str) -> Result<u64, StoreError> {
     let (name, position) = cursor.split_once('.').ok_or(StoreError::BadCursor)?;
-    if name != filter.name() {
+    if name != filter.name() || !canonical_number(position) {
         return Err(StoreError::BadCursor);
     }
     position.parse().map_err(|_| StoreError::BadCursor)

@@ -1157,6 +1157,8 @@ pub async fn leaderboards_rank_established_ratings_only(
         "top-blitz.",
         "top-blitz.-1",
         "top-blitz.x",
+        "top-blitz.+2",
+        "top-blitz.02",
         "blitz.1",
     ] {
         assert_eq!(

@@ -1400,11 +1400,20 @@ async fn player_games_are_listed_newest_first_filtered_and_paged() {
     )
     .await
     .unwrap();
-    // A token with other filters, or made up, is refused on page_token.
+    // A token with other filters, of another player's listing, or made up, is refused on
+    // page_token.
     for request in [
         pb::ListPlayerGamesRequest {
             page_token: token.clone(),
             ..filtered(pb::PlayerResult::Win, pb::Speed::Unspecified)
+        },
+        pb::ListPlayerGamesRequest {
+            page_token: token.clone(),
+            ..games_of("Minh")
+        },
+        pb::ListPlayerGamesRequest {
+            page_token: token.split_once('~').expect("tagged").1.to_owned(),
+            ..games_of("Lan")
         },
         pb::ListPlayerGamesRequest {
             page_token: "\u{202e}garbage".into(),

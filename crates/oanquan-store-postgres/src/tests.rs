@@ -164,7 +164,7 @@ fn new_game() -> NewGame {
         preset: Some(Preset::Standard),
         start: None,
         seat: Some(Player::First),
-        display_name: "Lan".to_owned(),
+        display_name: "Guest Lan".to_owned(),
         computer: None,
         time_control: TimeControl::Untimed,
         account: None,
@@ -176,7 +176,7 @@ fn new_game() -> NewGame {
 async fn started(manager: &GameManager) -> (GameId, [PlayerToken; 2]) {
     let created = manager.create_game(new_game()).await.unwrap();
     let id = created.game.id.clone();
-    let joined = manager.join_game(&id, "Minh").await.unwrap();
+    let joined = manager.join_game(&id, "Guest Minh").await.unwrap();
     (id, [created.token, joined.token])
 }
 

@@ -77,7 +77,7 @@ fn lan(rules: oanquan_rules::Rules) -> NewGame {
         preset: None,
         start: None,
         seat: Some(Player::First),
-        display_name: "Lan".to_owned(),
+        display_name: "Guest Lan".to_owned(),
         computer: None,
         time_control: oanquan_game::TimeControl::Untimed,
         account: None,
@@ -91,7 +91,7 @@ async fn new_game(
 ) -> (GameId, [PlayerToken; 2]) {
     let created = manager.create_game(lan(rules)).await.unwrap();
     let id = created.game.id.clone();
-    let joined = manager.join_game(&id, "Minh").await.unwrap();
+    let joined = manager.join_game(&id, "Guest Minh").await.unwrap();
     (id, [created.token, joined.token])
 }
 
