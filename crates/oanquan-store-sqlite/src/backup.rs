@@ -366,17 +366,10 @@ impl Drop for TidyCompanions<'_> {
         #[cfg(unix)]
         {
             use rustix::fs::{FlockOperation, flock};
-            let mut lock_path = self.database.as_os_str().to_owned();
-            lock_path.push(".lock");
-            // Opened as the server opens it, so a server starting now waits on the same lock;
-            // nothing is written to it (its content and time are the last server's).
-            let Ok(lock) = std::fs::OpenOptions::new()
-                .read(true)
-                .write(true)
-                .create(true)
-                .truncate(false)
-                .open(lock_path)
-            else {
+            // Opened as the server opens it (and refused where it would refuse), so a server
+            // starting now waits on the same lock; nothing is written to it (its content and
+            // time are the last server's).
+            let Ok((lock, _)) = schema::open_lock_file(self.database) else {
                 return;
             };
             if flock(&lock, FlockOperation::NonBlockingLockExclusive).is_ok() {

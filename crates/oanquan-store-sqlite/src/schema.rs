@@ -274,6 +274,19 @@ pub enum OpenError {
         /// " (pid N)" when the holder wrote its pid, else empty.
         holder: String,
     },
+    /// The lock file's name holds something that is not a lock file of ours: taking it would
+    /// empty it (a link to another file or to the database, a database named like it).
+    #[error(
+        "{path}: the lock file {lock} {what}. Nothing was changed: the server writes its pid \
+         into that file, which would destroy what is there. Move it away (or give --database \
+         another name), then start again"
+    )]
+    BadLockFile {
+        path: PathBuf,
+        lock: PathBuf,
+        /// What is there instead, as "is …" / "has …".
+        what: String,
+    },
     #[error("{path}: {context}")]
     Io {
         /// The file.
@@ -408,15 +421,110 @@ impl Heartbeat {
     }
 }
 
+/// The lock file of the database at `path`: `<database>.lock` beside the file the name
+/// resolves to (so that a symbolic link to a database shares its lock), opened without
+/// following a link, created if missing, and checked to be a lock file of ours before anyone
+/// writes to it: a plain file with one name, not the database, holding nothing or a pid. An
+/// outside probe made a server empty `/etc/passwd` through a `.lock` link, and a database
+/// through a `.lock` hard link or a database named `games.lock` beside `--database games`.
+///
+/// # Errors
+///
+/// [`OpenError::BadLockFile`] for anything else there, [`OpenError::Io`].
+pub(super) fn open_lock_file(path: &Path) -> Result<(std::fs::File, PathBuf), OpenError> {
+    use std::io::Read as _;
+    // The name the database resolves to, when it exists (else the name as given: a new file).
+    let resolved = std::fs::canonicalize(path).unwrap_or_else(|_| path.to_owned());
+    let mut lock_path = resolved.as_os_str().to_owned();
+    lock_path.push(".lock");
+    let lock_path = PathBuf::from(lock_path);
+    let bad = |what: String| OpenError::BadLockFile {
+        path: path.to_owned(),
+        lock: lock_path.clone(),
+        what,
+    };
+    let mut options = std::fs::OpenOptions::new();
+    options.read(true).write(true).create(true).truncate(false);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::OpenOptionsExt as _;
+        options.custom_flags(rustix::fs::OFlags::NOFOLLOW.bits() as i32);
+    }
+    let mut file = match options.open(&lock_path) {
+        Ok(file) => file,
+        Err(_)
+            if std::fs::symlink_metadata(&lock_path)
+                .is_ok_and(|meta| meta.file_type().is_symlink()) =>
+        {
+            return Err(bad("is a symbolic link".to_owned()));
+        }
+        Err(source) => {
+            return Err(OpenError::Io {
+                path: path.to_owned(),
+                context: "opening the lock file",
+                source,
+            });
+        }
+    };
+    let meta = file.metadata().map_err(|source| OpenError::Io {
+        path: path.to_owned(),
+        context: "reading the lock file's metadata",
+        source,
+    })?;
+    if !meta.is_file() {
+        return Err(bad("is not a regular file".to_owned()));
+    }
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::MetadataExt as _;
+        if meta.nlink() > 1 {
+            return Err(bad(format!(
+                "has {} names (hard links): it is another file's too",
+                meta.nlink()
+            )));
+        }
+        if let Ok(database) = std::fs::metadata(path)
+            && database.dev() == meta.dev()
+            && database.ino() == meta.ino()
+        {
+            return Err(bad("is the database itself".to_owned()));
+        }
+    }
+    // What a server writes: its pid and a newline. Anything longer or else is someone's file.
+    let mut head = Vec::new();
+    let _ = (&mut file)
+        .take(LOCK_CONTENT_MAX + 1)
+        .read_to_end(&mut head);
+    let ours = head.len() as u64 <= LOCK_CONTENT_MAX
+        && head
+            .iter()
+            .all(|b| b.is_ascii_digit() || b.is_ascii_whitespace());
+    if !ours {
+        let what = if head.starts_with(b"SQLite format 3\0") {
+            "is an SQLite database, not a lock file".to_owned()
+        } else {
+            format!("holds {} bytes that are not a server's pid", meta.len())
+        };
+        return Err(bad(what));
+    }
+    std::io::Seek::rewind(&mut file).map_err(|source| OpenError::Io {
+        path: path.to_owned(),
+        context: "reading the lock file",
+        source,
+    })?;
+    Ok((file, lock_path))
+}
+
+/// The most a lock file of ours holds: a pid and a newline, with room to spare.
+const LOCK_CONTENT_MAX: u64 = 32;
+
 /// Takes the database's lock without waiting.
 ///
 /// # Errors
 ///
 /// [`OpenError::Locked`] if another store (in this process or another) holds it.
 pub(super) fn lock(path: &Path) -> Result<FileLock, OpenError> {
-    let mut lock_path = path.as_os_str().to_owned();
-    lock_path.push(".lock");
-    let lock_path = PathBuf::from(lock_path);
+    let (mut file, lock_path) = open_lock_file(path)?;
     let io = |context| {
         let path = path.to_owned();
         move |source| OpenError::Io {
@@ -425,13 +533,6 @@ pub(super) fn lock(path: &Path) -> Result<FileLock, OpenError> {
             source,
         }
     };
-    let mut file = std::fs::OpenOptions::new()
-        .read(true)
-        .write(true)
-        .create(true)
-        .truncate(false)
-        .open(&lock_path)
-        .map_err(io("opening the lock file"))?;
     // A lock file with a pid in it was marked by a server (it may have been killed); only a
     // holder of the lock writes it, so what is read here stays the last server's if it is ours.
     let previous_alive = file

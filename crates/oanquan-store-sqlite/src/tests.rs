@@ -1020,6 +1020,65 @@ async fn a_closed_store_still_held_does_not_lock_the_next_one_out() {
     drop(next);
 }
 
+/// The lock file is written (the pid) only once it is known to be ours: an outside probe made
+/// a server empty `/etc/passwd` through a `.lock` symbolic link, a database through a `.lock`
+/// hard link to it, and a database named `games.lock` beside `--database games`. Each is
+/// refused now, and what is there is left as it was. A symbolic link to a database shares
+/// the database's lock, so a second server through it is refused as on the file itself.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn only_a_lock_file_of_ours_is_ever_written() {
+    let (dir, path, store) = fresh_store();
+    store.close().await;
+    drop(store);
+    let lock = dir.path().join("games.db.lock");
+    let precious = dir.path().join("precious.txt");
+    std::fs::write(&precious, "precious data\n").unwrap();
+    let database = std::fs::read(&path).unwrap();
+
+    let refused = |expected: &str| {
+        match SqliteStore::open(&path) {
+            Err(error @ OpenError::BadLockFile { .. }) => {
+                assert!(error.to_string().contains(expected), "{error}");
+            }
+            other => panic!("{expected}: {other:?}"),
+        }
+        assert_eq!(std::fs::read(&precious).unwrap(), b"precious data\n");
+        assert_eq!(std::fs::read(&path).unwrap(), database);
+    };
+    std::fs::remove_file(&lock).unwrap();
+    std::os::unix::fs::symlink(&precious, &lock).unwrap();
+    refused("is a symbolic link");
+    std::fs::remove_file(&lock).unwrap();
+    std::os::unix::fs::symlink(&path, &lock).unwrap();
+    refused("is a symbolic link");
+    std::fs::remove_file(&lock).unwrap();
+    std::fs::hard_link(&path, &lock).unwrap();
+    refused("hard links");
+    std::fs::remove_file(&lock).unwrap();
+    std::fs::hard_link(&precious, &lock).unwrap();
+    refused("hard links");
+    std::fs::remove_file(&lock).unwrap();
+    std::fs::copy(&path, &lock).unwrap();
+    refused("is an SQLite database");
+    std::fs::write(&lock, "precious notes, not a pid\n").unwrap();
+    refused("not a server's pid");
+    assert_eq!(
+        std::fs::read(&lock).unwrap(),
+        b"precious notes, not a pid\n"
+    );
+
+    // A pid, or nothing, is a lock file of ours.
+    std::fs::write(&lock, "12345\n").unwrap();
+    let store = SqliteStore::open(&path).expect("a pid in the lock file");
+    let link = dir.path().join("link.db");
+    std::os::unix::fs::symlink(&path, &link).unwrap();
+    assert!(
+        matches!(SqliteStore::open(&link), Err(OpenError::Locked { .. })),
+        "a second server through a link to the database is refused"
+    );
+    store.close().await;
+}
+
 /// A damaged header's file format version (byte 18 or 19) is called damage, not a file the
 /// server cannot write (SQLite opens such a file read-only); the file is left as it was.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
