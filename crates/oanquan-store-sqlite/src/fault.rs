@@ -27,6 +27,20 @@ pub(crate) fn is_unavailable(error: &rusqlite::Error) -> bool {
     )
 }
 
+/// Whether `error` says a stored value does not read as the type its column always holds
+/// (text that is not UTF-8, a blob where a number was written, a number out of range): a
+/// flipped byte inside a row, which SQLite's page checks do not see. An outside probe got
+/// INTERNAL, not DATA_LOSS, for such a byte in a move's row on half of its flips.
+fn is_undecodable(error: &rusqlite::Error) -> bool {
+    matches!(
+        error,
+        rusqlite::Error::FromSqlConversionFailure(..)
+            | rusqlite::Error::Utf8Error(..)
+            | rusqlite::Error::InvalidColumnType(..)
+            | rusqlite::Error::IntegralValueOutOfRange(..)
+    )
+}
+
 /// Whether `error` is a `UNIQUE` constraint refusing a row (as opposed to a primary key's or
 /// another constraint): a key taken, which the caller may report as such.
 pub(crate) fn is_unique_violation(error: &rusqlite::Error) -> bool {
@@ -44,7 +58,8 @@ pub(crate) fn backend(error: rusqlite::Error) -> StoreError {
     } else if matches!(
         error.sqlite_error_code(),
         Some(ErrorCode::DatabaseCorrupt | ErrorCode::NotADatabase)
-    ) {
+    ) || is_undecodable(&error)
+    {
         StoreError::DamagedData(format!("sqlite: {error}"))
     } else {
         StoreError::Backend(format!("sqlite: {error}"))

@@ -608,6 +608,49 @@ async fn moves_that_do_not_replay_to_the_stored_game_load_as_damaged() {
     }
 }
 
+/// A byte flipped inside a row's text (not UTF-8 any more: SQLite's page checks do not look
+/// inside values) is that game's damage on every read of it, never a server error: an outside
+/// probe got INTERNAL on ListMoves and WatchGame for such a flip, DATA_LOSS on GetGame.
+#[tokio::test]
+async fn text_that_is_not_utf8_in_a_row_is_the_games_damage() {
+    let (_dir, path, store) = fresh_store();
+    let (games, _hub) = manager(Arc::clone(&store));
+    let (id, tokens) = new_game(&games, Preset::Standard.rules()).await;
+    for token in &tokens {
+        let position = games.get_game(&id).await.unwrap().position;
+        games
+            .play_move(&id, token, position.legal_moves()[0], Some(position.ply()))
+            .await
+            .unwrap();
+    }
+    drop(games);
+    drop(store);
+    let conn = Connection::open(&path).unwrap();
+    let changed = conn
+        .execute(
+            "UPDATE game_log SET mv = CAST(x'33d8' AS TEXT)
+             WHERE mv IS NOT NULL AND game = (SELECT ord FROM games WHERE id = ?1)",
+            [id.as_str()],
+        )
+        .unwrap();
+    assert_eq!(changed, 2);
+    drop(conn);
+    let store = SqliteStore::open(&path).unwrap();
+    let damaged = |result: Result<(), StoreError>, what: &str| match result {
+        Err(StoreError::Damaged { id: of, .. }) => assert_eq!(of, id, "{what}"),
+        other => panic!("{what}: {other:?}"),
+    };
+    damaged(
+        store.game_events_since(&id, 0).await.map(|_| ()),
+        "its events",
+    );
+    damaged(store.load(&id).await.map(|_| ()), "the game");
+    damaged(
+        store.game_events_since(&id, 1).await.map(|_| ()),
+        "its events, once loaded",
+    );
+}
+
 #[test]
 fn every_status_has_a_filter_slot() {
     assert_eq!(
