@@ -179,7 +179,10 @@ impl SqliteStore {
         let writer_batches = Arc::clone(&batches);
         let thread = thread::Builder::new()
             .name("oanquan-sqlite-writer".to_owned())
-            .spawn(move || run_writer(conn, &jobs, &writer_cache, &health, &writer_batches))
+            .spawn({
+                let file = writer::FileIdentity::of(&path);
+                move || run_writer(conn, &jobs, &writer_cache, &health, &writer_batches, &file)
+            })
             .map_err(|source| OpenError::Io {
                 path: path.clone(),
                 context: "starting the writer thread",

@@ -651,6 +651,48 @@ async fn text_that_is_not_utf8_in_a_row_is_the_games_damage() {
     );
 }
 
+/// A database file deleted (or moved, or replaced) under a running server: SQLite would go on
+/// writing the open file, which is gone at the stop, so nothing more is acknowledged. An
+/// outside probe had moves acknowledged after `rm oanquan.db*`, all lost at the restart.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_database_file_deleted_under_the_server_takes_no_more_writes() {
+    for replace in [false, true] {
+        let (dir, path, store) = fresh_store();
+        let (games, _hub) = manager(Arc::clone(&store));
+        let (id, tokens) = new_game(&games, Preset::Standard.rules()).await;
+        let writable = store.writable().expect("a durable store says");
+        assert!(*writable.borrow());
+        for suffix in ["", "-wal", "-shm"] {
+            let mut name = path.as_os_str().to_owned();
+            name.push(suffix);
+            let _ = std::fs::remove_file(&name);
+        }
+        if replace {
+            std::fs::write(&path, b"someone else's file").unwrap();
+        }
+        let position = games.get_game(&id).await.unwrap().position;
+        let refused = games
+            .play_move(&id, &tokens[0], position.legal_moves()[0], Some(0))
+            .await
+            .unwrap_err();
+        assert!(
+            // The detail (deleted, moved or replaced) goes to the log, as for a full disk.
+            matches!(&refused, oanquan_game::GameError::Unavailable(_)),
+            "{refused:?}"
+        );
+        assert!(!*writable.borrow(), "the store says it cannot write");
+        assert!(
+            games
+                .create_game(lan(Preset::Standard.rules()))
+                .await
+                .is_err()
+        );
+        drop(games);
+        store.close().await;
+        drop(dir);
+    }
+}
+
 #[test]
 fn every_status_has_a_filter_slot() {
     assert_eq!(

@@ -113,12 +113,59 @@ pub(crate) enum Message {
     Call(Box<dyn FnOnce(&mut Connection) + Send>),
 }
 
+/// The database file as the store opened it, to notice it deleted, moved or replaced under a
+/// running server: SQLite goes on writing the open file, which is gone at the stop (an outside
+/// probe removed the files of a running server: its moves kept being acknowledged, and the
+/// next start made an empty database). One `stat` per batch.
+#[derive(Debug)]
+pub(crate) struct FileIdentity {
+    path: std::path::PathBuf,
+    #[cfg(unix)]
+    id: Option<(u64, u64)>,
+}
+
+impl FileIdentity {
+    /// The file at `path` now.
+    pub(crate) fn of(path: &std::path::Path) -> FileIdentity {
+        FileIdentity {
+            path: path.to_owned(),
+            #[cfg(unix)]
+            id: Self::read(path),
+        }
+    }
+
+    #[cfg(unix)]
+    fn read(path: &std::path::Path) -> Option<(u64, u64)> {
+        use std::os::unix::fs::MetadataExt as _;
+        std::fs::metadata(path).ok().map(|m| (m.dev(), m.ino()))
+    }
+
+    /// Why nothing may be written any more, if the file at the path is not the one opened.
+    fn gone(&self) -> Option<StoreError> {
+        #[cfg(unix)]
+        {
+            let now = Self::read(&self.path);
+            if self.id.is_some() && now != self.id {
+                return Some(StoreError::Unavailable(format!(
+                    "the database file {} was deleted, moved or replaced while the server ran; \
+                     nothing more is written, since it would be lost at the stop. Stop the \
+                     server and put the database back (or restore a backup) before starting \
+                     it again",
+                    self.path.display()
+                )));
+            }
+        }
+        None
+    }
+}
+
 pub(crate) fn run_writer(
     mut conn: Connection,
     messages: &mpsc::Receiver<Message>,
     cache: &Cache,
     health: &watch::Sender<bool>,
     batches: &BatchObserver,
+    file: &FileIdentity,
 ) {
     // `Some(wait)` while the file cannot be written: try a probe write after `wait`.
     let mut backoff: Option<Duration> = None;
@@ -143,7 +190,11 @@ pub(crate) fn run_writer(
                 Some(wait) => match messages.recv_timeout(wait) {
                     Ok(message) => message,
                     Err(mpsc::RecvTimeoutError::Timeout) => {
-                        backoff = match probe(&mut conn) {
+                        let probed = match file.gone() {
+                            Some(_) => Err(rusqlite::Error::InvalidQuery),
+                            None => probe(&mut conn),
+                        };
+                        backoff = match probed {
                             Ok(()) => {
                                 set_writable(health, true, None);
                                 None
@@ -181,8 +232,13 @@ pub(crate) fn run_writer(
         if let Some(observe) = batches.get() {
             observe(work.len() + writes.len());
         }
-        let (results, outcomes) =
-            write_batch(&mut conn, &mut work, &mut writes, (&checkpoints, &heads));
+        let (results, outcomes) = match file.gone() {
+            Some(error) => {
+                let (results, outcomes) = all_failed(work.len(), writes.len(), &error);
+                (self::answers(&mut work, results), outcomes)
+            }
+            None => write_batch(&mut conn, &mut work, &mut writes, (&checkpoints, &heads)),
+        };
         // Any commit refused for want of space or permission means the store cannot write
         // now, even if smaller commits of the same batch fitted.
         let unavailable = results
