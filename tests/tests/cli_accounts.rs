@@ -465,6 +465,18 @@ fn a_rated_seek_game_changes_both_ratings() {
     );
     assert!(row.contains(&format!("{winner} (1500?)")), "{row}");
     assert!(row.contains("1500 → "), "{row}");
+    // Lan's games under a look-alike spelling of her name (capital I for l, which the server
+    // finds too) are still seen from her side.
+    let games = ok(&url, winner_dir.path(), &["games", "Ian"]).stdout;
+    let row = games
+        .lines()
+        .find(|l| l.contains(&game))
+        .unwrap_or_else(|| panic!("{game} not in:\n{games}"));
+    let lan_result = if winner == "Lan" { " win " } else { " loss " };
+    assert!(
+        row.contains(lan_result) && row.contains("Minh (1500?)"),
+        "{row}"
+    );
     let wins = json_of(
         &ok(
             &url,

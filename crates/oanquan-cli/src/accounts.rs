@@ -410,6 +410,21 @@ pub async fn games(ctx: &Context, clients: &mut Clients, args: &GamesArgs) -> Re
     if games.is_empty() {
         return out(format!("no games of {} found", shown_name(&username)));
     }
+    // The server finds a player under any case or look-alike spelling of the name (`Ian` for
+    // `Lan`); the seats carry the name as registered, which is what finds the player's side.
+    let username = if args.username.is_some() {
+        clients
+            .accounts
+            .get_player(request(GetPlayerRequest {
+                username: username.clone(),
+            }))
+            .await
+            .ok()
+            .and_then(|response| response.into_inner().player)
+            .map_or(username, |player| player.username)
+    } else {
+        username
+    };
     let mut rows = vec![
         [
             "DATE", "GAME", "TIME", "RATED", "RESULT", "OPPONENT", "RATING",
