@@ -1538,6 +1538,32 @@ fn bytes_that_are_not_utf8_and_huge_lines_are_refused_lines() {
     assert!(stdout.len() < 20_000, "{} bytes of output", stdout.len());
 }
 
+/// `login` at a terminal does not show the key typed: on screen it would stay in the
+/// scrollback (an outside probe found it there).
+#[cfg(target_os = "linux")]
+#[test]
+fn login_at_a_terminal_does_not_show_the_key() {
+    let server = Server::start();
+    let (home, laptop) = (config_dir(), config_dir());
+    let registered = run_cli(&server.url(), home.path(), &["register", "Lan"]);
+    assert_eq!(registered.code, Some(0), "{registered:?}");
+    let made = run_cli(&server.url(), home.path(), &["keys", "new"]);
+    let key = made
+        .stdout
+        .lines()
+        .find(|l| l.starts_with("oqk_"))
+        .unwrap_or_else(|| panic!("no key in {made:?}"))
+        .to_owned();
+    let mut terminal = Terminal::run(&server.url(), laptop.path(), &["login"]);
+    terminal.wait_for("API key: ");
+    terminal.type_line(&key);
+    let shown = terminal.wait_for("logged in as Lan");
+    let secret = &key[key.len() - 16..];
+    assert!(!shown.contains(secret), "the key is on screen: {shown:?}");
+    let me = run_cli(&server.url(), laptop.path(), &["me"]);
+    assert!(me.stdout.contains("Lan"), "{me:?}");
+}
+
 /// A token file that does not read back stops `create`, `join` and `seek` before they ask the
 /// server for a seat: a seat whose token cannot be kept could be neither played nor aborted.
 #[test]
@@ -1592,6 +1618,10 @@ struct Terminal {
 #[cfg(target_os = "linux")]
 impl Terminal {
     fn play(server: &str, config: &std::path::Path, id: &str) -> Terminal {
+        Terminal::run(server, config, &["play", id])
+    }
+
+    fn run(server: &str, config: &std::path::Path, args: &[&str]) -> Terminal {
         use rustix::pty::{OpenptFlags, grantpt, openpt, ptsname, unlockpt};
         use std::io::Read as _;
         use std::os::unix::fs::OpenOptionsExt as _;
@@ -1606,12 +1636,12 @@ impl Terminal {
             .custom_flags(rustix::fs::OFlags::NOCTTY.bits() as i32)
             .open(std::path::Path::new(name.to_str().expect("a path")))
             .expect("the terminal's slave");
-        let child = oanquan_e2e::cli_command(server, config, &["play", id])
+        let child = oanquan_e2e::cli_command(server, config, args)
             .stdin(slave.try_clone().expect("dup"))
             .stdout(slave.try_clone().expect("dup"))
             .stderr(slave)
             .spawn()
-            .expect("spawn oanquan play");
+            .expect("spawn oanquan");
         let master = std::fs::File::from(master);
         // One reader for the whole session: a read blocks, so it runs on a thread of its own.
         let (tx, output) = std::sync::mpsc::channel();
@@ -1632,8 +1662,9 @@ impl Terminal {
         }
     }
 
-    /// Waits until `text` has appeared since the last wait (panics after 20 s, with what came).
-    fn wait_for(&mut self, text: &str) {
+    /// Waits until `text` has appeared since the last wait (panics after 20 s, with what came);
+    /// returns what came up to it, `text` included.
+    fn wait_for(&mut self, text: &str) -> String {
         let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
         while !self.seen.contains(text) {
             let left = deadline.saturating_duration_since(std::time::Instant::now());
@@ -1643,7 +1674,7 @@ impl Terminal {
             }
         }
         let end = self.seen.find(text).unwrap_or(0) + text.len();
-        self.seen.drain(..end);
+        self.seen.drain(..end).collect()
     }
 
     fn type_line(&mut self, line: &str) {

@@ -110,7 +110,7 @@ const MAX_KEY_LINE: usize = 1024;
 pub async fn login(ctx: &Context, clients: &mut Clients, args: &LoginArgs) -> Result<(), CliError> {
     let file = ctx.account_file()?;
     may_store(&file, &ctx.server.name, args.force)?;
-    let key = read_key()?;
+    let key = read_key_unseen().await?;
     let key_id = crate::account_file::key_id(&key)
         .map(str::to_owned)
         .ok_or_else(not_a_key)?;
@@ -161,6 +161,70 @@ fn not_a_key() -> CliError {
         code::USAGE,
         "that is not an API key: keys look like oqk_..., as `oanquan keys new` prints them",
     )
+}
+
+/// [`read_key`], typed at a terminal without being shown: a key on screen stays in the
+/// scrollback (and in screenshots and screen shares). Echo comes back once the line is read,
+/// and on Ctrl-C, which ends the command with exit code 130.
+async fn read_key_unseen() -> Result<String, CliError> {
+    let hidden = HiddenInput::start();
+    let interrupt = crate::signals::interrupt();
+    let reading = tokio::task::spawn_blocking(read_key);
+    let read = tokio::select! {
+        read = reading => read,
+        _ = interrupt => {
+            drop(hidden);
+            eprintln!();
+            return Err(CliError::new(code::INTERRUPTED, "interrupted; no key was stored"));
+        }
+    };
+    if hidden.is_some() {
+        // The newline typed was not echoed either.
+        eprintln!();
+    }
+    drop(hidden);
+    read.map_err(|e| CliError::new(code::FAILURE, format!("reading the API key: {e}")))?
+}
+
+/// Echo turned off on the terminal that is stdin, until dropped (Unix; elsewhere, and when
+/// stdin is not a terminal, nothing).
+struct HiddenInput {
+    #[cfg(unix)]
+    saved: rustix::termios::Termios,
+}
+
+impl HiddenInput {
+    fn start() -> Option<HiddenInput> {
+        #[cfg(unix)]
+        {
+            use rustix::termios::{LocalModes, OptionalActions, tcgetattr, tcsetattr};
+            use std::io::IsTerminal as _;
+            let stdin = std::io::stdin();
+            if !stdin.is_terminal() {
+                return None;
+            }
+            let saved = tcgetattr(&stdin).ok()?;
+            let mut quiet = saved.clone();
+            quiet.local_modes.remove(LocalModes::ECHO);
+            tcsetattr(&stdin, OptionalActions::Now, &quiet).ok()?;
+            Some(HiddenInput { saved })
+        }
+        #[cfg(not(unix))]
+        None
+    }
+}
+
+impl Drop for HiddenInput {
+    fn drop(&mut self) {
+        #[cfg(unix)]
+        {
+            let _ = rustix::termios::tcsetattr(
+                std::io::stdin(),
+                rustix::termios::OptionalActions::Now,
+                &self.saved,
+            );
+        }
+    }
 }
 
 /// The first line of stdin, trimmed: the API key (prompted for on a terminal).
