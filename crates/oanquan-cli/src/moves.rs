@@ -152,6 +152,13 @@ pub struct LocalMove {
 }
 
 impl LocalMove {
+    /// Sorts moves as the player reads them: by their square 1 to 5, left before right. The
+    /// server lists by board square, left before right on the board, which from the second
+    /// seat read `1r 1l 2r 2l` (an outside probe saw it after a refused move).
+    pub fn in_player_order(moves: &mut [LocalMove]) {
+        moves.sort_by_key(|m| (m.square, m.dir != Dir::Left));
+    }
+
     pub fn to_proto(self, side: Side) -> Move {
         Move {
             square: Some(side.ring_offset() + u32::from(self.square)),
@@ -349,6 +356,27 @@ pub fn parse_move(text: &str) -> Result<LocalMove, InputError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn moves_are_listed_in_the_players_order() {
+        let local = |square, dir| LocalMove { square, dir };
+        let mut moves = [
+            local(2, Dir::Right),
+            local(2, Dir::Left),
+            local(1, Dir::Right),
+            local(1, Dir::Left),
+        ];
+        LocalMove::in_player_order(&mut moves);
+        assert_eq!(
+            moves,
+            [
+                local(1, Dir::Left),
+                local(1, Dir::Right),
+                local(2, Dir::Left),
+                local(2, Dir::Right)
+            ]
+        );
+    }
 
     fn mv(square: u8, dir: Dir) -> Input {
         Input::Move(LocalMove { square, dir })

@@ -604,12 +604,13 @@ impl Player {
             }))
             .await;
         if let Ok(response) = asked {
-            let moves: Vec<LocalMove> = response
+            let mut moves: Vec<LocalMove> = response
                 .into_inner()
                 .moves
                 .iter()
                 .filter_map(|m| LocalMove::from_proto(self.me, m))
                 .collect();
+            LocalMove::in_player_order(&mut moves);
             if !moves.is_empty() {
                 return moves;
             }
