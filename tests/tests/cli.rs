@@ -1538,6 +1538,42 @@ fn bytes_that_are_not_utf8_and_huge_lines_are_refused_lines() {
     assert!(stdout.len() < 20_000, "{} bytes of output", stdout.len());
 }
 
+/// Ctrl-D at the prompt ends `play` with its message on a line of its own, and no prompt drawn
+/// again after it (the shell's prompt would land on that line).
+#[cfg(target_os = "linux")]
+#[test]
+fn ctrl_d_at_the_prompt_leaves_no_prompt_behind() {
+    let server = Server::start();
+    let (alice_dir, bob_dir) = (config_dir(), config_dir());
+    let created = run_cli(
+        &server.url(),
+        alice_dir.path(),
+        &["create", "--name", "a", "--seat", "first"],
+    );
+    let id = created_id(created.stdout.lines().next().unwrap_or_default());
+    let joined = run_cli(&server.url(), bob_dir.path(), &["join", &id, "--name", "b"]);
+    assert_eq!(joined.code, Some(0), "{joined:?}");
+    let mut alice = Terminal::play(&server.url(), alice_dir.path(), &id);
+    alice.wait_for("your move> ");
+    {
+        use std::io::Write as _;
+        alice.master.write_all(&[4]).expect("Ctrl-D");
+    }
+    alice.wait_for("input ended before the game did");
+    let status = alice.child.wait().expect("play ends");
+    assert_eq!(status.code(), Some(6), "{status:?}");
+    // What it wrote after the message, until it exited.
+    std::thread::sleep(std::time::Duration::from_millis(200));
+    while let Ok(bytes) = alice.output.try_recv() {
+        alice.seen.push_str(&String::from_utf8_lossy(&bytes));
+    }
+    assert!(
+        !alice.seen.contains("your move>"),
+        "a prompt after the message: {:?}",
+        alice.seen
+    );
+}
+
 /// `login` at a terminal does not show the key typed: on screen it would stay in the
 /// scrollback (an outside probe found it there).
 #[cfg(target_os = "linux")]

@@ -497,6 +497,12 @@ async fn play_one(
                     input_closed = true;
                 }
                 None => {
+                    if interactive {
+                        // Ctrl-D at the prompt: the prompt stays as typed, and what follows
+                        // starts on a line of its own, with no prompt drawn again after it.
+                        output::input_read();
+                        out("")?;
+                    }
                     return Err(CliError::new(
                         code::UNFINISHED,
                         format!("input ended before the game did; resume with `oanquan play {game_id_shown}`"),
