@@ -626,3 +626,25 @@ fn an_account_survives_a_restart() {
     let me = ok(&server.url(), moved.path(), &["me", "--json"]);
     assert_eq!(json_of(&me.stdout)["player"]["username"], "Lan");
 }
+
+/// A rated seek that nobody answers in time plays the computer, and such a game is never
+/// rated: the seeker is told so rather than finding out from the result.
+#[test]
+fn a_rated_seek_handed_to_the_computer_says_it_is_not_rated() {
+    let server = Server::start();
+    let url = server.url();
+    let lan = config_dir();
+    register(&url, lan.path(), "Lan");
+    // It goes on to play the game; with no input it stops there, which is not under test.
+    let seek = run_cli(
+        &url,
+        lan.path(),
+        &["seek", "5+0", "--rated", "--computer-after", "1s"],
+    );
+    assert!(
+        seek.stdout
+            .contains("you play the computer, and a game against the computer is not rated"),
+        "{seek:?}"
+    );
+    assert!(seek.stdout.contains("paired into game "), "{seek:?}");
+}

@@ -128,6 +128,12 @@ pub async fn seek(
             }
             Some(seek_response::Kind::Paired(paired)) => {
                 let seat = seat_of(paired.seat, "seek pairing")?;
+                if !ctx.json && args.rated && paired.game.as_ref().is_some_and(|g| !g.rated) {
+                    out(
+                        "nobody answered in time: you play the computer, and a game against the \
+                         computer is not rated",
+                    )?;
+                }
                 if ctx.json {
                     // The API's message, less the token (it goes to the token file only).
                     let mut shown = paired.clone();
