@@ -129,6 +129,7 @@ pub(crate) async fn run(
         poll.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
         poll
     });
+    let mut unreadable_warned = false;
     loop {
         let asked = tokio::select! {
             _ = stop.wait_for(|stopping| *stopping) => return,
@@ -138,6 +139,25 @@ pub(crate) async fn run(
         // Files in the middle of being replaced read as a pair that does not match: refused
         // below and read again at the next tick, not mistaken for the final pair.
         let read = |path: &PathBuf| read_file(path).ok();
+        // A file gone (deleted, or unreadable) keeps the pair in use, as a bad file does, and
+        // says so once rather than at every tick.
+        let unreadable: Vec<String> = [&files.cert, &files.key]
+            .into_iter()
+            .filter_map(|path| {
+                read_file(path)
+                    .err()
+                    .map(|error| format!("{}: {error}", path.display()))
+            })
+            .collect();
+        if unreadable.is_empty() {
+            unreadable_warned = false;
+        } else if !unreadable_warned {
+            unreadable_warned = true;
+            warn!(
+                files = %unreadable.join("; "),
+                "TLS certificate or key file cannot be read; the pair in use is kept until it can"
+            );
+        }
         if !asked {
             let unchanged = read(&files.cert).is_none_or(|cert| cert == tried.cert_pem)
                 && read(&files.key).is_none_or(|key| key == tried.key_pem);

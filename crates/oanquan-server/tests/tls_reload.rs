@@ -182,3 +182,24 @@ async fn sighup_reloads_the_certificate() {
     })
     .await;
 }
+
+/// A key file deleted under the server keeps the pair in use, and the log says so once (an
+/// outside probe saw nothing logged); put back, it is served again without a word more.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_deleted_key_file_is_logged_once_and_the_pair_kept() {
+    let dir = tempfile::tempdir().unwrap();
+    let a = certificate();
+    let server = Running::start(dir.path(), &a, "50ms");
+    std::fs::remove_file(&server.key).unwrap();
+    server.wait_for_log("TLS certificate or key file cannot be read");
+    std::thread::sleep(Duration::from_millis(300));
+    let log = server.stderr.lock().unwrap().clone();
+    assert_eq!(
+        log.matches("TLS certificate or key file cannot be read")
+            .count(),
+        1,
+        "{log}"
+    );
+    assert!(log.contains("key.pem"), "{log}");
+    assert!(connect(server.addr, &a.0).await.is_some(), "A is kept");
+}
