@@ -844,8 +844,19 @@ fn migrate(conn: &mut Connection, path: &Path) -> Result<(), OpenError> {
     tx.pragma_update(None, "application_id", APPLICATION_ID)
         .map_err(error("setting the application id"))?;
     for (from, migration) in MIGRATIONS.iter().enumerate().skip(version as usize) {
+        // A migration fails on tables that are not what the recorded version says (the version
+        // was edited, or a table is someone else's): damage, not a defect, and nothing of the
+        // migration stays (the transaction rolls back).
         tx.execute_batch(migration)
-            .map_err(error("applying a migration"))?;
+            .map_err(|e| OpenError::Corrupt {
+                path: path.to_owned(),
+                detail: format!(
+                    "its tables do not match its schema version {version} (user_version): \
+                 migrating to version {} failed with \"{e}\"; the version was changed by \
+                 hand, or the tables are not the ones this server made",
+                    from + 1
+                ),
+            })?;
         tx.pragma_update(None, "user_version", from as i32 + 1)
             .map_err(error("recording the schema version"))?;
     }
