@@ -650,7 +650,8 @@ impl pb::game_service_server::GameService for GameApi {
             enum Turn {
                 Stopping,
                 Gone,
-                Seated(Result<crate::domain::Seated, GameError>),
+                // Boxed: a seat is large, and every heartbeat moves a `Turn`.
+                Seated(Box<Result<crate::domain::Seated, GameError>>),
                 Tick,
             }
             loop {
@@ -659,7 +660,7 @@ impl pb::game_service_server::GameService for GameApi {
                     _ = shutdown.wait_for(|stopping| *stopping) => Turn::Stopping,
                     // The client went away: dropping the ticket withdraws the seek.
                     () = tx.closed() => Turn::Gone,
-                    seated = &mut wait => Turn::Seated(seated),
+                    seated = &mut wait => Turn::Seated(Box::new(seated)),
                     _ = ticker.tick() => Turn::Tick,
                 };
                 let out = match turn {
@@ -667,20 +668,22 @@ impl pb::game_service_server::GameService for GameApi {
                         "the server is shutting down; the seek is withdrawn, seek again",
                     )),
                     Turn::Gone => break,
-                    Turn::Seated(Ok(seated)) => match revoked(&manager, key.as_deref()).await {
-                        None => seek_message(paired(&seated)),
-                        Some(error) => {
-                            // Its seat is not handed out: the game ends before it starts.
-                            if let Err(abort) =
-                                manager.abort(&seated.game.id, seated.token.clone()).await
-                            {
-                                tracing::warn!(game_id = %seated.game.id, %abort,
+                    Turn::Seated(seated) => match *seated {
+                        Err(error) => Err(into_status(error)),
+                        Ok(seated) => match revoked(&manager, key.as_deref()).await {
+                            None => seek_message(paired(&seated)),
+                            Some(error) => {
+                                // Its seat is not handed out: the game ends before it starts.
+                                if let Err(abort) =
+                                    manager.abort(&seated.game.id, seated.token.clone()).await
+                                {
+                                    tracing::warn!(game_id = %seated.game.id, %abort,
                                     "aborting a game paired on a revoked key");
+                                }
+                                Err(into_status(error))
                             }
-                            Err(into_status(error))
-                        }
+                        },
                     },
-                    Turn::Seated(Err(error)) => Err(into_status(error)),
                     Turn::Tick => match revoked(&manager, key.as_deref()).await {
                         // Dropping the ticket (the loop ends) withdraws the seek.
                         Some(error) => Err(into_status(error)),
