@@ -798,6 +798,10 @@ pub(super) fn open_writer(path: &Path) -> Result<Connection, OpenError> {
     }
     conn.busy_timeout(BUSY_TIMEOUT)
         .map_err(error("setting the busy timeout"))?;
+    // The mode found, put back if the file is refused below: a refused file is left as it was.
+    let found: String = conn
+        .query_row("PRAGMA journal_mode", [], |row| row.get(0))
+        .map_err(error("reading the journal mode"))?;
     // WAL: readers never block the writer nor each other, and a commit appends to one file.
     let mode: String = conn
         .query_row("PRAGMA journal_mode = WAL", [], |row| row.get(0))
@@ -813,7 +817,23 @@ pub(super) fn open_writer(path: &Path) -> Result<Connection, OpenError> {
     // power loss, not only a killed process. Group commit (see the writer) keeps that affordable.
     conn.pragma_update(None, "synchronous", "FULL")
         .map_err(error("setting synchronous"))?;
-    migrate(&mut conn, path)?;
+    if let Err(refused) = migrate(&mut conn, path) {
+        if !found.eq_ignore_ascii_case("wal") {
+            // Only a known mode name goes into the statement.
+            let back = match found.to_ascii_lowercase().as_str() {
+                "delete" => "DELETE",
+                "truncate" => "TRUNCATE",
+                "persist" => "PERSIST",
+                "memory" => "MEMORY",
+                "off" => "OFF",
+                _ => "DELETE",
+            };
+            let _ = conn.query_row(&format!("PRAGMA journal_mode = {back}"), [], |row| {
+                row.get::<_, String>(0)
+            });
+        }
+        return Err(refused);
+    }
     probe_write(&mut conn).map_err(|source| OpenError::NotWritable {
         path: path.to_owned(),
         detail: source.to_string(),

@@ -719,6 +719,44 @@ async fn a_schema_version_that_does_not_match_the_tables_is_refused_as_damage() 
     assert_eq!(std::fs::read(&path).unwrap(), before, "left as it was");
 }
 
+/// A file that carries our application id over tables of its own is refused, and left in the
+/// journal mode it had (SQLite's change counter in the header moves; the rest stays): an
+/// outside probe found such a file switched to WAL by the refusal.
+#[test]
+fn a_refused_file_keeps_its_journal_mode() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("theirs.db");
+    {
+        let conn = Connection::open(&path).unwrap();
+        conn.pragma_update(None, "application_id", crate::schema::APPLICATION_ID)
+            .unwrap();
+        conn.execute_batch("CREATE TABLE games (name TEXT); INSERT INTO games VALUES ('go');")
+            .unwrap();
+    }
+    let before = std::fs::read(&path).unwrap();
+    assert_eq!(&before[18..20], &[1, 1], "a rollback-journal file");
+    match SqliteStore::open(&path) {
+        Err(OpenError::Corrupt { detail, .. }) => {
+            assert!(detail.contains("do not match"), "{detail}");
+        }
+        other => panic!("{other:?}"),
+    }
+    let after = std::fs::read(&path).unwrap();
+    assert_eq!(&after[18..20], &[1, 1], "still a rollback-journal file");
+    assert_eq!(after.len(), before.len());
+    let kept: String = Connection::open(&path)
+        .unwrap()
+        .query_row("SELECT name FROM games", [], |row| row.get(0))
+        .unwrap();
+    assert_eq!(kept, "go");
+    let mut left: Vec<String> = std::fs::read_dir(dir.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    left.sort();
+    assert_eq!(left, ["theirs.db", "theirs.db.lock"]);
+}
+
 #[test]
 fn every_status_has_a_filter_slot() {
     assert_eq!(
