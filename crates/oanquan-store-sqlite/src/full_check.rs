@@ -91,7 +91,11 @@ fn run(conn: &rusqlite::Connection) -> Outcome {
                 .collect::<Result<Vec<_>, _>>()
         });
     match rows {
-        Ok(rows) if rows == ["ok"] => Outcome::Intact,
+        Ok(rows) if rows == ["ok"] => match statuses_disagree(conn) {
+            Ok(problems) if problems.is_empty() => Outcome::Intact,
+            Ok(problems) => Outcome::Damaged(problems),
+            Err(error) => Outcome::NotRun(error.to_string()),
+        },
         Ok(rows) => Outcome::Damaged(rows),
         Err(error)
             if error.sqlite_error_code() == Some(rusqlite::ErrorCode::OperationInterrupted) =>
@@ -109,6 +113,27 @@ fn run(conn: &rusqlite::Connection) -> Outcome {
         }
         Err(error) => Outcome::NotRun(error.to_string()),
     }
+}
+
+/// Games whose `status` column (what listings filter by) is not the status in their own record:
+/// a flipped byte there passes every page check, and an outside probe saw a finished game
+/// listed as open, or (`finishec`) under no filter at all, with nothing said.
+fn statuses_disagree(conn: &rusqlite::Connection) -> rusqlite::Result<Vec<String>> {
+    let mut statement = conn.prepare(&format!(
+        "SELECT id, status FROM games
+         WHERE NOT json_valid(info) OR status IS NOT json_extract(info, '$.status')
+         LIMIT {MAX_PROBLEMS}"
+    ))?;
+    statement
+        .query_map([], |row| {
+            let id: String = row.get(0)?;
+            let status: String = row.get(1)?;
+            Ok(format!(
+                "game {id}: its status column says {status:?}, not what its record says \
+                 (listings filter by the column)"
+            ))
+        })?
+        .collect()
 }
 
 fn report(path: &Path, outcome: &Outcome, started: Instant) {

@@ -1251,6 +1251,37 @@ async fn a_header_with_an_unknown_format_version_is_refused_as_damaged() {
     SqliteStore::open(&path).expect("the undamaged file still opens");
 }
 
+/// A game's status column that is not the status in its record (a flipped byte: `finishec`)
+/// passes every page check and moves or hides the game in listings: the full check names it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_full_check_names_a_status_column_that_disagrees_with_its_game() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("games.db");
+    let store = Arc::new(SqliteStore::open(&path).unwrap());
+    let (manager, _hub) = manager(Arc::clone(&store) as Arc<dyn GameStore>);
+    let (id, _) = new_game(&manager, Preset::Standard.rules()).await;
+    drop(manager);
+    store.close().await;
+    drop(store);
+    Connection::open(&path)
+        .unwrap()
+        .execute(
+            "UPDATE games SET status = 'finishec' WHERE id = ?1",
+            [id.as_str()],
+        )
+        .unwrap();
+    let store = SqliteStore::open(&path).expect("it opens");
+    match store.wait_full_check() {
+        Some(FullCheckOutcome::Damaged(problems)) => assert!(
+            problems
+                .iter()
+                .any(|p| p.contains(id.as_str()) && p.contains("\"finishec\"")),
+            "{problems:?}"
+        ),
+        other => panic!("{other:?}"),
+    }
+}
+
 /// An index that no longer agrees with its table passes the start-up quick check and hides a
 /// game (a lookup by its id finds nothing): the full check that runs after the open finds it.
 /// An intact file checks intact.
