@@ -556,10 +556,10 @@ mod tests {
 
     #[test]
     fn account_refusals_in_plain_words() {
-        let refusal = |reason: &str, code: Code| {
+        let refusal_saying = |reason: &str, code: Code, message: &str| {
             tonic::Status::with_error_details(
                 code,
-                "api words",
+                message,
                 tonic_types::ErrorDetails::with_error_info(
                     reason,
                     "oanquan.v1",
@@ -567,6 +567,7 @@ mod tests {
                 ),
             )
         };
+        let refusal = |reason: &str, code: Code| refusal_saying(reason, code, "api words");
         let err = |reason, status_code| CliError::from_status("x", &refusal(reason, status_code));
         let taken = err("ERROR_REASON_USERNAME_TAKEN", Code::AlreadyExists);
         assert_eq!(taken.code, code::REJECTED);
@@ -596,14 +597,10 @@ mod tests {
                 .contains("`oanquan keys`")
         );
         // The server says why, for people already.
-        let own = tonic::Status::with_error_details(
+        let own = refusal_saying(
+            "ERROR_REASON_SEEK_REFUSED",
             Code::FailedPrecondition,
             "cannot accept this seek: it is your own seek",
-            tonic_types::ErrorDetails::with_error_info(
-                "ERROR_REASON_SEEK_REFUSED",
-                "oanquan.v1",
-                std::collections::HashMap::new(),
-            ),
         );
         let said = CliError::from_status("accept", &own);
         assert_eq!(said.code, code::REJECTED);

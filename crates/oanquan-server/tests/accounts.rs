@@ -112,6 +112,16 @@ fn create_request(rated: bool, time_control: Option<pb::TimeControl>) -> pb::Cre
     }
 }
 
+/// Creates an anonymous game; the seat's token.
+async fn anonymous_seat(games: &mut Games) -> String {
+    games
+        .create_game(create_request(false, None))
+        .await
+        .unwrap()
+        .into_inner()
+        .player_token
+}
+
 fn join_request(id: &str) -> pb::JoinGameRequest {
     pb::JoinGameRequest {
         game_id: id.to_owned(),
@@ -293,12 +303,7 @@ async fn api_keys_are_created_listed_and_revoked_from_the_next_call() {
     assert_reason(&status, Code::Unauthenticated, "ERROR_REASON_MISSING_TOKEN");
     assert!(status.message().contains("API key"), "{}", status.message());
     let mut games = server.games().await;
-    let seat_token = games
-        .create_game(create_request(false, None))
-        .await
-        .unwrap()
-        .into_inner()
-        .player_token;
+    let seat_token = anonymous_seat(&mut games).await;
     let forged = format!("oqk_{first_id}_{}", "A".repeat(32));
     for bad in [seat_token.as_str(), forged.as_str(), "oqk_", "Bearer"] {
         let status = get_me(&mut accounts, bad).await.unwrap_err();
@@ -595,12 +600,7 @@ async fn rated_games_are_between_two_accounts() {
         "ERROR_REASON_RATED_NEEDS_ACCOUNT",
     );
     assert!(status.message().contains("api key"), "{}", status.message());
-    let seat_token = games
-        .create_game(create_request(false, None))
-        .await
-        .unwrap()
-        .into_inner()
-        .player_token;
+    let seat_token = anonymous_seat(&mut games).await;
     let status = games
         .create_game(authed(create_request(true, blitz()), &seat_token))
         .await
@@ -1293,10 +1293,7 @@ async fn player_games_are_listed_newest_first_filtered_and_paged() {
         .unwrap()
         .id;
     // Someone else's game is not Lan's.
-    games
-        .create_game(create_request(false, None))
-        .await
-        .unwrap();
+    anonymous_seat(&mut games).await;
 
     let all = player_games(&mut accounts, games_of("lan")).await.unwrap();
     assert_eq!(

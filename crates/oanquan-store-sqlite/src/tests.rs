@@ -22,6 +22,14 @@ fn fresh_store() -> (tempfile::TempDir, PathBuf, Arc<dyn GameStore>) {
     (dir, path, store)
 }
 
+/// A new database, made and closed again: a file at rest, as a stopped server leaves it.
+async fn closed_fresh_store() -> (tempfile::TempDir, PathBuf) {
+    let (dir, path, store) = fresh_store();
+    store.close().await;
+    drop(store);
+    (dir, path)
+}
+
 /// Writes `commit` alone in a batch on `conn`, the writer's way, and returns its outcome.
 fn write_one(conn: &mut Connection, commit: Commit, known: (&Checkpoints, &Heads)) -> BatchResult {
     let (mut results, _) = write_batch(conn, &mut vec![(false, commit)], &mut [], known);
@@ -698,9 +706,7 @@ async fn a_database_file_deleted_under_the_server_takes_no_more_writes() {
 /// bare "duplicate column name").
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_schema_version_that_does_not_match_the_tables_is_refused_as_damage() {
-    let (_dir, path, store) = fresh_store();
-    store.close().await;
-    drop(store);
+    let (_dir, path) = closed_fresh_store().await;
     Connection::open(&path)
         .unwrap()
         .pragma_update(None, "user_version", 5)
@@ -1176,9 +1182,7 @@ async fn a_closed_store_still_held_does_not_lock_the_next_one_out() {
 /// the database's lock, so a second server through it is refused as on the file itself.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn only_a_lock_file_of_ours_is_ever_written() {
-    let (dir, path, store) = fresh_store();
-    store.close().await;
-    drop(store);
+    let (dir, path) = closed_fresh_store().await;
     let lock = dir.path().join("games.db.lock");
     let precious = dir.path().join("precious.txt");
     std::fs::write(&precious, "precious data\n").unwrap();
@@ -1232,9 +1236,7 @@ async fn only_a_lock_file_of_ours_is_ever_written() {
 /// server cannot write (SQLite opens such a file read-only); the file is left as it was.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_header_with_an_unknown_format_version_is_refused_as_damaged() {
-    let (dir, path, store) = fresh_store();
-    store.close().await;
-    drop(store);
+    let (dir, path) = closed_fresh_store().await;
     for (at, value) in [(18, 3_u8), (19, 0), (18, 0xff)] {
         let copy = dir.path().join(format!("damaged-{at}-{value}.db"));
         let mut bytes = std::fs::read(&path).unwrap();
@@ -1350,9 +1352,7 @@ async fn the_full_check_after_open_finds_what_the_quick_check_lets_through() {
 /// at it made stays beside it (they would read as a crash's log, not to be deleted).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_refused_file_is_left_without_new_companions() {
-    let (dir, path, store) = fresh_store();
-    store.close().await;
-    drop(store);
+    let (dir, path) = closed_fresh_store().await;
     let bytes = std::fs::read(&path).unwrap();
     let copy = dir.path().join("cut.db");
     std::fs::write(&copy, &bytes[..bytes.len() / 2]).unwrap();
