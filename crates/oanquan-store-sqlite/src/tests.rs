@@ -22,6 +22,17 @@ fn fresh_store() -> (tempfile::TempDir, PathBuf, Arc<dyn GameStore>) {
     (dir, path, store)
 }
 
+/// Each seat plays its first legal move, in turn.
+async fn first_moves(games: &GameManager, id: &GameId, tokens: &[PlayerToken; 2]) {
+    for token in tokens {
+        let position = games.get_game(id).await.unwrap().position;
+        games
+            .play_move(id, token, position.legal_moves()[0], Some(position.ply()))
+            .await
+            .unwrap();
+    }
+}
+
 /// A new database, made and closed again: a file at rest, as a stopped server leaves it.
 async fn closed_fresh_store() -> (tempfile::TempDir, PathBuf) {
     let (dir, path, store) = fresh_store();
@@ -573,13 +584,7 @@ async fn moves_that_do_not_replay_to_the_stored_game_load_as_damaged() {
     let mut ids = Vec::new();
     for _ in 0..2 {
         let (id, tokens) = new_game(&games, Preset::Standard.rules()).await;
-        for token in &tokens {
-            let position = games.get_game(&id).await.unwrap().position;
-            games
-                .play_move(&id, token, position.legal_moves()[0], Some(position.ply()))
-                .await
-                .unwrap();
-        }
+        first_moves(&games, &id, &tokens).await;
         ids.push(id);
     }
     drop(games);
@@ -624,13 +629,7 @@ async fn text_that_is_not_utf8_in_a_row_is_the_games_damage() {
     let (_dir, path, store) = fresh_store();
     let (games, _hub) = manager(Arc::clone(&store));
     let (id, tokens) = new_game(&games, Preset::Standard.rules()).await;
-    for token in &tokens {
-        let position = games.get_game(&id).await.unwrap().position;
-        games
-            .play_move(&id, token, position.legal_moves()[0], Some(position.ply()))
-            .await
-            .unwrap();
-    }
+    first_moves(&games, &id, &tokens).await;
     drop(games);
     drop(store);
     let conn = Connection::open(&path).unwrap();
