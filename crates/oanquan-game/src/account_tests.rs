@@ -372,7 +372,12 @@ async fn keys_are_listed_created_and_revoked_per_account() {
         s.manager.create_api_key(&lan.id).await.unwrap();
     }
     let refused = s.manager.create_api_key(&lan.id).await.unwrap_err();
-    assert_eq!(refused, GameError::ApiKeysExhausted);
+    assert_eq!(
+        refused,
+        GameError::ApiKeysExhausted {
+            max: crate::memory::MAX_API_KEYS
+        }
+    );
     let said = refused.to_string();
     assert!(
         said.contains("revoking frees no place") && !said.contains("retry later"),

@@ -87,10 +87,12 @@ pub enum GameError {
     /// An account holds every API key it may ever have: revoked keys count, so waiting or
     /// revoking frees no place (hence not [`GameError::LimitExceeded`]'s "retry later").
     #[error(
-        "an account has at most {} API keys, revoked ones included, and this one has them all: revoking frees no place, so use one of its working keys (ListApiKeys) on the new device too",
-        crate::memory::MAX_API_KEYS
+        "an account has at most {max} API keys, revoked ones included, and this one has them all: revoking frees no place, so use one of its working keys (ListApiKeys) on the new device too"
     )]
-    ApiKeysExhausted,
+    ApiKeysExhausted {
+        /// The most keys an account may have.
+        max: usize,
+    },
     /// Resume point beyond the last event.
     #[error(
         "after_sequence {requested} is beyond the last event ({last}); resume from a sequence you received, or omit it for a snapshot"

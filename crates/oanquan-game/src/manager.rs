@@ -1403,7 +1403,11 @@ impl GameManager {
         let (key, record) = ApiKey::generate(SystemTime::now());
         match self.store.add_api_key(account, record.clone()).await {
             Ok(()) => {}
-            Err(StoreError::Full(_)) => return Err(GameError::ApiKeysExhausted),
+            Err(StoreError::Full(_)) => {
+                return Err(GameError::ApiKeysExhausted {
+                    max: crate::memory::MAX_API_KEYS,
+                });
+            }
             Err(e) => return Err(e.into()),
         }
         info!(account = %account, key = %record.id, "API key created");

@@ -66,7 +66,7 @@ pub fn classify(error: &GameError) -> (Code, Detail) {
         | GameError::SeveralAuthorizations => (Code::Unauthenticated, Reason(R::MissingToken)),
         GameError::WrongToken => (Code::PermissionDenied, Reason(R::WrongToken)),
         GameError::NoSpectators => (Code::PermissionDenied, Detail::None),
-        GameError::LimitExceeded(_) | GameError::ApiKeysExhausted => {
+        GameError::LimitExceeded(_) | GameError::ApiKeysExhausted { .. } => {
             (Code::ResourceExhausted, Reason(R::LimitExceeded))
         }
         GameError::TimeUp { .. } => (Code::FailedPrecondition, Reason(R::TimeUp)),
@@ -342,7 +342,7 @@ mod tests {
                 Some("ERROR_REASON_LIMIT_EXCEEDED"),
             ),
             (
-                GameError::ApiKeysExhausted,
+                GameError::ApiKeysExhausted { max: 20 },
                 Code::ResourceExhausted,
                 Some("ERROR_REASON_LIMIT_EXCEEDED"),
             ),
