@@ -124,6 +124,13 @@ pub struct ClientLimits {
     )]
     pub health_rate_limit: f64,
 
+    /// Accounts one client address may register per hour (a bucket of that many, refilled
+    /// over the hour); one more gets RESOURCE_EXHAUSTED with a retry delay. Each account also
+    /// takes every look-alike of its name, so without a bound one address could squat names
+    /// by the hundred a second. 0 = no limit.
+    #[arg(long, env = "OANQUAN_REGISTRATIONS_PER_HOUR", default_value = "10", value_parser = parse_count)]
+    pub registrations_per_hour: usize,
+
     /// TCP connections one client address may have open at once; more are closed as they are
     /// accepted. 0 = no limit.
     #[arg(long, env = "OANQUAN_MAX_CONNECTIONS_PER_CLIENT", default_value = "64", value_parser = parse_count)]
@@ -173,6 +180,17 @@ impl ClientLimits {
         (self.rate_limit > 0.0 && self.rate_limit_burst > 0).then_some(RateLimit {
             per_second: self.rate_limit,
             burst: self.rate_limit_burst,
+        })
+    }
+
+    /// The registrations' own limit, `None` when `--registrations-per-hour` is 0: that many at
+    /// once, refilled over an hour.
+    #[must_use]
+    pub fn registration_limit(&self) -> Option<RateLimit> {
+        let per_hour = u32::try_from(self.registrations_per_hour).unwrap_or(u32::MAX);
+        (per_hour > 0).then(|| RateLimit {
+            per_second: f64::from(per_hour) / 3600.0,
+            burst: per_hour,
         })
     }
 

@@ -394,9 +394,15 @@ pub async fn run_with_store(
         metrics.clone(),
     );
 
-    let account_service = AccountServiceServer::new(AccountApi::new(Arc::clone(&manager)))
-        .max_decoding_message_size(max_request)
-        .max_encoding_message_size(max);
+    let registrations = Arc::new(RateLimiter::new(
+        config.clients.registration_limit(),
+        exempt_loopback,
+    ));
+    let account_service = AccountServiceServer::new(
+        AccountApi::new(Arc::clone(&manager)).with_registrations(registrations),
+    )
+    .max_decoding_message_size(max_request)
+    .max_encoding_message_size(max);
     // Reads the hosted games that requests name by id, for their histories.
     let rules_api = RulesApi::new(Arc::clone(&searches)).with_games(Arc::clone(&manager));
     let rules_service = RulesServiceServer::new(rules_api)

@@ -1768,3 +1768,43 @@ async fn revoking_a_key_ends_the_seeks_made_with_it() {
         server.stop().await.unwrap();
     }
 }
+
+/// Registrations are bounded per client address (`--registrations-per-hour`): each account
+/// also takes every look-alike of its name, and an outside probe registered 461 accounts in
+/// 7 s from one address. Past the bound: RESOURCE_EXHAUSTED with a retry delay.
+#[tokio::test]
+async fn registrations_are_bounded_per_address() {
+    let mut settings = config();
+    settings.clients.exempt_loopback = false;
+    settings.clients.rate_limit = 0.0;
+    settings.clients.registrations_per_hour = 2;
+    let server = start(settings).await;
+    let mut accounts = account_client(&server).await;
+    register(&mut accounts, "Lan").await;
+    register(&mut accounts, "Minh").await;
+    let refused = register_error(&mut accounts, "Hoa").await;
+    assert_reason(
+        &refused,
+        Code::ResourceExhausted,
+        "ERROR_REASON_LIMIT_EXCEEDED",
+    );
+    assert!(
+        refused.message().contains("at most 2 an hour"),
+        "{refused:?}"
+    );
+    let delay = tonic_types::StatusExt::get_details_retry_info(&refused)
+        .and_then(|info| info.retry_delay)
+        .expect("a retry delay");
+    assert!(
+        delay > Duration::from_secs(60) && delay <= Duration::from_secs(1800),
+        "{delay:?}"
+    );
+    // Nothing was made: the name is still free.
+    let missing = accounts
+        .get_player(pb::GetPlayerRequest {
+            username: "Hoa".into(),
+        })
+        .await
+        .unwrap_err();
+    assert_eq!(missing.code(), Code::NotFound);
+}

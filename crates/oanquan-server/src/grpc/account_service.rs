@@ -8,6 +8,7 @@ use tonic::{Request, Response, Status};
 use super::game_service::bearer;
 use super::status::{self, into_status};
 use crate::domain::account::Account;
+use crate::domain::limits::RateLimiter;
 use crate::domain::{GameError, GameManager, PlayerGameFilter};
 use oanquan_convert as convert;
 
@@ -15,13 +16,24 @@ use oanquan_convert as convert;
 #[derive(Debug, Clone)]
 pub struct AccountApi {
     manager: Arc<GameManager>,
+    registrations: Arc<RateLimiter>,
 }
 
 impl AccountApi {
-    /// An adapter over `manager`.
+    /// An adapter over `manager`, with no limit on registrations.
     #[must_use]
     pub fn new(manager: Arc<GameManager>) -> AccountApi {
-        AccountApi { manager }
+        AccountApi {
+            manager,
+            registrations: Arc::new(RateLimiter::new(None, false)),
+        }
+    }
+
+    /// The same adapter, registering at most what `limiter` lets each client address.
+    #[must_use]
+    pub fn with_registrations(mut self, limiter: Arc<RateLimiter>) -> AccountApi {
+        self.registrations = limiter;
+        self
     }
 
     /// The caller's account, for the calls that need its API key. Without `authorization` the
@@ -54,6 +66,19 @@ impl pb::account_service_server::AccountService for AccountApi {
         &self,
         request: Request<pb::RegisterRequest>,
     ) -> Result<Response<pb::RegisterResponse>, Status> {
+        if let Some(addr) = request.remote_addr() {
+            self.registrations.check(addr.ip()).map_err(|limited| {
+                let per_hour = (limited.limit.per_second * 3600.0).round();
+                status::limit_exceeded(
+                    format!(
+                        "too many accounts registered from your address (at most {per_hour} an \
+                         hour); retry in {} s",
+                        limited.retry_after.as_secs().max(1)
+                    ),
+                    limited.retry_after,
+                )
+            })?;
+        }
         let request = request.into_inner();
         let (account, key) = self
             .manager
