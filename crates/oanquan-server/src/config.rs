@@ -390,6 +390,23 @@ pub fn per_client_limits_that_never_bind(
 }
 
 impl ComputerLimits {
+    /// The warning for a `--max-analyses-per-client` set at or above the analysis slots: one
+    /// client address can then keep every slot busy and queue its next call ahead of everyone
+    /// else's (not refused, like the other per-client limits that never bind). The default,
+    /// and 0 (no limit, said so), warn of nothing.
+    #[must_use]
+    pub fn analyses_warning(&self) -> Option<String> {
+        let per_client = self.max_analyses_per_client.filter(|&n| n > 0)?;
+        let slots = self.search_capacity(false).analyses;
+        (per_client >= slots && slots > 1 || per_client > slots).then(|| {
+            format!(
+                "--max-analyses-per-client {per_client} is not below the {slots} analysis \
+                 slot(s) (--max-analyses): one client address can keep every slot busy and \
+                 queue its next call ahead of everyone else's"
+            )
+        })
+    }
+
     /// The search pool's capacity, with the 0s (one per core) resolved on this machine.
     #[must_use]
     pub fn search_capacity(&self, exempt_loopback: bool) -> SearchCapacity {
@@ -933,6 +950,21 @@ mod tests {
         assert_eq!(streams.max_health_watches, 1024);
         assert_eq!(streams.max_health_watches_per_client, 16);
         assert!(per_client_limits_that_never_bind(&GameLimits::default(), &streams).is_empty());
+        let analyses = |slots, per_client| ComputerLimits {
+            max_analyses: slots,
+            max_analyses_per_client: per_client,
+            ..ComputerLimits::default()
+        };
+        assert_eq!(ComputerLimits::default().analyses_warning(), None);
+        assert_eq!(analyses(1, Some(1)).analyses_warning(), None);
+        assert_eq!(analyses(4, Some(2)).analyses_warning(), None);
+        assert_eq!(analyses(4, Some(0)).analyses_warning(), None);
+        assert!(
+            analyses(1, Some(5))
+                .analyses_warning()
+                .is_some_and(|w| w.contains("--max-analyses-per-client 5"))
+        );
+        assert!(analyses(2, Some(2)).analyses_warning().is_some());
         let wide = StreamLimits {
             max_health_watches: 8,
             max_health_watches_per_client: 9,

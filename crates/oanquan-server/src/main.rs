@@ -537,6 +537,9 @@ async fn serve(args: Args) -> anyhow::Result<()> {
     if let Some(capped) = config.transport.request_bound_warning() {
         tracing::warn!("{capped}");
     }
+    if let Some(unbound) = config.computer.analyses_warning() {
+        tracing::warn!("{unbound}");
+    }
     if let (Some(cert), Some(key)) = (&args.tls_cert, &args.tls_key) {
         config.tls = Some(TlsIdentity::read(cert, key)?);
         config.tls_reload = Some(TlsReload {

@@ -642,6 +642,25 @@ fn per_client_limits_above_their_server_wide_limit_are_warned_about() {
     let log = startup_log(server(dir.path(), &[], &["--in-memory"]));
     assert!(!log.contains("never binds"), "{log}");
     assert!(!log.contains("--max-request-size"), "{log}");
+    assert!(!log.contains("--max-analyses-per-client"), "{log}");
+
+    // As many analyses per client as there are slots: one address can hold them all.
+    let log = startup_log(server(
+        dir.path(),
+        &[],
+        &[
+            "--in-memory",
+            "--max-analyses",
+            "1",
+            "--max-analyses-per-client",
+            "5",
+        ],
+    ));
+    assert!(
+        log.lines().any(|l| l.contains("WARN")
+            && l.contains("--max-analyses-per-client 5 is not below the 1 analysis slot(s)")),
+        "{log}"
+    );
 
     // A request bound above the response bound: the response bound holds, and it is said.
     let log = startup_log(server(
