@@ -1463,25 +1463,35 @@ impl GameManager {
                 ),
             ));
         }
-        for key in crate::username::keys_of_text(&name) {
+        match self
+            .account_by_keys(crate::username::keys_of_text(&name))
+            .await?
+        {
+            Some(account) => Err(GameError::invalid(
+                "display_name",
+                format!(
+                    "{} is the name of the account {} (names match ignoring case and look-alike \
+                     letters): play as it with its API key, or choose another name",
+                    text::quoted(&name),
+                    text::quoted(account.username.as_str())
+                ),
+            )),
+            None => Ok(name),
+        }
+    }
+
+    /// The account registered under the first of `keys` that has one (a name's key, then its
+    /// look: the two ways a name meets a registered one that registration checks from this
+    /// side), if any.
+    async fn account_by_keys(&self, keys: Vec<String>) -> Result<Option<Account>, GameError> {
+        for key in keys {
             match self.store.account_by_name(&key).await {
-                Ok(account) => {
-                    return Err(GameError::invalid(
-                        "display_name",
-                        format!(
-                            "{} is the name of the account {} (names match ignoring case and \
-                             look-alike letters): play as it with its API key, or choose \
-                             another name",
-                            text::quoted(&name),
-                            text::quoted(account.username.as_str())
-                        ),
-                    ));
-                }
+                Ok(account) => return Ok(Some(account)),
                 Err(StoreError::NotFound) => {}
                 Err(e) => return Err(e.into()),
             }
         }
-        Ok(name)
+        Ok(None)
     }
 
     /// A player's account by username (any case, any look-alike spelling of it).
@@ -1492,17 +1502,10 @@ impl GameManager {
     pub async fn player(&self, username: &str) -> Result<Account, GameError> {
         let not_found = || GameError::PlayerNotFound(text::quoted(username));
         let name = Username::parse(username).map_err(|_| not_found())?;
-        // Its key, then what it looks like written (`Ian`, capital i, looks like `lan`): the
-        // two ways a name meets a registered one that registration checks from this side.
-        let (key, look) = (name.key(), name.look());
-        for key in std::iter::once(&key).chain((look != key).then_some(&look)) {
-            match self.store.account_by_name(key).await {
-                Ok(account) => return Ok(account),
-                Err(StoreError::NotFound) => {}
-                Err(e) => return Err(e.into()),
-            }
-        }
-        Err(not_found())
+        // Its key, then what it looks like written (`Ian`, capital i, looks like `lan`).
+        self.account_by_keys(name.keys())
+            .await?
+            .ok_or_else(not_found)
     }
 
     /// A player's games, newest first, page by page.

@@ -233,10 +233,25 @@ impl Username {
     }
 
     fn capital_alias(&self) -> Option<String> {
-        let written: String = skeleton(&self.name).collect::<String>().nfc().collect();
-        let alias = key_of(&written);
+        let alias = look_of(&self.name);
         (alias != self.key).then_some(alias)
     }
+
+    /// The keys by which this name meets a registered one: its key, and its look where that
+    /// differs ([`keys_of_text`] for a valid name).
+    #[must_use]
+    pub fn keys(&self) -> Vec<String> {
+        let mut keys = vec![self.key.clone()];
+        keys.extend(self.capital_alias());
+        keys
+    }
+}
+
+/// The key of what an NFC `name` looks like as written, capitals and all (see
+/// [`Username::look`]).
+fn look_of(name: &str) -> String {
+    let written: String = skeleton(name).collect::<String>().nfc().collect();
+    key_of(&written)
 }
 
 /// The keys by which any text, not only a valid username, meets a registered name: its key and
@@ -247,8 +262,7 @@ impl Username {
 pub fn keys_of_text(text: &str) -> Vec<String> {
     let name: String = text.nfc().collect();
     let key = key_of(&name);
-    let written: String = skeleton(&name).collect::<String>().nfc().collect();
-    let look = key_of(&written);
+    let look = look_of(&name);
     if look == key {
         vec![key]
     } else {
