@@ -7,7 +7,7 @@ use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
 use oanquan_rules::{ByPlayer, Game, Move, Player, Position, Preset, Rules};
-use tracing::{debug, info};
+use tracing::{debug, info, warn};
 
 use oanquan_ai::Level;
 
@@ -1389,6 +1389,46 @@ impl GameManager {
             return Err(GameError::BadApiKey);
         }
         Ok(account)
+    }
+
+    /// Whether the API key a call that lasts (a seek) was made with still plays as its
+    /// account: revocation takes effect on the next call, and such a call must look again.
+    /// `Ok` without a key, and while the store cannot answer (the next look decides).
+    ///
+    /// # Errors
+    ///
+    /// [`GameError::BadApiKey`] once the key is revoked (or gone).
+    pub async fn key_still_good(&self, key: Option<&str>) -> Result<(), GameError> {
+        match key {
+            Some(key) => match self.authenticate(key).await {
+                Err(GameError::BadApiKey) => Err(GameError::BadApiKey),
+                _ => Ok(()),
+            },
+            None => Ok(()),
+        }
+    }
+
+    /// The seat a pairing made for a seek on API key `key`, if the key still plays as its
+    /// account ([`GameManager::key_still_good`]); otherwise the seat is withheld and its game
+    /// aborted before it starts, so that a stolen key cannot keep a seek going in the
+    /// account's name after the owner revoked it.
+    ///
+    /// # Errors
+    ///
+    /// [`GameError::BadApiKey`] for a revoked key.
+    pub async fn hand_out_seat(
+        &self,
+        seated: Seated,
+        key: Option<&str>,
+    ) -> Result<Seated, GameError> {
+        if let Err(revoked) = self.key_still_good(key).await {
+            if let Err(error) = self.abort(&seated.game.id, seated.token.clone()).await {
+                warn!(game_id = %seated.game.id, %error,
+                    "aborting a game paired on a revoked key");
+            }
+            return Err(revoked);
+        }
+        Ok(seated)
     }
 
     /// A new API key for `account` (shown once).

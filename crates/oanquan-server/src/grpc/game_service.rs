@@ -139,17 +139,6 @@ async fn playing_account<T>(
     }
 }
 
-/// Why a seek made with API key `key` may no longer play as its account: the key was revoked
-/// since (revocation takes effect on the next call, and a seek is a call that lasts). `None`
-/// for a seek without a key, or while the key is good or cannot be checked (the store is
-/// away: the next check, or the pairing's, decides).
-async fn revoked(manager: &GameManager, key: Option<&str>) -> Option<GameError> {
-    match manager.authenticate(key?).await {
-        Err(GameError::BadApiKey) => Some(GameError::BadApiKey),
-        _ => None,
-    }
-}
-
 /// The credential of a request that may come without one (`WatchGame`): `None` without
 /// `authorization` metadata; a malformed one is refused rather than ignored.
 async fn optional_credential<T>(
@@ -668,26 +657,19 @@ impl pb::game_service_server::GameService for GameApi {
                         "the server is shutting down; the seek is withdrawn, seek again",
                     )),
                     Turn::Gone => break,
-                    Turn::Seated(seated) => match *seated {
+                    Turn::Seated(seated) => {
+                        let handed = match *seated {
+                            Ok(seated) => manager.hand_out_seat(seated, key.as_deref()).await,
+                            Err(error) => Err(error),
+                        };
+                        handed
+                            .map_err(into_status)
+                            .and_then(|seated| seek_message(paired(&seated)))
+                    }
+                    // A revoked key ends the loop, and dropping the ticket withdraws the seek.
+                    Turn::Tick => match manager.key_still_good(key.as_deref()).await {
                         Err(error) => Err(into_status(error)),
-                        Ok(seated) => match revoked(&manager, key.as_deref()).await {
-                            None => seek_message(paired(&seated)),
-                            Some(error) => {
-                                // Its seat is not handed out: the game ends before it starts.
-                                if let Err(abort) =
-                                    manager.abort(&seated.game.id, seated.token.clone()).await
-                                {
-                                    tracing::warn!(game_id = %seated.game.id, %abort,
-                                    "aborting a game paired on a revoked key");
-                                }
-                                Err(into_status(error))
-                            }
-                        },
-                    },
-                    Turn::Tick => match revoked(&manager, key.as_deref()).await {
-                        // Dropping the ticket (the loop ends) withdraws the seek.
-                        Some(error) => Err(into_status(error)),
-                        None => seek_message(pb::seek_response::Kind::Heartbeat(
+                        Ok(()) => seek_message(pb::seek_response::Kind::Heartbeat(
                             pb::seek_response::Heartbeat {},
                         )),
                     },
