@@ -22,6 +22,7 @@ pub mod limits;
 mod manager;
 mod memory;
 mod model;
+mod names;
 #[cfg(test)]
 mod online_tests;
 pub mod rating;

@@ -20,6 +20,7 @@ use crate::hub::{Hub, TooManyWatchers, WatchLimits, Watcher};
 use crate::limits::{self, OpenGameSlot, OpenGames, client_key};
 use crate::model::{GameEventKind, GameStatus, LobbyEventKind};
 use crate::model::{GameFilter, GameId, GameInfo, GameState, MoveLog, MoveRecord};
+use crate::names::CheckedNames;
 use crate::rating::{self, Speed};
 use crate::store::{Commit, Committed, GameStore, Page, StoreError};
 use crate::store::{LeaderboardPage, PlayerGameFilter};
@@ -206,6 +207,7 @@ pub struct GameManager {
     limits: ManagerLimits,
     open_games: Arc<OpenGames>,
     observer: Option<Arc<dyn CommitObserver>>,
+    checked_names: Arc<CheckedNames>,
 }
 
 /// Told of every create and commit the manager makes, whichever store it runs on: how the
@@ -250,6 +252,7 @@ impl GameManager {
             hub,
             limits,
             observer: None,
+            checked_names: Arc::default(),
         }
     }
 
@@ -1492,40 +1495,27 @@ impl GameManager {
     ///
     /// [`GameError::InvalidArgument`] on `display_name`; store failures.
     pub async fn anonymous_display_name(&self, raw: &str) -> Result<String, GameError> {
-        let name = text::display_name(raw)?;
-        if text::ends_in_brackets(&name) {
-            return Err(GameError::invalid(
-                "display_name",
-                format!(
-                    "{} ends in a part in brackets, which players' screens use for a rating or a \
-                     computer's level; choose a name without it",
-                    text::quoted(&name)
-                ),
-            ));
-        }
-        match self
-            .account_by_keys(crate::username::keys_of_text(&name))
-            .await?
-        {
+        let checked = self.checked_names.check(raw)?;
+        match self.account_by_keys(&checked.keys).await? {
             Some(account) => Err(GameError::invalid(
                 "display_name",
                 format!(
                     "{} is the name of the account {} (names match ignoring case and look-alike \
                      letters): play as it with its API key, or choose another name",
-                    text::quoted(&name),
+                    text::quoted(&checked.name),
                     text::quoted(account.username.as_str())
                 ),
             )),
-            None => Ok(name),
+            None => Ok(checked.name.clone()),
         }
     }
 
     /// The account registered under the first of `keys` that has one (a name's key, then its
     /// look: the two ways a name meets a registered one that registration checks from this
     /// side), if any.
-    async fn account_by_keys(&self, keys: Vec<String>) -> Result<Option<Account>, GameError> {
+    async fn account_by_keys(&self, keys: &[String]) -> Result<Option<Account>, GameError> {
         for key in keys {
-            match self.store.account_by_name(&key).await {
+            match self.store.account_by_name(key).await {
                 Ok(account) => return Ok(Some(account)),
                 Err(StoreError::NotFound) => {}
                 Err(e) => return Err(e.into()),
@@ -1543,7 +1533,7 @@ impl GameManager {
         let not_found = || GameError::PlayerNotFound(text::quoted(username));
         let name = Username::parse(username).map_err(|_| not_found())?;
         // Its key, then what it looks like written (`Ian`, capital i, looks like `lan`).
-        self.account_by_keys(name.keys())
+        self.account_by_keys(&name.keys())
             .await?
             .ok_or_else(not_found)
     }

@@ -1,0 +1,146 @@
+//! The checks on an anonymous display name that depend on the text alone, remembered.
+//!
+//! Normalising a name, finding a bracket in any look-alike form and computing the keys by which
+//! it meets accounts (confusable skeletons, case folds until stable) cost about 15,000
+//! instructions a name: most of what `CreateGame` and `JoinGame` spend beyond the commit, twice
+//! a game. Players come back under the same name, so the outcome for a name already accepted
+//! is kept. Whether an account holds the name's keys is not: accounts come and go, and the
+//! store is asked every time.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, PoisonError};
+
+use crate::error::GameError;
+use crate::text;
+use crate::username;
+
+/// Names kept before the memory is emptied and starts again: a few hundred KiB at most, and
+/// a flood of distinct names costs what it would cost without the memory.
+const MAX_NAMES: usize = 1024;
+
+/// Longer requests are checked every time: a name that passes is at most
+/// [`text::MAX_DISPLAY_NAME_CHARS`] characters once trimmed, but the request may pad it.
+const MAX_REMEMBERED_BYTES: usize = 4 * 4 * text::MAX_DISPLAY_NAME_CHARS;
+
+/// A display name that passed the text checks, with its keys ([`username::keys_of_text`]).
+#[derive(Debug)]
+pub(crate) struct CheckedName {
+    pub(crate) name: String,
+    pub(crate) keys: Vec<String>,
+}
+
+/// The text checks' outcome for names accepted lately, by the text as the client sent it.
+#[derive(Debug, Default)]
+pub(crate) struct CheckedNames {
+    // SipHash: the keys are the clients' own text.
+    names: Mutex<HashMap<Box<str>, Arc<CheckedName>>>,
+}
+
+impl CheckedNames {
+    /// `raw` as a display name, with the keys by which it meets accounts.
+    ///
+    /// # Errors
+    ///
+    /// [`GameError::InvalidArgument`] on `display_name`: what [`text::display_name`] refuses,
+    /// and a name that ends in brackets (players' screens put a rating or a computer's level
+    /// there).
+    pub(crate) fn check(&self, raw: &str) -> Result<Arc<CheckedName>, GameError> {
+        if let Some(known) = self.lock().get(raw) {
+            return Ok(Arc::clone(known));
+        }
+        let name = text::display_name(raw)?;
+        if text::ends_in_brackets(&name) {
+            return Err(GameError::invalid(
+                "display_name",
+                format!(
+                    "{} ends in a part in brackets, which players' screens use for a rating or a \
+                     computer's level; choose a name without it",
+                    text::quoted(&name)
+                ),
+            ));
+        }
+        let keys = username::keys_of_text(&name);
+        let checked = Arc::new(CheckedName { name, keys });
+        if raw.len() <= MAX_REMEMBERED_BYTES {
+            let mut names = self.lock();
+            if names.len() >= MAX_NAMES {
+                names.clear();
+            }
+            names.insert(raw.into(), Arc::clone(&checked));
+        }
+        Ok(checked)
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<Box<str>, Arc<CheckedName>>> {
+        // A map of finished checks cannot be left half-changed by a panic elsewhere.
+        self.names.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn fresh(raw: &str) -> Result<(String, Vec<String>), GameError> {
+        let name = text::display_name(raw)?;
+        assert!(!text::ends_in_brackets(&name));
+        let keys = username::keys_of_text(&name);
+        Ok((name, keys))
+    }
+
+    #[test]
+    fn a_remembered_name_answers_as_a_fresh_check_would() {
+        let names = CheckedNames::default();
+        for raw in [
+            "Lan",
+            "  Lan  ",
+            "Ｌａｎ",
+            "Nguyễn Văn An",
+            "ADMlN",
+            "rn",
+            "🙂 x",
+        ] {
+            for _ in 0..2 {
+                let checked = names.check(raw).unwrap();
+                let (name, keys) = fresh(raw).unwrap();
+                assert_eq!((&checked.name, &checked.keys), (&name, &keys), "{raw:?}");
+            }
+        }
+    }
+
+    #[test]
+    fn refusals_are_never_remembered_and_stay_refusals() {
+        let names = CheckedNames::default();
+        for raw in [
+            "",
+            "   ",
+            "Lan (1500)",
+            "Lan ）",
+            "a\u{202e}b",
+            &"x".repeat(33),
+        ] {
+            for _ in 0..2 {
+                let error = names.check(raw).unwrap_err();
+                assert!(
+                    matches!(&error, GameError::InvalidArgument { field, .. } if field == "display_name"),
+                    "{raw:?}: {error:?}"
+                );
+            }
+        }
+        assert!(names.lock().is_empty());
+    }
+
+    #[test]
+    fn a_flood_of_names_keeps_the_memory_bounded() {
+        let names = CheckedNames::default();
+        for i in 0..(3 * MAX_NAMES) {
+            names.check(&format!("Guest {i}")).unwrap();
+            assert!(names.lock().len() <= MAX_NAMES);
+        }
+        // A padded request is checked but not kept.
+        let padded = format!("{}Lan{}", " ".repeat(300), " ".repeat(300));
+        names.lock().clear();
+        assert_eq!(names.check(&padded).unwrap().name, "Lan");
+        assert!(names.lock().is_empty());
+    }
+}
