@@ -97,6 +97,7 @@ use tracing::{info, warn};
 
 use crate::codec::{GameEventDto, History, InfoDto, LobbyEventDto, status_name, time_from_db};
 use crate::fault::{Damage, backend, corrupt};
+use crate::plain::{PlainPart, plain_part};
 use crate::reads::{Lazy, Readers, check_unfinished, list_games, load_state, read_info, statuses};
 use crate::writer::{
     BatchObserver, Cache, Job, Message, WriteJob, last_lobby_sequence, lock, run_writer,
@@ -456,17 +457,26 @@ impl GameStore for SqliteStore {
                 let dto: InfoDto = serde_json::from_str(&info).map_err(|e| corrupt(&id, e))?;
                 dto.decode().map_err(|e| corrupt(&id, e))?.info.log_closed()
             };
-            let rows: Vec<(i64, i64, String)> = conn
+            let rows: Vec<(i64, i64, String, bool)> = conn
                 .prepare_cached(
-                    "SELECT sequence, time, event FROM game_log
+                    "SELECT sequence, time, event, mv IS NOT NULL FROM game_log
                      WHERE game = ?1 AND sequence > ?2 ORDER BY sequence",
                 )
                 .and_then(|mut s| {
                     s.query_map(params![ord, after as i64], |row| {
-                        Ok((row.get(0)?, row.get(1)?, row.get(2)?))
+                        Ok((row.get(0)?, row.get(1)?, row.get(2)?, row.get(3)?))
                     })?
                     .collect()
                 })
+                .map_err(backend)?;
+            // A move event names its move by number, and its row holds that move: the two must
+            // agree, or a number changed in the text would show another move than ListMoves.
+            let mut moves: i64 = conn
+                .prepare_cached(
+                    "SELECT count(*) FROM game_log
+                     WHERE game = ?1 AND sequence <= ?2 AND mv IS NOT NULL",
+                )
+                .and_then(|mut s| s.query_row(params![ord, after as i64], |row| row.get(0)))
                 .map_err(backend)?;
             let mut history = Lazy {
                 conn,
@@ -474,8 +484,19 @@ impl GameStore for SqliteStore {
                 state: None,
             };
             let mut events = Vec::with_capacity(rows.len());
-            for (sequence, time, json) in rows {
+            for (sequence, time, json, holds_move) in rows {
                 let dto: GameEventDto = serde_json::from_str(&json).map_err(|e| corrupt(&id, e))?;
+                moves += i64::from(holds_move);
+                let number = match plain_part(&dto) {
+                    Some(PlainPart::Move { number, .. }) => Some(i64::from(number)),
+                    _ => None,
+                };
+                if (holds_move && number != Some(moves)) || (!holds_move && number.is_some()) {
+                    return Err(corrupt(
+                        &id,
+                        format_args!("event {sequence} does not hold the move it names"),
+                    ));
+                }
                 let kind = dto.decode(&mut history).map_err(|e| corrupt(&id, e))?;
                 events.push(Arc::new(GameEvent {
                     game_id: id.clone(),

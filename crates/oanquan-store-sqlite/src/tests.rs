@@ -621,6 +621,59 @@ async fn moves_that_do_not_replay_to_the_stored_game_load_as_damaged() {
     }
 }
 
+/// A move event's number changed inside its text: the row still holds its own move, so the
+/// game loads and ListMoves is right, but a watcher was shown the move the number named
+/// instead (an outside probe changed move 2's event to say 1). Each read of the events checks
+/// the number against the moves the log holds up to that row.
+#[tokio::test]
+async fn a_move_event_that_names_another_move_is_damage_for_its_watchers() {
+    let (_dir, path, store) = fresh_store();
+    let (games, _hub) = manager(Arc::clone(&store));
+    let (id, tokens) = new_game(&games, Preset::Standard.rules()).await;
+    first_moves(&games, &id, &tokens).await;
+    drop(games);
+    drop(store);
+    let conn = Connection::open(&path).unwrap();
+    let changed = conn
+        .execute(
+            "UPDATE game_log SET event = json_set(event, '$.number', 1)
+             WHERE mv IS NOT NULL AND json_extract(event, '$.number') = 2
+             AND game = (SELECT ord FROM games WHERE id = ?1)",
+            [id.as_str()],
+        )
+        .unwrap();
+    assert_eq!(changed, 1);
+    let second_move: i64 = conn
+        .query_row(
+            "SELECT sequence FROM game_log WHERE mv IS NOT NULL
+             AND game = (SELECT ord FROM games WHERE id = ?1) ORDER BY sequence DESC LIMIT 1",
+            [id.as_str()],
+            |row| row.get(0),
+        )
+        .unwrap();
+    drop(conn);
+    let store = SqliteStore::open(&path).unwrap();
+    for after in [0, second_move as u64 - 1] {
+        match store.game_events_since(&id, after).await.map(|_| ()) {
+            Err(StoreError::Damaged { id: of, detail }) => {
+                assert_eq!(of, id);
+                assert!(
+                    detail.contains("does not hold the move it names"),
+                    "{detail}"
+                );
+            }
+            other => panic!("after {after}: {other:?}"),
+        }
+    }
+    // Before the changed event, the log reads as it was written.
+    assert!(
+        store
+            .game_events_since(&id, second_move as u64)
+            .await
+            .is_ok()
+    );
+}
+
 /// A byte flipped inside a row's text (not UTF-8 any more: SQLite's page checks do not look
 /// inside values) is that game's damage on every read of it, never a server error: an outside
 /// probe got INTERNAL on ListMoves and WatchGame for such a flip, DATA_LOSS on GetGame.
