@@ -637,6 +637,10 @@ impl Engine {
         cancel: &AtomicBool,
     ) -> i32 {
         if let Some(v) = child.repetition {
+            if self.nodes >= self.node_limit {
+                self.aborted = true;
+                return 0;
+            }
             self.repetition_hits += 1;
             self.nodes += 1;
             self.pv_len[ply + 1] = ply + 1;
@@ -704,6 +708,9 @@ impl Engine {
         if self.nodes >= self.node_limit
             || (self.nodes % CHECK_EVERY == 0 && self.should_stop(cancel))
         {
+            // Stopped at, not visited: the count stays within the budget (the root alone
+            // fills a budget of 1).
+            self.nodes -= 1;
             self.aborted = true;
             return 0;
         }

@@ -343,3 +343,29 @@ fn game_searches_apply_the_repetition_rule_with_history() {
         }
     }
 }
+
+/// A node budget is what `nodes` may report at most: `Analyze` with `node_limit: 1` said it
+/// had visited 2 positions (the root, then the child it stopped at), and children that repeat
+/// a position were counted past the budget.
+#[test]
+fn a_search_never_reports_more_nodes_than_its_budget() {
+    let cancel = AtomicBool::new(false);
+    let mut rng = Rng(5);
+    for preset in PRESETS {
+        for plies in [0, 4, 12] {
+            let pos = random_position(preset.rules(), plies, &mut rng);
+            if pos.is_over() {
+                continue;
+            }
+            for budget in [1, 2, 3, 7, 100, 1_000] {
+                let mut engine = Engine::with_tt_bytes(1 << 16);
+                let result = engine.search(&pos, SearchLimits::nodes(budget), &cancel);
+                assert!(
+                    result.nodes <= budget,
+                    "{preset} after {plies} plies, budget {budget}: {result:?}"
+                );
+                assert!(result.best_move.is_some(), "{preset}, budget {budget}");
+            }
+        }
+    }
+}
