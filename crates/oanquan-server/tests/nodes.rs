@@ -174,6 +174,55 @@ async fn a_computer_game_goes_on_when_the_leader_node_is_killed() {
     schema.drop().await;
 }
 
+/// The same when the leader freezes instead (SIGSTOP, as a paused VM): its connections stay
+/// open and the kernel answers their keepalives, so the database keeps its lock until it ends
+/// the idle lease session. An outside probe froze the leader for 45 s, and no node took over.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_computer_game_goes_on_when_the_leader_node_freezes() {
+    let Some(schema) = Schema::new("nodes").await else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let leader = Node::start(&schema.database, dir.path(), &[]);
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    let follower = Node::start(&schema.database, dir.path(), &[]);
+    let mut client = follower.games().await;
+    tokio::time::sleep(Duration::from_millis(500)).await;
+
+    let created = client
+        .create_game(pb::CreateGameRequest {
+            rules: preset("standard"),
+            seat: pb::Player::First.into(),
+            display_name: "Guest Lan".into(),
+            computer: Some(pb::ComputerOpponent { level: 1 }),
+            ..Default::default()
+        })
+        .await
+        .unwrap()
+        .into_inner();
+    let id = created.game.unwrap().id;
+    let token = created.player_token;
+    play_one(&mut client, &id, (&token, "")).await;
+    moves_become(&mut client, &id, 2, Duration::from_secs(10)).await;
+
+    let signal = |name: &str| {
+        let sent = std::process::Command::new("kill")
+            .args([name, &leader.child.id().to_string()])
+            .status()
+            .unwrap();
+        assert!(sent.success(), "kill {name}");
+    };
+    signal("-STOP");
+    play_one(&mut client, &id, (&token, "")).await;
+    // The lease session is ended after 5 s idle; the follower tries every second.
+    let game = moves_become(&mut client, &id, 4, Duration::from_secs(15)).await;
+    assert_eq!(game.status(), pb::GameStatus::Active);
+    signal("-CONT");
+    drop(leader);
+    drop(follower);
+    schema.drop().await;
+}
+
 /// Every node stops, and two start again together (as a deployment restarts them): the running
 /// turn is charged up to the stop once, and neither node gives any of it back. Each node gives
 /// the turns their time back at start when no other node serves; without that being one step

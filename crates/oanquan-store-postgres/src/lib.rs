@@ -109,6 +109,14 @@ pub use crate::schema::{OpenError, SCHEMA_VERSION};
 pub use crate::seeks::{PostgresSeeks, SEEK_CHANNEL};
 pub use crate::writer::{GAME_CHANNEL, LOBBY_CHANNEL};
 
+/// The longest a transaction of this store may wait on its own node between statements
+/// before the database ends it (`idle_in_transaction_session_timeout`, at most three statement
+/// timeouts). The store sends a transaction's statements back to back, so only a node that
+/// stopped running (a frozen process, a paused VM) comes near it; meanwhile its transaction
+/// holds row locks that every node's writes need (the lobby's counter), and an outside probe
+/// saw every node's moves fail for as long as the idle limit then (30 s).
+pub const IDLE_IN_TRANSACTION_LIMIT: Duration = Duration::from_secs(5);
+
 /// How the store uses the database: the pool's limits and the store's own timeouts.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct PostgresOptions {
@@ -261,9 +269,10 @@ impl PostgresStore {
             options.statement_timeout.as_millis().max(1),
             options
                 .statement_timeout
+                .saturating_mul(3)
+                .min(IDLE_IN_TRANSACTION_LIMIT)
                 .as_millis()
-                .max(1)
-                .saturating_mul(3),
+                .max(1),
         );
         if let Some(given) = config.get_options() {
             session.push(' ');

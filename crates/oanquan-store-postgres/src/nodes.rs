@@ -56,6 +56,13 @@ const LEASE_RETRY: Duration = Duration::from_secs(1);
 /// database (whose own keepalives may be slower) hands the lock to another node.
 const LEASE_CHECK_TIMEOUT: Duration = Duration::from_secs(2);
 
+/// The database ends a lease session that sends nothing for this long (`idle_session_timeout`):
+/// the holder checks it every [`LEASE_RETRY`], so only a node that stopped running does not. A
+/// frozen process (SIGSTOP, a paused VM) keeps its connection open, and the kernel answers the
+/// keepalives for it: without this its lock was held for as long as it stayed frozen, and no
+/// flag fell and no computer moved anywhere. An outside probe froze the leader for 45 s.
+pub(crate) const LEASE_IDLE_LIMIT: Duration = Duration::from_secs(5);
+
 /// How often the listener compares the sequences of the games this node serves with what it
 /// published, and the lobby's: notifications are sent after the commits they announce, in a
 /// transaction that does not wait for the disk (see `batch`), so one can be lost (a node or the
@@ -263,6 +270,21 @@ impl PostgresStore {
     /// every [`LEASE_RETRY`] that the session is still alive. Returns when it is not.
     async fn hold_lease(&self, held: &watch::Sender<bool>) -> Result<(), tokio_postgres::Error> {
         let (client, _messages) = self.dedicated().await?;
+        // PostgreSQL 14 and later; an older server keeps a frozen leader's lock (said once).
+        if let Err(error) = client
+            .batch_execute(&format!(
+                "SET idle_session_timeout = {}",
+                LEASE_IDLE_LIMIT.as_millis()
+            ))
+            .await
+        {
+            static SAID: std::sync::Once = std::sync::Once::new();
+            SAID.call_once(|| {
+                warn!(database = %self.target, error = %fault::describe(&error),
+                    "cannot bound the leader lease's idle time (PostgreSQL 14 or later has \
+                     idle_session_timeout): a frozen leader keeps the lease until it runs again");
+            });
+        }
         loop {
             let taken = tokio::time::timeout(
                 LEASE_CHECK_TIMEOUT,

@@ -717,6 +717,38 @@ async fn an_unreachable_database_or_a_bad_url_is_refused_at_start() {
     assert!(!is_postgres_url("/var/lib/postgres/oanquan.db"));
 }
 
+/// A node frozen inside one of its transactions (SIGSTOP, a paused VM) holds the rows it locked,
+/// the lobby's counter among them, which every node's writes to the lobby need: the database
+/// ends such a transaction after [`IDLE_IN_TRANSACTION_LIMIT`], within the statement timeout
+/// of the writes waiting behind it. An outside probe saw every node's moves fail for 30 s.
+#[tokio::test]
+async fn a_transaction_left_idle_is_ended_before_other_nodes_writes_time_out() {
+    let Some(schema) = TestSchema::new() else {
+        return;
+    };
+    let frozen = schema.store_with(schema.options()).await;
+    let store: Arc<dyn GameStore> = Arc::new(schema.store_with(schema.options()).await);
+    let (games, _hub) = manager(Arc::clone(&store));
+    let (client, _messages) = frozen.dedicated().await.unwrap();
+    client
+        .batch_execute("BEGIN; UPDATE lobby_counter SET last = last")
+        .await
+        .unwrap();
+    let since = std::time::Instant::now();
+    let created = games.create_game(new_game()).await;
+    let waited = since.elapsed();
+    assert!(created.is_ok(), "{created:?}");
+    assert!(
+        waited >= IDLE_IN_TRANSACTION_LIMIT - Duration::from_secs(1)
+            && waited < IDLE_IN_TRANSACTION_LIMIT + Duration::from_secs(3),
+        "the create waited {waited:?} behind the idle transaction"
+    );
+    assert!(
+        client.batch_execute("COMMIT").await.is_err(),
+        "the idle transaction was ended"
+    );
+}
+
 /// A statement that waits past the store's timeout (here for a row another connection holds)
 /// is `Unavailable` and changes nothing; the game goes on once the lock is gone. A closed store
 /// is `Unavailable` too.
