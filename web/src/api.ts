@@ -63,4 +63,7 @@ export const store = {
   setSeat(gameId: string, seat: SeatToken) {
     localStorage.setItem(SEAT + gameId, JSON.stringify(seat));
   },
+  removeSeat(gameId: string) {
+    localStorage.removeItem(SEAT + gameId);
+  },
 };

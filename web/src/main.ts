@@ -5,6 +5,7 @@ import "./style.css";
 import { create } from "@bufbuild/protobuf";
 import { durationFromMs, durationMs } from "@bufbuild/protobuf/wkt";
 
+import { Code, ConnectError } from "@connectrpc/connect";
 import { accounts, bearer, describe, games, rules, store } from "./api.js";
 import { Speed } from "./gen/oanquan/v1/account_pb.js";
 import {
@@ -123,7 +124,8 @@ const REASONS: Record<number, string> = {
 function seatName(game: Game, player: Player): string {
   const seat = player === Player.FIRST ? game.firstSeat : game.secondSeat;
   if (!seat?.occupied) return "(open)";
-  if (seat.kind === PlayerKind.COMPUTER) return `Computer ${seat.computerLevel}`;
+  // In brackets, which no other player's name may end in: nobody can pass for the computer.
+  if (seat.kind === PlayerKind.COMPUTER) return `Computer (level ${seat.computerLevel})`;
   const username = seat.account?.username;
   if (!username) return seat.displayName || "?";
   // An account's seat is named after it: the username once, with the rating it sat down with.
@@ -137,6 +139,10 @@ function resultText(game: Game): string {
   const reason = REASONS[result.endReason] ?? "";
   const scores = result.scores ? ` ${result.scores.first}–${result.scores.second}` : "";
   if (result.outcome === Outcome.DRAW) return `Draw${scores} (${reason})`;
+  // An aborted game has no winner: the outcome is unset.
+  if (result.outcome !== Outcome.FIRST_WINS && result.outcome !== Outcome.SECOND_WINS) {
+    return `No result (${reason || "ended"})`;
+  }
   const winner = result.outcome === Outcome.FIRST_WINS ? Player.FIRST : Player.SECOND;
   return `${seatName(game, winner)} wins${scores} (${reason})`;
 }
@@ -243,6 +249,8 @@ function showLobby(): () => void {
     [String(Speed.CORRESPONDENCE), "Correspondence"],
   ]);
   let seeking: AbortController | undefined;
+  // This page's open seek, which the list shows as its own.
+  let ownSeek: string | undefined;
 
   void rules.listPresets({}, bearer(undefined)).then(
     (response) => {
@@ -295,6 +303,10 @@ function showLobby(): () => void {
         { ...bearer(apiKey()), timeoutMs: undefined, signal: seeking.signal },
       );
       for await (const response of stream) {
+        if (response.kind.case === "waiting") {
+          ownSeek = response.kind.value.id;
+          render();
+        }
         if (response.kind.case === "paired") {
           const paired = response.kind.value;
           store.setSeat(paired.game!.id, { token: paired.playerToken, seat: paired.seat });
@@ -307,8 +319,10 @@ function showLobby(): () => void {
       if (!seeking?.signal.aborted) say(`Seek failed: ${describe(error)}`, "error");
     }
     seeking = undefined;
+    ownSeek = undefined;
     seekButton.textContent = "Seek";
     seekState.textContent = "";
+    render();
   }
 
   async function join(id: string) {
@@ -395,7 +409,10 @@ function showLobby(): () => void {
           "li",
           { "data-seek": s.id },
           h("span", {}, `${s.displayName} · ${s.preset} · ${timeControlText(s)}${s.rated ? " · rated" : ""}`),
-          button("Play", "accept-seek", () => void accept(s.id)),
+          // Accepting one's own seek would seat this page against itself.
+          s.id === ownSeek
+            ? h("span", { class: "own", "data-testid": "own-seek" }, "yours")
+            : button("Play", "accept-seek", () => void accept(s.id)),
         ),
       ),
     );
@@ -1058,7 +1075,23 @@ function showGame(id: string): () => void {
         }
       } catch (error) {
         if (abort.signal.aborted) return;
-        if (!after) say(describe(error), "error");
+        const code = ConnectError.from(error).code;
+        if (mine && (code === Code.Unauthenticated || code === Code.PermissionDenied)) {
+          // A seat token the server refuses (another server's, or damaged) would be refused
+          // for ever: forget it and watch the game instead.
+          store.removeSeat(id);
+          say("This browser's seat in the game was refused; watching it instead.", "error");
+          route();
+          return;
+        }
+        if (code === Code.NotFound || code === Code.InvalidArgument) {
+          // Retrying cannot make a game appear.
+          say(describe(error), "error");
+          connection.textContent = "no such game";
+          connection.classList.add("bad");
+          return;
+        }
+        if (!after || code === Code.ResourceExhausted) say(describe(error), "error");
       }
       if (finished) break;
       connected = false;

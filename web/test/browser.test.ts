@@ -20,6 +20,7 @@ import { createGrpcWebTransport } from "@connectrpc/connect-web";
 import { chromium, type Browser, type BrowserContext, type Page } from "playwright-core";
 
 import { AccountService } from "../src/gen/oanquan/v1/account_pb.js";
+import { GameService } from "../src/gen/oanquan/v1/game_pb.js";
 
 const here = dirname(fileURLToPath(import.meta.url));
 const root = resolve(here, "../..");
@@ -304,6 +305,10 @@ test("a seek is answered from another lobby", async () => {
   const taker = await player("Taker", PHONE);
   await seeker.getByTestId("seek").click();
   await seeker.getByText("looking for an opponent…").waitFor();
+  // The seeker's own seek is marked, with nothing to accept: that would seat it against itself.
+  const own = seeker.locator("[data-testid=seeks] li", { hasText: "Seeker" });
+  await own.getByTestId("own-seek").waitFor();
+  assert.equal(await own.getByTestId("accept-seek").count(), 0);
   const offer = taker.locator("[data-testid=seeks] li", { hasText: "Seeker" });
   await offer.waitFor();
   await offer.getByTestId("accept-seek").tap();
@@ -464,6 +469,28 @@ test("a profile link that does not decode shows the lobby, not an empty page", a
   await page.goto(`${server.url}#/player/%E0%A4%A`);
   await page.getByTestId("open-games").waitFor();
   assert.deepEqual(errors, []);
+});
+
+test("an aborted game has no winner, and a game that does not exist is not waited for", async () => {
+  const lan = await player("Lan");
+  const id = await createGame(lan);
+  // The opponent joins and aborts before the first move, from a program.
+  const games = createClient(GameService, createGrpcWebTransport({ baseUrl: server.url, useBinaryFormat: true }));
+  const joined = await games.joinGame({ gameId: id, displayName: "Quitter" });
+  await games.abortGame({ gameId: id }, { headers: { authorization: `Bearer ${joined.playerToken}` } });
+  await lan.getByTestId("game-over").waitFor();
+  const over = (await lan.getByTestId("game-over").textContent()) ?? "";
+  assert.match(over, /No result \(aborted\)/);
+  assert.doesNotMatch(over, /wins/);
+
+  let watches = 0;
+  lan.on("request", (request) => {
+    if (request.url().endsWith("/WatchGame")) watches++;
+  });
+  await lan.goto(`${server.url}#/game/doesnotexist123`);
+  await lan.getByText("no such game").waitFor();
+  await new Promise((r) => setTimeout(r, 3000));
+  assert.equal(watches, 1, "one WatchGame, not a retry every few seconds");
 });
 
 test("bundle size and first render", async () => {
