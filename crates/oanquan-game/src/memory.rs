@@ -7,6 +7,7 @@ use std::collections::hash_map::Entry;
 use std::collections::{HashMap, VecDeque};
 use std::net::IpAddr;
 use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::SystemTime;
 
 use futures::FutureExt as _;
 
@@ -22,7 +23,9 @@ use crate::store::{
 /// Capacity knobs of the memory store.
 #[derive(Debug, Clone, Copy)]
 pub struct MemoryLimits {
-    /// Games kept at most (they are never evicted; creation fails beyond this).
+    /// Games kept at most. When the store is full, a new game takes the place of the game that
+    /// ended first (and can no longer be rematched), which is forgotten; creation fails only
+    /// while every game kept is unfinished or in its rematch window.
     pub max_games: usize,
     /// Events kept per game; older ones are dropped and resuming before them yields a snapshot.
     pub game_event_retention: usize,
@@ -52,8 +55,11 @@ pub struct MemoryStore {
 struct Inner {
     /// Keys are ids this server generated, so a fast hasher is safe here.
     games: foldhash::HashMap<GameId, Stored>,
-    /// Creation order; the index is the listing key used in cursors.
-    order: Vec<GameId>,
+    /// Creation order; the index is the listing key used in cursors. A forgotten game leaves
+    /// `None` (16 bytes), so that the indexes of the others stay.
+    order: Vec<Option<GameId>>,
+    /// Games over, in the order they ended: the first is the next to forget when full.
+    ended: VecDeque<GameId>,
     lobby: VecDeque<Arc<LobbyEvent>>,
     lobby_sequence: u64,
     accounts: HashMap<AccountId, StoredAccount>,
@@ -76,6 +82,38 @@ struct StoredAccount {
 pub const MAX_API_KEYS: usize = 20;
 
 impl Inner {
+    /// The game created `index`-th, unless it was forgotten.
+    fn game_at(&self, index: usize) -> Option<&Stored> {
+        self.games.get(self.order[index].as_ref()?)
+    }
+
+    /// Forgets the game that ended first, if it can no longer change (`now` past its rematch
+    /// window): its place goes to a new game. Whether one was forgotten.
+    fn forget_one(&mut self, now: SystemTime) -> bool {
+        while let Some(id) = self.ended.front() {
+            let Some(stored) = self.games.get(id) else {
+                self.ended.pop_front();
+                continue;
+            };
+            if stored
+                .state
+                .info()
+                .rematch
+                .open_until()
+                .is_some_and(|until| until > now)
+            {
+                // Games end into windows of one length: the first to end closes first.
+                return false;
+            }
+            let index = stored.index;
+            self.games.remove(id);
+            self.order[index] = None;
+            self.ended.pop_front();
+            return true;
+        }
+        false
+    }
+
     /// Checks every account update of a commit before anything is written.
     fn check_accounts(&self, commit: &Commit) -> Result<(), StoreError> {
         for update in &commit.accounts {
@@ -156,6 +194,14 @@ impl MemoryStore {
             .collect();
         commit.state.set_sequence(sequence);
         let info = commit.state.info().clone();
+        let ends = info.status.is_over()
+            && inner
+                .games
+                .get(&id)
+                .is_none_or(|stored| !stored.state.info().status.is_over());
+        if ends {
+            inner.ended.push_back(id.clone());
+        }
         let stored = match inner.games.entry(id) {
             Entry::Occupied(entry) => {
                 let stored = entry.into_mut();
@@ -207,9 +253,9 @@ impl GameStore for MemoryStore {
     fn create(&self, commit: Commit) -> StoreFuture<'_, Committed> {
         let result = (|| {
             let mut inner = self.lock();
-            if inner.games.len() >= self.limits.max_games {
+            if inner.games.len() >= self.limits.max_games && !inner.forget_one(commit.time) {
                 return Err(StoreError::Full(format!(
-                    "the server holds its maximum of {} games",
+                    "the server holds its maximum of {} games, none of them over",
                     self.limits.max_games
                 )));
             }
@@ -220,7 +266,7 @@ impl GameStore for MemoryStore {
             let mut commit = commit;
             inner.write_accounts(&mut commit);
             let index = inner.order.len();
-            inner.order.push(commit.state.info().id.clone());
+            inner.order.push(Some(commit.state.info().id.clone()));
             Ok(self.write(&mut inner, commit, index))
         })();
         futures::future::ready(result).boxed()
@@ -284,7 +330,9 @@ impl GameStore for MemoryStore {
             let mut games = Vec::with_capacity(limit.min(end));
             let mut next_cursor = None;
             for index in (0..end).rev() {
-                let stored = &inner.games[&inner.order[index]];
+                let Some(stored) = inner.game_at(index) else {
+                    continue;
+                };
                 if !filter.accepts(stored.state.info().status) {
                     continue;
                 }
@@ -329,7 +377,8 @@ impl GameStore for MemoryStore {
             .order
             .iter()
             .rev()
-            .map(|id| inner.games[id].state.info())
+            .filter_map(|id| inner.games.get(id.as_ref()?))
+            .map(|stored| stored.state.info())
             .filter(|info| !info.status.is_over())
             .take(limit)
             .cloned()
@@ -509,7 +558,9 @@ impl GameStore for MemoryStore {
             let mut games = Vec::new();
             let mut next_cursor = None;
             for index in (0..end).rev() {
-                let info = inner.games[&inner.order[index]].state.info();
+                let Some(info) = inner.game_at(index).map(|stored| stored.state.info()) else {
+                    continue;
+                };
                 if crate::model::seat_of_account(info, id).is_none() || !filter.accepts(info, id) {
                     continue;
                 }

@@ -1640,3 +1640,96 @@ async fn the_idle_reaper_leaves_claimable_and_timed_games_alone() {
     assert_eq!(status(untimed.game.id.clone()).await, GameStatus::Aborted);
     assert_eq!(status(timed.game.id.clone()).await, GameStatus::Active);
 }
+
+// --- A full memory store ---------------------------------------------------------------------
+
+fn small_store(max_games: usize) -> GameManager {
+    let store: Arc<dyn GameStore> = Arc::new(MemoryStore::new(MemoryLimits {
+        max_games,
+        ..MemoryLimits::default()
+    }));
+    GameManager::new(store, Hub::new(1024), ManagerLimits::default())
+}
+
+fn waiting_game() -> NewGame {
+    NewGame {
+        rules: Preset::Standard.rules(),
+        preset: Some(Preset::Standard),
+        start: None,
+        seat: Some(FIRST),
+        display_name: "Guest Lan".to_owned(),
+        computer: None,
+        time_control: TimeControl::Untimed,
+        account: None,
+        rated: false,
+    }
+}
+
+/// A full in-memory store forgets the game that ended first to make room: an outside probe
+/// filled one with aborted games from one address, and then nobody could create a game or be
+/// paired until a restart. Only while every game kept is unfinished is creation refused.
+#[tokio::test]
+async fn a_full_memory_store_makes_room_by_forgetting_the_first_game_to_end() {
+    let manager = small_store(2);
+    let first = manager.create_game(waiting_game()).await.unwrap();
+    let second = manager.create_game(waiting_game()).await.unwrap();
+    let refused = manager.create_game(waiting_game()).await.unwrap_err();
+    assert!(
+        matches!(&refused, GameError::LimitExceeded(why) if why.contains("none of them over")),
+        "{refused:?}"
+    );
+    manager.abort(&second.game.id, &second.token).await.unwrap();
+    manager.abort(&first.game.id, &first.token).await.unwrap();
+    // The second ended first: it goes, the first stays until the next creation.
+    let third = manager.create_game(waiting_game()).await.unwrap();
+    assert!(matches!(
+        manager.get_game(&second.game.id).await,
+        Err(GameError::GameNotFound(_))
+    ));
+    assert_eq!(
+        manager.get_game(&first.game.id).await.unwrap().status,
+        GameStatus::Aborted
+    );
+    let fourth = manager.create_game(waiting_game()).await.unwrap();
+    assert!(manager.get_game(&first.game.id).await.is_err());
+    // Listings skip what was forgotten, newest first, across pages.
+    let page = manager
+        .list_games(crate::model::GameFilter::All, 1, None)
+        .await
+        .unwrap();
+    assert_eq!(page.games[0].id, fourth.game.id);
+    let rest = manager
+        .list_games(
+            crate::model::GameFilter::All,
+            10,
+            page.next_cursor.as_deref(),
+        )
+        .await
+        .unwrap();
+    let ids: Vec<_> = rest.games.iter().map(|g| g.id.clone()).collect();
+    assert_eq!(ids, std::slice::from_ref(&third.game.id));
+    assert!(manager.create_game(waiting_game()).await.is_err());
+}
+
+/// A finished game stays while a rematch can be offered: its players may still come back to it.
+#[tokio::test]
+async fn a_full_memory_store_keeps_a_game_in_its_rematch_window() {
+    let manager = small_store(1);
+    let created = manager.create_game(waiting_game()).await.unwrap();
+    let id = created.game.id.clone();
+    let joined = manager.join_game(&id, "Guest Minh").await.unwrap();
+    let tokens = [created.token, joined.token];
+    for token in &tokens {
+        let position = manager.get_game(&id).await.unwrap().position;
+        let _ = manager
+            .play_move(&id, token, position.legal_moves()[0], None)
+            .await;
+    }
+    manager.resign(&id, &tokens[0]).await.unwrap();
+    assert_eq!(
+        manager.get_game(&id).await.unwrap().status,
+        GameStatus::Finished
+    );
+    assert!(manager.create_game(waiting_game()).await.is_err());
+    assert!(manager.get_game(&id).await.is_ok());
+}
