@@ -717,17 +717,50 @@ fn main() -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
+    let log_format = args.log_format;
     match runtime.block_on(serve(args)) {
         Ok(()) => ExitCode::SUCCESS,
         Err(error) => {
-            eprintln!("oanquan-server: {error:#}");
+            let text = escape_controls(&format!("{error:#}"));
+            match log_format {
+                LogFormat::Text => eprintln!("oanquan-server: {text}"),
+                // One JSON object, as every other line of a JSON log.
+                LogFormat::Json => tracing::error!(error = %text, "the server stopped"),
+            }
             ExitCode::FAILURE
         }
     }
 }
 
+/// An error as one line of plain text: it may quote what an operator gave (a database URL
+/// whose name decodes to a newline and an escape sequence), which must not forge log lines or
+/// drive the terminal. Control and bidirectional formatting characters are written escaped.
+fn escape_controls(text: &str) -> String {
+    text.chars()
+        .map(|c| {
+            let hidden = c.is_control()
+                || matches!(c, '\u{200b}'..='\u{200f}' | '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}');
+            if hidden {
+                c.escape_unicode().to_string()
+            } else {
+                c.to_string()
+            }
+        })
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn an_error_is_printed_on_one_line_without_control_characters() {
+        let shown =
+            super::escape_controls("db \"x\n2026 ERROR forged\u{1b}[31mRED\0\u{202e}\" ok: ă");
+        assert_eq!(
+            shown,
+            "db \"x\\u{a}2026 ERROR forged\\u{1b}[31mRED\\u{0}\\u{202e}\" ok: ă"
+        );
+    }
+
     #[test]
     fn endgame_tables_load_and_damaged_ones_are_refused() {
         let dir = tempfile::tempdir().unwrap();
