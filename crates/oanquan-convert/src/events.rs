@@ -1,7 +1,5 @@
 //! Domain events and snapshots → the protobuf events of `WatchGame` and `WatchLobby`.
 
-use std::time::SystemTime;
-
 use oanquan_proto::v1 as pb;
 
 use super::output::{
@@ -91,7 +89,7 @@ pub fn game_event_out(event: &GameEvent) -> pb::GameEvent {
 pub fn game_snapshot_out(game: &GameInfo, sequence: u64) -> pb::GameEvent {
     pb::GameEvent {
         sequence,
-        time: timestamp(SystemTime::now()),
+        time: timestamp(oanquan_game::service_clock::now()),
         kind: Some(pb::game_event::Kind::Snapshot(pb::game_event::Snapshot {
             game: Some(game_out(game)),
             move_count: game.move_count,
@@ -104,7 +102,7 @@ pub fn game_snapshot_out(game: &GameInfo, sequence: u64) -> pb::GameEvent {
 pub fn game_heartbeat_out(sequence: u64) -> pb::GameEvent {
     pb::GameEvent {
         sequence,
-        time: timestamp(SystemTime::now()),
+        time: timestamp(oanquan_game::service_clock::now()),
         kind: Some(pb::game_event::Kind::Heartbeat(
             pb::game_event::Heartbeat {},
         )),
@@ -150,7 +148,7 @@ pub fn lobby_event_out(event: &LobbyEvent) -> pb::LobbyEvent {
 pub fn lobby_snapshot_out(games: &[GameInfo], seeks: &[SeekInfo], sequence: u64) -> pb::LobbyEvent {
     pb::LobbyEvent {
         sequence,
-        time: timestamp(SystemTime::now()),
+        time: timestamp(oanquan_game::service_clock::now()),
         kind: Some(pb::lobby_event::Kind::Snapshot(pb::lobby_event::Snapshot {
             games: games.iter().map(game_out).collect(),
             seeks: seeks.iter().map(seek_out).collect(),
@@ -175,7 +173,7 @@ pub fn lobby_seeks_out(update: SeekChange, sequence: u64) -> pb::LobbyEvent {
     };
     pb::LobbyEvent {
         sequence,
-        time: timestamp(SystemTime::now()),
+        time: timestamp(oanquan_game::service_clock::now()),
         kind: Some(kind),
     }
 }
@@ -194,7 +192,7 @@ pub enum SeekChange {
 pub fn lobby_heartbeat_out(sequence: u64) -> pb::LobbyEvent {
     pb::LobbyEvent {
         sequence,
-        time: timestamp(SystemTime::now()),
+        time: timestamp(oanquan_game::service_clock::now()),
         kind: Some(pb::lobby_event::Kind::Heartbeat(
             pb::lobby_event::Heartbeat {},
         )),

@@ -397,7 +397,7 @@ fn game_with_position(game: &GameInfo, position: pb::Position) -> pb::Game {
         create_time: timestamp(game.created),
         update_time: timestamp(game.updated),
         time_control: time_control_out(game.time_control),
-        clocks: timing::reading(game, SystemTime::now())
+        clocks: timing::reading(game, oanquan_game::service_clock::now())
             .as_ref()
             .map(clocks_out),
         turn_start_time: game.turn_started.and_then(timestamp),

@@ -885,7 +885,10 @@ async fn play_turn(manager: Arc<GameManager>, computer: Arc<Computer>, id: GameI
     // The creator's share of the queue first (its game may have ended meanwhile: the load
     // after the slot sees it).
     let (creator, wait) = match manager.load_state(&id).await {
-        Ok(state) => (state.creator(), slot_wait(state.info(), SystemTime::now())),
+        Ok(state) => (
+            state.creator(),
+            slot_wait(state.info(), crate::service_clock::now()),
+        ),
         Err(error) => {
             warn!(game_id = %id, %error, "cannot load the game for the computer's turn");
             return;
@@ -913,7 +916,7 @@ async fn play_turn(manager: Arc<GameManager>, computer: Arc<Computer>, id: GameI
     let limits = SearchLimits::time(think_time(
         computer.move_time,
         state.info(),
-        SystemTime::now(),
+        crate::service_clock::now(),
     ));
     let game = state.into_engine();
     let ply = game.position().ply();

@@ -28,6 +28,7 @@ mod online_tests;
 pub mod rating;
 pub mod reaper;
 pub mod seek;
+pub mod service_clock;
 mod store;
 #[cfg(any(test, feature = "store-suite"))]
 pub mod store_suite;

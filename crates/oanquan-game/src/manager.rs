@@ -332,7 +332,7 @@ impl GameManager {
             }
         });
         let token = PlayerToken::generate();
-        let now = SystemTime::now();
+        let now = crate::service_clock::now();
         let (
             state,
             Transition {
@@ -787,7 +787,9 @@ impl GameManager {
         // out the second (the other was committed in between): created after the link, then,
         // as the one way left. Should that fail, the link names a game that does not exist
         // (logged; players create anew).
-        let created = self.create_rematch(id, *next, SystemTime::now()).await?;
+        let created = self
+            .create_rematch(id, *next, crate::service_clock::now())
+            .await?;
         info!(game_id = %id, rematch = %next_id, "rematch started");
         Ok(RematchOffered {
             game: committed.info,
@@ -808,7 +810,7 @@ impl GameManager {
     ) -> Result<Option<GameInfo>, GameError> {
         let state = self.store.load(id).await.map_err(Self::not_found(id))?;
         let hash = who.seat_hash(&state)?;
-        let now = SystemTime::now();
+        let now = crate::service_clock::now();
         let offered = transition::offer_rematch(
             state,
             &hash,
@@ -932,7 +934,7 @@ impl GameManager {
     ) -> Result<GameInfo, GameError> {
         let start = Position::new(paired.rules)
             .map_err(|e| GameError::invalid("rules.rule_set", e.to_string()))?;
-        let now = SystemTime::now();
+        let now = crate::service_clock::now();
         let [first, second] = [Player::First, Player::Second].map(|p| paired.players[p].clone());
         let [first_account, second_account] =
             [Player::First, Player::Second].map(|p| paired.accounts[p].clone());
@@ -1185,7 +1187,7 @@ impl GameManager {
         for _ in 0..MAX_ATTEMPTS {
             let state = self.store.load(id).await.map_err(Self::not_found(id))?;
             let expected_sequence = state.info().sequence;
-            let now = SystemTime::now();
+            let now = crate::service_clock::now();
             let (
                 state,
                 Transition {
@@ -1361,7 +1363,7 @@ impl GameManager {
     pub async fn register(&self, username: &str) -> Result<(Account, ApiKey), GameError> {
         let username =
             Username::parse(username).map_err(|e| GameError::invalid("username", e.to_string()))?;
-        let now = SystemTime::now();
+        let now = crate::service_clock::now();
         let account = Account::new(username, now);
         let (key, record) = ApiKey::generate(now);
         match self.store.create_account(account.clone(), record).await {
@@ -1443,7 +1445,7 @@ impl GameManager {
         &self,
         account: &AccountId,
     ) -> Result<(ApiKey, ApiKeyRecord), GameError> {
-        let (key, record) = ApiKey::generate(SystemTime::now());
+        let (key, record) = ApiKey::generate(crate::service_clock::now());
         match self.store.add_api_key(account, record.clone()).await {
             Ok(()) => {}
             Err(StoreError::Full(_)) => {
@@ -1465,7 +1467,7 @@ impl GameManager {
     pub async fn revoke_api_key(&self, account: &AccountId, key_id: &str) -> Result<(), GameError> {
         if self
             .store
-            .revoke_api_key(account, key_id, SystemTime::now())
+            .revoke_api_key(account, key_id, crate::service_clock::now())
             .await?
         {
             info!(account = %account, key = %key_id, "API key revoked");

@@ -3,7 +3,7 @@
 //! a timer; the manager knows nothing of it.
 
 use std::sync::Arc;
-use std::time::{Duration, SystemTime};
+use std::time::Duration;
 
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
@@ -22,7 +22,7 @@ use crate::model::{GameFilter, GameStatus};
 ///
 /// Store failures while listing.
 pub async fn expire_idle_games(manager: &GameManager, idle: Duration) -> Result<usize, GameError> {
-    let now = SystemTime::now();
+    let now = crate::service_clock::now();
     let Some(cutoff) = now.checked_sub(idle) else {
         return Ok(0);
     };

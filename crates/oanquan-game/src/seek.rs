@@ -719,7 +719,7 @@ impl SeekPool {
             rules: request.rules,
             preset: request.preset,
             time_control: request.time_control,
-            created: SystemTime::now(),
+            created: crate::service_clock::now(),
             computer_after: request.computer.map(|(after, _)| after),
             account: request
                 .account
@@ -854,7 +854,7 @@ impl SeekPool {
                 account: account.map(|a| seat_account(a, seek.time_control)),
                 rating_range: None,
                 computer_after: None,
-                created: SystemTime::now(),
+                created: crate::service_clock::now(),
                 ..seek.clone()
             };
             if !compatible(seek, &mine) {
@@ -1077,7 +1077,7 @@ impl SeekPool {
             account: account.map(|a| seat_account(a, seek.time_control)),
             rating_range: None,
             computer_after: None,
-            created: SystemTime::now(),
+            created: crate::service_clock::now(),
             ..seek.clone()
         };
         let fits =

@@ -239,7 +239,7 @@ pub(crate) fn spawn_with_backoff(
             let sleep = match deadlines.next() {
                 Some(at) => {
                     let wait = at
-                        .duration_since(SystemTime::now())
+                        .duration_since(crate::service_clock::now())
                         .unwrap_or(Duration::ZERO);
                     tokio::time::sleep(wait)
                 }
@@ -273,14 +273,14 @@ pub(crate) fn spawn_with_backoff(
                     }
                 }
                 Woke::Due => {
-                    for (id, failures) in deadlines.due(SystemTime::now()) {
+                    for (id, failures) in deadlines.due(crate::service_clock::now()) {
                         // Each in a task of its own: a slow store does not delay the others.
                         tokio::spawn(apply(Arc::clone(&manager), id, failures, failed_tx.clone()));
                     }
                 }
                 Woke::Failed(id, failures) => {
                     let wait = backoff.after(failures);
-                    if deadlines.retry(id.clone(), failures, SystemTime::now() + wait) {
+                    if deadlines.retry(id.clone(), failures, crate::service_clock::now() + wait) {
                         debug!(game_id = %id, failures, ?wait, "deadline to be tried again");
                     }
                 }

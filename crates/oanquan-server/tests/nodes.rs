@@ -223,6 +223,39 @@ async fn a_computer_game_goes_on_when_the_leader_node_freezes() {
     schema.drop().await;
 }
 
+/// A node whose clock runs 5 s fast (as with a broken time source): a turn started on a
+/// correct node and moved on at once through it is charged a moment, not 5 s. Every node reads
+/// the database's clock for its games; an outside probe saw a player lose on time through
+/// such a node with 2.5 s left.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_node_with_a_clock_ahead_charges_a_move_by_the_databases_time() {
+    let Some(schema) = Schema::new("nodes").await else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let right = Node::start(&schema.database, dir.path(), &[]);
+    let Some(fast) = Node::start_skewed(&schema.database, dir.path(), "+5s", &[]) else {
+        schema.drop().await;
+        return;
+    };
+    let mut on_right = right.games().await;
+    let mut on_fast = fast.games().await;
+    let (id, first, second) = minute_game(&mut on_right).await;
+    // Each player's first move runs no clock; the first player's clock starts after them.
+    play_one(&mut on_right, &id, (&first, &second)).await;
+    let started = play_one(&mut on_right, &id, (&first, &second)).await;
+    let before = remaining_of(&started, pb::Player::First);
+    let after = play_one(&mut on_fast, &id, (&first, &second)).await;
+    let charged = before.saturating_sub(remaining_of(&after, pb::Player::First));
+    assert!(
+        charged < Duration::from_secs(2),
+        "a prompt move through the fast node was charged {charged:?}"
+    );
+    drop(fast);
+    drop(right);
+    schema.drop().await;
+}
+
 /// Every node stops, and two start again together (as a deployment restarts them): the running
 /// turn is charged up to the stop once, and neither node gives any of it back. Each node gives
 /// the turns their time back at start when no other node serves; without that being one step

@@ -92,6 +92,36 @@ impl Node {
         })
     }
 
+    /// [`Node::start`] with its system clock set `offset` away (`+5s`, `-3s`) by libfaketime
+    /// (Debian's `faketime`), as a node whose time source drifted; `None` (said on stderr)
+    /// without it. The library is preloaded into the server itself: the `faketime` command
+    /// would run it as a child that outlives a kill of the command.
+    pub fn start_skewed(
+        database: &str,
+        dir: &std::path::Path,
+        offset: &str,
+        args: &[&str],
+    ) -> Option<Node> {
+        let library = ["x86_64-linux-gnu", "aarch64-linux-gnu"]
+            .iter()
+            .map(|arch| format!("/usr/lib/{arch}/faketime/libfaketimeMT.so.1"))
+            .find(|path| std::path::Path::new(path).exists());
+        let Some(library) = library else {
+            eprintln!("libfaketime is not installed (Debian's faketime): skipped");
+            return None;
+        };
+        Some(Node::spawn(dir, |command| {
+            command
+                .args(["--computer-move-time", "10ms"])
+                .args(args)
+                .env("OANQUAN_DATABASE_URL", database)
+                .env("LD_PRELOAD", library)
+                .env("FAKETIME", offset)
+                // Only the wall clock: tokio's timers keep the real monotonic one.
+                .env("FAKETIME_DONT_FAKE_MONOTONIC", "1");
+        }))
+    }
+
     /// A server with the usual test flags and no storage chosen, then what `configure` adds.
     pub fn spawn(dir: &std::path::Path, configure: impl FnOnce(&mut Command)) -> Node {
         let mut command = Command::new(env!("CARGO_BIN_EXE_oanquan-server"));
