@@ -34,6 +34,8 @@ export function describe(error: unknown): string {
 const KEY = "oanquan.apiKey";
 const NAME = "oanquan.name";
 const SEAT = "oanquan.seat.";
+// Under SEAT: "oanquan.seat.rematch-of.<finished game>".
+const REMATCH = "rematch-of.";
 
 export interface SeatToken {
   token: string;
@@ -65,5 +67,12 @@ export const store = {
   },
   removeSeat(gameId: string) {
     localStorage.removeItem(SEAT + gameId);
+  },
+  /** The seat of a rematch offered from this browser in `gameId`, until it starts. */
+  pendingRematch(gameId: string): SeatToken | undefined {
+    return store.seat(REMATCH + gameId);
+  },
+  setPendingRematch(gameId: string, seat: SeatToken) {
+    store.setSeat(REMATCH + gameId, seat);
   },
 };

@@ -155,6 +155,8 @@ function route() {
   leave?.();
   leave = undefined;
   app.replaceChildren();
+  // What the last page said is about that page.
+  say("");
   const match = /^#\/game\/([A-Za-z0-9_-]+)$/.exec(location.hash);
   const profile = /^#\/player\/([^/]+)$/.exec(location.hash);
   if (match) leave = showGame(match[1]);
@@ -422,6 +424,9 @@ function showLobby(): () => void {
   async function followLobby() {
     let after: bigint | undefined;
     let delay = 250;
+    // Whether the status line says the lobby is away: the next event clears that, and only
+    // that (a player's own error stays until they act again).
+    let away = false;
     while (!abort.signal.aborted) {
       try {
         const stream = games.watchLobby({ afterSequence: after }, { signal: abort.signal });
@@ -429,7 +434,10 @@ function showLobby(): () => void {
           const event = response.event;
           if (!event) continue;
           delay = 250;
-          say("");
+          if (away) {
+            away = false;
+            say("");
+          }
           const kind = event.kind;
           switch (kind.case) {
             case "snapshot":
@@ -480,6 +488,7 @@ function showLobby(): () => void {
         if (abort.signal.aborted) return;
       }
       say("Reconnecting to the lobby…", "error");
+      away = true;
       await sleep(delay);
       delay = Math.min(delay * 2, 3000);
     }
@@ -638,7 +647,9 @@ function showGame(id: string): () => void {
     });
   };
   let connected = false;
-  let pendingRematch: { token: string; seat: number } | undefined;
+  // The seat token of a rematch this page offered, kept in the browser until the rematch
+  // starts: a reload or a visit to the lobby meanwhile must not lose the seat.
+  let pendingRematch = store.pendingRematch(id);
   // The ply of the move this page sent and has not yet seen come back as an event: until then it
   // is not this page's turn, so a quick second click cannot send another move for the same ply
   // (which the server would refuse as stale, and the page would show as an error).
@@ -780,7 +791,9 @@ function showGame(id: string): () => void {
           openGame(response.rematch.id);
         } else {
           pendingRematch = { token: response.playerToken, seat: response.seat };
+          store.setPendingRematch(id, pendingRematch);
           say("Rematch offered");
+          render();
         }
       }
     } catch (error) {
@@ -852,7 +865,13 @@ function showGame(id: string): () => void {
     draw.textContent = game.drawOffer !== Player.UNSPECIFIED && game.drawOffer !== seat ? "Accept draw" : "Offer draw";
     declineDraw.hidden = !mine || !active || game.drawOffer === Player.UNSPECIFIED || game.drawOffer === seat;
     rematch.hidden = !mine || game.status !== GameStatus.FINISHED || !!game.rematch;
-    rematch.textContent = game.rematchOffer !== Player.UNSPECIFIED && game.rematchOffer !== seat ? "Accept rematch" : "Rematch";
+    const offeredHere = !!pendingRematch && game.rematchOffer === seat;
+    rematch.textContent = offeredHere
+      ? "Rematch offered"
+      : game.rematchOffer !== Player.UNSPECIFIED && game.rematchOffer !== seat
+        ? "Accept rematch"
+        : "Rematch";
+    rematch.disabled = offeredHere;
     if (game.rematch) {
       nextGame.hidden = false;
       nextGame.setAttribute("href", `#/game/${game.rematch}`);
@@ -953,6 +972,8 @@ function showGame(id: string): () => void {
           if (game) {
             setPosition(game);
             setClocks(game.clocks);
+            // Accepted while this page was away: the seat is this browser's all the same.
+            if (game.rematch && pendingRematch) store.setSeat(game.rematch, pendingRematch);
           }
           render();
         });
@@ -978,6 +999,9 @@ function showGame(id: string): () => void {
         });
         break;
       case "movePlayed":
+        // The clocks as the server reads them now, not after the move's animation: the next
+        // player's clock runs from the event, and showing it late showed more time than left.
+        setClocks(kind.value.clocks);
         enqueue(async () => {
           const record = kind.value.record;
           if (!record || !game) return;
@@ -985,13 +1009,12 @@ function showGame(id: string): () => void {
           if (record.position) game.position = record.position;
           game.moveCount = record.number;
           game.drawOffer = Player.UNSPECIFIED;
-          setClocks(kind.value.clocks);
           render();
         });
         break;
       case "turnStarted":
+        setClocks(kind.value.clocks);
         enqueue(async () => {
-          setClocks(kind.value.clocks);
           if (kind.value.refill && game) {
             try {
               game = (await games.getGame({ gameId: id }, bearer(undefined))).game ?? game;
@@ -1050,8 +1073,11 @@ function showGame(id: string): () => void {
   async function follow() {
     let after: bigint | undefined;
     let delay = 250;
-    let finished = false;
-    while (!abort.signal.aborted && !finished) {
+    // Over, the game's stream goes on while a rematch can be offered, and a break then is
+    // resumed like any other (a restart must not hide the opponent's offer); it ends, without
+    // an error, once nothing more can happen.
+    let ended = false;
+    while (!abort.signal.aborted) {
       try {
         const stream = games.watchGame(
           { gameId: id, afterSequence: after, followRematch: true },
@@ -1066,13 +1092,14 @@ function showGame(id: string): () => void {
           }
           delay = 250;
           if (event.kind.case !== "heartbeat") after = event.sequence;
-          if (event.kind.case === "gameOver") finished = true;
+          if (event.kind.case === "gameOver") ended = true;
           if (event.kind.case === "snapshot") {
             const s = event.kind.value.game?.status;
-            if (s === GameStatus.FINISHED || s === GameStatus.ABORTED) finished = true;
+            if (s === GameStatus.FINISHED || s === GameStatus.ABORTED) ended = true;
           }
           handle(event);
         }
+        if (ended) break;
       } catch (error) {
         if (abort.signal.aborted) return;
         const code = ConnectError.from(error).code;
@@ -1080,8 +1107,8 @@ function showGame(id: string): () => void {
           // A seat token the server refuses (another server's, or damaged) would be refused
           // for ever: forget it and watch the game instead.
           store.removeSeat(id);
-          say("This browser's seat in the game was refused; watching it instead.", "error");
           route();
+          say("This browser's seat in the game was refused; watching it instead.", "error");
           return;
         }
         if (code === Code.NotFound || code === Code.InvalidArgument) {
@@ -1093,7 +1120,6 @@ function showGame(id: string): () => void {
         }
         if (!after || code === Code.ResourceExhausted) say(describe(error), "error");
       }
-      if (finished) break;
       connected = false;
       showConnection();
       await sleep(delay);

@@ -493,6 +493,34 @@ test("an aborted game has no winner, and a game that does not exist is not waite
   assert.equal(watches, 1, "one WatchGame, not a retry every few seconds");
 });
 
+test("a rematch offered before a reload keeps its seat when it is accepted", async () => {
+  const hoa = await player("Hoa");
+  const binh = await player("Binh");
+  const id = await createGame(hoa);
+  await joinGame(binh, id);
+  for (let ply = 0; ply < 2; ply++) {
+    const mover = await whoseTurn([hoa, binh]);
+    assert.ok(mover, "the game goes on");
+    await playOneMove(mover, ply + 1, false);
+    for (const page of [hoa, binh]) await until("the move shown", async () => (await movesOf(page)) === ply + 1);
+  }
+  await whoseTurn([hoa, binh]);
+  await hoa.getByTestId("resign").click();
+  for (const page of [hoa, binh]) await page.getByTestId("game-over").waitFor();
+  await hoa.getByTestId("rematch").click();
+  await hoa.getByText("Rematch offered").first().waitFor();
+  await hoa.reload();
+  await hoa.getByTestId("game-over").waitFor();
+  await until("the offer still shown as made", async () => (await hoa.getByTestId("rematch").textContent()) === "Rematch offered");
+  await until("the offer reaches the other page", async () => (await binh.getByTestId("rematch").textContent()) === "Accept rematch");
+  await binh.getByTestId("rematch").click();
+  await binh.waitForURL((url) => !url.hash.endsWith(id));
+  const next = await gameIdOf(binh);
+  await hoa.waitForURL(new RegExp(`#/game/${next}$`));
+  // Hoa plays the rematch from the seat offered before the reload, not as a spectator.
+  await hoa.getByTestId("resign").waitFor();
+});
+
 test("bundle size and first render", async () => {
   const dist = join(root, "crates/oanquan-server/web-dist");
   let raw = 0;
