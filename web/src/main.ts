@@ -654,6 +654,8 @@ function showGame(id: string): () => void {
   // is not this page's turn, so a quick second click cannot send another move for the same ply
   // (which the server would refuse as stale, and the page would show as an error).
   let inFlight: number | undefined;
+  // Whether the status line shows this page's failed move: the next move played clears it.
+  let moveError = false;
 
   const squares = new Map<number, HTMLButtonElement>();
   const squareButton = (index: number) => {
@@ -748,6 +750,8 @@ function showGame(id: string): () => void {
 
   const myTurn = () =>
     !!game &&
+    // Not while the stream is away: the move could not be sent, and the board may be old.
+    connected &&
     game.status === GameStatus.ACTIVE &&
     seat !== Player.UNSPECIFIED &&
     game.position?.toMove === seat &&
@@ -771,7 +775,11 @@ function showGame(id: string): () => void {
     } catch (error) {
       if (inFlight === ply) inFlight = undefined;
       render();
-      say(`Move refused: ${describe(error)}`, "error");
+      const e = ConnectError.from(error);
+      // A refusal is the server's answer; no answer at all is the connection's.
+      const refused = e.code !== Code.Unavailable && e.code !== Code.Unknown && e.code !== Code.DeadlineExceeded;
+      say(refused ? `Move refused: ${describe(error)}` : `The move was not sent: ${describe(error)}`, "error");
+      moveError = true;
     }
   }
 
@@ -830,6 +838,12 @@ function showGame(id: string): () => void {
       const dots = h("span", { class: "stones", "aria-hidden": "true" });
       for (let i = 0; i < Math.min(stones, 24); i++) dots.append(h("i"));
       b.replaceChildren(h("span", { class: "count", "data-testid": `count-${index}` }, String(stones)), dots);
+      // What a screen reader says of the square: its count, and whether it can be played.
+      const what = index === 0 || index === 6 ? "mandarin square" : ownSquare(index) ? "your square" : "square";
+      b.setAttribute(
+        "aria-label",
+        `${what} ${index}, ${stones} ${stones === 1 ? "stone" : "stones"}${piece ? " and the mandarin piece" : ""}`,
+      );
       if (piece) b.append(h("span", { class: "piece", title: "mandarin piece" }, "Q"));
       b.classList.toggle("playable", myTurn() && !animating && ownSquare(index) && stones > 0);
       b.classList.toggle("selected", selected === index);
@@ -1009,6 +1023,10 @@ function showGame(id: string): () => void {
           if (record.position) game.position = record.position;
           game.moveCount = record.number;
           game.drawOffer = Player.UNSPECIFIED;
+          if (moveError) {
+            moveError = false;
+            say("");
+          }
           render();
         });
         break;
@@ -1067,6 +1085,8 @@ function showGame(id: string): () => void {
   function showConnection() {
     connection.textContent = connected ? "" : "reconnecting…";
     connection.classList.toggle("bad", !connected);
+    // Squares are playable only while connected.
+    render();
   }
 
   /** Follows the game's events; after a break, resumes after the last one seen. */

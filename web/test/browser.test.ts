@@ -239,6 +239,8 @@ test("two players play a whole game by clicks; a spectator sees every move; a re
       await server.stop();
       for (const page of [lan, minh, spectator]) {
         await page.getByText("reconnecting…").waitFor({ timeout: WAIT });
+        // Nothing to play while the move could not be sent.
+        assert.equal(await page.locator(".square.playable").count(), 0);
       }
       server = await new Server(server.database, port).start();
       for (const page of [lan, minh, spectator]) {
@@ -474,6 +476,12 @@ test("a profile link that does not decode shows the lobby, not an empty page", a
 test("an aborted game has no winner, and a game that does not exist is not waited for", async () => {
   const lan = await player("Lan");
   const id = await createGame(lan);
+  // A screen reader hears each square's count, not only its number.
+  await until("the board shown", async () => (await lan.getByTestId("count-3").textContent()) === "5");
+  const labels = await lan.locator("[data-square]").evaluateAll((squares) => squares.map((b) => b.getAttribute("aria-label")));
+  assert.ok(labels.some((label) => /^mandarin square 0, 10 stones/.test(label ?? "")), labels.join("; "));
+  // Whichever seat the creator got, five of the squares are theirs.
+  assert.equal(labels.filter((label) => /^your square \d+, 5 stones$/.test(label ?? "")).length, 5, labels.join("; "));
   // The opponent joins and aborts before the first move, from a program.
   const games = createClient(GameService, createGrpcWebTransport({ baseUrl: server.url, useBinaryFormat: true }));
   const joined = await games.joinGame({ gameId: id, displayName: "Quitter" });
