@@ -430,6 +430,18 @@ async function signIn(page: Page, key: string, username: string) {
   await page.locator("#me").getByText(username).waitFor();
 }
 
+/** Each player makes a move, then `resigner` resigns (a finished game, rated if it can be). */
+async function bothMoveThenResigns(resigner: Page, other: Page) {
+  for (let ply = 0; ply < 2; ply++) {
+    const mover = await whoseTurn([resigner, other]);
+    assert.ok(mover, "the game goes on");
+    await playOneMove(mover, ply + 1, false);
+    for (const page of [resigner, other]) await until("the move shown", async () => (await movesOf(page)) === ply + 1);
+  }
+  await whoseTurn([resigner, other]);
+  await resigner.getByTestId("resign").click();
+}
+
 test("a player's profile opens from a seat's name and leads back to the lobby", async () => {
   const hoa = await player("Hoa");
   const binh = await player("Binh");
@@ -439,14 +451,7 @@ test("a player's profile opens from a seat's name and leads back to the lobby", 
   await hoa.getByTestId("rated").check();
   const id = await createGame(hoa, "180000+2000");
   await joinGame(binh, id);
-  for (let ply = 0; ply < 2; ply++) {
-    const mover = await whoseTurn([hoa, binh]);
-    assert.ok(mover, "the game goes on");
-    await playOneMove(mover, ply + 1, false);
-    for (const page of [hoa, binh]) await until("the move shown", async () => (await movesOf(page)) === ply + 1);
-  }
-  await whoseTurn([hoa, binh]);
-  await hoa.getByTestId("resign").click();
+  await bothMoveThenResigns(hoa, binh);
   await hoa.getByTestId("game-over").waitFor();
 
   await hoa.getByTestId("top-player").getByTestId("player-link").click();
@@ -506,14 +511,7 @@ test("a rematch offered before a reload keeps its seat when it is accepted", asy
   const binh = await player("Binh");
   const id = await createGame(hoa);
   await joinGame(binh, id);
-  for (let ply = 0; ply < 2; ply++) {
-    const mover = await whoseTurn([hoa, binh]);
-    assert.ok(mover, "the game goes on");
-    await playOneMove(mover, ply + 1, false);
-    for (const page of [hoa, binh]) await until("the move shown", async () => (await movesOf(page)) === ply + 1);
-  }
-  await whoseTurn([hoa, binh]);
-  await hoa.getByTestId("resign").click();
+  await bothMoveThenResigns(hoa, binh);
   for (const page of [hoa, binh]) await page.getByTestId("game-over").waitFor();
   await hoa.getByTestId("rematch").click();
   await hoa.getByText("Rematch offered").first().waitFor();

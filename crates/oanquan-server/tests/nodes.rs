@@ -131,18 +131,17 @@ async fn moves_become(client: &mut Games, id: &str, moves: u32, within: Duration
     }
 }
 
-/// A computer game on node B, whose computer is played by node A (the leader, started
-/// first): when A is killed, B takes the lead and the computer goes on playing.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_computer_game_goes_on_when_the_leader_node_is_killed() {
-    let Some(schema) = Schema::new("nodes").await else {
-        return;
-    };
-    let dir = tempfile::tempdir().unwrap();
-    let leader = Node::start(&schema.database, dir.path(), &[]);
+/// Two nodes, the leader started first, and a computer game created on the follower with the
+/// computer's first reply played by the leader: (leader, follower, a client of the follower,
+/// the game, the human's token).
+async fn computer_game_on_the_follower(
+    schema: &Schema,
+    dir: &std::path::Path,
+) -> (Node, Node, Games, String, String) {
+    let leader = Node::start(&schema.database, dir, &[]);
     // The leader takes the lease on its first try, right after connecting.
     tokio::time::sleep(Duration::from_secs(1)).await;
-    let follower = Node::start(&schema.database, dir.path(), &[]);
+    let follower = Node::start(&schema.database, dir, &[]);
     let mut client = follower.games().await;
     tokio::time::sleep(Duration::from_millis(500)).await;
 
@@ -150,7 +149,7 @@ async fn a_computer_game_goes_on_when_the_leader_node_is_killed() {
         .create_game(pb::CreateGameRequest {
             rules: preset("standard"),
             seat: pb::Player::First.into(),
-            display_name: "Lan".into(),
+            display_name: "Guest Lan".into(),
             computer: Some(pb::ComputerOpponent { level: 1 }),
             ..Default::default()
         })
@@ -162,7 +161,19 @@ async fn a_computer_game_goes_on_when_the_leader_node_is_killed() {
     play_one(&mut client, &id, (&token, "")).await;
     // Played by the leader, which heard of the move through the database.
     moves_become(&mut client, &id, 2, Duration::from_secs(10)).await;
+    (leader, follower, client, id, token)
+}
 
+/// A computer game on node B, whose computer is played by node A (the leader, started
+/// first): when A is killed, B takes the lead and the computer goes on playing.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_computer_game_goes_on_when_the_leader_node_is_killed() {
+    let Some(schema) = Schema::new("nodes").await else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let (leader, follower, mut client, id, token) =
+        computer_game_on_the_follower(&schema, dir.path()).await;
     drop(leader);
     play_one(&mut client, &id, (&token, "")).await;
     // The follower takes over within a few seconds and plays the computer's turn it finds.
@@ -183,28 +194,8 @@ async fn a_computer_game_goes_on_when_the_leader_node_freezes() {
         return;
     };
     let dir = tempfile::tempdir().unwrap();
-    let leader = Node::start(&schema.database, dir.path(), &[]);
-    tokio::time::sleep(Duration::from_secs(1)).await;
-    let follower = Node::start(&schema.database, dir.path(), &[]);
-    let mut client = follower.games().await;
-    tokio::time::sleep(Duration::from_millis(500)).await;
-
-    let created = client
-        .create_game(pb::CreateGameRequest {
-            rules: preset("standard"),
-            seat: pb::Player::First.into(),
-            display_name: "Guest Lan".into(),
-            computer: Some(pb::ComputerOpponent { level: 1 }),
-            ..Default::default()
-        })
-        .await
-        .unwrap()
-        .into_inner();
-    let id = created.game.unwrap().id;
-    let token = created.player_token;
-    play_one(&mut client, &id, (&token, "")).await;
-    moves_become(&mut client, &id, 2, Duration::from_secs(10)).await;
-
+    let (leader, follower, mut client, id, token) =
+        computer_game_on_the_follower(&schema, dir.path()).await;
     let signal = |name: &str| {
         let sent = std::process::Command::new("kill")
             .args([name, &leader.child.id().to_string()])

@@ -621,18 +621,25 @@ async fn moves_that_do_not_replay_to_the_stored_game_load_as_damaged() {
     }
 }
 
+/// A store's file holding one standard game with each player's first move, closed so that a
+/// test can change its rows: (its directory, the file, the game).
+async fn closed_game_with_first_moves() -> (tempfile::TempDir, PathBuf, GameId) {
+    let (dir, path, store) = fresh_store();
+    let (games, _hub) = manager(Arc::clone(&store));
+    let (id, tokens) = new_game(&games, Preset::Standard.rules()).await;
+    first_moves(&games, &id, &tokens).await;
+    drop(games);
+    drop(store);
+    (dir, path, id)
+}
+
 /// A move event's number changed inside its text: the row still holds its own move, so the
 /// game loads and ListMoves is right, but a watcher was shown the move the number named
 /// instead (an outside probe changed move 2's event to say 1). Each read of the events checks
 /// the number against the moves the log holds up to that row.
 #[tokio::test]
 async fn a_move_event_that_names_another_move_is_damage_for_its_watchers() {
-    let (_dir, path, store) = fresh_store();
-    let (games, _hub) = manager(Arc::clone(&store));
-    let (id, tokens) = new_game(&games, Preset::Standard.rules()).await;
-    first_moves(&games, &id, &tokens).await;
-    drop(games);
-    drop(store);
+    let (_dir, path, id) = closed_game_with_first_moves().await;
     let conn = Connection::open(&path).unwrap();
     let changed = conn
         .execute(
@@ -679,12 +686,7 @@ async fn a_move_event_that_names_another_move_is_damage_for_its_watchers() {
 /// probe got INTERNAL on ListMoves and WatchGame for such a flip, DATA_LOSS on GetGame.
 #[tokio::test]
 async fn text_that_is_not_utf8_in_a_row_is_the_games_damage() {
-    let (_dir, path, store) = fresh_store();
-    let (games, _hub) = manager(Arc::clone(&store));
-    let (id, tokens) = new_game(&games, Preset::Standard.rules()).await;
-    first_moves(&games, &id, &tokens).await;
-    drop(games);
-    drop(store);
+    let (_dir, path, id) = closed_game_with_first_moves().await;
     let conn = Connection::open(&path).unwrap();
     let changed = conn
         .execute(
