@@ -9,7 +9,7 @@ use oanquan_game::{
     TokenHash,
 };
 use oanquan_rules::{ByPlayer, Position};
-use rusqlite::{Connection, OptionalExtension as _, params};
+use rusqlite::{Connection, OptionalExtension as _};
 use tracing::{info, warn};
 
 use crate::codec::{
@@ -457,6 +457,20 @@ pub(crate) fn statuses(filter: GameFilter) -> [&'static str; 4] {
 /// Games with `ord < end` whose status is one of `statuses`, newest first, at most `limit`,
 /// plus the `ord` of the next one if there is one. A game that does not decode is skipped (and
 /// reported): one damaged row must not hide every other game.
+/// The listing's statement for `statuses` distinct statuses (`?1` the end, then each status).
+pub(crate) fn listing_sql(statuses: usize) -> String {
+    (0..statuses)
+        .map(|i| {
+            format!(
+                "SELECT ord, id, info FROM games WHERE status = ?{} AND ord < ?1",
+                i + 2
+            )
+        })
+        .collect::<Vec<_>>()
+        .join(" UNION ALL ")
+        + " ORDER BY 1 DESC"
+}
+
 pub(crate) fn list_games(
     conn: &Connection,
     statuses: [&str; 4],
@@ -464,15 +478,20 @@ pub(crate) fn list_games(
     end: i64,
     damage: &Damage,
 ) -> Result<(Vec<GameInfo>, Option<i64>), StoreError> {
-    let [a, b, c, d] = statuses;
-    // No LIMIT: rows are stepped through lazily, as many as it takes to fill the page.
+    let mut wanted = statuses.to_vec();
+    wanted.sort_unstable();
+    wanted.dedup();
+    // One ordered walk of the status index per status, merged (`MERGE (UNION ALL)` in the
+    // plan): rows come newest first as they are stepped, and no LIMIT is needed, so a page
+    // reads as many as it takes to fill it. `status IN (…) ORDER BY ord` read and sorted every
+    // matching row, info and all, before the first: with 36,000 waiting games, 130 ms a page
+    // against 0.5 ms, and an outside probe held a core by opening lobby streams.
     let mut statement = conn
-        .prepare_cached(
-            "SELECT ord, id, info FROM games WHERE ord < ?1 AND status IN (?2, ?3, ?4, ?5)
-             ORDER BY ord DESC",
-        )
+        .prepare_cached(&listing_sql(wanted.len()))
         .map_err(backend)?;
-    let mut rows = statement.query(params![end, a, b, c, d]).map_err(backend)?;
+    let mut bound: Vec<&dyn rusqlite::ToSql> = vec![&end];
+    bound.extend(wanted.iter().map(|status| status as &dyn rusqlite::ToSql));
+    let mut rows = statement.query(bound.as_slice()).map_err(backend)?;
     let mut games = Vec::new();
     while let Some(row) = rows.next().map_err(backend)? {
         let ord: i64 = row.get(0).map_err(backend)?;

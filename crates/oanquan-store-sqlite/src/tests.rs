@@ -423,6 +423,45 @@ async fn a_burst_of_reads_runs_a_bounded_number_at_once() {
     );
 }
 
+/// Listings walk the status index in order, one walk per status merged, and never sort: with
+/// `status IN (…) ORDER BY ord` SQLite read and sorted every matching row, info and all, before
+/// the first (130 ms a lobby snapshot with 36,000 waiting games, against 0.5 ms).
+#[test]
+fn listings_read_rows_in_order_without_sorting_them() {
+    let (_dir, path, store) = fresh_store();
+    drop(store);
+    let conn = Connection::open(&path).unwrap();
+    for statuses in 1..=4 {
+        let mut plan = conn
+            .prepare(&format!(
+                "EXPLAIN QUERY PLAN {}",
+                crate::reads::listing_sql(statuses)
+            ))
+            .unwrap();
+        let end: i64 = 1 << 40;
+        let mut params: Vec<Box<dyn rusqlite::ToSql>> = vec![Box::new(end)];
+        for status in ["waiting", "active", "finished", "aborted"]
+            .iter()
+            .take(statuses)
+        {
+            params.push(Box::new(*status));
+        }
+        let steps: Vec<String> = plan
+            .query_map(rusqlite::params_from_iter(params.iter()), |row| row.get(3))
+            .unwrap()
+            .map(Result::unwrap)
+            .collect();
+        assert!(
+            steps.iter().all(|step| !step.contains("TEMP B-TREE")),
+            "{statuses} statuses: {steps:?}"
+        );
+        assert!(
+            steps.iter().any(|step| step.contains("games_by_status")),
+            "{statuses} statuses: {steps:?}"
+        );
+    }
+}
+
 #[tokio::test]
 async fn listing_pages_newest_first_and_filters() {
     let (_dir, _, store) = fresh_store();
