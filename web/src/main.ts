@@ -90,6 +90,13 @@ const apiKey = () => store.apiKey() || undefined;
 
 function formatMs(ms: number): string {
   const clamped = Math.max(0, ms);
+  // Correspondence clocks hold days: "1d 00:00" (days, hours, minutes), not "1440:00".
+  if (clamped >= 3_600_000) {
+    const total = Math.floor(clamped / 1000);
+    const [days, hours, minutes, seconds] = [total / 86_400, (total % 86_400) / 3600, (total % 3600) / 60, total % 60].map(Math.floor);
+    const two = (n: number) => n.toString().padStart(2, "0");
+    return days > 0 ? `${days}d ${two(hours)}:${two(minutes)}` : `${hours}:${two(minutes)}:${two(seconds)}`;
+  }
   const minutes = Math.floor(clamped / 60_000);
   const seconds = Math.floor((clamped % 60_000) / 1000);
   if (clamped < 10_000) return `0:0${seconds}.${Math.floor((clamped % 1000) / 100)}`;
@@ -707,6 +714,8 @@ function showGame(id: string): () => void {
   // Hidden until the first render knows the game: shown before the snapshot came, they offered
   // a resignation to a spectator and a draw to the computer.
   const resign = button("Resign", "resign", () => void act("resign"), { hidden: "" });
+  // Before the first move: a game nobody joins, or one begun by mistake, can be called off.
+  const abortGame = button("Abort", "abort", () => void act("abort"), { hidden: "" });
   const draw = button("Offer draw", "draw", () => void act("draw"), { hidden: "" });
   const declineDraw = button("Decline draw", "decline-draw", () => void act("declineDraw"), { hidden: "" });
   const rematch = button("Rematch", "rematch", () => void act("rematch"), { hidden: "" });
@@ -743,7 +752,7 @@ function showGame(id: string): () => void {
       turn,
       over,
       nextGame,
-      h("div", { class: "actions" }, resign, draw, declineDraw, rematch, speed, moves),
+      h("div", { class: "actions" }, resign, abortGame, draw, declineDraw, rematch, speed, moves),
       hint,
     ),
   );
@@ -783,11 +792,14 @@ function showGame(id: string): () => void {
     }
   }
 
-  async function act(what: "resign" | "draw" | "declineDraw" | "rematch") {
+  async function act(what: "resign" | "abort" | "draw" | "declineDraw" | "rematch") {
     if (!mine) return;
     try {
       const auth = bearer(mine.token);
-      if (what === "resign") {
+      if (what === "abort") {
+        if (!confirm("Abort this game? It ends with no result.")) return;
+        await games.abortGame({ gameId: id }, auth);
+      } else if (what === "resign") {
         if (!confirm("Resign this game?")) return;
         await games.resign({ gameId: id }, auth);
       } else if (what === "draw") await games.offerDraw({ gameId: id }, auth);
@@ -872,6 +884,9 @@ function showGame(id: string): () => void {
     over.hidden = !finished;
     hint.hidden = finished;
     over.textContent = finished ? `Game over: ${resultText(game) || "aborted"}` : "";
+    const beforeFirstMove =
+      (game.status === GameStatus.WAITING_FOR_PLAYERS || active) && (game.moveCount ?? 0) === 0;
+    abortGame.hidden = !mine || !beforeFirstMove;
     resign.hidden = !mine || !active;
     // The computer does not take draws (the server refuses the offer).
     const opponent = seat === Player.FIRST ? game.secondSeat : game.firstSeat;

@@ -496,6 +496,14 @@ test("an aborted game has no winner, and a game that does not exist is not waite
   assert.match(over, /No result \(aborted\)/);
   assert.doesNotMatch(over, /wins/);
 
+  // A game nobody joined is called off from the page; a day's clock reads in days.
+  await lan.goto(server.url);
+  await lan.getByTestId("open-games").waitFor();
+  await createGame(lan, "c86400000");
+  await until("the clock shown", async () => (await lan.locator(".clock").first().textContent()) === "1d 00:00");
+  await lan.getByTestId("abort").click();
+  await lan.getByTestId("game-over").getByText("No result (aborted)").waitFor();
+
   let watches = 0;
   lan.on("request", (request) => {
     if (request.url().endsWith("/WatchGame")) watches++;
