@@ -437,6 +437,15 @@ pub fn typed(input: &str) -> String {
 mod tests {
     use super::*;
 
+    /// A refusal of a malformed request: `message`, and `description` of `field`.
+    fn invalid(message: &str, field: &str, description: &str) -> tonic::Status {
+        tonic::Status::with_error_details(
+            Code::InvalidArgument,
+            message,
+            tonic_types::ErrorDetails::with_bad_request_violation(field, description),
+        )
+    }
+
     #[test]
     fn typed_input_is_cut_at_64_characters_and_escaped() {
         assert_eq!(typed("abc-12_Z"), "abc-12_Z");
@@ -540,13 +549,10 @@ mod tests {
         assert_eq!(err.code, code::NOT_FOUND);
         assert!(err.message.contains("`oanquan seeks`"), "{}", err.message);
         // A time control the server refuses names the option, not the API field.
-        let bad = tonic::Status::with_error_details(
-            Code::InvalidArgument,
+        let bad = invalid(
             "invalid time_control.real_time.initial",
-            tonic_types::ErrorDetails::with_bad_request_violation(
-                "time_control.real_time.initial",
-                "must be between 1s and 3h",
-            ),
+            "time_control.real_time.initial",
+            "must be between 1s and 3h",
         );
         assert_eq!(
             CliError::from_status("create game", &bad).message,
@@ -608,14 +614,11 @@ mod tests {
             said.message,
             "accept: cannot accept this seek: it is your own seek"
         );
-        let forged = tonic::Status::with_error_details(
-            Code::InvalidArgument,
+        let forged = invalid(
             "invalid page_token",
-            tonic_types::ErrorDetails::with_bad_request_violation(
-                "page_token",
-                "not a page token of this listing; pass next_page_token from the previous \
+            "page_token",
+            "not a page token of this listing; pass next_page_token from the previous \
                  response with the same filter, or nothing",
-            ),
         );
         let said = CliError::from_status("top", &forged).message;
         assert!(
@@ -627,23 +630,16 @@ mod tests {
             replace_names("game_id, request.game_id, my_game_id", "game_id", "X"),
             "X, request.game_id, my_game_id"
         );
-        let bad_name = tonic::Status::with_error_details(
-            Code::InvalidArgument,
+        let bad_name = invalid(
             "invalid username",
-            tonic_types::ErrorDetails::with_bad_request_violation(
-                "username",
-                "mixes Latin and Cyrillic letters",
-            ),
+            "username",
+            "mixes Latin and Cyrillic letters",
         );
         assert_eq!(
             CliError::from_status("register", &bad_name).message,
             "register: the username: mixes Latin and Cyrillic letters"
         );
-        let range = tonic::Status::with_error_details(
-            Code::InvalidArgument,
-            "invalid rating_range",
-            tonic_types::ErrorDetails::with_bad_request_violation("rating_range.min", "too low"),
-        );
+        let range = invalid("invalid rating_range", "rating_range.min", "too low");
         assert_eq!(
             CliError::from_status("seek", &range).message,
             "seek: --range: too low"
@@ -847,13 +843,10 @@ mod tests {
                 assert!(!err.message.contains(api), "{}", err.message);
             }
         }
-        let bad = tonic::Status::with_error_details(
-            Code::InvalidArgument,
+        let bad = invalid(
             "invalid rules.preset: unknown preset `chess`",
-            tonic_types::ErrorDetails::with_bad_request_violation(
-                "rules.preset",
-                "unknown preset `chess`",
-            ),
+            "rules.preset",
+            "unknown preset `chess`",
         );
         let err = CliError::from_status("create game", &bad);
         assert_eq!(err.code, code::USAGE);

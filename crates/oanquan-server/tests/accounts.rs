@@ -50,6 +50,15 @@ async fn register_error(accounts: &mut Accounts, name: &str) -> Status {
         .expect_err(name)
 }
 
+/// A new API key of the account `key` belongs to.
+async fn create_key(accounts: &mut Accounts, key: &str) -> pb::CreateApiKeyResponse {
+    accounts
+        .create_api_key(authed(pb::CreateApiKeyRequest {}, key))
+        .await
+        .unwrap()
+        .into_inner()
+}
+
 async fn get_me(accounts: &mut Accounts, key: &str) -> Result<pb::PlayerProfile, Status> {
     accounts
         .get_me(authed(pb::GetMeRequest {}, key))
@@ -310,11 +319,7 @@ async fn api_keys_are_created_listed_and_revoked_from_the_next_call() {
         assert_reason(&status, Code::Unauthenticated, "ERROR_REASON_BAD_API_KEY");
     }
 
-    let created = accounts
-        .create_api_key(authed(pb::CreateApiKeyRequest {}, &first_key))
-        .await
-        .unwrap()
-        .into_inner();
+    let created = create_key(&mut accounts, &first_key).await;
     let second_key = created.api_key;
     let second_id = created.key.unwrap().id;
     assert_ne!(second_key, first_key);
@@ -408,10 +413,7 @@ async fn api_keys_are_created_listed_and_revoked_from_the_next_call() {
 
     // Keys are bounded per account (revoked ones count): Minh has 1, may make 19 more.
     for _ in 0..19 {
-        accounts
-            .create_api_key(authed(pb::CreateApiKeyRequest {}, &other_key))
-            .await
-            .unwrap();
+        create_key(&mut accounts, &other_key).await;
     }
     let status = accounts
         .create_api_key(authed(pb::CreateApiKeyRequest {}, &other_key))
@@ -1697,12 +1699,7 @@ async fn revoking_a_key_ends_the_seeks_made_with_it() {
         let mut accounts = account_client(&server).await;
         let mut games = server.games().await;
         let (_, lan, lan_first) = register(&mut accounts, "Lan").await;
-        let other = accounts
-            .create_api_key(authed(pb::CreateApiKeyRequest {}, &lan))
-            .await
-            .unwrap()
-            .into_inner()
-            .api_key;
+        let other = create_key(&mut accounts, &lan).await.api_key;
         let (_, minh, _) = register(&mut accounts, "Minh").await;
         let (mut stream, seek) = seek_waiting(&mut games, &lan, rated_seek(None)).await;
         accounts
