@@ -102,7 +102,9 @@ impl Inner {
                 .open_until()
                 .is_some_and(|until| until > now)
             {
-                // Games end into windows of one length: the first to end closes first.
+                // Windows are of one length from each game's end, so none that ended later
+                // is past its own; one declined or rematched early (no window left) waits
+                // its turn behind this one.
                 return false;
             }
             let index = stored.index;

@@ -7,9 +7,10 @@
 
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, SystemTime};
 
 use futures::StreamExt as _;
+use oanquan_game::service_clock::{self, ClockSample};
 use oanquan_game::{GameId, GameStore, Hub, Since, StoreError};
 use tokio::sync::{mpsc, watch};
 use tokio::task::JoinHandle;
@@ -652,5 +653,35 @@ impl ClockResumption {
             .await
             .map_err(fault::backend)?;
         Ok(())
+    }
+}
+
+/// Measures this node's clock against the database's, at each seek heartbeat (every second).
+/// Every node of the service reads the database's time for its games through
+/// `oanquan_game::service_clock`, so nodes whose clocks are apart charge moves and let flags
+/// fall alike. Says so when this node's clock is a second or more
+/// off (its time source is worth fixing: logs and metrics keep its own time).
+pub(crate) async fn measure_clock(client: &deadpool_postgres::Object) {
+    let sent = SystemTime::now();
+    let started = std::time::Instant::now();
+    let shared = client
+        .query_one("SELECT clock_timestamp()", &[])
+        .await
+        .and_then(|row| row.try_get::<_, SystemTime>(0));
+    let Ok(shared) = shared else {
+        return;
+    };
+    let before = service_clock::offset_nanos();
+    let offset = service_clock::sample(ClockSample {
+        sent,
+        shared,
+        round_trip: started.elapsed(),
+    });
+    const SECOND: u64 = 1_000_000_000;
+    if offset != before && (offset.unsigned_abs() >= SECOND || before.unsigned_abs() >= SECOND) {
+        warn!(
+            offset_ms = offset / 1_000_000,
+            "this node's clock is off the database's; games run on the database's time"
+        );
     }
 }

@@ -19,14 +19,13 @@
 //!   more than a few seconds.
 
 use std::sync::Arc;
-use std::time::{Duration, SystemTime};
+use std::time::Duration;
 
 use futures::FutureExt as _;
 use oanquan_game::account::{AccountId, SeatAccount};
 use oanquan_game::seek::{
     BoardFuture, Claim, Fits, Posted, PostedSeek, SeekBoard, SeekInfo, SeekState,
 };
-use oanquan_game::service_clock::{self, ClockSample};
 use oanquan_game::{GameId, StoreError, TokenHash};
 use oanquan_rules::{Player, Preset, Rules};
 use serde::{Deserialize, Serialize};
@@ -271,7 +270,7 @@ impl PostgresSeeks {
     /// Says this node is alive, and deletes the seeks of nodes that are not.
     async fn beat(&self) -> Result<(), StoreError> {
         let client = self.store.pool.get().await.map_err(fault::pool)?;
-        measure_clock(&client).await;
+        crate::nodes::measure_clock(&client).await;
         client
             .execute(
                 "INSERT INTO seek_nodes (id, seen) VALUES ($1, now())
@@ -613,34 +612,5 @@ impl SeekBoard for PostgresSeeks {
 
     fn changes(&self) -> broadcast::Receiver<Option<String>> {
         self.changes.subscribe()
-    }
-}
-
-/// Measures this node's clock against the database's, which every node of the service reads
-/// for its games through `oanquan_game::service_clock`: nodes whose clocks are apart then
-/// charge moves and let flags fall alike. Says so when this node's clock is a second or more
-/// off (its time source is worth fixing: logs and metrics keep its own time).
-async fn measure_clock(client: &deadpool_postgres::Object) {
-    let sent = SystemTime::now();
-    let started = std::time::Instant::now();
-    let shared = client
-        .query_one("SELECT clock_timestamp()", &[])
-        .await
-        .and_then(|row| row.try_get::<_, SystemTime>(0));
-    let Ok(shared) = shared else {
-        return;
-    };
-    let before = service_clock::offset_nanos();
-    let offset = service_clock::sample(ClockSample {
-        sent,
-        shared,
-        round_trip: started.elapsed(),
-    });
-    const SECOND: u64 = 1_000_000_000;
-    if offset != before && (offset.unsigned_abs() >= SECOND || before.unsigned_abs() >= SECOND) {
-        warn!(
-            offset_ms = offset / 1_000_000,
-            "this node's clock is off the database's; games run on the database's time"
-        );
     }
 }
