@@ -1025,12 +1025,7 @@ async fn rated_seeks_pair_only_within_their_rating_ranges() {
     assert_eq!(lan_seek.display_name, "Lan");
     let (mut minh_stream, minh_seek) =
         seek_waiting(&mut games, &keys["Minh"], rated_seek(None)).await;
-    let listed = games
-        .list_seeks(pb::ListSeeksRequest {})
-        .await
-        .unwrap()
-        .into_inner()
-        .seeks;
+    let listed = list_seeks(&mut games).await;
     assert!(
         listed.contains(&lan_seek) && listed.contains(&minh_seek),
         "{listed:?}"
@@ -1727,12 +1722,7 @@ async fn revoking_a_key_ends_the_seeks_made_with_it() {
             };
             assert_reason(&status, Code::Unauthenticated, "ERROR_REASON_BAD_API_KEY");
             tokio::time::sleep(Duration::from_millis(300)).await;
-            let listed = games
-                .list_seeks(pb::ListSeeksRequest {})
-                .await
-                .unwrap()
-                .into_inner()
-                .seeks;
+            let listed = list_seeks(&mut games).await;
             assert!(!listed.iter().any(|s| s.id == seek.id), "{listed:?}");
         } else {
             // Paired before any heartbeat: the seeker gets no seat, and the game is aborted.

@@ -64,15 +64,6 @@ fn paired(kind: pb::seek_response::Kind) -> pb::seek_response::Paired {
     }
 }
 
-async fn list_seeks(client: &mut Games) -> Vec<pb::Seek> {
-    client
-        .list_seeks(pb::ListSeeksRequest::default())
-        .await
-        .unwrap()
-        .into_inner()
-        .seeks
-}
-
 /// Polls ListSeeks every 50 ms until `check` holds, for up to `within`.
 async fn seeks_become(
     client: &mut Games,

@@ -695,15 +695,6 @@ async fn waiting(stream: &mut Streaming<pb::SeekResponse>) -> pb::Seek {
     }
 }
 
-async fn list_seeks(client: &mut Games) -> Vec<pb::Seek> {
-    client
-        .list_seeks(pb::ListSeeksRequest {})
-        .await
-        .unwrap()
-        .into_inner()
-        .seeks
-}
-
 /// Polls ListSeeks until it has `count` seeks (withdrawal is noticed asynchronously).
 async fn seeks_become(client: &mut Games, count: usize) -> Vec<pb::Seek> {
     let give_up = tokio::time::Instant::now() + secs(3);

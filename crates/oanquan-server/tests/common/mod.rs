@@ -128,6 +128,16 @@ pub fn preset(name: &str) -> Option<pb::RulesSpec> {
     })
 }
 
+/// The open seeks, as ListSeeks lists them.
+pub async fn list_seeks(client: &mut Games) -> Vec<pb::Seek> {
+    client
+        .list_seeks(pb::ListSeeksRequest {})
+        .await
+        .unwrap()
+        .into_inner()
+        .seeks
+}
+
 /// Creates a game as PLAYER_FIRST: (game, token).
 pub async fn create(client: &mut Games, preset_name: &str) -> (pb::Game, String) {
     let response = client
