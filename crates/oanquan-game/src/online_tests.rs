@@ -1733,3 +1733,50 @@ async fn a_full_memory_store_keeps_a_game_in_its_rematch_window() {
     assert!(manager.create_game(waiting_game()).await.is_err());
     assert!(manager.get_game(&id).await.is_ok());
 }
+
+/// A pairing the full store refuses leaves the waiting seeker's seek in the pool: an outside
+/// probe saw the innocent seeker's stream end with the caller's RESOURCE_EXHAUSTED.
+#[tokio::test]
+async fn a_pairing_refused_by_a_full_store_keeps_the_waiting_seek() {
+    let manager = Arc::new(small_store(2));
+    let pool = SeekPool::new(Arc::clone(&manager), SeekLimits::default());
+    let first = manager.create_game(waiting_game()).await.unwrap();
+    manager.create_game(waiting_game()).await.unwrap();
+    let SeekOutcome::Waiting(mut ticket) = pool
+        .seek(seek_request("Lan", real_time(180, 2)))
+        .await
+        .unwrap()
+    else {
+        panic!("nobody to pair with yet");
+    };
+    let (_, mut updates) = pool.subscribe();
+    let refused = pool
+        .seek(seek_request("Minh", real_time(180, 2)))
+        .await
+        .unwrap_err();
+    assert!(matches!(refused, GameError::LimitExceeded(_)), "{refused:?}");
+    assert_eq!(pool.list(), [ticket.info().clone()]);
+    // Lobby watchers saw it taken and put back.
+    assert!(matches!(updates.recv().await.unwrap(), SeekUpdate::Removed { .. }));
+    assert_eq!(
+        updates.recv().await.unwrap(),
+        SeekUpdate::Added(ticket.info().clone())
+    );
+    assert!(
+        tokio::time::timeout(Duration::from_millis(100), ticket.wait())
+            .await
+            .is_err(),
+        "the waiting seeker was told something"
+    );
+    // Once there is room, the same seek pairs.
+    manager.abort(&first.game.id, &first.token).await.unwrap();
+    let SeekOutcome::Paired(minh) = pool
+        .seek(seek_request("Minh", real_time(180, 2)))
+        .await
+        .unwrap()
+    else {
+        panic!("Lan's seek was waiting");
+    };
+    let lan = ticket.wait().await.unwrap();
+    assert_eq!(lan.game.id, minh.game.id);
+}

@@ -910,10 +910,42 @@ impl SeekPool {
                 })
             }
             Err(error) => {
-                let _ = waiting.reply.send(Err(error.clone()));
+                // A full store wrote nothing: the waiting seeker did nothing wrong and keeps
+                // its place instead of losing the seek to the caller's failed pairing.
+                let waiting = if matches!(error, GameError::LimitExceeded(_)) {
+                    self.requeue(waiting)
+                } else {
+                    Some(waiting)
+                };
+                if let Some(waiting) = waiting {
+                    let _ = waiting.reply.send(Err(error.clone()));
+                }
                 Err(error)
             }
         }
+    }
+
+    /// Puts a seek taken for a pairing that created no game back in the pool, in the order of
+    /// its creation; gives it back if it cannot wait again (its client's share was taken
+    /// meanwhile).
+    fn requeue(&self, waiting: Waiting) -> Option<Waiting> {
+        let mut inner = self.lock();
+        if waiting.reply.is_closed() {
+            return None;
+        }
+        if let Some(client) = waiting.client {
+            if inner.reserve(client, &self.limits).is_err() {
+                return Some(waiting);
+            }
+        }
+        let index = inner
+            .waiting
+            .iter()
+            .position(|w| w.info.created > waiting.info.created)
+            .unwrap_or(inner.waiting.len());
+        let _ = self.updates.send(SeekUpdate::Added(waiting.info.clone()));
+        inner.waiting.insert(index, waiting);
+        None
     }
 
     /// Creates the game between the waiting seek `theirs` (its seat's token known by its hash)
