@@ -1393,13 +1393,19 @@ async fn two_rated_games_of_one_account_ending_at_once_both_count() {
         games.push(created.game.id);
     }
     *store.gate.lock().unwrap() = Some(lan.id.clone());
+    // On one node the second ending waits for the first's commit; the race is between nodes.
+    let other_node = GameManager::new(
+        Arc::clone(&store) as Arc<dyn GameStore>,
+        Hub::new(1024),
+        ManagerLimits::default(),
+    );
 
-    // Lan wins against Minh and loses to Hoa, both games ending together: each reads Lan's
-    // account at version 1 before either commits.
+    // Lan wins against Minh and loses to Hoa, both games ending together on two nodes: each
+    // reads Lan's account at version 1 before either commits.
     let (against_minh, against_hoa) = tokio::time::timeout(Duration::from_secs(10), async {
         tokio::join!(
             manager.resign(&games[0], Credential::Account(minh.id.clone())),
-            manager.resign(&games[1], Credential::Account(lan.id.clone())),
+            other_node.resign(&games[1], Credential::Account(lan.id.clone())),
         )
     })
     .await
@@ -1495,4 +1501,43 @@ async fn an_unavailable_store_at_the_end_of_a_game_between_accounts_is_a_retry()
         .await
         .unwrap();
     assert_eq!(over.result.unwrap().outcome, Some(FIRST_WINS));
+}
+
+/// A simul player's games all ending at once on one node: an outside probe had 40 opponents
+/// resign together, and with SQLite's group commit (one account write wins a batch) 10 to 14
+/// of the resignations came back UNAVAILABLE ("changing too fast") after their retries.
+#[tokio::test]
+async fn forty_rated_games_of_one_account_ending_at_once_all_count() {
+    let (store, manager) = FaultyStore::with_manager();
+    let (lan, _) = manager.register("Lan").await.unwrap();
+    let mut games = Vec::new();
+    for index in 0..40 {
+        let (opponent, _) = manager.register(&format!("Rival{index}")).await.unwrap();
+        let created = manager
+            .create_game(new_game(Some(&lan), blitz(), true))
+            .await
+            .unwrap();
+        manager
+            .join_game_as(&created.game.id, "", Some(&opponent))
+            .await
+            .unwrap();
+        both_move(&manager, &created.game.id, &lan, &opponent).await;
+        games.push((created.game.id, opponent));
+    }
+    store.batched.store(true, Ordering::SeqCst);
+    let resigned =
+        tokio::time::timeout(
+            Duration::from_secs(30),
+            futures::future::join_all(games.iter().map(|(id, opponent)| {
+                manager.resign(id, Credential::Account(opponent.id.clone()))
+            })),
+        )
+        .await
+        .expect("no resignation waits forever");
+    for outcome in &resigned {
+        assert!(outcome.is_ok(), "{outcome:?}");
+    }
+    let lan = store.account(&lan.id).await.unwrap();
+    assert_eq!(lan.record.wins, 40);
+    assert_eq!(lan.rating(Speed::Blitz).games, 40);
 }

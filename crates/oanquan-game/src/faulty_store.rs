@@ -1,7 +1,8 @@
 //! For tests: a memory store with the faults and gates the tests of the timekeeper and of the
 //! accounts need, each off until a test turns it on: commits of some games refused as
 //! unavailable (a full disk), account reads failing (the database down), the first two reads
-//! of one account held until both are made (two games reading one version of it). It counts
+//! of one account held until both are made (two games reading one version of it), commits
+//! delayed as a group commit delays them. It counts
 //! what the tests check: refused commits, loads, commits refused as conflicts, gated reads.
 
 use std::collections::HashSet;
@@ -39,6 +40,9 @@ pub(crate) struct FaultyStore {
     pub(crate) gated: AtomicUsize,
     barrier: Barrier,
     pub(crate) conflicts: AtomicUsize,
+    /// Each commit lets every other task run before it writes, as a group commit gathers a
+    /// batch: commits that read the same version of an account meet in one batch.
+    pub(crate) batched: AtomicBool,
     /// The games written, in order: (created, game).
     pub(crate) writes: Mutex<Vec<(bool, GameId)>>,
 }
@@ -55,6 +59,7 @@ impl Default for FaultyStore {
             gated: AtomicUsize::new(0),
             barrier: Barrier::new(2),
             conflicts: AtomicUsize::new(0),
+            batched: AtomicBool::new(false),
             writes: Mutex::new(Vec::new()),
         }
     }
@@ -112,6 +117,9 @@ impl GameStore for FaultyStore {
             return Box::pin(async { Err(StoreError::Unavailable("the disk is full".to_owned())) });
         }
         Box::pin(async move {
+            if self.batched.load(Ordering::SeqCst) {
+                tokio::time::sleep(std::time::Duration::from_millis(1)).await;
+            }
             let result = self.inner.commit(commit).await;
             match &result {
                 Ok(_) => self.writes.lock().unwrap().push((false, id)),

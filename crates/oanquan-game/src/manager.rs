@@ -208,6 +208,45 @@ pub struct GameManager {
     open_games: Arc<OpenGames>,
     observer: Option<Arc<dyn CommitObserver>>,
     checked_names: Arc<CheckedNames>,
+    settling: Arc<Settling>,
+}
+
+/// Games that end on this node take their accounts' stripes here, in order, until their
+/// commit is done: each ending reads an account and writes it back only if unchanged, so
+/// without it a simul player whose games all ended at once lost most of the races in a group
+/// commit (one winner a batch) and those calls gave up after [`MAX_ATTEMPTS`].
+#[derive(Debug)]
+struct Settling {
+    stripes: Vec<Arc<tokio::sync::Mutex<()>>>,
+}
+
+impl Default for Settling {
+    fn default() -> Self {
+        Settling {
+            stripes: (0..64).map(|_| Arc::default()).collect(),
+        }
+    }
+}
+
+impl Settling {
+    /// Holds the stripes of `accounts` (lowest first, so two games never wait on each other).
+    async fn hold(&self, accounts: &[&AccountId]) -> Vec<tokio::sync::OwnedMutexGuard<()>> {
+        let mut stripes: Vec<usize> = accounts
+            .iter()
+            .map(|id| {
+                let mut hasher = std::hash::DefaultHasher::new();
+                std::hash::Hash::hash(id, &mut hasher);
+                (std::hash::Hasher::finish(&hasher) % self.stripes.len() as u64) as usize
+            })
+            .collect();
+        stripes.sort_unstable();
+        stripes.dedup();
+        let mut held = Vec::with_capacity(stripes.len());
+        for stripe in stripes {
+            held.push(Arc::clone(&self.stripes[stripe]).lock_owned().await);
+        }
+        held
+    }
 }
 
 /// Told of every create and commit the manager makes, whichever store it runs on: how the
@@ -253,6 +292,7 @@ impl GameManager {
             limits,
             observer: None,
             checked_names: Arc::default(),
+            settling: Arc::default(),
         }
     }
 
@@ -1209,7 +1249,7 @@ impl GameManager {
                     now + self.limits.time.rematch_window,
                 );
             }
-            let accounts = self.settle_accounts(&mut state, &mut transition).await?;
+            let (accounts, _settling) = self.settle_accounts(&mut state, &mut transition).await?;
             let Transition {
                 game_events,
                 lobby_events,
@@ -1266,23 +1306,30 @@ impl GameManager {
     /// seats' accounts, to commit with it: each account's win, draw or loss, and for a rated
     /// game both players' new ratings, which are also written into the result (the state's and
     /// the events'). Accounts are read now and written only if unchanged by then, so two games
-    /// ending at once for one account are rated one after the other.
+    /// ending at once for one account are rated one after the other; on this node the guards
+    /// returned, held until the commit is done, make the second wait instead of losing a race.
     async fn settle_accounts<T>(
         &self,
         state: &mut GameState,
         transition: &mut Transition<T>,
-    ) -> Result<Vec<AccountUpdate>, GameError> {
+    ) -> Result<(Vec<AccountUpdate>, Vec<tokio::sync::OwnedMutexGuard<()>>), GameError> {
         let ended = transition
             .game_events
             .iter()
             .any(|e| matches!(e, GameEventKind::GameOver { .. }));
         let info = state.info();
         let (Some(result), true, GameStatus::Finished) = (info.result, ended, info.status) else {
-            return Ok(Vec::new());
+            return Ok(Default::default());
         };
         let Some(outcome) = result.outcome else {
-            return Ok(Vec::new());
+            return Ok(Default::default());
         };
+        let ids: Vec<&AccountId> = Player::ALL
+            .iter()
+            .filter_map(|&seat| info.seats[seat].as_ref()?.account.as_ref())
+            .map(|seat| &seat.id)
+            .collect();
+        let held = self.settling.hold(&ids).await;
         let mut accounts: ByPlayer<Option<Account>> = ByPlayer::default();
         for seat in Player::ALL {
             if let Some(id) = info.seats[seat].as_ref().and_then(|s| s.account.as_ref()) {
@@ -1351,7 +1398,7 @@ impl GameManager {
                 }
             }
         }
-        Ok(updates)
+        Ok((updates, held))
     }
 
     /// Registers an account and its first API key (shown once).
