@@ -201,6 +201,17 @@ impl RateLimiter {
             })
         }
     }
+
+    /// Gives back the token [`RateLimiter::check`] took for `ip`, for an attempt that turned
+    /// out to cost nothing (a registration refused for its name).
+    pub fn refund(&self, ip: IpAddr) {
+        let Some(limit) = self.limit else {
+            return;
+        };
+        if let Some(bucket) = lock(&self.buckets).get_mut(&client_key(ip)) {
+            bucket.tokens = (bucket.tokens + 1.0).min(f64::from(limit.burst));
+        }
+    }
 }
 
 #[derive(Debug, Default)]

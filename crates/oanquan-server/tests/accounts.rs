@@ -1795,3 +1795,27 @@ async fn registrations_are_bounded_per_address() {
         .unwrap_err();
     assert_eq!(missing.code(), Code::NotFound);
 }
+
+/// The bound counts accounts made, not attempts: an outside probe's newcomer tried ten names
+/// that were too short, then a good one, and was told "too many accounts registered" though
+/// none had been. Names refused or already taken give their place back.
+#[tokio::test]
+async fn refused_and_taken_names_do_not_use_up_the_registrations_of_an_address() {
+    let mut settings = config();
+    settings.clients.exempt_loopback = false;
+    settings.clients.rate_limit = 0.0;
+    settings.clients.registrations_per_hour = 2;
+    let server = start(settings).await;
+    let mut accounts = account_client(&server).await;
+    register(&mut accounts, "Lan").await;
+    for name in ["ab", "ab", "lan", "LAN", "", "x\u{0}y"] {
+        let refused = register_error(&mut accounts, name).await;
+        assert!(
+            matches!(refused.code(), Code::InvalidArgument | Code::AlreadyExists),
+            "{name:?}: {refused:?}"
+        );
+    }
+    register(&mut accounts, "Minh").await;
+    let refused = register_error(&mut accounts, "Hoa").await;
+    assert_eq!(refused.code(), Code::ResourceExhausted, "{refused:?}");
+}

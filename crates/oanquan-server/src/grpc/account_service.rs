@@ -66,8 +66,9 @@ impl pb::account_service_server::AccountService for AccountApi {
         &self,
         request: Request<pb::RegisterRequest>,
     ) -> Result<Response<pb::RegisterResponse>, Status> {
-        if let Some(addr) = request.remote_addr() {
-            self.registrations.check(addr.ip()).map_err(|limited| {
+        let client = request.remote_addr().map(|addr| addr.ip());
+        if let Some(ip) = client {
+            self.registrations.check(ip).map_err(|limited| {
                 let per_hour = (limited.limit.per_second * 3600.0).round();
                 status::limit_exceeded(
                     format!(
@@ -80,11 +81,20 @@ impl pb::account_service_server::AccountService for AccountApi {
             })?;
         }
         let request = request.into_inner();
-        let (account, key) = self
-            .manager
-            .register(&request.username)
-            .await
-            .map_err(into_status)?;
+        let (account, key) = match self.manager.register(&request.username).await {
+            Ok(registered) => registered,
+            Err(error) => {
+                // The limit counts accounts made: a name refused or taken made none, and a
+                // newcomer trying names (or a household behind one address) must not be
+                // locked out by them.
+                if let (Some(ip), GameError::InvalidArgument { .. } | GameError::UsernameTaken(_)) =
+                    (client, &error)
+                {
+                    self.registrations.refund(ip);
+                }
+                return Err(into_status(error));
+            }
+        };
         // The key's record is not read back: the account exists now, and a failed read must not
         // lose the only copy of its key. The first key is made with the account.
         let record = pb::ApiKey {
