@@ -1754,10 +1754,16 @@ async fn a_pairing_refused_by_a_full_store_keeps_the_waiting_seek() {
         .seek(seek_request("Minh", real_time(180, 2)))
         .await
         .unwrap_err();
-    assert!(matches!(refused, GameError::LimitExceeded(_)), "{refused:?}");
+    assert!(
+        matches!(refused, GameError::LimitExceeded(_)),
+        "{refused:?}"
+    );
     assert_eq!(pool.list(), [ticket.info().clone()]);
     // Lobby watchers saw it taken and put back.
-    assert!(matches!(updates.recv().await.unwrap(), SeekUpdate::Removed { .. }));
+    assert!(matches!(
+        updates.recv().await.unwrap(),
+        SeekUpdate::Removed { .. }
+    ));
     assert_eq!(
         updates.recv().await.unwrap(),
         SeekUpdate::Added(ticket.info().clone())
