@@ -261,12 +261,37 @@ fn look_of(name: &str) -> String {
 #[must_use]
 pub fn keys_of_text(text: &str) -> Vec<String> {
     let name: String = text.nfc().collect();
-    let key = key_of(&name);
-    let look = look_of(&name);
-    if look == key {
-        vec![key]
-    } else {
-        vec![key, look]
+    // Also as compatibility forms and with the dashes and low lines that the confusable data
+    // leaves alone read as `-` and `_`: a display name may hold what no username can, and an
+    // outside probe posed as "Lan-1" with a fullwidth hyphen and as "lbA_01" with U+02CD.
+    let plain: String = text
+        .chars()
+        .map(separator_lookalike)
+        .collect::<String>()
+        .nfkc()
+        .collect();
+    let mut keys = Vec::with_capacity(2);
+    for name in [&name, &plain] {
+        for key in [key_of(name), look_of(name)] {
+            if !keys.contains(&key) {
+                keys.push(key);
+            }
+        }
+    }
+    keys
+}
+
+/// `-` or `_` for a character drawn as one in common fonts that neither NFKC nor UTS #39's
+/// confusables map to it; any other character as it is.
+fn separator_lookalike(ch: char) -> char {
+    match ch {
+        // Em and horizontal bars, box-drawing lines, the two- and three-em dashes, the
+        // fullwidth hyphen-minus, the Canadian syllabics hyphen.
+        '\u{2014}' | '\u{2015}' | '\u{23AF}' | '\u{2500}' | '\u{2501}' | '\u{2E3A}'
+        | '\u{2E3B}' | '\u{FF0D}' | '\u{1400}' => '-',
+        // Modifier letter low macron, double low line.
+        '\u{02CD}' | '\u{2017}' => '_',
+        ch => ch,
     }
 }
 
@@ -797,6 +822,27 @@ mod tests {
 
     fn ok(text: &str) -> Username {
         Username::parse(text).unwrap_or_else(|err| panic!("{text:?} refused: {err}"))
+    }
+
+    /// A display name that an outside probe got past the check for `account`'s name.
+    #[test]
+    fn display_names_with_dashes_and_low_lines_the_confusables_miss_meet_the_account() {
+        for (account, display) in [
+            ("Lan-1", "Lan\u{FF0D}1"),
+            ("Lan-1", "Lan\u{2014}1"),
+            ("Lan-1", "Lan\u{2500}1"),
+            ("lbA_01", "lbA\u{02CD}01"),
+            ("lbA_01", "lbA\u{2017}01"),
+            ("Lan-1", "ＬＡＮ-１"),
+        ] {
+            let keys = ok(account).keys();
+            assert!(
+                keys_of_text(display).iter().any(|k| keys.contains(k)),
+                "{display:?} passes for {account}"
+            );
+        }
+        // A name with neither still has the keys of its own.
+        assert_eq!(keys_of_text("Lan"), ok("Lan").keys());
     }
 
     fn err(text: &str) -> UsernameError {
