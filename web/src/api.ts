@@ -1,6 +1,7 @@
 // The API over gRPC-Web, from the server that served this page (or VITE_API for `npm run dev`).
 
-import { ConnectError, createClient, type CallOptions, type Client } from "@connectrpc/connect";
+import { BinaryReader, WireType } from "@bufbuild/protobuf/wire";
+import { Code, ConnectError, createClient, type CallOptions, type Client } from "@connectrpc/connect";
 import { createGrpcWebTransport } from "@connectrpc/connect-web";
 
 import { AccountService } from "./gen/oanquan/v1/account_pb.js";
@@ -23,10 +24,120 @@ export function bearer(token: string | undefined, options: CallOptions = {}): Ca
   return token ? { ...withTimeout, headers: { authorization: `Bearer ${token}` } } : withTimeout;
 }
 
-/** A message for people: the server's, without the code prefix. */
+// ---------------------------------------------------------------- errors, for players
+//
+// The server's messages are written for programmers ("send metadata `authorization: Bearer
+// <api key>`"): the page says what a player can do instead, from the machine-readable parts
+// (errors.proto). The server's own text shows only for a code this table does not know.
+
+/** By `ErrorInfo.reason` (FAILED_PRECONDITION, NOT_FOUND, UNAUTHENTICATED, ...). */
+const BY_REASON: Record<string, string> = {
+  ERROR_REASON_GAME_NOT_FOUND: "there is no such game",
+  ERROR_REASON_NOT_YOUR_TURN: "it is not your turn",
+  ERROR_REASON_ILLEGAL_MOVE: "that move is not allowed; pick one of your squares that has stones",
+  ERROR_REASON_GAME_OVER: "the game is already over",
+  ERROR_REASON_GAME_NOT_STARTED: "the game has not started yet; wait for an opponent",
+  ERROR_REASON_SEAT_TAKEN: "someone else took that seat; the game is full",
+  ERROR_REASON_STALE_PLY: "the board changed before your move arrived; look again and play",
+  ERROR_REASON_GAME_ALREADY_STARTED: "a move has been played, so the game cannot be aborted (you can resign)",
+  ERROR_REASON_MISSING_TOKEN: "sign in with your API key first",
+  ERROR_REASON_WRONG_TOKEN: "this browser has no seat in this game",
+  ERROR_REASON_TIME_UP: "too late, the time for this move ran out",
+  ERROR_REASON_CANNOT_CLAIM: "you cannot claim the win now",
+  ERROR_REASON_CANNOT_OFFER: "you cannot offer another draw on this move",
+  ERROR_REASON_NO_OFFER: "there is no draw offer to decline",
+  ERROR_REASON_REMATCH_UNAVAILABLE: "a rematch is no longer possible for this game",
+  ERROR_REASON_SEEK_NOT_FOUND: "that seek is gone; someone took it or it was withdrawn",
+  ERROR_REASON_RATED_NEEDS_ACCOUNT: "rated games need an account; sign in with your API key, or play unrated",
+  ERROR_REASON_BAD_API_KEY: "that API key is not valid (mistyped or revoked)",
+  ERROR_REASON_USERNAME_TAKEN: "that username is taken",
+  ERROR_REASON_PLAYER_NOT_FOUND: "there is no player with that name",
+  ERROR_REASON_API_KEY_NOT_FOUND: "there is no such API key",
+  ERROR_REASON_SEEK_REFUSED: "you cannot take that seek (it is yours, or your rating is outside its range)",
+};
+
+/** By the field a `BadRequest` names (INVALID_ARGUMENT): the ones this page sends. */
+const BY_FIELD: Record<string, string> = {
+  display_name: "that name cannot be used (too long, hidden characters, brackets at the end, or an account's name)",
+  rated: "only games between two people on a clock can be rated",
+  username: "that is not a valid username",
+  rules: "those rules are not allowed",
+  game_id: "there is no such game",
+  seek_id: "that seek is gone",
+  time_control: "that clock is not allowed",
+};
+
+// ERROR_REASON_LIMIT_EXCEEDED and RESOURCE_EXHAUSTED keep the server's text: it names the limit
+// met and what frees it ("your address already has 20 open games ...; finish, resign or abort
+// one first"), which no general sentence could.
+
+/** By code, when no detail says more. */
+const BY_CODE: Partial<Record<Code, string>> = {
+  [Code.InvalidArgument]: "the server refused the request as invalid",
+  [Code.FailedPrecondition]: "that is not possible now",
+  [Code.NotFound]: "that could not be found",
+  [Code.Unauthenticated]: "sign in with your API key first",
+  // Without a reason, only a server that takes no spectators says this.
+  [Code.PermissionDenied]: "only the players may watch this game",
+  [Code.Unavailable]: "the server cannot be reached; check your connection",
+  [Code.DeadlineExceeded]: "the server did not answer in time; try again",
+  // What a browser reports when the request never got an answer ("Failed to fetch").
+  [Code.Unknown]: "no answer from the server; check your connection",
+  [Code.Internal]: "something went wrong on the server; try again later",
+  [Code.DataLoss]: "the server's record of this is damaged",
+};
+
+/** The length-delimited values of field `number` in a protobuf message. */
+function fieldsOf(bytes: Uint8Array, number: number): Uint8Array[] {
+  const reader = new BinaryReader(bytes);
+  const found: Uint8Array[] = [];
+  while (reader.pos < reader.len) {
+    const [no, type] = reader.tag();
+    if (no === number && type === WireType.LengthDelimited) found.push(reader.bytes());
+    else reader.skip(type, no);
+  }
+  return found;
+}
+
+/** The `ErrorInfo.reason` and the `BadRequest` fields of an error's details. */
+function detailsOf(error: ConnectError): { reason?: string; fields: string[] } {
+  const text = new TextDecoder();
+  let reason: string | undefined;
+  const fields: string[] = [];
+  for (const detail of error.details) {
+    // Details the server sent arrive as bytes with their type name.
+    if (!("type" in detail) || typeof detail.type !== "string" || !(detail.value instanceof Uint8Array)) continue;
+    try {
+      if (detail.type === "google.rpc.ErrorInfo") {
+        // ErrorInfo { string reason = 1; ... }
+        const [value] = fieldsOf(detail.value, 1);
+        if (value) reason = text.decode(value);
+      } else if (detail.type === "google.rpc.BadRequest") {
+        // BadRequest { repeated FieldViolation field_violations = 1; } FieldViolation { string field = 1; ... }
+        for (const violation of fieldsOf(detail.value, 1)) {
+          for (const field of fieldsOf(violation, 1)) fields.push(text.decode(field));
+        }
+      }
+    } catch {
+      // Undecodable details say nothing more than the code.
+    }
+  }
+  return { reason, fields };
+}
+
+/** A message for players: what the error means for them, not the server's words for programmers
+ * (those only for a code the page does not know). Starts in lower case, without a full stop, to
+ * follow "Cannot join: " and the like. */
 export function describe(error: unknown): string {
   const e = ConnectError.from(error);
-  return e.rawMessage || e.message;
+  const { reason, fields } = detailsOf(e);
+  if (reason && BY_REASON[reason]) return BY_REASON[reason];
+  for (const field of fields) {
+    // "rules.rule_set.max_plies" is about the rules as much as "rules".
+    const known = BY_FIELD[field] ?? BY_FIELD[field.split(".")[0]];
+    if (known) return known;
+  }
+  return BY_CODE[e.code] ?? (e.rawMessage || e.message);
 }
 
 // What the browser keeps: the account's API key, the name, and each seat's token (the only

@@ -3,11 +3,11 @@
 import "./style.css";
 
 import { create } from "@bufbuild/protobuf";
-import { durationFromMs, durationMs } from "@bufbuild/protobuf/wkt";
+import { durationFromMs, durationMs, timestampMs } from "@bufbuild/protobuf/wkt";
 
 import { Code, ConnectError } from "@connectrpc/connect";
 import { accounts, bearer, describe, games, rules, store } from "./api.js";
-import { Speed } from "./gen/oanquan/v1/account_pb.js";
+import { Speed, type PlayerProfile, type Rating } from "./gen/oanquan/v1/account_pb.js";
 import {
   GameEvent_DrawAction,
   GameEvent_RematchAction,
@@ -19,6 +19,7 @@ import {
   type GameEvent,
   type MoveRecord,
   type Seek,
+  type SeatAccount,
 } from "./gen/oanquan/v1/game_pb.js";
 import { Direction, EndReason, Outcome, Player, type Step } from "./gen/oanquan/v1/rules_pb.js";
 
@@ -47,7 +48,8 @@ function button(label: string, testid: string, onClick: () => void, attrs: Recor
 }
 
 function say(text: string, kind: "info" | "error" | "" = "info") {
-  statusLine.textContent = text;
+  // An error's description starts in lower case, to follow a "Cannot join: "; alone, it starts a sentence.
+  statusLine.textContent = text.charAt(0).toUpperCase() + text.slice(1);
   statusLine.className = `status ${kind}`;
 }
 
@@ -58,6 +60,8 @@ const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve,
 const nameInput = document.getElementById("name") as HTMLInputElement;
 const keyInput = document.getElementById("apikey") as HTMLInputElement;
 const meLine = document.getElementById("me")!;
+/** Sent on `window` once a sign-in is answered. */
+const SIGNED_IN = "oanquan:signed-in";
 nameInput.value = store.name();
 keyInput.value = store.apiKey();
 nameInput.addEventListener("change", () => store.setName(nameInput.value.trim()));
@@ -65,28 +69,43 @@ document.getElementById("account")!.addEventListener("submit", (event) => {
   event.preventDefault();
   store.setName(nameInput.value.trim());
   store.setApiKey(keyInput.value.trim());
-  void showMe();
+  // The lobby shows the account's own provisional rating: it redraws once the account is known.
+  void showMe().then(() => window.dispatchEvent(new Event(SIGNED_IN)));
 });
 
-async function showMe() {
+/** The signed-in account's profile (undefined when anonymous or refused), for the lobby too. */
+let myProfile: Promise<PlayerProfile | undefined> = Promise.resolve(undefined);
+
+function showMe(): Promise<void> {
   const key = store.apiKey();
   if (!key) {
     meLine.textContent = "anonymous";
-    return;
+    myProfile = Promise.resolve(undefined);
+    return Promise.resolve();
   }
-  try {
-    const me = await accounts.getMe({}, bearer(key));
-    const rating = me.player?.ratings.map((r) => `${Speed[r.speed].toLowerCase()} ${r.rating}`).join(", ");
-    meLine.textContent = `${me.player?.username ?? "?"}${rating ? ` (${rating})` : ""}`;
-  } catch (error) {
-    meLine.textContent = `not signed in: ${describe(error)}`;
-  }
+  const asked = accounts.getMe({}, bearer(key)).then((me) => me.player);
+  myProfile = asked.catch(() => undefined);
+  return asked.then(
+    (player) => {
+      const rating = player?.ratings.map((r) => `${Speed[r.speed].toLowerCase()} ${ratingText(r)}`).join(", ");
+      meLine.textContent = `${player?.username ?? "?"}${rating ? ` (${rating})` : ""}`;
+      meLine.title = player?.ratings.some((r) => r.provisional) ? "? = provisional rating" : "";
+    },
+    (error: unknown) => {
+      meLine.textContent = `not signed in: ${describe(error)}`;
+    },
+  );
 }
 
 const displayName = () => store.name() || "Guest";
 const apiKey = () => store.apiKey() || undefined;
 
 // ---------------------------------------------------------------- formatting
+
+/** A rating as the API says to show it: with a "?" while provisional. */
+const ratingText = (r: Pick<Rating, "rating" | "provisional">) => `${r.rating}${r.provisional ? "?" : ""}`;
+/** The rating an account sat down with, "?" if it was provisional; none in an untimed game (0). */
+const seatRating = (account: SeatAccount | undefined) => (account?.rating ? ratingText(account) : "");
 
 function formatMs(ms: number): string {
   const clamped = Math.max(0, ms);
@@ -136,8 +155,9 @@ function seatName(game: Game, player: Player): string {
   const username = seat.account?.username;
   if (!username) return seat.displayName || "?";
   // An account's seat is named after it: the username once, with the rating it sat down with.
-  if (seat.displayName === username) return `${username} (${seat.account?.rating})`;
-  return `${seat.displayName || "?"} [${username} ${seat.account?.rating}]`;
+  const rating = seatRating(seat.account);
+  if (seat.displayName === username) return rating ? `${username} (${rating})` : username;
+  return `${seat.displayName || "?"} [${username}${rating ? ` ${rating}` : ""}]`;
 }
 
 function resultText(game: Game): string {
@@ -193,8 +213,9 @@ function seatLabel(game: Game, player: Player): (Node | string)[] {
   const seat = player === Player.FIRST ? game.firstSeat : game.secondSeat;
   const username = seat?.occupied && seat.kind !== PlayerKind.COMPUTER ? seat.account?.username : undefined;
   if (!username) return [seatName(game, player)];
-  if (seat?.displayName === username) return [playerLink(username), ` (${seat?.account?.rating ?? ""})`];
-  return [`${seat?.displayName || "?"} [`, playerLink(username), ` ${seat?.account?.rating ?? ""}]`];
+  const rating = seatRating(seat?.account);
+  if (seat?.displayName === username) return [playerLink(username), rating ? ` (${rating})` : ""];
+  return [`${seat?.displayName || "?"} [`, playerLink(username), `${rating ? ` ${rating}` : ""}]`];
 }
 
 function openGame(id: string) {
@@ -249,6 +270,8 @@ function showLobby(): () => void {
   const activeList = h("ul", { class: "list", "data-testid": "active-games" });
   const seekList = h("ul", { class: "list", "data-testid": "seeks" });
   const leaders = h("ol", { class: "list", "data-testid": "leaderboard" });
+  // The signed-in player's own rating when it is provisional: the leaderboard leaves it out.
+  const ownRating = h("p", { class: "hint", "data-testid": "own-rating", hidden: true });
   // A rating is per speed, and the server wants one: blitz first, as most rated games are.
   const leaderSpeed = select("leaderboard-speed", [
     [String(Speed.BLITZ), "Blitz"],
@@ -379,7 +402,7 @@ function showLobby(): () => void {
     h("section", { class: "card" }, h("h2", {}, "Open games"), openList),
     h("section", { class: "card" }, h("h2", {}, "Seeks"), seekList),
     h("section", { class: "card" }, h("h2", {}, "Games being played"), activeList),
-    h("section", { class: "card" }, h("h2", {}, "Leaderboard"), leaderSpeed, leaders),
+    h("section", { class: "card" }, h("h2", {}, "Leaderboard"), leaderSpeed, leaders, ownRating),
   );
 
   const known = new Map<string, Game>();
@@ -503,18 +526,30 @@ function showLobby(): () => void {
 
   render();
   void followLobby();
-  const showLeaders = () =>
-    accounts.leaderboard({ speed: Number(leaderSpeed.value) as Speed, pageSize: 10 }, bearer(undefined)).then(
-      (response) =>
+  const showLeaders = () => {
+    const speed = Number(leaderSpeed.value) as Speed;
+    return accounts.leaderboard({ speed, pageSize: 10 }, bearer(undefined)).then(
+      async (response) => {
+        // Provisional ratings are left off (account.proto): an empty list does not mean that
+        // nobody has played rated games, so it does not say so.
         leaders.replaceChildren(
           ...(response.entries.length
             ? response.entries.map((e) => h("li", {}, playerLink(e.username), ` ${e.rating?.rating ?? ""}`))
-            : [h("li", { class: "empty" }, "no rated games yet")]),
-        ),
+            : [h("li", { class: "empty" }, "no settled ratings yet (provisional ones are not listed)")]),
+        );
+        const me = await myProfile;
+        const own = me?.ratings.find((r) => r.speed === speed && r.provisional);
+        ownRating.hidden = !own;
+        ownRating.textContent = own
+          ? `Your ${SPEED_NAMES[speed]?.toLowerCase() ?? ""} rating ${ratingText(own)} is provisional (${own.games} rated ${own.games === 1 ? "game" : "games"}): not listed until it settles.`
+          : "";
+      },
       (error: unknown) =>
         leaders.replaceChildren(h("li", { class: "empty" }, `unavailable: ${describe(error)}`)),
     );
+  };
   leaderSpeed.addEventListener("change", () => void showLeaders());
+  window.addEventListener(SIGNED_IN, () => void showLeaders(), { signal: abort.signal });
   void showLeaders();
 
   return () => {
@@ -539,6 +574,11 @@ function showProfile(username: string): () => void {
   const name = h("h2", { "data-testid": "profile-name" }, username);
   const record = h("p", { "data-testid": "record" }, "…");
   const ratings = h("table", { class: "ratings", "data-testid": "ratings" });
+  const provisionalNote = h(
+    "p",
+    { class: "hint", "data-testid": "provisional-note", hidden: true },
+    "? provisional: fewer than 10 rated games at that speed, or not yet certain.",
+  );
   const recent = h("ul", { class: "list", "data-testid": "recent-games" });
   app.append(
     h(
@@ -549,6 +589,7 @@ function showProfile(username: string): () => void {
       record,
       h("h3", {}, "Ratings"),
       ratings,
+      provisionalNote,
       h("h3", {}, "Recent games"),
       recent,
     ),
@@ -574,7 +615,9 @@ function showProfile(username: string): () => void {
           ),
         ),
       );
+      // Only an account with no rating at all has no rated games: a provisional one is a rating.
       if (player.ratings.length === 0) ratings.replaceChildren(h("tr", {}, h("td", {}, "no rated games yet")));
+      provisionalNote.hidden = !player.ratings.some((r) => r.provisional);
     },
     (error: unknown) => {
       if (left) return;
@@ -642,6 +685,9 @@ function showGame(id: string): () => void {
   let score: [number, number] = [0, 0];
   let clocks: Clocks | undefined;
   let clocksAt = 0;
+  // Whose turn the clocks' deadline is for: a move's clocks come before its animation, while
+  // the board (and `game.position`) still shows the mover to move.
+  let clocksToMove: Player = Player.UNSPECIFIED;
   let lastMove: number | undefined;
   let selected: number | undefined;
   let animating = false;
@@ -696,6 +742,10 @@ function showGame(id: string): () => void {
   const bottomName = h("div", { class: "player bottom", "data-testid": "bottom-player" });
   const topClock = h("span", { class: "clock", "data-testid": "top-clock" });
   const bottomClock = h("span", { class: "clock", "data-testid": "bottom-clock" });
+  // A real-time game's first moves have their own limit, with no clock running: missing it
+  // aborts the game, so the player to move is shown how long is left.
+  const topFirstMove = h("span", { class: "first-move", "data-testid": "top-first-move" });
+  const bottomFirstMove = h("span", { class: "first-move", "data-testid": "bottom-first-move" });
   const topScore = h("span", { class: "score", "data-testid": "top-score" });
   const bottomScore = h("span", { class: "score", "data-testid": "bottom-score" });
   const turn = h("div", { class: "turn", "data-testid": "turn", role: "status" });
@@ -745,9 +795,9 @@ function showGame(id: string): () => void {
       "section",
       { class: "game" },
       h("div", { class: "game-head" }, title, connection),
-      h("div", { class: "bar" }, topName, topScore, topClock),
+      h("div", { class: "bar" }, topName, topFirstMove, topScore, topClock),
       board,
-      h("div", { class: "bar" }, bottomName, bottomScore, bottomClock),
+      h("div", { class: "bar" }, bottomName, bottomFirstMove, bottomScore, bottomClock),
       directions,
       turn,
       over,
@@ -830,6 +880,15 @@ function showGame(id: string): () => void {
     return ms;
   }
 
+  /** Time left for the player to move's first move, while a real-time game waits for it. */
+  function firstMoveMs(): number | undefined {
+    // No clock runs during the first moves (game.proto, Clocks): the deadline is the limit.
+    if (!clocks?.deadline || !clocks.measuredAt || clocks.running !== Player.UNSPECIFIED) return undefined;
+    if (game?.status !== GameStatus.ACTIVE || game.timeControl?.kind.case !== "realTime") return undefined;
+    // Both times are the server's; the time since is this browser's (its clock may be off).
+    return timestampMs(clocks.deadline) - timestampMs(clocks.measuredAt) - (performance.now() - clocksAt);
+  }
+
   function renderClocks() {
     const top = bottom === Player.FIRST ? Player.SECOND : Player.FIRST;
     for (const [player, element] of [
@@ -840,6 +899,15 @@ function showGame(id: string): () => void {
       element.textContent = ms === undefined ? "" : formatMs(ms);
       element.classList.toggle("running", clocks?.running === player && game?.status === GameStatus.ACTIVE);
       element.classList.toggle("low", ms !== undefined && ms < 10_000);
+    }
+    const firstMove = firstMoveMs();
+    for (const [player, element] of [
+      [top, topFirstMove],
+      [bottom, bottomFirstMove],
+    ] as const) {
+      const shown = firstMove !== undefined && clocksToMove === player;
+      element.textContent = shown ? `First move within ${formatMs(firstMove)}` : "";
+      element.classList.toggle("low", shown && firstMove < 10_000);
     }
   }
 
@@ -857,10 +925,20 @@ function showGame(id: string): () => void {
         `${what} ${index}, ${stones} ${stones === 1 ? "stone" : "stones"}${piece ? " and the mandarin piece" : ""}`,
       );
       if (piece) b.append(h("span", { class: "piece", title: "mandarin piece" }, "Q"));
-      b.classList.toggle("playable", myTurn() && !animating && ownSquare(index) && stones > 0);
+      const playable = myTurn() && !animating && ownSquare(index) && stones > 0;
+      b.classList.toggle("playable", playable);
       b.classList.toggle("selected", selected === index);
       b.classList.toggle("last", lastMove === index);
-      b.disabled = false;
+      // Only a square that can be played now is a Tab stop (tabindex -1 takes the others out of
+      // the Tab order); aria-disabled, not `disabled`, says it cannot be played while it stays an
+      // ordinary button whose label (its count) screen readers read with the board.
+      if (playable) {
+        b.removeAttribute("tabindex");
+        b.removeAttribute("aria-disabled");
+      } else {
+        b.tabIndex = -1;
+        b.setAttribute("aria-disabled", "true");
+      }
     }
     directions.hidden = selected === undefined;
     if (selected !== undefined) squares.get(selected)?.focus();
@@ -986,10 +1064,11 @@ function showGame(id: string): () => void {
     return { squares: [], kind: "" };
   }
 
-  function setClocks(next: Clocks | undefined) {
+  function setClocks(next: Clocks | undefined, toMove: Player | undefined) {
     if (!next) return;
     clocks = next;
     clocksAt = performance.now();
+    clocksToMove = toMove ?? Player.UNSPECIFIED;
   }
 
   function handle(event: GameEvent) {
@@ -1000,7 +1079,7 @@ function showGame(id: string): () => void {
           game = kind.value.game;
           if (game) {
             setPosition(game);
-            setClocks(game.clocks);
+            setClocks(game.clocks, game.position?.toMove);
             // Accepted while this page was away: the seat is this browser's all the same.
             if (game.rematch && pendingRematch) store.setSeat(game.rematch, pendingRematch);
           }
@@ -1012,7 +1091,7 @@ function showGame(id: string): () => void {
           game = kind.value.game;
           if (game) {
             setPosition(game);
-            setClocks(game.clocks);
+            setClocks(game.clocks, game.position?.toMove);
           }
           render();
         });
@@ -1030,7 +1109,8 @@ function showGame(id: string): () => void {
       case "movePlayed":
         // The clocks as the server reads them now, not after the move's animation: the next
         // player's clock runs from the event, and showing it late showed more time than left.
-        setClocks(kind.value.clocks);
+        // Turns alternate: the clocks after a move are the other player's.
+        setClocks(kind.value.clocks, kind.value.record?.player === Player.FIRST ? Player.SECOND : Player.FIRST);
         enqueue(async () => {
           const record = kind.value.record;
           if (!record || !game) return;
@@ -1046,7 +1126,7 @@ function showGame(id: string): () => void {
         });
         break;
       case "turnStarted":
-        setClocks(kind.value.clocks);
+        setClocks(kind.value.clocks, kind.value.player);
         enqueue(async () => {
           if (kind.value.refill && game) {
             try {
@@ -1069,7 +1149,7 @@ function showGame(id: string): () => void {
             if (game.position) game.position.scores = final;
             score = [final.first, final.second];
           }
-          setClocks(kind.value.clocks);
+          setClocks(kind.value.clocks, Player.UNSPECIFIED);
           render();
         });
         break;

@@ -192,8 +192,9 @@ test("two players play a whole game by clicks; a spectator sees every move; a re
   // The open game appears live in the other lobbies.
   await minh.locator(`[data-testid=open-games] li[data-game="${id}"]`).waitFor();
   await lobbyShot.locator(`[data-testid=open-games] li[data-game="${id}"]`).waitFor();
-  // The leaderboard answered (a refused call would read "unavailable: ...").
-  await lobbyShot.getByTestId("leaderboard").getByText("no rated games yet").waitFor();
+  // The leaderboard answered (a refused call would read "unavailable: ..."). It cannot know of
+  // provisional ratings (left off it), so it does not claim there are no rated games.
+  await lobbyShot.getByTestId("leaderboard").getByText("no settled ratings yet (provisional ones are not listed)").waitFor();
   await lobbyShot.screenshot({ path: join(shots, "lobby-desktop.png") });
   await minh.screenshot({ path: join(shots, "lobby-phone.png") });
   await joinGame(minh, id, true);
@@ -405,8 +406,9 @@ test("a second move cannot be sent while the first is on its way", async () => {
   await until("the move sent", async () => sent === 1);
   assert.equal(await mover.locator(".row.bottom .square.playable").count(), 0, "no square playable in flight");
   assert.equal(await mover.getByTestId("turn").textContent(), "Move sent…");
-  // A quick second click on a square with stones selects nothing and sends nothing.
-  await mover.locator(".row.bottom .square").first().click();
+  // A quick second click on a square with stones selects nothing and sends nothing. (Forced: the
+  // square says it cannot be played now, aria-disabled, so Playwright would wait for it.)
+  await mover.locator(".row.bottom .square").first().click({ force: true });
   assert.ok(await mover.getByTestId("dir-left").isHidden(), "no direction offered in flight");
   release();
   for (const page of [quick, other]) await until("the move shown", async () => (await movesOf(page)) === 1);
@@ -509,7 +511,8 @@ test("an aborted game has no winner, and a game that does not exist is not waite
     if (request.url().endsWith("/WatchGame")) watches++;
   });
   await lan.goto(`${server.url}#/game/doesnotexist123`);
-  await lan.getByText("no such game").waitFor();
+  // (The status line says it too, in a sentence: "There is no such game".)
+  await lan.getByTestId("connection").getByText("no such game").waitFor();
   await new Promise((r) => setTimeout(r, 3000));
   assert.equal(watches, 1, "one WatchGame, not a retry every few seconds");
 });
@@ -533,6 +536,193 @@ test("a rematch offered before a reload keeps its seat when it is accepted", asy
   await hoa.waitForURL(new RegExp(`#/game/${next}$`));
   // Hoa plays the rematch from the seat offered before the reload, not as a spectator.
   await hoa.getByTestId("resign").waitFor();
+});
+
+/** The other page of a pair. */
+const otherOf = (pair: Page[], page: Page) => (pair[0] === page ? pair[1] : pair[0]);
+
+test("errors read as sentences for a player, not as the server's words for programmers", async () => {
+  // What only a programmer understands: gRPC metadata, API names, markdown.
+  const forProgrammers = /`|Bearer|authorization|metadata|Service|<|>/;
+  const status = async (page: Page, prefix: string) => {
+    const line = page.locator("#status");
+    await until(`"${prefix}…" shown`, async () => ((await line.textContent()) ?? "").startsWith(prefix));
+    const text = (await line.textContent()) ?? "";
+    assert.doesNotMatch(text, forProgrammers);
+    return text;
+  };
+
+  // Rated without an account (the server's ErrorInfo reason RATED_NEEDS_ACCOUNT).
+  const lan = await player("Lan");
+  await lan.getByTestId("rated").check();
+  await lan.getByTestId("time-control").selectOption("180000+2000");
+  await lan.getByTestId("create-game").click();
+  assert.equal(
+    await status(lan, "Cannot create"),
+    "Cannot create the game: rated games need an account; sign in with your API key, or play unrated",
+  );
+
+  // A name the server refuses (BadRequest on display_name).
+  const bracketed = await player("Lan (2000)");
+  await bracketed.getByTestId("create-game").click();
+  assert.equal(
+    await status(bracketed, "Cannot create"),
+    "Cannot create the game: that name cannot be used (too long, hidden characters, brackets at the end, or an account's name)",
+  );
+
+  // A mistyped API key (UNAUTHENTICATED, BAD_API_KEY) in the account bar.
+  await lan.locator("#apikey").fill("oqk_mistyped");
+  await lan.locator("#signin").click();
+  await until("the refusal shown", async () => /^not signed in/.test((await lan.locator("#me").textContent()) ?? ""));
+  assert.equal(await lan.locator("#me").textContent(), "not signed in: that API key is not valid (mistyped or revoked)");
+
+  // Signed in, a rated game with no clock (BadRequest on rated).
+  await signIn(lan, await register("lan_errors"), "lan_errors");
+  await lan.getByTestId("time-control").selectOption("");
+  await lan.getByTestId("create-game").click();
+  await until("a new refusal", async () => /clock/.test((await lan.locator("#status").textContent()) ?? ""));
+  assert.equal(await status(lan, "Cannot create"), "Cannot create the game: only games between two people on a clock can be rated");
+
+  // A game that does not exist, alone on the status line: a sentence.
+  await lan.goto(`${server.url}#/game/doesnotexist456`);
+  assert.equal(await status(lan, "There"), "There is no such game");
+});
+
+test("each player's first move shows its own time limit, counting down", async () => {
+  const lan = await player("Early");
+  const minh = await player("Late");
+  const id = await createGame(lan, "60000+1000");
+  await joinGame(minh, id);
+  const limit = (page: Page, where: "top" | "bottom") => page.getByTestId(`${where}-first-move`).textContent();
+  const seconds = (text: string | null) => Number(/^First move within 0:(\d\d)/.exec(text ?? "")?.[1] ?? NaN);
+
+  const first = await whoseTurn([lan, minh]);
+  assert.ok(first);
+  const second = otherOf([lan, minh], first);
+  // The mover sees it under their own row, the opponent above the board; nobody else's is shown.
+  await until("the first mover's limit shown", async () => /^First move within 0:\d\d$/.test((await limit(first, "bottom")) ?? ""));
+  const before = seconds(await limit(first, "bottom"));
+  assert.ok(before > 15 && before <= 30, `about 30 s to make the first move: ${before}`);
+  await until("the opponent sees it", async () => /^First move within 0:\d\d$/.test((await limit(second, "top")) ?? ""));
+  assert.equal(await limit(first, "top"), "");
+  assert.equal(await limit(second, "bottom"), "");
+  assert.ok(await first.getByText(/^First move within/).isVisible());
+  // It counts down.
+  await until("a second less", async () => seconds(await limit(first, "bottom")) < before, 5_000);
+
+  // The first move played, the second player has their own limit.
+  await playOneMove(first, 1, false);
+  await until("the second player's limit shown", async () => /^First move within 0:\d\d$/.test((await limit(second, "bottom")) ?? ""));
+  assert.ok(seconds(await limit(second, "bottom")) > 15, "a fresh limit");
+  await until("the first player sees it", async () => /^First move within/.test((await limit(first, "top")) ?? ""));
+  assert.equal(await limit(first, "bottom"), "");
+
+  // After both first moves the clocks run: no limit shown anywhere.
+  await playOneMove(second, 2, false);
+  for (const page of [first, second]) {
+    await until("the move shown", async () => (await movesOf(page)) === 2);
+    await until("no limit", async () => (await limit(page, "top")) === "" && (await limit(page, "bottom")) === "");
+  }
+  await first.getByTestId("resign").click();
+  for (const page of [first, second]) await page.getByTestId("game-over").waitFor();
+});
+
+test("provisional ratings are shown as provisional, not as no rated games", async () => {
+  const an = await player("An");
+  const bao = await player("Bao");
+  await signIn(an, await register("an_prov"), "an_prov");
+  await signIn(bao, await register("bao_prov"), "bao_prov");
+  await an.getByTestId("rated").check();
+  const id = await createGame(an, "180000+2000");
+  await joinGame(bao, id);
+  await bothMoveThenResigns(an, bao);
+  await an.getByTestId("game-over").waitFor();
+
+  // The lobby: the leaderboard leaves provisional ratings off, and says so; the player's own is shown.
+  await an.goto(server.url);
+  await an.locator("[data-testid=leaderboard] li").first().waitFor();
+  const board = (await an.getByTestId("leaderboard").textContent()) ?? "";
+  assert.doesNotMatch(board, /no rated games/);
+  assert.match(board, /provisional/);
+  const own = an.getByTestId("own-rating");
+  await own.waitFor();
+  assert.match((await own.textContent()) ?? "", /^Your blitz rating \d+\? is provisional \(1 rated game\): not listed until it settles\.$/);
+  // The account bar marks it too.
+  await until("the account bar", async () => /^an_prov \(blitz \d+\?\)$/.test((await an.locator("#me").textContent()) ?? ""));
+
+  // The profile: the rating with its "?" and what that means; no "no rated games yet".
+  await an.goto(`${server.url}#/player/an_prov`);
+  const blitz = an.locator("[data-testid=ratings] tr[data-speed=blitz]");
+  await blitz.waitFor();
+  assert.match((await blitz.textContent()) ?? "", /^Blitz\d+\?\d+1$/);
+  await an.getByTestId("provisional-note").waitFor();
+  assert.match((await an.getByTestId("provisional-note").textContent()) ?? "", /provisional/);
+  assert.doesNotMatch((await an.getByTestId("ratings").textContent()) ?? "", /no rated games/);
+
+  // An account that has played no rated game: that, and only that, says so.
+  await register("cam_unrated");
+  await an.goto(`${server.url}#/player/cam_unrated`);
+  await an.getByTestId("ratings").getByText("no rated games yet").waitFor();
+  assert.ok(await an.getByTestId("provisional-note").isHidden());
+});
+
+test("only the squares the player can play now are Tab stops; the others still say their counts", async () => {
+  const lan = await player("Tab");
+  const minh = await player("Stop");
+  const id = await createGame(lan);
+  await joinGame(minh, id);
+  const mover = await whoseTurn([lan, minh]);
+  assert.ok(mover);
+  const waiter = otherOf([lan, minh], mover);
+  await until("the board shown", async () => (await waiter.getByTestId("count-3").textContent()) === "5");
+
+  /** The squares that Tab reaches, going once round the whole page from its start. */
+  const tabStops = async (page: Page) => {
+    await page.evaluate(() => (document.activeElement as HTMLElement | null)?.blur());
+    const seen = new Set<string>();
+    for (let i = 0; i < 40; i++) {
+      await page.keyboard.press("Tab");
+      const square = await page.evaluate(() => document.activeElement?.getAttribute("data-square") ?? "");
+      if (square) seen.add(square);
+    }
+    return [...seen].sort((a, b) => Number(a) - Number(b));
+  };
+  /** The page's own squares that hold stones: those its player may pick on their turn. */
+  const ownWithStones = async (page: Page) =>
+    page
+      .locator(".row.bottom .square")
+      .evaluateAll((e) =>
+        e
+          .filter((s) => s.querySelector(".count")?.textContent !== "0")
+          .map((s) => s.getAttribute("data-square")!)
+          .sort((a, b) => Number(a) - Number(b)),
+      );
+  // The player to move tabs through their own five squares, not the opponent's nor the mandarins'.
+  assert.deepEqual(await tabStops(mover), await ownWithStones(mover));
+  // Waiting for the opponent: no square to play, none a Tab stop.
+  assert.deepEqual(await tabStops(waiter), []);
+  // Not playable, they still tell a screen reader their counts, and that they cannot be played.
+  const labels = await waiter.locator("[data-square]").evaluateAll((squares) =>
+    squares.map((b) => `${b.getAttribute("aria-label")}|${b.getAttribute("aria-disabled")}`),
+  );
+  assert.equal(labels.filter((l) => /^(your )?square \d+, 5 stones\|true$/.test(l)).length, 10, labels.join("; "));
+  assert.equal(labels.filter((l) => /^mandarin square \d+, 10 stones( and the mandarin piece)?\|true$/.test(l)).length, 2, labels.join("; "));
+
+  // By keyboard alone: Tab to a square, Enter picks it, → plays it.
+  await mover.evaluate(() => (document.activeElement as HTMLElement | null)?.blur());
+  for (let i = 0; i < 40; i++) {
+    await mover.keyboard.press("Tab");
+    if (await mover.evaluate(() => document.activeElement?.hasAttribute("data-square") ?? false)) break;
+  }
+  await mover.keyboard.press("Enter");
+  await mover.getByTestId("dir-right").waitFor();
+  await mover.keyboard.press("ArrowRight");
+  for (const page of [lan, minh]) await until("the move shown", async () => (await movesOf(page)) === 1);
+  // Now the other player's five squares are the Tab stops, on their page.
+  assert.deepEqual(await tabStops(waiter), await ownWithStones(waiter));
+  assert.deepEqual(await tabStops(mover), []);
+  await mover.getByTestId("resign").click();
+  for (const page of [lan, minh]) await page.getByTestId("game-over").waitFor();
 });
 
 test("bundle size and first render", async () => {
