@@ -1541,3 +1541,47 @@ async fn forty_rated_games_of_one_account_ending_at_once_all_count() {
     assert_eq!(lan.record.wins, 40);
     assert_eq!(lan.rating(Speed::Blitz).games, 40);
 }
+
+/// Revoking a key ends what its thief can start in the account's name: an outside probe
+/// revoked an account's only key and went on rematching its rated games with the seat tokens
+/// the key had got, game after game (its rating fell from 1662 to 1310 with no valid key).
+#[tokio::test]
+async fn a_game_is_not_rematched_after_a_players_key_was_revoked() {
+    let s = service();
+    let (lan, _) = s.register("Lan").await;
+    let (minh, minh_key) = s.register("Minh").await;
+    let (id, tokens) = s.game(&lan, &minh, blitz(), true).await;
+    both_move(&s.manager, &id, &lan, &minh).await;
+    s.manager.resign(&id, &tokens[FIRST]).await.unwrap();
+    s.manager
+        .revoke_api_key(&minh.id, minh_key.id())
+        .await
+        .unwrap();
+    for who in [
+        Credential::Seat(tokens[SECOND].clone()),
+        Credential::Account(lan.id.clone()),
+        Credential::Seat(tokens[FIRST].clone()),
+    ] {
+        let refused = s.manager.offer_rematch(&id, who).await.unwrap_err();
+        assert!(
+            matches!(&refused, GameError::RematchUnavailable(why) if why.contains("revoked")),
+            "{refused:?}"
+        );
+    }
+    let game = s.manager.get_game(&id).await.unwrap();
+    assert_eq!((game.rematch.next, game.rematch.offered_by), (None, None));
+    // A game begun after the revocation is rematched as usual.
+    let (again, tokens) = s.game(&lan, &minh, blitz(), true).await;
+    both_move(&s.manager, &again, &lan, &minh).await;
+    s.manager.resign(&again, &tokens[FIRST]).await.unwrap();
+    s.manager
+        .offer_rematch(&again, &tokens[FIRST])
+        .await
+        .unwrap();
+    let offered = s
+        .manager
+        .offer_rematch(&again, &tokens[SECOND])
+        .await
+        .unwrap();
+    assert!(offered.rematch.is_some());
+}

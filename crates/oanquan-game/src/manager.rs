@@ -841,6 +841,31 @@ impl GameManager {
 
     /// If `who`'s offer on `id` would start the rematch as the game stands, creates it now
     /// (as the offer would, with `next_id` and the offerer's `next_hash`) and returns it.
+    /// A game is not rematched once an account seated in it has revoked an API key since it
+    /// began: its seat tokens may be what a thief got with that key, and each rematch would
+    /// seat the account in a new (rated) game with fresh tokens, so that an outside probe kept
+    /// playing rated games in the name of an account with no valid key. Every game made after
+    /// the revocation was made with a valid key, or is a rematch of such a game.
+    async fn refuse_rematch_after_revocation(&self, info: &GameInfo) -> Result<(), GameError> {
+        for seat in [&info.seats.first, &info.seats.second] {
+            let Some(account) = seat.as_ref().and_then(|s| s.account.as_ref()) else {
+                continue;
+            };
+            let keys = self.store.api_keys(&account.id).await?;
+            if keys
+                .iter()
+                .any(|key| key.revoked.is_some_and(|at| at >= info.created))
+            {
+                return Err(GameError::RematchUnavailable(
+                    "an API key of a player of this game was revoked after the game began, so it \
+                     cannot be rematched; start a new game"
+                        .to_owned(),
+                ));
+            }
+        }
+        Ok(())
+    }
+
     async fn create_rematch_first(
         &self,
         id: &GameId,
@@ -850,6 +875,7 @@ impl GameManager {
     ) -> Result<Option<GameInfo>, GameError> {
         let state = self.store.load(id).await.map_err(Self::not_found(id))?;
         let hash = who.seat_hash(&state)?;
+        self.refuse_rematch_after_revocation(state.info()).await?;
         let now = crate::service_clock::now();
         let offered = transition::offer_rematch(
             state,
