@@ -657,9 +657,10 @@ pub struct SeekArgs {
     #[arg(long, conflicts_with = "anonymous")]
     pub rated: bool,
 
-    /// Only opponents rated MIN to MAX (inclusive) at this speed, e.g. 1400-1700: players
-    /// with an account (anonymous ones have no rating).
-    #[arg(long, value_name = "MIN-MAX", value_parser = parse_range)]
+    /// Only opponents rated MIN to MAX (inclusive) at this speed, e.g. 1400-1700 (1400- for
+    /// 1400 or more, -1700 for up to 1700): players with an account (anonymous ones have no
+    /// rating).
+    #[arg(long, value_name = "MIN-MAX", value_parser = parse_range, allow_hyphen_values = true)]
     pub range: Option<RatingRange>,
 
     #[command(flatten)]
@@ -680,10 +681,19 @@ pub struct RatingRange {
 /// typo.
 const MAX_RATING: i32 = 4000;
 
-/// `1400-1700`: MIN-MAX, inclusive, MIN ≤ MAX.
+/// `1400-1700`: MIN-MAX, inclusive, MIN ≤ MAX; `1400-` has no upper bound and `-1700` no lower
+/// one.
 pub fn parse_range(text: &str) -> Result<RatingRange, String> {
-    let usage = || format!("`{text}` is not a rating range: use MIN-MAX, e.g. 1400-1700");
+    let usage = || {
+        format!("`{text}` is not a rating range: use MIN-MAX, MIN- or -MAX, e.g. 1400-1700")
+    };
     let (min, max) = text.trim().split_once('-').ok_or_else(usage)?;
+    let (min, max) = match (min.trim().is_empty(), max.trim().is_empty()) {
+        (true, true) => return Err(usage()),
+        (true, false) => ("0", max),
+        (false, true) => (min, "4000"),
+        (false, false) => (min, max),
+    };
     let number = |s: &str| -> Result<i32, String> {
         let s = s.trim();
         if s.is_empty() || !s.bytes().all(|b| b.is_ascii_digit()) {
@@ -1274,6 +1284,18 @@ mod tests {
             parse_range(" 0 - 4000 "),
             Ok(RatingRange { min: 0, max: 4000 })
         );
+        // One-sided: an outside probe found no way to ask for "1400 or more".
+        assert_eq!(
+            parse_range("1400-"),
+            Ok(RatingRange {
+                min: 1400,
+                max: 4000
+            })
+        );
+        assert_eq!(
+            parse_range("-1700"),
+            Ok(RatingRange { min: 0, max: 1700 })
+        );
         assert_eq!(
             parse_range("1500-1500"),
             Ok(RatingRange {
@@ -1284,8 +1306,9 @@ mod tests {
         for (bad, needle) in [
             ("1700-1400", "lower bound comes first"),
             ("1400", "MIN-MAX"),
-            ("-1400", "MIN-MAX"),
-            ("1400-", "MIN-MAX"),
+            ("-", "MIN-MAX"),
+            (" - ", "MIN-MAX"),
+            ("--1400", "MIN-MAX"),
             ("a-b", "MIN-MAX"),
             ("+1-5", "MIN-MAX"),
             ("1400-99999999999", "up to 4000"),
@@ -1321,6 +1344,7 @@ mod tests {
             })
         );
         assert!(seek(&["--range", "1400-1700", "--anonymous"]).is_ok());
+        assert!(seek(&["--range", "-1700"]).is_ok());
         assert!(seek(&["5+0", "--rated", "--anonymous"]).is_err());
         assert_eq!(
             seek(&["--range", "9-1"]).expect_err("bad").kind(),

@@ -435,8 +435,16 @@ pub fn player_result(value: i32, field: &str) -> Result<Option<PlayerResult>> {
     }
 }
 
-/// A `RatingRange` (unset → none). Its order is the seek pool's to check.
+/// A `RatingRange` (unset → none; `max` 0, which proto3 cannot tell from unset, → no upper
+/// bound). Its order is the seek pool's to check.
 #[must_use]
 pub fn rating_range(value: Option<&pb::RatingRange>) -> Option<(i32, i32)> {
-    value.map(|range| (range.min, range.max))
+    value.map(|range| {
+        let max = if range.max == 0 {
+            oanquan_game::rating::MAX_RATING as i32
+        } else {
+            range.max
+        };
+        (range.min, max)
+    })
 }

@@ -715,3 +715,14 @@ fn seeks_convert_with_their_rules_time_control_and_fallback() {
     assert_eq!(plain.time_control, None);
     assert_eq!(plain.computer_after, None);
 }
+
+/// proto3 cannot tell an unset `max` from 0: a range with only a `min` has no upper bound
+/// (an outside probe's `{min: 1400}` was refused as "1400 above 0").
+#[test]
+fn a_rating_range_without_a_max_has_no_upper_bound() {
+    let range = |min, max| rating_range(Some(&pb::RatingRange { min, max }));
+    assert_eq!(range(1400, 0), Some((1400, 4000)));
+    assert_eq!(range(0, 1700), Some((0, 1700)));
+    assert_eq!(range(1400, 1700), Some((1400, 1700)));
+    assert_eq!(rating_range(None), None);
+}
