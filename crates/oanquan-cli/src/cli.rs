@@ -684,9 +684,8 @@ const MAX_RATING: i32 = 4000;
 /// `1400-1700`: MIN-MAX, inclusive, MIN ≤ MAX; `1400-` has no upper bound and `-1700` no lower
 /// one.
 pub fn parse_range(text: &str) -> Result<RatingRange, String> {
-    let usage = || {
-        format!("`{text}` is not a rating range: use MIN-MAX, MIN- or -MAX, e.g. 1400-1700")
-    };
+    let usage =
+        || format!("`{text}` is not a rating range: use MIN-MAX, MIN- or -MAX, e.g. 1400-1700");
     let (min, max) = text.trim().split_once('-').ok_or_else(usage)?;
     let (min, max) = match (min.trim().is_empty(), max.trim().is_empty()) {
         (true, true) => return Err(usage()),
@@ -1292,10 +1291,7 @@ mod tests {
                 max: 4000
             })
         );
-        assert_eq!(
-            parse_range("-1700"),
-            Ok(RatingRange { min: 0, max: 1700 })
-        );
+        assert_eq!(parse_range("-1700"), Ok(RatingRange { min: 0, max: 1700 }));
         assert_eq!(
             parse_range("1500-1500"),
             Ok(RatingRange {
