@@ -839,8 +839,6 @@ impl GameManager {
         })
     }
 
-    /// If `who`'s offer on `id` would start the rematch as the game stands, creates it now
-    /// (as the offer would, with `next_id` and the offerer's `next_hash`) and returns it.
     /// A game is not rematched once an account seated in it has revoked an API key since it
     /// began: its seat tokens may be what a thief got with that key, and each rematch would
     /// seat the account in a new (rated) game with fresh tokens, so that an outside probe kept
@@ -866,6 +864,8 @@ impl GameManager {
         Ok(())
     }
 
+    /// If `who`'s offer on `id` would start the rematch as the game stands, creates it now
+    /// (as the offer would, with `next_id` and the offerer's `next_hash`) and returns it.
     async fn create_rematch_first(
         &self,
         id: &GameId,
