@@ -42,8 +42,8 @@ impl CheckedNames {
     /// # Errors
     ///
     /// [`GameError::InvalidArgument`] on `display_name`: what [`text::display_name`] refuses,
-    /// and a name that ends in brackets (players' screens put a rating or a computer's level
-    /// there).
+    /// a name that ends in brackets (players' screens put a rating or a computer's level
+    /// there), and one that reads as the service's or its staff's ([`username::staff_word`]).
     pub(crate) fn check(&self, raw: &str) -> Result<Arc<CheckedName>, GameError> {
         if let Some(known) = self.lock().get(raw) {
             return Ok(Arc::clone(known));
@@ -55,6 +55,15 @@ impl CheckedNames {
                 format!(
                     "{} ends in a part in brackets, which players' screens use for a rating or a \
                      computer's level; choose a name without it",
+                    text::quoted(&name)
+                ),
+            ));
+        }
+        if let Some(word) = username::staff_word(&name) {
+            return Err(GameError::invalid(
+                "display_name",
+                format!(
+                    "{} reads as \"{word}\", a name of the service and its staff; choose another",
                     text::quoted(&name)
                 ),
             ));
@@ -96,7 +105,8 @@ mod tests {
             "  Lan  ",
             "Ｌａｎ",
             "Nguyễn Văn An",
-            "ADMlN",
+            "Guest",
+            "Computer",
             "rn",
             "🙂 x",
         ] {
@@ -118,6 +128,7 @@ mod tests {
             "Lan ）",
             "a\u{202e}b",
             &"x".repeat(33),
+            "ADMlN",
         ] {
             for _ in 0..2 {
                 let error = names.check(raw).unwrap_err();
@@ -142,5 +153,42 @@ mod tests {
         names.lock().clear();
         assert_eq!(names.check(&padded).unwrap().name, "Lan");
         assert!(names.lock().is_empty());
+    }
+
+    /// An outside probe sat down anonymously as "admin" and "root": the lobby showed them as
+    /// anyone would take the operator.
+    #[test]
+    fn names_of_the_service_and_its_staff_are_refused_in_their_disguises() {
+        let names = CheckedNames::default();
+        for (raw, word) in [
+            ("admin", "admin"),
+            ("Root", "root"),
+            ("ADMlN", "admin"),
+            ("Admin_2", "admin"),
+            ("Ｓｕｐｐｏｒｔ", "support"),
+            ("m0derator", "moderator"),
+            ("Quản trị", "quảntrị"),
+            ("oanquan", "oanquan"),
+        ] {
+            match names.check(raw) {
+                Err(GameError::InvalidArgument {
+                    field,
+                    description: why,
+                }) => {
+                    assert_eq!(field, "display_name");
+                    assert!(why.contains(&format!("\"{word}\"")), "{raw:?}: {why}");
+                }
+                other => panic!("{raw:?}: {other:?}"),
+            }
+        }
+        for raw in [
+            "Guest",
+            "Anonymous",
+            "Computer",
+            "Administrative Lan",
+            "Rooted",
+        ] {
+            assert!(names.check(raw).is_ok(), "{raw:?}");
+        }
     }
 }

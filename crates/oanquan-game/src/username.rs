@@ -157,6 +157,46 @@ static RESERVED_FORMS: LazyLock<Vec<(&'static str, [String; 2])>> = LazyLock::ne
         .collect()
 });
 
+/// The reserved names that speak for the service or its staff: an anonymous display name may
+/// not read as one either (an outside probe sat down as "admin" and "root" in the lobby, where
+/// anyone could take it for the operator). "Guest", "Anonymous", "Computer" and the like stay
+/// free for display names: the page's default is "Guest", and a computer's seat always reads
+/// "Computer (level N)", which brackets keep out of display names.
+const STAFF_WORDS: &[&str] = &[
+    "admin",
+    "administrator",
+    "root",
+    "system",
+    "sysop",
+    "oanquan",
+    "ôănquan",
+    "moderator",
+    "mod",
+    "staff",
+    "support",
+    "official",
+    "operator",
+    "server",
+    "quantri",
+    "quảntrị",
+    "hethong",
+    "hệthống",
+];
+
+/// The name of the service or its staff that `text` (a display name) reads as, in any of the
+/// disguises a username is checked for ([`RESERVED_USERNAMES`]).
+#[must_use]
+pub fn staff_word(text: &str) -> Option<&'static str> {
+    // A display name may hold spaces, which no username can: "Quản trị" reads as "quảntrị".
+    let name: String = text.nfc().filter(|c| !c.is_whitespace()).collect();
+    let forms = reserved_candidates(&name);
+    RESERVED_FORMS
+        .iter()
+        .filter(|(word, _)| STAFF_WORDS.contains(word))
+        .find(|(_, reserved)| forms.iter().any(|form| reserved.contains(form)))
+        .map(|(word, _)| *word)
+}
+
 /// An account's username: valid by the rules of the [module](self), in NFC, as the user wrote it.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct Username {
