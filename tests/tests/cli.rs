@@ -1749,3 +1749,69 @@ fn moves_off_turn_says_why_at_a_terminal() {
     alice.type_line("moves");
     alice.wait_for("no moves for you now: it is the opponent's turn");
 }
+
+/// A script's `play` prompts once per turn, also across a dropped connection: an outside
+/// probe's pipe got a second `your move` after the client reconnected while it still waited
+/// for the first answer, and the extra line it wrote was played turns later.
+#[test]
+fn a_piped_player_is_prompted_once_per_turn_across_a_dropped_connection() {
+    let server = Server::start();
+    let proxy = Proxy::start(server.addr);
+    let (alice_dir, bob_dir) = (config_dir(), config_dir());
+    // Both go through the proxy (their seats are saved for its address), moves and streams.
+    let id = new_game(&proxy.url(), alice_dir.path(), bob_dir.path());
+    let (tx, mut lines) = Lines::new();
+    let mut players = HashMap::new();
+    for (who, dir) in [("alice", alice_dir.path()), ("bob", bob_dir.path())] {
+        players.insert(
+            who.to_owned(),
+            CliProcess::spawn(who, &proxy.url(), dir, &["play", &id], &tx),
+        );
+    }
+    let mut prompts = 0;
+    drive(
+        &mut lines,
+        &mut players,
+        &["alice", "bob"],
+        HashMap::new(),
+        |line| {
+            if line.who != "alice" || line.text != "your move" {
+                return;
+            }
+            prompts += 1;
+            if prompts == 2 {
+                // Cut while Alice waits for her answer, and let her reconnect before it comes.
+                proxy.cut();
+                std::thread::sleep(std::time::Duration::from_millis(1500));
+                proxy.restore();
+                std::thread::sleep(std::time::Duration::from_millis(4000));
+            }
+        },
+    );
+    let stderr: Vec<&Line> = lines
+        .transcript
+        .iter()
+        .filter(|l| l.who == "alice" && l.stream == Stream::Stderr)
+        .collect();
+    assert!(
+        stderr.iter().any(|l| l.text.contains("reconnected to ")),
+        "the connection was not dropped and restored: {stderr:#?}"
+    );
+    for who in ["alice", "bob"] {
+        let mut waiting = false;
+        for line in &lines.stdout_of(who) {
+            if line == "your move" {
+                assert!(
+                    !waiting,
+                    "{who} prompted twice for one turn:\n{}",
+                    lines.tail(60)
+                );
+                waiting = true;
+            } else if line.starts_with("move ") {
+                waiting = false;
+            }
+            assert!(!line.starts_with("error:"), "{who}: {}", lines.tail(60));
+        }
+    }
+    assert_eq!(move_lines(&lines, "alice"), move_lines(&lines, "bob"));
+}

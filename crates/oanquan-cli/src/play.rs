@@ -463,8 +463,13 @@ async fn play_one(
                 }
                 Some(FeedItem::Up { after }) => {
                     connection.up(after);
-                    // The notice went over the prompt: show it again (a turn's first prompt
-                    // is still to come at the top of the loop).
+                    // On a terminal the notice went over the prompt: show it again (a turn's
+                    // first prompt is still to come at the top of the loop). A script's
+                    // prompt is a request for one line, which it has had: a second would be
+                    // answered with a line read at a later turn.
+                    if !interactive {
+                        continue;
+                    }
                     if live.over {
                         if player.rematch_prompted && live.rematch_open() {
                             player.rematch_prompt(&live)?;
