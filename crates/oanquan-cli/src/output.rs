@@ -367,17 +367,53 @@ pub fn fit(text: &str, width: Option<usize>) -> std::borrow::Cow<'_, str> {
 /// Columns as wide as their widest cell, in terminal columns (names such as "Computer
 /// (random)", "Lân" or "Lan 🐉" must not push the columns after them out of line: the dragon
 /// takes two columns, a combining accent none). `right[i]` aligns column `i` to the right.
+/// On a terminal the rows fit its width: the widest columns give way first (down to
+/// [`NARROWEST_COLUMN`]), their cells cut with `…`; a public lobby's 32-character name must not
+/// wrap every row of `list`. The first column, which names the row (a game's or key's id, a
+/// rank), is never cut: an id cut short is no use to copy.
 pub fn table<const N: usize>(rows: &[[String; N]], right: &[bool; N]) -> Vec<String> {
+    table_within(rows, right, terminal_width())
+}
+
+/// A column is not narrowed below this many terminal columns to fit the terminal.
+const NARROWEST_COLUMN: usize = 8;
+
+/// [`table`] for a terminal `width` columns wide (`None`: not a terminal, nothing is cut).
+fn table_within<const N: usize>(
+    rows: &[[String; N]],
+    right: &[bool; N],
+    width: Option<usize>,
+) -> Vec<String> {
     let mut widths = [0usize; N];
     for row in rows {
         for (width, cell) in widths.iter_mut().zip(row) {
             *width = (*width).max(cell.width());
         }
     }
+    if let Some(room) = width {
+        let gaps = N.saturating_sub(1);
+        while widths.iter().sum::<usize>() + gaps > room {
+            let Some(widest) = (1..N)
+                .filter(|&i| widths[i] > NARROWEST_COLUMN)
+                .max_by_key(|&i| widths[i])
+            else {
+                break;
+            };
+            widths[widest] -= 1;
+        }
+    }
     rows.iter()
         .map(|row| {
             let mut line = String::new();
             for (i, cell) in row.iter().enumerate() {
+                let cut;
+                let cell = if cell.width() > widths[i] {
+                    // One column for the ellipsis.
+                    cut = format!("{}…", fit(cell, Some(widths[i].saturating_sub(1))));
+                    &cut
+                } else {
+                    cell
+                };
                 let pad = " ".repeat(widths[i].saturating_sub(cell.width()));
                 if i > 0 {
                     line.push(' ');
@@ -421,6 +457,44 @@ mod tests {
         let lines = table(&rows, &[false, true]);
         assert_eq!(lines[1], r"Lan\u{202e}\u{1b}[2J 1");
         assert_eq!(lines[2].chars().count(), lines[1].chars().count());
+    }
+
+    /// An outside probe's 32-character CJK name (64 columns) wrapped every row of `list`.
+    #[test]
+    fn on_a_terminal_the_widest_columns_give_way() {
+        let name = "漢字".repeat(16);
+        let rows = [
+            ["ID".to_owned(), "PLAYERS".to_owned(), "STATUS".to_owned()],
+            [
+                "410d12kjyxjk0j30".to_owned(),
+                name.clone(),
+                "waiting".to_owned(),
+            ],
+            ["abc".to_owned(), "Lan".to_owned(), "active".to_owned()],
+        ];
+        let right = [false; 3];
+        let lines = table_within(&rows, &right, Some(40));
+        for line in &lines {
+            assert!(line.width() <= 40, "{line:?} is {} wide", line.width());
+        }
+        assert!(lines[1].contains('…'), "{lines:#?}");
+        assert!(lines[1].starts_with("410d12kjyxjk0j30 "), "{lines:#?}");
+        // The columns still line up.
+        let at = |line: &str| line.find("waiting").or_else(|| line.find("active"));
+        assert_eq!(
+            lines[1][..at(&lines[1]).unwrap()].width(),
+            lines[2][..at(&lines[2]).unwrap()].width()
+        );
+        // Off a terminal nothing is cut.
+        assert!(table_within(&rows, &right, None)[1].contains(&name));
+        // A terminal too narrow for even the narrowest columns gets them at that width, and
+        // the first column whole.
+        let narrow = table_within(&rows, &right, Some(5));
+        assert!(
+            narrow.iter().all(|l| l.width() <= 16 + 1 + 8 + 1 + 7),
+            "{narrow:#?}"
+        );
+        assert!(narrow[1].starts_with("410d12kjyxjk0j30 "), "{narrow:#?}");
     }
 
     #[test]
