@@ -165,3 +165,39 @@ fn a_message_during_the_prompt_goes_above_it() {
         lines.tail(20)
     );
 }
+
+/// Ctrl-C during a move's animation ends the client at once: an outside probe waited 5.8 s
+/// for the frames of one move at `--animate-ms 300` before its Ctrl-C was heard.
+#[test]
+fn ctrl_c_does_not_wait_for_the_animation() {
+    let server = Server::start();
+    let url = server.url();
+    let (alice_dir, bob_dir, eve_dir) = (config_dir(), config_dir(), config_dir());
+    let id = new_game(&url, alice_dir.path(), bob_dir.path(), "bob");
+    let (tx, mut lines) = Lines::new();
+    // Five stones sown at 500 ms a step: the move's frames take 2.5 s at least.
+    let mut eve = CliProcess::spawn_on_terminal_sized(
+        "eve",
+        &url,
+        eve_dir.path(),
+        &["watch", &id, "--animate-ms", "500"],
+        Some(80),
+        &tx,
+    );
+    lines.follow("eve", |l| l.contains("first player: "));
+    let mut alice = CliProcess::spawn("alice", &url, alice_dir.path(), &["play", &id], &tx);
+    lines.follow("alice", |l| l == "your move");
+    alice.send("1 r");
+    lines.follow("eve", |l| visible(l).starts_with("move 1: "));
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    let pressed = std::time::Instant::now();
+    // Ctrl-C typed on the terminal, whose driver sends SIGINT to the client.
+    eve.send("\u{3}");
+    let status = eve.wait();
+    let took = pressed.elapsed();
+    assert_eq!(status.code(), Some(130), "{}", lines.tail(20));
+    assert!(
+        took < std::time::Duration::from_millis(1500),
+        "Ctrl-C took {took:?} to end the client"
+    );
+}

@@ -909,6 +909,9 @@ impl Live {
             out_lines(&fitted)?;
             Ok(fitted.len())
         };
+        // Ctrl-C must not wait for the frames (seconds of a long relay move, more with a slow
+        // --animate-ms): the animation stops, and the caller's own listener ends the session.
+        let mut presses = crate::signals::Presses::new();
         for step in &record.steps {
             let touched = board::replay_step(&mut board, &mut hand, step, self.quan_value());
             let view = View {
@@ -922,7 +925,10 @@ impl Live {
                 Some(oanquan_proto::v1::step::Kind::Sow(_)) => delay,
                 _ => delay.saturating_mul(4),
             };
-            tokio::time::sleep(pause).await;
+            tokio::select! {
+                () = tokio::time::sleep(pause) => {}
+                () = presses.next() => break,
+            }
         }
         redraw(shown, &self.board_lines())?;
         Ok(())

@@ -97,6 +97,12 @@ pub async fn watch(ctx: &Context, clients: Clients, args: &WatchArgs) -> Result<
         feed_options(&args.display, false),
     );
     let mut ticker = ticker();
+    // A spectator's Ctrl-C ends the client with 130, as `play`'s does; heard here because a
+    // move's animation listens for it too (to stop at once), which takes SIGINT's default
+    // action away for the rest of the process.
+    let interrupt = crate::signals::interrupt();
+    tokio::pin!(interrupt);
+    let mut interrupt_armed = true;
     loop {
         let ticking = status_line && live.ticking();
         let item = tokio::select! {
@@ -106,6 +112,17 @@ pub async fn watch(ctx: &Context, clients: Clients, args: &WatchArgs) -> Result<
                     output::tick(&line)?;
                 }
                 continue;
+            }
+            interrupted = &mut interrupt, if interrupt_armed => {
+                interrupt_armed = false;
+                if interrupted.is_err() {
+                    continue;
+                }
+                if ctx.stdout_tty {
+                    // Off the status line, so that the shell's prompt starts a line of its own.
+                    out("")?;
+                }
+                return Err(CliError::new(code::INTERRUPTED, ""));
             }
         };
         let Some(item) = item else { break };

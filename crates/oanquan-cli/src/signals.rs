@@ -26,3 +26,31 @@ pub fn interrupt() -> impl Future<Output = io::Result<()>> {
         tokio::signal::ctrl_c()
     }
 }
+
+/// Ctrl-C as a stream of presses for work that is awaited inside a `select!` branch (a move's
+/// animation), where the caller's own [`interrupt`] is not polled: each listener hears every
+/// press, so the work stops early and the caller's future still sees the same press.
+pub struct Presses {
+    #[cfg(unix)]
+    signal: Option<tokio::signal::unix::Signal>,
+}
+
+impl Presses {
+    /// Listening from now on; a handler that cannot be installed never reports a press.
+    pub fn new() -> Presses {
+        Presses {
+            #[cfg(unix)]
+            signal: tokio::signal::unix::signal(tokio::signal::unix::SignalKind::interrupt()).ok(),
+        }
+    }
+
+    /// The next press.
+    pub async fn next(&mut self) {
+        #[cfg(unix)]
+        if let Some(signal) = self.signal.as_mut() {
+            signal.recv().await;
+            return;
+        }
+        std::future::pending::<()>().await;
+    }
+}
