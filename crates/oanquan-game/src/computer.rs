@@ -698,6 +698,23 @@ const FIRST_MOVE_SHARE: u32 = 10;
 /// Left between the end of a timed search and the deadline, for the commit and a busy
 /// machine; with less time than this left the computer plays its first-ordered move at once.
 const DEADLINE_MARGIN: Duration = Duration::from_millis(100);
+/// What each move costs the clock besides thinking (the commit, its wake-up), kept in reserve
+/// for every move the computer may still have to make: a thirtieth of what is left shrinks
+/// towards nothing over a long game, and without the reserve an outside probe's 3+0 games of
+/// 550 plies ran the computer's clock out on these costs alone, a millisecond a move, against
+/// a client that spent two or three.
+const MOVE_OVERHEAD: Duration = Duration::from_millis(5);
+/// Moves reserved for at most: rules may allow up to 10,000 plies, and 5 s of a clock is
+/// reserve enough for any game anyone plays on one.
+const MAX_MOVES_RESERVED: u32 = 1000;
+
+/// A timed move's share of the mover's `remaining` time with `increment`, when it may have
+/// `moves_left` more moves to make (this one included): a [`REMAINING_TIME_SHARE`] of what is
+/// left beyond their [`MOVE_OVERHEAD`]s, plus half the increment.
+fn clock_share(remaining: Duration, increment: Duration, moves_left: u32) -> Duration {
+    let reserve = MOVE_OVERHEAD * moves_left.min(MAX_MOVES_RESERVED);
+    remaining.saturating_sub(reserve) / REMAINING_TIME_SHARE + increment / 2
+}
 
 /// How long the computer may think about the move to play in `info` at `now`: the server's
 /// `move_time`, and in a timed game no more than its share of the clock (see
@@ -719,7 +736,17 @@ pub fn think_time(move_time: Duration, info: &GameInfo, now: SystemTime) -> Dura
             TimeControl::RealTime { increment, .. } => increment,
             TimeControl::Untimed | TimeControl::Correspondence { .. } => Duration::ZERO,
         };
-        reading.remaining[info.position.to_move()] / REMAINING_TIME_SHARE + increment / 2
+        // The mover's own moves until the ply limit, this one included.
+        let moves_left = info
+            .rules
+            .max_plies
+            .saturating_sub(info.position.ply())
+            .div_ceil(2);
+        clock_share(
+            reading.remaining[info.position.to_move()],
+            increment,
+            moves_left,
+        )
     };
     move_time
         .min(share)
@@ -1269,6 +1296,32 @@ mod tests {
         }
     }
 
+    /// A 3+0 or 1+0 game of 550 plies (rules that never take a mandarin), each computer move
+    /// costing 2 ms besides its thinking: the clock lasts, where a plain thirtieth of what is
+    /// left ran out.
+    #[test]
+    fn a_long_game_leaves_the_computer_time_for_every_move() {
+        let overhead = Duration::from_millis(2);
+        let run = |clock: Duration, reserve_for: Option<u32>| -> Option<u32> {
+            let mut remaining = clock;
+            for ply in (0..550u32).step_by(2) {
+                let moves_left = reserve_for.map_or(0, |max_plies| (max_plies - ply).div_ceil(2));
+                let think = clock_share(remaining, Duration::ZERO, moves_left)
+                    .min(remaining.saturating_sub(DEADLINE_MARGIN));
+                remaining = remaining.checked_sub(think + overhead)?;
+            }
+            Some(550)
+        };
+        for clock in [Duration::from_secs(3), Duration::from_secs(1)] {
+            assert_eq!(run(clock, Some(10_000)), Some(550), "{clock:?}");
+            assert_eq!(run(clock, Some(600)), Some(550), "{clock:?}");
+            assert_eq!(run(clock, None), None, "{clock:?}: without the reserve");
+        }
+        // A standard game (300 plies) keeps nearly all of a blitz clock to think with.
+        let share = clock_share(Duration::from_secs(180), Duration::ZERO, 150);
+        assert_eq!(share, Duration::from_millis(5_975));
+    }
+
     #[tokio::test]
     async fn a_timed_computer_thinks_a_share_of_its_clock_and_stops_short_of_the_deadline() {
         let manager = GameManager::new(
@@ -1295,12 +1348,13 @@ mod tests {
             think_time(secs(60), &info, start + ms(29_950)),
             Duration::ZERO
         );
-        // Past the first moves the clock runs: a 30th of what is left plus half the increment.
+        // Past the first moves the clock runs: a 30th of what is left beyond 5 ms for each of
+        // the 150 moves the ply limit allows, plus half the increment.
         let mut running = info.clone();
         running.move_count = 2;
         assert_eq!(think_time(ms(300), &running, start), ms(300));
-        assert_eq!(think_time(secs(60), &running, start), secs(7));
-        assert_eq!(think_time(secs(60), &running, start + secs(150)), secs(2));
+        assert_eq!(think_time(secs(60), &running, start), ms(6_975));
+        assert_eq!(think_time(secs(60), &running, start + secs(150)), ms(1_975));
         assert_eq!(think_time(secs(60), &running, start + ms(179_000)), ms(900));
         assert_eq!(
             think_time(secs(60), &running, start + ms(179_950)),
