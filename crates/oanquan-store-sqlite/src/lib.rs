@@ -386,6 +386,12 @@ impl GameStore for SqliteStore {
     }
 
     fn info<'a>(&'a self, id: &'a GameId) -> StoreFuture<'a, GameInfo> {
+        // As `load` answers: a commit is visible in the file a moment before the writer puts
+        // its state in the cache, and in that moment GetGame showed an outside probe a move
+        // that PlayMove (whose `expected_ply` it refused) and LegalMoves did not see yet.
+        if let Some(state) = lock(&self.cache).get(id) {
+            return futures::future::ready(Ok(state.info().clone())).boxed();
+        }
         let owned = id.clone();
         self.read_game(id, move |conn| read_info(conn, &owned))
     }

@@ -22,6 +22,14 @@ fn fresh_store() -> (tempfile::TempDir, PathBuf, Arc<dyn GameStore>) {
     (dir, path, store)
 }
 
+/// Game `id` as the file holds it, read past the store's cache of unfinished games (which
+/// `info` and `load` answer from): for tests that write behind the store's back, or that check
+/// what was written.
+fn file_info(path: &std::path::Path, id: &GameId) -> GameInfo {
+    let conn = Connection::open(path).unwrap();
+    crate::reads::read_info(&conn, id).unwrap()
+}
+
 /// Each seat plays its first legal move, in turn.
 async fn first_moves(games: &GameManager, id: &GameId, tokens: &[PlayerToken; 2]) {
     for token in tokens {
@@ -168,7 +176,7 @@ async fn games_and_logs_read_back_exactly_as_committed_across_a_reopen() {
         }
         assert!(rx.try_recv().is_err());
         let state = store.load(&id).await.unwrap();
-        assert_eq!(*state.info(), store.info(&id).await.unwrap());
+        assert_eq!(*state.info(), file_info(&path, &id));
         games.push((id, state, events));
     }
     assert!(endings.len() > 1, "{endings:?}");
@@ -235,8 +243,8 @@ async fn a_failed_commit_in_a_batch_rolls_back_alone() {
         results[2].as_ref().unwrap().committed.info.sequence,
         seq_b + 1
     );
-    assert_eq!(store.info(&a).await.unwrap().sequence, seq_a + 1);
-    assert_eq!(store.info(&b).await.unwrap().sequence, seq_b + 1);
+    assert_eq!(file_info(&path, &a).sequence, seq_a + 1);
+    assert_eq!(file_info(&path, &b).sequence, seq_b + 1);
     let Since::Events { events, .. } = store.game_events_since(&a, seq_a).await.unwrap() else {
         panic!("events expected")
     };
@@ -385,7 +393,7 @@ async fn a_commit_failing_midway_is_undone_and_the_rest_of_its_batch_commits() {
         before[2] + 1
     );
     for (id, expected) in [(&a, before[0] + 1), (&b, before[1]), (&c, before[2] + 1)] {
-        assert_eq!(store.info(id).await.unwrap().sequence, expected);
+        assert_eq!(file_info(&path, id).sequence, expected);
         let Since::Events { events, .. } = store.game_events_since(id, 0).await.unwrap() else {
             panic!("events expected")
         };
@@ -1511,4 +1519,31 @@ fn damage_found_while_reading_a_game_is_that_games() {
         oanquan_game::GameError::from(fault::backend(malformed())),
         oanquan_game::GameError::StoreDamaged(_)
     ));
+}
+
+/// GetGame reads a game as PlayMove's load does: from the writer's cache while the game is
+/// there. An outside probe polling GetGame saw a move in the file a moment before the writer
+/// cached it, and the `expected_ply` it then sent was refused as ahead of the game. Here the
+/// file is made to differ from the cache (its last move's row deleted behind the store's
+/// back), and GetGame still answers what a move would be decided on.
+#[tokio::test]
+async fn get_game_answers_what_a_move_is_decided_on() {
+    let (_dir, path, store) = fresh_store();
+    let (games, _hub) = manager(Arc::clone(&store));
+    let (id, tokens) = new_game(&games, Preset::Standard.rules()).await;
+    first_moves(&games, &id, &tokens).await;
+    let loaded = store.load(&id).await.unwrap();
+    assert_eq!(loaded.info().move_count, 2);
+    let conn = Connection::open(&path).unwrap();
+    let deleted = conn
+        .execute(
+            "DELETE FROM game_log WHERE game = (SELECT ord FROM games WHERE id = ?1)
+             AND sequence = (SELECT MAX(sequence) FROM game_log
+                             WHERE game = (SELECT ord FROM games WHERE id = ?1))",
+            [id.as_str()],
+        )
+        .unwrap();
+    assert_eq!(deleted, 1);
+    drop(conn);
+    assert_eq!(&store.info(&id).await.unwrap(), loaded.info());
 }

@@ -279,8 +279,8 @@ async fn account_writes_in_one_batch_fail_alone() {
     );
     assert_eq!(outcomes, [Err(StoreError::AlreadyExists), Ok(())]);
 
-    assert_eq!(store.info(&a).await.unwrap().sequence, seq_a + 1);
-    assert_eq!(store.info(&b).await.unwrap().sequence, seq_b);
+    assert_eq!(file_info(&path, &a).sequence, seq_a + 1);
+    assert_eq!(file_info(&path, &b).sequence, seq_b);
     let Since::Events { events, .. } = store.game_events_since(&b, 0).await.unwrap() else {
         panic!("events expected")
     };
