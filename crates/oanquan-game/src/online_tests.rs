@@ -1174,6 +1174,24 @@ async fn seated(outcome: SeekOutcome) -> Seated {
     }
 }
 
+/// `name`'s seek for a 3+2 game, which finds nobody and waits.
+async fn waiting_seek(pool: &Arc<SeekPool>, name: &str) -> crate::seek::SeekTicket {
+    match pool.seek(seek_request(name, real_time(180, 2))).await {
+        Ok(SeekOutcome::Waiting(ticket)) => ticket,
+        Ok(SeekOutcome::Paired(_)) => panic!("{name}'s seek paired; it should wait"),
+        Err(error) => panic!("{name}'s seek: {error:?}"),
+    }
+}
+
+/// `name`'s seek for a 3+2 game, which pairs at once with the one waiting.
+async fn pairing_seek(pool: &Arc<SeekPool>, name: &str) -> Seated {
+    match pool.seek(seek_request(name, real_time(180, 2))).await {
+        Ok(SeekOutcome::Paired(seated)) => seated,
+        Ok(SeekOutcome::Waiting(_)) => panic!("{name}'s seek waits; it should pair"),
+        Err(error) => panic!("{name}'s seek: {error:?}"),
+    }
+}
+
 /// The stored game holds each seat's token where the seat says.
 async fn assert_tokens_seat(manager: &GameManager, seats: &[&Seated]) {
     for seat in seats {
@@ -1188,26 +1206,14 @@ async fn two_compatible_seeks_pair_into_one_active_game() {
     let pool = SeekPool::new(Arc::clone(&manager), SeekLimits::default());
     let (open, mut updates) = pool.subscribe();
     assert!(open.is_empty());
-    let SeekOutcome::Waiting(mut ticket) = pool
-        .seek(seek_request("Lan", real_time(180, 2)))
-        .await
-        .unwrap()
-    else {
-        panic!("nobody to pair with yet");
-    };
+    let mut ticket = waiting_seek(&pool, "Lan").await;
     let seek_id = ticket.info().id.clone();
     assert_eq!(pool.list(), [ticket.info().clone()]);
     assert_eq!(
         updates.recv().await.unwrap(),
         SeekUpdate::Added(ticket.info().clone())
     );
-    let SeekOutcome::Paired(minh) = pool
-        .seek(seek_request("Minh", real_time(180, 2)))
-        .await
-        .unwrap()
-    else {
-        panic!("a compatible seek was waiting");
-    };
+    let minh = pairing_seek(&pool, "Minh").await;
     let lan = ticket.wait().await.unwrap();
     assert_eq!(lan.game.id, minh.game.id);
     assert_eq!(minh.game.status, GameStatus::Active);
@@ -1742,13 +1748,7 @@ async fn a_pairing_refused_by_a_full_store_keeps_the_waiting_seek() {
     let pool = SeekPool::new(Arc::clone(&manager), SeekLimits::default());
     let first = manager.create_game(waiting_game()).await.unwrap();
     manager.create_game(waiting_game()).await.unwrap();
-    let SeekOutcome::Waiting(mut ticket) = pool
-        .seek(seek_request("Lan", real_time(180, 2)))
-        .await
-        .unwrap()
-    else {
-        panic!("nobody to pair with yet");
-    };
+    let mut ticket = waiting_seek(&pool, "Lan").await;
     let (_, mut updates) = pool.subscribe();
     let refused = pool
         .seek(seek_request("Minh", real_time(180, 2)))
@@ -1776,13 +1776,7 @@ async fn a_pairing_refused_by_a_full_store_keeps_the_waiting_seek() {
     );
     // Once there is room, the same seek pairs.
     manager.abort(&first.game.id, &first.token).await.unwrap();
-    let SeekOutcome::Paired(minh) = pool
-        .seek(seek_request("Minh", real_time(180, 2)))
-        .await
-        .unwrap()
-    else {
-        panic!("Lan's seek was waiting");
-    };
+    let minh = pairing_seek(&pool, "Minh").await;
     let lan = ticket.wait().await.unwrap();
     assert_eq!(lan.game.id, minh.game.id);
 }

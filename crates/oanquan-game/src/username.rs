@@ -157,30 +157,27 @@ static RESERVED_FORMS: LazyLock<Vec<(&'static str, [String; 2])>> = LazyLock::ne
         .collect()
 });
 
-/// The reserved names that speak for the service or its staff: an anonymous display name may
-/// not read as one either (an outside probe sat down as "admin" and "root" in the lobby, where
-/// anyone could take it for the operator). "Guest", "Anonymous", "Computer" and the like stay
-/// free for display names: the page's default is "Guest", and a computer's seat always reads
-/// "Computer (level N)", which brackets keep out of display names.
-const STAFF_WORDS: &[&str] = &[
-    "admin",
-    "administrator",
-    "root",
-    "system",
-    "sysop",
-    "oanquan",
-    "ôănquan",
-    "moderator",
-    "mod",
-    "staff",
-    "support",
-    "official",
-    "operator",
-    "server",
-    "quantri",
-    "quảntrị",
-    "hethong",
-    "hệthống",
+/// The reserved names that do not speak for the service or its staff, which display names may
+/// use: the page's default name is "Guest", and a computer's seat always reads "Computer (level
+/// N)", in brackets that display names cannot end in. Any other reserved name is refused for
+/// a display name too (an outside probe sat down as "admin" and "root" in the lobby, where
+/// anyone could take it for the operator).
+const OPEN_TO_DISPLAY_NAMES: &[&str] = &[
+    "computer",
+    "bot",
+    "anonymous",
+    "anon",
+    "guest",
+    "nobody",
+    "everyone",
+    "null",
+    "undefined",
+    "maytinh",
+    "máytính",
+    "andanh",
+    "ẩndanh",
+    "khach",
+    "khách",
 ];
 
 /// The name of the service or its staff that `text` (a display name) reads as, in any of the
@@ -192,7 +189,7 @@ pub fn staff_word(text: &str) -> Option<&'static str> {
     let forms = reserved_candidates(&name);
     RESERVED_FORMS
         .iter()
-        .filter(|(word, _)| STAFF_WORDS.contains(word))
+        .filter(|(word, _)| !OPEN_TO_DISPLAY_NAMES.contains(word))
         .find(|(_, reserved)| forms.iter().any(|form| reserved.contains(form)))
         .map(|(word, _)| *word)
 }

@@ -1756,16 +1756,22 @@ async fn revoking_a_key_ends_the_seeks_made_with_it() {
     }
 }
 
+/// A server that lets an address (loopback too) register two accounts an hour, with no other
+/// rate limit in the way.
+async fn registering_two_an_hour() -> TestServer {
+    let mut settings = config();
+    settings.clients.exempt_loopback = false;
+    settings.clients.rate_limit = 0.0;
+    settings.clients.registrations_per_hour = 2;
+    start(settings).await
+}
+
 /// Registrations are bounded per client address (`--registrations-per-hour`): each account
 /// also takes every look-alike of its name, and an outside probe registered 461 accounts in
 /// 7 s from one address. Past the bound: RESOURCE_EXHAUSTED with a retry delay.
 #[tokio::test]
 async fn registrations_are_bounded_per_address() {
-    let mut settings = config();
-    settings.clients.exempt_loopback = false;
-    settings.clients.rate_limit = 0.0;
-    settings.clients.registrations_per_hour = 2;
-    let server = start(settings).await;
+    let server = registering_two_an_hour().await;
     let mut accounts = account_client(&server).await;
     register(&mut accounts, "Lan").await;
     register(&mut accounts, "Minh").await;
@@ -1801,11 +1807,7 @@ async fn registrations_are_bounded_per_address() {
 /// none had been. Names refused or already taken give their place back.
 #[tokio::test]
 async fn refused_and_taken_names_do_not_use_up_the_registrations_of_an_address() {
-    let mut settings = config();
-    settings.clients.exempt_loopback = false;
-    settings.clients.rate_limit = 0.0;
-    settings.clients.registrations_per_hour = 2;
-    let server = start(settings).await;
+    let server = registering_two_an_hour().await;
     let mut accounts = account_client(&server).await;
     register(&mut accounts, "Lan").await;
     for name in ["ab", "ab", "lan", "LAN", "", "x\u{0}y"] {
