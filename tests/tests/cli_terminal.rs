@@ -2,7 +2,7 @@
 
 use std::path::Path;
 
-use oanquan_e2e::{CliProcess, Lines, Server, config_dir, run_cli};
+use oanquan_e2e::{CliProcess, Lines, Proxy, Server, config_dir, run_cli};
 use serde_json::Value;
 
 fn json_of(stdout: &str) -> Value {
@@ -199,5 +199,34 @@ fn ctrl_c_does_not_wait_for_the_animation() {
     assert!(
         took < std::time::Duration::from_millis(1500),
         "Ctrl-C took {took:?} to end the client"
+    );
+}
+
+/// On a terminal, the line that says the server is unreachable is replaced by the one that
+/// says it is back, not continued by it.
+#[test]
+fn reconnected_replaces_the_unreachable_line() {
+    let server = Server::start();
+    let proxy = Proxy::start(server.addr);
+    let (alice_dir, bob_dir, eve_dir) = (config_dir(), config_dir(), config_dir());
+    let id = new_game(&server.url(), alice_dir.path(), bob_dir.path(), "bob");
+    let (tx, mut lines) = Lines::new();
+    let _eve = CliProcess::spawn_on_terminal_sized(
+        "eve",
+        &proxy.url(),
+        eve_dir.path(),
+        &["watch", &id],
+        Some(100),
+        &tx,
+    );
+    lines.follow("eve", |l| l.contains("first player: "));
+    proxy.cut();
+    std::thread::sleep(std::time::Duration::from_millis(1500));
+    proxy.restore();
+    let (_, back) = lines.follow("eve", |l| l.contains("reconnected to "));
+    assert!(
+        visible(&back).starts_with("reconnected to "),
+        "{back:?} shows as {:?}",
+        visible(&back)
     );
 }

@@ -72,10 +72,13 @@ impl Connection {
 
     /// A stream is open again.
     pub fn up(&mut self, after: u64) {
-        if !std::mem::take(&mut self.down) {
+        if !self.down {
             return;
         }
+        // Erased while still down (`clear_line` erases only then): an outside probe saw
+        // `…next in 5.3 s)reconnected to …` on one row.
         self.clear_line();
+        self.down = false;
         if crate::error::verbose() {
             note(format!(
                 "reconnected to {}; resuming after event {after}",
