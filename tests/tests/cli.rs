@@ -1815,3 +1815,37 @@ fn a_piped_player_is_prompted_once_per_turn_across_a_dropped_connection() {
     }
     assert_eq!(move_lines(&lines, "alice"), move_lines(&lines, "bob"));
 }
+
+/// A server that moved to another address: the seats saved for the old one are found with
+/// `--seat-from OLD` (and saved for the new one), where before the only advice was to pass the
+/// old, dead address (an outside probe had to edit tokens.json by hand).
+#[test]
+fn seats_saved_for_a_server_that_moved_are_taken_with_seat_from() {
+    let server = Server::start();
+    let old = Proxy::start(server.addr);
+    let (alice_dir, bob_dir) = (config_dir(), config_dir());
+    let id = new_game(&old.url(), alice_dir.path(), bob_dir.path());
+    let new = server.url();
+    let refused = run_cli(&new, alice_dir.path(), &["resign", &id]);
+    assert_eq!(refused.code, Some(5), "{refused:?}");
+    assert!(
+        refused
+            .stderr
+            .contains(&format!("--seat-from {}", old.url())),
+        "{refused:?}"
+    );
+    let resigned = run_cli(
+        &new,
+        alice_dir.path(),
+        &["resign", &id, "--seat-from", &old.url()],
+    );
+    assert_eq!(resigned.code, Some(0), "{resigned:?}");
+    let shown = run_cli(&new, alice_dir.path(), &["show", &id, "--json"]);
+    assert_eq!(
+        json_of(&shown.stdout)["game"]["status"],
+        "GAME_STATUS_FINISHED"
+    );
+    // Saved for the new address now: no --seat-from needed; the game is over.
+    let again = run_cli(&new, alice_dir.path(), &["resign", &id]);
+    assert!(!again.stderr.contains("no seat"), "{again:?}");
+}

@@ -148,6 +148,12 @@ pub struct Global {
     #[arg(long, global = true, env = "OANQUAN_CONFIG_DIR", value_name = "DIR")]
     pub config_dir: Option<PathBuf>,
 
+    /// The server moved: a command that acts for your seat (play, resign, abort, claim) takes
+    /// the seat saved for this old address when none is saved for --server, and saves it for
+    /// --server from then on.
+    #[arg(long, global = true, value_name = "OLD-URL")]
+    pub seat_from: Option<String>,
+
     /// Print the API's own messages as JSON instead of text, in the canonical protobuf JSON
     /// mapping that grpcurl and buf curl print (camelCase fields, enum names such as
     /// PLAYER_FIRST, RFC 3339 times, 64-bit numbers as strings, default values left out): one

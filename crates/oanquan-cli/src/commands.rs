@@ -667,6 +667,17 @@ pub async fn saved_seats(
 ) -> Result<Seats, CliError> {
     let store = ctx.token_store()?.checked()?;
     let mut seats = store.seats(&ctx.server.name, game_id)?;
+    if let (true, Some(old)) = (seats.is_empty(), ctx.seat_from.as_deref()) {
+        // The server moved: its seats are saved for it at the new address too, so that the
+        // next command needs no --seat-from.
+        for entry in store.seats(old, game_id)? {
+            store.put(Entry {
+                server: ctx.server.name.clone(),
+                ..entry
+            })?;
+        }
+        seats = store.seats(&ctx.server.name, game_id)?;
+    }
     if let Some(wanted) = wanted {
         let held: Vec<String> = seats.iter().map(|e| e.seat.clone()).collect();
         seats.retain(|e| e.seat == wanted.name());
@@ -732,7 +743,8 @@ async fn no_seat(
     let others = store.other_servers(server, game_id).unwrap_or_default();
     if let Some(other) = others.first() {
         message.push_str(&format!(
-            "; one is saved for server {other}: pass --server {other}"
+            "; one is saved for server {other}: pass --server {other}, or if that server moved \
+             to {server}, --seat-from {other} takes its seat here"
         ));
         return CliError::new(code::AUTH, message);
     }

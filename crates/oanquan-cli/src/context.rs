@@ -20,6 +20,8 @@ pub struct Context {
     pub stdout_tty: bool,
     pub stdin_tty: bool,
     config_dir: Option<PathBuf>,
+    /// `--seat-from`: where the seats of a server that moved were saved.
+    pub seat_from: Option<String>,
 }
 
 impl Context {
@@ -33,6 +35,7 @@ impl Context {
             stdout_tty,
             stdin_tty: std::io::stdin().is_terminal(),
             config_dir: global.config_dir.clone(),
+            seat_from: global.seat_from.clone(),
         })
     }
 
