@@ -266,6 +266,34 @@ async fn a_killed_nodes_seek_leaves_the_other_nodes_within_seconds() {
     schema.drop().await;
 }
 
+/// A killed node's seeks are not paired even in the seconds before its heartbeat is missed:
+/// an outside probe restarted a killed server, and its first seekers were paired with the
+/// dead node's seekers, in games against nobody. The node's lock goes with its process.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_killed_nodes_seek_is_not_paired_before_its_heartbeat_is_missed() {
+    let Some(schema) = Schema::new("nodes_seeks").await else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let ([a_node, b_node], [mut a, mut b]) = two_nodes(&schema, dir.path()).await;
+    let (_lan, id) = waiting_seek(&mut a, seek_request("Lan")).await;
+    seeks_become(&mut b, Duration::from_secs(5), "listed on B", |seeks| {
+        seeks.iter().any(|seek| seek.id == id)
+    })
+    .await;
+    drop(a_node); // SIGKILL: nothing withdrawn, the heartbeat row still fresh.
+    seeks_become(
+        &mut b,
+        Duration::from_secs(2),
+        "gone from B at once",
+        <[pb::Seek]>::is_empty,
+    )
+    .await;
+    let (_minh, _) = waiting_seek(&mut b, seek_request("Minh")).await;
+    drop(b_node);
+    schema.drop().await;
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_computer_fallback_on_two_nodes_makes_one_game() {
     let Some(schema) = Schema::new("nodes_seeks").await else {

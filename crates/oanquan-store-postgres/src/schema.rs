@@ -145,6 +145,12 @@ pub(crate) const MIGRATIONS: &[&str] = &[
     ALTER TABLE accounts ADD COLUMN username_look TEXT;
     CREATE INDEX accounts_by_look ON accounts (username_look);
     "#,
+    // 5: whether a node holds its liveness lock (`seeks::NODE_KEY`): if it says so and the lock
+    // is gone, it died, and its seeks are not paired even before its heartbeat is missed.
+    // Nodes of older builds leave it false and are judged by their heartbeat alone.
+    r#"
+    ALTER TABLE seek_nodes ADD COLUMN locked BOOLEAN NOT NULL DEFAULT false;
+    "#,
 ];
 
 /// The schema version this build writes.

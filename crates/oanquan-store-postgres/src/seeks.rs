@@ -17,6 +17,11 @@
 //!   clock. Seeks of a node silent for [`NODE_TIMEOUT`] are not listed nor paired, and are
 //!   deleted by the next heartbeat of any node: a node that dies leaves no seek behind for
 //!   more than a few seconds.
+//! * Each node also holds a session advisory lock ([`NODE_KEY`]) on a connection of its own,
+//!   and says so in its heartbeat row (`locked`). PostgreSQL releases it the moment the node's
+//!   process dies and its connections close, so a killed node's seeks stop being listed and
+//!   paired at once rather than after [`NODE_TIMEOUT`]: an outside probe restarted a killed
+//!   server and its new seekers were paired with the dead seekers, in games against nobody.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -42,6 +47,9 @@ use crate::codec::{
 use crate::fault::{self, backend};
 use crate::nodes::BACKOFF;
 
+/// A dedicated session's messages: they end when the session does.
+type NodeSession = tokio::sync::mpsc::UnboundedReceiver<AsyncMessage>;
+
 /// The channel of seek changes; the payload is `<schema> <seek id>` (channels are per
 /// database, and nodes of other schemas listen on it too).
 pub const SEEK_CHANNEL: &str = "oanquan_seek";
@@ -63,11 +71,29 @@ const NODE_FORGOTTEN: &str = "1 hour";
 /// is a hash of the schema. Not the migration's nor the leader's.
 const SEEK_LOCK: i32 = 0x4f41_4e53; // "OANS"
 
-/// The condition on a seek row that its node is alive.
-fn live() -> String {
+/// The first number of the key of the lock each node holds while it runs; the second is a
+/// hash of its id. Not the migration's, the leader's nor the pairing's.
+pub(crate) const NODE_KEY: i32 = 0x4f41_4e4e; // "OANN"
+
+/// The condition on a seek row that its node has been heard from lately: the seeks of other
+/// nodes are deleted when it fails (a connection that blinks must not cost a node its seeks).
+fn heard() -> String {
     format!(
         "node IN (SELECT id FROM seek_nodes
                   WHERE seen > now() - interval '{NODE_TIMEOUT}' AND left_at IS NULL)"
+    )
+}
+
+/// The condition on a seek row that its node is alive now: heard from lately, and holding its
+/// lock if it took one (only pairing and listing ask this).
+fn live() -> String {
+    format!(
+        "node IN (SELECT id FROM seek_nodes
+                  WHERE seen > now() - interval '{NODE_TIMEOUT}' AND left_at IS NULL
+                  AND (NOT locked OR EXISTS (
+                      SELECT 1 FROM pg_locks WHERE locktype = 'advisory' AND granted
+                      AND classid = {NODE_KEY}::int::oid AND objid = hashtext(seek_nodes.id)::oid
+                      AND objsubid = 2)))"
     )
 }
 
@@ -181,6 +207,8 @@ pub struct PostgresSeeks {
     /// The schema the tables are in, to tell our notifications from other schemas'.
     schema: String,
     changes: broadcast::Sender<Option<String>>,
+    /// Whether this node holds its lock ([`NODE_KEY`]) now; its heartbeat says so.
+    locked: std::sync::atomic::AtomicBool,
 }
 
 impl std::fmt::Debug for PostgresSeeks {
@@ -216,9 +244,12 @@ impl PostgresStore {
             node: GameId::generate().as_str().to_owned(),
             schema: schema.unwrap_or_default(),
             changes: broadcast::channel(4096).0,
+            locked: std::sync::atomic::AtomicBool::new(false),
         });
+        // Taken before the first heartbeat says so, and before any seek is posted.
+        let lock = seeks.take_lock().await;
         seeks.beat().await?;
-        let task = tokio::spawn(Arc::clone(&seeks).run(stop));
+        let task = tokio::spawn(Arc::clone(&seeks).run(stop, lock));
         Ok((seeks, task))
     }
 }
@@ -230,7 +261,51 @@ impl PostgresSeeks {
         &self.node
     }
 
-    async fn run(self: Arc<Self>, mut stop: watch::Receiver<bool>) {
+    /// This node's lock ([`NODE_KEY`]) on a connection of its own, if it can be had; the
+    /// returned session holds it until it closes.
+    async fn take_lock(&self) -> Option<(tokio_postgres::Client, NodeSession)> {
+        let (client, messages) = match self.store.dedicated().await {
+            Ok(session) => session,
+            Err(error) => {
+                warn!(error = %fault::describe(&error), "cannot open the seek board's liveness session");
+                return None;
+            }
+        };
+        let taken = client
+            .query_one(
+                "SELECT pg_try_advisory_lock($1, hashtext($2))",
+                &[&NODE_KEY, &self.node],
+            )
+            .await
+            .ok()
+            .and_then(|row| row.try_get::<_, bool>(0).ok())
+            .unwrap_or(false);
+        self.locked
+            .store(taken, std::sync::atomic::Ordering::SeqCst);
+        taken.then_some((client, messages))
+    }
+
+    async fn run(
+        self: Arc<Self>,
+        mut stop: watch::Receiver<bool>,
+        mut lock: Option<(tokio_postgres::Client, NodeSession)>,
+    ) {
+        let holding = async {
+            let mut failures = 0;
+            loop {
+                if let Some((client, mut messages)) = lock.take() {
+                    failures = 0;
+                    // Held until the session ends; then the next heartbeat says so.
+                    while messages.recv().await.is_some() {}
+                    drop(client);
+                    self.locked
+                        .store(false, std::sync::atomic::Ordering::SeqCst);
+                }
+                tokio::time::sleep(BACKOFF[failures.min(BACKOFF.len() - 1)]).await;
+                failures += 1;
+                lock = self.take_lock().await;
+            }
+        };
         let beating = async {
             loop {
                 tokio::time::sleep(HEARTBEAT).await;
@@ -258,6 +333,7 @@ impl PostgresSeeks {
         tokio::select! {
             () = beating => {}
             () = listening => {}
+            () = holding => {}
             _ = stop.wait_for(|stopping| *stopping) => {}
         }
         // This node's seekers' streams end with it: their seeks go now rather than when the
@@ -273,9 +349,12 @@ impl PostgresSeeks {
         crate::nodes::measure_clock(&client).await;
         client
             .execute(
-                "INSERT INTO seek_nodes (id, seen) VALUES ($1, now())
-                 ON CONFLICT (id) DO UPDATE SET seen = now()",
-                &[&self.node],
+                "INSERT INTO seek_nodes (id, seen, locked) VALUES ($1, now(), $2)
+                 ON CONFLICT (id) DO UPDATE SET seen = now(), locked = $2",
+                &[
+                    &self.node,
+                    &self.locked.load(std::sync::atomic::Ordering::SeqCst),
+                ],
             )
             .await
             .map_err(backend)?;
@@ -284,7 +363,7 @@ impl PostgresSeeks {
                 &format!(
                     "WITH gone AS (DELETE FROM seeks WHERE NOT {} RETURNING id)
                      SELECT pg_notify($1::text, current_schema() || ' ' || id) FROM gone",
-                    live()
+                    heard()
                 ),
                 &[&SEEK_CHANNEL],
             )
