@@ -230,3 +230,32 @@ fn reconnected_replaces_the_unreachable_line() {
         visible(&back)
     );
 }
+
+/// Holding both seats, `play` asks which; an answer it cannot read says so and how to answer,
+/// where it used to ask the same question again with no word (an outside probe's finding).
+#[test]
+fn an_unreadable_seat_answer_says_how_to_answer() {
+    let server = Server::start();
+    let url = server.url();
+    let dir = config_dir();
+    // One config directory holds both seats: two people on one machine.
+    let id = new_game(&url, dir.path(), dir.path(), "bob");
+    let (tx, mut lines) = Lines::new();
+    let mut both = CliProcess::spawn_on_terminal_sized(
+        "both",
+        &url,
+        dir.path(),
+        &["play", &id],
+        Some(100),
+        &tx,
+    );
+    std::thread::sleep(std::time::Duration::from_millis(500));
+    both.send("third");
+    lines.follow("both", |l| {
+        strip_csi(l).contains("`third` is not a seat: answer first or second")
+    });
+    both.send("second");
+    lines.follow("both", |l| {
+        strip_csi(l).contains(&format!("playing {id} as second"))
+    });
+}

@@ -371,7 +371,11 @@ async fn play_one(
             match commands::seat_answer(&line) {
                 Some(Side::First) => break first,
                 Some(Side::Second) => break second,
-                None => {}
+                // Asked again, with why: the same question alone looked like nothing was read.
+                None => out(format!(
+                    "`{}` is not a seat: answer first or second",
+                    crate::error::typed(&line)
+                ))?,
             }
         },
         Seats::Both(..) => return Err(commands::both_seats(game_id)),
