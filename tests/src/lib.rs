@@ -566,6 +566,14 @@ impl Lines {
             .join("\n")
     }
 
+    /// Takes in every line that has arrived, and those that arrive until `quiet` passes with
+    /// none: what processes that have exited wrote last (a prompt left without a newline).
+    pub fn settle(&mut self, quiet: Duration) {
+        while let Ok(line) = self.rx.recv_timeout(quiet) {
+            self.transcript.push(line);
+        }
+    }
+
     /// Stdout lines of one process, in order.
     pub fn stdout_of(&self, who: &str) -> Vec<String> {
         self.transcript

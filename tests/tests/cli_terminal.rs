@@ -259,3 +259,52 @@ fn an_unreadable_seat_answer_says_how_to_answer() {
         strip_csi(l).contains(&format!("playing {id} as second"))
     });
 }
+
+/// When the opponent declines the rematch, the session ends: its last words are the decline,
+/// with no `rematch?` prompt drawn again under them (an outside probe found one left above
+/// the shell's prompt).
+#[test]
+fn a_declined_rematch_leaves_no_prompt_behind() {
+    let server = Server::start();
+    let url = server.url();
+    let (alice_dir, bob_dir) = (config_dir(), config_dir());
+    let id = new_game(&url, alice_dir.path(), bob_dir.path(), "bob");
+    let (tx, mut lines) = Lines::new();
+    let on_terminal = |who: &str, dir: &Path| {
+        CliProcess::spawn_on_terminal_sized(who, &url, dir, &["play", &id], Some(100), &tx)
+    };
+    let mut alice = on_terminal("alice", alice_dir.path());
+    let mut bob = on_terminal("bob", bob_dir.path());
+    let legal = |l: &str| strip_csi(l).contains("legal moves: ");
+    // One move each: a game over before both have moved has no rematch.
+    lines.follow("alice", legal);
+    alice.send("1r");
+    lines.follow("bob", legal);
+    bob.send("3r");
+    lines.follow("alice", legal);
+    alice.send("resign");
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    alice.send("y");
+    lines.follow("bob", |l| strip_csi(l).contains("game over: "));
+    std::thread::sleep(std::time::Duration::from_millis(500));
+    bob.send("no");
+    lines.follow("alice", |l| {
+        strip_csi(l).contains("no rematch: bob declined")
+    });
+    alice.wait();
+    lines.settle(std::time::Duration::from_millis(500));
+    let shown: Vec<String> = lines
+        .stdout_of("alice")
+        .iter()
+        .map(|l| visible(l))
+        .collect();
+    let declined = shown
+        .iter()
+        .rposition(|l| l.contains("no rematch: bob declined"))
+        .expect("the decline is shown");
+    assert!(
+        shown[declined..].iter().all(|l| !l.contains("rematch?")),
+        "{:#?}",
+        &shown[declined.saturating_sub(3)..]
+    );
+}

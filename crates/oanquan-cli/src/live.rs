@@ -700,6 +700,10 @@ impl Live {
                     game_event::RematchAction::Declined | game_event::RematchAction::Expired => {
                         self.rematch_offer = None;
                         self.rematch_closed = true;
+                        // Nothing more is asked: the `rematch?` prompt goes rather than being
+                        // drawn again under the line that closes the window, where it stayed
+                        // above the shell's prompt once the client exited.
+                        let _closed = output::hide_prompt()?;
                     }
                     game_event::RematchAction::Started => {
                         self.rematch_offer = None;
