@@ -710,6 +710,13 @@ pub fn parse_range(text: &str) -> Result<RatingRange, String> {
             .ok_or_else(|| format!("ratings in --range go up to {MAX_RATING}"))
     };
     let (min, max) = (number(min)?, number(max)?);
+    // Only a typed max can be 0 (a missing one is 4000), and the API would read 0 as no upper
+    // bound: the range meant none, and `--range 0-0` must not pair with anyone.
+    if max == 0 {
+        return Err(format!(
+            "--range {text}: no rating is 0 or less; ratings run from 400 to 4000"
+        ));
+    }
     if min > max {
         return Err(format!("--range {min}-{max}: the lower bound comes first"));
     }
@@ -1311,6 +1318,8 @@ mod tests {
             ("-", "MIN-MAX"),
             (" - ", "MIN-MAX"),
             ("--1400", "MIN-MAX"),
+            ("-0", "no rating is 0"),
+            ("0-0", "no rating is 0"),
             ("a-b", "MIN-MAX"),
             ("+1-5", "MIN-MAX"),
             ("1400-99999999999", "up to 4000"),
