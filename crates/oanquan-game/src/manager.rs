@@ -778,6 +778,9 @@ impl GameManager {
         let next_hash = next_token.hash();
         let next_id = GameId::generate();
         let policy = self.limits.time;
+        // `create_rematch_first` also refuses the offer once a seated account has revoked a key
+        // since the game began (see `refuse_rematch_after_revocation`), before anything is
+        // written.
         // Nobody may hear of the rematch (this game's event names it) before it exists: a
         // client that opens it at once would be told there is no such game. So when this offer
         // is the second, the rematch is created first, then linked from this game.
