@@ -169,6 +169,9 @@ mod tests {
             ("m0derator", "moderator"),
             ("Quản trị", "quảntrị"),
             ("oanquan", "oanquan"),
+            ("Админ", "админ"),
+            ("客服", "客服"),
+            ("운영 자", "운영자"),
         ] {
             match names.check(raw) {
                 Err(GameError::InvalidArgument {

@@ -143,6 +143,36 @@ pub const RESERVED_USERNAMES: &[&str] = &[
     "ẩndanh",
     "khach",
     "khách",
+    // The staff in the languages of the players a Vietnamese game meets most online, in their
+    // own scripts: the confusable skeletons cannot reach "админ" from "admin" (д, и and н look
+    // like no Latin letter), and an outside probe registered it.
+    "админ",
+    "администратор",
+    "модератор",
+    "поддержка",
+    "адмін",
+    "адміністратор",
+    "管理员",
+    "管理員",
+    "管理者",
+    "版主",
+    "客服",
+    "官方",
+    "運営",
+    "运营",
+    "公式",
+    "サポート",
+    "관리자",
+    "운영자",
+    "운영진",
+    "administrador",
+    "administrateur",
+    "moderador",
+    "modérateur",
+    "moderateur",
+    "soporte",
+    "suporte",
+    "quảnlý",
 ];
 
 /// The reserved names as [`reserved_form`]s, each also with small `l` read as `i`, computed
@@ -1189,6 +1219,17 @@ mod tests {
             ("NUL1", "null"),
             ("adminl", "admin"),
             ("ROOTl", "root"),
+            // Staff words in other scripts, which no skeleton maps to the Latin ones.
+            ("админ", "админ"),
+            ("АДМИН_1", "админ"),
+            ("Модератор", "модератор"),
+            ("管理员", "管理员"),
+            ("管理員2", "管理員"),
+            ("관리자", "관리자"),
+            ("サポート", "サポート"),
+            ("Administrador", "administrador"),
+            ("Modérateur", "modérateur"),
+            ("quản_lý", "quảnlý"),
         ] {
             assert_eq!(err(text), UsernameError::Reserved { word }, "{text:?}");
         }
@@ -1202,6 +1243,9 @@ mod tests {
             "Paul",
             "Lan",
             "Nulo",
+            "Админка",
+            "管理员小王",
+            "Soportes",
         ] {
             ok(text);
         }
