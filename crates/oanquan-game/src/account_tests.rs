@@ -1585,3 +1585,50 @@ async fn a_game_is_not_rematched_after_a_players_key_was_revoked() {
         .unwrap();
     assert!(offered.rematch.is_some());
 }
+
+/// A seek that a revocation could not withdraw in time (its pairing came first, or the key was
+/// revoked on another node) hands out no seat: the game is aborted before it starts. A
+/// revocation on this node is announced, so that waiting seeks check their key at once.
+#[tokio::test]
+async fn a_seat_paired_on_a_revoked_key_is_not_handed_out() {
+    let s = service();
+    let pool = pool(&s);
+    let (lan, lan_key) = s.register("Lan").await;
+    let (minh, minh_key) = s.register("Minh").await;
+    let mut revocations = s.manager.key_revocations();
+    let mut lan_seek = waiting(
+        pool.seek(seek_request(Some(&lan), true, None))
+            .await
+            .unwrap(),
+    );
+    let minh_seat = paired(
+        pool.seek(seek_request(Some(&minh), true, None))
+            .await
+            .unwrap(),
+    );
+    let lan_seat = answer(&mut lan_seek).await;
+    assert!(!revocations.has_changed().unwrap());
+    s.manager
+        .revoke_api_key(&lan.id, lan_key.id())
+        .await
+        .unwrap();
+    assert!(revocations.has_changed().unwrap());
+    revocations.mark_unchanged();
+
+    let kept = s
+        .manager
+        .hand_out_seat(minh_seat, Some(minh_key.expose()))
+        .await
+        .unwrap();
+    let refused = s
+        .manager
+        .hand_out_seat(lan_seat, Some(lan_key.expose()))
+        .await
+        .unwrap_err();
+    assert_eq!(refused, GameError::BadApiKey);
+    let game = s.manager.get_game(&kept.game.id).await.unwrap();
+    assert_eq!(game.status, GameStatus::Aborted, "{game:?}");
+    // A key that is not found revokes nothing and announces nothing.
+    assert!(s.manager.revoke_api_key(&lan.id, "nope").await.is_err());
+    assert!(!revocations.has_changed().unwrap());
+}

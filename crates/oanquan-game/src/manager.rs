@@ -209,6 +209,9 @@ pub struct GameManager {
     observer: Option<Arc<dyn CommitObserver>>,
     checked_names: Arc<CheckedNames>,
     settling: Arc<Settling>,
+    /// Counts the keys revoked on this node, so that calls that last (seeks) check their key
+    /// again at once rather than at their next heartbeat.
+    key_revocations: tokio::sync::watch::Sender<u64>,
 }
 
 /// Games that end on this node take their accounts' stripes here, in order, until their
@@ -293,6 +296,7 @@ impl GameManager {
             observer: None,
             checked_names: Arc::default(),
             settling: Arc::default(),
+            key_revocations: tokio::sync::watch::Sender::new(0),
         }
     }
 
@@ -1512,6 +1516,14 @@ impl GameManager {
         Ok(seated)
     }
 
+    /// Changes whenever a key is revoked on this node. A seek waiting on a key checks it again
+    /// then, so that a revoked key's seek leaves the lobby before anyone can accept it (other
+    /// nodes' revocations are seen at the seek's heartbeat).
+    #[must_use]
+    pub fn key_revocations(&self) -> tokio::sync::watch::Receiver<u64> {
+        self.key_revocations.subscribe()
+    }
+
     /// A new API key for `account` (shown once).
     ///
     /// # Errors
@@ -1547,6 +1559,7 @@ impl GameManager {
             .await?
         {
             info!(account = %account, key = %key_id, "API key revoked");
+            self.key_revocations.send_modify(|n| *n = n.wrapping_add(1));
             Ok(())
         } else {
             Err(GameError::ApiKeyNotFound(text::quoted(key_id)))

@@ -1682,9 +1682,10 @@ async fn anonymous_names_cannot_pose_as_accounts_or_annotations() {
     }
 }
 
-/// A seek is a call that lasts: revoking the key it was made with withdraws it (at the next
-/// heartbeat), and a pairing that comes first hands out no seat: the game is aborted before it
-/// starts. An outside probe revoked a key and still got a rated game in its account's name.
+/// A seek is a call that lasts: revoking the key it was made with withdraws it at once, also
+/// when its next heartbeat is a minute away. An outside probe revoked a key and still got a
+/// rated game in its account's name; a later one accepted such a seek in the heartbeat's
+/// window and got a game that was aborted before it began.
 #[tokio::test]
 async fn revoking_a_key_ends_the_seeks_made_with_it() {
     for heartbeat in [Duration::from_millis(100), Duration::from_secs(60)] {
@@ -1696,6 +1697,8 @@ async fn revoking_a_key_ends_the_seeks_made_with_it() {
         let (_, lan, lan_first) = register(&mut accounts, "Lan").await;
         let other = create_key(&mut accounts, &lan).await.api_key;
         let (_, minh, _) = register(&mut accounts, "Minh").await;
+        // A seek on Lan's other key stays: only the revoked key's seek ends.
+        let (mut kept, kept_seek) = seek_waiting(&mut games, &other, rated_seek(None)).await;
         let (mut stream, seek) = seek_waiting(&mut games, &lan, rated_seek(None)).await;
         accounts
             .revoke_api_key(authed(
@@ -1704,54 +1707,53 @@ async fn revoking_a_key_ends_the_seeks_made_with_it() {
             ))
             .await
             .unwrap();
-        if heartbeat < Duration::from_secs(1) {
-            // Withdrawn at the next heartbeat, and said so.
-            let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
-            let status = loop {
-                match tokio::time::timeout_at(deadline, next(&mut stream))
-                    .await
-                    .expect("the seek ends within 10 s")
-                {
-                    Ok(Some(response)) => assert!(
-                        matches!(response.kind, Some(pb::seek_response::Kind::Heartbeat(_))),
-                        "{response:?}"
-                    ),
-                    Err(status) => break status,
-                    Ok(None) => panic!("the stream ended without a status"),
-                }
-            };
-            assert_reason(&status, Code::Unauthenticated, "ERROR_REASON_BAD_API_KEY");
-            tokio::time::sleep(Duration::from_millis(300)).await;
-            let listed = list_seeks(&mut games).await;
-            assert!(!listed.iter().any(|s| s.id == seek.id), "{listed:?}");
-        } else {
-            // Paired before any heartbeat: the seeker gets no seat, and the game is aborted.
-            let accepted = games
-                .accept_seek(authed(
-                    pb::AcceptSeekRequest {
-                        seek_id: seek.id.clone(),
-                        display_name: String::new(),
-                    },
-                    &minh,
-                ))
+        let status = loop {
+            match tokio::time::timeout(Duration::from_secs(2), next(&mut stream))
                 .await
-                .unwrap()
-                .into_inner();
-            let status = tokio::time::timeout(Duration::from_secs(10), next(&mut stream))
-                .await
-                .expect("the seek ends")
-                .unwrap_err();
-            assert_reason(&status, Code::Unauthenticated, "ERROR_REASON_BAD_API_KEY");
-            let game_id = accepted.game.unwrap().id;
-            let game = games
-                .get_game(pb::GetGameRequest { game_id })
-                .await
-                .unwrap()
-                .into_inner()
-                .game
-                .unwrap();
-            assert_eq!(game.status(), pb::GameStatus::Aborted, "{game:?}");
+                .expect("the seek ends within 2 s of the revocation")
+            {
+                Ok(Some(response)) => assert!(
+                    matches!(response.kind, Some(pb::seek_response::Kind::Heartbeat(_))),
+                    "{response:?}"
+                ),
+                Err(status) => break status,
+                Ok(None) => panic!("the stream ended without a status"),
+            }
+        };
+        assert_reason(&status, Code::Unauthenticated, "ERROR_REASON_BAD_API_KEY");
+        // Gone from the lobby: accepting it is NOT_FOUND, not a seat in an aborted game.
+        let deadline = tokio::time::Instant::now() + Duration::from_secs(2);
+        while list_seeks(&mut games).await.iter().any(|s| s.id == seek.id) {
+            assert!(
+                tokio::time::Instant::now() < deadline,
+                "the seek is still listed"
+            );
+            tokio::time::sleep(Duration::from_millis(20)).await;
         }
+        let refused = games
+            .accept_seek(authed(
+                pb::AcceptSeekRequest {
+                    seek_id: seek.id.clone(),
+                    display_name: String::new(),
+                },
+                &minh,
+            ))
+            .await
+            .unwrap_err();
+        assert_eq!(refused.code(), Code::NotFound, "{refused:?}");
+        let listed = list_seeks(&mut games).await;
+        assert!(listed.iter().any(|s| s.id == kept_seek.id), "{listed:?}");
+        assert!(
+            tokio::time::timeout(Duration::from_millis(300), next(&mut kept))
+                .await
+                .map_or(true, |item| matches!(
+                    item,
+                    Ok(Some(pb::SeekResponse {
+                        kind: Some(pb::seek_response::Kind::Heartbeat(_))
+                    }))
+                )),
+            "the other key's seek goes on"
+        );
         server.stop().await.unwrap();
     }
 }

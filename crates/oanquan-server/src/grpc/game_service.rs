@@ -620,6 +620,7 @@ impl pb::game_service_server::GameService for GameApi {
             .max(std::time::Duration::from_millis(10));
         let waiting = convert::seek_out(ticket.info());
         let manager = Arc::clone(&self.manager);
+        let mut revocations = manager.key_revocations();
         tokio::spawn(async move {
             if tx
                 .send(seek_message(pb::seek_response::Kind::Waiting(waiting)))
@@ -642,6 +643,8 @@ impl pb::game_service_server::GameService for GameApi {
                 // Boxed: a seat is large, and every heartbeat moves a `Turn`.
                 Seated(Box<Result<crate::domain::Seated, GameError>>),
                 Tick,
+                // A key was revoked on this node: perhaps this seek's.
+                Revoked,
             }
             loop {
                 let turn = tokio::select! {
@@ -651,6 +654,7 @@ impl pb::game_service_server::GameService for GameApi {
                     () = tx.closed() => Turn::Gone,
                     seated = &mut wait => Turn::Seated(Box::new(seated)),
                     _ = ticker.tick() => Turn::Tick,
+                    Ok(()) = revocations.changed(), if key.is_some() => Turn::Revoked,
                 };
                 let out = match turn {
                     Turn::Stopping => Err(Status::unavailable(
@@ -672,6 +676,10 @@ impl pb::game_service_server::GameService for GameApi {
                         Ok(()) => seek_message(pb::seek_response::Kind::Heartbeat(
                             pb::seek_response::Heartbeat {},
                         )),
+                    },
+                    Turn::Revoked => match manager.key_still_good(key.as_deref()).await {
+                        Err(error) => Err(into_status(error)),
+                        Ok(()) => continue,
                     },
                 };
                 let last = !matches!(
