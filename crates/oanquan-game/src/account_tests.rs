@@ -366,10 +366,12 @@ async fn keys_are_listed_created_and_revoked_per_account() {
     );
     assert_eq!(s.manager.api_keys(&minh.id).await.unwrap().len(), 1);
 
-    // Revoked keys count: at the bound, the refusal says that waiting or revoking frees no
-    // place (not "retry later", which a limit that frees up by itself says).
-    for _ in 2..crate::memory::MAX_API_KEYS {
-        s.manager.create_api_key(&lan.id).await.unwrap();
+    // At the bound of working keys (the revoked second one does not count), the refusal says
+    // to revoke one (not "retry later", which a limit that frees up by itself says), and
+    // revoking one frees its place.
+    let mut made = Vec::new();
+    for _ in 1..crate::memory::MAX_API_KEYS {
+        made.push(s.manager.create_api_key(&lan.id).await.unwrap().0);
     }
     let refused = s.manager.create_api_key(&lan.id).await.unwrap_err();
     assert_eq!(
@@ -380,8 +382,17 @@ async fn keys_are_listed_created_and_revoked_per_account() {
     );
     let said = refused.to_string();
     assert!(
-        said.contains("revoking frees no place") && !said.contains("retry later"),
+        said.contains("revoke one") && !said.contains("retry later"),
         "{said}"
+    );
+    s.manager
+        .revoke_api_key(&lan.id, made[3].id())
+        .await
+        .unwrap();
+    let (newest, _) = s.manager.create_api_key(&lan.id).await.unwrap();
+    assert_eq!(
+        s.manager.authenticate(newest.expose()).await.unwrap().id,
+        lan.id
     );
 }
 

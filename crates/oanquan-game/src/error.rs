@@ -84,13 +84,13 @@ pub enum GameError {
     /// A server limit.
     #[error("{0}; retry later")]
     LimitExceeded(String),
-    /// An account holds every API key it may ever have: revoked keys count, so waiting or
-    /// revoking frees no place (hence not [`GameError::LimitExceeded`]'s "retry later").
+    /// An account holds as many working API keys as it may: waiting frees no place, revoking
+    /// one does (hence not [`GameError::LimitExceeded`]'s "retry later").
     #[error(
-        "an account has at most {max} API keys, revoked ones included, and this one has them all: revoking frees no place, so use one of its working keys (ListApiKeys) on the new device too"
+        "an account has at most {max} working API keys, and this one has them all: revoke one it no longer uses (ListApiKeys lists them) and create the new one again"
     )]
     ApiKeysExhausted {
-        /// The most keys an account may have.
+        /// The most working keys an account may have.
         max: usize,
     },
     /// Resume point beyond the last event.

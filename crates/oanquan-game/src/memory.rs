@@ -77,9 +77,15 @@ struct StoredAccount {
     keys: Vec<ApiKeyRecord>,
 }
 
-/// API keys one account may have, revoked ones included: a bound on what one account can make
-/// the store hold.
+/// Working API keys one account may have at once.
 pub const MAX_API_KEYS: usize = 20;
+
+/// Key records one account keeps, revoked ones included: a bound on what one account can make
+/// the store hold. Adding a key beyond it forgets the key revoked first. Revoked keys stay
+/// that long because a rematch is refused once a seated account revoked a key after its game
+/// began; only the owner, with a working key, can make keys, so a thief cannot push a fresh
+/// revocation out.
+pub const MAX_API_KEY_RECORDS: usize = 100;
 
 impl Inner {
     /// The game created `index`-th, unless it was forgotten.
@@ -457,12 +463,31 @@ impl GameStore for MemoryStore {
         let result = (|| {
             let mut inner = self.lock();
             let stored = inner.accounts.get_mut(id).ok_or(StoreError::NotFound)?;
-            if stored.keys.len() >= MAX_API_KEYS {
+            let working = stored.keys.iter().filter(|k| k.revoked.is_none()).count();
+            if working >= MAX_API_KEYS {
                 return Err(StoreError::Full(format!(
-                    "an account has at most {MAX_API_KEYS} API keys, revoked ones included"
+                    "an account has at most {MAX_API_KEYS} working API keys"
                 )));
             }
+            let mut forgotten = Vec::new();
+            while stored.keys.len() >= MAX_API_KEY_RECORDS {
+                // Fewer than MAX_API_KEYS work, so most of the records are revoked ones.
+                let Some(oldest) = stored
+                    .keys
+                    .iter()
+                    .enumerate()
+                    .filter_map(|(at, k)| Some((k.revoked?, at)))
+                    .min()
+                    .map(|(_, at)| at)
+                else {
+                    break;
+                };
+                forgotten.push(stored.keys.remove(oldest).id);
+            }
             stored.keys.push(key.clone());
+            for old in forgotten {
+                inner.keys.remove(&old);
+            }
             inner.keys.insert(key.id, id.clone());
             Ok(())
         })();

@@ -16,7 +16,7 @@ use crate::account::{Account, AccountId, AccountUpdate, ApiKey, ApiKeyRecord, Re
 use crate::clock::TimeControl;
 use crate::hub::Hub;
 use crate::manager::{GameManager, ManagerLimits, NewGame, Seated, seat_account};
-use crate::memory::MAX_API_KEYS;
+use crate::memory::{MAX_API_KEY_RECORDS, MAX_API_KEYS};
 use crate::model::{
     DrawAction, GameEvent, GameEventKind, GameFilter, GameId, GameInfo, GameState, GameStatus,
     RematchAction, Termination,
@@ -855,16 +855,56 @@ pub async fn api_keys_are_found_listed_and_revoked(store: Arc<dyn GameStore>) ->
         StoreError::NotFound
     );
 
-    // Revoked keys count towards the bound.
-    for n in 2..MAX_API_KEYS {
-        store
-            .add_api_key(&lan.id, key(10 + n as u32))
-            .await
-            .unwrap();
+    // Working keys are bounded; a revoked one (here `first`) frees its place.
+    let mut working = vec![second.id.clone()];
+    for n in 2..=MAX_API_KEYS {
+        let added = key(10 + n as u32);
+        store.add_api_key(&lan.id, added.clone()).await.unwrap();
+        working.push(added.id);
     }
     let refused = store.add_api_key(&lan.id, key(9)).await;
     assert!(matches!(refused, Err(StoreError::Full(_))), "{refused:?}");
-    assert_eq!(store.api_keys(&lan.id).await.unwrap().len(), MAX_API_KEYS);
+    assert_eq!(
+        store.api_keys(&lan.id).await.unwrap().len(),
+        MAX_API_KEYS + 1
+    );
+
+    // Rotating keys for years never locks the account out: records past the bound forget
+    // the key revoked first, and only revoked ones.
+    let mut revoked_in_order = vec![first.id.clone()];
+    let mut n = 100;
+    while revoked_in_order.len() < MAX_API_KEY_RECORDS + 5 {
+        let oldest_working = working.remove(0);
+        n += 1;
+        assert!(
+            store
+                .revoke_api_key(&lan.id, &oldest_working, at(n))
+                .await
+                .unwrap()
+        );
+        revoked_in_order.push(oldest_working);
+        let added = key(n);
+        store.add_api_key(&lan.id, added.clone()).await.unwrap();
+        working.push(added.id);
+    }
+    let kept = store.api_keys(&lan.id).await.unwrap();
+    assert_eq!(kept.len(), MAX_API_KEY_RECORDS);
+    assert_eq!(
+        kept.iter().filter(|k| k.revoked.is_none()).count(),
+        MAX_API_KEYS
+    );
+    let forgotten = revoked_in_order.len() + MAX_API_KEYS - MAX_API_KEY_RECORDS;
+    for id in &revoked_in_order[..forgotten] {
+        assert_eq!(
+            store.account_by_api_key(id).await,
+            Err(StoreError::NotFound),
+            "{id} is forgotten"
+        );
+        assert!(!kept.iter().any(|k| &k.id == id));
+    }
+    for id in revoked_in_order[forgotten..].iter().chain(&working) {
+        assert_eq!(store.account_by_api_key(id).await.unwrap().0.id, lan.id);
+    }
     assert_eq!(store.api_keys(&minh.id).await.unwrap(), [minh_key]);
     vec![lan.id, minh.id]
 }

@@ -18,9 +18,11 @@ use crate::fault::{Damage, backend};
 use crate::reads::{collect_games, execute, query, query_opt};
 use crate::schema::violates;
 
-/// API keys one account may have, revoked ones included: the memory store's bound
-/// (`oanquan_game`'s `MAX_API_KEYS`), so that every store refuses the same request.
+/// Working API keys one account may have, and key records it keeps (revoked ones beyond are
+/// forgotten, the one revoked first first): the memory store's bounds (`oanquan_game`'s
+/// `MAX_API_KEYS` and `MAX_API_KEY_RECORDS`), so that every store answers alike.
 pub(crate) const MAX_API_KEYS: i64 = 20;
+pub(crate) const MAX_API_KEY_RECORDS: i64 = 100;
 
 /// An account row that does not decode: damaged data outside any one game, named by its
 /// account.
@@ -274,18 +276,28 @@ pub(crate) async fn add_key<C: GenericClient>(
     if exists.is_none() {
         return Err(StoreError::NotFound);
     }
-    let keys: i64 = query_opt(
+    let (keys, working): (i64, i64) = query_opt(
         client,
-        "SELECT count(*) FROM api_keys WHERE account = $1",
+        "SELECT count(*), count(*) FILTER (WHERE revoked IS NULL) FROM api_keys
+         WHERE account = $1",
         &[&id.as_str()],
     )
     .await?
-    .and_then(|row| row.try_get(0).ok())
-    .unwrap_or(0);
-    if keys >= MAX_API_KEYS {
+    .and_then(|row| Some((row.try_get(0).ok()?, row.try_get(1).ok()?)))
+    .unwrap_or((0, 0));
+    if working >= MAX_API_KEYS {
         return Err(StoreError::Full(format!(
-            "an account has at most {MAX_API_KEYS} API keys, revoked ones included"
+            "an account has at most {MAX_API_KEYS} working API keys"
         )));
+    }
+    if keys >= MAX_API_KEY_RECORDS {
+        execute(
+            client,
+            "DELETE FROM api_keys WHERE id IN (SELECT id FROM api_keys
+             WHERE account = $1 AND revoked IS NOT NULL ORDER BY revoked, id LIMIT $2)",
+            &[&id.as_str(), &(keys - MAX_API_KEY_RECORDS + 1)],
+        )
+        .await?;
     }
     insert_key(client, id, key).await
 }

@@ -19,9 +19,11 @@ use crate::codec::{time_from_db, time_to_db};
 use crate::fault::{Damage, backend, is_unique_violation};
 use crate::reads::decode_row;
 
-/// API keys one account may have, revoked ones included: the memory store's bound
-/// (`oanquan_game`'s `MAX_API_KEYS`), so that both stores refuse the same request.
+/// Working API keys one account may have, and key records it keeps (revoked ones beyond are
+/// forgotten, the one revoked first first): the memory store's bounds (`oanquan_game`'s
+/// `MAX_API_KEYS` and `MAX_API_KEY_RECORDS`), so that every store answers alike.
 pub(crate) const MAX_API_KEYS: i64 = 20;
+pub(crate) const MAX_API_KEY_RECORDS: i64 = 100;
 
 /// `error`, with a taken username key (the only `UNIQUE` constraint of `accounts`) as
 /// [`StoreError::AlreadyExists`].
@@ -230,14 +232,25 @@ pub(crate) fn add_key(
     if !exists {
         return Err(StoreError::NotFound);
     }
-    let keys: i64 = conn
-        .prepare_cached("SELECT count(*) FROM api_keys WHERE account = ?1")
-        .and_then(|mut s| s.query_row([id.as_str()], |row| row.get(0)))
+    let (keys, working): (i64, i64) = conn
+        .prepare_cached(
+            "SELECT count(*), count(*) FILTER (WHERE revoked IS NULL) FROM api_keys
+             WHERE account = ?1",
+        )
+        .and_then(|mut s| s.query_row([id.as_str()], |row| Ok((row.get(0)?, row.get(1)?))))
         .map_err(backend)?;
-    if keys >= MAX_API_KEYS {
+    if working >= MAX_API_KEYS {
         return Err(StoreError::Full(format!(
-            "an account has at most {MAX_API_KEYS} API keys, revoked ones included"
+            "an account has at most {MAX_API_KEYS} working API keys"
         )));
+    }
+    if keys >= MAX_API_KEY_RECORDS {
+        conn.prepare_cached(
+            "DELETE FROM api_keys WHERE id IN (SELECT id FROM api_keys
+             WHERE account = ?1 AND revoked IS NOT NULL ORDER BY revoked, id LIMIT ?2)",
+        )
+        .and_then(|mut s| s.execute(params![id.as_str(), keys - MAX_API_KEY_RECORDS + 1]))
+        .map_err(backend)?;
     }
     insert_key(conn, id, key)
 }
