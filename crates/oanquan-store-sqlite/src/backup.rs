@@ -274,6 +274,11 @@ fn copy_and_check(source: &Connection, path: &Path, version: i32) -> Result<i64,
     if !mode.eq_ignore_ascii_case("delete") {
         return Err(BackupError::Verify(format!("journal mode {mode}")));
     }
+    // The copy is complete by itself: no log of it can be missing (`run_state` came with the
+    // server's "running" mark, which would refuse the restored copy as a file without its log).
+    if version >= 7 {
+        schema::mark_running(&copy, false).map_err(sqlite("marking the copy as complete"))?;
+    }
     let integrity: Vec<String> = copy
         .prepare("PRAGMA integrity_check(5)")
         .and_then(|mut statement| {

@@ -160,7 +160,15 @@ impl SqliteStore {
         schema::refuse_at_sight(&path)?;
         let lock = schema::lock(&path)?;
         let companions = schema::NewCompanions::note(&path);
-        let conn = schema::open_writer(&path).inspect_err(|_| companions.remove())?;
+        let conn = schema::open_writer(&path, lock.previous_log_end())
+            .inspect_err(|_| companions.remove())?;
+        let log_end = lock
+            .log_end_mark()
+            .inspect_err(|error| warn!(%error, "cannot record the log's end in the lock file"))
+            .ok();
+        if let Some(mark) = &log_end {
+            writer::record_log_end(&conn, mark);
+        }
         // Accounts from before schema version 6 get their look (a no-op once filled in).
         accounts::fill_looks(&conn).map_err(|e| OpenError::Corrupt {
             path: path.clone(),
@@ -182,7 +190,17 @@ impl SqliteStore {
             .name("oanquan-sqlite-writer".to_owned())
             .spawn({
                 let file = writer::FileIdentity::of(&path);
-                move || run_writer(conn, &jobs, &writer_cache, &health, &writer_batches, &file)
+                move || {
+                    run_writer(
+                        conn,
+                        &jobs,
+                        &writer_cache,
+                        &health,
+                        &writer_batches,
+                        &file,
+                        log_end.as_ref(),
+                    );
+                }
             })
             .map_err(|source| OpenError::Io {
                 path: path.clone(),

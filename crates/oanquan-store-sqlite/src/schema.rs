@@ -146,6 +146,17 @@ pub(super) const MIGRATIONS: &[&str] = &[
     ALTER TABLE accounts ADD COLUMN username_look TEXT;
     CREATE INDEX accounts_by_look ON accounts (username_look);
     ",
+    // 7: whether a server has the file open: 1 from its start to its clean stop, put into the
+    // file itself (not only its `-wal`) at start, so that the file a killed server left is
+    // refused when its `-wal`, which holds everything since the last checkpoint, is missing
+    // (see `check_log_present`); before, such a file was read as it stood before that log.
+    "
+    CREATE TABLE run_state (
+        id      INTEGER PRIMARY KEY CHECK (id = 1),
+        running INTEGER NOT NULL                -- 1 while a server has the file open
+    ) STRICT;
+    INSERT INTO run_state (id, running) VALUES (1, 0);
+    ",
 ];
 
 /// The schema version this build writes.
@@ -214,6 +225,43 @@ pub enum OpenError {
     Empty {
         /// The file.
         path: PathBuf,
+    },
+    /// An SQLite file with nothing in it (no tables, no application id) that is not empty: a
+    /// new database is made only where no file is, and this is what a killed server of an
+    /// older build left of a new database whose `-wal` is missing.
+    #[error(
+        "{path} is an SQLite database with no tables in it ({size} bytes), not one of ours. \
+         Nothing was changed. If a server was killed and this file's {path}-wal is missing, \
+         the games are in that file: put it back beside this one. If the file is left over, \
+         delete it and the server creates a new database there (see STORAGE.md)"
+    )]
+    NoTables {
+        /// The file.
+        path: PathBuf,
+        /// Its size.
+        size: u64,
+    },
+    /// The last server on the file did not stop cleanly, and the write-ahead log it left,
+    /// which holds every change since its last checkpoint, is missing or empty: read alone,
+    /// the file would lose those changes without a word (see `check_log_present`).
+    #[error(
+        "{path}: the last server on this file did not stop cleanly, and what it logged after \
+         its last checkpoint is missing: its write-ahead log {wal} is missing or empty, and the \
+         file alone ends at event row {found} where the lock file records {recorded}. Nothing \
+         was changed. Put {wal} back beside the database (copy a database with its -wal, or \
+         with `oanquan-server backup`). If it is gone for good, or this file is a copy made \
+         while a server ran, accept the loss with \
+         `sqlite3 {path} \"UPDATE run_state SET running = 0\"` and start again (see STORAGE.md)"
+    )]
+    LostLog {
+        /// The file.
+        path: PathBuf,
+        /// Its write-ahead log's name.
+        wal: PathBuf,
+        /// The last `game_log` row in the file alone.
+        found: i64,
+        /// The last one the lock file records.
+        recorded: i64,
     },
     /// Something that is not a regular file (a directory, a device, a pipe): SQLite only says
     /// "disk I/O error" of it.
@@ -353,6 +401,41 @@ impl OpenError {
 pub(super) struct FileLock {
     file: std::fs::File,
     previous_alive: Option<std::time::SystemTime>,
+    previous_log_end: Option<i64>,
+}
+
+/// Writes into the lock file, after each batch the writer commits, how far `game_log` reached
+/// (its last rowid): the lock file outlives a killed server, and the next one compares it with
+/// the database to tell a log folded into the file by whoever opened it since (all there) from
+/// a log lost or left behind (rows missing; see [`check_log_present`]). Not synced: after a
+/// power cut it may say less than was committed, never more.
+#[derive(Debug)]
+pub(super) struct LogEndMark {
+    file: std::fs::File,
+    pid: u32,
+}
+
+impl LogEndMark {
+    /// Records `end` (one `pwrite` of the whole content, the same length every time).
+    pub(super) fn record(&self, end: i64) {
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::FileExt as _;
+            let _ = self
+                .file
+                .write_at(lock_content(self.pid, Some(end)).as_bytes(), 0);
+        }
+    }
+}
+
+/// What a server writes into its lock file: its pid (for the message of a server refused by
+/// the lock) and, once known, how far the log reached, padded so that every write of one
+/// server has one length.
+fn lock_content(pid: u32, log_end: Option<i64>) -> String {
+    match log_end {
+        Some(end) => format!("{pid} {end:019}\n"),
+        None => format!("{pid}\n"),
+    }
 }
 
 /// How often an open store marks its lock file: the most of a running turn a restart can give
@@ -366,6 +449,20 @@ impl FileLock {
     /// file's modification time as this store found it. `None` for a new lock file.
     pub(super) fn previous_alive(&self) -> Option<std::time::SystemTime> {
         self.previous_alive
+    }
+
+    /// How far the log of the server that had the file before reached, as its lock file
+    /// says (see [`LogEndMark`]). `None` for a new lock file or an older server's.
+    pub(super) fn previous_log_end(&self) -> Option<i64> {
+        self.previous_log_end
+    }
+
+    /// A handle for the writer to record how far the log reaches.
+    pub(super) fn log_end_mark(&self) -> std::io::Result<LogEndMark> {
+        Ok(LogEndMark {
+            file: self.file.try_clone()?,
+            pid: std::process::id(),
+        })
     }
 
     /// Marks the lock file now: the last mark of a clean close, so that the next server
@@ -540,6 +637,18 @@ pub(super) fn lock(path: &Path) -> Result<FileLock, OpenError> {
         .ok()
         .filter(|meta| meta.len() > 0)
         .and_then(|meta| meta.modified().ok());
+    // The last server's record of its log, kept until this one has checked the database
+    // against it and records its own: a start refused for a lost log refuses the next too.
+    let previous_log_end = {
+        use std::io::{Read as _, Seek as _};
+        let mut previous = String::new();
+        let _ = (&file).read_to_string(&mut previous);
+        let _ = file.rewind();
+        previous
+            .split_ascii_whitespace()
+            .nth(1)
+            .and_then(|end| end.parse::<i64>().ok())
+    };
     #[cfg(unix)]
     {
         use rustix::fs::{FlockOperation, flock};
@@ -548,9 +657,9 @@ pub(super) fn lock(path: &Path) -> Result<FileLock, OpenError> {
             if errno != rustix::io::Errno::WOULDBLOCK {
                 return Err(io("locking the lock file")(errno.into()));
             }
-            let mut pid = String::new();
-            let _ = file.read_to_string(&mut pid);
-            let pid = pid.trim();
+            let mut content = String::new();
+            let _ = file.read_to_string(&mut content);
+            let pid = content.split_ascii_whitespace().next().unwrap_or_default();
             let holder = if !pid.is_empty() && pid.bytes().all(|b| b.is_ascii_digit()) {
                 format!(" (pid {pid})")
             } else {
@@ -562,15 +671,19 @@ pub(super) fn lock(path: &Path) -> Result<FileLock, OpenError> {
                 holder,
             });
         }
-        // For the message above only; the lock is what counts.
-        let _ = file
-            .set_len(0)
-            .and_then(|()| file.rewind())
-            .and_then(|()| writeln!(file, "{}", std::process::id()));
+        // The pid is for the message above only; the lock is what counts.
+        let _ = file.set_len(0).and_then(|()| file.rewind()).and_then(|()| {
+            write!(
+                file,
+                "{}",
+                lock_content(std::process::id(), previous_log_end)
+            )
+        });
     }
     Ok(FileLock {
         file,
         previous_alive,
+        previous_log_end,
     })
 }
 
@@ -621,7 +734,7 @@ pub(super) fn vet_header(conn: &Connection, path: &Path) -> Result<Header, OpenE
 }
 
 /// Checks an existing file without writing to it: blank, or ours at a known version and intact.
-fn check(path: &Path) -> Result<(), OpenError> {
+fn check(path: &Path, previous_log_end: Option<i64>) -> Result<(), OpenError> {
     let error = |context| OpenError::sqlite(path, context);
     check_format_versions(path)?;
     let conn = Connection::open_with_flags(
@@ -631,8 +744,12 @@ fn check(path: &Path) -> Result<(), OpenError> {
     .map_err(error("opening read-only to check it"))?;
     conn.busy_timeout(BUSY_TIMEOUT)
         .map_err(error("setting the busy timeout"))?;
-    if vet_header(&conn, path)?.blank {
-        return Ok(());
+    let header = vet_header(&conn, path)?;
+    if header.blank {
+        return Err(OpenError::NoTables {
+            path: path.to_owned(),
+            size: std::fs::metadata(path).map_or(0, |meta| meta.len()),
+        });
     }
     // Reads every page once: fast for our sizes, and a damaged file is refused at start rather
     // than half way through a game.
@@ -651,6 +768,95 @@ fn check(path: &Path) -> Result<(), OpenError> {
             path: path.to_owned(),
             detail: problems.join("; "),
         });
+    }
+    check_log_present(path, header.version, previous_log_end)
+}
+
+/// The name of `path`'s write-ahead log.
+pub(super) fn wal_of(path: &Path) -> PathBuf {
+    let mut wal = path.as_os_str().to_owned();
+    wal.push("-wal");
+    PathBuf::from(wal)
+}
+
+/// Refuses a file whose last server did not stop cleanly (`run_state.running` is 1) and whose
+/// log is gone: the `-wal` is missing or holds not even a header, and the file alone ends
+/// before the log's end that server recorded in the lock file ([`LogEndMark`]). SQLite would
+/// read the file as it stood at the last checkpoint and say nothing: an outside probe emptied
+/// the log of a killed server, and the next one started on an "intact" database without any of
+/// the 344 moves it had acknowledged. A log folded into the file since (any connection that
+/// closes last does that: `sqlite3`, a backup) leaves the file complete, and is accepted.
+fn check_log_present(
+    path: &Path,
+    version: i32,
+    previous_log_end: Option<i64>,
+) -> Result<(), OpenError> {
+    /// SQLite's WAL header: a log shorter than this holds no frame.
+    const WAL_HEADER: u64 = 32;
+    let Some(recorded) = previous_log_end else {
+        return Ok(());
+    };
+    let wal = wal_of(path);
+    if version < 7 || std::fs::metadata(&wal).is_ok_and(|meta| meta.len() >= WAL_HEADER) {
+        return Ok(());
+    }
+    // `immutable=1`: the file alone, without its log or the log's index.
+    let alone = Connection::open_with_flags(
+        file_uri(path, "immutable=1"),
+        OpenFlags::SQLITE_OPEN_READ_ONLY
+            | OpenFlags::SQLITE_OPEN_URI
+            | OpenFlags::SQLITE_OPEN_NO_MUTEX,
+    )
+    .map_err(OpenError::sqlite(path, "reading the file without its log"))?;
+    let (running, end): (i64, i64) = alone
+        .query_row(
+            "SELECT (SELECT running FROM run_state WHERE id = 1),
+                    (SELECT coalesce(max(rowid), 0) FROM game_log)",
+            [],
+            |row| Ok((row.get::<_, Option<i64>>(0)?.unwrap_or(0), row.get(1)?)),
+        )
+        .map_err(OpenError::sqlite(path, "reading the file without its log"))?;
+    if running == 0 || end >= recorded {
+        return Ok(());
+    }
+    Err(OpenError::LostLog {
+        path: path.to_owned(),
+        wal,
+        found: end,
+        recorded,
+    })
+}
+
+/// `path` as an SQLite `file:` URI with `query`: every byte but unreserved ones and `/`
+/// percent-encoded, so that `?`, `#` and `%` in a name stay part of it.
+fn file_uri(path: &Path, query: &str) -> String {
+    use std::fmt::Write as _;
+    let absolute = std::path::absolute(path).unwrap_or_else(|_| path.to_owned());
+    let mut uri = String::from("file:");
+    for &byte in absolute.as_os_str().as_encoded_bytes() {
+        if byte.is_ascii_alphanumeric() || b"/-._~".contains(&byte) {
+            uri.push(char::from(byte));
+        } else {
+            let _ = write!(uri, "%{byte:02X}");
+        }
+    }
+    uri.push('?');
+    uri.push_str(query);
+    uri
+}
+
+/// Marks the file as open by a server (`run_state.running = 1`) and folds the log into it, so
+/// that the mark is in the file itself: see [`check_log_present`]; or, at a clean stop, as
+/// closed (the writer's last checkpoint then folds that in).
+pub(super) fn mark_running(conn: &Connection, running: bool) -> rusqlite::Result<()> {
+    conn.execute(
+        "UPDATE run_state SET running = ?1 WHERE id = 1",
+        [i64::from(running)],
+    )?;
+    if running {
+        conn.query_row("PRAGMA wal_checkpoint(PASSIVE)", [], |row| {
+            row.get::<_, i64>(0)
+        })?;
     }
     Ok(())
 }
@@ -708,8 +914,9 @@ impl NewCompanions {
 }
 
 /// Refuses an SQLite header whose file format versions (bytes 18 and 19: 1 for a rollback
-/// journal, 2 for WAL) are anything else: SQLite would open such a file read-only, or not at
-/// all, and the server would call a damaged header a file it cannot write.
+/// journal, 2 for WAL) are anything else (SQLite would open such a file read-only, or not at
+/// all, and the server would call a damaged header a file it cannot write), and a file that is
+/// not a whole number of pages.
 fn check_format_versions(path: &Path) -> Result<(), OpenError> {
     use std::io::Read as _;
     let mut header = [0_u8; 20];
@@ -719,19 +926,36 @@ fn check_format_versions(path: &Path) -> Result<(), OpenError> {
         return Ok(());
     }
     let (write, read) = (header[18], header[19]);
-    if [write, read]
+    if ![write, read]
         .iter()
         .all(|version| (1..=2).contains(version))
     {
-        return Ok(());
+        return Err(OpenError::Corrupt {
+            path: path.to_owned(),
+            detail: format!(
+                "its header gives file format versions {write} (write) and {read} (read), \
+                 where SQLite writes 1 or 2: the header is damaged"
+            ),
+        });
     }
-    Err(OpenError::Corrupt {
-        path: path.to_owned(),
-        detail: format!(
-            "its header gives file format versions {write} (write) and {read} (read), where \
-             SQLite writes 1 or 2: the header is damaged"
-        ),
-    })
+    // SQLite writes whole pages only, so any other size is a file cut short (or added to) by
+    // something else. SQLite would read what is there, and the server would write to it: an
+    // outside probe cut one byte off, and the file passed the start's checks.
+    let page = match u16::from_be_bytes([header[16], header[17]]) {
+        1 => 65_536,
+        size => u64::from(size),
+    };
+    let size = std::fs::metadata(path).map_or(0, |meta| meta.len());
+    if page.is_power_of_two() && (512..=65_536).contains(&page) && size % page != 0 {
+        return Err(OpenError::Corrupt {
+            path: path.to_owned(),
+            detail: format!(
+                "its size, {size} bytes, is not a whole number of its {page}-byte pages: the \
+                 file was cut short, or something was added to it"
+            ),
+        });
+    }
+    Ok(())
 }
 
 /// What SQLite makes of `path` when it does not read it as a file name: `:memory:` and
@@ -774,10 +998,13 @@ pub(super) fn refuse_at_sight(path: &Path) -> Result<bool, OpenError> {
 /// # Errors
 ///
 /// [`OpenError`]; the file is unchanged unless it was ours or blank.
-pub(super) fn open_writer(path: &Path) -> Result<Connection, OpenError> {
+pub(super) fn open_writer(
+    path: &Path,
+    previous_log_end: Option<i64>,
+) -> Result<Connection, OpenError> {
     let error = |context| OpenError::sqlite(path, context);
     if refuse_at_sight(path)? {
-        check(path)?;
+        check(path, previous_log_end)?;
     }
     let mut conn = Connection::open_with_flags(
         path,
@@ -835,6 +1062,10 @@ pub(super) fn open_writer(path: &Path) -> Result<Connection, OpenError> {
         return Err(refused);
     }
     probe_write(&mut conn).map_err(|source| OpenError::NotWritable {
+        path: path.to_owned(),
+        detail: source.to_string(),
+    })?;
+    mark_running(&conn, true).map_err(|source| OpenError::NotWritable {
         path: path.to_owned(),
         detail: source.to_string(),
     })?;

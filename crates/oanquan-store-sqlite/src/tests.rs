@@ -220,7 +220,7 @@ async fn a_failed_commit_in_a_batch_rolls_back_alone() {
     let (state_a, state_b) = (store.load(&a).await.unwrap(), store.load(&b).await.unwrap());
     let (seq_a, seq_b) = (state_a.info().sequence, state_b.info().sequence);
     // A second writing connection, driven by hand to control the batch.
-    let mut conn = schema::open_writer(&path).unwrap();
+    let mut conn = schema::open_writer(&path, None).unwrap();
     let (results, _) = write_batch(
         &mut conn,
         &mut vec![
@@ -263,7 +263,7 @@ async fn a_commit_on_a_stale_head_is_refused_by_the_log() {
     let (a, _) = new_game(&manager, Preset::Standard.rules()).await;
     let state = store.load(&a).await.unwrap();
     let seq = state.info().sequence;
-    let mut conn = schema::open_writer(&path).unwrap();
+    let mut conn = schema::open_writer(&path, None).unwrap();
     let none = (&Checkpoints::new(), &Heads::new());
 
     let Answer { state, head, .. } =
@@ -355,7 +355,7 @@ async fn a_commit_failing_midway_is_undone_and_the_rest_of_its_batch_commits() {
         time: SystemTime::now(),
     };
     let [state_a, state_b, state_c] = states;
-    let mut conn = schema::open_writer(&path).unwrap();
+    let mut conn = schema::open_writer(&path, None).unwrap();
     let (results, _) = write_batch(
         &mut conn,
         &mut vec![
@@ -1104,7 +1104,7 @@ async fn a_version_2_database_is_migrated_and_its_games_read_as_untimed() {
         .query_row("PRAGMA user_version", [], |row| row.get(0))
         .unwrap();
     assert_eq!(version, SCHEMA_VERSION);
-    assert_eq!(SCHEMA_VERSION, 6);
+    assert_eq!(SCHEMA_VERSION, 7);
     for (id, before) in ids.iter().zip(&before) {
         let after = stored(&store, id).await;
         let info = &after.info;
@@ -1352,6 +1352,27 @@ async fn a_header_with_an_unknown_format_version_is_refused_as_damaged() {
         assert_eq!(std::fs::read(&copy).unwrap(), bytes, "left untouched");
     }
     SqliteStore::open(&path).expect("the undamaged file still opens");
+}
+
+/// A file that is not a whole number of pages was cut short or added to by something else: an
+/// outside probe cut one byte off, the file passed the start's checks, and the server then
+/// wrote to it.
+#[tokio::test]
+async fn a_file_that_is_not_whole_pages_is_refused_as_damaged() {
+    let (dir, path) = closed_fresh_store().await;
+    let whole = std::fs::read(&path).unwrap();
+    for (name, bytes) in [
+        ("short", whole[..whole.len() - 1].to_vec()),
+        ("long", [whole.as_slice(), b"x"].concat()),
+    ] {
+        let copy = dir.path().join(format!("{name}.db"));
+        std::fs::write(&copy, &bytes).unwrap();
+        let error = SqliteStore::open(&copy).unwrap_err();
+        assert!(matches!(error, OpenError::Corrupt { .. }), "{error}");
+        assert!(error.to_string().contains("not a whole number"), "{error}");
+        assert_eq!(std::fs::read(&copy).unwrap(), bytes, "left untouched");
+    }
+    SqliteStore::open(&path).expect("the whole file still opens");
 }
 
 /// A game's status column that is not the status in its record (a flipped byte: `finishec`)

@@ -20,6 +20,7 @@ use crate::codec::{
 };
 use crate::fault::{backend, is_unique_violation};
 use crate::plain::after_plain_move;
+use crate::schema::LogEndMark;
 use crate::schema::{self};
 
 /// Most commits in one transaction. Bounds the latency one batch adds to its last member.
@@ -166,6 +167,7 @@ pub(crate) fn run_writer(
     health: &watch::Sender<bool>,
     batches: &BatchObserver,
     file: &FileIdentity,
+    log_end: Option<&LogEndMark>,
 ) {
     // `Some(wait)` while the file cannot be written: try a probe write after `wait`.
     let mut backoff: Option<Duration> = None;
@@ -253,6 +255,11 @@ pub(crate) fn run_writer(
             set_writable(health, true, None);
             backoff = None;
         }
+        if results.iter().any(Result::is_ok)
+            && let Some(mark) = log_end
+        {
+            record_log_end(&conn, mark);
+        }
         for (write, outcome) in writes.drain(..).zip(outcomes) {
             write.answer(outcome);
         }
@@ -309,6 +316,10 @@ pub(crate) fn run_writer(
     // up to date, so that the file at rest has every game's summary in its row (loads do not
     // need it: they replay the log from any row).
     write_current_rows(&mut conn, cache, &checkpoints);
+    // A clean stop: the next server need not look for a log (see `schema::check_log_present`).
+    if let Err(error) = crate::schema::mark_running(&conn, false) {
+        warn!(%error, "marking the database as stopped cleanly");
+    }
     // The readers are closed already. Fold the
     // whole WAL into the file so that the file alone holds every game, then close: as the last
     // connection, closing removes the -wal and -shm files.
@@ -319,6 +330,17 @@ pub(crate) fn run_writer(
     }
     if let Err((_, error)) = conn.close() {
         warn!(%error, "closing the database");
+    }
+}
+
+/// Records in the lock file how far `game_log` reaches now (see `schema::LogEndMark`): after a
+/// commit, before its callers are answered.
+pub(crate) fn record_log_end(conn: &Connection, mark: &LogEndMark) {
+    let end = conn
+        .prepare_cached("SELECT coalesce(max(rowid), 0) FROM game_log")
+        .and_then(|mut statement| statement.query_row([], |row| row.get::<_, i64>(0)));
+    if let Ok(end) = end {
+        mark.record(end);
     }
 }
 

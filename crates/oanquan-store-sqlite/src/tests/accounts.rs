@@ -259,7 +259,7 @@ async fn account_writes_in_one_batch_fail_alone() {
             job(move |conn| crate::accounts::create(conn, &hoa, &hoa_key)),
         ]
     };
-    let mut conn = schema::open_writer(&path).unwrap();
+    let mut conn = schema::open_writer(&path, None).unwrap();
     let (results, outcomes) = write_batch(
         &mut conn,
         &mut vec![

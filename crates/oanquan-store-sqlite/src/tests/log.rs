@@ -211,6 +211,117 @@ async fn plain_moves_logged_after_their_row_replay_exactly() {
     reads_as_before(&copied, &ids, &accounts, &before, &all_before).await;
 }
 
+/// What a killed server leaves, copied while the store runs into `to`: the database, its log
+/// and its lock file (which records how far the log reached).
+fn copy_as_killed(path: &Path, to: &Path) {
+    for suffix in ["", "-wal", ".lock"] {
+        let from = format!("{}{suffix}", path.display());
+        if Path::new(&from).exists() {
+            std::fs::copy(&from, format!("{}{suffix}", to.display())).unwrap();
+        }
+    }
+}
+
+/// A killed server's file whose log was lost (emptied, or not copied with it) is refused, and
+/// left as it was; with its log back, every game reads as acknowledged. An outside probe
+/// emptied the log, and the next server started on an "intact" database without any of the
+/// 344 moves it had acknowledged.
+#[tokio::test]
+async fn a_killed_servers_file_without_its_log_is_refused_until_the_log_is_back() {
+    let (dir, path, store) = fresh_store();
+    let (ids, accounts, _, _) = fill(&store).await;
+    let (before, all_before) = read_back(&store, &ids, &accounts).await;
+    let copy = dir.path().join("copy.db");
+    copy_as_killed(&path, &copy);
+    let wal = dir.path().join("copy.db-wal");
+    let kept_log = std::fs::read(&wal).unwrap();
+    for lose in [
+        |wal: &Path| std::fs::remove_file(wal).unwrap(),
+        |wal: &Path| std::fs::write(wal, b"").unwrap(),
+    ] {
+        lose(&wal);
+        let file = std::fs::read(&copy).unwrap();
+        for _ in 0..2 {
+            match SqliteStore::open(&copy) {
+                Err(OpenError::LostLog {
+                    found, recorded, ..
+                }) => assert!(found < recorded, "{found} {recorded}"),
+                other => panic!("expected a lost log, got {other:?}"),
+            }
+            assert_eq!(
+                std::fs::read(&copy).unwrap(),
+                file,
+                "the file is left alone"
+            );
+        }
+        let said = SqliteStore::open(&copy).unwrap_err().to_string();
+        assert!(
+            said.contains("copy.db-wal") && said.contains("did not stop cleanly"),
+            "{said}"
+        );
+    }
+    std::fs::write(&wal, &kept_log).unwrap();
+    let copied: Arc<dyn GameStore> = Arc::new(SqliteStore::open(&copy).unwrap());
+    reads_as_before(&copied, &ids, &accounts, &before, &all_before).await;
+}
+
+/// A log folded into the file after the kill (whoever opens the file and closes it last does
+/// that: `sqlite3`, a script) leaves the file complete: it is accepted, as is a backup put in
+/// place of the file.
+#[tokio::test]
+async fn a_killed_servers_file_with_its_log_folded_in_or_a_backup_opens() {
+    let (dir, path, store) = fresh_store();
+    let (ids, accounts, _, _) = fill(&store).await;
+    let (before, all_before) = read_back(&store, &ids, &accounts).await;
+    let copy = dir.path().join("copy.db");
+    copy_as_killed(&path, &copy);
+    let conn = Connection::open(&copy).unwrap();
+    let games: i64 = conn
+        .query_row("SELECT count(*) FROM games", [], |row| row.get(0))
+        .unwrap();
+    assert!(games > 0);
+    drop(conn);
+    assert!(
+        !dir.path().join("copy.db-wal").exists(),
+        "folded and removed"
+    );
+    let copied: Arc<dyn GameStore> = Arc::new(SqliteStore::open(&copy).unwrap());
+    reads_as_before(&copied, &ids, &accounts, &before, &all_before).await;
+    copied.close().await;
+    drop(copied);
+
+    // A backup (complete by itself) in place of a killed server's file, beside its lock file.
+    let restored = dir.path().join("restored.db");
+    copy_as_killed(&path, &restored);
+    std::fs::remove_file(dir.path().join("restored.db-wal")).unwrap();
+    std::fs::remove_file(&restored).unwrap();
+    crate::backup(&path, &restored, false).unwrap();
+    let restored: Arc<dyn GameStore> = Arc::new(SqliteStore::open(&restored).unwrap());
+    reads_as_before(&restored, &ids, &accounts, &before, &all_before).await;
+}
+
+/// An SQLite file with no tables that is not empty is not taken for a new database: it is what
+/// a server of an older build left of a new database whose log was lost.
+#[test]
+fn an_sqlite_file_without_tables_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("games.db");
+    let conn = Connection::open(&path).unwrap();
+    let _: String = conn
+        .query_row("PRAGMA journal_mode = WAL", [], |row| row.get(0))
+        .unwrap();
+    drop(conn);
+    let file = std::fs::read(&path).unwrap();
+    assert!(!file.is_empty());
+    match SqliteStore::open(&path) {
+        Err(error @ OpenError::NoTables { .. }) => {
+            assert!(error.to_string().contains("-wal"), "{error}");
+        }
+        other => panic!("expected no tables, got {other:?}"),
+    }
+    assert_eq!(std::fs::read(&path).unwrap(), file);
+}
+
 /// A row followed in the log by anything but plain moves is a damaged game, not a guess.
 #[tokio::test]
 async fn a_log_after_its_row_that_is_not_plain_moves_is_damaged() {
