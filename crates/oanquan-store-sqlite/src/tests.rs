@@ -1354,6 +1354,37 @@ async fn a_header_with_an_unknown_format_version_is_refused_as_damaged() {
     SqliteStore::open(&path).expect("the undamaged file still opens");
 }
 
+/// A game row whose `sequence` is past its log (edited or damaged) is a damaged game: every
+/// commit to it answers so, instead of a lost race that a retry never wins (an outside probe's
+/// edited row answered "changing too fast; retry" to every move, and logged nothing).
+#[tokio::test]
+async fn a_row_past_its_log_is_a_damaged_game_not_a_race() {
+    for bad in [i64::MAX, 1_000, -5] {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("games.db");
+        let store: Arc<dyn GameStore> = Arc::new(SqliteStore::open(&path).unwrap());
+        let (games, _hub) = manager(Arc::clone(&store));
+        let (id, tokens) = new_game(&games, Preset::Standard.rules()).await;
+        drop(games);
+        store.close().await;
+        drop(store);
+        Connection::open(&path)
+            .unwrap()
+            .execute(
+                "UPDATE games SET sequence = ?2, move_count = ?2 WHERE id = ?1",
+                params![id.as_str(), bad],
+            )
+            .unwrap();
+        let store: Arc<dyn GameStore> = Arc::new(SqliteStore::open(&path).unwrap());
+        let (games, _hub) = manager(Arc::clone(&store));
+        let mv = games.get_game(&id).await.unwrap().position.legal_moves()[0];
+        match games.play_move(&id, &tokens[0], mv, None).await {
+            Err(oanquan_game::GameError::GameDamaged(damaged)) => assert_eq!(damaged, id),
+            other => panic!("{bad}: expected a damaged game, got {other:?}"),
+        }
+    }
+}
+
 /// A file that is not a whole number of pages was cut short or added to by something else: an
 /// outside probe cut one byte off, the file passed the start's checks, and the server then
 /// wrote to it.

@@ -20,8 +20,7 @@ use crate::codec::{
 };
 use crate::fault::{backend, is_unique_violation};
 use crate::plain::after_plain_move;
-use crate::schema::LogEndMark;
-use crate::schema::{self};
+use crate::schema::{self, LogEndMark};
 
 /// Most commits in one transaction. Bounds the latency one batch adds to its last member.
 pub const MAX_BATCH: usize = 256;
@@ -811,6 +810,18 @@ fn stored_game(
             })
             .map_err(backend)?
             .ok_or(StoreError::NotFound)?;
+        // The row is written at one of its log's events, never past the last: a row that says
+        // otherwise is damaged, and would refuse every commit as a race lost to a game that is
+        // far ahead (an outside probe's edited row answered "changing too fast; retry" forever).
+        if row_sequence < 0 || current.is_some_and(|last| row_sequence > last) {
+            return Err(crate::fault::corrupt(
+                &commit.state.info().id,
+                format_args!(
+                    "its row says event {row_sequence}, past its log's last ({})",
+                    current.unwrap_or(0)
+                ),
+            ));
+        }
         let current = current.unwrap_or(row_sequence).max(row_sequence) as u64;
         if current != expected {
             return Err(StoreError::Conflict { current });
