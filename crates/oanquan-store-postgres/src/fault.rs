@@ -106,8 +106,8 @@ impl Damage {
             error!(
                 damaged = %what,
                 %error,
-                "stored data does not load; it is skipped in listings and the lobby, and the \
-                 game's own calls answer DATA_LOSS (see STORAGE.md)"
+                "stored data does not load; the calls that read it answer DATA_LOSS, and listings \
+                 and the lobby skip what of it they cannot read (see STORAGE.md)"
             );
         } else {
             debug!(damaged = %what, "skipping damaged stored data");
