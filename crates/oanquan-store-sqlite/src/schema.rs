@@ -263,6 +263,21 @@ pub enum OpenError {
         /// The last one the lock file records.
         recorded: i64,
     },
+    /// Something that is not a regular file where SQLite keeps the database's `-wal` or `-shm`.
+    #[error(
+        "{path}: {companion} is {kind}, where SQLite keeps the database's {what}. Nothing was \
+         changed. Move it away (SQLite makes no such thing), then start again"
+    )]
+    CompanionNotAFile {
+        /// The database.
+        path: PathBuf,
+        /// The companion's name.
+        companion: PathBuf,
+        /// What is there.
+        kind: &'static str,
+        /// "write-ahead log" or "shared-memory index of its log".
+        what: &'static str,
+    },
     /// Something that is not a regular file (a directory, a device, a pipe): SQLite only says
     /// "disk I/O error" of it.
     #[error(
@@ -351,11 +366,7 @@ impl OpenError {
     pub(crate) fn not_a_file(path: &Path, metadata: &std::fs::Metadata) -> OpenError {
         OpenError::NotAFile {
             path: path.to_owned(),
-            kind: if metadata.is_dir() {
-                "a directory"
-            } else {
-                "a special file (a pipe, socket or device)"
-            },
+            kind: kind_of(metadata),
         }
     }
 
@@ -380,6 +391,15 @@ impl OpenError {
                 }
             }
         }
+    }
+}
+
+/// What a path that is not a regular file is, for a message.
+fn kind_of(metadata: &std::fs::Metadata) -> &'static str {
+    if metadata.is_dir() {
+        "a directory"
+    } else {
+        "a special file (a pipe, socket or device)"
     }
 }
 
@@ -982,6 +1002,27 @@ pub(super) fn refuse_at_sight(path: &Path) -> Result<bool, OpenError> {
             path: path.to_owned(),
             what,
         });
+    }
+    // The companions SQLite keeps beside the file: something else in their place is refused by
+    // its own name (SQLite only said "unable to open database file" of a `-wal` folder, and took
+    // a `-wal` pipe for no log and the database for a new one).
+    for (suffix, what) in [
+        ("-wal", "write-ahead log"),
+        ("-shm", "shared-memory index of its log"),
+    ] {
+        let mut companion = path.as_os_str().to_owned();
+        companion.push(suffix);
+        let companion = PathBuf::from(companion);
+        if let Ok(metadata) = std::fs::metadata(&companion)
+            && !metadata.is_file()
+        {
+            return Err(OpenError::CompanionNotAFile {
+                path: path.to_owned(),
+                companion,
+                kind: kind_of(&metadata),
+                what,
+            });
+        }
     }
     match std::fs::metadata(path) {
         Ok(metadata) if !metadata.is_file() => Err(OpenError::not_a_file(path, &metadata)),

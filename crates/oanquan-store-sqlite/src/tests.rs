@@ -1385,6 +1385,49 @@ async fn a_row_past_its_log_is_a_damaged_game_not_a_race() {
     }
 }
 
+/// A folder, a pipe or a device where SQLite keeps the `-wal` or `-shm` is refused by its own
+/// name, before anything is opened: SQLite only said "unable to open database file", and took a
+/// `-wal` pipe for no log, the database for a new one, and removed the pipe and the `-shm`.
+#[tokio::test]
+async fn a_companion_that_is_not_a_file_is_refused_by_its_name() {
+    let (dir, path) = closed_fresh_store().await;
+    let whole = std::fs::read(&path).unwrap();
+    for suffix in ["-wal", "-shm"] {
+        let companion = dir.path().join(format!("games.db{suffix}"));
+        for make in [
+            |at: &Path| std::fs::create_dir(at).unwrap(),
+            |at: &Path| std::os::unix::fs::symlink("/dev/zero", at).unwrap(),
+            |at: &Path| {
+                let made = std::process::Command::new("mkfifo")
+                    .arg(at)
+                    .status()
+                    .unwrap();
+                assert!(made.success());
+            },
+        ] {
+            make(&companion);
+            let error = SqliteStore::open(&path).unwrap_err();
+            let said = error.to_string();
+            assert!(
+                matches!(error, OpenError::CompanionNotAFile { .. })
+                    && said.contains(&format!("games.db{suffix}")),
+                "{said}"
+            );
+            assert_eq!(std::fs::read(&path).unwrap(), whole, "left untouched");
+            assert!(
+                std::fs::symlink_metadata(&companion).is_ok(),
+                "left in place"
+            );
+            if std::fs::symlink_metadata(&companion).unwrap().is_dir() {
+                std::fs::remove_dir(&companion).unwrap();
+            } else {
+                std::fs::remove_file(&companion).unwrap();
+            }
+        }
+    }
+    SqliteStore::open(&path).expect("opens once they are gone");
+}
+
 /// A file that is not a whole number of pages was cut short or added to by something else: an
 /// outside probe cut one byte off, the file passed the start's checks, and the server then
 /// wrote to it.
