@@ -1643,3 +1643,114 @@ async fn a_seat_paired_on_a_revoked_key_is_not_handed_out() {
     assert!(s.manager.revoke_api_key(&lan.id, "nope").await.is_err());
     assert!(!revocations.has_changed().unwrap());
 }
+
+/// An outside probe accepted every seek in the lobby from one address and never moved: most
+/// honest seekers were paired with it, waited out the first-move limit and got an aborted
+/// game. A player that walked away from three such games within the hour may not seek or
+/// accept a seek for a while; its victims, a loopback client and a game vs the computer are
+/// not counted against anyone.
+#[tokio::test]
+async fn a_player_who_walks_away_from_seek_games_is_paused() {
+    use crate::walkaway::{PAUSE, STRIKES};
+    let s = service();
+    let pool = pool(&s);
+    let sniper: IpAddr = "192.0.2.2".parse().unwrap();
+    let (sniper_account, _) = s.register("Sniper").await;
+    let honest: IpAddr = "198.51.100.7".parse().unwrap();
+    let honest_seek = || SeekRequest {
+        client: Some(honest),
+        ..seek_request(None, false, None)
+    };
+    for round in 0..STRIKES {
+        let mut waiting_seek = waiting(pool.seek(honest_seek()).await.unwrap());
+        let seated = pool
+            .accept(
+                &waiting_seek.info().id.clone(),
+                "",
+                Some(sniper),
+                Some(&sniper_account),
+            )
+            .await
+            .unwrap_or_else(|e| panic!("round {round}: {e}"));
+        let victim = answer(&mut waiting_seek).await;
+        // The sniper aborts (as the first-move limit would for it): the game ends by its seat.
+        s.manager
+            .abort(&seated.game.id, seated.token.clone())
+            .await
+            .unwrap();
+        // The victim is never paused for it.
+        assert_eq!(victim.game.id, seated.game.id);
+    }
+    let honest_again = waiting(pool.seek(honest_seek()).await.unwrap());
+    let paused = pool
+        .accept(
+            &honest_again.info().id.clone(),
+            "",
+            Some(sniper),
+            Some(&sniper_account),
+        )
+        .await
+        .unwrap_err();
+    match &paused {
+        GameError::SeekPaused {
+            walkaways,
+            retry_after,
+            ..
+        } => {
+            assert_eq!(*walkaways, STRIKES);
+            assert!(*retry_after <= PAUSE && *retry_after > PAUSE - Duration::from_secs(60));
+        }
+        other => panic!("expected a pause, got {other:?}"),
+    }
+    assert!(
+        paused.to_string().contains("walked away from 3 games"),
+        "{paused}"
+    );
+    // Seeking is paused too, from that address (anonymously) and for that account (from
+    // another address); the honest seek is still open for others.
+    let anonymous = pool
+        .seek(SeekRequest {
+            client: Some(sniper),
+            ..seek_request(None, false, None)
+        })
+        .await;
+    assert!(
+        matches!(anonymous, Err(GameError::SeekPaused { .. })),
+        "{anonymous:?}"
+    );
+    let elsewhere = pool
+        .seek(SeekRequest {
+            client: Some("203.0.113.9".parse().unwrap()),
+            ..seek_request(Some(&sniper_account), false, None)
+        })
+        .await;
+    assert!(
+        matches!(elsewhere, Err(GameError::SeekPaused { .. })),
+        "{elsewhere:?}"
+    );
+    assert_eq!(pool.list().len(), 1);
+    // The honest player, whose games the sniper walked away from, seeks and is paired.
+    let other: IpAddr = "198.51.100.99".parse().unwrap();
+    let paired_honestly = pool
+        .accept(&honest_again.info().id.clone(), "Guest", Some(other), None)
+        .await
+        .unwrap();
+    assert!(!paired_honestly.game.status.is_over());
+    drop(honest_again);
+    let again = waiting(pool.seek(honest_seek()).await.unwrap());
+    drop(again);
+    // A loopback client is exempt, as from the other per-client limits.
+    let local: IpAddr = "127.0.0.1".parse().unwrap();
+    for _ in 0..=STRIKES {
+        let mut waiting_seek = waiting(pool.seek(honest_seek()).await.unwrap());
+        let seated = pool
+            .accept(&waiting_seek.info().id.clone(), "Guest", Some(local), None)
+            .await
+            .unwrap();
+        answer(&mut waiting_seek).await;
+        s.manager
+            .abort(&seated.game.id, seated.token.clone())
+            .await
+            .unwrap();
+    }
+}

@@ -175,6 +175,20 @@ pub enum GameError {
     /// A seek that the caller cannot accept (a rating range it is outside of, its own seek).
     #[error("cannot accept this seek: {0}")]
     SeekRefused(String),
+    /// The caller walked away from too many of the games that seeks paired it into: it may not
+    /// seek or accept a seek for a while (see [`crate::walkaway`]).
+    #[error(
+        "{who} walked away from {walkaways} games that seeks paired it into within the last hour (aborted them, or did not make the first move in time), so it may not seek or accept a seek for {}; create a game or join one by id meanwhile",
+        crate::clock::format_duration(std::time::Duration::from_secs(.retry_after.as_secs() + 1))
+    )]
+    SeekPaused {
+        /// "your address" or "your account".
+        who: &'static str,
+        /// The walkaways counted.
+        walkaways: usize,
+        /// How long the pause lasts from now.
+        retry_after: std::time::Duration,
+    },
     /// A bug or a broken store. The message is logged; clients get a generic one.
     #[error("internal error: {0}")]
     Internal(String),

@@ -40,6 +40,7 @@ pub mod timing;
 mod token;
 pub mod transition;
 pub mod username;
+pub mod walkaway;
 mod watch;
 
 pub use clock::{ClockReading, TimeControl, TimePolicy};

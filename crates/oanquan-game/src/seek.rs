@@ -35,6 +35,7 @@ use crate::rating::{MAX_RATING, MIN_RATING};
 use crate::store::StoreError;
 use crate::text;
 use crate::token::{PlayerToken, TokenHash, random_game_id};
+use crate::walkaway::{Walkaways, Walker};
 
 /// A seek as everyone sees it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -349,6 +350,8 @@ pub struct SeekPool {
     board: Option<Arc<dyn SeekBoard>>,
     /// One re-read of the board at a time, so that the mirror moves only forwards.
     syncing: tokio::sync::Mutex<()>,
+    /// Who walked away from the games seeks made (see [`crate::walkaway`]).
+    walkaways: Walkaways,
 }
 
 impl std::fmt::Debug for SeekPool {
@@ -368,6 +371,8 @@ pub struct SeekTicket {
     info: SeekInfo,
     computer: Option<(Duration, Level)>,
     reply: Reply,
+    /// Whom the pairing counts for (see [`crate::walkaway`]).
+    walkers: Vec<Walker>,
 }
 
 /// How a waiting seeker learns its game.
@@ -398,6 +403,14 @@ impl SeekTicket {
     ///
     /// Whatever creating the game failed with.
     pub async fn wait(&mut self) -> Result<Seated, GameError> {
+        let seated = self.wait_for_seat().await?;
+        self.pool
+            .walkaways
+            .record(&self.walkers, &seated.game.id, seated.seat);
+        Ok(seated)
+    }
+
+    async fn wait_for_seat(&mut self) -> Result<Seated, GameError> {
         if let Some((after, level)) = self.computer {
             tokio::select! {
                 answer = self.answer() => return answer,
@@ -530,6 +543,7 @@ impl SeekPool {
             limits,
             board: None,
             syncing: tokio::sync::Mutex::new(()),
+            walkaways: Walkaways::default(),
         })
     }
 
@@ -550,6 +564,7 @@ impl SeekPool {
             limits,
             board: Some(board),
             syncing: tokio::sync::Mutex::new(()),
+            walkaways: Walkaways::default(),
         });
         let weak: Weak<SeekPool> = Arc::downgrade(&pool);
         tokio::spawn(async move {
@@ -677,6 +692,38 @@ impl SeekPool {
     /// [`GameError::InvalidArgument`] for a bad name, [`GameError::LimitExceeded`] when the
     /// pool or the client's share of it is full, failures creating the game.
     pub async fn seek(self: &Arc<Self>, request: SeekRequest) -> Result<SeekOutcome, GameError> {
+        let walkers = self.walkers(request.client, request.account.as_ref());
+        self.walkaways.check(&self.manager, &walkers).await?;
+        Ok(match self.seek_unpaused(request).await? {
+            SeekOutcome::Paired(seated) => {
+                self.walkaways
+                    .record(&walkers, &seated.game.id, seated.seat);
+                SeekOutcome::Paired(seated)
+            }
+            SeekOutcome::Waiting(mut ticket) => {
+                ticket.walkers = walkers;
+                SeekOutcome::Waiting(ticket)
+            }
+        })
+    }
+
+    /// Whom a pairing of a caller at `client` as `account` counts for: nobody from an address
+    /// exempt from the per-client limits.
+    fn walkers(&self, client: Option<IpAddr>, account: Option<&Account>) -> Vec<Walker> {
+        match client {
+            Some(ip) if !(self.limits.exempt_loopback && ip.is_loopback()) => {
+                std::iter::once(Walker::Client(client_key(ip)))
+                    .chain(account.map(|a| Walker::Account(a.id.clone())))
+                    .collect()
+            }
+            _ => Vec::new(),
+        }
+    }
+
+    async fn seek_unpaused(
+        self: &Arc<Self>,
+        request: SeekRequest,
+    ) -> Result<SeekOutcome, GameError> {
         if request.rated {
             // A seek has no start position: it plays a rule set from its start.
             check_rated(RatedAsk {
@@ -796,6 +843,7 @@ impl SeekPool {
                         info,
                         computer: request.computer,
                         reply: Reply::Local(rx),
+                        walkers: Vec::new(),
                     }));
                 }
             }
@@ -814,6 +862,23 @@ impl SeekPool {
     /// [`GameError::SeekNotFound`] if it is not open (any more), [`GameError::InvalidArgument`]
     /// for a bad name, failures creating the game.
     pub async fn accept(
+        self: &Arc<Self>,
+        id: &str,
+        display_name: &str,
+        client: Option<IpAddr>,
+        account: Option<&Account>,
+    ) -> Result<Seated, GameError> {
+        let walkers = self.walkers(client, account);
+        self.walkaways.check(&self.manager, &walkers).await?;
+        let seated = self
+            .accept_unpaused(id, display_name, client, account)
+            .await?;
+        self.walkaways
+            .record(&walkers, &seated.game.id, seated.seat);
+        Ok(seated)
+    }
+
+    async fn accept_unpaused(
         self: &Arc<Self>,
         id: &str,
         display_name: &str,
@@ -1078,6 +1143,7 @@ impl SeekPool {
                         client,
                         woken,
                     },
+                    walkers: Vec::new(),
                 }))
             }
             Posted::Full(open) => Err(GameError::LimitExceeded(format!(

@@ -66,9 +66,9 @@ pub fn classify(error: &GameError) -> (Code, Detail) {
         | GameError::SeveralAuthorizations => (Code::Unauthenticated, Reason(R::MissingToken)),
         GameError::WrongToken => (Code::PermissionDenied, Reason(R::WrongToken)),
         GameError::NoSpectators => (Code::PermissionDenied, Detail::None),
-        GameError::LimitExceeded(_) | GameError::ApiKeysExhausted { .. } => {
-            (Code::ResourceExhausted, Reason(R::LimitExceeded))
-        }
+        GameError::LimitExceeded(_)
+        | GameError::ApiKeysExhausted { .. }
+        | GameError::SeekPaused { .. } => (Code::ResourceExhausted, Reason(R::LimitExceeded)),
         GameError::TimeUp { .. } => (Code::FailedPrecondition, Reason(R::TimeUp)),
         GameError::CannotClaim(_) => (Code::FailedPrecondition, Reason(R::CannotClaim)),
         GameError::CannotOffer(_) => (Code::FailedPrecondition, Reason(R::CannotOffer)),
@@ -124,6 +124,10 @@ pub fn to_status(error: &GameError) -> Status {
     } else {
         bounded(error.to_string())
     };
+    // A pause that ends by itself says when, as the rate limits do.
+    if let GameError::SeekPaused { retry_after, .. } = error {
+        return limit_exceeded(message, *retry_after);
+    }
     match detail {
         Detail::Reason(reason) => Status::with_error_details(
             code,
@@ -343,6 +347,15 @@ mod tests {
             ),
             (
                 GameError::ApiKeysExhausted { max: 20 },
+                Code::ResourceExhausted,
+                Some("ERROR_REASON_LIMIT_EXCEEDED"),
+            ),
+            (
+                GameError::SeekPaused {
+                    who: "your address",
+                    walkaways: 3,
+                    retry_after: std::time::Duration::from_secs(60),
+                },
                 Code::ResourceExhausted,
                 Some("ERROR_REASON_LIMIT_EXCEEDED"),
             ),
