@@ -437,14 +437,30 @@ pub fn player_result(value: i32, field: &str) -> Result<Option<PlayerResult>> {
 
 /// A `RatingRange` (unset → none; `max` 0, which proto3 cannot tell from unset, → no upper
 /// bound). Its order is the seek pool's to check.
-#[must_use]
-pub fn rating_range(value: Option<&pb::RatingRange>) -> Option<(i32, i32)> {
-    value.map(|range| {
-        let max = if range.max == 0 {
-            oanquan_game::rating::MAX_RATING as i32
-        } else {
-            range.max
-        };
-        (range.min, max)
-    })
+///
+/// # Errors
+///
+/// [`GameError::InvalidArgument`] on `rating_range.min` or `.max` for a negative bound: no
+/// rating is below zero, and such a range was taken as "any" and listed as typed.
+pub fn rating_range(value: Option<&pb::RatingRange>) -> Result<Option<(i32, i32)>> {
+    let Some(range) = value else {
+        return Ok(None);
+    };
+    for (bound, field) in [
+        (range.min, "rating_range.min"),
+        (range.max, "rating_range.max"),
+    ] {
+        if bound < 0 {
+            return Err(GameError::invalid(
+                field,
+                format!("{bound} is negative; ratings are never below 0 (0 = no bound)"),
+            ));
+        }
+    }
+    let max = if range.max == 0 {
+        oanquan_game::rating::MAX_RATING as i32
+    } else {
+        range.max
+    };
+    Ok(Some((range.min, max)))
 }

@@ -720,9 +720,25 @@ fn seeks_convert_with_their_rules_time_control_and_fallback() {
 /// (an outside probe's `{min: 1400}` was refused as "1400 above 0").
 #[test]
 fn a_rating_range_without_a_max_has_no_upper_bound() {
-    let range = |min, max| rating_range(Some(&pb::RatingRange { min, max }));
+    let range = |min, max| rating_range(Some(&pb::RatingRange { min, max })).unwrap();
     assert_eq!(range(1400, 0), Some((1400, 4000)));
     assert_eq!(range(0, 1700), Some((0, 1700)));
     assert_eq!(range(1400, 1700), Some((1400, 1700)));
-    assert_eq!(rating_range(None), None);
+    assert_eq!(rating_range(None).unwrap(), None);
+}
+
+/// An outside probe's `{min: -5}` and `{min: i32::MIN, max: i32::MAX}` were taken as "any
+/// rating" and listed as typed.
+#[test]
+fn a_negative_rating_bound_is_refused_by_its_field() {
+    for (min, max, field) in [
+        (-5, 0, "rating_range.min"),
+        (i32::MIN, i32::MAX, "rating_range.min"),
+        (0, -1, "rating_range.max"),
+    ] {
+        match rating_range(Some(&pb::RatingRange { min, max })) {
+            Err(GameError::InvalidArgument { field: got, .. }) => assert_eq!(got, field),
+            other => panic!("{min}..{max}: {other:?}"),
+        }
+    }
 }

@@ -52,7 +52,7 @@ pub struct TransportLimits {
     pub max_message_size: usize,
 
     /// Largest request message (at most `--max-message-size`): a request whose length prefix
-    /// says more is refused before any of it is read (OUT_OF_RANGE). Sizes as above, at least
+    /// says more is refused before any of it is read (RESOURCE_EXHAUSTED). Sizes as above, at least
     /// 64KiB.
     // The largest request is a game's whole history (10,000 moves, about 60 KB); responses (a
     // page of games, a long game's moves with their traces) can be far larger. A request's

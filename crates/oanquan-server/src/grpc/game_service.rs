@@ -601,7 +601,8 @@ impl pb::game_service_server::GameService for GameApi {
                 client,
                 account,
                 rated: request.rated,
-                rating_range: convert::rating_range(request.rating_range.as_ref()),
+                rating_range: convert::rating_range(request.rating_range.as_ref())
+                    .map_err(into_status)?,
             })
             .await
             .map_err(into_status)?;
