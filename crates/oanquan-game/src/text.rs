@@ -103,6 +103,22 @@ pub(crate) fn is_invisible(ch: char) -> bool {
 /// lines above and below it.
 pub const MAX_MARKS_PER_CHARACTER: usize = 4;
 
+/// Symbols that fonts draw as nothing: the blank Braille pattern, and the musical null notehead
+/// (an outside probe sat down as U+1D159 alone).
+const BLANK_SYMBOLS: &[char] = &['\u{2800}', '\u{1D159}'];
+
+/// Single characters drawn as a whole line of text (Arabic ligatures of a phrase, long dashes,
+/// outsized cuneiform signs): 32 of one (an outside probe's `﷽` × 32) took the lobby's width.
+const OVERSIZED: &[char] = &[
+    '\u{FDFA}',
+    '\u{FDFB}',
+    '\u{FDFD}',
+    '\u{2E3A}',
+    '\u{2E3B}',
+    '\u{12219}',
+    '\u{1242B}',
+];
+
 /// What the category check of [`display_name`] lets through but shows nothing or garbage:
 /// fillers and other default ignorable code points (Hangul fillers, Khmer inherent vowels, the
 /// combining grapheme joiner), the blank Braille pattern, unassigned and private-use code
@@ -127,8 +143,12 @@ fn check_visible(name: &str) -> Result<(), GameError> {
             Some(format!(
                 "the code point U+{code:04X}, which has no agreed glyph"
             ))
-        } else if ch == '\u{2800}' || (is_invisible(ch) && !variation_selector) {
+        } else if BLANK_SYMBOLS.contains(&ch) || (is_invisible(ch) && !variation_selector) {
             Some(format!("the invisible character U+{code:04X}"))
+        } else if OVERSIZED.contains(&ch) {
+            Some(format!(
+                "U+{code:04X}, one character drawn many letters wide"
+            ))
         } else if is_mark && i == 0 {
             Some(format!(
                 "the combining mark U+{code:04X} with no character before it"
@@ -232,6 +252,10 @@ mod tests {
             ("\u{115f}\u{1160}", "U+115F"),
             ("\u{ffa0}", "U+FFA0"),
             ("\u{2800}\u{2800}", "U+2800"),
+            ("\u{1D159}", "U+1D159"),
+            ("\u{FDFD}\u{FDFD}", "U+FDFD"),
+            ("Lan \u{FDFA}", "U+FDFA"),
+            ("\u{1242B}", "U+1242B"),
             ("\u{17b4}", "U+17B4"),
             ("Lan\u{3164}Lan", "U+3164"),
             ("a\u{34f}b", "U+034F"),
