@@ -41,16 +41,67 @@ impl fmt::Debug for TlsIdentity {
     }
 }
 
-/// A regular file's bytes. Anything else is refused before it is opened: reading a FIFO would
-/// wait for a writer, at start or in the reload loop, for ever.
+/// The most a certificate chain or key file may hold: real ones are a few kilobytes, and each
+/// reload keeps what it read (an outside probe's 50 MB file took 100 MB of memory for good).
+const MAX_PEM_FILE: u64 = 1024 * 1024;
+
+/// A regular file's bytes, at most [`MAX_PEM_FILE`]. Anything else is refused before it is
+/// opened: reading a FIFO would wait for a writer, at start or in the reload loop, for ever.
 fn read_file(path: &Path) -> std::io::Result<Vec<u8>> {
+    use std::io::Read as _;
     if !std::fs::metadata(path)?.is_file() {
         return Err(std::io::Error::new(
             std::io::ErrorKind::InvalidInput,
             "not a regular file",
         ));
     }
-    std::fs::read(path)
+    let mut bytes = Vec::new();
+    std::fs::File::open(path)?
+        .take(MAX_PEM_FILE + 1)
+        .read_to_end(&mut bytes)?;
+    if bytes.len() as u64 > MAX_PEM_FILE {
+        return Err(std::io::Error::new(
+            std::io::ErrorKind::InvalidData,
+            format!(
+                "larger than {} KiB, which no certificate chain or key needs",
+                MAX_PEM_FILE / 1024
+            ),
+        ));
+    }
+    Ok(bytes)
+}
+
+/// A PEM problem in words: the library's own names the missing end line by its bytes
+/// (`[67, 69, 82, …]`).
+fn pem_problem(error: &rustls::pki_types::pem::Error) -> String {
+    use rustls::pki_types::pem::Error;
+    match error {
+        Error::MissingSectionEnd { end_marker } => format!(
+            "a section has no end line (-----END {}-----): the file is cut short",
+            String::from_utf8_lossy(end_marker).trim()
+        ),
+        Error::IllegalSectionStart { line } => format!(
+            "a section's first line is malformed (\"{}\")",
+            String::from_utf8_lossy(line)
+                .chars()
+                .take(80)
+                .collect::<String>()
+        ),
+        Error::Base64Decode(why) => {
+            format!("the text between the BEGIN and END lines is not valid base64 ({why})")
+        }
+        other => other.to_string(),
+    }
+}
+
+/// A refusal of the pair by rustls in words: its own speak of the "peer", which is us here.
+fn pair_problem(error: &rustls::Error) -> String {
+    match error {
+        rustls::Error::InvalidCertificate(why) => {
+            format!("the certificate does not decode as an X.509 certificate ({why:?})")
+        }
+        other => other.to_string(),
+    }
 }
 
 impl TlsIdentity {
@@ -82,21 +133,30 @@ impl TlsIdentity {
             |what: &str, e: &dyn fmt::Display| TlsError(format!("unusable TLS {what}: {e}"));
         let chain = CertificateDer::pem_slice_iter(&self.cert_pem)
             .collect::<Result<Vec<_>, _>>()
-            .map_err(|e| unusable("certificate (not a PEM certificate chain)", &e))?;
+            .map_err(|e| {
+                unusable(
+                    "certificate (not a PEM certificate chain)",
+                    &pem_problem(&e),
+                )
+            })?;
         if chain.is_empty() {
             return Err(TlsError(
                 "unusable TLS certificate: no PEM certificate in the file".to_owned(),
             ));
         }
-        let key = PrivateKeyDer::from_pem_slice(&self.key_pem)
-            .map_err(|e| unusable("private key (not a PEM PKCS#8, PKCS#1 or SEC1 key)", &e))?;
+        let key = PrivateKeyDer::from_pem_slice(&self.key_pem).map_err(|e| {
+            unusable(
+                "private key (not a PEM PKCS#8, PKCS#1 or SEC1 key)",
+                &pem_problem(&e),
+            )
+        })?;
         let provider = Arc::new(rustls::crypto::ring::default_provider());
         let mut config = rustls::ServerConfig::builder_with_provider(provider)
             .with_safe_default_protocol_versions()
             .map_err(|e| unusable("configuration", &e))?
             .with_no_client_auth()
             .with_single_cert(chain, key)
-            .map_err(|e| unusable("certificate or key", &e))?;
+            .map_err(|e| unusable("certificate or key", &pair_problem(&e)))?;
         // HTTP/1.1 too: browsers may speak gRPC-Web and fetch the page over it.
         config.alpn_protocols = vec![b"h2".to_vec(), b"http/1.1".to_vec()];
         Ok(TlsAcceptor::from(Arc::new(config)))
@@ -275,5 +335,46 @@ mod tests {
         assert!(error.0.contains("not a regular file"), "{}", error.0);
         let error = TlsIdentity::read(dir.path(), dir.path()).unwrap_err();
         assert!(error.0.contains("not a regular file"), "{}", error.0);
+    }
+    /// An outside probe's damaged files were refused in the library's words: the missing end
+    /// line as its bytes (`[67, 69, 82, …]`) and the server's own certificate as the "peer's".
+    #[test]
+    fn damaged_pem_files_are_refused_in_words() {
+        let pair = certificate();
+        let cert = pair.cert.pem();
+        let key = pair.signing_key.serialize_pem().into_bytes();
+        let refused = |cert_pem: Vec<u8>| {
+            TlsIdentity {
+                cert_pem,
+                key_pem: key.clone(),
+            }
+            .acceptor()
+            .err()
+            .expect("refused")
+            .0
+        };
+        let cut = refused(cert.as_bytes()[..cert.len() / 2].to_vec());
+        assert!(
+            cut.contains("cut short")
+                && cut.contains("-----END CERTIFICATE-----")
+                && !cut.contains('['),
+            "{cut}"
+        );
+        // One character of the base64 changed: still base64, no longer a certificate.
+        let mut flipped = cert.clone().into_bytes();
+        let at = flipped.len() / 2;
+        flipped[at] = if flipped[at] == b'A' { b'B' } else { b'A' };
+        let flipped = refused(flipped);
+        assert!(!flipped.contains("peer"), "{flipped}");
+    }
+
+    /// Each reload keeps what it read: a huge file is refused, not held.
+    #[test]
+    fn a_certificate_file_past_a_mebibyte_is_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let huge = dir.path().join("cert.pem");
+        std::fs::write(&huge, vec![b'x'; 2 * 1024 * 1024]).unwrap();
+        let error = TlsIdentity::read(&huge, &huge).unwrap_err();
+        assert!(error.0.contains("larger than 1024 KiB"), "{}", error.0);
     }
 }
