@@ -18,6 +18,7 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 
 use crate::error::{CliError, code};
+use crate::files::{STATE_MAX_BYTES, read_regular};
 use crate::output::note;
 use crate::tokens::{lock, normalize_server, save_private};
 
@@ -93,12 +94,12 @@ impl AccountFile {
 
     fn load(&self) -> Result<File, CliError> {
         let path = self.path();
-        let bytes = match fs::read(&path) {
-            Ok(bytes) => bytes,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(File::default()),
+        let (bytes, meta) = match read_regular(&path, STATE_MAX_BYTES) {
+            Ok(Some(read)) => read,
+            Ok(None) => return Ok(File::default()),
             Err(e) => return Err(CliError::io(&format!("reading {}", path.display()), &e)),
         };
-        warn_if_shared(&path);
+        warn_if_shared(&path, &meta);
         let mut file: File = serde_json::from_slice(&bytes).map_err(|e| {
             CliError::new(
                 code::FAILURE,
@@ -190,11 +191,9 @@ impl AccountFile {
 /// The file is written 0600, but a person may have copied it or changed its mode: anyone who
 /// can read it can play as the account, so say so (the next write makes it private again).
 #[cfg(unix)]
-fn warn_if_shared(path: &Path) {
+fn warn_if_shared(path: &Path, meta: &fs::Metadata) {
     use std::os::unix::fs::PermissionsExt as _;
-    if let Ok(meta) = fs::metadata(path)
-        && meta.permissions().mode() & 0o077 != 0
-    {
+    if meta.permissions().mode() & 0o077 != 0 {
         note(format!(
             "warning: {} holds your API key and can be read by other users: chmod 600 it",
             path.display()
@@ -203,7 +202,7 @@ fn warn_if_shared(path: &Path) {
 }
 
 #[cfg(not(unix))]
-fn warn_if_shared(_path: &Path) {}
+fn warn_if_shared(_path: &Path, _meta: &fs::Metadata) {}
 
 #[cfg(test)]
 mod tests {

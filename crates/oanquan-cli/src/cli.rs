@@ -30,7 +30,9 @@ finds it there, so you can stop the client and come back to a game later. Two pe
 machine (or one person playing both sides) keep both seats of a game side by side: `play GAME \
 --seat first|second` picks one (without --seat, `play` asks on a terminal). The server is \
 recognised however it is written: `127.0.0.1:50051`, `http://127.0.0.1:50051` and \
-`http://127.0.0.1:50051/` are the same.
+`http://127.0.0.1:50051/` are the same. A token that could not be saved (the file not \
+writable) is printed instead, with how to use it: `OANQUAN_TOKEN=TOKEN oanquan play GAME --seat \
+SEAT` (or --token; `resign`, `abort` and `claim` take it too).
 
 ACCOUNTS
     Anonymous play needs nothing: a seat is a display name. `oanquan register NAME` makes an \
@@ -837,6 +839,19 @@ pub struct PlayArgs {
     #[arg(long, value_name = "SEAT")]
     pub seat: Option<Side>,
 
+    /// The seat's token, for a seat the token file does not hold (when `create`, `join`,
+    /// `seek`, `accept` or a rematch cannot save a token, they print it with this advice);
+    /// needs --seat. Better given in the environment than on the command line, where other
+    /// users of the machine can read it.
+    #[arg(
+        long,
+        env = "OANQUAN_TOKEN",
+        hide_env_values = true,
+        value_name = "TOKEN",
+        requires = "seat"
+    )]
+    pub token: Option<String>,
+
     #[command(flatten)]
     pub live: LiveArgs,
 }
@@ -868,6 +883,19 @@ pub struct SeatArgs {
     /// Which of your seats, when the token file holds both seats of the game.
     #[arg(long, value_name = "SEAT")]
     pub seat: Option<Side>,
+
+    /// The seat's token, for a seat the token file does not hold (when `create`, `join`,
+    /// `seek`, `accept` or a rematch cannot save a token, they print it with this advice);
+    /// needs --seat. Better given in the environment than on the command line, where other
+    /// users of the machine can read it.
+    #[arg(
+        long,
+        env = "OANQUAN_TOKEN",
+        hide_env_values = true,
+        value_name = "TOKEN",
+        requires = "seat"
+    )]
+    pub token: Option<String>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]

@@ -9,6 +9,7 @@ use oanquan_proto::v1::rules_service_client::RulesServiceClient;
 use tonic::transport::{Certificate, Channel, ClientTlsConfig, Endpoint};
 
 use crate::error::{CliError, code, error_chain};
+use crate::files::{CA_MAX_BYTES, read_regular};
 use crate::tokens::normalize_server;
 
 /// The service clients over one HTTP/2 connection.
@@ -142,7 +143,11 @@ impl Server {
 fn read_ca_cert(path: &Path) -> Result<Certificate, CliError> {
     let usage =
         |what: String| CliError::new(code::USAGE, format!("--ca-cert {}: {what}", path.display()));
-    let pem = std::fs::read(path).map_err(|e| usage(format!("cannot read it: {e}")))?;
+    let pem = match read_regular(path, CA_MAX_BYTES) {
+        Ok(Some((pem, _))) => pem,
+        Ok(None) => return Err(usage("cannot read it: no such file".into())),
+        Err(e) => return Err(usage(format!("cannot read it: {e}"))),
+    };
     let text = String::from_utf8_lossy(&pem);
     if !text.contains("-----BEGIN CERTIFICATE-----") {
         return Err(usage(

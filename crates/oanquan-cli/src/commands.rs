@@ -23,8 +23,9 @@ use crate::json;
 use crate::live::{end_line, game_over_line, summary_lines};
 use crate::moves::Side;
 use crate::output::table;
-use crate::output::{counted, out, out_inline, out_lines, shown, shown_name};
+use crate::output::{counted, note, out, out_inline, out_lines, shown, shown_name};
 use crate::ratings::{rating_lines, seat_label, seat_rating};
+use crate::shown::shown_at_most;
 use crate::timecontrol::{TimeControl, format_span, from_proto_duration};
 use crate::tokens::{Entry, TokenStore};
 use unicode_normalization::UnicodeNormalization as _;
@@ -125,6 +126,47 @@ fn time_cell(tc: TimeControl) -> String {
     }
 }
 
+/// Stores the token of a seat just taken (`create`, `join`, `seek`, `accept`, a rematch). The
+/// server holds the seat already: when the token cannot be stored, it is said on standard error
+/// with the game, the seat and how to play with it (`OANQUAN_TOKEN`), before the error returns,
+/// for without its token the seat could be neither played nor aborted.
+///
+/// # Errors
+///
+/// The store's error, said after the token, with [`code::FAILURE`].
+pub fn keep_seat(ctx: &Context, store: &TokenStore, entry: Entry) -> Result<(), CliError> {
+    let Err(err) = store.put(entry.clone()) else {
+        return Ok(());
+    };
+    note(unsaved_token(&ctx.server.name, &err, &entry));
+    Err(CliError::new(
+        code::FAILURE,
+        format!(
+            "the token of your {} seat in game {} was not saved (it is shown above)",
+            entry.seat,
+            shown_name(&entry.game_id)
+        ),
+    ))
+}
+
+/// What [`keep_seat`] says when the token could not be stored: what failed, the game, the seat,
+/// the token itself and the commands that take it.
+fn unsaved_token(server: &str, err: &CliError, entry: &Entry) -> String {
+    // The server's text, escaped (a hostile server's token cannot drive the terminal), never cut.
+    let token = shown_at_most(&entry.token, usize::MAX);
+    let game = shown_name(&entry.game_id);
+    let seat = &entry.seat;
+    format!(
+        "oanquan: could not save the token of your seat: {err}\n\
+         oanquan: you hold the {seat} seat of game {game} on {server}, and this token is the only \
+         key to it (keep it secret):\n\
+         \n    {token}\n\n\
+         oanquan: play with it: OANQUAN_TOKEN='{token}' oanquan --server {server} play {game} \
+         --seat {seat}\n\
+         oanquan: `resign`, `abort` and `claim` take it the same way (or --token TOKEN)"
+    )
+}
+
 /// Stores a fresh seat token and prints the outcome in text (with --json the caller prints the
 /// API's answer); returns the game id.
 pub fn record_seat(
@@ -137,13 +179,17 @@ pub fn record_seat(
     verb: &str,
 ) -> Result<String, CliError> {
     let game = game.ok_or_else(|| CliError::bad_answer(&format!("{verb} without a game")))?;
-    store.put(Entry {
-        server: ctx.server.name.clone(),
-        game_id: game.id.clone(),
-        seat: seat.name().to_owned(),
-        token,
-        display_name: name.to_owned(),
-    })?;
+    keep_seat(
+        ctx,
+        store,
+        Entry {
+            server: ctx.server.name.clone(),
+            game_id: game.id.clone(),
+            seat: seat.name().to_owned(),
+            token,
+            display_name: name.to_owned(),
+        },
+    )?;
     if !ctx.json {
         let id = shown_name(&game.id);
         out(format!("{verb} game {id} as the {seat} player"))?;
@@ -188,7 +234,7 @@ pub async fn create(
     let tc = args.clock.time_control();
     seating.check_rated(args.rated, tc)?;
     let name = seating.name.clone();
-    let store = ctx.token_store()?.checked()?;
+    let store = ctx.token_store()?.ready_to_store()?;
     let seat = args.seat.side().map_or(Player::Unspecified, Side::to_proto);
     let response = clients
         .games
@@ -233,7 +279,7 @@ pub async fn join(
 ) -> Result<(String, Side), CliError> {
     let seating = Seating::new(ctx, &args.name, args.account.anonymous)?;
     let name = seating.name.clone();
-    let store = ctx.token_store()?.checked()?;
+    let store = ctx.token_store()?.ready_to_store()?;
     let response = clients
         .games
         .join_game(seating.sign(request(JoinGameRequest {
@@ -600,7 +646,7 @@ pub async fn accept(
 ) -> Result<(String, Side), CliError> {
     let seating = Seating::new(ctx, &args.name, args.account.anonymous)?;
     let name = seating.name.clone();
-    let store = ctx.token_store()?.checked()?;
+    let store = ctx.token_store()?.ready_to_store()?;
     let response = clients
         .games
         .accept_seek(seating.sign(request(AcceptSeekRequest {
@@ -664,7 +710,21 @@ pub async fn saved_seats(
     clients: &mut Clients,
     game_id: &str,
     wanted: Option<Side>,
+    given: Option<&str>,
 ) -> Result<Seats, CliError> {
+    // --token / OANQUAN_TOKEN: a seat the token file does not hold (clap requires --seat).
+    if let Some(token) = given {
+        let seat = wanted.ok_or_else(|| {
+            CliError::new(code::USAGE, "a token (--token, OANQUAN_TOKEN) needs --seat")
+        })?;
+        return Ok(Seats::One(Entry {
+            server: ctx.server.name.clone(),
+            game_id: game_id.to_owned(),
+            seat: seat.name().to_owned(),
+            token: token.to_owned(),
+            display_name: String::new(),
+        }));
+    }
     let store = ctx.token_store()?.checked()?;
     let mut seats = store.seats(&ctx.server.name, game_id)?;
     if let (true, Some(old)) = (seats.is_empty(), ctx.seat_from.as_deref()) {
@@ -799,7 +859,7 @@ async fn one_seat(
     args: &SeatArgs,
     any_will_do: bool,
 ) -> Result<Entry, CliError> {
-    match saved_seats(ctx, clients, &args.game, args.seat).await? {
+    match saved_seats(ctx, clients, &args.game, args.seat, args.token.as_deref()).await? {
         Seats::One(entry) => Ok(entry),
         Seats::Both(first, _) if any_will_do => Ok(first),
         Seats::Both(first, second) if ctx.stdin_tty => {
@@ -940,6 +1000,42 @@ fn wrap(text: &str, width: usize) -> Vec<String> {
 mod tests {
     use super::*;
     use oanquan_proto::v1::{GameResult, Outcome};
+
+    /// A token that could not be stored is said whole, with the game, the seat, what failed
+    /// and the command that plays with it; a hostile server's token cannot drive the terminal.
+    #[test]
+    fn an_unsaved_token_is_said_with_how_to_use_it() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        // The config directory's place is taken by a file: nothing can be stored there.
+        let taken = dir.path().join("cfg");
+        std::fs::write(&taken, b"").expect("write");
+        let store = TokenStore::new(&taken);
+        let token = format!("{}\u{1b}]0;x", "t".repeat(100));
+        let entry = Entry {
+            server: "http://h:1".into(),
+            game_id: "g1".into(),
+            seat: "second".into(),
+            token: token.clone(),
+            display_name: "Lan".into(),
+        };
+        let err = store.put(entry.clone()).expect_err("not a directory");
+        let text = unsaved_token("http://h:1", &err, &entry);
+        assert!(text.contains("could not save the token"), "{text}");
+        assert!(text.contains(&taken.display().to_string()), "{text}");
+        assert!(
+            text.contains("the second seat of game g1 on http://h:1"),
+            "{text}"
+        );
+        let shown = format!("{}\\u{{1b}}]0;x", "t".repeat(100));
+        assert!(text.contains(&format!("\n    {shown}\n")), "{text}");
+        assert!(
+            text.contains(&format!(
+                "OANQUAN_TOKEN='{shown}' oanquan --server http://h:1 play g1 --seat second"
+            )),
+            "{text}"
+        );
+        assert!(!text.contains('\u{1b}'), "{text}");
+    }
 
     #[test]
     fn list_shows_each_games_result() {

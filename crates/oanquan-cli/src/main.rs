@@ -10,6 +10,7 @@ mod commands;
 mod context;
 mod error;
 mod feed;
+mod files;
 mod json;
 mod live;
 mod moves;
@@ -40,26 +41,35 @@ async fn run(cli: Cli) -> Result<(), CliError> {
         Command::Create(args) => {
             let (id, seat) = commands::create(&ctx, &mut clients, args).await?;
             if args.play {
-                play::play(&ctx, clients, &id, Some(seat), true, &args.live).await?;
+                play::play(&ctx, clients, &id, Some(seat), true, &args.live, None).await?;
             }
         }
         Command::Join(args) => {
             let (id, seat) = commands::join(&ctx, &mut clients, args).await?;
             if args.play {
-                play::play(&ctx, clients, &id, Some(seat), true, &args.live).await?;
+                play::play(&ctx, clients, &id, Some(seat), true, &args.live, None).await?;
             }
         }
         Command::Play(args) => {
-            play::play(&ctx, clients, &args.game, args.seat, false, &args.live).await?;
+            play::play(
+                &ctx,
+                clients,
+                &args.game,
+                args.seat,
+                false,
+                &args.live,
+                args.token.as_deref(),
+            )
+            .await?;
         }
         Command::Seek(args) => {
             let (id, seat) = seek::seek(&ctx, &mut clients, args).await?;
-            play::play(&ctx, clients, &id, Some(seat), true, &args.live).await?;
+            play::play(&ctx, clients, &id, Some(seat), true, &args.live, None).await?;
         }
         Command::Seeks => commands::seeks(&ctx, &mut clients).await?,
         Command::Accept(args) => {
             let (id, seat) = commands::accept(&ctx, &mut clients, args).await?;
-            play::play(&ctx, clients, &id, Some(seat), true, &args.live).await?;
+            play::play(&ctx, clients, &id, Some(seat), true, &args.live, None).await?;
         }
         Command::Resign(args) => commands::resign(&ctx, &mut clients, args).await?,
         Command::Abort(args) => commands::abort(&ctx, &mut clients, args).await?,

@@ -23,7 +23,7 @@ use crate::moves::{Input, LocalMove, Side, empty_square, parse_input};
 use crate::output::{
     self, note, out, out_inline, shown_name, status_above_prompt, status_at_cursor,
 };
-use crate::tokens::Entry;
+use crate::tokens::{Entry, TokenStore};
 
 const PROMPT_HELP: &str = "\
   Type a move as your square 1-5, counted from YOUR left, and a direction as you see the board:
@@ -312,7 +312,8 @@ enum Next {
 /// without it, the only seat stored for the game, or on a terminal the player's answer if both
 /// are. `from_start`: the player has seen none of the game yet (it was just created or joined),
 /// so moves made before the board comes up (a computer's opening move) are shown too. A
-/// rematch started at the prompt is played on in the same session.
+/// rematch started at the prompt is played on in the same session. `token`: `--token` (with
+/// `--seat`), for the first game only, in place of the token file's.
 pub async fn play(
     ctx: &Context,
     clients: Clients,
@@ -320,7 +321,9 @@ pub async fn play(
     seat: Option<Side>,
     from_start: bool,
     args: &LiveArgs,
+    token: Option<&str>,
 ) -> Result<(), CliError> {
+    let mut token = token;
     let mut lines = stdin_lines();
     let mut game_id = game_id.to_owned();
     let mut seat = seat;
@@ -330,7 +333,10 @@ pub async fn play(
             ctx,
             clients.clone(),
             &game_id,
-            seat,
+            Wanted {
+                seat,
+                token: token.take(),
+            },
             from_start,
             args,
             &mut lines,
@@ -347,11 +353,18 @@ pub async fn play(
     }
 }
 
+/// Which seat [`play_one`] plays: `--seat` or the seat just taken, and `--token` for it.
+#[derive(Debug, Clone, Copy)]
+struct Wanted<'a> {
+    seat: Option<Side>,
+    token: Option<&'a str>,
+}
+
 async fn play_one(
     ctx: &Context,
     mut clients: Clients,
     game_id: &str,
-    seat: Option<Side>,
+    wanted: Wanted<'_>,
     from_start: bool,
     args: &LiveArgs,
     lines: &mut mpsc::UnboundedReceiver<String>,
@@ -359,7 +372,8 @@ async fn play_one(
     let interactive = ctx.stdin_tty && ctx.stdout_tty;
     // Wait for a rematch choice after the game: always on a terminal, with --rematch elsewhere.
     let stay = interactive || args.rematch;
-    let entry = match commands::saved_seats(ctx, &mut clients, game_id, seat).await? {
+    let seats = commands::saved_seats(ctx, &mut clients, game_id, wanted.seat, wanted.token);
+    let entry = match seats.await? {
         Seats::One(entry) => entry,
         Seats::Both(first, second) if interactive => loop {
             out_inline(&format!(
@@ -823,6 +837,12 @@ impl Player {
             Ok(Input::Help) => out(PROMPT_HELP)?,
             Ok(Input::Board) => live.print_board()?,
             Ok(Input::Rematch) => {
+                // The rematch's seat token comes with the answer: where it could not be saved,
+                // ask for nothing.
+                if let Err(err) = ctx.token_store().and_then(TokenStore::ready_to_store) {
+                    out(format!("error: rematch: {}", err.message))?;
+                    return Ok(Next::Stay);
+                }
                 let offered = live_games(live)
                     .offer_rematch(authed(
                         OfferRematchRequest {
@@ -884,13 +904,17 @@ impl Player {
             ))?;
             return Ok(Next::Done);
         };
-        ctx.token_store()?.put(Entry {
-            server: ctx.server.name.clone(),
-            game_id: game_id.to_owned(),
-            seat: seat.name().to_owned(),
-            token,
-            display_name: self.display_name.clone(),
-        })?;
+        commands::keep_seat(
+            ctx,
+            &ctx.token_store()?,
+            Entry {
+                server: ctx.server.name.clone(),
+                game_id: game_id.to_owned(),
+                seat: seat.name().to_owned(),
+                token,
+                display_name: self.display_name.clone(),
+            },
+        )?;
         Ok(Next::Rematch(game_id.to_owned(), seat))
     }
 

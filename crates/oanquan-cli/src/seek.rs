@@ -40,7 +40,7 @@ pub async fn seek(
     let tc = args.time_control();
     seating.check_rated(args.rated, tc)?;
     let name = seating.name.clone();
-    let store = ctx.token_store()?.checked()?;
+    let store = ctx.token_store()?.ready_to_store()?;
     let request = SeekRequest {
         rules: Some(RulesSpec {
             kind: Some(rules_spec::Kind::Preset(args.preset.clone())),

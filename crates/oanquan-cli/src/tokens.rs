@@ -27,6 +27,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use serde::{Deserialize, Serialize};
 
 use crate::error::{CliError, code};
+use crate::files::{STATE_MAX_BYTES, open_regular, read_regular};
 
 const FILE_NAME: &str = "tokens.json";
 
@@ -87,6 +88,28 @@ pub fn normalize_server(server: &str) -> String {
     format!("{scheme}://{}:{port}{path}", host.to_ascii_lowercase())
 }
 
+/// `err` from a check made before asking the server, with what to do about it.
+fn refused(err: CliError, advice: &str) -> CliError {
+    CliError::new(
+        err.code,
+        format!("{}; nothing was asked of the server. {advice}", err.message),
+    )
+}
+
+/// Keeps the last entry of each server, game and seat: [`TokenStore::put`] appends the newest,
+/// and a file edited or merged by hand may repeat one (many copies of one seat are one seat,
+/// not "both seats").
+fn dedup_seats(entries: &mut Vec<Entry>) {
+    let mut seen = std::collections::HashSet::new();
+    let mut kept: Vec<Entry> = entries
+        .drain(..)
+        .rev()
+        .filter(|e| seen.insert((e.server.clone(), e.game_id.clone(), e.seat.clone())))
+        .collect();
+    kept.reverse();
+    *entries = kept;
+}
+
 impl TokenStore {
     pub fn new(dir: impl Into<PathBuf>) -> Self {
         Self { dir: dir.into() }
@@ -124,8 +147,9 @@ impl TokenStore {
 
     fn load(&self) -> Result<TokenFile, CliError> {
         let path = self.path();
-        match fs::read(&path) {
-            Ok(bytes) => {
+        match read_regular(&path, STATE_MAX_BYTES) {
+            Ok(None) => Ok(TokenFile::default()),
+            Ok(Some((bytes, _))) => {
                 let mut file: TokenFile = serde_json::from_slice(&bytes).map_err(|e| {
                     CliError::new(
                         code::FAILURE,
@@ -149,9 +173,9 @@ impl TokenStore {
                 for entry in &mut file.entries {
                     entry.server = normalize_server(&entry.server);
                 }
+                dedup_seats(&mut file.entries);
                 Ok(file)
             }
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(TokenFile::default()),
             Err(e) => Err(CliError::io(&format!("reading {}", path.display()), &e)),
         }
     }
@@ -161,19 +185,40 @@ impl TokenStore {
     /// cannot be kept can be neither played nor aborted).
     pub fn checked(self) -> Result<Self, CliError> {
         self.load().map_err(|e| {
-            CliError::new(
-                e.code,
-                format!(
-                    "{}; nothing was asked of the server. Move the file aside (a new one is \
-                     started; the seats it held are lost) or repair it",
-                    e.message
-                ),
+            refused(
+                e,
+                "Move the file aside (a new one is started; the seats it held are lost) or \
+                 repair it",
             )
         })?;
         Ok(self)
     }
 
-    /// The stored seats of a game on a server: none, one, or both (first seat first).
+    /// [`TokenStore::checked`], and the file can be written as far as can be told (its lock
+    /// taken, [`writable`]): what `create`, `join`, `seek`, `accept` and a rematch check
+    /// before they ask the server for a seat. The file may still change before the token
+    /// arrives: the caller then says the token ([`crate::commands::keep_seat`]).
+    pub fn ready_to_store(self) -> Result<Self, CliError> {
+        let _lock = lock(&self.dir, FILE_NAME).map_err(|e| {
+            refused(
+                e,
+                "The config directory must be writable, its lock file a file (pass another \
+                 --config-dir, or move it aside)",
+            )
+        })?;
+        let store = self.checked()?;
+        writable(&store.dir, FILE_NAME).map_err(|e| {
+            refused(
+                e,
+                "Make it writable (or pass another --config-dir): a seat's token must be saved \
+                 to play the seat",
+            )
+        })?;
+        Ok(store)
+    }
+
+    /// The stored seats of a game on a server: none, one, or both (first seat first); a seat
+    /// stored more than once (a file edited by hand) counts once, as its last entry.
     pub fn seats(&self, server: &str, game_id: &str) -> Result<Vec<Entry>, CliError> {
         let server = normalize_server(server);
         let mut seats: Vec<Entry> = self
@@ -246,10 +291,71 @@ pub fn save_private(dir: &Path, file_name: &str, bytes: &[u8]) -> Result<(), Cli
         .map_err(|e| CliError::io(&what(&path), &e))
 }
 
+/// Whether [`save_private`] can write `dir/file_name`, as far as can be told without writing:
+/// the directory writable (permissions, a read-only file system) and, on Linux, neither it nor
+/// the file immutable or append-only (`chattr +i`, which stops root too). Does not create
+/// anything.
+///
+/// # Errors
+///
+/// Names the directory or the file and what stops the write.
+pub fn writable(dir: &Path, file_name: &str) -> Result<(), CliError> {
+    let what = |p: &Path| format!("{} cannot be written", p.display());
+    #[cfg(unix)]
+    {
+        use rustix::fs::{Access, access};
+        if let Err(errno) = access(dir, Access::WRITE_OK | Access::EXEC_OK) {
+            return Err(CliError::io(&what(dir), &errno.into()));
+        }
+    }
+    #[cfg(target_os = "linux")]
+    {
+        use rustix::fs::{IFlags, ioctl_getflags};
+        let path = dir.join(file_name);
+        let file = match open_regular(fs::OpenOptions::new().read(true), &path) {
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
+            file => Some(file.map_err(|e| CliError::io(&what(&path), &e))?),
+        };
+        let dir_handle = open_dir(dir).map_err(|e| CliError::io(&what(dir), &e))?;
+        for (shown, handle) in [(dir, Some(&dir_handle)), (path.as_path(), file.as_ref())] {
+            // A file system without these flags (tmpfs, NFS) answers with an error: nothing to
+            // say then.
+            if let Some(flags) = handle.and_then(|h| ioctl_getflags(h).ok())
+                && flags.intersects(IFlags::IMMUTABLE | IFlags::APPEND)
+            {
+                return Err(CliError::new(
+                    code::FAILURE,
+                    format!(
+                        "{}: it is marked immutable or append-only (chattr -i -a clears it)",
+                        what(shown)
+                    ),
+                ));
+            }
+        }
+    }
+    #[cfg(not(target_os = "linux"))]
+    let _ = file_name;
+    Ok(())
+}
+
+/// Opens the directory `dir` itself (to sync it or read its flags); `O_DIRECTORY` and
+/// `O_NONBLOCK` make anything else, a FIFO put in its place included, an error at once.
+fn open_dir(dir: &Path) -> std::io::Result<fs::File> {
+    let mut options = fs::OpenOptions::new();
+    options.read(true);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::OpenOptionsExt as _;
+        let flags = rustix::fs::OFlags::DIRECTORY | rustix::fs::OFlags::NONBLOCK;
+        options.custom_flags(i32::try_from(flags.bits()).unwrap_or(0));
+    }
+    options.open(dir)
+}
+
 /// Makes a rename in `dir` durable (fsync of the directory).
 #[cfg(unix)]
 fn sync_dir(dir: &Path) -> std::io::Result<()> {
-    fs::File::open(dir)?.sync_all()
+    open_dir(dir)?.sync_all()
 }
 
 /// Windows offers no fsync of a directory; the rename is as durable as the system makes it.
@@ -277,13 +383,15 @@ pub fn lock(dir: &Path, file_name: &str) -> Result<FileLock, CliError> {
     let what = || format!("locking {}", path.display());
     create_private_dir(dir).map_err(|e| CliError::io(&what(), &e))?;
     let mut options = fs::OpenOptions::new();
-    options.write(true).create(true).truncate(false);
+    // Read and write: opening a FIFO so never waits (nor fails for want of a reader), and
+    // [`open_regular`] then refuses it by name.
+    options.read(true).write(true).create(true).truncate(false);
     #[cfg(unix)]
     {
         use std::os::unix::fs::OpenOptionsExt as _;
         options.mode(0o600);
     }
-    let file = options.open(&path).map_err(|e| CliError::io(&what(), &e))?;
+    let file = open_regular(&mut options, &path).map_err(|e| CliError::io(&what(), &e))?;
     #[cfg(unix)]
     loop {
         use rustix::fs::{FlockOperation, flock};
@@ -315,13 +423,13 @@ fn create_private_dir(dir: &Path) -> std::io::Result<()> {
 /// token sits in a world-readable file).
 fn write_private(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
     let mut options = fs::OpenOptions::new();
-    options.write(true).create(true).truncate(true);
+    options.read(true).write(true).create(true).truncate(true);
     #[cfg(unix)]
     {
         use std::os::unix::fs::OpenOptionsExt as _;
         options.mode(0o600);
     }
-    let mut f = options.open(path)?;
+    let mut f = open_regular(&mut options, path)?;
     // A leftover temp file from a crashed run may have other bits; mode() only applies on create.
     #[cfg(unix)]
     {
@@ -540,6 +648,64 @@ mod tests {
             fs::read_to_string(dir.path().join(FILE_NAME)).unwrap(),
             newer
         );
+    }
+
+    /// A file edited or merged by hand may repeat a seat: the copies are one seat (the last),
+    /// and the next write keeps one.
+    #[test]
+    fn copies_of_one_seat_are_one_seat() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let mut entries: Vec<Entry> = (0..20)
+            .map(|n| entry("http://a:1", "g", "first", &format!("t{n}")))
+            .collect();
+        entries.push(entry("a:1", "other", "first", "o"));
+        let file = TokenFile {
+            version: VERSION,
+            entries,
+        };
+        fs::write(
+            dir.path().join(FILE_NAME),
+            serde_json::to_vec(&file).expect("json"),
+        )
+        .expect("write");
+        let store = TokenStore::new(dir.path());
+        assert_eq!(tokens(&store, "http://a:1", "g"), [pair("first", "t19")]);
+        store
+            .put(entry("http://a:1", "g", "second", "s"))
+            .expect("put");
+        assert_eq!(
+            tokens(&store, "http://a:1", "g"),
+            [pair("first", "t19"), pair("second", "s")]
+        );
+        let raw = fs::read_to_string(store.path()).expect("read");
+        assert_eq!(raw.matches("\"g\"").count(), 2, "{raw}");
+        assert_eq!(tokens(&store, "http://a:1", "other"), [pair("first", "o")]);
+    }
+
+    /// What `create` checks before asking the server: a token file that is no file, or a lock
+    /// that is none, stops it; a missing file does not (and is not created).
+    #[test]
+    fn ready_to_store_refuses_what_could_not_be_written() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let store = TokenStore::new(dir.path().join("cfg"));
+        store.clone().ready_to_store().expect("a fresh directory");
+        assert!(!store.path().exists());
+        fs::create_dir(store.path()).expect("mkdir");
+        let err = store.clone().ready_to_store().expect_err("a directory");
+        assert!(
+            err.message.contains("not a regular file"),
+            "{}",
+            err.message
+        );
+        assert!(err.message.contains("nothing was asked"), "{}", err.message);
+        fs::remove_dir(store.path()).expect("rmdir");
+        let lock = dir.path().join("cfg/tokens.json.lock");
+        fs::remove_file(&lock).expect("rm lock");
+        fs::create_dir(&lock).expect("mkdir");
+        // Reading needs no lock; storing does.
+        store.clone().checked().expect("read without the lock");
+        let err = store.ready_to_store().expect_err("a directory as the lock");
+        assert!(err.message.contains("tokens.json.lock"), "{}", err.message);
     }
 
     #[test]
