@@ -175,10 +175,10 @@ pub enum GameError {
     /// A seek that the caller cannot accept (a rating range it is outside of, its own seek).
     #[error("cannot accept this seek: {0}")]
     SeekRefused(String),
-    /// The caller walked away from too many of the games that seeks paired it into: it may not
-    /// seek or accept a seek for a while (see [`crate::walkaway`]).
+    /// The caller walked away from too many of the games seeks and joins put it in: it may not
+    /// seek, accept a seek or join a game for a while (see [`crate::walkaway`]).
     #[error(
-        "{who} walked away from {walkaways} games that seeks paired it into within the last hour (aborted them, or did not make the first move in time), so it may not seek or accept a seek for {}; create a game or join one by id meanwhile",
+        "{who} walked away from {walkaways} games with other players within the last hour (games it sought, accepted or joined, and then aborted or did not make its first move in time), so it may not seek, accept a seek or join a game for {}; it may still create a game",
         crate::clock::format_duration(std::time::Duration::from_secs(.retry_after.as_secs() + 1))
     )]
     SeekPaused {

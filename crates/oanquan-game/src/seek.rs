@@ -707,6 +707,34 @@ impl SeekPool {
         })
     }
 
+    /// Refuses a caller at `client` as `account` that walked away from too many games with
+    /// strangers (see [`crate::walkaway`]): for `JoinGame`, which the pool does not see.
+    ///
+    /// # Errors
+    ///
+    /// [`GameError::SeekPaused`].
+    pub async fn check_walkaways(
+        &self,
+        client: Option<IpAddr>,
+        account: Option<&Account>,
+    ) -> Result<(), GameError> {
+        let walkers = self.walkers(client, account);
+        self.walkaways.check(&self.manager, &walkers).await
+    }
+
+    /// Notes that a caller at `client` as `account` took `seat` in `game` made by someone else
+    /// (`JoinGame`), to count if it walks away from it.
+    pub fn record_joined(
+        &self,
+        client: Option<IpAddr>,
+        account: Option<&Account>,
+        game: &GameId,
+        seat: Player,
+    ) {
+        self.walkaways
+            .record(&self.walkers(client, account), game, seat);
+    }
+
     /// Whom a pairing of a caller at `client` as `account` counts for: nobody from an address
     /// exempt from the per-client limits.
     fn walkers(&self, client: Option<IpAddr>, account: Option<&Account>) -> Vec<Walker> {

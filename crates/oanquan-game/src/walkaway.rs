@@ -1,13 +1,13 @@
-//! Players who walk away from the games that seeks pair them into.
+//! Players who walk away from the games that seeks and joins put them in.
 //!
 //! A seek pairs two strangers, and a seat that never moves costs the other player the wait for
 //! the first-move limit and then an aborted game. An outside probe accepted every seek in the
 //! lobby from one address and never moved: most honest seekers were paired with it instead of
 //! each other. So each node remembers, for each client address and account, the games its
-//! seeks and accepted seeks made, and one that walked away from [`STRIKES`] of them within
-//! [`WINDOW`] (aborted them, or let the first-move limit abort them: the game is aborted and
-//! ended by its seat) may not seek or accept a seek for [`PAUSE`] after the last. Games it
-//! creates or joins by id are not paused: a friend who waits for it is not a stranger.
+//! seeks, accepted seeks and joins put it in, and one that walked away from [`STRIKES`] of them
+//! within [`WINDOW`] (aborted them, or let the first-move limit abort them: the game is aborted
+//! and ended by its seat) may not seek, accept a seek or join a game for [`PAUSE`] after the
+//! last. It may still create games: whoever joins one chose to.
 //!
 //! Per node and in memory, like the other per-client limits: a restart forgets it.
 

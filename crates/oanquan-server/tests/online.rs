@@ -1836,3 +1836,70 @@ async fn the_new_calls_need_the_token_of_a_seat_of_the_game() {
     assert_eq!(game.draw_offer(), pb::Player::Unspecified);
     assert!(list_seeks(&mut client).await.is_empty());
 }
+
+/// An outside probe accepted every seek in the lobby and never moved. A client that walked away
+/// from three games it joined (here by aborting them; the first-move limit counts the same) may
+/// not join, seek or accept a seek for a while, told why, for how long, and when to retry; it
+/// may still create games.
+#[tokio::test]
+async fn a_client_that_walks_away_from_three_games_it_joined_is_paused() {
+    let server = server_with(|c| {
+        c.clients.exempt_loopback = false;
+        c.clients.rate_limit = 0.0;
+    })
+    .await;
+    let mut client = server.games().await;
+    for _ in 0..3 {
+        let (id, _, joiner) = started(&mut client, "standard").await;
+        client
+            .abort_game(authed(pb::AbortGameRequest { game_id: id }, &joiner))
+            .await
+            .unwrap();
+    }
+    let (game, _) = create(&mut client, "standard").await;
+    let paused = client
+        .join_game(pb::JoinGameRequest {
+            game_id: game.id.clone(),
+            display_name: "Minh".into(),
+        })
+        .await
+        .unwrap_err();
+    assert_reason(
+        &paused,
+        Code::ResourceExhausted,
+        "ERROR_REASON_LIMIT_EXCEEDED",
+    );
+    assert!(
+        paused
+            .message()
+            .contains("your address walked away from 3 games")
+            && paused.message().contains("may still create a game"),
+        "{paused:?}"
+    );
+    let retry = tonic_types::StatusExt::get_details_retry_info(&paused)
+        .and_then(|info| info.retry_delay)
+        .expect("a retry delay");
+    assert!(
+        retry > secs(14 * 60) && retry <= secs(15 * 60 + 1),
+        "{retry:?}"
+    );
+    let seek = client
+        .seek(pb::SeekRequest {
+            rules: preset("standard"),
+            time_control: real_time(secs(180), secs(2)),
+            display_name: "Minh".into(),
+            ..Default::default()
+        })
+        .await;
+    match seek {
+        Err(status) => assert_eq!(status.code(), Code::ResourceExhausted, "{status:?}"),
+        Ok(stream) => {
+            let first = stream.into_inner().message().await;
+            assert!(
+                matches!(&first, Err(status) if status.code() == Code::ResourceExhausted),
+                "{first:?}"
+            );
+        }
+    }
+    server.stop().await.unwrap();
+}
