@@ -110,6 +110,65 @@ fn a_clean_stop_without_any_request_leaves_no_log_either() {
     }
 }
 
+/// The server started on `database`, expected to refuse it: its exit status and what it said.
+fn refused_start(database: &Path) -> (Option<i32>, String) {
+    let mut child = std::process::Command::new(&binaries().server)
+        .args(["--listen", "127.0.0.1:0", "--database"])
+        .arg(database)
+        .env_remove("OANQUAN_IN_MEMORY")
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("start oanquan-server");
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    let status = loop {
+        if let Some(status) = child.try_wait().expect("wait for the server") {
+            break status;
+        }
+        if std::time::Instant::now() > deadline {
+            let _ = child.kill();
+            panic!("the server started instead of refusing the file");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    };
+    let mut said = String::new();
+    std::io::Read::read_to_string(&mut child.stderr.take().unwrap(), &mut said).unwrap();
+    (status.code(), said)
+}
+
+/// A killed server whose write-ahead log is then lost (emptied, or the file copied without it):
+/// the next start refuses, says why and what to do, and leaves the file alone; with the log
+/// back, every game and move is there. An outside probe emptied the log: the next start said
+/// the database was intact and served none of the 344 moves it had acknowledged.
+#[test]
+fn a_killed_servers_database_without_its_log_is_refused_until_the_log_is_back() {
+    let dir = tempfile::tempdir().unwrap();
+    let database = dir.path().join("oanquan.db");
+    let server = Server::start_on(&database, &["--computer-move-time", "5ms"]);
+    play_some_games(&server.url());
+    let before = games_seen(&server.url());
+    drop(server); // SIGKILL
+    let wal = dir.path().join("oanquan.db-wal");
+    let log = std::fs::read(&wal).expect("a killed server leaves its log");
+    assert!(!log.is_empty());
+    std::fs::write(&wal, b"").unwrap();
+    let file = std::fs::read(&database).unwrap();
+    let (code, said) = refused_start(&database);
+    assert_eq!(code, Some(1), "{said}");
+    assert!(
+        said.contains("did not stop cleanly") && said.contains("oanquan.db-wal"),
+        "{said}"
+    );
+    assert_eq!(
+        std::fs::read(&database).unwrap(),
+        file,
+        "the file is left alone"
+    );
+    std::fs::write(&wal, &log).unwrap();
+    let server = Server::start_on(&database, &[]);
+    assert_eq!(games_seen(&server.url()), before);
+}
+
 /// `oanquan-server backup`, run to completion.
 fn backup(args: &[&str]) -> std::process::Output {
     std::process::Command::new(&binaries().server)
