@@ -457,10 +457,17 @@ pub fn rating_range(value: Option<&pb::RatingRange>) -> Result<Option<(i32, i32)
             ));
         }
     }
-    let max = if range.max == 0 {
-        oanquan_game::rating::MAX_RATING as i32
-    } else {
-        range.max
-    };
+    let highest = oanquan_game::rating::MAX_RATING as i32;
+    if range.max == 0 && range.min > highest {
+        // Said of the bound given: "5000 above 4000" read as if the caller had sent 4000.
+        return Err(GameError::invalid(
+            "rating_range.min",
+            format!(
+                "{} is above the highest rating there is ({highest})",
+                range.min
+            ),
+        ));
+    }
+    let max = if range.max == 0 { highest } else { range.max };
     Ok(Some((range.min, max)))
 }

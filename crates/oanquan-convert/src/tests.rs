@@ -735,6 +735,9 @@ fn a_negative_rating_bound_is_refused_by_its_field() {
         (-5, 0, "rating_range.min"),
         (i32::MIN, i32::MAX, "rating_range.min"),
         (0, -1, "rating_range.max"),
+        // With no maximum, a minimum past every rating is the minimum's fault, not a range
+        // "5000..=4000" the caller never wrote.
+        (5000, 0, "rating_range.min"),
     ] {
         match rating_range(Some(&pb::RatingRange { min, max })) {
             Err(GameError::InvalidArgument { field: got, .. }) => assert_eq!(got, field),
