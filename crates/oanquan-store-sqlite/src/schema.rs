@@ -146,16 +146,18 @@ pub(super) const MIGRATIONS: &[&str] = &[
     ALTER TABLE accounts ADD COLUMN username_look TEXT;
     CREATE INDEX accounts_by_look ON accounts (username_look);
     ",
-    // 7: whether a server has the file open: 1 from its start to its clean stop, put into the
-    // file itself (not only its `-wal`) at start, so that the file a killed server left is
-    // refused when its `-wal`, which holds everything since the last checkpoint, is missing
-    // (see `check_log_present`); before, such a file was read as it stood before that log.
+    // 7: whether a server has the file open (1 from its start to its clean stop, put into the
+    // file itself, not only its `-wal`, at start) and how many transactions the writer has
+    // committed, which it also records in the lock file: a killed server's file whose `-wal`
+    // is missing, cut short or damaged reads as fewer and is refused (see
+    // `check_log_present`); before, it was read as it stood before the lost commits.
     "
     CREATE TABLE run_state (
         id      INTEGER PRIMARY KEY CHECK (id = 1),
-        running INTEGER NOT NULL                -- 1 while a server has the file open
+        running INTEGER NOT NULL,               -- 1 while a server has the file open
+        commits INTEGER NOT NULL                -- the writer's transactions, ever
     ) STRICT;
-    INSERT INTO run_state (id, running) VALUES (1, 0);
+    INSERT INTO run_state (id, running, commits) VALUES (1, 0, 0);
     ",
 ];
 
@@ -242,15 +244,16 @@ pub enum OpenError {
         size: u64,
     },
     /// The last server on the file did not stop cleanly, and the write-ahead log it left,
-    /// which holds every change since its last checkpoint, is missing or empty: read alone,
-    /// the file would lose those changes without a word (see `check_log_present`).
+    /// which holds every change since its last checkpoint, is missing, cut short or damaged:
+    /// read as it is, the file would lose those changes without a word (see
+    /// `check_log_present`).
     #[error(
-        "{path}: the last server on this file did not stop cleanly, and what it logged after \
-         its last checkpoint is missing: its write-ahead log {wal} is missing or empty, and the \
-         file alone ends at event row {found} where the lock file records {recorded}. Nothing \
-         was changed. Put {wal} back beside the database (copy a database with its -wal, or \
-         with `oanquan-server backup`). If it is gone for good, or this file is a copy made \
-         while a server ran, accept the loss with \
+        "{path}: the last server on this file did not stop cleanly, and what it committed after \
+         its last checkpoint is not all there: its write-ahead log {wal} is missing, empty, cut \
+         short or damaged, and the database reads as {found} commits where the lock file \
+         records {recorded}. Nothing was changed. Put the whole {wal} back beside the database \
+         (copy a database with its -wal, or with `oanquan-server backup`). If it is gone for \
+         good, or this file is a copy made while a server ran, accept the loss with \
          `sqlite3 {path} \"UPDATE run_state SET running = 0\"` and start again (see STORAGE.md)"
     )]
     LostLog {
@@ -258,9 +261,9 @@ pub enum OpenError {
         path: PathBuf,
         /// Its write-ahead log's name.
         wal: PathBuf,
-        /// The last `game_log` row in the file alone.
+        /// The commits the database holds.
         found: i64,
-        /// The last one the lock file records.
+        /// The commits the lock file records.
         recorded: i64,
     },
     /// Something that is not a regular file where SQLite keeps the database's `-wal` or `-shm`.
@@ -424,11 +427,12 @@ pub(super) struct FileLock {
     previous_log_end: Option<i64>,
 }
 
-/// Writes into the lock file, after each batch the writer commits, how far `game_log` reached
-/// (its last rowid): the lock file outlives a killed server, and the next one compares it with
-/// the database to tell a log folded into the file by whoever opened it since (all there) from
-/// a log lost or left behind (rows missing; see [`check_log_present`]). Not synced: after a
-/// power cut it may say less than was committed, never more.
+/// Writes into the lock file, after each batch, how many transactions the writer has committed
+/// (`run_state.commits`, counted in each one): the lock file outlives a killed server, and the
+/// next one compares it with the database to tell a log folded into the file by whoever opened
+/// it since (every commit there) from a log lost, cut short or damaged (commits missing; see
+/// [`check_log_present`]). Not synced: after a power cut it may say less than was committed,
+/// never more.
 #[derive(Debug)]
 pub(super) struct LogEndMark {
     file: std::fs::File,
@@ -664,10 +668,12 @@ pub(super) fn lock(path: &Path) -> Result<FileLock, OpenError> {
         let mut previous = String::new();
         let _ = (&file).read_to_string(&mut previous);
         let _ = file.rewind();
+        // Digits past i64 (the file holds only digits and spaces, see `open_lock_file`) say
+        // more than any database holds: an edited lock cannot switch the check off that way.
         previous
             .split_ascii_whitespace()
             .nth(1)
-            .and_then(|end| end.parse::<i64>().ok())
+            .map(|end| end.parse::<i64>().unwrap_or(i64::MAX))
     };
     #[cfg(unix)]
     {
@@ -789,7 +795,7 @@ fn check(path: &Path, previous_log_end: Option<i64>) -> Result<(), OpenError> {
             detail: problems.join("; "),
         });
     }
-    check_log_present(path, header.version, previous_log_end)
+    check_log_present(&conn, path, header.version, previous_log_end)
 }
 
 /// The name of `path`'s write-ahead log.
@@ -799,70 +805,42 @@ pub(super) fn wal_of(path: &Path) -> PathBuf {
     PathBuf::from(wal)
 }
 
-/// Refuses a file whose last server did not stop cleanly (`run_state.running` is 1) and whose
-/// log is gone: the `-wal` is missing or holds not even a header, and the file alone ends
-/// before the log's end that server recorded in the lock file ([`LogEndMark`]). SQLite would
-/// read the file as it stood at the last checkpoint and say nothing: an outside probe emptied
-/// the log of a killed server, and the next one started on an "intact" database without any of
-/// the 344 moves it had acknowledged. A log folded into the file since (any connection that
-/// closes last does that: `sqlite3`, a backup) leaves the file complete, and is accepted.
+/// Refuses a file whose last server did not stop cleanly (`run_state.running` is 1) and which,
+/// read with its `-wal` as SQLite reads it, holds fewer commits than that server recorded in
+/// the lock file ([`LogEndMark`]): its log is missing, empty, cut short or damaged (SQLite
+/// replays a log up to its first bad frame and drops the rest without a word). An outside probe
+/// emptied the log of a killed server, and the next one started on an "intact" database
+/// without any of the 344 moves it had acknowledged; another truncated it, and an account's
+/// revoked key worked again. A log folded into the file since (any connection that closes last
+/// does that: `sqlite3`, a backup) leaves every commit there, and is accepted.
 fn check_log_present(
+    conn: &Connection,
     path: &Path,
     version: i32,
     previous_log_end: Option<i64>,
 ) -> Result<(), OpenError> {
-    /// SQLite's WAL header: a log shorter than this holds no frame.
-    const WAL_HEADER: u64 = 32;
     let Some(recorded) = previous_log_end else {
         return Ok(());
     };
-    let wal = wal_of(path);
-    if version < 7 || std::fs::metadata(&wal).is_ok_and(|meta| meta.len() >= WAL_HEADER) {
+    if version < 7 {
         return Ok(());
     }
-    // `immutable=1`: the file alone, without its log or the log's index.
-    let alone = Connection::open_with_flags(
-        file_uri(path, "immutable=1"),
-        OpenFlags::SQLITE_OPEN_READ_ONLY
-            | OpenFlags::SQLITE_OPEN_URI
-            | OpenFlags::SQLITE_OPEN_NO_MUTEX,
-    )
-    .map_err(OpenError::sqlite(path, "reading the file without its log"))?;
-    let (running, end): (i64, i64) = alone
+    let (running, found): (i64, i64) = conn
         .query_row(
-            "SELECT (SELECT running FROM run_state WHERE id = 1),
-                    (SELECT coalesce(max(rowid), 0) FROM game_log)",
+            "SELECT running, commits FROM run_state WHERE id = 1",
             [],
-            |row| Ok((row.get::<_, Option<i64>>(0)?.unwrap_or(0), row.get(1)?)),
+            |row| Ok((row.get(0)?, row.get(1)?)),
         )
-        .map_err(OpenError::sqlite(path, "reading the file without its log"))?;
-    if running == 0 || end >= recorded {
+        .map_err(OpenError::sqlite(path, "reading the run state"))?;
+    if running == 0 || found >= recorded {
         return Ok(());
     }
     Err(OpenError::LostLog {
         path: path.to_owned(),
-        wal,
-        found: end,
+        wal: wal_of(path),
+        found,
         recorded,
     })
-}
-
-/// `path` as an SQLite `file:` URI with `query`: every byte but unreserved ones and `/`
-/// percent-encoded, so that `?`, `#` and `%` in a name stay part of it.
-fn file_uri(path: &Path, query: &str) -> String {
-    use std::fmt::Write as _;
-    let absolute = std::path::absolute(path).unwrap_or_else(|_| path.to_owned());
-    let mut uri = String::from("file:");
-    for &byte in absolute.as_os_str().as_encoded_bytes() {
-        if byte.is_ascii_alphanumeric() || b"/-._~".contains(&byte) {
-            uri.push(char::from(byte));
-        } else {
-            let _ = write!(uri, "%{byte:02X}");
-        }
-    }
-    uri.push('?');
-    uri.push_str(query);
-    uri
 }
 
 /// Marks the file as open by a server (`run_state.running = 1`) and folds the log into it, so

@@ -254,9 +254,7 @@ pub(crate) fn run_writer(
             set_writable(health, true, None);
             backoff = None;
         }
-        if results.iter().any(Result::is_ok)
-            && let Some(mark) = log_end
-        {
+        if let Some(mark) = log_end {
             record_log_end(&conn, mark);
         }
         for (write, outcome) in writes.drain(..).zip(outcomes) {
@@ -332,14 +330,15 @@ pub(crate) fn run_writer(
     }
 }
 
-/// Records in the lock file how far `game_log` reaches now (see `schema::LogEndMark`): after a
-/// commit, before its callers are answered.
+/// Records in the lock file how many transactions the database holds now (see
+/// `schema::LogEndMark`): after a batch, before its callers are answered. Read back rather
+/// than counted here, so that a commit that failed cannot make the record say more.
 pub(crate) fn record_log_end(conn: &Connection, mark: &LogEndMark) {
-    let end = conn
-        .prepare_cached("SELECT coalesce(max(rowid), 0) FROM game_log")
+    let commits = conn
+        .prepare_cached("SELECT commits FROM run_state WHERE id = 1")
         .and_then(|mut statement| statement.query_row([], |row| row.get::<_, i64>(0)));
-    if let Ok(end) = end {
-        mark.record(end);
+    if let Ok(commits) = commits {
+        mark.record(commits);
     }
 }
 
@@ -616,7 +615,12 @@ fn write_transaction(
             savepoint.commit().map_err(backend)
         }));
     }
-    let committed = tx.commit();
+    // Counted in the file itself, for a start after a crash to tell a log lost or cut short
+    // from a whole one (see `schema::check_log_present`). Failing, it fails the commit.
+    let committed = tx
+        .prepare_cached("UPDATE run_state SET commits = commits + 1 WHERE id = 1")
+        .and_then(|mut statement| statement.execute([]))
+        .and_then(|_| tx.commit());
     let results = commit_transaction(committed, conn, results, &mut outcomes);
     Some((results, outcomes))
 }

@@ -235,10 +235,26 @@ async fn a_killed_servers_file_without_its_log_is_refused_until_the_log_is_back(
     copy_as_killed(&path, &copy);
     let wal = dir.path().join("copy.db-wal");
     let kept_log = std::fs::read(&wal).unwrap();
-    for lose in [
-        |wal: &Path| std::fs::remove_file(wal).unwrap(),
-        |wal: &Path| std::fs::write(wal, b"").unwrap(),
-    ] {
+    let cut = |at: usize| {
+        move |wal: &Path| std::fs::write(wal, &std::fs::read(wal).unwrap()[..at]).unwrap()
+    };
+    type Loss = Box<dyn Fn(&Path)>;
+    let losses: [Loss; 5] = [
+        Box::new(|wal: &Path| std::fs::remove_file(wal).unwrap()),
+        Box::new(|wal: &Path| std::fs::write(wal, b"").unwrap()),
+        // Only the header: no frame; then cut in half (SQLite replays up to the cut).
+        Box::new(cut(32)),
+        Box::new(cut(kept_log.len() / 2)),
+        // A damaged frame in the middle: SQLite drops it and everything after it.
+        Box::new(|wal: &Path| {
+            let mut bytes = std::fs::read(wal).unwrap();
+            let middle = bytes.len() / 2;
+            bytes[middle..middle + 64].fill(0x5a);
+            std::fs::write(wal, bytes).unwrap();
+        }),
+    ];
+    for lose in losses {
+        std::fs::write(&wal, &kept_log).unwrap();
         lose(&wal);
         let file = std::fs::read(&copy).unwrap();
         for _ in 0..2 {
@@ -259,10 +275,33 @@ async fn a_killed_servers_file_without_its_log_is_refused_until_the_log_is_back(
             said.contains("copy.db-wal") && said.contains("did not stop cleanly"),
             "{said}"
         );
+        // Started again and again, it never rewrites the file.
+        assert_eq!(std::fs::read(&copy).unwrap(), file);
     }
     std::fs::write(&wal, &kept_log).unwrap();
     let copied: Arc<dyn GameStore> = Arc::new(SqliteStore::open(&copy).unwrap());
     reads_as_before(&copied, &ids, &accounts, &before, &all_before).await;
+}
+
+/// The check counts every commit, not only games': an account registered or a key revoked
+/// after the last checkpoint is lost with the log too, and a revoked key would work again (an
+/// outside probe's account came back with its revoked key).
+#[tokio::test]
+async fn a_lost_log_that_held_only_an_account_change_is_refused() {
+    let (dir, path, store) = fresh_store();
+    let lan = oanquan_game::account::Account::new(
+        oanquan_game::username::Username::parse("Lan").unwrap(),
+        std::time::SystemTime::now(),
+    );
+    let (_, key) = oanquan_game::account::ApiKey::generate(std::time::SystemTime::now());
+    store.create_account(lan, key).await.unwrap();
+    let copy = dir.path().join("copy.db");
+    copy_as_killed(&path, &copy);
+    std::fs::remove_file(dir.path().join("copy.db-wal")).unwrap();
+    assert!(matches!(
+        SqliteStore::open(&copy),
+        Err(OpenError::LostLog { .. })
+    ));
 }
 
 /// A log folded into the file after the kill (whoever opens the file and closes it last does
