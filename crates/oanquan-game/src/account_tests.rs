@@ -1754,3 +1754,28 @@ async fn a_player_who_walks_away_from_seek_games_is_paused() {
             .unwrap();
     }
 }
+
+/// A seek stream that ends the moment its seek is paired (its key revoked then, or its client
+/// gone) leaves a seat nobody will hold: an outside probe's accepter sat in an active game
+/// against no one, 10 times in 20. The game is aborted instead.
+#[tokio::test]
+async fn a_pairing_whose_seeker_left_at_that_moment_is_aborted() {
+    let s = service();
+    let pool = pool(&s);
+    let ticket = waiting(pool.seek(seek_request(None, false, None)).await.unwrap());
+    let accepted = pool
+        .accept(&ticket.info().id.clone(), "Minh", None, None)
+        .await
+        .unwrap();
+    // The seat is in the ticket, not yet taken out, when the stream ends.
+    drop(ticket);
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(5);
+    loop {
+        let game = s.manager.get_game(&accepted.game.id).await.unwrap();
+        if game.status == GameStatus::Aborted {
+            break;
+        }
+        assert!(tokio::time::Instant::now() < deadline, "{game:?}");
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+}

@@ -502,16 +502,25 @@ fn flatten(
 
 impl Drop for SeekTicket {
     fn drop(&mut self) {
-        match &self.reply {
-            Reply::Local(_) => {
+        match &mut self.reply {
+            Reply::Local(answer) => {
                 self.pool.withdraw(&self.info.id, None);
+                // Paired, but dropped before the seat was taken out (the stream ended at that
+                // moment): nobody will hold the seat, so its game is aborted, not left for the
+                // other player to wait in.
+                if let (Ok(Ok(seated)), Ok(runtime)) =
+                    (answer.try_recv(), tokio::runtime::Handle::try_current())
+                {
+                    let pool = Arc::clone(&self.pool);
+                    runtime.spawn(async move { pool.abandon(&seated).await });
+                }
             }
             Reply::Board { client, .. } => {
                 {
                     let mut inner = self.pool.lock();
                     inner.woken.remove(&self.info.id);
-                    if let Some(client) = client {
-                        inner.release(*client);
+                    if let Some(client) = *client {
+                        inner.release(client);
                     }
                 }
                 // Off the board whatever it led to: nobody waits for it any more. A ticket is
@@ -991,11 +1000,19 @@ impl SeekPool {
             .await;
         match created {
             Ok((game, their_seat)) => {
-                let _ = waiting.reply.send(Ok(Seated {
+                let theirs = Seated {
                     game: game.clone(),
                     seat: their_seat,
                     token: waiting.token,
-                }));
+                };
+                if let Err(Ok(theirs)) = waiting.reply.send(Ok(theirs)) {
+                    // The seeker went away while the game was made (its stream closed, or its
+                    // key was revoked at that moment): a seat nobody holds would leave the
+                    // caller in a game against no one (an outside probe's race did, 10 times
+                    // in 20).
+                    self.abandon(&theirs).await;
+                    return Err(GameError::SeekNotFound(text::quoted(&waiting.info.id)));
+                }
                 Ok(Seated {
                     game,
                     seat: their_seat.other(),
@@ -1015,6 +1032,17 @@ impl SeekPool {
                 }
                 Err(error)
             }
+        }
+    }
+
+    /// Aborts the game of a seat that was made but that nobody will ever hold.
+    async fn abandon(&self, seated: &Seated) {
+        if let Err(error) = self
+            .manager
+            .abort(&seated.game.id, seated.token.clone())
+            .await
+        {
+            warn!(game_id = %seated.game.id, %error, "aborting a game its seeker left");
         }
     }
 
