@@ -1779,3 +1779,66 @@ async fn a_pairing_whose_seeker_left_at_that_moment_is_aborted() {
         tokio::time::sleep(Duration::from_millis(10)).await;
     }
 }
+
+/// Walkaways count once their games are over, so an outside probe accepted 8 seeks in a burst
+/// before the first was aborted. A player may not take a fourth game with others while it has
+/// not moved in three.
+#[tokio::test]
+async fn a_player_with_three_games_not_yet_moved_in_takes_no_fourth() {
+    let s = service();
+    let pool = pool(&s);
+    let sniper: IpAddr = "192.0.2.3".parse().unwrap();
+    // Each stranger on an address of its own, and each moves at once where it moves first:
+    // then every game waits for the sniper.
+    let mut strangers = (10..).map(|n| IpAddr::from([198, 51, 100, n]));
+    let mut held_up = 0;
+    while held_up < crate::walkaway::STRIKES {
+        let ticket = waiting(
+            pool.seek(SeekRequest {
+                client: strangers.next(),
+                ..seek_request(None, false, None)
+            })
+            .await
+            .unwrap(),
+        );
+        pool.accept(&ticket.info().id.clone(), "Sniper", Some(sniper), None)
+            .await
+            .unwrap();
+        let stranger = ticket_seat(ticket).await;
+        if stranger.seat == Player::First {
+            let mv = stranger.game.position.legal_moves()[0];
+            s.manager
+                .play_move(&stranger.game.id, stranger.token.clone(), mv, None)
+                .await
+                .unwrap();
+        }
+        held_up += 1;
+    }
+    let ticket = waiting(
+        pool.seek(SeekRequest {
+            client: strangers.next(),
+            ..seek_request(None, false, None)
+        })
+        .await
+        .unwrap(),
+    );
+    let refused = pool
+        .accept(&ticket.info().id.clone(), "Sniper", Some(sniper), None)
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(&refused, GameError::LimitExceeded(why) if why.contains("has 3 games")),
+        "{refused:?}"
+    );
+    // The strangers are not held up by the games that wait for the sniper: they seek on.
+    assert!(
+        pool.accept(&ticket.info().id.clone(), "Guest", strangers.next(), None)
+            .await
+            .is_ok()
+    );
+}
+
+/// The seat a waiting ticket was given.
+async fn ticket_seat(mut ticket: SeekTicket) -> Seated {
+    answer(&mut ticket).await
+}

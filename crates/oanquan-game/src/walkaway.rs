@@ -7,7 +7,9 @@
 //! seeks, accepted seeks and joins put it in, and one that walked away from [`STRIKES`] of them
 //! within [`WINDOW`] (aborted them, or let the first-move limit abort them: the game is aborted
 //! and ended by its seat) may not seek, accept a seek or join a game for [`PAUSE`] after the
-//! last. It may still create games: whoever joins one chose to.
+//! last. It may still create games: whoever joins one chose to. Nor may it take a fourth such
+//! game while [`STRIKES`] of them wait for its first move, so that walkaways in the making
+//! cannot pile up before the first of them counts.
 //!
 //! Per node and in memory, like the other per-client limits: a restart forgets it.
 
@@ -41,6 +43,16 @@ pub enum Walker {
     Client(IpAddr),
     /// An account.
     Account(AccountId),
+}
+
+impl Walker {
+    /// How a message names it to the caller.
+    fn says(&self) -> &'static str {
+        match self {
+            Walker::Client(_) => "your address",
+            Walker::Account(_) => "your account",
+        }
+    }
 }
 
 /// A game a seek made for a player.
@@ -109,6 +121,10 @@ impl Walkaways {
                 .map(|p| (p.game.clone(), p.seat))
                 .collect();
             let mut settled = Vec::with_capacity(open.len());
+            // Games going on in which this player has not moved yet: walkaways in the making,
+            // which only count once over (an outside probe accepted 8 seeks in a burst before
+            // the first of them was aborted).
+            let mut unmoved = 0;
             for (game, seat) in open {
                 // A game that cannot be read (forgotten, damaged) counts for nothing.
                 let Ok(info) = manager.get_game(&game).await else {
@@ -116,6 +132,15 @@ impl Walkaways {
                     continue;
                 };
                 if !info.status.is_over() {
+                    // Only where the game waits for it: the other player's turn is not its
+                    // fault (a sniper's victims wait too).
+                    let holding_up = info.move_count < 2 && info.position.to_move() == seat;
+                    let against_a_person = info.seats[seat.other()]
+                        .as_ref()
+                        .is_some_and(|s| s.kind == PlayerKind::Human);
+                    if holding_up && against_a_person && info.status == GameStatus::Active {
+                        unmoved += 1;
+                    }
                     continue;
                 }
                 let walked = info.status == GameStatus::Aborted
@@ -137,6 +162,13 @@ impl Walkaways {
                     pairing.settled = Some(walked);
                 }
             }
+            if unmoved >= STRIKES {
+                return Err(GameError::LimitExceeded(format!(
+                    "{} has {unmoved} games with other players that wait for its first move: \
+                     play them before seeking, accepting a seek or joining another",
+                    walker.says()
+                )));
+            }
             let walkaways: Vec<SystemTime> = pairings
                 .iter()
                 .filter_map(|p| p.settled.flatten())
@@ -149,10 +181,7 @@ impl Walkaways {
             let until = last + PAUSE;
             if let Ok(left) = until.duration_since(now) {
                 return Err(GameError::SeekPaused {
-                    who: match walker {
-                        Walker::Client(_) => "your address",
-                        Walker::Account(_) => "your account",
-                    },
+                    who: walker.says(),
                     walkaways: walkaways.len(),
                     retry_after: left,
                 });
