@@ -172,6 +172,11 @@ mod tests {
             ("Админ", "админ"),
             ("客服", "客服"),
             ("운영 자", "운영자"),
+            ("ᴬᴰᴹᴵᴺ", "admin"),
+            ("ⓐⓓⓜⓘⓝ", "admin"),
+            ("ＯＷＮＥＲ", "owner"),
+            ("ṡtaff", "staff"),
+            ("管理", "管理"),
         ] {
             match names.check(raw) {
                 Err(GameError::InvalidArgument {

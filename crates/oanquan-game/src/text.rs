@@ -117,6 +117,7 @@ const OVERSIZED: &[char] = &[
     '\u{2E3B}',
     '\u{12219}',
     '\u{1242B}',
+    '\u{A9C5}',
 ];
 
 /// What the category check of [`display_name`] lets through but shows nothing or garbage:
@@ -256,6 +257,7 @@ mod tests {
             ("\u{FDFD}\u{FDFD}", "U+FDFD"),
             ("Lan \u{FDFA}", "U+FDFA"),
             ("\u{1242B}", "U+1242B"),
+            ("\u{A9C5}", "U+A9C5"),
             ("\u{17b4}", "U+17B4"),
             ("Lan\u{3164}Lan", "U+3164"),
             ("a\u{34f}b", "U+034F"),

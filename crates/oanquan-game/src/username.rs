@@ -173,6 +173,17 @@ pub const RESERVED_USERNAMES: &[&str] = &[
     "soporte",
     "suporte",
     "quảnlý",
+    "owner",
+    "sistema",
+    "модер",
+    "админка",
+    "مدير",
+    "مشرف",
+    "מנהל",
+    "システム",
+    "管理",
+    "系统",
+    "系統",
 ];
 
 /// The reserved names as [`reserved_form`]s, each also with small `l` read as `i`, computed
@@ -215,13 +226,30 @@ const OPEN_TO_DISPLAY_NAMES: &[&str] = &[
 #[must_use]
 pub fn staff_word(text: &str) -> Option<&'static str> {
     // A display name may hold spaces, which no username can: "Quản trị" reads as "quảntrị".
+    // And symbols no username can, which NFKC reads as letters: ᴬᴰᴹᴵᴺ, ⓐⓓⓜⓘⓝ.
     let name: String = text.nfc().filter(|c| !c.is_whitespace()).collect();
-    let forms = reserved_candidates(&name);
-    RESERVED_FORMS
-        .iter()
-        .filter(|(word, _)| !OPEN_TO_DISPLAY_NAMES.contains(word))
-        .find(|(_, reserved)| forms.iter().any(|form| reserved.contains(form)))
-        .map(|(word, _)| *word)
+    let compat: String = text.nfkc().filter(|c| !c.is_whitespace()).collect();
+    let mut groups = reserved_candidates(&name);
+    if compat != name {
+        groups.extend(reserved_candidates(&compat));
+    }
+    reserved_word(&groups, |word| !OPEN_TO_DISPLAY_NAMES.contains(&word))
+}
+
+/// The first reserved word (among those `eligible`) that a group of forms reads as, the groups
+/// in order: the name as written before its disguises undone, so that `Ô_Ăn_Quan` is refused
+/// as `ôănquan` rather than as the `oanquan` it also reads as without its accents.
+fn reserved_word(
+    groups: &[Vec<String>],
+    eligible: impl Fn(&'static str) -> bool,
+) -> Option<&'static str> {
+    groups.iter().find_map(|forms| {
+        RESERVED_FORMS
+            .iter()
+            .filter(|(word, _)| eligible(word))
+            .find(|(_, reserved)| forms.iter().any(|form| reserved.contains(form)))
+            .map(|(word, _)| *word)
+    })
 }
 
 /// An account's username: valid by the rules of the [module](self), in NFC, as the user wrote it.
@@ -264,11 +292,7 @@ impl Username {
         check_characters(&name)?;
         check_separators(&name)?;
         check_scripts(&name)?;
-        let forms = reserved_candidates(&name);
-        if let Some((word, _)) = RESERVED_FORMS
-            .iter()
-            .find(|(_, reserved)| forms.iter().any(|form| reserved.contains(form)))
-        {
+        if let Some(word) = reserved_word(&reserved_candidates(&name), |_| true) {
             return Err(UsernameError::Reserved { word });
         }
         let key = key_of(&name);
@@ -850,22 +874,59 @@ fn key_of(name: &str) -> String {
     key
 }
 
-/// What a name is compared with the reserved names by: its [`reserved_form`], and its key
+/// What a name is compared with the reserved names by, in groups (see [`reserved_word`]): its [`reserved_form`], and its key
 /// with the digits around it kept (which the key reads as letters: `NUL1` as `null`); each
 /// also with small `l` read as `i` (`ADMlN` in capitals reads `ADMIN`, which the key, folded
 /// to small letters first, cannot see) and without a trailing `l` (`adminl` reads as
 /// `admin1`, which is `admin` with a digit).
-fn reserved_candidates(name: &str) -> Vec<String> {
-    let joined: String = name.chars().filter(|&c| !is_separator(c)).collect();
-    let mut forms = Vec::with_capacity(8);
-    for base in [reserved_form(name), key_of(&joined)] {
-        let trimmed = base.trim_end_matches('l').to_owned();
-        forms.push(base.replace('l', "i"));
-        forms.push(trimmed.replace('l', "i"));
-        forms.push(trimmed);
-        forms.push(base);
+///
+/// Each of these also from the name without its accents (`Admín`, `ṡtaff`) and with the digits
+/// and signs that stand for letters read as those letters (`4dmin`, `5upp0rt`), which the
+/// confusable skeletons do not map (an outside probe registered both).
+fn reserved_candidates(name: &str) -> Vec<Vec<String>> {
+    let unmarked: String = name
+        .nfd()
+        .filter(|&c| !unicode_normalization::char::is_combining_mark(c))
+        .nfc()
+        .collect();
+    let mut variants = vec![name.to_owned(), unmarked];
+    for at in 0..variants.len() {
+        let leet = leet_read(&variants[at]);
+        if !variants.contains(&leet) {
+            variants.push(leet);
+        }
     }
-    forms
+    variants.dedup();
+    variants
+        .iter()
+        .map(|variant| {
+            let joined: String = variant.chars().filter(|&c| !is_separator(c)).collect();
+            let mut forms = Vec::with_capacity(8);
+            for base in [reserved_form(variant), key_of(&joined)] {
+                let trimmed = base.trim_end_matches('l').to_owned();
+                forms.push(base.replace('l', "i"));
+                forms.push(trimmed.replace('l', "i"));
+                forms.push(trimmed);
+                forms.push(base);
+            }
+            forms
+        })
+        .collect()
+}
+
+/// `name` with the digits and signs that stand for letters in "leet" read as letters; `0` and
+/// `1` are the skeletons' already (`o`, `l`).
+fn leet_read(name: &str) -> String {
+    name.chars()
+        .map(|c| match c {
+            '4' | '@' => 'a',
+            '3' => 'e',
+            '5' | '$' => 's',
+            '7' => 't',
+            '8' => 'b',
+            other => other,
+        })
+        .collect()
 }
 
 /// What reserved names are compared by: the key without digits, `_` and `-` around the name
@@ -1230,6 +1291,16 @@ mod tests {
             ("Administrador", "administrador"),
             ("Modérateur", "modérateur"),
             ("quản_lý", "quảnlý"),
+            // Found by an outside probe: accents, leet digits, more languages.
+            ("Admín", "admin"),
+            ("4dmin", "admin"),
+            ("5upp0rt", "support"),
+            ("модер", "модер"),
+            ("админка", "админка"),
+            ("مدير", "مدير"),
+            ("מנהל", "מנהל"),
+            ("システム", "システム"),
+            ("Owner", "owner"),
         ] {
             assert_eq!(err(text), UsernameError::Reserved { word }, "{text:?}");
         }
@@ -1243,8 +1314,9 @@ mod tests {
             "Paul",
             "Lan",
             "Nulo",
-            "Админка",
             "管理员小王",
+            "Bao_4",
+            "Thảo",
             "Soportes",
         ] {
             ok(text);
