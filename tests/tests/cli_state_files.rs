@@ -267,7 +267,20 @@ fn a_token_that_cannot_be_saved_is_shown_with_how_to_use_it() {
         "the error comes last: {text}"
     );
 
-    // The token is not lost: the seat can be aborted with it (the token file is still broken).
+    // What is not a token is refused before anything is sent, saying which flag (an outside
+    // probe's token with a control character was called "the stored token", and a 100 KB one
+    // "the server is busy").
+    for bad in ["abc\u{1}def", &"x".repeat(100_000), "two words"] {
+        let mut abort = cli_command(&url, lan.path(), &["abort", &game, "--seat", seat]);
+        abort.env("OANQUAN_TOKEN", bad);
+        let out = run_by_deadline(abort, "abort with a bad token");
+        assert_eq!(out.code, Some(2), "{out:?}");
+        assert!(out.stderr.contains("--token or OANQUAN_TOKEN"), "{out:?}");
+    }
+
+    // The token is not lost: the seat can be aborted with it (the token file is still broken),
+    // read from a file with its newline too.
+    let token = format!("{token}\n");
     let mut abort = cli_command(&url, lan.path(), &["abort", &game]);
     abort.env("OANQUAN_TOKEN", &token);
     let out = run_by_deadline(abort, "abort without --seat");

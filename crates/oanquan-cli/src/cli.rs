@@ -839,18 +839,8 @@ pub struct PlayArgs {
     #[arg(long, value_name = "SEAT")]
     pub seat: Option<Side>,
 
-    /// The seat's token, for a seat the token file does not hold (when `create`, `join`,
-    /// `seek`, `accept` or a rematch cannot save a token, they print it with this advice);
-    /// needs --seat. Better given in the environment than on the command line, where other
-    /// users of the machine can read it.
-    #[arg(
-        long,
-        env = "OANQUAN_TOKEN",
-        hide_env_values = true,
-        value_name = "TOKEN",
-        requires = "seat"
-    )]
-    pub token: Option<String>,
+    #[command(flatten)]
+    pub given: GivenToken,
 
     #[command(flatten)]
     pub live: LiveArgs,
@@ -874,16 +864,9 @@ pub struct WatchArgs {
     pub display: DisplayArgs,
 }
 
+/// `--token`, for the commands that act for a seat.
 #[derive(Debug, Args)]
-pub struct SeatArgs {
-    /// The game id. Ids may start with `-`: they are still read as the id.
-    #[arg(allow_hyphen_values = true)]
-    pub game: String,
-
-    /// Which of your seats, when the token file holds both seats of the game.
-    #[arg(long, value_name = "SEAT")]
-    pub seat: Option<Side>,
-
+pub struct GivenToken {
     /// The seat's token, for a seat the token file does not hold (when `create`, `join`,
     /// `seek`, `accept` or a rematch cannot save a token, they print it with this advice);
     /// needs --seat. Better given in the environment than on the command line, where other
@@ -896,6 +879,20 @@ pub struct SeatArgs {
         requires = "seat"
     )]
     pub token: Option<String>,
+}
+
+#[derive(Debug, Args)]
+pub struct SeatArgs {
+    /// The game id. Ids may start with `-`: they are still read as the id.
+    #[arg(allow_hyphen_values = true)]
+    pub game: String,
+
+    /// Which of your seats, when the token file holds both seats of the game.
+    #[arg(long, value_name = "SEAT")]
+    pub seat: Option<Side>,
+
+    #[command(flatten)]
+    pub given: GivenToken,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]

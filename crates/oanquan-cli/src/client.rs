@@ -227,7 +227,8 @@ pub fn bearer<T>(
     let value = format!("Bearer {token}").parse().map_err(|_| {
         CliError::new(
             code::AUTH,
-            "the stored token is not a valid header value; join the game again",
+            "the seat's token is not a valid header value (a damaged token file, or a bad \
+             --token): use the token the server gave, or join the game again",
         )
     })?;
     request.metadata_mut().insert("authorization", value);

@@ -126,6 +126,9 @@ fn time_cell(tc: TimeControl) -> String {
     }
 }
 
+/// The longest token `--token` takes: the server's are 32 characters.
+const MAX_GIVEN_TOKEN: usize = 512;
+
 /// Stores the token of a seat just taken (`create`, `join`, `seek`, `accept`, a rematch). The
 /// server holds the seat already: when the token cannot be stored, it is said on standard error
 /// with the game, the seat and how to play with it (`OANQUAN_TOKEN`), before the error returns,
@@ -717,6 +720,21 @@ pub async fn saved_seats(
         let seat = wanted.ok_or_else(|| {
             CliError::new(code::USAGE, "a token (--token, OANQUAN_TOKEN) needs --seat")
         })?;
+        // A token read from a file keeps its newline; anything else is not a token at all, and
+        // the server would only answer a huge one as a header too large.
+        let token = token.trim_ascii();
+        if token.is_empty()
+            || token.len() > MAX_GIVEN_TOKEN
+            || !token.bytes().all(|b| b.is_ascii_graphic())
+        {
+            return Err(CliError::new(
+                code::USAGE,
+                format!(
+                    "the token given with --token or OANQUAN_TOKEN is not a seat token (one \
+                     word of letters, digits and signs, at most {MAX_GIVEN_TOKEN} characters)"
+                ),
+            ));
+        }
         return Ok(Seats::One(Entry {
             server: ctx.server.name.clone(),
             game_id: game_id.to_owned(),
@@ -859,7 +877,15 @@ async fn one_seat(
     args: &SeatArgs,
     any_will_do: bool,
 ) -> Result<Entry, CliError> {
-    match saved_seats(ctx, clients, &args.game, args.seat, args.token.as_deref()).await? {
+    match saved_seats(
+        ctx,
+        clients,
+        &args.game,
+        args.seat,
+        args.given.token.as_deref(),
+    )
+    .await?
+    {
         Seats::One(entry) => Ok(entry),
         Seats::Both(first, _) if any_will_do => Ok(first),
         Seats::Both(first, second) if ctx.stdin_tty => {

@@ -58,7 +58,7 @@ async fn run(cli: Cli) -> Result<(), CliError> {
                 args.seat,
                 false,
                 &args.live,
-                args.token.as_deref(),
+                args.given.token.as_deref(),
             )
             .await?;
         }
