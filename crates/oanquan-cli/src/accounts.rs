@@ -258,8 +258,10 @@ fn may_store(file: &AccountFile, server: &str, force: bool) -> Result<(), CliErr
         Some(existing) if !force => Err(CliError::new(
             code::REJECTED,
             format!(
-                "an account ({}) is already stored for server {server} in {}: pass --force to \
-                 replace it (its key keeps working until revoked with `oanquan keys revoke`)",
+                "an account ({}) is already stored for server {server} in {}: for a second \
+                 account on this machine, use another config directory (--config-dir DIR or \
+                 OANQUAN_CONFIG_DIR); to replace this one, pass --force (a key that still works \
+                 keeps working until revoked with `oanquan keys revoke`)",
                 shown_name(&existing.username),
                 file.path().display()
             ),

@@ -74,10 +74,23 @@ impl Seating {
     /// The stored account unless `anonymous`; otherwise `--name` (or $USER).
     pub fn new(ctx: &Context, name: &NameArg, anonymous: bool) -> Result<Self, CliError> {
         match playing_account(ctx, anonymous)? {
-            Some(account) => Ok(Self {
-                name: account.username,
-                api_key: Some(account.api_key),
-            }),
+            Some(account) => {
+                // An outside probe's `--name Foo` was seated as its account without a word.
+                if let Some(asked) = name.name.as_deref()
+                    && asked.trim() != account.username
+                    && !ctx.json
+                {
+                    note(format!(
+                        "oanquan: playing as your account {}: --name (or OANQUAN_NAME) names \
+                         anonymous seats only; --anonymous plays without the account",
+                        shown_name(&account.username)
+                    ));
+                }
+                Ok(Self {
+                    name: account.username,
+                    api_key: Some(account.api_key),
+                })
+            }
             None => Ok(Self {
                 name: display_name(name)?,
                 api_key: None,

@@ -525,7 +525,7 @@ async fn play_one(
                     Next::Stay => {}
                     Next::Done if live.over => return Ok(Next::Done),
                     Next::Done => {
-                        note(format!("left game {game_id_shown}; it goes on: resume with `oanquan play {game_id_shown}`"));
+                        note(format!("left game {game_id_shown}; it goes on: resume with `oanquan play {game_id_shown} --seat {}`", player.me.name()));
                         return Ok(Next::Done);
                     }
                     next @ Next::Rematch(..) => return Ok(next),
@@ -545,7 +545,9 @@ async fn play_one(
                     }
                     return Err(CliError::new(
                         code::UNFINISHED,
-                        format!("input ended before the game did; resume with `oanquan play {game_id_shown}`"),
+                        // With the seat: the token file may hold both (two players on one
+                        // machine), and then `play` without it is a usage error.
+                        format!("input ended before the game did; resume with `oanquan play {game_id_shown} --seat {}`", player.me.name()),
                     ));
                 }
             },

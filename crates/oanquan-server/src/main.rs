@@ -206,8 +206,8 @@ struct Args {
     metrics_token_file: Option<PathBuf>,
 
     /// This server's name in the metrics (`oanquan_build_info{node=…}`), to tell nodes apart:
-    /// at most 64 bytes of letters, digits and - _ . : @ / [ ]. Defaults to $HOSTNAME (if it
-    /// is such a name), else the --listen address.
+    /// at most 64 bytes of letters, digits and - _ . : @ / [ ]. Defaults to $HOSTNAME, else the
+    /// machine's host name (if it is such a name), else the --listen address.
     #[arg(
         long,
         env = "OANQUAN_NODE_NAME",
@@ -585,8 +585,15 @@ async fn serve(args: Args) -> anyhow::Result<()> {
                 .node_name
                 .clone()
                 .or_else(|| {
+                    // Shells keep $HOSTNAME without exporting it: an outside probe started from
+                    // bash was named by its address. The kernel's host name next.
                     std::env::var("HOSTNAME")
                         .ok()
+                        .or_else(|| {
+                            std::fs::read_to_string("/proc/sys/kernel/hostname")
+                                .ok()
+                                .map(|name| name.trim().to_owned())
+                        })
                         .filter(|name| node_name_problem(name).is_none())
                 })
                 .unwrap_or_else(|| local.to_string());

@@ -71,6 +71,26 @@ fn read_file(path: &Path) -> std::io::Result<Vec<u8>> {
     Ok(bytes)
 }
 
+/// Whether a DER certificate holds the `basicConstraints` extension (OID 2.5.29.19) with `cA`
+/// TRUE: the extension's value is an OCTET STRING around a SEQUENCE whose first element, when
+/// present and TRUE, is `cA` (DER writes a default FALSE not at all).
+fn says_ca(der: &[u8]) -> bool {
+    const OID: [u8; 5] = [0x06, 0x03, 0x55, 0x1d, 0x13];
+    let Some(at) = der.windows(OID.len()).position(|w| w == OID) else {
+        return false;
+    };
+    let mut rest = &der[at + OID.len()..];
+    // `critical`, when present.
+    if let [0x01, 0x01, _, tail @ ..] = rest {
+        rest = tail;
+    }
+    // The OCTET STRING's and the SEQUENCE's headers (short lengths: the extension is tiny).
+    match rest {
+        [0x04, _, 0x30, _, 0x01, 0x01, flag, ..] => *flag != 0,
+        _ => false,
+    }
+}
+
 /// A PEM problem in words: the library's own names the missing end line by its bytes
 /// (`[67, 69, 82, …]`).
 fn pem_problem(error: &rustls::pki_types::pem::Error) -> String {
@@ -124,7 +144,26 @@ impl TlsIdentity {
             key_pem: read(key, "private key")?,
         };
         identity.acceptor()?;
+        if identity.is_ca() {
+            // Served all the same (a client that skips verification still connects), but every
+            // verifying client refuses it, and only with its own words.
+            tracing::warn!(
+                file = %cert.display(),
+                "the TLS certificate is a CA certificate (basicConstraints CA:TRUE, what \
+                 `openssl req -x509` makes by default): clients that verify it refuse it as a \
+                 server's own (CaUsedAsEndEntity); give the server a leaf certificate (README, \
+                 \"Connecting with TLS\")"
+            );
+        }
         Ok(identity)
+    }
+
+    /// Whether the first certificate of the chain says `basicConstraints` `cA` TRUE.
+    fn is_ca(&self) -> bool {
+        CertificateDer::pem_slice_iter(&self.cert_pem)
+            .next()
+            .and_then(Result::ok)
+            .is_some_and(|der| says_ca(&der))
     }
 
     /// The TLS side of the server: rustls with the ring provider, TLS 1.2 and 1.3, ALPN `h2`.
@@ -376,5 +415,21 @@ mod tests {
         std::fs::write(&huge, vec![b'x'; 2 * 1024 * 1024]).unwrap();
         let error = TlsIdentity::read(&huge, &huge).unwrap_err();
         assert!(error.0.contains("larger than 1024 KiB"), "{}", error.0);
+    }
+
+    /// rcgen makes leaves by default; a CA is what `openssl req -x509` makes by default.
+    #[test]
+    fn a_ca_certificate_is_told_from_a_leaf() {
+        let leaf = certificate();
+        assert!(!says_ca(leaf.cert.der()));
+        let mut params = rcgen::CertificateParams::new(vec!["localhost".to_owned()]).unwrap();
+        params.is_ca = rcgen::IsCa::Ca(rcgen::BasicConstraints::Unconstrained);
+        let key = rcgen::KeyPair::generate().unwrap();
+        let ca = params.self_signed(&key).unwrap();
+        assert!(says_ca(ca.der()));
+        let mut params = rcgen::CertificateParams::new(vec!["localhost".to_owned()]).unwrap();
+        params.is_ca = rcgen::IsCa::ExplicitNoCa;
+        let explicit_leaf = params.self_signed(&key).unwrap();
+        assert!(!says_ca(explicit_leaf.der()));
     }
 }
