@@ -163,7 +163,7 @@ impl SqliteStore {
         let conn = schema::open_writer(&path, lock.previous_log_end())
             .inspect_err(|_| companions.remove())?;
         let log_end = lock
-            .log_end_mark()
+            .log_end_mark(&path)
             .inspect_err(|error| warn!(%error, "cannot record the log's end in the lock file"))
             .ok();
         if let Some(mark) = &log_end {

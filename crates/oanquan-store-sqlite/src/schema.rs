@@ -424,7 +424,32 @@ fn kind_of(metadata: &std::fs::Metadata) -> &'static str {
 pub(super) struct FileLock {
     file: std::fs::File,
     previous_alive: Option<std::time::SystemTime>,
-    previous_log_end: Option<i64>,
+    previous_log_end: Option<LogEnd>,
+}
+
+/// What a lock file records of its database: how many transactions the writer had committed,
+/// and which file they were committed to (its device and inode).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct LogEnd {
+    pub(crate) commits: i64,
+    /// `None` where files have no such identity.
+    pub(crate) file: Option<(u64, u64)>,
+}
+
+/// The device and inode of the file at `path` (its target, through links).
+pub(crate) fn file_identity(path: &Path) -> Option<(u64, u64)> {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::MetadataExt as _;
+        std::fs::metadata(path)
+            .ok()
+            .map(|meta| (meta.dev(), meta.ino()))
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = path;
+        None
+    }
 }
 
 /// Writes into the lock file, after each batch, how many transactions the writer has committed
@@ -432,19 +457,26 @@ pub(super) struct FileLock {
 /// next one compares it with the database to tell a log folded into the file by whoever opened
 /// it since (every commit there) from a log lost, cut short or damaged (commits missing; see
 /// [`check_log_present`]). Not synced: after a power cut it may say less than was committed,
-/// never more.
+/// never more. The record names the database file by its device and inode: a copy put in its
+/// place (a restored backup, made while a server ran, with fewer commits) is another file, and
+/// the record says nothing of it (an outside probe's restores were refused as lost logs).
 #[derive(Debug)]
 pub(super) struct LogEndMark {
     file: std::fs::File,
     pid: u32,
+    database: Option<(u64, u64)>,
 }
 
 impl LogEndMark {
-    /// Records `end` (one `pwrite` of the whole content, the same length every time).
-    pub(super) fn record(&self, end: i64) {
+    /// Records `commits` (one `pwrite` of the whole content, the same length every time).
+    pub(super) fn record(&self, commits: i64) {
         #[cfg(unix)]
         {
             use std::os::unix::fs::FileExt as _;
+            let end = LogEnd {
+                commits,
+                file: self.database,
+            };
             let _ = self
                 .file
                 .write_at(lock_content(self.pid, Some(end)).as_bytes(), 0);
@@ -453,13 +485,29 @@ impl LogEndMark {
 }
 
 /// What a server writes into its lock file: its pid (for the message of a server refused by
-/// the lock) and, once known, how far the log reached, padded so that every write of one
-/// server has one length.
-fn lock_content(pid: u32, log_end: Option<i64>) -> String {
+/// the lock) and, once known, its [`LogEnd`], padded so that every write has one length.
+pub(crate) fn lock_content(pid: u32, log_end: Option<LogEnd>) -> String {
     match log_end {
-        Some(end) => format!("{pid} {end:019}\n"),
+        Some(LogEnd { commits, file }) => {
+            let file = file.map_or_else(String::new, |(dev, ino)| format!(" {dev} {ino}"));
+            let line = format!("{pid} {commits}{file}");
+            format!("{line:<width$}\n", width = LOCK_CONTENT_MAX as usize - 1)
+        }
         None => format!("{pid}\n"),
     }
+}
+
+/// Reads a lock file's [`LogEnd`]: `PID COMMITS [DEV INO]`. Digits past i64 (the file holds
+/// only digits and spaces, see `open_lock_file`) say more than any database holds: an edited
+/// lock cannot switch the check off that way.
+pub(crate) fn parse_log_end(content: &str) -> Option<LogEnd> {
+    let mut words = content.split_ascii_whitespace().skip(1);
+    let commits = words.next()?.parse::<i64>().unwrap_or(i64::MAX);
+    let file = match (words.next(), words.next()) {
+        (Some(dev), Some(ino)) => Some((dev.parse().ok()?, ino.parse().ok()?)),
+        _ => None,
+    };
+    Some(LogEnd { commits, file })
 }
 
 /// How often an open store marks its lock file: the most of a running turn a restart can give
@@ -475,17 +523,18 @@ impl FileLock {
         self.previous_alive
     }
 
-    /// How far the log of the server that had the file before reached, as its lock file
+    /// What the server that had the file before recorded of its database, as its lock file
     /// says (see [`LogEndMark`]). `None` for a new lock file or an older server's.
-    pub(super) fn previous_log_end(&self) -> Option<i64> {
+    pub(super) fn previous_log_end(&self) -> Option<LogEnd> {
         self.previous_log_end
     }
 
-    /// A handle for the writer to record how far the log reaches.
-    pub(super) fn log_end_mark(&self) -> std::io::Result<LogEndMark> {
+    /// A handle for the writer to record its commits to the database at `path`.
+    pub(super) fn log_end_mark(&self, path: &Path) -> std::io::Result<LogEndMark> {
         Ok(LogEndMark {
             file: self.file.try_clone()?,
             pid: std::process::id(),
+            database: file_identity(path),
         })
     }
 
@@ -611,7 +660,8 @@ pub(super) fn open_lock_file(path: &Path) -> Result<(std::fs::File, PathBuf), Op
             return Err(bad("is the database itself".to_owned()));
         }
     }
-    // What a server writes: its pid and a newline. Anything longer or else is someone's file.
+    // What a server writes: its pid, its record of the database, a newline (digits and spaces).
+    // Anything longer or else is someone's file.
     let mut head = Vec::new();
     let _ = (&mut file)
         .take(LOCK_CONTENT_MAX + 1)
@@ -636,8 +686,8 @@ pub(super) fn open_lock_file(path: &Path) -> Result<(std::fs::File, PathBuf), Op
     Ok((file, lock_path))
 }
 
-/// The most a lock file of ours holds: a pid and a newline, with room to spare.
-const LOCK_CONTENT_MAX: u64 = 32;
+/// The most a lock file of ours holds: a pid and its [`LogEnd`] (padded to this), a newline.
+const LOCK_CONTENT_MAX: u64 = 96;
 
 /// Takes the database's lock without waiting.
 ///
@@ -668,12 +718,7 @@ pub(super) fn lock(path: &Path) -> Result<FileLock, OpenError> {
         let mut previous = String::new();
         let _ = (&file).read_to_string(&mut previous);
         let _ = file.rewind();
-        // Digits past i64 (the file holds only digits and spaces, see `open_lock_file`) say
-        // more than any database holds: an edited lock cannot switch the check off that way.
-        previous
-            .split_ascii_whitespace()
-            .nth(1)
-            .map(|end| end.parse::<i64>().unwrap_or(i64::MAX))
+        parse_log_end(&previous)
     };
     #[cfg(unix)]
     {
@@ -760,7 +805,7 @@ pub(super) fn vet_header(conn: &Connection, path: &Path) -> Result<Header, OpenE
 }
 
 /// Checks an existing file without writing to it: blank, or ours at a known version and intact.
-fn check(path: &Path, previous_log_end: Option<i64>) -> Result<(), OpenError> {
+fn check(path: &Path, previous_log_end: Option<LogEnd>) -> Result<(), OpenError> {
     let error = |context| OpenError::sqlite(path, context);
     check_format_versions(path)?;
     let conn = Connection::open_with_flags(
@@ -817,11 +862,19 @@ fn check_log_present(
     conn: &Connection,
     path: &Path,
     version: i32,
-    previous_log_end: Option<i64>,
+    previous_log_end: Option<LogEnd>,
 ) -> Result<(), OpenError> {
-    let Some(recorded) = previous_log_end else {
+    let Some(LogEnd {
+        commits: recorded,
+        file,
+    }) = previous_log_end
+    else {
         return Ok(());
     };
+    // The record is of another file: a copy put in the database's place since.
+    if file.is_some() && file != file_identity(path) {
+        return Ok(());
+    }
     if version < 7 {
         return Ok(());
     }
@@ -1019,7 +1072,7 @@ pub(super) fn refuse_at_sight(path: &Path) -> Result<bool, OpenError> {
 /// [`OpenError`]; the file is unchanged unless it was ours or blank.
 pub(super) fn open_writer(
     path: &Path,
-    previous_log_end: Option<i64>,
+    previous_log_end: Option<LogEnd>,
 ) -> Result<Connection, OpenError> {
     let error = |context| OpenError::sqlite(path, context);
     if refuse_at_sight(path)? {

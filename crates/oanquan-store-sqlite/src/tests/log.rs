@@ -212,7 +212,8 @@ async fn plain_moves_logged_after_their_row_replay_exactly() {
 }
 
 /// What a killed server leaves, copied while the store runs into `to`: the database, its log
-/// and its lock file (which records how far the log reached).
+/// and its lock file, whose record of the database is made the copy's (as if the server had
+/// been killed on the copy itself: a record of another file is not compared).
 fn copy_as_killed(path: &Path, to: &Path) {
     for suffix in ["", "-wal", ".lock"] {
         let from = format!("{}{suffix}", path.display());
@@ -220,6 +221,12 @@ fn copy_as_killed(path: &Path, to: &Path) {
             std::fs::copy(&from, format!("{}{suffix}", to.display())).unwrap();
         }
     }
+    let lock = format!("{}.lock", to.display());
+    let content = std::fs::read_to_string(&lock).unwrap();
+    let pid: u32 = content.split_whitespace().next().unwrap().parse().unwrap();
+    let mut end = schema::parse_log_end(&content).expect("the lock records the commits");
+    end.file = schema::file_identity(to);
+    std::fs::write(&lock, schema::lock_content(pid, Some(end))).unwrap();
 }
 
 /// A killed server's file whose log was lost (emptied, or not copied with it) is refused, and
@@ -336,6 +343,41 @@ async fn a_killed_servers_file_with_its_log_folded_in_or_a_backup_opens() {
     std::fs::remove_file(&restored).unwrap();
     crate::backup(&path, &restored, false).unwrap();
     let restored: Arc<dyn GameStore> = Arc::new(SqliteStore::open(&restored).unwrap());
+    reads_as_before(&restored, &ids, &accounts, &before, &all_before).await;
+}
+
+/// A copy made while a server ran (here `VACUUM INTO`; `sqlite3`'s `.backup` and a crash's files
+/// are alike: marked running, fewer commits) put in the database's place, as STORAGE.md's
+/// "Restoring" says, opens beside the `.lock` that recorded more commits of the file it
+/// replaced: the record is of another file (an outside probe's restores were refused). Copied
+/// over the same file instead, it is refused, with the way to accept it.
+#[tokio::test]
+async fn a_copy_put_in_place_of_the_database_opens_beside_a_newer_lock() {
+    let (dir, path, store) = fresh_store();
+    let (ids, accounts, _, _) = fill(&store).await;
+    let (before, all_before) = read_back(&store, &ids, &accounts).await;
+    let snapshot = dir.path().join("snapshot.db");
+    Connection::open(&path)
+        .unwrap()
+        .execute(&format!("VACUUM INTO '{}'", snapshot.display()), [])
+        .unwrap();
+    // More commits after the copy, then a clean stop: the .lock records them.
+    let (games, _hub) = manager(Arc::clone(&store));
+    new_game(&games, Preset::Standard.rules()).await;
+    drop(games);
+    store.close().await;
+    drop(store);
+
+    // Over the same file (same inode): refused, the copy's commits being fewer.
+    std::fs::write(&path, std::fs::read(&snapshot).unwrap()).unwrap();
+    assert!(matches!(
+        SqliteStore::open(&path),
+        Err(OpenError::LostLog { .. })
+    ));
+    // Put in place as "Restoring" says: the old file moved aside, the copy a new file.
+    std::fs::rename(&path, dir.path().join("old.db")).unwrap();
+    std::fs::copy(&snapshot, &path).unwrap();
+    let restored: Arc<dyn GameStore> = Arc::new(SqliteStore::open(&path).unwrap());
     reads_as_before(&restored, &ids, &accounts, &before, &all_before).await;
 }
 
