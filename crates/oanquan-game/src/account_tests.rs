@@ -1827,15 +1827,73 @@ async fn a_player_with_three_games_not_yet_moved_in_takes_no_fourth() {
         .await
         .unwrap_err();
     assert!(
-        matches!(&refused, GameError::LimitExceeded(why) if why.contains("has 3 games")),
+        matches!(refused, GameError::FirstMovesPending { games: 3, .. }),
         "{refused:?}"
     );
+    assert!(!refused.to_string().contains("retry later"), "{refused}");
     // The strangers are not held up by the games that wait for the sniper: they seek on.
     assert!(
         pool.accept(&ticket.info().id.clone(), "Guest", strangers.next(), None)
             .await
             .is_ok()
     );
+}
+
+/// Probe E: a correspondence player with three fresh games, and players behind one address
+/// (a household, a NAT), were blocked by the limit above. Games without a live clock do not
+/// count, and a caller with an account is judged by its account, not by its address.
+#[tokio::test]
+async fn correspondence_games_and_housemates_are_not_held_up() {
+    let s = service();
+    let pool = pool(&s);
+    let home: IpAddr = "192.0.2.4".parse().unwrap();
+    let mut strangers = (30..).map(|n| IpAddr::from([198, 51, 100, n]));
+    let correspondence = TimeControl::Correspondence {
+        per_move: Duration::from_secs(3 * 24 * 3600),
+    };
+    // Four correspondence games from one address, none moved in.
+    for _ in 0..=crate::walkaway::STRIKES {
+        let ticket = waiting(
+            pool.seek(SeekRequest {
+                client: strangers.next(),
+                time_control: correspondence,
+                ..seek_request(None, false, None)
+            })
+            .await
+            .unwrap(),
+        );
+        pool.accept(&ticket.info().id.clone(), "Guest", Some(home), None)
+            .await
+            .unwrap();
+    }
+    // Four accounts behind another address, each with a blitz game waiting for its first move:
+    // three would hold the address up, but each is judged by its own account.
+    let nat: IpAddr = "192.0.2.5".parse().unwrap();
+    for name in ["Hoa", "Lan", "Minh", "Tuan"] {
+        let (account, _) = s.register(name).await;
+        let ticket = waiting(
+            pool.seek(SeekRequest {
+                client: strangers.next(),
+                ..seek_request(None, false, None)
+            })
+            .await
+            .unwrap(),
+        );
+        let mine = pool
+            .accept(&ticket.info().id.clone(), "", Some(nat), Some(&account))
+            .await
+            .unwrap_or_else(|e| panic!("{name}: {e}"));
+        let theirs = ticket_seat(ticket).await;
+        // The stranger moves first where it may, so the game waits for the account.
+        if theirs.seat == Player::First {
+            let mv = theirs.game.position.legal_moves()[0];
+            s.manager
+                .play_move(&theirs.game.id, theirs.token.clone(), mv, None)
+                .await
+                .unwrap();
+        }
+        assert_eq!(mine.game.id, theirs.game.id);
+    }
 }
 
 /// The seat a waiting ticket was given.

@@ -189,6 +189,17 @@ pub enum GameError {
         /// How long the pause lasts from now.
         retry_after: std::time::Duration,
     },
+    /// The caller has as many games with others on a live clock waiting for its first move as
+    /// it may (see [`crate::walkaway`]): it frees up when the caller moves, not by waiting.
+    #[error(
+        "{who} has {games} games with other players on a clock that wait for its first move: play them before seeking, accepting a seek or joining another"
+    )]
+    FirstMovesPending {
+        /// "your address" or "your account".
+        who: &'static str,
+        /// The games waiting.
+        games: usize,
+    },
     /// A bug or a broken store. The message is logged; clients get a generic one.
     #[error("internal error: {0}")]
     Internal(String),

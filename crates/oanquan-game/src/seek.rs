@@ -500,6 +500,15 @@ fn flatten(
     })
 }
 
+/// Who of `walkers` (see [`SeekPool::walkers`]: the address, then the account if any) a caller
+/// is judged by: its account when it has one, else its address (see [`crate::walkaway`]).
+fn judged(walkers: &[Walker]) -> &[Walker] {
+    match walkers {
+        [_, account @ Walker::Account(_)] => std::slice::from_ref(account),
+        all => all,
+    }
+}
+
 impl Drop for SeekTicket {
     fn drop(&mut self) {
         match &mut self.reply {
@@ -702,7 +711,9 @@ impl SeekPool {
     /// pool or the client's share of it is full, failures creating the game.
     pub async fn seek(self: &Arc<Self>, request: SeekRequest) -> Result<SeekOutcome, GameError> {
         let walkers = self.walkers(request.client, request.account.as_ref());
-        self.walkaways.check(&self.manager, &walkers).await?;
+        self.walkaways
+            .check(&self.manager, judged(&walkers))
+            .await?;
         Ok(match self.seek_unpaused(request).await? {
             SeekOutcome::Paired(seated) => {
                 self.walkaways
@@ -728,7 +739,7 @@ impl SeekPool {
         account: Option<&Account>,
     ) -> Result<(), GameError> {
         let walkers = self.walkers(client, account);
-        self.walkaways.check(&self.manager, &walkers).await
+        self.walkaways.check(&self.manager, judged(&walkers)).await
     }
 
     /// Notes that a caller at `client` as `account` took `seat` in `game` made by someone else
@@ -906,7 +917,9 @@ impl SeekPool {
         account: Option<&Account>,
     ) -> Result<Seated, GameError> {
         let walkers = self.walkers(client, account);
-        self.walkaways.check(&self.manager, &walkers).await?;
+        self.walkaways
+            .check(&self.manager, judged(&walkers))
+            .await?;
         let seated = self
             .accept_unpaused(id, display_name, client, account)
             .await?;

@@ -8,8 +8,12 @@
 //! within [`WINDOW`] (aborted them, or let the first-move limit abort them: the game is aborted
 //! and ended by its seat) may not seek, accept a seek or join a game for [`PAUSE`] after the
 //! last. It may still create games: whoever joins one chose to. Nor may it take a fourth such
-//! game while [`STRIKES`] of them wait for its first move, so that walkaways in the making
-//! cannot pile up before the first of them counts.
+//! game while [`STRIKES`] of them on a live clock wait for its first move, so that walkaways in
+//! the making cannot pile up before the first of them counts.
+//!
+//! Pairings are noted for the address and the account, but a caller with an account is judged
+//! by its account alone: players behind one address (a household, a NAT) do not answer for
+//! each other, and an account's walkaways still pause its address when it plays anonymously.
 //!
 //! Per node and in memory, like the other per-client limits: a restart forgets it.
 
@@ -21,6 +25,7 @@ use std::time::{Duration, SystemTime};
 use oanquan_rules::Player;
 
 use crate::account::AccountId;
+use crate::clock::TimeControl;
 use crate::error::GameError;
 use crate::manager::GameManager;
 use crate::model::{GameId, GameStatus, PlayerKind, Termination};
@@ -132,9 +137,12 @@ impl Walkaways {
                     continue;
                 };
                 if !info.status.is_over() {
-                    // Only where the game waits for it: the other player's turn is not its
-                    // fault (a sniper's victims wait too).
-                    let holding_up = info.move_count < 2 && info.position.to_move() == seat;
+                    // Only where the game waits for it (the other player's turn is not its
+                    // fault: a sniper's victims wait too), and on a live clock: a
+                    // correspondence or untimed game may wait days for a first move.
+                    let holding_up = info.move_count < 2
+                        && info.position.to_move() == seat
+                        && matches!(info.time_control, TimeControl::RealTime { .. });
                     let against_a_person = info.seats[seat.other()]
                         .as_ref()
                         .is_some_and(|s| s.kind == PlayerKind::Human);
@@ -163,11 +171,10 @@ impl Walkaways {
                 }
             }
             if unmoved >= STRIKES {
-                return Err(GameError::LimitExceeded(format!(
-                    "{} has {unmoved} games with other players that wait for its first move: \
-                     play them before seeking, accepting a seek or joining another",
-                    walker.says()
-                )));
+                return Err(GameError::FirstMovesPending {
+                    who: walker.says(),
+                    games: unmoved,
+                });
             }
             let walkaways: Vec<SystemTime> = pairings
                 .iter()

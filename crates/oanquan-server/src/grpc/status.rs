@@ -68,7 +68,10 @@ pub fn classify(error: &GameError) -> (Code, Detail) {
         GameError::NoSpectators => (Code::PermissionDenied, Detail::None),
         GameError::LimitExceeded(_)
         | GameError::ApiKeysExhausted { .. }
-        | GameError::SeekPaused { .. } => (Code::ResourceExhausted, Reason(R::LimitExceeded)),
+        | GameError::SeekPaused { .. }
+        | GameError::FirstMovesPending { .. } => {
+            (Code::ResourceExhausted, Reason(R::LimitExceeded))
+        }
         GameError::TimeUp { .. } => (Code::FailedPrecondition, Reason(R::TimeUp)),
         GameError::CannotClaim(_) => (Code::FailedPrecondition, Reason(R::CannotClaim)),
         GameError::CannotOffer(_) => (Code::FailedPrecondition, Reason(R::CannotOffer)),
@@ -347,6 +350,14 @@ mod tests {
             ),
             (
                 GameError::ApiKeysExhausted { max: 20 },
+                Code::ResourceExhausted,
+                Some("ERROR_REASON_LIMIT_EXCEEDED"),
+            ),
+            (
+                GameError::FirstMovesPending {
+                    who: "your account",
+                    games: 3,
+                },
                 Code::ResourceExhausted,
                 Some("ERROR_REASON_LIMIT_EXCEEDED"),
             ),
