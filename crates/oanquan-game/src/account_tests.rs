@@ -1793,35 +1793,14 @@ async fn a_player_with_three_games_not_yet_moved_in_takes_no_fourth() {
     let mut strangers = (10..).map(|n| IpAddr::from([198, 51, 100, n]));
     let mut held_up = 0;
     while held_up < crate::walkaway::STRIKES {
-        let ticket = waiting(
-            pool.seek(SeekRequest {
-                client: strangers.next(),
-                ..seek_request(None, false, None)
-            })
-            .await
-            .unwrap(),
-        );
+        let ticket = stranger_seek(&pool, strangers.next()).await;
         pool.accept(&ticket.info().id.clone(), "Sniper", Some(sniper), None)
             .await
             .unwrap();
-        let stranger = ticket_seat(ticket).await;
-        if stranger.seat == Player::First {
-            let mv = stranger.game.position.legal_moves()[0];
-            s.manager
-                .play_move(&stranger.game.id, stranger.token.clone(), mv, None)
-                .await
-                .unwrap();
-        }
+        stranger_moves_first(&s, ticket).await;
         held_up += 1;
     }
-    let ticket = waiting(
-        pool.seek(SeekRequest {
-            client: strangers.next(),
-            ..seek_request(None, false, None)
-        })
-        .await
-        .unwrap(),
-    );
+    let ticket = stranger_seek(&pool, strangers.next()).await;
     let refused = pool
         .accept(&ticket.info().id.clone(), "Sniper", Some(sniper), None)
         .await
@@ -1871,27 +1850,13 @@ async fn correspondence_games_and_housemates_are_not_held_up() {
     let nat: IpAddr = "192.0.2.5".parse().unwrap();
     for name in ["Hoa", "Lan", "Minh", "Tuan"] {
         let (account, _) = s.register(name).await;
-        let ticket = waiting(
-            pool.seek(SeekRequest {
-                client: strangers.next(),
-                ..seek_request(None, false, None)
-            })
-            .await
-            .unwrap(),
-        );
+        let ticket = stranger_seek(&pool, strangers.next()).await;
         let mine = pool
             .accept(&ticket.info().id.clone(), "", Some(nat), Some(&account))
             .await
             .unwrap_or_else(|e| panic!("{name}: {e}"));
-        let theirs = ticket_seat(ticket).await;
         // The stranger moves first where it may, so the game waits for the account.
-        if theirs.seat == Player::First {
-            let mv = theirs.game.position.legal_moves()[0];
-            s.manager
-                .play_move(&theirs.game.id, theirs.token.clone(), mv, None)
-                .await
-                .unwrap();
-        }
+        let theirs = stranger_moves_first(&s, ticket).await;
         assert_eq!(mine.game.id, theirs.game.id);
     }
 }
@@ -1899,4 +1864,30 @@ async fn correspondence_games_and_housemates_are_not_held_up() {
 /// The seat a waiting ticket was given.
 async fn ticket_seat(mut ticket: SeekTicket) -> Seated {
     answer(&mut ticket).await
+}
+
+/// An anonymous blitz seek of a stranger at `client`, waiting.
+async fn stranger_seek(pool: &Arc<SeekPool>, client: Option<IpAddr>) -> SeekTicket {
+    waiting(
+        pool.seek(SeekRequest {
+            client,
+            ..seek_request(None, false, None)
+        })
+        .await
+        .unwrap(),
+    )
+}
+
+/// The stranger's seat once its seek is paired, after its first move if it moves first: the
+/// game then waits for the other player.
+async fn stranger_moves_first(s: &Service, ticket: SeekTicket) -> Seated {
+    let stranger = ticket_seat(ticket).await;
+    if stranger.seat == Player::First {
+        let mv = stranger.game.position.legal_moves()[0];
+        s.manager
+            .play_move(&stranger.game.id, stranger.token.clone(), mv, None)
+            .await
+            .unwrap();
+    }
+    stranger
 }
