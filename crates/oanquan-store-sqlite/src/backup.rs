@@ -390,8 +390,6 @@ impl Drop for TidyCompanions<'_> {
 fn remove_quietly(path: &Path) {
     let _ = std::fs::remove_file(path);
     for suffix in ["-journal", "-wal", "-shm"] {
-        let mut companion = path.as_os_str().to_owned();
-        companion.push(suffix);
-        let _ = std::fs::remove_file(companion);
+        let _ = std::fs::remove_file(schema::companion(path, suffix));
     }
 }

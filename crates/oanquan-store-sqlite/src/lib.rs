@@ -284,9 +284,7 @@ impl SqliteStore {
                 warn!("the database writer thread panicked");
             }
             self.lock.mark_alive();
-            let mut wal = self.path.as_os_str().to_owned();
-            wal.push("-wal");
-            if Path::new(&wal).exists() {
+            if schema::companion(&self.path, "-wal").exists() {
                 warn!(
                     path = %self.path.display(),
                     "the write-ahead log is still there after closing the database; it is part \

@@ -843,12 +843,15 @@ fn check(path: &Path, previous_log_end: Option<LogEnd>) -> Result<(), OpenError>
     check_log_present(&conn, path, header.version, previous_log_end)
 }
 
-/// The name of `path`'s write-ahead log.
-pub(super) fn wal_of(path: &Path) -> PathBuf {
-    let mut wal = path.as_os_str().to_owned();
-    wal.push("-wal");
-    PathBuf::from(wal)
+/// The name of one of `path`'s companion files: `-wal`, `-shm`, `-journal`.
+pub(crate) fn companion(path: &Path, suffix: &str) -> PathBuf {
+    let mut name = path.as_os_str().to_owned();
+    name.push(suffix);
+    PathBuf::from(name)
 }
+
+/// The first schema version with `run_state` (see [`check_log_present`]).
+const RUN_STATE_VERSION: i32 = 7;
 
 /// Refuses a file whose last server did not stop cleanly (`run_state.running` is 1) and which,
 /// read with its `-wal` as SQLite reads it, holds fewer commits than that server recorded in
@@ -875,7 +878,7 @@ fn check_log_present(
     if file.is_some() && file != file_identity(path) {
         return Ok(());
     }
-    if version < 7 {
+    if version < RUN_STATE_VERSION {
         return Ok(());
     }
     let (running, found): (i64, i64) = conn
@@ -890,7 +893,7 @@ fn check_log_present(
     }
     Err(OpenError::LostLog {
         path: path.to_owned(),
-        wal: wal_of(path),
+        wal: companion(path, "-wal"),
         found,
         recorded,
     })
@@ -925,9 +928,7 @@ impl NewCompanions {
     /// Notes which of `path`'s companions are missing now.
     pub(super) fn note(path: &Path) -> NewCompanions {
         let missing = |suffix: &str| {
-            let mut companion = path.as_os_str().to_owned();
-            companion.push(suffix);
-            let companion = PathBuf::from(companion);
+            let companion = companion(path, suffix);
             (!companion.exists()).then_some(companion)
         };
         NewCompanions {
@@ -1041,9 +1042,7 @@ pub(super) fn refuse_at_sight(path: &Path) -> Result<bool, OpenError> {
         ("-wal", "write-ahead log"),
         ("-shm", "shared-memory index of its log"),
     ] {
-        let mut companion = path.as_os_str().to_owned();
-        companion.push(suffix);
-        let companion = PathBuf::from(companion);
+        let companion = companion(path, suffix);
         if let Ok(metadata) = std::fs::metadata(&companion)
             && !metadata.is_file()
         {

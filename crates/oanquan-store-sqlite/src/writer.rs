@@ -136,8 +136,7 @@ impl FileIdentity {
 
     #[cfg(unix)]
     fn read(path: &std::path::Path) -> Option<(u64, u64)> {
-        use std::os::unix::fs::MetadataExt as _;
-        std::fs::metadata(path).ok().map(|m| (m.dev(), m.ino()))
+        schema::file_identity(path)
     }
 
     /// Why nothing may be written any more, if the file at the path is not the one opened.
