@@ -176,6 +176,14 @@ mod tests {
             ("ⓐⓓⓜⓘⓝ", "admin"),
             ("ＯＷＮＥＲ", "owner"),
             ("管理", "管理"),
+            // Accents on the staff words of languages written without them, and enclosed
+            // letters NFKC leaves alone: an outside probe sat down as each.
+            ("Admín", "admin"),
+            ("ṡtaff", "staff"),
+            ("Sÿstem", "system"),
+            ("🅰🅳🅼🅸🅽", "admin"),
+            ("🅐🅓🅜🅘🅝", "admin"),
+            ("🇦🇩🇲🇮🇳", "admin"),
         ] {
             match names.check(raw) {
                 Err(GameError::InvalidArgument {
@@ -194,6 +202,13 @@ mod tests {
             "Computer",
             "Administrative Lan",
             "Rooted",
+            // Vietnamese names whose accents make them other words than the reserved ones.
+            "Quân Trí",
+            "Bột",
+            "Ân Danh",
+            "Khách Sạn",
+            "Mây Tính",
+            "🇻🇳 Lan",
         ] {
             assert!(names.check(raw).is_ok(), "{raw:?}");
         }

@@ -228,30 +228,94 @@ pub fn staff_word(text: &str) -> Option<&'static str> {
     // A display name may hold spaces, which no username can: "Quản trị" reads as "quảntrị".
     // And symbols no username can, which NFKC reads as letters: ᴬᴰᴹᴵᴺ, ⓐⓓⓜⓘⓝ.
     let name: String = text.nfc().filter(|c| !c.is_whitespace()).collect();
-    let compat: String = text.nfkc().filter(|c| !c.is_whitespace()).collect();
-    let mut groups = reserved_candidates(&name);
+    let compat: String = text
+        .chars()
+        .map(enclosed_letter)
+        .collect::<String>()
+        .nfkc()
+        .filter(|c| !c.is_whitespace())
+        .collect();
+    let mut readings = reserved_candidates(&name);
     if compat != name {
-        groups.extend(reserved_candidates(&compat));
+        readings.extend(reserved_candidates(&compat));
     }
-    reserved_word(&groups, |word| !OPEN_TO_DISPLAY_NAMES.contains(&word))
+    reserved_word(&readings, |word| !OPEN_TO_DISPLAY_NAMES.contains(&word))
+}
+
+/// The capital letter that an enclosed letter NFKC leaves alone is drawn as: the negative
+/// circled and negative squared letters (`🅰🅳🅼🅸🅽`) and the regional indicators, which show as
+/// letters outside a flag's pair (an outside probe sat down as the first).
+fn enclosed_letter(ch: char) -> char {
+    let code = u32::from(ch);
+    let letter = match code {
+        0x1F150..=0x1F169 => code - 0x1F150,
+        0x1F170..=0x1F189 => code - 0x1F170,
+        0x1F1E6..=0x1F1FF => code - 0x1F1E6,
+        _ => return ch,
+    };
+    char::from_u32(u32::from('A') + letter).unwrap_or(ch)
 }
 
 /// The first reserved word (among those `eligible`) that a group of forms reads as, the groups
 /// in order: the name as written before its disguises undone, so that `Ô_Ăn_Quan` is refused
 /// as `ôănquan` rather than as the `oanquan` it also reads as without its accents.
 fn reserved_word(
-    groups: &[Vec<String>],
+    readings: &[Reading],
     eligible: impl Fn(&'static str) -> bool,
 ) -> Option<&'static str> {
-    groups.iter().enumerate().find_map(|(at, forms)| {
-        // Each name's second group is its leet reading: staff words only.
-        let leet = at % 2 == 1;
+    readings.iter().find_map(|reading| {
         RESERVED_FORMS
             .iter()
-            .filter(|(word, _)| eligible(word) && !(leet && OPEN_TO_DISPLAY_NAMES.contains(word)))
-            .find(|(_, reserved)| forms.iter().any(|form| reserved.contains(form)))
+            .filter(|(word, _)| eligible(word) && reading.may_read_as(word))
+            .find(|(_, reserved)| reading.forms.iter().any(|form| reserved.contains(form)))
             .map(|(word, _)| *word)
     })
+}
+
+/// Staff words of languages written without Vietnamese's accents, which a name may pose as
+/// with accents added (`Admín`, `ṡtaff`): its unaccented reading is compared with these only.
+/// Vietnamese words keep their accents, which make them other words (`Quân Trí` is not
+/// `quantri`), and so do the words open to display names.
+const UNACCENTED_STAFF_WORDS: &[&str] = &[
+    "admin",
+    "administrator",
+    "root",
+    "system",
+    "sysop",
+    "moderator",
+    "mod",
+    "staff",
+    "support",
+    "official",
+    "operator",
+    "server",
+    "owner",
+    "oanquan",
+    "administrador",
+    "administrateur",
+    "moderador",
+    "moderateur",
+    "soporte",
+    "suporte",
+    "sistema",
+];
+
+/// One reading of a name, as [`reserved_candidates`] makes them: the forms it is compared by,
+/// and which reserved words it may be taken for.
+struct Reading {
+    forms: Vec<String>,
+    /// Digits and signs read as letters: staff words only, since a tag like `Bo7` poses as no
+    /// one.
+    leet: bool,
+    /// Accents taken off: [`UNACCENTED_STAFF_WORDS`] only.
+    unaccented: bool,
+}
+
+impl Reading {
+    fn may_read_as(&self, word: &str) -> bool {
+        !(self.leet && OPEN_TO_DISPLAY_NAMES.contains(&word))
+            && !(self.unaccented && !UNACCENTED_STAFF_WORDS.contains(&word))
+    }
 }
 
 /// An account's username: valid by the rules of the [module](self), in NFC, as the user wrote it.
@@ -885,24 +949,49 @@ fn key_of(name: &str) -> String {
 /// The second group, if any, is read with the digits and signs that stand for letters read as
 /// those letters (`4dmin`, `5upp0rt`), which the confusable skeletons do not map (an outside
 /// probe registered `4dmin`); [`reserved_word`] holds it to the staff words only, since a tag
-/// like `Bo7` is not posing as anyone. Accents are not taken off: in Vietnamese they make the
-/// word (`Quân Trí` is two given names, `Bột` a nickname, not `quantri` and `bot`).
-fn reserved_candidates(name: &str) -> Vec<Vec<String>> {
-    // Always two groups, so that [`reserved_word`] knows the leet ones by their place.
-    [name.to_owned(), leet_read(name)]
-        .iter()
-        .map(|variant| {
+/// like `Bo7` is not posing as anyone. A name with accents is also read without them, and that
+/// reading compared with the staff words of languages written without Vietnamese's accents
+/// only ([`UNACCENTED_STAFF_WORDS`]): in Vietnamese the accents make the word (`Quân Trí` is
+/// two given names, `Bột` a nickname, not `quantri` and `bot`), but `Admín` is `admin`.
+fn reserved_candidates(name: &str) -> Vec<Reading> {
+    let unaccented = without_accents(name);
+    let mut variants = vec![(name.to_owned(), false, false), (leet_read(name), true, false)];
+    if unaccented != name {
+        variants.push((leet_read(&unaccented), true, true));
+        variants.push((unaccented, false, true));
+    }
+    variants
+        .into_iter()
+        .map(|(variant, leet, unaccented)| {
             let joined: String = variant.chars().filter(|&c| !is_separator(c)).collect();
             let mut forms = Vec::with_capacity(8);
-            for base in [reserved_form(variant), key_of(&joined)] {
+            for base in [reserved_form(&variant), key_of(&joined)] {
                 let trimmed = base.trim_end_matches('l').to_owned();
                 forms.push(base.replace('l', "i"));
                 forms.push(trimmed.replace('l', "i"));
                 forms.push(trimmed);
                 forms.push(base);
             }
-            forms
+            Reading {
+                forms,
+                leet,
+                unaccented,
+            }
         })
+        .collect()
+}
+
+/// `name` with its combining marks taken off (after canonical decomposition) and `đ` read as
+/// `d`: `Admín` as `Admin`, `ṡtaff` as `staff`.
+fn without_accents(name: &str) -> String {
+    name.nfd()
+        .filter(|&c| c.general_category_group() != GeneralCategoryGroup::Mark)
+        .map(|c| match c {
+            'đ' => 'd',
+            'Đ' => 'D',
+            other => other,
+        })
+        .nfc()
         .collect()
 }
 
@@ -1292,6 +1381,14 @@ mod tests {
             ("מנהל", "מנהל"),
             ("システム", "システム"),
             ("Owner", "owner"),
+            // Accents on staff words of languages written without them (an outside probe).
+            ("Admín", "admin"),
+            ("Ştaff", "staff"),
+            ("Ŕoot_1", "root"),
+            ("Mödérâtör", "moderator"),
+            ("Ṣupport", "support"),
+            ("Ôăn_Quan", "ôănquan"),
+            ("Oán_Quân", "oanquan"),
         ] {
             assert_eq!(err(text), UsernameError::Reserved { word }, "{text:?}");
         }
@@ -1316,6 +1413,10 @@ mod tests {
             "Ân_Danh",
             "Hệ_Thông",
             "Mây_Tính",
+            "Khách_Sạn",
+            "Đức_Minh",
+            "Sơn_Tùng",
+            "Rôm",
             // A digit for a letter in a tag that poses as no one.
             "Bo7",
             "Gu3st",
