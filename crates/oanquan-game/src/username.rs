@@ -313,8 +313,9 @@ struct Reading {
 
 impl Reading {
     fn may_read_as(&self, word: &str) -> bool {
-        !(self.leet && OPEN_TO_DISPLAY_NAMES.contains(&word))
-            && !(self.unaccented && !UNACCENTED_STAFF_WORDS.contains(&word))
+        let open = OPEN_TO_DISPLAY_NAMES.contains(&word);
+        let staff_unaccented = UNACCENTED_STAFF_WORDS.contains(&word);
+        (!self.leet || !open) && (!self.unaccented || staff_unaccented)
     }
 }
 
@@ -955,7 +956,10 @@ fn key_of(name: &str) -> String {
 /// two given names, `Bột` a nickname, not `quantri` and `bot`), but `Admín` is `admin`.
 fn reserved_candidates(name: &str) -> Vec<Reading> {
     let unaccented = without_accents(name);
-    let mut variants = vec![(name.to_owned(), false, false), (leet_read(name), true, false)];
+    let mut variants = vec![
+        (name.to_owned(), false, false),
+        (leet_read(name), true, false),
+    ];
     if unaccented != name {
         variants.push((leet_read(&unaccented), true, true));
         variants.push((unaccented, false, true));
