@@ -727,32 +727,31 @@ impl SeekPool {
         })
     }
 
-    /// Refuses a caller at `client` as `account` that walked away from too many games with
-    /// strangers (see [`crate::walkaway`]): for `JoinGame`, which the pool does not see.
+    /// Seats a caller at `client` as `account` in the open game `id` that someone else made
+    /// (`JoinGame`): like [`GameManager::join_game_as`], but paused like a seek for a caller
+    /// that walked away from too many games with strangers (see [`crate::walkaway`]), and
+    /// counted if it walks away from this one. Joining strangers' open games and never moving
+    /// harms them as a seek would, and the pool is where walkaways are kept.
     ///
     /// # Errors
     ///
-    /// [`GameError::SeekPaused`].
-    pub async fn check_walkaways(
+    /// [`GameError::SeekPaused`] or [`GameError::FirstMovesPending`], and the errors of
+    /// [`GameManager::join_game_as`].
+    pub async fn join(
         &self,
+        id: &GameId,
+        display_name: &str,
         client: Option<IpAddr>,
         account: Option<&Account>,
-    ) -> Result<(), GameError> {
+    ) -> Result<Seated, GameError> {
         let walkers = self.walkers(client, account);
-        self.walkaways.check(&self.manager, judged(&walkers)).await
-    }
-
-    /// Notes that a caller at `client` as `account` took `seat` in `game` made by someone else
-    /// (`JoinGame`), to count if it walks away from it.
-    pub fn record_joined(
-        &self,
-        client: Option<IpAddr>,
-        account: Option<&Account>,
-        game: &GameId,
-        seat: Player,
-    ) {
         self.walkaways
-            .record(&self.walkers(client, account), game, seat);
+            .check(&self.manager, judged(&walkers))
+            .await?;
+        let seated = self.manager.join_game_as(id, display_name, account).await?;
+        self.walkaways
+            .record(&walkers, &seated.game.id, seated.seat);
+        Ok(seated)
     }
 
     /// Whom a pairing of a caller at `client` as `account` counts for: nobody from an address

@@ -336,18 +336,11 @@ impl pb::game_service_server::GameService for GameApi {
             .map_err(into_status)?;
         let request = request.into_inner();
         let id = game_id(&request.game_id).map_err(into_status)?;
-        // Joining strangers' open games and never moving harms them as a seek would.
-        self.seeks
-            .check_walkaways(client, account.as_ref())
-            .await
-            .map_err(into_status)?;
         let seated = self
-            .manager
-            .join_game_as(&id, &request.display_name, account.as_ref())
+            .seeks
+            .join(&id, &request.display_name, client, account.as_ref())
             .await
             .map_err(into_status)?;
-        self.seeks
-            .record_joined(client, account.as_ref(), &seated.game.id, seated.seat);
         Ok(Response::new(pb::JoinGameResponse {
             game: Some(convert::game_out(&seated.game)),
             player_token: seated.token.expose().to_owned(),
