@@ -61,7 +61,7 @@ pub use store::{
     Since, StoreError, StoreFuture, leaderboard_cursor, leaderboard_offset, page_cursor,
     parse_named_cursor, parse_page_cursor,
 };
-pub use text::{MAX_DISPLAY_NAME_CHARS, MAX_QUOTED_CHARS, display_name, quoted};
+pub use text::{MAX_DISPLAY_NAME_CHARS, MAX_QUOTED_CHARS, display_name, is_invisible, quoted};
 pub use token::{PlayerToken, TokenHash};
 pub use username::{Username, UsernameError};
 pub use watch::{Feed, GameFeed, LobbyFeed, Sequenced, Watch, WatchItem};

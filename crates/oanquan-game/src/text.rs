@@ -88,7 +88,8 @@ pub fn ends_in_brackets(name: &str) -> bool {
 /// Control and format characters, line and paragraph separators, and the other default
 /// ignorable code points (variation selectors, fillers, the combining grapheme joiner), which
 /// UTS #39's skeleton drops: that is how we ask `unicode-security` for its table.
-pub(crate) fn is_invisible(ch: char) -> bool {
+#[must_use]
+pub fn is_invisible(ch: char) -> bool {
     matches!(
         ch.general_category(),
         GeneralCategory::Control

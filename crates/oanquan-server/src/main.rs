@@ -741,13 +741,13 @@ fn main() -> ExitCode {
 
 /// An error as one line of plain text: it may quote what an operator gave (a database URL
 /// whose name decodes to a newline and an escape sequence), which must not forge log lines or
-/// drive the terminal. Control and bidirectional formatting characters are written escaped.
+/// drive the terminal. Invisible characters as display names know them (controls, format
+/// characters such as bidirectional overrides, line and paragraph separators) are written
+/// escaped.
 fn escape_controls(text: &str) -> String {
     text.chars()
         .map(|c| {
-            let hidden = c.is_control()
-                || matches!(c, '\u{200b}'..='\u{200f}' | '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}');
-            if hidden {
+            if oanquan_game::is_invisible(c) {
                 c.escape_unicode().to_string()
             } else {
                 c.to_string()
@@ -765,6 +765,12 @@ mod tests {
         assert_eq!(
             shown,
             "db \"x\\u{a}2026 ERROR forged\\u{1b}[31mRED\\u{0}\\u{202e}\" ok: ă"
+        );
+        // A line separator starts a new line in some log viewers; a soft hyphen and a word
+        // joiner hide.
+        assert_eq!(
+            super::escape_controls("a\u{2028}b\u{ad}c\u{2060}d"),
+            "a\\u{2028}b\\u{ad}c\\u{2060}d"
         );
     }
 
