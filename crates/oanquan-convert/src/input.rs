@@ -283,7 +283,9 @@ pub fn position(position: Option<&pb::Position>, rules: Rules, field: &str) -> R
                     sub(field, "to_move"),
                     "must be PLAYER_FIRST or PLAYER_SECOND: only a finished position has no \
                      player to move, and this one is not over by the rule set's end condition \
-                     or ply limit (the only ends a position shows without its game's history)",
+                     or ply limit, the only ends a position shows by itself (a game that ended \
+                     by repetition, or by a refill past the engine's bounds, did so by its \
+                     history: send the history instead)",
                 ));
             }
             Err(_) => {}
@@ -310,6 +312,16 @@ pub fn filter(value: i32) -> Result<GameFilter> {
 /// below a second) and not negative.
 pub fn duration(value: Option<&prost_types::Duration>, field: &str) -> Result<std::time::Duration> {
     let value = value.ok_or_else(|| GameError::invalid(field, "a duration is required"))?;
+    if (value.seconds > 0 && value.nanos < 0) || (value.seconds < 0 && value.nanos > 0) {
+        // google.protobuf.Duration's own rule; "negative" would misname 5 s − 0.999… s.
+        return Err(GameError::invalid(
+            field,
+            format!(
+                "seconds and nanos must have the same sign (got {}s {}ns)",
+                value.seconds, value.nanos
+            ),
+        ));
+    }
     if value.seconds < 0 || value.nanos < 0 {
         return Err(GameError::invalid(
             field,

@@ -509,6 +509,17 @@ fn durations_must_be_present_normalised_and_not_negative() {
             "{bad:?}"
         );
     }
+    // Mixed signs are named as such, not as a negative duration (an outside probe).
+    for mixed in [pd(5, -999_999_999), pd(-5, 1)] {
+        let why = duration(Some(&mixed), "d").unwrap_err().to_string();
+        assert!(why.contains("the same sign"), "{mixed:?}: {why}");
+    }
+    assert!(
+        duration(Some(&pd(-5, 0)), "d")
+            .unwrap_err()
+            .to_string()
+            .contains("must not be negative")
+    );
 }
 
 #[test]
