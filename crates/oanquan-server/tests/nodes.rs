@@ -307,3 +307,53 @@ async fn nodes_starting_together_after_an_outage_charge_the_turn_once() {
     drop(nodes);
     schema.drop().await;
 }
+
+/// Every node stops, and one whose clock runs 30 s slow starts alone (a machine rebooted
+/// before its time source synchronised): the running turn's deadline is set by the database's
+/// clock, not by this node's. The node gave the turns their time back before its first
+/// heartbeat had measured its clock, so the deadline was 30 s in the past and the player lost
+/// on time with most of a minute left (an outside probe).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_node_with_a_clock_behind_starting_alone_resumes_the_turns_by_the_databases_time() {
+    let Some(schema) = Schema::new("nodes_slow_start").await else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let node = Node::start(&schema.database, dir.path(), &[]);
+    let mut client = node.games().await;
+    let (id, first, second) = minute_game(&mut client).await;
+    play_one(&mut client, &id, (&first, &second)).await;
+    let game = play_one(&mut client, &id, (&first, &second)).await;
+    let to_move = game.position.as_ref().unwrap().to_move();
+    let at_turn_start = remaining_of(&game, to_move);
+    drop(client);
+    node.stop();
+
+    let Some(slow) = Node::start_skewed(&schema.database, dir.path(), "-30s", &[]) else {
+        schema.drop().await;
+        return;
+    };
+    let mut client = slow.games().await;
+    let game = client
+        .get_game(pb::GetGameRequest {
+            game_id: id.clone(),
+        })
+        .await
+        .unwrap()
+        .into_inner()
+        .game
+        .unwrap();
+    assert_eq!(game.status(), pb::GameStatus::Active);
+    let deadline = game.clocks.as_ref().unwrap().deadline.unwrap();
+    let deadline = std::time::SystemTime::try_from(deadline).unwrap();
+    let left = deadline
+        .duration_since(std::time::SystemTime::now())
+        .unwrap_or_default();
+    assert!(
+        left + Duration::from_secs(10) > at_turn_start && left <= at_turn_start,
+        "the turn's deadline is {left:?} away after the restart; {at_turn_start:?} were left \
+         at its start"
+    );
+    drop(slow);
+    schema.drop().await;
+}

@@ -362,6 +362,7 @@ impl PostgresStore {
                 context: "filling in the usernames' looks",
                 detail: error.to_string(),
             })?;
+        nodes::measure_clock_at_start(&client).await;
         // Before this node's first heartbeat: the last sign of life of the nodes before it.
         let last_alive: Option<std::time::SystemTime> = client
             .query_one("SELECT max(coalesce(left_at, seen)) FROM seek_nodes", &[])

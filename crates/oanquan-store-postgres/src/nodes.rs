@@ -660,8 +660,9 @@ impl ClockResumption {
 /// Every node of the service reads the database's time for its games through
 /// `oanquan_game::service_clock`, so nodes whose clocks are apart charge moves and let flags
 /// fall alike. Says so when this node's clock is a second or more
-/// off (its time source is worth fixing: logs and metrics keep its own time).
-pub(crate) async fn measure_clock(client: &deadpool_postgres::Object) {
+/// off (its time source is worth fixing: logs and metrics keep its own time). Returns whether
+/// the answer came fast enough to say where the database's clock is.
+pub(crate) async fn measure_clock(client: &deadpool_postgres::Object) -> bool {
     let sent = SystemTime::now();
     let started = std::time::Instant::now();
     let shared = client
@@ -669,13 +670,14 @@ pub(crate) async fn measure_clock(client: &deadpool_postgres::Object) {
         .await
         .and_then(|row| row.try_get::<_, SystemTime>(0));
     let Ok(shared) = shared else {
-        return;
+        return false;
     };
+    let round_trip = started.elapsed();
     let before = service_clock::offset_nanos();
     let offset = service_clock::sample(ClockSample {
         sent,
         shared,
-        round_trip: started.elapsed(),
+        round_trip,
     });
     const SECOND: u64 = 1_000_000_000;
     if offset != before && (offset.unsigned_abs() >= SECOND || before.unsigned_abs() >= SECOND) {
@@ -684,4 +686,23 @@ pub(crate) async fn measure_clock(client: &deadpool_postgres::Object) {
             "this node's clock is off the database's; games run on the database's time"
         );
     }
+    round_trip <= service_clock::MAX_ROUND_TRIP
+}
+
+/// Measures this node's clock against the database's before the store is used, so that the
+/// first thing that reads the time (giving running turns their time back after an outage)
+/// reads the database's: a node starting alone with its clock 30 s slow, before its first
+/// heartbeat, resumed every clock 30 s in the past and flagged players who had time left (an
+/// outside probe). A few tries, in case the first answers are slow; the heartbeat measures
+/// again every second.
+pub(crate) async fn measure_clock_at_start(client: &deadpool_postgres::Object) {
+    for _ in 0..5 {
+        if measure_clock(client).await {
+            return;
+        }
+    }
+    warn!(
+        "the database answered too slowly to compare this node's clock with; games run on \
+         this node's clock until a heartbeat can"
+    );
 }
