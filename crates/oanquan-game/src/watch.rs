@@ -196,6 +196,13 @@ impl<F: Feed> Watch<F> {
         self.last
     }
 
+    /// Whether the watch has nothing to deliver yet: it resumed with every event up to now
+    /// already delivered, so its stream would be silent until the next event.
+    #[must_use]
+    pub fn is_up_to_date(&self) -> bool {
+        self.queue.is_empty() && !self.finished && !self.stale
+    }
+
     /// How many times this watch fell behind the hub's buffer and had to catch up from the
     /// store.
     #[must_use]

@@ -132,10 +132,75 @@ async fn reconnecting_gets_exactly_the_missed_events() {
         ("turn", live.sequence + 1)
     );
 
-    // Resuming at the very end sends nothing until the next event.
+    // Resuming at the very end: a heartbeat says the stream is there.
     let mut caught_up = watch_game(&mut client, &id, Some(turn.sequence)).await;
     let beat = next(&mut caught_up).await.unwrap().unwrap().event.unwrap();
     assert_eq!(kind_name(&beat), "heartbeat");
+    server.stop().await.unwrap();
+}
+
+/// A stream resumed with nothing missed answers with a heartbeat at once, not after the
+/// heartbeat period: clients take themselves for connected when something arrives, and an
+/// outside probe's browser page sat "reconnecting…" for 15 s, unable to move, while its
+/// clock ran. The game's stream and the lobby's alike.
+#[tokio::test]
+async fn a_stream_resumed_with_nothing_missed_says_so_at_once() {
+    let mut settings = config();
+    settings.streams.heartbeat_interval = Duration::from_secs(60);
+    let server = start(settings).await;
+    let mut client = server.games().await;
+    let (id, first, _) = started(&mut client, "standard").await;
+    play(&mut client, &id, &first, 1, Right, Some(0))
+        .await
+        .unwrap();
+    let mut watch = watch_game(&mut client, &id, None).await;
+    let last = next_game_event(&mut watch).await.unwrap().sequence;
+    drop(watch);
+    let mut resumed = watch_game(&mut client, &id, Some(last)).await;
+    let beat = tokio::time::timeout(Duration::from_secs(2), next(&mut resumed))
+        .await
+        .expect("the resumed game stream stayed silent")
+        .unwrap()
+        .unwrap()
+        .event
+        .unwrap();
+    assert_eq!((kind_name(&beat), beat.sequence), ("heartbeat", last));
+    // A stream that starts with something to send sends that first.
+    let mut behind = watch_game(&mut client, &id, Some(last - 1)).await;
+    let missed = next(&mut behind).await.unwrap().unwrap().event.unwrap();
+    assert_eq!(missed.sequence, last);
+
+    let mut lobby = client
+        .watch_lobby(pb::WatchLobbyRequest {
+            after_sequence: None,
+        })
+        .await
+        .unwrap()
+        .into_inner();
+    let snapshot = next_lobby(&mut lobby).await;
+    let mut resumed = client
+        .watch_lobby(pb::WatchLobbyRequest {
+            after_sequence: Some(snapshot.sequence),
+        })
+        .await
+        .unwrap()
+        .into_inner();
+    let beat = tokio::time::timeout(Duration::from_secs(2), next(&mut resumed))
+        .await
+        .expect("the resumed lobby stream stayed silent")
+        .unwrap()
+        .unwrap()
+        .event
+        .unwrap();
+    // The open seeks or a heartbeat, at the sequence it resumed from.
+    assert!(
+        matches!(
+            beat.kind,
+            Some(LobbyKind::Heartbeat(_) | LobbyKind::SeekList(_))
+        ),
+        "{beat:?}"
+    );
+    assert_eq!(beat.sequence, snapshot.sequence);
     server.stop().await.unwrap();
 }
 

@@ -129,8 +129,16 @@ where
         items: mut side,
         message: side_message,
     } = side;
+    // A stream that resumes with nothing missed says so at once with a heartbeat: a client
+    // takes itself for connected only when something arrives, and an outside probe's browser
+    // page sat "reconnecting…" for the whole heartbeat period (15 s) while its clock ran.
+    let first_beat = if watch.is_up_to_date() {
+        Instant::now()
+    } else {
+        Instant::now() + period
+    };
     let task = async move {
-        let mut ticker = tokio::time::interval_at(Instant::now() + period, period);
+        let mut ticker = tokio::time::interval_at(first_beat, period);
         ticker.set_missed_tick_behavior(MissedTickBehavior::Delay);
         let mut lagged = 0;
         loop {
