@@ -77,12 +77,37 @@ pub fn display_name(name: &str) -> Result<String, GameError> {
 }
 
 /// Whether `name` ends in a closing bracket, written in any look-alike form (`)`, fullwidth
-/// `）`, `]`…): clients show a seat's rating or a computer's level in brackets after its name.
+/// `）`, `]`, `❫`, `】`, `⁾`, `»`…), also behind what draws little or nothing after it (an accent,
+/// a full stop, a symbol): clients show a seat's rating or a computer's level in brackets after
+/// its name. An outside probe sat down as `Computer (level 7)` with a combining dot after it,
+/// as `Computer ❪level 7❫` and as `Bob【1500】`.
 #[must_use]
 pub fn ends_in_brackets(name: &str) -> bool {
-    let look: String = skeleton(name).collect();
-    look.trim_end()
-        .ends_with([')', ']', '}', '\u{FF09}', '\u{FF3D}', '\u{FF5D}'])
+    let compat: String = name.nfkc().collect();
+    let look: String = skeleton(&compat).collect();
+    look.trim_end_matches(|c: char| c.is_whitespace() || is_trailing_decoration(c))
+        .ends_with(|c: char| {
+            c.general_category() == GeneralCategory::ClosePunctuation
+                || matches!(c, '>' | '\u{BB}' | '\u{203A}')
+        })
+}
+
+/// What may follow a closing bracket without hiding it: marks, punctuation that is no
+/// bracket, modifier letters and symbols, other symbols (emoji).
+fn is_trailing_decoration(c: char) -> bool {
+    matches!(
+        c.general_category(),
+        GeneralCategory::NonspacingMark
+            | GeneralCategory::SpacingMark
+            | GeneralCategory::EnclosingMark
+            | GeneralCategory::OtherPunctuation
+            | GeneralCategory::DashPunctuation
+            | GeneralCategory::ConnectorPunctuation
+            | GeneralCategory::ModifierLetter
+            | GeneralCategory::ModifierSymbol
+            | GeneralCategory::OtherSymbol
+            | GeneralCategory::Format
+    )
 }
 
 /// Control and format characters, line and paragraph separators, and the other default
@@ -211,10 +236,39 @@ mod tests {
             "Lan [1500]",
             "Lan \u{FF08}1500\u{FF09}",
             "x)",
+            // An outside probe's disguises.
+            "Computer (level 7)\u{307}",
+            "Computer (level 7)\u{323}",
+            "Computer (level 7)\u{332}",
+            "Computer (level 7).",
+            "Computer (level 7)\u{2D1}",
+            "Computer \u{276A}level 7\u{276B}",
+            "Computer \u{2985}level 7\u{2986}",
+            "Computer \u{208D}level 7\u{208E}",
+            "Computer \u{207D}level 7\u{207E}",
+            "Bob\u{3010}1500\u{3011}",
+            "Bob \u{27E8}1500\u{27E9}",
+            "Bob \u{AB}1500\u{BB}",
+            "Bob <1500>",
+            "Magnus \u{207D}\u{B2}\u{2078}\u{2070}\u{2070}\u{207E}",
+            "Bob (1500)\u{358}",
+            "Bob (1500) \u{2605}",
         ] {
             assert!(ends_in_brackets(annotated), "{annotated:?}");
         }
-        for plain in ["Lan", "(Lan)x", "Lan :)x", "Ô Quan", ""] {
+        for plain in [
+            "Lan",
+            "(Lan)x",
+            "Lan :)x",
+            "Ô Quan",
+            "",
+            "Lan.",
+            "Lan!",
+            "Lan \u{1F600}",
+            "Trần Thị Lan",
+            "Đức-2",
+            "Bob \u{201C}the rock\u{201D}",
+        ] {
             assert!(!ends_in_brackets(plain), "{plain:?}");
         }
     }
