@@ -184,6 +184,8 @@ mod tests {
             ("🅰🅳🅼🅸🅽", "admin"),
             ("🅐🅓🅜🅘🅝", "admin"),
             ("🇦🇩🇲🇮🇳", "admin"),
+            // A joiner between letters is kept, and read through.
+            ("ad\u{200c}min", "admin"),
         ] {
             match names.check(raw) {
                 Err(GameError::InvalidArgument {

@@ -50,14 +50,16 @@ fn bad_name(description: impl Into<String>) -> GameError {
 pub fn display_name(name: &str) -> Result<String, GameError> {
     let normal: String = name.nfc().collect();
     let trimmed = normal.trim();
-    if let Some(bad) = trimmed.chars().find(|&c| {
-        matches!(
+    let chars: Vec<char> = trimmed.chars().collect();
+    if let Some(&bad) = chars.iter().enumerate().find_map(|(i, c)| {
+        let hidden = matches!(
             c.general_category(),
             GeneralCategory::Control
                 | GeneralCategory::Format
                 | GeneralCategory::LineSeparator
                 | GeneralCategory::ParagraphSeparator
-        )
+        );
+        (hidden && !is_joiner_in_context(&chars, i)).then_some(c)
     }) {
         return Err(bad_name(format!(
             "{} contains the invisible or control character U+{:04X}; use letters, digits, \
@@ -66,8 +68,8 @@ pub fn display_name(name: &str) -> Result<String, GameError> {
             u32::from(bad)
         )));
     }
-    check_visible(trimmed)?;
-    let chars = trimmed.chars().count();
+    check_visible(&chars)?;
+    let chars = chars.len();
     if chars == 0 || chars > MAX_DISPLAY_NAME_CHARS {
         return Err(bad_name(format!(
             "must be 1 to {MAX_DISPLAY_NAME_CHARS} characters after trimming, got {chars}"
@@ -146,14 +148,48 @@ const OVERSIZED: &[char] = &[
     '\u{A9C5}',
 ];
 
+/// Whether the character at `i` is a joiner where writing needs one, which a display name
+/// keeps although joiners are invisible: a zero-width non-joiner between two letters (Persian
+/// writes `می‌خواهم` with one, and Indic scripts use it), and a zero-width joiner between two
+/// emoji (`🏳️‍🌈`, a family). An outside probe found both refused. Anywhere else a joiner only
+/// hides, and is refused; look-alike checks drop joiners, so one cannot tell a name apart
+/// from an account's.
+fn is_joiner_in_context(chars: &[char], i: usize) -> bool {
+    let (Some(&before), Some(&after)) = (
+        i.checked_sub(1).and_then(|b| chars.get(b)),
+        chars.get(i + 1),
+    ) else {
+        return false;
+    };
+    let letter = |c: char| c.is_alphabetic();
+    let mark = |c: char| {
+        matches!(
+            c.general_category(),
+            GeneralCategory::NonspacingMark | GeneralCategory::SpacingMark
+        )
+    };
+    let emoji = |c: char| {
+        matches!(
+            c.general_category(),
+            GeneralCategory::OtherSymbol | GeneralCategory::ModifierSymbol
+        ) || c == '\u{FE0F}'
+    };
+    match chars[i] {
+        '\u{200C}' => (letter(before) || mark(before)) && letter(after),
+        '\u{200D}' => emoji(before) && emoji(after),
+        _ => false,
+    }
+}
+
 /// What the category check of [`display_name`] lets through but shows nothing or garbage:
 /// fillers and other default ignorable code points (Hangul fillers, Khmer inherent vowels, the
 /// combining grapheme joiner), the blank Braille pattern, unassigned and private-use code
 /// points, a mark with no character to sit on, and marks stacked past
 /// [`MAX_MARKS_PER_CHARACTER`]. Variation selectors stay: they pick an emoji's presentation.
-fn check_visible(name: &str) -> Result<(), GameError> {
+fn check_visible(chars: &[char]) -> Result<(), GameError> {
+    let name: String = chars.iter().collect();
     let mut marks = 0;
-    for (i, ch) in name.chars().enumerate() {
+    for (i, &ch) in chars.iter().enumerate() {
         let category = ch.general_category();
         let is_mark = matches!(
             category,
@@ -170,7 +206,9 @@ fn check_visible(name: &str) -> Result<(), GameError> {
             Some(format!(
                 "the code point U+{code:04X}, which has no agreed glyph"
             ))
-        } else if BLANK_SYMBOLS.contains(&ch) || (is_invisible(ch) && !variation_selector) {
+        } else if BLANK_SYMBOLS.contains(&ch)
+            || (is_invisible(ch) && !variation_selector && !is_joiner_in_context(chars, i))
+        {
             Some(format!("the invisible character U+{code:04X}"))
         } else if OVERSIZED.contains(&ch) {
             Some(format!(
@@ -186,14 +224,14 @@ fn check_visible(name: &str) -> Result<(), GameError> {
         if let Some(why) = why {
             return Err(bad_name(format!(
                 "{} contains {why}; use letters, digits, punctuation, symbols and spaces",
-                quoted(name)
+                quoted(&name)
             )));
         }
         marks = if is_mark { marks + 1 } else { 0 };
         if marks > MAX_MARKS_PER_CHARACTER {
             return Err(bad_name(format!(
                 "{} stacks more than {MAX_MARKS_PER_CHARACTER} combining marks on one character",
-                quoted(name)
+                quoted(&name)
             )));
         }
     }
@@ -291,6 +329,14 @@ mod tests {
             "\u{2066}x\u{2069}",
             "x\u{feff}",
             "soft\u{ad}hyphen",
+            // Joiners where no writing needs them.
+            "\u{200c}Lan",
+            "Lan\u{200c}",
+            "Lan \u{200c} Lan",
+            "La\u{200d}n",
+            "\u{1F3F3}\u{200d}",
+            "\u{200d}\u{1F308}",
+            "Lan\u{200c}\u{200c}Lan",
         ] {
             let err = display_name(bad).unwrap_err();
             assert!(
@@ -299,6 +345,16 @@ mod tests {
             );
         }
         assert!(display_name(&"x".repeat(33)).is_err());
+        // Joiners where writing needs them (an outside probe): a non-joiner between letters
+        // (Persian), a joiner between emoji (the rainbow flag, a family).
+        for good in [
+            "\u{645}\u{6cc}\u{200c}\u{62e}\u{648}\u{627}\u{647}\u{645}",
+            "\u{1F3F3}\u{FE0F}\u{200d}\u{1F308} Lan",
+            "\u{1F468}\u{200d}\u{1F469}\u{200d}\u{1F467}",
+            "\u{1F9D1}\u{1F3FD}\u{200d}\u{1F680}",
+        ] {
+            assert_eq!(display_name(good).unwrap(), good, "{good:?}");
+        }
     }
 
     #[test]
