@@ -7,6 +7,7 @@ import { durationFromMs, durationMs, timestampMs } from "@bufbuild/protobuf/wkt"
 
 import { Code, ConnectError } from "@connectrpc/connect";
 import { accounts, bearer, describe, games, rules, store } from "./api.js";
+import { timeControlText } from "./format.js";
 import { Speed, type PlayerProfile, type Rating } from "./gen/oanquan/v1/account_pb.js";
 import {
   GameEvent_DrawAction,
@@ -54,6 +55,53 @@ function say(text: string, kind: "info" | "error" | "" = "info") {
 }
 
 const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
+
+// ---------------------------------------------------------------- dead streams
+
+/**
+ * How long a stream may stay silent before the page counts its connection dead. A network that
+ * stops forwarding without closing (a Wi-Fi switch, a NAT timeout) ends no stream: without this
+ * the page would show an old game for ever. The server sends a heartbeat on every idle stream
+ * (every 15 s by default): 2.5 times that lets one heartbeat be late or lost.
+ *
+ * The browser tests shorten it by setting `window.oanquanStreamSilenceMs` before the page loads
+ * (an init script), to see a silent stream dropped without waiting 40 s.
+ */
+const STREAM_SILENCE_MS = (window as { oanquanStreamSilenceMs?: number }).oanquanStreamSilenceMs ?? 40_000;
+
+/**
+ * A signal for one attempt of a long-lived stream, aborted with the page's `outer` signal or
+ * once nothing arrived for STREAM_SILENCE_MS: call `alive()` on the response headers and on
+ * every message, and `stop()` when the attempt ends. `silent()` tells a dropped stream from
+ * an error.
+ */
+function watchdog(outer: AbortSignal) {
+  const controller = new AbortController();
+  let silent = false;
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  const alive = () => {
+    clearTimeout(timer);
+    // Ended or dropped already: nothing more to watch.
+    if (controller.signal.aborted) return;
+    timer = setTimeout(() => {
+      silent = true;
+      controller.abort();
+    }, STREAM_SILENCE_MS);
+  };
+  const stop = () => {
+    clearTimeout(timer);
+    outer.removeEventListener("abort", stop);
+    controller.abort();
+  };
+  outer.addEventListener("abort", stop);
+  // Waiting for the response headers counts too: a request lost on the way has none.
+  alive();
+  return { signal: controller.signal, alive, stop, silent: () => silent };
+}
+
+/** Whether a stream's response headers open a stream: a refusal comes as "trailers only",
+ * its grpc-status in the headers. */
+const opensStream = (headers: Headers) => !headers.has("grpc-status");
 
 // ---------------------------------------------------------------- account bar
 
@@ -120,20 +168,6 @@ function formatMs(ms: number): string {
   const seconds = Math.floor((clamped % 60_000) / 1000);
   if (clamped < 10_000) return `0:0${seconds}.${Math.floor((clamped % 1000) / 100)}`;
   return `${minutes}:${seconds.toString().padStart(2, "0")}`;
-}
-
-function timeControlText(game: { timeControl?: Game["timeControl"] }): string {
-  const kind = game.timeControl?.kind;
-  if (kind?.case === "realTime") {
-    const initial = kind.value.initial ? durationMs(kind.value.initial) : 0;
-    const increment = kind.value.increment ? durationMs(kind.value.increment) / 1000 : 0;
-    return initial < 60_000 ? `${initial / 1000}s+${increment}` : `${initial / 60_000}+${increment}`;
-  }
-  if (kind?.case === "correspondence") {
-    const perMove = kind.value.perMove ? durationMs(kind.value.perMove) : 0;
-    return `${Math.round(perMove / 3_600_000)} h/move`;
-  }
-  return "untimed";
 }
 
 const REASONS: Record<number, string> = {
@@ -220,6 +254,19 @@ function seatLabel(game: Game, player: Player): (Node | string)[] {
 
 function openGame(id: string) {
   location.hash = `#/game/${id}`;
+}
+
+/** Takes the free seat of a game waiting for players, under the name (or the account) of this
+ * browser, and keeps its token; says why not if the server refuses. */
+async function takeSeat(id: string): Promise<boolean> {
+  try {
+    const response = await games.joinGame({ gameId: id, displayName: displayName() }, bearer(apiKey()));
+    store.setSeat(id, { token: response.playerToken, seat: response.seat });
+    return true;
+  } catch (error) {
+    say(`Cannot join: ${describe(error)}`, "error");
+    return false;
+  }
 }
 
 // ---------------------------------------------------------------- lobby
@@ -324,6 +371,8 @@ function showLobby(): () => void {
     seeking = new AbortController();
     seekButton.textContent = "Cancel seek";
     seekState.textContent = "looking for an opponent…";
+    // A seek is not resumable (a new one would be another seek): a silent one ends, and says so.
+    const dog = watchdog(seeking.signal);
     try {
       const stream = games.seek(
         {
@@ -332,9 +381,10 @@ function showLobby(): () => void {
           displayName: displayName(),
           rated: rated.checked,
         },
-        { ...bearer(apiKey()), timeoutMs: undefined, signal: seeking.signal },
+        { ...bearer(apiKey()), timeoutMs: undefined, signal: dog.signal, onHeader: dog.alive },
       );
       for await (const response of stream) {
+        dog.alive();
         if (response.kind.case === "waiting") {
           ownSeek = response.kind.value.id;
           render();
@@ -348,7 +398,10 @@ function showLobby(): () => void {
         }
       }
     } catch (error) {
-      if (!seeking?.signal.aborted) say(`Seek failed: ${describe(error)}`, "error");
+      if (dog.silent()) say("The seek was lost with the connection; seek again.", "error");
+      else if (!seeking?.signal.aborted) say(`Seek failed: ${describe(error)}`, "error");
+    } finally {
+      dog.stop();
     }
     seeking = undefined;
     ownSeek = undefined;
@@ -358,13 +411,7 @@ function showLobby(): () => void {
   }
 
   async function join(id: string) {
-    try {
-      const response = await games.joinGame({ gameId: id, displayName: displayName() }, bearer(apiKey()));
-      store.setSeat(id, { token: response.playerToken, seat: response.seat });
-      openGame(id);
-    } catch (error) {
-      say(`Cannot join: ${describe(error)}`, "error");
-    }
+    if (await takeSeat(id)) openGame(id);
   }
 
   async function accept(seekId: string) {
@@ -457,17 +504,32 @@ function showLobby(): () => void {
     // Whether the status line says the lobby is away: the next event clears that, and only
     // that (a player's own error stays until they act again).
     let away = false;
+    // Back once the server answers: its headers, or any message.
+    const back = () => {
+      if (away) {
+        away = false;
+        say("");
+      }
+    };
     while (!abort.signal.aborted) {
+      const dog = watchdog(abort.signal);
       try {
-        const stream = games.watchLobby({ afterSequence: after }, { signal: abort.signal });
+        const stream = games.watchLobby(
+          { afterSequence: after },
+          {
+            signal: dog.signal,
+            onHeader: (headers) => {
+              dog.alive();
+              if (opensStream(headers)) back();
+            },
+          },
+        );
         for await (const response of stream) {
+          dog.alive();
           const event = response.event;
           if (!event) continue;
           delay = 250;
-          if (away) {
-            away = false;
-            say("");
-          }
+          back();
           const kind = event.kind;
           switch (kind.case) {
             case "snapshot":
@@ -516,6 +578,8 @@ function showLobby(): () => void {
         }
       } catch {
         if (abort.signal.aborted) return;
+      } finally {
+        dog.stop();
       }
       say("Reconnecting to the lobby…", "error");
       away = true;
@@ -568,8 +632,24 @@ const SPEED_NAMES: Record<number, string> = {
   [Speed.CORRESPONDENCE]: "Correspondence",
 };
 
+/** Whether `name` could be a username (account.proto: 3–20 letters, digits, `_` and `-`): a
+ * link can carry any text, and the page shows only what could be a player's name. */
+const plausibleUsername = (name: string) => /^[\p{L}\p{M}0-9_-]{3,20}$/u.test(name.normalize("NFC"));
+
 /** Ratings per speed, record and recent games of an account. */
 function showProfile(username: string): () => void {
+  if (!plausibleUsername(username)) {
+    // Not asked for: no account can have that name.
+    app.append(
+      h(
+        "section",
+        { class: "card profile" },
+        h("a", { href: "#/", "data-testid": "back" }, "← Lobby"),
+        h("h2", { "data-testid": "profile-name" }, "No such player"),
+      ),
+    );
+    return () => {};
+  }
   let left = false;
   const name = h("h2", { "data-testid": "profile-name" }, username);
   const record = h("p", { "data-testid": "record" }, "…");
@@ -709,6 +789,8 @@ function showGame(id: string): () => void {
   let inFlight: number | undefined;
   // Whether the status line shows this page's failed move: the next move played clears it.
   let moveError = false;
+  // While this page's OfferDraw is on its way: a second click would be refused.
+  let offeringDraw = false;
 
   const squares = new Map<number, HTMLButtonElement>();
   const squareButton = (index: number) => {
@@ -769,6 +851,9 @@ function showGame(id: string): () => void {
   const draw = button("Offer draw", "draw", () => void act("draw"), { hidden: "" });
   const declineDraw = button("Decline draw", "decline-draw", () => void act("declineDraw"), { hidden: "" });
   const rematch = button("Rematch", "rematch", () => void act("rematch"), { hidden: "" });
+  // A shared link to a game waiting for a second player: whoever opens it can take the seat,
+  // under the name in the account bar (or the account signed in), as from the lobby.
+  const join = button("Join this game", "join-game", () => void joinHere(), { hidden: "" });
   const hint = h(
     "p",
     { class: "hint", "data-testid": "hint" },
@@ -802,7 +887,7 @@ function showGame(id: string): () => void {
       turn,
       over,
       nextGame,
-      h("div", { class: "actions" }, resign, abortGame, draw, declineDraw, rematch, speed, moves),
+      h("div", { class: "actions" }, join, resign, abortGame, draw, declineDraw, rematch, speed, moves),
       hint,
     ),
   );
@@ -816,6 +901,13 @@ function showGame(id: string): () => void {
     game.position?.toMove === seat &&
     game.position?.ply !== inFlight;
   const ownSquare = (index: number) => (seat === Player.FIRST ? index >= 1 && index <= 5 : index >= 7 && index <= 11);
+
+  async function joinHere() {
+    join.disabled = true;
+    // The page is this game's already: it is drawn again, now from the seat.
+    if (await takeSeat(id)) route();
+    else join.disabled = false;
+  }
 
   function choose(index: number) {
     if (!myTurn() || animating || !ownSquare(index) || shown[index] === 0) return;
@@ -852,8 +944,24 @@ function showGame(id: string): () => void {
       } else if (what === "resign") {
         if (!confirm("Resign this game?")) return;
         await games.resign({ gameId: id }, auth);
-      } else if (what === "draw") await games.offerDraw({ gameId: id }, auth);
-      else if (what === "declineDraw") await games.declineDraw({ gameId: id }, auth);
+      } else if (what === "draw") {
+        offeringDraw = true;
+        render();
+        try {
+          const response = await games.offerDraw({ gameId: id }, auth);
+          const after = response.game;
+          // Shown at once, not only when the event comes; in turn with the events, and only if
+          // no move came between (the opponent's move ends the offer).
+          if (!response.accepted && after) {
+            enqueue(() => {
+              if (game && game.moveCount === after.moveCount) game.drawOffer = after.drawOffer;
+            });
+          }
+        } finally {
+          offeringDraw = false;
+          enqueue(render);
+        }
+      } else if (what === "declineDraw") await games.declineDraw({ gameId: id }, auth);
       else {
         const response = await games.offerRematch({ gameId: id }, auth);
         if (response.rematch) {
@@ -951,13 +1059,20 @@ function showGame(id: string): () => void {
     bottomScore.textContent = String(bottom === Player.FIRST ? score[0] : score[1]);
     moves.textContent = `moves: ${game.moveCount}`;
     const active = game.status === GameStatus.ACTIVE;
+    // The player's own turn reads "Your turn" also while the stream is away (no square is
+    // playable then, and the connection line says "reconnecting…").
+    const ownTurn = active && seat !== Player.UNSPECIFIED && game.position?.toMove === seat;
     if (game.status === GameStatus.WAITING_FOR_PLAYERS) turn.textContent = "Waiting for an opponent…";
     else if (active) {
-      if (myTurn()) turn.textContent = "Your turn";
-      else if (game.position?.ply === inFlight) turn.textContent = "Move sent…";
+      if (ownTurn && game.position?.ply === inFlight) turn.textContent = "Move sent…";
+      else if (ownTurn) turn.textContent = "Your turn";
       else turn.textContent = `${seatName(game, game.position?.toMove ?? Player.FIRST)} to move`;
     } else turn.textContent = "";
     turn.classList.toggle("mine", myTurn());
+    join.hidden =
+      !!mine ||
+      game.status !== GameStatus.WAITING_FOR_PLAYERS ||
+      (!!game.firstSeat?.occupied && !!game.secondSeat?.occupied);
     const finished = game.status === GameStatus.FINISHED || game.status === GameStatus.ABORTED;
     over.hidden = !finished;
     hint.hidden = finished;
@@ -969,7 +1084,14 @@ function showGame(id: string): () => void {
     // The computer does not take draws (the server refuses the offer).
     const opponent = seat === Player.FIRST ? game.secondSeat : game.firstSeat;
     draw.hidden = !mine || !active || opponent?.kind === PlayerKind.COMPUTER;
-    draw.textContent = game.drawOffer !== Player.UNSPECIFIED && game.drawOffer !== seat ? "Accept draw" : "Offer draw";
+    // Like a rematch offer, one's own draw offer shows until it is answered or lapses.
+    const ownOffer = seat !== Player.UNSPECIFIED && game.drawOffer === seat;
+    draw.textContent = ownOffer
+      ? "Draw offered"
+      : game.drawOffer !== Player.UNSPECIFIED
+        ? "Accept draw"
+        : "Offer draw";
+    draw.disabled = ownOffer || offeringDraw;
     declineDraw.hidden = !mine || !active || game.drawOffer === Player.UNSPECIFIED || game.drawOffer === seat;
     rematch.hidden = !mine || game.status !== GameStatus.FINISHED || !!game.rematch;
     const offeredHere = !!pendingRematch && game.rematchOffer === seat;
@@ -1117,7 +1239,8 @@ function showGame(id: string): () => void {
           await animate(record);
           if (record.position) game.position = record.position;
           game.moveCount = record.number;
-          game.drawOffer = Player.UNSPECIFIED;
+          // A draw offer stands until the offerer's opponent moves (game.proto, DrawAction).
+          if (record.player !== game.drawOffer) game.drawOffer = Player.UNSPECIFIED;
           if (moveError) {
             moveError = false;
             say("");
@@ -1157,6 +1280,9 @@ function showGame(id: string): () => void {
         enqueue(() => {
           if (!game) return;
           game.drawOffer = kind.value.action === GameEvent_DrawAction.OFFERED ? kind.value.by : Player.UNSPECIFIED;
+          if (kind.value.action === GameEvent_DrawAction.DECLINED && seat !== Player.UNSPECIFIED && kind.value.by !== seat) {
+            say("Your draw offer was declined");
+          }
           render();
         });
         break;
@@ -1192,20 +1318,36 @@ function showGame(id: string): () => void {
     // resumed like any other (a restart must not hide the opponent's offer); it ends, without
     // an error, once nothing more can happen.
     let ended = false;
+    // Connected once the server answers: its response headers (a resumed stream may send no
+    // event for a while), or any message.
+    const back = () => {
+      if (!connected) {
+        connected = true;
+        showConnection();
+      }
+    };
     while (!abort.signal.aborted) {
+      const dog = watchdog(abort.signal);
       try {
         const stream = games.watchGame(
           { gameId: id, afterSequence: after, followRematch: true },
-          { signal: abort.signal, headers: mine ? { authorization: `Bearer ${mine.token}` } : {} },
+          {
+            signal: dog.signal,
+            headers: mine ? { authorization: `Bearer ${mine.token}` } : {},
+            onHeader: (headers) => {
+              dog.alive();
+              if (opensStream(headers)) back();
+            },
+          },
         );
         for await (const response of stream) {
+          dog.alive();
           const event = response.event;
           if (!event) continue;
-          if (!connected) {
-            connected = true;
-            showConnection();
-          }
+          // Only a message shows the stream works: a server that answers and then fails at once
+          // is retried with a growing delay.
           delay = 250;
+          back();
           if (event.kind.case !== "heartbeat") after = event.sequence;
           if (event.kind.case === "gameOver") ended = true;
           if (event.kind.case === "snapshot") {
@@ -1233,7 +1375,10 @@ function showGame(id: string): () => void {
           connection.classList.add("bad");
           return;
         }
-        if (!after || code === Code.ResourceExhausted) say(describe(error), "error");
+        // A stream the page dropped as silent was refused by nobody: "reconnecting…" says it all.
+        if (!dog.silent() && (!after || code === Code.ResourceExhausted)) say(describe(error), "error");
+      } finally {
+        dog.stop();
       }
       connected = false;
       showConnection();

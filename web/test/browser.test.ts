@@ -15,12 +15,15 @@ import { after, before, test } from "node:test";
 import { fileURLToPath } from "node:url";
 import { gzipSync } from "node:zlib";
 
+import { create, fromBinary } from "@bufbuild/protobuf";
+import { durationFromMs } from "@bufbuild/protobuf/wkt";
 import { createClient } from "@connectrpc/connect";
 import { createGrpcWebTransport } from "@connectrpc/connect-web";
 import { chromium, type Browser, type BrowserContext, type Page } from "playwright-core";
 
 import { AccountService } from "../src/gen/oanquan/v1/account_pb.js";
-import { GameService } from "../src/gen/oanquan/v1/game_pb.js";
+import { GameService, TimeControlSchema, WatchGameRequestSchema, type TimeControl } from "../src/gen/oanquan/v1/game_pb.js";
+import { timeControlText } from "../src/format.js";
 
 const here = dirname(fileURLToPath(import.meta.url));
 const root = resolve(here, "../..");
@@ -96,16 +99,18 @@ after(async () => {
   rmSync(dir, { recursive: true, force: true });
 });
 
-/** A fresh browser profile (its own localStorage: its own seats), animations off. */
-async function player(name: string, options = DESKTOP, speed = "0"): Promise<Page> {
+/** A fresh browser profile (its own localStorage: its own seats), animations off. With
+ * `silenceMs`, the page drops a stream silent that long instead of 40 s (STREAM_SILENCE_MS). */
+async function player(name: string, options = DESKTOP, speed = "0", silenceMs?: number): Promise<Page> {
   const context = await browser.newContext(options);
   contexts.push(context);
   await context.addInitScript(
-    ([name, speed]) => {
+    ([name, speed, silenceMs]) => {
       localStorage.setItem("oanquan.name", name);
       localStorage.setItem("oanquan.speed", speed);
+      if (silenceMs) (window as { oanquanStreamSilenceMs?: number }).oanquanStreamSilenceMs = Number(silenceMs);
     },
-    [name, speed],
+    [name, speed, silenceMs ? String(silenceMs) : ""],
   );
   const page = await context.newPage();
   const outside: string[] = [];
@@ -757,4 +762,190 @@ test("bundle size and first render", async () => {
     chromium: browser.version(),
   });
   console.log("bench:", JSON.stringify(bench));
+});
+
+/** The API as a program (not a page) speaks it, through gRPC-Web. */
+const gameApi = () => createClient(GameService, createGrpcWebTransport({ baseUrl: server.url, useBinaryFormat: true }));
+
+test("time controls read exactly, whatever the API was given", () => {
+  const realTime = (initial: number, increment: number): { timeControl: TimeControl } => ({
+    timeControl: create(TimeControlSchema, {
+      kind: { case: "realTime", value: { initial: durationFromMs(initial), increment: durationFromMs(increment) } },
+    }),
+  });
+  const perMove = (ms: number): { timeControl: TimeControl } => ({
+    timeControl: create(TimeControlSchema, { kind: { case: "correspondence", value: { perMove: durationFromMs(ms) } } }),
+  });
+  const cases: [{ timeControl?: TimeControl }, string][] = [
+    [{}, "untimed"],
+    [realTime(15_000, 0), "15s+0"],
+    [realTime(60_000, 1_000), "1+1"],
+    [realTime(300_000, 3_000), "5+3"],
+    [realTime(67_000, 0), "1m7s+0"],
+    [realTime(90_500, 2_500), "1m30.5s+2.5"],
+    [realTime(10_800_000, 180_000), "180+180"],
+    // A hair under a minute is not a minute.
+    [{ timeControl: create(TimeControlSchema, { kind: { case: "realTime", value: { initial: { seconds: 59n, nanos: 999_900_000 } } } }) }, "59.999s+0"],
+    [perMove(60_000), "1 min/move"],
+    [perMove(600_000), "10 min/move"],
+    [perMove(5_400_000), "1 h 30 min/move"],
+    [perMove(86_400_000), "1 d/move"],
+    [perMove(2 * 86_400_000), "2 d/move"],
+    [perMove(30 * 86_400_000), "30 d/move"],
+    [perMove(86_400_000 + 7_200_000 + 60_000), "1 d 2 h 1 min/move"],
+    [perMove(90_000), "1 min 30 s/move"],
+  ];
+  for (const [game, label] of cases) assert.equal(timeControlText(game), label);
+});
+
+test("a game made through the API with an unusual clock shows it exactly in the lobby", async () => {
+  const page = await player("Looker");
+  const created = await gameApi().createGame({
+    displayName: "Odd",
+    timeControl: create(TimeControlSchema, {
+      kind: { case: "realTime", value: { initial: durationFromMs(67_000), increment: durationFromMs(0) } },
+    }),
+  });
+  const row = page.locator(`[data-testid=open-games] li[data-game="${created.game!.id}"]`);
+  await row.waitFor();
+  assert.match((await row.textContent()) ?? "", /· 1m7s\+0/);
+  await gameApi().abortGame({ gameId: created.game!.id }, { headers: { authorization: `Bearer ${created.playerToken}` } });
+});
+
+test("a friend joins from a shared link to a game waiting for a second player", async () => {
+  const host = await player("Host");
+  const id = await createGame(host);
+  await host.getByTestId("turn").getByText("Waiting for an opponent…").waitFor();
+  // The creator's own page has nothing to join.
+  assert.ok(await host.getByTestId("join-game").isHidden());
+
+  const friend = await player("Friend", PHONE);
+  await friend.goto(`${server.url}#/game/${id}`);
+  await friend.getByTestId("join-game").waitFor({ state: "visible" });
+  await friend.getByTestId("join-game").tap();
+  // The page now plays the seat: the friend's name with "(you)" at the bottom, resign offered.
+  await friend.getByTestId("bottom-player").getByText("Friend (you)").waitFor();
+  await friend.getByTestId("resign").waitFor({ state: "visible" });
+  assert.ok(await friend.getByTestId("join-game").isHidden());
+  await host.getByTestId("top-player").getByText("Friend").waitFor();
+  await whoseTurn([host, friend]);
+
+  // A full game offers no seat to whoever opens its link.
+  const late = await player("Late");
+  await late.goto(`${server.url}#/game/${id}`);
+  await late.getByTestId("turn").filter({ hasText: /to move/ }).waitFor();
+  assert.ok(await late.getByTestId("join-game").isHidden());
+  await friend.getByTestId("resign").tap();
+  for (const page of [host, friend]) await page.getByTestId("game-over").waitFor();
+});
+
+test("a draw offer shows as made until it is declined or the opponent moves", async () => {
+  const lan = await player("Lan");
+  const minh = await player("Minh");
+  const id = await createGame(lan);
+  await joinGame(minh, id);
+  const mover = await whoseTurn([lan, minh]);
+  assert.ok(mover);
+  const waiter = otherOf([lan, minh], mover);
+  const drawButton = (page: Page, text: string) =>
+    until(`"${text}" on the draw button`, async () => (await page.getByTestId("draw").textContent()) === text);
+
+  // The player to move offers: shown as made (and not offered twice), the opponent may accept.
+  await mover.getByTestId("draw").click();
+  await drawButton(mover, "Draw offered");
+  assert.ok(await mover.getByTestId("draw").isDisabled());
+  await drawButton(waiter, "Accept draw");
+  // The offerer's own move leaves the offer standing (game.proto).
+  await playOneMove(mover, 1, false);
+  for (const page of [lan, minh]) await until("the move shown", async () => (await movesOf(page)) === 1);
+  assert.equal(await mover.getByTestId("draw").textContent(), "Draw offered");
+  assert.equal(await waiter.getByTestId("draw").textContent(), "Accept draw");
+  // Declined: offerable again, and the offerer is told.
+  await waiter.getByTestId("decline-draw").click();
+  await drawButton(mover, "Offer draw");
+  assert.ok(await mover.getByTestId("draw").isEnabled());
+  await mover.locator("#status").getByText("Your draw offer was declined").waitFor();
+
+  // The other player offers; the offerer's opponent moves, and the offer lapses.
+  await waiter.getByTestId("draw").click();
+  await drawButton(waiter, "Draw offered");
+  await drawButton(mover, "Accept draw");
+  await playOneMove(waiter, 2, false);
+  for (const page of [lan, minh]) await until("the move shown", async () => (await movesOf(page)) === 2);
+  assert.equal(await waiter.getByTestId("draw").textContent(), "Draw offered", "the offerer's own move keeps it");
+  await playOneMove(mover, 3, false);
+  await drawButton(waiter, "Offer draw");
+  await drawButton(mover, "Offer draw");
+  await mover.getByTestId("resign").click();
+  for (const page of [lan, minh]) await page.getByTestId("game-over").waitFor();
+});
+
+test("a profile link with a name no account can have shows no such player, without the text", async () => {
+  const page = await player("Curious");
+  const long = "x".repeat(5000);
+  await page.goto(`${server.url}#/player/${long}`);
+  await page.getByTestId("profile-name").getByText("No such player", { exact: true }).waitFor();
+  assert.doesNotMatch((await page.locator("body").textContent()) ?? "", /xxxxxxxxxxxxxxxxxxxxx/);
+  await page.goto(`${server.url}#/player/${encodeURIComponent("Call +1 555 now!")}`);
+  await page.getByTestId("profile-name").getByText("No such player", { exact: true }).waitFor();
+  assert.doesNotMatch((await page.locator("body").textContent()) ?? "", /555/);
+  // A name that could be an account's is shown, as text, and said to have no profile.
+  await page.goto(`${server.url}#/player/nobody_here`);
+  await page.locator("#status").getByText("No profile for nobody_here: there is no player with that name").waitFor();
+  assert.equal(await page.getByTestId("profile-name").textContent(), "nobody_here");
+});
+
+test("a game stream that goes silent is dropped and resumed after its last event", async () => {
+  // Lan's page counts a stream dead after 1.5 s of silence (40 s in use); the server's
+  // heartbeat comes every 15 s, so a held request stays silent long enough.
+  const SILENCE = 1_500;
+  const lan = await player("Lan", DESKTOP, "0", SILENCE);
+  const minh = await player("Minh");
+  const id = await createGame(lan);
+  await joinGame(minh, id);
+  // Lan to move: Minh plays first if the first move is his.
+  if ((await whoseTurn([lan, minh])) === minh) {
+    await playOneMove(minh, 1, false);
+    await until("Lan's turn", async () => (await lan.getByTestId("turn").textContent()) === "Your turn");
+  }
+  const moves = await movesOf(lan);
+
+  // The network stops forwarding: Lan's page's watches get no answer, not even an error.
+  const watches: (bigint | undefined)[] = [];
+  lan.on("request", (request) => {
+    if (!request.url().endsWith("/WatchGame")) return;
+    // gRPC-Web: a 5-byte frame header, then the request message.
+    const body = request.postDataBuffer();
+    if (body) watches.push(fromBinary(WatchGameRequestSchema, body.subarray(5)).afterSequence);
+  });
+  await lan.route("**/oanquan.v1.GameService/WatchGame", () => {});
+  await lan.getByTestId("connection").getByText("reconnecting…").waitFor({ timeout: 3 * SILENCE + 2_000 });
+  // Still Lan's turn, said as such; nothing playable while the move could not be sent.
+  assert.equal(await lan.getByTestId("turn").textContent(), "Your turn");
+  assert.equal(await lan.locator(".square.playable").count(), 0);
+  // Meanwhile Minh offers a draw: an event Lan's page must get when it is back.
+  await minh.getByTestId("draw").click();
+  await until("a watch retried", async () => watches.length >= 2, 4 * SILENCE + 2_000);
+  await lan.unrouteAll({ behavior: "ignoreErrors" });
+  await until("reconnected", async () => (await lan.getByTestId("connection").textContent()) === "");
+  await until("the missed offer shown", async () => (await lan.getByTestId("draw").textContent()) === "Accept draw");
+  assert.equal(await movesOf(lan), moves);
+  // Every retry resumed after the last event seen, none started over.
+  assert.ok(watches.length >= 2 && watches.every((after) => after !== undefined && after > 0n), `watches: ${watches.join()}`);
+  await lan.getByTestId("resign").click();
+  for (const page of [lan, minh]) await page.getByTestId("game-over").waitFor();
+});
+
+test("a lobby stream that goes silent is dropped and resumed", async () => {
+  const SILENCE = 1_500;
+  const visitor = await player("Visitor", DESKTOP, "0", SILENCE);
+  await visitor.locator("[data-testid=open-games][data-live]").waitFor();
+  await visitor.route("**/oanquan.v1.GameService/WatchLobby", () => {});
+  await visitor.locator("#status").getByText("Reconnecting to the lobby…").waitFor({ timeout: 3 * SILENCE + 2_000 });
+  // A game created while the lobby is away appears once it is back.
+  const created = await gameApi().createGame({ displayName: "Meanwhile" });
+  await new Promise((r) => setTimeout(r, SILENCE));
+  await visitor.unrouteAll({ behavior: "ignoreErrors" });
+  await visitor.locator(`[data-testid=open-games] li[data-game="${created.game!.id}"]`).waitFor();
+  await gameApi().abortGame({ gameId: created.game!.id }, { headers: { authorization: `Bearer ${created.playerToken}` } });
 });
