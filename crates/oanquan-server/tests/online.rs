@@ -595,8 +595,10 @@ async fn a_restart_in_a_timed_game_does_not_charge_the_outage() {
         "not charged for the outage: {reading:?}, had {stored_first:?}, ran {ran:?}"
     );
     // The turn's start moved later by the outage; the deadline follows it.
+    // (Not before `restarted_at`: a server slow to start under load resumes later than the
+    // 400 ms of the turn before the stop, which once failed that bound in a full run.)
     let resumed_start = time(game.turn_start_time.as_ref());
-    assert!(resumed_start > turn_start && resumed_start < restarted_at);
+    assert!(resumed_start > turn_start && resumed_start < SystemTime::now());
     assert_eq!(
         time(reading.deadline.as_ref()),
         resumed_start + stored_first
