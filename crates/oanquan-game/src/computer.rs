@@ -777,17 +777,41 @@ async fn computer_turn(manager: &GameManager, id: &GameId) -> Option<(GameState,
     Some((state, seat, level))
 }
 
-/// Plays the computer's turn in game `id` without a search slot: the greedy move, which costs
-/// a few microseconds on the caller's thread. For a timed turn that waited its share of the
-/// clock for a slot.
-async fn play_quick_move(manager: &GameManager, computer: &Computer, id: &GameId) {
+/// Levels whose move costs a few microseconds (a random move, the best immediate gain): they
+/// never wait for a search slot behind other games' searches (an outside probe saw random
+/// moves wait half a second behind sixteen master games).
+fn needs_no_slot(level: Level) -> bool {
+    matches!(level, Level::Random | Level::Greedy)
+}
+
+/// Which move [`play_without_slot`] plays.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Chosen {
+    /// The seat's own level's, for a level that [`needs_no_slot`].
+    ByItsLevel,
+    /// The greedy move, for a timed turn that waited its share of the clock for a slot.
+    Greedy,
+}
+
+/// Plays the computer's turn in game `id` without a search slot, on the caller's thread: a
+/// move that costs a few microseconds.
+async fn play_without_slot(
+    manager: &GameManager,
+    computer: &Computer,
+    id: &GameId,
+    chosen: Chosen,
+) {
     let Some((state, seat, level)) = computer_turn(manager, id).await else {
         return;
     };
     let position = &state.info().position;
     let ply = position.ply();
+    let played = match chosen {
+        Chosen::ByItsLevel if needs_no_slot(level) => level,
+        Chosen::ByItsLevel | Chosen::Greedy => Level::Greedy,
+    };
     let Some(mv) = oanquan_ai::choose_move(
-        Level::Greedy,
+        played,
         position,
         seed(id, ply),
         SearchLimits::default(),
@@ -798,7 +822,9 @@ async fn play_quick_move(manager: &GameManager, computer: &Computer, id: &GameId
     if computer.pool.is_stopping() {
         return;
     }
-    info!(game_id = %id, ?seat, %level, %mv, "no search slot within the computer's share of its clock: it played the greedy move");
+    if chosen == Chosen::Greedy {
+        info!(game_id = %id, ?seat, %level, %mv, "no search slot within the computer's share of its clock: it played the greedy move");
+    }
     match manager.play_computer_move(id, mv, ply).await {
         Ok(_) => {}
         Err(GameError::GameOver | GameError::StalePly { .. } | GameError::NotYourTurn { .. }) => {}
@@ -911,16 +937,20 @@ async fn resume(
 async fn play_turn(manager: Arc<GameManager>, computer: Arc<Computer>, id: GameId) {
     // The creator's share of the queue first (its game may have ended meanwhile: the load
     // after the slot sees it).
-    let (creator, wait) = match manager.load_state(&id).await {
+    let (creator, wait, cheap) = match manager.load_state(&id).await {
         Ok(state) => (
             state.creator(),
             slot_wait(state.info(), crate::service_clock::now()),
+            computer_to_move(state.info()).is_some_and(|(_, level)| needs_no_slot(level)),
         ),
         Err(error) => {
             warn!(game_id = %id, %error, "cannot load the game for the computer's turn");
             return;
         }
     };
+    if cheap {
+        return play_without_slot(&manager, &computer, &id, Chosen::ByItsLevel).await;
+    }
     let waiting = async {
         let place = computer.pool.turn_of(creator).await;
         // Reserved before loading: a game that ends after the load cancels this search.
@@ -934,7 +964,7 @@ async fn play_turn(manager: Arc<GameManager>, computer: Arc<Computer>, id: GameI
     let (_place, slot) = match waited {
         Ok((place, Ok(slot))) => (place, slot),
         Ok((_, Err(_))) => return,
-        Err(_) => return play_quick_move(&manager, &computer, &id).await,
+        Err(_) => return play_without_slot(&manager, &computer, &id, Chosen::Greedy).await,
     };
     let Some((state, seat, level)) = computer_turn(&manager, &id).await else {
         return;
@@ -1538,6 +1568,46 @@ mod tests {
                 Err(RecvError::Closed) => panic!("the hub went away"),
             }
         }
+    }
+
+    /// The random and greedy levels play at once even when every search slot is taken by
+    /// other games' searches: their moves need none (an outside probe saw random moves wait
+    /// half a second behind sixteen master games).
+    #[tokio::test]
+    async fn the_levels_that_need_no_search_do_not_wait_for_a_slot() {
+        let store: Arc<dyn crate::store::GameStore> = Arc::new(crate::memory::MemoryStore::new(
+            crate::memory::MemoryLimits::default(),
+        ));
+        let manager = Arc::new(GameManager::new(
+            store,
+            crate::hub::Hub::new(64),
+            crate::manager::ManagerLimits::default(),
+        ));
+        let computer = Computer::new(
+            SearchPool::new(capacity(1, 1, 1)),
+            Duration::from_millis(10),
+        );
+        // The one slot, held for the whole test.
+        let held = computer
+            .pool()
+            .reserve(GameId::parse("someone-else").unwrap())
+            .await
+            .unwrap();
+        let (stop_tx, stop_rx) = watch::channel(false);
+        let mut commits = manager.subscribe_commits();
+        let driver = spawn_driver(Arc::clone(&manager), Arc::clone(&computer), stop_rx);
+        for level in [Level::Random, Level::Greedy] {
+            let game = manager.create_game(computer_first(level)).await.unwrap();
+            tokio::time::timeout(
+                Duration::from_secs(5),
+                first_move(&manager, &mut commits, &game.game.id),
+            )
+            .await
+            .unwrap_or_else(|_| panic!("{level} waited for the held slot"));
+        }
+        drop(held);
+        stop_tx.send(true).unwrap();
+        driver.await.unwrap();
     }
 
     /// The driver learns of turns only from the commit feed; when it lags behind the feed
