@@ -315,9 +315,9 @@ pub struct StreamLimits {
 #[derive(Debug, Clone, Copy, PartialEq, Args)]
 #[command(next_help_heading = "Computer player and analysis")]
 pub struct ComputerLimits {
-    /// Thinking time of the computer opponent per move (games created with a computer level).
-    /// Its weaker levels stop earlier, at their depth.
-    #[arg(long, env = "OANQUAN_COMPUTER_MOVE_TIME", default_value = "300ms", value_parser = parse_duration)]
+    /// Thinking time of the computer opponent per move (games created with a computer level),
+    /// at most 60s. Its weaker levels stop earlier, at their depth.
+    #[arg(long, env = "OANQUAN_COMPUTER_MOVE_TIME", default_value = "300ms", value_parser = parse_computer_move_time)]
     pub computer_move_time: Duration,
 
     /// Computer moves searching at once; more wait for a free slot. 0 = one per CPU core.
@@ -637,6 +637,28 @@ pub fn parse_first_move_time(text: &str) -> Result<Duration, String> {
     let duration = parse_positive_duration(text)?;
     if duration > Duration::from_secs(30 * 86_400) {
         return Err(format!("{text:?} is too long; give at most 30 days (720h)"));
+    }
+    Ok(duration)
+}
+
+/// The longest `--computer-move-time`: each move holds a search slot that long, and with a few
+/// slots (one per core) a longer time would let a few computer games keep every other one
+/// waiting (an outside probe gave 100h and saw no move).
+pub const MAX_COMPUTER_MOVE_TIME: Duration = Duration::from_secs(60);
+
+/// `--computer-move-time`: 0 (as fast as each level goes) to [`MAX_COMPUTER_MOVE_TIME`].
+///
+/// # Errors
+///
+/// As [`parse_duration`], and over the maximum.
+pub fn parse_computer_move_time(text: &str) -> Result<Duration, String> {
+    let duration = parse_duration(text)?;
+    if duration > MAX_COMPUTER_MOVE_TIME {
+        return Err(format!(
+            "{text:?} is too long; give at most {}s: each computer move holds a search slot \
+             that long",
+            MAX_COMPUTER_MOVE_TIME.as_secs()
+        ));
     }
     Ok(duration)
 }
@@ -994,6 +1016,16 @@ mod tests {
             DatabaseLimits::default().postgres_options(),
             PostgresOptions::default()
         );
+        assert_eq!(parse_computer_move_time("0"), Ok(Duration::ZERO));
+        assert_eq!(parse_computer_move_time("60s"), Ok(MAX_COMPUTER_MOVE_TIME));
+        for long in ["61s", "100h"] {
+            assert!(
+                parse_computer_move_time(long)
+                    .unwrap_err()
+                    .contains("at most 60s"),
+                "{long}"
+            );
+        }
         assert!(parse_pool_size("0").is_err());
         assert!(parse_pool_size("1001").is_err());
         assert_eq!(parse_batch("1"), Ok(1));
