@@ -272,33 +272,19 @@ fn reserved_word(
     })
 }
 
-/// Staff words of languages written without Vietnamese's accents, which a name may pose as
-/// with accents added (`Admín`, `ṡtaff`): its unaccented reading is compared with these only.
-/// Vietnamese words keep their accents, which make them other words (`Quân Trí` is not
-/// `quantri`), and so do the words open to display names.
-const UNACCENTED_STAFF_WORDS: &[&str] = &[
-    "admin",
-    "administrator",
-    "root",
-    "system",
-    "sysop",
-    "moderator",
-    "mod",
-    "staff",
-    "support",
-    "official",
-    "operator",
-    "server",
-    "owner",
-    "oanquan",
-    "administrador",
-    "administrateur",
-    "moderador",
-    "moderateur",
-    "soporte",
-    "suporte",
-    "sistema",
-];
+/// Reserved words that are Vietnamese written without its accents: with accents they are
+/// other words (`Quân Trí` is two given names, not `quantri`), so a name's unaccented reading
+/// is not compared with them.
+const VIETNAMESE_UNACCENTED: &[&str] = &["quantri", "hethong"];
+
+/// Whether a name with accents added may read as `word` once its accents are taken off: the
+/// staff words of languages written without Vietnamese's accents (`Admín` is `admin`), which
+/// are the reserved words in ASCII less the Vietnamese ones and those open to display names.
+fn is_unaccented_staff_word(word: &str) -> bool {
+    word.is_ascii()
+        && !VIETNAMESE_UNACCENTED.contains(&word)
+        && !OPEN_TO_DISPLAY_NAMES.contains(&word)
+}
 
 /// One reading of a name, as [`reserved_candidates`] makes them: the forms it is compared by,
 /// and which reserved words it may be taken for.
@@ -307,14 +293,14 @@ struct Reading {
     /// Digits and signs read as letters: staff words only, since a tag like `Bo7` poses as no
     /// one.
     leet: bool,
-    /// Accents taken off: [`UNACCENTED_STAFF_WORDS`] only.
+    /// Accents taken off: staff words only ([`is_unaccented_staff_word`]).
     unaccented: bool,
 }
 
 impl Reading {
     fn may_read_as(&self, word: &str) -> bool {
         let open = OPEN_TO_DISPLAY_NAMES.contains(&word);
-        let staff_unaccented = UNACCENTED_STAFF_WORDS.contains(&word);
+        let staff_unaccented = is_unaccented_staff_word(word);
         (!self.leet || !open) && (!self.unaccented || staff_unaccented)
     }
 }
@@ -952,7 +938,7 @@ fn key_of(name: &str) -> String {
 /// probe registered `4dmin`); [`reserved_word`] holds it to the staff words only, since a tag
 /// like `Bo7` is not posing as anyone. A name with accents is also read without them, and that
 /// reading compared with the staff words of languages written without Vietnamese's accents
-/// only ([`UNACCENTED_STAFF_WORDS`]): in Vietnamese the accents make the word (`Quân Trí` is
+/// only ([`is_unaccented_staff_word`]): in Vietnamese the accents make the word (`Quân Trí` is
 /// two given names, `Bột` a nickname, not `quantri` and `bot`), but `Admín` is `admin`.
 fn reserved_candidates(name: &str) -> Vec<Reading> {
     let unaccented = without_accents(name);
