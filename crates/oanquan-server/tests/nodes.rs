@@ -333,16 +333,7 @@ async fn a_node_with_a_clock_behind_starting_alone_resumes_the_turns_by_the_data
         schema.drop().await;
         return;
     };
-    let mut client = slow.games().await;
-    let game = client
-        .get_game(pb::GetGameRequest {
-            game_id: id.clone(),
-        })
-        .await
-        .unwrap()
-        .into_inner()
-        .game
-        .unwrap();
+    let game = get_game(&mut slow.games().await, &id).await;
     assert_eq!(game.status(), pb::GameStatus::Active);
     let deadline = game.clocks.as_ref().unwrap().deadline.unwrap();
     let deadline = std::time::SystemTime::try_from(deadline).unwrap();
