@@ -203,6 +203,12 @@ impl<F: Feed> Watch<F> {
         self.queue.is_empty() && !self.finished && !self.stale
     }
 
+    /// Ends the watch after what it has queued: for a client that wants nothing more of a
+    /// game whose end it has already been sent (a resumed watch of a finished game).
+    pub fn close(&mut self) {
+        self.finished = true;
+    }
+
     /// How many times this watch fell behind the hub's buffer and had to catch up from the
     /// store.
     #[must_use]

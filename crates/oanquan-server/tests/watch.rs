@@ -139,6 +139,47 @@ async fn reconnecting_gets_exactly_the_missed_events() {
     server.stop().await.unwrap();
 }
 
+/// A watch resumed at the end of a finished game (its GameOver already received) ends at once
+/// with OK, as a fresh watch of a finished game does after its snapshot; it used to send
+/// heartbeats until the client gave up, holding a spectator's place.
+#[tokio::test]
+async fn a_watch_resumed_after_the_game_over_ends_at_once() {
+    let mut settings = config();
+    settings.streams.heartbeat_interval = Duration::from_secs(60);
+    let server = start(settings).await;
+    let mut client = server.games().await;
+    let (id, first, _) = started(&mut client, "standard").await;
+    client
+        .resign(authed(
+            pb::ResignRequest {
+                game_id: id.clone(),
+            },
+            &first,
+        ))
+        .await
+        .unwrap();
+    let mut watch = watch_game(&mut client, &id, None).await;
+    let last = next_game_event(&mut watch).await.unwrap().sequence;
+    let mut resumed = watch_game(&mut client, &id, Some(last)).await;
+    let ended = tokio::time::timeout(Duration::from_secs(2), next(&mut resumed))
+        .await
+        .expect("the resumed watch of a finished game stayed open");
+    assert!(matches!(ended, Ok(None)), "{ended:?}");
+    // Following rematches, it stays for the rematch window.
+    let mut following = client
+        .watch_game(pb::WatchGameRequest {
+            game_id: id.clone(),
+            after_sequence: Some(last),
+            follow_rematch: true,
+        })
+        .await
+        .unwrap()
+        .into_inner();
+    let beat = next(&mut following).await.unwrap().unwrap().event.unwrap();
+    assert_eq!(kind_name(&beat), "heartbeat");
+    server.stop().await.unwrap();
+}
+
 /// A stream resumed with nothing missed answers with a heartbeat at once, not after the
 /// heartbeat period: clients take themselves for connected when something arrives, and an
 /// outside probe's browser page sat "reconnecting…" for 15 s, unable to move, while its

@@ -162,10 +162,19 @@ pub(super) async fn start_game_watch(
     let who = optional_credential(&api.manager, &request).await?;
     let peer = request.remote_addr();
     let request = request.into_inner();
-    let watch = api
+    let mut watch = api
         .manager
         .watch_game_from(&id, request.after_sequence, peer, who.as_ref())
         .await?;
+    // Resumed after the end of a finished game, with nothing missed: the client has had the
+    // GameOver, so the stream ends now as it would have after it (an outside probe's resume
+    // got heartbeats until its deadline, holding a spectator's place).
+    if !request.follow_rematch
+        && watch.is_up_to_date()
+        && api.manager.get_game(&id).await?.status.is_over()
+    {
+        watch.close();
+    }
     Ok((watch, request.follow_rematch))
 }
 
