@@ -125,7 +125,7 @@ mod tests {
             "",
             "   ",
             "Lan (1500)",
-            "Lan ）",
+            "Lan （1500）",
             "a\u{202e}b",
             &"x".repeat(33),
             "ADMlN",

@@ -78,24 +78,82 @@ pub fn display_name(name: &str) -> Result<String, GameError> {
     Ok(trimmed.to_owned())
 }
 
-/// Whether `name` ends in a closing bracket, written in any look-alike form (`)`, fullwidth
-/// `）`, `]`, `❫`, `】`, `⁾`, `»`…), also behind what draws little or nothing after it (an accent,
-/// a full stop, a symbol): clients show a seat's rating or a computer's level in brackets after
-/// its name. An outside probe sat down as `Computer (level 7)` with a combining dot after it,
-/// as `Computer ❪level 7❫` and as `Bob【1500】`.
+/// Whether `name` ends in a part in brackets, written in any look-alike form (`)`, fullwidth
+/// `）`, `]`, `❫`, `】`, `⁾`, `»`, `⧙`, `⊃`…), also behind what draws little or nothing after it
+/// (an accent, a full stop, a symbol, `™`): clients show a seat's rating or a computer's level
+/// in brackets after its name. Outside probes sat down as `Computer (level 7)` with a combining
+/// dot after it, as `Computer ❪level 7❫`, `Bob【1500】`, `Computer ⧘master⧙` and
+/// `Computer (master)™`. A closing bracket with no opening one before it is an emoticon, not a
+/// part in brackets: `Bob :)` stays free.
 #[must_use]
 pub fn ends_in_brackets(name: &str) -> bool {
+    let written: String = name.nfc().collect();
     let compat: String = name.nfkc().collect();
     let look: String = skeleton(&compat).collect();
-    look.trim_end_matches(|c: char| c.is_whitespace() || is_trailing_decoration(c))
-        .ends_with(|c: char| {
-            c.general_category() == GeneralCategory::ClosePunctuation
-                || matches!(c, '>' | '\u{BB}' | '\u{203A}')
+    [written, compat, look]
+        .iter()
+        .any(|form| bracketed_at_end(form))
+}
+
+/// Whether `form`, its trailing decoration left out, ends in a closing bracket with an opening
+/// one somewhere before it.
+fn bracketed_at_end(form: &str) -> bool {
+    let core = form.trim_end_matches(|c: char| {
+        c.is_whitespace() || (is_trailing_decoration(c) && !is_bracket(c, Side::Closing))
+    });
+    let mut back = core.chars().rev();
+    back.next().is_some_and(|c| is_bracket(c, Side::Closing))
+        && back.any(|c| is_bracket(c, Side::Opening))
+}
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Side {
+    Opening,
+    Closing,
+}
+
+/// Symbols and letters drawn as a pair of brackets that Unicode does not class as one.
+const BRACKET_SHAPES: &[(char, char)] = &[
+    ('<', '>'),
+    ('\u{2282}', '\u{2283}'),
+    ('\u{231C}', '\u{231D}'),
+    ('\u{231E}', '\u{231F}'),
+    ('\u{239B}', '\u{239E}'),
+    ('\u{239D}', '\u{23A0}'),
+    ('\u{23DC}', '\u{23DD}'),
+    ('\u{2AA1}', '\u{2AA2}'),
+    ('\u{0295}', '\u{0294}'),
+    ('\u{1455}', '\u{1450}'),
+    ('\u{275B}', '\u{275C}'),
+    ('\u{275D}', '\u{275E}'),
+];
+
+/// Whether `c` opens or closes (`side`) a bracketed part: Unicode's open and close
+/// punctuation, its initial and final punctuation other than quotation marks (guillemets,
+/// paraphrase brackets), and [`BRACKET_SHAPES`].
+fn is_bracket(c: char, side: Side) -> bool {
+    let quote = matches!(c, '"' | '\'' | '\u{2018}'..='\u{201F}');
+    let category = c.general_category();
+    let by_class = match side {
+        Side::Opening => {
+            category == GeneralCategory::OpenPunctuation
+                || (category == GeneralCategory::InitialPunctuation && !quote)
+        }
+        Side::Closing => {
+            category == GeneralCategory::ClosePunctuation
+                || (category == GeneralCategory::FinalPunctuation && !quote)
+        }
+    };
+    by_class
+        || BRACKET_SHAPES.iter().any(|&(open, close)| match side {
+            Side::Opening => c == open,
+            Side::Closing => c == close,
         })
 }
 
 /// What may follow a closing bracket without hiding it: marks, punctuation that is no
-/// bracket, modifier letters and symbols, other symbols (emoji).
+/// bracket, modifier letters and symbols, other symbols (emoji, `™`), numbers that are not
+/// digits (`¹`, `½`, `Ⅱ`).
 fn is_trailing_decoration(c: char) -> bool {
     matches!(
         c.general_category(),
@@ -108,6 +166,8 @@ fn is_trailing_decoration(c: char) -> bool {
             | GeneralCategory::ModifierLetter
             | GeneralCategory::ModifierSymbol
             | GeneralCategory::OtherSymbol
+            | GeneralCategory::OtherNumber
+            | GeneralCategory::LetterNumber
             | GeneralCategory::Format
     )
 }
@@ -273,7 +333,7 @@ mod tests {
             "Lan (1500) ",
             "Lan [1500]",
             "Lan \u{FF08}1500\u{FF09}",
-            "x)",
+            "(x)",
             // An outside probe's disguises.
             "Computer (level 7)\u{307}",
             "Computer (level 7)\u{323}",
@@ -291,6 +351,29 @@ mod tests {
             "Magnus \u{207D}\u{B2}\u{2078}\u{2070}\u{2070}\u{207E}",
             "Bob (1500)\u{358}",
             "Bob (1500) \u{2605}",
+            // A second probe's: real bracket pairs the skeleton turns into symbols, shapes
+            // drawn as brackets, and what NFKC turns into letters after a bracket.
+            "Computer \u{29D8}master\u{29D9}",
+            "Computer \u{2E26}master\u{2E27}",
+            "Computer \u{2E1C}master\u{2E1D}",
+            "Computer \u{2E0C}master\u{2E0D}",
+            "Computer \u{239B}master\u{239E}",
+            "Computer \u{23DC}master\u{23DD}",
+            "Computer \u{231C}master\u{231D}",
+            "Computer \u{2282}master\u{2283}",
+            "Computer \u{2AA1}master\u{2AA2}",
+            "Computer \u{295}master\u{294}",
+            "Computer \u{1455}master\u{1450}",
+            "Computer \u{275B}master\u{275C}",
+            "Computer \u{275D}master\u{275E}",
+            "Computer (master)\u{2122}",
+            "Bob (1500)\u{2120}",
+            "Bob (1500)\u{B9}",
+            "Bob (1500)\u{2116}",
+            "Bob (1500)\u{2160}",
+            "Bob (1500)\u{BD}",
+            "Bob (1500)\u{24C2}",
+            "(^_^)",
         ] {
             assert!(ends_in_brackets(annotated), "{annotated:?}");
         }
@@ -306,6 +389,20 @@ mod tests {
             "Trần Thị Lan",
             "Đức-2",
             "Bob \u{201C}the rock\u{201D}",
+            // Emoticons: a closing bracket with no opening one.
+            "Bob :)",
+            "Bob ;)",
+            "Bob :-)",
+            "Bob =)",
+            "Bob 8)",
+            "Bob :o)",
+            "Bob :]",
+            "Bob :>",
+            "Bob ^)",
+            "Bob 1500)",
+            "Bob :(",
+            "Bob <3",
+            "Lan \u{B2}",
         ] {
             assert!(!ends_in_brackets(plain), "{plain:?}");
         }
