@@ -186,6 +186,21 @@ mod tests {
             ("🇦🇩🇲🇮🇳", "admin"),
             // A joiner between letters is kept, and read through.
             ("ad\u{200c}min", "admin"),
+            // A second probe's: punctuation and symbols between or after the letters, small
+            // capitals, Persian.
+            ("Admin!", "admin"),
+            ("Admin?", "admin"),
+            ("A.d.m.i.n", "admin"),
+            ("A\u{b7}d\u{b7}m\u{b7}i\u{b7}n", "admin"),
+            ("Admin \u{2714}", "admin"),
+            ("\u{2714} Admin", "admin"),
+            ("Root\u{2122}", "root"),
+            ("Admin\u{ae}", "admin"),
+            ("\u{1d00}\u{1d05}\u{1d0d}\u{26a}\u{274}", "admin"),
+            (
+                "\u{627}\u{62f}\u{645}\u{6cc}\u{646}",
+                "\u{627}\u{62f}\u{645}\u{6cc}\u{646}",
+            ),
         ] {
             match names.check(raw) {
                 Err(GameError::InvalidArgument {
@@ -211,6 +226,12 @@ mod tests {
             "Khách Sạn",
             "Mây Tính",
             "🇻🇳 Lan",
+            "Lan!",
+            "Bột!",
+            "Staffan",
+            "Admiral",
+            "Amin",
+            "Root beer",
         ] {
             assert!(names.check(raw).is_ok(), "{raw:?}");
         }

@@ -179,6 +179,9 @@ pub const RESERVED_USERNAMES: &[&str] = &[
     "админка",
     "مدير",
     "مشرف",
+    // Persian: administrator (with the Persian yeh), admin.
+    "مدیر",
+    "ادمین",
     "מנהל",
     "システム",
     "管理",
@@ -230,16 +233,66 @@ pub fn staff_word(text: &str) -> Option<&'static str> {
     let name: String = text.nfc().filter(|c| !c.is_whitespace()).collect();
     let compat: String = text
         .chars()
-        .map(enclosed_letter)
+        .map(letter_lookalike)
         .collect::<String>()
         .nfkc()
         .filter(|c| !c.is_whitespace())
         .collect();
+    // And with everything but letters, marks and digits left out, which a display name may
+    // put between or after the letters: `A.d.m.i.n`, `Admin!`, `Admin ✔`, `Root™`.
+    // (Left out before NFKC, which writes `™` as the letters `TM`.)
+    let letters: String = text
+        .chars()
+        .map(letter_lookalike)
+        .filter(|&c| c.is_alphanumeric() || is_mark(c))
+        .collect::<String>()
+        .nfkc()
+        .collect();
     let mut readings = reserved_candidates(&name);
-    if compat != name {
-        readings.extend(reserved_candidates(&compat));
+    for reading in [compat, letters] {
+        if reading != name {
+            readings.extend(reserved_candidates(&reading));
+        }
     }
     reserved_word(&readings, |word| !OPEN_TO_DISPLAY_NAMES.contains(&word))
+}
+
+fn is_mark(c: char) -> bool {
+    c.general_category_group() == GeneralCategoryGroup::Mark
+}
+
+/// The letter that a character NFKC leaves alone is drawn as, for display names: the enclosed
+/// letters ([`enclosed_letter`]) and the small capitals (`ᴀᴅᴍɪɴ`, `ᴍɪɴʜ`), which outside probes
+/// sat down as.
+fn letter_lookalike(ch: char) -> char {
+    match ch {
+        '\u{1D00}' => 'a',
+        '\u{0299}' => 'b',
+        '\u{1D04}' => 'c',
+        '\u{1D05}' => 'd',
+        '\u{1D07}' => 'e',
+        '\u{A730}' => 'f',
+        '\u{0262}' => 'g',
+        '\u{029C}' => 'h',
+        '\u{026A}' => 'i',
+        '\u{1D0A}' => 'j',
+        '\u{1D0B}' => 'k',
+        '\u{029F}' => 'l',
+        '\u{1D0D}' => 'm',
+        '\u{0274}' => 'n',
+        '\u{1D0F}' => 'o',
+        '\u{1D18}' => 'p',
+        '\u{A7AF}' => 'q',
+        '\u{0280}' => 'r',
+        '\u{A731}' => 's',
+        '\u{1D1B}' => 't',
+        '\u{1D1C}' => 'u',
+        '\u{1D20}' => 'v',
+        '\u{1D21}' => 'w',
+        '\u{028F}' => 'y',
+        '\u{1D22}' => 'z',
+        other => enclosed_letter(other),
+    }
 }
 
 /// The capital letter that an enclosed letter NFKC leaves alone is drawn as: the negative
@@ -410,7 +463,7 @@ pub fn keys_of_text(text: &str) -> Vec<String> {
     // outside probe posed as "Lan-1" with a fullwidth hyphen and as "lbA_01" with U+02CD.
     let plain: String = text
         .chars()
-        .map(separator_lookalike)
+        .map(|c| letter_lookalike(separator_lookalike(c)))
         .collect::<String>()
         .nfkc()
         .collect();
@@ -1033,6 +1086,13 @@ mod tests {
             ("lbA_01", "lbA\u{02CD}01"),
             ("lbA_01", "lbA\u{2017}01"),
             ("Lan-1", "ＬＡＮ-１"),
+            // A second probe's: enclosed letters and small capitals.
+            ("Minh", "🅼🅸🅽🅷"),
+            ("Minh", "🅜🅘🅝🅗"),
+            ("Minh", "🇲🇮🇳🇭"),
+            ("Minh", "🅼\u{fe0f}🅸\u{fe0f}🅽\u{fe0f}🅷\u{fe0f}"),
+            ("Minh", "\u{1d0d}\u{26a}\u{274}\u{29c}"),
+            ("Lan", "🅻🅰🅽"),
         ] {
             let keys = ok(account).keys();
             assert!(
