@@ -70,32 +70,42 @@ const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve,
 const STREAM_SILENCE_MS = (window as { oanquanStreamSilenceMs?: number }).oanquanStreamSilenceMs ?? 40_000;
 
 /**
- * A signal for one attempt of a long-lived stream, aborted with the page's `outer` signal or
- * once nothing arrived for STREAM_SILENCE_MS: call `alive()` on the response headers and on
- * every message, and `stop()` when the attempt ends. `silent()` tells a dropped stream from
- * an error.
+ * How long a new attempt waits for the server's first answer (its headers or a message). The
+ * server answers every stream at once (a snapshot, the missed events, or a heartbeat when
+ * nothing was missed), so silence this long means the request went out on a connection as
+ * dead as the last one (a browser reuses its pooled connection): an outside probe's page took
+ * a second 40 s to find that out.
+ */
+const FIRST_ANSWER_MS = Math.min(10_000, STREAM_SILENCE_MS);
+
+/**
+ * A signal for one attempt of a long-lived stream, aborted with the page's `outer` signal, or
+ * once nothing arrived for FIRST_ANSWER_MS at first and STREAM_SILENCE_MS after that: call
+ * `alive()` on the response headers and on every message, and `stop()` when the attempt
+ * ends. `silent()` tells a dropped stream from an error.
  */
 function watchdog(outer: AbortSignal) {
   const controller = new AbortController();
   let silent = false;
   let timer: ReturnType<typeof setTimeout> | undefined;
-  const alive = () => {
+  const arm = (ms: number) => {
     clearTimeout(timer);
     // Ended or dropped already: nothing more to watch.
     if (controller.signal.aborted) return;
     timer = setTimeout(() => {
       silent = true;
       controller.abort();
-    }, STREAM_SILENCE_MS);
+    }, ms);
   };
+  const alive = () => arm(STREAM_SILENCE_MS);
   const stop = () => {
     clearTimeout(timer);
     outer.removeEventListener("abort", stop);
     controller.abort();
   };
   outer.addEventListener("abort", stop);
-  // Waiting for the response headers counts too: a request lost on the way has none.
-  alive();
+  // Waiting for the first answer counts too, for less: a request lost on the way has none.
+  arm(FIRST_ANSWER_MS);
   return { signal: controller.signal, alive, stop, silent: () => silent };
 }
 
