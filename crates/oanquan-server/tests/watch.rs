@@ -26,6 +26,29 @@ async fn watch_game(
         .into_inner()
 }
 
+async fn watch_lobby(
+    client: &mut Games,
+    after: Option<u64>,
+) -> tonic::Streaming<pb::WatchLobbyResponse> {
+    client
+        .watch_lobby(pb::WatchLobbyRequest {
+            after_sequence: after,
+        })
+        .await
+        .unwrap()
+        .into_inner()
+}
+
+/// A server whose streams send no heartbeat of their own for a minute, so that one that comes
+/// at once was sent for the resume.
+async fn quiet_server() -> (TestServer, Games) {
+    let mut settings = config();
+    settings.streams.heartbeat_interval = Duration::from_secs(60);
+    let server = start(settings).await;
+    let client = server.games().await;
+    (server, client)
+}
+
 fn kind_name(event: &pb::GameEvent) -> &'static str {
     match event.kind.as_ref().unwrap() {
         Kind::Snapshot(_) => "snapshot",
@@ -144,10 +167,7 @@ async fn reconnecting_gets_exactly_the_missed_events() {
 /// heartbeats until the client gave up, holding a spectator's place.
 #[tokio::test]
 async fn a_watch_resumed_after_the_game_over_ends_at_once() {
-    let mut settings = config();
-    settings.streams.heartbeat_interval = Duration::from_secs(60);
-    let server = start(settings).await;
-    let mut client = server.games().await;
+    let (server, mut client) = quiet_server().await;
     let (id, first, _) = started(&mut client, "standard").await;
     client
         .resign(authed(
@@ -186,10 +206,7 @@ async fn a_watch_resumed_after_the_game_over_ends_at_once() {
 /// clock ran. The game's stream and the lobby's alike.
 #[tokio::test]
 async fn a_stream_resumed_with_nothing_missed_says_so_at_once() {
-    let mut settings = config();
-    settings.streams.heartbeat_interval = Duration::from_secs(60);
-    let server = start(settings).await;
-    let mut client = server.games().await;
+    let (server, mut client) = quiet_server().await;
     let (id, first, _) = started(&mut client, "standard").await;
     play(&mut client, &id, &first, 1, Right, Some(0))
         .await
@@ -211,21 +228,9 @@ async fn a_stream_resumed_with_nothing_missed_says_so_at_once() {
     let missed = next(&mut behind).await.unwrap().unwrap().event.unwrap();
     assert_eq!(missed.sequence, last);
 
-    let mut lobby = client
-        .watch_lobby(pb::WatchLobbyRequest {
-            after_sequence: None,
-        })
-        .await
-        .unwrap()
-        .into_inner();
+    let mut lobby = watch_lobby(&mut client, None).await;
     let snapshot = next_lobby(&mut lobby).await;
-    let mut resumed = client
-        .watch_lobby(pb::WatchLobbyRequest {
-            after_sequence: Some(snapshot.sequence),
-        })
-        .await
-        .unwrap()
-        .into_inner();
+    let mut resumed = watch_lobby(&mut client, Some(snapshot.sequence)).await;
     let beat = tokio::time::timeout(Duration::from_secs(2), next(&mut resumed))
         .await
         .expect("the resumed lobby stream stayed silent")
@@ -366,13 +371,7 @@ async fn lobby_streams_lifecycle_events_and_resumes() {
     settings.memory.lobby_event_retention = 4;
     let server = start(settings).await;
     let mut client = server.games().await;
-    let mut lobby = client
-        .watch_lobby(pb::WatchLobbyRequest {
-            after_sequence: None,
-        })
-        .await
-        .unwrap()
-        .into_inner();
+    let mut lobby = watch_lobby(&mut client, None).await;
     let snapshot = next_lobby(&mut lobby).await;
     assert!(matches!(snapshot.kind, Some(LobbyKind::Snapshot(_))));
     assert_eq!(snapshot.sequence, 0);
@@ -408,26 +407,14 @@ async fn lobby_streams_lifecycle_events_and_resumes() {
     assert_eq!(names, ["created", "seat", "started", "finished"]);
 
     // Resume from 2: events 3 and 4.
-    let mut resumed = client
-        .watch_lobby(pb::WatchLobbyRequest {
-            after_sequence: Some(2),
-        })
-        .await
-        .unwrap()
-        .into_inner();
+    let mut resumed = watch_lobby(&mut client, Some(2)).await;
     assert_eq!(next_lobby(&mut resumed).await.sequence, 3);
     assert_eq!(next_lobby(&mut resumed).await.sequence, 4);
 
     // Two more events push 1 and 2 out of the log: resuming from 1 needs a snapshot.
     let (open, _) = create(&mut client, "traditional").await;
     create(&mut client, "standard").await;
-    let mut stale = client
-        .watch_lobby(pb::WatchLobbyRequest {
-            after_sequence: Some(1),
-        })
-        .await
-        .unwrap()
-        .into_inner();
+    let mut stale = watch_lobby(&mut client, Some(1)).await;
     let fresh = next_lobby(&mut stale).await;
     let Some(LobbyKind::Snapshot(snap)) = fresh.kind else {
         panic!("{fresh:?}")
