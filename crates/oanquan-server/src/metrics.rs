@@ -205,6 +205,7 @@ pub struct Metrics {
     commit_failures: Counter,
     commit_batch_size: Histogram,
     rate_limited: Counter,
+    undecodable: Counter,
     /// By state, as scraped: `handshake` is kept live; `serving` and `draining` are set at
     /// each scrape from [`Metrics::serving`] and whether the node drains.
     connections: Family<StateLabels, Gauge>,
@@ -399,6 +400,15 @@ impl Metrics {
             "Requests refused by the per-client rate limit",
             rate_limited.clone(),
         );
+        // Answered INTERNAL, as the gRPC spec has it, but the client's fault: an alert on the
+        // server's INTERNAL answers subtracts these, or one client sending junk pages someone.
+        let undecodable = Counter::default();
+        registry.register(
+            "rpcs_undecodable",
+            "Calls answered INTERNAL because their request was not valid protobuf (also counted \
+             in oanquan_rpcs_total)",
+            undecodable.clone(),
+        );
         let connections = Family::<StateLabels, Gauge>::default();
         registry.register(
             "connections_open",
@@ -457,6 +467,7 @@ impl Metrics {
             commit_failures,
             commit_batch_size,
             rate_limited,
+            undecodable,
             connections,
             serving: Gauge::default(),
             connections_refused,
@@ -543,6 +554,11 @@ impl Metrics {
     /// Counts a request refused by the rate limit.
     pub fn rate_limited(&self) {
         self.rate_limited.inc();
+    }
+
+    /// Counts a call answered INTERNAL because its request was not valid protobuf.
+    pub fn undecodable(&self) {
+        self.undecodable.inc();
     }
 
     /// The live gauges of open connections: those in their handshake, and those past it.

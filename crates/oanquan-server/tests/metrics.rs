@@ -490,6 +490,41 @@ async fn limits_count_their_refusals() {
     assert_eq!(samples.sum("oanquan_connections_open", &[]), 1.0);
 }
 
+/// A request that is not protobuf is answered INTERNAL, as the gRPC spec has it, and counted
+/// apart as well, so that an alert on the server's INTERNAL answers can leave out what one
+/// client's junk causes (an outside probe's tripped it).
+#[tokio::test]
+async fn undecodable_requests_are_counted_apart() {
+    let server = Running::start();
+    let junk = common::grpc_frame(false, 4, &[0x0a, 0xff, 0xfe, 0xc0]);
+    let (code, message) = common::raw_grpc_call(
+        server.addr,
+        "/oanquan.v1.GameService/GetGame",
+        None,
+        junk,
+        Duration::from_secs(10),
+    )
+    .await
+    .expect("an answer");
+    assert_eq!(code, "13", "{message}");
+    let mut games = server.games().await;
+    let missing = games
+        .get_game(pb::GetGameRequest {
+            game_id: "nosuchgame".into(),
+        })
+        .await
+        .unwrap_err();
+    assert_eq!(missing.code(), Code::NotFound);
+    let samples = wait_for(&server, "the undecodable call is counted", |samples| {
+        samples.sum("oanquan_rpcs_undecodable_total", &[]) == 1.0
+    });
+    let internal = [
+        r#"method="GetGame""#.to_owned(),
+        r#"code="INTERNAL""#.to_owned(),
+    ];
+    assert_eq!(samples.sum("oanquan_rpcs_total", &labels(&internal)), 1.0);
+}
+
 /// SQLite's group commit: every write lands in exactly one counted batch.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn sqlite_commit_batches_are_counted() {

@@ -147,6 +147,7 @@ where
             started: Instant::now(),
             code: None,
             stream_open: false,
+            undecodable: false,
         });
         ObserveFuture {
             inner: self.inner.call(request),
@@ -167,19 +168,36 @@ struct Done {
     code: Option<i32>,
     /// Whether the stream gauge of the method's kind counts this call.
     stream_open: bool,
+    /// Whether its INTERNAL was for a request that was not protobuf.
+    undecodable: bool,
 }
 
 impl Done {
-    fn finish(mut self, code: i32) {
+    fn finish(mut self, code: i32, undecodable: bool) {
         self.code = Some(code);
+        self.undecodable = undecodable;
     }
 }
+
+/// Whether the final status `code` in `headers` (trailers, or a trailers-only answer's
+/// headers) is tonic's INTERNAL for a request that was not protobuf. Only an INTERNAL is read.
+fn undecodable(code: i32, headers: &http::HeaderMap) -> bool {
+    code == INTERNAL
+        && tonic::Status::from_header_map(headers)
+            .is_some_and(|status| status.message().starts_with(UNDECODABLE))
+}
+
+/// How tonic's INTERNAL for a request that is not valid protobuf begins.
+const UNDECODABLE: &str = "failed to decode Protobuf message";
 
 impl Drop for Done {
     fn drop(&mut self) {
         let code = self.code.unwrap_or(CANCELLED);
         self.metrics
             .rpc_done(&self.method, code, self.started.elapsed());
+        if self.undecodable {
+            self.metrics.undecodable();
+        }
         if self.stream_open
             && let Some(kind) = self.method.stream()
         {
@@ -377,7 +395,7 @@ where
         let result = ready!(this.inner.poll(cx));
         let Ok(mut response) = result else {
             if let Some(done) = this.done.take() {
-                done.finish(UNKNOWN);
+                done.finish(UNKNOWN, false);
             }
             return Poll::Ready(result);
         };
@@ -393,7 +411,7 @@ where
         };
         if let Some(code) = trailers_only {
             // The status is final already.
-            done.finish(code);
+            done.finish(code, undecodable(code, response.headers()));
             return Poll::Ready(Ok(response));
         }
         if let Some(kind) = done.method.stream() {
@@ -425,17 +443,21 @@ impl http_body::Body for ObservedBody {
         cx: &mut Context<'_>,
     ) -> Poll<Option<Result<Frame<Bytes>, tonic::Status>>> {
         let mut frame = ready!(Pin::new(&mut self.inner).poll_frame(cx));
-        let code = match &mut frame {
-            Some(Ok(frame)) => frame
-                .trailers_mut()
-                .map(|t| mend_too_large(t, status_in(t).unwrap_or(UNKNOWN))),
-            Some(Err(status)) => Some(status.code() as i32),
+        let status = match &mut frame {
+            Some(Ok(frame)) => frame.trailers_mut().map(|t| {
+                let code = mend_too_large(t, status_in(t).unwrap_or(UNKNOWN));
+                (code, undecodable(code, t))
+            }),
+            Some(Err(status)) => Some((
+                status.code() as i32,
+                status.code() == tonic::Code::Internal && status.message().starts_with(UNDECODABLE),
+            )),
             None => None,
         };
-        if let Some(code) = code
+        if let Some((code, undecodable)) = status
             && let Some(done) = self.done.take()
         {
-            done.finish(code);
+            done.finish(code, undecodable);
         }
         Poll::Ready(frame)
     }
