@@ -988,7 +988,15 @@ async fn a_reflection_request_that_cannot_be_decoded_ends_with_an_error_not_ok()
     let list = [0x3a, 0x00]; // list_services = ""
     let mut unknown_flag = grpc_frame(false, 2, &list).to_vec();
     unknown_flag[0] = 7;
-    let cases: [(&str, Bytes, Code, &str); 6] = [
+    // file_containing_symbol = "a<RLO>b<LF>": tonic-reflection would quote it back raw.
+    let hidden = [0x22, 0x06, b'a', 0xe2, 0x80, 0xae, b'b', b'\n'];
+    let cases: [(&str, Bytes, Code, &str); 7] = [
+        (
+            "a symbol with invisible characters",
+            grpc_frame(false, 8, &hidden),
+            Code::InvalidArgument,
+            "U+202E",
+        ),
         (
             "not protobuf",
             grpc_frame(false, 6, &[0xff, 0xff, 0xff, 0xff, 0x0f, 0x12]),

@@ -11,6 +11,10 @@
 //! length (up to the message size limit): a trailer of megabytes that many clients refuse
 //! outright. Its `grpc-message` is cut to [`MAX_MESSAGE`] bytes.
 //!
+//! It quotes an unknown name as it came, control characters and bidirectional overrides
+//! included: a request whose names hold one is refused with INVALID_ARGUMENT before the
+//! service sees it whole.
+//!
 //! And a request it cannot decode (a message cut short by the end of the stream, a compressed
 //! or unknown flag, a length over the message size limit, bytes that are no protobuf message)
 //! just ends its stream, with OK. Those are seen in the framing here (each message is decoded
@@ -194,8 +198,10 @@ impl Framing {
                 }
                 at += take;
                 self.body_left -= take as u64;
-                if self.body_left == 0 {
-                    self.message_whole();
+                if self.body_left == 0 && self.message_whole() {
+                    // Refused by its content: the service must not see it whole, so its last
+                    // byte is held back and the request stream ends inside it.
+                    return Some(at - 1);
                 }
                 continue;
             }
@@ -214,6 +220,7 @@ impl Framing {
                     self.malformed = malformed(flag, self.body_left);
                 }
                 if self.body_left == 0 {
+                    // An empty message holds no names to refuse.
                     self.message_whole();
                 }
             }
@@ -221,17 +228,56 @@ impl Framing {
         None
     }
 
-    /// The current message has all its bytes: they must decode.
-    fn message_whole(&mut self) {
-        if self.malformed.is_none()
-            && let Err(error) = ServerReflectionRequest::decode(self.body.as_slice())
-        {
-            self.malformed = Some(Status::internal(format!(
-                "failed to decode Protobuf message: {error}"
-            )));
+    /// The current message has all its bytes: they must decode, and the names it asks for
+    /// must be visible text. Returns whether it is refused for its content, which the service
+    /// must then not see: tonic-reflection quotes a name it does not know in its answer as it
+    /// came, and an outside probe had a right-to-left override and a newline sent back raw.
+    fn message_whole(&mut self) -> bool {
+        let mut refused = false;
+        if self.malformed.is_none() {
+            match ServerReflectionRequest::decode(self.body.as_slice()) {
+                Err(error) => {
+                    self.malformed = Some(Status::internal(format!(
+                        "failed to decode Protobuf message: {error}"
+                    )));
+                }
+                Ok(request) => {
+                    if let Some(ch) = invisible_in(&request) {
+                        self.malformed = Some(Status::invalid_argument(format!(
+                            "a name in the request holds the invisible or control character \
+                             U+{:04X}; protobuf names and file names have none",
+                            u32::from(ch)
+                        )));
+                        refused = true;
+                    }
+                }
+            }
         }
         self.body.clear();
+        refused
     }
+}
+
+/// The first invisible or control character in the text fields of a reflection request.
+fn invisible_in(request: &ServerReflectionRequest) -> Option<char> {
+    use tonic_reflection::pb::v1::server_reflection_request::MessageRequest;
+    let asked = match &request.message_request {
+        Some(
+            MessageRequest::FileByFilename(text)
+            | MessageRequest::FileContainingSymbol(text)
+            | MessageRequest::AllExtensionNumbersOfType(text)
+            | MessageRequest::ListServices(text),
+        ) => text.as_str(),
+        Some(MessageRequest::FileContainingExtension(extension)) => {
+            extension.containing_type.as_str()
+        }
+        None => "",
+    };
+    request
+        .host
+        .chars()
+        .chain(asked.chars())
+        .find(|&c| oanquan_game::is_invisible(c))
 }
 
 /// The request body, cut before the first message the bucket refuses.
@@ -526,6 +572,38 @@ mod tests {
                 "{status:?}"
             );
         }
+    }
+
+    /// A name with an invisible character is refused before the service sees the message
+    /// whole (it would quote the name back as it came); the messages before it pass.
+    #[test]
+    fn a_name_with_invisible_characters_is_held_back() {
+        use tonic_reflection::pb::v1::server_reflection_request::MessageRequest;
+        let request = |symbol: &str| {
+            ServerReflectionRequest {
+                host: String::new(),
+                message_request: Some(MessageRequest::FileContainingSymbol(symbol.to_owned())),
+            }
+            .encode_to_vec()
+        };
+        let good = framed(&request("oanquan.v1.GameService"));
+        let bad = framed(&request("a\u{202e}b\n"));
+        let data = [good.clone(), bad.clone()].concat();
+        let mut framing = Framing::default();
+        assert_eq!(framing.feed(&data, || true), Some(data.len() - 1));
+        let status = framing.malformed.expect("refused");
+        assert_eq!(status.code(), tonic::Code::InvalidArgument);
+        assert!(status.message().contains("U+202E"), "{status:?}");
+        // Byte by byte: held back at the message's last byte.
+        let mut framing = Framing::default();
+        for (i, byte) in data.iter().enumerate() {
+            let cut = framing.feed(std::slice::from_ref(byte), || true);
+            assert_eq!(cut, (i == data.len() - 1).then_some(0), "byte {i}");
+        }
+        // A visible name passes.
+        let mut framing = Framing::default();
+        assert_eq!(framing.feed(&good, || true), None);
+        assert!(framing.malformed.is_none());
     }
 
     #[test]
