@@ -168,12 +168,14 @@ pub(super) async fn start_game_watch(
         .await?;
     // Resumed after the end of a finished game, with nothing missed: the client has had the
     // GameOver, so the stream ends now as it would have after it (an outside probe's resume
-    // got heartbeats until its deadline, holding a spectator's place).
-    if !request.follow_rematch
-        && watch.is_up_to_date()
-        && api.manager.get_game(&id).await?.status.is_over()
-    {
-        watch.close();
+    // got heartbeats until its deadline, holding a spectator's place). Only when the game's
+    // last event is the one the client has: a GameOver committed since the watch read the log
+    // is still on its way to it.
+    if !request.follow_rematch && watch.is_up_to_date() {
+        let game = api.manager.get_game(&id).await?;
+        if game.status.is_over() && game.sequence == watch.last_sequence() {
+            watch.close();
+        }
     }
     Ok((watch, request.follow_rematch))
 }
