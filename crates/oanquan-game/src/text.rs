@@ -68,7 +68,7 @@ pub fn display_name(name: &str) -> Result<String, GameError> {
             u32::from(bad)
         )));
     }
-    check_visible(&chars)?;
+    check_visible(trimmed, &chars)?;
     let chars = chars.len();
     if chars == 0 || chars > MAX_DISPLAY_NAME_CHARS {
         return Err(bad_name(format!(
@@ -246,8 +246,7 @@ fn is_joiner_in_context(chars: &[char], i: usize) -> bool {
 /// combining grapheme joiner), the blank Braille pattern, unassigned and private-use code
 /// points, a mark with no character to sit on, and marks stacked past
 /// [`MAX_MARKS_PER_CHARACTER`]. Variation selectors stay: they pick an emoji's presentation.
-fn check_visible(chars: &[char]) -> Result<(), GameError> {
-    let name: String = chars.iter().collect();
+fn check_visible(name: &str, chars: &[char]) -> Result<(), GameError> {
     let mut marks = 0;
     for (i, &ch) in chars.iter().enumerate() {
         let category = ch.general_category();
@@ -284,14 +283,14 @@ fn check_visible(chars: &[char]) -> Result<(), GameError> {
         if let Some(why) = why {
             return Err(bad_name(format!(
                 "{} contains {why}; use letters, digits, punctuation, symbols and spaces",
-                quoted(&name)
+                quoted(name)
             )));
         }
         marks = if is_mark { marks + 1 } else { 0 };
         if marks > MAX_MARKS_PER_CHARACTER {
             return Err(bad_name(format!(
                 "{} stacks more than {MAX_MARKS_PER_CHARACTER} combining marks on one character",
-                quoted(&name)
+                quoted(name)
             )));
         }
     }

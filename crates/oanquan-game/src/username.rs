@@ -1028,7 +1028,7 @@ fn reserved_candidates(name: &str) -> Vec<Reading> {
 /// `d`: `Admín` as `Admin`, `ṡtaff` as `staff`.
 fn without_accents(name: &str) -> String {
     name.nfd()
-        .filter(|&c| c.general_category_group() != GeneralCategoryGroup::Mark)
+        .filter(|&c| !is_mark(c))
         .map(|c| match c {
             'đ' => 'd',
             'Đ' => 'D',

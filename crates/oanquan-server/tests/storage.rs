@@ -44,19 +44,6 @@ async fn list(client: &mut Games, filter: pb::GameFilter) -> Vec<String> {
         .collect()
 }
 
-async fn watch_lobby(
-    client: &mut Games,
-    after: Option<u64>,
-) -> tonic::Streaming<pb::WatchLobbyResponse> {
-    client
-        .watch_lobby(pb::WatchLobbyRequest {
-            after_sequence: after,
-        })
-        .await
-        .expect("WatchLobby answers")
-        .into_inner()
-}
-
 /// The next lobby event that is not a heartbeat.
 async fn next_lobby_event(stream: &mut tonic::Streaming<pb::WatchLobbyResponse>) -> pb::LobbyEvent {
     loop {

@@ -26,19 +26,6 @@ async fn watch_game(
         .into_inner()
 }
 
-async fn watch_lobby(
-    client: &mut Games,
-    after: Option<u64>,
-) -> tonic::Streaming<pb::WatchLobbyResponse> {
-    client
-        .watch_lobby(pb::WatchLobbyRequest {
-            after_sequence: after,
-        })
-        .await
-        .unwrap()
-        .into_inner()
-}
-
 /// A server whose streams send no heartbeat of their own for a minute, so that one that comes
 /// at once was sent for the resume.
 async fn quiet_server() -> (TestServer, Games) {

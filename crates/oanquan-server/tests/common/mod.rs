@@ -592,6 +592,20 @@ pub async fn minute_game(client: &mut Games) -> (String, String, String) {
     .await
 }
 
+/// A `WatchLobby` stream, resumed after `after` if given.
+pub async fn watch_lobby(
+    client: &mut Games,
+    after: Option<u64>,
+) -> tonic::Streaming<pb::WatchLobbyResponse> {
+    client
+        .watch_lobby(pb::WatchLobbyRequest {
+            after_sequence: after,
+        })
+        .await
+        .expect("WatchLobby answers")
+        .into_inner()
+}
+
 /// The time `player` has left in a timed `game`, as its clocks read.
 pub fn remaining_of(game: &pb::Game, player: pb::Player) -> Duration {
     let clocks = game.clocks.as_ref().expect("a timed game has clocks");
