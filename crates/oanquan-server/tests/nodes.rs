@@ -247,6 +247,17 @@ async fn a_node_with_a_clock_ahead_charges_a_move_by_the_databases_time() {
     schema.drop().await;
 }
 
+/// A minute game with both first moves made, so that a clock runs: its id, the player to move
+/// and what they had when their turn started (what a refund would give back).
+async fn running_turn(client: &mut Games) -> (String, pb::Player, Duration) {
+    let (id, first, second) = minute_game(client).await;
+    play_one(client, &id, (&first, &second)).await;
+    let game = play_one(client, &id, (&first, &second)).await;
+    let to_move = game.position.as_ref().unwrap().to_move();
+    let at_turn_start = remaining_of(&game, to_move);
+    (id, to_move, at_turn_start)
+}
+
 /// Every node stops, and two start again together (as a deployment restarts them): the running
 /// turn is charged up to the stop once, and neither node gives any of it back. Each node gives
 /// the turns their time back at start when no other node serves; without that being one step
@@ -260,12 +271,7 @@ async fn nodes_starting_together_after_an_outage_charge_the_turn_once() {
     let dir = tempfile::tempdir().unwrap();
     let node = Node::start(&schema.database, dir.path(), &[]);
     let mut client = node.games().await;
-    let (id, first, second) = minute_game(&mut client).await;
-    play_one(&mut client, &id, (&first, &second)).await;
-    let game = play_one(&mut client, &id, (&first, &second)).await;
-    let to_move = game.position.as_ref().unwrap().to_move();
-    // What the player to move had when their turn started: what a refund would give back.
-    let at_turn_start = remaining_of(&game, to_move);
+    let (id, to_move, at_turn_start) = running_turn(&mut client).await;
     // 1.5 s of the turn run before every node stops.
     tokio::time::sleep(Duration::from_millis(1_500)).await;
     drop(client);
@@ -321,11 +327,7 @@ async fn a_node_with_a_clock_behind_starting_alone_resumes_the_turns_by_the_data
     let dir = tempfile::tempdir().unwrap();
     let node = Node::start(&schema.database, dir.path(), &[]);
     let mut client = node.games().await;
-    let (id, first, second) = minute_game(&mut client).await;
-    play_one(&mut client, &id, (&first, &second)).await;
-    let game = play_one(&mut client, &id, (&first, &second)).await;
-    let to_move = game.position.as_ref().unwrap().to_move();
-    let at_turn_start = remaining_of(&game, to_move);
+    let (id, _, at_turn_start) = running_turn(&mut client).await;
     drop(client);
     node.stop();
 
