@@ -624,6 +624,7 @@ async fn serve(args: Args) -> anyhow::Result<()> {
             metrics,
             config.readiness.clone(),
             metrics_token,
+            oanquan_server::web::HostCheck::new(&config.web),
             stopped,
         ));
     }

@@ -678,12 +678,14 @@ const CONTENT_TYPE: &str = "application/openmetrics-text; version=1.0.0; charset
 /// Serves `metrics` over HTTP/1.1 on `listener` until `stop` turns `true`: `GET /metrics`
 /// (with `token`, only to requests that carry it: others get 401), `GET /ready` (200 `ready`,
 /// or 503 with the reason from `readiness`) and `GET /live` (200 while the process answers);
-/// anything else is 404.
+/// anything else is 404. A request naming a host that `hosts` refuses gets 403 (a page
+/// elsewhere must not read the metrics through DNS rebinding).
 pub async fn serve(
     listener: TcpListener,
     metrics: Arc<Metrics>,
     readiness: Readiness,
     token: Option<Arc<MetricsTokenFile>>,
+    hosts: crate::web::HostCheck,
     mut stop: watch::Receiver<bool>,
 ) {
     // The first listener's readiness is the node's (a process serves one).
@@ -705,13 +707,26 @@ pub async fn serve(
         let metrics = Arc::clone(&metrics);
         let readiness = readiness.clone();
         let token = token.clone();
+        let hosts = hosts.clone();
         let mut stop = stop.clone();
         tokio::spawn(async move {
-            let service = service_fn(move |request| {
+            let service = service_fn(move |request: http::Request<_>| {
                 let metrics = Arc::clone(&metrics);
                 let readiness = readiness.clone();
                 let token = token.clone();
+                let admitted = hosts.admit(Some(peer.ip()), request.uri(), request.headers());
                 async move {
+                    if let Err(refused) = admitted {
+                        debug!(%peer, "metrics: a request naming a host not allowed refused");
+                        let mut response =
+                            http::Response::new(Full::new(Bytes::from(format!("{refused}\n"))));
+                        *response.status_mut() = http::StatusCode::FORBIDDEN;
+                        response.headers_mut().insert(
+                            http::header::CONTENT_TYPE,
+                            http::HeaderValue::from_static("text/plain"),
+                        );
+                        return Ok::<_, std::convert::Infallible>(response);
+                    }
                     let response = respond(&metrics, &readiness, token.as_deref(), &request).await;
                     if response.status() == http::StatusCode::UNAUTHORIZED {
                         debug!(%peer, "metrics: a scrape without the token refused");

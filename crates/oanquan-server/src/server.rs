@@ -31,6 +31,7 @@ use crate::grpc::accept::{self, Handshake};
 use crate::grpc::connections::ConnectionLimit;
 use crate::grpc::deadline::DeadlineLayer;
 use crate::grpc::health::HealthApi;
+use crate::grpc::hosts::HostCheckLayer;
 use crate::grpc::reflection::Metered;
 use crate::grpc::stalls::Stalls;
 use crate::grpc::unread::{Unread, UnreadLayer};
@@ -486,6 +487,9 @@ pub async fn run_with_store(
         .layer(GrpcWebLayer::new())
         // Outermost of the gRPC layers, so that it counts the rate limit's refusals as calls.
         .layer(ObserveLayer::new(metrics.clone()))
+        // Before the rate limit, so that a page that reached the server through DNS rebinding
+        // takes nothing from the limits of the address it came from.
+        .layer(HostCheckLayer::new(web::HostCheck::new(&config.web)))
         .layer(
             RateLimitLayer::new(rate_limiter)
                 .with_health(Arc::new(RateLimiter::new(

@@ -57,6 +57,173 @@ pub struct WebSettings {
         value_parser = parse_origin
     )]
     pub cors_origins: Vec<HeaderValue>,
+
+    /// Answer requests that name this server HOST (`play.example.org`; `*.example.org` for
+    /// any name under it; `*` for any name at all); repeat for several. Requests that name
+    /// it by an IP address or `localhost` are always answered. With this flag every request
+    /// must name one of these; without it, only requests from this machine must (the page of
+    /// another site, reaching 127.0.0.1 through DNS rebinding, names that site).
+    #[arg(
+        long = "allowed-host",
+        env = "OANQUAN_ALLOWED_HOST",
+        value_name = "HOST",
+        value_delimiter = ',',
+        value_parser = parse_allowed_host
+    )]
+    pub allowed_hosts: Vec<HostPattern>,
+}
+
+/// A name that `--allowed-host` lets requests use for this server.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum HostPattern {
+    /// `*`: any name.
+    Any,
+    /// `play.example.org`: that name.
+    Exact(String),
+    /// `*.example.org`: any name that ends with `.example.org` (kept with its dot).
+    Under(String),
+}
+
+/// An `--allowed-host`: a host name (letters, digits, `-` and `.`), in any case, with `*.`
+/// in front for the names under it, or `*` alone.
+///
+/// # Errors
+///
+/// A message saying what is wrong with `text`.
+pub fn parse_allowed_host(text: &str) -> Result<HostPattern, String> {
+    let text = text.trim();
+    if text == "*" {
+        return Ok(HostPattern::Any);
+    }
+    let (under, name) = match text.strip_prefix("*.") {
+        Some(name) => (true, name),
+        None => (false, text),
+    };
+    let name = name.strip_suffix('.').unwrap_or(name).to_ascii_lowercase();
+    let label_ok = |label: &str| {
+        !label.is_empty()
+            && label.len() <= 63
+            && !label.starts_with('-')
+            && !label.ends_with('-')
+            && label
+                .bytes()
+                .all(|b| b.is_ascii_alphanumeric() || b == b'-')
+    };
+    if name.is_empty() || name.len() > 253 || !name.split('.').all(label_ok) {
+        return Err(
+            "not a host name: write letters, digits, - and . only (as `play.example.org`), \
+             `*.example.org` for the names under one, or `*` for any"
+                .to_owned(),
+        );
+    }
+    if name.parse::<std::net::Ipv4Addr>().is_ok() {
+        return Err("an IP address needs no --allowed-host: requests may always name one".into());
+    }
+    Ok(if under {
+        HostPattern::Under(format!(".{name}"))
+    } else {
+        HostPattern::Exact(name)
+    })
+}
+
+/// Which names requests may use for this server: the defence against DNS rebinding.
+///
+/// A page of another site can have its own name resolve to this server's address (127.0.0.1
+/// above all, where a server on a player's machine listens and where the per-client limits
+/// do not apply). The browser then takes the server for that site and lets the page call it;
+/// but its requests still name that site in `Host`, and that is what this checks.
+#[derive(Debug, Clone)]
+pub struct HostCheck {
+    patterns: Arc<[HostPattern]>,
+}
+
+/// A request [`HostCheck`] refuses, with the name it used when that is printable.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct HostRefused {
+    name: Option<String>,
+}
+
+impl std::fmt::Display for HostRefused {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match &self.name {
+            Some(name) => write!(
+                f,
+                "this server does not answer to the name `{name}`: use its IP address or \
+                 localhost, or start it with --allowed-host {name}"
+            ),
+            None => f.write_str(
+                "this server does not answer to the name this request used: use its IP \
+                 address or localhost, or a name given to it with --allowed-host",
+            ),
+        }
+    }
+}
+
+impl HostCheck {
+    /// The names `settings` allows.
+    #[must_use]
+    pub fn new(settings: &WebSettings) -> HostCheck {
+        HostCheck {
+            patterns: settings.allowed_hosts.clone().into(),
+        }
+    }
+
+    /// Whether a request from `peer` (`None` if unknown) with these `uri` and `headers` may
+    /// be answered. A request that names no host is not a browser's, and is answered.
+    ///
+    /// # Errors
+    ///
+    /// [`HostRefused`] when it names a host that is not allowed.
+    pub fn admit(
+        &self,
+        peer: Option<std::net::IpAddr>,
+        uri: &http::Uri,
+        headers: &http::HeaderMap,
+    ) -> Result<(), HostRefused> {
+        let from_here = peer.is_some_and(|ip| ip.to_canonical().is_loopback());
+        if !from_here && self.patterns.is_empty() {
+            return Ok(());
+        }
+        let authority = match uri.authority() {
+            Some(authority) => std::borrow::Cow::Borrowed(authority),
+            None => match headers.get(header::HOST) {
+                None => return Ok(()),
+                Some(value) => match value
+                    .to_str()
+                    .ok()
+                    .and_then(|text| text.parse::<http::uri::Authority>().ok())
+                {
+                    Some(authority) => std::borrow::Cow::Owned(authority),
+                    None => return Err(HostRefused { name: None }),
+                },
+            },
+        };
+        let host = authority.host();
+        let host = host.strip_suffix('.').unwrap_or(host);
+        if self.allows(host) {
+            return Ok(());
+        }
+        // `Authority` holds no spaces or control characters; a name longer than DNS allows
+        // is not worth quoting back.
+        let name = (host.len() <= 253).then(|| host.to_ascii_lowercase());
+        Err(HostRefused { name })
+    }
+
+    fn allows(&self, host: &str) -> bool {
+        if host.starts_with('[') || host.parse::<std::net::Ipv4Addr>().is_ok() {
+            return true;
+        }
+        let host = host.to_ascii_lowercase();
+        // Browsers resolve `localhost` and the names under it to loopback themselves.
+        if host == "localhost" || host.ends_with(".localhost") {
+            return true;
+        }
+        self.patterns.iter().any(|pattern| match pattern {
+            HostPattern::Any => true,
+            HostPattern::Exact(name) => host == *name,
+            HostPattern::Under(suffix) => host.len() > suffix.len() && host.ends_with(suffix),
+        })
+    }
 }
 
 /// An origin as browsers send it in `Origin`: `scheme://host[:port]`, nothing after.
@@ -322,6 +489,23 @@ fn not_found() -> Response<Body> {
 
 /// A POST (or PUT, DELETE, OPTIONS...) to one of the page's own files: the file exists, the
 /// method does not apply (RFC 9110, 15.5.6), so a client is told which ones do.
+/// The page refused to a name [`HostCheck`] does not allow: the reason, as text.
+fn forbidden(refused: &HostRefused) -> Response<Body> {
+    let mut response = Response::new(Body::new(http_body_util::Full::new(Bytes::from(format!(
+        "{refused}\n"
+    )))));
+    *response.status_mut() = StatusCode::FORBIDDEN;
+    response.headers_mut().insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("text/plain; charset=utf-8"),
+    );
+    response.headers_mut().insert(
+        header::X_CONTENT_TYPE_OPTIONS,
+        HeaderValue::from_static("nosniff"),
+    );
+    response
+}
+
 fn method_not_allowed() -> Response<Body> {
     let mut response = Response::new(Body::new(http_body_util::Full::new(Bytes::from_static(
         b"method not allowed: the page's files are read with GET or HEAD\n",
@@ -400,6 +584,7 @@ fn fnv1a(data: &[u8]) -> u64 {
 #[derive(Debug, Clone)]
 pub struct WebLayer {
     site: Option<Arc<Site>>,
+    hosts: HostCheck,
 }
 
 impl WebLayer {
@@ -407,6 +592,7 @@ impl WebLayer {
     pub fn new(settings: &WebSettings) -> WebLayer {
         WebLayer {
             site: (!settings.no_web).then(|| Arc::new(Site::embedded())),
+            hosts: HostCheck::new(settings),
         }
     }
 }
@@ -418,6 +604,7 @@ impl<S> Layer<S> for WebLayer {
         Web {
             inner,
             site: self.site.clone(),
+            hosts: self.hosts.clone(),
         }
     }
 }
@@ -427,6 +614,7 @@ impl<S> Layer<S> for WebLayer {
 pub struct Web<S> {
     inner: S,
     site: Option<Arc<Site>>,
+    hosts: HostCheck,
 }
 
 impl<S, B> Service<Request<B>> for Web<S>
@@ -453,9 +641,14 @@ where
             }
             return Either::Left(self.inner.call(request));
         }
-        let response = match &self.site {
-            Some(site) => site.respond(&request),
-            None => not_found(),
+        let peer = crate::grpc::rate_limit::peer_ip(&request);
+        let response = match (
+            &self.site,
+            self.hosts.admit(peer, request.uri(), request.headers()),
+        ) {
+            (_, Err(refused)) => forbidden(&refused),
+            (Some(site), Ok(())) => site.respond(&request),
+            (None, Ok(())) => not_found(),
         };
         Either::Right(std::future::ready(Ok(response)))
     }
@@ -502,6 +695,136 @@ mod tests {
                 .get(header::ACCESS_CONTROL_ALLOW_ORIGIN)
                 .is_none()
         );
+    }
+
+    fn hosts(allowed: &[&str]) -> HostCheck {
+        HostCheck::new(&WebSettings {
+            allowed_hosts: allowed
+                .iter()
+                .map(|text| parse_allowed_host(text).unwrap())
+                .collect(),
+            ..WebSettings::default()
+        })
+    }
+
+    /// What a request naming `host` in its `Host` header from `peer` gets.
+    fn admit(check: &HostCheck, peer: &str, host: &[u8]) -> Result<(), String> {
+        let mut headers = http::HeaderMap::new();
+        headers.insert(header::HOST, HeaderValue::from_bytes(host).unwrap());
+        let uri = http::Uri::from_static("/oanquan.v1.GameService/CreateGame");
+        check
+            .admit(Some(peer.parse().unwrap()), &uri, &headers)
+            .map_err(|refused| refused.to_string())
+    }
+
+    #[test]
+    fn a_request_from_this_machine_must_name_it_by_address_or_localhost() {
+        let check = hosts(&[]);
+        for host in [
+            &b"127.0.0.1:50051"[..],
+            b"127.0.0.1",
+            b"[::1]:50051",
+            b"localhost:50051",
+            b"LocalHost.:1",
+            b"game.localhost:8080",
+            b"10.1.2.3:50051",
+        ] {
+            assert_eq!(admit(&check, "127.0.0.1", host), Ok(()), "{host:?}");
+            assert_eq!(admit(&check, "::ffff:127.0.0.1", host), Ok(()), "{host:?}");
+        }
+        // What a page of another site that rebound its name to 127.0.0.1 sends.
+        let refused = admit(&check, "127.0.0.1", b"evil.example:50051").unwrap_err();
+        assert!(refused.contains("`evil.example`"), "{refused}");
+        assert!(refused.contains("--allowed-host evil.example"), "{refused}");
+        for host in [
+            &b"127.0.0.1.nip.io:50051"[..],
+            b"localhost.evil.example",
+            b"evillocalhost",
+            b"0x7f.1",
+        ] {
+            assert!(admit(&check, "::1", host).is_err(), "{host:?}");
+        }
+        // Not even a host: refused, and not quoted.
+        let refused = admit(&check, "127.0.0.1", b"a b\xff").unwrap_err();
+        assert!(!refused.contains("a b"), "{refused}");
+        // From elsewhere any name is answered while no --allowed-host is given.
+        assert_eq!(admit(&check, "192.0.2.7", b"evil.example"), Ok(()));
+        assert_eq!(admit(&check, "192.0.2.7", b"a b\xff"), Ok(()));
+    }
+
+    #[test]
+    fn allowed_hosts_are_required_of_every_request() {
+        let check = hosts(&["Play.Example.org.", "*.games.example"]);
+        for peer in ["127.0.0.1", "192.0.2.7", "2001:db8::1"] {
+            for host in [
+                &b"play.example.org"[..],
+                b"PLAY.example.org.:443",
+                b"a.games.example",
+                b"a.b.games.example:8443",
+                b"192.0.2.1",
+                b"localhost",
+            ] {
+                assert_eq!(admit(&check, peer, host), Ok(()), "{peer} {host:?}");
+            }
+            for host in [
+                &b"example.org"[..],
+                b"games.example",
+                b"xgames.example",
+                b"play.example.org.evil",
+            ] {
+                assert!(admit(&check, peer, host).is_err(), "{peer} {host:?}");
+            }
+        }
+        let any = hosts(&["*"]);
+        assert_eq!(admit(&any, "127.0.0.1", b"evil.example"), Ok(()));
+        // HTTP/2 names the host in the URI (`:authority`), not in a header.
+        let uri = http::Uri::from_static("http://evil.example:50051/oanquan.v1.GameService/X");
+        let from_here = Some("127.0.0.1".parse().unwrap());
+        assert!(
+            check
+                .admit(from_here, &uri, &http::HeaderMap::new())
+                .is_err()
+        );
+        // No host at all is not a browser's request.
+        let uri = http::Uri::from_static("/oanquan.v1.GameService/X");
+        assert_eq!(
+            check.admit(from_here, &uri, &http::HeaderMap::new()),
+            Ok(())
+        );
+    }
+
+    #[test]
+    fn allowed_host_flags_are_host_names() {
+        assert_eq!(parse_allowed_host("*"), Ok(HostPattern::Any));
+        assert_eq!(
+            parse_allowed_host(" Play.Example.ORG. "),
+            Ok(HostPattern::Exact("play.example.org".into()))
+        );
+        assert_eq!(
+            parse_allowed_host("*.example.org"),
+            Ok(HostPattern::Under(".example.org".into()))
+        );
+        for bad in [
+            "",
+            ".",
+            "*.",
+            "**",
+            "a..b",
+            "-a.b",
+            "a-.b",
+            "a_b.c",
+            "a b",
+            "https://a.b",
+            "a.b:80",
+            "*.*.a",
+            "é.vn",
+            "127.0.0.1",
+            "[::1]",
+        ] {
+            assert!(parse_allowed_host(bad).is_err(), "{bad:?}");
+        }
+        assert!(parse_allowed_host(&"a".repeat(64)).is_err());
+        assert!(parse_allowed_host(&["a"; 128].join(".")).is_err());
     }
 
     #[test]

@@ -1066,7 +1066,7 @@ async fn garbage_on_the_wire_does_not_hurt_the_server() {
 
     // Raw TCP: a request line no HTTP/1 parser takes (a valid HTTP/1.1 GET is the web page's
     // now), random bytes, a valid HTTP/2 preface followed by junk frames.
-    raw_junk(addr, b"GET / HTTP/7.1 junk\r\nHost: x\r\n\r\n").await;
+    raw_junk(addr, b"GET / HTTP/7.1 junk\r\nHost: localhost\r\n\r\n").await;
     let noise: Vec<u8> = (0..100_000u32)
         .map(|i| (i.wrapping_mul(2_654_435_761) >> 13) as u8)
         .collect();
@@ -1141,7 +1141,7 @@ async fn unfinished_handshakes(addr: SocketAddr, each: usize) -> Vec<TcpStream> 
         b"PRI * HTTP/2.0\r\n",
         b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n",
         b"G",
-        b"GET / HTTP/1.1\r\nHost: x\r\n",
+        b"GET / HTTP/1.1\r\nHost: localhost\r\n",
     ] {
         for _ in 0..each {
             let mut stream = TcpStream::connect(addr).await.unwrap();

@@ -904,3 +904,41 @@ async fn a_request_cut_short_by_its_client_counts_as_cancelled() {
         "{samples:?}"
     );
 }
+
+/// A GET of `path` on `addr` naming `host` in its `Host` header: the status line and body.
+fn get_naming(addr: SocketAddr, path: &str, host: &str) -> (String, String) {
+    use std::io::Write as _;
+    let mut stream = TcpStream::connect(addr).unwrap();
+    stream
+        .set_read_timeout(Some(Duration::from_secs(10)))
+        .unwrap();
+    let request = format!("GET {path} HTTP/1.1\r\nHost: {host}\r\nConnection: close\r\n\r\n");
+    stream.write_all(request.as_bytes()).unwrap();
+    let mut response = String::new();
+    stream.read_to_string(&mut response).unwrap();
+    let (head, body) = response.split_once("\r\n\r\n").unwrap();
+    (head.lines().next().unwrap().to_owned(), body.to_owned())
+}
+
+/// A page of another site that has its name resolve to 127.0.0.1 (DNS rebinding) names that
+/// site in `Host`: the metrics listener does not answer it unless told to.
+#[test]
+fn metrics_answer_only_the_names_this_server_has() {
+    let server = Running::start();
+    let (status, body) = get_naming(server.metrics, "/metrics", "rebind.example:9464");
+    assert!(status.contains(" 403 "), "{status}");
+    assert!(body.contains("--allowed-host rebind.example"), "{body}");
+    assert!(!body.contains("oanquan_"), "{body}");
+    for host in ["127.0.0.1:9464", "localhost", "[::1]:9464"] {
+        let (status, body) = get_naming(server.metrics, "/metrics", host);
+        assert!(status.contains(" 200 "), "{host}: {status}");
+        assert!(body.contains("oanquan_build_info"), "{body}");
+    }
+    drop(server);
+
+    let server = Running::start_with(&["--allowed-host", "rebind.example"]);
+    let (status, _) = get_naming(server.metrics, "/live", "Rebind.Example:9464");
+    assert!(status.contains(" 200 "), "{status}");
+    let (status, _) = get_naming(server.metrics, "/live", "other.example");
+    assert!(status.contains(" 403 "), "{status}");
+}

@@ -472,7 +472,7 @@ async fn cors_allows_only_the_configured_origins() {
 }
 
 /// A HEAD request for the page: its answer is a head alone, so the connection stays in step.
-const HEAD_REQUEST: &[u8] = b"HEAD / HTTP/1.1\r\nHost: x\r\n\r\n";
+const HEAD_REQUEST: &[u8] = b"HEAD / HTTP/1.1\r\nHost: localhost\r\n\r\n";
 
 /// Reads one HTTP/1 response head from `stream`.
 async fn response_head(stream: &mut (impl tokio::io::AsyncRead + Unpin)) -> String {
@@ -625,7 +625,7 @@ async fn grpc_web_calls_with_broken_bodies_get_a_grpc_web_answer_that_blames_no_
     let server = common::start(settings).await;
     let post = |framing: &str| {
         format!(
-            "POST /oanquan.v1.RulesService/ListPresets HTTP/1.1\r\nHost: x\r\n\
+            "POST /oanquan.v1.RulesService/ListPresets HTTP/1.1\r\nHost: localhost\r\n\
              Content-Type: application/grpc-web+proto\r\n{framing}\r\n\r\n"
         )
     };
@@ -664,4 +664,73 @@ async fn grpc_web_calls_with_broken_bodies_get_a_grpc_web_answer_that_blames_no_
     assert!(lower.contains("grpc-status: 1\r\n"), "{answer}");
     assert!(lower.contains("could%20not%20be%20read"), "{answer}");
     assert!(!lower.contains("hyper"), "{answer}");
+}
+
+/// DNS rebinding: a page of another site has its name resolve to 127.0.0.1 and calls the
+/// server as that site. Its requests name the site, and are refused unless `--allowed-host`
+/// names it, with a reason that says so: the page, gRPC-Web and gRPC over HTTP/2.
+#[tokio::test]
+async fn a_page_elsewhere_that_rebinds_its_name_here_is_refused() {
+    let server = common::start(common::config()).await;
+    let rebound = |request: &mut Request<Full<Bytes>>| {
+        request.headers_mut().insert(
+            header::HOST,
+            http::HeaderValue::from_static("rebind.example:50051"),
+        );
+    };
+    let mut page = Request::get("/").body(Full::default()).unwrap();
+    rebound(&mut page);
+    let response = send(server.addr, page).await;
+    assert_eq!(response.status(), StatusCode::FORBIDDEN);
+    let body = response.into_body().collect().await.unwrap().to_bytes();
+    let body = String::from_utf8_lossy(&body);
+    assert!(body.contains("--allowed-host rebind.example"), "{body}");
+
+    let message = pb::ListPresetsRequest::default();
+    let mut call = grpc_web_request(server.addr, "GetGame", frame(&message));
+    *call.uri_mut() = http::Uri::from_static("/oanquan.v1.RulesService/ListPresets");
+    rebound(&mut call);
+    let response = send(server.addr, call).await;
+    assert_eq!(response.status(), StatusCode::OK);
+    assert_eq!(response.headers()["grpc-status"], "7", "{response:?}");
+    let reason = response.headers()["grpc-message"].to_str().unwrap();
+    assert!(reason.contains("rebind.example"), "{reason}");
+
+    // Native gRPC names the host in `:authority`.
+    let channel = tonic::transport::Endpoint::from_shared(format!("http://{}", server.addr))
+        .unwrap()
+        .origin(http::Uri::from_static("http://rebind.example:50051"))
+        .connect()
+        .await
+        .unwrap();
+    let refused = pb::rules_service_client::RulesServiceClient::new(channel)
+        .list_presets(message)
+        .await
+        .unwrap_err();
+    assert_eq!(refused.code(), tonic::Code::PermissionDenied);
+    assert!(
+        refused.message().contains("--allowed-host rebind.example"),
+        "{refused:?}"
+    );
+    // By address, as every test here: answered.
+    let (index, _) = get(server.addr, "/", &[]).await;
+    assert_eq!(index.status(), StatusCode::OK);
+
+    let mut config = common::config();
+    config.web.allowed_hosts =
+        vec![oanquan_server::web::parse_allowed_host("rebind.example").unwrap()];
+    let server = common::start(config).await;
+    let mut page = Request::get("/").body(Full::default()).unwrap();
+    rebound(&mut page);
+    assert_eq!(send(server.addr, page).await.status(), StatusCode::OK);
+    let channel = tonic::transport::Endpoint::from_shared(format!("http://{}", server.addr))
+        .unwrap()
+        .origin(http::Uri::from_static("http://rebind.example:50051"))
+        .connect()
+        .await
+        .unwrap();
+    pb::rules_service_client::RulesServiceClient::new(channel)
+        .list_presets(message)
+        .await
+        .unwrap();
 }

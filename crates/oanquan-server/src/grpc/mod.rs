@@ -10,6 +10,7 @@ pub mod frames;
 pub use oanquan_convert as convert;
 mod game_service;
 pub mod health;
+pub mod hosts;
 #[cfg(test)]
 mod imports;
 pub mod observe;

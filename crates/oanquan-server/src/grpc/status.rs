@@ -175,6 +175,13 @@ pub fn health_rate_limited(limited: &RateLimited) -> Status {
     limit_exceeded(limited.refusal("health checks"), limited.retry_after)
 }
 
+/// PERMISSION_DENIED for a call that names this server by a host it does not answer to
+/// (`--allowed-host`).
+#[must_use]
+pub fn host_refused(refused: &crate::web::HostRefused) -> Status {
+    Status::permission_denied(refused.to_string())
+}
+
 /// RESOURCE_EXHAUSTED for a limit that frees up by itself: an `ErrorInfo` with reason
 /// `ERROR_REASON_LIMIT_EXCEEDED` and a `google.rpc.RetryInfo` saying when to retry.
 #[must_use]
