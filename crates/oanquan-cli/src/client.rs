@@ -6,6 +6,7 @@ use std::time::Duration;
 use oanquan_proto::v1::account_service_client::AccountServiceClient;
 use oanquan_proto::v1::game_service_client::GameServiceClient;
 use oanquan_proto::v1::rules_service_client::RulesServiceClient;
+use oanquan_proto::v1::{ListMovesRequest, ListMovesResponse};
 use tonic::transport::{Certificate, Channel, ClientTlsConfig, Endpoint};
 
 use crate::error::{CliError, code, error_chain};
@@ -208,6 +209,45 @@ pub async fn connect(server: &Server) -> Result<Clients, CliError> {
 }
 
 /// A unary request with the client's timeout.
+/// Every move of game `game_id`: `ListMoves` asked again from the last move received while
+/// the server says there are more (a long game's moves may not fit in one response).
+pub async fn all_moves(
+    games: &GameServiceClient<Channel>,
+    game_id: &str,
+) -> Result<ListMovesResponse, tonic::Status> {
+    pages_joined(async |after_move| {
+        games
+            .clone()
+            .list_moves(request(ListMovesRequest {
+                game_id: game_id.to_owned(),
+                after_move,
+                max_moves: 0,
+            }))
+            .await
+            .map(tonic::Response::into_inner)
+    })
+    .await
+}
+
+/// The pages `page(after_move)` gives, from 0, joined into one answer.
+async fn pages_joined<E>(
+    mut page: impl AsyncFnMut(u32) -> Result<ListMovesResponse, E>,
+) -> Result<ListMovesResponse, E> {
+    let mut all = page(0).await?;
+    while all.more {
+        let after = all.moves.last().map_or(0, |last| last.number);
+        let next = page(after).await?;
+        // A page that does not move on would be asked for again for ever.
+        if next.moves.last().is_none_or(|last| last.number <= after) {
+            break;
+        }
+        all.more = next.more;
+        all.moves.extend(next.moves);
+    }
+    all.more = false;
+    Ok(all)
+}
+
 pub fn request<T>(message: T) -> tonic::Request<T> {
     let mut request = tonic::Request::new(message);
     request.set_timeout(REQUEST_TIMEOUT);
@@ -259,6 +299,64 @@ pub fn as_account<T>(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[tokio::test]
+    async fn pages_of_moves_are_joined_until_no_more_follow() {
+        let record = |number| oanquan_proto::v1::MoveRecord {
+            number,
+            ..Default::default()
+        };
+        let answer = |numbers: std::ops::RangeInclusive<u32>, more| ListMovesResponse {
+            moves: numbers.map(record).collect(),
+            more,
+            ..Default::default()
+        };
+        let mut asked = Vec::new();
+        let joined = pages_joined(async |after| {
+            asked.push(after);
+            Ok::<_, ()>(match after {
+                0 => answer(1..=3, true),
+                3 => answer(4..=5, true),
+                _ => answer(6..=6, false),
+            })
+        })
+        .await
+        .unwrap();
+        assert_eq!(asked, [0, 3, 5]);
+        let numbers: Vec<u32> = joined.moves.iter().map(|m| m.number).collect();
+        assert_eq!(numbers, [1, 2, 3, 4, 5, 6]);
+        assert!(!joined.more);
+
+        // A server that says "more" and sends nothing new is not asked again.
+        let nothing = ListMovesResponse {
+            more: true,
+            ..Default::default()
+        };
+        for stuck in [nothing, answer(2..=3, true)] {
+            let mut calls = 0;
+            let joined = pages_joined(async |after| {
+                calls += 1;
+                Ok::<_, ()>(if after == 0 {
+                    answer(1..=3, true)
+                } else {
+                    stuck.clone()
+                })
+            })
+            .await
+            .unwrap();
+            assert_eq!((calls, joined.moves.len()), (2, 3));
+        }
+        // An error on any page is the answer.
+        let failed = pages_joined(async |after| {
+            if after == 0 {
+                Ok(answer(1..=3, true))
+            } else {
+                Err("gone")
+            }
+        })
+        .await;
+        assert_eq!(failed.unwrap_err(), "gone");
+    }
 
     /// `(tls, name)` of a `Server`, or the exit code and message of its error.
     fn server(address: &str, ca: Option<&Path>) -> Result<(bool, String), (u8, String)> {

@@ -6,8 +6,8 @@ use std::time::Instant;
 use oanquan_proto::v1::{
     AbortGameRequest, AcceptSeekRequest, ClaimVictoryRequest, ComputerOpponent, CreateGameRequest,
     EndReason, Game, GameFilter, GameStatus, GetGameRequest, GetGameResponse, JoinGameRequest,
-    ListGamesRequest, ListGamesResponse, ListMovesRequest, ListPresetsRequest, ListSeeksRequest,
-    Player, PlayerKind, ResignRequest, RulesSpec, Seek, rules_spec,
+    ListGamesRequest, ListGamesResponse, ListPresetsRequest, ListSeeksRequest, Player, PlayerKind,
+    ResignRequest, RulesSpec, Seek, rules_spec,
 };
 
 use crate::accounts::{playing_account, seat_of_player};
@@ -15,7 +15,7 @@ use crate::board::{self, BoardState, View};
 use crate::cli::{
     AcceptArgs, CreateArgs, Filter, JoinArgs, ListArgs, MovesArgs, NameArg, SeatArgs, ShowArgs,
 };
-use crate::client::{Clients, as_account, authed, request};
+use crate::client::{Clients, all_moves, as_account, authed, request};
 use crate::clocks::{LocalClocks, format_clock};
 use crate::context::Context;
 use crate::error::{CliError, code, typed};
@@ -551,14 +551,9 @@ pub async fn show(ctx: &Context, clients: &mut Clients, args: &ShowArgs) -> Resu
 
 pub async fn moves(ctx: &Context, clients: &mut Clients, args: &MovesArgs) -> Result<(), CliError> {
     let game = get_game(clients, &args.game).await?;
-    let response = clients
-        .games
-        .list_moves(request(ListMovesRequest {
-            game_id: args.game.clone(),
-        }))
+    let response = all_moves(&clients.games, &args.game)
         .await
-        .map_err(|s| CliError::from_status(&format!("list moves of {}", typed(&args.game)), &s))?
-        .into_inner();
+        .map_err(|s| CliError::from_status(&format!("list moves of {}", typed(&args.game)), &s))?;
     if ctx.json {
         return json::print(&response);
     }

@@ -8,12 +8,12 @@ use std::io::{IsTerminal as _, Write as _};
 use std::time::{Duration, Instant, SystemTime};
 
 use oanquan_proto::v1::{
-    Clocks, EndReason, Game, GameEvent, GameResult, GameStatus, ListMovesRequest, MoveRecord,
-    Position, Seat, WatchGameResponse, game_event,
+    Clocks, EndReason, Game, GameEvent, GameResult, GameStatus, MoveRecord, Position, Seat,
+    WatchGameResponse, game_event,
 };
 
 use crate::board::{self, BoardState, Style, View};
-use crate::client::{Clients, request};
+use crate::client::{Clients, all_moves};
 use crate::clocks::{LocalClocks, clocks_line, format_clock, server_span, system_time};
 use crate::error::CliError;
 use crate::json;
@@ -829,16 +829,9 @@ impl Live {
             self.shown_moves = up_to;
             return Ok(());
         }
-        let response = self
-            .clients
-            .games
-            .clone()
-            .list_moves(request(ListMovesRequest {
-                game_id: self.game.id.clone(),
-            }))
-            .await;
+        let response = all_moves(&self.clients.games, &self.game.id).await;
         let moves = match response {
-            Ok(r) => r.into_inner().moves,
+            Ok(r) => r.moves,
             Err(status) => {
                 note(format!(
                     "notice: could not fetch the moves missed while disconnected: {}",

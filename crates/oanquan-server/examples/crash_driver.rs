@@ -330,6 +330,7 @@ async fn verify_game(client: &mut Client, entry: &GameEntry) -> Result<Vec<Move>
         let listed = client
             .list_moves(timed(pb::ListMovesRequest {
                 game_id: id.clone(),
+                ..Default::default()
             }))
             .await
             .map_err(|e| format!("{id}: ListMoves: {e}"))?
@@ -891,6 +892,7 @@ async fn computer_reply(
         let listed = client
             .list_moves(timed(pb::ListMovesRequest {
                 game_id: id.to_owned(),
+                ..Default::default()
             }))
             .await?
             .into_inner();

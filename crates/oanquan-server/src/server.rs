@@ -410,7 +410,11 @@ pub async fn run_with_store(
         .max_decoding_message_size(max_request)
         .max_encoding_message_size(max);
     // The generated GameService, with WatchGame events encoded once for all watchers.
-    let game_service = GameRoutes::new(GameApi::new(manager, seeks, streams), max_request, max);
+    let game_service = GameRoutes::new(
+        GameApi::new(manager, seeks, streams).with_max_response(max),
+        max_request,
+        max,
+    );
 
     // `TcpIncoming` rather than `TcpListenerStream`: it sets TCP_NODELAY (small
     // request/response messages must not wait for Nagle) and TCP keepalive on each socket.

@@ -225,6 +225,7 @@ async fn people_play_whole_games_against_every_level_and_preset() {
         let listed = client
             .list_moves(pb::ListMovesRequest {
                 game_id: id.clone(),
+                ..Default::default()
             })
             .await
             .unwrap()

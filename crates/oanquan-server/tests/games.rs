@@ -63,6 +63,7 @@ async fn play_to_the_end(preset: Preset) {
     let moves = client
         .list_moves(pb::ListMovesRequest {
             game_id: id.clone(),
+            ..Default::default()
         })
         .await
         .unwrap()
@@ -180,4 +181,85 @@ async fn list_games_pages_and_filters() {
         .into_inner();
     assert_eq!(active_list.games.len(), 1);
     assert_eq!(active_list.games[0].id, active);
+}
+
+/// `ListMoves` in pages: `after_move` and `max_moves` pick a slice, and `more` says what is
+/// left.
+#[tokio::test]
+async fn list_moves_gives_a_slice_and_says_whether_more_follow() {
+    let server = start(config()).await;
+    let mut client = server.games().await;
+    let (id, first, second) = started(&mut client, "standard").await;
+    for _ in 0..6 {
+        play_one(&mut client, &id, (&first, &second)).await;
+    }
+    let mut list = async |after_move: u32, max_moves: u32| {
+        let page = client
+            .list_moves(pb::ListMovesRequest {
+                game_id: id.clone(),
+                after_move,
+                max_moves,
+            })
+            .await
+            .unwrap()
+            .into_inner();
+        let numbers: Vec<u32> = page.moves.iter().map(|m| m.number).collect();
+        assert!(page.start_position.is_some());
+        (numbers, page.more)
+    };
+    assert_eq!(list(0, 0).await, ((1..=6).collect(), false));
+    assert_eq!(list(2, 3).await, (vec![3, 4, 5], true));
+    assert_eq!(list(3, 3).await, (vec![4, 5, 6], false));
+    assert_eq!(list(5, 0).await, (vec![6], false));
+    assert_eq!(list(0, 1).await, (vec![1], true));
+    for past in [6, 7, u32::MAX] {
+        assert_eq!(list(past, 0).await, (vec![], false), "{past}");
+        assert_eq!(list(past, u32::MAX).await, (vec![], false), "{past}");
+    }
+}
+
+/// A history larger than one response (`--max-message-size`; set below the flag's minimum here,
+/// so that an ordinary game needs pages) comes in pages that each fit, and together are the
+/// game.
+#[tokio::test]
+async fn a_history_larger_than_a_response_comes_in_pages() {
+    const BOUND: usize = 4 * 1024;
+    let mut config = config();
+    config.transport.max_message_size = BOUND;
+    config.transport.max_request_size = BOUND;
+    let server = start(config).await;
+    let mut client = server.games().await;
+    let (id, first, second) = started(&mut client, "standard").await;
+    let mut played = 0;
+    while played < 400 {
+        let game = play_one(&mut client, &id, (&first, &second)).await;
+        played += 1;
+        if game.status != i32::from(pb::GameStatus::Active) {
+            break;
+        }
+    }
+    let (mut moves, mut pages, mut bytes) = (Vec::new(), 0, 0);
+    loop {
+        let after_move = moves.last().map_or(0, |m: &pb::MoveRecord| m.number);
+        let page = client
+            .list_moves(pb::ListMovesRequest {
+                game_id: id.clone(),
+                after_move,
+                max_moves: 0,
+            })
+            .await
+            .expect("every page fits")
+            .into_inner();
+        pages += 1;
+        bytes += prost::Message::encoded_len(&page);
+        assert!(prost::Message::encoded_len(&page) <= BOUND);
+        assert!(!page.moves.is_empty());
+        moves.extend(page.moves);
+        if !page.more {
+            break;
+        }
+    }
+    assert!(pages >= 2, "{played} moves in {bytes} bytes: one page");
+    let numbers: Vec<u32> = moves.iter().map(|m| m.number).collect();
+    assert_eq!(numbers, (1..=played).collect::<Vec<u32>>());
 }

@@ -629,6 +629,7 @@ async fn bad_list_moves_requests() {
         "bad id",
         pb::ListMovesRequest {
             game_id: String::new(),
+            ..Default::default()
         },
         Code::InvalidArgument,
         Field("game_id"),

@@ -154,6 +154,7 @@ async fn every_acknowledged_move_survives_a_sigkill_under_load() {
         let stored: Vec<pb::Move> = client
             .list_moves(pb::ListMovesRequest {
                 game_id: id.clone(),
+                ..Default::default()
             })
             .await
             .unwrap_or_else(|e| panic!("game {id} lost: {e}"))

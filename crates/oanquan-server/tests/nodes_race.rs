@@ -123,6 +123,7 @@ async fn check_log(client: &mut Games, id: &str, won: &[Move]) -> Outcome {
     let listed = client
         .list_moves(pb::ListMovesRequest {
             game_id: id.to_owned(),
+            ..Default::default()
         })
         .await
         .map_err(|e| format!("{id}: ListMoves: {e:?}"))?

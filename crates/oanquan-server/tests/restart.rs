@@ -151,6 +151,7 @@ async fn a_game_half_played_before_a_restart_is_finished_after_it() {
     let moves = client
         .list_moves(pb::ListMovesRequest {
             game_id: id.clone(),
+            ..Default::default()
         })
         .await
         .unwrap()

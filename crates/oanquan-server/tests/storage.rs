@@ -227,6 +227,7 @@ async fn one_damaged_game_fails_alone(damage: fn(&Path, &str)) {
         client
             .list_moves(pb::ListMovesRequest {
                 game_id: victim.clone(),
+                ..Default::default()
             })
             .await
             .unwrap_err(),

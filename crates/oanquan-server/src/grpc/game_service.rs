@@ -3,6 +3,7 @@
 use std::sync::Arc;
 
 use oanquan_proto::v1 as pb;
+use prost::Message as _;
 use tonic::{Request, Response, Status};
 
 use std::pin::Pin;
@@ -27,6 +28,8 @@ pub struct GameApi {
     manager: Arc<GameManager>,
     seeks: Arc<SeekPool>,
     streams: StreamSettings,
+    /// The largest response encoded (`--max-message-size`): `ListMoves` stops short of it.
+    max_response: usize,
 }
 
 impl GameApi {
@@ -41,7 +44,15 @@ impl GameApi {
             manager,
             seeks,
             streams,
+            max_response: usize::MAX,
         }
+    }
+
+    /// The same adapter, keeping `ListMoves` answers within `max` bytes.
+    #[must_use]
+    pub fn with_max_response(mut self, max: usize) -> GameApi {
+        self.max_response = max;
+        self
     }
 
     /// What every watch stream of this service runs with.
@@ -437,11 +448,40 @@ impl pb::game_service_server::GameService for GameApi {
         &self,
         request: Request<pb::ListMovesRequest>,
     ) -> Result<Response<pb::ListMovesResponse>, Status> {
-        let id = game_id(&request.get_ref().game_id).map_err(into_status)?;
+        let asked = request.get_ref();
+        let id = game_id(&asked.game_id).map_err(into_status)?;
+        let (after, most) = (asked.after_move, asked.max_moves);
         let (start, moves) = self.manager.list_moves(&id).await.map_err(into_status)?;
+        let start_position = convert::position_out(&start);
+        // What the moves may take of the response: its bound less the start position and a
+        // margin for the framing of the fields around them.
+        let room = self
+            .max_response
+            .saturating_sub(start_position.encoded_len() + 64);
+        let skip = usize::try_from(after).unwrap_or(usize::MAX);
+        let most = match most {
+            0 => usize::MAX,
+            most => usize::try_from(most).unwrap_or(usize::MAX),
+        };
+        let (mut out, mut used) = (Vec::new(), 0usize);
+        let mut more = false;
+        for record in moves.iter().skip(skip) {
+            let record = convert::move_record_out(record);
+            let len = record.encoded_len();
+            let framed = 1 + prost::length_delimiter_len(len) + len;
+            // A move that does not fit even alone goes alone: encoding it then fails with
+            // the size bound's own error, which names the bound, rather than looping here.
+            if out.len() == most || (!out.is_empty() && used + framed > room) {
+                more = true;
+                break;
+            }
+            used += framed;
+            out.push(record);
+        }
         Ok(Response::new(pb::ListMovesResponse {
-            moves: moves.iter().map(convert::move_record_out).collect(),
-            start_position: Some(convert::position_out(&start)),
+            moves: out,
+            start_position: Some(start_position),
+            more,
         }))
     }
 
