@@ -708,13 +708,15 @@ pub async fn serve(
         let readiness = readiness.clone();
         let token = token.clone();
         let hosts = hosts.clone();
+        let local = stream.local_addr().ok().map(|addr| addr.ip());
         let mut stop = stop.clone();
         tokio::spawn(async move {
             let service = service_fn(move |request: http::Request<_>| {
                 let metrics = Arc::clone(&metrics);
                 let readiness = readiness.clone();
                 let token = token.clone();
-                let admitted = hosts.admit(Some(peer.ip()), request.uri(), request.headers());
+                let admitted =
+                    hosts.admit(Some(peer.ip()), local, request.uri(), request.headers());
                 async move {
                     if let Err(refused) = admitted {
                         debug!(%peer, "metrics: a request naming a host not allowed refused");

@@ -137,22 +137,29 @@ pub struct HostCheck {
     patterns: Arc<[HostPattern]>,
 }
 
-/// A request [`HostCheck`] refuses, with the name it used when that is printable.
+/// A request [`HostCheck`] refuses, with the name it used when that is a host name.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct HostRefused {
     name: Option<String>,
+    /// Whether `--allowed-host` takes the name as it is.
+    allowable: bool,
 }
 
 impl std::fmt::Display for HostRefused {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match &self.name {
-            Some(name) => write!(
+            Some(name) if self.allowable => write!(
                 f,
                 "this server does not answer to the name `{name}`: use its IP address or \
                  localhost, or start it with --allowed-host {name}"
             ),
+            Some(name) => write!(
+                f,
+                "this server does not answer to the name `{name}`, which is not one \
+                 --allowed-host can allow: use its IP address or localhost"
+            ),
             None => f.write_str(
-                "this server does not answer to the name this request used: use its IP \
+                "this server does not answer to the host this request named: use its IP \
                  address or localhost, or a name given to it with --allowed-host",
             ),
         }
@@ -168,25 +175,42 @@ impl HostCheck {
         }
     }
 
-    /// Whether a request from `peer` (`None` if unknown) with these `uri` and `headers` may
-    /// be answered. A request that names no host is not a browser's, and is answered.
+    /// Whether a request from `peer` to `local` (the connection's two addresses, `None` if
+    /// unknown) with these `uri` and `headers` may be answered. A request that names no host
+    /// is not a browser's, and is answered.
     ///
     /// # Errors
     ///
-    /// [`HostRefused`] when it names a host that is not allowed.
+    /// [`HostRefused`] when it names a host that is not allowed, or two.
     pub fn admit(
         &self,
         peer: Option<std::net::IpAddr>,
+        local: Option<std::net::IpAddr>,
         uri: &http::Uri,
         headers: &http::HeaderMap,
     ) -> Result<(), HostRefused> {
-        let from_here = peer.is_some_and(|ip| ip.to_canonical().is_loopback());
+        // Over loopback, or to this machine's own address from that address (a page can have
+        // its name resolve to the machine's network address as well as to 127.0.0.1).
+        let from_here = peer.is_some_and(|peer| {
+            let peer = peer.to_canonical();
+            peer.is_loopback() || local.is_some_and(|local| local.to_canonical() == peer)
+        });
         if !from_here && self.patterns.is_empty() {
             return Ok(());
         }
+        let refused = HostRefused {
+            name: None,
+            allowable: false,
+        };
+        let mut hosts = headers.get_all(header::HOST).iter();
+        let (first, second) = (hosts.next(), hosts.next());
+        if second.is_some() {
+            // RFC 9112 § 3.2: a request with two is answered 400; no browser sends one.
+            return Err(refused);
+        }
         let authority = match uri.authority() {
             Some(authority) => std::borrow::Cow::Borrowed(authority),
-            None => match headers.get(header::HOST) {
+            None => match first {
                 None => return Ok(()),
                 Some(value) => match value
                     .to_str()
@@ -194,7 +218,7 @@ impl HostCheck {
                     .and_then(|text| text.parse::<http::uri::Authority>().ok())
                 {
                     Some(authority) => std::borrow::Cow::Owned(authority),
-                    None => return Err(HostRefused { name: None }),
+                    None => return Err(refused),
                 },
             },
         };
@@ -203,14 +227,31 @@ impl HostCheck {
         if self.allows(host) {
             return Ok(());
         }
-        // `Authority` holds no spaces or control characters; a name longer than DNS allows
-        // is not worth quoting back.
-        let name = (host.len() <= 253).then(|| host.to_ascii_lowercase());
-        Err(HostRefused { name })
+        // Quoted only when it is a host name (an `Authority` may hold `!$&'()*+,;=`).
+        let name = host.to_ascii_lowercase();
+        Err(match parse_allowed_host(&name) {
+            Ok(HostPattern::Exact(allowed)) => HostRefused {
+                allowable: allowed == name,
+                name: Some(name),
+            },
+            _ => refused,
+        })
     }
 
     fn allows(&self, host: &str) -> bool {
-        if host.starts_with('[') || host.parse::<std::net::Ipv4Addr>().is_ok() {
+        // `[v6]` or `[v6%zone]`: zones are written `%25` in a URI, which the address's parser
+        // does not take.
+        let v6 = host
+            .strip_prefix('[')
+            .and_then(|host| host.strip_suffix(']'))
+            .map(|inside| {
+                inside
+                    .split_once('%')
+                    .map_or(inside, |(address, _)| address)
+            });
+        if v6.is_some_and(|v6| v6.parse::<std::net::Ipv6Addr>().is_ok())
+            || host.parse::<std::net::Ipv4Addr>().is_ok()
+        {
             return true;
         }
         let host = host.to_ascii_lowercase();
@@ -641,10 +682,11 @@ where
             }
             return Either::Left(self.inner.call(request));
         }
-        let peer = crate::grpc::rate_limit::peer_ip(&request);
+        let (peer, local) = crate::grpc::rate_limit::connection_ips(&request);
         let response = match (
             &self.site,
-            self.hosts.admit(peer, request.uri(), request.headers()),
+            self.hosts
+                .admit(peer, local, request.uri(), request.headers()),
         ) {
             (_, Err(refused)) => forbidden(&refused),
             (Some(site), Ok(())) => site.respond(&request),
@@ -713,7 +755,7 @@ mod tests {
         headers.insert(header::HOST, HeaderValue::from_bytes(host).unwrap());
         let uri = http::Uri::from_static("/oanquan.v1.GameService/CreateGame");
         check
-            .admit(Some(peer.parse().unwrap()), &uri, &headers)
+            .admit(Some(peer.parse().unwrap()), None, &uri, &headers)
             .map_err(|refused| refused.to_string())
     }
 
@@ -747,6 +789,34 @@ mod tests {
         // Not even a host: refused, and not quoted.
         let refused = admit(&check, "127.0.0.1", b"a b\xff").unwrap_err();
         assert!(!refused.contains("a b"), "{refused}");
+        // Not addresses: bracketed names, and names the flag could not allow are not offered.
+        for host in [&b"[evil.example]"[..], b"[evil]:80", b"[::1"] {
+            assert!(admit(&check, "127.0.0.1", host).is_err(), "{host:?}");
+        }
+        assert_eq!(admit(&check, "::1", b"[fe80::1%25eth0]:80"), Ok(()));
+        for host in [
+            &b"my_host.lan"[..],
+            b"a!$&'()*+,;=b",
+            b"evil.example..",
+            b":80",
+        ] {
+            let refused = admit(&check, "127.0.0.1", host).unwrap_err();
+            assert!(!refused.contains("start it with"), "{host:?}: {refused}");
+        }
+        // Two names: refused, whichever comes first.
+        let mut headers = http::HeaderMap::new();
+        headers.append(header::HOST, HeaderValue::from_static("127.0.0.1"));
+        headers.append(header::HOST, HeaderValue::from_static("evil.example"));
+        let uri = http::Uri::from_static("/");
+        let from_here = Some("127.0.0.1".parse().unwrap());
+        assert!(check.admit(from_here, None, &uri, &headers).is_err());
+        // To this machine's own network address from that address: from this machine.
+        let own = Some("192.0.2.2".parse().unwrap());
+        let mut headers = http::HeaderMap::new();
+        headers.insert(header::HOST, HeaderValue::from_static("evil.example"));
+        assert!(check.admit(own, own, &uri, &headers).is_err());
+        let other = Some("192.0.2.3".parse().unwrap());
+        assert_eq!(check.admit(other, own, &uri, &headers), Ok(()));
         // From elsewhere any name is answered while no --allowed-host is given.
         assert_eq!(admit(&check, "192.0.2.7", b"evil.example"), Ok(()));
         assert_eq!(admit(&check, "192.0.2.7", b"a b\xff"), Ok(()));
@@ -782,13 +852,13 @@ mod tests {
         let from_here = Some("127.0.0.1".parse().unwrap());
         assert!(
             check
-                .admit(from_here, &uri, &http::HeaderMap::new())
+                .admit(from_here, None, &uri, &http::HeaderMap::new())
                 .is_err()
         );
         // No host at all is not a browser's request.
         let uri = http::Uri::from_static("/oanquan.v1.GameService/X");
         assert_eq!(
-            check.admit(from_here, &uri, &http::HeaderMap::new()),
+            check.admit(from_here, None, &uri, &http::HeaderMap::new()),
             Ok(())
         );
     }

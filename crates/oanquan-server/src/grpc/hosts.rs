@@ -6,7 +6,7 @@ use std::task::{Context, Poll};
 use futures::future::{Either, Ready, ready};
 use tower::{Layer, Service};
 
-use super::rate_limit::peer_ip;
+use super::rate_limit::connection_ips;
 use super::status;
 use crate::web::HostCheck;
 
@@ -55,8 +55,11 @@ where
     }
 
     fn call(&mut self, request: http::Request<B>) -> Self::Future {
-        let peer = peer_ip(&request);
-        if let Err(refused) = self.hosts.admit(peer, request.uri(), request.headers()) {
+        let (peer, local) = connection_ips(&request);
+        if let Err(refused) = self
+            .hosts
+            .admit(peer, local, request.uri(), request.headers())
+        {
             tracing::debug!(?peer, path = %request.uri().path(), "host not allowed");
             return Either::Right(ready(Ok(status::host_refused(&refused).into_http())));
         }

@@ -32,6 +32,24 @@ pub fn peer_ip<B>(request: &http::Request<B>) -> Option<IpAddr> {
         .map(|addr| addr.ip())
 }
 
+/// The peer's and this end's addresses of a request's connection, over plain TCP or TLS.
+#[must_use]
+pub fn connection_ips<B>(request: &http::Request<B>) -> (Option<IpAddr>, Option<IpAddr>) {
+    let extensions = request.extensions();
+    let tcp = extensions.get::<TcpConnectInfo>().or_else(|| {
+        extensions
+            .get::<TlsConnectInfo<TcpConnectInfo>>()
+            .map(TlsConnectInfo::get_ref)
+    });
+    match tcp {
+        Some(info) => (
+            info.remote_addr().map(|addr| addr.ip()),
+            info.local_addr().map(|addr| addr.ip()),
+        ),
+        None => (None, None),
+    }
+}
+
 /// See the module docs.
 #[derive(Debug, Clone)]
 pub struct RateLimitLayer {
