@@ -1,6 +1,6 @@
 //! What a SQLite failure means for the caller: unavailable for now, a bug, or a damaged game.
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::fmt;
 use std::sync::Mutex;
 
@@ -87,6 +87,10 @@ pub(crate) fn corrupt(id: &GameId, why: impl fmt::Display) -> StoreError {
 #[derive(Debug, Default)]
 pub(crate) struct Damage {
     reported: Mutex<HashSet<String>>,
+    /// The games among them: every later read of one answers its damage at once, so that a
+    /// game whose log was found damaged (at start, by its replay) does not go on showing its
+    /// summary, which still decodes, as a game that can be played.
+    games: Mutex<HashMap<GameId, String>>,
 }
 
 impl Damage {
@@ -117,9 +121,23 @@ impl Damage {
 
     /// Reports `result`'s error if it says a game is damaged.
     pub(crate) fn check<T>(&self, result: Result<T, StoreError>) -> Result<T, StoreError> {
-        if let Err(error @ StoreError::Damaged { id, .. }) = &result {
+        if let Err(error @ StoreError::Damaged { id, detail }) = &result {
+            self.games
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner)
+                .entry(id.clone())
+                .or_insert_with(|| detail.clone());
             self.report(&format!("game {id}"), error);
         }
         result
+    }
+
+    /// The error for game `id` if it was found damaged before: the same as then.
+    pub(crate) fn known(&self, id: &GameId) -> Option<StoreError> {
+        let games = self
+            .games
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        games.get(id).map(|detail| corrupt(id, detail))
     }
 }

@@ -364,6 +364,9 @@ impl SqliteStore {
         id: &GameId,
         query: impl FnOnce(&Connection) -> Result<T, StoreError> + Send + 'static,
     ) -> StoreFuture<'_, T> {
+        if let Some(known) = self.damage.known(id) {
+            return futures::future::ready(Err(known)).boxed();
+        }
         let damage = Arc::clone(&self.damage);
         let id = id.clone();
         self.read(query)

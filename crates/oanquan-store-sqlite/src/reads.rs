@@ -15,7 +15,7 @@ use tracing::{info, warn};
 use crate::codec::{
     DecodedInfo, GameEventDto, History, InfoDto, parse_player, status_name, time_from_db,
 };
-use crate::fault::{Damage, backend, corrupt};
+use crate::fault::{self, Damage, backend, corrupt};
 use crate::plain::{PlainPart, after_plain_move, plain_part};
 use crate::schema::{self, OpenError};
 
@@ -58,10 +58,12 @@ pub(crate) fn check_unfinished(
     for id in &ids {
         let loaded = GameId::parse(id)
             .map_err(|e| StoreError::Backend(e.to_string()))
-            .and_then(|id| load_state(conn, &id));
-        if let Err(error) = loaded {
+            .and_then(|id| fault::of_game(&id, load_state(conn, &id)));
+        if let Err(error) = damage.check(loaded) {
             broken += 1;
-            damage.report(&format!("game {id}"), &error);
+            if !matches!(error, StoreError::Damaged { .. }) {
+                damage.report(&format!("game {id}"), &error);
+            }
         }
     }
     info!(
@@ -499,6 +501,7 @@ pub(crate) fn list_games(
             return Ok((games, Some(ord)));
         }
         match decode_row(conn, row) {
+            Ok(info) if damage.known(&info.id).is_some() => {}
             Ok(info) => games.push(info),
             Err((what, error)) => damage.report(&what, &error),
         }

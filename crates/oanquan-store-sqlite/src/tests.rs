@@ -653,6 +653,16 @@ async fn moves_that_do_not_replay_to_the_stored_game_load_as_damaged() {
     tamper("UPDATE game_log SET player = NULL, mv = NULL", &ids[1]);
     drop(conn);
     let store = SqliteStore::open(&path).unwrap();
+    // Found at start, by the replay of unfinished games: the summaries, which still decode,
+    // are not shown as games that can be played.
+    for id in &ids {
+        assert!(
+            matches!(store.info(id).await, Err(StoreError::Damaged { id: damaged, .. }) if damaged == *id),
+            "{id}"
+        );
+    }
+    let listed = store.list(GameFilter::All, 100, None).await.unwrap();
+    assert!(listed.games.is_empty(), "{:?}", listed.games);
     for (id, why) in ids
         .iter()
         .zip(["move 2 by the wrong player", "1 moves stored, 2 expected"])
@@ -719,13 +729,21 @@ async fn a_move_event_that_names_another_move_is_damage_for_its_watchers() {
             other => panic!("after {after}: {other:?}"),
         }
     }
-    // Before the changed event, the log reads as it was written.
-    assert!(
+    // Once found, the game is damaged for every read, even of the events after the changed
+    // one, which read as they were written, and of its summary: it cannot be played on.
+    for read in [
         store
             .game_events_since(&id, second_move as u64)
             .await
-            .is_ok()
-    );
+            .map(|_| ()),
+        store.info(&id).await.map(|_| ()),
+    ] {
+        assert!(
+            matches!(&read, Err(StoreError::Damaged { id: of, detail })
+                if *of == id && detail.contains("does not hold the move it names")),
+            "{read:?}"
+        );
+    }
 }
 
 /// A byte flipped inside a row's text (not UTF-8 any more: SQLite's page checks do not look
