@@ -2456,3 +2456,68 @@ async fn lobby_streams_are_limited_per_connection_and_client() {
     }
     assert_serving(server.channel().await).await;
 }
+
+/// Every method but reflection's takes one request message. tonic reads a unary request's first
+/// and drops the rest unseen: two `CreateGame`s in one body made one game and answered OK.
+/// Over gRPC and gRPC-Web alike, a second message now fails the call, and nothing is done.
+#[tokio::test]
+async fn a_call_with_two_request_messages_is_refused_and_does_nothing() {
+    let server = start(config()).await;
+    let mut games = server.games().await;
+    let create = |name: &str| {
+        pb::CreateGameRequest {
+            rules: preset("standard"),
+            seat: pb::Player::First.into(),
+            display_name: name.into(),
+            ..Default::default()
+        }
+        .encode_to_vec()
+    };
+    let mut body = grpc_frame(false, create("Lan").len() as u32, &create("Lan")).to_vec();
+    body.extend_from_slice(&grpc_frame(
+        false,
+        create("Minh").len() as u32,
+        &create("Minh"),
+    ));
+    let (code, message) = raw_grpc_call(
+        server.addr,
+        "/oanquan.v1.GameService/CreateGame",
+        None,
+        Bytes::from(body.clone()),
+        Duration::from_secs(10),
+    )
+    .await
+    .expect("an answer");
+    assert_eq!(code, "3", "{message}");
+    assert!(message.contains("one%20request%20message"), "{message}");
+
+    // gRPC-Web over HTTP/1.1, as the probe sent it.
+    let mut stream = TcpStream::connect(server.addr).await.unwrap();
+    let head = format!(
+        "POST /oanquan.v1.GameService/CreateGame HTTP/1.1\r\nHost: localhost\r\n\
+         Content-Type: application/grpc-web+proto\r\nX-Grpc-Web: 1\r\n\
+         Content-Length: {}\r\nConnection: close\r\n\r\n",
+        body.len()
+    );
+    stream.write_all(head.as_bytes()).await.unwrap();
+    stream.write_all(&body).await.unwrap();
+    let mut answer = Vec::new();
+    tokio::time::timeout(Duration::from_secs(10), stream.read_to_end(&mut answer))
+        .await
+        .unwrap()
+        .unwrap();
+    let answer = String::from_utf8_lossy(&answer);
+    assert!(answer.contains("grpc-status: 3\r\n"), "{answer}");
+
+    let listed = games
+        .list_games(pb::ListGamesRequest::default())
+        .await
+        .unwrap()
+        .into_inner();
+    assert!(listed.games.is_empty(), "{:?}", listed.games);
+    // One message is still a call.
+    games
+        .create_game(pb::CreateGameRequest::decode(&create("Lan")[..]).unwrap())
+        .await
+        .unwrap();
+}

@@ -134,11 +134,14 @@ where
     fn call(&mut self, request: http::Request<Body>) -> Self::Future {
         let id = request_id(request.headers());
         let broken = Arc::new(AtomicBool::new(false));
+        // Reflection's one method streams requests; every other method takes one.
+        let one_message = !request.uri().path().starts_with("/grpc.reflection.");
         let request = request.map(|inner| {
             Body::new(RequestBody {
                 inner,
                 broken: Arc::clone(&broken),
                 framing: Framing::default(),
+                one_message,
             })
         });
         let done = self.metrics.as_ref().map(|metrics| Done {
@@ -232,15 +235,23 @@ pin_project! {
 }
 
 /// The request's body, marking `broken` when reading it fails or when it ends without a whole
-/// message. Every method here takes exactly one request message; a body reset by its client
-/// simply ends (h2 reports no error), and tonic then answers INTERNAL ("Unexpected EOF"), so
-/// the gRPC framing is followed to tell an ending that cuts a message short.
+/// message. Every method here but reflection's takes exactly one request message; a body reset
+/// by its client simply ends (h2 reports no error), and tonic then answers INTERNAL
+/// ("Unexpected EOF"), so the gRPC framing is followed to tell an ending that cuts a message
+/// short. A second message fails the body: tonic reads a unary request's first message and
+/// drops the rest unseen, so a call sending two (a probe sent two `CreateGame`s in one
+/// gRPC-Web body) got the first done and an OK, as if the second had been.
 #[derive(Debug)]
 struct RequestBody {
     inner: Body,
     broken: Arc<AtomicBool>,
     framing: Framing,
+    one_message: bool,
 }
+
+/// The answer to a request body holding more than one message.
+const SECOND_MESSAGE: &str = "this method takes one request message, and the request's body \
+                              holds more: send each in a call of its own";
 
 /// Where the request's bytes stand in gRPC's framing: a 5-byte prefix (a flag and a big-endian
 /// length), then that many bytes of message.
@@ -253,11 +264,16 @@ struct Framing {
     remaining: u64,
     /// Whole messages read.
     messages: u32,
+    /// Whether bytes came after the first whole message.
+    more: bool,
 }
 
 impl Framing {
     fn feed(&mut self, mut data: &[u8]) {
         while !data.is_empty() {
+            if self.messages > 0 && self.remaining == 0 {
+                self.more = true;
+            }
             if self.remaining > 0 {
                 let n = data
                     .len()
@@ -303,6 +319,11 @@ impl http_body::Body for RequestBody {
             Some(Ok(frame)) => {
                 if let Some(data) = frame.data_ref() {
                     self.framing.feed(data);
+                    if self.one_message && self.framing.more {
+                        return Poll::Ready(Some(Err(tonic::Status::invalid_argument(
+                            SECOND_MESSAGE,
+                        ))));
+                    }
                 }
             }
             Some(Err(_)) => self.broken.store(true, Ordering::Relaxed),
@@ -581,6 +602,16 @@ mod tests {
         let two = fed(&[b"\0\0\0\0\x01a\0\0\0\0\x01b"]);
         assert_eq!(two.messages, 2);
         assert!(!two.cut_short());
+        assert!(two.more, "a second message");
+        assert!(
+            fed(&[b"\0\0\0\0\x01a", b"\0"]).more,
+            "a second prefix begun"
+        );
+        assert!(!fed(&[b"\0\0\0\0\x01a", b""]).more, "nothing after");
+        assert!(
+            !fed(&[b"\0\0\0", b"\0\x02", b"a", b"b"]).more,
+            "one message in pieces"
+        );
         assert!(
             fed(&[b"\0\xff\xff\xff\xff", &[7; 1000]]).cut_short(),
             "4 GiB announced"
