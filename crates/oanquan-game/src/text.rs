@@ -12,22 +12,41 @@ pub const MAX_QUOTED_CHARS: usize = 64;
 /// The most characters in a display name, after normalisation and trimming.
 pub const MAX_DISPLAY_NAME_CHARS: usize = 32;
 
+/// The most characters the quoted part of [`quoted`] takes once escaped: a name of escaped
+/// characters (combining marks are written `\u{301}`) stays short enough for the reason after
+/// it to be read (an outside probe's 31 marks took 250 characters, and the CLI's cut of a long
+/// message left no reason).
+pub const MAX_QUOTED_WIDTH: usize = 80;
+
 /// Client text as an error message or detail may show it: at most [`MAX_QUOTED_CHARS`]
-/// characters, cut on a character boundary, in double quotes with control, format and other
-/// invisible characters escaped (`\u{202e}`), then `…` and the full length if it was cut.
+/// characters and [`MAX_QUOTED_WIDTH`] once escaped, cut on a character boundary, in double
+/// quotes with control, format and other invisible characters escaped (`\u{202e}`), then `…`
+/// and the full length if it was cut.
 ///
 /// Status messages travel in HTTP/2 headers, which clients cap (grpc-core at 16 KiB in all), and
 /// they end up in logs: a long or hostile name echoed whole would cost the client its error
 /// details, or write raw control characters into someone's terminal.
 #[must_use]
 pub fn quoted(input: &str) -> String {
-    let mut chars = input.chars();
-    let head: String = chars.by_ref().take(MAX_QUOTED_CHARS).collect();
+    let mut head = String::new();
+    let (mut taken, mut width) = (0, 0);
+    let mut chars = input.chars().peekable();
+    while let Some(&c) = chars.peek() {
+        // As `Debug` escapes a string, give or take a quote.
+        let escaped = c.escape_debug().count();
+        if taken == MAX_QUOTED_CHARS || width + escaped > MAX_QUOTED_WIDTH {
+            break;
+        }
+        head.push(c);
+        taken += 1;
+        width += escaped;
+        chars.next();
+    }
     let rest = chars.count();
     if rest == 0 {
         format!("{head:?}")
     } else {
-        format!("{head:?}… ({} characters)", MAX_QUOTED_CHARS + rest)
+        format!("{head:?}… ({} characters)", taken + rest)
     }
 }
 
@@ -312,6 +331,14 @@ mod tests {
         );
         assert!(q.ends_with("(5000 characters)"), "{q}");
         assert_eq!(quoted(&"x".repeat(MAX_QUOTED_CHARS)).chars().count(), 66);
+        // Escaped characters count at their escaped width.
+        let marks = format!("e{}", "\u{301}".repeat(31));
+        let q = quoted(&marks);
+        assert!(q.chars().count() <= MAX_QUOTED_WIDTH + 20, "{q}");
+        assert!(q.ends_with("… (32 characters)"), "{q}");
+        let refused = display_name(&marks).unwrap_err().to_string();
+        assert!(refused.contains("stacks more than"), "{refused}");
+        assert!(refused.chars().count() < 180, "{refused}");
         let hostile = quoted("a\u{202e}b\n\u{1b}[31m\u{200b}");
         assert!(
             !hostile
