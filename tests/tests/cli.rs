@@ -1856,3 +1856,34 @@ fn seats_saved_for_a_server_that_moved_are_taken_with_seat_from() {
     let again = run_cli(&new, alice_dir.path(), &["resign", &id]);
     assert!(!again.stderr.contains("no seat"), "{again:?}");
 }
+
+/// The CLI's own errors quote what the user gave (flags, environment variables, paths): control
+/// sequences in them are escaped, so that a variable set by someone else cannot write to the
+/// terminal. An outside probe's `OANQUAN_SERVER` held an OSC sequence that reached it raw.
+#[test]
+fn control_sequences_in_the_users_own_input_are_escaped_in_errors() {
+    let config = config_dir();
+    let hostile = "http://a\u{1b}]0;pwn\u{7}:1";
+    let cases: [(&str, Vec<&str>); 3] = [
+        (hostile, vec!["list"]),
+        (
+            "127.0.0.1:1",
+            vec!["--ca-cert", "/nonexistent/\u{1b}[31mX", "list"],
+        ),
+        ("127.0.0.1:1", vec!["create", "--name", ""]),
+    ];
+    for (server, args) in cases {
+        let out = run_cli(server, config.path(), &args);
+        assert_ne!(out.code, Some(0), "{args:?}");
+        assert!(
+            !out.stderr.contains('\u{1b}') && !out.stderr.contains('\u{7}'),
+            "{args:?}: {:?}",
+            out.stderr
+        );
+        assert!(!out.stderr.trim().is_empty(), "{args:?}");
+    }
+    let out = run_cli(hostile, config.path(), &["list"]);
+    assert!(out.stderr.contains("\\u{1b}]0;pwn"), "{}", out.stderr);
+    let out = run_cli("127.0.0.1:1", config.path(), &["create", "--name", "  "]);
+    assert!(out.stderr.contains("--name is empty"), "{}", out.stderr);
+}

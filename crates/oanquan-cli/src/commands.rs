@@ -43,7 +43,12 @@ pub fn display_name(arg: &NameArg) -> Result<String, CliError> {
     if len == 0 {
         return Err(CliError::new(
             code::USAGE,
-            "a display name of 1-32 characters is needed: pass --name NAME (or set OANQUAN_NAME)",
+            if source == "--name" {
+                "--name is empty (or only spaces): a display name has 1-32 characters"
+            } else {
+                "a display name of 1-32 characters is needed: pass --name NAME (or set \
+                 OANQUAN_NAME)"
+            },
         ));
     }
     if len > 32 {

@@ -207,7 +207,8 @@ fn plain_words(status: &tonic::Status, reason: Option<ErrorReason>) -> String {
             "a move has been played, so the game can no longer be aborted; resign instead"
         }
         Some(ErrorReason::MissingToken | ErrorReason::WrongToken) => {
-            "the server does not accept your saved seat for this game"
+            "the server does not accept the seat token used for this game (saved, or given \
+             with --token or OANQUAN_TOKEN)"
         }
         Some(ErrorReason::TimeUp) => "too late: your time for this move has run out",
         // The server says how long the opponent still has before a claim is possible.

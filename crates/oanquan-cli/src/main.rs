@@ -179,7 +179,7 @@ fn main() -> ExitCode {
         Err(err) => {
             // An empty message is a quiet ending (standard output closed by its reader).
             if !err.message.is_empty() {
-                output::note(format!("oanquan: {err}"));
+                output::note(format!("oanquan: {}", shown::printable(&err.to_string())));
             }
             ExitCode::from(err.code)
         }

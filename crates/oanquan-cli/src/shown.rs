@@ -60,6 +60,20 @@ pub fn shown_at_most(text: &str, max_chars: usize) -> Cow<'_, str> {
     Cow::Owned(out)
 }
 
+/// `text` with what [`shown_at_most`] escapes escaped, except line breaks, and nothing cut: for
+/// the CLI's own messages, which quote what the user gave (flags, environment variables, paths)
+/// and may span lines. An `OANQUAN_SERVER` holding `\e]0;…` reached the terminal raw.
+pub fn printable(text: &str) -> Cow<'_, str> {
+    if !text.chars().any(|c| c != '\n' && escaped(c)) {
+        return Cow::Borrowed(text);
+    }
+    text.split('\n')
+        .map(|line| shown_at_most(line, usize::MAX).into_owned())
+        .collect::<Vec<_>>()
+        .join("\n")
+        .into()
+}
+
 /// What [`shown_at_most`] writes as an escape: control characters (`char::is_control`: C0,
 /// DEL, C1), bidirectional controls and the Unicode line and paragraph separators.
 fn escaped(c: char) -> bool {
@@ -78,6 +92,19 @@ fn escaped(c: char) -> bool {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn the_cli_s_own_messages_keep_their_lines_and_escape_the_rest() {
+        assert!(matches!(printable("ô\nplain"), Cow::Borrowed("ô\nplain")));
+        let message = "--server `http://a\u{1b}]0;pwn\u{7}:1` is not valid\nhint: \u{202e}x";
+        let shown = printable(message);
+        assert!(!shown.chars().any(|c| c != '\n' && escaped(c)), "{shown}");
+        assert_eq!(shown.lines().count(), 2);
+        assert!(shown.contains("\\u{1b}]0;pwn\\u{7}"), "{shown}");
+        assert!(shown.contains("\\u{202e}x"), "{shown}");
+        let long = "a".repeat(10_000);
+        assert_eq!(printable(&long), long);
+    }
+
     use super::*;
 
     #[test]
