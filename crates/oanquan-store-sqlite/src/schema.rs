@@ -767,6 +767,8 @@ pub(super) struct Header {
     pub(super) blank: bool,
     /// `user_version`: our schema version (0 when blank).
     pub(super) version: i32,
+    /// How many tables, indexes and views it has.
+    pub(super) tables: i64,
 }
 
 /// Reads the header and refuses a file that is another application's or from a newer server.
@@ -801,7 +803,11 @@ pub(super) fn vet_header(conn: &Connection, path: &Path) -> Result<Header, OpenE
             detail: format!("schema version {version}, which no oanquan-server writes"),
         });
     }
-    Ok(Header { blank, version })
+    Ok(Header {
+        blank,
+        version,
+        tables,
+    })
 }
 
 /// Checks an existing file without writing to it: blank, or ours at a known version and intact.
@@ -820,6 +826,19 @@ fn check(path: &Path, previous_log_end: Option<LogEnd>) -> Result<(), OpenError>
         return Err(OpenError::NoTables {
             path: path.to_owned(),
             size: std::fs::metadata(path).map_or(0, |meta| meta.len()),
+        });
+    }
+    // Our header and nothing else: every version's tables are made with it, in one
+    // transaction. An outside probe's file had them only, and the server switched it to WAL
+    // before failing on a missing table, with a message that blamed permissions.
+    if header.tables == 0 {
+        return Err(OpenError::Corrupt {
+            path: path.to_owned(),
+            detail: format!(
+                "it carries oanquan-server's application id and schema version {}, but holds \
+                 no tables",
+                header.version
+            ),
         });
     }
     // Reads every page once: fast for our sizes, and a damaged file is refused at start rather

@@ -1372,6 +1372,29 @@ async fn a_header_with_an_unknown_format_version_is_refused_as_damaged() {
     SqliteStore::open(&path).expect("the undamaged file still opens");
 }
 
+/// A file with our application id and a schema version but no tables is damage, and is left
+/// as it was: an outside probe's such file was switched to WAL before a missing table failed
+/// the start with a message about permissions.
+#[test]
+fn our_header_without_tables_is_refused_untouched() {
+    let dir = tempfile::tempdir().unwrap();
+    for version in [0, 1, SCHEMA_VERSION] {
+        let path = dir.path().join(format!("header-only-{version}.db"));
+        let conn = Connection::open(&path).unwrap();
+        conn.pragma_update(None, "application_id", schema::APPLICATION_ID)
+            .unwrap();
+        conn.pragma_update(None, "user_version", version).unwrap();
+        drop(conn);
+        let bytes = std::fs::read(&path).unwrap();
+        let error = SqliteStore::open(&path).unwrap_err();
+        assert!(
+            matches!(error, OpenError::Corrupt { .. }) && error.to_string().contains("no tables"),
+            "{version}: {error}"
+        );
+        assert_eq!(std::fs::read(&path).unwrap(), bytes, "left untouched");
+    }
+}
+
 /// A game row whose `sequence` is past its log (edited or damaged) is a damaged game: every
 /// commit to it answers so, instead of a lost race that a retry never wins (an outside probe's
 /// edited row answered "changing too fast; retry" to every move, and logged nothing).
