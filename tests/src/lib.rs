@@ -373,6 +373,12 @@ impl CliProcess {
         }
         let mut cmd = Command::new("script");
         cmd.args(["-q", "-f", "-e", "-c", &line, "/dev/null"]);
+        // A terminal that takes colour and UTF-8, whatever the machine running the tests has
+        // (the client draws plain text for `TERM=dumb` or a locale that is not UTF-8).
+        cmd.env("TERM", "xterm")
+            .env("LANG", "C.UTF-8")
+            .env_remove("LC_ALL")
+            .env_remove("LC_CTYPE");
         for (key, value) in client.get_envs() {
             match value {
                 Some(value) => cmd.env(key, value),

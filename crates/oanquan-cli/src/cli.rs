@@ -168,8 +168,8 @@ pub struct Global {
     #[arg(long, short, global = true)]
     pub verbose: bool,
 
-    /// Plain ASCII output without colours even on a terminal (also implied by NO_COLOR or when
-    /// standard output is not a terminal).
+    /// Plain ASCII output without colours even on a terminal (also implied by NO_COLOR,
+    /// TERM=dumb, a locale that is not UTF-8, or when standard output is not a terminal).
     #[arg(long, global = true)]
     pub plain: bool,
 }

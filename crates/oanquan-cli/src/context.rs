@@ -55,12 +55,59 @@ impl Context {
 }
 
 /// Box drawing and colour only for a person at a terminal who has not opted out
-/// (https://no-color.org: NO_COLOR set to anything non-empty).
+/// (https://no-color.org: NO_COLOR set to anything non-empty), whose terminal takes escape
+/// sequences (not `TERM=dumb`) and whose locale writes UTF-8.
 fn style(stdout_tty: bool, plain: bool) -> Style {
-    let no_color = std::env::var_os("NO_COLOR").is_some_and(|v| !v.is_empty());
-    if stdout_tty && !no_color && !plain {
+    let var = |name: &str| std::env::var(name).ok().filter(|value| !value.is_empty());
+    if stdout_tty && !plain && terminal_takes_fancy(var) {
         Style::FANCY
     } else {
         Style::PLAIN
+    }
+}
+
+/// Whether the environment `var` reads allows colour and box drawing. A locale is the first
+/// of `LC_ALL`, `LC_CTYPE` and `LANG` that is set; none set is taken as UTF-8, as terminals
+/// are these days.
+fn terminal_takes_fancy(var: impl Fn(&str) -> Option<String>) -> bool {
+    let utf8 = ["LC_ALL", "LC_CTYPE", "LANG"]
+        .iter()
+        .find_map(|name| var(name))
+        .is_none_or(|locale| {
+            let locale = locale.to_ascii_lowercase();
+            locale.contains("utf-8") || locale.contains("utf8")
+        });
+    var("NO_COLOR").is_none() && var("TERM").is_none_or(|term| term != "dumb") && utf8
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn dumb_terminals_no_color_and_other_locales_get_plain_output() {
+        let with = |pairs: &[(&str, &str)]| {
+            let pairs: Vec<(String, String)> = pairs
+                .iter()
+                .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+                .collect();
+            terminal_takes_fancy(move |name| {
+                pairs
+                    .iter()
+                    .find(|(k, _)| k == name)
+                    .map(|(_, v)| v.clone())
+            })
+        };
+        assert!(with(&[]));
+        assert!(with(&[("TERM", "xterm-256color"), ("LANG", "vi_VN.UTF-8")]));
+        assert!(with(&[("LC_ALL", "en_US.utf8"), ("LANG", "C")]));
+        assert!(!with(&[("NO_COLOR", "1")]));
+        assert!(!with(&[("TERM", "dumb")]));
+        assert!(!with(&[("LANG", "C")]));
+        assert!(!with(&[("LC_ALL", "POSIX"), ("LANG", "en_US.UTF-8")]));
+        assert!(!with(&[
+            ("LC_CTYPE", "vi_VN.TCVN"),
+            ("LANG", "en_US.UTF-8")
+        ]));
     }
 }
