@@ -255,7 +255,7 @@ pub fn clear_status() {
 pub fn status_at_cursor(text: &str) -> Result<(), CliError> {
     let mut screen = screen();
     let before = take_off(&mut screen);
-    let text = fit(text, terminal_width());
+    let text = fit_marked(text, terminal_width());
     write_stdout(&format!("{before}{text}"))?;
     screen.status = Status::AtCursor;
     Ok(())
@@ -267,7 +267,7 @@ pub fn status_above_prompt(line: &str, prompt: &str) -> Result<(), CliError> {
     // A prompt already on screen (and its status line) is replaced, not pushed down.
     let before = take_off(&mut screen);
     // One row exactly: the ticks move the cursor up by one to reach it.
-    let line = fit(line, terminal_width()).into_owned();
+    let line = fit_marked(line, terminal_width()).into_owned();
     write_stdout(&format!("{before}{line}\n{prompt}"))?;
     screen.status = Status::AbovePrompt;
     screen.status_text = line;
@@ -278,7 +278,7 @@ pub fn status_above_prompt(line: &str, prompt: &str) -> Result<(), CliError> {
 /// Rewrites the status line in place, if one is on screen; otherwise writes nothing.
 pub fn tick(text: &str) -> Result<(), CliError> {
     let mut screen = screen();
-    let text = fit(text, terminal_width()).into_owned();
+    let text = fit_marked(text, terminal_width()).into_owned();
     match tick_sequence(screen.status, &text) {
         Some(sequence) => {
             screen.status_text = text;
@@ -362,6 +362,21 @@ pub fn fit(text: &str, width: Option<usize>) -> std::borrow::Cow<'_, str> {
         cut.push_str("\x1b[0m");
     }
     cut.into()
+}
+
+/// [`fit`], with `…` in the last column of a line it cuts: a clock line cut to `second 1:0`
+/// read as a wrong time.
+pub fn fit_marked(text: &str, width: Option<usize>) -> std::borrow::Cow<'_, str> {
+    match width {
+        Some(width) if fit_at(text, width).0 < text.len() => {
+            let mut cut = fit(text, Some(width.saturating_sub(1))).into_owned();
+            if width > 0 {
+                cut.push('…');
+            }
+            cut.into()
+        }
+        _ => text.into(),
+    }
 }
 
 /// Columns as wide as their widest cell, in terminal columns (names such as "Computer
@@ -530,6 +545,14 @@ mod tests {
     #[test]
     fn fitted_lines_take_one_row_and_keep_their_colours() {
         assert_eq!(fit("abcdef", Some(4)), "abcd");
+        assert_eq!(fit_marked("abcdef", Some(4)), "abc…");
+        assert_eq!(
+            fit_marked("clocks: first 1:00, second 1:00", Some(30)),
+            "clocks: first 1:00, second 1:…"
+        );
+        assert_eq!(fit_marked("abcdef", Some(0)), "");
+        assert_eq!(fit_marked("abcdef", Some(6)), "abcdef");
+        assert_eq!(fit_marked("abcdef", None), "abcdef");
         assert_eq!(fit("abcdef", None), "abcdef");
         assert_eq!(fit("abc", Some(3)), "abc");
         // Escape sequences take no columns; a cut inside colour ends with a reset.
