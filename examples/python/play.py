@@ -91,15 +91,24 @@ def main() -> int:
         watcher.resume()  # in case the game ended while dropped
         watcher.join(timeout=30)
 
-        listed = client.games.ListMoves(game_pb2.ListMovesRequest(game_id=final.id), timeout=oq.CALL_TIMEOUT)
+        # ListMoves answers in pages when a history is larger than one response (`more`).
+        moves = []
+        while True:
+            page = client.games.ListMoves(
+                game_pb2.ListMovesRequest(game_id=final.id, after_move=moves[-1].number if moves else 0),
+                timeout=oq.CALL_TIMEOUT,
+            )
+            moves.extend(page.moves)
+            if not page.more or not page.moves:
+                break
         streamed = [e.move_played.record for e in watcher.events if e.HasField("move_played")]
         problems = []
         if watcher.game_over is None:
             problems.append("no GameOver received")
         elif watcher.game_over.result != final.result:
             problems.append("GameOver result differs from GetGame's")
-        if [m.number for m in streamed] != [m.number for m in listed.moves]:
-            problems.append(f"streamed moves {len(streamed)} != ListMoves {len(listed.moves)}")
+        if [m.number for m in streamed] != [m.number for m in moves]:
+            problems.append(f"streamed moves {len(streamed)} != ListMoves {len(moves)}")
         if len(watcher.connections) < 2:
             problems.append("the watch was never resumed")
         print(

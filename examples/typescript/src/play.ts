@@ -12,7 +12,7 @@
 import { pathToFileURL } from "node:url";
 import { parseArgs } from "node:util";
 
-import { GameEvent_DrawAction, GameEvent_RematchAction, type GameEvent } from "./gen/oanquan/v1/game_pb.js";
+import { GameEvent_DrawAction, GameEvent_RematchAction, type GameEvent, type MoveRecord } from "./gen/oanquan/v1/game_pb.js";
 import { Direction, EndReason, Outcome, Player } from "./gen/oanquan/v1/rules_pb.js";
 import { EventFollower, connect, createGame, joinGame, playSelfGame } from "./client.js";
 
@@ -89,13 +89,19 @@ export async function main(argv: string[]): Promise<number> {
   watcher.resume(); // in case the game ended while dropped
   await watcher.done;
 
-  const listed = await api.games.listMoves({ gameId: final.id });
+  // ListMoves answers in pages when a history is larger than one response (`more`).
+  const moves: MoveRecord[] = [];
+  for (;;) {
+    const page = await api.games.listMoves({ gameId: final.id, afterMove: moves.at(-1)?.number ?? 0 });
+    moves.push(...page.moves);
+    if (!page.more || page.moves.length === 0) break;
+  }
   const streamed = watcher.events.filter((e) => e.kind.case === "movePlayed");
   const problems: string[] = [];
   if (!watcher.gameOver) problems.push("no GameOver received");
   else if (watcher.gameOver.result?.outcome !== final.result?.outcome) problems.push("GameOver differs from the game");
-  if (streamed.length !== listed.moves.length) {
-    problems.push(`streamed ${streamed.length} moves, ListMoves has ${listed.moves.length}`);
+  if (streamed.length !== moves.length) {
+    problems.push(`streamed ${streamed.length} moves, ListMoves has ${moves.length}`);
   }
   if (watcher.connections.length < 2) problems.push("the watch was never resumed");
   const result = final.result!;
