@@ -189,11 +189,14 @@ impl HostCheck {
         uri: &http::Uri,
         headers: &http::HeaderMap,
     ) -> Result<(), HostRefused> {
-        // Over loopback, or to this machine's own address from that address (a page can have
-        // its name resolve to the machine's network address as well as to 127.0.0.1).
+        // From or to loopback (a connection to 127.0.0.1 can only come from this machine,
+        // whatever source address it was given), or to this machine's own address from that
+        // address (a page can have its name resolve to the machine's network address as well
+        // as to 127.0.0.1).
+        let local = local.map(|local| local.to_canonical());
         let from_here = peer.is_some_and(|peer| {
             let peer = peer.to_canonical();
-            peer.is_loopback() || local.is_some_and(|local| local.to_canonical() == peer)
+            peer.is_loopback() || local.is_some_and(|local| local.is_loopback() || local == peer)
         });
         if !from_here && self.patterns.is_empty() {
             return Ok(());
@@ -817,6 +820,9 @@ mod tests {
         assert!(check.admit(own, own, &uri, &headers).is_err());
         let other = Some("192.0.2.3".parse().unwrap());
         assert_eq!(check.admit(other, own, &uri, &headers), Ok(()));
+        // To loopback from one of the machine's other addresses (`curl --interface`).
+        let to_loopback = Some("::1".parse().unwrap());
+        assert!(check.admit(own, to_loopback, &uri, &headers).is_err());
         // From elsewhere any name is answered while no --allowed-host is given.
         assert_eq!(admit(&check, "192.0.2.7", b"evil.example"), Ok(()));
         assert_eq!(admit(&check, "192.0.2.7", b"a b\xff"), Ok(()));
