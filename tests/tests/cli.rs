@@ -1886,4 +1886,14 @@ fn control_sequences_in_the_users_own_input_are_escaped_in_errors() {
     assert!(out.stderr.contains("\\u{1b}]0;pwn"), "{}", out.stderr);
     let out = run_cli("127.0.0.1:1", config.path(), &["create", "--name", "  "]);
     assert!(out.stderr.contains("--name is empty"), "{}", out.stderr);
+    // An empty value in a usage error is not quoted between every two characters.
+    let out = run_cli("127.0.0.1:1", config.path(), &["--config-dir", "", "list"]);
+    assert_eq!(out.code, Some(2), "{}", out.stderr);
+    assert!(
+        out.stderr
+            .contains("a value is required for '--config-dir <DIR>'")
+            && !out.stderr.contains("\"\""),
+        "{}",
+        out.stderr
+    );
 }

@@ -114,7 +114,9 @@ fn usage_error(e: &clap::Error) -> ! {
             _ => {}
         }
     }
-    quoted.retain(|v| error::typed(v) != *v);
+    // An empty value (`--config-dir ''`) is not quoted: replacing "" would put quotes between
+    // every two characters of the message.
+    quoted.retain(|v| !v.is_empty() && error::typed(v) != *v);
     if quoted.is_empty() {
         e.exit();
     }
