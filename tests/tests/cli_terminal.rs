@@ -308,3 +308,65 @@ fn a_declined_rematch_leaves_no_prompt_behind() {
         &shown[declined.saturating_sub(3)..]
     );
 }
+
+/// When the opponent accepts a rematch, the new game's lines come without the old `rematch?`
+/// prompt drawn again before each of them (an outside probe saw it above every header line).
+#[test]
+fn an_accepted_rematch_leaves_no_prompt_behind() {
+    let server = Server::start();
+    let url = server.url();
+    let (alice_dir, bob_dir) = (config_dir(), config_dir());
+    let id = new_game(&url, alice_dir.path(), bob_dir.path(), "bob");
+    let (tx, mut lines) = Lines::new();
+    let on_terminal = |who: &str, dir: &Path| {
+        CliProcess::spawn_on_terminal_sized(who, &url, dir, &["play", &id], Some(100), &tx)
+    };
+    let mut alice = on_terminal("alice", alice_dir.path());
+    let mut bob = on_terminal("bob", bob_dir.path());
+    let legal = |l: &str| strip_csi(l).contains("legal moves: ");
+    lines.follow("alice", legal);
+    alice.send("1r");
+    lines.follow("bob", legal);
+    bob.send("3r");
+    lines.follow("alice", legal);
+    alice.send("resign");
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    alice.send("y");
+    lines.follow("bob", |l| strip_csi(l).contains("game over: "));
+    std::thread::sleep(std::time::Duration::from_millis(500));
+    // Bob offers first; Alice accepts.
+    bob.send("rematch");
+    lines.follow("alice", |l| strip_csi(l).contains("rematch"));
+    std::thread::sleep(std::time::Duration::from_millis(500));
+    alice.send("rematch");
+    // The rematch swaps the seats: Bob moves first in it.
+    lines.follow("bob", legal);
+    lines.settle(std::time::Duration::from_millis(500));
+    // Every text written, also what a later `\r` wrote over: the prompt must not be drawn
+    // again at all once the rematch has started.
+    let shown: Vec<String> = lines
+        .stdout_of("bob")
+        .iter()
+        .map(|l| strip_csi(l))
+        .collect();
+    let offered = shown
+        .iter()
+        .position(|l| l.contains("rematch?"))
+        .expect("the rematch prompt was shown");
+    // The prompt stays while Bob waits, and is taken off by the line that says the rematch
+    // started.
+    let started = shown
+        .iter()
+        .position(|l| visible(l).starts_with("rematch: game "))
+        .expect("the rematch's start is shown");
+    let next = shown
+        .iter()
+        .rposition(|l| l.contains("legal moves: "))
+        .expect("the rematch's first turn");
+    assert!(offered < next, "{:#?}", &shown[offered.saturating_sub(3)..]);
+    let stale = shown[started + 1..next]
+        .iter()
+        .filter(|l| l.contains("rematch?"))
+        .count();
+    assert_eq!(stale, 0, "{:#?}", &shown[offered.saturating_sub(3)..]);
+}

@@ -708,6 +708,9 @@ impl Live {
                     game_event::RematchAction::Started => {
                         self.rematch_offer = None;
                         self.rematch_started = Some(rematch.game_id.clone());
+                        // Answered: the `rematch?` prompt goes, rather than being drawn again
+                        // before every line of the new game's header.
+                        let _answered = output::hide_prompt()?;
                     }
                     game_event::RematchAction::Unspecified => {}
                 }
