@@ -671,8 +671,8 @@ fn play_quotes_an_unknown_game_id_shortened_and_escaped() {
     );
 }
 
-/// A display name is checked before any request: an empty one asks for --name, a long one
-/// says its length without echoing it back.
+/// A display name is checked before any request: an empty one says so, a long one says its
+/// length without echoing it back.
 #[test]
 fn display_names_out_of_range_are_refused_before_connecting() {
     let dir = config_dir();
@@ -680,7 +680,7 @@ fn display_names_out_of_range_are_refused_before_connecting() {
     let url = "127.0.0.1:1";
     let long = "é".repeat(10_000);
     for (name, says) in [
-        ("", "pass --name NAME"),
+        ("", "--name is empty"),
         (long.as_str(), "--name: 10000 characters"),
     ] {
         let out = run_cli(url, dir.path(), &["create", "--name", name]);

@@ -169,6 +169,49 @@ fn a_killed_servers_database_without_its_log_is_refused_until_the_log_is_back() 
     assert_eq!(games_seen(&server.url()), before);
 }
 
+/// A killed server's file copied alone (no `-wal`, no `.lock`) cannot be checked against
+/// the commits its server made: it opens with what it holds, and the server says so at start.
+/// An outside probe's such copy opened without a word, a whole game short.
+#[test]
+fn a_killed_servers_file_copied_alone_opens_with_a_warning() {
+    let dir = tempfile::tempdir().unwrap();
+    let database = dir.path().join("oanquan.db");
+    let server = Server::start_on(&database, &["--computer-move-time", "5ms"]);
+    play_some_games(&server.url());
+    drop(server); // SIGKILL
+    let copies = tempfile::tempdir().unwrap();
+    let copy = copies.path().join("oanquan.db");
+    std::fs::copy(&database, &copy).unwrap();
+    let log = copies.path().join("server.log");
+    let mut child = std::process::Command::new(&binaries().server)
+        .args(["--listen", "127.0.0.1:0", "--database"])
+        .arg(&copy)
+        .env_remove("OANQUAN_IN_MEMORY")
+        .env("RUST_LOG", "warn")
+        .env("NO_COLOR", "1")
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::fs::File::create(&log).unwrap())
+        .spawn()
+        .expect("start oanquan-server");
+    let mut first = String::new();
+    std::io::BufRead::read_line(
+        &mut std::io::BufReader::new(child.stdout.take().unwrap()),
+        &mut first,
+    )
+    .unwrap();
+    let _ = child.kill();
+    let _ = child.wait();
+    assert!(first.starts_with("oanquan-server listening on"), "{first}");
+    let said = std::fs::read_to_string(&log).unwrap();
+    assert!(
+        said.contains("did not stop cleanly") && said.contains("no .lock beside it"),
+        "{said}"
+    );
+    // The killed server's own file, with its log and `.lock`, still starts.
+    let server = Server::start_on(&database, &[]);
+    drop(server);
+}
+
 /// `oanquan-server backup`, run to completion.
 fn backup(args: &[&str]) -> std::process::Output {
     std::process::Command::new(&binaries().server)

@@ -886,17 +886,6 @@ fn check_log_present(
     version: i32,
     previous_log_end: Option<LogEnd>,
 ) -> Result<(), OpenError> {
-    let Some(LogEnd {
-        commits: recorded,
-        file,
-    }) = previous_log_end
-    else {
-        return Ok(());
-    };
-    // The record is of another file: a copy put in the database's place since.
-    if file.is_some() && file != file_identity(path) {
-        return Ok(());
-    }
     if version < RUN_STATE_VERSION {
         return Ok(());
     }
@@ -907,6 +896,25 @@ fn check_log_present(
             |row| Ok((row.get(0)?, row.get(1)?)),
         )
         .map_err(OpenError::sqlite(path, "reading the run state"))?;
+    // No record of this file's commits: a `.lock` deleted, or the file copied or moved
+    // without it (and perhaps without its `-wal`). Nothing to compare with, so it opens; but a
+    // file its last server did not close is said to be unchecked (an outside probe's copy of a
+    // killed server's file, made without its log, opened without a word, 43 moves short).
+    let recorded = match previous_log_end {
+        Some(LogEnd { commits, file }) if file.is_none() || file == file_identity(path) => commits,
+        _ => {
+            if running != 0 {
+                tracing::warn!(
+                    path = %path.display(),
+                    "the last server on this file did not stop cleanly, and no .lock beside it \
+                     records how many commits it made: if the file was copied or moved without \
+                     its -wal, the changes since its last checkpoint are not in it (see \
+                     STORAGE.md, \"A lost or damaged write-ahead log\")"
+                );
+            }
+            return Ok(());
+        }
+    };
     if running == 0 || found >= recorded {
         return Ok(());
     }
