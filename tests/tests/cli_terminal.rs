@@ -260,11 +260,17 @@ fn an_unreadable_seat_answer_says_how_to_answer() {
     });
 }
 
-/// When the opponent declines the rematch, the session ends: its last words are the decline,
-/// with no `rematch?` prompt drawn again under them (an outside probe found one left above
-/// the shell's prompt).
-#[test]
-fn a_declined_rematch_leaves_no_prompt_behind() {
+/// Alice and Bob playing on terminals of 100 columns: one move each (a game over before both
+/// have moved has no rematch), then Alice resigned; both are at the game's end.
+struct AfterResignation {
+    _server: Server,
+    _dirs: (tempfile::TempDir, tempfile::TempDir),
+    alice: CliProcess,
+    bob: CliProcess,
+    lines: Lines,
+}
+
+fn after_resignation() -> AfterResignation {
     let server = Server::start();
     let url = server.url();
     let (alice_dir, bob_dir) = (config_dir(), config_dir());
@@ -276,7 +282,6 @@ fn a_declined_rematch_leaves_no_prompt_behind() {
     let mut alice = on_terminal("alice", alice_dir.path());
     let mut bob = on_terminal("bob", bob_dir.path());
     let legal = |l: &str| strip_csi(l).contains("legal moves: ");
-    // One move each: a game over before both have moved has no rematch.
     lines.follow("alice", legal);
     alice.send("1r");
     lines.follow("bob", legal);
@@ -287,6 +292,28 @@ fn a_declined_rematch_leaves_no_prompt_behind() {
     alice.send("y");
     lines.follow("bob", |l| strip_csi(l).contains("game over: "));
     std::thread::sleep(std::time::Duration::from_millis(500));
+    AfterResignation {
+        _server: server,
+        _dirs: (alice_dir, bob_dir),
+        alice,
+        bob,
+        lines,
+    }
+}
+
+/// When the opponent declines the rematch, the session ends: its last words are the decline,
+/// with no `rematch?` prompt drawn again under them (an outside probe found one left above
+/// the shell's prompt).
+#[test]
+fn a_declined_rematch_leaves_no_prompt_behind() {
+    // Every field bound: one left to `..` would be dropped here, the server with it.
+    let AfterResignation {
+        _server,
+        _dirs,
+        mut alice,
+        mut bob,
+        mut lines,
+    } = after_resignation();
     bob.send("no");
     lines.follow("alice", |l| {
         strip_csi(l).contains("no rematch: bob declined")
@@ -313,27 +340,15 @@ fn a_declined_rematch_leaves_no_prompt_behind() {
 /// prompt drawn again before each of them (an outside probe saw it above every header line).
 #[test]
 fn an_accepted_rematch_leaves_no_prompt_behind() {
-    let server = Server::start();
-    let url = server.url();
-    let (alice_dir, bob_dir) = (config_dir(), config_dir());
-    let id = new_game(&url, alice_dir.path(), bob_dir.path(), "bob");
-    let (tx, mut lines) = Lines::new();
-    let on_terminal = |who: &str, dir: &Path| {
-        CliProcess::spawn_on_terminal_sized(who, &url, dir, &["play", &id], Some(100), &tx)
-    };
-    let mut alice = on_terminal("alice", alice_dir.path());
-    let mut bob = on_terminal("bob", bob_dir.path());
+    // Every field bound: one left to `..` would be dropped here, the server with it.
+    let AfterResignation {
+        _server,
+        _dirs,
+        mut alice,
+        mut bob,
+        mut lines,
+    } = after_resignation();
     let legal = |l: &str| strip_csi(l).contains("legal moves: ");
-    lines.follow("alice", legal);
-    alice.send("1r");
-    lines.follow("bob", legal);
-    bob.send("3r");
-    lines.follow("alice", legal);
-    alice.send("resign");
-    std::thread::sleep(std::time::Duration::from_millis(300));
-    alice.send("y");
-    lines.follow("bob", |l| strip_csi(l).contains("game over: "));
-    std::thread::sleep(std::time::Duration::from_millis(500));
     // Bob offers first; Alice accepts.
     bob.send("rematch");
     lines.follow("alice", |l| strip_csi(l).contains("rematch"));

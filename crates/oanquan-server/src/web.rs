@@ -516,47 +516,32 @@ impl Site {
 }
 
 fn not_found() -> Response<Body> {
-    let mut response = Response::new(Body::new(http_body_util::Full::new(Bytes::from_static(
-        b"not found\n",
-    ))));
-    *response.status_mut() = StatusCode::NOT_FOUND;
-    response.headers_mut().insert(
-        header::CONTENT_TYPE,
-        HeaderValue::from_static("text/plain; charset=utf-8"),
-    );
-    response.headers_mut().insert(
-        header::X_CONTENT_TYPE_OPTIONS,
-        HeaderValue::from_static("nosniff"),
-    );
-    response
+    plain_text(StatusCode::NOT_FOUND, Bytes::from_static(b"not found\n"))
+}
+
+/// The page refused to a name [`HostCheck`] does not allow: the reason, as text.
+fn forbidden(refused: &HostRefused) -> Response<Body> {
+    plain_text(StatusCode::FORBIDDEN, Bytes::from(format!("{refused}\n")))
 }
 
 /// A POST (or PUT, DELETE, OPTIONS...) to one of the page's own files: the file exists, the
 /// method does not apply (RFC 9110, 15.5.6), so a client is told which ones do.
-/// The page refused to a name [`HostCheck`] does not allow: the reason, as text.
-fn forbidden(refused: &HostRefused) -> Response<Body> {
-    let mut response = Response::new(Body::new(http_body_util::Full::new(Bytes::from(format!(
-        "{refused}\n"
-    )))));
-    *response.status_mut() = StatusCode::FORBIDDEN;
-    response.headers_mut().insert(
-        header::CONTENT_TYPE,
-        HeaderValue::from_static("text/plain; charset=utf-8"),
+fn method_not_allowed() -> Response<Body> {
+    let mut response = plain_text(
+        StatusCode::METHOD_NOT_ALLOWED,
+        Bytes::from_static(b"method not allowed: the page's files are read with GET or HEAD\n"),
     );
-    response.headers_mut().insert(
-        header::X_CONTENT_TYPE_OPTIONS,
-        HeaderValue::from_static("nosniff"),
-    );
+    response
+        .headers_mut()
+        .insert(header::ALLOW, HeaderValue::from_static("GET, HEAD"));
     response
 }
 
-fn method_not_allowed() -> Response<Body> {
-    let mut response = Response::new(Body::new(http_body_util::Full::new(Bytes::from_static(
-        b"method not allowed: the page's files are read with GET or HEAD\n",
-    ))));
-    *response.status_mut() = StatusCode::METHOD_NOT_ALLOWED;
+/// A short answer in plain text, which a browser must not read as anything else.
+fn plain_text(status: StatusCode, text: Bytes) -> Response<Body> {
+    let mut response = Response::new(Body::new(http_body_util::Full::new(text)));
+    *response.status_mut() = status;
     let headers = response.headers_mut();
-    headers.insert(header::ALLOW, HeaderValue::from_static("GET, HEAD"));
     headers.insert(
         header::CONTENT_TYPE,
         HeaderValue::from_static("text/plain; charset=utf-8"),

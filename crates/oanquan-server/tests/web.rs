@@ -666,6 +666,19 @@ async fn grpc_web_calls_with_broken_bodies_get_a_grpc_web_answer_that_blames_no_
     assert!(!lower.contains("hyper"), "{answer}");
 }
 
+/// A rules client on `addr` whose calls name `rebind.example` in `:authority`.
+async fn rebound_rules(
+    addr: SocketAddr,
+) -> pb::rules_service_client::RulesServiceClient<tonic::transport::Channel> {
+    let channel = tonic::transport::Endpoint::from_shared(format!("http://{addr}"))
+        .unwrap()
+        .origin(http::Uri::from_static("http://rebind.example:50051"))
+        .connect()
+        .await
+        .unwrap();
+    pb::rules_service_client::RulesServiceClient::new(channel)
+}
+
 /// DNS rebinding: a page of another site has its name resolve to 127.0.0.1 and calls the
 /// server as that site. Its requests name the site, and are refused unless `--allowed-host`
 /// names it, with a reason that says so: the page, gRPC-Web and gRPC over HTTP/2.
@@ -697,13 +710,8 @@ async fn a_page_elsewhere_that_rebinds_its_name_here_is_refused() {
     assert!(reason.contains("rebind.example"), "{reason}");
 
     // Native gRPC names the host in `:authority`.
-    let channel = tonic::transport::Endpoint::from_shared(format!("http://{}", server.addr))
-        .unwrap()
-        .origin(http::Uri::from_static("http://rebind.example:50051"))
-        .connect()
+    let refused = rebound_rules(server.addr)
         .await
-        .unwrap();
-    let refused = pb::rules_service_client::RulesServiceClient::new(channel)
         .list_presets(message)
         .await
         .unwrap_err();
@@ -723,13 +731,8 @@ async fn a_page_elsewhere_that_rebinds_its_name_here_is_refused() {
     let mut page = Request::get("/").body(Full::default()).unwrap();
     rebound(&mut page);
     assert_eq!(send(server.addr, page).await.status(), StatusCode::OK);
-    let channel = tonic::transport::Endpoint::from_shared(format!("http://{}", server.addr))
-        .unwrap()
-        .origin(http::Uri::from_static("http://rebind.example:50051"))
-        .connect()
+    rebound_rules(server.addr)
         .await
-        .unwrap();
-    pb::rules_service_client::RulesServiceClient::new(channel)
         .list_presets(message)
         .await
         .unwrap();
