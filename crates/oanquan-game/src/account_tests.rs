@@ -261,7 +261,14 @@ async fn register_refuses_a_name_taken_under_its_key() {
     // as an existing `Tom`. Refused as taken, and nothing is made: looked up, each finds the
     // account it was taken for, as any look-alike spelling of a name does.
     let (tom, _) = s.register("Tom").await;
-    for (impostor, owner) in [("Ian", &lan), ("ТОМ", &tom), ("ΤΟΜ", &tom)] {
+    // And Greek `ΜΙΝΗ`, whose capital iota the skeleton writes `l`, as an existing `Minh`.
+    let (minh, _) = s.register("Minh").await;
+    for (impostor, owner) in [
+        ("Ian", &lan),
+        ("ТОМ", &tom),
+        ("ΤΟΜ", &tom),
+        ("\u{39c}\u{399}\u{39d}\u{397}", &minh),
+    ] {
         match s.manager.register(impostor).await {
             Err(GameError::UsernameTaken(name)) => assert!(name.contains(impostor), "{name}"),
             other => panic!("{impostor}: {other:?}"),
@@ -269,8 +276,9 @@ async fn register_refuses_a_name_taken_under_its_key() {
         let found = s.manager.player(impostor).await.unwrap();
         assert_eq!(found.id, owner.id, "{impostor}");
     }
-    // A name whose capitals look like no account is free.
+    // A name whose capitals look like no account is free: Cyrillic `МІНН` reads `MIHH`.
     s.register("Ivan").await;
+    s.register("\u{41c}\u{406}\u{41d}\u{41d}").await;
 }
 
 #[tokio::test]

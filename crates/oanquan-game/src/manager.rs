@@ -1443,6 +1443,12 @@ impl GameManager {
     pub async fn register(&self, username: &str) -> Result<(Account, ApiKey), GameError> {
         let username =
             Username::parse(username).map_err(|e| GameError::invalid("username", e.to_string()))?;
+        // A store compares a new name's key and look with those it holds, in the insert's
+        // transaction; a name that looks like another only read as capitals (Greek `ΜΙΝΗ`
+        // beside `Minh`) meets it by a key the store does not keep, so it is looked up first.
+        if self.account_by_keys(&username.keys()).await?.is_some() {
+            return Err(GameError::UsernameTaken(text::quoted(username.as_str())));
+        }
         let now = crate::service_clock::now();
         let account = Account::new(username, now);
         let (key, record) = ApiKey::generate(now);

@@ -434,12 +434,17 @@ impl Username {
         (alias != self.key).then_some(alias)
     }
 
-    /// The keys by which this name meets a registered one: its key, and its look where that
-    /// differs ([`keys_of_text`] for a valid name).
+    /// The keys by which this name meets a registered one: its key, its look where that
+    /// differs, and its [`capital_reading`] where that differs from both ([`keys_of_text`] for
+    /// a valid name).
     #[must_use]
     pub fn keys(&self) -> Vec<String> {
         let mut keys = vec![self.key.clone()];
         keys.extend(self.capital_alias());
+        let capitals = capital_reading(&self.name);
+        if !keys.contains(&capitals) {
+            keys.push(capitals);
+        }
         keys
     }
 }
@@ -449,6 +454,24 @@ impl Username {
 fn look_of(name: &str) -> String {
     let written: String = skeleton(name).collect::<String>().nfc().collect();
     key_of(&written)
+}
+
+/// The key of `name` read as capitals: [`look_of`] with every capital that looks like `I`
+/// read as `i`. The skeleton writes capital `I` (and Greek `Ι`, Cyrillic `І`) as `l`, so
+/// the look of Greek `ΜΙΝΗ` was `mlnh`, which met neither `Minh`'s key nor its look, and an
+/// outside probe registered it beside `Minh` (and sat as `ΜINH`). Not stored: a store keeps the
+/// key and the look, and a new name is checked by this too (`Ian` and `lan` still meet by
+/// their looks; `Lan` is not read as `Ian`, its `L` not looking like `I`).
+fn capital_reading(name: &str) -> String {
+    let read: String = name
+        .chars()
+        .map(|ch| {
+            let looks_like_i =
+                ch.is_uppercase() && skeleton(ch.encode_utf8(&mut [0; 4])).eq(std::iter::once('l'));
+            if looks_like_i { 'i' } else { ch }
+        })
+        .collect();
+    look_of(&read)
 }
 
 /// The keys by which any text, not only a valid username, meets a registered name: its key and
@@ -469,7 +492,7 @@ pub fn keys_of_text(text: &str) -> Vec<String> {
         .collect();
     let mut keys = Vec::with_capacity(2);
     for name in [&name, &plain] {
-        for key in [key_of(name), look_of(name)] {
+        for key in [key_of(name), look_of(name), capital_reading(name)] {
             if !keys.contains(&key) {
                 keys.push(key);
             }
@@ -995,9 +1018,13 @@ fn key_of(name: &str) -> String {
 /// two given names, `Bột` a nickname, not `quantri` and `bot`), but `Admín` is `admin`.
 fn reserved_candidates(name: &str) -> Vec<Reading> {
     let unaccented = without_accents(name);
+    // Also as written, capitals and all: Greek `ΑDΜΙΝ` and `ΒΟΤ` look like `ADMlN` and `BOT`,
+    // which their keys, folded to small letters first (`αdμιν`), do not.
+    let written: String = skeleton(name).collect::<String>().nfc().collect();
     let mut variants = vec![
         (name.to_owned(), false, false),
         (leet_read(name), true, false),
+        (written, false, false),
     ];
     if unaccented != name {
         variants.push((leet_read(&unaccented), true, true));
@@ -1093,6 +1120,10 @@ mod tests {
             ("Minh", "🅼\u{fe0f}🅸\u{fe0f}🅽\u{fe0f}🅷\u{fe0f}"),
             ("Minh", "\u{1d0d}\u{26a}\u{274}\u{29c}"),
             ("Lan", "🅻🅰🅽"),
+            // A third probe's: Greek and Cyrillic capitals, read as capitals.
+            ("Minh", "\u{39c}INH"),
+            ("Minh", "\u{39c}\u{399}\u{39d}\u{397}"),
+            ("Minh", "\u{41c}\u{406}N\u{41d}"),
         ] {
             let keys = ok(account).keys();
             assert!(
@@ -1116,6 +1147,50 @@ mod tests {
             UsernameError::NotAllowed { ch, reason } => (ch, reason),
             other => panic!("{text:?}: {other:?}"),
         }
+    }
+
+    #[test]
+    fn names_in_greek_or_cyrillic_capitals_meet_the_latin_names_they_look_like() {
+        let keys = |name: &str| ok(name).keys();
+        let meet = |a: &str, b: &str| keys(a).iter().any(|k| keys(b).contains(k));
+        // Registered first, then the other: `register` looks up every key of the new name.
+        for (latin, other) in [
+            ("Minh", "\u{39c}\u{399}\u{39d}\u{397}"),
+            ("Han", "\u{397}\u{391}\u{39d}"),
+            ("Ben", "\u{392}\u{395}\u{39d}"),
+            ("Anna", "\u{391}\u{39d}\u{39d}\u{391}"),
+        ] {
+            assert!(
+                keys(other).contains(&ok(latin).key()),
+                "{other:?} meets {latin:?}"
+            );
+        }
+        assert!(matches!(
+            err("\u{392}\u{39f}\u{3a4}"),
+            UsernameError::Reserved { .. }
+        ));
+        // `L` does not look like `I`: `Lan` and `Ian` stay apart by this reading.
+        assert_eq!(capital_reading("Lan"), ok("Lan").key());
+        assert!(!keys("Lan").contains(&ok("Ian").key()));
+        assert!(meet("Ian", "lan"), "as before, by their looks");
+        // Staff words in Greek capitals, as they look.
+        for staff in [
+            "\u{392}\u{39f}\u{3a4}",
+            "\u{391}D\u{39c}\u{399}\u{39d}",
+            "AD\u{39c}IN",
+        ] {
+            // Refused as a username: reserved, or (Greek and Latin) of mixed scripts.
+            assert!(Username::parse(staff).is_err(), "{staff:?}");
+            // A display name may not pose as staff either (`bot` is reserved for accounts
+            // only).
+            assert!(
+                staff.starts_with('\u{392}') || staff_word(staff).is_some(),
+                "{staff:?}"
+            );
+        }
+        // Greek that does not look like a Latin word stays free.
+        ok("\u{3a3}\u{3c9}\u{3ba}\u{3c1}\u{3ac}\u{3c4}\u{3b7}\u{3c2}");
+        ok("\u{39d}\u{399}\u{39a}\u{39f}\u{3a3}");
     }
 
     fn same_key(a: &str, b: &str) -> bool {
