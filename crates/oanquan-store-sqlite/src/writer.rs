@@ -139,6 +139,30 @@ impl FileIdentity {
         schema::file_identity(path)
     }
 
+    /// Whether the file system the database is on has [`MIN_ROOM`] free for this process. A
+    /// [`probe`] alone said a full disk could be written again: its rolled-back page never
+    /// reaches the disk, and its one-page commit lands in log space the file already has. An
+    /// outside probe saw health back to SERVING 100 ms after a write failed on a full disk,
+    /// every write still failing, again and again.
+    fn has_room(&self) -> bool {
+        #[cfg(unix)]
+        {
+            let Ok(stat) = rustix::fs::statvfs(&self.path) else {
+                // Not known: the probe decides, as before.
+                return true;
+            };
+            // Root may use the blocks kept back from other users.
+            let blocks = if rustix::process::geteuid().is_root() {
+                stat.f_bfree
+            } else {
+                stat.f_bavail
+            };
+            enough_room(blocks, stat.f_frsize)
+        }
+        #[cfg(not(unix))]
+        true
+    }
+
     /// Why nothing may be written any more, if the file at the path is not the one opened.
     fn gone(&self) -> Option<StoreError> {
         #[cfg(unix)]
@@ -156,6 +180,15 @@ impl FileIdentity {
         }
         None
     }
+}
+
+/// The free space a file system must have before a store that found it full writes again: a
+/// commit's pages, and a checkpoint's growth of the file, need room beyond the log's.
+const MIN_ROOM: u64 = 1 << 20;
+
+/// Whether `blocks` free blocks of `block_size` bytes are [`MIN_ROOM`].
+fn enough_room(blocks: u64, block_size: u64) -> bool {
+    blocks.saturating_mul(block_size) >= MIN_ROOM
 }
 
 pub(crate) fn run_writer(
@@ -192,6 +225,7 @@ pub(crate) fn run_writer(
                     Err(mpsc::RecvTimeoutError::Timeout) => {
                         let probed = match file.gone() {
                             Some(_) => Err(rusqlite::Error::InvalidQuery),
+                            None if !file.has_room() => Err(rusqlite::Error::InvalidQuery),
                             None => probe(&mut conn),
                         };
                         backoff = match probed {
@@ -1120,4 +1154,23 @@ pub(crate) fn last_lobby_sequence(conn: &Connection) -> Result<u64, StoreError> 
         .and_then(|mut s| s.query_row([], |row| row.get::<_, i64>(0)))
         .map(|last| last as u64)
         .map_err(backend)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_full_file_system_is_not_written_again_until_it_has_room() {
+        assert!(!enough_room(0, 4096));
+        assert!(!enough_room(255, 4096));
+        assert!(enough_room(256, 4096));
+        assert!(enough_room(u64::MAX, u64::MAX));
+        // This test's own folder has room; a path that is not there is left to the probe.
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("oanquan.db");
+        std::fs::write(&path, b"").unwrap();
+        assert!(FileIdentity::of(&path).has_room());
+        assert!(FileIdentity::of(&dir.path().join("gone")).has_room());
+    }
 }
