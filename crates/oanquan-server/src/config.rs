@@ -68,8 +68,9 @@ pub struct TransportLimits {
     )]
     pub max_request_size: usize,
 
-    /// HTTP/2 keepalive PING interval.
-    #[arg(long, env = "OANQUAN_KEEPALIVE_INTERVAL", default_value = "30s", value_parser = parse_period)]
+    /// HTTP/2 keepalive PING interval, and the idle time before TCP keepalive probes: at least
+    /// 100ms, at most 32767s (about 9h, the kernel's limit for the latter).
+    #[arg(long, env = "OANQUAN_KEEPALIVE_INTERVAL", default_value = "30s", value_parser = parse_keepalive)]
     pub keepalive_interval: Duration,
 
     /// Close a connection whose keepalive PING is not answered within this time.
@@ -230,8 +231,9 @@ pub struct GameLimits {
     #[arg(long, env = "OANQUAN_ABANDON_AFTER", default_value = "24h", value_parser = parse_positive_duration)]
     pub abandon_after: Duration,
 
-    /// How long after a game ends its players can offer a rematch; 0 = no rematches.
-    #[arg(long, env = "OANQUAN_REMATCH_WINDOW", default_value = "2m", value_parser = parse_duration)]
+    /// How long after a game ends its players can offer a rematch; 0 = no rematches; at most
+    /// 30 days (720h).
+    #[arg(long, env = "OANQUAN_REMATCH_WINDOW", default_value = "2m", value_parser = parse_rematch_window)]
     pub rematch_window: Duration,
 
     /// Open seeks in all (of every node, on PostgreSQL); more get RESOURCE_EXHAUSTED.
@@ -635,6 +637,39 @@ pub fn parse_handshake_timeout(text: &str) -> Result<Duration, String> {
 /// As [`parse_positive_duration`], and over 30 days.
 pub fn parse_first_move_time(text: &str) -> Result<Duration, String> {
     let duration = parse_positive_duration(text)?;
+    if duration > Duration::from_secs(30 * 86_400) {
+        return Err(format!("{text:?} is too long; give at most 30 days (720h)"));
+    }
+    Ok(duration)
+}
+
+/// `--keepalive-interval`: as [`parse_period`], and at most 32767 s, Linux's largest
+/// `TCP_KEEPIDLE`: above it every accepted connection failed to set TCP keepalive and logged a
+/// warning (an outside probe gave 10h), so any client could write to the log by connecting.
+///
+/// # Errors
+///
+/// As [`parse_period`], and over 32767 s.
+pub fn parse_keepalive(text: &str) -> Result<Duration, String> {
+    let duration = parse_period(text)?;
+    if duration > Duration::from_secs(32_767) {
+        return Err(format!(
+            "{text:?} is too long; give at most 32767s (about 9h), the longest TCP keepalive \
+             idle time the kernel takes"
+        ));
+    }
+    Ok(duration)
+}
+
+/// `--rematch-window`: 0 (no rematches) to 30 days. Its deadline is stored with the finished
+/// game: an outside probe's 2,500,000h put it past what a stored time can hold (the year
+/// 2262), and every game's end then failed with INTERNAL.
+///
+/// # Errors
+///
+/// As [`parse_duration`], and over 30 days.
+pub fn parse_rematch_window(text: &str) -> Result<Duration, String> {
+    let duration = parse_duration(text)?;
     if duration > Duration::from_secs(30 * 86_400) {
         return Err(format!("{text:?} is too long; give at most 30 days (720h)"));
     }

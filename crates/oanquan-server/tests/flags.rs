@@ -204,7 +204,7 @@ type Case<'a> = (&'a [(&'a str, &'a str)], &'a [&'a str], &'a str);
 #[test]
 fn bad_switches_and_sizes_are_refused_with_the_reason() {
     let huge = "2305843009213693952";
-    let cases: [Case<'_>; 30] = [
+    let cases: [Case<'_>; 33] = [
         // Limits that 0 would make refuse everything they count, for ever.
         (&[], &["--in-memory", "--max-seeks", "0"], "give at least 1"),
         (&[], &["--in-memory", "--max-games", "0"], "give at least 1"),
@@ -295,6 +295,21 @@ fn bad_switches_and_sizes_are_refused_with_the_reason() {
             &[],
             &["--in-memory", "--first-move-time", "5000000000000000000"],
             "at most 30 days",
+        ),
+        (
+            &[],
+            &["--in-memory", "--rematch-window", "2500000h"],
+            "at most 30 days",
+        ),
+        (
+            &[("OANQUAN_REMATCH_WINDOW", "721h")],
+            &["--in-memory"],
+            "at most 30 days",
+        ),
+        (
+            &[],
+            &["--in-memory", "--keepalive-interval", "10h"],
+            "at most 32767s",
         ),
         (
             &[("OANQUAN_IN_MEMORY", "maybe")],
