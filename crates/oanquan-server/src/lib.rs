@@ -13,6 +13,7 @@ pub mod config;
 pub mod domain;
 pub mod grpc;
 pub mod metrics;
+pub mod peer;
 pub mod readiness;
 mod server;
 mod tls_reload;

@@ -670,7 +670,7 @@ where
             }
             return Either::Left(self.inner.call(request));
         }
-        let (peer, local) = crate::grpc::rate_limit::connection_ips(&request);
+        let (peer, local) = crate::peer::connection_ips(&request);
         let response = match (
             &self.site,
             self.hosts

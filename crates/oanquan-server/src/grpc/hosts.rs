@@ -6,8 +6,8 @@ use std::task::{Context, Poll};
 use futures::future::{Either, Ready, ready};
 use tower::{Layer, Service};
 
-use super::rate_limit::connection_ips;
 use super::status;
+use crate::peer::connection_ips;
 use crate::web::HostCheck;
 
 /// See the module docs.

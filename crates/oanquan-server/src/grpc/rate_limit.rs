@@ -5,50 +5,16 @@
 //! from one address, and their answer must not depend on other traffic; but a client that
 //! floods them (each costs about what any call does) is refused like any other.
 
-use std::net::IpAddr;
 use std::sync::Arc;
 use std::task::{Context, Poll};
 
 use futures::future::{Either, Ready, ready};
-use tonic::transport::server::{TcpConnectInfo, TlsConnectInfo};
 use tower::{Layer, Service};
 
 use super::status;
 use crate::domain::limits::RateLimiter;
 use crate::metrics::Metrics;
-
-/// The peer address of a request, over plain TCP or TLS.
-#[must_use]
-pub fn peer_ip<B>(request: &http::Request<B>) -> Option<IpAddr> {
-    let extensions = request.extensions();
-    extensions
-        .get::<TcpConnectInfo>()
-        .and_then(TcpConnectInfo::remote_addr)
-        .or_else(|| {
-            extensions
-                .get::<TlsConnectInfo<TcpConnectInfo>>()
-                .and_then(|info| info.get_ref().remote_addr())
-        })
-        .map(|addr| addr.ip())
-}
-
-/// The peer's and this end's addresses of a request's connection, over plain TCP or TLS.
-#[must_use]
-pub fn connection_ips<B>(request: &http::Request<B>) -> (Option<IpAddr>, Option<IpAddr>) {
-    let extensions = request.extensions();
-    let tcp = extensions.get::<TcpConnectInfo>().or_else(|| {
-        extensions
-            .get::<TlsConnectInfo<TcpConnectInfo>>()
-            .map(TlsConnectInfo::get_ref)
-    });
-    match tcp {
-        Some(info) => (
-            info.remote_addr().map(|addr| addr.ip()),
-            info.local_addr().map(|addr| addr.ip()),
-        ),
-        None => (None, None),
-    }
-}
+use crate::peer::peer_ip;
 
 /// See the module docs.
 #[derive(Debug, Clone)]

@@ -38,10 +38,10 @@ use tonic::server::NamedService;
 use tonic_reflection::pb::v1::ServerReflectionRequest;
 use tower::Service;
 
-use super::rate_limit::peer_ip;
 use super::status;
 use crate::domain::limits::RateLimiter;
 use crate::metrics::Metrics;
+use crate::peer::peer_ip;
 
 /// The longest `grpc-message` (as sent, percent-encoded) a reflection call ends with.
 pub const MAX_MESSAGE: usize = 512;
