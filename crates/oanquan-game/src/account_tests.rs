@@ -263,11 +263,15 @@ async fn register_refuses_a_name_taken_under_its_key() {
     let (tom, _) = s.register("Tom").await;
     // And Greek `ΜΙΝΗ`, whose capital iota the skeleton writes `l`, as an existing `Minh`.
     let (minh, _) = s.register("Minh").await;
+    let (kim, _) = s.register("Kim").await;
     for (impostor, owner) in [
         ("Ian", &lan),
         ("ТОМ", &tom),
         ("ΤΟΜ", &tom),
         ("\u{39c}\u{399}\u{39d}\u{397}", &minh),
+        // Small `l` and Cyrillic small palochka for `I`.
+        ("MlNH", &minh),
+        ("\u{41a}\u{4cf}\u{41c}", &kim),
     ] {
         match s.manager.register(impostor).await {
             Err(GameError::UsernameTaken(name)) => assert!(name.contains(impostor), "{name}"),

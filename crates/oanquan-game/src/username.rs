@@ -456,22 +456,28 @@ fn look_of(name: &str) -> String {
     key_of(&written)
 }
 
-/// The key of `name` read as capitals: [`look_of`] with every capital that looks like `I`
-/// read as `i`. The skeleton writes capital `I` (and Greek `Ι`, Cyrillic `І`) as `l`, so
-/// the look of Greek `ΜΙΝΗ` was `mlnh`, which met neither `Minh`'s key nor its look, and an
-/// outside probe registered it beside `Minh` (and sat as `ΜINH`). Not stored: a store keeps the
-/// key and the look, and a new name is checked by this too (`Ian` and `lan` still meet by
-/// their looks; `Lan` is not read as `Ian`, its `L` not looking like `I`).
-fn capital_reading(name: &str) -> String {
-    let read: String = name
-        .chars()
+/// `name` with every character that looks like `I` read as `i`: all that the skeleton writes
+/// as `l` (capital `I`, Greek `Ι`, Cyrillic `І` and `ӏ`, Lisu `ꓲ`, `ǀ`, `1`, `|`, small `l`).
+/// The skeleton's `l` met neither a name's key nor its look when the name had an `i`: Greek
+/// `ΜΙΝΗ` (look `mlnh`) passed beside `Minh`, and so did `MꓲNH` and `lris` beside `Iris`.
+fn i_read(name: &str) -> String {
+    name.chars()
         .map(|ch| {
-            let looks_like_i =
-                ch.is_uppercase() && skeleton(ch.encode_utf8(&mut [0; 4])).eq(std::iter::once('l'));
-            if looks_like_i { 'i' } else { ch }
+            if skeleton(ch.encode_utf8(&mut [0; 4])).eq(std::iter::once('l')) {
+                'i'
+            } else {
+                ch
+            }
         })
-        .collect();
-    look_of(&read)
+        .collect()
+}
+
+/// The key of `name` as written with what looks like `I` read as `i` ([`i_read`], then
+/// [`look_of`]). Not stored: a store keeps the key and the look, and a new name is checked by
+/// this too (`Ian` and `lan` still meet by their looks; `Lan` is not read as `Ian`, its `L`
+/// not looking like `I`).
+fn capital_reading(name: &str) -> String {
+    look_of(&i_read(name))
 }
 
 /// The keys by which any text, not only a valid username, meets a registered name: its key and
@@ -1018,9 +1024,11 @@ fn key_of(name: &str) -> String {
 /// two given names, `Bột` a nickname, not `quantri` and `bot`), but `Admín` is `admin`.
 fn reserved_candidates(name: &str) -> Vec<Reading> {
     let unaccented = without_accents(name);
-    // Also as written, capitals and all: Greek `ΑDΜΙΝ` and `ΒΟΤ` look like `ADMlN` and `BOT`,
-    // which their keys, folded to small letters first (`αdμιν`), do not.
-    let written: String = skeleton(name).collect::<String>().nfc().collect();
+    // Also as written, capitals and all, with what looks like `I` read as `i`: Greek `ΑDΜΙΝ`
+    // and `ΒΟΤ` look like `ADMIN` and `BOT`, which their keys, folded to small letters first
+    // (`αdμιν`), do not. Read as `i`, not as the skeleton's `l`, which the trailing `l` rule
+    // below would drop: `MODI` read `mod`.
+    let written: String = skeleton(&i_read(name)).collect::<String>().nfc().collect();
     let mut variants = vec![
         (name.to_owned(), false, false),
         (leet_read(name), true, false),
@@ -1124,6 +1132,17 @@ mod tests {
             ("Minh", "\u{39c}INH"),
             ("Minh", "\u{39c}\u{399}\u{39d}\u{397}"),
             ("Minh", "\u{41c}\u{406}N\u{41d}"),
+            // A fourth's: other letters that look like `I`, and `l`, `1`, `|` for it.
+            ("Minh", "M\u{a4f2}NH"),
+            ("Minh", "M\u{1c0}NH"),
+            ("Minh", "M\u{2d4f}NH"),
+            ("Minh", "M\u{16c1}NH"),
+            ("Minh", "M\u{4cf}NH"),
+            ("Minh", "MlNH"),
+            ("Iris", "lris"),
+            ("Iris", "1ris"),
+            ("Iris", "|ris"),
+            ("Ali", "AL1"),
         ] {
             let keys = ok(account).keys();
             assert!(
@@ -1187,6 +1206,13 @@ mod tests {
                 staff.starts_with('\u{392}') || staff_word(staff).is_some(),
                 "{staff:?}"
             );
+        }
+        // A capital `I` at the end is not a trailing `l`: `MODI` is not `mod`.
+        for name in ["MODI", "MODII", "ROOTI", "SYSOPI", "OWNERI", "Modi"] {
+            assert_eq!(staff_word(name), None, "{name:?}");
+        }
+        for name in ["MODI", "BOTI", "ANONI"] {
+            ok(name);
         }
         // Greek that does not look like a Latin word stays free.
         ok("\u{3a3}\u{3c9}\u{3ba}\u{3c1}\u{3ac}\u{3c4}\u{3b7}\u{3c2}");
