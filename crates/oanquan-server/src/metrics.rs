@@ -718,20 +718,16 @@ pub async fn serve(
                 let admitted =
                     hosts.admit(Some(peer.ip()), local, request.uri(), request.headers());
                 async move {
-                    if let Err(refused) = admitted {
-                        debug!(%peer, "metrics: a request naming a host not allowed refused");
-                        let mut response =
-                            http::Response::new(Full::new(Bytes::from(format!("{refused}\n"))));
-                        *response.status_mut() = http::StatusCode::FORBIDDEN;
-                        response.headers_mut().insert(
-                            http::header::CONTENT_TYPE,
-                            http::HeaderValue::from_static("text/plain"),
-                        );
-                        return Ok::<_, std::convert::Infallible>(response);
-                    }
-                    let response = respond(&metrics, &readiness, token.as_deref(), &request).await;
-                    if response.status() == http::StatusCode::UNAUTHORIZED {
-                        debug!(%peer, "metrics: a scrape without the token refused");
+                    let response =
+                        respond(&metrics, &readiness, token.as_deref(), admitted, &request).await;
+                    match response.status() {
+                        http::StatusCode::UNAUTHORIZED => {
+                            debug!(%peer, "metrics: a scrape without the token refused");
+                        }
+                        http::StatusCode::FORBIDDEN => {
+                            debug!(%peer, "metrics: a request naming a host not allowed refused");
+                        }
+                        _ => {}
                     }
                     Ok::<_, std::convert::Infallible>(response)
                 }
@@ -755,6 +751,7 @@ async fn respond<B>(
     metrics: &Metrics,
     readiness: &Readiness,
     token: Option<&MetricsTokenFile>,
+    admitted: Result<(), crate::web::HostRefused>,
     request: &http::Request<B>,
 ) -> http::Response<Full<Bytes>> {
     let response = |status: http::StatusCode, content_type: &str, body: String| {
@@ -767,6 +764,13 @@ async fn respond<B>(
         }
         response
     };
+    if let Err(refused) = admitted {
+        return response(
+            http::StatusCode::FORBIDDEN,
+            "text/plain",
+            format!("{refused}\n"),
+        );
+    }
     // HEAD as GET: hyper sends the headers only. Some probes use it.
     let read = matches!(*request.method(), http::Method::GET | http::Method::HEAD);
     match (read, request.uri().path()) {

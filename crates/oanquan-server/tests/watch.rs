@@ -156,15 +156,7 @@ async fn reconnecting_gets_exactly_the_missed_events() {
 async fn a_watch_resumed_after_the_game_over_ends_at_once() {
     let (server, mut client) = quiet_server().await;
     let (id, first, _) = started(&mut client, "standard").await;
-    client
-        .resign(authed(
-            pb::ResignRequest {
-                game_id: id.clone(),
-            },
-            &first,
-        ))
-        .await
-        .unwrap();
+    resign(&mut client, &id, &first).await;
     let mut watch = watch_game(&mut client, &id, None).await;
     let last = next_game_event(&mut watch).await.unwrap().sequence;
     let mut resumed = watch_game(&mut client, &id, Some(last)).await;
@@ -364,15 +356,7 @@ async fn lobby_streams_lifecycle_events_and_resumes() {
     assert_eq!(snapshot.sequence, 0);
 
     let (id, first, _) = started(&mut client, "standard").await;
-    client
-        .resign(authed(
-            pb::ResignRequest {
-                game_id: id.clone(),
-            },
-            &first,
-        ))
-        .await
-        .unwrap();
+    resign(&mut client, &id, &first).await;
     let mut names = Vec::new();
     for sequence in 1..=4 {
         let event = next_lobby(&mut lobby).await;

@@ -312,6 +312,19 @@ pub async fn get_game(games: &mut Games, id: &str) -> pb::Game {
         .unwrap()
 }
 
+/// Resigns game `id` with the seat `token`.
+pub async fn resign(client: &mut Games, id: &str, token: &str) {
+    client
+        .resign(authed(
+            pb::ResignRequest {
+                game_id: id.to_owned(),
+            },
+            token,
+        ))
+        .await
+        .unwrap();
+}
+
 /// Plays the first legal move for the player to move, with whichever of `tokens` is theirs;
 /// returns the game after it.
 pub async fn play_one(client: &mut Games, id: &str, tokens: (&str, &str)) -> pb::Game {
