@@ -435,15 +435,15 @@ impl Username {
     }
 
     /// The keys by which this name meets a registered one: its key, its look where that
-    /// differs, and its [`capital_reading`] where that differs from both ([`keys_of_text`] for
+    /// differs, and its [`look_read_as_i`] where that differs from both ([`keys_of_text`] for
     /// a valid name).
     #[must_use]
     pub fn keys(&self) -> Vec<String> {
         let mut keys = vec![self.key.clone()];
         keys.extend(self.capital_alias());
-        let capitals = capital_reading(&self.name);
-        if !keys.contains(&capitals) {
-            keys.push(capitals);
+        let read_as_i = look_read_as_i(&self.name);
+        if !keys.contains(&read_as_i) {
+            keys.push(read_as_i);
         }
         keys
     }
@@ -476,7 +476,7 @@ fn i_read(name: &str) -> String {
 /// [`look_of`]). Not stored: a store keeps the key and the look, and a new name is checked by
 /// this too (`Ian` and `lan` still meet by their looks; `Lan` is not read as `Ian`, its `L`
 /// not looking like `I`).
-fn capital_reading(name: &str) -> String {
+fn look_read_as_i(name: &str) -> String {
     look_of(&i_read(name))
 }
 
@@ -498,7 +498,7 @@ pub fn keys_of_text(text: &str) -> Vec<String> {
         .collect();
     let mut keys = Vec::with_capacity(2);
     for name in [&name, &plain] {
-        for key in [key_of(name), look_of(name), capital_reading(name)] {
+        for key in [key_of(name), look_of(name), look_read_as_i(name)] {
             if !keys.contains(&key) {
                 keys.push(key);
             }
@@ -1189,7 +1189,7 @@ mod tests {
             UsernameError::Reserved { .. }
         ));
         // `L` does not look like `I`: `Lan` and `Ian` stay apart by this reading.
-        assert_eq!(capital_reading("Lan"), ok("Lan").key());
+        assert_eq!(look_read_as_i("Lan"), ok("Lan").key());
         assert!(!keys("Lan").contains(&ok("Ian").key()));
         assert!(meet("Ian", "lan"), "as before, by their looks");
         // Staff words in Greek capitals, as they look.
