@@ -15,7 +15,10 @@ use crate::clock::TimeControl;
 use crate::error::GameError;
 use crate::faulty_store::FaultyStore;
 use crate::hub::Hub;
-use crate::manager::{Credential, GameManager, ManagerLimits, NewGame, Seated};
+use crate::manager::{
+    Credential, DEFAULT_RATED_GAMES_PER_PAIR, GameManager, ManagerLimits, NewGame,
+    RATED_PAIR_WINDOW, Seated, rated_in_pair_window,
+};
 use crate::memory::{MemoryLimits, MemoryStore};
 use crate::model::{
     GameEventKind, GameFilter, GameId, GameInfo, GameStatus, LobbyEventKind, Termination,
@@ -37,11 +40,15 @@ struct Service {
 }
 
 fn service() -> Service {
+    service_with(ManagerLimits::default())
+}
+
+fn service_with(limits: ManagerLimits) -> Service {
     let store = Arc::new(MemoryStore::new(MemoryLimits::default()));
     let manager = GameManager::new(
         Arc::clone(&store) as Arc<dyn GameStore>,
         Hub::new(1024),
-        ManagerLimits::default(),
+        limits,
     );
     Service {
         store,
@@ -711,6 +718,93 @@ async fn a_rated_game_ended_before_both_players_moved_changes_no_rating() {
     assert_eq!(s.fresh(&lan).await.rating(Speed::Blitz).games, 1);
 }
 
+#[tokio::test]
+async fn only_five_rated_games_of_one_pair_a_day_change_ratings() {
+    let s = service();
+    let (lan, _) = s.register("Lan").await;
+    let (minh, _) = s.register("Minh").await;
+    let (hoa, _) = s.register("Hoa").await;
+
+    // Unrated games between the pair spend nothing.
+    for _ in 0..3 {
+        s.played(&lan, &minh, blitz(), false, Some(FIRST)).await;
+    }
+    // Five rated games change ratings, in either seat order; the sixth counts in the records
+    // only, as the sixth with the seats swapped does.
+    for n in 0..DEFAULT_RATED_GAMES_PER_PAIR {
+        let (first, second) = if n % 2 == 0 {
+            (&lan, &minh)
+        } else {
+            (&minh, &lan)
+        };
+        let over = s.played(first, second, blitz(), true, Some(FIRST)).await;
+        assert!(over.result.unwrap().ratings.is_some(), "game {n}: {over:?}");
+    }
+    let rated = s.fresh(&lan).await;
+    assert_eq!(rated.rating(Speed::Blitz).games, 5);
+    for (first, second) in [(&lan, &minh), (&minh, &lan)] {
+        let over = s.played(first, second, blitz(), true, Some(FIRST)).await;
+        assert!(over.rated, "still a rated game");
+        assert_eq!(over.result.unwrap().ratings, None, "{over:?}");
+        let GameEventKind::GameOver { result, .. } = s.game_over(&over.id).await else {
+            unreachable!()
+        };
+        assert_eq!(result.ratings, None);
+    }
+    let now = s.fresh(&lan).await;
+    assert_eq!(now.ratings, rated.ratings, "no rating moved");
+    assert_eq!(
+        (now.record.wins, now.record.draws, now.record.losses),
+        (3 + 3 + 1, 0, 2 + 1),
+        "every game is in the record"
+    );
+
+    // Another opponent, or another speed with the same one, has an allowance of its own.
+    let over = s.played(&lan, &hoa, blitz(), true, Some(FIRST)).await;
+    assert!(over.result.unwrap().ratings.is_some());
+    let over = s.played(&minh, &lan, rapid(), true, Some(SECOND)).await;
+    assert!(over.result.unwrap().ratings.is_some());
+}
+
+#[tokio::test]
+async fn the_pair_allowance_counts_games_created_within_a_day_either_way() {
+    let s = service();
+    let (lan, _) = s.register("Lan").await;
+    let (minh, _) = s.register("Minh").await;
+    let (hoa, _) = s.register("Hoa").await;
+    let rated = s.played(&lan, &minh, blitz(), true, Some(FIRST)).await;
+    let unrated = s.played(&lan, &minh, blitz(), false, Some(FIRST)).await;
+    let other = s.played(&lan, &hoa, blitz(), true, Some(FIRST)).await;
+    let game = s.played(&minh, &lan, blitz(), true, Some(FIRST)).await;
+    let minh = minh.id;
+
+    let at = |info: &GameInfo, created: SystemTime| {
+        let mut info = info.clone();
+        info.created = created;
+        info
+    };
+    let day = RATED_PAIR_WINDOW;
+    let second = Duration::from_secs(1);
+    for (created, counts) in [
+        (game.created, true),
+        (game.created - day, true),
+        (game.created + day, true),
+        (game.created - day - second, false),
+        (game.created + day + second, false),
+    ] {
+        let other_game = at(&rated, created);
+        assert_eq!(
+            rated_in_pair_window(&other_game, &game, &minh),
+            counts,
+            "{created:?}"
+        );
+    }
+    // Not itself, not an unrated game, not a game against someone else.
+    assert!(!rated_in_pair_window(&game, &game, &minh));
+    assert!(!rated_in_pair_window(&unrated, &game, &minh));
+    assert!(!rated_in_pair_window(&other, &game, &minh));
+}
+
 /// Minh (first) and Lan (second) shown with the ratings their first game left them.
 fn assert_seats_after_first_game(next: &GameInfo) {
     let shown = |seat: Player| {
@@ -1334,7 +1428,11 @@ async fn the_leaderboard_ranks_settled_ratings_of_its_speed() {
 /// Two newcomers playing rated games: off the leaderboard while provisional, on it once not.
 #[tokio::test]
 async fn players_reach_the_leaderboard_when_their_ratings_settle() {
-    let s = service();
+    // Two accounts only, so without the pair limit.
+    let s = service_with(ManagerLimits {
+        rated_games_per_pair: 0,
+        ..ManagerLimits::default()
+    });
     let (lan, _) = s.register("Lan").await;
     let (minh, _) = s.register("Minh").await;
     let mut ratings = (Rating::INITIAL, Rating::INITIAL);

@@ -34,6 +34,15 @@ use crate::watch::{GameFeed, LobbyFeed, Watch};
 pub const DEFAULT_PAGE_SIZE: usize = 50;
 /// Largest page size; bigger requests are capped.
 pub const MAX_PAGE_SIZE: usize = 100;
+
+/// The default of [`ManagerLimits::rated_games_per_pair`].
+pub const DEFAULT_RATED_GAMES_PER_PAIR: usize = 5;
+
+/// The window of [`ManagerLimits::rated_games_per_pair`], by the games' creation.
+pub const RATED_PAIR_WINDOW: Duration = Duration::from_secs(24 * 60 * 60);
+
+/// Games of one account at one speed read to apply [`ManagerLimits::rated_games_per_pair`].
+const RATED_PAIR_SCAN: usize = 2_000;
 /// A command that keeps losing optimistic-concurrency races gives up after this many tries.
 const MAX_ATTEMPTS: usize = 16;
 
@@ -59,6 +68,10 @@ pub struct ManagerLimits {
     pub max_open_games_per_client: usize,
     /// Whether loopback clients are exempt from per-client limits.
     pub exempt_loopback: bool,
+    /// Rated games between the same two accounts at one speed, created within
+    /// [`RATED_PAIR_WINDOW`] of each other, that change their ratings; later ones count in both
+    /// records only, as an unrated game would. 0 = no limit.
+    pub rated_games_per_pair: usize,
     /// First-move limit, abandonment time and rematch window.
     pub time: TimePolicy,
 }
@@ -73,6 +86,7 @@ impl Default for ManagerLimits {
             lobby_snapshot_limit: 200,
             max_open_games_per_client: 0,
             exempt_loopback: true,
+            rated_games_per_pair: DEFAULT_RATED_GAMES_PER_PAIR,
             time: TimePolicy::default(),
         }
     }
@@ -1334,6 +1348,25 @@ fn record_result(account: &mut Account, seat: Player, outcome: oanquan_rules::Ou
     }
 }
 
+/// Whether `other` and `game` were created within [`RATED_PAIR_WINDOW`] of each other.
+fn within_pair_window(other: &GameInfo, game: &GameInfo) -> bool {
+    let apart = other
+        .created
+        .duration_since(game.created)
+        .or_else(|_| game.created.duration_since(other.created))
+        .unwrap_or(Duration::MAX);
+    apart <= RATED_PAIR_WINDOW
+}
+
+/// Whether `other`, a game of `game`'s first account, is another game against `second` in the
+/// window that changed ratings (see [`ManagerLimits::rated_games_per_pair`]).
+pub(crate) fn rated_in_pair_window(other: &GameInfo, game: &GameInfo, second: &AccountId) -> bool {
+    other.id != game.id
+        && within_pair_window(other, game)
+        && other.result.is_some_and(|r| r.ratings.is_some())
+        && crate::model::seat_of_account(other, second).is_some()
+}
+
 impl GameManager {
     /// When `transition` has just finished `state`'s game with a result, the changes to the
     /// seats' accounts, to commit with it: each account's win, draw or loss, and for a rated
@@ -1387,7 +1420,10 @@ impl GameManager {
             speed,
             accounts.first.as_mut(),
             accounts.second.as_mut(),
-        ) {
+        ) && !self
+            .pair_allowance_spent(info, &first.id, &second.id, speed)
+            .await?
+        {
             let before = ByPlayer::new(first.rating(speed), second.rating(speed));
             let (a, b) = rating::rate(before.first, before.second, outcome);
             first.ratings.insert(speed, a);
@@ -1432,6 +1468,64 @@ impl GameManager {
             }
         }
         Ok((updates, held))
+    }
+
+    /// Whether `first` and `second` already have [`ManagerLimits::rated_games_per_pair`] rated
+    /// games at `speed`
+    /// that changed their ratings, created within [`RATED_PAIR_WINDOW`] of `game` (before or
+    /// after it, so that games created in advance and finished together count too). Two
+    /// accounts of one person could otherwise farm points: P8 moved one from 1500 to 2058 in 193
+    /// games of one move a side. Reads `first`'s games newest first down to the window's start;
+    /// an account with more than [`RATED_PAIR_SCAN`] games in the window counts as spent, since
+    /// the answer could not be read at a bounded cost.
+    async fn pair_allowance_spent(
+        &self,
+        game: &GameInfo,
+        first: &AccountId,
+        second: &AccountId,
+        speed: Speed,
+    ) -> Result<bool, GameError> {
+        let limit = self.limits.rated_games_per_pair;
+        if limit == 0 {
+            return Ok(false);
+        }
+        let filter = PlayerGameFilter {
+            result: None,
+            speed: Some(speed),
+        };
+        let mut counted = 0;
+        let mut scanned = 0;
+        let mut cursor: Option<String> = None;
+        loop {
+            let page = self
+                .store
+                .player_games(first, filter, MAX_PAGE_SIZE, cursor.as_deref())
+                .await
+                .map_err(|e| match e {
+                    StoreError::Unavailable(_) | StoreError::Full(_) => GameError::from(e),
+                    e => GameError::Internal(format!("games of account {first}: {e}")),
+                })?;
+            for other in &page.games {
+                if other.created < game.created && !within_pair_window(other, game) {
+                    // Newest first: every game after this one is older still.
+                    return Ok(false);
+                }
+                scanned += 1;
+                if scanned > RATED_PAIR_SCAN {
+                    return Ok(true);
+                }
+                if rated_in_pair_window(other, game, second) {
+                    counted += 1;
+                    if counted >= limit {
+                        return Ok(true);
+                    }
+                }
+            }
+            match page.next_cursor {
+                Some(next) => cursor = Some(next),
+                None => return Ok(false),
+            }
+        }
     }
 
     /// Registers an account and its first API key (shown once).

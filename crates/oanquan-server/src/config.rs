@@ -236,6 +236,12 @@ pub struct GameLimits {
     #[arg(long, env = "OANQUAN_REMATCH_WINDOW", default_value = "2m", value_parser = parse_rematch_window)]
     pub rematch_window: Duration,
 
+    /// Rated games between the same two accounts at one speed that change their ratings, among
+    /// games created within 24 hours of each other; later ones count in both records only, so
+    /// that one person's two accounts cannot farm points. 0 = no limit.
+    #[arg(long, env = "OANQUAN_RATED_GAMES_PER_PAIR", default_value = "5", value_parser = parse_count)]
+    pub rated_games_per_pair: usize,
+
     /// Open seeks in all (of every node, on PostgreSQL); more get RESOURCE_EXHAUSTED.
     #[arg(long, env = "OANQUAN_MAX_SEEKS", default_value = "10000", value_parser = parse_at_least_one)]
     pub max_seeks: usize,

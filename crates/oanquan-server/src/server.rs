@@ -576,6 +576,7 @@ fn manager_limits(config: &Config) -> ManagerLimits {
         max_watchers_per_client: streams.max_spectators_per_client,
         max_open_games_per_client: config.games.max_open_games_per_client,
         exempt_loopback: config.clients.exempt_loopback,
+        rated_games_per_pair: config.games.rated_games_per_pair,
         time: TimePolicy {
             first_move: config.games.first_move_time,
             abandon_after: config.games.abandon_after,

@@ -725,6 +725,41 @@ async fn rated_games_are_between_two_accounts() {
 }
 
 #[tokio::test]
+async fn one_pair_rates_only_its_allowance_of_games_a_day() {
+    let mut config = config();
+    config.games.rated_games_per_pair = 2;
+    let server = start(config).await;
+    let mut accounts = account_client(&server).await;
+    let mut games = server.games().await;
+    let (_, lan, _) = register(&mut accounts, "Lan").await;
+    let (_, minh, _) = register(&mut accounts, "Minh").await;
+    let (_, hoa, _) = register(&mut accounts, "Hoa").await;
+
+    let mut rated = Vec::new();
+    for (winner, loser) in [(&lan, &minh), (&minh, &lan), (&lan, &minh), (&minh, &lan)] {
+        let over = rated_win(&mut games, winner, loser, blitz()).await;
+        assert!(over.rated);
+        let result = over.result.unwrap();
+        assert_eq!(
+            result.first_rating.is_some(),
+            result.second_rating.is_some(),
+            "{result:?}"
+        );
+        rated.push(result.first_rating.is_some());
+    }
+    assert_eq!(rated, [true, true, false, false]);
+    let profile = player(&mut accounts, "Lan").await;
+    assert_eq!((profile.wins, profile.losses), (2, 2), "every game counts");
+    let blitz_rating = rating_at(&profile, pb::Speed::Blitz).unwrap();
+    assert_eq!(blitz_rating.games, 2);
+
+    // Another pair has its own allowance.
+    let over = rated_win(&mut games, &hoa, &lan, blitz()).await;
+    assert!(over.result.unwrap().first_rating.is_some());
+    server.stop().await.unwrap();
+}
+
+#[tokio::test]
 async fn a_rated_game_changes_both_ratings_once_and_announces_them() {
     let server = start(config()).await;
     let mut accounts = account_client(&server).await;
@@ -1143,7 +1178,10 @@ async fn leaderboard(
 
 #[tokio::test]
 async fn leaderboards_rank_established_ratings_page_by_page() {
-    let server = start(config()).await;
+    // Three accounts play each other until they settle: more games than one pair may rate a day.
+    let mut config = config();
+    config.games.rated_games_per_pair = 0;
+    let server = start(config).await;
     let mut accounts = account_client(&server).await;
     let mut games = server.games().await;
     let names = ["Lan", "Minh", "Hoa"];
