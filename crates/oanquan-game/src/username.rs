@@ -496,8 +496,22 @@ pub fn keys_of_text(text: &str) -> Vec<String> {
         .collect::<String>()
         .nfkc()
         .collect();
+    // And with only what a username may hold, as staff words are read: `Minh ✔`, `Minh™`,
+    // `M i n h` and `M.i.n.h` are Minh, dressed up (an outside probe sat as each beside the
+    // account). Symbols are left out before NFKC, which writes `™` as the letters `TM`.
+    let letters: String = text
+        .chars()
+        .map(|c| letter_lookalike(separator_lookalike(c)))
+        .filter(|&c| c.is_alphanumeric() || is_mark(c) || c == '-' || c == '_')
+        .collect::<String>()
+        .nfkc()
+        .collect();
+    let letters = letters.trim_matches(['-', '_']).to_owned();
     let mut keys = Vec::with_capacity(2);
-    for name in [&name, &plain] {
+    for name in [&name, &plain, &letters] {
+        if name.is_empty() {
+            continue;
+        }
         for key in [key_of(name), look_of(name), look_read_as_i(name)] {
             if !keys.contains(&key) {
                 keys.push(key);
@@ -1152,6 +1166,47 @@ mod tests {
         }
         // A name with neither still has the keys of its own.
         assert_eq!(keys_of_text("Lan"), ok("Lan").keys());
+    }
+
+    #[test]
+    fn display_names_dressed_up_with_symbols_or_spaces_meet_the_account() {
+        for (account, display) in [
+            ("Minh", "Minh \u{2714}"),
+            ("Minh", "Minh\u{2122}"),
+            ("Minh", "M i n h"),
+            ("Minh", "M.i.n.h"),
+            ("Minh", "\u{2605}Minh\u{2605}"),
+            ("Minh", "Minh!"),
+            ("Minh", "_Minh_"),
+            ("Lan-1", "Lan - 1"),
+            ("LanAnh", "Lan Anh"),
+            ("Ngọc", "Ngọc \u{1F451}"),
+        ] {
+            let keys = ok(account).keys();
+            assert!(
+                keys_of_text(display).iter().any(|k| keys.contains(k)),
+                "{display:?} passes for {account}"
+            );
+        }
+        // What a decoration leaves must be the name itself: more letters or digits are another
+        // name, and a name of symbols alone meets nobody.
+        for (account, display) in [
+            ("Minh", "Minh 2"),
+            ("Minh", "Minh Anh"),
+            ("Lan", "Lan & Minh"),
+        ] {
+            let keys = ok(account).keys();
+            assert!(
+                !keys_of_text(display).iter().any(|k| keys.contains(k)),
+                "{display:?} is not {account}"
+            );
+        }
+        assert!(!keys_of_text("\u{2605}\u{2605}").is_empty());
+        assert!(
+            keys_of_text("\u{2605}\u{2605}")
+                .iter()
+                .all(|k| !k.is_empty())
+        );
     }
 
     fn err(text: &str) -> UsernameError {

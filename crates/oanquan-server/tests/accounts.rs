@@ -1678,13 +1678,16 @@ async fn anonymous_names_cannot_pose_as_accounts_or_annotations() {
         .into_inner()
         .game
         .unwrap();
-    // The name itself in another case, with capital i or a one for l; annotations in
-    // round, square or fullwidth brackets.
+    // The name itself in another case, with capital i or a one for l, dressed up with symbols
+    // or spaces; annotations in round, square or fullwidth brackets.
     for name in [
         "Lan",
         "lan",
         "Ian",
         "1an",
+        "Lan \u{2714}",
+        "L a n",
+        "Lan\u{2122}",
         "Lan (1500?)",
         "Computer (master)",
         "Minh [1500]",
