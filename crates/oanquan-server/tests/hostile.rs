@@ -2521,3 +2521,44 @@ async fn a_call_with_two_request_messages_is_refused_and_does_nothing() {
         .await
         .unwrap();
 }
+
+/// A call whose `grpc-timeout` has run out before it starts is answered with the timeout and
+/// not run: an outside probe's `CreateGame` with `grpc-timeout: 1n` made a game that its client
+/// was told had timed out.
+#[tokio::test]
+async fn a_call_out_of_time_before_it_starts_makes_no_game() {
+    let server = start(config()).await;
+    let mut games = server.games().await;
+    let create = pb::CreateGameRequest {
+        rules: preset("standard"),
+        seat: pb::Player::First.into(),
+        display_name: "Lan".into(),
+        ..Default::default()
+    }
+    .encode_to_vec();
+    let body = grpc_frame(false, create.len() as u32, &create);
+    for _ in 0..20 {
+        let mut stream = TcpStream::connect(server.addr).await.unwrap();
+        let head = format!(
+            "POST /oanquan.v1.GameService/CreateGame HTTP/1.1\r\nHost: localhost\r\n\
+             Content-Type: application/grpc-web+proto\r\nX-Grpc-Web: 1\r\ngrpc-timeout: 1n\r\n\
+             Content-Length: {}\r\nConnection: close\r\n\r\n",
+            body.len()
+        );
+        stream.write_all(head.as_bytes()).await.unwrap();
+        stream.write_all(&body).await.unwrap();
+        let mut answer = Vec::new();
+        tokio::time::timeout(Duration::from_secs(10), stream.read_to_end(&mut answer))
+            .await
+            .unwrap()
+            .unwrap();
+        let answer = String::from_utf8_lossy(&answer);
+        assert!(answer.contains("grpc-status: 1\r\n"), "{answer}");
+    }
+    let listed = games
+        .list_games(pb::ListGamesRequest::default())
+        .await
+        .unwrap()
+        .into_inner();
+    assert!(listed.games.is_empty(), "{:?}", listed.games);
+}

@@ -90,6 +90,7 @@ where
             inner: self.inner.call(request),
             deadline,
             sleep: None,
+            started: false,
         }
     }
 }
@@ -102,6 +103,7 @@ pin_project! {
         inner: F,
         deadline: Option<Instant>,
         sleep: Option<Pin<Box<Sleep>>>,
+        started: bool,
     }
 }
 
@@ -113,6 +115,18 @@ where
 
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
         let this = self.project();
+        // A call whose deadline has passed before it starts (`grpc-timeout: 1n`) is not run:
+        // its answer could only be the timeout, and a CreateGame would still make a game the
+        // client never hears of.
+        if !*this.started {
+            *this.started = true;
+            if this
+                .deadline
+                .is_some_and(|deadline| deadline <= Instant::now())
+            {
+                return Poll::Ready(Ok(timed_out()));
+            }
+        }
         if let Poll::Ready(result) = this.inner.poll(cx) {
             return Poll::Ready(result);
         }
@@ -123,12 +137,15 @@ where
             .sleep
             .get_or_insert_with(|| Box::pin(tokio::time::sleep_until(deadline)));
         match sleep.as_mut().poll(cx) {
-            Poll::Ready(()) => {
-                Poll::Ready(Ok(tonic::Status::cancelled("Timeout expired").into_http()))
-            }
+            Poll::Ready(()) => Poll::Ready(Ok(timed_out())),
             Poll::Pending => Poll::Pending,
         }
     }
+}
+
+/// The answer to a call past its deadline, as tonic's own timeout gives it.
+fn timed_out() -> http::Response<Body> {
+    tonic::Status::cancelled("Timeout expired").into_http()
 }
 
 #[cfg(test)]
@@ -181,5 +198,41 @@ mod tests {
         assert_eq!(started.elapsed(), Duration::from_millis(200));
         assert_eq!(response.headers()["grpc-status"], "1");
         assert_eq!(response.headers()["grpc-message"], "Timeout%20expired");
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_call_past_its_deadline_before_it_starts_is_not_run() {
+        use std::sync::Arc;
+        use std::sync::atomic::{AtomicBool, Ordering};
+        let ran = Arc::new(AtomicBool::new(false));
+        let answer = {
+            let ran = Arc::clone(&ran);
+            tower::service_fn(move |_: http::Request<()>| {
+                let ran = Arc::clone(&ran);
+                async move {
+                    ran.store(true, Ordering::SeqCst);
+                    Ok::<_, std::convert::Infallible>(http::Response::new(Body::empty()))
+                }
+            })
+        };
+        let mut service = DeadlineLayer::new(Duration::from_secs(30)).layer(answer);
+        let request = |timeout: &str| {
+            http::Request::builder()
+                .header("grpc-timeout", timeout)
+                .body(())
+                .unwrap()
+        };
+        let call = service.call(request("1n"));
+        tokio::time::advance(Duration::from_micros(1)).await;
+        let response = call.await.unwrap();
+        assert_eq!(response.headers()["grpc-status"], "1");
+        assert!(!ran.load(Ordering::SeqCst), "the handler did not run");
+
+        // A deadline still ahead runs the call as before.
+        let call = service.call(request("1m"));
+        tokio::time::advance(Duration::from_micros(1)).await;
+        let response = call.await.unwrap();
+        assert!(response.headers().get("grpc-status").is_none());
+        assert!(ran.load(Ordering::SeqCst));
     }
 }
