@@ -490,7 +490,7 @@ pub async fn run_with_store(
         .layer(web::cors_layer(&config.web))
         .layer(GrpcWebLayer::new())
         // Outermost of the gRPC layers, so that it counts the rate limit's refusals as calls.
-        .layer(ObserveLayer::new(metrics.clone()))
+        .layer(ObserveLayer::new(metrics.clone()).with_max_request(transport.max_request()))
         // Before the rate limit, so that a page that reached the server through DNS rebinding
         // takes nothing from the limits of the address it came from.
         .layer(HostCheckLayer::new(web::HostCheck::new(&config.web)))
