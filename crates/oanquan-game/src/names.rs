@@ -196,6 +196,9 @@ mod tests {
             ("\u{2714} Admin", "admin"),
             ("Root\u{2122}", "root"),
             ("Admin\u{ae}", "admin"),
+            // A third's: underlined or struck through.
+            ("A\u{332}d\u{332}m\u{332}i\u{332}n\u{332}", "admin"),
+            ("R\u{336}o\u{336}o\u{336}t\u{336}", "root"),
             ("\u{1d00}\u{1d05}\u{1d0d}\u{26a}\u{274}", "admin"),
             (
                 "\u{627}\u{62f}\u{645}\u{6cc}\u{646}",

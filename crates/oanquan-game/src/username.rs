@@ -244,7 +244,7 @@ pub fn staff_word(text: &str) -> Option<&'static str> {
     let letters: String = text
         .chars()
         .map(letter_lookalike)
-        .filter(|&c| c.is_alphanumeric() || is_mark(c))
+        .filter(|&c| (c.is_alphanumeric() || is_mark(c)) && !is_decoration(c))
         .collect::<String>()
         .nfkc()
         .collect();
@@ -255,6 +255,16 @@ pub fn staff_word(text: &str) -> Option<&'static str> {
         }
     }
     reserved_word(&readings, |word| !OPEN_TO_DISPLAY_NAMES.contains(&word))
+}
+
+/// A combining mark that underlines, overlines or strikes through what it follows, or draws a
+/// symbol's frame around it, rather than being part of a letter in any orthography: `T̲u̲a̲n̲` and
+/// `T̶u̶a̶n̶` are Tuan, decorated. (A letter's own marks stay: `Tuấn` is not `Tuan`.)
+fn is_decoration(c: char) -> bool {
+    matches!(
+        c,
+        '\u{0305}' | '\u{0332}' | '\u{0333}' | '\u{0334}'..='\u{0338}' | '\u{033F}'
+    ) || ('\u{20D0}'..='\u{20FF}').contains(&c)
 }
 
 fn is_mark(c: char) -> bool {
@@ -502,7 +512,9 @@ pub fn keys_of_text(text: &str) -> Vec<String> {
     let letters: String = text
         .chars()
         .map(|c| letter_lookalike(separator_lookalike(c)))
-        .filter(|&c| c.is_alphanumeric() || is_mark(c) || c == '-' || c == '_')
+        .filter(|&c| {
+            (c.is_alphanumeric() || is_mark(c) || c == '-' || c == '_') && !is_decoration(c)
+        })
         .collect::<String>()
         .nfkc()
         .collect();
@@ -1181,6 +1193,11 @@ mod tests {
             ("Lan-1", "Lan - 1"),
             ("LanAnh", "Lan Anh"),
             ("Ngọc", "Ngọc \u{1F451}"),
+            // Underlined, struck through, overlined, framed.
+            ("Tuan", "T\u{332}u\u{332}a\u{332}n\u{332}"),
+            ("Tuan", "T\u{336}u\u{336}a\u{336}n\u{336}"),
+            ("Tuan", "T\u{305}u\u{305}a\u{305}n\u{305}"),
+            ("Tuan", "T\u{20DD}uan"),
         ] {
             let keys = ok(account).keys();
             assert!(
@@ -1194,6 +1211,9 @@ mod tests {
             ("Minh", "Minh 2"),
             ("Minh", "Minh Anh"),
             ("Lan", "Lan & Minh"),
+            // A letter's own marks make another name.
+            ("Tuan", "Tuấn"),
+            ("Tuan", "Tua\u{300}n"),
         ] {
             let keys = ok(account).keys();
             assert!(
