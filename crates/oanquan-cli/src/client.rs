@@ -100,6 +100,26 @@ impl Server {
                 format!("--server `{given}` is not a valid address: {e}"),
             )
         })?;
+        // The URI takes any digits as a port; a connection would then fail as if the server
+        // were down.
+        let written_port = endpoint
+            .uri()
+            .authority()
+            .and_then(|authority| authority.as_str().rsplit_once(':'))
+            .map(|(_, port)| port)
+            .filter(|port| !port.contains(']'));
+        if let Some(port) = written_port
+            && !port.parse::<u16>().is_ok_and(|port| port > 0)
+        {
+            return Err(CliError::new(
+                code::USAGE,
+                format!(
+                    "--server `{given}` is not a valid address: port {} is not one from 1 to \
+                     65535",
+                    crate::shown::printable(port)
+                ),
+            ));
+        }
         if tls {
             // Mozilla's roots for servers with a public certificate, plus --ca-cert for a
             // self-signed one or a private CA.
@@ -396,6 +416,16 @@ mod tests {
         }
         assert!(usage_error("http://exa mple", None).contains("not a valid address"));
         assert!(usage_error("ftp://host:1", None).contains("https://HOST:PORT"));
+        for address in [
+            "http://127.0.0.1:99999",
+            "127.0.0.1:122737",
+            "localhost:0",
+            "https://[::1]:65536",
+        ] {
+            let message = usage_error(address, None);
+            assert!(message.contains("from 1 to 65535"), "{address}: {message}");
+        }
+        assert!(server("localhost:65535", None).is_ok());
     }
 
     #[test]
