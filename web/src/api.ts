@@ -19,6 +19,10 @@ export const accounts: Client<typeof AccountService> = createClient(AccountServi
 /** Deadline of every unary call. */
 export const CALL_TIMEOUT_MS = 10_000;
 
+/** Whether `key` could be an API key: printable ASCII, as every key the server makes is. A
+ * browser cannot even send another in a header (the call fails as if the server were gone). */
+export const plausibleKey = (key: string): boolean => /^[\x21-\x7e]+$/.test(key);
+
 export function bearer(token: string | undefined, options: CallOptions = {}): CallOptions {
   const withTimeout = { timeoutMs: CALL_TIMEOUT_MS, ...options };
   return token ? { ...withTimeout, headers: { authorization: `Bearer ${token}` } } : withTimeout;
@@ -56,11 +60,14 @@ const BY_REASON: Record<string, string> = {
   ERROR_REASON_SEEK_REFUSED: "you cannot take that seek (it is yours, or your rating is outside its range)",
 };
 
+/** Fields whose refusals the server words for the person who typed the value ("… reads as
+ * "admin", a name of the service and its staff; choose another"): its message says why, which
+ * no general sentence here could. */
+const IN_THE_SERVERS_WORDS = new Set(["display_name", "username"]);
+
 /** By the field a `BadRequest` names (INVALID_ARGUMENT): the ones this page sends. */
 const BY_FIELD: Record<string, string> = {
-  display_name: "that name cannot be used (too long, hidden characters, brackets at the end, or an account's name)",
   rated: "only games between two people on a clock can be rated",
-  username: "that is not a valid username",
   rules: "those rules are not allowed",
   game_id: "there is no such game",
   seek_id: "that seek is gone",
@@ -133,6 +140,8 @@ export function describe(error: unknown): string {
   const { reason, fields } = detailsOf(e);
   if (reason && BY_REASON[reason]) return BY_REASON[reason];
   for (const field of fields) {
+    // Without the field's name in front ("invalid display_name: "), which is for programmers.
+    if (IN_THE_SERVERS_WORDS.has(field) && e.rawMessage) return e.rawMessage.replace(/^invalid [a-z_.]+: /, "");
     // "rules.rule_set.max_plies" is about the rules as much as "rules".
     const known = BY_FIELD[field] ?? BY_FIELD[field.split(".")[0]];
     if (known) return known;

@@ -6,7 +6,7 @@ import { create } from "@bufbuild/protobuf";
 import { durationFromMs, durationMs, timestampMs } from "@bufbuild/protobuf/wkt";
 
 import { Code, ConnectError } from "@connectrpc/connect";
-import { accounts, bearer, describe, games, rules, store } from "./api.js";
+import { accounts, bearer, describe, games, plausibleKey, rules, store } from "./api.js";
 import { timeControlText } from "./format.js";
 import { Speed, type PlayerProfile, type Rating } from "./gen/oanquan/v1/account_pb.js";
 import {
@@ -52,6 +52,15 @@ function say(text: string, kind: "info" | "error" | "" = "info") {
   // An error's description starts in lower case, to follow a "Cannot join: "; alone, it starts a sentence.
   statusLine.textContent = text.charAt(0).toUpperCase() + text.slice(1);
   statusLine.className = `status ${kind}`;
+}
+
+/** The endings of the status line's notices of an opponent's offer. */
+const OFFERS_DRAW = " offers a draw";
+const OFFERS_REMATCH = " offers a rematch";
+
+/** Clears the status line if it still announces an offer that is gone. */
+function withdrawNotice(ending: string) {
+  if (statusLine.textContent?.endsWith(ending)) say("");
 }
 
 const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
@@ -141,6 +150,11 @@ function showMe(): Promise<void> {
     myProfile = Promise.resolve(undefined);
     return Promise.resolve();
   }
+  if (!plausibleKey(key)) {
+    meLine.textContent = "not signed in: that API key is not valid (mistyped: it holds characters no key has)";
+    myProfile = Promise.resolve(undefined);
+    return Promise.resolve();
+  }
   const asked = accounts.getMe({}, bearer(key)).then((me) => me.player);
   myProfile = asked.catch(() => undefined);
   return asked.then(
@@ -156,7 +170,8 @@ function showMe(): Promise<void> {
 }
 
 const displayName = () => store.name() || "Guest";
-const apiKey = () => store.apiKey() || undefined;
+// A key no server made is not sent: the account bar says why it is not signed in.
+const apiKey = () => (plausibleKey(store.apiKey()) ? store.apiKey() : undefined);
 
 // ---------------------------------------------------------------- formatting
 
@@ -204,18 +219,31 @@ function seatName(game: Game, player: Player): string {
   return `${seat.displayName || "?"} [${username}${rating ? ` ${rating}` : ""}]`;
 }
 
+/** How the game ended, naming who ended it where one did, and each side's score by name (the
+ * winner of a game lost on time or by resignation may have the lower score). */
 function resultText(game: Game): string {
   const result = game.result;
   if (!result) return "";
   const reason = REASONS[result.endReason] ?? "";
-  const scores = result.scores ? ` ${result.scores.first}–${result.scores.second}` : "";
-  if (result.outcome === Outcome.DRAW) return `Draw${scores} (${reason})`;
+  const endedBy = result.endedBy === Player.FIRST || result.endedBy === Player.SECOND ? result.endedBy : undefined;
+  const scores = result.scores
+    ? ` · ${seatName(game, Player.FIRST)} ${result.scores.first}, ${seatName(game, Player.SECOND)} ${result.scores.second}`
+    : "";
+  if (result.outcome === Outcome.DRAW) return `Draw (${reason})${scores}`;
   // An aborted game has no winner: the outcome is unset.
   if (result.outcome !== Outcome.FIRST_WINS && result.outcome !== Outcome.SECOND_WINS) {
-    return `No result (${reason || "ended"})`;
+    const by = endedBy === undefined ? "" : `: ${seatName(game, endedBy)} aborted the game or missed the first move's deadline`;
+    return `No result (${reason || "ended"})${by}`;
   }
   const winner = result.outcome === Outcome.FIRST_WINS ? Player.FIRST : Player.SECOND;
-  return `${seatName(game, winner)} wins${scores} (${reason})`;
+  let how = reason;
+  if (endedBy !== undefined) {
+    const who = seatName(game, endedBy);
+    if (result.endReason === EndReason.TIMEOUT) how = `${who} ran out of time`;
+    else if (result.endReason === EndReason.RESIGNATION) how = `${who} resigned`;
+    else if (result.endReason === EndReason.ABANDONMENT) how = `${who} left the game`;
+  }
+  return `${seatName(game, winner)} wins (${how})${scores}`;
 }
 
 // ---------------------------------------------------------------- routing
@@ -231,6 +259,11 @@ function route() {
   const match = /^#\/game\/([A-Za-z0-9_-]+)$/.exec(location.hash);
   const profile = /^#\/player\/([^/]+)$/.exec(location.hash);
   if (match) leave = showGame(match[1]);
+  else if (location.hash.startsWith("#/game/")) {
+    // A game id is letters, digits, - and _: a link with anything else names no game.
+    leave = showLobby();
+    say("There is no such game", "error");
+  }
   else if (profile) {
     // A hand-made link may not decode (`#/player/%`): the lobby then, not an empty page.
     let username: string | undefined;
@@ -670,20 +703,19 @@ function showProfile(username: string): () => void {
     "? provisional: fewer than 10 rated games at that speed, or not yet certain.",
   );
   const recent = h("ul", { class: "list", "data-testid": "recent-games" });
-  app.append(
-    h(
-      "section",
-      { class: "card profile" },
-      h("a", { href: "#/", "data-testid": "back" }, "← Lobby"),
-      name,
-      record,
-      h("h3", {}, "Ratings"),
-      ratings,
-      provisionalNote,
-      h("h3", {}, "Recent games"),
-      recent,
-    ),
+  const section = h(
+    "section",
+    { class: "card profile" },
+    h("a", { href: "#/", "data-testid": "back" }, "← Lobby"),
+    name,
+    record,
+    h("h3", {}, "Ratings"),
+    ratings,
+    provisionalNote,
+    h("h3", {}, "Recent games"),
+    recent,
   );
+  app.append(section);
 
   void accounts.getPlayer({ username }, bearer(undefined)).then(
     (response) => {
@@ -711,6 +743,15 @@ function showProfile(username: string): () => void {
     },
     (error: unknown) => {
       if (left) return;
+      if (ConnectError.from(error).code === Code.NotFound) {
+        // As for a name no account can have: nothing half-drawn.
+        left = true;
+        section.replaceChildren(
+          h("a", { href: "#/", "data-testid": "back" }, "← Lobby"),
+          h("h2", { "data-testid": "profile-name" }, "No such player"),
+        );
+        return;
+      }
       record.textContent = "";
       say(`No profile for ${username}: ${describe(error)}`, "error");
     },
@@ -910,7 +951,9 @@ function showGame(id: string): () => void {
     seat !== Player.UNSPECIFIED &&
     game.position?.toMove === seat &&
     game.position?.ply !== inFlight;
-  const ownSquare = (index: number) => (seat === Player.FIRST ? index >= 1 && index <= 5 : index >= 7 && index <= 11);
+  // A spectator owns no square (a screen reader must not call any "your square").
+  const ownSquare = (index: number) =>
+    seat === Player.FIRST ? index >= 1 && index <= 5 : seat === Player.SECOND && index >= 7 && index <= 11;
 
   async function joinHere() {
     join.disabled = true;
@@ -1250,7 +1293,10 @@ function showGame(id: string): () => void {
           if (record.position) game.position = record.position;
           game.moveCount = record.number;
           // A draw offer stands until the offerer's opponent moves (game.proto, DrawAction).
-          if (record.player !== game.drawOffer) game.drawOffer = Player.UNSPECIFIED;
+          if (record.player !== game.drawOffer) {
+            game.drawOffer = Player.UNSPECIFIED;
+            withdrawNotice(OFFERS_DRAW);
+          }
           if (moveError) {
             moveError = false;
             say("");
@@ -1292,21 +1338,26 @@ function showGame(id: string): () => void {
           game.drawOffer = kind.value.action === GameEvent_DrawAction.OFFERED ? kind.value.by : Player.UNSPECIFIED;
           if (kind.value.action === GameEvent_DrawAction.DECLINED && seat !== Player.UNSPECIFIED && kind.value.by !== seat) {
             say("Your draw offer was declined");
-          }
+          } else if (kind.value.action === GameEvent_DrawAction.OFFERED && seat !== Player.UNSPECIFIED && kind.value.by !== seat) {
+            say(`${seatName(game, kind.value.by)}${OFFERS_DRAW}`);
+          } else withdrawNotice(OFFERS_DRAW);
           render();
         });
         break;
       case "rematch":
         enqueue(() => {
           if (!game) return;
-          if (kind.value.action === GameEvent_RematchAction.OFFERED) game.rematchOffer = kind.value.by;
-          else if (kind.value.action === GameEvent_RematchAction.STARTED) {
+          if (kind.value.action === GameEvent_RematchAction.OFFERED) {
+            game.rematchOffer = kind.value.by;
+            if (seat !== Player.UNSPECIFIED && kind.value.by !== seat) say(`${seatName(game, kind.value.by)}${OFFERS_REMATCH}`);
+          } else if (kind.value.action === GameEvent_RematchAction.STARTED) {
             game.rematch = kind.value.gameId;
             if (pendingRematch) {
               store.setSeat(kind.value.gameId, pendingRematch);
               openGame(kind.value.gameId);
             }
           } else game.rematchOffer = Player.UNSPECIFIED;
+          if (kind.value.action !== GameEvent_RematchAction.OFFERED) withdrawNotice(OFFERS_REMATCH);
           render();
         });
         break;
@@ -1379,8 +1430,19 @@ function showGame(id: string): () => void {
           return;
         }
         if (code === Code.NotFound || code === Code.InvalidArgument) {
-          // Retrying cannot make a game appear.
+          // Retrying cannot make a game appear; and an empty board would look like one.
           say(describe(error), "error");
+          if (!game) {
+            app.replaceChildren(
+              h(
+                "section",
+                { class: "card" },
+                h("a", { href: "#/", "data-testid": "back" }, "← Lobby"),
+                h("h2", { "data-testid": "no-game" }, "No such game"),
+                connection,
+              ),
+            );
+          }
           connection.textContent = "no such game";
           connection.classList.add("bad");
           return;

@@ -207,6 +207,10 @@ test("two players play a whole game by clicks; a spectator sees every move; a re
   const spectator = await player("Watcher");
   await spectator.goto(`${server.url}#/game/${id}`);
   await spectator.getByTestId("board").waitFor();
+  // A spectator owns no square, also for a screen reader.
+  await until("the spectator's board", async () => (await spectator.getByTestId("count-3").textContent()) === "5");
+  const spectatorLabels = await spectator.locator("[data-square]").evaluateAll((squares) => squares.map((b) => b.getAttribute("aria-label") ?? ""));
+  assert.equal(spectatorLabels.filter((label) => label.startsWith("square ")).length, 10, spectatorLabels.join("; "));
 
   // Each side sees its own row at the bottom.
   const bottomRow = async (page: Page) => {
@@ -304,7 +308,12 @@ test("a timed game's flag falls in the page", async () => {
   assert.match(shown ?? "", /^0:\d\d/);
   for (const page of [first, second]) {
     await page.getByTestId("game-over").waitFor({ timeout: 40_000 });
-    assert.match((await page.getByTestId("game-over").textContent()) ?? "", /time ran out/);
+    // Who ran out, and each side's score by name: the winner on time may have the fewer points.
+    const over = (await page.getByTestId("game-over").textContent()) ?? "";
+    const parts = /^Game over: (Flag|Fall) wins \((Flag|Fall) ran out of time\) · (Flag|Fall) \d+, (Flag|Fall) \d+$/.exec(over);
+    assert.ok(parts, over);
+    assert.notEqual(parts[1], parts[2], over);
+    assert.notEqual(parts[3], parts[4], over);
   }
 });
 
@@ -326,7 +335,7 @@ test("a seek is answered from another lobby", async () => {
   await seeker.getByTestId("resign").click();
   for (const page of [seeker, taker]) {
     await page.getByTestId("game-over").waitFor();
-    assert.match((await page.getByTestId("game-over").textContent()) ?? "", /resignation/);
+    assert.match((await page.getByTestId("game-over").textContent()) ?? "", /^Game over: Taker wins \(Seeker resigned\) · /);
   }
 });
 
@@ -518,6 +527,9 @@ test("an aborted game has no winner, and a game that does not exist is not waite
   await lan.goto(`${server.url}#/game/doesnotexist123`);
   // (The status line says it too, in a sentence: "There is no such game".)
   await lan.getByTestId("connection").getByText("no such game").waitFor();
+  // No board of zeros for a game that is not there.
+  await lan.getByTestId("no-game").waitFor();
+  assert.equal(await lan.getByTestId("board").count(), 0);
   await new Promise((r) => setTimeout(r, 3000));
   assert.equal(watches, 1, "one WatchGame, not a retry every few seconds");
 });
@@ -567,13 +579,23 @@ test("errors read as sentences for a player, not as the server's words for progr
     "Cannot create the game: rated games need an account; sign in with your API key, or play unrated",
   );
 
-  // A name the server refuses (BadRequest on display_name).
+  // A name the server refuses (BadRequest on display_name): the server's words, which say why.
   const bracketed = await player("Lan (2000)");
   await bracketed.getByTestId("create-game").click();
   assert.equal(
     await status(bracketed, "Cannot create"),
-    "Cannot create the game: that name cannot be used (too long, hidden characters, brackets at the end, or an account's name)",
+    `Cannot create the game: "Lan (2000)" ends in a part in brackets, which players' screens use for a rating or a computer's level; choose a name without it`,
   );
+  const staff = await player("admin");
+  await staff.getByTestId("create-game").click();
+  assert.match(await status(staff, "Cannot create"), /reads as "admin", a name of the service and its staff; choose another$/);
+
+  // A key with characters no key has is not sent (a browser could not send it in a header).
+  for (const key of ["oqk_\u00e9", "oqk_\u202eabc"]) {
+    await staff.locator("#apikey").fill(key);
+    await staff.locator("#signin").click();
+    await until("the key refused", async () => /characters no key has/.test((await staff.locator("#me").textContent()) ?? ""));
+  }
 
   // A mistyped API key (UNAUTHENTICATED, BAD_API_KEY) in the account bar.
   await lan.locator("#apikey").fill("oqk_mistyped");
@@ -860,8 +882,11 @@ test("a draw offer shows as made until it is declined or the opponent moves", as
   for (const page of [lan, minh]) await until("the move shown", async () => (await movesOf(page)) === 1);
   assert.equal(await mover.getByTestId("draw").textContent(), "Draw offered");
   assert.equal(await waiter.getByTestId("draw").textContent(), "Accept draw");
+  // The opponent is told in words, not only by a button.
+  await waiter.locator("#status").getByText(/offers a draw$/).waitFor();
   // Declined: offerable again, and the offerer is told.
   await waiter.getByTestId("decline-draw").click();
+  await until("the notice gone", async () => !/offers a draw/.test((await waiter.locator("#status").textContent()) ?? ""));
   await drawButton(mover, "Offer draw");
   assert.ok(await mover.getByTestId("draw").isEnabled());
   await mover.locator("#status").getByText("Your draw offer was declined").waitFor();
@@ -889,10 +914,15 @@ test("a profile link with a name no account can have shows no such player, witho
   await page.goto(`${server.url}#/player/${encodeURIComponent("Call +1 555 now!")}`);
   await page.getByTestId("profile-name").getByText("No such player", { exact: true }).waitFor();
   assert.doesNotMatch((await page.locator("body").textContent()) ?? "", /555/);
-  // A name that could be an account's is shown, as text, and said to have no profile.
-  await page.goto(`${server.url}#/player/nobody_here`);
-  await page.locator("#status").getByText("No profile for nobody_here: there is no player with that name").waitFor();
-  assert.equal(await page.getByTestId("profile-name").textContent(), "nobody_here");
+  // A name that could be an account's but is none: the same, with nothing half-drawn.
+  for (const name of ["nobody_here", "admin"]) {
+    await page.goto(`${server.url}#/player/${name}`);
+    await page.getByTestId("profile-name").getByText("No such player", { exact: true }).waitFor();
+    assert.equal(await page.getByTestId("recent-games").count(), 0);
+  }
+  // A game link that can name no game says so.
+  await page.goto(`${server.url}#/game/${encodeURIComponent("<img src=x>")}`);
+  await page.locator("#status").getByText("There is no such game").waitFor();
 });
 
 test("a game stream that goes silent is dropped and resumed after its last event", async () => {
