@@ -1060,6 +1060,11 @@ function showGame(id: string): () => void {
       element.textContent = ms === undefined ? "" : formatMs(ms);
       element.classList.toggle("running", clocks?.running === player && game?.status === GameStatus.ACTIVE);
       element.classList.toggle("low", ms !== undefined && ms < 10_000);
+      // While the stream is away the server's clock is not seen: a network break runs it on, a
+      // server restart gives the time back. The count goes on, marked as a guess.
+      const stale = !connected && game?.status === GameStatus.ACTIVE && ms !== undefined;
+      element.classList.toggle("stale", stale);
+      element.title = stale ? "estimated: reconnecting to the server" : "";
     }
     const firstMove = firstMoveMs();
     for (const [player, element] of [

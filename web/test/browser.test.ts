@@ -931,7 +931,7 @@ test("a game stream that goes silent is dropped and resumed after its last event
   const SILENCE = 1_500;
   const lan = await player("Lan", DESKTOP, "0", SILENCE);
   const minh = await player("Minh");
-  const id = await createGame(lan);
+  const id = await createGame(lan, "600000+5000");
   await joinGame(minh, id);
   // Lan to move: Minh plays first if the first move is his.
   if ((await whoseTurn([lan, minh])) === minh) {
@@ -953,12 +953,16 @@ test("a game stream that goes silent is dropped and resumed after its last event
   // Still Lan's turn, said as such; nothing playable while the move could not be sent.
   assert.equal(await lan.getByTestId("turn").textContent(), "Your turn");
   assert.equal(await lan.locator(".square.playable").count(), 0);
+  // The clocks still count, marked as a guess: a server restart would give the time back.
+  assert.equal(await lan.locator(".clock.stale").count(), 2);
+  assert.equal(await lan.locator(".clock.stale").first().getAttribute("title"), "estimated: reconnecting to the server");
   // Meanwhile Minh offers a draw: an event Lan's page must get when it is back.
   await minh.getByTestId("draw").click();
   await until("a watch retried", async () => watches.length >= 2, 4 * SILENCE + 2_000);
   await lan.unrouteAll({ behavior: "ignoreErrors" });
   await until("reconnected", async () => (await lan.getByTestId("connection").textContent()) === "");
   await until("the missed offer shown", async () => (await lan.getByTestId("draw").textContent()) === "Accept draw");
+  assert.equal(await lan.locator(".clock.stale").count(), 0);
   assert.equal(await movesOf(lan), moves);
   // Every retry resumed after the last event seen, none started over.
   assert.ok(watches.length >= 2 && watches.every((after) => after !== undefined && after > 0n), `watches: ${watches.join()}`);
