@@ -361,6 +361,18 @@ impl CliProcess {
         columns: Option<u16>,
         tx: &Sender<Line>,
     ) -> Self {
+        Self::spawn_on_terminal_with(name, server, config, args, columns, false, tx)
+    }
+
+    fn spawn_on_terminal_with(
+        name: &str,
+        server: &str,
+        config: &Path,
+        args: &[&str],
+        columns: Option<u16>,
+        dumb: bool,
+        tx: &Sender<Line>,
+    ) -> Self {
         let client = cli_command(server, config, args);
         let quote = |s: &str| format!("'{}'", s.replace('\'', r"'\''"));
         let line: Vec<String> = std::iter::once(client.get_program())
@@ -385,7 +397,26 @@ impl CliProcess {
                 None => cmd.env_remove(key),
             };
         }
+        if dumb {
+            cmd.env("TERM", "dumb");
+        }
         Self::start(name, cmd, tx)
+    }
+
+    /// [`CliProcess::spawn_on_terminal`] on a terminal that takes no cursor control
+    /// (`TERM=dumb`, as Emacs's shell sets).
+    ///
+    /// # Panics
+    ///
+    /// As [`CliProcess::spawn_on_terminal`].
+    pub fn spawn_on_dumb_terminal(
+        name: &str,
+        server: &str,
+        config: &Path,
+        args: &[&str],
+        tx: &Sender<Line>,
+    ) -> Self {
+        Self::spawn_on_terminal_with(name, server, config, args, None, true, tx)
     }
 
     fn start(name: &str, mut command: Command, tx: &Sender<Line>) -> Self {

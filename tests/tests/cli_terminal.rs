@@ -385,3 +385,43 @@ fn an_accepted_rematch_leaves_no_prompt_behind() {
         .count();
     assert_eq!(stale, 0, "{:#?}", &shown[offered.saturating_sub(3)..]);
 }
+
+/// `TERM=dumb` (Emacs's shell, some logs) takes no escape sequences: the client writes to it
+/// as to a pipe. An outside probe counted 40 cursor movements in one short game there, from
+/// the clocks redrawn every second and the animation.
+#[test]
+fn a_dumb_terminal_gets_no_escape_sequences() {
+    let server = Server::start();
+    let url = server.url();
+    let dir = config_dir();
+    let (tx, mut lines) = Lines::new();
+    let mut me = CliProcess::spawn_on_dumb_terminal(
+        "me",
+        &url,
+        dir.path(),
+        &[
+            "create",
+            "--name",
+            "dumbo",
+            "--seat",
+            "first",
+            "--computer",
+            "1",
+            "--time",
+            "5+0",
+            "--play",
+        ],
+        &tx,
+    );
+    lines.follow("me", |l| l.contains("legal moves:"));
+    me.send("1 r");
+    lines.follow("me", |l| l.contains("move 2: "));
+    // Long enough for the clocks to tick twice where a terminal takes them.
+    std::thread::sleep(std::time::Duration::from_millis(2500));
+    me.send("quit");
+    me.wait();
+    let shown = lines.stdout_of("me");
+    assert!(shown.iter().any(|l| l.contains("clocks: ")), "{shown:#?}");
+    let escaped: Vec<&String> = shown.iter().filter(|l| l.contains('\x1b')).collect();
+    assert!(escaped.is_empty(), "{escaped:#?}");
+}

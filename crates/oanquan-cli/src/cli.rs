@@ -169,7 +169,8 @@ pub struct Global {
     pub verbose: bool,
 
     /// Plain ASCII output without colours even on a terminal (also implied by NO_COLOR,
-    /// TERM=dumb, a locale that is not UTF-8, or when standard output is not a terminal).
+    /// TERM=dumb, a locale that is not UTF-8, or when standard output is not a terminal;
+    /// TERM=dumb is written to as a pipe is, without moving the cursor).
     #[arg(long, global = true)]
     pub plain: bool,
 }

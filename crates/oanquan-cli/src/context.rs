@@ -27,7 +27,9 @@ pub struct Context {
 impl Context {
     /// The context the global options describe.
     pub fn new(global: &Global) -> Result<Self, CliError> {
-        let stdout_tty = std::io::stdout().is_terminal();
+        // A terminal that takes no cursor control is written to as a pipe is: stable lines,
+        // no status line redrawn in place, no animation, no prompt redrawn under a message.
+        let stdout_tty = std::io::stdout().is_terminal() && !dumb_terminal();
         Ok(Context {
             server: Server::new(&global.server, global.ca_cert.as_deref())?,
             json: global.json,
@@ -52,6 +54,13 @@ impl Context {
     pub fn account(&self) -> Result<Option<Account>, CliError> {
         self.account_file()?.get(&self.server.name)
     }
+}
+
+/// Whether `TERM` says the terminal takes no escape sequences at all (`dumb`: Emacs's
+/// `M-x shell`, some CI logs). An outside probe found cursor movements redrawing the clocks
+/// every second there.
+pub fn dumb_terminal() -> bool {
+    std::env::var("TERM").is_ok_and(|term| term == "dumb")
 }
 
 /// Box drawing and colour only for a person at a terminal who has not opted out

@@ -37,7 +37,7 @@ impl Connection {
     pub fn new(server: &str) -> Self {
         Self {
             server: server.to_owned(),
-            tty: std::io::stderr().is_terminal(),
+            tty: std::io::stderr().is_terminal() && !crate::context::dumb_terminal(),
             down: false,
         }
     }
