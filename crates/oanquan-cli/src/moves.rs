@@ -318,10 +318,12 @@ pub fn parse_move(text: &str) -> Result<LocalMove, InputError> {
     // word of them (`bad utf8`, `3 r r`): the line is no move at all, rather than a wrong
     // square or a direction nobody typed (`rr`). A single unknown word after a square (`3 up`)
     // is named as the direction it stands for.
+    // And a direction is one word as typed: `3 r ight` is a typo, not `3 right`, and a move
+    // played from a typo cannot be taken back.
+    let one_word = text.to_lowercase().contains(word);
     let known_direction = word.is_empty() || DIRECTION_WORDS.iter().any(|(w, _)| *w == word);
-    let named_as_direction =
-        matches!(number.parse::<u8>(), Ok(1..=5)) && text.to_lowercase().contains(word);
-    if !known_direction && !named_as_direction {
+    let named_as_direction = matches!(number.parse::<u8>(), Ok(1..=5)) && one_word;
+    if !one_word || (!known_direction && !named_as_direction) {
         return Err(InputError(format!(
             "`{typed}` is not a move: type a square 1-5 and a direction, e.g. `3 r` or `2 left` (`help` for more)"
         )));
@@ -421,6 +423,10 @@ mod tests {
     fn rejects_bad_input_with_a_reason() {
         for (text, needle) in [
             ("6 r", "out of range"),
+            // A direction split by a typo is no direction (an outside probe played `3 r ight`).
+            ("3 r ight", "is not a move"),
+            ("3 le ft", "is not a move"),
+            ("r ight 3", "is not a move"),
             ("0 l", "out of range"),
             ("99999999999999999999 l", "out of range"),
             ("3", "which direction"),
