@@ -168,7 +168,8 @@ pub struct Global {
     #[arg(long, short, global = true)]
     pub verbose: bool,
 
-    /// Plain ASCII output without colours even on a terminal (also implied by NO_COLOR,
+    /// Plain output without colours even on a terminal: an ASCII board and markers, names as
+    /// the players wrote them (also implied by NO_COLOR,
     /// TERM=dumb, a locale that is not UTF-8, or when standard output is not a terminal;
     /// TERM=dumb is written to as a pipe is, without moving the cursor).
     #[arg(long, global = true)]
