@@ -241,11 +241,8 @@ pub fn staff_word(text: &str) -> Option<&'static str> {
     // And with everything but letters, marks and digits left out, which a display name may
     // put between or after the letters: `A.d.m.i.n`, `Admin!`, `Admin ✔`, `Root™`.
     // (Left out before NFKC, which writes `™` as the letters `TM`.)
-    let letters: String = text
-        .chars()
-        .map(letter_lookalike)
-        .filter(|&c| (c.is_alphanumeric() || is_mark(c)) && !is_decoration(c))
-        .collect::<String>()
+    let mapped: String = text.chars().map(letter_lookalike).collect();
+    let letters: String = undecorated(&mapped, char::is_alphanumeric, false)
         .nfkc()
         .collect();
     let mut readings = reserved_candidates(&name);
@@ -255,6 +252,101 @@ pub fn staff_word(text: &str) -> Option<&'static str> {
         }
     }
     reserved_word(&readings, |word| !OPEN_TO_DISPLAY_NAMES.contains(&word))
+}
+
+/// `text` as spelled, without what dresses it up: only the characters `keep` takes (letters,
+/// digits and the like) with their own accents, for meeting names through decoration. Left
+/// out: symbols, punctuation, Arabic's stretching stroke (tatweel), and marks that decorate
+/// rather than spell ([`spells`]); a mark repeated on one letter counts once. Letters spaced
+/// out one by one (`M i n h`) are one word; other words stay apart, one space between them,
+/// unless `words_apart` is false.
+fn undecorated(text: &str, keep: impl Fn(char) -> bool, words_apart: bool) -> String {
+    let words: Vec<String> = text
+        .split(char::is_whitespace)
+        .map(|word| spelled(word, &keep))
+        .filter(|word| !word.is_empty())
+        .collect();
+    let spaced_out = words
+        .iter()
+        .all(|word| word.chars().filter(|&c| !is_mark(c)).count() <= 1);
+    if !words_apart || spaced_out {
+        return words.concat();
+    }
+    // A separator takes no spaces around it: `Lan - 1` is `Lan-1`.
+    let mut joined = String::new();
+    for word in &words {
+        let glued =
+            joined.is_empty() || joined.ends_with(['-', '_']) || word.starts_with(['-', '_']);
+        if !glued {
+            joined.push(' ');
+        }
+        joined.push_str(word);
+    }
+    joined
+}
+
+/// One word of [`undecorated`], in NFC.
+fn spelled(word: &str, keep: &impl Fn(char) -> bool) -> String {
+    let mut out = String::new();
+    let mut base = None;
+    let mut marks: Vec<char> = Vec::new();
+    // Decomposed: a precomposed letter's marks are judged like any others (`Ḻ` is `L` and a
+    // line below it).
+    for c in word.nfd() {
+        if is_mark(c) {
+            if let Some(base) = base
+                && !marks.contains(&c)
+                && spells(base, c)
+            {
+                marks.push(c);
+                out.push(c);
+            }
+            continue;
+        }
+        marks.clear();
+        if c != '\u{0640}' && keep(c) {
+            base = Some(c);
+            out.push(c);
+        } else {
+            base = None;
+        }
+    }
+    out.nfc().collect()
+}
+
+/// The combining marks the orthographies of Latin, Greek and Cyrillic letters write: the
+/// accents of Vietnamese (circumflex, breve, horn, hook above, dot below and the tones), of the
+/// European languages (acute, grave, diaeresis, ring, caron, cedilla, ogonek, double acute,
+/// macron, dot above, comma below), and Greek's breathings, perispomeni and iota subscript.
+const ACCENTS: [char; 25] = [
+    '\u{0300}', '\u{0301}', '\u{0302}', '\u{0303}', '\u{0304}', '\u{0306}', '\u{0307}', '\u{0308}',
+    '\u{0309}', '\u{030A}', '\u{030B}', '\u{030C}', '\u{030F}', '\u{0311}', '\u{0313}', '\u{0314}',
+    '\u{031B}', '\u{0323}', '\u{0326}', '\u{0327}', '\u{0328}', '\u{0342}', '\u{0343}', '\u{0344}',
+    '\u{0345}',
+];
+
+/// Whether `mark` on `base` spells a letter rather than decorating it. On a Latin, Greek or
+/// Cyrillic letter only [`ACCENTS`] do: an outside probe dressed `Lan` in lines below and
+/// above (`L͟a͟n`, `L̠a̠n̠`), zalgo, ties (`L͡an`), Cyrillic's millions sign and Thai, Hebrew and
+/// Devanagari marks. On a letter of another script, a mark of that script or of none
+/// (Arabic's vowel signs, Hebrew's points, Indic vowel signs), except those of
+/// [`is_decoration`].
+fn spells(base: char, mark: char) -> bool {
+    if is_decoration(mark) {
+        return false;
+    }
+    let own = AugmentedScriptSet::for_char(base);
+    let of_script = |sample: char| {
+        let mut both = own;
+        both.intersect_with(AugmentedScriptSet::for_char(sample));
+        !both.is_empty()
+    };
+    if !own.is_all() && (of_script('a') || of_script('\u{03B1}') || of_script('\u{0430}')) {
+        return ACCENTS.contains(&mark);
+    }
+    let mut both = own;
+    both.intersect_with(AugmentedScriptSet::for_char(mark));
+    !both.is_empty()
 }
 
 /// A combining mark that underlines, overlines or strikes through what it follows, or draws a
@@ -509,15 +601,19 @@ pub fn keys_of_text(text: &str) -> Vec<String> {
     // And with only what a username may hold, as staff words are read: `Minh ✔`, `Minh™`,
     // `M i n h` and `M.i.n.h` are Minh, dressed up (an outside probe sat as each beside the
     // account). Symbols are left out before NFKC, which writes `™` as the letters `TM`.
-    let letters: String = text
+    // Words stay apart: `Lan Anh` is a name of its own, not the account LanAnh (which anyone
+    // could register to keep people of that name out).
+    let mapped: String = text
         .chars()
         .map(|c| letter_lookalike(separator_lookalike(c)))
-        .filter(|&c| {
-            (c.is_alphanumeric() || is_mark(c) || c == '-' || c == '_') && !is_decoration(c)
-        })
-        .collect::<String>()
-        .nfkc()
         .collect();
+    let letters: String = undecorated(
+        &mapped,
+        |c| c.is_alphanumeric() || c == '-' || c == '_',
+        true,
+    )
+    .nfkc()
+    .collect();
     let letters = letters.trim_matches(['-', '_']).to_owned();
     let mut keys = Vec::with_capacity(2);
     for name in [&name, &plain, &letters] {
@@ -1191,13 +1287,33 @@ mod tests {
             ("Minh", "Minh!"),
             ("Minh", "_Minh_"),
             ("Lan-1", "Lan - 1"),
-            ("LanAnh", "Lan Anh"),
             ("Ngọc", "Ngọc \u{1F451}"),
             // Underlined, struck through, overlined, framed.
             ("Tuan", "T\u{332}u\u{332}a\u{332}n\u{332}"),
             ("Tuan", "T\u{336}u\u{336}a\u{336}n\u{336}"),
             ("Tuan", "T\u{305}u\u{305}a\u{305}n\u{305}"),
             ("Tuan", "T\u{20DD}uan"),
+            // A second probe's: lines below and above, zalgo, ties, ligature halves, other
+            // scripts' marks on Latin letters, the tatweel.
+            ("Lan", "L\u{35F}a\u{35F}n"),
+            ("Lan", "L\u{331}a\u{331}n\u{331}"),
+            ("Lan", "L\u{320}a\u{320}n\u{320}"),
+            ("Lan", "L\u{347}a\u{347}n\u{347}"),
+            ("Lan", "L\u{35E}a\u{35E}n"),
+            ("Lan", "L\u{346}a\u{346}n"),
+            ("Lan", "L\u{324}a\u{330}n\u{325}\u{317}"),
+            ("Lan", "L\u{489}a\u{489}n\u{489}"),
+            ("Lan", "L\u{361}an"),
+            ("Lan", "L\u{FE20}a\u{FE21}n"),
+            ("Lan", "Lan\u{5BF}"),
+            ("Lan", "Lan\u{E31}"),
+            ("Lan", "Lan\u{93C}"),
+            ("Lan", "L\u{F35}an"),
+            ("Lan", "Lan\u{640}"),
+            (
+                "\u{645}\u{62D}\u{645}\u{62F}",
+                "\u{645}\u{62D}\u{640}\u{640}\u{645}\u{62F}",
+            ),
         ] {
             let keys = ok(account).keys();
             assert!(
@@ -1214,6 +1330,11 @@ mod tests {
             // A letter's own marks make another name.
             ("Tuan", "Tuấn"),
             ("Tuan", "Tua\u{300}n"),
+            ("Tuan", "Tuân"),
+            ("Lan", "Lân"),
+            // Words stay apart: anyone could register LanAnh to keep every Lan Anh out.
+            ("LanAnh", "Lan Anh"),
+            ("MaryAnn", "Mary Ann"),
         ] {
             let keys = ok(account).keys();
             assert!(
