@@ -109,14 +109,32 @@ impl Server {
             .map(|(_, port)| port)
             .filter(|port| !port.contains(']'));
         if let Some(port) = written_port
-            && !port.parse::<u16>().is_ok_and(|port| port > 0)
+            && !(port.bytes().all(|b| b.is_ascii_digit())
+                && port.parse::<u16>().is_ok_and(|port| port > 0))
+        {
+            let port = if port.is_empty() {
+                "the port is missing after `:`".to_owned()
+            } else {
+                format!(
+                    "port {} is not one from 1 to 65535",
+                    crate::shown::printable(port)
+                )
+            };
+            return Err(CliError::new(
+                code::USAGE,
+                format!("--server `{given}` is not a valid address: {port}"),
+            ));
+        }
+        // A path would be dropped without a word: the API lives at the server's root.
+        if let Some(path) = endpoint.uri().path_and_query()
+            && !matches!(path.as_str(), "" | "/")
         {
             return Err(CliError::new(
                 code::USAGE,
                 format!(
-                    "--server `{given}` is not a valid address: port {} is not one from 1 to \
-                     65535",
-                    crate::shown::printable(port)
+                    "--server `{given}` is not a valid address: give the server's root, without \
+                     a path ({})",
+                    crate::shown::printable(path.as_str())
                 ),
             ));
         }
@@ -421,9 +439,15 @@ mod tests {
             "127.0.0.1:122737",
             "localhost:0",
             "https://[::1]:65536",
+            "127.0.0.1:+50051",
         ] {
             let message = usage_error(address, None);
             assert!(message.contains("from 1 to 65535"), "{address}: {message}");
+        }
+        assert!(usage_error("127.0.0.1:", None).contains("the port is missing"));
+        for address in ["http://127.0.0.1:1/x", "127.0.0.1:1/api/", "http://h:1/?q"] {
+            let message = usage_error(address, None);
+            assert!(message.contains("without a path"), "{address}: {message}");
         }
         assert!(server("localhost:65535", None).is_ok());
     }
