@@ -2473,6 +2473,26 @@ async fn lobby_streams_are_limited_per_connection_and_client() {
 /// Every method but reflection's takes one request message. tonic reads a unary request's first
 /// and drops the rest unseen: two `CreateGame`s in one body made one game and answered OK.
 /// Over gRPC and gRPC-Web alike, a second message now fails the call, and nothing is done.
+/// A gRPC-Web `CreateGame` over HTTP/1.1 with `body` and the header lines `extra` (each ending
+/// in CRLF): the whole answer, as text.
+async fn create_over_grpc_web(addr: SocketAddr, extra: &str, body: &[u8]) -> String {
+    let mut stream = TcpStream::connect(addr).await.unwrap();
+    let head = format!(
+        "POST /oanquan.v1.GameService/CreateGame HTTP/1.1\r\nHost: localhost\r\n\
+         Content-Type: application/grpc-web+proto\r\nX-Grpc-Web: 1\r\n{extra}\
+         Content-Length: {}\r\nConnection: close\r\n\r\n",
+        body.len()
+    );
+    stream.write_all(head.as_bytes()).await.unwrap();
+    stream.write_all(body).await.unwrap();
+    let mut answer = Vec::new();
+    tokio::time::timeout(Duration::from_secs(10), stream.read_to_end(&mut answer))
+        .await
+        .unwrap()
+        .unwrap();
+    String::from_utf8_lossy(&answer).into_owned()
+}
+
 #[tokio::test]
 async fn a_call_with_two_request_messages_is_refused_and_does_nothing() {
     let server = start(config()).await;
@@ -2505,21 +2525,7 @@ async fn a_call_with_two_request_messages_is_refused_and_does_nothing() {
     assert!(message.contains("one%20request%20message"), "{message}");
 
     // gRPC-Web over HTTP/1.1, as the probe sent it.
-    let mut stream = TcpStream::connect(server.addr).await.unwrap();
-    let head = format!(
-        "POST /oanquan.v1.GameService/CreateGame HTTP/1.1\r\nHost: localhost\r\n\
-         Content-Type: application/grpc-web+proto\r\nX-Grpc-Web: 1\r\n\
-         Content-Length: {}\r\nConnection: close\r\n\r\n",
-        body.len()
-    );
-    stream.write_all(head.as_bytes()).await.unwrap();
-    stream.write_all(&body).await.unwrap();
-    let mut answer = Vec::new();
-    tokio::time::timeout(Duration::from_secs(10), stream.read_to_end(&mut answer))
-        .await
-        .unwrap()
-        .unwrap();
-    let answer = String::from_utf8_lossy(&answer);
+    let answer = create_over_grpc_web(server.addr, "", &body).await;
     assert!(answer.contains("grpc-status: 3\r\n"), "{answer}");
 
     let listed = games
@@ -2551,21 +2557,7 @@ async fn a_call_out_of_time_before_it_starts_makes_no_game() {
     .encode_to_vec();
     let body = grpc_frame(false, create.len() as u32, &create);
     for _ in 0..20 {
-        let mut stream = TcpStream::connect(server.addr).await.unwrap();
-        let head = format!(
-            "POST /oanquan.v1.GameService/CreateGame HTTP/1.1\r\nHost: localhost\r\n\
-             Content-Type: application/grpc-web+proto\r\nX-Grpc-Web: 1\r\ngrpc-timeout: 1n\r\n\
-             Content-Length: {}\r\nConnection: close\r\n\r\n",
-            body.len()
-        );
-        stream.write_all(head.as_bytes()).await.unwrap();
-        stream.write_all(&body).await.unwrap();
-        let mut answer = Vec::new();
-        tokio::time::timeout(Duration::from_secs(10), stream.read_to_end(&mut answer))
-            .await
-            .unwrap()
-            .unwrap();
-        let answer = String::from_utf8_lossy(&answer);
+        let answer = create_over_grpc_web(server.addr, "grpc-timeout: 1n\r\n", &body).await;
         assert!(answer.contains("grpc-status: 1\r\n"), "{answer}");
     }
     let listed = games
