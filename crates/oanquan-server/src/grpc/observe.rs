@@ -399,6 +399,11 @@ impl http_body::Body for RequestBody {
                                 SECOND_MESSAGE,
                             ))));
                         }
+                        // A message that came whole in one piece (most calls) goes on as it
+                        // is, never through the queue.
+                        if this.held.is_empty() && !this.framing.holds(this.max_request) {
+                            return Poll::Ready(Some(Ok(Frame::data(data))));
+                        }
                         if !data.is_empty() {
                             this.held.push_back(data);
                         }
