@@ -261,17 +261,21 @@ pub fn staff_word(text: &str) -> Option<&'static str> {
 /// out one by one (`M i n h`) are one word; other words stay apart, one space between them,
 /// unless `words_apart` is false.
 fn undecorated(text: &str, keep: impl Fn(char) -> bool, words_apart: bool) -> String {
+    // Spaces narrower than a word space do not part words: `L\u{200A}an` shows as `Lan`.
     let words: Vec<String> = text
-        .split(char::is_whitespace)
+        .split(|c: char| c.is_whitespace() && !is_narrow_space(c))
         .map(|word| spelled(word, &keep))
         .filter(|word| !word.is_empty())
         .collect();
-    let spaced_out = words
-        .iter()
-        .all(|word| word.chars().filter(|&c| !is_mark(c)).count() <= 1);
-    if !words_apart || spaced_out {
-        return words.concat();
+    let letters = |piece: &str| piece.chars().filter(|&c| !is_mark(c)).count();
+    // A letter standing alone is no word of its own: `L an`, `Min h` and `M i n h` are one.
+    if !words_apart || words.iter().any(|word| letters(word) <= 1) {
+        return single_letters_joined(&words.concat());
     }
+    let words: Vec<String> = words
+        .iter()
+        .map(|word| single_letters_joined(word))
+        .collect();
     // A separator takes no spaces around it: `Lan - 1` is `Lan-1`.
     let mut joined = String::new();
     for word in &words {
@@ -283,6 +287,27 @@ fn undecorated(text: &str, keep: impl Fn(char) -> bool, words_apart: bool) -> St
         joined.push_str(word);
     }
     joined
+}
+
+/// Spaces that show narrower than a word space: six-per-em, punctuation, thin, hair, narrow
+/// no-break and medium mathematical.
+fn is_narrow_space(c: char) -> bool {
+    matches!(
+        c,
+        '\u{2006}' | '\u{2008}' | '\u{2009}' | '\u{200A}' | '\u{202F}' | '\u{205F}'
+    )
+}
+
+/// `word` without its `-` and `_` when they part single letters (`L-a-n`, `M_i_n_h`, and
+/// `M—i—n—h` once the dash reads as `-`): letters spaced out by separators.
+fn single_letters_joined(word: &str) -> String {
+    let pieces: Vec<&str> = word.split(['-', '_']).filter(|p| !p.is_empty()).collect();
+    let single = |piece: &&str| piece.chars().filter(|&c| !is_mark(c)).count() <= 1;
+    if pieces.len() > 1 && pieces.iter().all(single) {
+        pieces.concat()
+    } else {
+        word.to_owned()
+    }
 }
 
 /// One word of [`undecorated`], in NFC.
@@ -333,6 +358,19 @@ const ACCENTS: [char; 25] = [
 /// [`is_decoration`].
 fn spells(base: char, mark: char) -> bool {
     if is_decoration(mark) {
+        return false;
+    }
+    // A dot above an `i`, a dotless `ı` or a `j` draws the letter's own dot again: `Mı̇nh` is
+    // Minh.
+    if mark == '\u{0307}' && matches!(base, 'i' | 'ı' | 'j' | 'ȷ') {
+        return false;
+    }
+    // Hebrew's points and Arabic's vowel signs are optional aids to reading, left out of
+    // ordinary writing: `דָּוִד` is `דוד`, `مُحَمَّد` is `محمد`.
+    if matches!(
+        mark,
+        '\u{0591}'..='\u{05C7}' | '\u{064B}'..='\u{065F}' | '\u{0670}' | '\u{06D6}'..='\u{06ED}'
+    ) {
         return false;
     }
     let own = AugmentedScriptSet::for_char(base);
@@ -563,13 +601,20 @@ fn look_of(name: &str) -> String {
 /// The skeleton's `l` met neither a name's key nor its look when the name had an `i`: Greek
 /// `ΜΙΝΗ` (look `mlnh`) passed beside `Minh`, and so did `MꓲNH` and `lris` beside `Iris`.
 fn i_read(name: &str) -> String {
+    let mut previous: Option<char> = None;
     name.chars()
         .map(|ch| {
-            if skeleton(ch.encode_utf8(&mut [0; 4])).eq(std::iter::once('l')) {
-                'i'
-            } else {
-                ch
+            // A small letter after a small letter is no capital I: `Hal` is not `Hai` (an
+            // outside probe found Hal, Sal, Mal and Khal refused beside Hai, Sai, Mai and
+            // Khai). Where a capital could stand (first, or after a capital) it may be one:
+            // `lris`, `MlNH`, Cyrillic `КӏМ`.
+            let after_small = previous.is_some_and(|p| p.is_alphabetic() && !p.is_uppercase());
+            let reads_as_i = skeleton(ch.encode_utf8(&mut [0; 4])).eq(std::iter::once('l'))
+                && !(ch.is_lowercase() && after_small);
+            if !is_mark(ch) {
+                previous = Some(ch);
             }
+            if reads_as_i { 'i' } else { ch }
         })
         .collect()
 }
@@ -637,6 +682,9 @@ fn separator_lookalike(ch: char) -> char {
         // fullwidth hyphen-minus, the Canadian syllabics hyphen.
         '\u{2014}' | '\u{2015}' | '\u{23AF}' | '\u{2500}' | '\u{2501}' | '\u{2E3A}'
         | '\u{2E3B}' | '\u{FF0D}' | '\u{1400}' => '-',
+        // Letters drawn as a plain stroke, which a probe put between Latin letters: Japanese's
+        // long-vowel mark (full and half width), CJK one and its Kangxi radical.
+        '\u{30FC}' | '\u{FF70}' | '\u{4E00}' | '\u{2F00}' => '-',
         // Modifier letter low macron, double low line.
         '\u{02CD}' | '\u{2017}' => '_',
         ch => ch,
@@ -1314,6 +1362,28 @@ mod tests {
                 "\u{645}\u{62D}\u{645}\u{62F}",
                 "\u{645}\u{62D}\u{640}\u{640}\u{645}\u{62F}",
             ),
+            // A third's: a space inside a word (a hair space shows none), a letter standing
+            // alone, an i's dot drawn again, dashes and strokes between single letters,
+            // Hebrew points and Arabic vowel signs.
+            ("Lan", "L\u{200A}an"),
+            ("Lan", "L\u{2009}an"),
+            ("Lan", "L an"),
+            ("Minh", "Min h"),
+            ("Minh", "M\u{131}\u{307}nh"),
+            ("Minh", "Mi\u{307}nh"),
+            ("Minh", "M\u{2014}i\u{2014}n\u{2014}h"),
+            ("Lan", "L-a-n"),
+            ("Minh", "M_i_n_h"),
+            ("Lan", "L\u{30FC}a\u{30FC}n"),
+            ("Lan", "L\u{4E00}a\u{4E00}n"),
+            (
+                "\u{5D3}\u{5D5}\u{5D3}",
+                "\u{5D3}\u{5BC}\u{5B8}\u{5D5}\u{5B4}\u{5D3}",
+            ),
+            (
+                "\u{645}\u{62D}\u{645}\u{62F}",
+                "\u{645}\u{64F}\u{62D}\u{64E}\u{645}\u{651}\u{64E}\u{62F}",
+            ),
         ] {
             let keys = ok(account).keys();
             assert!(
@@ -1335,6 +1405,15 @@ mod tests {
             // Words stay apart: anyone could register LanAnh to keep every Lan Anh out.
             ("LanAnh", "Lan Anh"),
             ("MaryAnn", "Mary Ann"),
+            ("Jean-Luc", "Jean Luc"),
+            // A small l after a small letter is no capital I (a probe found these refused).
+            ("Hai", "Hal"),
+            ("Sai", "Sal"),
+            ("Mai", "Mal"),
+            ("Khai", "Khal"),
+            ("Kai", "Kal"),
+            // A dot above other letters spells them.
+            ("Zuk", "\u{17B}uk"),
         ] {
             let keys = ok(account).keys();
             assert!(
