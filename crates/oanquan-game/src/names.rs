@@ -199,6 +199,13 @@ mod tests {
             // A third's: underlined or struck through.
             ("A\u{332}d\u{332}m\u{332}i\u{332}n\u{332}", "admin"),
             ("R\u{336}o\u{336}o\u{336}t\u{336}", "root"),
+            // A fourth's: a staff word among other words.
+            ("Oanquan Official", "oanquan"),
+            ("Admin Team", "admin"),
+            ("The Admin", "admin"),
+            ("Support Team", "support"),
+            ("Qu\u{1ea3}n tr\u{1ecb} vi\u{ea}n", "qu\u{1ea3}ntr\u{1ecb}"),
+            ("Ban Qu\u{1ea3}n Tr\u{1ecb}", "qu\u{1ea3}ntr\u{1ecb}"),
             ("\u{1d00}\u{1d05}\u{1d0d}\u{26a}\u{274}", "admin"),
             (
                 "\u{627}\u{62f}\u{645}\u{6cc}\u{646}",
@@ -222,6 +229,15 @@ mod tests {
             "Computer",
             "Administrative Lan",
             "Rooted",
+            // Words that hold a staff word but are none: only a whole word counts.
+            "Rootberg Lan",
+            "Badminton Club",
+            "Madmin Nguyen",
+            "Lan Supporter",
+            "Modest Mouse",
+            // Reserved words that claim no role among others.
+            "Solar System",
+            "Guest Lan",
             // Vietnamese names whose accents make them other words than the reserved ones.
             "Quân Trí",
             "Bột",

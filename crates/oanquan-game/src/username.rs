@@ -228,6 +228,54 @@ const OPEN_TO_DISPLAY_NAMES: &[&str] = &[
 /// disguises a username is checked for ([`RESERVED_USERNAMES`]).
 #[must_use]
 pub fn staff_word(text: &str) -> Option<&'static str> {
+    if let Some(word) = staff_word_whole(text) {
+        return Some(word);
+    }
+    // And a word that claims a staff role among other words, alone or as two of them:
+    // `Oanquan Official`, `Admin Team`, `The Admin`, `Quản trị viên`, `Ban Quản Trị` (an
+    // outside probe sat as each). Only a whole word counts (`Rootberg` and `Badminton` stay
+    // free), and only such a word: `Root beer` and `Solar System` are no staff.
+    let words: Vec<&str> = text.split_whitespace().collect();
+    if words.len() < 2 {
+        return None;
+    }
+    words
+        .iter()
+        .map(|word| (*word).to_owned())
+        .chain(words.windows(2).map(|pair| pair.join(" ")))
+        .filter_map(|part| staff_word_whole(&part))
+        .find(|word| !ORDINARY_AMONG_WORDS.contains(word))
+}
+
+/// Reserved words that are ordinary words beside others, and claim no role there (see
+/// [`staff_word`]).
+const ORDINARY_AMONG_WORDS: &[&str] = &[
+    "root",
+    "system",
+    "computer",
+    "bot",
+    "anonymous",
+    "anon",
+    "guest",
+    "mod",
+    "operator",
+    "server",
+    "nobody",
+    "everyone",
+    "null",
+    "undefined",
+    "maytinh",
+    "máytính",
+    "hethong",
+    "hệthống",
+    "andanh",
+    "ẩndanh",
+    "khach",
+    "khách",
+];
+
+/// [`staff_word`] of the whole of `text`.
+fn staff_word_whole(text: &str) -> Option<&'static str> {
     // A display name may hold spaces, which no username can: "Quản trị" reads as "quảntrị".
     // And symbols no username can, which NFKC reads as letters: ᴬᴰᴹᴵᴺ, ⓐⓓⓜⓘⓝ.
     let name: String = text.nfc().filter(|c| !c.is_whitespace()).collect();
