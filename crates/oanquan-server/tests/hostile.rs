@@ -2473,6 +2473,16 @@ async fn lobby_streams_are_limited_per_connection_and_client() {
 /// Every method but reflection's takes one request message. tonic reads a unary request's first
 /// and drops the rest unseen: two `CreateGame`s in one body made one game and answered OK.
 /// Over gRPC and gRPC-Web alike, a second message now fails the call, and nothing is done.
+/// Asserts that the server lists no game: a refused call made none.
+async fn assert_no_games(games: &mut Games) {
+    let listed = games
+        .list_games(pb::ListGamesRequest::default())
+        .await
+        .unwrap()
+        .into_inner();
+    assert!(listed.games.is_empty(), "{:?}", listed.games);
+}
+
 /// A gRPC-Web `CreateGame` over HTTP/1.1 with `body` and the header lines `extra` (each ending
 /// in CRLF): the whole answer, as text.
 async fn create_over_grpc_web(addr: SocketAddr, extra: &str, body: &[u8]) -> String {
@@ -2528,12 +2538,7 @@ async fn a_call_with_two_request_messages_is_refused_and_does_nothing() {
     let answer = create_over_grpc_web(server.addr, "", &body).await;
     assert!(answer.contains("grpc-status: 3\r\n"), "{answer}");
 
-    let listed = games
-        .list_games(pb::ListGamesRequest::default())
-        .await
-        .unwrap()
-        .into_inner();
-    assert!(listed.games.is_empty(), "{:?}", listed.games);
+    assert_no_games(&mut games).await;
     // One message is still a call.
     games
         .create_game(pb::CreateGameRequest::decode(&create("Lan")[..]).unwrap())
@@ -2560,10 +2565,5 @@ async fn a_call_out_of_time_before_it_starts_makes_no_game() {
         let answer = create_over_grpc_web(server.addr, "grpc-timeout: 1n\r\n", &body).await;
         assert!(answer.contains("grpc-status: 1\r\n"), "{answer}");
     }
-    let listed = games
-        .list_games(pb::ListGamesRequest::default())
-        .await
-        .unwrap()
-        .into_inner();
-    assert!(listed.games.is_empty(), "{:?}", listed.games);
+    assert_no_games(&mut games).await;
 }

@@ -1191,18 +1191,6 @@ async fn claim(
         .map(tonic::Response::into_inner)
 }
 
-async fn resign(client: &mut Games, id: &str, token: &str) {
-    client
-        .resign(authed(
-            pb::ResignRequest {
-                game_id: id.to_owned(),
-            },
-            token,
-        ))
-        .await
-        .unwrap();
-}
-
 /// A move by `token`, seen by every watcher as MovePlayed and TurnStarted; the game after it.
 async fn watched_move(
     client: &mut Games,
