@@ -766,6 +766,24 @@ async fn only_five_rated_games_of_one_pair_a_day_change_ratings() {
     assert!(over.result.unwrap().ratings.is_some());
 }
 
+/// The allowance is read page by page: rated games of the pair behind more than a page of
+/// other games still count.
+#[tokio::test]
+async fn the_pair_allowance_reads_past_a_page_of_other_games() {
+    let s = service();
+    let (lan, _) = s.register("Lan").await;
+    let (minh, _) = s.register("Minh").await;
+    for _ in 0..DEFAULT_RATED_GAMES_PER_PAIR {
+        let over = s.played(&lan, &minh, blitz(), true, Some(FIRST)).await;
+        assert!(over.result.unwrap().ratings.is_some());
+    }
+    for _ in 0..=super::manager::MAX_PAGE_SIZE {
+        s.played(&lan, &minh, blitz(), false, Some(FIRST)).await;
+    }
+    let over = s.played(&lan, &minh, blitz(), true, Some(FIRST)).await;
+    assert_eq!(over.result.unwrap().ratings, None, "{over:?}");
+}
+
 #[tokio::test]
 async fn the_pair_allowance_counts_games_created_within_a_day_either_way() {
     let s = service();
