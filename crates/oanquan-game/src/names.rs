@@ -207,6 +207,16 @@ mod tests {
             ("Qu\u{1ea3}n tr\u{1ecb} vi\u{ea}n", "qu\u{1ea3}ntr\u{1ecb}"),
             ("Ban Qu\u{1ea3}n Tr\u{1ecb}", "qu\u{1ea3}ntr\u{1ecb}"),
             ("\u{1d00}\u{1d05}\u{1d0d}\u{26a}\u{274}", "admin"),
+            // A fifth's: the staff in Vietnamese forum speech and more languages.
+            ("H\u{1ed7} tr\u{1ee3}", "h\u{1ed7}tr\u{1ee3}"),
+            (
+                "H\u{1ed7} Tr\u{1ee3} Kh\u{e1}ch H\u{e0}ng",
+                "h\u{1ed7}tr\u{1ee3}",
+            ),
+            ("BQT", "bqt"),
+            ("QTV Lan", "qtv"),
+            ("Amministratore", "amministratore"),
+            ("Y\u{f6}netici", "y\u{f6}netici"),
             (
                 "\u{627}\u{62f}\u{645}\u{6cc}\u{646}",
                 "\u{627}\u{62f}\u{645}\u{6cc}\u{646}",
@@ -237,9 +247,11 @@ mod tests {
             "Modest Mouse",
             // Reserved words that claim no role among others.
             "Solar System",
+            "Sistema Solar",
             "Guest Lan",
             // Vietnamese names whose accents make them other words than the reserved ones.
             "Quân Trí",
+            "Hồ Trọng",
             "Bột",
             "Ân Danh",
             "Khách Sạn",

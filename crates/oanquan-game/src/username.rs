@@ -41,7 +41,7 @@
 //!    Hangul combinations that Japanese and Korean use). "pаypal" with a Cyrillic `а` is refused
 //!    and the message names the letter it imitates. Digits, `_` and `-` go with any script.
 //! 7. **Not reserved.** Names of the service, its staff and its computer player
-//!    ([`RESERVED_USERNAMES`]: `admin`, `root`, `computer`, `oanquan`, `quản_trị`, …) are refused,
+//!    ([`reserved_usernames`]: `admin`, `root`, `computer`, `oanquan`, `quản_trị`, …) are refused,
 //!    also in another case, with look-alike letters (`r00t`), with `_`/`-` inside (`ad-min`) or
 //!    with digits and `_`/`-` around them (`admin_2`).
 //!
@@ -106,43 +106,30 @@ const MAX_MARKS_IN_A_ROW: usize = 4;
 /// (a property test checks); the bound only keeps a surprise in the Unicode data from looping.
 const MAX_KEY_ROUNDS: usize = 8;
 
-/// Names that belong to the service, its staff or its computer player. A username is refused
-/// when its key matches one of these, also with `_`/`-` inside or digits and `_`/`-` around it.
-pub const RESERVED_USERNAMES: &[&str] = &[
+/// Words that speak for the service or its staff. Refused as a username (see
+/// [`reserved_usernames`]), as a display name, and as a word of a display name among others
+/// (`Oanquan Official`, `The Admin`).
+const STAFF_WORDS: &[&str] = &[
     "admin",
     "administrator",
-    "root",
-    "system",
     "sysop",
-    "computer",
-    "bot",
-    "anonymous",
-    "anon",
-    "guest",
     "oanquan",
     "ôănquan",
     "moderator",
-    "mod",
     "staff",
     "support",
     "official",
-    "operator",
-    "server",
-    "nobody",
-    "everyone",
-    "null",
-    "undefined",
-    // Vietnamese: administrator, computer, system, anonymous, guest, with and without diacritics.
+    "owner",
+    // Vietnamese: administrator, support, management, with and without diacritics, and the
+    // forum abbreviations of "board of administrators" and "administrator" (an outside probe
+    // sat as `BQT` and `QTV`).
     "quantri",
     "quảntrị",
-    "maytinh",
-    "máytính",
-    "hethong",
-    "hệthống",
-    "andanh",
-    "ẩndanh",
-    "khach",
-    "khách",
+    "hotro",
+    "hỗtrợ",
+    "quảnlý",
+    "bqt",
+    "qtv",
     // The staff in the languages of the players a Vietnamese game meets most online, in their
     // own scripts: the confusable skeletons cannot reach "админ" from "admin" (д, и and н look
     // like no Latin letter), and an outside probe registered it.
@@ -152,9 +139,12 @@ pub const RESERVED_USERNAMES: &[&str] = &[
     "поддержка",
     "адмін",
     "адміністратор",
+    "модер",
+    "админка",
     "管理员",
     "管理員",
     "管理者",
+    "管理",
     "版主",
     "客服",
     "官方",
@@ -167,43 +157,43 @@ pub const RESERVED_USERNAMES: &[&str] = &[
     "운영진",
     "administrador",
     "administrateur",
+    "amministratore",
     "moderador",
     "modérateur",
     "moderateur",
+    "moderatore",
     "soporte",
     "suporte",
-    "quảnlý",
-    "owner",
-    "sistema",
-    "модер",
-    "админка",
+    "yönetici",
+    "yonetici",
     "مدير",
     "مشرف",
     // Persian: administrator (with the Persian yeh), admin.
     "مدیر",
     "ادمین",
     "מנהל",
+];
+
+/// Words of the machine: refused as a username or as a whole display name, where they pose as
+/// the server, but ordinary beside other words (`Root beer`, `Solar System`, `Sistema Solar`).
+const SYSTEM_WORDS: &[&str] = &[
+    "root",
+    "system",
+    "mod",
+    "operator",
+    "server",
+    "sistema",
+    // Vietnamese "system", with and without diacritics; Japanese and Chinese "system".
+    "hethong",
+    "hệthống",
     "システム",
-    "管理",
     "系统",
     "系統",
 ];
 
-/// The reserved names as [`reserved_form`]s, each also with small `l` read as `i`, computed
-/// once.
-static RESERVED_FORMS: LazyLock<Vec<(&'static str, [String; 2])>> = LazyLock::new(|| {
-    RESERVED_USERNAMES
-        .iter()
-        .map(|&word| {
-            let form = reserved_form(word);
-            (word, [form.replace('l', "i"), form])
-        })
-        .collect()
-});
-
-/// The reserved names that do not speak for the service or its staff, which display names may
-/// use: the page's default name is "Guest", and a computer's seat always reads "Computer (level
-/// N)", in brackets that display names cannot end in. Any other reserved name is refused for
+/// Words refused as usernames only: display names may use them, since they speak for no one.
+/// The page's default name is "Guest", and a computer's seat always reads "Computer (level
+/// N)", in brackets that display names cannot end in. Any other reserved word is refused for
 /// a display name too (an outside probe sat down as "admin" and "root" in the lobby, where
 /// anyone could take it for the operator).
 const OPEN_TO_DISPLAY_NAMES: &[&str] = &[
@@ -216,6 +206,7 @@ const OPEN_TO_DISPLAY_NAMES: &[&str] = &[
     "everyone",
     "null",
     "undefined",
+    // Vietnamese: computer, anonymous, guest, with and without diacritics.
     "maytinh",
     "máytính",
     "andanh",
@@ -224,8 +215,29 @@ const OPEN_TO_DISPLAY_NAMES: &[&str] = &[
     "khách",
 ];
 
+/// Names that belong to the service, its staff or its computer player. A username is refused
+/// when its key matches one of these, also with `_`/`-` inside or digits and `_`/`-` around it.
+pub fn reserved_usernames() -> impl Iterator<Item = &'static str> {
+    STAFF_WORDS
+        .iter()
+        .chain(SYSTEM_WORDS)
+        .chain(OPEN_TO_DISPLAY_NAMES)
+        .copied()
+}
+
+/// The reserved names as [`reserved_form`]s, each also with small `l` read as `i`, computed
+/// once.
+static RESERVED_FORMS: LazyLock<Vec<(&'static str, [String; 2])>> = LazyLock::new(|| {
+    reserved_usernames()
+        .map(|word| {
+            let form = reserved_form(word);
+            (word, [form.replace('l', "i"), form])
+        })
+        .collect()
+});
+
 /// The name of the service or its staff that `text` (a display name) reads as, in any of the
-/// disguises a username is checked for ([`RESERVED_USERNAMES`]).
+/// disguises a username is checked for ([`reserved_usernames`]).
 #[must_use]
 pub fn staff_word(text: &str) -> Option<&'static str> {
     if let Some(word) = staff_word_whole(text) {
@@ -244,35 +256,8 @@ pub fn staff_word(text: &str) -> Option<&'static str> {
         .map(|word| (*word).to_owned())
         .chain(words.windows(2).map(|pair| pair.join(" ")))
         .filter_map(|part| staff_word_whole(&part))
-        .find(|word| !ORDINARY_AMONG_WORDS.contains(word))
+        .find(|word| STAFF_WORDS.contains(word))
 }
-
-/// Reserved words that are ordinary words beside others, and claim no role there (see
-/// [`staff_word`]).
-const ORDINARY_AMONG_WORDS: &[&str] = &[
-    "root",
-    "system",
-    "computer",
-    "bot",
-    "anonymous",
-    "anon",
-    "guest",
-    "mod",
-    "operator",
-    "server",
-    "nobody",
-    "everyone",
-    "null",
-    "undefined",
-    "maytinh",
-    "máytính",
-    "hethong",
-    "hệthống",
-    "andanh",
-    "ẩndanh",
-    "khach",
-    "khách",
-];
 
 /// [`staff_word`] of the whole of `text`.
 fn staff_word_whole(text: &str) -> Option<&'static str> {
@@ -516,7 +501,7 @@ fn reserved_word(
 /// Reserved words that are Vietnamese written without its accents: with accents they are
 /// other words (`Quân Trí` is two given names, not `quantri`), so a name's unaccented reading
 /// is not compared with them.
-const VIETNAMESE_UNACCENTED: &[&str] = &["quantri", "hethong"];
+const VIETNAMESE_UNACCENTED: &[&str] = &["quantri", "hethong", "hotro"];
 
 /// Whether a name with accents added may read as `word` once its accents are taken off: the
 /// staff words of languages written without Vietnamese's accents (`Admín` is `admin`), which
@@ -834,7 +819,7 @@ pub enum UsernameError {
         /// The script(s) of the rest of the name.
         name_script: String,
     },
-    /// One of [`RESERVED_USERNAMES`], perhaps in disguise.
+    /// One of [`reserved_usernames`], perhaps in disguise.
     Reserved {
         /// The reserved name it matches.
         word: &'static str,
