@@ -503,7 +503,7 @@ pub async fn run_with_store(
                 .with_metrics(metrics),
         )
         // Inside gRPC-Web's translation, so that a call cut by it is answered in the caller's
-        // protocol; inside the count, which sees its CANCELLED like any answer.
+        // protocol; inside the count, which sees its DEADLINE_EXCEEDED like any answer.
         .layer(DeadlineLayer::new(transport.request_timeout))
         .add_service(health_service)
         .add_service(reflection_v1)

@@ -2563,7 +2563,7 @@ async fn a_call_out_of_time_before_it_starts_makes_no_game() {
     let body = grpc_frame(false, create.len() as u32, &create);
     for _ in 0..20 {
         let answer = create_over_grpc_web(server.addr, "grpc-timeout: 1n\r\n", &body).await;
-        assert!(answer.contains("grpc-status: 1\r\n"), "{answer}");
+        assert!(answer.contains("grpc-status: 4\r\n"), "{answer}");
     }
     assert_no_games(&mut games).await;
 }

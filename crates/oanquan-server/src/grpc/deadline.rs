@@ -83,12 +83,16 @@ where
     }
 
     fn call(&mut self, request: http::Request<B>) -> Self::Future {
-        let limit = client_timeout(request.headers()).map_or(self.server, |c| c.min(self.server));
+        let (limit, whose) = match client_timeout(request.headers()) {
+            Some(client) if client <= self.server => (client, Whose::Client),
+            _ => (self.server, Whose::Server(self.server)),
+        };
         // `--request-timeout` may be longer than the clock can count to: then there is none.
         let deadline = Instant::now().checked_add(limit);
         DeadlineFuture {
             inner: self.inner.call(request),
             deadline,
+            whose,
             sleep: None,
             started: false,
         }
@@ -102,6 +106,7 @@ pin_project! {
         #[pin]
         inner: F,
         deadline: Option<Instant>,
+        whose: Whose,
         sleep: Option<Pin<Box<Sleep>>>,
         started: bool,
     }
@@ -124,7 +129,7 @@ where
                 .deadline
                 .is_some_and(|deadline| deadline <= Instant::now())
             {
-                return Poll::Ready(Ok(timed_out()));
+                return Poll::Ready(Ok(not_started()));
             }
         }
         if let Poll::Ready(result) = this.inner.poll(cx) {
@@ -137,15 +142,39 @@ where
             .sleep
             .get_or_insert_with(|| Box::pin(tokio::time::sleep_until(deadline)));
         match sleep.as_mut().poll(cx) {
-            Poll::Ready(()) => Poll::Ready(Ok(timed_out())),
+            Poll::Ready(()) => Poll::Ready(Ok(timed_out(*this.whose))),
             Poll::Pending => Poll::Pending,
         }
     }
 }
 
-/// The answer to a call past its deadline, as tonic's own timeout gives it.
-fn timed_out() -> http::Response<Body> {
-    tonic::Status::cancelled("Timeout expired").into_http()
+/// Whose deadline a call has: the client's `grpc-timeout`, or the server's request timeout.
+#[derive(Debug, Clone, Copy)]
+enum Whose {
+    Client,
+    Server(Duration),
+}
+
+/// The answer to a call that ran past its deadline. It may still have done what it was asked
+/// (gRPC's DEADLINE_EXCEEDED allows that), which the README tells clients how to check.
+fn timed_out(whose: Whose) -> http::Response<Body> {
+    let message = match whose {
+        Whose::Client => {
+            "the call's deadline (its grpc-timeout) passed before it was answered".to_owned()
+        }
+        Whose::Server(limit) => {
+            format!("the call was not answered within the server's request timeout of {limit:?}")
+        }
+    };
+    tonic::Status::deadline_exceeded(message).into_http()
+}
+
+/// The answer to a call whose deadline had passed before it started: it was not run.
+fn not_started() -> http::Response<Body> {
+    tonic::Status::deadline_exceeded(
+        "the call's deadline had passed before it started; it was not run",
+    )
+    .into_http()
 }
 
 #[cfg(test)]
@@ -183,7 +212,7 @@ mod tests {
     }
 
     #[tokio::test(start_paused = true)]
-    async fn a_call_past_its_deadline_is_answered_cancelled() {
+    async fn a_call_past_its_deadline_is_answered_deadline_exceeded() {
         use tower::ServiceExt as _;
         let never = tower::service_fn(|_: http::Request<()>| async {
             std::future::pending::<Result<http::Response<Body>, std::convert::Infallible>>().await
@@ -196,8 +225,32 @@ mod tests {
         let started = tokio::time::Instant::now();
         let response = service.oneshot(request).await.unwrap();
         assert_eq!(started.elapsed(), Duration::from_millis(200));
-        assert_eq!(response.headers()["grpc-status"], "1");
-        assert_eq!(response.headers()["grpc-message"], "Timeout%20expired");
+        assert_eq!(response.headers()["grpc-status"], "4");
+        let message = response.headers()["grpc-message"].to_str().unwrap();
+        assert!(message.contains("grpc-timeout"), "{message}");
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_call_past_the_servers_timeout_says_so() {
+        use tower::ServiceExt as _;
+        let never = tower::service_fn(|_: http::Request<()>| async {
+            std::future::pending::<Result<http::Response<Body>, std::convert::Infallible>>().await
+        });
+        let service = DeadlineLayer::new(Duration::from_secs(30)).layer(never);
+        // A client's longer deadline leaves the server's in force.
+        let request = http::Request::builder()
+            .header("grpc-timeout", "60S")
+            .body(())
+            .unwrap();
+        let started = tokio::time::Instant::now();
+        let response = service.oneshot(request).await.unwrap();
+        assert_eq!(started.elapsed(), Duration::from_secs(30));
+        assert_eq!(response.headers()["grpc-status"], "4");
+        let message = response.headers()["grpc-message"].to_str().unwrap();
+        assert!(
+            message.contains("request%20timeout%20of%2030s"),
+            "{message}"
+        );
     }
 
     #[tokio::test(start_paused = true)]
@@ -225,7 +278,7 @@ mod tests {
         let call = service.call(request("1n"));
         tokio::time::advance(Duration::from_micros(1)).await;
         let response = call.await.unwrap();
-        assert_eq!(response.headers()["grpc-status"], "1");
+        assert_eq!(response.headers()["grpc-status"], "4");
         assert!(!ran.load(Ordering::SeqCst), "the handler did not run");
 
         // A deadline still ahead runs the call as before.

@@ -8,8 +8,8 @@
 //!
 //! **Metrics.** Each call is counted once, by method and final gRPC status, when its status
 //! is known: at once for an error without a body, else when the body's trailers go out. A
-//! call whose response or body is dropped before that (the client went away, the server's
-//! request timeout) counts as CANCELLED. Streams of the counted kinds are open from their
+//! call whose response or body is dropped before that (the client went away) counts as
+//! CANCELLED; one cut by its deadline is answered, and counted, DEADLINE_EXCEEDED. Streams of the counted kinds are open from their
 //! response headers until then.
 //!
 //! **A request that never arrived whole.** When reading the request's body fails (the client
