@@ -222,40 +222,44 @@ pub struct GameManager {
     open_games: Arc<OpenGames>,
     observer: Option<Arc<dyn CommitObserver>>,
     checked_names: Arc<CheckedNames>,
-    settling: Arc<Settling>,
+    /// Games that end on this node take their accounts' stripes here, in order, until their
+    /// commit is done: each ending reads an account and writes it back only if unchanged, so
+    /// without it a simul player whose games all ended at once lost most of the races in a
+    /// group commit (one winner a batch) and those calls gave up after [`MAX_ATTEMPTS`].
+    settling: Arc<Stripes>,
+    /// Rematch offers on this node take their game's stripe (see [`GameManager::offer_rematch`]).
+    rematch_offers: Arc<Stripes>,
     /// Counts the keys revoked on this node, so that calls that last (seeks) check their key
     /// again at once rather than at their next heartbeat.
     key_revocations: tokio::sync::watch::Sender<u64>,
 }
 
-/// Games that end on this node take their accounts' stripes here, in order, until their
-/// commit is done: each ending reads an account and writes it back only if unchanged, so
-/// without it a simul player whose games all ended at once lost most of the races in a group
-/// commit (one winner a batch) and those calls gave up after [`MAX_ATTEMPTS`].
+/// Locks by key, a fixed number of them shared by hashing: for work on this node that must not
+/// interleave for one key (an account, a game) and is rare enough that two keys sharing a
+/// stripe costs nothing.
 #[derive(Debug)]
-struct Settling {
+struct Stripes {
     stripes: Vec<Arc<tokio::sync::Mutex<()>>>,
 }
 
-impl Default for Settling {
+impl Default for Stripes {
     fn default() -> Self {
-        Settling {
+        Stripes {
             stripes: (0..64).map(|_| Arc::default()).collect(),
         }
     }
 }
 
-impl Settling {
-    /// Holds the stripes of `accounts` (lowest first, so two games never wait on each other).
-    async fn hold(&self, accounts: &[&AccountId]) -> Vec<tokio::sync::OwnedMutexGuard<()>> {
-        let mut stripes: Vec<usize> = accounts
-            .iter()
-            .map(|id| {
-                let mut hasher = std::hash::DefaultHasher::new();
-                std::hash::Hash::hash(id, &mut hasher);
-                (std::hash::Hasher::finish(&hasher) % self.stripes.len() as u64) as usize
-            })
-            .collect();
+impl Stripes {
+    fn stripe_of(&self, key: &impl std::hash::Hash) -> usize {
+        let mut hasher = std::hash::DefaultHasher::new();
+        key.hash(&mut hasher);
+        (std::hash::Hasher::finish(&hasher) % self.stripes.len() as u64) as usize
+    }
+
+    /// Holds the stripes of `keys` (lowest first, so two holders never wait on each other).
+    async fn hold<K: std::hash::Hash>(&self, keys: &[&K]) -> Vec<tokio::sync::OwnedMutexGuard<()>> {
+        let mut stripes: Vec<usize> = keys.iter().map(|key| self.stripe_of(key)).collect();
         stripes.sort_unstable();
         stripes.dedup();
         let mut held = Vec::with_capacity(stripes.len());
@@ -310,6 +314,7 @@ impl GameManager {
             observer: None,
             checked_names: Arc::default(),
             settling: Arc::default(),
+            rematch_offers: Arc::default(),
             key_revocations: tokio::sync::watch::Sender::new(0),
         }
     }
@@ -792,6 +797,13 @@ impl GameManager {
         who: impl Into<Credential>,
     ) -> Result<RematchOffered, GameError> {
         let who: Credential = who.into();
+        // One offer on a game at a time on this node. The rematch is created ahead from the
+        // game as it stands, then linked; two offers in between each other's steps (both
+        // players, or one player's retries, at once) each created one and withdrew the loser,
+        // an aborted game in both players' history, or started the rematch with a token the
+        // offerer had just replaced (an outside probe's 6 offers at once). Offers on one game
+        // are a handful in its life, so the wait costs nothing.
+        let _offering = self.rematch_offers.hold(&[id]).await;
         let next_token = PlayerToken::generate();
         let next_hash = next_token.hash();
         let next_id = GameId::generate();

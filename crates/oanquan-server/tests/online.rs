@@ -1367,6 +1367,103 @@ async fn a_rematch_both_players_ask_for_starts_with_the_seats_swapped() {
     ));
 }
 
+/// Whether `token` holds a seat of `game`: a draw decline with no offer tells the seat
+/// (FAILED_PRECONDITION, no offer) from anyone else (PERMISSION_DENIED), and changes nothing.
+async fn holds_a_seat(client: &mut Games, game: &str, token: &str) -> bool {
+    match decline_draw(client, game, token).await {
+        Err(status) if status.code() == Code::PermissionDenied => false,
+        Err(status) if status.code() == Code::FailedPrecondition => true,
+        other => panic!("{other:?}"),
+    }
+}
+
+/// Offers at once, both players' and one player's retries, start one rematch and write no
+/// other game: an outside probe's 6 offers at once left up to two aborted "rematches" in both
+/// players' history, and a player's offer made again while the other accepted was answered
+/// with a token the rematch did not take.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn offers_at_once_start_one_rematch_with_the_tokens_they_answer() {
+    let mut settings = config();
+    let dir = tempfile::tempdir().unwrap();
+    // A durable store: its commits wait on a writer, which leaves the offers room to interleave.
+    settings.storage = Storage::Sqlite(dir.path().join("oanquan.db"));
+    let server = start(settings).await;
+    let mut client = server.games().await;
+    for round in 0..8 {
+        let (id, lan, minh) = timed_game(&mut client, None).await;
+        resign(&mut client, &id, &minh).await;
+        // Lan's first offer; then Lan again and Minh at once, and more of both.
+        let first = offer_rematch(&mut client, &id, &lan).await.unwrap();
+        let mut calls = Vec::new();
+        for i in 0..6 {
+            let token = if i % 2 == 0 {
+                lan.clone()
+            } else {
+                minh.clone()
+            };
+            let (id, channel) = (id.clone(), server.channel().await);
+            calls.push(tokio::spawn(async move {
+                let mut client = Games::new(channel);
+                (i % 2 == 0, offer_rematch(&mut client, &id, &token).await)
+            }));
+        }
+        let mut answers = vec![(true, Ok(first))];
+        for call in calls {
+            answers.push(call.await.unwrap());
+        }
+        let rematches: Vec<pb::Game> = client
+            .list_games(pb::ListGamesRequest {
+                page_size: 100,
+                ..Default::default()
+            })
+            .await
+            .unwrap()
+            .into_inner()
+            .games
+            .into_iter()
+            .filter(|game| game.rematch_of == id)
+            .collect();
+        let seen: Vec<(&str, pb::GameStatus)> = rematches
+            .iter()
+            .map(|game| (game.id.as_str(), game.status()))
+            .collect();
+        assert_eq!(rematches.len(), 1, "round {round}: {seen:?}");
+        let rematch = &rematches[0];
+        assert_eq!(rematch.status(), pb::GameStatus::Active, "round {round}");
+        assert_eq!(get_game(&mut client, &id).await.rematch, rematch.id);
+        // Each player's offers answered OK in turn, each replacing the last: the last one
+        // before the rematch started holds the seat, so one of each player's tokens does, and
+        // every answer that started or joined the rematch names it.
+        for lan_side in [true, false] {
+            let mut seated = 0;
+            for (side, answer) in &answers {
+                if *side != lan_side {
+                    continue;
+                }
+                match answer {
+                    Ok(offered) => {
+                        if let Some(started) = &offered.rematch {
+                            assert_eq!(started.id, rematch.id, "round {round}");
+                        }
+                        if holds_a_seat(&mut client, &rematch.id, &offered.player_token).await {
+                            seated += 1;
+                        }
+                    }
+                    Err(status) => assert_reason(
+                        status,
+                        Code::FailedPrecondition,
+                        "ERROR_REASON_REMATCH_UNAVAILABLE",
+                    ),
+                }
+            }
+            assert_eq!(
+                seated, 1,
+                "round {round}, Lan's side: {lan_side}: {answers:?}"
+            );
+        }
+    }
+}
+
 #[tokio::test]
 async fn without_follow_rematch_a_stream_ends_at_game_over() {
     let server = start(config()).await;
