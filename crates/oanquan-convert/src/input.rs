@@ -23,6 +23,23 @@ pub fn game_id(id: &str, field: &str) -> Result<GameId> {
     GameId::parse(id).map_err(|e| GameError::invalid(field, e.to_string()))
 }
 
+/// A seek id field, checked in shape (seek ids are made like game ids) so that a malformed one
+/// is refused as such and never echoed, as a malformed game id is not.
+pub fn seek_id<'a>(id: &'a str, field: &str) -> Result<&'a str> {
+    match GameId::parse(id) {
+        Ok(_) => Ok(id),
+        Err(oanquan_game::GameIdError::Empty) => Err(GameError::invalid(
+            field,
+            "a seek id is required; list open seeks with ListSeeks",
+        )),
+        Err(oanquan_game::GameIdError::Malformed) => Err(GameError::invalid(
+            field,
+            "not a seek id (at most 64 characters of A-Z a-z 0-9 - _); list open seeks with \
+             ListSeeks",
+        )),
+    }
+}
+
 /// A `ComputerOpponent` (unset or level 0 → `None`).
 pub fn computer_opponent(
     computer: Option<&pb::ComputerOpponent>,

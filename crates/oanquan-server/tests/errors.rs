@@ -363,3 +363,39 @@ async fn rules_service_answers() {
     assert_eq!(position.notation, "11,0,0,6,6,6,11,0,6,6,6,6 6:0 2 1");
     assert!(!applied.steps.is_empty());
 }
+
+/// A seek id that cannot be one is refused as malformed and not echoed, as a game id is: an
+/// outside probe got NOT_FOUND quoting its 65-character and right-to-left-override ids back.
+#[tokio::test]
+async fn a_malformed_seek_id_is_invalid_and_not_echoed() {
+    let server = start(config()).await;
+    let mut client = server.games().await;
+    let accept = |seek_id: String| pb::AcceptSeekRequest {
+        seek_id,
+        display_name: "Lan".into(),
+        ..Default::default()
+    };
+    for bad in [
+        "\u{202e}".to_owned(),
+        "A".repeat(65),
+        "x y".to_owned(),
+        "ab/cd".to_owned(),
+        "é".to_owned(),
+    ] {
+        let status = client.accept_seek(accept(bad.clone())).await.unwrap_err();
+        assert_field(&status, "seek_id");
+        assert!(
+            !status.message().contains(&bad),
+            "{bad:?}: {}",
+            status.message()
+        );
+    }
+    let status = client.accept_seek(accept(String::new())).await.unwrap_err();
+    assert_field(&status, "seek_id");
+    // A well-formed id that names no open seek is still NOT_FOUND.
+    let status = client
+        .accept_seek(accept("A".repeat(64)))
+        .await
+        .unwrap_err();
+    assert_reason(&status, Code::NotFound, "ERROR_REASON_SEEK_NOT_FOUND");
+}

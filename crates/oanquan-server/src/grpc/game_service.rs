@@ -760,20 +760,10 @@ impl pb::game_service_server::GameService for GameApi {
             .await
             .map_err(into_status)?;
         let request = request.into_inner();
-        if request.seek_id.is_empty() {
-            return Err(into_status(GameError::invalid(
-                "seek_id",
-                "a seek id is required; list open seeks with ListSeeks",
-            )));
-        }
+        let seek_id = convert::seek_id(&request.seek_id, "seek_id").map_err(into_status)?;
         let seated = self
             .seeks
-            .accept(
-                &request.seek_id,
-                &request.display_name,
-                client,
-                account.as_ref(),
-            )
+            .accept(seek_id, &request.display_name, client, account.as_ref())
             .await
             .map_err(into_status)?;
         tracing::Span::current().record("game_id", seated.game.id.as_str());
