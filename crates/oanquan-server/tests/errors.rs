@@ -373,7 +373,6 @@ async fn a_malformed_seek_id_is_invalid_and_not_echoed() {
     let accept = |seek_id: String| pb::AcceptSeekRequest {
         seek_id,
         display_name: "Lan".into(),
-        ..Default::default()
     };
     for bad in [
         "\u{202e}".to_owned(),
