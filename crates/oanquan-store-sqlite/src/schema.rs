@@ -591,6 +591,29 @@ impl Heartbeat {
     }
 }
 
+/// Why the lock file beside `path` could not be opened: a file system that cannot be written
+/// (read-only, no permission, full) is the database's refusal with its advice, as when SQLite
+/// finds it so; anything else is told as it is.
+fn lock_file_refused(path: &Path, lock: &Path, source: std::io::Error) -> OpenError {
+    use std::io::ErrorKind;
+    match source.kind() {
+        ErrorKind::ReadOnlyFilesystem | ErrorKind::PermissionDenied | ErrorKind::StorageFull => {
+            OpenError::NotWritable {
+                path: path.to_owned(),
+                detail: format!(
+                    "its lock file {} cannot be created: {source}",
+                    lock.display()
+                ),
+            }
+        }
+        _ => OpenError::Io {
+            path: path.to_owned(),
+            context: "opening the lock file",
+            source,
+        },
+    }
+}
+
 /// The lock file of the database at `path`: `<database>.lock` beside the file the name
 /// resolves to (so that a symbolic link to a database shares its lock), opened without
 /// following a link, created if missing, and checked to be a lock file of ours before anyone
@@ -628,13 +651,7 @@ pub(super) fn open_lock_file(path: &Path) -> Result<(std::fs::File, PathBuf), Op
         {
             return Err(bad("is a symbolic link".to_owned()));
         }
-        Err(source) => {
-            return Err(OpenError::Io {
-                path: path.to_owned(),
-                context: "opening the lock file",
-                source,
-            });
-        }
+        Err(source) => return Err(lock_file_refused(path, &lock_path, source)),
     };
     let meta = file.metadata().map_err(|source| OpenError::Io {
         path: path.to_owned(),
@@ -1226,4 +1243,34 @@ pub(super) fn open_reader(path: &Path) -> rusqlite::Result<Connection> {
     )?;
     conn.busy_timeout(BUSY_TIMEOUT)?;
     Ok(conn)
+}
+
+#[cfg(test)]
+mod lock_file_tests {
+    use super::*;
+
+    /// A lock file that a read-only, unwritable or full file system will not take is the
+    /// database's refusal to be written, with its advice: an outside probe's read-only mount
+    /// got the bare "Read-only file system (os error 30)". (As root, which CI and the probes
+    /// run as, permissions do not refuse anything, so the errors are made here.)
+    #[test]
+    fn an_unwritable_place_for_the_lock_file_is_told_with_advice() {
+        let path = Path::new("/data/oanquan.db");
+        let lock = Path::new("/data/oanquan.db.lock");
+        for errno in [
+            rustix::io::Errno::ROFS,
+            rustix::io::Errno::ACCESS,
+            rustix::io::Errno::NOSPC,
+        ] {
+            let source = std::io::Error::from_raw_os_error(errno.raw_os_error());
+            let message = lock_file_refused(path, lock, source).to_string();
+            assert!(message.contains("cannot be written"), "{message}");
+            assert!(message.contains("Nothing was changed"), "{message}");
+            assert!(message.contains("/data/oanquan.db.lock"), "{message}");
+            assert!(message.contains("write permission"), "{message}");
+        }
+        let other = std::io::Error::from_raw_os_error(rustix::io::Errno::IO.raw_os_error());
+        let message = lock_file_refused(path, lock, other).to_string();
+        assert_eq!(message, "/data/oanquan.db: opening the lock file");
+    }
 }
