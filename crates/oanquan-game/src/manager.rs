@@ -1619,13 +1619,20 @@ impl GameManager {
         key: Option<&str>,
     ) -> Result<Seated, GameError> {
         if let Err(revoked) = self.key_still_good(key).await {
-            if let Err(error) = self.abort(&seated.game.id, seated.token.clone()).await {
-                warn!(game_id = %seated.game.id, %error,
-                    "aborting a game paired on a revoked key");
-            }
+            self.abandon_seat(&seated).await;
             return Err(revoked);
         }
         Ok(seated)
+    }
+
+    /// Aborts the game of a seat made for a seek that nobody will hold (its seeker went away
+    /// as it was paired, or its key was revoked), as that seat's player before any move: the
+    /// other player hears the game end at once rather than waiting out the first-move limit
+    /// against no one.
+    pub async fn abandon_seat(&self, seated: &Seated) {
+        if let Err(error) = self.abort(&seated.game.id, seated.token.clone()).await {
+            warn!(game_id = %seated.game.id, %error, "aborting a game whose seat nobody holds");
+        }
     }
 
     /// Changes whenever a key is revoked on this node. A seek waiting on a key checks it again

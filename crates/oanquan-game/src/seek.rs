@@ -521,7 +521,7 @@ impl Drop for SeekTicket {
                     (answer.try_recv(), tokio::runtime::Handle::try_current())
                 {
                     let pool = Arc::clone(&self.pool);
-                    runtime.spawn(async move { pool.abandon(&seated).await });
+                    runtime.spawn(async move { pool.manager.abandon_seat(&seated).await });
                 }
             }
             Reply::Board { client, .. } => {
@@ -1022,7 +1022,7 @@ impl SeekPool {
                     // key was revoked at that moment): a seat nobody holds would leave the
                     // caller in a game against no one (an outside probe's race did, 10 times
                     // in 20).
-                    self.abandon(&theirs).await;
+                    self.manager.abandon_seat(&theirs).await;
                     return Err(GameError::SeekNotFound(text::quoted(&waiting.info.id)));
                 }
                 Ok(Seated {
@@ -1044,17 +1044,6 @@ impl SeekPool {
                 }
                 Err(error)
             }
-        }
-    }
-
-    /// Aborts the game of a seat that was made but that nobody will ever hold.
-    async fn abandon(&self, seated: &Seated) {
-        if let Err(error) = self
-            .manager
-            .abort(&seated.game.id, seated.token.clone())
-            .await
-        {
-            warn!(game_id = %seated.game.id, %error, "aborting a game its seeker left");
         }
     }
 
