@@ -212,16 +212,54 @@ fn player_line(
         format!("  clock {}", paint(&c[idx], codes, style))
     });
     let line = format!("  {side} player: {name}{rating}{you}  score {score}{clock}{turn}");
-    let over = view.width.map_or(0, |width| {
-        crate::output::columns(&line).saturating_sub(width)
-    });
+    let Some(width) = view.width else {
+        return line;
+    };
+    let over = crate::output::columns(&line).saturating_sub(width);
     if over == 0 {
         return line;
     }
+    // The name gives way first, down to a few letters.
+    let keep = name.width().saturating_sub(over + 1);
+    if keep >= MIN_NAME_COLUMNS || name.width() <= MIN_NAME_COLUMNS {
+        let short = shortened(&name, keep.max(1));
+        return format!("  {side} player: {short}{rating}{you}  score {score}{clock}{turn}");
+    }
+    // Then the words around the figures (a 40-column terminal cut a clock's 0:59 to 0:5 and
+    // the turn marker away): the rating goes, and the score, clock and marker stay whole.
+    let clock = view.clocks.as_ref().map_or_else(String::new, |c| {
+        let codes: &[&str] = if view.to_move == Some(side) {
+            &[ESC_BOLD]
+        } else {
+            &[]
+        };
+        format!("  {}", paint(&c[idx], codes, style))
+    });
+    let marker = glyphs.turn.split(' ').next().unwrap_or(glyphs.turn);
+    let turn = if view.to_move == Some(side) {
+        format!("  {}", paint(marker, &[ESC_BOLD], style))
+    } else {
+        String::new()
+    };
+    let compact = |name: &str| format!("  {side}: {name}{you}  {score} pts{clock}{turn}");
+    let over = crate::output::columns(&compact(&name)).saturating_sub(width);
+    if over == 0 {
+        return compact(&name);
+    }
     // At least one letter of the name stays; what still does not fit is cut by the caller.
-    let keep = name.width().saturating_sub(over + 1).max(1);
-    let short = format!("{}…", crate::output::fit(&name, Some(keep)));
-    format!("  {side} player: {short}{rating}{you}  score {score}{clock}{turn}")
+    compact(&shortened(
+        &name,
+        name.width().saturating_sub(over + 1).max(1),
+    ))
+}
+
+/// The fewest columns of a name shortened on a player's line before the words around the
+/// figures go instead.
+const MIN_NAME_COLUMNS: usize = 4;
+
+/// `name` cut to `keep` columns and marked `…`.
+fn shortened(name: &str, keep: usize) -> String {
+    format!("{}…", crate::output::fit(name, Some(keep)))
 }
 
 /// The columns the board's box takes (its widest lines): a terminal narrower than this
@@ -492,17 +530,25 @@ mod tests {
         let view = View {
             names: ["alice", &long],
             to_move: Some(Side::Second),
-            width: Some(40),
+            width: Some(50),
             ..view(Side::First)
         };
         for style in [Style::PLAIN, Style::FANCY] {
             let top = &render(&distinct(), &view, style)[0];
             // Colour codes take no columns.
-            assert_eq!(crate::output::columns(top), 40, "{top:?}");
+            assert_eq!(crate::output::columns(top), 50, "{top:?}");
             assert!(top.contains("b… "), "{top:?}");
         }
         let plain = render(&distinct(), &view, Style::PLAIN);
         assert!(plain[0].ends_with("score 4  <- to move"), "{plain:?}");
+        // Narrower, the name would keep less than a few letters: the words go instead.
+        let narrow = View {
+            width: Some(40),
+            ..view.clone()
+        };
+        let plain = render(&distinct(), &narrow, Style::PLAIN);
+        assert_eq!(crate::output::columns(&plain[0]), 40, "{plain:?}");
+        assert!(plain[0].ends_with("bbbb…  4 pts  <-"), "{plain:?}");
         // Names that fit are left alone.
         let lines = render(
             &distinct(),
@@ -513,6 +559,54 @@ mod tests {
             Style::PLAIN,
         );
         assert!(lines[0].contains(&long), "{lines:?}");
+    }
+
+    #[test]
+    fn on_a_narrow_terminal_the_clock_and_turn_marker_stay_whole() {
+        // An outside probe's 40 columns: `clock 0:5` for 0:59, and no turn marker.
+        let view = View {
+            names: ["Nguyen Thi Lan", "Computer (greedy)"],
+            you: Some(Side::First),
+            to_move: Some(Side::Second),
+            clocks: Some(["2:51".to_owned(), "0:59".to_owned()]),
+            ratings: [Some("1500?".to_owned()), None],
+            width: Some(40),
+            ..view(Side::First)
+        };
+        for style in [Style::PLAIN, Style::FANCY] {
+            let lines = render(&distinct(), &view, style);
+            let players: Vec<&String> = lines
+                .iter()
+                .filter(|line| line.contains("first") || line.contains("second"))
+                .collect();
+            assert_eq!(players.len(), 2, "{lines:#?}");
+            for line in players {
+                assert!(crate::output::columns(line) <= 40, "{line:?}");
+            }
+        }
+        let plain = render(&distinct(), &view, Style::PLAIN);
+        let second = plain.iter().find(|l| l.contains("second")).unwrap();
+        assert!(second.ends_with("  0:59  <-"), "{second:?}");
+        assert!(second.contains(" pts"), "{second:?}");
+        let first = plain.iter().find(|l| l.contains("first")).unwrap();
+        assert!(
+            first.contains("(you)") && first.contains("2:51"),
+            "{first:?}"
+        );
+        // Wide enough for the words: the full line as before.
+        let wide = render(
+            &distinct(),
+            &View {
+                width: Some(100),
+                ..view
+            },
+            Style::PLAIN,
+        );
+        assert!(
+            wide.iter().any(|l| l
+                .ends_with("second player: Computer (greedy)  score 4  clock 0:59  <- to move")),
+            "{wide:#?}"
+        );
     }
 
     #[test]

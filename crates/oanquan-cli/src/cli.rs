@@ -776,6 +776,27 @@ pub fn parse_level(text: &str) -> Result<u32, String> {
     })
 }
 
+/// A count of 1 or more (clap's own range check words its refusal as `0 is not in
+/// 1..=4294967295`, which an outside probe found no help).
+pub fn parse_count(text: &str) -> Result<u32, String> {
+    match text.trim().parse::<u32>() {
+        Ok(n) if n >= 1 => Ok(n),
+        _ => Err(format!(
+            "`{text}` is not a count: use a whole number, 1 or more"
+        )),
+    }
+}
+
+/// A page size, 1 to 100.
+pub fn parse_page_size(text: &str) -> Result<u32, String> {
+    match text.trim().parse::<u32>() {
+        Ok(n) if (1..=100).contains(&n) => Ok(n),
+        _ => Err(format!(
+            "`{text}` is not a page size: use a whole number from 1 to 100"
+        )),
+    }
+}
+
 /// The name of computer level `level` (1-7), or `level N` for one this client does not know.
 pub fn level_name(level: u32) -> String {
     usize::try_from(level)
@@ -916,7 +937,7 @@ pub struct ListArgs {
     pub filter: Filter,
 
     /// At most this many games (newest first), 1 or more.
-    #[arg(long, default_value_t = 50, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
+    #[arg(long, default_value_t = 50, value_name = "N", value_parser = parse_count)]
     pub limit: u32,
 }
 
@@ -986,7 +1007,7 @@ pub enum Speed {
 #[derive(Debug, Args)]
 pub struct PageArgs {
     /// At most this many per page (1-100) [default: the server's, 50].
-    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=100))]
+    #[arg(long, value_name = "N", value_parser = parse_page_size)]
     pub page_size: Option<u32>,
 
     /// The page after the one that printed this token (the same filters).
@@ -1092,6 +1113,33 @@ mod tests {
     use clap::CommandFactory as _;
 
     use super::*;
+
+    #[test]
+    fn counts_and_page_sizes_are_refused_in_words() {
+        for (args, said) in [
+            (
+                &["list", "--limit", "0"][..],
+                "use a whole number, 1 or more",
+            ),
+            (
+                &["list", "--limit", "9999999999"][..],
+                "use a whole number, 1 or more",
+            ),
+            (&["top", "--page-size", "0"][..], "from 1 to 100"),
+            (&["top", "--page-size", "101"][..], "from 1 to 100"),
+        ] {
+            let error = command()
+                .try_get_matches_from(["oanquan"].iter().chain(args))
+                .expect_err("refused");
+            let text = error.render().to_string();
+            assert!(text.contains(said), "{args:?}: {text}");
+            assert!(!text.contains("..="), "{args:?}: {text}");
+        }
+        let ok = command()
+            .try_get_matches_from(["oanquan", "list", "--limit", "1"])
+            .expect("1 is a count");
+        drop(ok);
+    }
 
     #[test]
     fn usage_lines_show_options_with_defaults_as_optional() {

@@ -508,8 +508,8 @@ pub async fn show(ctx: &Context, clients: &mut Clients, args: &ShowArgs) -> Resu
         clocks: clocks
             .map(|c| [Side::First, Side::Second].map(|side| format_clock(c.remaining(side, now)))),
         ratings: [Side::First, Side::Second].map(|side| seat_rating(seat(&game, side))),
-        // Printed once and never redrawn: a line that wraps does no harm.
-        width: None,
+        // As `play` and `watch` draw it: a player's line fits the terminal.
+        width: crate::output::terminal_width(),
     };
     lines.extend(board::render(
         &BoardState::from_position(&position),

@@ -572,7 +572,8 @@ async fn play_one(
                     out("")?;
                 }
                 let timed = live.clocks.is_some() && live.game.status() == GameStatus::Active;
-                note(interrupted_line(&game_id_shown, live.over, timed));
+                let waiting = live.game.status() == GameStatus::WaitingForPlayers;
+                note(interrupted_line(&game_id_shown, live.over, waiting, timed));
                 return Err(CliError::new(code::INTERRUPTED, ""));
             }
         }
@@ -581,9 +582,17 @@ async fn play_one(
 
 /// What Ctrl-C during `play` says: the game is the server's and goes on without this client
 /// (in a timed game, with the clock of whoever is to move running), and how to come back to it.
-fn interrupted_line(game_id_shown: &str, over: bool, timed: bool) -> String {
+fn interrupted_line(game_id_shown: &str, over: bool, waiting: bool, timed: bool) -> String {
     if over {
         return format!("left game {game_id_shown}; it is over");
+    }
+    // Nobody has joined: nothing goes on yet, and the game can still be called off.
+    if waiting {
+        return format!(
+            "interrupted: game {game_id_shown} still waits on the server for an opponent; come \
+             back to it with `oanquan play {game_id_shown}`, or call it off with \
+             `oanquan abort {game_id_shown}`"
+        );
     }
     let clock = if timed {
         " with the clocks running: yours runs on your turn, also while you are away"
@@ -1148,7 +1157,7 @@ mod tests {
 
     #[test]
     fn ctrl_c_says_the_game_goes_on_and_how_to_come_back() {
-        let timed = interrupted_line("g1", false, true);
+        let timed = interrupted_line("g1", false, false, true);
         for needle in [
             "goes on on the server",
             "clocks running",
@@ -1157,13 +1166,21 @@ mod tests {
         ] {
             assert!(timed.contains(needle), "{needle}: {timed}");
         }
-        let untimed = interrupted_line("g1", false, false);
+        let untimed = interrupted_line("g1", false, false, false);
         assert!(!untimed.contains("clock"), "{untimed}");
         assert!(untimed.contains("`oanquan play g1`"), "{untimed}");
         assert_eq!(
-            interrupted_line("g1", true, true),
+            interrupted_line("g1", true, false, true),
             "left game g1; it is over"
         );
+        // Before anyone joined, nothing goes on: it waits, and can be called off.
+        let waiting = interrupted_line("g1", false, true, true);
+        assert!(!waiting.contains("goes on"), "{waiting}");
+        assert!(
+            waiting.contains("waits on the server for an opponent"),
+            "{waiting}"
+        );
+        assert!(waiting.contains("`oanquan abort g1`"), "{waiting}");
     }
 
     #[test]
