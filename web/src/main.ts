@@ -370,6 +370,7 @@ function showLobby(): () => void {
     [String(Speed.CLASSICAL), "Classical"],
     [String(Speed.CORRESPONDENCE), "Correspondence"],
   ]);
+  leaderSpeed.setAttribute("aria-label", "Leaderboard speed");
   let seeking: AbortController | undefined;
   // This page's open seek, which the list shows as its own.
   let ownSeek: string | undefined;
@@ -501,17 +502,20 @@ function showLobby(): () => void {
     const open = [...known.values()].filter((g) => g.status === GameStatus.WAITING_FOR_PLAYERS);
     const active = [...known.values()].filter((g) => g.status === GameStatus.ACTIVE);
     openList.replaceChildren(
-      ...open.map((g) =>
-        h(
+      ...open.map((g) => {
+        const host = seatName(g, g.firstSeat?.occupied ? Player.FIRST : Player.SECOND);
+        // Named for a screen reader by the game they act on: a list of "Join" buttons
+        // otherwise reads as one button many times.
+        return h(
           "li",
           { "data-game": g.id },
-          h("span", {}, `${seatName(g, g.firstSeat?.occupied ? Player.FIRST : Player.SECOND)} · ${g.preset} · ${timeControlText(g)}${g.rated ? " · rated" : ""}`),
+          h("span", {}, `${host} · ${g.preset} · ${timeControlText(g)}${g.rated ? " · rated" : ""}`),
           store.seat(g.id)
-            ? button("Open", "open", () => openGame(g.id))
-            : button("Join", "join", () => void join(g.id)),
-          button("Watch", "watch", () => openGame(g.id)),
-        ),
-      ),
+            ? button("Open", "open", () => openGame(g.id), { "aria-label": `Open your game with ${host}` })
+            : button("Join", "join", () => void join(g.id), { "aria-label": `Join ${host}'s game` }),
+          button("Watch", "watch", () => openGame(g.id), { "aria-label": `Watch ${host}'s game` }),
+        );
+      }),
     );
     if (open.length === 0) openList.append(h("li", { class: "empty" }, "none: create one"));
     activeList.replaceChildren(
@@ -520,7 +524,7 @@ function showLobby(): () => void {
           "li",
           { "data-game": g.id },
           h("span", {}, `${seatName(g, Player.FIRST)} – ${seatName(g, Player.SECOND)} · ${timeControlText(g)}`),
-          button("Watch", "watch", () => openGame(g.id)),
+          button("Watch", "watch", () => openGame(g.id), { "aria-label": `Watch ${seatName(g, Player.FIRST)} – ${seatName(g, Player.SECOND)}` }),
         ),
       ),
     );
@@ -850,7 +854,7 @@ function showGame(id: string): () => void {
       type: "button",
       class: mandarin ? "square mandarin" : "square",
       "data-square": String(index),
-      "aria-label": mandarin ? `mandarin square ${index}` : `square ${index}`,
+      "aria-label": squareName(index),
     });
     b.addEventListener("click", () => choose(index));
     b.addEventListener("keydown", (event) => {
@@ -892,6 +896,7 @@ function showGame(id: string): () => void {
     button("right ▶", "dir-right", () => selected !== undefined && void play(selected, rightDirection())),
   );
   const speed = select("speed", SPEEDS);
+  speed.setAttribute("aria-label", "Animation speed");
   speed.value = localStorage.getItem("oanquan.speed") ?? "150";
   speed.addEventListener("change", () => localStorage.setItem("oanquan.speed", speed.value));
   // Hidden until the first render knows the game: shown before the snapshot came, they offered
@@ -954,6 +959,21 @@ function showGame(id: string): () => void {
   // A spectator owns no square (a screen reader must not call any "your square").
   const ownSquare = (index: number) =>
     seat === Player.FIRST ? index >= 1 && index <= 5 : seat === Player.SECOND && index >= 7 && index <= 11;
+  // A square as its player counts it, 1-5 from their own left (as moves are given in the CLI
+  // and the README), with whose row it is; the ring's index (0-11) is the protocol's, which an
+  // outside probe heard read out as "your square 8". The mandarin squares, by the side of the
+  // screen they are on.
+  function squareName(index: number): string {
+    if (index === 0 || index === 6) {
+      return `mandarin square on the ${index === places.left ? "left" : "right"}`;
+    }
+    const owner = index <= 5 ? Player.FIRST : Player.SECOND;
+    const number = owner === Player.FIRST ? index : index - 6;
+    if (seat === Player.UNSPECIFIED) {
+      return `${owner === Player.FIRST ? "first" : "second"} player's square ${number}`;
+    }
+    return `${owner === seat ? "your" : "opponent's"} square ${number}`;
+  }
 
   async function joinHere() {
     join.disabled = true;
@@ -1077,6 +1097,15 @@ function showGame(id: string): () => void {
     }
   }
 
+  /** Focus left on a square that can no longer be played (the one just played, by keyboard)
+   * goes to the first playable square when the turn comes back: from a square out of the Tab
+   * order, an outside probe needed up to 8 Tabs to reach one. Focus elsewhere is left alone. */
+  function moveFocusToPlay() {
+    const focused = document.activeElement;
+    if (!(focused instanceof HTMLElement) || !board.contains(focused) || focused.classList.contains("playable")) return;
+    [...squares.values()].find((b) => b.classList.contains("playable"))?.focus();
+  }
+
   function render() {
     for (const [index, b] of squares) {
       const stones = shown[index];
@@ -1084,11 +1113,11 @@ function showGame(id: string): () => void {
       const dots = h("span", { class: "stones", "aria-hidden": "true" });
       for (let i = 0; i < Math.min(stones, 24); i++) dots.append(h("i"));
       b.replaceChildren(h("span", { class: "count", "data-testid": `count-${index}` }, String(stones)), dots);
-      // What a screen reader says of the square: its count, and whether it can be played.
-      const what = index === 0 || index === 6 ? "mandarin square" : ownSquare(index) ? "your square" : "square";
+      // What a screen reader says of the square: whose it is, its count, and whether it can be
+      // played.
       b.setAttribute(
         "aria-label",
-        `${what} ${index}, ${stones} ${stones === 1 ? "stone" : "stones"}${piece ? " and the mandarin piece" : ""}`,
+        `${squareName(index)}, ${stones} ${stones === 1 ? "stone" : "stones"}${piece ? " and the mandarin piece" : ""}`,
       );
       if (piece) b.append(h("span", { class: "piece", title: "mandarin piece" }, "Q"));
       const playable = myTurn() && !animating && ownSquare(index) && stones > 0;
@@ -1108,6 +1137,7 @@ function showGame(id: string): () => void {
     }
     directions.hidden = selected === undefined;
     if (selected !== undefined) squares.get(selected)?.focus();
+    else moveFocusToPlay();
     if (!game) return;
     const top = bottom === Player.FIRST ? Player.SECOND : Player.FIRST;
     title.textContent = `${seatName(game, Player.FIRST)} – ${seatName(game, Player.SECOND)} · ${game.preset} · ${timeControlText(game)}${game.rated ? " · rated" : ""}`;

@@ -197,6 +197,10 @@ test("two players play a whole game by clicks; a spectator sees every move; a re
   // The open game appears live in the other lobbies.
   await minh.locator(`[data-testid=open-games] li[data-game="${id}"]`).waitFor();
   await lobbyShot.locator(`[data-testid=open-games] li[data-game="${id}"]`).waitFor();
+  // A screen reader tells the lobby's buttons apart by the game they act on.
+  await minh.getByRole("button", { name: "Join Lan's game" }).waitFor();
+  await minh.getByRole("button", { name: "Watch Lan's game" }).waitFor();
+  await minh.getByRole("combobox", { name: "Leaderboard speed" }).waitFor();
   // The leaderboard answered (a refused call would read "unavailable: ..."). It cannot know of
   // provisional ratings (left off it), so it does not claim there are no rated games.
   await lobbyShot.getByTestId("leaderboard").getByText("no settled ratings yet (provisional ones are not listed)").waitFor();
@@ -210,7 +214,17 @@ test("two players play a whole game by clicks; a spectator sees every move; a re
   // A spectator owns no square, also for a screen reader.
   await until("the spectator's board", async () => (await spectator.getByTestId("count-3").textContent()) === "5");
   const spectatorLabels = await spectator.locator("[data-square]").evaluateAll((squares) => squares.map((b) => b.getAttribute("aria-label") ?? ""));
-  assert.equal(spectatorLabels.filter((label) => label.startsWith("square ")).length, 10, spectatorLabels.join("; "));
+  assert.equal(spectatorLabels.filter((label) => /^(first|second) player's square [1-5], /.test(label)).length, 10, spectatorLabels.join("; "));
+  // Each player hears their own row counted 1-5 from their own left, as moves are given.
+  for (const page of [lan, minh]) {
+    const ownRow = await page.locator(".row.bottom .square").evaluateAll((e) => e.map((s) => s.getAttribute("aria-label") ?? ""));
+    assert.deepEqual(
+      ownRow.map((label) => label.split(",")[0]),
+      ["your square 1", "your square 2", "your square 3", "your square 4", "your square 5"],
+    );
+    const theirs = await page.locator(".row.top .square").evaluateAll((e) => e.map((s) => s.getAttribute("aria-label") ?? ""));
+    assert.ok(theirs.every((label) => /^opponent's square [1-5], /.test(label)), theirs.join("; "));
+  }
 
   // Each side sees its own row at the bottom.
   const bottomRow = async (page: Page) => {
@@ -500,9 +514,9 @@ test("an aborted game has no winner, and a game that does not exist is not waite
   // A screen reader hears each square's count, not only its number.
   await until("the board shown", async () => (await lan.getByTestId("count-3").textContent()) === "5");
   const labels = await lan.locator("[data-square]").evaluateAll((squares) => squares.map((b) => b.getAttribute("aria-label")));
-  assert.ok(labels.some((label) => /^mandarin square 0, 10 stones/.test(label ?? "")), labels.join("; "));
+  assert.ok(labels.some((label) => /^mandarin square on the left, 10 stones/.test(label ?? "")), labels.join("; "));
   // Whichever seat the creator got, five of the squares are theirs.
-  assert.equal(labels.filter((label) => /^your square \d+, 5 stones$/.test(label ?? "")).length, 5, labels.join("; "));
+  assert.equal(labels.filter((label) => /^your square [1-5], 5 stones$/.test(label ?? "")).length, 5, labels.join("; "));
   // The opponent joins and aborts before the first move, from a program.
   const games = createClient(GameService, createGrpcWebTransport({ baseUrl: server.url, useBinaryFormat: true }));
   const joined = await games.joinGame({ gameId: id, displayName: "Quitter" });
@@ -589,6 +603,14 @@ test("errors read as sentences for a player, not as the server's words for progr
   const staff = await player("admin");
   await staff.getByTestId("create-game").click();
   assert.match(await status(staff, "Cannot create"), /reads as "admin", a name of the service and its staff; choose another$/);
+  // Too long: the sentence says it is the name (an outside probe read only "must be 1 to 32
+  // characters").
+  const long = await player("L".repeat(40));
+  await long.getByTestId("create-game").click();
+  assert.equal(
+    await status(long, "Cannot create"),
+    "Cannot create the game: a name must be 1 to 32 characters long after trimming, got 40",
+  );
 
   // A key with characters no key has is not sent (a browser could not send it in a header).
   for (const key of ["oqk_\u00e9", "oqk_\u202eabc"]) {
@@ -732,8 +754,8 @@ test("only the squares the player can play now are Tab stops; the others still s
   const labels = await waiter.locator("[data-square]").evaluateAll((squares) =>
     squares.map((b) => `${b.getAttribute("aria-label")}|${b.getAttribute("aria-disabled")}`),
   );
-  assert.equal(labels.filter((l) => /^(your )?square \d+, 5 stones\|true$/.test(l)).length, 10, labels.join("; "));
-  assert.equal(labels.filter((l) => /^mandarin square \d+, 10 stones( and the mandarin piece)?\|true$/.test(l)).length, 2, labels.join("; "));
+  assert.equal(labels.filter((l) => /^(your|opponent's) square [1-5], 5 stones\|true$/.test(l)).length, 10, labels.join("; "));
+  assert.equal(labels.filter((l) => /^mandarin square on the (left|right), 10 stones( and the mandarin piece)?\|true$/.test(l)).length, 2, labels.join("; "));
 
   // By keyboard alone: Tab to a square, Enter picks it, → plays it.
   await mover.evaluate(() => (document.activeElement as HTMLElement | null)?.blur());
@@ -748,6 +770,18 @@ test("only the squares the player can play now are Tab stops; the others still s
   // Now the other player's five squares are the Tab stops, on their page.
   assert.deepEqual(await tabStops(waiter), await ownWithStones(waiter));
   assert.deepEqual(await tabStops(mover), []);
+  // When the turn comes back, focus left on the square just played (out of the Tab order now)
+  // goes to one that can be played: an outside probe needed up to 8 Tabs to find one. (Focus
+  // is put on a square of the opponent's row, which the turn cannot make playable; counting
+  // the Tab stops above moved it off the board, and the square just played may get stones.)
+  await mover.evaluate(() => (document.querySelector(".row.top .square") as HTMLElement | null)?.focus());
+  assert.ok(await mover.evaluate(() => document.activeElement?.closest(".row.top") !== null));
+  await waiter.locator(".square.playable").first().click();
+  await waiter.getByTestId("dir-right").click();
+  for (const page of [lan, minh]) await until("the reply shown", async () => (await movesOf(page)) === 2);
+  await until("the mover's focus on a playable square", async () =>
+    mover.evaluate(() => document.activeElement?.classList.contains("playable") ?? false),
+  );
   await mover.getByTestId("resign").click();
   for (const page of [lan, minh]) await page.getByTestId("game-over").waitFor();
 });

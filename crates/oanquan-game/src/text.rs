@@ -91,7 +91,7 @@ pub fn display_name(name: &str) -> Result<String, GameError> {
     let chars = chars.len();
     if chars == 0 || chars > MAX_DISPLAY_NAME_CHARS {
         return Err(bad_name(format!(
-            "must be 1 to {MAX_DISPLAY_NAME_CHARS} characters after trimming, got {chars}"
+            "a name must be 1 to {MAX_DISPLAY_NAME_CHARS} characters long after trimming, got {chars}"
         )));
     }
     Ok(trimmed.to_owned())
