@@ -2486,10 +2486,20 @@ async fn assert_no_games(games: &mut Games) {
 /// A gRPC-Web `CreateGame` over HTTP/1.1 with `body` and the header lines `extra` (each ending
 /// in CRLF): the whole answer, as text.
 async fn create_over_grpc_web(addr: SocketAddr, extra: &str, body: &[u8]) -> String {
+    create_over_grpc_web_as(addr, "application/grpc-web+proto", extra, body).await
+}
+
+/// [`create_over_grpc_web`] with the body's content type.
+async fn create_over_grpc_web_as(
+    addr: SocketAddr,
+    content_type: &str,
+    extra: &str,
+    body: &[u8],
+) -> String {
     let mut stream = TcpStream::connect(addr).await.unwrap();
     let head = format!(
         "POST /oanquan.v1.GameService/CreateGame HTTP/1.1\r\nHost: localhost\r\n\
-         Content-Type: application/grpc-web+proto\r\nX-Grpc-Web: 1\r\n{extra}\
+         Content-Type: {content_type}\r\nX-Grpc-Web: 1\r\n{extra}\
          Content-Length: {}\r\nConnection: close\r\n\r\n",
         body.len()
     );
@@ -2544,6 +2554,59 @@ async fn a_call_with_two_request_messages_is_refused_and_does_nothing() {
         .create_game(pb::CreateGameRequest::decode(&create("Lan")[..]).unwrap())
         .await
         .unwrap();
+}
+
+/// `bytes` in standard base64, padded (as gRPC-Web text sends them).
+fn base64(bytes: &[u8]) -> String {
+    const ALPHABET: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    let mut text = String::new();
+    for chunk in bytes.chunks(3) {
+        let group = chunk
+            .iter()
+            .enumerate()
+            .fold(0u32, |group, (i, &b)| group | u32::from(b) << (16 - 8 * i));
+        for i in 0..4 {
+            if i <= chunk.len() {
+                text.push(char::from(ALPHABET[(group >> (18 - 6 * i) & 63) as usize]));
+            } else {
+                text.push('=');
+            }
+        }
+    }
+    text
+}
+
+/// A gRPC-Web text body that is not base64 is the client's mistake, INVALID_ARGUMENT saying so:
+/// an outside probe's `%%%%` was answered CANCELLED, as if the connection had broken.
+#[tokio::test]
+async fn a_grpc_web_text_body_that_is_not_base64_is_invalid() {
+    let server = start(config()).await;
+    let mut games = server.games().await;
+    let create = pb::CreateGameRequest {
+        rules: preset("standard"),
+        seat: pb::Player::First.into(),
+        display_name: "Lan".into(),
+        ..Default::default()
+    }
+    .encode_to_vec();
+    let framed = grpc_frame(false, create.len() as u32, &create);
+    let text = "application/grpc-web-text";
+    let encoded = base64(&framed);
+    for bad in [
+        "%%%%".to_owned(),
+        "AA==AAAA".to_owned(),
+        format!("{encoded}%"),
+        encoded[..encoded.len() - 1].to_owned(),
+    ] {
+        let answer = create_over_grpc_web_as(server.addr, text, "", bad.as_bytes()).await;
+        assert!(answer.contains("grpc-status: 3\r\n"), "{bad:?}: {answer}");
+        assert!(answer.contains("not%20valid%20base64"), "{bad:?}: {answer}");
+    }
+    assert_no_games(&mut games).await;
+    // The same call in good base64 makes its game.
+    let answer = create_over_grpc_web_as(server.addr, text, "", encoded.as_bytes()).await;
+    assert!(answer.starts_with("HTTP/1.1 200"), "{answer}");
+    assert!(!answer.contains("grpc-status: 3"), "{answer}");
 }
 
 /// A call whose `grpc-timeout` has run out before it starts is answered with the timeout and

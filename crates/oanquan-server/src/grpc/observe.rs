@@ -18,7 +18,8 @@
 //! server had failed. The client broke the call, and INTERNAL is what operators alert on, so
 //! such an answer becomes CANCELLED with a message that says what happened, and counts so. A
 //! body that ends cleanly before a whole message (none at all, or fewer bytes than its prefix
-//! declares) is a request that is not one: INVALID_ARGUMENT, as on a reflection stream.
+//! declares) is a request that is not one: INVALID_ARGUMENT, as on a reflection stream; so is
+//! a gRPC-Web text body that is not base64 (tonic-web's INTERNAL).
 //!
 //! **A request message over the size limit** is RESOURCE_EXHAUSTED, as the gRPC spec has it
 //! (`doc/statuscodes.md`: a message larger than the receiver's limit); tonic says
@@ -78,8 +79,35 @@ const WHOLE: u8 = 0;
 /// ... reading it failed (the connection closed, a malformed HTTP/1.1 body) ...
 const READ_FAILED: u8 = 1;
 /// ... or it ended before a whole message: the client sent none, or ended its stream halfway
-/// through it.
+/// through it ...
 const CUT_SHORT: u8 = 2;
+/// ... or, in gRPC-Web text, it is not base64.
+const NOT_BASE64: u8 = 3;
+
+/// What a gRPC-Web text call whose body is not base64 is told, with INVALID_ARGUMENT.
+const BODY_NOT_BASE64: &str = "the request's body is not valid base64: gRPC-Web text \
+                               (application/grpc-web-text) sends its messages base64-encoded";
+
+/// Whether `status`, an error reading the request's body, is tonic-web's word that a gRPC-Web
+/// text body is not base64 (the base64 crate's errors, and tonic-web's own for a body that
+/// ends mid-group or has trailers in the clear). Its other errors, which pass on a failed
+/// read, begin the same way and are not these.
+fn not_base64(status: &tonic::Status) -> bool {
+    status
+        .message()
+        .strip_prefix("tonic-web: ")
+        .is_some_and(|rest| {
+            [
+                "Invalid symbol",
+                "Invalid input length",
+                "Invalid last symbol",
+                "Invalid padding",
+                "malformed base64 request",
+            ]
+            .iter()
+            .any(|said| rest.starts_with(said))
+        })
+}
 
 /// See the module docs.
 #[derive(Debug, Clone)]
@@ -415,7 +443,12 @@ impl http_body::Body for RequestBody {
                     }
                 },
                 Some(Err(error)) => {
-                    mark(&this.broken, READ_FAILED);
+                    let why = if not_base64(&error) {
+                        NOT_BASE64
+                    } else {
+                        READ_FAILED
+                    };
+                    mark(&this.broken, why);
                     return Poll::Ready(Some(Err(error)));
                 }
                 None => this.end(),
@@ -478,6 +511,10 @@ fn mend_broken_request(headers: &mut http::HeaderMap, broken: &AtomicU8) -> Opti
             }
             CUT_SHORT => {
                 replace_status(headers, &tonic::Status::invalid_argument(BODY_CUT_SHORT));
+                return Some(INVALID_ARGUMENT);
+            }
+            NOT_BASE64 => {
+                replace_status(headers, &tonic::Status::invalid_argument(BODY_NOT_BASE64));
                 return Some(INVALID_ARGUMENT);
             }
             _ => {}
