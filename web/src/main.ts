@@ -1209,8 +1209,23 @@ function showGame(id: string): () => void {
    * refill puts a stone on each of a side's squares. Whatever the steps showed, the board ends
    * on the server's position after the move, so a slip here can never leave a wrong board.
    */
+  /**
+   * The delay between a move's steps: the chosen speed, except while the viewer's own clock
+   * runs (the move shown is the opponent's, and this page's squares wait for its end), when the
+   * whole animation takes at most a twentieth of the time left, or is skipped if that is too
+   * short to see: in a 15-second game an outside probe lost 2 of them watching a move.
+   */
+  function stepDelay(record: MoveRecord): number {
+    const chosen = Number(speed.value);
+    if (chosen <= 0 || seat === Player.UNSPECIFIED || clocksToMove !== seat) return chosen;
+    const left = clocks?.running === seat ? clockMs(seat) : firstMoveMs();
+    if (left === undefined) return chosen;
+    const allowed = Math.floor(left / 20 / Math.max(1, record.steps.length));
+    return allowed < 10 ? 0 : Math.min(chosen, allowed);
+  }
+
   async function animate(record: MoveRecord) {
-    const delay = Number(speed.value);
+    const delay = stepDelay(record);
     lastMove = record.move?.square;
     if (delay > 0 && record.steps.length > 0) {
       animating = true;

@@ -331,6 +331,28 @@ test("a timed game's flag falls in the page", async () => {
   }
 });
 
+test("in a fast game the opponent's move is shown within a small part of the clock", async () => {
+  // The slow animation (400 ms a step) would take 2.4 s or more of a 15-second clock.
+  const first = await player("Quick", DESKTOP, "400");
+  const second = await player("Brisk", DESKTOP, "400");
+  const id = await createGame(first, "15000+0");
+  await joinGame(second, id);
+  for (let ply = 0; ply < 3; ply++) {
+    const mover = await whoseTurn([first, second]);
+    assert.ok(mover);
+    const waiter = mover === first ? second : first;
+    const before = await movesOf(mover);
+    const sent = Date.now();
+    await playOneMove(mover, ply, false);
+    await waiter.locator(".row.bottom .square.playable").first().waitFor({ timeout: 10_000 });
+    const shownAfter = Date.now() - sent;
+    await until("the move", async () => (await movesOf(first)) > before && (await movesOf(second)) > before);
+    // From the third ply both clocks have run: a twentieth of at most 15 s, and the wire.
+    if (ply === 2) assert.ok(shownAfter < 2_000, `the move took ${shownAfter} ms to show`);
+  }
+  await first.getByTestId("resign").click();
+});
+
 test("a seek is answered from another lobby", async () => {
   const seeker = await player("Seeker");
   const taker = await player("Taker", PHONE);
