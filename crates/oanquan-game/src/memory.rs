@@ -65,8 +65,8 @@ struct Inner {
     accounts: HashMap<AccountId, StoredAccount>,
     /// Username key → account.
     names: HashMap<String, AccountId>,
-    /// Username looks (`Username::look`) of the accounts.
-    looks: std::collections::HashSet<String>,
+    /// Username look (`Username::look`) → account.
+    looks: HashMap<String, AccountId>,
     /// API key id → account.
     keys: HashMap<String, AccountId>,
 }
@@ -402,12 +402,12 @@ impl GameStore for MemoryStore {
             // Alike in small letters is one key; alike only in capitals a key meeting a look.
             if [&name, &look]
                 .iter()
-                .any(|k| inner.names.contains_key(*k) || inner.looks.contains(*k))
+                .any(|k| inner.names.contains_key(*k) || inner.looks.contains_key(*k))
             {
                 return Err(StoreError::AlreadyExists);
             }
             inner.names.insert(name, account.id.clone());
-            inner.looks.insert(look);
+            inner.looks.insert(look, account.id.clone());
             inner.keys.insert(key.id.clone(), account.id.clone());
             inner.accounts.insert(
                 account.id.clone(),
@@ -436,6 +436,7 @@ impl GameStore for MemoryStore {
         let result = inner
             .names
             .get(key)
+            .or_else(|| inner.looks.get(key))
             .and_then(|id| inner.accounts.get(id))
             .map(|stored| stored.account.clone())
             .ok_or(StoreError::NotFound);

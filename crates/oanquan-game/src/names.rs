@@ -217,6 +217,28 @@ mod tests {
             ("QTV Lan", "qtv"),
             ("Amministratore", "amministratore"),
             ("Y\u{f6}netici", "y\u{f6}netici"),
+            // A sixth's: plurals, compounds, the service's name in a longer one or three
+            // words, Vietnamese customer care and operators, more languages.
+            ("Admins", "admins"),
+            ("Mods", "mods"),
+            ("SysAdmin", "sysadmin"),
+            ("OanquanAdmin", "oanquan"),
+            ("\u{d4} \u{102}n Quan Team", "\u{f4}\u{103}nquan"),
+            (
+                "H\u{1ec7} th\u{1ed1}ng \u{d4} \u{102}n Quan",
+                "\u{f4}\u{103}nquan",
+            ),
+            ("CSKH", "cskh"),
+            (
+                "Ban \u{111}i\u{1ec1}u h\u{e0}nh",
+                "\u{111}i\u{1ec1}uh\u{e0}nh",
+            ),
+            (
+                "Ch\u{103}m s\u{f3}c kh\u{e1}ch h\u{e0}ng",
+                "ch\u{103}ms\u{f3}c",
+            ),
+            ("Destek Ekibi", "destek"),
+            ("\u{2714} Verified", "verified"),
             (
                 "\u{627}\u{62f}\u{645}\u{6cc}\u{646}",
                 "\u{627}\u{62f}\u{645}\u{6cc}\u{646}",
@@ -252,6 +274,12 @@ mod tests {
             // Vietnamese names whose accents make them other words than the reserved ones.
             "Quân Trí",
             "Hồ Trọng",
+            // Given names and surnames that hold or meet the new words.
+            "Trọng Tài",
+            "Đoàn Quân",
+            "Doan Quan",
+            "Hoàn Quân",
+            "Mod Lan",
             "Bột",
             "Ân Danh",
             "Khách Sạn",

@@ -335,7 +335,11 @@ pub trait GameStore: Send + Sync + fmt::Debug + 'static {
     /// [`StoreError::NotFound`].
     fn account<'a>(&'a self, id: &'a AccountId) -> StoreFuture<'a, Account>;
 
-    /// An account by its username key.
+    /// The account whose username key or look ([`Username::key`](crate::Username::key),
+    /// [`Username::look`](crate::Username::look)) is `key`: registration keeps both apart from
+    /// every other account's, so there is at most one. A display name meets an account by
+    /// either (an outside probe sat as `Nίκος`, a Latin N in the Greek `Νίκος`, whose look
+    /// alone it matched).
     ///
     /// # Errors
     ///

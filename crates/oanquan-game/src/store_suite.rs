@@ -761,6 +761,16 @@ pub async fn accounts_are_unique_by_username_key(store: Arc<dyn GameStore>) -> V
     let ivan = account("Ivan");
     store.create_account(ivan.clone(), key(42)).await.unwrap();
     ids.push(ivan.id);
+
+    // Found by its look as well as by its key: the Greek `Νίκος` keys with a small nu, read
+    // as `v`, and looks with the capital, read as `N`, as a Latin N in its place does.
+    let nikos = account("\u{39d}\u{3af}\u{3ba}\u{3bf}\u{3c2}");
+    store.create_account(nikos.clone(), key(43)).await.unwrap();
+    ids.push(nikos.id.clone());
+    assert_ne!(nikos.username.key(), nikos.username.look());
+    for by in [nikos.username.key(), nikos.username.look()] {
+        assert_eq!(store.account_by_name(&by).await.unwrap(), nikos, "{by:?}");
+    }
     ids
 }
 

@@ -111,15 +111,24 @@ const MAX_KEY_ROUNDS: usize = 8;
 /// (`Oanquan Official`, `The Admin`).
 const STAFF_WORDS: &[&str] = &[
     "admin",
+    "admins",
     "administrator",
+    "administrators",
+    "sysadmin",
+    "superadmin",
+    "webmaster",
     "sysop",
     "oanquan",
     "ôănquan",
     "moderator",
+    "moderators",
+    "mods",
     "staff",
     "support",
     "official",
     "owner",
+    "verified",
+    "noreply",
     // Vietnamese: administrator, support, management, with and without diacritics, and the
     // forum abbreviations of "board of administrators" and "administrator" (an outside probe
     // sat as `BQT` and `QTV`).
@@ -130,6 +139,15 @@ const STAFF_WORDS: &[&str] = &[
     "quảnlý",
     "bqt",
     "qtv",
+    // Customer care, operators, moderators, staff, notices, as Vietnamese forums and games
+    // write them (an outside probe sat as each). Not "trọng tài" (referee): Trọng Tài is a
+    // given name.
+    "cskh",
+    "chămsóc",
+    "điềuhành",
+    "kiểmduyệt",
+    "nhânviên",
+    "thôngbáo",
     // The staff in the languages of the players a Vietnamese game meets most online, in their
     // own scripts: the confusable skeletons cannot reach "админ" from "admin" (д, и and н look
     // like no Latin letter), and an outside probe registered it.
@@ -158,6 +176,31 @@ const STAFF_WORDS: &[&str] = &[
     "administrador",
     "administrateur",
     "amministratore",
+    "adminisztrátor",
+    "oficial",
+    "supporto",
+    "assistenza",
+    "destek",
+    "pengurus",
+    "verwalter",
+    "betreiber",
+    "kundendienst",
+    "beheerder",
+    "ylläpitäjä",
+    "správce",
+    "διαχειριστής",
+    "συντονιστής",
+    "техподдержка",
+    "技术支持",
+    "アドミン",
+    "モデレーター",
+    "운영팀",
+    "고객센터",
+    "แอดมิน",
+    "ผู้ดูแลระบบ",
+    "व्यवस्थापक",
+    "الإدارة",
+    "الدعم",
     "moderador",
     "modérateur",
     "moderateur",
@@ -251,10 +294,12 @@ pub fn staff_word(text: &str) -> Option<&'static str> {
     if words.len() < 2 {
         return None;
     }
+    // Three words too: `Hệ thống Ô Ăn Quan`, `Ban điều hành`.
     words
         .iter()
         .map(|word| (*word).to_owned())
         .chain(words.windows(2).map(|pair| pair.join(" ")))
+        .chain(words.windows(3).map(|three| three.join(" ")))
         .filter_map(|part| staff_word_whole(&part))
         .find(|word| STAFF_WORDS.contains(word))
 }
@@ -348,6 +393,15 @@ fn spelled(word: &str, keep: &impl Fn(char) -> bool) -> String {
     let mut out = String::new();
     let mut base = None;
     let mut marks: Vec<char> = Vec::new();
+    // A letter's marks go out once the letter is done. More than two accents on one letter is
+    // no language's spelling (Vietnamese writes the most, two: `ệ`) but a pile of decoration,
+    // which goes as a whole: an outside probe sat as `M̀́̂̃ì́̂̃ǹ́̂̃h̀́̂̃` beside the account Minh.
+    let flush = |out: &mut String, marks: &mut Vec<char>| {
+        if marks.len() <= 2 || !marks.iter().all(|mark| ACCENTS.contains(mark)) {
+            out.extend(marks.iter());
+        }
+        marks.clear();
+    };
     // Decomposed: a precomposed letter's marks are judged like any others (`Ḻ` is `L` and a
     // line below it).
     for c in word.nfd() {
@@ -357,11 +411,10 @@ fn spelled(word: &str, keep: &impl Fn(char) -> bool) -> String {
                 && spells(base, c)
             {
                 marks.push(c);
-                out.push(c);
             }
             continue;
         }
-        marks.clear();
+        flush(&mut out, &mut marks);
         if c != '\u{0640}' && keep(c) {
             base = Some(c);
             out.push(c);
@@ -369,6 +422,7 @@ fn spelled(word: &str, keep: &impl Fn(char) -> bool) -> String {
             base = None;
         }
     }
+    flush(&mut out, &mut marks);
     out.nfc().collect()
 }
 
@@ -490,13 +544,37 @@ fn reserved_word(
     eligible: impl Fn(&'static str) -> bool,
 ) -> Option<&'static str> {
     readings.iter().find_map(|reading| {
+        let eligible = |word: &&'static str| eligible(word) && reading.may_read_as(word);
         RESERVED_FORMS
             .iter()
-            .filter(|(word, _)| eligible(word) && reading.may_read_as(word))
+            .filter(|(word, _)| eligible(word))
             .find(|(_, reserved)| reading.forms.iter().any(|form| reserved.contains(form)))
             .map(|(word, _)| *word)
+            .or_else(|| {
+                // The service's name also at the start of a longer one: `OanquanAdmin`,
+                // `Oanquan_Team`, `Ô Ăn Quan Team` (outside probes registered or sat as each).
+                SERVICE_FORMS
+                    .iter()
+                    .filter(|(word, _)| eligible(word))
+                    .find(|(_, service)| {
+                        reading
+                            .forms
+                            .iter()
+                            .any(|form| service.iter().any(|s| form.starts_with(s.as_str())))
+                    })
+                    .map(|(word, _)| *word)
+            })
     })
 }
+
+/// The service's name, with and without its accents, as [`RESERVED_FORMS`] holds it.
+static SERVICE_FORMS: LazyLock<Vec<(&'static str, [String; 2])>> = LazyLock::new(|| {
+    RESERVED_FORMS
+        .iter()
+        .filter(|(word, _)| ["oanquan", "ôănquan"].contains(word))
+        .cloned()
+        .collect()
+});
 
 /// Reserved words that are Vietnamese written without its accents: with accents they are
 /// other words (`Quân Trí` is two given names, not `quantri`), so a name's unaccented reading
@@ -693,8 +771,23 @@ pub fn keys_of_text(text: &str) -> Vec<String> {
     .nfkc()
     .collect();
     let letters = letters.trim_matches(['-', '_']).to_owned();
+    // And without flags, which read as letters above (`🇱🇦🇳` is LAN) but beside a name are
+    // decoration: `Minh 🇻🇳` is Minh (an outside probe sat as it beside the account).
+    let unflagged: String = undecorated(
+        &mapped
+            .chars()
+            .zip(text.chars())
+            .filter(|(_, original)| !is_regional_indicator(*original))
+            .map(|(c, _)| c)
+            .collect::<String>(),
+        |c| c.is_alphanumeric() || c == '-' || c == '_',
+        true,
+    )
+    .nfkc()
+    .collect();
+    let unflagged = unflagged.trim_matches(['-', '_']).to_owned();
     let mut keys = Vec::with_capacity(2);
-    for name in [&name, &plain, &letters] {
+    for name in [&name, &plain, &letters, &unflagged] {
         if name.is_empty() {
             continue;
         }
@@ -705,6 +798,11 @@ pub fn keys_of_text(text: &str) -> Vec<String> {
         }
     }
     keys
+}
+
+/// A regional indicator symbol: two of them make a flag.
+fn is_regional_indicator(ch: char) -> bool {
+    ('\u{1F1E6}'..='\u{1F1FF}').contains(&ch)
 }
 
 /// `-` or `_` for a character drawn as one in common fonts that neither NFKC nor UTS #39's
@@ -1417,6 +1515,16 @@ mod tests {
                 "\u{645}\u{62D}\u{645}\u{62F}",
                 "\u{645}\u{64F}\u{62D}\u{64E}\u{645}\u{651}\u{64E}\u{62F}",
             ),
+            // A fourth's: flags beside a name, accents piled more than two on a letter.
+            ("Minh", "Minh \u{1F1FB}\u{1F1F3}"),
+            ("Lan", "\u{1F1FB}\u{1F1F3} Lan"),
+            ("Minh", "\u{1F1FA}\u{1F1F8} Minh"),
+            // Flags read as letters still meet the name they spell.
+            ("Lan", "\u{1F1F1}\u{1F1E6}\u{1F1F3}"),
+            (
+                "Minh",
+                "M\u{300}\u{301}\u{302}\u{303}i\u{300}\u{301}\u{302}\u{303}n\u{300}\u{301}\u{302}\u{303}h\u{300}\u{301}\u{302}\u{303}",
+            ),
         ] {
             let keys = ok(account).keys();
             assert!(
@@ -1435,6 +1543,9 @@ mod tests {
             ("Tuan", "Tua\u{300}n"),
             ("Tuan", "Tuân"),
             ("Lan", "Lân"),
+            // Two accents on a letter are Vietnamese's own: `ệ`, `ấ`.
+            ("Tuan", "Tu\u{1EA5}n"),
+            ("Lenh", "L\u{1EC7}nh"),
             // Words stay apart: anyone could register LanAnh to keep every Lan Anh out.
             ("LanAnh", "Lan Anh"),
             ("MaryAnn", "Mary Ann"),
@@ -1808,6 +1919,14 @@ mod tests {
             ("oanquan", "oanquan"),
             ("O-an-Quan", "oanquan"),
             ("Ô_Ăn_Quan", "ôănquan"),
+            // The service's name at the start of a longer one.
+            ("OanquanAdmin", "oanquan"),
+            ("Oanquan_Team", "oanquan"),
+            ("Ô_Ăn_Quan_VN", "ôănquan"),
+            ("Admins", "admins"),
+            ("SysAdmin", "sysadmin"),
+            ("CSKH", "cskh"),
+            ("Verified", "verified"),
             ("quản_trị", "quảntrị"),
             ("Quan-Tri", "quantri"),
             ("MÁY_TÍNH", "máytính"),

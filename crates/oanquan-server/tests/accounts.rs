@@ -1671,6 +1671,7 @@ async fn anonymous_names_cannot_pose_as_accounts_or_annotations() {
     let mut accounts = account_client(&server).await;
     let mut games = server.games().await;
     register(&mut accounts, "Lan").await;
+    register(&mut accounts, "\u{39d}\u{3af}\u{3ba}\u{3bf}\u{3c2}").await;
     let open = games
         .create_game(create_request(false, None))
         .await
@@ -1679,8 +1680,10 @@ async fn anonymous_names_cannot_pose_as_accounts_or_annotations() {
         .game
         .unwrap();
     // The name itself in another case, with capital i or a one for l, dressed up with symbols
-    // or spaces; annotations in round, square or fullwidth brackets.
+    // or spaces; annotations in round, square or fullwidth brackets; the Greek Νίκος with a
+    // Latin N, which only its look (capitals as written) meets.
     for name in [
+        "N\u{3af}\u{3ba}\u{3bf}\u{3c2}",
         "Lan",
         "lan",
         "Ian",

@@ -333,14 +333,20 @@ pub(crate) async fn read<C: GenericClient>(
     decode_account(&rows)
 }
 
-/// The account with this username key, if there is one.
+/// The account with this username key or look, if there is one (see
+/// `GameStore::account_by_name`); a key first, should accounts registered before looks were
+/// kept ever share one.
 pub(crate) async fn read_by_name<C: GenericClient>(
     client: &C,
     key: &str,
 ) -> Result<Option<Account>, StoreError> {
     let rows = query(
         client,
-        &format!("{ACCOUNT} WHERE a.username_key = $1"),
+        &format!(
+            "{ACCOUNT} WHERE a.id = (SELECT id FROM accounts WHERE username_key = $1
+                                        OR username_look = $1
+                                     ORDER BY username_key = $1 DESC LIMIT 1)"
+        ),
         &[&key],
     )
     .await?;

@@ -277,7 +277,19 @@ pub(crate) fn read(conn: &Connection, id: &str) -> Result<Option<Account>, Store
 
 /// The account with this username key, if there is one.
 pub(crate) fn read_by_name(conn: &Connection, key: &str) -> Result<Option<Account>, StoreError> {
-    read_where(conn, "username_key", key)
+    // By key or look (see `GameStore::account_by_name`); a key first, should accounts
+    // registered before looks were kept ever share one.
+    let id: Option<String> = conn
+        .prepare_cached(
+            "SELECT id FROM accounts WHERE username_key = ?1 OR username_look = ?1
+             ORDER BY username_key = ?1 DESC LIMIT 1",
+        )
+        .and_then(|mut s| s.query_row([key], |row| row.get(0)).optional())
+        .map_err(backend)?;
+    match id {
+        Some(id) => read_where(conn, "id", &id),
+        None => Ok(None),
+    }
 }
 
 fn read_where(conn: &Connection, column: &str, value: &str) -> Result<Option<Account>, StoreError> {
