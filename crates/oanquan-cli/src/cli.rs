@@ -329,7 +329,7 @@ it), and `me`, `games` and `keys` use it. Anyone with the key plays as you: keep
 private. An account already stored for the server is not replaced without --force (its key \
 stays valid on the server; `oanquan keys` lists keys, `keys revoke` ends one).
 
-Usernames are 3-20 characters: letters of one script (Latin with Vietnamese diacritics, \
+Usernames are 2-20 characters: letters of one script (Latin with Vietnamese diacritics, \
 Cyrillic, Greek, ...), digits, `_` and `-` (not first, last or doubled); unique ignoring case \
 and look-alike letters (`1an`/`lan`, Cyrillic `сор`/`cop`, and letters alike only in capitals, \
 such as `Ian`/`lan` or Cyrillic `ТОМ`/`TOM`). A taken name exits 4, a refused one 2 with the \
@@ -965,7 +965,7 @@ pub struct MovesArgs {
 
 #[derive(Debug, Args)]
 pub struct RegisterArgs {
-    /// The username: 3-20 letters, digits, `_` or `-`.
+    /// The username: 2-20 letters, digits, `_` or `-`.
     pub username: String,
 
     /// Replace the account already stored for this server (its key keeps working on the

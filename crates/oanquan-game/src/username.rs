@@ -13,7 +13,7 @@
 //! 1. **Normalised to Unicode NFC.** "Phương" typed as `u` + combining horn is stored as the same
 //!    precomposed characters as "Phương" typed on a Vietnamese keyboard. The name is kept as the
 //!    user wrote it otherwise, capitals included.
-//! 2. **3 to 20 characters**, counted as Unicode scalar values after NFC, not bytes: "Đức-2" is
+//! 2. **2 to 20 characters**, counted as Unicode scalar values after NFC, not bytes: "Đức-2" is
 //!    5 characters. Input of more than 80 characters is refused before any other work, so a
 //!    megabyte costs one pass that counts it.
 //! 3. **Not trimmed.** White space at either end is refused rather than removed: the name
@@ -89,7 +89,9 @@ use crate::text::{is_invisible, quoted};
 pub const USERNAME_FIELD: &str = "username";
 
 /// The fewest characters in a username (after NFC).
-pub const MIN_USERNAME_CHARS: usize = 3;
+/// Two, not three: the commonest Chinese, Korean and many Vietnamese names are two characters
+/// (`王伟`, `Hà`, `Lý`, `An`), and an outside probe found each refused.
+pub const MIN_USERNAME_CHARS: usize = 2;
 
 /// The most characters in a username (after NFC).
 pub const MAX_USERNAME_CHARS: usize = 20;
@@ -1683,8 +1685,13 @@ mod tests {
     #[test]
     fn length_counts_characters_after_nfc_not_bytes() {
         assert_eq!(err(""), UsernameError::TooShort { chars: 0 });
-        assert_eq!(err("ab"), UsernameError::TooShort { chars: 2 });
-        assert_eq!(err("ưệ"), UsernameError::TooShort { chars: 2 });
+        assert_eq!(err("a"), UsernameError::TooShort { chars: 1 });
+        assert_eq!(err("ệ"), UsernameError::TooShort { chars: 1 });
+        assert_eq!(err("e\u{323}\u{302}"), UsernameError::TooShort { chars: 1 });
+        // Two-character names, as many real ones are.
+        for name in ["ab", "ưệ", "\u{738b}\u{4f1f}", "H\u{e0}", "L\u{fd}", "An"] {
+            ok(name);
+        }
         assert_eq!(ok("ưệơ").as_str().len(), 7);
         ok(&"a".repeat(20));
         ok(&"ệ".repeat(20));
@@ -1696,8 +1703,11 @@ mod tests {
             err(&"e\u{323}\u{302}".repeat(21)),
             UsernameError::TooLong { chars: 21 }
         );
-        let message = err("ab").to_string();
-        assert!(message.contains("2 characters") && message.contains("3 to 20"));
+        let message = err("a").to_string();
+        assert!(
+            message.contains("(1 character)") && message.contains("2 to 20"),
+            "{message}"
+        );
     }
 
     #[test]
@@ -2065,7 +2075,7 @@ mod tests {
 
     #[test]
     fn errors_become_invalid_argument_on_username() {
-        let err = GameError::from(err("ab"));
+        let err = GameError::from(err("a"));
         assert!(
             matches!(&err, GameError::InvalidArgument { field, description }
                 if field == "username" && description.contains("too short")),

@@ -255,7 +255,7 @@ async fn registration_checks_usernames_and_refuses_taken_ones() {
     let huge = "a".repeat(1 << 20);
     let refused = [
         "",
-        "ab",
+        "a",
         "abcdefghijklmnopqrstu",
         " Hoa",
         "Hoa ",
@@ -1869,7 +1869,7 @@ async fn refused_and_taken_names_do_not_use_up_the_registrations_of_an_address()
     let server = registering_two_an_hour().await;
     let mut accounts = account_client(&server).await;
     register(&mut accounts, "Lan").await;
-    for name in ["ab", "ab", "lan", "LAN", "", "x\u{0}y"] {
+    for name in ["a", "a", "lan", "LAN", "", "x\u{0}y"] {
         let refused = register_error(&mut accounts, name).await;
         assert!(
             matches!(refused.code(), Code::InvalidArgument | Code::AlreadyExists),
