@@ -386,6 +386,52 @@ fn an_accepted_rematch_leaves_no_prompt_behind() {
     assert_eq!(stale, 0, "{:#?}", &shown[offered.saturating_sub(3)..]);
 }
 
+/// After offering a rematch, the player is not asked `rematch?` again (an outside probe was),
+/// but told what is left to say while the offer waits.
+#[test]
+fn an_offered_rematch_is_not_asked_again() {
+    // Every field bound: one left to `..` would be dropped here, the server with it.
+    let AfterResignation {
+        _server,
+        _dirs,
+        mut alice,
+        mut bob,
+        mut lines,
+    } = after_resignation();
+    bob.send("rematch");
+    lines.follow("bob", |l| {
+        strip_csi(l).contains("rematch offered; waiting for alice")
+    });
+    std::thread::sleep(std::time::Duration::from_millis(500));
+    alice.send("no");
+    lines.follow("bob", |l| {
+        strip_csi(l).contains("no rematch: alice declined")
+    });
+    bob.wait();
+    lines.settle(std::time::Duration::from_millis(500));
+    let shown: Vec<String> = lines
+        .stdout_of("bob")
+        .iter()
+        .map(|l| strip_csi(l))
+        .collect();
+    let offered = shown
+        .iter()
+        .position(|l| l.contains("rematch offered; waiting for alice"))
+        .expect("the offer is shown");
+    assert!(
+        shown[offered..].iter().all(|l| !l.contains("rematch? (")),
+        "{:#?}",
+        &shown[offered.saturating_sub(3)..]
+    );
+    assert!(
+        shown[offered..]
+            .iter()
+            .any(|l| l.contains("(no to call off the rematch")),
+        "{:#?}",
+        &shown[offered.saturating_sub(3)..]
+    );
+}
+
 /// `TERM=dumb` (Emacs's shell, some logs) takes no escape sequences: the client writes to it
 /// as to a pipe. An outside probe counted 40 cursor movements in one short game there, from
 /// the clocks redrawn every second and the animation.

@@ -641,6 +641,13 @@ impl Player {
         let left = live
             .rematch_left(Instant::now())
             .map_or_else(String::new, |d| format!(", within {}", format_clock(d)));
+        // Asked already: not the question again (an outside probe's offer was met with
+        // `rematch?` once more), but what is left to say.
+        if self.rematch_token.is_some() {
+            return output::prompt(&format!(
+                "(no to call off the rematch{left}; quit to leave)> "
+            ));
+        }
         output::prompt(&format!("rematch? (rematch/no{left}; quit to leave)> "))
     }
 
