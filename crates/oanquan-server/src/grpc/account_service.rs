@@ -10,6 +10,7 @@ use super::status::{self, into_status};
 use crate::domain::account::Account;
 use crate::domain::limits::RateLimiter;
 use crate::domain::{GameError, GameManager, PlayerGameFilter};
+use crate::grpc::deadline;
 use oanquan_convert as convert;
 
 /// The AccountService adapter.
@@ -66,6 +67,8 @@ impl pb::account_service_server::AccountService for AccountApi {
         &self,
         request: Request<pb::RegisterRequest>,
     ) -> Result<Response<pb::RegisterResponse>, Status> {
+        // Answered once begun, whatever its deadline: its answer holds a secret shown once.
+        deadline::begin_once(&request);
         let client = request.remote_addr().map(|addr| addr.ip());
         if let Some(ip) = client {
             self.registrations.check(ip).map_err(|limited| {
@@ -123,6 +126,8 @@ impl pb::account_service_server::AccountService for AccountApi {
         &self,
         request: Request<pb::CreateApiKeyRequest>,
     ) -> Result<Response<pb::CreateApiKeyResponse>, Status> {
+        // Answered once begun, whatever its deadline: its answer holds a secret shown once.
+        deadline::begin_once(&request);
         let account = self.caller(&request).await?;
         let (key, record) = self
             .manager

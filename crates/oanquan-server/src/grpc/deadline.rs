@@ -9,8 +9,21 @@
 //! tonic's (which still applies a client's `grpc-timeout`), and so is never later than it.
 //! The timer is made (and boxed) only when the call first has to wait: a call answered at
 //! once never touches the timer wheel, and the futures around it stay small.
+//!
+//! **Calls whose answer is shown once.** `Register`, `CreateApiKey`, `CreateGame`,
+//! `JoinGame`, `AcceptSeek` and `OfferRematch` answer with a secret the server keeps only as a
+//! hash (an API key, a seat token). Once such a call's handler has its request and begins
+//! ([`begin_once`]), its deadline no longer cuts it: it is answered when done. Cut there, it
+//! made the account or took the seat and told the client only DEADLINE_EXCEEDED, the secret
+//! lost for good (an outside probe's short deadlines did, 6 times in 40). A client whose own
+//! deadline passes meanwhile still gives up on its side, as with any gRPC deadline.
+//!
+//! **A malformed `grpc-timeout`** (not 1 to 8 digits and a unit) is INVALID_ARGUMENT, not
+//! ignored as tonic does: `-1S` must not mean "no deadline".
 
 use std::pin::Pin;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::task::{Context, Poll};
 use std::time::Duration;
 
@@ -50,24 +63,50 @@ pub struct Deadline<S> {
     server: Duration,
 }
 
-/// The client's `grpc-timeout` (gRPC over HTTP/2: at most 8 digits and a unit); `None` if
-/// absent or malformed, as tonic reads it.
-fn client_timeout(headers: &http::HeaderMap) -> Option<Duration> {
-    let text = headers.get("grpc-timeout")?.to_str().ok()?;
-    let digits = text.get(..text.len().checked_sub(1)?)?;
+/// The client's `grpc-timeout` (gRPC over HTTP/2: at most 8 digits and a unit): `Ok(None)` if
+/// absent, `Err(())` if malformed.
+fn client_timeout(headers: &http::HeaderMap) -> Result<Option<Duration>, ()> {
+    let Some(value) = headers.get("grpc-timeout") else {
+        return Ok(None);
+    };
+    let text = value.to_str().map_err(|_| ())?;
+    let digits = text.get(..text.len().checked_sub(1).ok_or(())?).ok_or(())?;
     if digits.is_empty() || digits.len() > 8 || !digits.bytes().all(|b| b.is_ascii_digit()) {
-        return None;
+        return Err(());
     }
-    let value: u64 = digits.parse().ok()?;
-    Some(match &text[digits.len()..] {
+    let value: u64 = digits.parse().map_err(|_| ())?;
+    Ok(Some(match &text[digits.len()..] {
         "H" => Duration::from_secs(value * 3600),
         "M" => Duration::from_secs(value * 60),
         "S" => Duration::from_secs(value),
         "m" => Duration::from_millis(value),
         "u" => Duration::from_micros(value),
         "n" => Duration::from_nanos(value),
-        _ => return None,
-    })
+        _ => return Err(()),
+    }))
+}
+
+/// The methods whose answer carries a secret shown once (see the module docs).
+const SHOWN_ONCE: [&str; 6] = [
+    "/oanquan.v1.AccountService/Register",
+    "/oanquan.v1.AccountService/CreateApiKey",
+    "/oanquan.v1.GameService/CreateGame",
+    "/oanquan.v1.GameService/JoinGame",
+    "/oanquan.v1.GameService/AcceptSeek",
+    "/oanquan.v1.GameService/OfferRematch",
+];
+
+/// In the request's extensions of a [`SHOWN_ONCE`] call: set by its handler when it begins.
+#[derive(Debug, Clone, Default)]
+pub struct Begun(Arc<AtomicBool>);
+
+/// Tells the deadline layer that this call's handler has its request and begins: from here on
+/// it is answered when done, not cut by its deadline (see the module docs). A call of another
+/// method carries no mark, and this does nothing.
+pub fn begin_once<T>(request: &tonic::Request<T>) {
+    if let Some(begun) = request.extensions().get::<Begun>() {
+        begun.0.store(true, Ordering::Relaxed);
+    }
 }
 
 impl<S, B> Service<http::Request<B>> for Deadline<S>
@@ -82,17 +121,33 @@ where
         self.inner.poll_ready(cx)
     }
 
-    fn call(&mut self, request: http::Request<B>) -> Self::Future {
+    fn call(&mut self, mut request: http::Request<B>) -> Self::Future {
         let (limit, whose) = match client_timeout(request.headers()) {
-            Some(client) if client <= self.server => (client, Whose::Client),
-            _ => (self.server, Whose::Server(self.server)),
+            Err(()) => {
+                return DeadlineFuture {
+                    inner: None,
+                    deadline: None,
+                    whose: Whose::Malformed,
+                    begun: None,
+                    sleep: None,
+                    started: false,
+                };
+            }
+            Ok(Some(client)) if client <= self.server => (client, Whose::Client),
+            Ok(_) => (self.server, Whose::Server(self.server)),
         };
         // `--request-timeout` may be longer than the clock can count to: then there is none.
         let deadline = Instant::now().checked_add(limit);
+        let begun = SHOWN_ONCE.contains(&request.uri().path()).then(|| {
+            let begun = Begun::default();
+            request.extensions_mut().insert(begun.clone());
+            begun
+        });
         DeadlineFuture {
-            inner: self.inner.call(request),
+            inner: Some(self.inner.call(request)),
             deadline,
             whose,
+            begun,
             sleep: None,
             started: false,
         }
@@ -103,10 +158,12 @@ pin_project! {
     /// The future of [`Deadline`].
     #[derive(Debug)]
     pub struct DeadlineFuture<F> {
+        // None for a call refused before it was made (a malformed grpc-timeout).
         #[pin]
-        inner: F,
+        inner: Option<F>,
         deadline: Option<Instant>,
         whose: Whose,
+        begun: Option<Begun>,
         sleep: Option<Pin<Box<Sleep>>>,
         started: bool,
     }
@@ -120,6 +177,9 @@ where
 
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
         let this = self.project();
+        let Some(inner) = this.inner.as_pin_mut() else {
+            return Poll::Ready(Ok(malformed_timeout()));
+        };
         // A call whose deadline has passed before it starts (`grpc-timeout: 1n`) is not run:
         // its answer could only be the timeout, and a CreateGame would still make a game the
         // client never hears of.
@@ -132,7 +192,7 @@ where
                 return Poll::Ready(Ok(not_started()));
             }
         }
-        if let Poll::Ready(result) = this.inner.poll(cx) {
+        if let Poll::Ready(result) = inner.poll(cx) {
             return Poll::Ready(result);
         }
         let Some(deadline) = *this.deadline else {
@@ -142,7 +202,20 @@ where
             .sleep
             .get_or_insert_with(|| Box::pin(tokio::time::sleep_until(deadline)));
         match sleep.as_mut().poll(cx) {
-            Poll::Ready(()) => Poll::Ready(Ok(timed_out(*this.whose))),
+            Poll::Ready(()) => {
+                // Begun, its answer is awaited whatever the time (its waker is the inner
+                // call's, registered above).
+                if this
+                    .begun
+                    .as_ref()
+                    .is_some_and(|begun| begun.0.load(Ordering::Relaxed))
+                {
+                    *this.deadline = None;
+                    *this.sleep = None;
+                    return Poll::Pending;
+                }
+                Poll::Ready(Ok(timed_out(*this.whose)))
+            }
             Poll::Pending => Poll::Pending,
         }
     }
@@ -153,6 +226,8 @@ where
 enum Whose {
     Client,
     Server(Duration),
+    /// None: the client's `grpc-timeout` could not be read.
+    Malformed,
 }
 
 /// The answer to a call that ran past its deadline. It may still have done what it was asked
@@ -165,8 +240,18 @@ fn timed_out(whose: Whose) -> http::Response<Body> {
         Whose::Server(limit) => {
             format!("the call was not answered within the server's request timeout of {limit:?}")
         }
+        Whose::Malformed => return malformed_timeout(),
     };
     tonic::Status::deadline_exceeded(message).into_http()
+}
+
+/// The answer to a call whose `grpc-timeout` cannot be read: it is not run.
+fn malformed_timeout() -> http::Response<Body> {
+    tonic::Status::invalid_argument(
+        "the grpc-timeout header is malformed: gRPC writes it as 1 to 8 digits and a unit (H, M, \
+         S, m, u or n), as in 500m; the call was not run",
+    )
+    .into_http()
 }
 
 /// The answer to a call whose deadline had passed before it started: it was not run.
@@ -188,16 +273,26 @@ mod tests {
             headers.insert("grpc-timeout", value.parse().unwrap());
             client_timeout(&headers)
         };
-        assert_eq!(read("1H"), Some(Duration::from_secs(3600)));
-        assert_eq!(read("2M"), Some(Duration::from_secs(120)));
-        assert_eq!(read("99999999S"), Some(Duration::from_secs(99_999_999)));
-        assert_eq!(read("200m"), Some(Duration::from_millis(200)));
-        assert_eq!(read("7u"), Some(Duration::from_micros(7)));
-        assert_eq!(read("5n"), Some(Duration::from_nanos(5)));
-        for bad in ["", "S", "100000000S", "1s", "-1S", "1.5S", "+1S", "1 S"] {
-            assert_eq!(read(bad), None, "{bad:?}");
+        assert_eq!(read("1H"), Ok(Some(Duration::from_secs(3600))));
+        assert_eq!(read("2M"), Ok(Some(Duration::from_secs(120))));
+        assert_eq!(read("99999999S"), Ok(Some(Duration::from_secs(99_999_999))));
+        assert_eq!(read("200m"), Ok(Some(Duration::from_millis(200))));
+        assert_eq!(read("7u"), Ok(Some(Duration::from_micros(7))));
+        assert_eq!(read("5n"), Ok(Some(Duration::from_nanos(5))));
+        for bad in [
+            "",
+            "S",
+            "100000000S",
+            "1s",
+            "-1S",
+            "1.5S",
+            "+1S",
+            "1 S",
+            "1x",
+        ] {
+            assert_eq!(read(bad), Err(()), "{bad:?}");
         }
-        assert_eq!(client_timeout(&http::HeaderMap::new()), None);
+        assert_eq!(client_timeout(&http::HeaderMap::new()), Ok(None));
     }
 
     #[tokio::test]
@@ -228,6 +323,76 @@ mod tests {
         assert_eq!(response.headers()["grpc-status"], "4");
         let message = response.headers()["grpc-message"].to_str().unwrap();
         assert!(message.contains("grpc-timeout"), "{message}");
+    }
+
+    /// A call of a method whose answer holds a secret shown once is answered when done once
+    /// its handler has begun, even past its deadline; before it begins (its request still on
+    /// its way), and for other methods, the deadline cuts as before.
+    #[tokio::test(start_paused = true)]
+    async fn a_begun_call_whose_answer_is_shown_once_is_not_cut() {
+        use tower::ServiceExt as _;
+        // Begins (as a handler with its request does), then takes 5 s to answer.
+        let slow = |begins: bool| {
+            tower::service_fn(move |request: http::Request<()>| async move {
+                if begins {
+                    begin_once(&tonic::Request::from_http(request));
+                }
+                tokio::time::sleep(Duration::from_secs(5)).await;
+                Ok::<_, std::convert::Infallible>(http::Response::new(Body::empty()))
+            })
+        };
+        let call = |path: &str| {
+            http::Request::builder()
+                .uri(path)
+                .header("grpc-timeout", "1S")
+                .body(())
+                .unwrap()
+        };
+        let register = "/oanquan.v1.AccountService/Register";
+        for path in SHOWN_ONCE {
+            let service = DeadlineLayer::new(Duration::from_secs(30)).layer(slow(true));
+            let started = tokio::time::Instant::now();
+            let response = service.oneshot(call(path)).await.unwrap();
+            assert_eq!(started.elapsed(), Duration::from_secs(5), "{path}");
+            assert!(response.headers().get("grpc-status").is_none(), "{path}");
+        }
+        let service = DeadlineLayer::new(Duration::from_secs(30)).layer(slow(false));
+        let response = service.oneshot(call(register)).await.unwrap();
+        assert_eq!(response.headers()["grpc-status"], "4");
+        let service = DeadlineLayer::new(Duration::from_secs(30)).layer(slow(true));
+        let response = service
+            .oneshot(call("/oanquan.v1.GameService/PlayMove"))
+            .await
+            .unwrap();
+        assert_eq!(response.headers()["grpc-status"], "4");
+    }
+
+    /// A `grpc-timeout` that cannot be read is INVALID_ARGUMENT, and the call is not run: an
+    /// outside probe's `-1S` ran with no deadline at all.
+    #[tokio::test]
+    async fn a_malformed_grpc_timeout_is_refused_and_not_run() {
+        use std::sync::atomic::AtomicBool;
+        let ran = Arc::new(AtomicBool::new(false));
+        let answer = {
+            let ran = Arc::clone(&ran);
+            tower::service_fn(move |_: http::Request<()>| {
+                let ran = Arc::clone(&ran);
+                async move {
+                    ran.store(true, Ordering::SeqCst);
+                    Ok::<_, std::convert::Infallible>(http::Response::new(Body::empty()))
+                }
+            })
+        };
+        let mut service = DeadlineLayer::new(Duration::from_secs(30)).layer(answer);
+        for bad in ["-1S", "1x", "99999999999S", "1.5S", "S"] {
+            let request = http::Request::builder()
+                .header("grpc-timeout", bad)
+                .body(())
+                .unwrap();
+            let response = service.call(request).await.unwrap();
+            assert_eq!(response.headers()["grpc-status"], "3", "{bad}");
+        }
+        assert!(!ran.load(Ordering::SeqCst), "the handler did not run");
     }
 
     #[tokio::test(start_paused = true)]

@@ -19,6 +19,7 @@ use crate::domain::{
     Credential, GameError, GameFeed, GameId, GameManager, LobbyFeed, NewGame, PlayerToken, Seated,
     Watch, WatchItem,
 };
+use crate::grpc::deadline;
 use crate::metrics::StreamKind;
 use oanquan_convert::{self as convert, SeekChange};
 
@@ -304,6 +305,8 @@ impl pb::game_service_server::GameService for GameApi {
         &self,
         request: Request<pb::CreateGameRequest>,
     ) -> Result<Response<pb::CreateGameResponse>, Status> {
+        // Answered once begun, whatever its deadline: its answer holds a secret shown once.
+        deadline::begin_once(&request);
         let client = request.remote_addr().map(|addr| addr.ip());
         let account = playing_account(&self.manager, &request)
             .await
@@ -352,6 +355,8 @@ impl pb::game_service_server::GameService for GameApi {
         &self,
         request: Request<pb::JoinGameRequest>,
     ) -> Result<Response<pb::JoinGameResponse>, Status> {
+        // Answered once begun, whatever its deadline: its answer holds a secret shown once.
+        deadline::begin_once(&request);
         let client = request.remote_addr().map(|addr| addr.ip());
         let account = playing_account(&self.manager, &request)
             .await
@@ -591,6 +596,8 @@ impl pb::game_service_server::GameService for GameApi {
         &self,
         request: Request<pb::OfferRematchRequest>,
     ) -> Result<Response<pb::OfferRematchResponse>, Status> {
+        // Answered once begun, whatever its deadline: its answer holds a secret shown once.
+        deadline::begin_once(&request);
         let (who, id) = seat_call(&self.manager, &request).await?;
         let offered = self
             .manager
@@ -755,6 +762,8 @@ impl pb::game_service_server::GameService for GameApi {
         &self,
         request: Request<pb::AcceptSeekRequest>,
     ) -> Result<Response<pb::AcceptSeekResponse>, Status> {
+        // Answered once begun, whatever its deadline: its answer holds a secret shown once.
+        deadline::begin_once(&request);
         let client = request.remote_addr().map(|addr| addr.ip());
         let account = playing_account(&self.manager, &request)
             .await
