@@ -323,20 +323,18 @@ fn a_declined_rematch_leaves_no_prompt_behind() {
     });
     alice.wait();
     lines.settle(std::time::Duration::from_millis(500));
-    let shown: Vec<String> = lines
-        .stdout_of("alice")
+    let after = shown_from(&lines, "alice", "no rematch: bob declined", visible);
+    assert!(after.iter().all(|l| !l.contains("rematch?")), "{after:#?}");
+}
+
+/// `who`'s lines, each as `read` shows it, from the last that holds `from` on.
+fn shown_from(lines: &Lines, who: &str, from: &str, read: fn(&str) -> String) -> Vec<String> {
+    let shown: Vec<String> = lines.stdout_of(who).iter().map(|l| read(l)).collect();
+    let at = shown
         .iter()
-        .map(|l| visible(l))
-        .collect();
-    let declined = shown
-        .iter()
-        .rposition(|l| l.contains("no rematch: bob declined"))
-        .expect("the decline is shown");
-    assert!(
-        shown[declined..].iter().all(|l| !l.contains("rematch?")),
-        "{:#?}",
-        &shown[declined.saturating_sub(3)..]
-    );
+        .rposition(|l| l.contains(from))
+        .unwrap_or_else(|| panic!("{who}: no line with {from:?}: {shown:#?}"));
+    shown[at..].to_vec()
 }
 
 /// When the opponent accepts a rematch, the new game's lines come without the old `rematch?`
@@ -412,26 +410,22 @@ fn an_offered_rematch_is_not_asked_again() {
     });
     bob.wait();
     lines.settle(std::time::Duration::from_millis(500));
-    let shown: Vec<String> = lines
-        .stdout_of("bob")
-        .iter()
-        .map(|l| strip_csi(l))
-        .collect();
-    let offered = shown
-        .iter()
-        .position(|l| l.contains("rematch offered; waiting for alice"))
-        .expect("the offer is shown");
-    assert!(
-        shown[offered..].iter().all(|l| !l.contains("rematch? (")),
-        "{:#?}",
-        &shown[offered.saturating_sub(3)..]
+    // Every text written, also what a later `\r` wrote over.
+    let after = shown_from(
+        &lines,
+        "bob",
+        "rematch offered; waiting for alice",
+        strip_csi,
     );
     assert!(
-        shown[offered..]
+        after.iter().all(|l| !l.contains("rematch? (")),
+        "{after:#?}"
+    );
+    assert!(
+        after
             .iter()
             .any(|l| l.contains("(no to call off the rematch")),
-        "{:#?}",
-        &shown[offered.saturating_sub(3)..]
+        "{after:#?}"
     );
 }
 

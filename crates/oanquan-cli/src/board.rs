@@ -197,21 +197,25 @@ fn player_line(
         .filter(|_| !view.names[idx].trim().is_empty())
         .map_or_else(String::new, |r| format!(" ({r})"));
     let you = if view.you == Some(side) { " (you)" } else { "" };
-    let turn = if view.to_move == Some(side) {
-        format!("  {}", paint(glyphs.turn, &[ESC_BOLD], style))
-    } else {
-        String::new()
+    let to_move = view.to_move == Some(side);
+    // The turn marker in full (`◀ to move`) or as its arrow alone.
+    let turn = |marker: &str| {
+        if to_move {
+            format!("  {}", paint(marker, &[ESC_BOLD], style))
+        } else {
+            String::new()
+        }
     };
     let score = paint(&board.scores[idx].to_string(), &[ESC_BOLD], style);
-    let clock = view.clocks.as_ref().map_or_else(String::new, |c| {
-        let codes: &[&str] = if view.to_move == Some(side) {
-            &[ESC_BOLD]
-        } else {
-            &[]
-        };
-        format!("  clock {}", paint(&c[idx], codes, style))
+    let painted_clock = view.clocks.as_ref().map(|c| {
+        let codes: &[&str] = if to_move { &[ESC_BOLD] } else { &[] };
+        paint(&c[idx], codes, style)
     });
-    let line = format!("  {side} player: {name}{rating}{you}  score {score}{clock}{turn}");
+    let clock = painted_clock
+        .as_ref()
+        .map_or_else(String::new, |c| format!("  clock {c}"));
+    let full_turn = turn(glyphs.turn);
+    let line = format!("  {side} player: {name}{rating}{you}  score {score}{clock}{full_turn}");
     let Some(width) = view.width else {
         return line;
     };
@@ -223,24 +227,12 @@ fn player_line(
     let keep = name.width().saturating_sub(over + 1);
     if keep >= MIN_NAME_COLUMNS || name.width() <= MIN_NAME_COLUMNS {
         let short = shortened(&name, keep.max(1));
-        return format!("  {side} player: {short}{rating}{you}  score {score}{clock}{turn}");
+        return format!("  {side} player: {short}{rating}{you}  score {score}{clock}{full_turn}");
     }
     // Then the words around the figures (a 40-column terminal cut a clock's 0:59 to 0:5 and
     // the turn marker away): the rating goes, and the score, clock and marker stay whole.
-    let clock = view.clocks.as_ref().map_or_else(String::new, |c| {
-        let codes: &[&str] = if view.to_move == Some(side) {
-            &[ESC_BOLD]
-        } else {
-            &[]
-        };
-        format!("  {}", paint(&c[idx], codes, style))
-    });
-    let marker = glyphs.turn.split(' ').next().unwrap_or(glyphs.turn);
-    let turn = if view.to_move == Some(side) {
-        format!("  {}", paint(marker, &[ESC_BOLD], style))
-    } else {
-        String::new()
-    };
+    let clock = painted_clock.map_or_else(String::new, |c| format!("  {c}"));
+    let turn = turn(glyphs.turn.split(' ').next().unwrap_or(glyphs.turn));
     let compact = |name: &str| format!("  {side}: {name}{you}  {score} pts{clock}{turn}");
     let over = crate::output::columns(&compact(&name)).saturating_sub(width);
     if over == 0 {

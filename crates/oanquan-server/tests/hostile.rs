@@ -2576,12 +2576,8 @@ fn base64(bytes: &[u8]) -> String {
     text
 }
 
-/// A gRPC-Web text body that is not base64 is the client's mistake, INVALID_ARGUMENT saying so:
-/// an outside probe's `%%%%` was answered CANCELLED, as if the connection had broken.
-#[tokio::test]
-async fn a_grpc_web_text_body_that_is_not_base64_is_invalid() {
-    let server = start(config()).await;
-    let mut games = server.games().await;
+/// A `CreateGame` for Lan in the first seat, framed as one gRPC message.
+fn framed_create() -> bytes::Bytes {
     let create = pb::CreateGameRequest {
         rules: preset("standard"),
         seat: pb::Player::First.into(),
@@ -2589,7 +2585,16 @@ async fn a_grpc_web_text_body_that_is_not_base64_is_invalid() {
         ..Default::default()
     }
     .encode_to_vec();
-    let framed = grpc_frame(false, create.len() as u32, &create);
+    grpc_frame(false, create.len() as u32, &create)
+}
+
+/// A gRPC-Web text body that is not base64 is the client's mistake, INVALID_ARGUMENT saying so:
+/// an outside probe's `%%%%` was answered CANCELLED, as if the connection had broken.
+#[tokio::test]
+async fn a_grpc_web_text_body_that_is_not_base64_is_invalid() {
+    let server = start(config()).await;
+    let mut games = server.games().await;
+    let framed = framed_create();
     let text = "application/grpc-web-text";
     let encoded = base64(&framed);
     for bad in [
@@ -2616,14 +2621,7 @@ async fn a_grpc_web_text_body_that_is_not_base64_is_invalid() {
 async fn a_call_out_of_time_before_it_starts_makes_no_game() {
     let server = start(config()).await;
     let mut games = server.games().await;
-    let create = pb::CreateGameRequest {
-        rules: preset("standard"),
-        seat: pb::Player::First.into(),
-        display_name: "Lan".into(),
-        ..Default::default()
-    }
-    .encode_to_vec();
-    let body = grpc_frame(false, create.len() as u32, &create);
+    let body = framed_create();
     for _ in 0..20 {
         let answer = create_over_grpc_web(server.addr, "grpc-timeout: 1n\r\n", &body).await;
         assert!(answer.contains("grpc-status: 4\r\n"), "{answer}");

@@ -266,6 +266,34 @@ fn not_started() -> http::Response<Body> {
 mod tests {
     use super::*;
 
+    /// A service that answers at once, behind the layer (30 s), and whether it ran.
+    fn recorded() -> (
+        Arc<AtomicBool>,
+        Deadline<
+            impl Service<
+                http::Request<()>,
+                Response = http::Response<Body>,
+                Error = std::convert::Infallible,
+            >,
+        >,
+    ) {
+        let ran = Arc::new(AtomicBool::new(false));
+        let answer = {
+            let ran = Arc::clone(&ran);
+            tower::service_fn(move |_: http::Request<()>| {
+                let ran = Arc::clone(&ran);
+                async move {
+                    ran.store(true, Ordering::SeqCst);
+                    Ok::<_, std::convert::Infallible>(http::Response::new(Body::empty()))
+                }
+            })
+        };
+        (
+            ran,
+            DeadlineLayer::new(Duration::from_secs(30)).layer(answer),
+        )
+    }
+
     #[test]
     fn client_timeouts_are_read_as_grpc_writes_them() {
         let read = |value: &str| {
@@ -371,19 +399,7 @@ mod tests {
     /// outside probe's `-1S` ran with no deadline at all.
     #[tokio::test]
     async fn a_malformed_grpc_timeout_is_refused_and_not_run() {
-        use std::sync::atomic::AtomicBool;
-        let ran = Arc::new(AtomicBool::new(false));
-        let answer = {
-            let ran = Arc::clone(&ran);
-            tower::service_fn(move |_: http::Request<()>| {
-                let ran = Arc::clone(&ran);
-                async move {
-                    ran.store(true, Ordering::SeqCst);
-                    Ok::<_, std::convert::Infallible>(http::Response::new(Body::empty()))
-                }
-            })
-        };
-        let mut service = DeadlineLayer::new(Duration::from_secs(30)).layer(answer);
+        let (ran, mut service) = recorded();
         for bad in ["-1S", "1x", "99999999999S", "1.5S", "S"] {
             let request = http::Request::builder()
                 .header("grpc-timeout", bad)
@@ -420,20 +436,7 @@ mod tests {
 
     #[tokio::test(start_paused = true)]
     async fn a_call_past_its_deadline_before_it_starts_is_not_run() {
-        use std::sync::Arc;
-        use std::sync::atomic::{AtomicBool, Ordering};
-        let ran = Arc::new(AtomicBool::new(false));
-        let answer = {
-            let ran = Arc::clone(&ran);
-            tower::service_fn(move |_: http::Request<()>| {
-                let ran = Arc::clone(&ran);
-                async move {
-                    ran.store(true, Ordering::SeqCst);
-                    Ok::<_, std::convert::Infallible>(http::Response::new(Body::empty()))
-                }
-            })
-        };
-        let mut service = DeadlineLayer::new(Duration::from_secs(30)).layer(answer);
+        let (ran, mut service) = recorded();
         let request = |timeout: &str| {
             http::Request::builder()
                 .header("grpc-timeout", timeout)
