@@ -1880,3 +1880,43 @@ async fn refused_and_taken_names_do_not_use_up_the_registrations_of_an_address()
     let refused = register_error(&mut accounts, "Hoa").await;
     assert_eq!(refused.code(), Code::ResourceExhausted, "{refused:?}");
 }
+
+/// `Register`'s answer holds the account's only copy of its API key: once begun, the call is
+/// answered when done, past the server's `--request-timeout`. Cut there, it made the account
+/// and lost the key (an outside probe's short deadlines did).
+#[tokio::test]
+async fn a_register_slower_than_the_request_timeout_is_answered_with_its_key() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("oanquan.db");
+    let mut settings = config();
+    settings.storage = Storage::Sqlite(path.clone());
+    settings.transport.request_timeout = Duration::from_millis(300);
+    let server = start(settings).await;
+    let mut accounts = account_client(&server).await;
+    register(&mut accounts, "Early").await;
+
+    // Another connection holds the database's write lock for 1.5 s.
+    let holder = rusqlite::Connection::open(&path).unwrap();
+    holder.execute_batch("BEGIN EXCLUSIVE").unwrap();
+    let released = tokio::task::spawn_blocking(move || {
+        std::thread::sleep(Duration::from_millis(1_500));
+        holder.execute_batch("COMMIT").unwrap();
+    });
+    let started = std::time::Instant::now();
+    let answer = accounts
+        .register(pb::RegisterRequest {
+            username: "Slowpoke".into(),
+        })
+        .await;
+    released.await.unwrap();
+    assert!(started.elapsed() >= Duration::from_millis(1_000));
+    let key = answer
+        .expect("answered with its key, not cut by the request timeout")
+        .into_inner()
+        .api_key;
+    let mut me = Request::new(pb::GetMeRequest {});
+    me.metadata_mut()
+        .insert("authorization", format!("Bearer {key}").parse().unwrap());
+    let me = accounts.get_me(me).await.unwrap().into_inner();
+    assert_eq!(me.player.unwrap().username, "Slowpoke");
+}

@@ -13,10 +13,11 @@
 //! **Calls whose answer is shown once.** `Register`, `CreateApiKey`, `CreateGame`,
 //! `JoinGame`, `AcceptSeek` and `OfferRematch` answer with a secret the server keeps only as a
 //! hash (an API key, a seat token). Once such a call's handler has its request and begins
-//! ([`begin_once`]), its deadline no longer cuts it: it is answered when done. Cut there, it
-//! made the account or took the seat and told the client only DEADLINE_EXCEEDED, the secret
-//! lost for good (an outside probe's short deadlines did, 6 times in 40). A client whose own
-//! deadline passes meanwhile still gives up on its side, as with any gRPC deadline.
+//! ([`begin_once`]), the server's own `--request-timeout` no longer cuts it: it is answered
+//! when done. Cut there, it made the account or took the seat and told the client only
+//! DEADLINE_EXCEEDED, the secret lost for good. A client's `grpc-timeout` still applies: the
+//! client chose it and gives up at it on its side anyway (and tonic's own timer, outside every
+//! layer, would cut the call there).
 //!
 //! **A malformed `grpc-timeout`** (not 1 to 8 digits and a unit) is INVALID_ARGUMENT, not
 //! ignored as tonic does: `-1S` must not mean "no deadline".
@@ -122,22 +123,25 @@ where
     }
 
     fn call(&mut self, mut request: http::Request<B>) -> Self::Future {
-        let (limit, whose) = match client_timeout(request.headers()) {
+        let now = Instant::now();
+        let (limit, whose, client) = match client_timeout(request.headers()) {
             Err(()) => {
                 return DeadlineFuture {
                     inner: None,
                     deadline: None,
+                    client_deadline: None,
                     whose: Whose::Malformed,
                     begun: None,
                     sleep: None,
                     started: false,
                 };
             }
-            Ok(Some(client)) if client <= self.server => (client, Whose::Client),
-            Ok(_) => (self.server, Whose::Server(self.server)),
+            Ok(Some(client)) if client <= self.server => (client, Whose::Client, None),
+            Ok(client) => (self.server, Whose::Server(self.server), client),
         };
         // `--request-timeout` may be longer than the clock can count to: then there is none.
-        let deadline = Instant::now().checked_add(limit);
+        let deadline = now.checked_add(limit);
+        let client_deadline = client.and_then(|client| now.checked_add(client));
         let begun = SHOWN_ONCE.contains(&request.uri().path()).then(|| {
             let begun = Begun::default();
             request.extensions_mut().insert(begun.clone());
@@ -146,6 +150,7 @@ where
         DeadlineFuture {
             inner: Some(self.inner.call(request)),
             deadline,
+            client_deadline,
             whose,
             begun,
             sleep: None,
@@ -162,6 +167,8 @@ pin_project! {
         #[pin]
         inner: Option<F>,
         deadline: Option<Instant>,
+        // The client's deadline when the server's comes first: where a begun call goes on to.
+        client_deadline: Option<Instant>,
         whose: Whose,
         begun: Option<Begun>,
         sleep: Option<Pin<Box<Sleep>>>,
@@ -195,28 +202,28 @@ where
         if let Poll::Ready(result) = inner.poll(cx) {
             return Poll::Ready(result);
         }
-        let Some(deadline) = *this.deadline else {
-            return Poll::Pending;
-        };
-        let sleep = this
-            .sleep
-            .get_or_insert_with(|| Box::pin(tokio::time::sleep_until(deadline)));
-        match sleep.as_mut().poll(cx) {
-            Poll::Ready(()) => {
-                // Begun, its answer is awaited whatever the time (its waker is the inner
-                // call's, registered above).
-                if this
-                    .begun
-                    .as_ref()
-                    .is_some_and(|begun| begun.0.load(Ordering::Relaxed))
-                {
-                    *this.deadline = None;
-                    *this.sleep = None;
-                    return Poll::Pending;
-                }
-                Poll::Ready(Ok(timed_out(*this.whose)))
+        loop {
+            let Some(deadline) = *this.deadline else {
+                return Poll::Pending;
+            };
+            let sleep = this
+                .sleep
+                .get_or_insert_with(|| Box::pin(tokio::time::sleep_until(deadline)));
+            if sleep.as_mut().poll(cx).is_pending() {
+                return Poll::Pending;
             }
-            Poll::Pending => Poll::Pending,
+            // Begun, the server's own deadline gives way to the client's, if any: the answer is
+            // awaited until then (its waker is the inner call's, registered above).
+            let begun = this
+                .begun
+                .as_ref()
+                .is_some_and(|begun| begun.0.load(Ordering::Relaxed));
+            if !begun || !matches!(*this.whose, Whose::Server(_)) {
+                return Poll::Ready(Ok(timed_out(*this.whose)));
+            }
+            *this.deadline = this.client_deadline.take();
+            *this.whose = Whose::Client;
+            *this.sleep = None;
         }
     }
 }
@@ -353,11 +360,12 @@ mod tests {
         assert!(message.contains("grpc-timeout"), "{message}");
     }
 
-    /// A call of a method whose answer holds a secret shown once is answered when done once
-    /// its handler has begun, even past its deadline; before it begins (its request still on
-    /// its way), and for other methods, the deadline cuts as before.
+    /// A call of a method whose answer holds a secret shown once is not cut by the server's
+    /// request timeout once its handler has begun: it is answered when done, or at the client's
+    /// own deadline if it has one. Before it begins (its request still on its way), and for
+    /// other methods, the server's timeout cuts as before.
     #[tokio::test(start_paused = true)]
-    async fn a_begun_call_whose_answer_is_shown_once_is_not_cut() {
+    async fn a_begun_call_whose_answer_is_shown_once_outlives_the_servers_timeout() {
         use tower::ServiceExt as _;
         // Begins (as a handler with its request does), then takes 5 s to answer.
         let slow = |begins: bool| {
@@ -369,30 +377,43 @@ mod tests {
                 Ok::<_, std::convert::Infallible>(http::Response::new(Body::empty()))
             })
         };
-        let call = |path: &str| {
-            http::Request::builder()
-                .uri(path)
-                .header("grpc-timeout", "1S")
-                .body(())
-                .unwrap()
+        let call = |path: &str, timeout: Option<&str>| {
+            let mut request = http::Request::builder().uri(path);
+            if let Some(timeout) = timeout {
+                request = request.header("grpc-timeout", timeout);
+            }
+            request.body(()).unwrap()
         };
+        // The server's timeout 1 s; (path, the client's grpc-timeout, begins) → (seconds, status).
         let register = "/oanquan.v1.AccountService/Register";
-        for path in SHOWN_ONCE {
-            let service = DeadlineLayer::new(Duration::from_secs(30)).layer(slow(true));
+        let cases = SHOWN_ONCE
+            .iter()
+            .map(|&path| (path, None, true, 5, None))
+            .chain([
+                (register, Some("10S"), true, 5, None),
+                (register, Some("3S"), true, 3, Some("4")),
+                (register, Some("500m"), true, 0, Some("4")),
+                (register, None, false, 1, Some("4")),
+                ("/oanquan.v1.GameService/PlayMove", None, true, 1, Some("4")),
+            ]);
+        for (path, timeout, begins, seconds, status) in cases {
+            let service = DeadlineLayer::new(Duration::from_secs(1)).layer(slow(begins));
             let started = tokio::time::Instant::now();
-            let response = service.oneshot(call(path)).await.unwrap();
-            assert_eq!(started.elapsed(), Duration::from_secs(5), "{path}");
-            assert!(response.headers().get("grpc-status").is_none(), "{path}");
+            let response = service.oneshot(call(path, timeout)).await.unwrap();
+            assert_eq!(
+                started.elapsed().as_secs(),
+                seconds,
+                "{path} {timeout:?} {begins}"
+            );
+            assert_eq!(
+                response
+                    .headers()
+                    .get("grpc-status")
+                    .map(|s| s.to_str().unwrap()),
+                status,
+                "{path} {timeout:?} {begins}"
+            );
         }
-        let service = DeadlineLayer::new(Duration::from_secs(30)).layer(slow(false));
-        let response = service.oneshot(call(register)).await.unwrap();
-        assert_eq!(response.headers()["grpc-status"], "4");
-        let service = DeadlineLayer::new(Duration::from_secs(30)).layer(slow(true));
-        let response = service
-            .oneshot(call("/oanquan.v1.GameService/PlayMove"))
-            .await
-            .unwrap();
-        assert_eq!(response.headers()["grpc-status"], "4");
     }
 
     /// A `grpc-timeout` that cannot be read is INVALID_ARGUMENT, and the call is not run: an
