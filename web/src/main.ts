@@ -504,6 +504,8 @@ function showLobby(): () => void {
     openList.replaceChildren(
       ...open.map((g) => {
         const host = seatName(g, g.firstSeat?.occupied ? Player.FIRST : Player.SECOND);
+        // With the rules and clock: one player's games side by side still read apart.
+        const which = `${host}'s game, ${g.preset}, ${timeControlText(g)}`;
         // Named for a screen reader by the game they act on: a list of "Join" buttons
         // otherwise reads as one button many times.
         return h(
@@ -511,9 +513,9 @@ function showLobby(): () => void {
           { "data-game": g.id },
           h("span", {}, `${host} · ${g.preset} · ${timeControlText(g)}${g.rated ? " · rated" : ""}`),
           store.seat(g.id)
-            ? button("Open", "open", () => openGame(g.id), { "aria-label": `Open your game with ${host}` })
-            : button("Join", "join", () => void join(g.id), { "aria-label": `Join ${host}'s game` }),
-          button("Watch", "watch", () => openGame(g.id), { "aria-label": `Watch ${host}'s game` }),
+            ? button("Open", "open", () => openGame(g.id), { "aria-label": `Open ${which}` })
+            : button("Join", "join", () => void join(g.id), { "aria-label": `Join ${which}` }),
+          button("Watch", "watch", () => openGame(g.id), { "aria-label": `Watch ${which}` }),
         );
       }),
     );
@@ -538,7 +540,9 @@ function showLobby(): () => void {
           // Accepting one's own seek would seat this page against itself.
           s.id === ownSeek
             ? h("span", { class: "own", "data-testid": "own-seek" }, "yours")
-            : button("Play", "accept-seek", () => void accept(s.id)),
+            : button("Play", "accept-seek", () => void accept(s.id), {
+                "aria-label": `Play ${s.displayName}'s seek, ${s.preset}, ${timeControlText(s)}`,
+              }),
         ),
       ),
     );
@@ -774,7 +778,9 @@ function showProfile(username: string): () => void {
               {},
               `${seatName(g, Player.FIRST)} – ${seatName(g, Player.SECOND)} · ${timeControlText(g)}${g.rated ? " · rated" : ""}${g.result ? ` · ${resultText(g)}` : ""}`,
             ),
-            button("Watch", "watch", () => openGame(g.id)),
+            button("Watch", "watch", () => openGame(g.id), {
+              "aria-label": `Watch ${seatName(g, Player.FIRST)} – ${seatName(g, Player.SECOND)}`,
+            }),
           ),
         ),
       );
@@ -1164,6 +1170,13 @@ function showGame(id: string): () => void {
     const finished = game.status === GameStatus.FINISHED || game.status === GameStatus.ABORTED;
     over.hidden = !finished;
     hint.hidden = finished;
+    // A game waiting for its second player has no move to pick yet.
+    if (mine) {
+      hint.textContent =
+        game.status === GameStatus.WAITING_FOR_PLAYERS
+          ? "Waiting for an opponent to join."
+          : "Pick one of your squares, then a direction (or ←/→ keys).";
+    }
     over.textContent = finished ? `Game over: ${resultText(game) || "aborted"}` : "";
     const beforeFirstMove =
       (game.status === GameStatus.WAITING_FOR_PLAYERS || active) && (game.moveCount ?? 0) === 0;
@@ -1210,28 +1223,35 @@ function showGame(id: string): () => void {
    * on the server's position after the move, so a slip here can never leave a wrong board.
    */
   /**
-   * The delay between a move's steps: the chosen speed, except while the viewer's own clock
-   * runs (the move shown is the opponent's, and this page's squares wait for its end), when the
-   * whole animation takes at most a twentieth of the time left, or is skipped if that is too
-   * short to see: in a 15-second game an outside probe lost 2 of them watching a move.
+   * The delay before a move's next step, `steps` of them left: the chosen speed, except while
+   * the viewer's own clock runs (this page's squares wait for the animation's end), when the
+   * rest of the animation takes at most a twentieth of the time left, or is skipped if that is
+   * too short to see. Asked at every step: the viewer's own move may still be showing when
+   * the computer's reply starts their clock. In 15-second games outside probes lost 2 to 4 s a
+   * move watching moves, and once the game.
    */
-  function stepDelay(record: MoveRecord): number {
+  function stepDelay(steps: number, budget: { ends?: number }): number {
     const chosen = Number(speed.value);
     if (chosen <= 0 || seat === Player.UNSPECIFIED || clocksToMove !== seat) return chosen;
     const left = clocks?.running === seat ? clockMs(seat) : firstMoveMs();
     if (left === undefined) return chosen;
-    const allowed = Math.floor(left / 20 / Math.max(1, record.steps.length));
+    // One twentieth for the whole rest, from the first step that counts it.
+    budget.ends ??= performance.now() + left / 20;
+    const allowed = Math.floor((budget.ends - performance.now()) / Math.max(1, steps));
     return allowed < 10 ? 0 : Math.min(chosen, allowed);
   }
 
   async function animate(record: MoveRecord) {
-    const delay = stepDelay(record);
     lastMove = record.move?.square;
-    if (delay > 0 && record.steps.length > 0) {
+    const budget: { ends?: number } = {};
+    if (stepDelay(record.steps.length, budget) > 0 && record.steps.length > 0) {
       animating = true;
       try {
         for (const [index, step] of record.steps.entries()) {
           if (abort.signal.aborted) return;
+          const delay = stepDelay(record.steps.length - index, budget);
+          // Too short to see now: the rest goes at once, to the server's position below.
+          if (delay <= 0) break;
           const lit = applyStep(step);
           board.dataset.step = String(index);
           render();

@@ -194,12 +194,14 @@ test("two players play a whole game by clicks; a spectator sees every move; a re
   const minh = await player("Minh", PHONE);
 
   const id = await createGame(lan);
+  // Nothing to pick yet: the hint says what the game waits for.
+  await lan.getByTestId("hint").filter({ hasText: "Waiting for an opponent to join." }).waitFor();
   // The open game appears live in the other lobbies.
   await minh.locator(`[data-testid=open-games] li[data-game="${id}"]`).waitFor();
   await lobbyShot.locator(`[data-testid=open-games] li[data-game="${id}"]`).waitFor();
   // A screen reader tells the lobby's buttons apart by the game they act on.
-  await minh.getByRole("button", { name: "Join Lan's game" }).waitFor();
-  await minh.getByRole("button", { name: "Watch Lan's game" }).waitFor();
+  await minh.getByRole("button", { name: "Join Lan's game, standard, untimed" }).waitFor();
+  await minh.getByRole("button", { name: "Watch Lan's game, standard, untimed" }).waitFor();
   await minh.getByRole("combobox", { name: "Leaderboard speed" }).waitFor();
   // The leaderboard answered (a refused call would read "unavailable: ..."). It cannot know of
   // provisional ratings (left off it), so it does not claim there are no rated games.
@@ -351,6 +353,28 @@ test("in a fast game the opponent's move is shown within a small part of the clo
     if (ply === 2) assert.ok(shownAfter < 2_000, `the move took ${shownAfter} ms to show`);
   }
   await first.getByTestId("resign").click();
+});
+
+test("against a quick computer in a fast game, your own move's animation gives way to your clock", async () => {
+  // The computer answers within a fraction of a second, while the page still shows the
+  // player's own move at 400 ms a step: an outside probe lost 1.5-4 s a move so, and a game.
+  const lan = await player("Quick", DESKTOP, "400");
+  await lan.getByTestId("opponent").selectOption("1");
+  const id = await createGame(lan, "15000+0");
+  assert.ok(id);
+  for (let ply = 0; ply < 4; ply++) {
+    await lan.locator(".row.bottom .square.playable").first().waitFor({ timeout: 20_000 });
+    if (await isOver(lan)) break;
+    const sent = Date.now();
+    await playOneMove(lan, ply, false);
+    // Gone while the move is sent; back once the computer's answer has been shown.
+    await lan.locator(".row.bottom .square.playable").first().waitFor({ state: "detached", timeout: 5_000 }).catch(() => {});
+    await lan.locator(".row.bottom .square.playable").first().waitFor({ timeout: 20_000 });
+    const back = Date.now() - sent;
+    // From the second move on, the clock runs from the computer's answer.
+    if (ply >= 2 && !(await isOver(lan))) assert.ok(back < 3_000, `move ${ply}: ${back} ms until the turn came back`);
+  }
+  await lan.getByTestId("resign").click().catch(() => {});
 });
 
 test("a seek is answered from another lobby", async () => {
