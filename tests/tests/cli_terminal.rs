@@ -234,6 +234,43 @@ fn reconnected_replaces_the_unreachable_line() {
     );
 }
 
+/// The unreachable notice fits the terminal: one that wraps left a row behind at every attempt
+/// on an outside probe's 80 columns (its erase reaches only the row it is on).
+#[test]
+fn the_unreachable_notice_fits_a_narrow_terminal() {
+    let server = Server::start();
+    let proxy = Proxy::start(server.addr);
+    let (alice_dir, bob_dir, eve_dir) = (config_dir(), config_dir(), config_dir());
+    let id = new_game(&server.url(), alice_dir.path(), bob_dir.path(), "bob");
+    let (tx, mut lines) = Lines::new();
+    let _eve = CliProcess::spawn_on_terminal_sized(
+        "eve",
+        &proxy.url(),
+        eve_dir.path(),
+        &["watch", &id],
+        Some(50),
+        &tx,
+    );
+    lines.follow("eve", |l| l.contains("first"));
+    proxy.cut();
+    std::thread::sleep(std::time::Duration::from_millis(2500));
+    proxy.restore();
+    let (_, back) = lines.follow("eve", |l| l.contains("reconnected to "));
+    let notices: Vec<String> = back
+        .split('\r')
+        .map(strip_csi)
+        .filter(|row| row.contains("unreachable"))
+        .collect();
+    assert!(!notices.is_empty(), "{back:?}");
+    for row in &notices {
+        assert!(
+            row.chars().count() <= 50,
+            "{} columns: {row:?}",
+            row.chars().count()
+        );
+    }
+}
+
 /// Holding both seats, `play` asks which; an answer it cannot read says so and how to answer,
 /// where it used to ask the same question again with no word (an outside probe's finding).
 #[test]

@@ -223,23 +223,32 @@ fn player_line(
     if over == 0 {
         return line;
     }
-    // The name gives way first, down to a few letters.
+    // The name gives way first, down to a few letters (a short name is not cut at all).
     let keep = name.width().saturating_sub(over + 1);
-    if keep >= MIN_NAME_COLUMNS || name.width() <= MIN_NAME_COLUMNS {
-        let short = shortened(&name, keep.max(1));
+    if keep >= MIN_NAME_COLUMNS {
+        let short = shortened(&name, keep);
         return format!("  {side} player: {short}{rating}{you}  score {score}{clock}{full_turn}");
     }
     // Then the words around the figures (a 40-column terminal cut a clock's 0:59 to 0:5 and
-    // the turn marker away): the rating goes, and the score, clock and marker stay whole.
+    // the turn marker away): the rating goes, and the score, clock and marker stay whole;
+    // narrower still, the score's word too.
     let clock = painted_clock.map_or_else(String::new, |c| format!("  {c}"));
     let turn = turn(glyphs.turn.split(' ').next().unwrap_or(glyphs.turn));
     let compact = |name: &str| format!("  {side}: {name}{you}  {score} pts{clock}{turn}");
-    let over = crate::output::columns(&compact(&name)).saturating_sub(width);
-    if over == 0 {
-        return compact(&name);
+    let bare = |name: &str| format!("  {side}: {name}{you}  {score}{clock}{turn}");
+    for form in [&compact as &dyn Fn(&str) -> String, &bare] {
+        let over = crate::output::columns(&form(&name)).saturating_sub(width);
+        if over == 0 {
+            return form(&name);
+        }
+        let keep = name.width().saturating_sub(over + 1);
+        if keep >= MIN_NAME_COLUMNS.min(name.width()) && keep >= 1 {
+            return form(&shortened(&name, keep));
+        }
     }
     // At least one letter of the name stays; what still does not fit is cut by the caller.
-    compact(&shortened(
+    let over = crate::output::columns(&bare(&name)).saturating_sub(width);
+    bare(&shortened(
         &name,
         name.width().saturating_sub(over + 1).max(1),
     ))
@@ -599,6 +608,33 @@ mod tests {
                 .ends_with("second player: Computer (greedy)  score 4  clock 0:59  <- to move")),
             "{wide:#?}"
         );
+    }
+
+    #[test]
+    fn a_short_name_keeps_the_clock_and_marker_on_a_narrow_terminal() {
+        // An outside probe's `Lan` at 30 to 56 columns: the full words, the name cut to
+        // `L…`, and the line wrapped through the clock.
+        for width in [30, 38, 40, 44, 50, 56] {
+            let view = View {
+                names: ["Lan", "Computer (random)"],
+                you: Some(Side::First),
+                to_move: Some(Side::First),
+                clocks: Some(["1:00".to_owned(), "1:00".to_owned()]),
+                width: Some(width),
+                ..view(Side::First)
+            };
+            let plain = render(&distinct(), &view, Style::PLAIN);
+            let first = plain.iter().find(|l| l.contains("first")).unwrap();
+            assert!(crate::output::columns(first) <= width, "{width}: {first:?}");
+            // Whole from 38 columns on; at 30 even the words gone leave too little.
+            if width >= 38 {
+                assert!(first.contains("Lan (you)"), "{width}: {first:?}");
+            }
+            assert!(
+                first.ends_with("1:00  <-") || first.ends_with("1:00  <- to move"),
+                "{width}: {first:?}"
+            );
+        }
     }
 
     #[test]

@@ -54,13 +54,17 @@ impl Connection {
             ));
         }
         if self.tty {
-            let _ = write!(
-                std::io::stderr().lock(),
-                "\r\x1b[Kserver {} unreachable; reconnecting (attempt {}, next in {:.1} s)",
+            // Cut to the terminal's width: a notice that wraps leaves a row behind at every
+            // attempt, since `\x1b[K` erases only the row it is on (an outside probe's 80
+            // columns filled with them).
+            let notice = format!(
+                "server {} unreachable; reconnecting (attempt {}, next in {:.1} s)",
                 self.server,
                 attempt.saturating_add(1),
                 retry_in.as_secs_f64()
             );
+            let notice = crate::output::fit_marked(&notice, crate::output::terminal_width());
+            let _ = write!(std::io::stderr().lock(), "\r\x1b[K{notice}");
         } else if !self.down {
             note(format!(
                 "server {} unreachable; reconnecting (no move is missed meanwhile)",
