@@ -238,6 +238,10 @@ mod tests {
                 "ch\u{103}ms\u{f3}c",
             ),
             ("Destek Ekibi", "destek"),
+            ("Customer Service", "customerservice"),
+            ("Help Desk", "helpdesk"),
+            ("Game Master", "gamemaster"),
+            ("T\u{1ed5}ng \u{111}\u{e0}i", "t\u{1ed5}ng\u{111}\u{e0}i"),
             ("\u{2714} Verified", "verified"),
             (
                 "\u{627}\u{62f}\u{645}\u{6cc}\u{646}",

@@ -131,6 +131,9 @@ const STAFF_WORDS: &[&str] = &[
     "owner",
     "verified",
     "noreply",
+    "helpdesk",
+    "customerservice",
+    "gamemaster",
     // Vietnamese: administrator, support, management, with and without diacritics, and the
     // forum abbreviations of "board of administrators" and "administrator" (an outside probe
     // sat as `BQT` and `QTV`).
@@ -150,6 +153,8 @@ const STAFF_WORDS: &[&str] = &[
     "kiểmduyệt",
     "nhânviên",
     "thôngbáo",
+    "tổngđài",
+    "tưvấn",
     // The staff in the languages of the players a Vietnamese game meets most online, in their
     // own scripts: the confusable skeletons cannot reach "админ" from "admin" (д, и and н look
     // like no Latin letter), and an outside probe registered it.
