@@ -206,38 +206,11 @@ fn ctrl_c_does_not_wait_for_the_animation() {
 }
 
 /// On a terminal, the line that says the server is unreachable is replaced by the one that
-/// says it is back, not continued by it.
+/// says it is back, not continued by it; and it fits the terminal, since one that wraps left a
+/// row behind at every attempt on an outside probe's 80 columns (its erase reaches only the
+/// row it is on).
 #[test]
 fn reconnected_replaces_the_unreachable_line() {
-    let server = Server::start();
-    let proxy = Proxy::start(server.addr);
-    let (alice_dir, bob_dir, eve_dir) = (config_dir(), config_dir(), config_dir());
-    let id = new_game(&server.url(), alice_dir.path(), bob_dir.path(), "bob");
-    let (tx, mut lines) = Lines::new();
-    let _eve = CliProcess::spawn_on_terminal_sized(
-        "eve",
-        &proxy.url(),
-        eve_dir.path(),
-        &["watch", &id],
-        Some(100),
-        &tx,
-    );
-    lines.follow("eve", |l| l.contains("first player: "));
-    proxy.cut();
-    std::thread::sleep(std::time::Duration::from_millis(1500));
-    proxy.restore();
-    let (_, back) = lines.follow("eve", |l| l.contains("reconnected to "));
-    assert!(
-        visible(&back).starts_with("reconnected to "),
-        "{back:?} shows as {:?}",
-        visible(&back)
-    );
-}
-
-/// The unreachable notice fits the terminal: one that wraps left a row behind at every attempt
-/// on an outside probe's 80 columns (its erase reaches only the row it is on).
-#[test]
-fn the_unreachable_notice_fits_a_narrow_terminal() {
     let server = Server::start();
     let proxy = Proxy::start(server.addr);
     let (alice_dir, bob_dir, eve_dir) = (config_dir(), config_dir(), config_dir());
@@ -256,6 +229,11 @@ fn the_unreachable_notice_fits_a_narrow_terminal() {
     std::thread::sleep(std::time::Duration::from_millis(2500));
     proxy.restore();
     let (_, back) = lines.follow("eve", |l| l.contains("reconnected to "));
+    assert!(
+        visible(&back).starts_with("reconnected to "),
+        "{back:?} shows as {:?}",
+        visible(&back)
+    );
     let notices: Vec<String> = back
         .split('\r')
         .map(strip_csi)
