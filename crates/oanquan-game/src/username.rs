@@ -781,11 +781,10 @@ pub fn keys_of_text(text: &str) -> Vec<String> {
     // And without flags, which read as letters above (`🇱🇦🇳` is LAN) but beside a name are
     // decoration: `Minh 🇻🇳` is Minh (an outside probe sat as it beside the account).
     let unflagged: String = undecorated(
-        &mapped
+        &text
             .chars()
-            .zip(text.chars())
-            .filter(|(_, original)| !is_regional_indicator(*original))
-            .map(|(c, _)| c)
+            .filter(|&c| !is_regional_indicator(c))
+            .map(|c| letter_lookalike(separator_lookalike(c)))
             .collect::<String>(),
         |c| c.is_alphanumeric() || c == '-' || c == '_',
         true,

@@ -67,7 +67,8 @@ impl pb::account_service_server::AccountService for AccountApi {
         &self,
         request: Request<pb::RegisterRequest>,
     ) -> Result<Response<pb::RegisterResponse>, Status> {
-        // Answered once begun, whatever its deadline: its answer holds a secret shown once.
+        // Not cut by the server's request timeout once begun: its answer holds a secret shown
+        // once (see `deadline`).
         deadline::begin_once(&request);
         let client = request.remote_addr().map(|addr| addr.ip());
         if let Some(ip) = client {
@@ -126,7 +127,8 @@ impl pb::account_service_server::AccountService for AccountApi {
         &self,
         request: Request<pb::CreateApiKeyRequest>,
     ) -> Result<Response<pb::CreateApiKeyResponse>, Status> {
-        // Answered once begun, whatever its deadline: its answer holds a secret shown once.
+        // Not cut by the server's request timeout once begun: its answer holds a secret shown
+        // once (see `deadline`).
         deadline::begin_once(&request);
         let account = self.caller(&request).await?;
         let (key, record) = self

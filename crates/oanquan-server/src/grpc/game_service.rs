@@ -305,7 +305,8 @@ impl pb::game_service_server::GameService for GameApi {
         &self,
         request: Request<pb::CreateGameRequest>,
     ) -> Result<Response<pb::CreateGameResponse>, Status> {
-        // Answered once begun, whatever its deadline: its answer holds a secret shown once.
+        // Not cut by the server's request timeout once begun: its answer holds a secret shown
+        // once (see `deadline`).
         deadline::begin_once(&request);
         let client = request.remote_addr().map(|addr| addr.ip());
         let account = playing_account(&self.manager, &request)
@@ -355,7 +356,8 @@ impl pb::game_service_server::GameService for GameApi {
         &self,
         request: Request<pb::JoinGameRequest>,
     ) -> Result<Response<pb::JoinGameResponse>, Status> {
-        // Answered once begun, whatever its deadline: its answer holds a secret shown once.
+        // Not cut by the server's request timeout once begun: its answer holds a secret shown
+        // once (see `deadline`).
         deadline::begin_once(&request);
         let client = request.remote_addr().map(|addr| addr.ip());
         let account = playing_account(&self.manager, &request)
@@ -596,7 +598,8 @@ impl pb::game_service_server::GameService for GameApi {
         &self,
         request: Request<pb::OfferRematchRequest>,
     ) -> Result<Response<pb::OfferRematchResponse>, Status> {
-        // Answered once begun, whatever its deadline: its answer holds a secret shown once.
+        // Not cut by the server's request timeout once begun: its answer holds a secret shown
+        // once (see `deadline`).
         deadline::begin_once(&request);
         let (who, id) = seat_call(&self.manager, &request).await?;
         let offered = self
@@ -762,7 +765,8 @@ impl pb::game_service_server::GameService for GameApi {
         &self,
         request: Request<pb::AcceptSeekRequest>,
     ) -> Result<Response<pb::AcceptSeekResponse>, Status> {
-        // Answered once begun, whatever its deadline: its answer holds a secret shown once.
+        // Not cut by the server's request timeout once begun: its answer holds a secret shown
+        // once (see `deadline`).
         deadline::begin_once(&request);
         let client = request.remote_addr().map(|addr| addr.ip());
         let account = playing_account(&self.manager, &request)
