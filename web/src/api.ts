@@ -150,7 +150,8 @@ export function describe(error: unknown): string {
 }
 
 // What the browser keeps: the account's API key, the name, and each seat's token (the only
-// way to move in that game, so kept until the game is long over).
+// way to move in that game, so kept until the game is long over, or until the account whose
+// seat it is signs out).
 const KEY = "oanquan.apiKey";
 const NAME = "oanquan.name";
 const SEAT = "oanquan.seat.";
@@ -160,6 +161,9 @@ const REMATCH = "rematch-of.";
 export interface SeatToken {
   token: string;
   seat: number;
+  /** Taken while an account was signed in: forgotten when it signs out, so that the next person
+   * at a shared computer cannot move for it. */
+  account?: boolean;
 }
 
 export const store = {
@@ -183,7 +187,19 @@ export const store = {
     }
   },
   setSeat(gameId: string, seat: SeatToken) {
-    localStorage.setItem(SEAT + gameId, JSON.stringify(seat));
+    // A rematch's seat keeps the mark of the offer it came from, whoever is signed in now.
+    const account = seat.account ?? plausibleKey(store.apiKey());
+    localStorage.setItem(SEAT + gameId, JSON.stringify({ ...seat, account }));
+  },
+  /** Forgets the API key and every seat taken with it; anonymous seats stay. */
+  signOut() {
+    store.setApiKey("");
+    const seats = Array.from({ length: localStorage.length }, (_, i) => localStorage.key(i) ?? "").filter((key) =>
+      key.startsWith(SEAT),
+    );
+    for (const key of seats) {
+      if (store.seat(key.slice(SEAT.length))?.account) localStorage.removeItem(key);
+    }
   },
   removeSeat(gameId: string) {
     localStorage.removeItem(SEAT + gameId);

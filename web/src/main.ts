@@ -127,6 +127,7 @@ const opensStream = (headers: Headers) => !headers.has("grpc-status");
 const nameInput = document.getElementById("name") as HTMLInputElement;
 const keyInput = document.getElementById("apikey") as HTMLInputElement;
 const meLine = document.getElementById("me")!;
+const signOutButton = document.getElementById("signout") as HTMLButtonElement;
 /** Sent on `window` once a sign-in is answered. */
 const SIGNED_IN = "oanquan:signed-in";
 nameInput.value = store.name();
@@ -139,12 +140,24 @@ document.getElementById("account")!.addEventListener("submit", (event) => {
   // The lobby shows the account's own provisional rating: it redraws once the account is known.
   void showMe().then(() => window.dispatchEvent(new Event(SIGNED_IN)));
 });
+signOutButton.addEventListener("click", () => {
+  store.signOut();
+  keyInput.value = "";
+  // A game on screen may be one of the account's, its seat now forgotten: the page is drawn again
+  // as the next person at this computer sees it.
+  void showMe().then(() => {
+    route();
+    window.dispatchEvent(new Event(SIGNED_IN));
+  });
+});
 
 /** The signed-in account's profile (undefined when anonymous or refused), for the lobby too. */
 let myProfile: Promise<PlayerProfile | undefined> = Promise.resolve(undefined);
 
 function showMe(): Promise<void> {
   const key = store.apiKey();
+  signOutButton.hidden = !key;
+  meLine.title = "";
   if (!key) {
     meLine.textContent = "anonymous";
     myProfile = Promise.resolve(undefined);

@@ -722,6 +722,35 @@ test("each player's first move shows its own time limit, counting down", async (
   for (const page of [first, second]) await page.getByTestId("game-over").waitFor();
 });
 
+test("signing out forgets the key and the account's seats, and keeps the anonymous ones", async () => {
+  const page = await player("Guest");
+  assert.ok(await page.locator("#signout").isHidden(), "nothing to sign out of");
+  const anonymous = await createGame(page);
+  await page.getByTestId("bottom-player").getByText("Guest (you)").waitFor();
+  await page.goto(server.url);
+  await signIn(page, await register("signs_out"), "signs_out");
+  await page.locator("#signout").waitFor({ state: "visible" });
+  const own = await createGame(page);
+  await page.getByTestId("bottom-player").getByText(/signs_out.*\(you\)/).waitFor();
+
+  await page.locator("#signout").click();
+  await until("signed out", async () => (await page.locator("#me").textContent()) === "anonymous");
+  assert.equal(await page.locator("#apikey").inputValue(), "");
+  assert.ok(await page.locator("#signout").isHidden());
+  // The account's game on screen is drawn again as the next person at this computer sees it:
+  // a stranger's view, with the free seat to join and no seat of its own.
+  await page.getByTestId("join-game").waitFor({ state: "visible" });
+  assert.equal(await page.getByTestId("bottom-player").getByText("(you)").count(), 0);
+  const kept = await page.evaluate(() => Object.keys(localStorage).filter((key) => key.startsWith("oanquan.seat.")));
+  assert.deepEqual(kept, [`oanquan.seat.${anonymous}`]);
+  assert.equal(await page.evaluate(() => localStorage.getItem("oanquan.apiKey")), null);
+  // The anonymous game is still played from this browser.
+  await page.goto(`${server.url}#/game/${anonymous}`);
+  await page.getByTestId("bottom-player").getByText("Guest (you)").waitFor();
+  assert.ok(await page.getByTestId("join-game").isHidden());
+  assert.ok(own !== anonymous);
+});
+
 test("provisional ratings are shown as provisional, not as no rated games", async () => {
   const an = await player("An");
   const bao = await player("Bao");
