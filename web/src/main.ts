@@ -696,9 +696,9 @@ const SPEED_NAMES: Record<number, string> = {
   [Speed.CORRESPONDENCE]: "Correspondence",
 };
 
-/** Whether `name` could be a username (account.proto: 3–20 letters, digits, `_` and `-`): a
+/** Whether `name` could be a username (account.proto: 2–20 letters, digits, `_` and `-`): a
  * link can carry any text, and the page shows only what could be a player's name. */
-const plausibleUsername = (name: string) => /^[\p{L}\p{M}0-9_-]{3,20}$/u.test(name.normalize("NFC"));
+const plausibleUsername = (name: string) => /^[\p{L}\p{M}0-9_-]{2,20}$/u.test(name.normalize("NFC"));
 
 /** Ratings per speed, record and recent games of an account. */
 function showProfile(username: string): () => void {

@@ -1029,6 +1029,11 @@ test("a profile link with a name no account can have shows no such player, witho
     await page.getByTestId("profile-name").getByText("No such player", { exact: true }).waitFor();
     assert.equal(await page.getByTestId("recent-games").count(), 0);
   }
+  // The shortest usernames there are, two characters, have profiles.
+  await register("Hà");
+  await page.goto(`${server.url}#/player/${encodeURIComponent("Hà")}`);
+  await page.getByTestId("ratings").getByText("no rated games yet").waitFor();
+  assert.equal(await page.getByTestId("profile-name").textContent(), "Hà");
   // A game link that can name no game says so.
   await page.goto(`${server.url}#/game/${encodeURIComponent("<img src=x>")}`);
   await page.locator("#status").getByText("There is no such game").waitFor();
