@@ -3,7 +3,6 @@
 use std::cell::RefCell;
 use std::time::SystemTime;
 
-use oanquan_ai::SearchResult;
 use oanquan_proto::v1 as pb;
 use oanquan_rules::{
     ByPlayer, Direction, EmptyMandarinNext, EndCondition, EndReason, MandarinSetup, Move, Outcome,
@@ -14,6 +13,7 @@ use prost_types::Timestamp;
 
 use oanquan_game::account::{Account, ApiKeyRecord, RatingChange, SeatAccount};
 use oanquan_game::clock::{ClockReading, TimeControl};
+use oanquan_game::computer::Analysis;
 use oanquan_game::rating::{Rating, Speed};
 use oanquan_game::seek::SeekInfo;
 use oanquan_game::timing;
@@ -23,7 +23,8 @@ use oanquan_game::{
 
 /// An analysis that took `history_plies` moves of the game before the position into account.
 #[must_use]
-pub fn analysis_out(result: &SearchResult, history_plies: usize) -> pb::AnalyzeResponse {
+pub fn analysis_out(analysis: &Analysis, history_plies: usize) -> pb::AnalyzeResponse {
+    let result = &analysis.result;
     pb::AnalyzeResponse {
         best_move: result.best_move.map(move_out),
         eval_points: result.eval_points,
@@ -36,6 +37,7 @@ pub fn analysis_out(result: &SearchResult, history_plies: usize) -> pb::AnalyzeR
         tablebase: result.tablebase,
         history_plies: u32::try_from(history_plies).unwrap_or(u32::MAX),
         for_mistakes: result.for_mistakes,
+        cut_short: analysis.cut_short,
     }
 }
 

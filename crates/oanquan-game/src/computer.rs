@@ -27,6 +27,7 @@ use std::fmt;
 use std::net::IpAddr;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
+use std::task::Poll;
 use std::time::{Duration, Instant, SystemTime};
 
 use oanquan_ai::egtb::Tablebase;
@@ -255,6 +256,33 @@ struct Running {
     cancel: Arc<AtomicBool>,
     /// An analysis: its client key if counted, and when its time limit ends.
     analysis: Option<(Option<IpAddr>, Instant)>,
+    /// When the search started (for an analysis, when it may be asked to give way).
+    started: Instant,
+    /// Set with `cancel` when an analysis gives way to a waiting call (see
+    /// [`SearchPool::reserve_analysis`]); never set for a computer move.
+    gave_way: Arc<AtomicBool>,
+}
+
+/// An analysis asked to give way to a waiting call: at `at`, its search is ended.
+struct GiveWay {
+    at: Instant,
+    cancel: Arc<AtomicBool>,
+    gave_way: Arc<AtomicBool>,
+}
+
+impl GiveWay {
+    fn now(self) {
+        self.gave_way.store(true, Ordering::Relaxed);
+        self.cancel.store(true, Ordering::Relaxed);
+    }
+}
+
+/// What `Analyze` found: the search's result, and whether the search gave way to another call
+/// before its limits (see [`SearchPool::reserve_analysis`]).
+#[derive(Debug, Clone)]
+pub struct Analysis {
+    pub result: SearchResult,
+    pub cut_short: bool,
 }
 
 /// A reserved search slot: see [`SearchPool::reserve`].
@@ -262,9 +290,15 @@ struct Running {
 pub struct Slot<'a> {
     permit: OwnedSemaphorePermit,
     registered: Registered<'a>,
+    gave_way: Arc<AtomicBool>,
 }
 
 impl Slot<'_> {
+    /// Set (with the cancel flag) once the search has given way to a waiting analysis.
+    fn gave_way(&self) -> Arc<AtomicBool> {
+        Arc::clone(&self.gave_way)
+    }
+
     /// Whether the search was cancelled already.
     #[must_use]
     pub fn cancelled(&self) -> bool {
@@ -283,7 +317,9 @@ impl Slot<'_> {
         T: Send + 'static,
         F: FnOnce(&mut Engine, &AtomicBool) -> T + Send + 'static,
     {
-        let Slot { permit, registered } = self;
+        let Slot {
+            permit, registered, ..
+        } = self;
         let pool = registered.pool;
         let cancel = Arc::clone(&registered.cancel);
         let mut engine = lock(&pool.engines).pop().unwrap_or_default();
@@ -355,6 +391,21 @@ fn stopping_error() -> GameError {
 
 /// A retry delay is never below this, so that refused clients do not spin.
 const MIN_RETRY: Duration = Duration::from_millis(10);
+
+/// A running analysis gives way to a waiting call once it has searched this part of
+/// [`SearchCapacity::analysis_wait`], so the waiter is served within its wait.
+const GIVE_WAY_SHARE: u32 = 2;
+/// ... and never before this: enough for the first iterations of any search, so that an
+/// analysis that gives way still has a move to answer with.
+const MIN_SEARCH_BEFORE_GIVING_WAY: Duration = Duration::from_millis(50);
+
+/// Sleeps until `at`, or for ever.
+async fn sleep_until(at: Option<Instant>) {
+    match at {
+        Some(at) => tokio::time::sleep_until(at.into()).await,
+        None => std::future::pending().await,
+    }
+}
 
 impl SearchPool {
     /// A pool with `capacity` (each count at least 1).
@@ -504,6 +555,7 @@ impl SearchPool {
         place: ClientPlace,
     ) -> Result<Slot<'a>, GameError> {
         let cancel = Arc::new(AtomicBool::new(false));
+        let gave_way = Arc::new(AtomicBool::new(false));
         let id = self.next_id.fetch_add(1, Ordering::Relaxed);
         self.running().insert(
             id,
@@ -511,6 +563,8 @@ impl SearchPool {
                 game,
                 cancel: Arc::clone(&cancel),
                 analysis,
+                started: Instant::now(),
+                gave_way: Arc::clone(&gave_way),
             },
         );
         let registered = Registered {
@@ -523,7 +577,11 @@ impl SearchPool {
         if self.is_stopping() {
             return Err(stopping_error());
         }
-        Ok(Slot { permit, registered })
+        Ok(Slot {
+            permit,
+            registered,
+            gave_way,
+        })
     }
 
     /// Counts an Analyze call of `client` (unless exempt), or refuses it when the client is at
@@ -550,9 +608,33 @@ impl SearchPool {
             .max(MIN_RETRY)
     }
 
+    /// The longest-running analysis that has not given way yet, to end once it has searched
+    /// its share of the wait ([`GIVE_WAY_SHARE`] of [`SearchCapacity::analysis_wait`], at least
+    /// [`MIN_SEARCH_BEFORE_GIVING_WAY`]).
+    fn oldest_analysis(&self) -> Option<GiveWay> {
+        let share =
+            (self.capacity.analysis_wait / GIVE_WAY_SHARE).max(MIN_SEARCH_BEFORE_GIVING_WAY);
+        self.running()
+            .values()
+            .filter(|running| running.analysis.is_some())
+            .filter(|running| !running.gave_way.load(Ordering::Relaxed))
+            .min_by_key(|running| running.started)
+            .map(|running| GiveWay {
+                at: running.started + share,
+                cancel: Arc::clone(&running.cancel),
+                gave_way: Arc::clone(&running.gave_way),
+            })
+    }
+
     /// Admits an Analyze call of `client` that may search for up to `time`: counts it towards
     /// the client's cap, then waits at most [`SearchCapacity::analysis_wait`] for an analysis
     /// slot.
+    ///
+    /// While it waits, the analysis that has run longest is ended once it has searched half
+    /// that wait, and answers with what it found ([`Analysis::cut_short`]): with few slots,
+    /// one address sending long analyses back to back would otherwise hold them all, and every
+    /// other caller would wait out its queue time and be refused (an outside probe's second
+    /// address got 3 analyses of 11 on a 2-core server).
     ///
     /// # Errors
     ///
@@ -575,10 +657,28 @@ impl SearchPool {
             })
         } else {
             let _queued = self.queue();
-            match tokio::time::timeout(self.capacity.analysis_wait, analyses.acquire_owned()).await
-            {
-                Ok(permit) => permit.map_err(|_| Some(stopping_error())),
-                Err(_) => Err(None),
+            let acquire = analyses.acquire_owned();
+            let give_up = tokio::time::sleep(self.capacity.analysis_wait);
+            tokio::pin!(acquire, give_up);
+            // Only a call that has to wait asks another to give way.
+            let mut give_way = match futures::poll!(acquire.as_mut()) {
+                Poll::Ready(permit) => {
+                    return self.admitted(permit.map_err(|_| stopping_error())?, place, time);
+                }
+                Poll::Pending => self.oldest_analysis(),
+            };
+            loop {
+                let at = give_way.as_ref().map(|g| g.at);
+                tokio::select! {
+                    biased;
+                    permit = &mut acquire => break permit.map_err(|_| Some(stopping_error())),
+                    () = &mut give_up => break Err(None),
+                    () = sleep_until(at) => {
+                        if let Some(give_way) = give_way.take() {
+                            give_way.now();
+                        }
+                    }
+                }
             }
         };
         let permit = match acquired {
@@ -591,6 +691,15 @@ impl SearchPool {
                 }));
             }
         };
+        self.admitted(permit, place, time)
+    }
+
+    fn admitted(
+        &self,
+        permit: OwnedSemaphorePermit,
+        place: ClientPlace,
+        time: Duration,
+    ) -> Result<Slot<'_>, AnalysisError> {
         let ends = Instant::now() + time;
         let key = place.client();
         Ok(self.register(permit, None, Some((key, ends)), place)?)
@@ -616,17 +725,21 @@ impl SearchPool {
         limits: SearchLimits,
         client: Option<IpAddr>,
         for_mistakes: bool,
-    ) -> Result<SearchResult, AnalysisError> {
+    ) -> Result<Analysis, AnalysisError> {
         if game.is_over() {
             return Err(GameError::GameOver.into());
         }
         // The book's answer is a lookup, not a search: it takes no slot, so a hint from the
         // book answers even while every slot is busy (the request's limits do not apply).
-        if let Some(answer) = oanquan_ai::book_analysis(game.position()) {
-            return Ok(answer);
+        if let Some(result) = oanquan_ai::book_analysis(game.position()) {
+            return Ok(Analysis {
+                result,
+                cut_short: false,
+            });
         }
         let time = limits.time.unwrap_or(DEFAULT_ANALYSIS_TIME);
         let slot = self.reserve_analysis(client, time).await?;
+        let gave_way = slot.gave_way();
         let (result, cancelled) = slot
             .search(move |engine, cancel| {
                 engine.clear();
@@ -637,9 +750,10 @@ impl SearchPool {
                 (result, cancel.load(Ordering::Relaxed))
             })
             .await?;
-        // Analyses belong to no game and their caller is still here, so only `stop` can
-        // have set the flag.
-        if cancelled {
+        // Analyses belong to no game and their caller is still here, so only `stop` or a
+        // waiting call can have set the flag; a shutdown wins.
+        let cut_short = cancelled && gave_way.load(Ordering::Relaxed) && !self.is_stopping();
+        if cancelled && !cut_short {
             return Err(GameError::Unavailable(
                 "the server is shutting down and stopped this analysis before its limit; \
                  retry on the next one"
@@ -653,7 +767,7 @@ impl SearchPool {
             )
             .into());
         }
-        Ok(result)
+        Ok(Analysis { result, cut_short })
     }
 }
 
@@ -1139,13 +1253,16 @@ mod tests {
             .analyze(Game::from_position(proved), limits, None, true)
             .await
             .unwrap();
-        assert!(!plain.tablebase);
+        assert!(!plain.result.tablebase);
         pool.set_endgame_tables(Some(Arc::clone(&tables)));
         let analysis = pool
             .analyze(Game::from_position(proved), limits, None, true)
             .await
             .unwrap();
-        assert!(analysis.tablebase && analysis.exact, "{proved:?}");
+        assert!(
+            analysis.result.tablebase && analysis.result.exact,
+            "{proved:?}"
+        );
         let game = GameId::parse("abc").unwrap();
         let slot = pool.reserve(game).await.unwrap();
         let has_tables = slot
@@ -1160,6 +1277,7 @@ mod tests {
                 .analyze(Game::from_position(proved), limits, None, true)
                 .await
                 .unwrap()
+                .result
                 .tablebase
         );
     }
@@ -1210,13 +1328,77 @@ mod tests {
             .await
             .expect("the cancelled search freed its slot")
             .unwrap();
-        assert!(result.best_move.is_some());
+        assert!(result.result.best_move.is_some());
         pool.stop();
         assert!(matches!(
             pool.analyze(Game::from_position(past_the_book()), quick, None, true)
                 .await,
             Err(AnalysisError::Failed(GameError::Unavailable(_)))
         ));
+    }
+
+    #[tokio::test]
+    async fn a_long_analysis_gives_way_to_a_waiting_one_and_answers_with_what_it_found() {
+        let pool = Arc::new(SearchPool::new(SearchCapacity {
+            analysis_wait: Duration::from_millis(500),
+            ..capacity(1, 1, 1)
+        }));
+        let long = SearchLimits::time(Duration::from_secs(60));
+        let hog = tokio::spawn({
+            let pool = Arc::clone(&pool);
+            async move {
+                pool.analyze(
+                    Game::from_position(past_the_book()),
+                    long,
+                    ip("10.0.0.1"),
+                    true,
+                )
+                .await
+            }
+        });
+        while pool.running_searches() == 0 {
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+        let asked = Instant::now();
+        let quick = SearchLimits::nodes(1000);
+        let other = pool
+            .analyze(
+                Game::from_position(past_the_book()),
+                quick,
+                ip("10.0.0.2"),
+                true,
+            )
+            .await
+            .expect("the waiting call is served within its wait");
+        assert!(!other.cut_short);
+        assert!(
+            asked.elapsed() < Duration::from_millis(500),
+            "{:?}",
+            asked.elapsed()
+        );
+        let hogged = tokio::time::timeout(Duration::from_secs(5), hog)
+            .await
+            .expect("the long analysis ended")
+            .unwrap()
+            .expect("and answered");
+        assert!(hogged.cut_short);
+        assert!(hogged.result.best_move.is_some() && hogged.result.depth > 0);
+        assert!(
+            hogged.result.time < Duration::from_secs(5),
+            "{:?}",
+            hogged.result.time
+        );
+        // Alone, an analysis runs to its limit.
+        let alone = pool
+            .analyze(
+                Game::from_position(past_the_book()),
+                SearchLimits::time(Duration::from_millis(600)),
+                ip("10.0.0.1"),
+                true,
+            )
+            .await
+            .unwrap();
+        assert!(!alone.cut_short);
     }
 
     #[tokio::test]

@@ -606,10 +606,12 @@ async fn analyses_cannot_starve_a_computer_opponent() {
     let mut settings = quick();
     settings.computer.max_searches = 1;
     settings.computer.max_analyses = 2;
-    settings.computer.analysis_queue_timeout = Duration::from_millis(200);
+    // No wait: a call beyond the slots is refused at once (with a wait, a running analysis
+    // would give way to it; see the next test).
+    settings.computer.analysis_queue_timeout = Duration::ZERO;
     let server = start(settings).await;
-    // Three analyses of 5 s: two take the slots, the third is refused after the short wait
-    // (it would otherwise sit in a queue until its deadline).
+    // Three analyses of 5 s: two take the slots, the third is refused (it would otherwise sit
+    // in a queue until its deadline).
     let began = Instant::now();
     let mut ended = long_analyses(&server.channel().await, 3);
     let refused = next_ended(&mut ended, Duration::from_secs(4))
@@ -676,6 +678,43 @@ async fn analyses_cannot_starve_a_computer_opponent() {
 }
 
 #[tokio::test]
+async fn a_long_analysis_gives_way_to_a_call_waiting_for_its_slot() {
+    // As on a 2-core machine: one analysis slot, and one caller sending long analyses.
+    let mut settings = quick();
+    settings.computer.max_analyses = 1;
+    settings.computer.analysis_queue_timeout = Duration::from_millis(400);
+    let server = start(settings).await;
+    let mut ended = long_analyses(&server.channel().await, 1);
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let began = Instant::now();
+    let quick_one = server
+        .rules()
+        .await
+        .analyze(pb::AnalyzeRequest {
+            node_limit: Some(2000),
+            position: Some(past_the_book()),
+            ..pb::AnalyzeRequest::default()
+        })
+        .await
+        .expect("the waiting call is served, not refused")
+        .into_inner();
+    assert!(
+        began.elapsed() < Duration::from_secs(2),
+        "{:?}",
+        began.elapsed()
+    );
+    assert!(!quick_one.cut_short && quick_one.best_move.is_some());
+    // The long analysis answered with what it had found, and says it was cut short.
+    let long = next_ended(&mut ended, Duration::from_secs(2))
+        .await
+        .expect("the long analysis answers");
+    assert!(long.cut_short, "{long:?}");
+    assert!(long.best_move.is_some() && long.depth > 0, "{long:?}");
+    assert!(long.time_ms < 2000, "{long:?}");
+    server.stop().await.unwrap();
+}
+
+#[tokio::test]
 async fn analyses_are_capped_per_client_address() {
     // Loopback is exempt by default; the test's client is on loopback.
     let mut settings = config();
@@ -723,7 +762,8 @@ async fn analyses_are_capped_per_client_address() {
 async fn an_analysis_in_progress_at_shutdown_gets_unavailable() {
     let mut settings = config();
     settings.computer.max_analyses = 1;
-    settings.computer.analysis_queue_timeout = Duration::from_millis(100);
+    // Refused at once: with a wait, the running analysis would give way to the second.
+    settings.computer.analysis_queue_timeout = Duration::ZERO;
     let mut server = start(settings).await;
     // One slot, two analyses: once one is refused, the other is searching.
     let mut ended = long_analyses(&server.channel().await, 2);
