@@ -313,8 +313,26 @@ fn invalid_argument(status: &tonic::Status) -> String {
     // "game_id is empty" became "the game id is empty": the option is named already.
     match description.strip_prefix(option) {
         Some(rest) if rest.starts_with(' ') => shown(&description).into_owned(),
+        // A thing named by a noun reads on into the sentence: "the username is reserved", not
+        // "the username: is reserved".
+        _ if option.starts_with("the ") && starts_with_verb(&description) => {
+            format!("{option} {}", shown(&description))
+        }
         _ => format!("{option}: {}", shown(&description)),
     }
+}
+
+/// Whether a field's description starts as a sentence about the field ("is reserved", "mixes
+/// Latin and Cyrillic letters") rather than with a noun phrase of its own ("too low").
+fn starts_with_verb(description: &str) -> bool {
+    const VERBS: &[&str] = &[
+        "is", "are", "must", "may", "can", "cannot", "has", "have", "does", "mixes", "looks",
+        "contains", "ends", "starts", "holds", "names", "uses",
+    ];
+    description
+        .split(' ')
+        .next()
+        .is_some_and(|word| VERBS.contains(&word))
 }
 
 /// The API's field names that reach a person in the server's words, and what the person typed
@@ -638,7 +656,12 @@ mod tests {
         );
         assert_eq!(
             CliError::from_status("register", &bad_name).message,
-            "register: the username: mixes Latin and Cyrillic letters"
+            "register: the username mixes Latin and Cyrillic letters"
+        );
+        let reserved = invalid("invalid username", "username", "is reserved: it is admin");
+        assert_eq!(
+            CliError::from_status("register", &reserved).message,
+            "register: the username is reserved: it is admin"
         );
         let range = invalid("invalid rating_range", "rating_range.min", "too low");
         assert_eq!(
