@@ -125,6 +125,25 @@ fn register_keeps_the_key_private_and_refuses_what_it_must() {
         "{}",
         rated.stderr
     );
+    // A --name beside the stored account: said once that the account sits, not the name.
+    let named = ok(&url, lan.path(), &["create", "--name", "Someone"]);
+    assert_eq!(
+        named
+            .stderr
+            .matches("playing as your account Lan: --name")
+            .count(),
+        1,
+        "{}",
+        named.stderr
+    );
+    // The server's refusal of a username reads as a sentence.
+    let reserved = run_cli(&url, config_dir().path(), &["register", "admin"]);
+    assert_eq!(reserved.code, Some(2), "{reserved:?}");
+    assert!(
+        reserved.stderr.contains("the username is reserved"),
+        "{}",
+        reserved.stderr
+    );
     let missing = run_cli(&url, guest.path(), &["player", "nobody"]);
     assert_eq!(missing.code, Some(3), "{missing:?}");
     assert!(missing.stderr.contains("no player"), "{}", missing.stderr);

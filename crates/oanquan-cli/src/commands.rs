@@ -78,11 +78,28 @@ pub struct Seating {
 impl Seating {
     /// The stored account unless `anonymous`; otherwise `--name` (or $USER).
     pub fn new(ctx: &Context, name: &NameArg, anonymous: bool) -> Result<Self, CliError> {
+        Self::resolve(ctx, name, anonymous, true)
+    }
+
+    /// As [`Seating::new`], without a word about a `--name` the account overrides: for the
+    /// check before connecting, which the command's own seating follows (an outside probe saw
+    /// that note twice).
+    pub fn check(ctx: &Context, name: &NameArg, anonymous: bool) -> Result<(), CliError> {
+        Self::resolve(ctx, name, anonymous, false).map(drop)
+    }
+
+    fn resolve(
+        ctx: &Context,
+        name: &NameArg,
+        anonymous: bool,
+        say: bool,
+    ) -> Result<Self, CliError> {
         match playing_account(ctx, anonymous)? {
             Some(account) => {
                 // An outside probe's `--name Foo` was seated as its account without a word.
                 if let Some(asked) = name.name.as_deref()
                     && asked.trim() != account.username
+                    && say
                     && !ctx.json
                 {
                     note(format!(

@@ -100,7 +100,7 @@ fn seating_first(ctx: &Context, command: &Command) -> Result<(), CliError> {
         Command::Accept(args) => (&args.name, &args.account),
         _ => return Ok(()),
     };
-    commands::Seating::new(ctx, name, account.anonymous).map(drop)
+    commands::Seating::check(ctx, name, account.anonymous)
 }
 
 /// clap's message, with every value the user typed quoted as [`error::typed`] does: clap echoes
