@@ -1741,6 +1741,9 @@ fn moves_off_turn_says_why_at_a_terminal() {
     alice.wait_for("waiting for an opponent");
     alice.type_line("moves");
     alice.wait_for("no moves yet: the game waits for an opponent to join");
+    // A move typed before anyone joins: why it is not played, not "not your turn".
+    alice.type_line("1r");
+    alice.wait_for("error: the game has not started: it waits for an opponent to join");
     let joined = run_cli(&server.url(), bob_dir.path(), &["join", &id, "--name", "b"]);
     assert_eq!(joined.code, Some(0), "{joined:?}");
     alice.wait_for("your move> ");

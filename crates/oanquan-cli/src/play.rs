@@ -812,6 +812,9 @@ impl Player {
             }
             Input::Rematch => out("error: a rematch can be offered once the game is over")?,
             Input::Hint if my_turn => self.hint(live).await?,
+            Input::Hint if live.game.status() == GameStatus::WaitingForPlayers => {
+                out("error: hints are for your turn; the game waits for an opponent to join")?;
+            }
             Input::Hint => out("error: hints are for your turn; wait for the opponent's move")?,
             Input::Move(mv) if my_turn => match self.send_move(live, mv).await? {
                 Sent::Accepted => return Ok(Next::Stay),
@@ -833,6 +836,9 @@ impl Player {
                 }
                 Sent::Unavailable(why) => out(format!("error: {why}"))?,
             },
+            Input::Move(_) if live.game.status() == GameStatus::WaitingForPlayers => {
+                out("error: the game has not started: it waits for an opponent to join")?;
+            }
             Input::Move(_) => out("error: it is not your turn; wait for the opponent's move")?,
         }
         let my_turn = self.my_turn(live);
