@@ -26,15 +26,22 @@ use crate::output::{
 use crate::tokens::{Entry, TokenStore};
 
 const PROMPT_HELP: &str = "\
-  Type a move as your square 1-5, counted from YOUR left, and a direction as you see the board:
+  Type a move as your square 1-5, counted from YOUR left, and a direction
+  as you see the board:
     3 r   3r   3 right     sow square 3 to your right
     2 l   2 left           sow square 2 to your left
-  Commands: moves (legal moves), board (draw the board), hint (a suggested move from the
-  server's engine), help, resign (asks to confirm), abort (call the game off; only before
-  the first move), draw (offer a draw, or accept the opponent's), decline (refuse the
-  opponent's draw offer), claim (claim the win when the opponent has stayed away too long),
-  quit (leave; the game goes on and `oanquan play GAME` resumes it).
-  After the game: rematch (offer or accept a rematch), no (decline it), quit.";
+  Commands:
+    moves     the legal moves
+    board     draw the board
+    hint      a suggested move from the server's engine
+    resign    resign the game (asks to confirm)
+    abort     call the game off (only before the first move)
+    draw      offer a draw, or accept the opponent's
+    decline   refuse the opponent's draw offer
+    claim     claim the win when the opponent has stayed away too long
+    quit      leave; the game goes on, and `oanquan play GAME` resumes it
+    help      this text
+  After the game: rematch (offer or accept one), no (decline it), quit.";
 
 /// Thinking time of a `hint`.
 const HINT_TIME_MS: u32 = 1000;
@@ -1149,6 +1156,14 @@ fn live_rules(
 mod tests {
     use super::*;
     use crate::moves::Dir;
+
+    #[test]
+    fn the_prompt_help_fits_an_80_column_terminal() {
+        // An outside probe's 80-column terminal broke the old help's 88-column lines again.
+        for line in PROMPT_HELP.lines() {
+            assert!(line.chars().count() <= 78, "{line}");
+        }
+    }
 
     /// Only a refusal of the id itself makes the hint fall back to the bare position.
     #[test]
