@@ -117,6 +117,19 @@ fn the_animation_fits_a_narrow_terminal_or_gives_way_to_text() {
         })
     });
     assert!(!moved_up, "no frames redrawn: {tiny:#?}");
+    // The board itself is drawn narrow enough: no row of its box wraps (an outside probe's
+    // 30-column terminal broke each into two).
+    let boxes: Vec<String> = lines
+        .stdout_of("tiny")
+        .iter()
+        .map(|l| visible(l))
+        .filter(|l| l.starts_with("  ") && l.contains(['│', '|', '╭', '+']))
+        .collect();
+    assert!(boxes.len() >= 5, "{tiny:#?}");
+    for row in &boxes {
+        let columns = row.chars().count();
+        assert!(columns <= 30, "{columns} columns: {row:?}\n{boxes:#?}");
+    }
 }
 
 /// A message that arrives while the prompt waits for input (here the opponent's draw offer)

@@ -267,9 +267,108 @@ fn shortened(name: &str, keep: usize) -> String {
 /// cannot show it without wrapping.
 pub const BOARD_WIDTH: usize = 2 + 7 * 4 + 8;
 
-/// Draws the board for `view`; one string per line, each starting with two spaces.
+/// The board drawn for a terminal narrower than [`BOARD_WIDTH`]: squares three columns wide,
+/// and no lines between a row's five squares.
+#[cfg(test)]
+const NARROW_BOARD_WIDTH: usize = 2 + 4 + 3 * 7;
+
+fn narrow_cell(
+    board: &BoardState,
+    view: &View<'_>,
+    ring: u32,
+    color: &'static str,
+    style: Style,
+) -> String {
+    let idx = usize::try_from(ring).unwrap_or(usize::MAX);
+    let stones = board.squares.get(idx).copied().unwrap_or(0);
+    let pieces = board.pieces.get(idx).copied().unwrap_or(0);
+    let text = match (pieces, stones) {
+        (0, s) => format!("{s:>3}"),
+        (_, 0) => "  Q".to_owned(),
+        (_, s) => format!("{:>3}", format!("Q{s}")),
+    };
+    let mut codes = vec![if pieces == 0 && stones == 0 {
+        ESC_DIM
+    } else {
+        color
+    }];
+    if view.highlight == Some(ring) {
+        codes.push(ESC_REVERSE);
+    }
+    paint(&text, &codes, style)
+}
+
+/// The board's five lines (borders and rows) for a narrow terminal: an outside probe's
+/// 30-column terminal wrapped every row of the full drawing into two.
+fn narrow_box(board: &BoardState, view: &View<'_>, g: &Glyphs, style: Style) -> [String; 5] {
+    let (top, left, right, bottom) = layout(view.bottom);
+    let h = |n: usize| {
+        g.h.chars()
+            .next()
+            .map(|c| c.to_string().repeat(n))
+            .unwrap_or_default()
+    };
+    let border = |ends: [&str; 3]| {
+        format!(
+            "  {}{}{}{}{}{}{}",
+            ends[0],
+            h(3),
+            ends[1],
+            h(15),
+            ends[1],
+            h(3),
+            ends[2]
+        )
+    };
+    let row = |rings: [u32; 5], color| {
+        let cells: String = rings
+            .iter()
+            .map(|&ring| narrow_cell(board, view, ring, color, style))
+            .collect();
+        format!("  {v}   {v}{cells}{v}   {v}", v = g.v)
+    };
+    let middle = format!(
+        "  {}{}{}{}{}{}{}",
+        g.v,
+        narrow_cell(board, view, left, ESC_YELLOW, style),
+        g.middle[0],
+        h(15),
+        g.middle[2],
+        narrow_cell(board, view, right, ESC_YELLOW, style),
+        g.v
+    );
+    [
+        border(g.top),
+        row(top, ESC_CYAN),
+        middle,
+        row(bottom, ESC_GREEN),
+        border(g.bottom),
+    ]
+}
+
+/// Draws the board for `view`; one string per line, each starting with two spaces. On a
+/// terminal narrower than [`BOARD_WIDTH`] the squares are drawn closer together (27 columns).
 pub fn render(board: &BoardState, view: &View<'_>, style: Style) -> Vec<String> {
     let g = if style.unicode { &UNICODE } else { &ASCII };
+    if view.width.is_some_and(|width| width < BOARD_WIDTH) {
+        let [top_border, top_row, middle, bottom_row, bottom_border] =
+            narrow_box(board, view, g, style);
+        let labels: String = (1..=5).map(|i| format!("{i:>3}")).collect();
+        let mut lines = vec![
+            player_line(board, view, view.bottom.other(), g, style),
+            top_border,
+            top_row,
+            middle,
+            bottom_row,
+            bottom_border,
+            format!("       {labels}"),
+            player_line(board, view, view.bottom, g, style),
+        ];
+        if let Some(hand) = view.hand {
+            lines.push(format!("  in hand: {hand}"));
+        }
+        return lines;
+    }
     let (top, left, right, bottom) = layout(view.bottom);
     let (top_color, bottom_color) = (ESC_CYAN, ESC_GREEN);
     let blank = "    ";
@@ -643,6 +742,48 @@ mod tests {
         let lines = render(&distinct(), &view(Side::First), Style::PLAIN);
         let widest = lines[1..6].iter().map(|l| l.chars().count()).max();
         assert_eq!(widest, Some(BOARD_WIDTH), "{lines:#?}");
+    }
+
+    #[test]
+    fn a_narrow_terminal_gets_a_narrow_board_with_the_same_squares() {
+        for style in [
+            Style::PLAIN,
+            Style {
+                unicode: true,
+                color: false,
+            },
+        ] {
+            for bottom in [Side::First, Side::Second] {
+                let wide = render(&distinct(), &view(bottom), style);
+                let narrow_view = View {
+                    width: Some(30),
+                    ..view(bottom)
+                };
+                let narrow = render(&distinct(), &narrow_view, style);
+                for line in &narrow[1..7] {
+                    assert!(line.chars().count() <= NARROW_BOARD_WIDTH, "{narrow:#?}");
+                    assert!(line.starts_with("  "), "{line}");
+                }
+                let box_width = narrow[1].chars().count();
+                assert_eq!(box_width, NARROW_BOARD_WIDTH, "{narrow:#?}");
+                for line in &narrow[1..6] {
+                    assert_eq!(line.chars().count(), box_width, "{narrow:#?}");
+                }
+                // The same numbers on the same rows, the labels under their squares.
+                for row in 2..=6 {
+                    assert_eq!(numbers(&narrow[row]), numbers(&wide[row]), "{narrow:#?}");
+                }
+                let bottom_row = &narrow[4];
+                for (i, label) in (1..=5).enumerate() {
+                    let at = narrow[6].find(&label.to_string()).unwrap();
+                    let cell = &bottom_row.chars().collect::<Vec<_>>()[at - 2..=at];
+                    assert!(
+                        cell.iter().any(char::is_ascii_digit),
+                        "label {i} under a square: {narrow:#?}"
+                    );
+                }
+            }
+        }
     }
 
     fn numbers(line: &str) -> Vec<u32> {
