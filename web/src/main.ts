@@ -219,11 +219,16 @@ const REASONS: Record<number, string> = {
   [EndReason.ABANDONMENT]: "abandonment",
 };
 
+/** The computer's levels by the names the server and the command-line client give them
+ * (`Computer (club)`), so that one seat reads the same in both. */
+const LEVEL_NAMES = ["random", "greedy", "novice", "casual", "club", "expert", "master"];
+const levelName = (level: number) => LEVEL_NAMES[level - 1] ?? `level ${level}`;
+
 function seatName(game: Game, player: Player): string {
   const seat = player === Player.FIRST ? game.firstSeat : game.secondSeat;
   if (!seat?.occupied) return "(open)";
   // In brackets, which no other player's name may end in: nobody can pass for the computer.
-  if (seat.kind === PlayerKind.COMPUTER) return `Computer (level ${seat.computerLevel})`;
+  if (seat.kind === PlayerKind.COMPUTER) return `Computer (${levelName(seat.computerLevel)})`;
   const username = seat.account?.username;
   if (!username) return seat.displayName || "?";
   // An account's seat is named after it: the username once, with the rating it sat down with.
@@ -365,7 +370,10 @@ function showLobby(): () => void {
   const time = select("time-control", TIME_CONTROLS);
   const opponent = select("opponent", [
     ["", "A person"],
-    ...[1, 2, 3, 4, 5, 6, 7].map((level): [string, string] => [String(level), `Computer, level ${level}`]),
+    ...[1, 2, 3, 4, 5, 6, 7].map((level): [string, string] => [
+      String(level),
+      `Computer, level ${level}: ${levelName(level)}`,
+    ]),
   ]);
   const rated = h("input", { type: "checkbox", id: "rated", "data-testid": "rated" });
   const seekState = h("span", { "data-testid": "seek-state" });

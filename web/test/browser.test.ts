@@ -304,6 +304,8 @@ test("a draw is offered to a person, not to the computer", async () => {
   await gameIdOf(solo);
   await solo.getByTestId("resign").waitFor({ state: "visible" });
   assert.equal(await solo.getByTestId("draw").isVisible(), false);
+  // The computer's seat reads as the server and the command-line client name it.
+  await solo.getByTestId("top-player").getByText("Computer (random)").waitFor();
 });
 
 test("a timed game's flag falls in the page", async () => {
