@@ -224,6 +224,9 @@ const REASONS: Record<number, string> = {
 const LEVEL_NAMES = ["random", "greedy", "novice", "casual", "club", "expert", "master"];
 const levelName = (level: number) => LEVEL_NAMES[level - 1] ?? `level ${level}`;
 
+/** How a player moves: the arrow keys act on the square chosen, not on one only focused. */
+const PICK_HINT = "Pick one of your squares (click it, or Enter), then a direction (a button, or ←/→).";
+
 function seatName(game: Game, player: Player): string {
   const seat = player === Player.FIRST ? game.firstSeat : game.secondSeat;
   if (!seat?.occupied) return "(open)";
@@ -940,7 +943,7 @@ function showGame(id: string): () => void {
   const hint = h(
     "p",
     { class: "hint", "data-testid": "hint" },
-    mine ? "Pick one of your squares, then a direction (or ←/→ keys)." : "Watching.",
+    mine ? PICK_HINT : "Watching.",
   );
   const nextGame = h("a", { "data-testid": "next-game", hidden: true }, "Go to the rematch");
 
@@ -1192,11 +1195,14 @@ function showGame(id: string): () => void {
     over.hidden = !finished;
     hint.hidden = finished;
     // A game waiting for its second player has no move to pick yet.
+    // On the opponent's turn there is nothing to pick: the turn line says whose move it is.
     if (mine) {
       hint.textContent =
         game.status === GameStatus.WAITING_FOR_PLAYERS
           ? "Waiting for an opponent to join."
-          : "Pick one of your squares, then a direction (or ←/→ keys).";
+          : myTurn()
+            ? PICK_HINT
+            : "";
     }
     over.textContent = finished ? `Game over: ${resultText(game) || "aborted"}` : "";
     const beforeFirstMove =

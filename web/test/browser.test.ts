@@ -235,6 +235,11 @@ test("two players play a whole game by clicks; a spectator sees every move; a re
   };
   const rows = [await bottomRow(lan), await bottomRow(minh)].sort();
   assert.deepEqual(rows, ["1,2,3,4,5", "7,8,9,10,11"]);
+  // Only the player to move is told to pick a square.
+  const mover = await whoseTurn([lan, minh]);
+  const waiter = mover === lan ? minh : lan;
+  await mover!.getByTestId("hint").filter({ hasText: /^Pick one of your squares/ }).waitFor();
+  await until("no pick hint off turn", async () => ((await waiter.getByTestId("hint").textContent()) ?? "") === "");
 
   const pages = [lan, minh];
   let restarted = false;
