@@ -919,6 +919,87 @@ async fn a_seek_shows_in_the_lobby_and_a_cancelled_one_is_withdrawn() {
 }
 
 #[tokio::test]
+async fn more_seeks_than_a_message_holds_leave_the_lobby_working() {
+    // The smallest message bound and seekers with the longest names: every open seek no longer
+    // fits one message, and an outside probe's 300 of them had broken every client's lobby.
+    let mut settings = config();
+    settings.transport.max_message_size = 64 * 1024;
+    let server = start(settings).await;
+    let mut client = server.games().await;
+    let name = "𝕏".repeat(31);
+    let mut streams = Vec::new();
+    // Each on its own clock, so that no two pair; 100 on a connection, below its stream limit.
+    let mut seekers = Vec::new();
+    for _ in 0..4 {
+        seekers.push(server.games().await);
+    }
+    for i in 0..400 {
+        let control = real_time(secs(60 + i), secs(0));
+        let mut stream = seekers[usize::try_from(i / 100).unwrap()]
+            .seek(seek_request(&format!("{name}{}", i % 10), control))
+            .await
+            .unwrap_or_else(|e| panic!("seek {i}: {e:?}"))
+            .into_inner();
+        waiting(&mut stream).await;
+        streams.push(stream);
+    }
+    let listed = list_seeks(&mut client).await;
+    assert!(
+        (100..400).contains(&listed.len()),
+        "the oldest that fit: {}",
+        listed.len()
+    );
+    let mut lobby = client
+        .watch_lobby(pb::WatchLobbyRequest {
+            after_sequence: None,
+        })
+        .await
+        .unwrap()
+        .into_inner();
+    let pb::lobby_event::Kind::Snapshot(snapshot) = next_lobby(&mut lobby).await else {
+        panic!("a snapshot first")
+    };
+    assert_eq!(snapshot.seeks, listed, "the same oldest seeks, in order");
+    // A resumed stream's seek list is cut the same way, and the stream goes on.
+    client
+        .create_game(pb::CreateGameRequest {
+            display_name: "Host".into(),
+            ..Default::default()
+        })
+        .await
+        .unwrap();
+    let mut resumed = client
+        .watch_lobby(pb::WatchLobbyRequest {
+            after_sequence: Some(1),
+        })
+        .await
+        .unwrap()
+        .into_inner();
+    let first = loop {
+        match next_lobby(&mut resumed).await {
+            pb::lobby_event::Kind::SeekList(list) => break list,
+            pb::lobby_event::Kind::GameCreated(_) => {}
+            other => panic!("a seek list first: {other:?}"),
+        }
+    };
+    assert_eq!(first.seeks, listed);
+    let mut one_more = client
+        .seek(seek_request("Late", None))
+        .await
+        .unwrap()
+        .into_inner();
+    let late = waiting(&mut one_more).await;
+    let added = loop {
+        match next_lobby(&mut lobby).await {
+            pb::lobby_event::Kind::SeekAdded(added) => break added,
+            pb::lobby_event::Kind::GameCreated(_) => {}
+            other => panic!("SeekAdded: {other:?}"),
+        }
+    };
+    assert_eq!(added.seek.as_ref(), Some(&late));
+}
+
+#[tokio::test]
 async fn a_seek_accepted_by_id_starts_the_game_for_both() {
     let server = start(config()).await;
     let mut client = server.games().await;

@@ -14,7 +14,7 @@ use tokio::sync::mpsc;
 use super::status::into_status;
 use super::stream::{self, Side, StreamSettings, WatchStream};
 use crate::domain::account::{Account, ApiKey};
-use crate::domain::seek::{SeekOutcome, SeekPool, SeekRequest};
+use crate::domain::seek::{SeekInfo, SeekOutcome, SeekPool, SeekRequest};
 use crate::domain::{
     Credential, GameError, GameFeed, GameId, GameManager, LobbyFeed, NewGame, PlayerToken, Seated,
     Watch, WatchItem,
@@ -231,14 +231,46 @@ pub(super) fn game_heartbeat(sequence: u64) -> pb::WatchGameResponse {
     }
 }
 
-fn lobby_item(item: WatchItem<LobbyFeed>, seeks: &SeekPool) -> pb::WatchLobbyResponse {
+fn lobby_item(
+    item: WatchItem<LobbyFeed>,
+    seeks: &SeekPool,
+    max_response: usize,
+) -> pb::WatchLobbyResponse {
     let event = match item {
         WatchItem::Snapshot { snapshot, sequence } => {
-            convert::lobby_snapshot_out(&snapshot, &seeks.list(), sequence)
+            let mut event = convert::lobby_snapshot_out(&snapshot, &[], sequence);
+            let room = max_response.saturating_sub(event.encoded_len() + FRAMING);
+            if let Some(pb::lobby_event::Kind::Snapshot(snapshot)) = &mut event.kind {
+                snapshot.seeks = seeks_that_fit(&seeks.list(), room)
+                    .iter()
+                    .map(convert::seek_out)
+                    .collect();
+            }
+            event
         }
         WatchItem::Event(event) => convert::lobby_event_out(&event),
     };
     pb::WatchLobbyResponse { event: Some(event) }
+}
+
+/// What a response's fields around a list take beyond the list itself, at most.
+const FRAMING: usize = 64;
+
+/// The oldest of `seeks` (oldest first) whose messages fit in `room` bytes. Every open seek
+/// went into one message (the lobby's snapshot, its seek list, ListSeeks): an outside probe's
+/// 300 seekers outgrew a 64 KiB `--max-message-size`, and then every client's WatchLobby
+/// failed. The newest are left out; those that come later arrive as SeekAdded.
+fn seeks_that_fit(seeks: &[SeekInfo], room: usize) -> &[SeekInfo] {
+    let mut used = 0usize;
+    let fitting = seeks
+        .iter()
+        .take_while(|seek| {
+            let len = convert::seek_out(seek).encoded_len();
+            used += 1 + prost::length_delimiter_len(len) + len;
+            used <= room
+        })
+        .count();
+    &seeks[..fitting]
 }
 
 fn lobby_seeks(change: SeekChange, sequence: u64) -> pb::WatchLobbyResponse {
@@ -253,15 +285,18 @@ fn lobby_seeks(change: SeekChange, sequence: u64) -> pb::WatchLobbyResponse {
 fn seek_changes(
     pool: Arc<SeekPool>,
     resumes: bool,
+    max_response: usize,
 ) -> impl Stream<Item = SeekChange> + Send + Unpin + 'static {
     use futures::StreamExt as _;
     use tokio::sync::broadcast::error::RecvError;
-    let (list, rx) = pool.subscribe();
-    let first = resumes.then_some(SeekChange::List(list));
-    let changes = futures::stream::unfold((rx, pool), |(mut rx, pool)| async move {
+    let room = max_response.saturating_sub(FRAMING);
+    let list = move |seeks: Vec<SeekInfo>| SeekChange::List(seeks_that_fit(&seeks, room).to_vec());
+    let (seeks, rx) = pool.subscribe();
+    let first = resumes.then(|| list(seeks));
+    let changes = futures::stream::unfold((rx, pool), move |(mut rx, pool)| async move {
         let change = match rx.recv().await {
             Ok(update) => SeekChange::Update(update),
-            Err(RecvError::Lagged(_)) => SeekChange::List(pool.list()),
+            Err(RecvError::Lagged(_)) => list(pool.list()),
             Err(RecvError::Closed) => return None,
         };
         Some((change, (rx, pool)))
@@ -524,13 +559,18 @@ impl pb::game_service_server::GameService for GameApi {
         let after = request.into_inner().after_sequence;
         // Subscribed to the seeks before the lobby is read: a change in between comes twice at
         // worst, and clients apply seek changes by id.
-        let seeks = seek_changes(Arc::clone(&self.seeks), after.is_some_and(|a| a > 0));
+        let seeks = seek_changes(
+            Arc::clone(&self.seeks),
+            after.is_some_and(|a| a > 0),
+            self.max_response,
+        );
         let watch = self
             .manager
             .watch_lobby(after, peer)
             .await
             .map_err(into_status)?;
         let pool = Arc::clone(&self.seeks);
+        let max_response = self.max_response;
         Ok(Response::new(stream::spawn(
             watch,
             stream::Served {
@@ -538,7 +578,7 @@ impl pb::game_service_server::GameService for GameApi {
                 peer,
             },
             StreamKind::Lobby,
-            move |item| lobby_item(item, &pool),
+            move |item| lobby_item(item, &pool, max_response),
             lobby_heartbeat,
             |_| false,
             Side {
@@ -792,11 +832,9 @@ impl pb::game_service_server::GameService for GameApi {
         &self,
         _request: Request<pb::ListSeeksRequest>,
     ) -> Result<Response<pb::ListSeeksResponse>, Status> {
+        let seeks = self.seeks.list_now().await;
         Ok(Response::new(pb::ListSeeksResponse {
-            seeks: self
-                .seeks
-                .list_now()
-                .await
+            seeks: seeks_that_fit(&seeks, self.max_response.saturating_sub(FRAMING))
                 .iter()
                 .map(convert::seek_out)
                 .collect(),
