@@ -927,6 +927,21 @@ async fn more_seeks_than_a_message_holds_leave_the_lobby_working() {
     let server = start(settings).await;
     let mut client = server.games().await;
     let name = "𝕏".repeat(31);
+    // Games waiting for players, more than the snapshot's 200 and longer than the bound.
+    let mut newest = String::new();
+    for i in 0..250 {
+        newest = client
+            .create_game(pb::CreateGameRequest {
+                display_name: format!("{name}{}", i % 10),
+                ..Default::default()
+            })
+            .await
+            .unwrap()
+            .into_inner()
+            .game
+            .unwrap()
+            .id;
+    }
     let mut streams = Vec::new();
     // Each on its own clock, so that no two pair; 100 on a connection, below its stream limit.
     let mut seekers = Vec::new();
@@ -959,7 +974,19 @@ async fn more_seeks_than_a_message_holds_leave_the_lobby_working() {
     let pb::lobby_event::Kind::Snapshot(snapshot) = next_lobby(&mut lobby).await else {
         panic!("a snapshot first")
     };
-    assert_eq!(snapshot.seeks, listed, "the same oldest seeks, in order");
+    // The newest games that fit, and the oldest seeks in what room is left.
+    assert!(
+        (50..200).contains(&snapshot.games.len()),
+        "{}",
+        snapshot.games.len()
+    );
+    assert_eq!(snapshot.games[0].id, newest);
+    assert!(snapshot.seeks.len() < listed.len());
+    assert_eq!(
+        snapshot.seeks,
+        listed[..snapshot.seeks.len()],
+        "the oldest, in order"
+    );
     // A resumed stream's seek list is cut the same way, and the stream goes on.
     client
         .create_game(pb::CreateGameRequest {

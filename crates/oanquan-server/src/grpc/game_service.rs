@@ -239,12 +239,14 @@ fn lobby_item(
     let event = match item {
         WatchItem::Snapshot { snapshot, sequence } => {
             let mut event = convert::lobby_snapshot_out(&snapshot, &[], sequence);
-            let room = max_response.saturating_sub(event.encoded_len() + FRAMING);
             if let Some(pb::lobby_event::Kind::Snapshot(snapshot)) = &mut event.kind {
-                snapshot.seeks = seeks_that_fit(&seeks.list(), room)
-                    .iter()
-                    .map(convert::seek_out)
-                    .collect();
+                // The newest games first, then the oldest seeks, as many as fit.
+                let room = max_response.saturating_sub(FRAMING);
+                let games = fitting(&snapshot.games, room);
+                snapshot.games.truncate(games.count);
+                let mut listed = seeks.list().iter().map(convert::seek_out).collect();
+                fit(&mut listed, room - games.bytes);
+                snapshot.seeks = listed;
             }
             event
         }
@@ -256,21 +258,37 @@ fn lobby_item(
 /// What a response's fields around a list take beyond the list itself, at most.
 const FRAMING: usize = 64;
 
-/// The oldest of `seeks` (oldest first) whose messages fit in `room` bytes. Every open seek
-/// went into one message (the lobby's snapshot, its seek list, ListSeeks): an outside probe's
-/// 300 seekers outgrew a 64 KiB `--max-message-size`, and then every client's WatchLobby
-/// failed. The newest are left out; those that come later arrive as SeekAdded.
-fn seeks_that_fit(seeks: &[SeekInfo], room: usize) -> &[SeekInfo] {
-    let mut used = 0usize;
-    let fitting = seeks
-        .iter()
-        .take_while(|seek| {
-            let len = convert::seek_out(seek).encoded_len();
-            used += 1 + prost::length_delimiter_len(len) + len;
-            used <= room
-        })
-        .count();
-    &seeks[..fitting]
+/// How many of a list's first items fit in a number of bytes, and the bytes they take.
+struct Fitting {
+    count: usize,
+    bytes: usize,
+}
+
+/// How many of `items`, from the first, fit in `room` bytes as a repeated field.
+///
+/// Every open seek and up to 200 games went into one message (the lobby's snapshot, its seek
+/// list, ListSeeks): an outside probe's 300 seekers, or its games with long names, outgrew a
+/// 64 KiB `--max-message-size`, and then every client's WatchLobby failed. What does not fit
+/// is left out: the oldest games, the newest seeks (those made later arrive as SeekAdded).
+fn fitting<T: prost::Message>(items: &[T], room: usize) -> Fitting {
+    let mut bytes = 0usize;
+    let mut count = 0;
+    for item in items {
+        let len = item.encoded_len();
+        let framed = 1 + prost::length_delimiter_len(len) + len;
+        if bytes + framed > room {
+            break;
+        }
+        bytes += framed;
+        count += 1;
+    }
+    Fitting { count, bytes }
+}
+
+/// `items` cut to those that fit in `room` bytes (see [`fitting`]).
+fn fit<T: prost::Message>(items: &mut Vec<T>, room: usize) {
+    let count = fitting(items, room).count;
+    items.truncate(count);
 }
 
 fn lobby_seeks(change: SeekChange, sequence: u64) -> pb::WatchLobbyResponse {
@@ -290,7 +308,12 @@ fn seek_changes(
     use futures::StreamExt as _;
     use tokio::sync::broadcast::error::RecvError;
     let room = max_response.saturating_sub(FRAMING);
-    let list = move |seeks: Vec<SeekInfo>| SeekChange::List(seeks_that_fit(&seeks, room).to_vec());
+    // Measured as messages, cut as seeks: the list is converted again on its way out.
+    let list = move |mut seeks: Vec<SeekInfo>| {
+        let listed: Vec<pb::Seek> = seeks.iter().map(convert::seek_out).collect();
+        seeks.truncate(fitting(&listed, room).count);
+        SeekChange::List(seeks)
+    };
     let (seeks, rx) = pool.subscribe();
     let first = resumes.then(|| list(seeks));
     let changes = futures::stream::unfold((rx, pool), move |(mut rx, pool)| async move {
@@ -832,13 +855,15 @@ impl pb::game_service_server::GameService for GameApi {
         &self,
         _request: Request<pb::ListSeeksRequest>,
     ) -> Result<Response<pb::ListSeeksResponse>, Status> {
-        let seeks = self.seeks.list_now().await;
-        Ok(Response::new(pb::ListSeeksResponse {
-            seeks: seeks_that_fit(&seeks, self.max_response.saturating_sub(FRAMING))
-                .iter()
-                .map(convert::seek_out)
-                .collect(),
-        }))
+        let mut seeks = self
+            .seeks
+            .list_now()
+            .await
+            .iter()
+            .map(convert::seek_out)
+            .collect();
+        fit(&mut seeks, self.max_response.saturating_sub(FRAMING));
+        Ok(Response::new(pb::ListSeeksResponse { seeks }))
     }
 }
 
