@@ -227,6 +227,10 @@ const levelName = (level: number) => LEVEL_NAMES[level - 1] ?? `level ${level}`;
 /** How a player moves: the arrow keys act on the square chosen, not on one only focused. */
 const PICK_HINT = "Pick one of your squares (click it, or Enter), then a direction (a button, or ←/→).";
 
+/** When a game was created, in milliseconds (0 if the server did not say). */
+const created = (game: Game) =>
+  game.createTime ? Number(game.createTime.seconds) * 1000 + game.createTime.nanos / 1e6 : 0;
+
 function seatName(game: Game, player: Player): string {
   const seat = player === Player.FIRST ? game.firstSeat : game.secondSeat;
   if (!seat?.occupied) return "(open)";
@@ -523,8 +527,11 @@ function showLobby(): () => void {
   const known = new Map<string, Game>();
   const seeks = new Map<string, Seek>();
   function render() {
-    const open = [...known.values()].filter((g) => g.status === GameStatus.WAITING_FOR_PLAYERS);
-    const active = [...known.values()].filter((g) => g.status === GameStatus.ACTIVE);
+    // Newest first, as the snapshot lists them: a game created while the page is open goes on
+    // top, where a reload would put it.
+    const newestFirst = [...known.values()].sort((a, b) => created(b) - created(a));
+    const open = newestFirst.filter((g) => g.status === GameStatus.WAITING_FOR_PLAYERS);
+    const active = newestFirst.filter((g) => g.status === GameStatus.ACTIVE);
     openList.replaceChildren(
       ...open.map((g) => {
         const host = seatName(g, g.firstSeat?.occupied ? Player.FIRST : Player.SECOND);

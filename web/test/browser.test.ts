@@ -977,6 +977,17 @@ test("a friend joins from a shared link to a game waiting for a second player", 
   for (const page of [host, friend]) await page.getByTestId("game-over").waitFor();
 });
 
+test("a game created while the lobby is open goes on top, newest first", async () => {
+  const visitor = await player("Visitor");
+  const older = await createGame(await player("Anh"));
+  await visitor.locator(`[data-testid=open-games] li[data-game="${older}"]`).waitFor();
+  const newer = await createGame(await player("Binh"));
+  await visitor.locator(`[data-testid=open-games] li[data-game="${newer}"]`).waitFor();
+  const order = await visitor.locator("[data-testid=open-games] li").evaluateAll((rows) => rows.map((row) => row.getAttribute("data-game")));
+  assert.ok(order.indexOf(newer) < order.indexOf(older), order.join());
+  assert.equal(order[0], newer);
+});
+
 test("a draw offer shows as made until it is declined or the opponent moves", async () => {
   const lan = await player("Lan");
   const minh = await player("Minh");
