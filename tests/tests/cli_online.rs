@@ -364,7 +364,17 @@ fn watch_clocks_tick_again_after_a_reconnect() {
         &["watch", &id, "--no-animate"],
         &tx,
     );
-    follow(&mut lines, "eve", |l| l.contains("first move within"));
+    follow(&mut lines, "eve", |l| l.contains("first player: alice"));
+    // The first move's time is counted down by the status line only (not a line of its own, so
+    // not read here): no line under the board standing still beside it.
+    assert!(
+        !lines
+            .stdout_of("eve")
+            .iter()
+            .any(|l| l.contains("must make their first move")),
+        "{:#?}",
+        lines.stdout_of("eve")
+    );
     let mut alice = CliProcess::spawn(
         "alice",
         &server.url(),

@@ -548,11 +548,17 @@ impl Live {
             &self.view(),
             self.output.style,
         );
-        let first_move = self.clocks.filter(|_| !self.over).and_then(|c| {
-            let left = c.first_move_left(Instant::now())?;
-            let side = self.to_move()?;
-            Some(first_move_line(self.you, side, &self.name(side), left))
-        });
+        // On a terminal the clocks' status line counts the first move's time down below; a
+        // line here would stand still beside it (an outside probe read 0:29 above 0:27).
+        let status_ticks = !self.output.clock_lines && !self.output.json;
+        let first_move = self
+            .clocks
+            .filter(|_| !self.over && !status_ticks)
+            .and_then(|c| {
+                let left = c.first_move_left(Instant::now())?;
+                let side = self.to_move()?;
+                Some(first_move_line(self.you, side, &self.name(side), left))
+            });
         lines.extend(first_move);
         lines
     }
