@@ -399,13 +399,8 @@ const GIVE_WAY_SHARE: u32 = 2;
 /// analysis that gives way still has a move to answer with.
 const MIN_SEARCH_BEFORE_GIVING_WAY: Duration = Duration::from_millis(50);
 
-/// Sleeps until `at`, or for ever.
-async fn sleep_until(at: Option<Instant>) {
-    match at {
-        Some(at) => tokio::time::sleep_until(at.into()).await,
-        None => std::future::pending().await,
-    }
-}
+/// How often a waiting analysis looks for a search to ask to give way when it has none.
+const LOOK_AGAIN: Duration = Duration::from_millis(10);
 
 impl SearchPool {
     /// A pool with `capacity` (each count at least 1).
@@ -668,16 +663,21 @@ impl SearchPool {
                 Poll::Pending => self.oldest_analysis(),
             };
             loop {
-                let at = give_way.as_ref().map(|g| g.at);
+                // With no search to ask (none found, or the one asked has given way and the
+                // slot went to another caller) look again shortly: the slot's next holder must
+                // give way too. An outside probe's call that came as the slot changed hands was
+                // refused while the new holder searched on for twice its share.
+                let at = give_way
+                    .as_ref()
+                    .map_or_else(|| Instant::now() + LOOK_AGAIN, |g| g.at);
                 tokio::select! {
                     biased;
                     permit = &mut acquire => break permit.map_err(|_| Some(stopping_error())),
                     () = &mut give_up => break Err(None),
-                    () = sleep_until(at) => {
-                        if let Some(give_way) = give_way.take() {
-                            give_way.now();
-                        }
-                    }
+                    () = tokio::time::sleep_until(at.into()) => match give_way.take() {
+                        Some(asked) => asked.now(),
+                        None => give_way = self.oldest_analysis(),
+                    },
                 }
             }
         };
@@ -685,9 +685,18 @@ impl SearchPool {
             Ok(permit) => permit,
             Err(Some(stopping)) => return Err(stopping.into()),
             Err(None) => {
+                // A retry is served once a running analysis has searched its share and can be
+                // asked to give way, long before it reaches its own limit.
+                let retry_after = match self.oldest_analysis() {
+                    Some(oldest) => oldest
+                        .at
+                        .saturating_duration_since(Instant::now())
+                        .clamp(MIN_RETRY, self.soonest_end(None)),
+                    None => self.soonest_end(None),
+                };
                 return Err(AnalysisError::Refused(Refused::Busy {
                     max: self.capacity.analyses,
-                    retry_after: self.soonest_end(None),
+                    retry_after,
                 }));
             }
         };
@@ -1402,6 +1411,52 @@ mod tests {
     }
 
     #[tokio::test]
+    async fn a_call_that_comes_as_the_slot_changes_hands_is_served_too() {
+        let pool = Arc::new(SearchPool::new(SearchCapacity {
+            analysis_wait: Duration::from_millis(500),
+            ..capacity(1, 1, 0)
+        }));
+        let long = SearchLimits::time(Duration::from_secs(60));
+        let analyze = |client: &'static str| {
+            let pool = Arc::clone(&pool);
+            tokio::spawn(async move {
+                pool.analyze(Game::from_position(past_the_book()), long, ip(client), true)
+                    .await
+            })
+        };
+        let first = analyze("10.0.0.1");
+        while pool.running_searches() == 0 {
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+        let began = Instant::now();
+        // The second asks the first to give way at 250 ms and takes the slot; the third comes
+        // just before that, asks the first too, and must then ask the second.
+        let second = analyze("10.0.0.2");
+        tokio::time::sleep(Duration::from_millis(230)).await;
+        let third = analyze("10.0.0.3");
+        for (which, call) in [("first", first), ("second", second)] {
+            let answer = tokio::time::timeout(Duration::from_secs(5), call)
+                .await
+                .unwrap_or_else(|_| panic!("the {which} never answered"))
+                .unwrap()
+                .unwrap();
+            assert!(answer.cut_short, "the {which} gave way");
+        }
+        // Past the third's wait, it has not been refused: it holds the slot, searching.
+        tokio::time::sleep_until((began + Duration::from_millis(900)).into()).await;
+        assert!(!third.is_finished(), "the third was refused");
+        pool.stop();
+        let stopped = third.await.unwrap();
+        assert!(
+            matches!(
+                &stopped,
+                Err(AnalysisError::Failed(GameError::Unavailable(_)))
+            ),
+            "{stopped:?}"
+        );
+    }
+
+    #[tokio::test]
     async fn computer_moves_do_not_wait_for_analyses() {
         let pool = SearchPool::new(capacity(1, 1, 0));
         let analysis = pool
@@ -1416,9 +1471,10 @@ mod tests {
         match refused {
             AnalysisError::Refused(Refused::Busy { max, retry_after }) => {
                 assert_eq!(max, 1);
-                // The running analysis ends within its 5 s.
-                assert!(retry_after > Duration::from_secs(4), "{retry_after:?}");
-                assert!(retry_after <= Duration::from_secs(5), "{retry_after:?}");
+                // A retry is served once the running analysis has searched its share (50 ms
+                // at this wait of 20 ms) and gives way to it, not at its own 5 s limit.
+                assert!(retry_after >= MIN_RETRY, "{retry_after:?}");
+                assert!(retry_after <= Duration::from_millis(50), "{retry_after:?}");
             }
             other => panic!("{other:?}"),
         }
