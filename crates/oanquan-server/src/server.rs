@@ -400,7 +400,9 @@ pub async fn run_with_store(
         exempt_loopback,
     ));
     let account_service = AccountServiceServer::new(
-        AccountApi::new(Arc::clone(&manager)).with_registrations(registrations),
+        AccountApi::new(Arc::clone(&manager))
+            .with_registrations(registrations)
+            .with_max_response(max),
     )
     .max_decoding_message_size(max_request)
     .max_encoding_message_size(max);

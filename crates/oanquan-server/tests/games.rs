@@ -218,6 +218,59 @@ async fn list_moves_gives_a_slice_and_says_whether_more_follow() {
     }
 }
 
+/// A page of games larger than one response (`--max-message-size`, set below the flag's
+/// minimum here) holds the games that fit, and the next page goes on after them: an outside
+/// probe's 100 games with long names made every client's ListGames fail.
+#[tokio::test]
+async fn a_page_of_games_larger_than_a_response_is_cut_to_fit() {
+    const BOUND: usize = 4 * 1024;
+    let mut config = config();
+    config.transport.max_message_size = BOUND;
+    config.transport.max_request_size = BOUND;
+    let server = start(config).await;
+    let mut client = server.games().await;
+    let mut made = std::collections::BTreeSet::new();
+    for i in 0..30 {
+        let created = client
+            .create_game(pb::CreateGameRequest {
+                display_name: format!("{}{i}", "𒀱".repeat(30)),
+                ..Default::default()
+            })
+            .await
+            .unwrap()
+            .into_inner();
+        made.insert(created.game.unwrap().id);
+    }
+    let (mut listed, mut pages, mut token) = (Vec::new(), 0, String::new());
+    loop {
+        let page = client
+            .list_games(pb::ListGamesRequest {
+                page_size: 100,
+                page_token: token.clone(),
+                ..Default::default()
+            })
+            .await
+            .expect("every page fits")
+            .into_inner();
+        pages += 1;
+        assert!(prost::Message::encoded_len(&page) <= BOUND);
+        assert!(!page.games.is_empty());
+        listed.extend(page.games.into_iter().map(|g| g.id));
+        if page.next_page_token.is_empty() {
+            break;
+        }
+        token = page.next_page_token;
+    }
+    assert!(pages >= 3, "{pages} pages");
+    assert_eq!(listed.len(), made.len(), "each game once");
+    assert_eq!(
+        listed
+            .into_iter()
+            .collect::<std::collections::BTreeSet<_>>(),
+        made
+    );
+}
+
 /// A history larger than one response (`--max-message-size`; set below the flag's minimum here,
 /// so that an ordinary game needs pages) comes in pages that each fit, and together are the
 /// game.

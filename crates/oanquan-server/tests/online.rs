@@ -981,6 +981,9 @@ async fn more_seeks_than_a_message_holds_leave_the_lobby_working() {
         snapshot.games.len()
     );
     assert_eq!(snapshot.games[0].id, newest);
+    // Games do not crowd the seeks out: these have up to half the room.
+    let seek_bytes: usize = snapshot.seeks.iter().map(prost::Message::encoded_len).sum();
+    assert!(seek_bytes > 25 * 1024, "{seek_bytes} bytes of seeks");
     assert!(snapshot.seeks.len() < listed.len());
     assert_eq!(
         snapshot.seeks,

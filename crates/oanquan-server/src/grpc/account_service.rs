@@ -5,6 +5,7 @@ use std::sync::Arc;
 use oanquan_proto::v1 as pb;
 use tonic::{Request, Response, Status};
 
+use super::fit::{FRAMING, page_that_fits};
 use super::game_service::bearer;
 use super::status::{self, into_status};
 use crate::domain::account::Account;
@@ -18,6 +19,9 @@ use oanquan_convert as convert;
 pub struct AccountApi {
     manager: Arc<GameManager>,
     registrations: Arc<RateLimiter>,
+    /// The largest response encoded (`--max-message-size`): a page of a player's games stops
+    /// short of it.
+    max_response: usize,
 }
 
 impl AccountApi {
@@ -27,7 +31,15 @@ impl AccountApi {
         AccountApi {
             manager,
             registrations: Arc::new(RateLimiter::new(None, false)),
+            max_response: usize::MAX,
         }
+    }
+
+    /// The same adapter, keeping pages of games within `max` bytes.
+    #[must_use]
+    pub fn with_max_response(mut self, max: usize) -> AccountApi {
+        self.max_response = max;
+        self
     }
 
     /// The same adapter, registering at most what `limiter` lets each client address.
@@ -202,18 +214,23 @@ impl pb::account_service_server::AccountService for AccountApi {
             result: convert::player_result(request.result, "result").map_err(into_status)?,
             speed: convert::optional_speed(request.speed, "speed").map_err(into_status)?,
         };
-        let page = self
-            .manager
-            .player_games(
-                &request.username,
-                filter,
-                page_size(request.page_size),
-                page_token(&request.page_token),
-            )
-            .await
-            .map_err(into_status)?;
+        let (page, games) = page_that_fits(
+            page_size(request.page_size),
+            self.max_response.saturating_sub(FRAMING),
+            |size| {
+                self.manager.player_games(
+                    &request.username,
+                    filter,
+                    size,
+                    page_token(&request.page_token),
+                )
+            },
+            |page| page.games.iter().map(convert::game_out).collect(),
+        )
+        .await
+        .map_err(into_status)?;
         Ok(Response::new(pb::ListPlayerGamesResponse {
-            games: page.games.iter().map(convert::game_out).collect(),
+            games,
             next_page_token: page.next_cursor.unwrap_or_default(),
         }))
     }

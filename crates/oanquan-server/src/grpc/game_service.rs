@@ -11,6 +11,7 @@ use std::pin::Pin;
 use futures::Stream;
 use tokio::sync::mpsc;
 
+use super::fit::{FRAMING, fit, fitting, page_that_fits};
 use super::status::into_status;
 use super::stream::{self, Side, StreamSettings, WatchStream};
 use crate::domain::account::{Account, ApiKey};
@@ -240,11 +241,15 @@ fn lobby_item(
         WatchItem::Snapshot { snapshot, sequence } => {
             let mut event = convert::lobby_snapshot_out(&snapshot, &[], sequence);
             if let Some(pb::lobby_event::Kind::Snapshot(snapshot)) = &mut event.kind {
-                // The newest games first, then the oldest seeks, as many as fit.
+                // The newest games and the oldest seeks, as many as fit, the seeks kept up to
+                // half the room: games alone filled it, and a new lobby showed none of 300
+                // seeks that a resumed one listed.
                 let room = max_response.saturating_sub(FRAMING);
-                let games = fitting(&snapshot.games, room);
+                let mut listed: Vec<pb::Seek> =
+                    seeks.list().iter().map(convert::seek_out).collect();
+                let for_seeks = fitting(&listed, room / 2).bytes;
+                let games = fitting(&snapshot.games, room - for_seeks);
                 snapshot.games.truncate(games.count);
-                let mut listed = seeks.list().iter().map(convert::seek_out).collect();
                 fit(&mut listed, room - games.bytes);
                 snapshot.seeks = listed;
             }
@@ -253,42 +258,6 @@ fn lobby_item(
         WatchItem::Event(event) => convert::lobby_event_out(&event),
     };
     pb::WatchLobbyResponse { event: Some(event) }
-}
-
-/// What a response's fields around a list take beyond the list itself, at most.
-const FRAMING: usize = 64;
-
-/// How many of a list's first items fit in a number of bytes, and the bytes they take.
-struct Fitting {
-    count: usize,
-    bytes: usize,
-}
-
-/// How many of `items`, from the first, fit in `room` bytes as a repeated field.
-///
-/// Every open seek and up to 200 games went into one message (the lobby's snapshot, its seek
-/// list, ListSeeks): an outside probe's 300 seekers, or its games with long names, outgrew a
-/// 64 KiB `--max-message-size`, and then every client's WatchLobby failed. What does not fit
-/// is left out: the oldest games, the newest seeks (those made later arrive as SeekAdded).
-fn fitting<T: prost::Message>(items: &[T], room: usize) -> Fitting {
-    let mut bytes = 0usize;
-    let mut count = 0;
-    for item in items {
-        let len = item.encoded_len();
-        let framed = 1 + prost::length_delimiter_len(len) + len;
-        if bytes + framed > room {
-            break;
-        }
-        bytes += framed;
-        count += 1;
-    }
-    Fitting { count, bytes }
-}
-
-/// `items` cut to those that fit in `room` bytes (see [`fitting`]).
-fn fit<T: prost::Message>(items: &mut Vec<T>, room: usize) {
-    let count = fitting(items, room).count;
-    items.truncate(count);
 }
 
 fn lobby_seeks(change: SeekChange, sequence: u64) -> pb::WatchLobbyResponse {
@@ -454,13 +423,16 @@ impl pb::game_service_server::GameService for GameApi {
         let filter = convert::filter(request.filter).map_err(into_status)?;
         let page_size = usize::try_from(request.page_size).unwrap_or(usize::MAX);
         let token = Some(request.page_token.as_str()).filter(|t| !t.is_empty());
-        let page = self
-            .manager
-            .list_games(filter, page_size, token)
-            .await
-            .map_err(into_status)?;
+        let (page, games) = page_that_fits(
+            page_size,
+            self.max_response.saturating_sub(FRAMING),
+            |size| self.manager.list_games(filter, size, token),
+            |page| page.games.iter().map(convert::game_out).collect(),
+        )
+        .await
+        .map_err(into_status)?;
         Ok(Response::new(pb::ListGamesResponse {
-            games: page.games.iter().map(convert::game_out).collect(),
+            games,
             next_page_token: page.next_cursor.unwrap_or_default(),
         }))
     }

@@ -5,6 +5,7 @@ pub mod accept;
 mod account_service;
 pub mod connections;
 pub mod deadline;
+mod fit;
 pub mod frames;
 // The adapters name `oanquan_convert` directly; the path stays for tests and tools outside.
 pub use oanquan_convert as convert;
