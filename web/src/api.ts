@@ -153,6 +153,8 @@ export function describe(error: unknown): string {
 // way to move in that game, so kept until the game is long over, or until the account whose
 // seat it is signs out).
 const KEY = "oanquan.apiKey";
+/** The `localStorage` item of the API key, for a tab that follows another's sign-in or out. */
+export const API_KEY_ITEM = KEY;
 const NAME = "oanquan.name";
 const SEAT = "oanquan.seat.";
 // Under SEAT: "oanquan.seat.rematch-of.<finished game>".
@@ -193,13 +195,14 @@ export const store = {
   },
   /** Forgets the API key and every seat taken with it; anonymous seats stay. */
   signOut() {
-    store.setApiKey("");
+    // The seats go first: another tab that sees the key go reads them gone too.
     const seats = Array.from({ length: localStorage.length }, (_, i) => localStorage.key(i) ?? "").filter((key) =>
       key.startsWith(SEAT),
     );
     for (const key of seats) {
       if (store.seat(key.slice(SEAT.length))?.account) localStorage.removeItem(key);
     }
+    store.setApiKey("");
   },
   removeSeat(gameId: string) {
     localStorage.removeItem(SEAT + gameId);

@@ -6,7 +6,7 @@ import { create } from "@bufbuild/protobuf";
 import { durationFromMs, durationMs, timestampMs } from "@bufbuild/protobuf/wkt";
 
 import { Code, ConnectError } from "@connectrpc/connect";
-import { accounts, bearer, describe, games, plausibleKey, rules, store } from "./api.js";
+import { API_KEY_ITEM, accounts, bearer, describe, games, plausibleKey, rules, store } from "./api.js";
 import { timeControlText } from "./format.js";
 import { Speed, type PlayerProfile, type Rating } from "./gen/oanquan/v1/account_pb.js";
 import {
@@ -139,6 +139,18 @@ document.getElementById("account")!.addEventListener("submit", (event) => {
   store.setApiKey(keyInput.value.trim());
   // The lobby shows the account's own provisional rating: it redraws once the account is known.
   void showMe().then(() => window.dispatchEvent(new Event(SIGNED_IN)));
+});
+// Another tab of this browser signed in or out. Signed out, the account's seats are gone from
+// the browser, but a game on screen here still held its seat in memory and moved for the
+// account (an outside probe's second tab did): it is drawn again as a stranger sees it.
+window.addEventListener("storage", (event) => {
+  if (event.key !== API_KEY_ITEM && event.key !== null) return;
+  keyInput.value = store.apiKey();
+  const signedOut = !store.apiKey();
+  void showMe().then(() => {
+    if (signedOut) route();
+    window.dispatchEvent(new Event(SIGNED_IN));
+  });
 });
 signOutButton.addEventListener("click", () => {
   store.signOut();

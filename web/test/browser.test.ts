@@ -739,6 +739,10 @@ test("signing out forgets the key and the account's seats, and keeps the anonymo
   await page.locator("#signout").waitFor({ state: "visible" });
   const own = await createGame(page);
   await page.getByTestId("bottom-player").getByText(/signs_out.*\(you\)/).waitFor();
+  // A second tab of the same browser on the account's game.
+  const tab = await page.context().newPage();
+  await tab.goto(`${server.url}#/game/${own}`);
+  await tab.getByTestId("bottom-player").getByText(/signs_out.*\(you\)/).waitFor();
 
   await page.locator("#signout").click();
   await until("signed out", async () => (await page.locator("#me").textContent()) === "anonymous");
@@ -751,6 +755,10 @@ test("signing out forgets the key and the account's seats, and keeps the anonymo
   const kept = await page.evaluate(() => Object.keys(localStorage).filter((key) => key.startsWith("oanquan.seat.")));
   assert.deepEqual(kept, [`oanquan.seat.${anonymous}`]);
   assert.equal(await page.evaluate(() => localStorage.getItem("oanquan.apiKey")), null);
+  // The other tab follows: signed out, its view of the game a stranger's.
+  await until("the other tab signed out", async () => (await tab.locator("#me").textContent()) === "anonymous");
+  await tab.getByTestId("join-game").waitFor({ state: "visible" });
+  assert.equal(await tab.getByTestId("bottom-player").getByText("(you)").count(), 0);
   // The anonymous game is still played from this browser.
   await page.goto(`${server.url}#/game/${anonymous}`);
   await page.getByTestId("bottom-player").getByText("Guest (you)").waitFor();
