@@ -216,6 +216,21 @@ pub enum OpenError {
         /// The first problems reported.
         detail: String,
     },
+    /// No database file, but beside its name a write-ahead log with something in it, or a lock
+    /// file that records commits: the database was deleted or moved away, and a new one would
+    /// have taken its place without a word (and folded the old log away at its first stop).
+    #[error(
+        "{path} does not exist, but {evidence}: a database was there and has been deleted or \
+         moved. Nothing was changed. Put it back (with its -wal beside it), or point --database \
+         at where it is now. To start a new database here instead, move {path}-wal, {path}-shm \
+         and {path}.lock away first (see STORAGE.md)"
+    )]
+    Missing {
+        /// The file.
+        path: PathBuf,
+        /// What shows that a database was there.
+        evidence: String,
+    },
     /// An existing file of zero bytes: not a database, and not taken for a new one (a new
     /// database is made only where no file is), since it may be a database truncated by
     /// accident or a path mistyped onto another file.
@@ -1108,6 +1123,27 @@ pub(super) fn refuse_at_sight(path: &Path) -> Result<bool, OpenError> {
     }
 }
 
+/// What shows that a database lived at `path`, which is not there: a `-wal` with frames in it,
+/// or the lock file's record of commits. An outside probe deleted a killed server's database;
+/// the next start made a new one beside the old log and lock, and its clean stop removed the
+/// log, the last copy of the newest moves.
+fn traces_of_a_database(path: &Path, previous_log_end: Option<LogEnd>) -> Option<String> {
+    let wal = companion(path, "-wal");
+    match std::fs::metadata(&wal) {
+        Ok(metadata) if metadata.len() > 0 => {
+            return Some(format!(
+                "its write-ahead log {} holds {} bytes",
+                wal.display(),
+                metadata.len()
+            ));
+        }
+        _ => {}
+    }
+    previous_log_end
+        .filter(|end| end.commits > 0)
+        .map(|end| format!("its lock file records {} commits to it", end.commits))
+}
+
 /// Opens the writer connection: checks the file, switches it to WAL and migrates it.
 ///
 /// # Errors
@@ -1120,6 +1156,11 @@ pub(super) fn open_writer(
     let error = |context| OpenError::sqlite(path, context);
     if refuse_at_sight(path)? {
         check(path, previous_log_end)?;
+    } else if let Some(evidence) = traces_of_a_database(path, previous_log_end) {
+        return Err(OpenError::Missing {
+            path: path.to_owned(),
+            evidence,
+        });
     }
     let mut conn = Connection::open_with_flags(
         path,

@@ -290,6 +290,51 @@ async fn a_killed_servers_file_without_its_log_is_refused_until_the_log_is_back(
     reads_as_before(&copied, &ids, &accounts, &before, &all_before).await;
 }
 
+/// A killed server's database deleted, its log and lock left: refused, and the log kept, until
+/// the file is back (an outside probe's next start made a new, empty database there, and its
+/// clean stop removed the log). With only the lock's record of commits, the same; with
+/// neither, a new database is made.
+#[tokio::test]
+async fn a_deleted_database_beside_its_log_or_lock_is_refused() {
+    let (dir, path, store) = fresh_store();
+    let (ids, accounts, _, _) = fill(&store).await;
+    let (before, all_before) = read_back(&store, &ids, &accounts).await;
+    let copy = dir.path().join("copy.db");
+    copy_as_killed(&path, &copy);
+    let file = std::fs::read(&copy).unwrap();
+    let wal = dir.path().join("copy.db-wal");
+    let log = std::fs::read(&wal).unwrap();
+    assert!(!log.is_empty(), "the test wants a log with frames");
+    std::fs::remove_file(&copy).unwrap();
+    for _ in 0..2 {
+        let said = SqliteStore::open(&copy).unwrap_err();
+        assert!(matches!(said, OpenError::Missing { .. }), "{said}");
+        let said = said.to_string();
+        assert!(
+            said.contains("does not exist") && said.contains("write-ahead log"),
+            "{said}"
+        );
+        assert!(!copy.exists(), "no new database made");
+        assert_eq!(std::fs::read(&wal).unwrap(), log, "the log kept");
+    }
+    // Put back, it opens with every acknowledged write.
+    std::fs::write(&copy, &file).unwrap();
+    let copied: Arc<dyn GameStore> = Arc::new(SqliteStore::open(&copy).unwrap());
+    reads_as_before(&copied, &ids, &accounts, &before, &all_before).await;
+    drop(copied);
+
+    // Only the lock's record left (the log folded in at a clean stop, the file deleted).
+    let other = dir.path().join("other.db");
+    copy_as_killed(&path, &other);
+    std::fs::remove_file(&other).unwrap();
+    std::fs::remove_file(dir.path().join("other.db-wal")).unwrap();
+    let said = SqliteStore::open(&other).unwrap_err().to_string();
+    assert!(said.contains("lock file records"), "{said}");
+    // With nothing left of it, a new database.
+    std::fs::remove_file(dir.path().join("other.db.lock")).unwrap();
+    SqliteStore::open(&other).expect("a new database where nothing was");
+}
+
 /// The check counts every commit, not only games': an account registered or a key revoked
 /// after the last checkpoint is lost with the log too, and a revoked key would work again (an
 /// outside probe's account came back with its revoked key).
