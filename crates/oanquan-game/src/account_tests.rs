@@ -1642,6 +1642,31 @@ async fn an_unavailable_store_at_the_end_of_a_game_between_accounts_is_a_retry()
     assert_eq!(over.result.unwrap().outcome, Some(FIRST_WINS));
 }
 
+/// An account that cannot be read for damage at the end of a game is the store's damage
+/// (DATA_LOSS), as wherever else damage is read, not an internal error (an outside probe's
+/// moves got INTERNAL on a damaged file).
+#[tokio::test]
+async fn a_damaged_account_at_the_end_of_a_game_is_damage_not_an_internal_error() {
+    let (store, manager) = FaultyStore::with_manager();
+    let (lan, _) = manager.register("Lan").await.unwrap();
+    let (minh, _) = manager.register("Minh").await.unwrap();
+    let created = manager
+        .create_game(new_game(Some(&lan), blitz(), true))
+        .await
+        .unwrap();
+    let id = created.game.id;
+    manager.join_game_as(&id, "", Some(&minh)).await.unwrap();
+    store.accounts_damaged.store(true, Ordering::SeqCst);
+    let refused = manager
+        .resign(&id, Credential::Account(minh.id.clone()))
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(&refused, GameError::StoreDamaged(detail) if detail.contains(minh.id.as_str()) || detail.contains(lan.id.as_str())),
+        "{refused:?}"
+    );
+}
+
 /// A simul player's games all ending at once on one node: an outside probe had 40 opponents
 /// resign together, and with SQLite's group commit (one account write wins a batch) 10 to 14
 /// of the resignations came back UNAVAILABLE ("changing too fast") after their retries.

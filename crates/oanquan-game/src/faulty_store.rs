@@ -35,6 +35,8 @@ pub(crate) struct FaultyStore {
     loads: AtomicUsize,
     /// Account reads fail as unavailable.
     pub(crate) accounts_down: AtomicBool,
+    /// Account reads fail as damaged data (a broken page where the account is).
+    pub(crate) accounts_damaged: AtomicBool,
     /// The account whose first two reads wait for each other.
     pub(crate) gate: Mutex<Option<AccountId>>,
     pub(crate) gated: AtomicUsize,
@@ -55,6 +57,7 @@ impl Default for FaultyStore {
             refusals: AtomicUsize::new(0),
             loads: AtomicUsize::new(0),
             accounts_down: AtomicBool::new(false),
+            accounts_damaged: AtomicBool::new(false),
             gate: Mutex::new(None),
             gated: AtomicUsize::new(0),
             barrier: Barrier::new(2),
@@ -182,6 +185,11 @@ impl GameStore for FaultyStore {
         Box::pin(async move {
             if self.accounts_down.load(Ordering::SeqCst) {
                 return Err(StoreError::Unavailable("the database is down".to_owned()));
+            }
+            if self.accounts_damaged.load(Ordering::SeqCst) {
+                return Err(StoreError::DamagedData(
+                    "database disk image is malformed".to_owned(),
+                ));
             }
             let gated = self.gate.lock().unwrap().as_ref() == Some(id);
             // Read first, then wait: neither reader goes on (to commit) before both have read.

@@ -1416,6 +1416,11 @@ impl GameManager {
                     StoreError::Unavailable(_)
                     | StoreError::Full(_)
                     | StoreError::Conflict { .. } => GameError::from(e),
+                    // Damage answers DATA_LOSS, as wherever else it is read (an outside probe's
+                    // move got INTERNAL for an account on a damaged file).
+                    StoreError::DamagedData(detail) => {
+                        GameError::StoreDamaged(format!("account {}: {detail}", id.id))
+                    }
                     e => GameError::Internal(format!("account {}: {e}", id.id)),
                 })?);
             }
@@ -1515,6 +1520,9 @@ impl GameManager {
                 .await
                 .map_err(|e| match e {
                     StoreError::Unavailable(_) | StoreError::Full(_) => GameError::from(e),
+                    StoreError::DamagedData(detail) => {
+                        GameError::StoreDamaged(format!("games of account {first}: {detail}"))
+                    }
                     e => GameError::Internal(format!("games of account {first}: {e}")),
                 })?;
             for other in &page.games {
