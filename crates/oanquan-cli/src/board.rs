@@ -152,21 +152,27 @@ fn cell_text(board: &BoardState, ring: usize) -> String {
     let stones = board.squares.get(ring).copied().unwrap_or(0);
     let pieces = board.pieces.get(ring).copied().unwrap_or(0);
     match (pieces, stones) {
-        (0, s) => format!("{s:>3} "),
-        (_, 0) => "  Q ".to_owned(),
-        (_, s) => format!("{:>3} ", format!("Q{s}")),
+        (0, s) => format!("{s:>3}"),
+        (_, 0) => "  Q".to_owned(),
+        (_, s) => format!("{:>3}", format!("Q{s}")),
     }
 }
 
+/// A square's count, painted; with a space after it unless `narrow` (the narrow board's squares
+/// are three columns wide).
 fn cell(
     board: &BoardState,
     view: &View<'_>,
     ring: u32,
     color: &'static str,
     style: Style,
+    narrow: bool,
 ) -> String {
     let idx = usize::try_from(ring).unwrap_or(usize::MAX);
-    let text = cell_text(board, idx);
+    let mut text = cell_text(board, idx);
+    if !narrow {
+        text.push(' ');
+    }
     let empty = board.squares.get(idx).copied().unwrap_or(0) == 0
         && board.pieces.get(idx).copied().unwrap_or(0) == 0;
     let mut codes = vec![if empty { ESC_DIM } else { color }];
@@ -272,32 +278,6 @@ pub const BOARD_WIDTH: usize = 2 + 7 * 4 + 8;
 #[cfg(test)]
 const NARROW_BOARD_WIDTH: usize = 2 + 4 + 3 * 7;
 
-fn narrow_cell(
-    board: &BoardState,
-    view: &View<'_>,
-    ring: u32,
-    color: &'static str,
-    style: Style,
-) -> String {
-    let idx = usize::try_from(ring).unwrap_or(usize::MAX);
-    let stones = board.squares.get(idx).copied().unwrap_or(0);
-    let pieces = board.pieces.get(idx).copied().unwrap_or(0);
-    let text = match (pieces, stones) {
-        (0, s) => format!("{s:>3}"),
-        (_, 0) => "  Q".to_owned(),
-        (_, s) => format!("{:>3}", format!("Q{s}")),
-    };
-    let mut codes = vec![if pieces == 0 && stones == 0 {
-        ESC_DIM
-    } else {
-        color
-    }];
-    if view.highlight == Some(ring) {
-        codes.push(ESC_REVERSE);
-    }
-    paint(&text, &codes, style)
-}
-
 /// The board's five lines (borders and rows) for a narrow terminal: an outside probe's
 /// 30-column terminal wrapped every row of the full drawing into two.
 fn narrow_box(board: &BoardState, view: &View<'_>, g: &Glyphs, style: Style) -> [String; 5] {
@@ -323,18 +303,18 @@ fn narrow_box(board: &BoardState, view: &View<'_>, g: &Glyphs, style: Style) -> 
     let row = |rings: [u32; 5], color| {
         let cells: String = rings
             .iter()
-            .map(|&ring| narrow_cell(board, view, ring, color, style))
+            .map(|&ring| cell(board, view, ring, color, style, true))
             .collect();
         format!("  {v}   {v}{cells}{v}   {v}", v = g.v)
     };
     let middle = format!(
         "  {}{}{}{}{}{}{}",
         g.v,
-        narrow_cell(board, view, left, ESC_YELLOW, style),
+        cell(board, view, left, ESC_YELLOW, style, true),
         g.middle[0],
         h(15),
         g.middle[2],
-        narrow_cell(board, view, right, ESC_YELLOW, style),
+        cell(board, view, right, ESC_YELLOW, style, true),
         g.v
     );
     [
@@ -384,7 +364,7 @@ pub fn render(board: &BoardState, view: &View<'_>, style: Style) -> Vec<String> 
     let row = |rings: [u32; 5], color| {
         let mut s = format!("  {}{blank}{}", g.v, g.v);
         for ring in rings {
-            s.push_str(&cell(board, view, ring, color, style));
+            s.push_str(&cell(board, view, ring, color, style, false));
             s.push_str(g.v);
         }
         s.push_str(blank);
@@ -395,14 +375,14 @@ pub fn render(board: &BoardState, view: &View<'_>, style: Style) -> Vec<String> 
         let mut s = format!(
             "  {}{}{}",
             g.v,
-            cell(board, view, left, ESC_YELLOW, style),
+            cell(board, view, left, ESC_YELLOW, style, false),
             g.middle[0]
         );
         for i in 0..5 {
             s.push_str(g.h);
             s.push_str(if i < 4 { g.middle[1] } else { g.middle[2] });
         }
-        s.push_str(&cell(board, view, right, ESC_YELLOW, style));
+        s.push_str(&cell(board, view, right, ESC_YELLOW, style, false));
         s.push_str(g.v);
         s
     };
