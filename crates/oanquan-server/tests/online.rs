@@ -710,6 +710,23 @@ async fn seeks_become(client: &mut Games, count: usize) -> Vec<pb::Seek> {
     }
 }
 
+/// A lobby stream from its start, and its first message, the snapshot.
+async fn watch_from_snapshot(
+    client: &mut Games,
+) -> (Streaming<pb::WatchLobbyResponse>, pb::lobby_event::Snapshot) {
+    let mut lobby = client
+        .watch_lobby(pb::WatchLobbyRequest {
+            after_sequence: None,
+        })
+        .await
+        .unwrap()
+        .into_inner();
+    let pb::lobby_event::Kind::Snapshot(snapshot) = next_lobby(&mut lobby).await else {
+        panic!("a snapshot first")
+    };
+    (lobby, snapshot)
+}
+
 /// The next lobby event that is not a heartbeat.
 async fn next_lobby(stream: &mut Streaming<pb::WatchLobbyResponse>) -> pb::lobby_event::Kind {
     let heartbeats_skipped = async {
@@ -863,16 +880,7 @@ async fn seeks_pair_only_with_the_same_rules_and_time_control() {
 async fn a_seek_shows_in_the_lobby_and_a_cancelled_one_is_withdrawn() {
     let server = start(config()).await;
     let mut client = server.games().await;
-    let mut lobby = client
-        .watch_lobby(pb::WatchLobbyRequest {
-            after_sequence: None,
-        })
-        .await
-        .unwrap()
-        .into_inner();
-    let pb::lobby_event::Kind::Snapshot(snapshot) = next_lobby(&mut lobby).await else {
-        panic!("a snapshot first")
-    };
+    let (mut lobby, snapshot) = watch_from_snapshot(&mut client).await;
     assert!(snapshot.seeks.is_empty());
 
     let mut stream = client
@@ -889,16 +897,7 @@ async fn a_seek_shows_in_the_lobby_and_a_cancelled_one_is_withdrawn() {
     };
     assert_eq!(added.seek.as_ref(), Some(&seek));
     assert_eq!(list_seeks(&mut client).await, std::slice::from_ref(&seek));
-    let mut fresh = client
-        .watch_lobby(pb::WatchLobbyRequest {
-            after_sequence: None,
-        })
-        .await
-        .unwrap()
-        .into_inner();
-    let pb::lobby_event::Kind::Snapshot(later) = next_lobby(&mut fresh).await else {
-        panic!("a snapshot first")
-    };
+    let (_fresh, later) = watch_from_snapshot(&mut client).await;
     assert_eq!(later.seeks, std::slice::from_ref(&seek));
 
     // Cancelling the stream withdraws the seek.
@@ -964,16 +963,7 @@ async fn more_seeks_than_a_message_holds_leave_the_lobby_working() {
         "the oldest that fit: {}",
         listed.len()
     );
-    let mut lobby = client
-        .watch_lobby(pb::WatchLobbyRequest {
-            after_sequence: None,
-        })
-        .await
-        .unwrap()
-        .into_inner();
-    let pb::lobby_event::Kind::Snapshot(snapshot) = next_lobby(&mut lobby).await else {
-        panic!("a snapshot first")
-    };
+    let (mut lobby, snapshot) = watch_from_snapshot(&mut client).await;
     // The newest games that fit, and the oldest seeks in what room is left.
     assert!(
         (50..200).contains(&snapshot.games.len()),
