@@ -1609,11 +1609,10 @@ async fn two_rated_games_of_one_account_ending_at_once_both_count() {
     }
 }
 
-/// The move that ends a game between accounts reads both accounts to settle the result: a
-/// store that cannot answer then makes it UNAVAILABLE (retry), as any other write would, not
-/// an internal error, and nothing is committed.
-#[tokio::test]
-async fn an_unavailable_store_at_the_end_of_a_game_between_accounts_is_a_retry() {
+/// A rated blitz game between the accounts Lan (first) and Minh, started, on a store whose
+/// faults a test turns on: (store, manager, Lan, Minh, the game).
+async fn rated_game_on_a_faulty_store()
+-> (Arc<FaultyStore>, Arc<GameManager>, Account, Account, GameId) {
     let (store, manager) = FaultyStore::with_manager();
     let (lan, _) = manager.register("Lan").await.unwrap();
     let (minh, _) = manager.register("Minh").await.unwrap();
@@ -1623,6 +1622,15 @@ async fn an_unavailable_store_at_the_end_of_a_game_between_accounts_is_a_retry()
         .unwrap();
     let id = created.game.id;
     manager.join_game_as(&id, "", Some(&minh)).await.unwrap();
+    (store, manager, lan, minh, id)
+}
+
+/// The move that ends a game between accounts reads both accounts to settle the result: a
+/// store that cannot answer then makes it UNAVAILABLE (retry), as any other write would, not
+/// an internal error, and nothing is committed.
+#[tokio::test]
+async fn an_unavailable_store_at_the_end_of_a_game_between_accounts_is_a_retry() {
+    let (store, manager, _, minh, id) = rated_game_on_a_faulty_store().await;
     store.accounts_down.store(true, Ordering::SeqCst);
     let refused = manager
         .resign(&id, Credential::Account(minh.id.clone()))
@@ -1647,15 +1655,7 @@ async fn an_unavailable_store_at_the_end_of_a_game_between_accounts_is_a_retry()
 /// moves got INTERNAL on a damaged file).
 #[tokio::test]
 async fn a_damaged_account_at_the_end_of_a_game_is_damage_not_an_internal_error() {
-    let (store, manager) = FaultyStore::with_manager();
-    let (lan, _) = manager.register("Lan").await.unwrap();
-    let (minh, _) = manager.register("Minh").await.unwrap();
-    let created = manager
-        .create_game(new_game(Some(&lan), blitz(), true))
-        .await
-        .unwrap();
-    let id = created.game.id;
-    manager.join_game_as(&id, "", Some(&minh)).await.unwrap();
+    let (store, manager, lan, minh, id) = rated_game_on_a_faulty_store().await;
     store.accounts_damaged.store(true, Ordering::SeqCst);
     let refused = manager
         .resign(&id, Credential::Account(minh.id.clone()))
