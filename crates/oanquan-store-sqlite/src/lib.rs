@@ -160,8 +160,11 @@ impl SqliteStore {
         schema::refuse_at_sight(&path)?;
         let lock = schema::lock(&path)?;
         let companions = schema::NewCompanions::note(&path);
-        let conn = schema::open_writer(&path, lock.previous_log_end())
-            .inspect_err(|_| companions.remove())?;
+        // A refused file leaves the lock file as it found it, too (see `FileLock::restore`).
+        let conn = schema::open_writer(&path, lock.previous_log_end()).inspect_err(|_| {
+            companions.remove();
+            lock.restore();
+        })?;
         let log_end = lock
             .log_end_mark(&path)
             .inspect_err(|error| warn!(%error, "cannot record the log's end in the lock file"))
@@ -170,16 +173,18 @@ impl SqliteStore {
             writer::record_log_end(&conn, mark);
         }
         // Accounts from before schema version 6 get their look (a no-op once filled in).
-        accounts::fill_looks(&conn).map_err(|e| OpenError::Corrupt {
-            path: path.clone(),
-            detail: format!("filling in the usernames' looks: {e}"),
-        })?;
+        accounts::fill_looks(&conn)
+            .map_err(|e| OpenError::Corrupt {
+                path: path.clone(),
+                detail: format!("filling in the usernames' looks: {e}"),
+            })
+            .inspect_err(|_| lock.restore())?;
         let heartbeat = lock
             .heartbeat()
             .inspect_err(|error| warn!(%error, "cannot mark the lock file as alive"))
             .ok();
         let damage = Arc::new(Damage::default());
-        check_unfinished(&conn, &path, &damage)?;
+        check_unfinished(&conn, &path, &damage).inspect_err(|_| lock.restore())?;
         let (writer, jobs) = mpsc::channel();
         let cache = Cache::default();
         let writer_cache = Arc::clone(&cache);

@@ -216,6 +216,19 @@ pub enum OpenError {
         /// The first problems reported.
         detail: String,
     },
+    /// A symbolic link to nothing: SQLite would create the file it names, beside that file's
+    /// own `-wal` and lock, which this server would not look at (it looks beside the name the
+    /// database resolves to, and a link to nothing resolves to nothing).
+    #[error(
+        "{path} is a symbolic link to {target}, which does not exist. Nothing was changed. Put \
+         the database back at {target}, or point --database at the file itself (see STORAGE.md)"
+    )]
+    DanglingLink {
+        /// The link.
+        path: PathBuf,
+        /// What it points to.
+        target: PathBuf,
+    },
     /// No database file, but beside its name a write-ahead log with something in it, or a lock
     /// file that records commits: the database was deleted or moved away, and a new one would
     /// have taken its place without a word (and folded the old log away at its first stop).
@@ -440,6 +453,8 @@ pub(super) struct FileLock {
     file: std::fs::File,
     previous_alive: Option<std::time::SystemTime>,
     previous_log_end: Option<LogEnd>,
+    /// What the lock file held before this server wrote its pid in it.
+    previous_content: String,
 }
 
 /// What a lock file records of its database: how many transactions the writer had committed,
@@ -532,6 +547,21 @@ pub(crate) fn parse_log_end(content: &str) -> Option<LogEnd> {
 pub(super) const HEARTBEAT: std::time::Duration = std::time::Duration::from_millis(100);
 
 impl FileLock {
+    /// Puts back what the lock file held, and when it was written, for a start that is refused:
+    /// "nothing was changed" holds for the lock too. Its time is when the last server was alive,
+    /// which the next start charges running clocks up to: an outside probe's refused start
+    /// moved it, and the 30 s the server was down were taken from a player's clock.
+    pub(super) fn restore(&self) {
+        use std::io::{Seek as _, Write as _};
+        let mut file = &self.file;
+        let _ = file
+            .set_len(0)
+            .and_then(|()| file.rewind())
+            .and_then(|()| file.write_all(self.previous_content.as_bytes()));
+        if let Some(alive) = self.previous_alive {
+            let _ = self.file.set_modified(alive);
+        }
+    }
     /// When the server that had the file before this one was last known alive: the lock
     /// file's modification time as this store found it. `None` for a new lock file.
     pub(super) fn previous_alive(&self) -> Option<std::time::SystemTime> {
@@ -745,13 +775,14 @@ pub(super) fn lock(path: &Path) -> Result<FileLock, OpenError> {
         .and_then(|meta| meta.modified().ok());
     // The last server's record of its log, kept until this one has checked the database
     // against it and records its own: a start refused for a lost log refuses the next too.
-    let previous_log_end = {
+    let previous_content = {
         use std::io::{Read as _, Seek as _};
         let mut previous = String::new();
         let _ = (&file).read_to_string(&mut previous);
         let _ = file.rewind();
-        parse_log_end(&previous)
+        previous
     };
+    let previous_log_end = parse_log_end(&previous_content);
     #[cfg(unix)]
     {
         use rustix::fs::{FlockOperation, flock};
@@ -787,6 +818,7 @@ pub(super) fn lock(path: &Path) -> Result<FileLock, OpenError> {
         file,
         previous_alive,
         previous_log_end,
+        previous_content,
     })
 }
 
@@ -1112,6 +1144,16 @@ pub(super) fn refuse_at_sight(path: &Path) -> Result<bool, OpenError> {
                 what,
             });
         }
+    }
+    // An outside probe linked a new name to a killed server's deleted database: SQLite made an
+    // empty one through the link, beside the old log, and the old log went at the next stop.
+    if std::fs::symlink_metadata(path).is_ok_and(|meta| meta.file_type().is_symlink())
+        && std::fs::metadata(path).is_err()
+    {
+        return Err(OpenError::DanglingLink {
+            path: path.to_owned(),
+            target: std::fs::read_link(path).unwrap_or_default(),
+        });
     }
     match std::fs::metadata(path) {
         Ok(metadata) if !metadata.is_file() => Err(OpenError::not_a_file(path, &metadata)),

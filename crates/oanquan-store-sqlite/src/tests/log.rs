@@ -306,6 +306,16 @@ async fn a_deleted_database_beside_its_log_or_lock_is_refused() {
     let log = std::fs::read(&wal).unwrap();
     assert!(!log.is_empty(), "the test wants a log with frames");
     std::fs::remove_file(&copy).unwrap();
+    // The lock file's time is when its server was last alive: an hour ago, say.
+    let lock = dir.path().join("copy.db.lock");
+    let an_hour_ago = std::time::SystemTime::now() - std::time::Duration::from_secs(3600);
+    std::fs::File::options()
+        .write(true)
+        .open(&lock)
+        .unwrap()
+        .set_modified(an_hour_ago)
+        .unwrap();
+    let lock_before = std::fs::read(&lock).unwrap();
     for _ in 0..2 {
         let said = SqliteStore::open(&copy).unwrap_err();
         assert!(matches!(said, OpenError::Missing { .. }), "{said}");
@@ -316,6 +326,12 @@ async fn a_deleted_database_beside_its_log_or_lock_is_refused() {
         );
         assert!(!copy.exists(), "no new database made");
         assert_eq!(std::fs::read(&wal).unwrap(), log, "the log kept");
+        // The lock file too, and its time: the next start charges running clocks up to it.
+        assert_eq!(std::fs::read(&lock).unwrap(), lock_before, "the lock kept");
+        assert_eq!(
+            std::fs::metadata(&lock).unwrap().modified().unwrap(),
+            an_hour_ago
+        );
     }
     // Put back, it opens with every acknowledged write.
     std::fs::write(&copy, &file).unwrap();
@@ -333,6 +349,17 @@ async fn a_deleted_database_beside_its_log_or_lock_is_refused() {
     // With nothing left of it, a new database.
     std::fs::remove_file(dir.path().join("other.db.lock")).unwrap();
     SqliteStore::open(&other).expect("a new database where nothing was");
+
+    // A link to the deleted database: refused too, not a new file made through it.
+    #[cfg(unix)]
+    {
+        let gone = dir.path().join("gone.db");
+        let link = dir.path().join("link.db");
+        std::os::unix::fs::symlink(&gone, &link).unwrap();
+        let said = SqliteStore::open(&link).unwrap_err();
+        assert!(matches!(said, OpenError::DanglingLink { .. }), "{said}");
+        assert!(!gone.exists(), "nothing made through the link");
+    }
 }
 
 /// The check counts every commit, not only games': an account registered or a key revoked
