@@ -136,7 +136,11 @@ nameInput.addEventListener("change", () => store.setName(nameInput.value.trim())
 document.getElementById("account")!.addEventListener("submit", (event) => {
   event.preventDefault();
   store.setName(nameInput.value.trim());
-  store.setApiKey(keyInput.value.trim());
+  // Another key, or none, is the account signing out first: its seats go with it (an outside
+  // probe emptied the field and pressed Sign in, and the account's seats stayed playable).
+  const key = keyInput.value.trim();
+  if (store.apiKey() && key !== store.apiKey()) store.signOut();
+  store.setApiKey(key);
   // The lobby shows the account's own provisional rating: it redraws once the account is known.
   void showMe().then(() => window.dispatchEvent(new Event(SIGNED_IN)));
 });
@@ -197,6 +201,19 @@ function showMe(): Promise<void> {
 const displayName = () => store.name() || "Guest";
 // A key no server made is not sent: the account bar says why it is not signed in.
 const apiKey = () => (plausibleKey(store.apiKey()) ? store.apiKey() : undefined);
+
+/** Keeps the seat a call took, sent with `key` (the API key, if any): the account's seat if it
+ * was sent with one, and not kept at all if that account signed out while the call was on its
+ * way (an outside probe's sign-out during a CreateGame left the account's seat in the browser,
+ * marked as anonymous). Whether it was kept. */
+function keepSeat(gameId: string, seat: { token: string; seat: number }, key: string | undefined): boolean {
+  if (key && store.apiKey() !== key) {
+    say("You signed out while the seat was being taken: it was not kept in this browser.", "error");
+    return false;
+  }
+  store.setSeat(gameId, { ...seat, account: !!key });
+  return true;
+}
 
 // ---------------------------------------------------------------- formatting
 
@@ -340,9 +357,9 @@ function openGame(id: string) {
  * browser, and keeps its token; says why not if the server refuses. */
 async function takeSeat(id: string): Promise<boolean> {
   try {
-    const response = await games.joinGame({ gameId: id, displayName: displayName() }, bearer(apiKey()));
-    store.setSeat(id, { token: response.playerToken, seat: response.seat });
-    return true;
+    const key = apiKey();
+    const response = await games.joinGame({ gameId: id, displayName: displayName() }, bearer(key));
+    return keepSeat(id, { token: response.playerToken, seat: response.seat }, key);
   } catch (error) {
     say(`Cannot join: ${describe(error)}`, "error");
     return false;
@@ -430,6 +447,7 @@ function showLobby(): () => void {
   async function createGame() {
     try {
       const level = Number(opponent.value);
+      const key = apiKey();
       const response = await games.createGame(
         {
           rules: rulesSpec(),
@@ -438,10 +456,12 @@ function showLobby(): () => void {
           timeControl: timeControlOf(time.value),
           rated: rated.checked,
         },
-        bearer(apiKey()),
+        bearer(key),
       );
-      store.setSeat(response.game!.id, { token: response.playerToken, seat: response.seat });
-      openGame(response.game!.id);
+      // Not kept: the lobby stays, with the reason on its status line.
+      if (keepSeat(response.game!.id, { token: response.playerToken, seat: response.seat }, key)) {
+        openGame(response.game!.id);
+      }
     } catch (error) {
       say(`Cannot create the game: ${describe(error)}`, "error");
     }
@@ -457,6 +477,7 @@ function showLobby(): () => void {
     seekState.textContent = "looking for an opponent…";
     // A seek is not resumable (a new one would be another seek): a silent one ends, and says so.
     const dog = watchdog(seeking.signal);
+    const seekKey = apiKey();
     try {
       const stream = games.seek(
         {
@@ -465,7 +486,7 @@ function showLobby(): () => void {
           displayName: displayName(),
           rated: rated.checked,
         },
-        { ...bearer(apiKey()), timeoutMs: undefined, signal: dog.signal, onHeader: dog.alive },
+        { ...bearer(seekKey), timeoutMs: undefined, signal: dog.signal, onHeader: dog.alive },
       );
       for await (const response of stream) {
         dog.alive();
@@ -475,9 +496,10 @@ function showLobby(): () => void {
         }
         if (response.kind.case === "paired") {
           const paired = response.kind.value;
-          store.setSeat(paired.game!.id, { token: paired.playerToken, seat: paired.seat });
           seeking = undefined;
-          openGame(paired.game!.id);
+          if (keepSeat(paired.game!.id, { token: paired.playerToken, seat: paired.seat }, seekKey)) {
+            openGame(paired.game!.id);
+          }
           return;
         }
       }
@@ -500,9 +522,11 @@ function showLobby(): () => void {
 
   async function accept(seekId: string) {
     try {
-      const response = await games.acceptSeek({ seekId, displayName: displayName() }, bearer(apiKey()));
-      store.setSeat(response.game!.id, { token: response.playerToken, seat: response.seat });
-      openGame(response.game!.id);
+      const key = apiKey();
+      const response = await games.acceptSeek({ seekId, displayName: displayName() }, bearer(key));
+      if (keepSeat(response.game!.id, { token: response.playerToken, seat: response.seat }, key)) {
+        openGame(response.game!.id);
+      }
     } catch (error) {
       say(`Cannot accept the seek: ${describe(error)}`, "error");
     }
@@ -1087,10 +1111,15 @@ function showGame(id: string): () => void {
       else {
         const response = await games.offerRematch({ gameId: id }, auth);
         if (response.rematch) {
-          store.setSeat(response.rematch.id, { token: response.playerToken, seat: response.seat });
+          // The rematch's seat is the account's if this one was.
+          store.setSeat(response.rematch.id, {
+            token: response.playerToken,
+            seat: response.seat,
+            account: store.seat(id)?.account ?? false,
+          });
           openGame(response.rematch.id);
         } else {
-          pendingRematch = { token: response.playerToken, seat: response.seat };
+          pendingRematch = { token: response.playerToken, seat: response.seat, account: store.seat(id)?.account ?? false };
           store.setPendingRematch(id, pendingRematch);
           say("Rematch offered");
           render();

@@ -759,11 +759,39 @@ test("signing out forgets the key and the account's seats, and keeps the anonymo
   await until("the other tab signed out", async () => (await tab.locator("#me").textContent()) === "anonymous");
   await tab.getByTestId("join-game").waitFor({ state: "visible" });
   assert.equal(await tab.getByTestId("bottom-player").getByText("(you)").count(), 0);
+  // Signed in again, then the key field emptied and Sign in pressed: that signs out too, and
+  // the account's seats go with it.
+  await page.goto(server.url);
+  await signIn(page, await register("signs_out_2"), "signs_out_2");
+  const second = await createGame(page);
+  await page.getByTestId("bottom-player").getByText(/signs_out_2.*\(you\)/).waitFor();
+  await page.locator("#apikey").fill("");
+  await page.locator("#signin").click();
+  await until("signed out by an empty key", async () => (await page.locator("#me").textContent()) === "anonymous");
+  assert.equal(await page.evaluate((id) => localStorage.getItem(`oanquan.seat.${id}`), second), null);
   // The anonymous game is still played from this browser.
   await page.goto(`${server.url}#/game/${anonymous}`);
   await page.getByTestId("bottom-player").getByText("Guest (you)").waitFor();
   assert.ok(await page.getByTestId("join-game").isHidden());
   assert.ok(own !== anonymous);
+});
+
+test("a seat taken while the account signs out in another tab is not kept", async () => {
+  const page = await player("Racer");
+  await signIn(page, await register("signs_out_race"), "signs_out_race");
+  const other = await page.context().newPage();
+  await other.goto(server.url);
+  await other.locator("#signout").waitFor({ state: "visible" });
+  // The CreateGame call leaves with the key, and is held on its way long enough to sign out.
+  await page.route("**/CreateGame", async (route) => {
+    await new Promise((r) => setTimeout(r, 1500));
+    await route.continue();
+  });
+  await page.getByTestId("create-game").click();
+  await other.locator("#signout").click();
+  await page.locator("#status").getByText("You signed out while the seat was being taken").waitFor({ timeout: 10_000 });
+  const seats = await page.evaluate(() => Object.keys(localStorage).filter((key) => key.startsWith("oanquan.seat.")));
+  assert.deepEqual(seats, []);
 });
 
 test("provisional ratings are shown as provisional, not as no rated games", async () => {
