@@ -692,6 +692,11 @@ impl SearchPool {
                         .at
                         .saturating_duration_since(Instant::now())
                         .clamp(MIN_RETRY, self.soonest_end(None)),
+                    // Every running analysis has been asked to give way already: a slot comes
+                    // free in moments (an outside probe was told to wait 4.75 s).
+                    None if self.running().values().any(|r| r.analysis.is_some()) => {
+                        MIN_SEARCH_BEFORE_GIVING_WAY
+                    }
                     None => self.soonest_end(None),
                 };
                 return Err(AnalysisError::Refused(Refused::Busy {
@@ -1474,6 +1479,15 @@ mod tests {
                 // A retry is served once the running analysis has searched its share (50 ms
                 // at this wait of 20 ms) and gives way to it, not at its own 5 s limit.
                 assert!(retry_after >= MIN_RETRY, "{retry_after:?}");
+                assert!(retry_after <= Duration::from_millis(50), "{retry_after:?}");
+            }
+            other => panic!("{other:?}"),
+        }
+        // Past its share, the holder is asked to give way (it holds a reservation and does not
+        // search, so it does not): the next refusal says to retry in moments, not at its limit.
+        tokio::time::sleep(Duration::from_millis(60)).await;
+        match pool.reserve_analysis(None, Duration::from_secs(5)).await {
+            Err(AnalysisError::Refused(Refused::Busy { retry_after, .. })) => {
                 assert!(retry_after <= Duration::from_millis(50), "{retry_after:?}");
             }
             other => panic!("{other:?}"),
