@@ -490,31 +490,26 @@ impl pb::game_service_server::GameService for GameApi {
         let (after, most) = (asked.after_move, asked.max_moves);
         let (start, moves) = self.manager.list_moves(&id).await.map_err(into_status)?;
         let start_position = convert::position_out(&start);
-        // What the moves may take of the response: its bound less the start position and a
-        // margin for the framing of the fields around them.
+        // What the moves may take of the response: its bound less the start position and the
+        // fields around the moves.
         let room = self
             .max_response
-            .saturating_sub(start_position.encoded_len() + 64);
+            .saturating_sub(start_position.encoded_len() + FRAMING);
         let skip = usize::try_from(after).unwrap_or(usize::MAX);
         let most = match most {
             0 => usize::MAX,
             most => usize::try_from(most).unwrap_or(usize::MAX),
         };
-        let (mut out, mut used) = (Vec::new(), 0usize);
-        let mut more = false;
-        for record in moves.iter().skip(skip) {
-            let record = convert::move_record_out(record);
-            let len = record.encoded_len();
-            let framed = 1 + prost::length_delimiter_len(len) + len;
-            // A move that does not fit even alone goes alone: encoding it then fails with
-            // the size bound's own error, which names the bound, rather than looping here.
-            if out.len() == most || (!out.is_empty() && used + framed > room) {
-                more = true;
-                break;
-            }
-            used += framed;
-            out.push(record);
-        }
+        let mut out: Vec<pb::MoveRecord> = moves
+            .iter()
+            .skip(skip)
+            .take(most)
+            .map(convert::move_record_out)
+            .collect();
+        // A move that does not fit even alone goes alone: encoding it then fails with the size
+        // bound's own error, which names the bound, rather than looping here.
+        out.truncate(fitting(&out, room).count.max(1));
+        let more = skip.saturating_add(out.len()) < moves.len();
         Ok(Response::new(pb::ListMovesResponse {
             moves: out,
             start_position: Some(start_position),
