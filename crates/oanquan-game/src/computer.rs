@@ -27,7 +27,6 @@ use std::fmt;
 use std::net::IpAddr;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
-use std::task::Poll;
 use std::time::{Duration, Instant, SystemTime};
 
 use oanquan_ai::egtb::Tablebase;
@@ -655,13 +654,9 @@ impl SearchPool {
             let acquire = analyses.acquire_owned();
             let give_up = tokio::time::sleep(self.capacity.analysis_wait);
             tokio::pin!(acquire, give_up);
-            // Only a call that has to wait asks another to give way.
-            let mut give_way = match futures::poll!(acquire.as_mut()) {
-                Poll::Ready(permit) => {
-                    return self.admitted(permit.map_err(|_| stopping_error())?, place, time);
-                }
-                Poll::Pending => self.oldest_analysis(),
-            };
+            // Only a call that has to wait asks another to give way: a free slot is taken first
+            // (`biased`), before any search asked is ended.
+            let mut give_way = self.oldest_analysis();
             loop {
                 // With no search to ask (none found, or the one asked has given way and the
                 // slot went to another caller) look again shortly: the slot's next holder must
@@ -705,15 +700,6 @@ impl SearchPool {
                 }));
             }
         };
-        self.admitted(permit, place, time)
-    }
-
-    fn admitted(
-        &self,
-        permit: OwnedSemaphorePermit,
-        place: ClientPlace,
-        time: Duration,
-    ) -> Result<Slot<'_>, AnalysisError> {
         let ends = Instant::now() + time;
         let key = place.client();
         Ok(self.register(permit, None, Some((key, ends)), place)?)
