@@ -148,24 +148,23 @@ document.getElementById("account")!.addEventListener("submit", (event) => {
 // the browser, but a game on screen here still held its seat in memory and moved for the
 // account (an outside probe's second tab did): it is drawn again as a stranger sees it.
 window.addEventListener("storage", (event) => {
-  if (event.key !== API_KEY_ITEM && event.key !== null) return;
+  if (event.key === API_KEY_ITEM || event.key === null) accountChanged();
+});
+signOutButton.addEventListener("click", () => {
+  store.signOut();
+  accountChanged();
+});
+
+/** Shows the account now stored. Signed out, a game on screen may be one of the account's, its
+ * seat now forgotten: the page is drawn again as the next person at this computer sees it. */
+function accountChanged() {
   keyInput.value = store.apiKey();
   const signedOut = !store.apiKey();
   void showMe().then(() => {
     if (signedOut) route();
     window.dispatchEvent(new Event(SIGNED_IN));
   });
-});
-signOutButton.addEventListener("click", () => {
-  store.signOut();
-  keyInput.value = "";
-  // A game on screen may be one of the account's, its seat now forgotten: the page is drawn again
-  // as the next person at this computer sees it.
-  void showMe().then(() => {
-    route();
-    window.dispatchEvent(new Event(SIGNED_IN));
-  });
-});
+}
 
 /** The signed-in account's profile (undefined when anonymous or refused), for the lobby too. */
 let myProfile: Promise<PlayerProfile | undefined> = Promise.resolve(undefined);
@@ -257,8 +256,7 @@ const levelName = (level: number) => LEVEL_NAMES[level - 1] ?? `level ${level}`;
 const PICK_HINT = "Pick one of your squares (click it, or Enter), then a direction (a button, or ←/→).";
 
 /** When a game was created, in milliseconds (0 if the server did not say). */
-const created = (game: Game) =>
-  game.createTime ? Number(game.createTime.seconds) * 1000 + game.createTime.nanos / 1e6 : 0;
+const created = (game: Game) => (game.createTime ? timestampMs(game.createTime) : 0);
 
 function seatName(game: Game, player: Player): string {
   const seat = player === Player.FIRST ? game.firstSeat : game.secondSeat;
