@@ -621,6 +621,93 @@ fn anonymous_play_goes_on_beside_accounts() {
     assert!(me.contains("no rated games yet"), "{me}");
 }
 
+/// An account file holding a registration of `name` begun with `key` whose answer never
+/// came, as `oanquan register` leaves it when the connection or the server fails mid-call.
+fn unfinished_registration(dir: &Path, url: &str, name: &str, key: &str) {
+    let file = serde_json::json!({
+        "version": 1,
+        "accounts": [{
+            "server": url,
+            "username": name,
+            "api_key": key,
+            "key_id": &key[4..20],
+            "pending": true,
+        }],
+    });
+    std::fs::write(
+        dir.join("account.json"),
+        serde_json::to_vec(&file).expect("json"),
+    )
+    .expect("write the account file");
+}
+
+/// `oanquan register` makes the account's key itself and keeps it before asking the server,
+/// so a registration whose answer was lost (the server killed after its commit) is finished
+/// by the same command again, with the account made the first time. Before, the retry met
+/// "taken" and the key was never seen.
+#[test]
+fn a_registration_whose_answer_was_lost_is_finished_by_the_same_command() {
+    let server = Server::start();
+    let url = server.url();
+    let key = "oqk_0123456789abcdef_Xq3-vR8_kLm2Tz9YwB4nHc6JpDs1Ga5E";
+    // Twice from the same unfinished state: the first call makes the account, the second
+    // finds it (its answer, too, is the account and this key).
+    for round in 0..2 {
+        let dir = config_dir();
+        unfinished_registration(dir.path(), &url, "Lan", key);
+        // Meanwhile the account plays as nobody: `me` says to finish the registration.
+        let me = run_cli(&url, dir.path(), &["me"]);
+        assert_eq!(me.code, Some(5), "{me:?}");
+        assert!(
+            me.stderr.contains("did not finish") && me.stderr.contains("oanquan register Lan"),
+            "{}",
+            me.stderr
+        );
+        // So does registering another name, without --force.
+        let other = run_cli(&url, dir.path(), &["register", "Minh"]);
+        assert_eq!(other.code, Some(4), "{other:?}");
+        assert!(
+            other.stderr.contains("did not finish") && other.stderr.contains("--force"),
+            "{}",
+            other.stderr
+        );
+        let out = ok(&url, dir.path(), &["register", "Lan"]);
+        assert!(
+            out.stderr.contains("finishing the registration of Lan"),
+            "round {round}: {out:?}"
+        );
+        assert!(
+            out.stdout
+                .starts_with(&format!("registered Lan on {url}\n")),
+            "round {round}: {}",
+            out.stdout
+        );
+        let file = json_of(&std::fs::read_to_string(dir.path().join("account.json")).unwrap());
+        assert_eq!(file["accounts"][0]["api_key"], key);
+        assert!(file["accounts"][0].get("pending").is_none(), "{file}");
+        let me = json_of(&ok(&url, dir.path(), &["me", "--json"]).stdout);
+        assert_eq!(me["player"]["username"], "Lan", "{me}");
+    }
+    // An unfinished registration of a name whose account another key made is refused as
+    // taken, and the key that made nothing is dropped from the file.
+    let late = config_dir();
+    let stranger = "oqk_fedcba9876543210_Pw7-Kd2_Zx5Qm8Rt1Vn4Bh6Jy3Lc9Fs0";
+    unfinished_registration(late.path(), &url, "Lan", stranger);
+    let taken = run_cli(&url, late.path(), &["register", "Lan"]);
+    assert_eq!(taken.code, Some(4), "{taken:?}");
+    assert!(taken.stderr.contains("taken"), "{}", taken.stderr);
+    let me = run_cli(&url, late.path(), &["me"]);
+    assert!(
+        me.stderr.contains("oanquan register NAME"),
+        "nothing stored: {me:?}"
+    );
+    // Each fresh registration sends a key of its own making; the server takes its shape.
+    let fresh = config_dir();
+    register(&url, fresh.path(), "Hoa");
+    let made = stored_key(fresh.path());
+    assert_eq!(made.len(), 4 + 16 + 1 + 32, "{made}");
+}
+
 #[test]
 fn an_account_survives_a_restart() {
     let data = tempfile::tempdir().expect("tempdir");

@@ -39,6 +39,10 @@ pub struct Account {
     /// The key's public id (`ApiKey.id`), to tell it apart in `oanquan keys`.
     #[serde(default)]
     pub key_id: String,
+    /// A registration begun with this key (made here) whose answer has not come: the account
+    /// may or may not exist. `oanquan register` with the same name finishes it.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub pending: bool,
 }
 
 impl fmt::Debug for Account {
@@ -48,6 +52,7 @@ impl fmt::Debug for Account {
             .field("username", &self.username)
             .field("api_key", &"<secret>")
             .field("key_id", &self.key_id)
+            .field("pending", &self.pending)
             .finish()
     }
 }
@@ -127,6 +132,20 @@ impl AccountFile {
     /// The account for `server`, if one is stored.
     pub fn get(&self, server: &str) -> Result<Option<Account>, CliError> {
         let account = self.stored(server)?;
+        if let Some(account) = &account
+            && account.pending
+        {
+            return Err(CliError::new(
+                code::AUTH,
+                format!(
+                    "the registration of {} on {} did not finish (its answer never came): run \
+                     `oanquan register {}` again to finish it",
+                    crate::shown::shown_name(&account.username),
+                    account.server,
+                    crate::shown::shown_name(&account.username),
+                ),
+            ));
+        }
         // A key edited into something else would otherwise be left off every request, and
         // the commands would play anonymously under the account's name.
         if let Some(account) = &account
@@ -214,6 +233,7 @@ mod tests {
             username: username.into(),
             api_key: key.into(),
             key_id: format!("id-{username}"),
+            pending: false,
         }
     }
 

@@ -4,10 +4,10 @@ use oanquan_proto::v1::{
     ApiKey, CreateApiKeyRequest, Game, GameStatus, GetMeRequest, GetPlayerRequest,
     LeaderboardEntry, LeaderboardRequest, LeaderboardResponse, ListApiKeysRequest,
     ListPlayerGamesRequest, ListPlayerGamesResponse, Outcome, PlayerProfile, PlayerResult,
-    RegisterRequest, RevokeApiKeyRequest,
+    RegisterRequest, RegisterResponse, RevokeApiKeyRequest,
 };
 
-use crate::account_file::{Account, AccountFile};
+use crate::account_file::{Account, AccountFile, key_id};
 use crate::cli::{
     GamesArgs, KeysAction, KeysArgs, KeysNewArgs, LoginArgs, PageArgs, PlayerArgs, RegisterArgs,
     ResultFilter, TopArgs,
@@ -18,7 +18,7 @@ use crate::error::{CliError, code, typed};
 use crate::json;
 use crate::moves::Side;
 use crate::output::table;
-use crate::output::{out, out_lines, shown, shown_name};
+use crate::output::{note, out, out_lines, shown, shown_name};
 use crate::ratings::{change_numbers, date, rating_text, seat_label, speed_name, speed_to_proto};
 use crate::timecontrol::TimeControl;
 
@@ -47,39 +47,80 @@ pub fn playing_account(ctx: &Context, anonymous: bool) -> Result<Option<Account>
 }
 
 /// `oanquan register NAME`.
+///
+/// The key is made here and kept in the account file, marked pending, before the server is
+/// asked: if the answer is lost (the connection or the server fails after the account is
+/// made), the same command again sends the same key, and the server answers with the account
+/// instead of "taken" (`RegisterRequest.api_key`).
 pub async fn register(
     ctx: &Context,
     clients: &mut Clients,
     args: &RegisterArgs,
 ) -> Result<(), CliError> {
     let file = ctx.account_file()?;
-    // Checked before asking the server, so that no account is made only to be thrown away.
-    may_store(&file, &ctx.server.name, args.force)?;
-    let response = clients
-        .accounts
-        .register(request(RegisterRequest {
-            username: args.username.clone(),
-        }))
-        .await
-        .map_err(|s| CliError::from_status(&format!("register {}", typed(&args.username)), &s))?
-        .into_inner();
+    let server = &ctx.server.name;
+    let previous = file.stored(server)?;
+    let api_key = match &previous {
+        Some(unfinished) if unfinished.pending && unfinished.username == args.username => {
+            note(format_args!(
+                "finishing the registration of {} begun earlier",
+                shown_name(&args.username)
+            ));
+            unfinished.api_key.clone()
+        }
+        // Checked before asking the server, so that no account is made only to be thrown away.
+        _ => {
+            may_store(&file, server, args.force)?;
+            new_api_key()
+        }
+    };
+    file.put(Account {
+        server: server.clone(),
+        username: args.username.clone(),
+        key_id: key_id(&api_key).unwrap_or_default().to_owned(),
+        api_key: api_key.clone(),
+        pending: true,
+    })?;
+    let what = format!("register {}", typed(&args.username));
+    let response = match register_call(clients, &args.username, &api_key).await {
+        Ok(response) => response,
+        Err(status) if answer_may_be_lost(&status) => {
+            let mut error = CliError::from_status(&what, &status);
+            error.message = format!(
+                "{}; the account may have been made: run the same command again to finish \
+                 (its key is kept in {})",
+                error.message,
+                file.path().display()
+            );
+            return Err(error);
+        }
+        Err(status) => {
+            // Refused: nothing was made with this key, and what was stored before stays.
+            match previous.filter(|p| !p.pending || p.username != args.username) {
+                Some(previous) => file.put(previous)?,
+                None => {
+                    file.remove(server)?;
+                }
+            }
+            return Err(CliError::from_status(&what, &status));
+        }
+    };
     let player = response
         .player
         .clone()
         .ok_or_else(|| CliError::bad_answer("Register without a player"))?;
-    if response.api_key.is_empty() {
-        return Err(CliError::bad_answer("Register without an API key"));
+    if response.api_key != api_key {
+        return Err(CliError::bad_answer("Register with another API key"));
     }
-    let key_id = response
-        .key
-        .as_ref()
-        .map(|k| k.id.clone())
-        .unwrap_or_default();
     file.put(Account {
-        server: ctx.server.name.clone(),
+        server: server.clone(),
         username: player.username.clone(),
-        api_key: response.api_key.clone(),
-        key_id,
+        key_id: response.key.as_ref().map_or_else(
+            || key_id(&api_key).unwrap_or_default().to_owned(),
+            |k| k.id.clone(),
+        ),
+        api_key,
+        pending: false,
     })?;
     if ctx.json {
         // The API's answer, less the key (it goes to the account file only).
@@ -101,6 +142,64 @@ pub async fn register(
          ratings"
             .to_owned(),
     ])
+}
+
+/// Tries of one `Register` whose answer may have been lost on the way.
+const REGISTER_TRIES: u32 = 4;
+
+/// `Register` with `api_key`, tried again while the answer may have been lost: the key makes
+/// a retry safe.
+async fn register_call(
+    clients: &mut Clients,
+    username: &str,
+    api_key: &str,
+) -> Result<RegisterResponse, tonic::Status> {
+    let mut attempt = 0;
+    loop {
+        let answer = clients
+            .accounts
+            .register(request(RegisterRequest {
+                username: username.to_owned(),
+                api_key: api_key.to_owned(),
+            }))
+            .await;
+        match answer {
+            Err(status) if answer_may_be_lost(&status) && attempt + 1 < REGISTER_TRIES => {
+                tokio::time::sleep(crate::feed::backoff(attempt, rand::random::<f64>())).await;
+                attempt += 1;
+            }
+            answer => return answer.map(tonic::Response::into_inner),
+        }
+    }
+}
+
+/// Whether a call that failed with `status` may have been carried out all the same.
+fn answer_may_be_lost(status: &tonic::Status) -> bool {
+    matches!(
+        status.code(),
+        tonic::Code::Unavailable
+            | tonic::Code::DeadlineExceeded
+            | tonic::Code::Unknown
+            | tonic::Code::Cancelled
+            | tonic::Code::Internal
+    )
+}
+
+/// An API key made here, in the shape of the server's (`RegisterRequest.api_key`): `oqk_`, a
+/// 16-character id, `_`, and 32 characters (192 bits) from the thread's cryptographic random
+/// generator.
+fn new_api_key() -> String {
+    use rand::Rng as _;
+    const ID: &[u8; 32] = b"0123456789abcdefghjkmnpqrstvwxyz";
+    const SECRET: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
+    let mut rng = rand::rng();
+    let id: String = (0..16)
+        .map(|_| char::from(ID[rng.random_range(0..ID.len())]))
+        .collect();
+    let secret: String = (0..32)
+        .map(|_| char::from(SECRET[rng.random_range(0..SECRET.len())]))
+        .collect();
+    format!("oqk_{id}_{secret}")
 }
 
 /// Longest line read as an API key (a key is 53 characters).
@@ -139,6 +238,7 @@ pub async fn login(ctx: &Context, clients: &mut Clients, args: &LoginArgs) -> Re
         username: player.username.clone(),
         api_key: key,
         key_id,
+        pending: false,
     })?;
     if ctx.json {
         return json::print(&response);
@@ -255,6 +355,16 @@ fn read_key() -> Result<String, CliError> {
 /// Whether a new account may be stored for `server`: not over another one without `force`.
 fn may_store(file: &AccountFile, server: &str, force: bool) -> Result<(), CliError> {
     match file.stored(server)? {
+        Some(unfinished) if unfinished.pending && !force => Err(CliError::new(
+            code::REJECTED,
+            format!(
+                "the registration of {} on server {server} did not finish (its answer never \
+                 came, and the account may exist): run `oanquan register {}` to finish it, or \
+                 pass --force to give it up",
+                shown_name(&unfinished.username),
+                shown_name(&unfinished.username),
+            ),
+        )),
         Some(existing) if !force => Err(CliError::new(
             code::REJECTED,
             format!(
@@ -715,6 +825,7 @@ async fn revoke_key(
 mod tests {
     use super::*;
     use oanquan_proto::v1::{GameResult, Rating, RatingChange, Seat, SeatAccount, Speed};
+    use tonic::Code;
 
     fn seat(name: &str, rating: i32) -> Option<Seat> {
         Some(Seat {
@@ -909,6 +1020,58 @@ mod tests {
         assert!(more_line("p2").contains("--page-token p2"));
     }
 
+    /// The server refuses a key of another shape, or a secret of fewer than 12 distinct
+    /// characters (`RegisterRequest.api_key`); two keys made here never repeat.
+    #[test]
+    fn keys_made_here_have_the_servers_shape() {
+        let mut seen = std::collections::HashSet::new();
+        for _ in 0..1000 {
+            let key = new_api_key();
+            let (id, secret) = key
+                .strip_prefix("oqk_")
+                .and_then(|rest| rest.split_at_checked(16))
+                .and_then(|(id, rest)| Some((id, rest.strip_prefix('_')?)))
+                .unwrap_or_else(|| panic!("{key}"));
+            assert!(
+                id.bytes()
+                    .all(|b| b.is_ascii_digit() || b.is_ascii_lowercase()),
+                "{key}"
+            );
+            assert_eq!(secret.len(), 32, "{key}");
+            assert!(
+                secret
+                    .bytes()
+                    .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_'),
+                "{key}"
+            );
+            let distinct: std::collections::HashSet<u8> = secret.bytes().collect();
+            assert!(distinct.len() >= 12, "{key}");
+            assert_eq!(key_id(&key), Some(id));
+            assert!(seen.insert(key));
+        }
+    }
+
+    #[test]
+    fn only_a_call_whose_answer_may_be_lost_is_tried_again() {
+        for code in [Code::Unavailable, Code::DeadlineExceeded, Code::Unknown] {
+            assert!(
+                answer_may_be_lost(&tonic::Status::new(code, "")),
+                "{code:?}"
+            );
+        }
+        for code in [
+            Code::AlreadyExists,
+            Code::InvalidArgument,
+            Code::ResourceExhausted,
+            Code::PermissionDenied,
+        ] {
+            assert!(
+                !answer_may_be_lost(&tonic::Status::new(code, "")),
+                "{code:?}"
+            );
+        }
+    }
+
     #[test]
     fn an_account_is_not_replaced_without_force() {
         let dir = tempfile::tempdir().expect("tempdir");
@@ -919,6 +1082,7 @@ mod tests {
             username: "Lan".into(),
             api_key: "oqk_s_secret".into(),
             key_id: "k1".into(),
+            pending: false,
         })
         .expect("put");
         let err = may_store(&file, "a:1", false).expect_err("refused");

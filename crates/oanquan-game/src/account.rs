@@ -50,6 +50,9 @@ impl fmt::Display for AccountId {
 
 const KEY_PREFIX: &str = "oqk_";
 const KEY_ID_LEN: usize = 16;
+/// Fewest distinct characters in a chosen key's secret ([`ApiKey::chosen`]). 32 characters
+/// drawn from 64 show about 25 distinct, and fewer than 12 once in 7 × 10^12.
+const MIN_DISTINCT_IN_SECRET: usize = 12;
 
 /// A secret API key, as handed to its owner once. `Debug` does not print it.
 #[derive(Clone, PartialEq, Eq)]
@@ -75,13 +78,47 @@ impl ApiKey {
         let id = random_game_id();
         let secret = PlayerToken::generate();
         let key = ApiKey(format!("{KEY_PREFIX}{id}_{}", secret.expose()));
-        let record = ApiKeyRecord {
-            id,
-            hash: key.hash(),
+        let record = key.record(now);
+        (key, record)
+    }
+
+    /// A key its owner made, to register with ([`GameManager::register_with_key`]), so that
+    /// the registration can be retried: the shape of a key the server makes, its secret from
+    /// a cryptographic random source. A secret of few distinct characters (`AAAA…`) is
+    /// refused ([`MIN_DISTINCT_IN_SECRET`]).
+    ///
+    /// # Errors
+    ///
+    /// What is wrong with it, as a sentence for the `api_key` field.
+    ///
+    /// [`GameManager::register_with_key`]: crate::GameManager::register_with_key
+    pub fn chosen(text: &str) -> Result<ApiKey, &'static str> {
+        let (_, secret) = Self::split(text).ok_or(
+            "is not an API key: oqk_, 16 characters of 0-9 and a-z, _, and 32 random \
+             characters of A-Z, a-z, 0-9, - and _",
+        )?;
+        let mut seen = [false; 128];
+        for byte in secret.bytes() {
+            seen[usize::from(byte & 0x7f)] = true;
+        }
+        if seen.iter().filter(|&&s| s).count() < MIN_DISTINCT_IN_SECRET {
+            return Err(
+                "has a secret that is not random: make its 32 characters with a \
+                        cryptographic random generator",
+            );
+        }
+        Ok(ApiKey(text.to_owned()))
+    }
+
+    /// The record to store for this key, made at `now`.
+    #[must_use]
+    pub fn record(&self, now: SystemTime) -> ApiKeyRecord {
+        ApiKeyRecord {
+            id: self.id().to_owned(),
+            hash: self.hash(),
             created: now,
             revoked: None,
-        };
-        (key, record)
+        }
     }
 
     /// Whether a bearer credential is meant as an API key: it begins with `oqk_` and is not a

@@ -292,6 +292,121 @@ async fn register_refuses_a_name_taken_under_its_key() {
     s.register("\u{41c}\u{406}\u{41d}\u{41d}").await;
 }
 
+/// A key as a client would make it for [`GameManager::register_with_key`].
+fn chosen_key() -> String {
+    ApiKey::generate(SystemTime::now()).0.expose().to_owned()
+}
+
+#[tokio::test]
+async fn a_registration_with_a_chosen_key_can_be_retried() {
+    let s = service();
+    let key = chosen_key();
+    let first = s
+        .manager
+        .register_with_key("Lan", Some(&key))
+        .await
+        .unwrap();
+    assert!(first.made);
+    assert_eq!(first.key.expose(), key);
+    assert_eq!(
+        s.manager.authenticate(&key).await.unwrap().id,
+        first.account.id
+    );
+    // The answer was lost; the retry, in any case of the name, gets the same account and key.
+    for name in ["Lan", "lan"] {
+        let again = s.manager.register_with_key(name, Some(&key)).await.unwrap();
+        assert!(!again.made, "{name}");
+        assert_eq!(again.account.id, first.account.id);
+        assert_eq!(again.key.expose(), key);
+        assert_eq!(again.key_created, first.key_created);
+    }
+    assert_eq!(
+        s.manager.api_keys(&first.account.id).await.unwrap().len(),
+        1
+    );
+    // Another key, no key, or the key's id with another secret: the name is taken.
+    let forged = format!(
+        "{}{}",
+        &key[..key.len() - 32],
+        "Zz0-_Yy1Xx2Ww3Vv4Uu5Tt6Ss7Rr8Qq9"
+    );
+    for other in [Some(chosen_key()), None, Some(forged)] {
+        match s.manager.register_with_key("Lan", other.as_deref()).await {
+            Err(GameError::UsernameTaken(_)) => {}
+            answer => panic!("{other:?}: {answer:?}"),
+        }
+    }
+    // The key under another name: its id is the account's, so refused on the key.
+    match s.manager.register_with_key("Minh", Some(&key)).await {
+        Err(GameError::InvalidArgument { field, .. }) => assert_eq!(field, "api_key"),
+        answer => panic!("{answer:?}"),
+    }
+    assert!(matches!(
+        s.manager.player("Minh").await,
+        Err(GameError::PlayerNotFound(_))
+    ));
+    // Revoked, it proves nothing any more.
+    s.manager
+        .revoke_api_key(&first.account.id, first.key.id())
+        .await
+        .unwrap();
+    assert!(matches!(
+        s.manager.register_with_key("Lan", Some(&key)).await,
+        Err(GameError::UsernameTaken(_))
+    ));
+}
+
+#[tokio::test]
+async fn two_calls_of_one_registration_at_once_make_one_account() {
+    // Both find the name free; the second's write meets the first's account.
+    let (store, manager) = FaultyStore::with_manager();
+    store.batched.store(true, Ordering::SeqCst);
+    let key = chosen_key();
+    let (a, b) = tokio::join!(
+        manager.register_with_key("Hoa", Some(&key)),
+        manager.register_with_key("Hoa", Some(&key)),
+    );
+    let (a, b) = (a.unwrap(), b.unwrap());
+    assert_eq!(a.account.id, b.account.id);
+    assert!(a.made != b.made, "one made it, one found it");
+}
+
+#[tokio::test]
+async fn a_chosen_key_must_look_random() {
+    let s = service();
+    let id = "0123456789abcdef";
+    for bad in [
+        String::new(),
+        "oqk_".to_owned(),
+        format!("oqk_{id}_short"),
+        format!("oqk_{id}_{}", "A".repeat(32)),
+        format!("oqk_{id}_{}", "AB".repeat(16)),
+        format!("oqk_{id}_{}", "Ab1-_".repeat(7).get(..32).unwrap()),
+        format!(
+            "oqk_{}_{}",
+            "0123456789ABCDEF", "abcdefghijklmnopqrstuvwxyzABCDEF"
+        ),
+        format!("oqk_{id}_{}é", "abcdefghijklmnopqrstuvwxyzABCDE"),
+    ] {
+        match s.manager.register_with_key("Lan", Some(&bad)).await {
+            Err(GameError::InvalidArgument { field, .. }) => assert_eq!(field, "api_key", "{bad}"),
+            answer => panic!("{bad:?}: {answer:?}"),
+        }
+    }
+    // Nothing was made by the refusals.
+    assert!(matches!(
+        s.manager.player("Lan").await,
+        Err(GameError::PlayerNotFound(_))
+    ));
+    // Twelve distinct characters are enough; the alphabet's every character may appear.
+    let twelve = "abcdefghijkl".repeat(3);
+    let key = format!("oqk_{id}_{}", &twelve[..32]);
+    s.manager
+        .register_with_key("Lan", Some(&key))
+        .await
+        .unwrap();
+}
+
 #[tokio::test]
 async fn authenticate_accepts_only_a_live_key_of_the_account() {
     let s = service();

@@ -43,7 +43,8 @@ pub(crate) struct FaultyStore {
     barrier: Barrier,
     pub(crate) conflicts: AtomicUsize,
     /// Each commit lets every other task run before it writes, as a group commit gathers a
-    /// batch: commits that read the same version of an account meet in one batch.
+    /// batch: commits that read the same version of an account meet in one batch. So does a
+    /// look for an account by name.
     pub(crate) batched: AtomicBool,
     /// The games written, in order: (created, game).
     pub(crate) writes: Mutex<Vec<(bool, GameId)>>,
@@ -202,7 +203,14 @@ impl GameStore for FaultyStore {
     }
 
     fn account_by_name<'a>(&'a self, key: &'a str) -> StoreFuture<'a, Account> {
-        self.inner.account_by_name(key)
+        Box::pin(async move {
+            let found = self.inner.account_by_name(key).await;
+            // Answered late, as read: two registrations of one name both find it free.
+            if self.batched.load(Ordering::SeqCst) {
+                tokio::time::sleep(std::time::Duration::from_millis(1)).await;
+            }
+            found
+        })
     }
 
     fn account_by_api_key<'a>(

@@ -213,6 +213,20 @@ pub struct Seated {
     pub token: PlayerToken,
 }
 
+/// An account registered ([`GameManager::register_with_key`]).
+#[derive(Debug, Clone)]
+pub struct Registered {
+    /// The account.
+    pub account: Account,
+    /// Its key (shown once, or again to the retry of a registration that made it).
+    pub key: ApiKey,
+    /// When the key was made.
+    pub key_created: SystemTime,
+    /// Whether this call made the account; false for a retry answered with the account an
+    /// earlier call made.
+    pub made: bool,
+}
+
 /// See the module docs. Cheap to share: clone the `Arc`.
 #[derive(Debug)]
 pub struct GameManager {
@@ -1555,27 +1569,99 @@ impl GameManager {
     /// [`GameError::InvalidArgument`] on `username` for a name the rules refuse,
     /// [`GameError::UsernameTaken`] for a name taken (ignoring case and look-alikes).
     pub async fn register(&self, username: &str) -> Result<(Account, ApiKey), GameError> {
+        let registered = self.register_with_key(username, None).await?;
+        Ok((registered.account, registered.key))
+    }
+
+    /// Registers an account with its first API key: `chosen`, made by the caller
+    /// ([`ApiKey::chosen`]), or else a new one. With a chosen key the call can be retried
+    /// after an answer that never came: while the key still plays as an account of that
+    /// name, the retry answers with it ([`Registered::made`] false) instead of
+    /// [`GameError::UsernameTaken`].
+    ///
+    /// # Errors
+    ///
+    /// [`GameError::InvalidArgument`] on `username` for a name the rules refuse, and on
+    /// `api_key` for a chosen key that is malformed, not random or another account's;
+    /// [`GameError::UsernameTaken`] for a name taken (ignoring case and look-alikes).
+    pub async fn register_with_key(
+        &self,
+        username: &str,
+        chosen: Option<&str>,
+    ) -> Result<Registered, GameError> {
         let username =
             Username::parse(username).map_err(|e| GameError::invalid("username", e.to_string()))?;
+        let chosen = chosen
+            .map(|text| ApiKey::chosen(text).map_err(|why| GameError::invalid("api_key", why)))
+            .transpose()?;
+        let taken = || GameError::UsernameTaken(text::quoted(username.as_str()));
         // A store compares a new name's key and look with those it holds, in the insert's
         // transaction; a name that looks like another only read as capitals (Greek `ΜΙΝΗ`
         // beside `Minh`) meets it by a key the store does not keep, so it is looked up first.
         if self.account_by_keys(&username.keys()).await?.is_some() {
-            return Err(GameError::UsernameTaken(text::quoted(username.as_str())));
+            return match &chosen {
+                Some(key) => self
+                    .registered_before(&username, key)
+                    .await?
+                    .ok_or_else(taken),
+                None => Err(taken()),
+            };
         }
         let now = crate::service_clock::now();
-        let account = Account::new(username, now);
-        let (key, record) = ApiKey::generate(now);
+        let account = Account::new(username.clone(), now);
+        let (key, record) = match chosen {
+            Some(key) => {
+                let record = key.record(now);
+                (key, record)
+            }
+            None => ApiKey::generate(now),
+        };
         match self.store.create_account(account.clone(), record).await {
             Ok(()) => {
                 info!(account = %account.id, "account registered");
-                Ok((account, key))
+                Ok(Registered {
+                    account,
+                    key,
+                    key_created: now,
+                    made: true,
+                })
             }
-            Err(StoreError::AlreadyExists) => Err(GameError::UsernameTaken(text::quoted(
-                account.username.as_str(),
-            ))),
+            // The name, or the key's id: a retry that raced its first call, another name's
+            // key, or a name registered meanwhile.
+            Err(StoreError::AlreadyExists) => match self.registered_before(&username, &key).await {
+                Ok(Some(registered)) => Ok(registered),
+                Ok(None) if self.account_by_keys(&username.keys()).await?.is_some() => Err(taken()),
+                Ok(None) => Err(GameError::invalid(
+                    "api_key",
+                    "is taken by another account's key: make a new one",
+                )),
+                Err(e) => Err(e),
+            },
             Err(e) => Err(e.into()),
         }
+    }
+
+    /// The account named `username` that `key` plays as, as a retried registration answers
+    /// it; `None` if the key is unknown, revoked or another account's.
+    async fn registered_before(
+        &self,
+        username: &Username,
+        key: &ApiKey,
+    ) -> Result<Option<Registered>, GameError> {
+        let (account, record) = match self.store.account_by_api_key(key.id()).await {
+            Ok(found) => found,
+            Err(StoreError::NotFound) => return Ok(None),
+            Err(e) => return Err(e.into()),
+        };
+        let same = account.username.key() == username.key()
+            && record.revoked.is_none()
+            && record.hash.matches(&key.hash());
+        Ok(same.then(|| Registered {
+            account,
+            key: key.clone(),
+            key_created: record.created,
+            made: false,
+        }))
     }
 
     /// The account an API key belongs to, if the key is valid and not revoked.

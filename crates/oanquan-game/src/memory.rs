@@ -403,6 +403,8 @@ impl GameStore for MemoryStore {
             if [&name, &look]
                 .iter()
                 .any(|k| inner.names.contains_key(*k) || inner.looks.contains_key(*k))
+                // A key its owner chose may carry another's id.
+                || inner.keys.contains_key(&key.id)
             {
                 return Err(StoreError::AlreadyExists);
             }

@@ -325,7 +325,8 @@ pub trait GameStore: Send + Sync + fmt::Debug + 'static {
     /// # Errors
     ///
     /// [`StoreError::AlreadyExists`] if an account has the same username key
-    /// ([`Username::key`](crate::username::Username::key)).
+    /// ([`Username::key`](crate::username::Username::key)), or a key has the same id (a key
+    /// its owner chose, [`ApiKey::chosen`](crate::ApiKey::chosen)).
     fn create_account(&self, account: Account, key: ApiKeyRecord) -> StoreFuture<'_, ()>;
 
     /// An account by id.

@@ -697,10 +697,15 @@ fn rating(rating: f64, deviation: f64, games: u32) -> Rating {
 }
 
 /// An account's username is unique by its key (ignoring case): a second registration of the
-/// same name is refused and leaves nothing behind, not even its API key. Returns the account.
+/// same name, or a key with another's id, is refused and leaves nothing behind, not even its
+/// API key. Returns the accounts.
 pub async fn accounts_are_unique_by_username_key(store: Arc<dyn GameStore>) -> Vec<AccountId> {
     let lan = account("Lan");
-    store.create_account(lan.clone(), key(2)).await.unwrap();
+    let lan_key = key(2);
+    store
+        .create_account(lan.clone(), lan_key.clone())
+        .await
+        .unwrap();
     assert_eq!(store.account(&lan.id).await.unwrap(), lan);
     assert_eq!(
         store.account_by_name(&lan.username.key()).await.unwrap(),
@@ -722,6 +727,27 @@ pub async fn accounts_are_unique_by_username_key(store: Arc<dyn GameStore>) -> V
         store.account_by_name(&twin.username.key()).await.unwrap(),
         lan,
         "the name stays the first account's"
+    );
+
+    // A key its owner chose may carry another key's id: refused like a taken name, and the
+    // id still finds the first key.
+    let hoa = account("Hoa");
+    let borrowed = ApiKeyRecord {
+        id: lan_key.id.clone(),
+        ..key(4)
+    };
+    assert_eq!(
+        store.create_account(hoa.clone(), borrowed).await,
+        Err(StoreError::AlreadyExists)
+    );
+    assert_eq!(store.account(&hoa.id).await, Err(StoreError::NotFound));
+    assert_eq!(
+        store.account_by_name(&hoa.username.key()).await,
+        Err(StoreError::NotFound)
+    );
+    assert_eq!(
+        store.account_by_api_key(&lan_key.id).await.unwrap(),
+        (lan.clone(), lan_key)
     );
 
     assert_eq!(

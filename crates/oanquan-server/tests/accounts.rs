@@ -30,6 +30,7 @@ async fn register(accounts: &mut Accounts, name: &str) -> (pb::PlayerProfile, St
     let response = accounts
         .register(pb::RegisterRequest {
             username: name.to_owned(),
+            ..Default::default()
         })
         .await
         .unwrap_or_else(|status| panic!("register {name:?}: {status:?}"))
@@ -45,9 +46,33 @@ async fn register_error(accounts: &mut Accounts, name: &str) -> Status {
     accounts
         .register(pb::RegisterRequest {
             username: name.to_owned(),
+            ..Default::default()
         })
         .await
         .expect_err(name)
+}
+
+/// Registers `name` with an API key of the client's own making.
+async fn register_with_key(
+    accounts: &mut Accounts,
+    name: &str,
+    key: &str,
+) -> Result<pb::RegisterResponse, Status> {
+    accounts
+        .register(pb::RegisterRequest {
+            username: name.to_owned(),
+            api_key: key.to_owned(),
+        })
+        .await
+        .map(tonic::Response::into_inner)
+}
+
+/// A key as a client makes it for `RegisterRequest.api_key`.
+fn own_key() -> String {
+    oanquan_server::domain::account::ApiKey::generate(std::time::SystemTime::now())
+        .0
+        .expose()
+        .to_owned()
 }
 
 /// A new API key of the account `key` belongs to.
@@ -1881,6 +1906,70 @@ async fn refused_and_taken_names_do_not_use_up_the_registrations_of_an_address()
     assert_eq!(refused.code(), Code::ResourceExhausted, "{refused:?}");
 }
 
+/// A client that makes its own key can retry `Register` whose answer it lost (the server
+/// killed after the commit; an outside probe's retry met ALREADY_EXISTS and the key was never
+/// seen): the retry, also after a restart, answers with the account and that key, and uses up
+/// no registration of the address. Another key, or the key under another name, does not.
+#[tokio::test]
+async fn a_register_with_its_own_key_can_be_retried_across_a_restart() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("oanquan.db");
+    let mut settings = config();
+    settings.storage = Storage::Sqlite(path.clone());
+    settings.clients.exempt_loopback = false;
+    settings.clients.rate_limit = 0.0;
+    settings.clients.registrations_per_hour = 2;
+    let server = start(settings.clone()).await;
+    let mut accounts = account_client(&server).await;
+    let key = own_key();
+    let first = register_with_key(&mut accounts, "Lan", &key).await.unwrap();
+    assert_eq!(first.api_key, key);
+    assert!(key.contains(&first.key.as_ref().unwrap().id));
+    server.stop().await.unwrap();
+
+    let server = start(settings).await;
+    let mut accounts = account_client(&server).await;
+    for _ in 0..3 {
+        let again = register_with_key(&mut accounts, "Lan", &key).await.unwrap();
+        assert_eq!(again, first, "the retry answers as the first call did");
+    }
+    assert_eq!(get_me(&mut accounts, &key).await.unwrap().username, "Lan");
+    // Another key, or none: the name is taken.
+    for other in [own_key(), String::new()] {
+        let taken = register_with_key(&mut accounts, "Lan", &other)
+            .await
+            .unwrap_err();
+        assert_reason(&taken, Code::AlreadyExists, "ERROR_REASON_USERNAME_TAKEN");
+    }
+    // The key under another name is another account's key.
+    let borrowed = register_with_key(&mut accounts, "Minh", &key)
+        .await
+        .unwrap_err();
+    assert_field(&borrowed, "api_key");
+    // Malformed or plainly not random keys are refused on the field, before the name.
+    let id = "0123456789abcdef";
+    for bad in [
+        "oqk_".to_owned(),
+        format!("oqk_{id}_{}", "A".repeat(32)),
+        format!("oqk_{id}_{}", "x".repeat(1 << 20)),
+        format!("{key} "),
+        "\u{202e}".to_owned(),
+    ] {
+        let refused = register_with_key(&mut accounts, "Hoa", &bad)
+            .await
+            .unwrap_err();
+        assert_field(&refused, "api_key");
+        assert!(refused.message().len() < 600, "{}", refused.message());
+    }
+    // The retries made nothing: this address may still register two accounts this hour.
+    register_with_key(&mut accounts, "Minh", &own_key())
+        .await
+        .unwrap();
+    register(&mut accounts, "Hoa").await;
+    let refused = register_error(&mut accounts, "Kim").await;
+    assert_eq!(refused.code(), Code::ResourceExhausted, "{refused:?}");
+}
+
 /// `Register`'s answer holds the account's only copy of its API key: once begun, the call is
 /// answered when done, past the server's `--request-timeout`. Cut there, it made the account
 /// and lost the key (an outside probe's short deadlines did).
@@ -1906,6 +1995,7 @@ async fn a_register_slower_than_the_request_timeout_is_answered_with_its_key() {
     let answer = accounts
         .register(pb::RegisterRequest {
             username: "Slowpoke".into(),
+            ..Default::default()
         })
         .await;
     released.await.unwrap();

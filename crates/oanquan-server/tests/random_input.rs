@@ -228,6 +228,7 @@ async fn random_fields_on_every_method_never_get_internal_errors() {
     let registered = AccountServiceClient::new(server.channel().await)
         .register(pb::RegisterRequest {
             username: "hoa".to_owned(),
+            ..Default::default()
         })
         .await
         .unwrap()

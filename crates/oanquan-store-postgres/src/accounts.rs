@@ -256,6 +256,14 @@ pub(crate) async fn create<C: GenericClient>(
     key: &ApiKeyRecord,
 ) -> Result<(), StoreError> {
     write_account(client, account, None).await?;
+    // A key its owner chose may carry another's id. Registrations take one lock
+    // (`REGISTER_LOCK`, in `write_account`), so no other can insert it meanwhile.
+    if query_opt(client, "SELECT 1 FROM api_keys WHERE id = $1", &[&key.id])
+        .await?
+        .is_some()
+    {
+        return Err(StoreError::AlreadyExists);
+    }
     insert_key(client, &account.id, key).await
 }
 

@@ -196,6 +196,14 @@ pub(crate) fn create(
     key: &ApiKeyRecord,
 ) -> Result<(), StoreError> {
     write_account(conn, account, None)?;
+    // A key its owner chose may carry another's id; one writer at a time makes this exact.
+    let id_taken = conn
+        .prepare_cached("SELECT 1 FROM api_keys WHERE id = ?1")
+        .and_then(|mut s| s.exists([&key.id]))
+        .map_err(backend)?;
+    if id_taken {
+        return Err(StoreError::AlreadyExists);
+    }
     insert_key(conn, &account.id, key)
 }
 

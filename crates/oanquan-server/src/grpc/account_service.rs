@@ -97,7 +97,12 @@ impl pb::account_service_server::AccountService for AccountApi {
             })?;
         }
         let request = request.into_inner();
-        let (account, key) = match self.manager.register(&request.username).await {
+        let chosen = Some(request.api_key.as_str()).filter(|key| !key.is_empty());
+        let registered = match self
+            .manager
+            .register_with_key(&request.username, chosen)
+            .await
+        {
             Ok(registered) => registered,
             Err(error) => {
                 // The limit counts accounts made: a name refused or taken made none, and a
@@ -111,16 +116,20 @@ impl pb::account_service_server::AccountService for AccountApi {
                 return Err(into_status(error));
             }
         };
+        if let (Some(ip), false) = (client, registered.made) {
+            // A retry answered with the account its first call made: no new account.
+            self.registrations.refund(ip);
+        }
         // The key's record is not read back: the account exists now, and a failed read must not
-        // lose the only copy of its key. The first key is made with the account.
+        // lose the only copy of its key.
         let record = pb::ApiKey {
-            id: key.id().to_owned(),
-            create_time: convert::timestamp(account.created),
+            id: registered.key.id().to_owned(),
+            create_time: convert::timestamp(registered.key_created),
             revoke_time: None,
         };
         Ok(Response::new(pb::RegisterResponse {
-            player: Some(convert::profile_out(&account)),
-            api_key: key.expose().to_owned(),
+            player: Some(convert::profile_out(&registered.account)),
+            api_key: registered.key.expose().to_owned(),
             key: Some(record),
         }))
     }
