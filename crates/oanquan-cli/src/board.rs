@@ -148,18 +148,43 @@ fn paint(text: &str, codes: &[&str], style: Style) -> String {
     format!("{}{text}{ESC_RESET}", codes.concat())
 }
 
-fn cell_text(board: &BoardState, ring: usize) -> String {
+/// A square's count as written, unpadded: `7`, `Q` (a mandarin piece and no stones), `Q12`;
+/// `Q` left out when `split` ([`split_mandarin`]).
+fn cell_text(board: &BoardState, ring: usize, split: bool) -> String {
     let stones = board.squares.get(ring).copied().unwrap_or(0);
     let pieces = board.pieces.get(ring).copied().unwrap_or(0);
     match (pieces, stones) {
-        (0, s) => format!("{s:>3}"),
-        (_, 0) => "  Q".to_owned(),
-        (_, s) => format!("{:>3}", format!("Q{s}")),
+        (0, s) => s.to_string(),
+        (_, 0) => "Q".to_owned(),
+        (_, s) if split => s.to_string(),
+        (_, s) => format!("Q{s}"),
     }
 }
 
-/// A square's count, painted; with a space after it unless `narrow` (the narrow board's squares
-/// are three columns wide).
+/// Whether a mandarin square's `Q` and count do not fit its `cols` together (`Q100` in the
+/// narrow board's three columns: custom positions reach up to 255 stones on a square). Its
+/// `Q` then goes on the row above, within the same square, and the count stays beside the
+/// middle line.
+fn split_mandarin(board: &BoardState, ring: u32, cols: usize) -> bool {
+    let idx = usize::try_from(ring).unwrap_or(usize::MAX);
+    let has_piece = board.pieces.get(idx).copied().unwrap_or(0) > 0;
+    has_piece && cell_text(board, idx, false).len() > cols
+}
+
+/// `text` in at most `cols` columns. Only a count the rules never reach (a board holds at
+/// most 255 stones; this is a server that breaks them) is longer: it shows as the largest
+/// that fits and `+`, and the board keeps its shape.
+fn fitted(text: String, cols: usize) -> String {
+    if text.len() <= cols {
+        return text;
+    }
+    let q = if text.starts_with('Q') { "Q" } else { "" };
+    let nines = cols.saturating_sub(1 + q.len()).max(1);
+    format!("{q}{}+", "9".repeat(nines))
+}
+
+/// A square's count, painted, right-aligned in its column: three columns and a space on the
+/// full board (a four-character `Q100` takes all four), three on the narrow one.
 fn cell(
     board: &BoardState,
     view: &View<'_>,
@@ -169,10 +194,14 @@ fn cell(
     narrow: bool,
 ) -> String {
     let idx = usize::try_from(ring).unwrap_or(usize::MAX);
-    let mut text = cell_text(board, idx);
-    if !narrow {
-        text.push(' ');
-    }
+    let cols = if narrow { 3 } else { 4 };
+    let split = split_mandarin(board, ring, cols);
+    let text = fitted(cell_text(board, idx, split), cols);
+    let text = if narrow || text.len() == cols {
+        format!("{text:>cols$}")
+    } else {
+        format!("{text:>3} ")
+    };
     let empty = board.squares.get(idx).copied().unwrap_or(0) == 0
         && board.pieces.get(idx).copied().unwrap_or(0) == 0;
     let mut codes = vec![if empty { ESC_DIM } else { color }];
@@ -180,6 +209,16 @@ fn cell(
         codes.push(ESC_REVERSE);
     }
     paint(&text, &codes, style)
+}
+
+/// What stands beside the top row over a mandarin square: blank, or its `Q` when the count
+/// below cannot hold it ([`split_mandarin`]).
+fn above_mandarin(board: &BoardState, ring: u32, cols: usize, style: Style) -> String {
+    if split_mandarin(board, ring, cols) {
+        paint(&format!("{:>cols$}", "Q"), &[ESC_YELLOW], style)
+    } else {
+        " ".repeat(cols)
+    }
 }
 
 fn player_line(
@@ -300,13 +339,17 @@ fn narrow_box(board: &BoardState, view: &View<'_>, g: &Glyphs, style: Style) -> 
             ends[2]
         )
     };
-    let row = |rings: [u32; 5], color| {
+    let row = |rings: [u32; 5], color, [left_side, right_side]: [String; 2]| {
         let cells: String = rings
             .iter()
             .map(|&ring| cell(board, view, ring, color, style, true))
             .collect();
-        format!("  {v}   {v}{cells}{v}   {v}", v = g.v)
+        format!("  {v}{left_side}{v}{cells}{v}{right_side}{v}", v = g.v)
     };
+    let above = [
+        above_mandarin(board, left, 3, style),
+        above_mandarin(board, right, 3, style),
+    ];
     let middle = format!(
         "  {}{}{}{}{}{}{}",
         g.v,
@@ -319,9 +362,9 @@ fn narrow_box(board: &BoardState, view: &View<'_>, g: &Glyphs, style: Style) -> 
     );
     [
         border(g.top),
-        row(top, ESC_CYAN),
+        row(top, ESC_CYAN, above),
         middle,
-        row(bottom, ESC_GREEN),
+        row(bottom, ESC_GREEN, ["   ".to_owned(), "   ".to_owned()]),
         border(g.bottom),
     ]
 }
@@ -361,16 +404,20 @@ pub fn render(board: &BoardState, view: &View<'_>, style: Style) -> Vec<String> 
         s.push_str(ends[2]);
         s
     };
-    let row = |rings: [u32; 5], color| {
-        let mut s = format!("  {}{blank}{}", g.v, g.v);
+    let row = |rings: [u32; 5], color, [left_side, right_side]: [&str; 2]| {
+        let mut s = format!("  {}{left_side}{}", g.v, g.v);
         for ring in rings {
             s.push_str(&cell(board, view, ring, color, style, false));
             s.push_str(g.v);
         }
-        s.push_str(blank);
+        s.push_str(right_side);
         s.push_str(g.v);
         s
     };
+    let above = [
+        above_mandarin(board, left, 4, style),
+        above_mandarin(board, right, 4, style),
+    ];
     let middle = {
         let mut s = format!(
             "  {}{}{}",
@@ -393,9 +440,9 @@ pub fn render(board: &BoardState, view: &View<'_>, style: Style) -> Vec<String> 
     let mut lines = vec![
         player_line(board, view, view.bottom.other(), g, style),
         border(g.top),
-        row(top, top_color),
+        row(top, top_color, [&above[0], &above[1]]),
         middle,
-        row(bottom, bottom_color),
+        row(bottom, bottom_color, [blank, blank]),
         border(g.bottom),
         labels.trim_end().to_owned(),
         player_line(board, view, view.bottom, g, style),
@@ -761,6 +808,70 @@ mod tests {
                         cell.iter().any(char::is_ascii_digit),
                         "label {i} under a square: {narrow:#?}"
                     );
+                }
+            }
+        }
+    }
+
+    /// Custom positions put up to 255 stones on a square, beside a mandarin piece too; the
+    /// narrow board drew `Q100` over its border, and the full one `Q100 ` over it. Every
+    /// count the rules allow now shows whole in the same box, and one they do not (from a
+    /// server that breaks them) keeps the box's shape.
+    #[test]
+    fn the_largest_counts_keep_the_box_in_shape() {
+        let crowded = BoardState {
+            squares: [255, 100, 0, 0, 0, 0, 100, 0, 0, 0, 0, 0],
+            pieces: [1, 0, 0, 0, 0, 0, 1, 0, 0, 0, 0, 0],
+            scores: [0, 0],
+        };
+        let broken = BoardState {
+            squares: [u32::MAX, u32::MAX, 0, 0, 0, 0, 1_000, 0, 0, 0, 0, 0],
+            pieces: [1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0],
+            scores: [0, 0],
+        };
+        for style in [Style::PLAIN, Style::FANCY] {
+            for bottom in [Side::First, Side::Second] {
+                for width in [None, Some(30)] {
+                    let view = View {
+                        width,
+                        ..view(bottom)
+                    };
+                    let box_width = if width.is_some() {
+                        NARROW_BOARD_WIDTH
+                    } else {
+                        BOARD_WIDTH
+                    };
+                    for board in [&crowded, &broken] {
+                        let lines = render(board, &view, style);
+                        for line in &lines[1..6] {
+                            assert_eq!(
+                                crate::output::columns(line),
+                                box_width,
+                                "{width:?}: {lines:#?}"
+                            );
+                        }
+                    }
+                    let plain = render(&crowded, &view, Style::PLAIN);
+                    let (left, right) = if bottom == Side::First {
+                        (255, 100)
+                    } else {
+                        (100, 255)
+                    };
+                    assert_eq!(numbers(&plain[3]), vec![left, right], "{plain:#?}");
+                    let q_in = |line: &str| line.matches('Q').count();
+                    if width.is_some() {
+                        // The Q of each mandarin square over its count, in the same column.
+                        assert_eq!(q_in(&plain[2]), 2, "{plain:#?}");
+                        assert_eq!(q_in(&plain[3]), 0, "{plain:#?}");
+                        let q = plain[2].find('Q').unwrap();
+                        assert!(plain[3][..=q].ends_with(char::is_numeric), "{plain:#?}");
+                    } else {
+                        assert!(plain[3].contains(&format!("Q{left}")), "{plain:#?}");
+                        assert!(plain[3].contains(&format!("Q{right}")), "{plain:#?}");
+                        assert_eq!(q_in(&plain[2]), 0, "{plain:#?}");
+                    }
+                    let plain = render(&broken, &view, Style::PLAIN);
+                    assert!(plain[3].contains("9+"), "{plain:#?}");
                 }
             }
         }
