@@ -160,11 +160,10 @@ impl SqliteStore {
         schema::refuse_at_sight(&path)?;
         let lock = schema::lock(&path)?;
         let companions = schema::NewCompanions::note(&path);
-        // A refused file leaves the lock file as it found it, too (see `FileLock::restore`).
-        let conn = schema::open_writer(&path, lock.previous_log_end()).inspect_err(|_| {
-            companions.remove();
-            lock.restore();
-        })?;
+        // A refused file leaves the lock file as it found it, too, whichever check refuses it.
+        let mut refusal = schema::RefusalRestores::new(&lock);
+        let conn = schema::open_writer(&path, lock.previous_log_end())
+            .inspect_err(|_| companions.remove())?;
         let log_end = lock
             .log_end_mark(&path)
             .inspect_err(|error| warn!(%error, "cannot record the log's end in the lock file"))
@@ -173,18 +172,16 @@ impl SqliteStore {
             writer::record_log_end(&conn, mark);
         }
         // Accounts from before schema version 6 get their look (a no-op once filled in).
-        accounts::fill_looks(&conn)
-            .map_err(|e| OpenError::Corrupt {
-                path: path.clone(),
-                detail: format!("filling in the usernames' looks: {e}"),
-            })
-            .inspect_err(|_| lock.restore())?;
-        let heartbeat = lock
+        accounts::fill_looks(&conn).map_err(|e| OpenError::Corrupt {
+            path: path.clone(),
+            detail: format!("filling in the usernames' looks: {e}"),
+        })?;
+        refusal.heartbeat = lock
             .heartbeat()
             .inspect_err(|error| warn!(%error, "cannot mark the lock file as alive"))
             .ok();
         let damage = Arc::new(Damage::default());
-        check_unfinished(&conn, &path, &damage).inspect_err(|_| lock.restore())?;
+        check_unfinished(&conn, &path, &damage)?;
         let (writer, jobs) = mpsc::channel();
         let cache = Cache::default();
         let writer_cache = Arc::clone(&cache);
@@ -212,6 +209,7 @@ impl SqliteStore {
                 context: "starting the writer thread",
                 source,
             })?;
+        let heartbeat = refusal.opened();
         let full_check = full_check::FullCheck::start(&path);
         Ok(SqliteStore {
             full_check: Mutex::new(full_check),

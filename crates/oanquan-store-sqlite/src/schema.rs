@@ -620,6 +620,45 @@ impl FileLock {
     }
 }
 
+/// Puts the lock file back as it was found ([`FileLock::restore`]) when dropped before
+/// [`RefusalRestores::opened`]: every refusal of a start, one added later too, changes
+/// nothing. A heartbeat already started is stopped first, so that no mark of it lands after
+/// the restored time.
+pub(super) struct RefusalRestores<'a> {
+    lock: &'a FileLock,
+    /// The heartbeat started during the open, handed to the store by `opened`.
+    pub(super) heartbeat: Option<Heartbeat>,
+    opened: bool,
+}
+
+impl<'a> RefusalRestores<'a> {
+    pub(super) fn new(lock: &'a FileLock) -> Self {
+        RefusalRestores {
+            lock,
+            heartbeat: None,
+            opened: false,
+        }
+    }
+
+    /// The open succeeded: the lock file stays this server's. Returns the heartbeat.
+    pub(super) fn opened(mut self) -> Option<Heartbeat> {
+        self.opened = true;
+        self.heartbeat.take()
+    }
+}
+
+impl Drop for RefusalRestores<'_> {
+    fn drop(&mut self) {
+        if self.opened {
+            return;
+        }
+        if let Some(heartbeat) = self.heartbeat.take() {
+            heartbeat.stop();
+        }
+        self.lock.restore();
+    }
+}
+
 /// The thread that marks the lock file (see [`FileLock::heartbeat`]).
 #[derive(Debug)]
 pub(super) struct Heartbeat {
