@@ -1821,6 +1821,64 @@ async fn forty_rated_games_of_one_account_ending_at_once_all_count() {
     assert_eq!(lan.rating(Speed::Blitz).games, 40);
 }
 
+/// A waiting game is not started once its account revoked a key: an outside probe created a
+/// rated game with a stolen key, the owner revoked it, and an accomplice joined and won the
+/// game in the owner's name. The join is refused, and the game is aborted by its seat.
+#[tokio::test]
+async fn a_waiting_game_is_withdrawn_when_its_account_revoked_a_key_since() {
+    let s = service();
+    let (lan, stolen) = s.register("Lan").await;
+    let (minh, _) = s.register("Minh").await;
+    let (hoa, _) = s.register("Hoa").await;
+    let waiting = s
+        .manager
+        .create_game(new_game(Some(&lan), blitz(), true))
+        .await
+        .unwrap();
+    let other = s
+        .manager
+        .create_game(new_game(Some(&lan), blitz(), true))
+        .await
+        .unwrap();
+    s.manager.revoke_api_key(&lan.id, stolen.id()).await.unwrap();
+    let refused = s
+        .manager
+        .join_game_as(&waiting.game.id, "", Some(&minh))
+        .await
+        .unwrap_err();
+    assert!(matches!(refused, GameError::GameWithdrawn), "{refused:?}");
+    assert!(refused.to_string().contains("revoked"), "{refused}");
+    let game = s.manager.get_game(&waiting.game.id).await.unwrap();
+    assert_eq!(game.status, GameStatus::Aborted);
+    let result = game.result.unwrap();
+    assert_eq!(
+        (result.termination, result.ended_by),
+        (Termination::Aborted, Some(waiting.seat))
+    );
+    assert!(game.seats.second.is_none(), "nobody was seated");
+    // Anonymous joiners too; a second try meets a game that is over.
+    assert!(matches!(
+        s.manager.join_game(&other.game.id, "Guest").await,
+        Err(GameError::GameWithdrawn)
+    ));
+    assert!(matches!(
+        s.manager.join_game_as(&waiting.game.id, "", Some(&hoa)).await,
+        Err(GameError::GameOver)
+    ));
+    // A game created after the revocation starts as usual.
+    let fresh = s
+        .manager
+        .create_game(new_game(Some(&lan), blitz(), true))
+        .await
+        .unwrap();
+    let joined = s
+        .manager
+        .join_game_as(&fresh.game.id, "", Some(&minh))
+        .await
+        .unwrap();
+    assert_eq!(joined.game.status, GameStatus::Active);
+}
+
 /// Revoking a key ends what its thief can start in the account's name: an outside probe
 /// revoked an account's only key and went on rematching its rated games with the seat tokens
 /// the key had got, game after game (its rating fell from 1662 to 1310 with no valid key).

@@ -31,6 +31,13 @@ pub enum GameError {
     /// The game is finished or aborted.
     #[error("the game is over; create or join another game")]
     GameOver,
+    /// A waiting game aborted as someone came to join it: an account seated in it revoked
+    /// an API key after it was created, and whoever held that key may have created it.
+    #[error(
+        "the game was withdrawn before it started: an API key of the account waiting in it was \
+         revoked after the game was created; create or join another game"
+    )]
+    GameWithdrawn,
     /// A position given to the stateless rules calls (ApplyMove, Analyze) that is already over:
     /// [`GameError::GameOver`]'s meaning, without a hosted game to leave.
     #[error("the position is already over: no move can be played or analysed from it")]

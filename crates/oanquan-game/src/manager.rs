@@ -506,6 +506,7 @@ impl GameManager {
             Some(account) => account.username.as_str().to_owned(),
             None => self.anonymous_display_name(display_name).await?,
         };
+        self.withdraw_if_revoked_since(id).await?;
         let token = PlayerToken::generate();
         let hash = token.hash();
         let (committed, seat) = self
@@ -884,6 +885,50 @@ impl GameManager {
             seat,
             rematch: Some(created),
         })
+    }
+
+    /// A waiting game is not started once the account seated in it has revoked an API key
+    /// since it was created: whoever held the key may have created it, and starting it
+    /// would seat the account in a new game, as a seek made with the key would, and as a
+    /// rematch would (see [`GameManager::refuse_rematch_after_revocation`]). An outside probe
+    /// created a rated game with a stolen key, the owner revoked the key, and the thief's
+    /// accomplice joined and won the game in the owner's name. The game is aborted instead,
+    /// by its seat; the join is refused with [`GameError::GameWithdrawn`].
+    async fn withdraw_if_revoked_since(&self, id: &GameId) -> Result<(), GameError> {
+        let info = self.get_game(id).await?;
+        if info.status != GameStatus::WaitingForPlayers {
+            return Ok(());
+        }
+        for (seat, taken) in [
+            (Player::First, &info.seats.first),
+            (Player::Second, &info.seats.second),
+        ] {
+            let Some(account) = taken.as_ref().and_then(|s| s.account.as_ref()) else {
+                continue;
+            };
+            let keys = self.store.api_keys(&account.id).await?;
+            if !keys
+                .iter()
+                .any(|key| key.revoked.is_some_and(|at| at >= info.created))
+            {
+                continue;
+            }
+            return match self
+                .update(id, |state, now| {
+                    transition::withdraw_waiting(state, seat, now)
+                })
+                .await
+            {
+                Ok(_) => {
+                    info!(game_id = %id, ?seat, "waiting game withdrawn: its account revoked a key");
+                    Err(GameError::GameWithdrawn)
+                }
+                // Someone joined or it ended meanwhile: the join answers as the game stands.
+                Err(GameError::GameAlreadyStarted | GameError::GameOver) => Ok(()),
+                Err(error) => Err(error),
+            };
+        }
+        Ok(())
     }
 
     /// A game is not rematched once an account seated in it has revoked an API key since it

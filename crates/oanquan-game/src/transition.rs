@@ -459,6 +459,30 @@ pub fn abort(state: GameState, token: &TokenHash, now: SystemTime) -> Decided<()
     Ok(ended(state, GameStatus::Aborted, result, now, Vec::new()))
 }
 
+/// Aborts a game still waiting for its second player on behalf of `seat`, the one taken
+/// (see `GameManager::join_game_as`: a seat whose account revoked a key since).
+///
+/// # Errors
+///
+/// [`GameError::GameOver`] once the game is over, [`GameError::GameAlreadyStarted`] once
+/// it is not waiting any more.
+pub fn withdraw_waiting(state: GameState, seat: Player, now: SystemTime) -> Decided<()> {
+    if state.info().status.is_over() {
+        return Err(GameError::GameOver);
+    }
+    if state.info().status != GameStatus::WaitingForPlayers {
+        return Err(GameError::GameAlreadyStarted);
+    }
+    let result = GameResult {
+        outcome: None,
+        scores: state.position().scores(),
+        termination: Termination::Aborted,
+        ended_by: Some(seat),
+        ratings: None,
+    };
+    Ok(ended(state, GameStatus::Aborted, result, now, Vec::new()))
+}
+
 /// Aborts a waiting or active game whose last change is older than `idle_since` (no seat ends
 /// it: `ended_by` stays empty).
 ///

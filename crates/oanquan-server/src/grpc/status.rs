@@ -54,7 +54,7 @@ pub fn classify(error: &GameError) -> (Code, Detail) {
         ),
         GameError::NotYourTurn { .. } => (Code::FailedPrecondition, Reason(R::NotYourTurn)),
         GameError::IllegalMove(_) => (Code::FailedPrecondition, Reason(R::IllegalMove)),
-        GameError::GameOver | GameError::PositionOver => {
+        GameError::GameOver | GameError::PositionOver | GameError::GameWithdrawn => {
             (Code::FailedPrecondition, Reason(R::GameOver))
         }
         GameError::GameNotStarted => (Code::FailedPrecondition, Reason(R::GameNotStarted)),
@@ -298,6 +298,11 @@ mod tests {
             ),
             (
                 GameError::GameOver,
+                Code::FailedPrecondition,
+                Some("ERROR_REASON_GAME_OVER"),
+            ),
+            (
+                GameError::GameWithdrawn,
                 Code::FailedPrecondition,
                 Some("ERROR_REASON_GAME_OVER"),
             ),
