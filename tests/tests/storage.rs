@@ -169,23 +169,12 @@ fn a_killed_servers_database_without_its_log_is_refused_until_the_log_is_back() 
     assert_eq!(games_seen(&server.url()), before);
 }
 
-/// A killed server's file copied alone (no `-wal`, no `.lock`) cannot be checked against
-/// the commits its server made: it opens with what it holds, and the server says so at start.
-/// An outside probe's such copy opened without a word, a whole game short.
-#[test]
-fn a_killed_servers_file_copied_alone_opens_with_a_warning() {
-    let dir = tempfile::tempdir().unwrap();
-    let database = dir.path().join("oanquan.db");
-    let server = Server::start_on(&database, &["--computer-move-time", "5ms"]);
-    play_some_games(&server.url());
-    drop(server); // SIGKILL
-    let copies = tempfile::tempdir().unwrap();
-    let copy = copies.path().join("oanquan.db");
-    std::fs::copy(&database, &copy).unwrap();
-    let log = copies.path().join("server.log");
+/// What a server started on `database` logs at WARN before it listens (it is then killed).
+fn warnings_at_start(database: &Path) -> String {
+    let log = database.with_extension("log");
     let mut child = std::process::Command::new(&binaries().server)
         .args(["--listen", "127.0.0.1:0", "--database"])
-        .arg(&copy)
+        .arg(database)
         .env_remove("OANQUAN_IN_MEMORY")
         .env("RUST_LOG", "warn")
         .env("NO_COLOR", "1")
@@ -202,9 +191,40 @@ fn a_killed_servers_file_copied_alone_opens_with_a_warning() {
     let _ = child.kill();
     let _ = child.wait();
     assert!(first.starts_with("oanquan-server listening on"), "{first}");
-    let said = std::fs::read_to_string(&log).unwrap();
+    std::fs::read_to_string(&log).unwrap()
+}
+
+/// A killed server's file copied alone (no `-wal`, no `.lock`) cannot be checked against
+/// the commits its server made: it opens with what it holds, and the server says so at start.
+/// An outside probe's such copy opened without a word, a whole game short. Copied with its
+/// `-wal` and `.lock` (`cp -a` of the directory), the copy is another file than the one the
+/// `.lock` records: not checked either, and the warning says so (a later probe's was told
+/// there was no `.lock`, beside the one it had copied).
+#[test]
+fn a_killed_servers_file_copied_alone_opens_with_a_warning() {
+    let dir = tempfile::tempdir().unwrap();
+    let database = dir.path().join("oanquan.db");
+    let server = Server::start_on(&database, &["--computer-move-time", "5ms"]);
+    play_some_games(&server.url());
+    drop(server); // SIGKILL
+    let alone = tempfile::tempdir().unwrap();
+    let copy = alone.path().join("oanquan.db");
+    std::fs::copy(&database, &copy).unwrap();
+    let said = warnings_at_start(&copy);
     assert!(
         said.contains("did not stop cleanly") && said.contains("no .lock beside it"),
+        "{said}"
+    );
+    let whole = tempfile::tempdir().unwrap();
+    for suffix in ["", "-wal", ".lock"] {
+        let name = format!("oanquan.db{suffix}");
+        std::fs::copy(dir.path().join(&name), whole.path().join(&name)).unwrap();
+    }
+    let said = warnings_at_start(&whole.path().join("oanquan.db"));
+    assert!(
+        said.contains("did not stop cleanly")
+            && said.contains("records the commits of another file")
+            && !said.contains("no .lock"),
         "{said}"
     );
     // The killed server's own file, with its log and `.lock`, still starts.

@@ -1840,7 +1840,10 @@ async fn a_waiting_game_is_withdrawn_when_its_account_revoked_a_key_since() {
         .create_game(new_game(Some(&lan), blitz(), true))
         .await
         .unwrap();
-    s.manager.revoke_api_key(&lan.id, stolen.id()).await.unwrap();
+    s.manager
+        .revoke_api_key(&lan.id, stolen.id())
+        .await
+        .unwrap();
     let refused = s
         .manager
         .join_game_as(&waiting.game.id, "", Some(&minh))
@@ -1862,7 +1865,9 @@ async fn a_waiting_game_is_withdrawn_when_its_account_revoked_a_key_since() {
         Err(GameError::GameWithdrawn)
     ));
     assert!(matches!(
-        s.manager.join_game_as(&waiting.game.id, "", Some(&hoa)).await,
+        s.manager
+            .join_game_as(&waiting.game.id, "", Some(&hoa))
+            .await,
         Err(GameError::GameOver)
     ));
     // A game created after the revocation starts as usual.

@@ -1005,14 +1005,25 @@ fn check_log_present(
     // killed server's file, made without its log, opened without a word, 43 moves short).
     let recorded = match previous_log_end {
         Some(LogEnd { commits, file }) if file.is_none() || file == file_identity(path) => commits,
-        _ => {
+        // A record of another file: this one is a copy (`cp -a` of a crashed server's
+        // directory, `.lock` and all, is a new file) or was put in place of the one recorded.
+        // Its commits cannot be told from that file's, so it is not compared either; the
+        // warning says which (an outside probe's copy was told there was no `.lock`).
+        other => {
             if running != 0 {
+                let record = if other.is_some() {
+                    "the .lock beside it records the commits of another file (this one was \
+                     copied or moved, or put in its place), so its own are not checked"
+                } else {
+                    "no .lock beside it records how many commits it made"
+                };
                 tracing::warn!(
                     path = %path.display(),
-                    "the last server on this file did not stop cleanly, and no .lock beside it \
-                     records how many commits it made: if the file was copied or moved without \
-                     its -wal, the changes since its last checkpoint are not in it (see \
-                     STORAGE.md, \"A lost or damaged write-ahead log\")"
+                    "the last server on this file did not stop cleanly, and {record}: if the \
+                     file was copied or moved without its -wal, or the -wal was cut short, the \
+                     changes since its last checkpoint are not in it (see STORAGE.md, \"A lost \
+                     or damaged write-ahead log\"); copy a database with `oanquan-server \
+                     backup`"
                 );
             }
             return Ok(());
