@@ -195,6 +195,14 @@ impl AccountFile {
         if file.accounts.len() == before {
             return Ok(false);
         }
+        if file.accounts.is_empty() {
+            // Nothing left to keep: as before the first account was stored (a registration
+            // refused leaves no file behind).
+            let path = self.path();
+            fs::remove_file(&path)
+                .map_err(|e| CliError::io(&format!("removing {}", path.display()), &e))?;
+            return Ok(true);
+        }
         file.version = VERSION;
         self.save(&file)?;
         Ok(true)

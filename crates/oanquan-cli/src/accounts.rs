@@ -30,7 +30,7 @@ pub fn required_account(ctx: &Context, what: &str) -> Result<Account, CliError> 
             code::AUTH,
             format!(
                 "{what} needs an account: none is stored for server {} (in {}); register one \
-                 with `oanquan register NAME`",
+                 with `oanquan register NAME`, or store a key of yours with `oanquan login`",
                 ctx.server.name,
                 file.path().display()
             ),

@@ -68,6 +68,14 @@ pub fn display_name(arg: &NameArg) -> Result<String, CliError> {
     Ok(name)
 }
 
+fn rated_needs_account() -> CliError {
+    CliError::new(
+        code::REJECTED,
+        "--rated needs an account, and none is stored for this server (or --anonymous was \
+         given): register with `oanquan register NAME` first",
+    )
+}
+
 /// Who takes a seat: an account (its API key goes with the request, its username is the
 /// seat's name) or an anonymous display name. No `Debug`: it holds the key.
 pub struct Seating {
@@ -78,14 +86,21 @@ pub struct Seating {
 impl Seating {
     /// The stored account unless `anonymous`; otherwise `--name` (or $USER).
     pub fn new(ctx: &Context, name: &NameArg, anonymous: bool) -> Result<Self, CliError> {
-        Self::resolve(ctx, name, anonymous, true)
+        Self::resolve(ctx, name, anonymous, true, false)
     }
 
     /// As [`Seating::new`], without a word about a `--name` the account overrides: for the
     /// check before connecting, which the command's own seating follows (an outside probe saw
-    /// that note twice).
-    pub fn check(ctx: &Context, name: &NameArg, anonymous: bool) -> Result<(), CliError> {
-        Self::resolve(ctx, name, anonymous, false).map(drop)
+    /// that note twice). A `rated` seat without an account is refused for that before any
+    /// display name is asked for: it would not be used (an outside probe was asked for
+    /// `--name`, then told `--rated` needs an account).
+    pub fn check(
+        ctx: &Context,
+        name: &NameArg,
+        anonymous: bool,
+        rated: bool,
+    ) -> Result<(), CliError> {
+        Self::resolve(ctx, name, anonymous, false, rated).map(drop)
     }
 
     fn resolve(
@@ -93,6 +108,7 @@ impl Seating {
         name: &NameArg,
         anonymous: bool,
         say: bool,
+        rated: bool,
     ) -> Result<Self, CliError> {
         match playing_account(ctx, anonymous)? {
             Some(account) => {
@@ -113,6 +129,7 @@ impl Seating {
                     api_key: Some(account.api_key),
                 })
             }
+            None if rated => Err(rated_needs_account()),
             None => Ok(Self {
                 name: display_name(name)?,
                 api_key: None,
@@ -131,11 +148,7 @@ impl Seating {
             return Ok(());
         }
         if self.api_key.is_none() {
-            return Err(CliError::new(
-                code::REJECTED,
-                "--rated needs an account, and none is stored for this server: register with \
-                 `oanquan register NAME` first",
-            ));
+            return Err(rated_needs_account());
         }
         if tc == TimeControl::Untimed {
             return Err(CliError::new(

@@ -159,10 +159,14 @@ pub fn collection_line(record: &MoveRecord) -> Option<String> {
         .as_ref()
         .and_then(|p| p.scores)
         .unwrap_or_default();
-    let stones = if total == 1 { "stone" } else { "stones" };
+    let (stones, go) = if total == 1 {
+        ("stone", "goes")
+    } else {
+        ("stones", "go")
+    };
     Some(format!(
-        "end of game: the {total} {stones} left on the board go to the players, first +{first}, \
-         second +{second} (score {}:{})",
+        "end of game: the {total} {stones} left on the board {go} to the players, first \
+         +{first}, second +{second} (score {}:{})",
         scores.first, scores.second
     ))
 }
@@ -1042,6 +1046,24 @@ mod tests {
         let mut ongoing = record.clone();
         ongoing.steps.truncate(1);
         assert_eq!(collection_line(&ongoing), None);
+        // One stone goes.
+        let mut one = record.clone();
+        one.steps[1] = Step {
+            kind: Some(step::Kind::GameOver(step::GameOver {
+                collected: Some(PlayerPair {
+                    first: 1,
+                    second: 0,
+                }),
+                ..step::GameOver::default()
+            })),
+        };
+        assert!(
+            collection_line(&one)
+                .unwrap()
+                .starts_with("end of game: the 1 stone left on the board goes to the players"),
+            "{:?}",
+            collection_line(&one)
+        );
         let mut empty = record;
         empty.steps[1] = Step {
             kind: Some(step::Kind::GameOver(step::GameOver::default())),

@@ -93,14 +93,14 @@ async fn run(cli: Cli) -> Result<(), CliError> {
 /// The commands that take a seat check who sits (a display name in range, or the stored
 /// account) before connecting: a mistyped --name is a usage error even with the server down.
 fn seating_first(ctx: &Context, command: &Command) -> Result<(), CliError> {
-    let (name, account) = match command {
-        Command::Create(args) => (&args.name, &args.account),
-        Command::Join(args) => (&args.name, &args.account),
-        Command::Seek(args) => (&args.name, &args.account),
-        Command::Accept(args) => (&args.name, &args.account),
+    let (name, account, rated) = match command {
+        Command::Create(args) => (&args.name, &args.account, args.rated),
+        Command::Join(args) => (&args.name, &args.account, false),
+        Command::Seek(args) => (&args.name, &args.account, args.rated),
+        Command::Accept(args) => (&args.name, &args.account, false),
         _ => return Ok(()),
     };
-    commands::Seating::check(ctx, name, account.anonymous)
+    commands::Seating::check(ctx, name, account.anonymous, rated)
 }
 
 /// clap's message, with every value the user typed quoted as [`error::typed`] does: clap echoes

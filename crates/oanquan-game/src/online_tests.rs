@@ -613,6 +613,14 @@ fn a_victory_claim_waits_for_the_abandonment_time_and_only_in_untimed_games() {
         }
         other => panic!("{other:?}"),
     }
+    // The time still to wait is rounded up: told "in 1s" with 1.9 s left, a client that
+    // waited 1 s was refused again (an outside probe's).
+    let abandon = dur(2);
+    let nearly = T0 + Duration::from_millis(100);
+    match transition::claim_victory(state.clone(), &tokens[SECOND], abandon, nearly) {
+        Err(GameError::CannotClaim(why)) => assert!(why.contains("(in 2s)"), "{why}"),
+        other => panic!("{other:?}"),
+    }
     let stranger = PlayerToken::generate().hash();
     assert_eq!(
         transition::claim_victory(state.clone(), &stranger, day, secs(100_000)).unwrap_err(),

@@ -657,7 +657,8 @@ pub fn claim_victory(
              moved for {} (in {})",
             clock::format_duration(round_secs(waited)),
             clock::format_duration(abandon_after),
-            clock::format_duration(round_secs(abandon_after - waited).max(Duration::from_secs(1))),
+            // Up: a client that waits as long as it is told must not be refused again.
+            clock::format_duration(ceil_secs(abandon_after - waited)),
         )));
     }
     let result = GameResult {
@@ -672,6 +673,11 @@ pub fn claim_victory(
 
 fn round_secs(d: Duration) -> Duration {
     Duration::from_secs(d.as_secs())
+}
+
+/// `d` in whole seconds, rounded up.
+fn ceil_secs(d: Duration) -> Duration {
+    Duration::from_secs(d.as_secs() + u64::from(d.subsec_nanos() > 0))
 }
 
 /// Offers a draw for the token's seat, or accepts the opponent's standing offer (the game is
