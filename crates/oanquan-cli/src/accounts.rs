@@ -17,8 +17,8 @@ use crate::context::Context;
 use crate::error::{CliError, code, typed};
 use crate::json;
 use crate::moves::Side;
-use crate::output::table;
 use crate::output::{note, out, out_lines, shown, shown_name};
+use crate::output::{table, table_keeping};
 use crate::ratings::{change_numbers, date, rating_text, seat_label, speed_name, speed_to_proto};
 use crate::timecontrol::TimeControl;
 
@@ -608,7 +608,7 @@ pub async fn games(ctx: &Context, clients: &mut Clients, args: &GamesArgs) -> Re
         .map(str::to_owned),
     ];
     rows.extend(games.iter().map(|g| game_row(g, &username)));
-    let mut lines = table(&rows, &[false; 7]);
+    let mut lines = table_keeping(&rows, &[false; 7], 1);
     if !next.is_empty() {
         lines.push(more_line(&next));
     }

@@ -387,16 +387,28 @@ pub fn fit_marked(text: &str, width: Option<usize>) -> std::borrow::Cow<'_, str>
 /// wrap every row of `list`. The first column, which names the row (a game's or key's id, a
 /// rank), is never cut: an id cut short is no use to copy.
 pub fn table<const N: usize>(rows: &[[String; N]], right: &[bool; N]) -> Vec<String> {
-    table_within(rows, right, terminal_width())
+    table_within(rows, right, 0, terminal_width())
+}
+
+/// [`table`] whose id is column `whole` rather than the first (`games`: its date comes first,
+/// and an outside probe's 80-column terminal cut the game's id there).
+pub fn table_keeping<const N: usize>(
+    rows: &[[String; N]],
+    right: &[bool; N],
+    whole: usize,
+) -> Vec<String> {
+    table_within(rows, right, whole, terminal_width())
 }
 
 /// A column is not narrowed below this many terminal columns to fit the terminal.
 const NARROWEST_COLUMN: usize = 8;
 
-/// [`table`] for a terminal `width` columns wide (`None`: not a terminal, nothing is cut).
+/// [`table`] for a terminal `width` columns wide (`None`: not a terminal, nothing is cut),
+/// column `whole` never cut.
 fn table_within<const N: usize>(
     rows: &[[String; N]],
     right: &[bool; N],
+    whole: usize,
     width: Option<usize>,
 ) -> Vec<String> {
     let mut widths = [0usize; N];
@@ -408,8 +420,8 @@ fn table_within<const N: usize>(
     if let Some(room) = width {
         let gaps = N.saturating_sub(1);
         while widths.iter().sum::<usize>() + gaps > room {
-            let Some(widest) = (1..N)
-                .filter(|&i| widths[i] > NARROWEST_COLUMN)
+            let Some(widest) = (0..N)
+                .filter(|&i| i != whole && widths[i] > NARROWEST_COLUMN)
                 .max_by_key(|&i| widths[i])
             else {
                 break;
@@ -488,7 +500,7 @@ mod tests {
             ["abc".to_owned(), "Lan".to_owned(), "active".to_owned()],
         ];
         let right = [false; 3];
-        let lines = table_within(&rows, &right, Some(40));
+        let lines = table_within(&rows, &right, 0, Some(40));
         for line in &lines {
             assert!(line.width() <= 40, "{line:?} is {} wide", line.width());
         }
@@ -501,15 +513,41 @@ mod tests {
             lines[2][..at(&lines[2]).unwrap()].width()
         );
         // Off a terminal nothing is cut.
-        assert!(table_within(&rows, &right, None)[1].contains(&name));
+        assert!(table_within(&rows, &right, 0, None)[1].contains(&name));
         // A terminal too narrow for even the narrowest columns gets them at that width, and
         // the first column whole.
-        let narrow = table_within(&rows, &right, Some(5));
+        let narrow = table_within(&rows, &right, 0, Some(5));
         assert!(
             narrow.iter().all(|l| l.width() <= 16 + 1 + 8 + 1 + 7),
             "{narrow:#?}"
         );
         assert!(narrow[1].starts_with("410d12kjyxjk0j30 "), "{narrow:#?}");
+    }
+
+    /// `games` names its rows by the game's id in its second column, after the date.
+    #[test]
+    fn a_table_keeps_its_id_column_whole_wherever_it_stands() {
+        let rows = [
+            ["DATE", "GAME", "RESULT", "OPPONENT"].map(str::to_owned),
+            [
+                "2026-12-07",
+                "rvfmc8mmr6bana7x",
+                "draw (mandarins captured)",
+                "Mai (1500?)",
+            ]
+            .map(str::to_owned),
+        ];
+        for width in [30, 40, 80] {
+            let lines = table_within(&rows, &[false; 4], 1, Some(width));
+            assert!(
+                lines[1].contains("rvfmc8mmr6bana7x "),
+                "{width}: {lines:#?}"
+            );
+            assert!(
+                lines[1].width() <= width.max(8 + 1 + 16 + 1 + 8 + 1 + 8),
+                "{lines:#?}"
+            );
+        }
     }
 
     #[test]
