@@ -243,9 +243,13 @@ fn player_line(
         .map_or_else(String::new, |r| format!(" ({r})"));
     let you = if view.you == Some(side) { " (you)" } else { "" };
     let to_move = view.to_move == Some(side);
-    // The turn marker in full (`◀ to move`) or as its arrow alone.
-    let turn = |marker: &str| {
-        if to_move {
+    // The turn marker in full (`◀ to move`) or as its arrow alone; `shown` false measures the
+    // line as if it were there. Each form is chosen for the line with the marker, so that a
+    // seat's line keeps one form whoever is to move (an outside probe's 40-column terminal
+    // switched between `second player: Computer (mas…` and `second: Computer (master)` as the
+    // turn passed).
+    let turn = |marker: &str, shown: bool| {
+        if to_move || !shown {
             format!("  {}", paint(marker, &[ESC_BOLD], style))
         } else {
             String::new()
@@ -259,44 +263,61 @@ fn player_line(
     let clock = painted_clock
         .as_ref()
         .map_or_else(String::new, |c| format!("  clock {c}"));
-    let full_turn = turn(glyphs.turn);
-    let line = format!("  {side} player: {name}{rating}{you}  score {score}{clock}{full_turn}");
-    let Some(width) = view.width else {
-        return line;
+    let full = |name: &str, shown: bool| {
+        format!(
+            "  {side} player: {name}{rating}{you}  score {score}{clock}{}",
+            turn(glyphs.turn, shown)
+        )
     };
-    let over = crate::output::columns(&line).saturating_sub(width);
-    if over == 0 {
-        return line;
-    }
-    // The name gives way first, down to a few letters (a short name is not cut at all).
-    let keep = name.width().saturating_sub(over + 1);
-    if keep >= MIN_NAME_COLUMNS {
-        let short = shortened(&name, keep);
-        return format!("  {side} player: {short}{rating}{you}  score {score}{clock}{full_turn}");
-    }
+    let Some(width) = view.width else {
+        return full(&name, true);
+    };
     // Then the words around the figures (a 40-column terminal cut a clock's 0:59 to 0:5 and
     // the turn marker away): the rating goes, and the score, clock and marker stay whole;
-    // narrower still, the score's word too.
+    // narrower still, the score's word too. The first form that holds the whole name wins;
+    // only where none does is the name shortened, in the fullest form that keeps a few of its
+    // letters (an outside probe saw `Computer (mas…` where `second: Computer (master)  0 pts`
+    // fitted).
     let clock = painted_clock.map_or_else(String::new, |c| format!("  {c}"));
-    let turn = turn(glyphs.turn.split(' ').next().unwrap_or(glyphs.turn));
-    let compact = |name: &str| format!("  {side}: {name}{you}  {score} pts{clock}{turn}");
-    let bare = |name: &str| format!("  {side}: {name}{you}  {score}{clock}{turn}");
-    for form in [&compact as &dyn Fn(&str) -> String, &bare] {
-        let over = crate::output::columns(&form(&name)).saturating_sub(width);
-        if over == 0 {
-            return form(&name);
-        }
-        let keep = name.width().saturating_sub(over + 1);
-        if keep >= MIN_NAME_COLUMNS.min(name.width()) && keep >= 1 {
-            return form(&shortened(&name, keep));
+    let arrow = glyphs.turn.split(' ').next().unwrap_or(glyphs.turn);
+    let compact = |name: &str, shown: bool| {
+        format!(
+            "  {side}: {name}{you}  {score} pts{clock}{}",
+            turn(arrow, shown)
+        )
+    };
+    let bare = |name: &str, shown: bool| {
+        format!(
+            "  {side}: {name}{you}  {score}{clock}{}",
+            turn(arrow, shown)
+        )
+    };
+    let over = |form: &dyn Fn(&str, bool) -> String| {
+        crate::output::columns(&form(&name, false)).saturating_sub(width)
+    };
+    // The score keeps its word while it can: the bare form comes last.
+    for form in [&full as &dyn Fn(&str, bool) -> String, &compact] {
+        if over(form) == 0 {
+            return form(&name, true);
         }
     }
+    for (form, least) in [
+        (&full as &dyn Fn(&str, bool) -> String, MIN_NAME_COLUMNS),
+        (&compact, MIN_NAME_COLUMNS.min(name.width()).max(1)),
+    ] {
+        let keep = name.width().saturating_sub(over(form) + 1);
+        if keep >= least {
+            return form(&shortened(&name, keep), true);
+        }
+    }
+    if over(&bare) == 0 {
+        return bare(&name, true);
+    }
     // At least one letter of the name stays; what still does not fit is cut by the caller.
-    let over = crate::output::columns(&bare(&name)).saturating_sub(width);
-    bare(&shortened(
-        &name,
-        name.width().saturating_sub(over + 1).max(1),
-    ))
+    bare(
+        &shortened(&name, name.width().saturating_sub(over(&bare) + 1).max(1)),
+        true,
+    )
 }
 
 /// The fewest columns of a name shortened on a player's line before the words around the
@@ -734,6 +755,41 @@ mod tests {
                 .ends_with("second player: Computer (greedy)  score 4  clock 0:59  <- to move")),
             "{wide:#?}"
         );
+    }
+
+    /// A seat's line keeps one form as the turn passes (an outside probe's 40-column
+    /// terminal showed `second player: Computer (mas…` on one turn and `second: Computer
+    /// (master)  0 pts` on the next), and no name is cut where the other form fits it.
+    #[test]
+    fn a_seats_line_keeps_its_form_whoever_is_to_move() {
+        for width in [30, 40, 44, 50, 80] {
+            let lines = |to_move| {
+                let view = View {
+                    names: ["Tester", "Computer (master)"],
+                    to_move: Some(to_move),
+                    width: Some(width),
+                    ..view(Side::First)
+                };
+                let lines = render(&distinct(), &view, Style::PLAIN);
+                (lines[0].clone(), lines[7].clone())
+            };
+            let (top_a, bottom_a) = lines(Side::First);
+            let (top_b, bottom_b) = lines(Side::Second);
+            let form = |line: &str| line.contains(" player: ");
+            assert_eq!(form(&top_a), form(&top_b), "{width}: {top_a:?} / {top_b:?}");
+            assert_eq!(
+                form(&bottom_a),
+                form(&bottom_b),
+                "{width}: {bottom_a:?} / {bottom_b:?}"
+            );
+            for line in [&top_a, &top_b, &bottom_a, &bottom_b] {
+                assert!(crate::output::columns(line) <= width, "{width}: {line:?}");
+            }
+            if width >= 40 {
+                assert!(top_a.contains("Computer (master)"), "{width}: {top_a:?}");
+                assert!(top_b.contains("Computer (master)"), "{width}: {top_b:?}");
+            }
+        }
     }
 
     #[test]
