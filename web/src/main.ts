@@ -142,7 +142,12 @@ document.getElementById("account")!.addEventListener("submit", (event) => {
   if (store.apiKey() && key !== store.apiKey()) store.signOut();
   store.setApiKey(key);
   // The lobby shows the account's own provisional rating: it redraws once the account is known.
-  void showMe().then(() => window.dispatchEvent(new Event(SIGNED_IN)));
+  void showMe().then(async () => {
+    // An error on the status line may have said to sign in ("rated games need an account"):
+    // signed in, it no longer stands (an outside probe saw it beside the account's name).
+    if ((await myProfile) && statusLine.classList.contains("error")) say("");
+    window.dispatchEvent(new Event(SIGNED_IN));
+  });
 });
 // Another tab of this browser signed in or out. Signed out, the account's seats are gone from
 // the browser, but a game on screen here still held its seat in memory and moved for the

@@ -678,8 +678,13 @@ test("errors read as sentences for a player, not as the server's words for progr
   await until("the refusal shown", async () => /^not signed in/.test((await lan.locator("#me").textContent()) ?? ""));
   assert.equal(await lan.locator("#me").textContent(), "not signed in: that API key is not valid (mistyped or revoked)");
 
-  // Signed in, a rated game with no clock (BadRequest on rated).
+  // The key refused, the error that said to sign in still stands beside it; signed in, it
+  // is gone (an outside probe saw it beside the account's name).
+  assert.match((await lan.locator("#status").textContent()) ?? "", /rated games need an account/);
   await signIn(lan, await register("lan_errors"), "lan_errors");
+  await until("the stale error cleared", async () => ((await lan.locator("#status").textContent()) ?? "") === "");
+
+  // Signed in, a rated game with no clock (BadRequest on rated).
   await lan.getByTestId("time-control").selectOption("");
   await lan.getByTestId("create-game").click();
   await until("a new refusal", async () => /clock/.test((await lan.locator("#status").textContent()) ?? ""));
