@@ -102,6 +102,33 @@ pub fn analysis_limits(
     Ok(limits)
 }
 
+/// `limits` with a time that ends before `deadline` (seen at `now`) by a margin for the
+/// answer's way back: a tenth of the time left, at least [`ANSWER_MARGIN`]. A caller whose
+/// deadline comes before the time it asked for gets the deepest search that fits, rather than
+/// DEADLINE_EXCEEDED after a search it never sees, which held a slot others waited for. A
+/// deadline that leaves no time still gets a millisecond: a search answers at depth 1 first.
+#[must_use]
+pub fn within_deadline(
+    limits: SearchLimits,
+    deadline: Option<std::time::Instant>,
+    now: std::time::Instant,
+) -> SearchLimits {
+    let Some(deadline) = deadline else {
+        return limits;
+    };
+    let left = deadline.saturating_duration_since(now);
+    let room = left
+        .saturating_sub((left / 10).max(ANSWER_MARGIN))
+        .max(Duration::from_millis(1));
+    SearchLimits {
+        time: Some(limits.time.map_or(room, |time| time.min(room))),
+        ..limits
+    }
+}
+
+/// The least time kept between an analysis's end and its call's deadline.
+pub const ANSWER_MARGIN: Duration = Duration::from_millis(20);
+
 /// How many searches run at once, and how Analyze calls are admitted. Computer moves and
 /// analyses have separate slots, so a hosted game's computer never waits behind analyses (which
 /// run up to [`MAX_ANALYSIS_TIME_MS`] each, while a computer move takes at most its move time).
@@ -726,6 +753,24 @@ impl SearchPool {
         client: Option<IpAddr>,
         for_mistakes: bool,
     ) -> Result<Analysis, AnalysisError> {
+        self.analyze_by(game, limits, client, for_mistakes, None)
+            .await
+    }
+
+    /// [`SearchPool::analyze`] for a call that is cut at `deadline`: the search, once it has
+    /// its slot, ends in time to answer before it ([`within_deadline`]).
+    ///
+    /// # Errors
+    ///
+    /// As [`SearchPool::analyze`].
+    pub async fn analyze_by(
+        &self,
+        game: Game,
+        limits: SearchLimits,
+        client: Option<IpAddr>,
+        for_mistakes: bool,
+        deadline: Option<std::time::Instant>,
+    ) -> Result<Analysis, AnalysisError> {
         if game.is_over() {
             return Err(GameError::GameOver.into());
         }
@@ -739,6 +784,8 @@ impl SearchPool {
         }
         let time = limits.time.unwrap_or(DEFAULT_ANALYSIS_TIME);
         let slot = self.reserve_analysis(client, time).await?;
+        // After the wait for the slot, which took some of the time left.
+        let limits = within_deadline(limits, deadline, std::time::Instant::now());
         let gave_way = slot.gave_way();
         let (result, cancelled) = slot
             .search(move |engine, cancel| {
@@ -1129,6 +1176,31 @@ mod tests {
 
     use super::*;
     use crate::model::GameInfo;
+
+    #[test]
+    fn an_analysis_ends_before_its_calls_deadline_by_a_margin() {
+        let now = std::time::Instant::now();
+        let ms = Duration::from_millis;
+        let five = SearchLimits::time(ms(5000)).with_nodes(7);
+        let at = |left: Duration| within_deadline(five, Some(now + left), now);
+        assert_eq!(within_deadline(five, None, now), five);
+        // A tenth of the time left, at least 20 ms; the node limit stays.
+        assert_eq!(at(ms(1000)).time, Some(ms(900)));
+        assert_eq!(at(ms(1000)).nodes, Some(7));
+        assert_eq!(at(ms(100)).time, Some(ms(80)));
+        // A deadline past, or too near, still lets the search find a move.
+        assert_eq!(at(ms(10)).time, Some(ms(1)));
+        assert_eq!(
+            within_deadline(five, Some(now), now + ms(50)).time,
+            Some(ms(1))
+        );
+        // A time limit shorter than the room is kept; none gets the room.
+        assert_eq!(at(ms(60_000)).time, Some(ms(5000)));
+        assert_eq!(
+            within_deadline(SearchLimits::NONE, Some(now + ms(1000)), now).time,
+            Some(ms(900))
+        );
+    }
 
     #[test]
     fn one_address_cannot_hold_every_slot_and_queue_by_default() {

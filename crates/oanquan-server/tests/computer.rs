@@ -714,6 +714,43 @@ async fn a_long_analysis_gives_way_to_a_call_waiting_for_its_slot() {
     server.stop().await.unwrap();
 }
 
+/// An analysis whose call has a deadline before its time limit (the client's `grpc-timeout`,
+/// or the server's `--request-timeout`) ends in time to answer: before, the search ran on to
+/// its 5 s in its slot while the caller got DEADLINE_EXCEEDED and nothing.
+#[tokio::test]
+async fn an_analysis_answers_before_its_calls_deadline() {
+    let mut settings = quick();
+    settings.transport.request_timeout = Duration::from_millis(1500);
+    let server = start(settings).await;
+    let mut rules = server.rules().await;
+    for client_timeout in [Some(Duration::from_millis(700)), None] {
+        let mut request = tonic::Request::new(pb::AnalyzeRequest {
+            time_limit_ms: 5000,
+            position: Some(past_the_book()),
+            ..pb::AnalyzeRequest::default()
+        });
+        if let Some(timeout) = client_timeout {
+            request.set_timeout(timeout);
+        }
+        let deadline = client_timeout.unwrap_or(Duration::from_millis(1500));
+        let began = Instant::now();
+        let answer = rules
+            .analyze(request)
+            .await
+            .unwrap_or_else(|status| panic!("{client_timeout:?}: {status:?}"))
+            .into_inner();
+        assert!(began.elapsed() < deadline, "{:?}", began.elapsed());
+        assert!(answer.best_move.is_some() && answer.depth > 0, "{answer:?}");
+        assert!(!answer.cut_short, "{answer:?}");
+        // Searched for most of the time there was, not a token amount.
+        assert!(
+            u128::from(answer.time_ms) * 2 > deadline.as_millis() / 2,
+            "{client_timeout:?}: {answer:?}"
+        );
+    }
+    server.stop().await.unwrap();
+}
+
 #[tokio::test]
 async fn analyses_are_capped_per_client_address() {
     // Loopback is exempt by default; the test's client is on loopback.

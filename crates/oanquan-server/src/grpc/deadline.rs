@@ -97,6 +97,15 @@ const SHOWN_ONCE: [&str; 6] = [
     "/oanquan.v1.GameService/OfferRematch",
 ];
 
+/// The method whose handler reads its call's deadline ([`CallDeadline`]).
+const ANALYZE: &str = "/oanquan.v1.RulesService/Analyze";
+
+/// In the request's extensions of an `Analyze` call with a deadline: when the call is cut.
+/// The search ends in time to answer before it (`rules_service`), rather than search on to a
+/// time limit its caller will not wait for and answer nothing.
+#[derive(Debug, Clone, Copy)]
+pub struct CallDeadline(pub Instant);
+
 /// In the request's extensions of a [`SHOWN_ONCE`] call: set by its handler when it begins.
 #[derive(Debug, Clone, Default)]
 pub struct Begun(Arc<AtomicBool>);
@@ -142,6 +151,11 @@ where
         // `--request-timeout` may be longer than the clock can count to: then there is none.
         let deadline = now.checked_add(limit);
         let client_deadline = client.and_then(|client| now.checked_add(client));
+        if let Some(deadline) = deadline
+            && request.uri().path() == ANALYZE
+        {
+            request.extensions_mut().insert(CallDeadline(deadline));
+        }
         let begun = SHOWN_ONCE.contains(&request.uri().path()).then(|| {
             let begun = Begun::default();
             request.extensions_mut().insert(begun.clone());

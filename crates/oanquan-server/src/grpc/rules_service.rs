@@ -4,8 +4,10 @@ use std::sync::Arc;
 
 use oanquan_proto::v1 as pb;
 use oanquan_rules::{Game, Preset};
+use tokio::time::Instant;
 use tonic::{Request, Response, Status};
 
+use super::deadline;
 use super::status::{self, into_status};
 use crate::domain::computer::{self, AnalysisError, SearchCapacity, SearchPool};
 use crate::domain::{GameError, GameId, GameManager};
@@ -200,6 +202,10 @@ impl pb::rules_service_server::RulesService for RulesApi {
         request: Request<pb::AnalyzeRequest>,
     ) -> Result<Response<pb::AnalyzeResponse>, Status> {
         let client = request.remote_addr().map(|addr| addr.ip());
+        let call_deadline = request
+            .extensions()
+            .get::<deadline::CallDeadline>()
+            .map(|d| d.0);
         let request = request.into_inner();
         let source = request.game.as_ref().map(Source::from);
         let subject = subject(request.rules.as_ref(), request.position.as_ref(), source)
@@ -223,7 +229,13 @@ impl pb::rules_service_server::RulesService for RulesApi {
         // search.
         match self
             .searches
-            .analyze(game, limits, client, !request.best_play_only)
+            .analyze_by(
+                game,
+                limits,
+                client,
+                !request.best_play_only,
+                call_deadline.map(Instant::into_std),
+            )
             .await
         {
             Ok(result) => Ok(Response::new(convert::analysis_out(&result, history_plies))),
