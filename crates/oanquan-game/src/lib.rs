@@ -48,8 +48,8 @@ pub use error::GameError;
 pub use hub::{COMMIT_FEED_CAPACITY, Hub, TooManyWatchers, WatchLimits, Watcher, WatcherGuard};
 pub use manager::{
     CommitObserver, Credential, DEFAULT_MAX_STREAMS_PER_SEAT, DEFAULT_PAGE_SIZE, GameManager,
-    MAX_PAGE_SIZE, ManagerLimits, NewGame, PairedGame, Registered, RematchOffered, Seated,
-    seat_account,
+    KEY_ID_TAKEN, MAX_PAGE_SIZE, ManagerLimits, NewGame, PairedGame, Registered, RematchOffered,
+    Seated, seat_account,
 };
 pub use memory::{MemoryLimits, MemoryStore};
 pub use model::{

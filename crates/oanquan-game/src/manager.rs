@@ -213,6 +213,10 @@ pub struct Seated {
     pub token: PlayerToken,
 }
 
+/// What [`GameManager::register_with_key`] says on `api_key` of a chosen key whose id another
+/// account's key has.
+pub const KEY_ID_TAKEN: &str = "is taken by another account's key: make a new one";
+
 /// An account registered ([`GameManager::register_with_key`]).
 #[derive(Debug, Clone)]
 pub struct Registered {
@@ -1676,14 +1680,30 @@ impl GameManager {
             Err(StoreError::AlreadyExists) => match self.registered_before(&username, &key).await {
                 Ok(Some(registered)) => Ok(registered),
                 Ok(None) if self.account_by_keys(&username.keys()).await?.is_some() => Err(taken()),
-                Ok(None) => Err(GameError::invalid(
-                    "api_key",
-                    "is taken by another account's key: make a new one",
-                )),
+                Ok(None) => Err(GameError::invalid("api_key", KEY_ID_TAKEN)),
                 Err(e) => Err(e),
             },
             Err(e) => Err(e.into()),
         }
+    }
+
+    /// A retry of a registration that made its account: the account named `username` (any
+    /// spelling of it) that the chosen `key` plays as, answered as [`Registered`] with
+    /// `made` false. `None` when it is not one (nothing is checked but that: the caller goes
+    /// on to [`GameManager::register_with_key`], which says what is wrong).
+    ///
+    /// # Errors
+    ///
+    /// Store failures.
+    pub async fn registered_before_with(
+        &self,
+        username: &str,
+        key: &str,
+    ) -> Result<Option<Registered>, GameError> {
+        let (Ok(username), Ok(key)) = (Username::parse(username), ApiKey::chosen(key)) else {
+            return Ok(None);
+        };
+        self.registered_before(&username, &key).await
     }
 
     /// The account named `username` that `key` plays as, as a retried registration answers

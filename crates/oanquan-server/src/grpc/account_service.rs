@@ -10,7 +10,7 @@ use super::game_service::bearer;
 use super::status::{self, into_status};
 use crate::domain::account::Account;
 use crate::domain::limits::RateLimiter;
-use crate::domain::{GameError, GameManager, PlayerGameFilter};
+use crate::domain::{GameError, GameManager, KEY_ID_TAKEN, PlayerGameFilter, Registered};
 use crate::grpc::deadline;
 use oanquan_convert as convert;
 
@@ -73,16 +73,14 @@ fn page_token(token: &str) -> Option<&str> {
     Some(token).filter(|t| !t.is_empty())
 }
 
-#[tonic::async_trait]
-impl pb::account_service_server::AccountService for AccountApi {
-    async fn register(
+impl AccountApi {
+    /// A registration that is not a retry, within the address's registrations an hour.
+    async fn register_new(
         &self,
-        request: Request<pb::RegisterRequest>,
-    ) -> Result<Response<pb::RegisterResponse>, Status> {
-        // Not cut by the server's request timeout once begun: its answer holds a secret shown
-        // once (see `deadline`).
-        deadline::begin_once(&request);
-        let client = request.remote_addr().map(|addr| addr.ip());
+        client: Option<std::net::IpAddr>,
+        username: &str,
+        chosen: Option<&str>,
+    ) -> Result<Registered, Status> {
         if let Some(ip) = client {
             self.registrations.check(ip).map_err(|limited| {
                 let per_hour = (limited.limit.per_second * 3600.0).round();
@@ -96,30 +94,59 @@ impl pb::account_service_server::AccountService for AccountApi {
                 )
             })?;
         }
-        let request = request.into_inner();
-        let chosen = Some(request.api_key.as_str()).filter(|key| !key.is_empty());
-        let registered = match self
-            .manager
-            .register_with_key(&request.username, chosen)
-            .await
-        {
+        let registered = match self.manager.register_with_key(username, chosen).await {
             Ok(registered) => registered,
             Err(error) => {
                 // The limit counts accounts made: a name refused or taken made none, and a
                 // newcomer trying names (or a household behind one address) must not be
-                // locked out by them.
-                if let (Some(ip), GameError::InvalidArgument { .. } | GameError::UsernameTaken(_)) =
-                    (client, &error)
-                {
+                // locked out by them. A key refused for its id is not given back: each such
+                // answer says a key id exists, and an outside probe asked without limit.
+                let refund = match &error {
+                    GameError::InvalidArgument { description, .. } => description != KEY_ID_TAKEN,
+                    GameError::UsernameTaken(_) => true,
+                    _ => false,
+                };
+                if let (Some(ip), true) = (client, refund) {
                     self.registrations.refund(ip);
                 }
                 return Err(into_status(error));
             }
         };
         if let (Some(ip), false) = (client, registered.made) {
-            // A retry answered with the account its first call made: no new account.
+            // A retry that raced its first call: no new account.
             self.registrations.refund(ip);
         }
+        Ok(registered)
+    }
+}
+
+#[tonic::async_trait]
+impl pb::account_service_server::AccountService for AccountApi {
+    async fn register(
+        &self,
+        request: Request<pb::RegisterRequest>,
+    ) -> Result<Response<pb::RegisterResponse>, Status> {
+        // Not cut by the server's request timeout once begun: its answer holds a secret shown
+        // once (see `deadline`).
+        deadline::begin_once(&request);
+        let client = request.remote_addr().map(|addr| addr.ip());
+        let request = request.into_inner();
+        let chosen = Some(request.api_key.as_str()).filter(|key| !key.is_empty());
+        // A retry is answered before the limit is counted: it makes no account, and one whose
+        // first call took the address's last registration must still get its key (an outside
+        // probe's retry was refused for an hour).
+        let retried = match chosen {
+            Some(key) => self
+                .manager
+                .registered_before_with(&request.username, key)
+                .await
+                .map_err(into_status)?,
+            None => None,
+        };
+        let registered = match retried {
+            Some(registered) => registered,
+            None => self.register_new(client, &request.username, chosen).await?,
+        };
         // The key's record is not read back: the account exists now, and a failed read must not
         // lose the only copy of its key.
         let record = pb::ApiKey {
