@@ -727,6 +727,79 @@ fn a_registration_whose_answer_was_lost_is_finished_by_the_same_command() {
     assert_eq!(made.len(), 4 + 16 + 1 + 32, "{made}");
 }
 
+/// A registration that may have made its account keeps its key whatever the server says next,
+/// unless that proves nothing was made with it: an outside probe's answer was lost on the
+/// address's last registration of the hour, the retry was refused by the limit, and the CLI
+/// dropped the only copy of the key.
+#[test]
+fn an_unfinished_registration_keeps_its_key_through_a_refusal_that_proves_nothing() {
+    let server = Server::start_with(&[
+        "--exempt-loopback",
+        "false",
+        "--registrations-per-hour",
+        "1",
+    ]);
+    let url = server.url();
+    register(&url, config_dir().path(), "Other");
+    let dir = config_dir();
+    let key = "oqk_0123456789abcdef_Xq3-vR8_kLm2Tz9YwB4nHc6JpDs1Ga5E";
+    unfinished_registration(dir.path(), &url, "Lan", key);
+    let refused = run_cli(&url, dir.path(), &["register", "Lan"]);
+    assert_eq!(refused.code, Some(75), "{refused:?}");
+    assert!(
+        refused.stderr.contains("run the same command again"),
+        "{}",
+        refused.stderr
+    );
+    let file = json_of(&std::fs::read_to_string(dir.path().join("account.json")).unwrap());
+    assert_eq!(file["accounts"][0]["api_key"], key, "{file}");
+    assert_eq!(file["accounts"][0]["pending"], true, "{file}");
+    // Any case of the name finishes it (the server's names ignore case).
+    let again = run_cli(&url, dir.path(), &["register", "lan"]);
+    assert!(
+        again.stderr.contains("finishing the registration of Lan"),
+        "{again:?}"
+    );
+}
+
+/// Two `register` runs at once in one directory: one stores its account, the other is told
+/// one is stored, and the stored key works (an outside probe's two runs both said
+/// "registered", and one account's key was lost).
+#[test]
+fn two_registrations_at_once_in_one_directory_keep_one_account_whole() {
+    let server = Server::start();
+    let url = server.url();
+    let dir = config_dir();
+    let runs: Vec<_> = ["TwoA", "TwoB"]
+        .iter()
+        .map(|name| {
+            cli_command(&url, dir.path(), &["register", name])
+                .stdin(std::process::Stdio::null())
+                .stdout(std::process::Stdio::piped())
+                .stderr(std::process::Stdio::piped())
+                .spawn()
+                .expect("run oanquan register")
+        })
+        .collect();
+    let outs: Vec<_> = runs
+        .into_iter()
+        .map(|run| run.wait_with_output().expect("wait"))
+        .collect();
+    let codes: Vec<_> = outs.iter().map(|o| o.status.code()).collect();
+    assert!(
+        codes.contains(&Some(0)) && codes.contains(&Some(4)),
+        "{outs:?}"
+    );
+    let winner = if codes[0] == Some(0) { "TwoA" } else { "TwoB" };
+    let loser = outs.iter().find(|o| o.status.code() == Some(4)).unwrap();
+    assert!(
+        String::from_utf8_lossy(&loser.stderr).contains("already stored"),
+        "{loser:?}"
+    );
+    let me = json_of(&ok(&url, dir.path(), &["me", "--json"]).stdout);
+    assert_eq!(me["player"]["username"], winner, "{me}");
+}
+
 #[test]
 fn an_account_survives_a_restart() {
     let data = tempfile::tempdir().expect("tempdir");

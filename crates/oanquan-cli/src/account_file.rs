@@ -185,6 +185,13 @@ impl AccountFile {
         self.save(&file)
     }
 
+    /// Holds this directory's accounts for one `register` or `login` from its first look at
+    /// the file to its last write (a lock of its own, beside the file's: `put` and `remove`
+    /// take the file's for each write).
+    pub fn exclusive(&self) -> Result<crate::tokens::FileLock, CliError> {
+        lock(&self.dir, "account.json.register")
+    }
+
     /// Forgets the account of `server`; true if there was one.
     pub fn remove(&self, server: &str) -> Result<bool, CliError> {
         let server = normalize_server(server);

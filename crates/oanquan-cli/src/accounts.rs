@@ -51,25 +51,32 @@ pub fn playing_account(ctx: &Context, anonymous: bool) -> Result<Option<Account>
 /// The key is made here and kept in the account file, marked pending, before the server is
 /// asked: if the answer is lost (the connection or the server fails after the account is
 /// made), the same command again sends the same key, and the server answers with the account
-/// instead of "taken" (`RegisterRequest.api_key`).
+/// instead of "taken" (`RegisterRequest.api_key`). The pending entry goes only once the server
+/// has said that nothing was made with its key.
 pub async fn register(
     ctx: &Context,
     clients: &mut Clients,
     args: &RegisterArgs,
 ) -> Result<(), CliError> {
     let file = ctx.account_file()?;
+    // One `register` or `login` at a time in a directory: two at once each stored their own
+    // key over the other's, and one account's key was lost (an outside probe's).
+    let _alone = file.exclusive()?;
     let server = &ctx.server.name;
     let previous = file.stored(server)?;
-    let api_key = match &previous {
-        Some(unfinished) if unfinished.pending && unfinished.username == args.username => {
+    let resumed = previous
+        .as_ref()
+        .filter(|p| p.pending && p.username.to_lowercase() == args.username.to_lowercase());
+    let api_key = match resumed {
+        Some(unfinished) => {
             note(format_args!(
                 "finishing the registration of {} begun earlier",
-                shown_name(&args.username)
+                shown_name(&unfinished.username)
             ));
             unfinished.api_key.clone()
         }
         // Checked before asking the server, so that no account is made only to be thrown away.
-        _ => {
+        None => {
             may_store(&file, server, args.force)?;
             new_api_key()
         }
@@ -82,27 +89,40 @@ pub async fn register(
         pending: true,
     })?;
     let what = format!("register {}", typed(&args.username));
-    let response = match register_call(clients, &args.username, &api_key).await {
+    // Whether a try, in this run or an earlier one, may have made the account.
+    let mut maybe_made = resumed.is_some();
+    let response = match register_call(clients, &args.username, &api_key, &mut maybe_made).await {
         Ok(response) => response,
-        Err(status) if answer_may_be_lost(&status) => {
-            let mut error = CliError::from_status(&what, &status);
-            error.message = format!(
-                "{}; the account may have been made: run the same command again to finish \
-                 (its key is kept in {})",
-                error.message,
-                file.path().display()
-            );
-            return Err(error);
-        }
-        Err(status) => {
-            // Refused: nothing was made with this key, and what was stored before stays.
-            match previous.filter(|p| !p.pending || p.username != args.username) {
+        // A refusal that says nothing was made with this key: the name is another's (this
+        // key's own account would have been the answer), or the name or key is malformed. A
+        // refusal of any other kind (the registration limit, say) proves nothing once an
+        // earlier try may have made the account: an outside probe's lost answer, then its
+        // retry refused by the limit, lost the key for good when its entry was dropped.
+        Err(status)
+            if !answer_may_be_lost(&status)
+                && (!maybe_made
+                    || matches!(
+                        status.code(),
+                        tonic::Code::AlreadyExists | tonic::Code::InvalidArgument
+                    )) =>
+        {
+            match previous.filter(|p| !p.pending) {
                 Some(previous) => file.put(previous)?,
                 None => {
                     file.remove(server)?;
                 }
             }
             return Err(CliError::from_status(&what, &status));
+        }
+        Err(status) => {
+            let mut error = CliError::from_status(&what, &status);
+            error.message = format!(
+                "{}; the account may have been made by an earlier try: run the same command \
+                 again to finish (its key is kept in {})",
+                error.message,
+                file.path().display()
+            );
+            return Err(error);
         }
     };
     let player = response
@@ -144,15 +164,18 @@ pub async fn register(
     ])
 }
 
-/// Tries of one `Register` whose answer may have been lost on the way.
-const REGISTER_TRIES: u32 = 4;
+/// Tries of one `Register` whose answer may have been lost on the way: with the backoff
+/// between them, 3 to 6 s in all, about as long as a server takes to restart (four tries gave
+/// up after 1.3 s of an outside probe's restart).
+const REGISTER_TRIES: u32 = 7;
 
 /// `Register` with `api_key`, tried again while the answer may have been lost: the key makes
-/// a retry safe.
+/// a retry safe. `maybe_made` is set once a try may have reached the server.
 async fn register_call(
     clients: &mut Clients,
     username: &str,
     api_key: &str,
+    maybe_made: &mut bool,
 ) -> Result<RegisterResponse, tonic::Status> {
     let mut attempt = 0;
     loop {
@@ -164,7 +187,11 @@ async fn register_call(
             }))
             .await;
         match answer {
-            Err(status) if answer_may_be_lost(&status) && attempt + 1 < REGISTER_TRIES => {
+            Err(status) if answer_may_be_lost(&status) => {
+                *maybe_made = true;
+                if attempt + 1 >= REGISTER_TRIES {
+                    return Err(status);
+                }
                 tokio::time::sleep(crate::feed::backoff(attempt, rand::random::<f64>())).await;
                 attempt += 1;
             }
@@ -210,6 +237,12 @@ pub async fn login(ctx: &Context, clients: &mut Clients, args: &LoginArgs) -> Re
     let file = ctx.account_file()?;
     may_store(&file, &ctx.server.name, args.force)?;
     let key = read_key_unseen().await?;
+    // Alone from here to the write, as `register` is; and what was stored meanwhile, while the
+    // key was typed, is refused as before.
+    let _alone = file.exclusive()?;
+    if !args.force {
+        may_store(&file, &ctx.server.name, false)?;
+    }
     let key_id = crate::account_file::key_id(&key)
         .map(str::to_owned)
         .ok_or_else(not_a_key)?;
@@ -365,6 +398,14 @@ fn may_store(file: &AccountFile, server: &str, force: bool) -> Result<(), CliErr
                 shown_name(&unfinished.username),
             ),
         )),
+        Some(unfinished) if unfinished.pending => {
+            note(format_args!(
+                "giving up the unfinished registration of {} (--force): if its account was \
+                 made, its key is lost with it",
+                shown_name(&unfinished.username)
+            ));
+            Ok(())
+        }
         Some(existing) if !force => Err(CliError::new(
             code::REJECTED,
             format!(

@@ -195,6 +195,10 @@ fn plain_words(status: &tonic::Status, reason: Option<ErrorReason>) -> String {
         }
         Some(ErrorReason::NotYourTurn) => "it is not your turn; wait for the opponent's move",
         Some(ErrorReason::IllegalMove) => illegal_move(status),
+        Some(ErrorReason::GameOver) if status.message().contains("withdrawn") => {
+            "the game is over: it was withdrawn before it started, as an API key of the \
+             account waiting in it was revoked after it was created"
+        }
         Some(ErrorReason::GameOver) => "the game is over",
         Some(ErrorReason::GameNotStarted) => {
             "the game has not started: it waits for a second player to join"
@@ -523,6 +527,23 @@ mod tests {
         assert_eq!(err.code, code::REJECTED);
         assert!(err.message.contains("the game is full"), "{}", err.message);
         assert_eq!(error_reason(&tonic::Status::internal("x")), None);
+        // A game withdrawn as someone came to join it says why.
+        let withdrawn = tonic::Status::with_error_details(
+            Code::FailedPrecondition,
+            "the game was withdrawn before it started: an API key of the account waiting in it \
+             was revoked after the game was created; create or join another game",
+            tonic_types::ErrorDetails::with_error_info(
+                "ERROR_REASON_GAME_OVER",
+                "oanquan.v1",
+                std::collections::HashMap::new(),
+            ),
+        );
+        let err = CliError::from_status("join", &withdrawn);
+        assert!(
+            err.message.contains("withdrawn") && err.message.contains("revoked"),
+            "{}",
+            err.message
+        );
     }
 
     #[test]
