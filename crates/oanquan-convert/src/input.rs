@@ -65,24 +65,34 @@ pub fn computer_opponent(
         })
 }
 
-/// A `Player` that may be unset (`PLAYER_UNSPECIFIED` → `None`).
+/// A `Player` that may be unset (`PLAYER_UNSPECIFIED` → `None`); an unknown value is refused
+/// with all three named, since unset is one of the choices here (an outside probe's `seat: 7`
+/// was told only of the two seats).
 pub fn optional_player(value: i32, field: &str) -> Result<Option<Player>> {
+    known_player(
+        value,
+        field,
+        "PLAYER_FIRST, PLAYER_SECOND or PLAYER_UNSPECIFIED",
+    )
+}
+
+/// A `Player` that must be set.
+pub fn player(value: i32, field: &str) -> Result<Player> {
+    known_player(value, field, "PLAYER_FIRST or PLAYER_SECOND")?.ok_or_else(|| {
+        GameError::invalid(field, "must be PLAYER_FIRST or PLAYER_SECOND, not unset")
+    })
+}
+
+fn known_player(value: i32, field: &str, choices: &str) -> Result<Option<Player>> {
     match pb::Player::try_from(value) {
         Ok(pb::Player::Unspecified) => Ok(None),
         Ok(pb::Player::First) => Ok(Some(Player::First)),
         Ok(pb::Player::Second) => Ok(Some(Player::Second)),
         Err(_) => Err(GameError::invalid(
             field,
-            format!("unknown Player value {value}; use PLAYER_FIRST or PLAYER_SECOND"),
+            format!("unknown Player value {value}; use {choices}"),
         )),
     }
-}
-
-/// A `Player` that must be set.
-pub fn player(value: i32, field: &str) -> Result<Player> {
-    optional_player(value, field)?.ok_or_else(|| {
-        GameError::invalid(field, "must be PLAYER_FIRST or PLAYER_SECOND, not unset")
-    })
 }
 
 /// A move.

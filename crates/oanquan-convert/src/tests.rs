@@ -317,6 +317,15 @@ fn enums_and_ids_reject_unknown_values() {
     assert_eq!(optional_player(0, "seat").unwrap(), None);
     assert_eq!(optional_player(2, "seat").unwrap(), Some(Player::Second));
     assert_eq!(field_of(optional_player(3, "seat").unwrap_err()), "seat");
+    let GameError::InvalidArgument { description, .. } = optional_player(7, "seat").unwrap_err()
+    else {
+        panic!("not a field error")
+    };
+    assert!(description.contains("PLAYER_UNSPECIFIED"), "{description}");
+    let GameError::InvalidArgument { description, .. } = player(7, "to_move").unwrap_err() else {
+        panic!("not a field error")
+    };
+    assert!(!description.contains("PLAYER_UNSPECIFIED"), "{description}");
     assert_eq!(field_of(filter(5).unwrap_err()), "filter");
     assert_eq!(filter(0).unwrap(), GameFilter::All);
     assert_eq!(field_of(game_id("", "game_id").unwrap_err()), "game_id");
