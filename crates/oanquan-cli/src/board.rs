@@ -221,13 +221,42 @@ fn above_mandarin(board: &BoardState, ring: u32, cols: usize, style: Style) -> S
     }
 }
 
+/// A player's line drawn in one form, with a name and whether the turn marker shows.
+type Draw<'a> = &'a dyn Fn(&str, bool) -> String;
+
+/// The forms of a player's line, fullest first: `first player: Lan (1523?)  score 3`,
+/// `first: Lan  3 pts`, `first: Lan  3`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+enum Form {
+    Full,
+    Compact,
+    Bare,
+}
+
+/// Both players' lines, in one form: the fuller that both fit (an outside probe's board showed
+/// `second: Trần Hưng Đạo Quận M…  0 pts` above `first player: Nguy…  score 6`).
+fn player_lines(board: &BoardState, view: &View<'_>, glyphs: &Glyphs, style: Style) -> [String; 2] {
+    let [top, bottom] = [view.bottom.other(), view.bottom];
+    let line = |side, least| player_line(board, view, side, glyphs, style, least);
+    let ((top_line, top_form), (bottom_line, bottom_form)) =
+        (line(top, Form::Full), line(bottom, Form::Full));
+    if top_form == bottom_form {
+        return [top_line, bottom_line];
+    }
+    let least = top_form.max(bottom_form);
+    [line(top, least).0, line(bottom, least).0]
+}
+
+/// A player's line in the fullest form from `least` on that fits the view's width, and that
+/// form.
 fn player_line(
     board: &BoardState,
     view: &View<'_>,
     side: Side,
     glyphs: &Glyphs,
     style: Style,
-) -> String {
+    least: Form,
+) -> (String, Form) {
     let idx = usize::from(side == Side::Second);
     let name = view.names[idx].trim();
     // From the server: escaped, so that it cannot move the cursor or add a line to the board
@@ -270,7 +299,7 @@ fn player_line(
         )
     };
     let Some(width) = view.width else {
-        return full(&name, true);
+        return (full(&name, true), Form::Full);
     };
     // Then the words around the figures (a 40-column terminal cut a clock's 0:59 to 0:5 and
     // the turn marker away): the rating goes, and the score, clock and marker stay whole;
@@ -295,29 +324,30 @@ fn player_line(
     let over = |form: &dyn Fn(&str, bool) -> String| {
         crate::output::columns(&form(&name, false)).saturating_sub(width)
     };
+    let forms: [(Draw<'_>, Form); 2] = [(&full, Form::Full), (&compact, Form::Compact)];
     // The score keeps its word while it can: the bare form comes last.
-    for form in [&full as &dyn Fn(&str, bool) -> String, &compact] {
-        if over(form) == 0 {
-            return form(&name, true);
+    for (form, kind) in forms {
+        if kind >= least && over(form) == 0 {
+            return (form(&name, true), kind);
         }
     }
-    for (form, least) in [
-        (&full as &dyn Fn(&str, bool) -> String, MIN_NAME_COLUMNS),
-        (&compact, MIN_NAME_COLUMNS.min(name.width()).max(1)),
-    ] {
+    for (form, kind) in forms {
+        let fewest = if kind == Form::Full {
+            MIN_NAME_COLUMNS
+        } else {
+            MIN_NAME_COLUMNS.min(name.width()).max(1)
+        };
         let keep = name.width().saturating_sub(over(form) + 1);
-        if keep >= least {
-            return form(&shortened(&name, keep), true);
+        if kind >= least && keep >= fewest {
+            return (form(&shortened(&name, keep), true), kind);
         }
     }
     if over(&bare) == 0 {
-        return bare(&name, true);
+        return (bare(&name, true), Form::Bare);
     }
     // At least one letter of the name stays; what still does not fit is cut by the caller.
-    bare(
-        &shortened(&name, name.width().saturating_sub(over(&bare) + 1).max(1)),
-        true,
-    )
+    let keep = name.width().saturating_sub(over(&bare) + 1).max(1);
+    (bare(&shortened(&name, keep), true), Form::Bare)
 }
 
 /// The fewest columns of a name shortened on a player's line before the words around the
@@ -398,15 +428,16 @@ pub fn render(board: &BoardState, view: &View<'_>, style: Style) -> Vec<String> 
         let [top_border, top_row, middle, bottom_row, bottom_border] =
             narrow_box(board, view, g, style);
         let labels: String = (1..=5).map(|i| format!("{i:>3}")).collect();
+        let [top_player, bottom_player] = player_lines(board, view, g, style);
         let mut lines = vec![
-            player_line(board, view, view.bottom.other(), g, style),
+            top_player,
             top_border,
             top_row,
             middle,
             bottom_row,
             bottom_border,
             format!("       {labels}"),
-            player_line(board, view, view.bottom, g, style),
+            bottom_player,
         ];
         if let Some(hand) = view.hand {
             lines.push(format!("  in hand: {hand}"));
@@ -458,15 +489,16 @@ pub fn render(board: &BoardState, view: &View<'_>, style: Style) -> Vec<String> 
     for i in 1..=5 {
         labels.push_str(&format!("{i:>3}  "));
     }
+    let [top_player, bottom_player] = player_lines(board, view, g, style);
     let mut lines = vec![
-        player_line(board, view, view.bottom.other(), g, style),
+        top_player,
         border(g.top),
         row(top, top_color, [&above[0], &above[1]]),
         middle,
         row(bottom, bottom_color, [blank, blank]),
         border(g.bottom),
         labels.trim_end().to_owned(),
-        player_line(board, view, view.bottom, g, style),
+        bottom_player,
     ];
     if let Some(hand) = view.hand {
         lines.push(format!("  in hand: {hand}"));
@@ -788,6 +820,32 @@ mod tests {
             if width >= 40 {
                 assert!(top_a.contains("Computer (master)"), "{width}: {top_a:?}");
                 assert!(top_b.contains("Computer (master)"), "{width}: {top_b:?}");
+            }
+        }
+    }
+
+    /// Both players' lines take one form (an outside probe's board showed `second: Trần Hưng
+    /// Đạo Quận M…  0 pts` above `first player: Nguy…  score 6`).
+    #[test]
+    fn both_players_lines_take_one_form() {
+        let (top, bottom) = (
+            "Trần Hưng Đạo Quận Một Hai Ba Bố",
+            "Nguyễn Văn An Bình Chánh Dương",
+        );
+        for width in 30..=90 {
+            for to_move in [Side::First, Side::Second] {
+                let view = View {
+                    names: [bottom, top],
+                    to_move: Some(to_move),
+                    width: Some(width),
+                    ..view(Side::First)
+                };
+                let lines = render(&distinct(), &view, Style::PLAIN);
+                let form = |line: &str| (line.contains(" player: "), line.contains(" pts"));
+                assert_eq!(form(&lines[0]), form(&lines[7]), "{width}: {lines:#?}");
+                for line in [&lines[0], &lines[7]] {
+                    assert!(crate::output::columns(line) <= width, "{width}: {line:?}");
+                }
             }
         }
     }
