@@ -58,6 +58,9 @@ function say(text: string, kind: "info" | "error" | "" = "info") {
 const OFFERS_DRAW = " offers a draw";
 const OFFERS_REMATCH = " offers a rematch";
 
+/** The ending of the status line's error for a move that never reached the server. */
+const NOT_SENT_ENDING = "; play it again once the page is connected";
+
 /** Clears the status line if it still announces an offer that is gone. */
 function withdrawNotice(ending: string) {
   if (statusLine.textContent?.endsWith(ending)) say("");
@@ -512,8 +515,11 @@ function showLobby(): () => void {
     } finally {
       dog.stop();
     }
+    // Lost in silence, the seek waits on the server until it notices (up to a minute), and the
+    // list shows it meanwhile: still this page's, not one to play (an outside probe's own lost
+    // seek had a Play button).
+    if (!dog.silent()) ownSeek = undefined;
     seeking = undefined;
-    ownSeek = undefined;
     seekButton.textContent = "Seek";
     seekState.textContent = "";
     render();
@@ -896,6 +902,8 @@ function showGame(id: string): () => void {
   let score: [number, number] = [0, 0];
   let clocks: Clocks | undefined;
   let clocksAt = 0;
+  // The server's time of the reading a resumed stream asked for (see `refreshClocks`).
+  let freshAt: number | undefined;
   // Whose turn the clocks' deadline is for: a move's clocks come before its animation, while
   // the board (and `game.position`) still shows the mover to move.
   let clocksToMove: Player = Player.UNSPECIFIED;
@@ -1078,7 +1086,7 @@ function showGame(id: string): () => void {
       const e = ConnectError.from(error);
       // A refusal is the server's answer; no answer at all is the connection's.
       const refused = e.code !== Code.Unavailable && e.code !== Code.Unknown && e.code !== Code.DeadlineExceeded;
-      say(refused ? `Move refused: ${describe(error)}` : `The move was not sent: ${describe(error)}`, "error");
+      say(refused ? `Move refused: ${describe(error)}` : `The move was not sent: ${describe(error)}${NOT_SENT_ENDING}`, "error");
       moveError = true;
     }
   }
@@ -1389,9 +1397,43 @@ function showGame(id: string): () => void {
 
   function setClocks(next: Clocks | undefined, toMove: Player | undefined) {
     if (!next) return;
+    // A reading older than the fresh one a resumed stream asked for (a missed event replayed
+    // after it) would give the time since back: both are the server's times. The first newer
+    // reading ends the check, so that a later move is never held to another node's clock.
+    if (freshAt !== undefined && next.measuredAt) {
+      if (timestampMs(next.measuredAt) < freshAt) return;
+      freshAt = undefined;
+    }
     clocks = next;
     clocksAt = performance.now();
     clocksToMove = toMove ?? Player.UNSPECIFIED;
+  }
+
+  /** An opponent's offer that stands when the page opens the game (a reload) is said in words,
+   * as when it was made: an outside probe's reload left only the buttons. */
+  function sayStandingOffer(shown: Game) {
+    if (seat === Player.UNSPECIFIED) return;
+    const opponent = seat === Player.FIRST ? Player.SECOND : Player.FIRST;
+    if (shown.status === GameStatus.ACTIVE && shown.drawOffer === opponent) {
+      say(`${seatName(shown, opponent)}${OFFERS_DRAW}`);
+    } else if (shown.rematchOffer === opponent && !shown.rematch) {
+      say(`${seatName(shown, opponent)}${OFFERS_REMATCH}`);
+    }
+  }
+
+  /** Reads the game's clocks as they are now, for a page whose stream replayed old readings. */
+  async function refreshClocks() {
+    try {
+      const now = (await games.getGame({ gameId: game?.id ?? id }, bearer(undefined))).game;
+      if (now?.clocks && now.id === game?.id) {
+        freshAt = undefined;
+        setClocks(now.clocks, now.position?.toMove);
+        freshAt = now.clocks.measuredAt ? timestampMs(now.clocks.measuredAt) : undefined;
+        render();
+      }
+    } catch {
+      // The next move's reading comes with it.
+    }
   }
 
   function handle(event: GameEvent) {
@@ -1405,6 +1447,7 @@ function showGame(id: string): () => void {
             setClocks(game.clocks, game.position?.toMove);
             // Accepted while this page was away: the seat is this browser's all the same.
             if (game.rematch && pendingRematch) store.setSeat(game.rematch, pendingRematch);
+            sayStandingOffer(game);
           }
           render();
         });
@@ -1512,9 +1555,16 @@ function showGame(id: string): () => void {
     }
   }
 
+  // The browser back online: a move that could not be sent can be sent again (its stream may
+  // never have noticed the break, so `showConnection` would not say so).
+  window.addEventListener("online", () => withdrawNotice(NOT_SENT_ENDING), { signal: abort.signal });
+
   function showConnection() {
     connection.textContent = connected ? "" : "reconnecting…";
     connection.classList.toggle("bad", !connected);
+    // Back, a move that could not be sent can be sent again: the error no longer stands (an
+    // outside probe saw it beside "Your turn" long after).
+    if (connected) withdrawNotice(NOT_SENT_ENDING);
     // Squares are playable only while connected.
     render();
   }
@@ -1537,6 +1587,7 @@ function showGame(id: string): () => void {
     };
     while (!abort.signal.aborted) {
       const dog = watchdog(abort.signal);
+      let resumed = (after ?? 0n) > 0n;
       try {
         const stream = games.watchGame(
           { gameId: id, afterSequence: after, followRematch: true },
@@ -1559,6 +1610,14 @@ function showGame(id: string): () => void {
           back();
           if (event.kind.case !== "heartbeat") after = event.sequence;
           if (event.kind.case === "gameOver") ended = true;
+          // A resumed stream first replays what was missed, each event with the clocks as they
+          // were then, and the page counts them down from when they arrive: a move missed a
+          // minute ago showed the player a minute more than they had (an outside probe's). The
+          // game's clocks as they are now follow the replayed events.
+          if (resumed && event.kind.case !== "heartbeat" && event.kind.case !== "snapshot") {
+            resumed = false;
+            enqueue(refreshClocks);
+          }
           if (event.kind.case === "snapshot") {
             const s = event.kind.value.game?.status;
             if (s === GameStatus.FINISHED || s === GameStatus.ABORTED) ended = true;

@@ -1050,8 +1050,12 @@ test("a draw offer shows as made until it is declined or the opponent moves", as
   for (const page of [lan, minh]) await until("the move shown", async () => (await movesOf(page)) === 1);
   assert.equal(await mover.getByTestId("draw").textContent(), "Draw offered");
   assert.equal(await waiter.getByTestId("draw").textContent(), "Accept draw");
-  // The opponent is told in words, not only by a button.
+  // The opponent is told in words, not only by a button; after a reload too (an outside
+  // probe's reload left only the buttons).
   await waiter.locator("#status").getByText(/offers a draw$/).waitFor();
+  await waiter.reload();
+  await waiter.locator("#status").getByText(/offers a draw$/).waitFor();
+  await drawButton(waiter, "Accept draw");
   // Declined: offerable again, and the offerer is told.
   await waiter.getByTestId("decline-draw").click();
   await until("the notice gone", async () => !/offers a draw/.test((await waiter.locator("#status").textContent()) ?? ""));
@@ -1096,6 +1100,70 @@ test("a profile link with a name no account can have shows no such player, witho
   // A game link that can name no game says so.
   await page.goto(`${server.url}#/game/${encodeURIComponent("<img src=x>")}`);
   await page.locator("#status").getByText("There is no such game").waitFor();
+});
+
+test("a move missed while the page was away sets its clock from the server's reading", async () => {
+  // Minh moves while Lan's page hears nothing; the resumed stream replays the move with the
+  // clocks as they were then, and Lan's page counted them down from when they arrived: it
+  // showed Lan the whole outage as extra time (an outside probe's, by 50 s).
+  const SILENCE = 1_500;
+  const lan = await player("Lan", DESKTOP, "0", SILENCE);
+  const minh = await player("Minh");
+  const id = await createGame(lan, "600000+5000");
+  await joinGame(minh, id);
+  // Both first moves start the clocks; then one more if need be, so that Minh is to move.
+  for (let ply = 0; ply < 3; ply++) {
+    const mover = await whoseTurn([lan, minh]);
+    if (ply >= 2 && mover === minh) break;
+    assert.ok(mover);
+    const before = await movesOf(mover);
+    await playOneMove(mover, ply, false);
+    await until("the move", async () => (await movesOf(lan)) > before && (await movesOf(minh)) > before);
+  }
+  assert.equal(await whoseTurn([lan, minh]), minh);
+  await lan.route("**/oanquan.v1.GameService/WatchGame", () => {});
+  await lan.getByTestId("connection").getByText("reconnecting…").waitFor({ timeout: 3 * SILENCE + 2_000 });
+  const moves = await movesOf(minh);
+  await playOneMove(minh, 3, false);
+  await until("Minh's move", async () => (await movesOf(minh)) > moves);
+  // Lan's clock runs on the server from here; the page hears of it a while later.
+  await new Promise((r) => setTimeout(r, 4_000));
+  await lan.unrouteAll({ behavior: "ignoreErrors" });
+  await until("the missed move", async () => (await movesOf(lan)) > moves, 10_000);
+  await until("reconnected", async () => (await lan.getByTestId("connection").textContent()) === "");
+  const seconds = (text: string | null) => {
+    const [m, s] = (text ?? "").split(":").map(Number);
+    return m * 60 + s;
+  };
+  // Lan's own clock on Lan's page, and as Minh's page (never away) shows it.
+  await until(
+    "Lan's clock as the server has it",
+    async () =>
+      Math.abs(
+        seconds(await lan.getByTestId("bottom-clock").textContent()) -
+          seconds(await minh.getByTestId("top-clock").textContent()),
+      ) <= 1,
+    3_000,
+  );
+  await lan.getByTestId("resign").click();
+});
+
+test("a move not sent for want of a network is no longer an error once the page is back", async () => {
+  const lan = await player("Lan");
+  const minh = await player("Minh");
+  const id = await createGame(lan);
+  await joinGame(minh, id);
+  const mover = await whoseTurn([lan, minh]);
+  assert.ok(mover);
+  await mover.context().setOffline(true);
+  await playOneMove(mover, 0, false);
+  await mover.locator("#status").getByText(/^The move was not sent/).waitFor();
+  await mover.context().setOffline(false);
+  // An outside probe still saw the error 15 s later, beside "Your turn".
+  await until("the error gone", async () => !/was not sent/.test((await mover.locator("#status").textContent()) ?? ""), 15_000);
+  assert.equal(await mover.getByTestId("turn").textContent(), "Your turn");
+  await playOneMove(mover, 0, false);
+  await until("the move made", async () => (await movesOf(otherOf([lan, minh], mover))) === 1);
 });
 
 test("a game stream that goes silent is dropped and resumed after its last event", async () => {
