@@ -1555,6 +1555,24 @@ function showGame(id: string): () => void {
     }
   }
 
+  // Signed in as an account seated here whose seat this browser forgot (signed out meanwhile):
+  // its key plays the seat, as it stands in for the seat token (account.proto). An outside
+  // probe signed out and in again mid-game and was left a spectator of its own game.
+  window.addEventListener(SIGNED_IN, () => void adoptAccountSeat(), { signal: abort.signal });
+  async function adoptAccountSeat() {
+    const key = store.apiKey();
+    const me = await myProfile;
+    if (!key || !me || !game || store.seat(id) || store.apiKey() !== key) return;
+    for (const player of [Player.FIRST, Player.SECOND]) {
+      const taken = player === Player.FIRST ? game.firstSeat : game.secondSeat;
+      if (taken?.occupied && taken.kind !== PlayerKind.COMPUTER && taken.account?.username === me.username) {
+        store.setSeat(id, { token: key, seat: player, account: true });
+        route();
+        return;
+      }
+    }
+  }
+
   // The browser back online: a move that could not be sent can be sent again (its stream may
   // never have noticed the break, so `showConnection` would not say so).
   window.addEventListener("online", () => withdrawNotice(NOT_SENT_ENDING), { signal: abort.signal });

@@ -767,7 +767,8 @@ test("signing out forgets the key and the account's seats, and keeps the anonymo
   // Signed in again, then the key field emptied and Sign in pressed: that signs out too, and
   // the account's seats go with it.
   await page.goto(server.url);
-  await signIn(page, await register("signs_out_2"), "signs_out_2");
+  const secondKey = await register("signs_out_2");
+  await signIn(page, secondKey, "signs_out_2");
   const second = await createGame(page);
   await page.getByTestId("bottom-player").getByText(/signs_out_2.*\(you\)/).waitFor();
   await page.locator("#apikey").fill("");
@@ -779,6 +780,13 @@ test("signing out forgets the key and the account's seats, and keeps the anonymo
   await page.getByTestId("bottom-player").getByText("Guest (you)").waitFor();
   assert.ok(await page.getByTestId("join-game").isHidden());
   assert.ok(own !== anonymous);
+  // Signed in again with that key, on the account's game: the key plays its seat again (it
+  // stands in for the seat token), where an outside probe was left a spectator of its own game.
+  await page.goto(`${server.url}#/game/${second}`);
+  await page.getByTestId("join-game").waitFor({ state: "visible" });
+  await signIn(page, secondKey, "signs_out_2");
+  await page.getByTestId("bottom-player").getByText(/signs_out_2.*\(you\)/).waitFor();
+  assert.ok(await page.getByTestId("join-game").isHidden());
 });
 
 test("a seat taken while the account signs out in another tab is not kept", async () => {
