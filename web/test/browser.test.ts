@@ -1110,15 +1110,22 @@ test("a profile link with a name no account can have shows no such player, witho
   await page.locator("#status").getByText("There is no such game").waitFor();
 });
 
+/** A 10+5 game of Lan, whose page counts a stream dead after `silence` ms (40 s in use), and
+ * Minh: (Lan's page, Minh's page). */
+async function quickWatchdogGame(silence: number): Promise<[Page, Page]> {
+  const lan = await player("Lan", DESKTOP, "0", silence);
+  const minh = await player("Minh");
+  const id = await createGame(lan, "600000+5000");
+  await joinGame(minh, id);
+  return [lan, minh];
+}
+
 test("a move missed while the page was away sets its clock from the server's reading", async () => {
   // Minh moves while Lan's page hears nothing; the resumed stream replays the move with the
   // clocks as they were then, and Lan's page counted them down from when they arrived: it
   // showed Lan the whole outage as extra time (an outside probe's, by 50 s).
   const SILENCE = 1_500;
-  const lan = await player("Lan", DESKTOP, "0", SILENCE);
-  const minh = await player("Minh");
-  const id = await createGame(lan, "600000+5000");
-  await joinGame(minh, id);
+  const [lan, minh] = await quickWatchdogGame(SILENCE);
   // Both first moves start the clocks; then one more if need be, so that Minh is to move.
   for (let ply = 0; ply < 3; ply++) {
     const mover = await whoseTurn([lan, minh]);
@@ -1178,10 +1185,7 @@ test("a game stream that goes silent is dropped and resumed after its last event
   // Lan's page counts a stream dead after 1.5 s of silence (40 s in use); the server's
   // heartbeat comes every 15 s, so a held request stays silent long enough.
   const SILENCE = 1_500;
-  const lan = await player("Lan", DESKTOP, "0", SILENCE);
-  const minh = await player("Minh");
-  const id = await createGame(lan, "600000+5000");
-  await joinGame(minh, id);
+  const [lan, minh] = await quickWatchdogGame(SILENCE);
   // Lan to move: Minh plays first if the first move is his.
   if ((await whoseTurn([lan, minh])) === minh) {
     await playOneMove(minh, 1, false);

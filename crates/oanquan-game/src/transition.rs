@@ -449,14 +449,19 @@ pub fn abort(state: GameState, token: &TokenHash, now: SystemTime) -> Decided<()
     if state.info().move_count > 0 {
         return Err(GameError::GameAlreadyStarted);
     }
+    Ok(aborted(state, Some(seat), now))
+}
+
+/// The game aborted at `now`, by `by` (a seat, or none for the server).
+fn aborted(state: GameState, by: Option<Player>, now: SystemTime) -> (GameState, Transition<()>) {
     let result = GameResult {
         outcome: None,
         scores: state.position().scores(),
         termination: Termination::Aborted,
-        ended_by: Some(seat),
+        ended_by: by,
         ratings: None,
     };
-    Ok(ended(state, GameStatus::Aborted, result, now, Vec::new()))
+    ended(state, GameStatus::Aborted, result, now, Vec::new())
 }
 
 /// Aborts a game still waiting for its second player on behalf of `seat`, the one taken
@@ -473,14 +478,7 @@ pub fn withdraw_waiting(state: GameState, seat: Player, now: SystemTime) -> Deci
     if state.info().status != GameStatus::WaitingForPlayers {
         return Err(GameError::GameAlreadyStarted);
     }
-    let result = GameResult {
-        outcome: None,
-        scores: state.position().scores(),
-        termination: Termination::Aborted,
-        ended_by: Some(seat),
-        ratings: None,
-    };
-    Ok(ended(state, GameStatus::Aborted, result, now, Vec::new()))
+    Ok(aborted(state, Some(seat), now))
 }
 
 /// Aborts a waiting or active game whose last change is older than `idle_since` (no seat ends
@@ -495,14 +493,7 @@ pub fn expire(state: GameState, idle_since: SystemTime, now: SystemTime) -> Deci
         return Err(GameError::GameOver);
     }
     before_deadline(&state, now)?;
-    let result = GameResult {
-        outcome: None,
-        scores: state.position().scores(),
-        termination: Termination::Aborted,
-        ended_by: None,
-        ratings: None,
-    };
-    Ok(ended(state, GameStatus::Aborted, result, now, Vec::new()))
+    Ok(aborted(state, None, now))
 }
 
 /// Applies the game's [`deadline`](clock::deadline) if it has passed at `now`: a flag falls
