@@ -266,17 +266,25 @@ const PICK_HINT = "Pick one of your squares (click it, or Enter), then a directi
 /** When a game was created, in milliseconds (0 if the server did not say). */
 const created = (game: Game) => (game.createTime ? timestampMs(game.createTime) : 0);
 
+/** Right-to-left letters (Hebrew, Arabic, Syriac, Thaana, N'Ko, their presentation forms). */
+const RTL = /[\u0590-\u08ff\ufb1d-\ufdff\ufe70-\ufefc]/;
+
+/** A player's name that holds right-to-left letters, isolated from the text around it (FSI …
+ * PDI): otherwise a score or a digit beside it joins its run, and an outside probe's result
+ * line read "0 2 عمر" for "عمر 2 0". Names in one direction are left as they are. */
+const isolated = (name: string) => (RTL.test(name) ? `\u2068${name}\u2069` : name);
+
 function seatName(game: Game, player: Player): string {
   const seat = player === Player.FIRST ? game.firstSeat : game.secondSeat;
   if (!seat?.occupied) return "(open)";
   // In brackets, which no other player's name may end in: nobody can pass for the computer.
   if (seat.kind === PlayerKind.COMPUTER) return `Computer (${levelName(seat.computerLevel)})`;
   const username = seat.account?.username;
-  if (!username) return seat.displayName || "?";
+  if (!username) return isolated(seat.displayName || "?");
   // An account's seat is named after it: the username once, with the rating it sat down with.
   const rating = seatRating(seat.account);
-  if (seat.displayName === username) return rating ? `${username} (${rating})` : username;
-  return `${seat.displayName || "?"} [${username}${rating ? ` ${rating}` : ""}]`;
+  if (seat.displayName === username) return rating ? `${isolated(username)} (${rating})` : isolated(username);
+  return `${isolated(seat.displayName || "?")} [${isolated(username)}${rating ? ` ${rating}` : ""}]`;
 }
 
 /** How the game ended, naming who ended it where one did, and each side's score by name (the
@@ -342,7 +350,7 @@ const profileHref = (username: string) => `#/player/${encodeURIComponent(usernam
 
 /** A username that opens its profile. */
 function playerLink(username: string, text: string = username): HTMLAnchorElement {
-  return h("a", { href: profileHref(username), class: "player-link", "data-testid": "player-link" }, text);
+  return h("a", { href: profileHref(username), class: "player-link", "data-testid": "player-link" }, isolated(text));
 }
 
 /** A seat's name, its account part a link to the profile. */
@@ -352,7 +360,7 @@ function seatLabel(game: Game, player: Player): (Node | string)[] {
   if (!username) return [seatName(game, player)];
   const rating = seatRating(seat?.account);
   if (seat?.displayName === username) return [playerLink(username), rating ? ` (${rating})` : ""];
-  return [`${seat?.displayName || "?"} [`, playerLink(username), `${rating ? ` ${rating}` : ""}]`];
+  return [`${isolated(seat?.displayName || "?")} [`, playerLink(username), `${rating ? ` ${rating}` : ""}]`];
 }
 
 function openGame(id: string) {
@@ -612,12 +620,12 @@ function showLobby(): () => void {
         h(
           "li",
           { "data-seek": s.id },
-          h("span", {}, `${s.displayName} · ${s.preset} · ${timeControlText(s)}${s.rated ? " · rated" : ""}`),
+          h("span", {}, `${isolated(s.displayName)} · ${s.preset} · ${timeControlText(s)}${s.rated ? " · rated" : ""}`),
           // Accepting one's own seek would seat this page against itself.
           s.id === ownSeek
             ? h("span", { class: "own", "data-testid": "own-seek" }, "yours")
             : button("Play", "accept-seek", () => void accept(s.id), {
-                "aria-label": `Play ${s.displayName}'s seek, ${s.preset}, ${timeControlText(s)}`,
+                "aria-label": `Play ${isolated(s.displayName)}'s seek, ${s.preset}, ${timeControlText(s)}`,
               }),
         ),
       ),

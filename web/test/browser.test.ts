@@ -1120,6 +1120,22 @@ async function quickWatchdogGame(silence: number): Promise<[Page, Page]> {
   return [lan, minh];
 }
 
+test("a right-to-left name is isolated from the text around it", async () => {
+  // An outside probe's result line read "0 2 عمر, Victim 0": the name's digit and the score
+  // ran together with the Arabic letters.
+  const omar = await player("عمر 2");
+  const victim = await player("Victim");
+  const id = await createGame(omar);
+  await joinGame(victim, id);
+  await omar.getByTestId("resign").click();
+  const over = victim.getByTestId("game-over");
+  await over.waitFor();
+  const text = (await over.textContent()) ?? "";
+  assert.ok(text.includes("\u2068عمر 2\u2069 0"), JSON.stringify(text));
+  // A name in one direction is left as it is.
+  assert.ok(text.includes("Victim 0") && !text.includes("\u2068Victim"), JSON.stringify(text));
+});
+
 test("a move missed while the page was away sets its clock from the server's reading", async () => {
   // Minh moves while Lan's page hears nothing; the resumed stream replays the move with the
   // clocks as they were then, and Lan's page counted them down from when they arrived: it
