@@ -1251,7 +1251,9 @@ function showGame(id: string): () => void {
     else if (active) {
       if (ownTurn && game.position?.ply === inFlight) turn.textContent = "Move sent…";
       else if (ownTurn) turn.textContent = "Your turn";
-      else turn.textContent = `${seatName(game, game.position?.toMove ?? Player.FIRST)} to move`;
+      // The name after words of the page's own: a player named "Your turn" read as the page
+      // saying so on the opponent's screen (an outside probe's).
+      else turn.textContent = `Waiting for ${seatName(game, game.position?.toMove ?? Player.FIRST)} to move`;
     } else turn.textContent = "";
     turn.classList.toggle("mine", myTurn());
     join.hidden =

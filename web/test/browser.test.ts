@@ -1020,7 +1020,9 @@ test("a friend joins from a shared link to a game waiting for a second player", 
   // A full game offers no seat to whoever opens its link.
   const late = await player("Late");
   await late.goto(`${server.url}#/game/${id}`);
-  await late.getByTestId("turn").filter({ hasText: /to move/ }).waitFor();
+  // The name comes after the page's own words, so that a player named "Your turn" cannot
+  // read as the page telling the opponent it is theirs.
+  await late.getByTestId("turn").filter({ hasText: /^Waiting for .+ to move$/ }).waitFor();
   assert.ok(await late.getByTestId("join-game").isHidden());
   await friend.getByTestId("resign").tap();
   for (const page of [host, friend]) await page.getByTestId("game-over").waitFor();
