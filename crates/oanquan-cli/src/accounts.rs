@@ -169,6 +169,10 @@ pub async fn register(
 /// up after 1.3 s of an outside probe's restart).
 const REGISTER_TRIES: u32 = 7;
 
+/// No try begins after this long: a server that takes the call and never answers costs each
+/// try the whole request timeout (an outside probe waited 1 min 22 s).
+const REGISTER_PATIENCE: std::time::Duration = std::time::Duration::from_secs(10);
+
 /// `Register` with `api_key`, tried again while the answer may have been lost: the key makes
 /// a retry safe. `maybe_made` is set once a try may have reached the server.
 async fn register_call(
@@ -178,6 +182,7 @@ async fn register_call(
     maybe_made: &mut bool,
 ) -> Result<RegisterResponse, tonic::Status> {
     let mut attempt = 0;
+    let began = std::time::Instant::now();
     loop {
         let answer = clients
             .accounts
@@ -189,7 +194,7 @@ async fn register_call(
         match answer {
             Err(status) if answer_may_be_lost(&status) => {
                 *maybe_made = true;
-                if attempt + 1 >= REGISTER_TRIES {
+                if attempt + 1 >= REGISTER_TRIES || began.elapsed() >= REGISTER_PATIENCE {
                     return Err(status);
                 }
                 tokio::time::sleep(crate::feed::backoff(attempt, rand::random::<f64>())).await;
@@ -235,14 +240,12 @@ const MAX_KEY_LINE: usize = 1024;
 /// `oanquan login`: an API key of an account registered elsewhere, from stdin.
 pub async fn login(ctx: &Context, clients: &mut Clients, args: &LoginArgs) -> Result<(), CliError> {
     let file = ctx.account_file()?;
+    // Alone from the first look at the file to the write, as `register` is: a `login --force`
+    // beside a `register` still waiting for its answer gave up that registration's key while it
+    // went on to make the account (an outside probe's).
+    let _alone = file.exclusive()?;
     may_store(&file, &ctx.server.name, args.force)?;
     let key = read_key_unseen().await?;
-    // Alone from here to the write, as `register` is; and what was stored meanwhile, while the
-    // key was typed, is refused as before.
-    let _alone = file.exclusive()?;
-    if !args.force {
-        may_store(&file, &ctx.server.name, false)?;
-    }
     let key_id = crate::account_file::key_id(&key)
         .map(str::to_owned)
         .ok_or_else(not_a_key)?;

@@ -666,12 +666,32 @@ impl SearchPool {
         client: Option<IpAddr>,
         time: Duration,
     ) -> Result<Slot<'_>, AnalysisError> {
+        self.reserve_analysis_by(client, time, None).await
+    }
+
+    /// [`SearchPool::reserve_analysis`] for a call cut at `deadline`: it waits for a slot only
+    /// while an answer could still come before it, and is refused as busy (with the retry
+    /// delay) after that, rather than left to its deadline (an outside probe's call queued
+    /// with 0.9 s left got DEADLINE_EXCEEDED).
+    async fn reserve_analysis_by(
+        &self,
+        client: Option<IpAddr>,
+        time: Duration,
+        deadline: Option<Instant>,
+    ) -> Result<Slot<'_>, AnalysisError> {
         if self.is_stopping() {
             return Err(stopping_error().into());
         }
         let place = self.admit_client(client).map_err(AnalysisError::Refused)?;
         let analyses = Arc::clone(&self.analyses);
-        let acquired = if self.capacity.analysis_wait.is_zero() {
+        // Room for the shortest search and the answer's way back after the slot comes.
+        let wait = deadline.map_or(self.capacity.analysis_wait, |deadline| {
+            let left = deadline.saturating_duration_since(Instant::now());
+            self.capacity
+                .analysis_wait
+                .min(left.saturating_sub(ANSWER_MARGIN * 3))
+        });
+        let acquired = if wait.is_zero() {
             analyses.try_acquire_owned().map_err(|e| match e {
                 TryAcquireError::Closed => Some(stopping_error()),
                 TryAcquireError::NoPermits => None,
@@ -679,7 +699,7 @@ impl SearchPool {
         } else {
             let _queued = self.queue();
             let acquire = analyses.acquire_owned();
-            let give_up = tokio::time::sleep(self.capacity.analysis_wait);
+            let give_up = tokio::time::sleep(wait);
             tokio::pin!(acquire, give_up);
             // Only a call that has to wait asks another to give way: a free slot is taken first
             // (`biased`), before any search asked is ended.
@@ -783,7 +803,7 @@ impl SearchPool {
             });
         }
         let time = limits.time.unwrap_or(DEFAULT_ANALYSIS_TIME);
-        let slot = self.reserve_analysis(client, time).await?;
+        let slot = self.reserve_analysis_by(client, time, deadline).await?;
         // After the wait for the slot, which took some of the time left.
         let limits = within_deadline(limits, deadline, std::time::Instant::now());
         let gave_way = slot.gave_way();
@@ -791,7 +811,14 @@ impl SearchPool {
             .search(move |engine, cancel| {
                 engine.clear();
                 engine.set_play_for_mistakes(for_mistakes);
+                // A depth the caller asked for holds in endgames too, where the engine would
+                // otherwise lift it to solve the game (an outside probe's depth 1 searched 24).
+                let threshold = engine.endgame_threshold();
+                if limits.depth.is_some() {
+                    engine.set_endgame_threshold(None);
+                }
                 let result = engine.analyze_game(&game, limits, cancel);
+                engine.set_endgame_threshold(threshold);
                 // The pool's engines also play the hosted games, which always may.
                 engine.set_play_for_mistakes(true);
                 (result, cancel.load(Ordering::Relaxed))
@@ -1176,6 +1203,38 @@ mod tests {
 
     use super::*;
     use crate::model::GameInfo;
+
+    /// An endgame with few points on the board: the engine lifts a depth limit there to solve
+    /// the game, but not one an analysis asks for (an outside probe's depth 1 searched 24).
+    #[tokio::test]
+    async fn an_analysis_keeps_its_depth_limit_in_an_endgame() {
+        let setup: oanquan_rules::Setup = "5,0,1,0,2,0,0,1,0,4,1,0 41:15 2 11".parse().unwrap();
+        let endgame = Position::from_setup(setup, oanquan_rules::Preset::Standard.rules()).unwrap();
+        let pool = SearchPool::new(capacity(1, 1, 0));
+        for depth in [1, 2, 5] {
+            let limits = SearchLimits::time(Duration::from_secs(3)).with_depth(depth);
+            let analysis = pool
+                .analyze(Game::from_position(endgame), limits, None, true)
+                .await
+                .unwrap();
+            assert!(
+                analysis.result.depth <= depth,
+                "{depth}: {:?}",
+                analysis.result
+            );
+        }
+        // Without one, the endgame is still solved.
+        let solved = pool
+            .analyze(
+                Game::from_position(endgame),
+                SearchLimits::time(Duration::from_secs(3)),
+                None,
+                true,
+            )
+            .await
+            .unwrap();
+        assert!(solved.result.depth > 5, "{:?}", solved.result);
+    }
 
     #[test]
     fn an_analysis_ends_before_its_calls_deadline_by_a_margin() {

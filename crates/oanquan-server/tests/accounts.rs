@@ -1978,7 +1978,44 @@ async fn a_register_with_its_own_key_can_be_retried_across_a_restart() {
     );
 }
 
-/// A key whose id another account's key has is refused on `api_key`, and the refusal is
+/// Identical registrations at once (a retry racing its first call, still at work) are all
+/// answered with the one account, however few registrations the address has left: an outside
+/// probe's four calls at once were three refused by the limit.
+#[tokio::test]
+async fn identical_registrations_at_once_all_get_the_one_account() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut settings = config();
+    settings.storage = Storage::Sqlite(dir.path().join("oanquan.db"));
+    settings.clients.exempt_loopback = false;
+    settings.clients.rate_limit = 0.0;
+    settings.clients.registrations_per_hour = 1;
+    let server = start(settings).await;
+    let key = own_key();
+    let mut calls = Vec::new();
+    for _ in 0..8 {
+        // Each on a connection of its own.
+        let mut accounts = AccountServiceClient::new(server.channel().await);
+        let key = key.clone();
+        calls.push(tokio::spawn(async move {
+            register_with_key(&mut accounts, "Lan", &key).await
+        }));
+    }
+    let mut answers = Vec::new();
+    for call in calls {
+        answers.push(
+            call.await
+                .unwrap()
+                .expect("every call answered with the account"),
+        );
+    }
+    assert!(
+        answers.windows(2).all(|pair| pair[0] == pair[1]),
+        "{answers:?}"
+    );
+    assert_eq!(answers[0].api_key, key);
+}
+
+/// A key whose id another account's key has is refused on `api_key`, and the refusal is/// A key whose id another account's key has is refused on `api_key`, and the refusal is
 /// counted: each says that key id exists, and an outside probe asked without limit.
 #[tokio::test]
 async fn a_key_refused_for_its_id_counts_as_a_registration() {

@@ -751,6 +751,40 @@ async fn an_analysis_answers_before_its_calls_deadline() {
     server.stop().await.unwrap();
 }
 
+/// A call that must wait for a busy slot waits only while an answer could still come before
+/// its deadline, then is refused as busy with a retry delay: an outside probe's call, queued
+/// with 0.9 s left behind a 5 s analysis (the hand-over comes at half the 2 s wait), got
+/// DEADLINE_EXCEEDED.
+#[tokio::test]
+async fn a_call_whose_deadline_comes_before_the_slot_is_refused_as_busy() {
+    let mut settings = quick();
+    settings.computer.max_analyses = 1;
+    settings.computer.analysis_queue_timeout = Duration::from_secs(2);
+    let server = start(settings).await;
+    let mut ended = long_analyses(&server.channel().await, 1);
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    let mut request = tonic::Request::new(pb::AnalyzeRequest {
+        node_limit: Some(2000),
+        position: Some(past_the_book()),
+        ..pb::AnalyzeRequest::default()
+    });
+    request.set_timeout(Duration::from_millis(600));
+    let began = Instant::now();
+    let refused = server.rules().await.analyze(request).await.unwrap_err();
+    assert!(
+        began.elapsed() < Duration::from_millis(600),
+        "{:?}",
+        began.elapsed()
+    );
+    assert_retry_later(&refused);
+    // The running analysis was not cut for a caller that had gone.
+    let long = next_ended(&mut ended, Duration::from_secs(8))
+        .await
+        .expect("the long analysis answers");
+    assert!(!long.cut_short, "{long:?}");
+    server.stop().await.unwrap();
+}
+
 #[tokio::test]
 async fn analyses_are_capped_per_client_address() {
     // Loopback is exempt by default; the test's client is on loopback.

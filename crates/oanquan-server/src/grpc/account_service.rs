@@ -1,5 +1,6 @@
 //! `oanquan.v1.AccountService`: unpack, call the [`GameManager`], convert. No account logic here.
 
+use std::collections::HashMap;
 use std::sync::Arc;
 
 use oanquan_proto::v1 as pb;
@@ -22,6 +23,27 @@ pub struct AccountApi {
     /// The largest response encoded (`--max-message-size`): a page of a player's games stops
     /// short of it.
     max_response: usize,
+    /// Registrations with one chosen key, one at a time on this node (see `register`).
+    one_at_a_time: Arc<OneAtATime>,
+}
+
+/// One lock per key, made while someone holds or waits for it and dropped after.
+#[derive(Debug, Default)]
+struct OneAtATime(std::sync::Mutex<HashMap<String, Arc<tokio::sync::Mutex<()>>>>);
+
+impl OneAtATime {
+    async fn lock(&self, key: &str) -> tokio::sync::OwnedMutexGuard<()> {
+        let lock = {
+            let mut locks = self
+                .0
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner);
+            // Locks nobody holds or waits for any more go (their only owner is the map).
+            locks.retain(|_, lock| Arc::strong_count(lock) > 1);
+            Arc::clone(locks.entry(key.to_owned()).or_default())
+        };
+        lock.lock_owned().await
+    }
 }
 
 impl AccountApi {
@@ -32,6 +54,7 @@ impl AccountApi {
             manager,
             registrations: Arc::new(RateLimiter::new(None, false)),
             max_response: usize::MAX,
+            one_at_a_time: Arc::default(),
         }
     }
 
@@ -72,6 +95,9 @@ fn page_size(size: u32) -> usize {
 fn page_token(token: &str) -> Option<&str> {
     Some(token).filter(|t| !t.is_empty())
 }
+
+/// Longer than any API key (53 characters): no lock is made for it.
+const MAX_KEY_LEN: usize = 64;
 
 impl AccountApi {
     /// A registration that is not a retry, within the address's registrations an hour.
@@ -132,6 +158,13 @@ impl pb::account_service_server::AccountService for AccountApi {
         let client = request.remote_addr().map(|addr| addr.ip());
         let request = request.into_inner();
         let chosen = Some(request.api_key.as_str()).filter(|key| !key.is_empty());
+        // Calls with one key wait for each other, so that a retry racing its first call, still
+        // at work, finds the account that call made: an outside probe's four identical calls
+        // at once were three refused by the limit. (A key longer than any key is refused below.)
+        let _one = match chosen {
+            Some(key) if key.len() <= MAX_KEY_LEN => Some(self.one_at_a_time.lock(key).await),
+            _ => None,
+        };
         // A retry is answered before the limit is counted: it makes no account, and one whose
         // first call took the address's last registration must still get its key (an outside
         // probe's retry was refused for an hour).
