@@ -58,6 +58,9 @@ function say(text: string, kind: "info" | "error" | "" = "info") {
 const OFFERS_DRAW = " offers a draw";
 const OFFERS_REMATCH = " offers a rematch";
 
+/** The lobby's notice while its stream is away. */
+const LOBBY_AWAY = "Reconnecting to the lobby…";
+
 /** The ending of the status line's error for a move that never reached the server. */
 const NOT_SENT_ENDING = "; play it again once the page is connected";
 
@@ -135,6 +138,11 @@ const signOutButton = document.getElementById("signout") as HTMLButtonElement;
 const SIGNED_IN = "oanquan:signed-in";
 nameInput.value = store.name();
 keyInput.value = store.apiKey();
+/** Whether the page shows a game (whose seats an account change may change). */
+const onGamePage = () => location.hash.startsWith("#/game/");
+
+/** The key whose account this page was last drawn for. */
+let shownKey = store.apiKey();
 nameInput.addEventListener("change", () => store.setName(nameInput.value.trim()));
 document.getElementById("account")!.addEventListener("submit", (event) => {
   event.preventDefault();
@@ -142,8 +150,13 @@ document.getElementById("account")!.addEventListener("submit", (event) => {
   // Another key, or none, is the account signing out first: its seats go with it (an outside
   // probe emptied the field and pressed Sign in, and the account's seats stayed playable).
   const key = keyInput.value.trim();
-  if (store.apiKey() && key !== store.apiKey()) store.signOut();
+  const switched = !!store.apiKey() && key !== store.apiKey();
+  if (switched) store.signOut();
   store.setApiKey(key);
+  shownKey = key;
+  // The game on screen may have been the account's: drawn again as its seats now stand (an
+  // outside probe signed in as another account and went on moving for the first).
+  if (switched && onGamePage()) route();
   // The lobby shows the account's own provisional rating: it redraws once the account is known.
   void showMe().then(async () => {
     // An error on the status line may have said to sign in ("rated games need an account"):
@@ -167,9 +180,14 @@ signOutButton.addEventListener("click", () => {
  * seat now forgotten: the page is drawn again as the next person at this computer sees it. */
 function accountChanged() {
   keyInput.value = store.apiKey();
+  // Signed out, or another account signed in (which signs the first out): the game on screen
+  // is drawn again as its seats now stand.
+  const changed = store.apiKey() !== shownKey;
   const signedOut = !store.apiKey();
+  shownKey = store.apiKey();
   void showMe().then(() => {
-    if (signedOut) route();
+    // A lobby keeps what is typed in its form; a game is drawn again as its seats now stand.
+    if (signedOut || (changed && onGamePage())) route();
     window.dispatchEvent(new Event(SIGNED_IN));
   });
 }
@@ -486,6 +504,15 @@ function showLobby(): () => void {
       seeking.abort();
       return;
     }
+    // A seek lost in silence waits on the server until it notices, and a new one would be
+    // paired with it: a game against a seat nobody holds (an outside probe's "Carol – Carol").
+    if (ownSeek && seeks.has(ownSeek)) {
+      say(
+        "Your last seek, lost with the connection, still waits on the server until it notices (up to a minute); seek again once it has left the list.",
+        "error",
+      );
+      return;
+    }
     seeking = new AbortController();
     seekButton.textContent = "Cancel seek";
     seekState.textContent = "looking for an opponent…";
@@ -643,7 +670,8 @@ function showLobby(): () => void {
     const back = () => {
       if (away) {
         away = false;
-        say("");
+        // Its own notice only: a player's error (a seek lost with the connection) stays.
+        withdrawNotice(LOBBY_AWAY);
       }
     };
     while (!abort.signal.aborted) {
@@ -716,7 +744,7 @@ function showLobby(): () => void {
       } finally {
         dog.stop();
       }
-      say("Reconnecting to the lobby…", "error");
+      say(LOBBY_AWAY, "error");
       away = true;
       await sleep(delay);
       delay = Math.min(delay * 2, 3000);
@@ -1458,6 +1486,9 @@ function showGame(id: string): () => void {
             // Accepted while this page was away: the seat is this browser's all the same.
             if (game.rematch && pendingRematch) store.setSeat(game.rematch, pendingRematch);
             sayStandingOffer(game);
+            // Signed in as a player of this game whose seat this view does not hold (signed in
+            // again, or another tab took the seat back while this view was being drawn).
+            if (!mine && store.apiKey()) void adoptAccountSeat();
           }
           render();
         });
@@ -1530,6 +1561,10 @@ function showGame(id: string): () => void {
             score = [final.first, final.second];
           }
           setClocks(kind.value.clocks, Player.UNSPECIFIED);
+          // An offer the game's end leaves unanswered no longer stands (an outside probe saw
+          // "offers a draw" beside the result).
+          game.drawOffer = Player.UNSPECIFIED;
+          withdrawNotice(OFFERS_DRAW);
           render();
         });
         break;
@@ -1572,7 +1607,12 @@ function showGame(id: string): () => void {
   async function adoptAccountSeat() {
     const key = store.apiKey();
     const me = await myProfile;
-    if (!key || !me || !game || store.seat(id) || store.apiKey() !== key) return;
+    if (!key || !me || !game || store.apiKey() !== key) return;
+    // Another tab took the seat back first: this view, a spectator's, follows it.
+    if (store.seat(id)) {
+      if (!mine) route();
+      return;
+    }
     for (const player of [Player.FIRST, Player.SECOND]) {
       const taken = player === Player.FIRST ? game.firstSeat : game.secondSeat;
       if (taken?.occupied && taken.kind !== PlayerKind.COMPUTER && taken.account?.username === me.username) {

@@ -787,6 +787,47 @@ test("signing out forgets the key and the account's seats, and keeps the anonymo
   await signIn(page, secondKey, "signs_out_2");
   await page.getByTestId("bottom-player").getByText(/signs_out_2.*\(you\)/).waitFor();
   assert.ok(await page.getByTestId("join-game").isHidden());
+  // Another account's key typed over it signs the first out: the game is a stranger's again,
+  // where an outside probe went on moving for the first account.
+  await signIn(page, await register("signs_out_3"), "signs_out_3");
+  await page.getByTestId("join-game").waitFor({ state: "visible" });
+  assert.equal(await page.getByTestId("bottom-player").getByText("(you)").count(), 0);
+});
+
+test("signing out and in again in one of two tabs plays the seat in both", async () => {
+  // An outside probe's tab that signed in again stayed a spectator: the other tab took the
+  // seat back first.
+  const page = await player("Twice");
+  const key = await register("two_tabs");
+  await signIn(page, key, "two_tabs");
+  const id = await createGame(page);
+  await page.getByTestId("bottom-player").getByText(/two_tabs.*\(you\)/).waitFor();
+  const tab = await page.context().newPage();
+  await tab.goto(`${server.url}#/game/${id}`);
+  await tab.getByTestId("bottom-player").getByText(/two_tabs.*\(you\)/).waitFor();
+  await page.locator("#signout").click();
+  for (const p of [page, tab]) await p.getByTestId("join-game").waitFor({ state: "visible" });
+  await signIn(page, key, "two_tabs");
+  for (const p of [page, tab]) {
+    await p.getByTestId("bottom-player").getByText(/two_tabs.*\(you\)/).waitFor();
+    assert.ok(await p.getByTestId("join-game").isHidden());
+  }
+  await tab.close();
+});
+
+test("an opponent's draw offer is no longer announced once the game is over", async () => {
+  const lan = await player("Lan");
+  const minh = await player("Minh");
+  const id = await createGame(lan);
+  await joinGame(minh, id);
+  const mover = await whoseTurn([lan, minh]);
+  assert.ok(mover);
+  const waiter = otherOf([lan, minh], mover);
+  await mover.getByTestId("draw").click();
+  await waiter.locator("#status").getByText(/offers a draw$/).waitFor();
+  await mover.getByTestId("resign").click();
+  await waiter.getByTestId("game-over").waitFor();
+  await until("the offer's notice gone", async () => !/offers a draw/.test((await waiter.locator("#status").textContent()) ?? ""));
 });
 
 test("a seat taken while the account signs out in another tab is not kept", async () => {
