@@ -138,8 +138,11 @@ const signOutButton = document.getElementById("signout") as HTMLButtonElement;
 const SIGNED_IN = "oanquan:signed-in";
 nameInput.value = store.name();
 keyInput.value = store.apiKey();
+/** A game's page: `#/game/ID`, the id letters, digits, - and _. */
+const GAME_ROUTE = /^#\/game\/([A-Za-z0-9_-]+)$/;
+
 /** Whether the page shows a game (whose seats an account change may change). */
-const onGamePage = () => location.hash.startsWith("#/game/");
+const onGamePage = () => GAME_ROUTE.test(location.hash);
 
 /** The key whose account this page was last drawn for. */
 let shownKey = store.apiKey();
@@ -342,7 +345,7 @@ function route() {
   app.replaceChildren();
   // What the last page said is about that page.
   say("");
-  const match = /^#\/game\/([A-Za-z0-9_-]+)$/.exec(location.hash);
+  const match = GAME_ROUTE.exec(location.hash);
   const profile = /^#\/player\/([^/]+)$/.exec(location.hash);
   if (match) leave = showGame(match[1]);
   else if (location.hash.startsWith("#/game/")) {

@@ -218,16 +218,23 @@ async fn list_moves_gives_a_slice_and_says_whether_more_follow() {
     }
 }
 
+/// Messages of at most 4 KiB each way (`--max-message-size`, below the flag's minimum), so that
+/// ordinary pages need cutting.
+const BOUND: usize = 4 * 1024;
+
+fn small_messages() -> oanquan_server::Config {
+    let mut config = config();
+    config.transport.max_message_size = BOUND;
+    config.transport.max_request_size = BOUND;
+    config
+}
+
 /// A page of games larger than one response (`--max-message-size`, set below the flag's
 /// minimum here) holds the games that fit, and the next page goes on after them: an outside
 /// probe's 100 games with long names made every client's ListGames fail.
 #[tokio::test]
 async fn a_page_of_games_larger_than_a_response_is_cut_to_fit() {
-    const BOUND: usize = 4 * 1024;
-    let mut config = config();
-    config.transport.max_message_size = BOUND;
-    config.transport.max_request_size = BOUND;
-    let server = start(config).await;
+    let server = start(small_messages()).await;
     let mut client = server.games().await;
     let mut made = std::collections::BTreeSet::new();
     for i in 0..30 {
@@ -276,11 +283,7 @@ async fn a_page_of_games_larger_than_a_response_is_cut_to_fit() {
 /// game.
 #[tokio::test]
 async fn a_history_larger_than_a_response_comes_in_pages() {
-    const BOUND: usize = 4 * 1024;
-    let mut config = config();
-    config.transport.max_message_size = BOUND;
-    config.transport.max_request_size = BOUND;
-    let server = start(config).await;
+    let server = start(small_messages()).await;
     let mut client = server.games().await;
     let (id, first, second) = started(&mut client, "standard").await;
     let mut played = 0;

@@ -714,13 +714,7 @@ async fn seeks_become(client: &mut Games, count: usize) -> Vec<pb::Seek> {
 async fn watch_from_snapshot(
     client: &mut Games,
 ) -> (Streaming<pb::WatchLobbyResponse>, pb::lobby_event::Snapshot) {
-    let mut lobby = client
-        .watch_lobby(pb::WatchLobbyRequest {
-            after_sequence: None,
-        })
-        .await
-        .unwrap()
-        .into_inner();
+    let mut lobby = watch_lobby(client, None).await;
     let pb::lobby_event::Kind::Snapshot(snapshot) = next_lobby(&mut lobby).await else {
         panic!("a snapshot first")
     };
