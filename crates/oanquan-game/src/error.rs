@@ -5,6 +5,9 @@ use oanquan_rules::{PlayError, Player};
 
 use crate::id::GameId;
 
+/// What is wrong with `api_key` in [`GameError::KeyIdTaken`].
+pub const KEY_ID_TAKEN: &str = "is taken by another account's key: make a new one";
+
 /// A request failed. Messages say what to do next; they never contain a token.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum GameError {
@@ -91,6 +94,21 @@ pub enum GameError {
     /// A server limit.
     #[error("{0}; retry later")]
     LimitExceeded(String),
+    /// The caller's address made as many accounts as it may for now.
+    #[error(
+        "too many accounts registered from your address (at most {per_hour} an hour); retry in {} s",
+        .retry_after.as_secs().max(1)
+    )]
+    RegistrationsExhausted {
+        /// The limit, in accounts an hour.
+        per_hour: String,
+        /// When the address may register again.
+        retry_after: std::time::Duration,
+    },
+    /// `RegisterRequest.api_key` has the id of another account's key. Unlike other malformed
+    /// fields it says something: that such a key exists (see [`crate::registration`]).
+    #[error("invalid api_key: {}", KEY_ID_TAKEN)]
+    KeyIdTaken,
     /// An account holds as many working API keys as it may: waiting frees no place, revoking
     /// one does (hence not [`GameError::LimitExceeded`]'s "retry later").
     #[error(

@@ -27,6 +27,7 @@ mod names;
 mod online_tests;
 pub mod rating;
 pub mod reaper;
+pub mod registration;
 pub mod seek;
 pub mod service_clock;
 mod store;
@@ -44,12 +45,12 @@ pub mod walkaway;
 mod watch;
 
 pub use clock::{ClockReading, TimeControl, TimePolicy};
-pub use error::GameError;
+pub use error::{GameError, KEY_ID_TAKEN};
 pub use hub::{COMMIT_FEED_CAPACITY, Hub, TooManyWatchers, WatchLimits, Watcher, WatcherGuard};
 pub use manager::{
     CommitObserver, Credential, DEFAULT_MAX_STREAMS_PER_SEAT, DEFAULT_PAGE_SIZE, GameManager,
-    KEY_ID_TAKEN, MAX_PAGE_SIZE, ManagerLimits, NewGame, PairedGame, Registered, RematchOffered,
-    Seated, seat_account,
+    MAX_PAGE_SIZE, ManagerLimits, NewGame, PairedGame, Registered, RematchOffered, Seated,
+    seat_account,
 };
 pub use memory::{MemoryLimits, MemoryStore};
 pub use model::{

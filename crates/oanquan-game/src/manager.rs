@@ -213,10 +213,6 @@ pub struct Seated {
     pub token: PlayerToken,
 }
 
-/// What [`GameManager::register_with_key`] says on `api_key` of a chosen key whose id another
-/// account's key has.
-pub const KEY_ID_TAKEN: &str = "is taken by another account's key: make a new one";
-
 /// An account registered ([`GameManager::register_with_key`]).
 #[derive(Debug, Clone)]
 pub struct Registered {
@@ -1680,7 +1676,7 @@ impl GameManager {
             Err(StoreError::AlreadyExists) => match self.registered_before(&username, &key).await {
                 Ok(Some(registered)) => Ok(registered),
                 Ok(None) if self.account_by_keys(&username.keys()).await?.is_some() => Err(taken()),
-                Ok(None) => Err(GameError::invalid("api_key", KEY_ID_TAKEN)),
+                Ok(None) => Err(GameError::KeyIdTaken),
                 Err(e) => Err(e),
             },
             Err(e) => Err(e.into()),

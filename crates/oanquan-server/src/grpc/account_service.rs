@@ -1,6 +1,5 @@
 //! `oanquan.v1.AccountService`: unpack, call the [`GameManager`], convert. No account logic here.
 
-use std::collections::HashMap;
 use std::sync::Arc;
 
 use oanquan_proto::v1 as pb;
@@ -11,7 +10,8 @@ use super::game_service::bearer;
 use super::status::{self, into_status};
 use crate::domain::account::Account;
 use crate::domain::limits::RateLimiter;
-use crate::domain::{GameError, GameManager, KEY_ID_TAKEN, PlayerGameFilter, Registered};
+use crate::domain::registration::Registrar;
+use crate::domain::{GameError, GameManager, PlayerGameFilter};
 use crate::grpc::deadline;
 use oanquan_convert as convert;
 
@@ -19,42 +19,21 @@ use oanquan_convert as convert;
 #[derive(Debug, Clone)]
 pub struct AccountApi {
     manager: Arc<GameManager>,
-    registrations: Arc<RateLimiter>,
+    registrar: Arc<Registrar>,
     /// The largest response encoded (`--max-message-size`): a page of a player's games stops
     /// short of it.
     max_response: usize,
-    /// Registrations with one chosen key, one at a time on this node (see `register`).
-    one_at_a_time: Arc<OneAtATime>,
-}
-
-/// One lock per key, made while someone holds or waits for it and dropped after.
-#[derive(Debug, Default)]
-struct OneAtATime(std::sync::Mutex<HashMap<String, Arc<tokio::sync::Mutex<()>>>>);
-
-impl OneAtATime {
-    async fn lock(&self, key: &str) -> tokio::sync::OwnedMutexGuard<()> {
-        let lock = {
-            let mut locks = self
-                .0
-                .lock()
-                .unwrap_or_else(std::sync::PoisonError::into_inner);
-            // Locks nobody holds or waits for any more go (their only owner is the map).
-            locks.retain(|_, lock| Arc::strong_count(lock) > 1);
-            Arc::clone(locks.entry(key.to_owned()).or_default())
-        };
-        lock.lock_owned().await
-    }
 }
 
 impl AccountApi {
     /// An adapter over `manager`, with no limit on registrations.
     #[must_use]
     pub fn new(manager: Arc<GameManager>) -> AccountApi {
+        let unlimited = Arc::new(RateLimiter::new(None, false));
         AccountApi {
+            registrar: Arc::new(Registrar::new(Arc::clone(&manager), unlimited)),
             manager,
-            registrations: Arc::new(RateLimiter::new(None, false)),
             max_response: usize::MAX,
-            one_at_a_time: Arc::default(),
         }
     }
 
@@ -68,7 +47,7 @@ impl AccountApi {
     /// The same adapter, registering at most what `limiter` lets each client address.
     #[must_use]
     pub fn with_registrations(mut self, limiter: Arc<RateLimiter>) -> AccountApi {
-        self.registrations = limiter;
+        self.registrar = Arc::new(Registrar::new(Arc::clone(&self.manager), limiter));
         self
     }
 
@@ -96,56 +75,6 @@ fn page_token(token: &str) -> Option<&str> {
     Some(token).filter(|t| !t.is_empty())
 }
 
-/// Longer than any API key (53 characters): no lock is made for it.
-const MAX_KEY_LEN: usize = 64;
-
-impl AccountApi {
-    /// A registration that is not a retry, within the address's registrations an hour.
-    async fn register_new(
-        &self,
-        client: Option<std::net::IpAddr>,
-        username: &str,
-        chosen: Option<&str>,
-    ) -> Result<Registered, Status> {
-        if let Some(ip) = client {
-            self.registrations.check(ip).map_err(|limited| {
-                let per_hour = (limited.limit.per_second * 3600.0).round();
-                status::limit_exceeded(
-                    format!(
-                        "too many accounts registered from your address (at most {per_hour} an \
-                         hour); retry in {} s",
-                        limited.retry_after.as_secs().max(1)
-                    ),
-                    limited.retry_after,
-                )
-            })?;
-        }
-        let registered = match self.manager.register_with_key(username, chosen).await {
-            Ok(registered) => registered,
-            Err(error) => {
-                // The limit counts accounts made: a name refused or taken made none, and a
-                // newcomer trying names (or a household behind one address) must not be
-                // locked out by them. A key refused for its id is not given back: each such
-                // answer says a key id exists, and an outside probe asked without limit.
-                let refund = match &error {
-                    GameError::InvalidArgument { description, .. } => description != KEY_ID_TAKEN,
-                    GameError::UsernameTaken(_) => true,
-                    _ => false,
-                };
-                if let (Some(ip), true) = (client, refund) {
-                    self.registrations.refund(ip);
-                }
-                return Err(into_status(error));
-            }
-        };
-        if let (Some(ip), false) = (client, registered.made) {
-            // A retry that raced its first call: no new account.
-            self.registrations.refund(ip);
-        }
-        Ok(registered)
-    }
-}
-
 #[tonic::async_trait]
 impl pb::account_service_server::AccountService for AccountApi {
     async fn register(
@@ -158,28 +87,11 @@ impl pb::account_service_server::AccountService for AccountApi {
         let client = request.remote_addr().map(|addr| addr.ip());
         let request = request.into_inner();
         let chosen = Some(request.api_key.as_str()).filter(|key| !key.is_empty());
-        // Calls with one key wait for each other, so that a retry racing its first call, still
-        // at work, finds the account that call made: an outside probe's four identical calls
-        // at once were three refused by the limit. (A key longer than any key is refused below.)
-        let _one = match chosen {
-            Some(key) if key.len() <= MAX_KEY_LEN => Some(self.one_at_a_time.lock(key).await),
-            _ => None,
-        };
-        // A retry is answered before the limit is counted: it makes no account, and one whose
-        // first call took the address's last registration must still get its key (an outside
-        // probe's retry was refused for an hour).
-        let retried = match chosen {
-            Some(key) => self
-                .manager
-                .registered_before_with(&request.username, key)
-                .await
-                .map_err(into_status)?,
-            None => None,
-        };
-        let registered = match retried {
-            Some(registered) => registered,
-            None => self.register_new(client, &request.username, chosen).await?,
-        };
+        let registered = self
+            .registrar
+            .register(client, &request.username, chosen)
+            .await
+            .map_err(into_status)?;
         // The key's record is not read back: the account exists now, and a failed read must not
         // lose the only copy of its key.
         let record = pb::ApiKey {

@@ -52,6 +52,13 @@ pub fn classify(error: &GameError) -> (Code, Detail) {
                 description: description.clone(),
             },
         ),
+        GameError::KeyIdTaken => (
+            Code::InvalidArgument,
+            Detail::Field {
+                field: "api_key".to_owned(),
+                description: crate::domain::KEY_ID_TAKEN.to_owned(),
+            },
+        ),
         GameError::NotYourTurn { .. } => (Code::FailedPrecondition, Reason(R::NotYourTurn)),
         GameError::IllegalMove(_) => (Code::FailedPrecondition, Reason(R::IllegalMove)),
         GameError::GameOver | GameError::PositionOver | GameError::GameWithdrawn => {
@@ -67,6 +74,7 @@ pub fn classify(error: &GameError) -> (Code, Detail) {
         GameError::WrongToken => (Code::PermissionDenied, Reason(R::WrongToken)),
         GameError::NoSpectators => (Code::PermissionDenied, Detail::None),
         GameError::LimitExceeded(_)
+        | GameError::RegistrationsExhausted { .. }
         | GameError::ApiKeysExhausted { .. }
         | GameError::SeekPaused { .. }
         | GameError::FirstMovesPending { .. } => {
@@ -128,7 +136,9 @@ pub fn to_status(error: &GameError) -> Status {
         bounded(error.to_string())
     };
     // A pause that ends by itself says when, as the rate limits do.
-    if let GameError::SeekPaused { retry_after, .. } = error {
+    if let GameError::SeekPaused { retry_after, .. }
+    | GameError::RegistrationsExhausted { retry_after, .. } = error
+    {
         return limit_exceeded(message, *retry_after);
     }
     match detail {
@@ -383,6 +393,14 @@ mod tests {
                 Some("ERROR_REASON_LIMIT_EXCEEDED"),
             ),
             (
+                GameError::RegistrationsExhausted {
+                    per_hour: "5".to_owned(),
+                    retry_after: std::time::Duration::from_secs(720),
+                },
+                Code::ResourceExhausted,
+                Some("ERROR_REASON_LIMIT_EXCEEDED"),
+            ),
+            (
                 GameError::SequenceAhead {
                     requested: 9,
                     last: 3,
@@ -506,6 +524,32 @@ mod tests {
         assert_eq!(bad.field_violations[0].field, "move.square");
         assert!(status.message().contains("must be 0 to 11"));
         assert!(status.get_details_error_info().is_none());
+
+        let status = to_status(&GameError::KeyIdTaken);
+        assert_eq!(status.code(), Code::InvalidArgument);
+        let bad = status.get_details_bad_request().expect("BadRequest");
+        assert_eq!(bad.field_violations[0].field, "api_key");
+        assert_eq!(
+            status.message(),
+            "invalid api_key: is taken by another account's key: make a new one"
+        );
+    }
+
+    #[test]
+    fn a_registration_limit_says_when_to_come_back() {
+        let status = to_status(&GameError::RegistrationsExhausted {
+            per_hour: "5".to_owned(),
+            retry_after: std::time::Duration::from_secs(720),
+        });
+        assert_eq!(status.code(), Code::ResourceExhausted);
+        let retry = status.get_details_retry_info().expect("RetryInfo");
+        assert_eq!(retry.retry_delay, Some(std::time::Duration::from_secs(720)));
+        assert!(
+            status
+                .message()
+                .contains("(at most 5 an hour); retry in 720 s"),
+            "{status:?}"
+        );
     }
 
     #[test]
