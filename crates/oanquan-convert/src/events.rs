@@ -3,8 +3,8 @@
 use oanquan_proto::v1 as pb;
 
 use super::output::{
-    clocks_out, game_out, kind_out, move_record_out, optional_player_out, player_out, refill_out,
-    result_out, seek_out, timestamp,
+    clocks_out, game_out, game_out_at, kind_out, move_record_out, optional_player_out, player_out,
+    refill_out, result_out, seek_out, timestamp,
 };
 use oanquan_game::seek::{SeekInfo, SeekUpdate};
 use oanquan_game::{
@@ -26,7 +26,7 @@ pub fn game_event_out(event: &GameEvent) -> pb::GameEvent {
             kind: kind_out(*kind),
         }),
         GameEventKind::GameStarted { game } => ge::Kind::GameStarted(ge::GameStarted {
-            game: Some(game_out(game)),
+            game: Some(game_out_at(game, event.time)),
         }),
         GameEventKind::MovePlayed { record, clock } => ge::Kind::MovePlayed(ge::MovePlayed {
             record: Some(move_record_out(record)),
@@ -115,7 +115,7 @@ pub fn lobby_event_out(event: &LobbyEvent) -> pb::LobbyEvent {
     use pb::lobby_event as le;
     let kind = match &event.kind {
         LobbyEventKind::GameCreated { game } => le::Kind::GameCreated(le::GameCreated {
-            game: Some(game_out(game)),
+            game: Some(game_out_at(game, event.time)),
         }),
         LobbyEventKind::SeatTaken {
             game_id,

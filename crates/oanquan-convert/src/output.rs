@@ -377,14 +377,21 @@ pub fn result_out(result: &GameResult) -> pb::GameResult {
     }
 }
 
-/// A game.
+/// A game, its clocks read now.
 #[must_use]
 pub fn game_out(game: &GameInfo) -> pb::Game {
-    game_with_position(game, position_out(&game.position))
+    game_out_at(game, oanquan_game::service_clock::now())
 }
 
-/// [`game_out`] with its current position already converted.
-fn game_with_position(game: &GameInfo, position: pb::Position) -> pb::Game {
+/// A game, its clocks read at `at`: an event's snapshot reads them when the event happened, so
+/// that a replay sends the event as it was sent live.
+#[must_use]
+pub fn game_out_at(game: &GameInfo, at: SystemTime) -> pb::Game {
+    game_with_position(game, position_out(&game.position), at)
+}
+
+/// [`game_out_at`] with its current position already converted.
+fn game_with_position(game: &GameInfo, position: pb::Position, at: SystemTime) -> pb::Game {
     pb::Game {
         id: game.id.as_str().to_owned(),
         rule_set: Some(rule_set_out(&game.rules)),
@@ -399,9 +406,7 @@ fn game_with_position(game: &GameInfo, position: pb::Position) -> pb::Game {
         create_time: timestamp(game.created),
         update_time: timestamp(game.updated),
         time_control: time_control_out(game.time_control),
-        clocks: timing::reading(game, oanquan_game::service_clock::now())
-            .as_ref()
-            .map(clocks_out),
+        clocks: timing::reading(game, at).as_ref().map(clocks_out),
         turn_start_time: game.turn_started.and_then(timestamp),
         draw_offer: optional_player_out(game.draw_offer),
         rematch_of: game
@@ -529,7 +534,7 @@ pub fn move_and_game_out(record: &MoveRecord, game: &GameInfo) -> (pb::MoveRecor
     };
     (
         move_record_with_position(record, after),
-        game_with_position(game, current),
+        game_with_position(game, current, oanquan_game::service_clock::now()),
     )
 }
 

@@ -765,3 +765,50 @@ fn a_negative_rating_bound_is_refused_by_its_field() {
         }
     }
 }
+
+#[test]
+fn an_events_game_reads_its_clocks_when_the_event_happened() {
+    use oanquan_game::{GameEvent, GameEventKind, LobbyEvent, LobbyEventKind};
+    use std::time::Duration;
+    let at = SystemTime::UNIX_EPOCH + Duration::from_secs(1_700_000_000);
+    let start = Position::new(Rules::STANDARD).unwrap();
+    let mut game = game_info(GameStatus::Active, start, start);
+    game.time_control =
+        oanquan_game::TimeControl::real_time(Duration::from_secs(300), Duration::ZERO).unwrap();
+    game.clock = Some(oanquan_game::clock::Clock {
+        remaining: ByPlayer::new(Duration::from_secs(300), Duration::from_secs(300)),
+        first_move: Duration::from_secs(30),
+    });
+    game.turn_started = Some(at);
+    let started = GameEvent {
+        game_id: game.id.clone(),
+        sequence: 3,
+        time: at,
+        kind: GameEventKind::GameStarted {
+            game: Box::new(game.clone()),
+        },
+    };
+    // Sent live and replayed later, the event is the same.
+    let live = game_event_out(&started);
+    std::thread::sleep(Duration::from_millis(2));
+    assert_eq!(game_event_out(&started), live);
+    let Some(pb::game_event::Kind::GameStarted(sent)) = live.kind else {
+        panic!("{live:?}")
+    };
+    let clocks = sent.game.unwrap().clocks.unwrap();
+    assert_eq!(clocks.measured_at, timestamp(at));
+    let created = LobbyEvent {
+        sequence: 1,
+        time: at,
+        kind: LobbyEventKind::GameCreated {
+            game: Box::new(game),
+        },
+    };
+    let Some(pb::lobby_event::Kind::GameCreated(sent)) = lobby_event_out(&created).kind else {
+        panic!()
+    };
+    assert_eq!(
+        sent.game.unwrap().clocks.unwrap().measured_at,
+        timestamp(at)
+    );
+}
