@@ -634,23 +634,47 @@ fn an_abandoned_untimed_game_is_claimed() {
     let server = Server::start_with(&["--abandon-after", "1s"]);
     let url = server.url();
     let (alice_dir, bob_dir) = (config_dir(), config_dir());
+    // alice claims as soon as the server allows it.
+    let claim = |id: &str| {
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+        loop {
+            let out = run_cli(&url, alice_dir.path(), &["claim", id]);
+            if out.code == Some(0) {
+                break out;
+            }
+            assert_eq!(out.code, Some(4), "{out:?}");
+            assert!(out.stderr.contains("claim"), "{out:?}");
+            assert!(std::time::Instant::now() < deadline, "{out:?}");
+            std::thread::sleep(std::time::Duration::from_millis(200));
+        }
+    };
+    // bob joins and never moves: a game that never started counts for nobody.
+    let unplayed = new_game(&url, alice_dir.path(), bob_dir.path(), &[]);
+    let (tx, mut lines) = Lines::new();
+    let mut alice = CliProcess::spawn("alice", &url, alice_dir.path(), &["play", &unplayed], &tx);
+    play_first_legal(&mut lines, "alice", &mut alice);
+    follow(&mut lines, "alice", |l| l == "turn: second");
+    let aborted = claim(&unplayed);
+    assert!(
+        aborted
+            .stdout
+            .starts_with("the game was aborted: bob did not make their first move in time\n"),
+        "{aborted:?}"
+    );
+    assert_eq!(alice.wait().code(), Some(0), "{}", lines.tail(30));
+
+    // bob moves once and goes.
     let id = new_game(&url, alice_dir.path(), bob_dir.path(), &[]);
     let (tx, mut lines) = Lines::new();
     let mut alice = CliProcess::spawn("alice", &url, alice_dir.path(), &["play", &id], &tx);
+    let mut bob = CliProcess::spawn("bob", &url, bob_dir.path(), &["play", &id], &tx);
     play_first_legal(&mut lines, "alice", &mut alice);
-    follow(&mut lines, "alice", |l| l == "turn: second");
-    // bob never comes; alice claims as soon as the server allows it.
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
-    let claimed = loop {
-        let out = run_cli(&url, alice_dir.path(), &["claim", &id]);
-        if out.code == Some(0) {
-            break out;
-        }
-        assert_eq!(out.code, Some(4), "{out:?}");
-        assert!(out.stderr.contains("claim"), "{out:?}");
-        assert!(std::time::Instant::now() < deadline, "{out:?}");
-        std::thread::sleep(std::time::Duration::from_millis(200));
-    };
+    play_first_legal(&mut lines, "bob", &mut bob);
+    play_first_legal(&mut lines, "alice", &mut alice);
+    follow(&mut lines, "bob", |l| l == "your move");
+    bob.send("quit");
+    assert_eq!(bob.wait().code(), Some(0), "{}", lines.tail(30));
+    let claimed = claim(&id);
     assert!(
         claimed
             .stdout

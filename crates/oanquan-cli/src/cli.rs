@@ -272,8 +272,9 @@ with --json the API's AbortGameResponse.")]
     #[command(long_about = "\
 Claim the win of an untimed game you hold a seat in, when your opponent has had the move for \
 longer than the server's abandonment time (24 hours by default): the game ends, you win \
-(abandonment). Timed games end by their clocks instead. When it is too early, the server says \
-how long is left (exit 4). Prints the result; with --json the API's ClaimVictoryResponse. \
+(abandonment). An opponent who never made a first move has the game aborted instead, with no \
+result. Timed games end by their clocks instead. When it is too early, the server says how long \
+is left (exit 4). Prints the result; with --json the API's ClaimVictoryResponse. \
 `claim` at the play prompt does the same.")]
     Claim(SeatArgs),
 

@@ -1035,10 +1035,11 @@ pub async fn claim(ctx: &Context, clients: &mut Clients, args: &SeatArgs) -> Res
         seat_name(&game, Side::Second),
     ];
     let names = [names[0].as_str(), names[1].as_str()];
+    // A claim aborts a game only for an opponent who never made a first move.
     if let Some(line) = game
         .result
         .as_ref()
-        .and_then(|r| end_line(r, names, None, None))
+        .and_then(|r| end_line(r, names, None, Some(true)))
     {
         out(line)?;
     }

@@ -710,10 +710,10 @@ impl GameManager {
         }
     }
 
-    /// Restarts the running turn of an active timed game: a restarted server calls it for each
-    /// such game, so that the outage is not charged, but the part of the turn before it is
+    /// Restarts the running turn of an active game: a restarted server calls it for each such
+    /// game, so that the outage is not charged, but the part of the turn before it is
     /// ([`GameStore::last_alive`], see [`transition::resume_clock`]). `Ok(false)` if the game
-    /// is not an active timed game.
+    /// is not active.
     ///
     /// # Errors
     ///

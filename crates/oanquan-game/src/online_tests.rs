@@ -573,16 +573,29 @@ fn resuming_a_clock_restarts_the_turn_without_charging_the_outage() {
             }),
         }]
     );
-    let (untimed, _) = started(TimeControl::Untimed);
-    assert_eq!(
-        transition::resume_clock(untimed, secs(1), None).unwrap_err(),
-        GameError::NotDue
-    );
     let (resigned, _) = transition::resign(resumed, &tokens[FIRST], secs(101)).unwrap();
     assert_eq!(
         transition::resume_clock(resigned, secs(102), Some(secs(101))).unwrap_err(),
         GameError::NotDue
     );
+}
+
+/// An untimed game's turn measures the abandonment time: an outage is not counted towards a
+/// victory claim (an outside probe's claim was 6 s closer after a 6 s outage).
+#[test]
+fn resuming_an_untimed_game_moves_its_turn_by_the_outage() {
+    let day = dur(24 * 3600);
+    let (state, tokens) = started(TimeControl::Untimed);
+    let state = moves(state, &tokens, 3, 1);
+    assert_eq!(state.info().turn_started, Some(secs(3)));
+    // Alive until 23 s, back a day later: 20 s of the turn ran.
+    let back = secs(23) + day;
+    let (resumed, _) = transition::resume_clock(state, back, Some(secs(23))).unwrap();
+    assert_eq!(resumed.info().turn_started, Some(back - dur(20)));
+    match transition::claim_victory(resumed, &tokens[FIRST], day, back) {
+        Err(GameError::CannotClaim(why)) => assert!(why.contains("for 20s"), "{why}"),
+        other => panic!("{other:?}"),
+    }
 }
 
 #[test]
@@ -627,6 +640,23 @@ fn a_victory_claim_waits_for_the_abandonment_time_and_only_in_untimed_games() {
         GameError::WrongToken
     );
 
+    // The first player never moved: the game counts for nobody, as a missed first move.
+    let (aborted, transition) =
+        transition::claim_victory(state.clone(), &tokens[SECOND], day, T0 + day).unwrap();
+    let result = aborted.info().result.unwrap();
+    assert_eq!(aborted.info().status, GameStatus::Aborted);
+    assert_eq!(result.outcome, None);
+    assert_eq!(result.termination, Termination::Aborted);
+    assert_eq!(result.ended_by, Some(FIRST));
+    assert_eq!(game_over(&transition.game_events).0, result);
+    // Nor the second player's first move.
+    let (state, _) = move_at(state, &tokens, T0);
+    let (aborted, _) =
+        transition::claim_victory(state.clone(), &tokens[FIRST], day, T0 + day).unwrap();
+    assert_eq!(aborted.info().status, GameStatus::Aborted);
+    assert_eq!(aborted.info().result.unwrap().ended_by, Some(SECOND));
+
+    let (state, _) = move_at(state, &tokens, T0);
     let (claimed, transition) = with_window(
         transition::claim_victory(state.clone(), &tokens[SECOND], day, T0 + day).unwrap(),
         T0 + day + dur(120),

@@ -637,8 +637,8 @@ pub async fn games_ended_by_time_or_abandonment_and_closed_rematches_read_back(
         })
     ));
 
-    // An untimed game whose player to move stays away is claimed.
-    let (abandoned, [first, _]) = played(&manager, 1).await;
+    // An untimed game whose player to move, after a first move, stays away is claimed.
+    let (abandoned, [first, _]) = played(&manager, 3).await;
     let state = store.load(&abandoned).await.unwrap();
     let sequence = state.info().sequence;
     let wait = Duration::from_secs(60);

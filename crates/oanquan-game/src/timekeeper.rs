@@ -162,9 +162,10 @@ async fn scan(manager: &GameManager, deadlines: &mut Deadlines) -> Result<(), Ga
     Ok(())
 }
 
-/// Gives every active timed game its running turn back from now (see
-/// [`GameManager::resume_clock`]). Returns how many were resumed. A server calls it once at
-/// start, before it takes requests: a move arriving earlier would be charged the outage.
+/// Gives every active game its running turn back from now (see
+/// [`GameManager::resume_clock`]): a timed game's clock, an untimed game's abandonment time.
+/// Returns how many were resumed. A server calls it once at start, before it takes requests:
+/// a move or a claim arriving earlier would be charged the outage.
 ///
 /// # Errors
 ///
@@ -176,12 +177,7 @@ pub async fn resume_clocks(manager: &GameManager) -> Result<usize, GameError> {
         let page = manager
             .list_games(GameFilter::Active, MAX_PAGE_SIZE, cursor.as_deref())
             .await?;
-        ids.extend(
-            page.games
-                .iter()
-                .filter(|g| g.clock.is_some())
-                .map(|g| g.id.clone()),
-        );
+        ids.extend(page.games.iter().map(|g| g.id.clone()));
         match page.next_cursor {
             Some(next) => cursor = Some(next),
             None => break,
@@ -225,7 +221,7 @@ pub(crate) fn spawn_with_backoff(
         if resume {
             match resume_clocks(&manager).await {
                 Ok(0) => {}
-                Ok(count) => info!(count, "resumed the clocks of timed games"),
+                Ok(count) => info!(count, "resumed the turns of active games"),
                 Err(error) => warn!(%error, "cannot list the games to resume their clocks"),
             }
         }

@@ -568,22 +568,24 @@ pub fn apply_deadline(state: GameState, now: SystemTime) -> Decided<DeadlineKind
     ))
 }
 
-/// After a server restart, resumes the turn of a timed game's player to move at `now`: the
+/// After a server restart, resumes the turn of an active game's player to move at `now`: the
 /// outage is not charged to anyone, but the part of the turn that ran while the last server
-/// was `alive` is. The turn's start moves later by the outage (`alive` to `now`), so the player
+/// was `alive` is. That holds for a clock, and for the abandonment time of an untimed game,
+/// which its turn's start measures too (an outage longer than it let the opponent claim the
+/// win at once). The turn's start moves later by the outage (`alive` to `now`), so the player
 /// has what they had left when that server died, and a deadline that passed before it falls
 /// at once. Without `alive` (unknown), or with a turn that started after it, the turn starts
 /// again at `now` with the time the player had when it started.
 ///
 /// # Errors
 ///
-/// [`GameError::NotDue`] if the game is not an active timed game.
+/// [`GameError::NotDue`] if the game is not active.
 pub fn resume_clock(
     mut state: GameState,
     now: SystemTime,
     alive: Option<SystemTime>,
 ) -> Decided<()> {
-    if state.info().status != GameStatus::Active || state.info().clock.is_none() {
+    if state.info().status != GameStatus::Active {
         return Err(GameError::NotDue);
     }
     let used = match (state.info().turn_started, alive) {
@@ -612,7 +614,8 @@ pub fn resume_clock(
 }
 
 /// Claims the win of an untimed game whose player to move, the claimer's opponent, has not
-/// moved for `abandon_after`.
+/// moved for `abandon_after`. If that player has not made a first move, the game is aborted
+/// instead, with them as `ended_by`.
 ///
 /// # Errors
 ///
@@ -651,6 +654,19 @@ pub fn claim_victory(
             // Up: a client that waits as long as it is told must not be refused again.
             clock::format_duration(ceil_secs(abandon_after - waited)),
         )));
+    }
+    if timing::is_first_move(info) {
+        // As a timed game's missed first move: a game its opponent never played counts for
+        // nobody (an outside probe won by claim a game nobody had moved in, and the win counted
+        // in both records).
+        let result = GameResult {
+            outcome: None,
+            scores: state.position().scores(),
+            termination: Termination::Aborted,
+            ended_by: Some(to_move),
+            ratings: None,
+        };
+        return Ok(ended(state, GameStatus::Aborted, result, now, Vec::new()));
     }
     let result = GameResult {
         outcome: Some(Outcome::Decisive { winner: seat }),

@@ -277,7 +277,7 @@ pub async fn run_with_store(
     } else {
         timekeeper::resume_clocks(&manager)
             .await
-            .map_err(|e| ServeError::Startup(format!("resuming the clocks of timed games: {e}")))?
+            .map_err(|e| ServeError::Startup(format!("resuming the turns of active games: {e}")))?
     };
     if let Some(resumption) = resumption {
         let others_serve = resumption.others_serve();
@@ -288,7 +288,7 @@ pub async fn run_with_store(
         }
     }
     if resumed > 0 {
-        tracing::info!(games = resumed, "clocks of timed games resumed");
+        tracing::info!(games = resumed, "turns of active games resumed");
     }
     let stalls = Stalls::new();
     let streams = StreamSettings {

@@ -565,6 +565,16 @@ async fn a_restart_in_a_timed_game_does_not_charge_the_outage() {
     let ply = game.position.as_ref().unwrap().ply;
     let (_, snapshot) = watch_snapshot(&mut client, &id).await;
     let last_before = snapshot.sequence;
+    // An untimed game's turn measures the abandonment time (ClaimVictory) the same way.
+    let (untimed, untimed_first, _) = started(&mut client, "standard").await;
+    let untimed_game = get_game(&mut client, &untimed).await;
+    move_any(&mut client, &untimed_game, &untimed_first).await;
+    let untimed_start = time(
+        get_game(&mut client, &untimed)
+            .await
+            .turn_start_time
+            .as_ref(),
+    );
 
     // 400 ms of the turn run, then the server is down for longer than the player has left.
     tokio::time::sleep(ms(400)).await;
@@ -626,6 +636,18 @@ async fn a_restart_in_a_timed_game_does_not_charge_the_outage() {
     assert_eq!(
         time(turn_clocks.deadline.as_ref()),
         resumed_start + stored_first
+    );
+
+    // The untimed game's turn moved by the outage too.
+    let moved = time(
+        get_game(&mut client, &untimed)
+            .await
+            .turn_start_time
+            .as_ref(),
+    );
+    assert!(
+        moved >= untimed_start + since(restarted_at, stopped_at),
+        "{untimed_start:?} → {moved:?}"
     );
 
     // The game goes on, charged from the resumed start.
@@ -1692,7 +1714,13 @@ async fn the_rematch_window_closes_by_itself() {
 async fn victory_can_be_claimed_only_against_an_absent_opponent_of_an_untimed_game() {
     let server = server_with(|c| c.games.abandon_after = ms(800)).await;
     let mut client = server.games().await;
+    // A game its first player never moved in counts for nobody: the claim aborts it.
+    let (unplayed, _, unplayed_second) = started(&mut client, "standard").await;
     let (id, first, second) = started(&mut client, "standard").await;
+    for token in [&first, &second] {
+        let game = get_game(&mut client, &id).await;
+        move_any(&mut client, &game, token).await;
+    }
     let turn_started = time(get_game(&mut client, &id).await.turn_start_time.as_ref());
 
     let early = claim(&mut client, &id, &second).await.unwrap_err();
@@ -1729,6 +1757,17 @@ async fn victory_can_be_claimed_only_against_an_absent_opponent_of_an_untimed_ga
     assert_eq!(result.ended_by(), pb::Player::First);
     let again = claim(&mut client, &id, &second).await.unwrap_err();
     assert_reason(&again, Code::FailedPrecondition, "ERROR_REASON_GAME_OVER");
+
+    let aborted = claim(&mut client, &unplayed, &unplayed_second)
+        .await
+        .unwrap()
+        .game
+        .unwrap();
+    assert_eq!(aborted.status(), pb::GameStatus::Aborted);
+    let result = aborted.result.unwrap();
+    assert_eq!(result.end_reason(), pb::EndReason::Aborted);
+    assert_eq!(result.outcome(), pb::Outcome::Unspecified);
+    assert_eq!(result.ended_by(), pb::Player::First);
 
     // A timed game ends by its clock, never by a claim.
     let (timed, _, timed_second) = timed_game(&mut client, real_time(secs(60), ms(0))).await;
