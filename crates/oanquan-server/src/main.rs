@@ -726,7 +726,11 @@ fn main() -> ExitCode {
         }
     };
     let log_format = args.log_format;
-    match runtime.block_on(serve(args)) {
+    let served = runtime.block_on(serve(args));
+    // A blocking task still waiting then (a read of a database gone silent) must not keep the
+    // process from exiting.
+    runtime.shutdown_timeout(std::time::Duration::from_secs(1));
+    match served {
         Ok(()) => ExitCode::SUCCESS,
         Err(error) => {
             let text = escape_controls(&format!("{error:#}"));

@@ -550,17 +550,32 @@ pub async fn run_with_store(
         Ok(result) => result?,
         Err(_) => warn!("drain timeout reached; abandoning the remaining calls"),
     }
-    match agents {
-        RunningAgents::Here(agents) => agents.join(drain_timeout).await,
-        // Joins its agents (each within the drain timeout) once stopped.
-        RunningAgents::WhileLeading { agents, _lease } => agents.join().await,
-    }
-    if let Some(node_listener) = node_listener {
-        node_listener.join().await;
-    }
-    // Withdraws this node's seeks before the store closes.
-    if let Some(seek_board) = seek_board {
-        seek_board.join().await;
+    // Handing the node's work over (the agents' last commits, its seeks withdrawn, the lease
+    // given up) waits on the database; one that went silent would hold the stop for as long
+    // as it stays so (an outside probe's node was still there a minute after its SIGTERM).
+    // Whatever is left then, other nodes take over when this one's heartbeat and lease lapse.
+    let hand_over = async {
+        match agents {
+            RunningAgents::Here(agents) => agents.join(drain_timeout).await,
+            // Joins its agents (each within the drain timeout) once stopped.
+            RunningAgents::WhileLeading { agents, _lease } => agents.join().await,
+        }
+        if let Some(node_listener) = node_listener {
+            node_listener.join().await;
+        }
+        // Withdraws this node's seeks before the store closes.
+        if let Some(seek_board) = seek_board {
+            seek_board.join().await;
+        }
+    };
+    if tokio::time::timeout(drain_timeout, hand_over)
+        .await
+        .is_err()
+    {
+        warn!(
+            "the database did not answer within the drain timeout; stopping without handing \
+             the rest over (other nodes take it once this one's lease and heartbeat lapse)"
+        );
     }
     // Tasks that outlived the drain may still hold the store: close it explicitly, so that
     // the database file alone holds every game once the process exits.

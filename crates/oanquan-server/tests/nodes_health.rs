@@ -24,11 +24,23 @@ use tonic_health::pb::HealthCheckRequest;
 use tonic_health::pb::health_check_response::ServingStatus;
 use tonic_health::pb::health_client::HealthClient;
 
-/// Forwards connections to `upstream` while up; cut, it drops every open connection and
-/// closes each new one at once, as a database that went away.
+/// What the proxy does with connections.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Link {
+    /// Forwards them.
+    Up,
+    /// Drops every open connection and closes each new one at once, as a database that went
+    /// away.
+    Cut,
+    /// Keeps every connection open and forwards nothing, as a database behind a network that
+    /// drops packets.
+    Silent,
+}
+
+/// Forwards connections to `upstream` as its [`Link`] says.
 struct Proxy {
     addr: SocketAddr,
-    up: watch::Sender<bool>,
+    link: watch::Sender<Link>,
     task: JoinHandle<()>,
 }
 
@@ -36,35 +48,49 @@ impl Proxy {
     async fn start(upstream: SocketAddr) -> Proxy {
         let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
         let addr = listener.local_addr().unwrap();
-        let (up, _) = watch::channel(true);
-        let state = up.subscribe();
+        let (link, _) = watch::channel(Link::Up);
+        let state = link.subscribe();
         let task = tokio::spawn(async move {
             while let Ok((mut inbound, _)) = listener.accept().await {
                 let mut state = state.clone();
-                if !*state.borrow_and_update() {
-                    continue; // Dropped: closed.
-                }
+                let now = *state.borrow_and_update();
                 tokio::spawn(async move {
+                    match now {
+                        Link::Cut => return, // Dropped: closed.
+                        Link::Silent => {
+                            let _ = state.wait_for(|link| *link == Link::Cut).await;
+                            return;
+                        }
+                        Link::Up => {}
+                    }
                     let Ok(mut outbound) = TcpStream::connect(upstream).await else {
                         return;
                     };
-                    tokio::select! {
-                        _ = tokio::io::copy_bidirectional(&mut inbound, &mut outbound) => {}
-                        _ = state.wait_for(|up| !*up) => {}
+                    let silent = tokio::select! {
+                        _ = tokio::io::copy_bidirectional(&mut inbound, &mut outbound) => false,
+                        link = state.wait_for(|link| *link != Link::Up) => {
+                            link.is_ok_and(|link| *link == Link::Silent)
+                        }
+                    };
+                    if silent {
+                        // Both ends stay open until the link is cut.
+                        let _ = state.wait_for(|link| *link == Link::Cut).await;
                     }
+                    drop((inbound, outbound));
                 });
             }
         });
-        Proxy { addr, up, task }
+        Proxy { addr, link, task }
     }
 
-    fn set(&self, up: bool) {
-        self.up.send_replace(up);
+    fn set(&self, link: Link) {
+        self.link.send_replace(link);
     }
 }
 
 impl Drop for Proxy {
     fn drop(&mut self) {
+        self.link.send_replace(Link::Cut);
         self.task.abort();
     }
 }
@@ -150,7 +176,7 @@ async fn health_follows_whether_the_database_can_be_reached() {
     let (id, first, second) = started(&mut client, "standard").await;
     play_one(&mut client, &id, (&first, &second)).await;
 
-    proxy.set(false);
+    proxy.set(Link::Cut);
     let down = health_becomes(
         &mut statuses,
         ServingStatus::NotServing,
@@ -168,7 +194,7 @@ async fn health_follows_whether_the_database_can_be_reached() {
         .expect_err("no database, no new game");
     assert_eq!(refused.code(), Code::Unavailable, "{refused:?}");
 
-    proxy.set(true);
+    proxy.set(Link::Up);
     let up = health_becomes(
         &mut statuses,
         ServingStatus::Serving,
@@ -179,5 +205,52 @@ async fn health_follows_whether_the_database_can_be_reached() {
     assert_eq!(after.move_count, 2);
     eprintln!("nodes_health: NOT_SERVING {down:?} after the cut, SERVING {up:?} after the restore");
     drop(node);
+    schema.drop().await;
+}
+
+/// A node told to stop while its database answers nothing stops all the same, within its
+/// drain timeout (2 s here) for the calls and as long again for handing its work over: an
+/// outside probe's node waited as long as the database stayed silent, a minute and more.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_node_stops_while_its_database_is_silent() {
+    let Some(schema) = Schema::new("nodes_silent").await else {
+        return;
+    };
+    let proxy = Proxy::start(upstream(&schema.url)).await;
+    let database = through(&schema.url, proxy.addr, &schema.name);
+    let dir = tempfile::tempdir().unwrap();
+    let node = Node::start(&database, dir.path(), &[]);
+    let mut client = node.games().await;
+    let (id, first, second) = started(&mut client, "standard").await;
+    play_one(&mut client, &id, (&first, &second)).await;
+    // A seek of this node's, to withdraw at the stop.
+    let mut seek = client.clone();
+    let _seeking = tokio::spawn(async move {
+        seek.seek(pb::SeekRequest {
+            rules: preset("standard"),
+            display_name: "Lan".into(),
+            ..Default::default()
+        })
+        .await
+    });
+    tokio::time::sleep(Duration::from_millis(300)).await;
+
+    proxy.set(Link::Silent);
+    // A move in flight when the signal comes.
+    let mut mover = client.clone();
+    let (game, tokens) = (id.clone(), (first.clone(), second.clone()));
+    let _moving =
+        tokio::spawn(async move { play_one(&mut mover, &game, (&tokens.0, &tokens.1)).await });
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let asked = Instant::now();
+    // Exits 0 within 10 s (`Node::stop`).
+    tokio::task::spawn_blocking(move || node.stop())
+        .await
+        .unwrap();
+    eprintln!(
+        "nodes_health: stopped {:?} after SIGTERM with the database silent",
+        asked.elapsed()
+    );
+    proxy.set(Link::Cut);
     schema.drop().await;
 }
