@@ -704,7 +704,10 @@ fn main() -> ExitCode {
             tracing_subscriber::EnvFilter::try_from_default_env()
                 .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(DEFAULT_LOG_FILTER)),
         )
-        .with_writer(std::io::stderr);
+        .with_writer(std::io::stderr)
+        // A closed stderr (a log shipper gone) loses the logs, nothing else: reporting the
+        // failed write would `eprintln!`, which panics in every call that logs.
+        .log_internal_errors(false);
     match args.log_format {
         LogFormat::Text => logs.with_ansi(std::io::stderr().is_terminal()).init(),
         // The current span's fields at the top (`span`) and every enclosing span's (`spans`).
@@ -735,7 +738,9 @@ fn main() -> ExitCode {
         Err(error) => {
             let text = escape_controls(&format!("{error:#}"));
             match log_format {
-                LogFormat::Text => eprintln!("oanquan-server: {text}"),
+                LogFormat::Text => {
+                    let _ = writeln!(std::io::stderr(), "oanquan-server: {text}");
+                }
                 // One JSON object, as every other line of a JSON log.
                 LogFormat::Json => tracing::error!(error = %text, "the server stopped"),
             }

@@ -480,6 +480,12 @@ fn binary_prints_its_address_and_exits_cleanly_on_sigterm() {
         assert_eq!(status.status(), ServingStatus::Serving);
     });
 
+    let status = terminate(&mut child);
+    assert!(status.success(), "{status:?}");
+}
+
+/// Sends SIGTERM to `child` and waits up to 5 s for it to exit; its status.
+fn terminate(child: &mut std::process::Child) -> std::process::ExitStatus {
     let killed = Command::new("kill")
         .args(["-TERM", &child.id().to_string()])
         .status()
@@ -488,8 +494,7 @@ fn binary_prints_its_address_and_exits_cleanly_on_sigterm() {
     let deadline = Instant::now() + Duration::from_secs(5);
     loop {
         if let Some(status) = child.try_wait().unwrap() {
-            assert!(status.success(), "{status:?}");
-            break;
+            return status;
         }
         assert!(
             Instant::now() < deadline,
@@ -497,6 +502,45 @@ fn binary_prints_its_address_and_exits_cleanly_on_sigterm() {
         );
         std::thread::sleep(Duration::from_millis(20));
     }
+}
+
+/// A log shipper (or `| tee`) that dies closes the server's stderr. Logging then failed with a
+/// panic in every call that logged: an outside probe's CreateGame made its game but was
+/// answered CANCELLED, its seat token lost, and SIGTERM exited 101.
+#[test]
+fn a_closed_stderr_loses_the_logs_and_nothing_else() {
+    let mut command = Command::new(env!("CARGO_BIN_EXE_oanquan-server"));
+    command
+        .args(["--shutdown-drain-timeout", "2s"])
+        .env("RUST_LOG", "info")
+        .stderr(Stdio::piped());
+    let (mut child, addr) = spawn_binary(command);
+    drop(child.stderr.take());
+
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    runtime.block_on(async {
+        let channel = tonic::transport::Channel::from_shared(format!("http://{addr}"))
+            .unwrap()
+            .connect()
+            .await
+            .unwrap();
+        let mut games = Games::new(channel);
+        for _ in 0..3 {
+            let created = games
+                .create_game(pb::CreateGameRequest {
+                    rules: preset("standard"),
+                    seat: pb::Player::First.into(),
+                    display_name: "Lan".into(),
+                    ..Default::default()
+                })
+                .await
+                .expect("answered, although its log line is lost")
+                .into_inner();
+            assert!(!created.player_token.is_empty());
+        }
+    });
+    let status = terminate(&mut child);
+    assert!(status.success(), "{status:?}");
 }
 
 /// tonic-reflection's stream task panics (`expect("send")`) when its client leaves with answers
