@@ -149,9 +149,10 @@ async fn reconnecting_gets_exactly_the_missed_events() {
     server.stop().await.unwrap();
 }
 
-/// A watch resumed at the end of a finished game (its GameOver already received) ends at once
-/// with OK, as a fresh watch of a finished game does after its snapshot; it used to send
-/// heartbeats until the client gave up, holding a spectator's place.
+/// A watch resumed at the end of a finished game (its GameOver already received) says it is up
+/// to date with one heartbeat and ends at once with OK, as a fresh watch of a finished game
+/// does after its snapshot. It used to send heartbeats until the client gave up, holding a
+/// spectator's place; then nothing at all, which reads like a stream that died.
 #[tokio::test]
 async fn a_watch_resumed_after_the_game_over_ends_at_once() {
     let (server, mut client) = quiet_server().await;
@@ -160,9 +161,17 @@ async fn a_watch_resumed_after_the_game_over_ends_at_once() {
     let mut watch = watch_game(&mut client, &id, None).await;
     let last = next_game_event(&mut watch).await.unwrap().sequence;
     let mut resumed = watch_game(&mut client, &id, Some(last)).await;
-    let ended = tokio::time::timeout(Duration::from_secs(2), next(&mut resumed))
-        .await
-        .expect("the resumed watch of a finished game stayed open");
+    let (beat, ended) = tokio::time::timeout(Duration::from_secs(2), async {
+        (next(&mut resumed).await, next(&mut resumed).await)
+    })
+    .await
+    .expect("the resumed watch of a finished game stayed open");
+    let beat = beat.unwrap().unwrap().event.unwrap();
+    assert_eq!(
+        (kind_name(&beat), beat.sequence),
+        ("heartbeat", last),
+        "{beat:?}"
+    );
     assert!(matches!(ended, Ok(None)), "{ended:?}");
     // Following rematches, it stays for the rematch window.
     let mut following = client

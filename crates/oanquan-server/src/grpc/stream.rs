@@ -141,6 +141,7 @@ where
         let mut ticker = tokio::time::interval_at(first_beat, period);
         ticker.set_missed_tick_behavior(MissedTickBehavior::Delay);
         let mut lagged = 0;
+        let mut sent = false;
         loop {
             let last = watch.last_sequence();
             let mut ends = false;
@@ -158,8 +159,14 @@ where
                         ends = is_last(&next);
                         Ok(item(next))
                     }
-                    // Complete: ending the task closes the stream with status OK.
-                    Ok(None) => break,
+                    // Complete: ending the task closes the stream with status OK. One that
+                    // resumed at a finished game's last event says first that it is up to
+                    // date: an empty stream reads like one that died (an outside probe's).
+                    Ok(None) if sent => break,
+                    Ok(None) => {
+                        ends = true;
+                        Ok(heartbeat(last))
+                    }
                     Err(error) => Err(status::into_status(error)),
                 },
                 Some(extra) = side.next() => Ok(side_message(extra, last)),
@@ -172,6 +179,7 @@ where
                 lagged = watch.times_lagged();
             }
             let fatal = out.is_err();
+            sent = true;
             match tokio::time::timeout(stall, tx.send(out)).await {
                 Ok(Ok(())) if !fatal && !ends => {}
                 Ok(_) => break,
