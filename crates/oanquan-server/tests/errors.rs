@@ -295,7 +295,7 @@ async fn every_error_code() {
         })
         .await
         .unwrap_err();
-    assert_eq!(status.code(), Code::OutOfRange, "{status:?}");
+    assert_reason(&status, Code::OutOfRange, "ERROR_REASON_SEQUENCE_AHEAD");
 
     // RulesService: bad position, illegal move, game over.
     let status = rules

@@ -98,7 +98,7 @@ pub fn classify(error: &GameError) -> (Code, Detail) {
         GameError::SeekRefused(_) => (Code::FailedPrecondition, Reason(R::SeekRefused)),
         // Background agents only: reaching a client would be a bug.
         GameError::NotDue => (Code::Internal, Detail::None),
-        GameError::SequenceAhead { .. } => (Code::OutOfRange, Detail::None),
+        GameError::SequenceAhead { .. } => (Code::OutOfRange, Reason(R::SequenceAhead)),
         GameError::GameDamaged(_) | GameError::StoreDamaged(_) => (Code::DataLoss, Detail::None),
         GameError::Unavailable(_) => (Code::Unavailable, Detail::None),
         GameError::Internal(_) => (Code::Internal, Detail::None),
@@ -406,7 +406,7 @@ mod tests {
                     last: 3,
                 },
                 Code::OutOfRange,
-                None,
+                Some("ERROR_REASON_SEQUENCE_AHEAD"),
             ),
             (
                 GameError::GameDamaged(GameId::parse("abc").unwrap()),
