@@ -71,6 +71,7 @@ mod codec;
 mod fault;
 mod health;
 mod nodes;
+mod outage;
 mod reads;
 mod schema;
 mod seeks;

@@ -18,6 +18,7 @@ use tokio_postgres::{AsyncMessage, Client, NoTls};
 use tracing::{debug, info, warn};
 
 use crate::fault;
+use crate::outage::Outage;
 use crate::writer::{GAME_CHANNEL, LOBBY_CHANNEL};
 use crate::{PostgresStore, reads};
 
@@ -138,6 +139,10 @@ impl PostgresStore {
         tokio::spawn(async move {
             let mut listener = Listener::new(store, hub);
             let mut failures = 0;
+            let outage = Outage::new(
+                "cannot listen for other nodes' commits",
+                "listening for other nodes' commits again",
+            );
             while !*stop.borrow() {
                 let heard = tokio::select! {
                     heard = listener.listen() => heard,
@@ -145,11 +150,20 @@ impl PostgresStore {
                 };
                 match heard {
                     // Heard something before losing it: the database was there.
-                    Ok(true) => failures = 0,
-                    Ok(false) => failures += 1,
+                    Ok(true) => {
+                        failures = 0;
+                        outage.succeeded();
+                    }
+                    Ok(false) => {
+                        failures += 1;
+                        outage.succeeded();
+                    }
                     Err(error) => {
-                        warn!(database = %listener.store.target, error = %fault::describe(&error),
-                            "cannot listen for other nodes' commits; trying again");
+                        outage.failed(&format_args!(
+                            "{}: {}",
+                            listener.store.target,
+                            fault::describe(&error)
+                        ));
                         failures += 1;
                     }
                 }

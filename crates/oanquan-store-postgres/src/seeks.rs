@@ -46,6 +46,12 @@ use crate::codec::{
 };
 use crate::fault::{self, backend};
 use crate::nodes::BACKOFF;
+use crate::outage::Outage;
+
+/// [`PostgresSeeks::outages`]' places.
+const SESSION: usize = 0;
+const BEAT: usize = 1;
+const LISTEN: usize = 2;
 
 /// A dedicated session's messages: they end when the session does.
 type NodeSession = tokio::sync::mpsc::UnboundedReceiver<AsyncMessage>;
@@ -209,6 +215,8 @@ pub struct PostgresSeeks {
     changes: broadcast::Sender<Option<String>>,
     /// Whether this node holds its lock ([`NODE_KEY`]) now; its heartbeat says so.
     locked: std::sync::atomic::AtomicBool,
+    /// Failures of the liveness session, the heartbeat and the listener, said once a minute.
+    outages: [Outage; 3],
 }
 
 impl std::fmt::Debug for PostgresSeeks {
@@ -245,6 +253,17 @@ impl PostgresStore {
             schema: schema.unwrap_or_default(),
             changes: broadcast::channel(4096).0,
             locked: std::sync::atomic::AtomicBool::new(false),
+            outages: [
+                Outage::new(
+                    "cannot open the seek board's liveness session",
+                    "the seek board's liveness session is open again",
+                ),
+                Outage::new("the seek heartbeat fails", "the seek heartbeat works again"),
+                Outage::new(
+                    "cannot listen for seek changes",
+                    "listening for seek changes again",
+                ),
+            ],
         });
         // Taken before the first heartbeat says so, and before any seek is posted.
         let lock = seeks.take_lock().await;
@@ -267,10 +286,11 @@ impl PostgresSeeks {
         let (client, messages) = match self.store.dedicated().await {
             Ok(session) => session,
             Err(error) => {
-                warn!(error = %fault::describe(&error), "cannot open the seek board's liveness session");
+                self.outages[SESSION].failed(&fault::describe(&error));
                 return None;
             }
         };
+        self.outages[SESSION].succeeded();
         let taken = client
             .query_one(
                 "SELECT pg_try_advisory_lock($1, hashtext($2))",
@@ -309,8 +329,9 @@ impl PostgresSeeks {
         let beating = async {
             loop {
                 tokio::time::sleep(HEARTBEAT).await;
-                if let Err(error) = self.beat().await {
-                    warn!(%error, "seek heartbeat");
+                match self.beat().await {
+                    Ok(()) => self.outages[BEAT].succeeded(),
+                    Err(error) => self.outages[BEAT].failed(&error),
                 }
                 // The bounded re-read: whatever a notification missed.
                 let _ = self.changes.send(None);
@@ -320,10 +341,16 @@ impl PostgresSeeks {
             let mut failures = 0;
             loop {
                 match self.listen().await {
-                    Ok(true) => failures = 0,
-                    Ok(false) => failures += 1,
+                    Ok(true) => {
+                        failures = 0;
+                        self.outages[LISTEN].succeeded();
+                    }
+                    Ok(false) => {
+                        failures += 1;
+                        self.outages[LISTEN].succeeded();
+                    }
                     Err(error) => {
-                        warn!(error = %fault::describe(&error), "cannot listen for seek changes; trying again");
+                        self.outages[LISTEN].failed(&fault::describe(&error));
                         failures += 1;
                     }
                 }
