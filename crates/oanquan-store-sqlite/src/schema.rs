@@ -1351,9 +1351,10 @@ fn migrate(conn: &mut Connection, path: &Path) -> Result<(), OpenError> {
                 path: path.to_owned(),
                 detail: format!(
                     "its tables do not match its schema version {version} (user_version): \
-                 migrating to version {} failed with \"{e}\"; the version was changed by \
+                 migrating to version {} failed with \"{}\"; the version was changed by \
                  hand, or the tables are not the ones this server made",
-                    from + 1
+                    from + 1,
+                    sqlite_message(&e)
                 ),
             })?;
         tx.pragma_update(None, "user_version", from as i32 + 1)
@@ -1366,6 +1367,17 @@ fn migrate(conn: &mut Connection, path: &Path) -> Result<(), OpenError> {
         tracing::info!(path = %path.display(), from = version, to = SCHEMA_VERSION, "database migrated");
     }
     Ok(())
+}
+
+/// What SQLite said, without the statement it said it of: rusqlite quotes a failed batch
+/// whole, and a migration's is every table of the schema (an outside probe's refusal was one
+/// line of several kilobytes).
+fn sqlite_message(error: &rusqlite::Error) -> String {
+    match error {
+        rusqlite::Error::SqlInputError { msg, .. }
+        | rusqlite::Error::SqliteFailure(_, Some(msg)) => msg.clone(),
+        other => other.to_string(),
+    }
 }
 
 /// A read-only connection for queries (WAL lets it read while the writer writes).
