@@ -658,8 +658,9 @@ where
         self.inner.poll_ready(cx)
     }
 
-    fn call(&mut self, request: Request<B>) -> Self::Future {
+    fn call(&mut self, mut request: Request<B>) -> Self::Future {
         if request.method() != Method::GET && request.method() != Method::HEAD {
+            answer_text_in_text(request.headers_mut());
             // gRPC paths (`/package.Service/Method`) never name one of the page's files.
             let page_file = self
                 .site
@@ -681,6 +682,24 @@ where
             (None, Ok(())) => not_found(),
         };
         Either::Right(std::future::ready(Ok(response)))
+    }
+}
+
+/// gRPC-Web's translation answers in the encoding `Accept` names, binary without one; a text
+/// client (one that cannot read binary bodies) that sends none got bytes it could not decode.
+/// A text request is answered in text unless it asks for binary gRPC-Web.
+fn answer_text_in_text(headers: &mut http::HeaderMap) {
+    const TEXT: &str = "application/grpc-web-text";
+    let is_text = headers
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| v.starts_with(TEXT));
+    let asks_for_grpc_web = headers
+        .get(header::ACCEPT)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| v.starts_with("application/grpc-web"));
+    if is_text && !asks_for_grpc_web {
+        headers.insert(header::ACCEPT, http::HeaderValue::from_static(TEXT));
     }
 }
 

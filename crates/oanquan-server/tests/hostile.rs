@@ -2614,6 +2614,43 @@ async fn a_grpc_web_text_body_that_is_not_base64_is_invalid() {
     assert!(!answer.contains("grpc-status: 3"), "{answer}");
 }
 
+/// A gRPC-Web text call is answered in text whatever its `Accept` says, unless that asks for
+/// binary gRPC-Web: an outside probe's text request without `Accept` got bytes back, which a
+/// text client cannot decode.
+#[tokio::test]
+async fn a_grpc_web_text_call_is_answered_in_text() {
+    let server = start(config()).await;
+    let encoded = base64(&framed_create());
+    let text = "application/grpc-web-text";
+    for (accept, answered_in) in [
+        ("", "application/grpc-web-text"),
+        ("Accept: */*\r\n", "application/grpc-web-text"),
+        (
+            "Accept: application/grpc-web-text\r\n",
+            "application/grpc-web-text",
+        ),
+        (
+            "Accept: application/grpc-web+proto\r\n",
+            "application/grpc-web+proto",
+        ),
+    ] {
+        let answer = create_over_grpc_web_as(server.addr, text, accept, encoded.as_bytes()).await;
+        let (head, body) = answer.split_once("\r\n\r\n").unwrap();
+        let content_type = head
+            .lines()
+            .find_map(|line| line.strip_prefix("content-type: "))
+            .unwrap_or_else(|| panic!("{accept:?}: {head}"));
+        assert!(content_type.starts_with(answered_in), "{accept:?}: {head}");
+        if answered_in == text {
+            assert!(
+                body.bytes()
+                    .all(|b| b.is_ascii_graphic() || b.is_ascii_whitespace()),
+                "{accept:?}: {body:?}"
+            );
+        }
+    }
+}
+
 /// A call whose `grpc-timeout` has run out before it starts is answered with the timeout and
 /// not run: an outside probe's `CreateGame` with `grpc-timeout: 1n` made a game that its client
 /// was told had timed out.
