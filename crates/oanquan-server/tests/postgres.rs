@@ -59,7 +59,7 @@ async fn a_game_played_on_postgres_is_there_after_a_restart() {
     );
     assert_eq!(
         pb::Game {
-            turn_start_time: before.turn_start_time.clone(),
+            turn_start_time: before.turn_start_time,
             ..after
         },
         before
