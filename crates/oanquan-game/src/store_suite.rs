@@ -767,6 +767,8 @@ pub async fn accounts_are_unique_by_username_key(store: Arc<dyn GameStore>) -> V
         ("Tom", "ТОМ"),
         ("НОВ", "HOB"),
         ("НОВ", "ΗΟΒ"),
+        // Shown alike on a screen: the digit takes its place by the bidirectional algorithm.
+        ("\u{5e9}\u{5e8}\u{5d4}7", "7\u{5e9}\u{5e8}\u{5d4}"),
     ] {
         let earlier = account(first);
         if store.create_account(earlier.clone(), key(40)).await.is_ok() {

@@ -682,9 +682,13 @@ impl Username {
     /// What the name looks like, keyed: its `capital_alias`, or its key when it
     /// has none. Two names whose keys or looks meet look alike (see the [module](self)): a store
     /// keeps it beside the key, so that an older `ТОМ` stops a new `TOM` as well.
+    /// A name with right-to-left letters looks like what a screen shows: its look is taken in
+    /// that order ([`shown_look`]).
     #[must_use]
     pub fn look(&self) -> String {
-        self.capital_alias().unwrap_or_else(|| self.key.clone())
+        shown_look(&self.name)
+            .or_else(|| self.capital_alias())
+            .unwrap_or_else(|| self.key.clone())
     }
 
     fn capital_alias(&self) -> Option<String> {
@@ -698,6 +702,7 @@ impl Username {
     #[must_use]
     pub fn keys(&self) -> Vec<String> {
         let mut keys = vec![self.key.clone()];
+        keys.extend(shown_look(&self.name));
         keys.extend(self.capital_alias());
         let read_as_i = look_read_as_i(&self.name);
         if !keys.contains(&read_as_i) {
@@ -705,6 +710,25 @@ impl Username {
         }
         keys
     }
+}
+
+/// What starts a look taken in the order a screen shows a name ([`shown_look`]): such a look
+/// meets only looks taken so, never a key or a look in the order typed. For a right-to-left
+/// name those are other words: `שרה` typed is `הרש` shown, and `הרש` is a name of its own. No
+/// key holds it (names hold no controls).
+const SHOWN: char = '\u{1}';
+
+/// The look of `name` in the order a left-to-right screen shows it, when that is not the order
+/// typed: digits and other neutral characters take their places around right-to-left letters
+/// by the bidirectional algorithm, so `שרה7` and `7שרה`, two names as typed, are the same on
+/// screen (an outside probe registered both).
+fn shown_look(name: &str) -> Option<String> {
+    let info = unicode_bidi::ParagraphBidiInfo::new(name, Some(unicode_bidi::Level::ltr()));
+    if !info.has_rtl() {
+        return None;
+    }
+    let shown = info.reorder_line(0..name.len());
+    Some(format!("{SHOWN}{}", look_of(&shown)))
 }
 
 /// The key of what an NFC `name` looks like as written, capitals and all (see
@@ -797,7 +821,11 @@ pub fn keys_of_text(text: &str) -> Vec<String> {
         if name.is_empty() {
             continue;
         }
-        for key in [key_of(name), look_of(name), look_read_as_i(name)] {
+        let shown = shown_look(name);
+        for key in [key_of(name), look_of(name), look_read_as_i(name)]
+            .into_iter()
+            .chain(shown)
+        {
             if !keys.contains(&key) {
                 keys.push(key);
             }
@@ -1646,6 +1674,44 @@ mod tests {
 
     fn same_key(a: &str, b: &str) -> bool {
         ok(a).key() == ok(b).key()
+    }
+
+    /// Whether registering `second` after `first` meets it: a store holds `first`'s key and
+    /// look, and looks up every key of `second`.
+    fn meets_registered(first: &str, second: &str) -> bool {
+        let held = [ok(first).key(), ok(first).look()];
+        ok(second).keys().iter().any(|k| held.contains(k))
+    }
+
+    #[test]
+    fn right_to_left_names_that_a_screen_shows_alike_meet() {
+        // Typed apart, shown alike: the digits take their place by the bidirectional algorithm
+        // (an outside probe registered each pair).
+        for (a, b) in [
+            ("\u{5e9}\u{5e8}\u{5d4}7", "7\u{5e9}\u{5e8}\u{5d4}"),
+            (
+                "\u{633}\u{644}\u{627}\u{645}12",
+                "12\u{633}\u{644}\u{627}\u{645}",
+            ),
+            ("\u{5d0}\u{5d1}\u{5d2}_12", "12_\u{5d0}\u{5d1}\u{5d2}"),
+        ] {
+            assert!(meets_registered(a, b), "{a:?} then {b:?}");
+            assert!(meets_registered(b, a), "{b:?} then {a:?}");
+        }
+        // A word and its letters reversed are two names, though one is the other as shown.
+        let (sarah, reversed) = ("\u{5e9}\u{5e8}\u{5d4}", "\u{5d4}\u{5e8}\u{5e9}");
+        assert!(!meets_registered(sarah, reversed));
+        assert!(!meets_registered(reversed, sarah));
+        // Digits elsewhere are another name.
+        assert!(!meets_registered(
+            "\u{5e9}\u{5e8}\u{5d4}7",
+            "\u{5e9}\u{5e8}\u{5d4}8"
+        ));
+        // Left-to-right names keep the looks they had.
+        assert_eq!(ok("Lan7").look(), ok("Lan7").key());
+        // A display name that shows as an account's name meets it too.
+        let shown_alike = keys_of_text("7\u{5e9}\u{5e8}\u{5d4}");
+        assert!(shown_alike.contains(&ok("\u{5e9}\u{5e8}\u{5d4}7").look()));
     }
 
     #[test]
