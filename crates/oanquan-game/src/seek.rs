@@ -137,20 +137,33 @@ fn refusal(seek: &SeekInfo, mine: &SeekInfo) -> GameError {
     let why = match (own, seek.rating_range) {
         (true, _) => "it is your own seek".to_owned(),
         (false, Some((low, high))) => {
+            let wanted = wanted_rating(low, high);
             match mine.account.as_ref().and_then(|account| account.rating) {
                 Some(rating) => format!(
-                    "it wants an opponent rated {low} to {high} at its speed, and yours is \
-                     {rating}"
+                    "it wants an opponent rated {wanted} at its speed, and yours is {rating}"
                 ),
                 None => format!(
-                    "it wants an opponent rated {low} to {high} at its speed, and you have no \
-                     rating (play as an account)"
+                    "it wants an opponent rated {wanted} at its speed, and you have no rating \
+                     (play as an account)"
                 ),
             }
         }
         (false, None) => "it does not take you".to_owned(),
     };
     GameError::SeekRefused(why)
+}
+
+/// A rating range as a person reads it: a bound the seek left open (0 for no minimum, the
+/// top for no maximum) is not a rating anyone has, and "rated 0 to 1400" read like one.
+fn wanted_rating(low: i32, high: i32) -> String {
+    let no_min = f64::from(low) <= crate::rating::MIN_RATING;
+    let no_max = f64::from(high) >= crate::rating::MAX_RATING;
+    match (no_min, no_max) {
+        (true, false) => format!("at most {high}"),
+        (false, true) => format!("at least {low}"),
+        (true, true) => "at all".to_owned(),
+        (false, false) => format!("{low} to {high}"),
+    }
 }
 
 /// Limits of the pool.
@@ -1317,5 +1330,20 @@ impl SeekPool {
             game_id,
         });
         Some(waiting)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::wanted_rating;
+
+    #[test]
+    fn a_range_left_open_on_one_side_says_so() {
+        assert_eq!(wanted_rating(0, 1400), "at most 1400");
+        assert_eq!(wanted_rating(400, 1400), "at most 1400");
+        assert_eq!(wanted_rating(1600, 4000), "at least 1600");
+        assert_eq!(wanted_rating(1600, i32::MAX), "at least 1600");
+        assert_eq!(wanted_rating(1400, 1600), "1400 to 1600");
+        assert_eq!(wanted_rating(0, 4000), "at all");
     }
 }
