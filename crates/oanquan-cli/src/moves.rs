@@ -260,7 +260,7 @@ const DIRECTION_WORDS: &[(&str, Dir)] = &[
 /// `3-right`.
 pub fn parse_input(line: &str) -> Result<Input, InputError> {
     let text = line.trim().to_lowercase();
-    let command = match text.as_str() {
+    let command = |word: &str| match word {
         "" => Some(Input::Empty),
         "h" | "help" | "?" => Some(Input::Help),
         "b" | "board" => Some(Input::Board),
@@ -275,8 +275,18 @@ pub fn parse_input(line: &str) -> Result<Input, InputError> {
         "q" | "quit" | "exit" => Some(Input::Quit),
         _ => None,
     };
-    if let Some(command) = command {
+    if let Some(command) = command(&text) {
         return Ok(command);
+    }
+    // A command with more after it (`hint 3`) was read as a move whose direction is `hint`.
+    let mut words = text.split_whitespace();
+    if let (Some(first), Some(_)) = (words.next(), words.next())
+        && command(first).is_some()
+        && !first.starts_with(|c: char| c.is_ascii_digit())
+    {
+        return Err(InputError(format!(
+            "`{first}` takes nothing after it: type `{first}` on its own"
+        )));
     }
     // The line as typed, so that a refusal quotes it as typed (not lower-cased).
     parse_move(line).map(Input::Move)
@@ -453,6 +463,9 @@ mod tests {
             ),
             ("-5 r", "not a move"),
             ("hello 3", "`hello` is not a direction"),
+            ("hint 3", "`hint` takes nothing after it"),
+            ("Resign now", "`resign` takes nothing after it"),
+            ("b 3", "`b` takes nothing after it"),
         ] {
             match parse_input(text) {
                 Err(InputError(msg)) => assert!(msg.contains(needle), "{text:?}: {msg}"),
