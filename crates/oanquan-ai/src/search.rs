@@ -705,11 +705,12 @@ impl Engine {
     ) -> i32 {
         self.pv_len[ply] = ply;
         self.nodes += 1;
-        if self.nodes >= self.node_limit
+        if self.nodes > self.node_limit
             || (self.nodes % CHECK_EVERY == 0 && self.should_stop(cancel))
         {
             // Stopped at, not visited: the count stays within the budget (the root alone
-            // fills a budget of 1).
+            // fills a budget of 1), and reaches it (an outside probe's budget of N visited
+            // N − 1, and budgets of 1 and 2 searched alike).
             self.nodes -= 1;
             self.aborted = true;
             return 0;
