@@ -351,6 +351,15 @@ pub struct GameInfo {
 }
 
 impl GameInfo {
+    /// Since when nothing has happened to the game, for the idle reaper: its last change, or
+    /// the start of its turn when a restart moved that later (the outage is nobody's idleness:
+    /// an outside probe's untimed game was aborted the moment its server came back).
+    #[must_use]
+    pub fn idle_since(&self) -> SystemTime {
+        self.turn_started
+            .map_or(self.updated, |started| started.max(self.updated))
+    }
+
     /// No event will follow: the game is over and no rematch can be offered any more.
     #[must_use]
     pub fn log_closed(&self) -> bool {

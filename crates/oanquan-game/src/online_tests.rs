@@ -580,6 +580,26 @@ fn resuming_a_clock_restarts_the_turn_without_charging_the_outage() {
     );
 }
 
+/// The idle reaper counts an outage as nobody's idleness, as a claim does: an outside probe's
+/// untimed game was aborted the moment its server came back.
+#[test]
+fn an_outage_is_no_idleness() {
+    let day = dur(24 * 3600);
+    let (state, tokens) = started(TimeControl::Untimed);
+    let state = moves(state, &tokens, 2, 1);
+    // Alive one second into the turn (started at 2 s), back two days later.
+    let back = secs(2) + day * 2;
+    let (resumed, _) = transition::resume_clock(state, back, Some(secs(3))).unwrap();
+    assert_eq!(resumed.info().idle_since(), back - dur(1));
+    // A sweep right after the restart, with a cutoff an hour back, finds it fresh.
+    assert_eq!(
+        transition::expire(resumed.clone(), back - dur(3600), back).unwrap_err(),
+        GameError::GameOver
+    );
+    // Idle long enough after the restart, it goes.
+    assert!(transition::expire(resumed, back + dur(10), back + dur(20)).is_ok());
+}
+
 /// An untimed game's turn measures the abandonment time: an outage is not counted towards a
 /// victory claim (an outside probe's claim was 6 s closer after a 6 s outage).
 #[test]

@@ -37,8 +37,12 @@ pub async fn expire_idle_games(manager: &GameManager, idle: Duration) -> Result<
                 .list_games(filter, MAX_PAGE_SIZE, cursor.as_deref())
                 .await?;
             idle_ids.extend(page.games.iter().filter_map(|g| match g.status {
-                GameStatus::WaitingForPlayers if g.updated < cutoff => Some((g.id.clone(), cutoff)),
-                GameStatus::Active if !g.time_control.is_timed() && g.updated < active_cutoff => {
+                GameStatus::WaitingForPlayers if g.idle_since() < cutoff => {
+                    Some((g.id.clone(), cutoff))
+                }
+                GameStatus::Active
+                    if !g.time_control.is_timed() && g.idle_since() < active_cutoff =>
+                {
                     Some((g.id.clone(), active_cutoff))
                 }
                 _ => None,

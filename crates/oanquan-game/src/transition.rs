@@ -481,15 +481,15 @@ pub fn withdraw_waiting(state: GameState, seat: Player, now: SystemTime) -> Deci
     Ok(aborted(state, Some(seat), now))
 }
 
-/// Aborts a waiting or active game whose last change is older than `idle_since` (no seat ends
-/// it: `ended_by` stays empty).
+/// Aborts a waiting or active game idle since before `idle_since` ([`GameInfo::idle_since`];
+/// no seat ends it: `ended_by` stays empty).
 ///
 /// # Errors
 ///
 /// [`GameError::GameOver`] if the game is over or changed since: nothing to expire. Also
 /// once the player to move is out of time: the deadline, not idleness, ends that game.
 pub fn expire(state: GameState, idle_since: SystemTime, now: SystemTime) -> Decided<()> {
-    if state.info().status.is_over() || state.info().updated >= idle_since {
+    if state.info().status.is_over() || state.info().idle_since() >= idle_since {
         return Err(GameError::GameOver);
     }
     before_deadline(&state, now)?;
