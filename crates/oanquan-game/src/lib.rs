@@ -25,6 +25,7 @@ mod model;
 mod names;
 #[cfg(test)]
 mod online_tests;
+pub mod outage;
 pub mod rating;
 pub mod reaper;
 pub mod registration;

@@ -31,6 +31,7 @@ use crate::error::GameError;
 use crate::limits::{self, OpenGameSlot, client_key};
 use crate::manager::{GameManager, PairedGame, RatedAsk, Seated, check_rated, seat_account};
 use crate::model::{GameId, GameInfo};
+use crate::outage::Outage;
 use crate::rating::{MAX_RATING, MIN_RATING};
 use crate::store::StoreError;
 use crate::text;
@@ -363,6 +364,8 @@ pub struct SeekPool {
     board: Option<Arc<dyn SeekBoard>>,
     /// One re-read of the board at a time, so that the mirror moves only forwards.
     syncing: tokio::sync::Mutex<()>,
+    /// Failures to re-read the board, said once a minute.
+    sync_outage: Outage,
     /// Who walked away from the games seeks made (see [`crate::walkaway`]).
     walkaways: Walkaways,
 }
@@ -574,6 +577,7 @@ impl SeekPool {
             limits,
             board: None,
             syncing: tokio::sync::Mutex::new(()),
+            sync_outage: Outage::new("cannot read the open seeks", "reading the open seeks again"),
             walkaways: Walkaways::default(),
         })
     }
@@ -595,6 +599,7 @@ impl SeekPool {
             limits,
             board: Some(board),
             syncing: tokio::sync::Mutex::new(()),
+            sync_outage: Outage::new("cannot read the open seeks", "reading the open seeks again"),
             walkaways: Walkaways::default(),
         });
         let weak: Weak<SeekPool> = Arc::downgrade(&pool);
@@ -650,9 +655,12 @@ impl SeekPool {
         let Some(board) = &self.board else { return };
         let _one = self.syncing.lock().await;
         let list = match board.list().await {
-            Ok(list) => list,
+            Ok(list) => {
+                self.sync_outage.succeeded();
+                list
+            }
             Err(error) => {
-                warn!(%error, "reading the open seeks");
+                self.sync_outage.failed(&error);
                 return;
             }
         };

@@ -71,7 +71,6 @@ mod codec;
 mod fault;
 mod health;
 mod nodes;
-mod outage;
 mod reads;
 mod schema;
 mod seeks;

@@ -18,9 +18,9 @@ use tokio_postgres::{AsyncMessage, Client, NoTls};
 use tracing::{debug, info, warn};
 
 use crate::fault;
-use crate::outage::Outage;
 use crate::writer::{GAME_CHANNEL, LOBBY_CHANNEL};
 use crate::{PostgresStore, reads};
+use oanquan_game::outage::Outage;
 
 /// Watched games read per catch-up statement: a node watching more reads them in pages, so
 /// that no statement carries an unbounded array.
@@ -355,6 +355,8 @@ pub(crate) struct Listener {
     /// Whether the first catch-up ran: it only notes where every game is, since what was
     /// committed before this node listened is read from the log by whoever needs it.
     baseline: bool,
+    /// Failures to read the lobby's new events, said once a minute.
+    lobby_outage: Outage,
 }
 
 impl Listener {
@@ -365,6 +367,10 @@ impl Listener {
             games: HashMap::new(),
             lobby: None,
             baseline: false,
+            lobby_outage: Outage::new(
+                "cannot read the lobby events other nodes committed",
+                "reading the lobby events other nodes committed again",
+            ),
         }
     }
 
@@ -539,6 +545,7 @@ impl Listener {
         };
         match self.store.lobby_events_since(after).await {
             Ok(Since::Events { events, .. }) => {
+                self.lobby_outage.succeeded();
                 for event in &events {
                     self.hub.publish_lobby(event);
                 }
@@ -553,7 +560,7 @@ impl Listener {
                     self.lobby = Some(last);
                 }
             }
-            Err(error) => warn!(%error, "reading lobby events another node committed"),
+            Err(error) => self.lobby_outage.failed(&error),
         }
     }
 

@@ -46,7 +46,7 @@ use crate::codec::{
 };
 use crate::fault::{self, backend};
 use crate::nodes::BACKOFF;
-use crate::outage::Outage;
+use oanquan_game::outage::Outage;
 
 /// [`PostgresSeeks::outages`]' places.
 const SESSION: usize = 0;

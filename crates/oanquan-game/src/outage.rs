@@ -15,7 +15,7 @@ const REPEAT: Duration = Duration::from_secs(60);
 
 /// One repeating attempt's failures.
 #[derive(Debug)]
-pub(crate) struct Outage {
+pub struct Outage {
     /// What fails, as the warning says it ("cannot listen for seek changes").
     failing: &'static str,
     /// What works again, as the recovery says it ("listening for seek changes again").
@@ -31,7 +31,10 @@ struct State {
 }
 
 impl Outage {
-    pub(crate) const fn new(failing: &'static str, recovered: &'static str) -> Outage {
+    /// An outage of an attempt that says `failing` when it fails and `recovered` when it
+    /// works again.
+    #[must_use]
+    pub const fn new(failing: &'static str, recovered: &'static str) -> Outage {
         Outage {
             failing,
             recovered,
@@ -44,7 +47,7 @@ impl Outage {
     }
 
     /// An attempt failed with `error`.
-    pub(crate) fn failed(&self, error: &dyn Display) {
+    pub fn failed(&self, error: &dyn Display) {
         self.failed_at(error, Instant::now());
     }
 
@@ -70,7 +73,7 @@ impl Outage {
     }
 
     /// An attempt worked: a failure before it is said to be over.
-    pub(crate) fn succeeded(&self) {
+    pub fn succeeded(&self) {
         let mut state = self.lock();
         if let Some(since) = state.since.take() {
             info!(failed_for = ?since.elapsed(), "{}", self.recovered);
