@@ -15,6 +15,7 @@ use std::collections::{BinaryHeap, HashMap};
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
+use futures::StreamExt as _;
 use tokio::sync::broadcast::error::RecvError;
 use tokio::sync::{mpsc, watch};
 use tokio::task::JoinHandle;
@@ -183,19 +184,29 @@ pub async fn resume_clocks(manager: &GameManager) -> Result<usize, GameError> {
             None => break,
         }
     }
-    let mut resumed = 0;
-    for id in ids {
-        match manager.resume_clock(&id).await {
-            Ok(true) => resumed += 1,
-            Ok(false) => {}
-            Err(error) => warn!(game_id = %id, %error, "cannot resume a game's clock"),
-        }
-    }
-    Ok(resumed)
+    // Many at once, so that a store's group commit takes them together: one after the other,
+    // 3,000 idle untimed games held a start for 1.3 s (a commit each).
+    let outcomes: Vec<bool> = futures::stream::iter(ids)
+        .map(|id| async move {
+            match manager.resume_clock(&id).await {
+                Ok(resumed) => resumed,
+                Err(error) => {
+                    warn!(game_id = %id, %error, "cannot resume a game's turn");
+                    false
+                }
+            }
+        })
+        .buffer_unordered(RESUMING_AT_ONCE)
+        .collect()
+        .await;
+    Ok(outcomes.into_iter().filter(|&resumed| resumed).count())
 }
 
+/// Games [`resume_clocks`] resumes at once.
+const RESUMING_AT_ONCE: usize = 64;
+
 /// Runs the timekeeper until `stop` turns `true`. With `resume`, first restarts the running
-/// turn of every active timed game (a server calls it so at start: the time it was down is not
+/// turn of every active game (a server calls it so at start: the time it was down is not
 /// charged to anyone).
 pub fn spawn_timekeeper(
     manager: Arc<GameManager>,
