@@ -184,12 +184,7 @@ async fn health_follows_whether_the_database_can_be_reached() {
     )
     .await;
     let refused = client
-        .create_game(pb::CreateGameRequest {
-            rules: preset("standard"),
-            seat: pb::Player::First.into(),
-            display_name: "Lan".into(),
-            ..Default::default()
-        })
+        .create_game(lan_creates("standard"))
         .await
         .expect_err("no database, no new game");
     assert_eq!(refused.code(), Code::Unavailable, "{refused:?}");

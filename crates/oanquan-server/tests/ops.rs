@@ -433,6 +433,15 @@ async fn health_watch_on_its_own_connection(
     task
 }
 
+/// A channel to the server at `addr`.
+async fn connect_to(addr: std::net::SocketAddr) -> tonic::transport::Channel {
+    tonic::transport::Channel::from_shared(format!("http://{addr}"))
+        .unwrap()
+        .connect()
+        .await
+        .unwrap()
+}
+
 /// Starts `command` (the server binary) in memory on a free loopback port; returns the child
 /// and the address its first line announces.
 fn spawn_binary(mut command: Command) -> (std::process::Child, std::net::SocketAddr) {
@@ -466,11 +475,7 @@ fn binary_prints_its_address_and_exits_cleanly_on_sigterm() {
 
     let runtime = tokio::runtime::Runtime::new().unwrap();
     runtime.block_on(async {
-        let channel = tonic::transport::Channel::from_shared(format!("http://{addr}"))
-            .unwrap()
-            .connect()
-            .await
-            .unwrap();
+        let channel = connect_to(addr).await;
         let mut health = HealthClient::new(channel);
         let status = health
             .check(HealthCheckRequest::default())
@@ -519,20 +524,11 @@ fn a_closed_stderr_loses_the_logs_and_nothing_else() {
 
     let runtime = tokio::runtime::Runtime::new().unwrap();
     runtime.block_on(async {
-        let channel = tonic::transport::Channel::from_shared(format!("http://{addr}"))
-            .unwrap()
-            .connect()
-            .await
-            .unwrap();
+        let channel = connect_to(addr).await;
         let mut games = Games::new(channel);
         for _ in 0..3 {
             let created = games
-                .create_game(pb::CreateGameRequest {
-                    rules: preset("standard"),
-                    seat: pb::Player::First.into(),
-                    display_name: "Lan".into(),
-                    ..Default::default()
-                })
+                .create_game(lan_creates("standard"))
                 .await
                 .expect("answered, although its log line is lost")
                 .into_inner();
@@ -562,11 +558,7 @@ fn reflection_clients_that_leave_mid_stream_print_no_panics() {
 
     let runtime = tokio::runtime::Runtime::new().unwrap();
     runtime.block_on(async {
-        let channel = tonic::transport::Channel::from_shared(format!("http://{addr}"))
-            .unwrap()
-            .connect()
-            .await
-            .unwrap();
+        let channel = connect_to(addr).await;
         // Whether a task panicked is a race; a few hundred clients make it sure.
         let quieted = || {
             std::fs::read_to_string(log.path())

@@ -99,19 +99,7 @@ async fn a_game_half_played_before_a_restart_is_finished_after_it() {
     let mut client = server.games().await;
     // The turn was resumed at the start: its start moved later by the outage (it counts towards
     // a victory claim, see online.rs), announced by a TurnStarted for the same ply.
-    let after = get_game(&mut client, &id).await;
-    assert!(
-        after.turn_start_time.as_ref().map(|t| (t.seconds, t.nanos))
-            >= before
-                .turn_start_time
-                .as_ref()
-                .map(|t| (t.seconds, t.nanos))
-    );
-    let unmoved = pb::Game {
-        turn_start_time: before.turn_start_time,
-        ..after
-    };
-    assert_eq!(unmoved, before);
+    assert_resumed(&before, &get_game(&mut client, &id).await);
     let last_before = last_before + 1;
 
     let mut watch = client

@@ -138,21 +138,36 @@ pub async fn list_seeks(client: &mut Games) -> Vec<pb::Seek> {
         .seeks
 }
 
+/// Lan's request for a game of `preset_name` in the first seat, waiting for an opponent.
+pub fn lan_creates(preset_name: &str) -> pb::CreateGameRequest {
+    pb::CreateGameRequest {
+        rules: preset(preset_name),
+        seat: pb::Player::First.into(),
+        display_name: "Lan".into(),
+        ..Default::default()
+    }
+}
+
 /// Creates a game as PLAYER_FIRST: (game, token).
 pub async fn create(client: &mut Games, preset_name: &str) -> (pb::Game, String) {
     let response = client
-        .create_game(pb::CreateGameRequest {
-            rules: preset(preset_name),
-            start_position: None,
-            seat: pb::Player::First.into(),
-            display_name: "Lan".into(),
-            computer: None,
-            ..Default::default()
-        })
+        .create_game(lan_creates(preset_name))
         .await
         .unwrap()
         .into_inner();
     (response.game.unwrap(), response.player_token)
+}
+
+/// `after` is `before` with its turn resumed by a restart: the same game but for a
+/// `turn_start_time` moved later by the outage.
+pub fn assert_resumed(before: &pb::Game, after: &pb::Game) {
+    let start = |game: &pb::Game| game.turn_start_time.map(|t| (t.seconds, t.nanos));
+    assert!(start(after) >= start(before), "{before:?}\n{after:?}");
+    let unmoved = pb::Game {
+        turn_start_time: before.turn_start_time,
+        ..after.clone()
+    };
+    assert_eq!(&unmoved, before);
 }
 
 /// A started game: (id, first player's token, second player's token).
