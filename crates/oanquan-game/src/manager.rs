@@ -730,6 +730,11 @@ impl GameManager {
         }
     }
 
+    /// Tells the store that the running turns are resumed (see [`GameStore::turns_resumed`]).
+    pub fn turns_resumed(&self) {
+        self.store.turns_resumed();
+    }
+
     /// Claims the win of an untimed game whose opponent has not moved for the server's
     /// abandonment time.
     ///

@@ -313,6 +313,12 @@ pub trait GameStore: Send + Sync + fmt::Debug + 'static {
         None
     }
 
+    /// The server has resumed the running turns ([`crate::timekeeper::resume_clocks`]): from
+    /// now on the store's signs of life mark time that turns ran. A store that keeps them keeps
+    /// the last server's until then, so that a start killed before its resume does not pass for
+    /// time the turns ran, and the next start gives the whole outage back.
+    fn turns_resumed(&self) {}
+
     /// Whether the store can write now: `true` while writes succeed, `false` from a write that
     /// failed for a lasting reason (full disk, read-only file, I/O error) until one succeeds
     /// again. `None` for a store that cannot fail that way. The server's health follows it.

@@ -199,6 +199,7 @@ pub async fn resume_clocks(manager: &GameManager) -> Result<usize, GameError> {
         .buffer_unordered(RESUMING_AT_ONCE)
         .collect()
         .await;
+    manager.turns_resumed();
     Ok(outcomes.into_iter().filter(|&resumed| resumed).count())
 }
 

@@ -161,7 +161,7 @@ impl SqliteStore {
         let lock = schema::lock(&path)?;
         let companions = schema::NewCompanions::note(&path);
         // A refused file leaves the lock file as it found it, too, whichever check refuses it.
-        let mut refusal = schema::RefusalRestores::new(&lock);
+        let refusal = schema::RefusalRestores::new(&lock);
         let conn = schema::open_writer(&path, lock.previous_log_end())
             .inspect_err(|_| companions.remove())?;
         let log_end = lock
@@ -176,10 +176,6 @@ impl SqliteStore {
             path: path.clone(),
             detail: format!("filling in the usernames' looks: {e}"),
         })?;
-        refusal.heartbeat = lock
-            .heartbeat()
-            .inspect_err(|error| warn!(%error, "cannot mark the lock file as alive"))
-            .ok();
         let damage = Arc::new(Damage::default());
         check_unfinished(&conn, &path, &damage)?;
         let (writer, jobs) = mpsc::channel();
@@ -209,7 +205,7 @@ impl SqliteStore {
                 context: "starting the writer thread",
                 source,
             })?;
-        let heartbeat = refusal.opened();
+        refusal.opened();
         let full_check = full_check::FullCheck::start(&path);
         Ok(SqliteStore {
             full_check: Mutex::new(full_check),
@@ -222,7 +218,7 @@ impl SqliteStore {
             writable,
             batches,
             lock,
-            heartbeat: Mutex::new(heartbeat),
+            heartbeat: Mutex::new(None),
         })
     }
 
@@ -264,6 +260,14 @@ impl SqliteStore {
     #[doc(hidden)]
     pub fn wait_full_check(&self) -> Option<FullCheckOutcome> {
         taken(&self.full_check).map(full_check::FullCheck::wait)
+    }
+
+    /// Whether the store is still open (not closed).
+    fn writer_open(&self) -> bool {
+        self.writer
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .is_some()
     }
 
     /// See [`GameStore::close`]; blocking.
@@ -704,6 +708,25 @@ impl GameStore for SqliteStore {
 
     fn last_alive(&self) -> Option<SystemTime> {
         self.lock.previous_alive()
+    }
+
+    fn turns_resumed(&self) {
+        // The heartbeat starts here, not at the open: until the turns are resumed, the lock
+        // file's time stays the last server's sign of life (see `schema::HeldMark`).
+        if !self.lock.turns_resumed() {
+            return;
+        }
+        let mut heartbeat = self
+            .heartbeat
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        if heartbeat.is_none() && self.writer_open() {
+            *heartbeat = self
+                .lock
+                .heartbeat()
+                .inspect_err(|error| warn!(%error, "cannot mark the lock file as alive"))
+                .ok();
+        }
     }
 
     fn close(&self) -> BoxFuture<'_, ()> {

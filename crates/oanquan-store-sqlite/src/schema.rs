@@ -455,6 +455,9 @@ pub(super) struct FileLock {
     previous_log_end: Option<LogEnd>,
     /// What the lock file held before this server wrote its pid in it.
     previous_content: String,
+    /// Whether this server has resumed the running turns ([`FileLock::turns_resumed`]): until
+    /// then the file's time stays the last server's sign of life, whatever is written in it.
+    resumed: std::sync::Arc<std::sync::atomic::AtomicBool>,
 }
 
 /// What a lock file records of its database: how many transactions the writer had committed,
@@ -495,6 +498,27 @@ pub(super) struct LogEndMark {
     file: std::fs::File,
     pid: u32,
     database: Option<(u64, u64)>,
+    held: HeldMark,
+}
+
+/// The last server's sign of life, put back on the lock file after each write into it until
+/// this server has resumed the running turns: a start killed before its resume must not pass
+/// for time the turns ran (an outside probe's start killed after 0.3 s had the next one charge
+/// every running clock the whole outage before it).
+#[derive(Debug, Clone)]
+struct HeldMark {
+    previous_alive: Option<std::time::SystemTime>,
+    resumed: std::sync::Arc<std::sync::atomic::AtomicBool>,
+}
+
+impl HeldMark {
+    fn hold(&self, file: &std::fs::File) {
+        if let Some(alive) = self.previous_alive
+            && !self.resumed.load(std::sync::atomic::Ordering::SeqCst)
+        {
+            let _ = file.set_modified(alive);
+        }
+    }
 }
 
 impl LogEndMark {
@@ -510,6 +534,7 @@ impl LogEndMark {
             let _ = self
                 .file
                 .write_at(lock_content(self.pid, Some(end)).as_bytes(), 0);
+            self.held.hold(&self.file);
         }
     }
 }
@@ -580,13 +605,38 @@ impl FileLock {
             file: self.file.try_clone()?,
             pid: std::process::id(),
             database: file_identity(path),
+            held: self.held(),
         })
     }
 
+    fn held(&self) -> HeldMark {
+        HeldMark {
+            previous_alive: self.previous_alive,
+            resumed: std::sync::Arc::clone(&self.resumed),
+        }
+    }
+
+    /// The server has resumed the running turns: from now on the file's time is this server's
+    /// sign of life. Returns whether it was the first call.
+    pub(super) fn turns_resumed(&self) -> bool {
+        !self.resumed.swap(true, std::sync::atomic::Ordering::SeqCst)
+    }
+
+    /// Puts the last server's sign of life back on the file if this one has not resumed the
+    /// turns (see [`HeldMark`]).
+    pub(super) fn hold_mark(&self) {
+        self.held().hold(&self.file);
+    }
+
     /// Marks the lock file now: the last mark of a clean close, so that the next server
-    /// charges running turns up to the stop exactly.
+    /// charges running turns up to the stop exactly; or, before this server resumed them, puts
+    /// the last server's mark back.
     pub(super) fn mark_alive(&self) {
-        let _ = self.file.set_modified(std::time::SystemTime::now());
+        if self.resumed.load(std::sync::atomic::Ordering::SeqCst) {
+            let _ = self.file.set_modified(std::time::SystemTime::now());
+        } else {
+            self.hold_mark();
+        }
     }
 
     /// Marks the lock file every [`HEARTBEAT`] on a thread of its own until the returned
@@ -622,12 +672,10 @@ impl FileLock {
 
 /// Puts the lock file back as it was found ([`FileLock::restore`]) when dropped before
 /// [`RefusalRestores::opened`]: every refusal of a start, one added later too, changes
-/// nothing. A heartbeat already started is stopped first, so that no mark of it lands after
-/// the restored time.
+/// nothing. (No heartbeat runs during an open: it starts once the server has resumed the
+/// running turns, see [`FileLock::turns_resumed`].)
 pub(super) struct RefusalRestores<'a> {
     lock: &'a FileLock,
-    /// The heartbeat started during the open, handed to the store by `opened`.
-    pub(super) heartbeat: Option<Heartbeat>,
     opened: bool,
 }
 
@@ -635,27 +683,21 @@ impl<'a> RefusalRestores<'a> {
     pub(super) fn new(lock: &'a FileLock) -> Self {
         RefusalRestores {
             lock,
-            heartbeat: None,
             opened: false,
         }
     }
 
-    /// The open succeeded: the lock file stays this server's. Returns the heartbeat.
-    pub(super) fn opened(mut self) -> Option<Heartbeat> {
+    /// The open succeeded: the lock file stays this server's.
+    pub(super) fn opened(mut self) {
         self.opened = true;
-        self.heartbeat.take()
     }
 }
 
 impl Drop for RefusalRestores<'_> {
     fn drop(&mut self) {
-        if self.opened {
-            return;
+        if !self.opened {
+            self.lock.restore();
         }
-        if let Some(heartbeat) = self.heartbeat.take() {
-            heartbeat.stop();
-        }
-        self.lock.restore();
     }
 }
 
@@ -853,12 +895,16 @@ pub(super) fn lock(path: &Path) -> Result<FileLock, OpenError> {
             )
         });
     }
-    Ok(FileLock {
+    let lock = FileLock {
         file,
         previous_alive,
         previous_log_end,
         previous_content,
-    })
+        resumed: std::sync::Arc::default(),
+    };
+    // Writing the pid moved the file's time: it is still the last server's sign of life.
+    lock.hold_mark();
+    Ok(lock)
 }
 
 /// How long a connection waits for another one's lock before failing.

@@ -1262,11 +1262,13 @@ pub(crate) fn copy_as_version_4(from: &Path, to: &Path) {
 }
 
 /// The lock file's modification time is the last server's sign of life: unknown for a new
-/// file, the close for a clean stop, and kept fresh by the heartbeat while a store is open.
+/// file, the close for a clean stop, and kept fresh by the heartbeat while a store is open
+/// and its server has resumed the running turns.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_lock_file_says_when_the_last_server_was_alive() {
     let (_dir, path, store) = fresh_store();
     assert_eq!(store.last_alive(), None, "a new lock file");
+    store.turns_resumed();
     let mut lock = path.as_os_str().to_owned();
     lock.push(".lock");
     let marked = || std::fs::metadata(&lock).unwrap().modified().unwrap();
@@ -1280,6 +1282,39 @@ async fn the_lock_file_says_when_the_last_server_was_alive() {
     let again = SqliteStore::open(&path).unwrap();
     let alive = again.last_alive().expect("a lock file marked by a server");
     assert!(alive <= closed && alive + std::time::Duration::from_millis(100) >= closed);
+}
+
+/// Until its server has resumed the running turns, a store keeps the last server's sign of
+/// life on the lock file, whatever it writes: an outside probe's start, killed 0.3 s in before
+/// it resumed anything, had the next start charge every running clock the outage before it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_last_sign_of_life_holds_until_the_turns_are_resumed() {
+    let (_dir, path, store) = fresh_store();
+    store.turns_resumed();
+    store.close().await;
+    drop(store);
+    let mut lock = path.as_os_str().to_owned();
+    lock.push(".lock");
+    let marked = || std::fs::metadata(&lock).unwrap().modified().unwrap();
+    let last = marked();
+    std::thread::sleep(std::time::Duration::from_millis(300));
+
+    // A start that writes but never resumes the turns (killed, or stopped before).
+    let again: Arc<dyn GameStore> = Arc::new(SqliteStore::open(&path).unwrap());
+    assert_eq!(again.last_alive(), Some(last));
+    let manager = GameManager::new(Arc::clone(&again), Hub::new(16), ManagerLimits::default());
+    new_game(&manager, oanquan_rules::Rules::STANDARD).await;
+    std::thread::sleep(schema::HEARTBEAT * 3);
+    assert_eq!(marked(), last, "the open and its writes keep the last mark");
+    again.close().await;
+    assert_eq!(marked(), last, "and so does its close");
+    drop((manager, again));
+    let third = SqliteStore::open(&path).unwrap();
+    assert_eq!(third.last_alive(), Some(last));
+    // Resumed, the store marks its own life.
+    third.turns_resumed();
+    std::thread::sleep(schema::HEARTBEAT * 3);
+    assert!(marked() > last);
 }
 
 /// A closed store gives its lock up even while something still holds it (a task that outlived
