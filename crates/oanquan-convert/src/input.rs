@@ -492,7 +492,11 @@ pub fn rating_range(value: Option<&pb::RatingRange>) -> Result<Option<(i32, i32)
         if bound < 0 {
             return Err(GameError::invalid(
                 field,
-                format!("{bound} is negative; ratings are never below 0 (0 = no bound)"),
+                format!(
+                    "{bound} is negative; ratings run from {} to {} (0 = no bound)",
+                    oanquan_game::rating::MIN_RATING,
+                    oanquan_game::rating::MAX_RATING
+                ),
             ));
         }
     }

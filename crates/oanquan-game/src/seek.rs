@@ -814,7 +814,10 @@ impl SeekPool {
             if high < least || low > most {
                 return Err(GameError::invalid(
                     "rating_range",
-                    format!("no rating is in {low}..={high}: ratings run from {least} to {most}"),
+                    format!(
+                        "no rating is {}: ratings run from {least} to {most}",
+                        wanted_rating(low, high)
+                    ),
                 ));
             }
         }

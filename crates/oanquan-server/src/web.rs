@@ -685,20 +685,40 @@ where
     }
 }
 
-/// gRPC-Web's translation answers in the encoding `Accept` names, binary without one; a text
-/// client (one that cannot read binary bodies) that sends none got bytes it could not decode.
-/// A text request is answered in text unless it asks for binary gRPC-Web.
+/// gRPC-Web's translation answers in text only for an `Accept` of exactly the text type, and
+/// in binary otherwise; a text client (one that cannot read binary bodies) that sends none, or
+/// a list, got bytes it could not decode. A text request is answered in text unless its
+/// `Accept` takes binary gRPC-Web and not text (media types read without case, `q=0` as no).
 fn answer_text_in_text(headers: &mut http::HeaderMap) {
     const TEXT: &str = "application/grpc-web-text";
     let is_text = headers
         .get(header::CONTENT_TYPE)
         .and_then(|v| v.to_str().ok())
-        .is_some_and(|v| v.starts_with(TEXT));
-    let asks_for_grpc_web = headers
-        .get(header::ACCEPT)
-        .and_then(|v| v.to_str().ok())
-        .is_some_and(|v| v.starts_with("application/grpc-web"));
-    if is_text && !asks_for_grpc_web {
+        .is_some_and(|v| v.to_ascii_lowercase().starts_with(TEXT));
+    if !is_text {
+        return;
+    }
+    let accepted: Vec<String> = headers
+        .get_all(header::ACCEPT)
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .flat_map(|v| v.split(','))
+        .filter_map(|range| {
+            let mut parts = range.split(';');
+            let media = parts.next()?.trim().to_ascii_lowercase();
+            let refused = parts.any(|p| {
+                p.trim()
+                    .strip_prefix("q=")
+                    .and_then(|q| q.trim().parse::<f32>().ok())
+                    .is_some_and(|q| q <= 0.0)
+            });
+            (!refused).then_some(media)
+        })
+        .collect();
+    let takes = |media: &[&str]| accepted.iter().any(|a| media.contains(&a.as_str()));
+    let binary_only = takes(&["application/grpc-web", "application/grpc-web+proto"])
+        && !takes(&[TEXT, "application/grpc-web-text+proto"]);
+    if !binary_only {
         headers.insert(header::ACCEPT, http::HeaderValue::from_static(TEXT));
     }
 }

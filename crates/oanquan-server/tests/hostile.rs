@@ -2633,6 +2633,22 @@ async fn a_grpc_web_text_call_is_answered_in_text() {
             "Accept: application/grpc-web+proto\r\n",
             "application/grpc-web+proto",
         ),
+        (
+            "Accept: Application/GRPC-WEB\r\n",
+            "application/grpc-web+proto",
+        ),
+        (
+            "Accept: application/grpc-web;q=0, application/grpc-web-text\r\n",
+            "application/grpc-web-text",
+        ),
+        (
+            "Accept: application/grpc-web, application/grpc-web-text+proto\r\n",
+            "application/grpc-web-text",
+        ),
+        (
+            "Accept: application/grpc-web+json\r\n",
+            "application/grpc-web-text",
+        ),
     ] {
         let answer = create_over_grpc_web_as(server.addr, text, accept, encoded.as_bytes()).await;
         let (head, body) = answer.split_once("\r\n\r\n").unwrap();
