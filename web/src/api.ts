@@ -132,6 +132,12 @@ function detailsOf(error: ConnectError): { reason?: string; fields: string[] } {
   return { reason, fields };
 }
 
+/** What `describe` says of a call that did not reach the server or got no answer: trouble of
+ * the connection, which no longer stands once the page is connected again. */
+export const CONNECTION_TROUBLE: readonly string[] = [Code.Unavailable, Code.Unknown, Code.DeadlineExceeded]
+  .map((code) => BY_CODE[code])
+  .filter((text): text is string => text !== undefined);
+
 /** A message for players: what the error means for them, not the server's words for programmers
  * (those only for a code the page does not know). Starts in lower case, without a full stop, to
  * follow "Cannot join: " and the like. */

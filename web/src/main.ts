@@ -6,7 +6,7 @@ import { create } from "@bufbuild/protobuf";
 import { durationFromMs, durationMs, timestampMs } from "@bufbuild/protobuf/wkt";
 
 import { Code, ConnectError } from "@connectrpc/connect";
-import { API_KEY_ITEM, accounts, bearer, describe, games, plausibleKey, rules, store } from "./api.js";
+import { API_KEY_ITEM, CONNECTION_TROUBLE, accounts, bearer, describe, games, plausibleKey, rules, store } from "./api.js";
 import { timeControlText } from "./format.js";
 import { Speed, type PlayerProfile, type Rating } from "./gen/oanquan/v1/account_pb.js";
 import {
@@ -67,6 +67,17 @@ const NOT_SENT_ENDING = "; play it again once the page is connected";
 /** Clears the status line if it still announces an offer that is gone. */
 function withdrawNotice(ending: string) {
   if (statusLine.textContent?.endsWith(ending)) say("");
+}
+
+/** Clears an error that blamed the connection, once the page is connected again: an outside
+ * probe's "No answer from the server" after a draw accepted during an outage stayed beside
+ * "Your turn" for good. Returns whether it did. */
+function withdrawConnectionTrouble(): boolean {
+  const text = (statusLine.textContent ?? "").toLowerCase();
+  const trouble =
+    statusLine.classList.contains("error") && CONNECTION_TROUBLE.some((words) => text.endsWith(words));
+  if (trouble) say("");
+  return trouble;
 }
 
 const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
@@ -479,7 +490,13 @@ function showLobby(): () => void {
 
   const rulesSpec = () => ({ kind: { case: "preset" as const, value: preset.value } });
 
+  /** A creation on its way: more clicks meanwhile make no more games (an outside probe's
+   * triple click left three waiting). */
+  let creating = false;
+
   async function createGame() {
+    if (creating) return;
+    creating = true;
     try {
       const level = Number(opponent.value);
       const key = apiKey();
@@ -499,6 +516,8 @@ function showLobby(): () => void {
       }
     } catch (error) {
       say(`Cannot create the game: ${describe(error)}`, "error");
+    } finally {
+      creating = false;
     }
   }
 
@@ -1628,14 +1647,25 @@ function showGame(id: string): () => void {
 
   // The browser back online: a move that could not be sent can be sent again (its stream may
   // never have noticed the break, so `showConnection` would not say so).
-  window.addEventListener("online", () => withdrawNotice(NOT_SENT_ENDING), { signal: abort.signal });
+  window.addEventListener(
+    "online",
+    () => {
+      withdrawNotice(NOT_SENT_ENDING);
+      if (withdrawConnectionTrouble() && game) sayStandingOffer(game);
+    },
+    { signal: abort.signal },
+  );
 
   function showConnection() {
     connection.textContent = connected ? "" : "reconnecting…";
     connection.classList.toggle("bad", !connected);
     // Back, a move that could not be sent can be sent again: the error no longer stands (an
     // outside probe saw it beside "Your turn" long after).
-    if (connected) withdrawNotice(NOT_SENT_ENDING);
+    if (connected) {
+      withdrawNotice(NOT_SENT_ENDING);
+      // And an action's error that blamed the connection; an offer it hid is said again.
+      if (withdrawConnectionTrouble() && game) sayStandingOffer(game);
+    }
     // Squares are playable only while connected.
     render();
   }

@@ -1240,6 +1240,38 @@ test("a move not sent for want of a network is no longer an error once the page 
   await until("the move made", async () => (await movesOf(otherOf([lan, minh], mover))) === 1);
 });
 
+test("a draw offer not sent for want of a network is no longer an error once the page is back", async () => {
+  const lan = await player("Lan");
+  const minh = await player("Minh");
+  const id = await createGame(lan);
+  await joinGame(minh, id);
+  await lan.getByTestId("draw").waitFor({ state: "visible" });
+  await lan.context().setOffline(true);
+  await lan.getByTestId("draw").click();
+  await lan.locator("#status").getByText(/check your connection$/).waitFor();
+  await lan.context().setOffline(false);
+  // An outside probe still saw "No answer from the server" beside "Your turn" moves later.
+  await until(
+    "the error gone",
+    async () => !/check your connection/.test((await lan.locator("#status").textContent()) ?? ""),
+    15_000,
+  );
+  await lan.getByTestId("draw").click();
+  await minh.locator("#status").getByText(/offers a draw$/).waitFor();
+});
+
+test("clicks on Create game while one is on its way make one game", async () => {
+  const impatient = await player("Impatient");
+  const lobby = await player("Onlooker");
+  await impatient.getByTestId("create-game").click({ clickCount: 3 });
+  const id = await gameIdOf(impatient);
+  await lobby.locator(`[data-testid=open-games] li[data-game="${id}"]`).waitFor();
+  // An outside probe's triple click left three games waiting.
+  await new Promise((r) => setTimeout(r, 1_000));
+  const waiting = await lobby.locator("[data-testid=open-games] li", { hasText: "Impatient" }).count();
+  assert.equal(waiting, 1);
+});
+
 test("a game stream that goes silent is dropped and resumed after its last event", async () => {
   // Lan's page counts a stream dead after 1.5 s of silence (40 s in use); the server's
   // heartbeat comes every 15 s, so a held request stays silent long enough.
