@@ -1587,6 +1587,9 @@ function showGame(id: string): () => void {
           // "offers a draw" beside the result).
           game.drawOffer = Player.UNSPECIFIED;
           withdrawNotice(OFFERS_DRAW);
+          // A rated result changed the account's rating: the account bar says the new one (an
+          // outside probe's stayed at the old one until a reload).
+          if (store.apiKey() && (kind.value.result?.firstRating || kind.value.result?.secondRating)) void showMe();
           render();
         });
         break;

@@ -858,6 +858,16 @@ test("provisional ratings are shown as provisional, not as no rated games", asyn
   await joinGame(bao, id);
   await bothMoveThenResigns(an, bao);
   await an.getByTestId("game-over").waitFor();
+  // Each account bar says the new rating at once, without a reload (an outside probe's stayed
+  // at the old one until then).
+  for (const [page, name] of [
+    [an, "an_prov"],
+    [bao, "bao_prov"],
+  ] as const) {
+    await until(`${name}'s bar after the game`, async () =>
+      new RegExp(`^${name} \\(blitz \\d+\\?\\)$`).test((await page.locator("#me").textContent()) ?? ""),
+    );
+  }
 
   // The lobby: the leaderboard leaves provisional ratings off, and says so; the player's own is shown.
   await an.goto(server.url);
