@@ -1469,11 +1469,6 @@ function showGame(id: string): () => void {
     clocksToMove = toMove ?? Player.UNSPECIFIED;
   }
 
-  /** Withdraws an action's error that blamed the connection, and says again an offer it hid. */
-  function withdrawTroubleAndSayOffer() {
-    if (withdrawConnectionTrouble() && game) sayStandingOffer(game);
-  }
-
   /** An opponent's offer that stands when the page opens the game (a reload) is said in words,
    * as when it was made: an outside probe's reload left only the buttons. */
   function sayStandingOffer(shown: Game) {
@@ -1659,7 +1654,7 @@ function showGame(id: string): () => void {
     "online",
     () => {
       withdrawNotice(NOT_SENT_ENDING);
-      withdrawTroubleAndSayOffer();
+      if (withdrawConnectionTrouble() && game) sayStandingOffer(game);
     },
     { signal: abort.signal },
   );
@@ -1671,7 +1666,8 @@ function showGame(id: string): () => void {
     // outside probe saw it beside "Your turn" long after).
     if (connected) {
       withdrawNotice(NOT_SENT_ENDING);
-      withdrawTroubleAndSayOffer();
+      // And an action's error that blamed the connection; an offer it hid is said again.
+      if (withdrawConnectionTrouble() && game) sayStandingOffer(game);
     }
     // Squares are playable only while connected.
     render();
