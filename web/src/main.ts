@@ -1469,6 +1469,11 @@ function showGame(id: string): () => void {
     clocksToMove = toMove ?? Player.UNSPECIFIED;
   }
 
+  /** Withdraws an action's error that blamed the connection, and says again an offer it hid. */
+  function withdrawTroubleAndSayOffer() {
+    if (withdrawConnectionTrouble() && game) sayStandingOffer(game);
+  }
+
   /** An opponent's offer that stands when the page opens the game (a reload) is said in words,
    * as when it was made: an outside probe's reload left only the buttons. */
   function sayStandingOffer(shown: Game) {
@@ -1654,7 +1659,7 @@ function showGame(id: string): () => void {
     "online",
     () => {
       withdrawNotice(NOT_SENT_ENDING);
-      if (withdrawConnectionTrouble() && game) sayStandingOffer(game);
+      withdrawTroubleAndSayOffer();
     },
     { signal: abort.signal },
   );
@@ -1666,8 +1671,7 @@ function showGame(id: string): () => void {
     // outside probe saw it beside "Your turn" long after).
     if (connected) {
       withdrawNotice(NOT_SENT_ENDING);
-      // And an action's error that blamed the connection; an offer it hid is said again.
-      if (withdrawConnectionTrouble() && game) sayStandingOffer(game);
+      withdrawTroubleAndSayOffer();
     }
     // Squares are playable only while connected.
     render();

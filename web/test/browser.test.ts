@@ -625,6 +625,15 @@ test("a rematch offered before a reload keeps its seat when it is accepted", asy
 /** The other page of a pair. */
 const otherOf = (pair: Page[], page: Page) => (pair[0] === page ? pair[1] : pair[0]);
 
+/** Two players in a game started between them: the one to move, and the one who waits. */
+async function moverAndWaiter(first = "Lan", second = "Minh"): Promise<{ mover: Page; waiter: Page }> {
+  const [a, b] = [await player(first), await player(second)];
+  await joinGame(b, await createGame(a));
+  const mover = await whoseTurn([a, b]);
+  assert.ok(mover);
+  return { mover, waiter: otherOf([a, b], mover) };
+}
+
 test("errors read as sentences for a player, not as the server's words for programmers", async () => {
   // What only a programmer understands: gRPC metadata, API names, markdown.
   const forProgrammers = /`|Bearer|authorization|metadata|Service|<|>/;
@@ -816,13 +825,7 @@ test("signing out and in again in one of two tabs plays the seat in both", async
 });
 
 test("an opponent's draw offer is no longer announced once the game is over", async () => {
-  const lan = await player("Lan");
-  const minh = await player("Minh");
-  const id = await createGame(lan);
-  await joinGame(minh, id);
-  const mover = await whoseTurn([lan, minh]);
-  assert.ok(mover);
-  const waiter = otherOf([lan, minh], mover);
+  const { mover, waiter } = await moverAndWaiter();
   await mover.getByTestId("draw").click();
   await waiter.locator("#status").getByText(/offers a draw$/).waitFor();
   await mover.getByTestId("resign").click();
@@ -898,13 +901,7 @@ test("provisional ratings are shown as provisional, not as no rated games", asyn
 });
 
 test("only the squares the player can play now are Tab stops; the others still say their counts", async () => {
-  const lan = await player("Tab");
-  const minh = await player("Stop");
-  const id = await createGame(lan);
-  await joinGame(minh, id);
-  const mover = await whoseTurn([lan, minh]);
-  assert.ok(mover);
-  const waiter = otherOf([lan, minh], mover);
+  const { mover, waiter } = await moverAndWaiter("Tab", "Stop");
   await until("the board shown", async () => (await waiter.getByTestId("count-3").textContent()) === "5");
 
   /** The squares that Tab reaches, going once round the whole page from its start. */
@@ -948,7 +945,7 @@ test("only the squares the player can play now are Tab stops; the others still s
   await mover.keyboard.press("Enter");
   await mover.getByTestId("dir-right").waitFor();
   await mover.keyboard.press("ArrowRight");
-  for (const page of [lan, minh]) await until("the move shown", async () => (await movesOf(page)) === 1);
+  for (const page of [mover, waiter]) await until("the move shown", async () => (await movesOf(page)) === 1);
   // Now the other player's five squares are the Tab stops, on their page.
   assert.deepEqual(await tabStops(waiter), await ownWithStones(waiter));
   assert.deepEqual(await tabStops(mover), []);
@@ -960,12 +957,12 @@ test("only the squares the player can play now are Tab stops; the others still s
   assert.ok(await mover.evaluate(() => document.activeElement?.closest(".row.top") !== null));
   await waiter.locator(".square.playable").first().click();
   await waiter.getByTestId("dir-right").click();
-  for (const page of [lan, minh]) await until("the reply shown", async () => (await movesOf(page)) === 2);
+  for (const page of [mover, waiter]) await until("the reply shown", async () => (await movesOf(page)) === 2);
   await until("the mover's focus on a playable square", async () =>
     mover.evaluate(() => document.activeElement?.classList.contains("playable") ?? false),
   );
   await mover.getByTestId("resign").click();
-  for (const page of [lan, minh]) await page.getByTestId("game-over").waitFor();
+  for (const page of [mover, waiter]) await page.getByTestId("game-over").waitFor();
 });
 
 test("bundle size and first render", async () => {
@@ -1091,13 +1088,7 @@ test("a game created while the lobby is open goes on top, newest first", async (
 });
 
 test("a draw offer shows as made until it is declined or the opponent moves", async () => {
-  const lan = await player("Lan");
-  const minh = await player("Minh");
-  const id = await createGame(lan);
-  await joinGame(minh, id);
-  const mover = await whoseTurn([lan, minh]);
-  assert.ok(mover);
-  const waiter = otherOf([lan, minh], mover);
+  const { mover, waiter } = await moverAndWaiter();
   const drawButton = (page: Page, text: string) =>
     until(`"${text}" on the draw button`, async () => (await page.getByTestId("draw").textContent()) === text);
 
@@ -1108,7 +1099,7 @@ test("a draw offer shows as made until it is declined or the opponent moves", as
   await drawButton(waiter, "Accept draw");
   // The offerer's own move leaves the offer standing (game.proto).
   await playOneMove(mover, 1, false);
-  for (const page of [lan, minh]) await until("the move shown", async () => (await movesOf(page)) === 1);
+  for (const page of [mover, waiter]) await until("the move shown", async () => (await movesOf(page)) === 1);
   assert.equal(await mover.getByTestId("draw").textContent(), "Draw offered");
   assert.equal(await waiter.getByTestId("draw").textContent(), "Accept draw");
   // The opponent is told in words, not only by a button; after a reload too (an outside
@@ -1129,13 +1120,13 @@ test("a draw offer shows as made until it is declined or the opponent moves", as
   await drawButton(waiter, "Draw offered");
   await drawButton(mover, "Accept draw");
   await playOneMove(waiter, 2, false);
-  for (const page of [lan, minh]) await until("the move shown", async () => (await movesOf(page)) === 2);
+  for (const page of [mover, waiter]) await until("the move shown", async () => (await movesOf(page)) === 2);
   assert.equal(await waiter.getByTestId("draw").textContent(), "Draw offered", "the offerer's own move keeps it");
   await playOneMove(mover, 3, false);
   await drawButton(waiter, "Offer draw");
   await drawButton(mover, "Offer draw");
   await mover.getByTestId("resign").click();
-  for (const page of [lan, minh]) await page.getByTestId("game-over").waitFor();
+  for (const page of [mover, waiter]) await page.getByTestId("game-over").waitFor();
 });
 
 test("a profile link with a name no account can have shows no such player, without the text", async () => {

@@ -282,7 +282,6 @@ pub fn parse_input(line: &str) -> Result<Input, InputError> {
     let mut words = text.split_whitespace();
     if let (Some(first), Some(_)) = (words.next(), words.next())
         && command(first).is_some()
-        && !first.starts_with(|c: char| c.is_ascii_digit())
     {
         return Err(InputError(format!(
             "`{first}` takes nothing after it: type `{first}` on its own"

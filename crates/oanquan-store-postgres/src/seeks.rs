@@ -48,11 +48,6 @@ use crate::fault::{self, backend};
 use crate::nodes::BACKOFF;
 use oanquan_game::outage::Outage;
 
-/// [`PostgresSeeks::outages`]' places.
-const SESSION: usize = 0;
-const BEAT: usize = 1;
-const LISTEN: usize = 2;
-
 /// A dedicated session's messages: they end when the session does.
 type NodeSession = tokio::sync::mpsc::UnboundedReceiver<AsyncMessage>;
 
@@ -216,7 +211,9 @@ pub struct PostgresSeeks {
     /// Whether this node holds its lock ([`NODE_KEY`]) now; its heartbeat says so.
     locked: std::sync::atomic::AtomicBool,
     /// Failures of the liveness session, the heartbeat and the listener, said once a minute.
-    outages: [Outage; 3],
+    session_outage: Outage,
+    beat_outage: Outage,
+    listen_outage: Outage,
 }
 
 impl std::fmt::Debug for PostgresSeeks {
@@ -253,17 +250,15 @@ impl PostgresStore {
             schema: schema.unwrap_or_default(),
             changes: broadcast::channel(4096).0,
             locked: std::sync::atomic::AtomicBool::new(false),
-            outages: [
-                Outage::new(
-                    "cannot open the seek board's liveness session",
-                    "the seek board's liveness session is open again",
-                ),
-                Outage::new("the seek heartbeat fails", "the seek heartbeat works again"),
-                Outage::new(
-                    "cannot listen for seek changes",
-                    "listening for seek changes again",
-                ),
-            ],
+            session_outage: Outage::new(
+                "cannot open the seek board's liveness session",
+                "the seek board's liveness session is open again",
+            ),
+            beat_outage: Outage::new("the seek heartbeat fails", "the seek heartbeat works again"),
+            listen_outage: Outage::new(
+                "cannot listen for seek changes",
+                "listening for seek changes again",
+            ),
         });
         // Taken before the first heartbeat says so, and before any seek is posted.
         let lock = seeks.take_lock().await;
@@ -286,11 +281,11 @@ impl PostgresSeeks {
         let (client, messages) = match self.store.dedicated().await {
             Ok(session) => session,
             Err(error) => {
-                self.outages[SESSION].failed(&fault::describe(&error));
+                self.session_outage.failed(&fault::describe(&error));
                 return None;
             }
         };
-        self.outages[SESSION].succeeded();
+        self.session_outage.succeeded();
         let taken = client
             .query_one(
                 "SELECT pg_try_advisory_lock($1, hashtext($2))",
@@ -330,8 +325,8 @@ impl PostgresSeeks {
             loop {
                 tokio::time::sleep(HEARTBEAT).await;
                 match self.beat().await {
-                    Ok(()) => self.outages[BEAT].succeeded(),
-                    Err(error) => self.outages[BEAT].failed(&error),
+                    Ok(()) => self.beat_outage.succeeded(),
+                    Err(error) => self.beat_outage.failed(&error),
                 }
                 // The bounded re-read: whatever a notification missed.
                 let _ = self.changes.send(None);
@@ -343,14 +338,14 @@ impl PostgresSeeks {
                 match self.listen().await {
                     Ok(true) => {
                         failures = 0;
-                        self.outages[LISTEN].succeeded();
+                        self.listen_outage.succeeded();
                     }
                     Ok(false) => {
                         failures += 1;
-                        self.outages[LISTEN].succeeded();
+                        self.listen_outage.succeeded();
                     }
                     Err(error) => {
-                        self.outages[LISTEN].failed(&fault::describe(&error));
+                        self.listen_outage.failed(&fault::describe(&error));
                         failures += 1;
                     }
                 }
