@@ -1679,9 +1679,10 @@ async fn the_idle_reaper_leaves_claimable_and_timed_games_alone() {
     let timed = manager.create_game(new_game(correspondence)).await.unwrap();
     manager.join_game(&timed.game.id, "Hoa").await.unwrap();
     let idle = Duration::from_millis(100);
+    let up_since = crate::service_clock::now();
     tokio::time::sleep(Duration::from_millis(200)).await;
     assert_eq!(
-        crate::reaper::expire_idle_games(&manager, idle)
+        crate::reaper::expire_idle_games(&manager, idle, up_since)
             .await
             .unwrap(),
         1
@@ -1696,13 +1697,32 @@ async fn the_idle_reaper_leaves_claimable_and_timed_games_alone() {
     // correspondence game, with a day to move, stays.
     tokio::time::sleep(Duration::from_millis(400)).await;
     assert_eq!(
-        crate::reaper::expire_idle_games(&manager, idle)
+        crate::reaper::expire_idle_games(&manager, idle, up_since)
             .await
             .unwrap(),
         1
     );
     assert_eq!(status(untimed.game.id.clone()).await, GameStatus::Aborted);
     assert_eq!(status(timed.game.id.clone()).await, GameStatus::Active);
+}
+
+/// A waiting game left by a server that stopped for longer than the idle time gets the whole
+/// idle time again from the next server's start: nobody could join it meanwhile.
+#[tokio::test]
+async fn a_waiting_game_gets_its_idle_time_again_after_a_restart() {
+    let manager = manager(ManagerLimits::default());
+    let waiting = manager.create_game(waiting_game()).await.unwrap();
+    let idle = Duration::from_millis(300);
+    tokio::time::sleep(Duration::from_millis(400)).await;
+    // The server "starts" now: the game has been idle past `idle`, all of it before the start.
+    let up_since = crate::service_clock::now();
+    let expire = || crate::reaper::expire_idle_games(&manager, idle, up_since);
+    assert_eq!(expire().await.unwrap(), 0);
+    let status = || async { manager.get_game(&waiting.game.id).await.unwrap().status };
+    assert_eq!(status().await, GameStatus::WaitingForPlayers);
+    tokio::time::sleep(Duration::from_millis(400)).await;
+    assert_eq!(expire().await.unwrap(), 1);
+    assert_eq!(status().await, GameStatus::Aborted);
 }
 
 // --- A full memory store ---------------------------------------------------------------------

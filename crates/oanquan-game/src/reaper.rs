@@ -3,7 +3,7 @@
 //! a timer; the manager knows nothing of it.
 
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, SystemTime};
 
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
@@ -18,10 +18,19 @@ use crate::model::{GameFilter, GameStatus};
 /// `idle` to claim the win first), with the normal `GameOver` and lobby events. Timed games
 /// are left to their clocks. Returns how many it aborted.
 ///
+/// A waiting game's idle time counts from `up_since` (when this server started) at the
+/// earliest: nobody could join it while no server ran, and a restart after a long outage
+/// would otherwise abort every waiting game at once. Active games need no such care: a
+/// restart starts their turns again ([`GameManager::resume_clock`]).
+///
 /// # Errors
 ///
 /// Store failures while listing.
-pub async fn expire_idle_games(manager: &GameManager, idle: Duration) -> Result<usize, GameError> {
+pub async fn expire_idle_games(
+    manager: &GameManager,
+    idle: Duration,
+    up_since: SystemTime,
+) -> Result<usize, GameError> {
     let now = crate::service_clock::now();
     let Some(cutoff) = now.checked_sub(idle) else {
         return Ok(0);
@@ -37,7 +46,7 @@ pub async fn expire_idle_games(manager: &GameManager, idle: Duration) -> Result<
                 .list_games(filter, MAX_PAGE_SIZE, cursor.as_deref())
                 .await?;
             idle_ids.extend(page.games.iter().filter_map(|g| match g.status {
-                GameStatus::WaitingForPlayers if g.idle_since() < cutoff => {
+                GameStatus::WaitingForPlayers if g.idle_since() < cutoff && up_since < cutoff => {
                     Some((g.id.clone(), cutoff))
                 }
                 GameStatus::Active
@@ -81,6 +90,7 @@ pub fn spawn_idle_reaper(
     mut stop: watch::Receiver<bool>,
 ) -> JoinHandle<()> {
     let period = sweep_interval(idle);
+    let up_since = crate::service_clock::now();
     tokio::spawn(async move {
         let mut ticker = tokio::time::interval(period);
         ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
@@ -89,7 +99,7 @@ pub fn spawn_idle_reaper(
                 _ = stop.wait_for(|stopping| *stopping) => break,
                 _ = ticker.tick() => {}
             }
-            if let Err(error) = expire_idle_games(&manager, idle).await {
+            if let Err(error) = expire_idle_games(&manager, idle, up_since).await {
                 warn!(%error, "looking for idle games failed");
             }
         }

@@ -215,8 +215,8 @@ pub struct GameLimits {
     #[arg(long, env = "OANQUAN_MAX_OPEN_GAMES_PER_CLIENT", default_value = "20", value_parser = parse_count)]
     pub max_open_games_per_client: usize,
 
-    /// A game nobody joins for this long, or an untimed game nobody moves in for
-    /// --abandon-after plus this long, is aborted (watchers get GameOver); timed games end by
+    /// A game nobody joins for this long (counted from the server's start at the earliest),
+    /// or an untimed game nobody moves in for --abandon-after plus this long, is aborted (watchers get GameOver); timed games end by
     /// their clocks instead. 0 = never.
     #[arg(long, env = "OANQUAN_IDLE_GAME_TIMEOUT", default_value = "1h", value_parser = parse_duration)]
     pub idle_game_timeout: Duration,
