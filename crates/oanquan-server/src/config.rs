@@ -42,7 +42,7 @@ pub struct TransportLimits {
     /// MiB; KB and MB count 1000s, KiB and MiB 1024s; any case, a space is allowed).
     // Our messages are small (a 300-move history is well under 1 MiB); the bound stops memory
     // blow-ups from hostile input.
-    #[arg(
+    #[arg(allow_hyphen_values = true,
         long,
         env = "OANQUAN_MAX_MESSAGE_SIZE",
         value_name = "SIZE",
@@ -59,7 +59,7 @@ pub struct TransportLimits {
     // message is held whole until its last byte arrives, so this, not the response bound, is
     // what a client sending many messages all but their last byte can pin, per request in
     // flight.
-    #[arg(
+    #[arg(allow_hyphen_values = true,
         long,
         env = "OANQUAN_MAX_REQUEST_SIZE",
         value_name = "SIZE",
@@ -70,25 +70,25 @@ pub struct TransportLimits {
 
     /// HTTP/2 keepalive PING interval, and the idle time before TCP keepalive probes: at least
     /// 100ms, at most 32767s (about 9h, the kernel's limit for the latter).
-    #[arg(long, env = "OANQUAN_KEEPALIVE_INTERVAL", default_value = "30s", value_parser = parse_keepalive)]
+    #[arg(allow_hyphen_values = true, long, env = "OANQUAN_KEEPALIVE_INTERVAL", default_value = "30s", value_parser = parse_keepalive)]
     pub keepalive_interval: Duration,
 
     /// Close a connection whose keepalive PING is not answered within this time.
-    #[arg(long, env = "OANQUAN_KEEPALIVE_TIMEOUT", default_value = "10s", value_parser = parse_period)]
+    #[arg(allow_hyphen_values = true, long, env = "OANQUAN_KEEPALIVE_TIMEOUT", default_value = "10s", value_parser = parse_period)]
     pub keepalive_timeout: Duration,
 
     /// Deadline of a unary call (a client's shorter grpc-timeout wins).
-    #[arg(long, env = "OANQUAN_REQUEST_TIMEOUT", default_value = "30s", value_parser = parse_period)]
+    #[arg(allow_hyphen_values = true, long, env = "OANQUAN_REQUEST_TIMEOUT", default_value = "30s", value_parser = parse_period)]
     pub request_timeout: Duration,
 
     /// A new connection that has not finished its TLS handshake (with TLS) and sent its
     /// HTTP/2 preface within this time is closed, so idle or half-open connections cannot
     /// pile up or hold a shutdown.
-    #[arg(long, env = "OANQUAN_HANDSHAKE_TIMEOUT", default_value = "5s", value_parser = parse_handshake_timeout)]
+    #[arg(allow_hyphen_values = true, long, env = "OANQUAN_HANDSHAKE_TIMEOUT", default_value = "5s", value_parser = parse_handshake_timeout)]
     pub handshake_timeout: Duration,
 
     /// On SIGINT/SIGTERM, how long to let calls finish before exiting anyway.
-    #[arg(long, env = "OANQUAN_SHUTDOWN_DRAIN_TIMEOUT", default_value = "10s", value_parser = parse_duration)]
+    #[arg(allow_hyphen_values = true, long, env = "OANQUAN_SHUTDOWN_DRAIN_TIMEOUT", default_value = "10s", value_parser = parse_duration)]
     pub shutdown_drain_timeout: Duration,
 }
 
@@ -218,22 +218,22 @@ pub struct GameLimits {
     /// A game nobody joins for this long (counted from the server's start at the earliest),
     /// or an untimed game nobody moves in for --abandon-after plus this long, is aborted (watchers get GameOver); timed games end by
     /// their clocks instead. 0 = never.
-    #[arg(long, env = "OANQUAN_IDLE_GAME_TIMEOUT", default_value = "1h", value_parser = parse_duration)]
+    #[arg(allow_hyphen_values = true, long, env = "OANQUAN_IDLE_GAME_TIMEOUT", default_value = "1h", value_parser = parse_duration)]
     pub idle_game_timeout: Duration,
 
     /// Time for each player's first move of a real-time game; a player who misses it aborts the
     /// game (no result). Fixed for a game when it is created.
-    #[arg(long, env = "OANQUAN_FIRST_MOVE_TIME", default_value = "30s", value_parser = parse_first_move_time)]
+    #[arg(allow_hyphen_values = true, long, env = "OANQUAN_FIRST_MOVE_TIME", default_value = "30s", value_parser = parse_first_move_time)]
     pub first_move_time: Duration,
 
     /// In an untimed game, how long the player to move may stay away before the opponent can
     /// claim the win (ClaimVictory).
-    #[arg(long, env = "OANQUAN_ABANDON_AFTER", default_value = "24h", value_parser = parse_positive_duration)]
+    #[arg(allow_hyphen_values = true, long, env = "OANQUAN_ABANDON_AFTER", default_value = "24h", value_parser = parse_positive_duration)]
     pub abandon_after: Duration,
 
     /// How long after a game ends its players can offer a rematch; 0 = no rematches; at most
     /// 30 days (720h).
-    #[arg(long, env = "OANQUAN_REMATCH_WINDOW", default_value = "2m", value_parser = parse_rematch_window)]
+    #[arg(allow_hyphen_values = true, long, env = "OANQUAN_REMATCH_WINDOW", default_value = "2m", value_parser = parse_rematch_window)]
     pub rematch_window: Duration,
 
     /// Rated games between the same two accounts at one speed that change their ratings, among
@@ -305,12 +305,12 @@ pub struct StreamLimits {
     pub max_health_watches_per_client: usize,
 
     /// Idle time after which a stream sends a Heartbeat event.
-    #[arg(long, env = "OANQUAN_HEARTBEAT_INTERVAL", default_value = "15s", value_parser = parse_period)]
+    #[arg(allow_hyphen_values = true, long, env = "OANQUAN_HEARTBEAT_INTERVAL", default_value = "15s", value_parser = parse_period)]
     pub heartbeat_interval: Duration,
 
     /// A watch stream whose client reads nothing for this long is dropped with
     /// RESOURCE_EXHAUSTED (it may resume with after_sequence).
-    #[arg(long, env = "OANQUAN_STREAM_STALL_TIMEOUT", default_value = "30s", value_parser = parse_period)]
+    #[arg(allow_hyphen_values = true, long, env = "OANQUAN_STREAM_STALL_TIMEOUT", default_value = "30s", value_parser = parse_period)]
     pub stream_stall_timeout: Duration,
 
     /// Events buffered per watcher in the hub before it lags (and catches up from the log).
@@ -325,7 +325,7 @@ pub struct StreamLimits {
 pub struct ComputerLimits {
     /// Thinking time of the computer opponent per move (games created with a computer level),
     /// at most 60s. Its weaker levels stop earlier, at their depth.
-    #[arg(long, env = "OANQUAN_COMPUTER_MOVE_TIME", default_value = "300ms", value_parser = parse_computer_move_time)]
+    #[arg(allow_hyphen_values = true, long, env = "OANQUAN_COMPUTER_MOVE_TIME", default_value = "300ms", value_parser = parse_computer_move_time)]
     pub computer_move_time: Duration,
 
     /// Computer moves searching at once; more wait for a free slot. 0 = one per CPU core.
@@ -359,7 +359,7 @@ pub struct ComputerLimits {
 
     /// How long an Analyze call waits for a free slot when all --max-analyses are taken; then
     /// it gets RESOURCE_EXHAUSTED with a retry delay. 0 = refuse at once.
-    #[arg(long, env = "OANQUAN_ANALYSIS_QUEUE_TIMEOUT", default_value = "500ms", value_parser = parse_duration)]
+    #[arg(allow_hyphen_values = true, long, env = "OANQUAN_ANALYSIS_QUEUE_TIMEOUT", default_value = "500ms", value_parser = parse_duration)]
     pub analysis_queue_timeout: Duration,
 }
 
@@ -477,17 +477,17 @@ pub struct DatabaseLimits {
     pub database_pool_size: usize,
 
     /// How long opening a PostgreSQL connection may take (1ms to 1h).
-    #[arg(long, env = "OANQUAN_DATABASE_CONNECT_TIMEOUT", default_value = "5s", value_parser = parse_database_timeout)]
+    #[arg(allow_hyphen_values = true, long, env = "OANQUAN_DATABASE_CONNECT_TIMEOUT", default_value = "5s", value_parser = parse_database_timeout)]
     pub database_connect_timeout: Duration,
 
     /// How long a call waits for a free pooled connection before it fails with UNAVAILABLE
     /// (1ms to 1h).
-    #[arg(long, env = "OANQUAN_DATABASE_POOL_WAIT", default_value = "5s", value_parser = parse_database_timeout)]
+    #[arg(allow_hyphen_values = true, long, env = "OANQUAN_DATABASE_POOL_WAIT", default_value = "5s", value_parser = parse_database_timeout)]
     pub database_pool_wait: Duration,
 
     /// The longest one SQL statement may run, row-lock waits included (1ms to 1h); past it the
     /// call fails with UNAVAILABLE.
-    #[arg(long, env = "OANQUAN_DATABASE_STATEMENT_TIMEOUT", default_value = "10s", value_parser = parse_database_timeout)]
+    #[arg(allow_hyphen_values = true, long, env = "OANQUAN_DATABASE_STATEMENT_TIMEOUT", default_value = "10s", value_parser = parse_database_timeout)]
     pub database_statement_timeout: Duration,
 
     /// PostgreSQL game commits written in one transaction at most (group commit; 1 to 1000, 1
@@ -550,13 +550,22 @@ fn flag_defaults<T: Args + FromArgMatches>() -> T {
     T::from_arg_matches(&matches).expect("the flags' defaults make a section")
 }
 
-/// `500ms`, `15s`, `2m`, `1h`, or a bare number of seconds.
+/// `500ms`, `15s`, `2m`, `1h`, or a bare number of seconds; at most a year.
 ///
 /// # Errors
 ///
-/// A message for `--help` readers when `text` is not such a duration.
+/// A message for `--help` readers when `text` is not such a duration, is negative or is
+/// longer than a year.
 pub fn parse_duration(text: &str) -> Result<Duration, String> {
+    at_most_a_year(text, any_duration(text)?)
+}
+
+/// [`parse_duration`] without its maximum, for options with a smaller one of their own.
+fn any_duration(text: &str) -> Result<Duration, String> {
     let text = text.trim();
+    if text.starts_with('-') && text.len() > 1 && !text.starts_with("--") {
+        return Err(format!("{text:?} is negative; a duration is 0 or more"));
+    }
     let split = text
         .find(|c: char| !c.is_ascii_digit() && c != '.')
         .unwrap_or(text.len());
@@ -574,6 +583,20 @@ pub fn parse_duration(text: &str) -> Result<Duration, String> {
     Duration::try_from_secs_f64(seconds)
         .map_err(|_| format!("{text:?} is longer than any duration this server can keep"))
 }
+
+/// No option wants more than a year: a larger value is a slip (a unit missed or wrong).
+fn at_most_a_year(text: &str, duration: Duration) -> Result<Duration, String> {
+    if duration > MAX_DURATION {
+        return Err(format!(
+            "{:?} is longer than a year (8760h), the most any option takes",
+            text.trim()
+        ));
+    }
+    Ok(duration)
+}
+
+/// The longest duration any option takes.
+const MAX_DURATION: Duration = Duration::from_secs(365 * 24 * 3600);
 
 /// The largest `--max-health-watches`: a million open streams is past what one node serves, and
 /// the count must stay far below tokio's semaphore limit (2^61 permits).
@@ -599,8 +622,18 @@ pub fn parse_message_size(text: &str) -> Result<usize, String> {
             "{size} bytes would refuse ordinary calls (a game with its moves); give at least 64KiB"
         ));
     }
+    if size > MAX_MESSAGE_SIZE {
+        // Each call may buffer a message this large before it is refused.
+        return Err(format!(
+            "{size} bytes is over the most a message may be here, 1024MiB"
+        ));
+    }
     Ok(size)
 }
+
+/// The largest `--max-message-size`: gRPC frames a message in at most 4 GiB, protobuf
+/// decoders stop at 2 GiB, and every call may buffer this much before it is refused.
+const MAX_MESSAGE_SIZE: usize = 1 << 30;
 
 /// The keepalive times, `--request-timeout` and the streams' heartbeat and stall timeout: at
 /// least 100 ms. None of them is turned off by 0: a heartbeat of 0 sent one every few
@@ -611,7 +644,12 @@ pub fn parse_message_size(text: &str) -> Result<usize, String> {
 ///
 /// As [`parse_duration`], and below 100 ms.
 pub fn parse_period(text: &str) -> Result<Duration, String> {
-    let duration = parse_duration(text)?;
+    at_most_a_year(text, period(text)?)
+}
+
+/// [`parse_period`] without its maximum, for `--keepalive-interval`'s smaller one.
+fn period(text: &str) -> Result<Duration, String> {
+    let duration = any_duration(text)?;
     if duration < Duration::from_millis(100) {
         return Err(format!(
             "{text:?} is too short; give at least 100ms (0 does not turn it off)"
@@ -642,7 +680,7 @@ pub fn parse_handshake_timeout(text: &str) -> Result<Duration, String> {
 ///
 /// As [`parse_positive_duration`], and over 30 days.
 pub fn parse_first_move_time(text: &str) -> Result<Duration, String> {
-    let duration = parse_positive_duration(text)?;
+    let duration = positive_duration(text)?;
     if duration > Duration::from_secs(30 * 86_400) {
         return Err(format!("{text:?} is too long; give at most 30 days (720h)"));
     }
@@ -657,7 +695,7 @@ pub fn parse_first_move_time(text: &str) -> Result<Duration, String> {
 ///
 /// As [`parse_period`], and over 32767 s.
 pub fn parse_keepalive(text: &str) -> Result<Duration, String> {
-    let duration = parse_period(text)?;
+    let duration = period(text)?;
     if duration > Duration::from_secs(32_767) {
         return Err(format!(
             "{text:?} is too long; give at most 32767s (about 9h), the longest TCP keepalive \
@@ -675,7 +713,7 @@ pub fn parse_keepalive(text: &str) -> Result<Duration, String> {
 ///
 /// As [`parse_duration`], and over 30 days.
 pub fn parse_rematch_window(text: &str) -> Result<Duration, String> {
-    let duration = parse_duration(text)?;
+    let duration = any_duration(text)?;
     if duration > Duration::from_secs(30 * 86_400) {
         return Err(format!("{text:?} is too long; give at most 30 days (720h)"));
     }
@@ -693,7 +731,7 @@ pub const MAX_COMPUTER_MOVE_TIME: Duration = Duration::from_secs(60);
 ///
 /// As [`parse_duration`], and over the maximum.
 pub fn parse_computer_move_time(text: &str) -> Result<Duration, String> {
-    let duration = parse_duration(text)?;
+    let duration = any_duration(text)?;
     if duration > MAX_COMPUTER_MOVE_TIME {
         return Err(format!(
             "{text:?} is too long; give at most {}s: each computer move holds a search slot \
@@ -737,7 +775,12 @@ pub const MIN_RATE: f64 = 0.001;
 ///
 /// As [`parse_duration`], and for zero.
 pub fn parse_positive_duration(text: &str) -> Result<Duration, String> {
-    let duration = parse_duration(text)?;
+    at_most_a_year(text, positive_duration(text)?)
+}
+
+/// [`parse_positive_duration`] without its maximum, for options with a smaller one.
+fn positive_duration(text: &str) -> Result<Duration, String> {
+    let duration = any_duration(text)?;
     if duration < Duration::from_millis(1) {
         return Err(format!("{text:?} is too short; give at least 1ms"));
     }
@@ -849,7 +892,7 @@ pub fn parse_writers(text: &str) -> Result<usize, String> {
 ///
 /// As [`parse_duration`], and for durations out of that range.
 pub fn parse_database_timeout(text: &str) -> Result<Duration, String> {
-    let duration = parse_positive_duration(text)?;
+    let duration = positive_duration(text)?;
     if duration > Duration::from_secs(3600) {
         return Err(format!("{text:?} is too long; give at most 1h"));
     }
@@ -926,6 +969,18 @@ mod tests {
         assert!(parse_duration("fast").is_err());
         assert_eq!(parse_duration("1h"), Ok(Duration::from_secs(3600)));
         assert!(parse_duration("5d").is_err());
+        assert_eq!(
+            parse_duration("8760h"),
+            Ok(Duration::from_secs(365 * 24 * 3600))
+        );
+        for text in ["8761h", "1000000h", "9999999999"] {
+            let error = parse_duration(text).unwrap_err();
+            assert!(error.contains("longer than a year"), "{text}: {error}");
+        }
+        for text in ["-5s", "-0.5", "-1h"] {
+            let error = parse_duration(text).unwrap_err();
+            assert!(error.contains("is negative"), "{text}: {error}");
+        }
     }
 
     #[test]

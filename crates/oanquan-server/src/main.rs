@@ -42,8 +42,8 @@ static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 /// stateless RulesService, grpc.health.v1 and server reflection (v1 and v1alpha).
 ///
 /// Every option can also be set through the environment variable shown with it.
-/// Durations take a unit: 500ms, 15s, 2m, 1h (a bare number means seconds). Sizes may: 4MiB,
-/// 512 KiB, 1MB (a bare number means bytes). Switches (--in-memory, --no-web,
+/// Durations take a unit: 500ms, 15s, 2m, 1h (a bare number means seconds), at most a year.
+/// Sizes may: 4MiB, 512 KiB, 1MB (a bare number means bytes). Switches (--in-memory, --no-web,
 /// --exempt-loopback) take true/false, 1/0, yes/no or on/off, on the command line and in the
 /// environment alike; a bare switch means true.
 ///
@@ -93,7 +93,7 @@ struct Args {
 
     /// How often to look whether the --tls-cert and --tls-key files changed, to serve the new
     /// pair to new connections (SIGHUP reloads at once); 0 reloads on SIGHUP only.
-    #[arg(
+    #[arg(allow_hyphen_values = true,
         long,
         env = "OANQUAN_TLS_RELOAD_INTERVAL",
         value_name = "DURATION",

@@ -204,7 +204,7 @@ type Case<'a> = (&'a [(&'a str, &'a str)], &'a [&'a str], &'a str);
 #[test]
 fn bad_switches_and_sizes_are_refused_with_the_reason() {
     let huge = "2305843009213693952";
-    let cases: [Case<'_>; 33] = [
+    let cases: [Case<'_>; 36] = [
         // Limits that 0 would make refuse everything they count, for ever.
         (&[], &["--in-memory", "--max-seeks", "0"], "give at least 1"),
         (&[], &["--in-memory", "--max-games", "0"], "give at least 1"),
@@ -251,6 +251,22 @@ fn bad_switches_and_sizes_are_refused_with_the_reason() {
                 "99999999999999999999",
             ],
             "longer than any duration",
+        ),
+        // Read as the flag's value, not as a short flag `-5` (clap's guess).
+        (
+            &[],
+            &["--in-memory", "--shutdown-drain-timeout", "-5s"],
+            "\"-5s\" is negative; a duration is 0 or more",
+        ),
+        (
+            &[],
+            &["--in-memory", "--idle-game-timeout", "9000h"],
+            "longer than a year (8760h)",
+        ),
+        (
+            &[],
+            &["--in-memory", "--max-message-size", "2048MiB"],
+            "over the most a message may be here, 1024MiB",
         ),
         (
             &[("OANQUAN_MAX_ANALYSES", huge)],
