@@ -645,23 +645,30 @@ function showLobby(): () => void {
           "li",
           { "data-game": g.id },
           h("span", {}, `${host} · ${g.preset} · ${timeControlText(g)}${g.rated ? " · rated" : ""}`),
-          store.seat(g.id)
-            ? button("Open", "open", () => openGame(g.id), { "aria-label": `Open ${which}` })
-            : button("Join", "join", () => void join(g.id), { "aria-label": `Join ${which}` }),
-          button("Watch", "watch", () => openGame(g.id), { "aria-label": `Watch ${which}` }),
+          // One's own game is opened, not joined or watched: both would open it anyway.
+          ...(store.seat(g.id)
+            ? [button("Open", "open", () => openGame(g.id), { "aria-label": `Open ${which}` })]
+            : [
+                button("Join", "join", () => void join(g.id), { "aria-label": `Join ${which}` }),
+                button("Watch", "watch", () => openGame(g.id), { "aria-label": `Watch ${which}` }),
+              ]),
         );
       }),
     );
     if (open.length === 0) openList.append(h("li", { class: "empty" }, "none: create one"));
     activeList.replaceChildren(
-      ...active.map((g) =>
-        h(
+      ...active.map((g) => {
+        const players = `${seatName(g, Player.FIRST)} – ${seatName(g, Player.SECOND)}`;
+        return h(
           "li",
           { "data-game": g.id },
-          h("span", {}, `${seatName(g, Player.FIRST)} – ${seatName(g, Player.SECOND)} · ${timeControlText(g)}`),
-          button("Watch", "watch", () => openGame(g.id), { "aria-label": `Watch ${seatName(g, Player.FIRST)} – ${seatName(g, Player.SECOND)}` }),
-        ),
-      ),
+          h("span", {}, `${players} · ${timeControlText(g)}`),
+          // A game this page holds a seat in is played from here, not watched.
+          store.seat(g.id)
+            ? button("Play", "play", () => openGame(g.id), { "aria-label": `Play your game ${players}` })
+            : button("Watch", "watch", () => openGame(g.id), { "aria-label": `Watch ${players}` }),
+        );
+      }),
     );
     if (active.length === 0) activeList.append(h("li", { class: "empty" }, "none"));
     seekList.replaceChildren(

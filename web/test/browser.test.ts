@@ -415,6 +415,35 @@ test("a seek is answered from another lobby", async () => {
   }
 });
 
+test("the lobby offers one's own games to open and play, others' to join and watch", async () => {
+  const lan = await player("Lan");
+  const minh = await player("Minh");
+  const visitor = await player("Visitor");
+  const id = await createGame(lan);
+  await lan.locator("a.brand").click();
+  const row = (page: Page, list: string) => page.locator(`[data-testid=${list}] li[data-game="${id}"]`);
+  const buttons = (page: Page, list: string) =>
+    row(page, list).locator("button").evaluateAll((all) => all.map((b) => b.getAttribute("data-testid")).join());
+  await row(lan, "open-games").waitFor();
+  assert.equal(await buttons(lan, "open-games"), "open");
+  await row(minh, "open-games").waitFor();
+  assert.equal(await buttons(minh, "open-games"), "join,watch");
+  await joinGame(minh, id);
+  await minh.locator("a.brand").click();
+  for (const [page, expected] of [[lan, "play"], [minh, "play"], [visitor, "watch"]] as const) {
+    await row(page, "active-games").waitFor();
+    assert.equal(await buttons(page, "active-games"), expected);
+  }
+  // Play opens the game with the page's seat: its own row is playable when its turn comes.
+  await row(lan, "active-games").getByTestId("play").click();
+  await lan.waitForURL(new RegExp(`#/game/${id}$`));
+  await row(minh, "active-games").getByTestId("play").click();
+  const mover = await whoseTurn([lan, minh]);
+  assert.ok(mover);
+  await mover.locator(".row.bottom .square.playable").first().waitFor();
+  await lan.getByTestId("resign").click();
+});
+
 /** Every square's count as the page shows it, e.g. "count-0=10,count-1=5,…" (sorted). */
 const boardOf = (page: Page) =>
   page.locator("[data-testid^=count-]").evaluateAll((elements) =>
