@@ -19,6 +19,7 @@ import {
   type Game,
   type GameEvent,
   type MoveRecord,
+  type RatingChange,
   type Seek,
   type SeatAccount,
 } from "./gen/oanquan/v1/game_pb.js";
@@ -329,7 +330,7 @@ function resultText(game: Game): string {
   const scores = result.scores
     ? ` · ${seatName(game, Player.FIRST)} ${result.scores.first}, ${seatName(game, Player.SECOND)} ${result.scores.second}`
     : "";
-  if (result.outcome === Outcome.DRAW) return `Draw (${reason})${scores}`;
+  if (result.outcome === Outcome.DRAW) return `Draw (${reason})${scores}${ratingChangesText(game)}`;
   // An aborted game has no winner: the outcome is unset.
   if (result.outcome !== Outcome.FIRST_WINS && result.outcome !== Outcome.SECOND_WINS) {
     const by = endedBy === undefined ? "" : `: ${seatName(game, endedBy)} aborted the game or missed the first move's deadline`;
@@ -343,7 +344,20 @@ function resultText(game: Game): string {
     else if (result.endReason === EndReason.RESIGNATION) how = `${who} resigned`;
     else if (result.endReason === EndReason.ABANDONMENT) how = `${who} left the game`;
   }
-  return `${seatName(game, winner)} wins (${how})${scores}`;
+  return `${seatName(game, winner)} wins (${how})${scores}${ratingChangesText(game)}`;
+}
+
+/** A rated result's rating changes, " · ratings: Lan 1500 → 1516, Minh 1500 → 1484", by
+ * username: the seats' names carry the ratings they sat down with, which the result changed. */
+function ratingChangesText(game: Game): string {
+  const { firstRating, secondRating } = game.result ?? {};
+  if (!firstRating || !secondRating) return "";
+  const change = (player: Player, r: RatingChange) => {
+    const seat = player === Player.FIRST ? game.firstSeat : game.secondSeat;
+    const name = seat?.account?.username ? isolated(seat.account.username) : seatName(game, player);
+    return `${name} ${r.before} → ${ratingText({ rating: r.after, provisional: r.provisional })}`;
+  };
+  return ` · ratings: ${change(Player.FIRST, firstRating)}, ${change(Player.SECOND, secondRating)}`;
 }
 
 // ---------------------------------------------------------------- routing

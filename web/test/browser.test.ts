@@ -574,6 +574,13 @@ test("a player's profile opens from a seat's name and leads back to the lobby", 
   await joinGame(binh, id);
   await bothMoveThenResigns(hoa, binh);
   await hoa.getByTestId("game-over").waitFor();
+  // The result says what it did to the ratings, not only what they were before.
+  const over = (await hoa.getByTestId("game-over").textContent()) ?? "";
+  const changes = / · ratings: (\w+) (\d+) → (\d+)\?, (\w+) (\d+) → (\d+)\?$/.exec(over);
+  assert.ok(changes, over);
+  const after = new Map([[changes[1], [Number(changes[2]), Number(changes[3])]], [changes[4], [Number(changes[5]), Number(changes[6])]]]);
+  assert.ok(after.get("binh_profile")![1] > after.get("binh_profile")![0], over);
+  assert.ok(after.get("hoa_profile")![1] < after.get("hoa_profile")![0], over);
 
   await hoa.getByTestId("top-player").getByTestId("player-link").click();
   await hoa.waitForURL(/#\/player\/binh_profile$/);
