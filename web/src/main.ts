@@ -1079,6 +1079,31 @@ function showGame(id: string): () => void {
     mine ? PICK_HINT : "Watching.",
   );
   const nextGame = h("a", { "data-testid": "next-game", hidden: true }, "Go to the rematch");
+  // A waiting game's link, to send to a friend: whoever opens it may take the seat. Shown as
+  // text too, selectable by hand where the page may not write the clipboard (plain http
+  // from another machine has no clipboard API).
+  const link = `${location.origin}${location.pathname}#/game/${id}`;
+  const linkText = h("input", {
+    class: "invite-link",
+    "data-testid": "invite-link",
+    readonly: "",
+    value: link,
+    "aria-label": "This game's link",
+  }) as HTMLInputElement;
+  linkText.addEventListener("focus", () => linkText.select());
+  const copyLink = button("Copy link", "copy-link", () => {
+    linkText.select();
+    const copied = navigator.clipboard?.writeText(link);
+    if (!copied) {
+      say("This browser does not let the page copy: the link is selected, copy it from there.");
+      return;
+    }
+    copied.then(
+      () => say("Link copied: whoever opens it can join this game."),
+      () => say("The browser refused to copy: the link is selected, copy it from there."),
+    );
+  });
+  const invite = h("div", { class: "actions invite", "data-testid": "invite", hidden: true }, linkText, copyLink);
 
   // Seen from a seat, "right" on screen is the player's right; the bottom row is always the
   // viewer's, so the screen's left and right are the protocol's for the bottom player.
@@ -1108,6 +1133,7 @@ function showGame(id: string): () => void {
       nextGame,
       h("div", { class: "actions" }, join, resign, abortGame, draw, declineDraw, rematch, speed, moves),
       hint,
+      invite,
     ),
   );
 
@@ -1344,6 +1370,7 @@ function showGame(id: string): () => void {
             ? PICK_HINT
             : "";
     }
+    invite.hidden = !mine || game.status !== GameStatus.WAITING_FOR_PLAYERS;
     over.textContent = finished ? `Game over: ${resultText(game) || "aborted"}` : "";
     const beforeFirstMove =
       (game.status === GameStatus.WAITING_FOR_PLAYERS || active) && (game.moveCount ?? 0) === 0;

@@ -444,6 +444,30 @@ test("the lobby offers one's own games to open and play, others' to join and wat
   await lan.getByTestId("resign").click();
 });
 
+test("a waiting game's link is shown and copied for a friend, who joins by it", async () => {
+  const lan = await player("Lan");
+  await lan.context().grantPermissions(["clipboard-read", "clipboard-write"], { origin: new URL(server.url).origin });
+  const id = await createGame(lan);
+  const link = `${new URL(server.url).origin}/#/game/${id}`;
+  await lan.getByTestId("invite").waitFor();
+  assert.equal(await lan.getByTestId("invite-link").inputValue(), link);
+  await lan.getByTestId("copy-link").click();
+  await lan.locator("#status").getByText("Link copied: whoever opens it can join this game.").waitFor();
+  assert.equal(await lan.evaluate(() => navigator.clipboard.readText()), link);
+  const minh = await player("Minh");
+  await minh.goto(link);
+  await minh.getByTestId("join-game").click();
+  // Seated: the invitation has done its work, on both pages; a spectator never sees it.
+  await minh.getByTestId("resign").waitFor();
+  await lan.getByTestId("invite").waitFor({ state: "hidden" });
+  assert.ok(await minh.getByTestId("invite").isHidden());
+  const visitor = await player("Visitor");
+  await visitor.goto(link);
+  await visitor.getByTestId("board").waitFor();
+  assert.ok(await visitor.getByTestId("invite").isHidden());
+  await lan.getByTestId("resign").click();
+});
+
 /** Every square's count as the page shows it, e.g. "count-0=10,count-1=5,…" (sorted). */
 const boardOf = (page: Page) =>
   page.locator("[data-testid^=count-]").evaluateAll((elements) =>
