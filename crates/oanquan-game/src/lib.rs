@@ -60,9 +60,9 @@ pub use model::{
     RematchAction, RestoreError, SeatInfo, Termination,
 };
 pub use store::{
-    Commit, Committed, GameStore, LeaderboardPage, Page, PlayerGameFilter, PlayerResult, Ranked,
-    Since, StoreError, StoreFuture, leaderboard_cursor, leaderboard_offset, page_cursor,
-    parse_named_cursor, parse_page_cursor,
+    Commit, Committed, GameStore, LeaderboardAfter, LeaderboardPage, Page, PlayerGameFilter,
+    PlayerResult, Ranked, Since, StoreError, StoreFuture, leaderboard_after, leaderboard_cursor,
+    page_cursor, parse_named_cursor, parse_page_cursor,
 };
 pub use text::{MAX_DISPLAY_NAME_CHARS, MAX_QUOTED_CHARS, display_name, is_invisible, quoted};
 pub use token::{PlayerToken, TokenHash};

@@ -15,8 +15,8 @@ use crate::account::{Account, AccountId, ApiKeyRecord};
 use crate::model::{GameEvent, GameFilter, GameId, GameInfo, GameState, LobbyEvent};
 use crate::rating::Speed;
 use crate::store::{
-    Commit, Committed, GameStore, LeaderboardPage, Page, PlayerGameFilter, Ranked, Since,
-    StoreError, StoreFuture, leaderboard_cursor, leaderboard_offset, page_cursor,
+    Commit, Committed, GameStore, LeaderboardAfter, LeaderboardPage, Page, PlayerGameFilter,
+    Ranked, Since, StoreError, StoreFuture, leaderboard_after, leaderboard_cursor, page_cursor,
     parse_named_cursor, parse_page_cursor,
 };
 
@@ -532,16 +532,20 @@ impl GameStore for MemoryStore {
         cursor: Option<&'a str>,
     ) -> StoreFuture<'a, LeaderboardPage> {
         let result = (|| {
-            let skip = match cursor {
-                Some(text) => leaderboard_offset(speed, text)?,
-                None => 0,
-            };
+            let after = cursor
+                .map(|text| leaderboard_after(speed, text))
+                .transpose()?;
             let inner = self.lock();
             let mut rated: Vec<&Account> = inner
                 .accounts
                 .values()
                 .map(|stored| &stored.account)
                 .filter(|a| a.ratings.get(&speed).is_some_and(|r| !r.is_provisional()))
+                .filter(|a| {
+                    after
+                        .as_ref()
+                        .is_none_or(|after| after.is_before(a.rating(speed).rating, &a.id))
+                })
                 .collect();
             rated.sort_by(|a, b| {
                 b.rating(speed)
@@ -549,18 +553,28 @@ impl GameStore for MemoryStore {
                     .total_cmp(&a.rating(speed).rating)
                     .then_with(|| a.id.cmp(&b.id))
             });
+            let listed = after.map_or(0, |after| after.listed);
+            let limit = limit.max(1);
             let players: Vec<Ranked> = rated
                 .iter()
-                .enumerate()
-                .skip(skip)
                 .take(limit)
-                .map(|(index, account)| Ranked {
+                .zip(listed + 1..)
+                .map(|(account, rank)| Ranked {
                     account: (*account).clone(),
-                    rank: index as u64 + 1,
+                    rank,
                 })
                 .collect();
-            let next = skip + players.len();
-            let next_cursor = (next < rated.len()).then(|| leaderboard_cursor(speed, next as u64));
+            let next_cursor = (rated.len() > limit).then(|| {
+                let last = rated[limit - 1];
+                leaderboard_cursor(
+                    speed,
+                    &LeaderboardAfter {
+                        rating: last.rating(speed).rating,
+                        account: last.id.clone(),
+                        listed: listed + limit as u64,
+                    },
+                )
+            });
             Ok(LeaderboardPage {
                 players,
                 next_cursor,

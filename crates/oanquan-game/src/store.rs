@@ -438,21 +438,81 @@ pub fn page_cursor(filter: GameFilter, position: u64) -> String {
     format!("{}.{position}", filter.name())
 }
 
-/// A leaderboard cursor: the speed and how many players came before. Shared by the stores so
-/// that all accept and refuse the same texts.
-#[must_use]
-pub fn leaderboard_cursor(speed: Speed, offset: u64) -> String {
-    format!("top-{}.{offset}", speed.name())
+/// Where a leaderboard page ended: its last player's place in the listing's order (rating
+/// best first, ties by account id), and how many players the pages so far held, to rank the
+/// next. The next page starts after that place, not after a count of players: a rating that
+/// changes between two pages moves only its own player, where an offset would shift everyone
+/// after it, repeating or skipping players who did not change.
+#[derive(Debug, Clone, PartialEq)]
+pub struct LeaderboardAfter {
+    /// The last player's rating, exactly as stored.
+    pub rating: f64,
+    /// The last player's account.
+    pub account: AccountId,
+    /// Players listed before the next page.
+    pub listed: u64,
 }
 
-/// The offset in a cursor made by [`leaderboard_cursor`] for the same speed.
+impl LeaderboardAfter {
+    /// Whether this place comes before a player with `rating` and `account` in the listing,
+    /// so that the player belongs on the next pages.
+    #[must_use]
+    pub fn is_before(&self, rating: f64, account: &AccountId) -> bool {
+        self.rating
+            .total_cmp(&rating)
+            .then_with(|| account.cmp(&self.account))
+            .is_gt()
+    }
+}
+
+/// A leaderboard cursor: the speed and [`LeaderboardAfter`], as
+/// `top-<speed>.<listed>.<rating's bits in hex>.<account id>`. Shared by the stores so that
+/// all accept and refuse the same texts.
+#[must_use]
+pub fn leaderboard_cursor(speed: Speed, after: &LeaderboardAfter) -> String {
+    format!(
+        "top-{}.{}.{:016x}.{}",
+        speed.name(),
+        after.listed,
+        after.rating.to_bits(),
+        after.account
+    )
+}
+
+/// The place in a cursor made by [`leaderboard_cursor`] for the same speed.
 ///
 /// # Errors
 ///
 /// [`StoreError::BadCursor`] for any other text.
-pub fn leaderboard_offset(speed: Speed, cursor: &str) -> Result<usize, StoreError> {
-    let offset = parse_named_cursor(&format!("top-{}", speed.name()), cursor)?;
-    usize::try_from(offset).map_err(|_| StoreError::BadCursor)
+pub fn leaderboard_after(speed: Speed, cursor: &str) -> Result<LeaderboardAfter, StoreError> {
+    let (named, account) = cursor.rsplit_once('.').ok_or(StoreError::BadCursor)?;
+    let (named, bits) = named.rsplit_once('.').ok_or(StoreError::BadCursor)?;
+    let listed = parse_named_cursor(&format!("top-{}", speed.name()), named)?;
+    // Only what a page issued: sixteen lower-case hex digits of a finite rating, and an id
+    // in the alphabet ids are made of.
+    let canonical_bits = bits.len() == 16
+        && bits
+            .bytes()
+            .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b));
+    let rating = u64::from_str_radix(bits, 16)
+        .ok()
+        .filter(|_| canonical_bits)
+        .map(f64::from_bits)
+        .filter(|r| r.is_finite())
+        .ok_or(StoreError::BadCursor)?;
+    let id_like = !account.is_empty()
+        && account.len() <= 64
+        && account
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-');
+    if !id_like {
+        return Err(StoreError::BadCursor);
+    }
+    Ok(LeaderboardAfter {
+        rating,
+        account: AccountId::from_stored(account.to_owned()),
+        listed,
+    })
 }
 
 /// The position in a cursor `<name>.<position>` (a player's games: `player-<filter>`).

@@ -1229,6 +1229,16 @@ pub async fn leaderboards_rank_established_ratings_only(
         store.leaderboard(Speed::Rapid, 1, Some(&cursor)).await,
         Err(StoreError::BadCursor)
     );
+    let good = &cursor;
+    let (named, id) = good.rsplit_once('.').unwrap();
+    let (named, bits) = named.rsplit_once('.').unwrap();
+    let nan = format!("{named}.{:016x}.{id}", f64::NAN.to_bits());
+    let upper = format!("{named}.{}.{id}", bits.to_uppercase());
+    let short = format!("{named}.{}.{id}", &bits[1..]);
+    let dotted = format!("{named}.{bits}.{id}.x");
+    let no_id = format!("{named}.{bits}.");
+    let odd_id = format!("{named}.{bits}.a b");
+    let lead = format!("top-blitz.01.{bits}.{id}");
     for junk in [
         "",
         "junk",
@@ -1237,7 +1247,16 @@ pub async fn leaderboards_rank_established_ratings_only(
         "top-blitz.x",
         "top-blitz.+2",
         "top-blitz.02",
+        // An offset, as the cursors were before they named a place.
+        "top-blitz.1",
         "blitz.1",
+        &nan,
+        &upper,
+        &short,
+        &dotted,
+        &no_id,
+        &odd_id,
+        &lead,
     ] {
         assert_eq!(
             store.leaderboard(Speed::Blitz, 1, Some(junk)).await,
@@ -1247,7 +1266,33 @@ pub async fn leaderboards_rank_established_ratings_only(
     }
     let past = store.leaderboard(Speed::Blitz, 10, None).await.unwrap();
     assert_eq!(past.players.len(), 4);
-    accounts.into_iter().map(|a| a.id).collect()
+
+    // A player who enters the top between two pages moves only themselves: the next page
+    // goes on after the last player shown, where an offset would show that player again.
+    let first = store.leaderboard(Speed::Blitz, 2, None).await.unwrap();
+    let top = rated("india", Speed::Blitz, rating(2_400.0, 50.0, 30));
+    store.create_account(top.clone(), key(40)).await.unwrap();
+    let second = store
+        .leaderboard(Speed::Blitz, 2, first.next_cursor.as_deref())
+        .await
+        .unwrap();
+    let names = |page: &crate::store::LeaderboardPage| -> Vec<(String, u64)> {
+        page.players
+            .iter()
+            .map(|r| (r.account.username.as_str().to_owned(), r.rank))
+            .collect()
+    };
+    let want = |range: std::ops::Range<usize>| -> Vec<(String, u64)> {
+        range
+            .map(|i| (expected[i].username.as_str().to_owned(), i as u64 + 1))
+            .collect()
+    };
+    assert_eq!(names(&first), want(0..2));
+    assert_eq!(names(&second), want(2..4));
+    assert_eq!(second.next_cursor, None);
+    let mut ids: Vec<AccountId> = accounts.into_iter().map(|a| a.id).collect();
+    ids.push(top.id);
+    ids
 }
 
 /// Every page of `id`'s games under `filter`, `limit` at a time: the ids in order. Each game is

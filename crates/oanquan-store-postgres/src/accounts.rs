@@ -8,7 +8,8 @@ use oanquan_game::account::{Account, AccountId, AccountUpdate, ApiKeyRecord, Rec
 use oanquan_game::rating::{Rating, Speed};
 use oanquan_game::username::Username;
 use oanquan_game::{
-    GameInfo, LeaderboardPage, PlayerGameFilter, PlayerResult, Ranked, StoreError, TokenHash,
+    GameInfo, LeaderboardAfter, LeaderboardPage, PlayerGameFilter, PlayerResult, Ranked,
+    StoreError, TokenHash, leaderboard_cursor,
 };
 use oanquan_rules::Player;
 use tokio_postgres::Row;
@@ -468,33 +469,36 @@ fn decode_key(row: &Row) -> Result<(String, ApiKeyRecord), StoreError> {
     Ok((account, key))
 }
 
-/// A leaderboard page: `limit` non-provisional ratings at `speed` after the first `skip`, in
-/// the caller's (repeatable read) transaction.
+/// A leaderboard page: `limit` non-provisional ratings at `speed` after `after`, in the
+/// caller's (repeatable read) transaction.
 pub(crate) async fn leaderboard<C: GenericClient>(
     client: &C,
     speed: Speed,
     limit: usize,
-    skip: usize,
+    after: Option<&LeaderboardAfter>,
     damage: &Damage,
-    cursor: impl Fn(u64) -> String,
 ) -> Result<LeaderboardPage, StoreError> {
+    let limit = limit.max(1);
     // One more than the page, to know whether another page follows. Ties by account id in
-    // byte order (COLLATE "C"), as the other stores, whatever the database's collation.
+    // byte order (COLLATE "C"), as the other stores, whatever the database's collation; a
+    // page resumes after the last row's (rating, account).
     let rows = query(
         client,
-        r#"SELECT account FROM ratings WHERE speed = $1 AND NOT provisional
-           ORDER BY rating DESC, account COLLATE "C" LIMIT $2 OFFSET $3"#,
+        r#"SELECT account, rating FROM ratings WHERE speed = $1 AND NOT provisional
+             AND ($3::float8 IS NULL OR rating < $3
+                  OR (rating = $3 AND account COLLATE "C" > $4::text COLLATE "C"))
+           ORDER BY rating DESC, account COLLATE "C" LIMIT $2"#,
         &[
             &speed.name(),
             &i64::try_from(limit.saturating_add(1)).unwrap_or(i64::MAX),
-            &i64::try_from(skip).unwrap_or(i64::MAX),
+            &after.map(|after| after.rating),
+            &after.map(|after| after.account.as_str()),
         ],
     )
     .await?;
-    let more = rows.len() > limit;
-    let shown = rows.len().min(limit);
-    let mut players = Vec::with_capacity(shown);
-    for (index, row) in rows.iter().take(limit).enumerate() {
+    let listed = after.map_or(0, |after| after.listed);
+    let mut players = Vec::with_capacity(rows.len().min(limit));
+    for (row, rank) in rows.iter().take(limit).zip(listed + 1..) {
         let id: String = row.try_get(0).map_err(backend)?;
         // A damaged account is left out (its rank stays taken), as listings skip a damaged
         // game: one bad row must not hide the whole leaderboard.
@@ -502,15 +506,22 @@ pub(crate) async fn leaderboard<C: GenericClient>(
             account.ok_or_else(|| damaged(&id, "it has a rating but no account"))
         });
         match account {
-            Ok(account) => players.push(Ranked {
-                account,
-                rank: (skip + index) as u64 + 1,
-            }),
+            Ok(account) => players.push(Ranked { account, rank }),
             Err(error @ StoreError::Unavailable(_)) => return Err(error),
             Err(error) => damage.report(&format!("account {id}"), &error),
         }
     }
-    let next_cursor = more.then(|| cursor((skip + shown) as u64));
+    let next_cursor = if rows.len() > limit {
+        let last = &rows[limit - 1];
+        let after = LeaderboardAfter {
+            rating: last.try_get(1).map_err(backend)?,
+            account: AccountId::from_stored(last.try_get(0).map_err(backend)?),
+            listed: listed + limit as u64,
+        };
+        Some(leaderboard_cursor(speed, &after))
+    } else {
+        None
+    };
     Ok(LeaderboardPage {
         players,
         next_cursor,

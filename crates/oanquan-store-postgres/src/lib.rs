@@ -90,7 +90,7 @@ use oanquan_game::rating::Speed;
 use oanquan_game::{
     Commit, Committed, GameEvent, GameFilter, GameId, GameInfo, GameState, GameStatus, GameStore,
     LeaderboardPage, LobbyEvent, Page, PlayerGameFilter, Since, StoreError, StoreFuture,
-    leaderboard_cursor, leaderboard_offset, page_cursor, parse_named_cursor, parse_page_cursor,
+    leaderboard_after, page_cursor, parse_named_cursor, parse_page_cursor,
 };
 use tokio::sync::{mpsc, watch};
 use tokio_postgres::IsolationLevel;
@@ -774,20 +774,17 @@ impl GameStore for PostgresStore {
         limit: usize,
         cursor: Option<&'a str>,
     ) -> StoreFuture<'a, LeaderboardPage> {
-        let skip = match cursor.map(|text| leaderboard_offset(speed, text)) {
-            None => 0,
-            Some(Ok(skip)) => skip,
-            Some(Err(error)) => return futures::future::ready(Err(error)).boxed(),
+        let after = match cursor
+            .map(|text| leaderboard_after(speed, text))
+            .transpose()
+        {
+            Ok(after) => after,
+            Err(error) => return futures::future::ready(Err(error)).boxed(),
         };
         let damage = Arc::clone(&self.damage);
         self.read(move |tx| {
-            async move {
-                accounts::leaderboard(tx, speed, limit, skip, &damage, |offset| {
-                    leaderboard_cursor(speed, offset)
-                })
-                .await
-            }
-            .boxed()
+            async move { accounts::leaderboard(tx, speed, limit, after.as_ref(), &damage).await }
+                .boxed()
         })
     }
 

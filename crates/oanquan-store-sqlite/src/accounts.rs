@@ -9,7 +9,8 @@ use oanquan_game::account::{Account, AccountId, AccountUpdate, ApiKeyRecord, Rec
 use oanquan_game::rating::{Rating, Speed};
 use oanquan_game::username::Username;
 use oanquan_game::{
-    GameInfo, LeaderboardPage, Page, PlayerGameFilter, PlayerResult, Ranked, StoreError, TokenHash,
+    GameInfo, LeaderboardAfter, LeaderboardPage, Page, PlayerGameFilter, PlayerResult, Ranked,
+    StoreError, TokenHash, leaderboard_cursor,
 };
 use oanquan_rules::Player;
 use rusqlite::types::ToSql;
@@ -435,52 +436,61 @@ fn decode_key(
     Ok((account, key))
 }
 
-/// A leaderboard page: `limit` non-provisional ratings at `speed` after the first `skip`.
+/// A leaderboard page: `limit` non-provisional ratings at `speed` after `after`.
 pub(crate) fn leaderboard(
     conn: &Connection,
     speed: Speed,
     limit: usize,
-    skip: usize,
+    after: Option<&LeaderboardAfter>,
     damage: &Damage,
-    cursor: impl Fn(u64) -> String,
 ) -> Result<LeaderboardPage, StoreError> {
-    // One more than the page, to know whether another page follows.
-    let ids: Vec<String> = conn
+    let limit = limit.max(1);
+    // One more than the page, to know whether another page follows. The order is the
+    // `ratings_leaderboard` index's; a page resumes after the last row's (rating, account).
+    let rows: Vec<(String, f64)> = conn
         .prepare_cached(
-            "SELECT account FROM ratings WHERE speed = ?1 AND provisional = 0
-             ORDER BY rating DESC, account LIMIT ?2 OFFSET ?3",
+            "SELECT account, rating FROM ratings WHERE speed = ?1 AND provisional = 0
+               AND (?3 IS NULL OR rating < ?3 OR (rating = ?3 AND account > ?4))
+             ORDER BY rating DESC, account LIMIT ?2",
         )
         .and_then(|mut s| {
             s.query_map(
                 params![
                     speed.name(),
                     i64::try_from(limit.saturating_add(1)).unwrap_or(i64::MAX),
-                    i64::try_from(skip).unwrap_or(i64::MAX),
+                    after.map(|after| after.rating),
+                    after.map(|after| after.account.as_str()),
                 ],
-                |row| row.get(0),
+                |row| Ok((row.get(0)?, row.get(1)?)),
             )?
             .collect()
         })
         .map_err(backend)?;
-    let more = ids.len() > limit;
-    let shown = ids.len().min(limit);
-    let mut players = Vec::with_capacity(shown);
-    for (index, id) in ids.iter().take(limit).enumerate() {
+    let listed = after.map_or(0, |after| after.listed);
+    let mut players = Vec::with_capacity(rows.len().min(limit));
+    for ((id, _), rank) in rows.iter().take(limit).zip(listed + 1..) {
         // A damaged account is left out (its rank stays taken), as listings skip a damaged
         // game: one bad row must not hide the whole leaderboard.
         let account = read(conn, id).and_then(|account| {
             account.ok_or_else(|| damaged(id, "it has a rating but no account"))
         });
         match account {
-            Ok(account) => players.push(Ranked {
-                account,
-                rank: (skip + index) as u64 + 1,
-            }),
+            Ok(account) => players.push(Ranked { account, rank }),
             Err(error @ StoreError::Unavailable(_)) => return Err(error),
             Err(error) => damage.report(&format!("account {id}"), &error),
         }
     }
-    let next_cursor = more.then(|| cursor((skip + shown) as u64));
+    let next_cursor = (rows.len() > limit).then(|| {
+        let (id, rating) = &rows[limit - 1];
+        leaderboard_cursor(
+            speed,
+            &LeaderboardAfter {
+                rating: *rating,
+                account: AccountId::from_stored(id.clone()),
+                listed: listed + limit as u64,
+            },
+        )
+    });
     Ok(LeaderboardPage {
         players,
         next_cursor,

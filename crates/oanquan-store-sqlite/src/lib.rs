@@ -89,7 +89,7 @@ use oanquan_game::rating::Speed;
 use oanquan_game::{
     Commit, Committed, GameEvent, GameFilter, GameId, GameInfo, GameState, GameStatus, GameStore,
     LeaderboardPage, LobbyEvent, Page, PlayerGameFilter, Since, StoreError, StoreFuture,
-    leaderboard_cursor, leaderboard_offset, page_cursor, parse_named_cursor, parse_page_cursor,
+    leaderboard_after, page_cursor, parse_named_cursor, parse_page_cursor,
 };
 use rusqlite::{Connection, OptionalExtension as _, params};
 use tokio::sync::{oneshot, watch};
@@ -662,17 +662,15 @@ impl GameStore for SqliteStore {
         limit: usize,
         cursor: Option<&'a str>,
     ) -> StoreFuture<'a, LeaderboardPage> {
-        let skip = match cursor.map(|text| leaderboard_offset(speed, text)) {
-            None => 0,
-            Some(Ok(skip)) => skip,
-            Some(Err(error)) => return futures::future::ready(Err(error)).boxed(),
+        let after = match cursor
+            .map(|text| leaderboard_after(speed, text))
+            .transpose()
+        {
+            Ok(after) => after,
+            Err(error) => return futures::future::ready(Err(error)).boxed(),
         };
         let damage = Arc::clone(&self.damage);
-        self.read(move |conn| {
-            accounts::leaderboard(conn, speed, limit, skip, &damage, |offset| {
-                leaderboard_cursor(speed, offset)
-            })
-        })
+        self.read(move |conn| accounts::leaderboard(conn, speed, limit, after.as_ref(), &damage))
     }
 
     fn player_games<'a>(
