@@ -101,7 +101,7 @@ pub enum GameError {
     )]
     RegistrationsExhausted {
         /// The limit, in accounts an hour.
-        per_hour: String,
+        per_hour: u32,
         /// When the address may register again.
         retry_after: std::time::Duration,
     },

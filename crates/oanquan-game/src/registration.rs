@@ -76,10 +76,11 @@ impl Registrar {
     ) -> Result<Registered, GameError> {
         if let Some(ip) = client {
             self.limiter.check(ip).map_err(|limited| {
-                // Whole accounts an hour, as operators set the limit.
-                let per_hour = (limited.limit.per_second * 3600.0).round();
+                // Whole accounts an hour, as operators set the limit (a u32: the cast
+                // saturates and the rounding undoes the division by 3600).
+                let per_hour = (limited.limit.per_second * 3600.0).round() as u32;
                 GameError::RegistrationsExhausted {
-                    per_hour: format!("{per_hour}"),
+                    per_hour,
                     retry_after: limited.retry_after,
                 }
             })?;

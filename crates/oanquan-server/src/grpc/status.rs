@@ -394,7 +394,7 @@ mod tests {
             ),
             (
                 GameError::RegistrationsExhausted {
-                    per_hour: "5".to_owned(),
+                    per_hour: 5,
                     retry_after: std::time::Duration::from_secs(720),
                 },
                 Code::ResourceExhausted,
@@ -538,7 +538,7 @@ mod tests {
     #[test]
     fn a_registration_limit_says_when_to_come_back() {
         let status = to_status(&GameError::RegistrationsExhausted {
-            per_hour: "5".to_owned(),
+            per_hour: 5,
             retry_after: std::time::Duration::from_secs(720),
         });
         assert_eq!(status.code(), Code::ResourceExhausted);
