@@ -874,16 +874,10 @@ pub(super) fn lock(path: &Path) -> Result<FileLock, OpenError> {
             }
             let mut content = String::new();
             let _ = file.read_to_string(&mut content);
-            let pid = content.split_ascii_whitespace().next().unwrap_or_default();
-            let holder = if !pid.is_empty() && pid.bytes().all(|b| b.is_ascii_digit()) {
-                format!(" (pid {pid})")
-            } else {
-                String::new()
-            };
             return Err(OpenError::Locked {
                 path: path.to_owned(),
                 lock: lock_path,
-                holder,
+                holder: lock_holder(&content),
             });
         }
         // The pid is for the message above only; the lock is what counts.
@@ -1253,11 +1247,55 @@ pub(super) fn refuse_at_sight(path: &Path) -> Result<bool, OpenError> {
     }
     match std::fs::metadata(path) {
         Ok(metadata) if !metadata.is_file() => Err(OpenError::not_a_file(path, &metadata)),
-        Ok(metadata) if metadata.len() == 0 => Err(OpenError::Empty {
+        // A server starting on a new path holds the lock while SQLite makes the file, empty
+        // for a moment: that is a running server's database, never one to delete. An outside
+        // probe started two servers at once and the second said to delete the first's.
+        Ok(metadata) if metadata.len() == 0 => Err(held_lock(path).unwrap_or(OpenError::Empty {
             path: path.to_owned(),
-        }),
+        })),
         Ok(_) => Ok(true),
         Err(_) => Ok(false),
+    }
+}
+
+/// " (pid N)" from a lock file's content, for [`OpenError::Locked`]; empty without a pid.
+fn lock_holder(content: &str) -> String {
+    let pid = content.split_ascii_whitespace().next().unwrap_or_default();
+    if !pid.is_empty() && pid.bytes().all(|b| b.is_ascii_digit()) {
+        format!(" (pid {pid})")
+    } else {
+        String::new()
+    }
+}
+
+/// [`OpenError::Locked`] when another process holds the lock of the database at `path`; found
+/// without creating, changing or keeping the lock file (a shared lock, let go at once).
+fn held_lock(path: &Path) -> Option<OpenError> {
+    #[cfg(unix)]
+    {
+        use rustix::fs::{FlockOperation, flock};
+        use std::io::Read as _;
+        let resolved = std::fs::canonicalize(path).unwrap_or_else(|_| path.to_owned());
+        let mut lock_path = resolved.into_os_string();
+        lock_path.push(".lock");
+        let lock_path = PathBuf::from(lock_path);
+        let mut file = std::fs::File::open(&lock_path).ok()?;
+        if flock(&file, FlockOperation::NonBlockingLockShared) != Err(rustix::io::Errno::WOULDBLOCK)
+        {
+            return None;
+        }
+        let mut content = String::new();
+        let _ = file.read_to_string(&mut content);
+        Some(OpenError::Locked {
+            path: path.to_owned(),
+            lock: lock_path,
+            holder: lock_holder(&content),
+        })
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = path;
+        None
     }
 }
 

@@ -1317,6 +1317,38 @@ async fn the_last_sign_of_life_holds_until_the_turns_are_resumed() {
     assert!(marked() > last);
 }
 
+/// Two servers started at once on a new path: the first holds the lock while SQLite makes the
+/// file, empty for a moment. The second must say the database is in use, not that it is an
+/// empty file to delete (an outside probe's race gave that advice in 7 of 10 starts). Found
+/// without touching the lock file; an empty file nobody holds is still refused as empty.
+#[test]
+fn an_empty_file_whose_lock_is_held_is_in_use_not_left_over() {
+    use rustix::fs::{FlockOperation, flock};
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("games.db");
+    let lock_path = dir.path().join("games.db.lock");
+    std::fs::write(&lock_path, "4242\n").unwrap();
+    let holder = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .open(&lock_path)
+        .unwrap();
+    flock(&holder, FlockOperation::NonBlockingLockExclusive).unwrap();
+    std::fs::write(&path, b"").unwrap();
+    let error = SqliteStore::open(&path).map(|_| ()).unwrap_err();
+    assert!(matches!(error, OpenError::Locked { .. }), "{error}");
+    assert!(
+        error
+            .to_string()
+            .contains("another oanquan-server (pid 4242)"),
+        "{error}"
+    );
+    assert_eq!(std::fs::read_to_string(&lock_path).unwrap(), "4242\n");
+    drop(holder);
+    let error = SqliteStore::open(&path).map(|_| ()).unwrap_err();
+    assert!(matches!(error, OpenError::Empty { .. }), "{error}");
+}
+
 /// A closed store gives its lock up even while something still holds it (a task that outlived
 /// the server's drain): the next store on the file opens at once, and the closed one writes
 /// nothing more. A store still open keeps refusing a second one.
