@@ -2,6 +2,7 @@
 //! seeks, draw offers, a flag falling, first moves not made, claims and rematches.
 
 use std::path::Path;
+use std::time::Duration;
 
 use oanquan_e2e::{CliProcess, Lines, Proxy, Server, Stream, config_dir, run_cli};
 use serde_json::Value;
@@ -340,6 +341,49 @@ fn accept_takes_an_open_seek_and_ctrl_c_withdraws_one() {
     let mut frank = frank;
     assert_eq!(frank.wait().code(), Some(130), "{}", lines.tail(10));
     let seeks = run_cli(&url, frank_dir.path(), &["seeks"]);
+    assert!(!seeks.stdout.contains(&id), "{}", seeks.stdout);
+}
+
+/// A seek whose connection breaks while it waits (a laptop that slept through its keepalives,
+/// a network change) says the seek is gone and to seek again, not that the address may be no
+/// oanquan server or need TLS, as a connection that never worked does.
+#[test]
+fn a_seek_whose_connection_breaks_says_it_was_withdrawn() {
+    let server = Server::start();
+    let proxy = Proxy::start(server.addr);
+    let dir = config_dir();
+    let (tx, mut lines) = Lines::new();
+    let mut gina = CliProcess::spawn(
+        "gina",
+        &proxy.url(),
+        dir.path(),
+        &["seek", "--name", "gina"],
+        &tx,
+    );
+    let id = seek_id(&follow(&mut lines, "gina", |l| l.starts_with("seek ")));
+    proxy.cut();
+    assert_eq!(gina.wait().code(), Some(69), "{}", lines.tail(10));
+    lines.settle(Duration::from_millis(200));
+    let said: Vec<&str> = lines
+        .transcript
+        .iter()
+        .filter(|l| l.who == "gina" && l.stream == Stream::Stderr)
+        .map(|l| l.text.as_str())
+        .collect();
+    let said = said.join("\n");
+    assert!(
+        said.starts_with(&format!("oanquan: seek {id}: the connection to the server broke (")),
+        "{said}"
+    );
+    assert!(
+        said.ends_with(
+            "so the server has withdrawn it (as after a sleep or a network change): seek again"
+        ),
+        "{said}"
+    );
+    assert!(!said.contains("not an oanquan server"), "{said}");
+    // And so it has.
+    let seeks = run_cli(&server.url(), dir.path(), &["seeks"]);
     assert!(!seeks.stdout.contains(&id), "{}", seeks.stdout);
 }
 

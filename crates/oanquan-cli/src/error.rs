@@ -111,6 +111,24 @@ impl CliError {
         Self::new(code, message)
     }
 
+    /// A waiting call whose connection broke after the server had taken it: the server was
+    /// reached, so [`CliError::from_status`]'s hints about the address and TLS would send the
+    /// user after the wrong problem (an outside probe's laptop slept through a seek's
+    /// keepalives). `None` when `status` is not a broken connection or an unavailable server.
+    pub fn connection_lost(what: &str, status: &tonic::Status, consequence: &str) -> Option<Self> {
+        if !broken_connection(status) && status.code() != Code::Unavailable {
+            return None;
+        }
+        let detail = match std::error::Error::source(status) {
+            Some(source) => error_chain(source),
+            None => shown(status.message()).into_owned(),
+        };
+        Some(Self::new(
+            code::UNAVAILABLE,
+            format!("{what}: the connection to the server broke ({detail}); {consequence}"),
+        ))
+    }
+
     /// Standard output was closed by its reader (`oanquan list | head`): the reader has what it
     /// wanted, so the command ends quietly and successfully, as `ripgrep` and `ls` do, rather
     /// than with an error about a broken pipe.

@@ -97,6 +97,17 @@ pub async fn seek(
                 ));
             }
             Ok(Err(status)) => {
+                // Once waiting, the server had the seek: whatever broke, it withdrew it.
+                if let Some(id) = &seek_id
+                    && let Some(err) = CliError::connection_lost(
+                        &format!("seek {}", shown_name(id)),
+                        &status,
+                        "a seek lasts as long as its connection, so the server has withdrawn \
+                         it (as after a sleep or a network change): seek again",
+                    )
+                {
+                    return Err(err);
+                }
                 let mut err = CliError::from_status("seek", &status);
                 if err.code == code::UNAVAILABLE {
                     err.message
