@@ -55,7 +55,8 @@
 //!   `σοφος` (final sigma) each share a key;
 //! * then reduced to its UTS #39 **confusable skeleton** (the `unicode-security` crate's
 //!   `skeleton`, then case folded again, until stable), so names that differ only by look-alikes
-//!   share a key: `0`/`o`, `1`/`l`, `rn`/`m`, and whole-script look-alikes such as Cyrillic
+//!   share a key: `0`/`o`, `1`/`l`, `rn`/`m` (and `cl`/`d`, `vv`/`w`, which Unicode lists but
+//!   the crate's data lacks), and whole-script look-alikes such as Cyrillic
 //!   "сор" and Latin "cop". Whoever registers first keeps the name; the other gets
 //!   `ALREADY_EXISTS`. Such names are not refused outright, so that a Russian player can still be
 //!   "Сара" (Cyrillic letters that read as the Latin "Capa") as long as no one took "Capa".
@@ -1330,12 +1331,28 @@ fn capital_lookalike(ch: char) -> char {
     }
 }
 
+/// Small Latin letters that pairs of others imitate, written as the pair, as the skeleton
+/// writes `m` as `rn`. Unicode's confusables list `d`/`cl` and `w`/`vv` too, but the
+/// `unicode-security` crate's data does not carry them: an outside probe registered `cl_x`
+/// beside `d_x` and `vv_x` beside `w_x`.
+fn pair_lookalikes(text: &str) -> String {
+    let mut out = String::with_capacity(text.len() + 4);
+    for ch in text.chars() {
+        match ch {
+            'd' => out.push_str("cl"),
+            'w' => out.push_str("vv"),
+            other => out.push(other),
+        }
+    }
+    out
+}
+
 /// The uniqueness key of an NFC name: folded, then skeleton and fold until stable.
 fn key_of(name: &str) -> String {
     let mut key: String = name.chars().map(capital_lookalike).collect();
     key = fold(&key);
     for _ in 0..MAX_KEY_ROUNDS {
-        let next = fold(&skeleton(&key).collect::<String>());
+        let next = fold(&pair_lookalikes(&skeleton(&key).collect::<String>()));
         if next == key {
             break;
         }
@@ -2128,6 +2145,11 @@ mod tests {
         assert!(same_key("B0B", "bob"));
         assert!(same_key("lil1", "lill"));
         assert!(same_key("barn", "bam"));
+        assert!(same_key("cl_x", "d_x"));
+        assert!(same_key("vv_x", "w_x"));
+        assert!(same_key("VV_X", "w_x"));
+        assert!(!same_key("c_lx", "d_x"));
+        assert!(!same_key("v_vx", "w_x"));
         // Whole-script look-alikes are accepted, but cannot both be registered.
         assert!(same_key("сор", "cop"));
         assert!(same_key("Сара", "Capa"));
