@@ -372,7 +372,9 @@ fn a_seek_whose_connection_breaks_says_it_was_withdrawn() {
         .collect();
     let said = said.join("\n");
     assert!(
-        said.starts_with(&format!("oanquan: seek {id}: the connection to the server broke (")),
+        said.starts_with(&format!(
+            "oanquan: seek {id}: the connection to the server broke ("
+        )),
         "{said}"
     );
     assert!(

@@ -1795,6 +1795,17 @@ impl GameManager {
         }
     }
 
+    /// [`GameManager::abandon_seat`] for a seat known by its token's hash alone: a node that
+    /// paired another node's seek never saw that seeker's token.
+    pub async fn abandon_seat_by_hash(&self, game: &GameId, hash: &crate::token::TokenHash) {
+        let aborted = self
+            .update(game, |state, now| transition::abort(state, hash, now))
+            .await;
+        if let Err(error) = aborted {
+            warn!(game_id = %game, %error, "aborting a game whose seat nobody holds");
+        }
+    }
+
     /// Changes whenever a key is revoked on this node. A seek waiting on a key checks it again
     /// then, so that a revoked key's seek leaves the lobby before anyone can accept it (other
     /// nodes' revocations are seen at the seek's heartbeat).

@@ -264,8 +264,9 @@ pub trait SeekBoard: Send + Sync + std::fmt::Debug {
     /// Takes the open seek `id` if `fits` accepts it.
     fn claim<'a>(&'a self, id: &'a str, fits: Fits<'a>) -> BoardFuture<'a, Claim>;
 
-    /// Records that the taken seek `id` led to `game`, its seeker playing `seat`.
-    fn paired<'a>(&'a self, id: &'a str, game: &'a GameId, seat: Player) -> BoardFuture<'a, ()>;
+    /// Records that the taken seek `id` led to `game`, its seeker playing `seat`; `false` if
+    /// the seek is no longer there (its seeker forgot it while the game was made).
+    fn paired<'a>(&'a self, id: &'a str, game: &'a GameId, seat: Player) -> BoardFuture<'a, bool>;
 
     /// Records that pairing the taken seek `id` failed.
     fn failed<'a>(&'a self, id: &'a str, reason: &'a str) -> BoardFuture<'a, ()>;
@@ -273,8 +274,9 @@ pub trait SeekBoard: Send + Sync + std::fmt::Debug {
     /// Removes seek `id` if it is still open; says whether it was.
     fn withdraw<'a>(&'a self, id: &'a str) -> BoardFuture<'a, bool>;
 
-    /// Removes seek `id` whatever its state (its seeker is done with it).
-    fn forget<'a>(&'a self, id: &'a str) -> BoardFuture<'a, ()>;
+    /// Removes seek `id` whatever its state (its seeker is done with it); the game and seat it
+    /// was paired into, if it was.
+    fn forget<'a>(&'a self, id: &'a str) -> BoardFuture<'a, Option<(GameId, Player)>>;
 
     /// Where seek `id` stands.
     fn state<'a>(&'a self, id: &'a str) -> BoardFuture<'a, SeekState>;
@@ -403,6 +405,9 @@ enum Reply {
         /// The per-client limit's key, given back with the ticket.
         client: Option<IpAddr>,
         woken: Arc<Notify>,
+        /// The pairing was handed to the seeker: the seat is held, whatever becomes of the
+        /// ticket.
+        answered: bool,
     },
 }
 
@@ -465,7 +470,12 @@ impl SeekTicket {
     async fn answer(&mut self) -> Result<Seated, GameError> {
         match &mut self.reply {
             Reply::Local(reply) => flatten(reply.await),
-            Reply::Board { token, woken, .. } => {
+            Reply::Board {
+                token,
+                woken,
+                answered,
+                ..
+            } => {
                 let board = self.pool.board()?;
                 loop {
                     let notified = woken.notified();
@@ -473,6 +483,7 @@ impl SeekTicket {
                         Ok(SeekState::Open | SeekState::Taken) => {}
                         Ok(SeekState::Paired { game, seat }) => {
                             let game = self.pool.manager.get_game(&game).await?;
+                            *answered = true;
                             return Ok(Seated {
                                 game,
                                 seat,
@@ -540,7 +551,12 @@ impl Drop for SeekTicket {
                     runtime.spawn(async move { pool.manager.abandon_seat(&seated).await });
                 }
             }
-            Reply::Board { client, .. } => {
+            Reply::Board {
+                client,
+                token,
+                answered,
+                ..
+            } => {
                 {
                     let mut inner = self.pool.lock();
                     inner.woken.remove(&self.info.id);
@@ -555,9 +571,26 @@ impl Drop for SeekTicket {
                     tokio::runtime::Handle::try_current(),
                 ) {
                     let id = self.info.id.clone();
+                    let unheld = (!*answered).then(|| token.clone());
+                    let pool = Arc::clone(&self.pool);
                     runtime.spawn(async move {
-                        if let Err(error) = board.forget(&id).await {
-                            warn!(seek = %id, %error, "withdrawing a seek");
+                        match board.forget(&id).await {
+                            // Paired as its stream ended, on another node perhaps: nobody
+                            // will hold the seat (an outside probe's stranger waited out the
+                            // first-move limit).
+                            Ok(Some((game, seat))) => {
+                                let Some(token) = unheld else { return };
+                                let seated = match pool.manager.get_game(&game).await {
+                                    Ok(game) => Seated { game, seat, token },
+                                    Err(error) => {
+                                        warn!(seek = %id, %error, "reading a forgotten seek's game");
+                                        return;
+                                    }
+                                };
+                                pool.manager.abandon_seat(&seated).await;
+                            }
+                            Ok(None) => {}
+                            Err(error) => warn!(seek = %id, %error, "withdrawing a seek"),
                         }
                     });
                 }
@@ -1223,6 +1256,7 @@ impl SeekPool {
                         token,
                         client,
                         woken,
+                        answered: false,
                     },
                     walkers: Vec::new(),
                 }))
@@ -1296,16 +1330,27 @@ impl SeekPool {
         slot: OpenGameSlot,
     ) -> Result<Seated, GameError> {
         let id = theirs.info.id.clone();
+        let their_token = theirs.token.clone();
         match self
             .create_pair(&theirs.info, theirs.token, &me, &token, client, slot)
             .await
         {
             Ok((game, their_seat)) => {
-                // Not posted (the database went away): the waiter's node gives up on it after
-                // a while, and the game is there, abandoned by one seat, as when a waiting
-                // seeker's stream ends just as it is paired.
-                if let Err(error) = board.paired(&id, &game.id, their_seat).await {
-                    warn!(seek = %id, game_id = %game.id, %error, "posting a pairing");
+                match board.paired(&id, &game.id, their_seat).await {
+                    Ok(true) => {}
+                    // Its seeker forgot it while the game was made: nobody will hold that
+                    // seat, and the caller is told so, as when it happens on one node.
+                    Ok(false) => {
+                        self.manager
+                            .abandon_seat_by_hash(&game.id, &their_token)
+                            .await;
+                        return Err(GameError::SeekNotFound(text::quoted(&id)));
+                    }
+                    // Not posted (the database went away): the waiter's node gives up on it
+                    // after a while, and the game is there, abandoned by one seat.
+                    Err(error) => {
+                        warn!(seek = %id, game_id = %game.id, %error, "posting a pairing");
+                    }
                 }
                 Ok(Seated {
                     game,

@@ -21,6 +21,7 @@ use crate::tests::TestSchema;
 struct Node {
     store: Arc<dyn GameStore>,
     pool: Arc<SeekPool>,
+    seeks: Arc<crate::PostgresSeeks>,
     board: JoinHandle<()>,
     stop: watch::Sender<bool>,
 }
@@ -42,7 +43,8 @@ impl Node {
         };
         Node {
             store,
-            pool: SeekPool::shared(manager, limits, board),
+            pool: SeekPool::shared(manager, limits, Arc::clone(&board) as _),
+            seeks: board,
             board: task,
             stop,
         }
@@ -286,7 +288,7 @@ async fn a_silent_nodes_seeks_go_within_seconds_and_are_never_paired() {
     .await;
     // Node A dies: no more heartbeats, and nothing withdrawn.
     a.board.abort();
-    std::mem::forget(ticket);
+    drop(ticket);
     let died = tokio::time::Instant::now();
     eventually(
         Duration::from_secs(10),
@@ -337,4 +339,63 @@ async fn the_nodes_heartbeats_say_when_the_last_node_was_alive() {
         "{found:?} against {stopped:?}"
     );
     drop((a.store, b.store));
+}
+
+/// A seeker whose ticket is dropped after another node paired it, before it took the game
+/// (its stream closed just then): nobody will hold its seat, so the game is aborted at once
+/// instead of leaving the accepter to wait out the first-move limit (an outside probe's race
+/// did, 3 times in 15).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_seek_paired_on_another_node_and_then_dropped_aborts_its_game() {
+    let Some(schema) = TestSchema::new() else {
+        return;
+    };
+    let [a, b] = [
+        Node::start(&schema, 10_000).await,
+        Node::start(&schema, 10_000).await,
+    ];
+    let SeekOutcome::Waiting(ticket) = a.pool.seek(request("Lan")).await.unwrap() else {
+        panic!("nobody to pair with yet");
+    };
+    let id = ticket.info().id.clone();
+    let minh = b.pool.accept(&id, "Minh", None, None).await.unwrap();
+    drop(ticket);
+    let game = minh.game.id.clone();
+    let mut status = None;
+    for _ in 0..100 {
+        status = Some(b.store.load(&game).await.unwrap().info().status);
+        if status == Some(oanquan_game::GameStatus::Aborted) {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert_eq!(status, Some(oanquan_game::GameStatus::Aborted));
+}
+
+/// The other order: the seeker forgets its seek while another node, which took it, makes the
+/// game. Posting the pairing then finds no seek, which tells that node to abort the game.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_pairing_posted_for_a_forgotten_seek_says_so() {
+    use oanquan_game::seek::{Claim, SeekBoard as _};
+    let Some(schema) = TestSchema::new() else {
+        return;
+    };
+    let [a, b] = [
+        Node::start(&schema, 10_000).await,
+        Node::start(&schema, 10_000).await,
+    ];
+    let SeekOutcome::Waiting(ticket) = a.pool.seek(request("Lan")).await.unwrap() else {
+        panic!("nobody to pair with yet");
+    };
+    let id = ticket.info().id.clone();
+    let fits = |_: &oanquan_game::seek::SeekInfo| true;
+    assert!(matches!(
+        b.seeks.claim(&id, &fits).await.unwrap(),
+        Claim::Took(_)
+    ));
+    // Taken, not paired: forgetting it names no game.
+    assert_eq!(a.seeks.forget(&id).await.unwrap(), None);
+    let game = GameId::generate();
+    assert!(!b.seeks.paired(&id, &game, Player::First).await.unwrap());
+    drop(ticket);
 }

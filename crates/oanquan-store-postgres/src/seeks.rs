@@ -577,10 +577,10 @@ impl SeekBoard for PostgresSeeks {
         .boxed()
     }
 
-    fn paired<'a>(&'a self, id: &'a str, game: &'a GameId, seat: Player) -> BoardFuture<'a, ()> {
+    fn paired<'a>(&'a self, id: &'a str, game: &'a GameId, seat: Player) -> BoardFuture<'a, bool> {
         async move {
             let client = self.store.pool.get().await.map_err(fault::pool)?;
-            client
+            let rows = client
                 .query(
                     "WITH done AS (UPDATE seeks SET game = $3, seat = $4 WHERE id = $2 RETURNING id)
                      SELECT pg_notify($1::text, current_schema() || ' ' || id) FROM done",
@@ -588,7 +588,7 @@ impl SeekBoard for PostgresSeeks {
                 )
                 .await
                 .map_err(backend)?;
-            Ok(())
+            Ok(!rows.is_empty())
         }
         .boxed()
     }
@@ -627,20 +627,31 @@ impl SeekBoard for PostgresSeeks {
         .boxed()
     }
 
-    fn forget<'a>(&'a self, id: &'a str) -> BoardFuture<'a, ()> {
+    fn forget<'a>(&'a self, id: &'a str) -> BoardFuture<'a, Option<(GameId, Player)>> {
         async move {
             let client = self.store.pool.get().await.map_err(fault::pool)?;
             // Announced only if it was still listed: a taken seek was announced when taken.
-            client
-                .query(
-                    "WITH gone AS (DELETE FROM seeks WHERE id = $2 RETURNING id, taken_by)
-                     SELECT pg_notify($1::text, current_schema() || ' ' || id) FROM gone
-                     WHERE taken_by IS NULL",
+            let row = client
+                .query_opt(
+                    "WITH gone AS (DELETE FROM seeks WHERE id = $2 RETURNING id, taken_by, game, seat),
+                          told AS (SELECT pg_notify($1::text, current_schema() || ' ' || id)
+                                   FROM gone WHERE taken_by IS NULL)
+                     SELECT game, seat, (SELECT count(*) FROM told) FROM gone",
                     &[&SEEK_CHANNEL, &id],
                 )
                 .await
                 .map_err(backend)?;
-            Ok(())
+            let Some(row) = row else { return Ok(None) };
+            let game: Option<String> = row.try_get(0).map_err(backend)?;
+            let seat: Option<String> = row.try_get(1).map_err(backend)?;
+            Ok(match (game, seat) {
+                (Some(game), Some(seat)) => {
+                    let game = GameId::parse(&game)
+                        .map_err(|e| StoreError::Backend(format!("seek {id}'s game: {e}")))?;
+                    Some((game, parse_player(&seat).map_err(StoreError::Backend)?))
+                }
+                _ => None,
+            })
         }
         .boxed()
     }
