@@ -1330,7 +1330,7 @@ impl SeekPool {
         slot: OpenGameSlot,
     ) -> Result<Seated, GameError> {
         let id = theirs.info.id.clone();
-        let their_token = theirs.token.clone();
+        let their_token = theirs.token;
         match self
             .create_pair(&theirs.info, theirs.token, &me, &token, client, slot)
             .await
