@@ -226,12 +226,14 @@ impl fmt::Display for Refused {
         match *self {
             Refused::Busy { max, .. } => write!(
                 f,
-                "the server is running its maximum of {max} analyses at once; retry in {retry} ms"
+                "the server is running its maximum of {max} {} at once; retry in {retry} ms",
+                if max == 1 { "analysis" } else { "analyses" }
             ),
             Refused::PerClient { max, .. } => write!(
                 f,
-                "your address already has {max} analyses running or waiting (the limit per client); \
-                 wait for one to finish, retry in {retry} ms"
+                "your address already has {max} {} running or waiting (the limit per client); \
+                 wait for one to finish, retry in {retry} ms",
+                if max == 1 { "analysis" } else { "analyses" }
             ),
         }
     }
@@ -1666,10 +1668,17 @@ mod tests {
             .reserve_analysis(ip("127.0.0.1"), time)
             .await
             .unwrap();
-        assert!(matches!(
-            strict.reserve_analysis(ip("127.0.0.1"), time).await,
-            Err(AnalysisError::Refused(Refused::PerClient { max: 1, .. }))
-        ));
+        let refused = strict.reserve_analysis(ip("127.0.0.1"), time).await;
+        let Err(AnalysisError::Refused(refused @ Refused::PerClient { max: 1, .. })) = refused
+        else {
+            panic!("{refused:?}");
+        };
+        assert!(
+            refused
+                .to_string()
+                .contains("already has 1 analysis running"),
+            "{refused}"
+        );
         drop(held);
     }
 

@@ -109,7 +109,8 @@ pub struct ClientLimits {
     )]
     pub rate_limit: f64,
 
-    /// Requests one client address may make in a burst above --rate-limit.
+    /// Requests one client address may make at once: the bucket's size, which --rate-limit
+    /// refills (so with --rate-limit 5 and a burst of 5, 5 back-to-back calls pass, not 10).
     #[arg(long, env = "OANQUAN_RATE_LIMIT_BURST", default_value = "100", value_parser = parse_burst)]
     pub rate_limit_burst: u32,
 

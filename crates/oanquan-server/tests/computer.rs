@@ -812,7 +812,7 @@ async fn analyses_are_capped_per_client_address() {
     assert!(
         refused
             .message()
-            .contains("your address already has 1 analyses"),
+            .contains("your address already has 1 analysis running"),
         "{refused:?}"
     );
     assert!(
