@@ -451,6 +451,8 @@ fn kind_of(metadata: &std::fs::Metadata) -> &'static str {
 #[derive(Debug)]
 pub(super) struct FileLock {
     file: std::fs::File,
+    /// The lock file, when this start made it: a refused start removes it again.
+    made: Option<PathBuf>,
     previous_alive: Option<std::time::SystemTime>,
     previous_log_end: Option<LogEnd>,
     /// What the lock file held before this server wrote its pid in it.
@@ -578,6 +580,13 @@ impl FileLock {
     /// moved it, and the 30 s the server was down were taken from a player's clock.
     pub(super) fn restore(&self) {
         use std::io::{Seek as _, Write as _};
+        // Made by this start: "nothing was changed" leaves no lock file either (an outside
+        // probe found an empty one beside each refused file). Unlinked while still locked, so
+        // a start racing this one is refused by the lock, or makes a file of its own.
+        if let Some(made) = &self.made {
+            let _ = std::fs::remove_file(made);
+            return;
+        }
         let mut file = &self.file;
         let _ = file
             .set_len(0)
@@ -752,11 +761,7 @@ fn lock_file_refused(path: &Path, lock: &Path, source: std::io::Error) -> OpenEr
 /// [`OpenError::BadLockFile`] for anything else there, [`OpenError::Io`].
 pub(super) fn open_lock_file(path: &Path) -> Result<(std::fs::File, PathBuf), OpenError> {
     use std::io::Read as _;
-    // The name the database resolves to, when it exists (else the name as given: a new file).
-    let resolved = std::fs::canonicalize(path).unwrap_or_else(|_| path.to_owned());
-    let mut lock_path = resolved.as_os_str().to_owned();
-    lock_path.push(".lock");
-    let lock_path = PathBuf::from(lock_path);
+    let lock_path = lock_path_of(path);
     let bad = |what: String| OpenError::BadLockFile {
         path: path.to_owned(),
         lock: lock_path.clone(),
@@ -829,6 +834,15 @@ pub(super) fn open_lock_file(path: &Path) -> Result<(std::fs::File, PathBuf), Op
     Ok((file, lock_path))
 }
 
+/// The lock file of the database at `path`: beside the name the database resolves to, when it
+/// exists (else the name as given: a new file), with `.lock` added.
+fn lock_path_of(path: &Path) -> PathBuf {
+    let resolved = std::fs::canonicalize(path).unwrap_or_else(|_| path.to_owned());
+    let mut lock_path = resolved.into_os_string();
+    lock_path.push(".lock");
+    PathBuf::from(lock_path)
+}
+
 /// The most a lock file of ours holds: a pid and its [`LogEnd`] (padded to this), a newline.
 const LOCK_CONTENT_MAX: u64 = 96;
 
@@ -838,6 +852,7 @@ const LOCK_CONTENT_MAX: u64 = 96;
 ///
 /// [`OpenError::Locked`] if another store (in this process or another) holds it.
 pub(super) fn lock(path: &Path) -> Result<FileLock, OpenError> {
+    let new_file = std::fs::symlink_metadata(lock_path_of(path)).is_err();
     let (mut file, lock_path) = open_lock_file(path)?;
     let io = |context| {
         let path = path.to_owned();
@@ -891,6 +906,7 @@ pub(super) fn lock(path: &Path) -> Result<FileLock, OpenError> {
     }
     let lock = FileLock {
         file,
+        made: new_file.then_some(lock_path),
         previous_alive,
         previous_log_end,
         previous_content,
@@ -1275,10 +1291,7 @@ fn held_lock(path: &Path) -> Option<OpenError> {
     {
         use rustix::fs::{FlockOperation, flock};
         use std::io::Read as _;
-        let resolved = std::fs::canonicalize(path).unwrap_or_else(|_| path.to_owned());
-        let mut lock_path = resolved.into_os_string();
-        lock_path.push(".lock");
-        let lock_path = PathBuf::from(lock_path);
+        let lock_path = lock_path_of(path);
         let mut file = std::fs::File::open(&lock_path).ok()?;
         if flock(&file, FlockOperation::NonBlockingLockShared) != Err(rustix::io::Errno::WOULDBLOCK)
         {
