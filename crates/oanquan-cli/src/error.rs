@@ -238,9 +238,14 @@ fn plain_words(status: &tonic::Status, reason: Option<ErrorReason>) -> String {
             return shown(status.message()).into_owned();
         }
         Some(ErrorReason::CannotClaim) => "you cannot claim the win now",
-        Some(ErrorReason::CannotOffer) => {
-            "your draw offer was declined; you can offer again after your next move"
+        // The server says which: the computer takes no draws, or this move's offer was
+        // declined (an outside probe was told "declined" of an offer to the computer).
+        Some(ErrorReason::CannotOffer) if !status.message().is_empty() => {
+            let message = status.message();
+            return shown(message.strip_prefix("cannot offer a draw: ").unwrap_or(message))
+                .into_owned();
         }
+        Some(ErrorReason::CannotOffer) => "you cannot offer a draw now",
         Some(ErrorReason::NoOffer) => "there is no draw offer to decline",
         Some(ErrorReason::RematchUnavailable) => {
             "no rematch is possible for this game any more (declined, started, too late, or the \
@@ -590,7 +595,22 @@ mod tests {
             ),
             "x: you can claim the win once they have not moved for 1d (in 3h)"
         );
-        assert!(words("ERROR_REASON_CANNOT_OFFER", "api words").contains("after your next move"));
+        assert_eq!(
+            words(
+                "ERROR_REASON_CANNOT_OFFER",
+                "cannot offer a draw: the computer does not take draws: play on, or resign"
+            ),
+            "x: the computer does not take draws: play on, or resign"
+        );
+        assert_eq!(
+            words(
+                "ERROR_REASON_CANNOT_OFFER",
+                "cannot offer a draw: you already offered a draw on this move and it was \
+                 declined; offer again after your next move"
+            ),
+            "x: you already offered a draw on this move and it was declined; offer again after \
+             your next move"
+        );
         assert!(words("ERROR_REASON_NO_OFFER", "api").contains("no draw offer to decline"));
         assert!(words("ERROR_REASON_TIME_UP", "api").contains("time for this move has run out"));
         assert!(words("ERROR_REASON_REMATCH_UNAVAILABLE", "api").contains("no rematch"));
