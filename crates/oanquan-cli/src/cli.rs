@@ -842,7 +842,8 @@ pub struct DisplayArgs {
     #[arg(long)]
     pub no_animate: bool,
 
-    /// Delay between two animation frames, in milliseconds.
+    /// Delay between two animation frames, in milliseconds. A seated player's animations take
+    /// at most a twentieth of their time left on the clock.
     #[arg(long, default_value_t = 90, value_name = "MS")]
     pub animate_ms: u64,
 

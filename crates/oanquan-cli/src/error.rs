@@ -242,8 +242,12 @@ fn plain_words(status: &tonic::Status, reason: Option<ErrorReason>) -> String {
         // declined (an outside probe was told "declined" of an offer to the computer).
         Some(ErrorReason::CannotOffer) if !status.message().is_empty() => {
             let message = status.message();
-            return shown(message.strip_prefix("cannot offer a draw: ").unwrap_or(message))
-                .into_owned();
+            return shown(
+                message
+                    .strip_prefix("cannot offer a draw: ")
+                    .unwrap_or(message),
+            )
+            .into_owned();
         }
         Some(ErrorReason::CannotOffer) => "you cannot offer a draw now",
         Some(ErrorReason::NoOffer) => "there is no draw offer to decline",

@@ -460,6 +460,20 @@ impl Live {
         !self.over && self.clocks.is_some_and(|c| c.ticking())
     }
 
+    /// The viewer's own time, when it is limited: their clock's reading (running or not), or
+    /// their first move's limit while it counts down. `None` for a spectator or an untimed game.
+    fn own_time_left(&self, now: Instant) -> Option<Duration> {
+        let (you, clocks) = (self.you?, self.clocks.as_ref()?);
+        if self.over {
+            return None;
+        }
+        match clocks.running() {
+            Some(_) => Some(clocks.remaining(you, now)),
+            None if self.to_move() == Some(you) => clocks.first_move_left(now),
+            None => None,
+        }
+    }
+
     /// The `clocks:` line at `now`, for a timed game.
     pub fn clock_line(&self, now: Instant) -> Option<String> {
         let clocks = self.clocks.as_ref()?;
@@ -929,7 +943,10 @@ impl Live {
         // Ctrl-C must not wait for the frames (seconds of a long relay move, more with a slow
         // --animate-ms): the animation stops, and the caller's own listener ends the session.
         let mut presses = crate::signals::Presses::new();
-        for step in &record.steps {
+        let ends = self
+            .own_time_left(Instant::now())
+            .and_then(|left| Instant::now().checked_add(left / ANIMATION_SHARE));
+        for (index, step) in record.steps.iter().enumerate() {
             let touched = board::replay_step(&mut board, &mut hand, step, self.quan_value());
             let view = View {
                 to_move: mover,
@@ -942,6 +959,10 @@ impl Live {
                 Some(oanquan_proto::v1::step::Kind::Sow(_)) => delay,
                 _ => delay.saturating_mul(4),
             };
+            let steps_left = record.steps.len() - index;
+            let Some(pause) = step_pause(pause, steps_left, ends, Instant::now()) else {
+                break;
+            };
             tokio::select! {
                 () = tokio::time::sleep(pause) => {}
                 () = presses.next() => break,
@@ -952,10 +973,52 @@ impl Live {
     }
 }
 
+/// A seated player's animations take at most this share of their time left: an outside
+/// probe's prompt came 6.4 s after the opponent's move in a 1+0 game, on their clock. As the
+/// web page does (README, "The web page").
+const ANIMATION_SHARE: u32 = 20;
+
+/// The shortest pause worth showing; under it the rest of a move is drawn at once.
+const SHORTEST_PAUSE: Duration = Duration::from_millis(10);
+
+/// The pause after a frame, `steps_left` frames (this one included) before the move's end:
+/// the chosen `pause`, or less so that the rest ends by `ends`; `None` to draw the end at once
+/// (too little time left to see the frames).
+fn step_pause(
+    pause: Duration,
+    steps_left: usize,
+    ends: Option<Instant>,
+    now: Instant,
+) -> Option<Duration> {
+    let Some(ends) = ends else {
+        return Some(pause);
+    };
+    let share =
+        ends.saturating_duration_since(now) / u32::try_from(steps_left.max(1)).unwrap_or(u32::MAX);
+    (share >= SHORTEST_PAUSE).then(|| pause.min(share))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use oanquan_proto::v1::{Direction, Move, Outcome, PlayerPair, Step, step};
+
+    #[test]
+    fn a_seated_players_animation_fits_a_share_of_their_time() {
+        let now = Instant::now();
+        let ms = Duration::from_millis;
+        // No limit: the chosen pause.
+        assert_eq!(step_pause(ms(400), 10, None, now), Some(ms(400)));
+        // 3 s for 10 frames: 300 ms each at most, the chosen pause if shorter.
+        let ends = now.checked_add(ms(3000));
+        assert_eq!(step_pause(ms(400), 10, ends, now), Some(ms(300)));
+        assert_eq!(step_pause(ms(100), 10, ends, now), Some(ms(100)));
+        // Too little to see: the end at once.
+        assert_eq!(step_pause(ms(400), 1000, ends, now), None);
+        assert_eq!(step_pause(ms(400), 1, now.checked_add(ms(5)), now), None);
+        // Past the end.
+        assert_eq!(step_pause(ms(400), 3, ends, now + ms(4000)), None);
+    }
 
     #[test]
     fn move_line_uses_the_movers_terms() {
