@@ -1328,6 +1328,46 @@ fn a_closed_pipe_ends_quietly() {
     assert_eq!(String::from_utf8_lossy(&out.stderr), "");
 }
 
+/// The same on a game where nothing happens: with no event to write, the client still sees
+/// its reader gone (an outside probe's `watch G | head -1` on a quiet game ran on for good).
+#[test]
+fn a_closed_pipe_ends_quietly_on_a_quiet_game_too() {
+    use std::io::BufRead as _;
+    use std::process::Stdio;
+    use std::time::{Duration, Instant};
+
+    let server = Server::start();
+    let (alice_dir, eve_dir) = (config_dir(), config_dir());
+    let created = run_cli(&server.url(), alice_dir.path(), &["create", "--name", "a"]);
+    let id = created_id(created.stdout.lines().next().unwrap_or_default());
+    let mut watcher = oanquan_e2e::cli_command(&server.url(), eve_dir.path(), &["watch", &id])
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn oanquan watch");
+    let mut stdout = std::io::BufReader::new(watcher.stdout.take().expect("stdout"));
+    let mut first = String::new();
+    stdout.read_line(&mut first).expect("first line");
+    assert!(first.starts_with(&format!("game {id}: waiting")), "{first}");
+    // Everything the client had to say is in the pipe by now; then the reader goes.
+    std::thread::sleep(Duration::from_millis(1500));
+    drop(stdout);
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let status = loop {
+        if let Some(status) = watcher.try_wait().expect("wait for watch") {
+            break status;
+        }
+        assert!(Instant::now() < deadline, "watch still runs with no reader");
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    assert_eq!(status.code(), Some(0));
+    let mut stderr = String::new();
+    std::io::Read::read_to_string(&mut watcher.stderr.take().expect("stderr"), &mut stderr)
+        .expect("stderr");
+    assert_eq!(stderr, "");
+}
+
 /// Columns follow their widest cell, "Computer (random)" included.
 #[test]
 fn list_columns_line_up() {

@@ -100,6 +100,29 @@ fn stdout_error(err: &std::io::Error) -> CliError {
     }
 }
 
+/// Whether standard output is a pipe whose reader has gone. A write would tell, but a quiet
+/// game writes nothing: an outside probe's `oanquan watch G | head -1` ran on for good after
+/// `head` had exited. The kernel reports the closed reader on the pipe's end as an error
+/// condition, which `poll` sees without writing.
+#[cfg(unix)]
+pub fn stdout_reader_gone() -> bool {
+    use rustix::event::{PollFd, PollFlags, Timespec, poll};
+    let stdout = std::io::stdout();
+    let mut fds = [PollFd::new(&stdout, PollFlags::empty())];
+    let now = Timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    matches!(poll(&mut fds, Some(&now)), Ok(n) if n > 0)
+        && fds[0].revents().intersects(PollFlags::ERR | PollFlags::HUP)
+}
+
+/// Elsewhere only a write tells.
+#[cfg(not(unix))]
+pub fn stdout_reader_gone() -> bool {
+    false
+}
+
 fn write_stdout(text: &str) -> Result<(), CliError> {
     let mut stdout = std::io::stdout().lock();
     stdout

@@ -110,6 +110,10 @@ pub async fn watch(ctx: &Context, clients: Clients, args: &WatchArgs) -> Result<
     let interrupt = crate::signals::interrupt();
     tokio::pin!(interrupt);
     let mut interrupt_armed = true;
+    // Off a terminal, whether the reader of the output is still there (see
+    // `output::stdout_reader_gone`): once a second.
+    let mut reader_check = tokio::time::interval(std::time::Duration::from_secs(1));
+    reader_check.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     loop {
         let ticking = status_line && live.ticking();
         let item = tokio::select! {
@@ -117,6 +121,12 @@ pub async fn watch(ctx: &Context, clients: Clients, args: &WatchArgs) -> Result<
             _ = ticker.tick(), if ticking => {
                 if let Some(line) = live.clock_line(Instant::now()) {
                     output::tick(&line)?;
+                }
+                continue;
+            }
+            _ = reader_check.tick(), if !ctx.stdout_tty => {
+                if output::stdout_reader_gone() {
+                    return Err(CliError::output_closed());
                 }
                 continue;
             }
