@@ -187,10 +187,19 @@ fn parse_amount(text: &str, default: Option<u128>, what: &str) -> Result<Duratio
         })?
     } else {
         unit(&word.to_ascii_lowercase()).ok_or_else(|| {
-            format!(
-                "`{}` in the {what} `{text}` is not a unit: use s, m, h or d",
-                word.escape_debug()
-            )
+            // `3h1s`: a unit, then more. Said as such, not as a unit `h1s` nobody wrote.
+            let first_unit: String = word.chars().take_while(char::is_ascii_alphabetic).collect();
+            if first_unit.len() < word.len() && unit(&first_unit.to_ascii_lowercase()).is_some() {
+                format!(
+                    "the {what} `{text}` mixes units: give one number and one unit (s, m, h \
+                     or d), such as 90s or 1.5m"
+                )
+            } else {
+                format!(
+                    "`{}` in the {what} `{text}` is not a unit: use s, m, h or d",
+                    word.escape_debug()
+                )
+            }
         })?
     };
     // Anything this long is refused by the bounds anyway; capping the digits keeps the
@@ -347,6 +356,8 @@ mod tests {
             ("five+3", "not a number"),
             ("5x+3", "not a unit"),
             ("1e3+0", "not a unit"),
+            ("3h1s+0", "`3h1s` mixes units: give one number and one unit"),
+            ("1m30s+0", "mixes units"),
             ("1.2.3+0", "at most three decimals"),
             ("1.2345+0", "at most three decimals"),
             (".+0", "not a number"),
