@@ -1299,17 +1299,23 @@ fn refills_and_the_end_of_game_collection_are_said_and_the_scores_add_up() {
     assert!(listed[end - 1].starts_with("move "), "{listed:#?}");
 }
 
-/// `oanquan watch G | head -1`: the reader goes away, the client ends quietly with 0.
-#[test]
-fn a_closed_pipe_ends_quietly() {
+/// A game created by `a`, and `oanquan watch` of it with its stdout on a pipe: the watcher,
+/// the pipe's reading end after the first line (checked), and the game's id.
+fn watched_through_a_pipe(
+    server: &Server,
+    creator: &std::path::Path,
+    spectator: &std::path::Path,
+) -> (
+    std::process::Child,
+    std::io::BufReader<std::process::ChildStdout>,
+    String,
+) {
     use std::io::BufRead as _;
     use std::process::Stdio;
 
-    let server = Server::start();
-    let (alice_dir, bob_dir, eve_dir) = (config_dir(), config_dir(), config_dir());
-    let created = run_cli(&server.url(), alice_dir.path(), &["create", "--name", "a"]);
+    let created = run_cli(&server.url(), creator, &["create", "--name", "a"]);
     let id = created_id(created.stdout.lines().next().unwrap_or_default());
-    let mut watcher = oanquan_e2e::cli_command(&server.url(), eve_dir.path(), &["watch", &id])
+    let mut watcher = oanquan_e2e::cli_command(&server.url(), spectator, &["watch", &id])
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
@@ -1319,6 +1325,15 @@ fn a_closed_pipe_ends_quietly() {
     let mut first = String::new();
     stdout.read_line(&mut first).expect("first line");
     assert!(first.starts_with(&format!("game {id}: waiting")), "{first}");
+    (watcher, stdout, id)
+}
+
+/// `oanquan watch G | head -1`: the reader goes away, the client ends quietly with 0.
+#[test]
+fn a_closed_pipe_ends_quietly() {
+    let server = Server::start();
+    let (alice_dir, bob_dir, eve_dir) = (config_dir(), config_dir(), config_dir());
+    let (watcher, stdout, id) = watched_through_a_pipe(&server, alice_dir.path(), eve_dir.path());
     drop(stdout);
     // The next event has nowhere to go.
     let joined = run_cli(&server.url(), bob_dir.path(), &["join", &id, "--name", "b"]);
@@ -1332,24 +1347,12 @@ fn a_closed_pipe_ends_quietly() {
 /// its reader gone (an outside probe's `watch G | head -1` on a quiet game ran on for good).
 #[test]
 fn a_closed_pipe_ends_quietly_on_a_quiet_game_too() {
-    use std::io::BufRead as _;
-    use std::process::Stdio;
     use std::time::{Duration, Instant};
 
     let server = Server::start();
     let (alice_dir, eve_dir) = (config_dir(), config_dir());
-    let created = run_cli(&server.url(), alice_dir.path(), &["create", "--name", "a"]);
-    let id = created_id(created.stdout.lines().next().unwrap_or_default());
-    let mut watcher = oanquan_e2e::cli_command(&server.url(), eve_dir.path(), &["watch", &id])
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("spawn oanquan watch");
-    let mut stdout = std::io::BufReader::new(watcher.stdout.take().expect("stdout"));
-    let mut first = String::new();
-    stdout.read_line(&mut first).expect("first line");
-    assert!(first.starts_with(&format!("game {id}: waiting")), "{first}");
+    let (mut watcher, stdout, _) =
+        watched_through_a_pipe(&server, alice_dir.path(), eve_dir.path());
     // Everything the client had to say is in the pipe by now; then the reader goes.
     std::thread::sleep(Duration::from_millis(1500));
     drop(stdout);

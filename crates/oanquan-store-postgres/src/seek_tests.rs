@@ -341,6 +341,21 @@ async fn the_nodes_heartbeats_say_when_the_last_node_was_alive() {
     drop((a.store, b.store));
 }
 
+/// Two nodes, and Lan's seek waiting on the first: the nodes, the seek's ticket and its id.
+async fn two_nodes_and_a_waiting_seek(
+    schema: &TestSchema,
+) -> ([Node; 2], oanquan_game::seek::SeekTicket, String) {
+    let nodes = [
+        Node::start(schema, 10_000).await,
+        Node::start(schema, 10_000).await,
+    ];
+    let SeekOutcome::Waiting(ticket) = nodes[0].pool.seek(request("Lan")).await.unwrap() else {
+        panic!("nobody to pair with yet");
+    };
+    let id = ticket.info().id.clone();
+    (nodes, ticket, id)
+}
+
 /// A seeker whose ticket is dropped after another node paired it, before it took the game
 /// (its stream closed just then): nobody will hold its seat, so the game is aborted at once
 /// instead of leaving the accepter to wait out the first-move limit (an outside probe's race
@@ -350,14 +365,7 @@ async fn a_seek_paired_on_another_node_and_then_dropped_aborts_its_game() {
     let Some(schema) = TestSchema::new() else {
         return;
     };
-    let [a, b] = [
-        Node::start(&schema, 10_000).await,
-        Node::start(&schema, 10_000).await,
-    ];
-    let SeekOutcome::Waiting(ticket) = a.pool.seek(request("Lan")).await.unwrap() else {
-        panic!("nobody to pair with yet");
-    };
-    let id = ticket.info().id.clone();
+    let ([_a, b], ticket, id) = two_nodes_and_a_waiting_seek(&schema).await;
     let minh = b.pool.accept(&id, "Minh", None, None).await.unwrap();
     drop(ticket);
     let game = minh.game.id.clone();
@@ -380,14 +388,7 @@ async fn a_pairing_posted_for_a_forgotten_seek_says_so() {
     let Some(schema) = TestSchema::new() else {
         return;
     };
-    let [a, b] = [
-        Node::start(&schema, 10_000).await,
-        Node::start(&schema, 10_000).await,
-    ];
-    let SeekOutcome::Waiting(ticket) = a.pool.seek(request("Lan")).await.unwrap() else {
-        panic!("nobody to pair with yet");
-    };
-    let id = ticket.info().id.clone();
+    let ([a, b], ticket, id) = two_nodes_and_a_waiting_seek(&schema).await;
     let fits = |_: &oanquan_game::seek::SeekInfo| true;
     assert!(matches!(
         b.seeks.claim(&id, &fits).await.unwrap(),
