@@ -43,6 +43,10 @@ function h<K extends keyof HTMLElementTagNameMap>(
   return element;
 }
 
+/** While the viewer's own clock runs, moves are shown at once in their last 30 seconds, and
+ * animated on at most a twentieth of the time beyond (see `stepDelay`). */
+const ANIMATION_RESERVE_MS = 30_000;
+
 function button(label: string, testid: string, onClick: () => void, attrs: Record<string, string> = {}) {
   const b = h("button", { type: "button", "data-testid": testid, ...attrs }, label);
   b.addEventListener("click", onClick);
@@ -1418,26 +1422,37 @@ function showGame(id: string): () => void {
    */
   /**
    * The delay before a move's next step, `steps` of them left: the chosen speed, except while
-   * the viewer's own clock runs (this page's squares wait for the animation's end), when the
-   * rest of the animation takes at most a twentieth of the time left, or is skipped if that is
-   * too short to see. Asked at every step: the viewer's own move may still be showing when
-   * the computer's reply starts their clock. In 15-second games outside probes lost 2 to 4 s a
-   * move watching moves, and once the game.
+   * the viewer's own clock runs (this page's squares wait for the animation's end). Then all
+   * that is shown on that clock before the viewer moves (the rest of their own move, and the
+   * reply) takes at most a twentieth of their time beyond the last 30 seconds: none at all
+   * below it, or when a step would be too short to see. Asked at every step: the viewer's own
+   * move may still be showing when the computer's reply starts their clock. In 15-second
+   * games outside probes lost 2 to 4 s a move watching moves, and with a twentieth of each
+   * move still 11 of 15 seconds in a game.
    */
   function stepDelay(steps: number, budget: { ends?: number }): number {
     const chosen = Number(speed.value);
     if (chosen <= 0 || seat === Player.UNSPECIFIED || clocksToMove !== seat) return chosen;
     const left = clocks?.running === seat ? clockMs(seat) : firstMoveMs();
     if (left === undefined) return chosen;
-    // One twentieth for the whole rest, from the first step that counts it.
-    budget.ends ??= performance.now() + left / 20;
+    // One share for the whole turn, from the first step that counts it.
+    budget.ends ??= performance.now() + Math.max(0, left - ANIMATION_RESERVE_MS) / 20;
     const allowed = Math.floor((budget.ends - performance.now()) / Math.max(1, steps));
     return allowed < 10 ? 0 : Math.min(chosen, allowed);
   }
 
+  /** The budget of the viewer's turn that `record` comes before: their own move and the reply
+   * to it share one (see `stepDelay`), keyed by the number of the viewer's next move. */
+  let turnBudget: { before: number; ends?: number } = { before: 0 };
+  function budgetFor(record: MoveRecord): { ends?: number } {
+    const before = record.player === seat ? record.number + 2 : record.number + 1;
+    if (turnBudget.before !== before) turnBudget = { before };
+    return turnBudget;
+  }
+
   async function animate(record: MoveRecord) {
     lastMove = record.move?.square;
-    const budget: { ends?: number } = {};
+    const budget = budgetFor(record);
     if (stepDelay(record.steps.length, budget) > 0 && record.steps.length > 0) {
       animating = true;
       try {

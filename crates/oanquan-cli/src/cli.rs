@@ -843,7 +843,7 @@ pub struct DisplayArgs {
     pub no_animate: bool,
 
     /// Delay between two animation frames, in milliseconds. A seated player's animations take
-    /// at most a twentieth of their time left on the clock.
+    /// at most a twentieth of their time left beyond its last 30 seconds, and none in those.
     #[arg(long, default_value_t = 90, value_name = "MS")]
     pub animate_ms: u64,
 

@@ -943,9 +943,9 @@ impl Live {
         // Ctrl-C must not wait for the frames (seconds of a long relay move, more with a slow
         // --animate-ms): the animation stops, and the caller's own listener ends the session.
         let mut presses = crate::signals::Presses::new();
-        let ends = self
-            .own_time_left(Instant::now())
-            .and_then(|left| Instant::now().checked_add(left / ANIMATION_SHARE));
+        let ends = self.own_time_left(Instant::now()).and_then(|left| {
+            Instant::now().checked_add(left.saturating_sub(ANIMATION_RESERVE) / ANIMATION_SHARE)
+        });
         for (index, step) in record.steps.iter().enumerate() {
             let touched = board::replay_step(&mut board, &mut hand, step, self.quan_value());
             let view = View {
@@ -973,10 +973,14 @@ impl Live {
     }
 }
 
-/// A seated player's animations take at most this share of their time left: an outside
-/// probe's prompt came 6.4 s after the opponent's move in a 1+0 game, on their clock. As the
-/// web page does (README, "The web page").
+/// A seated player's animations take at most this share of their time left beyond
+/// [`ANIMATION_RESERVE`]: an outside probe's prompt came 6.4 s after the opponent's move in a
+/// 1+0 game, on their clock. As the web page does (README, "The web page"), where a share of
+/// each move's time still took 11 of a 15-second game's seconds.
 const ANIMATION_SHARE: u32 = 20;
+
+/// A seated player's last seconds, in which moves are shown at once.
+const ANIMATION_RESERVE: Duration = Duration::from_secs(30);
 
 /// The shortest pause worth showing; under it the rest of a move is drawn at once.
 const SHORTEST_PAUSE: Duration = Duration::from_millis(10);
