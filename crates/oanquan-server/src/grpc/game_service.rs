@@ -706,6 +706,11 @@ impl pb::game_service_server::GameService for GameApi {
             SeekOutcome::Waiting(ticket) => ticket,
         };
         let (tx, rx) = mpsc::channel(4);
+        // How many messages the response stream has taken from `rx`: a `paired` taken is on its
+        // way to the client, one still queued when the client goes never reaches it.
+        let taken = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+        let taking = Arc::clone(&taken);
+        let mut sent = 0usize;
         let mut shutdown = self.streams.shutdown.clone();
         let period = self
             .streams
@@ -722,6 +727,7 @@ impl pb::game_service_server::GameService for GameApi {
             {
                 return;
             }
+            sent += 1;
             let mut ticker = tokio::time::interval_at(tokio::time::Instant::now() + period, period);
             // One wait for the whole stream: a fresh one each turn of the loop would restart
             // the computer fallback's wait at every heartbeat, and drop a pairing with the
@@ -759,9 +765,20 @@ impl pb::game_service_server::GameService for GameApi {
                             Ok(seated) => manager.hand_out_seat(seated, key.as_deref()).await,
                             Err(error) => Err(error),
                         };
-                        handed
-                            .map_err(into_status)
-                            .and_then(|seated| seek_message(paired(&seated)))
+                        match handed {
+                            // A seat the client never took, gone before its `paired` left
+                            // the server, is held by nobody: an outside probe's accepter
+                            // waited out the first-move limit in such games, 17 in 200.
+                            Ok(seated) => {
+                                let queued = tx.send(seek_message(paired(&seated))).await;
+                                if queued.is_err() || !taken_by_stream(&tx, &taken, sent + 1).await
+                                {
+                                    manager.abandon_seat(&seated).await;
+                                }
+                                break;
+                            }
+                            Err(error) => Err(into_status(error)),
+                        }
                     }
                     // A revoked key ends the loop, and dropping the ticket withdraws the seek.
                     Turn::Tick => match manager.key_still_good(key.as_deref()).await {
@@ -784,11 +801,16 @@ impl pb::game_service_server::GameService for GameApi {
                 if tx.send(out).await.is_err() || last {
                     break;
                 }
+                sent += 1;
             }
         });
-        Ok(Response::new(Box::pin(
+        let stream = futures::StreamExt::inspect(
             tokio_stream::wrappers::ReceiverStream::new(rx),
-        )))
+            move |_| {
+                taking.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+            },
+        );
+        Ok(Response::new(Box::pin(stream)))
     }
 
     async fn accept_seek(
@@ -834,6 +856,30 @@ impl pb::game_service_server::GameService for GameApi {
     }
 }
 
+/// Waits until the response stream has taken `sent` messages (counted in `taken`), for up to a
+/// second: `false` if the client went away first. A message taken is on its way to the client
+/// (see README, "Seeks"); one still queued when the client goes never reaches it.
+async fn taken_by_stream<T>(
+    tx: &mpsc::Sender<T>,
+    taken: &std::sync::atomic::AtomicUsize,
+    sent: usize,
+) -> bool {
+    let all_taken = || taken.load(std::sync::atomic::Ordering::SeqCst) >= sent;
+    let deadline = tokio::time::sleep(std::time::Duration::from_secs(1));
+    tokio::pin!(deadline);
+    loop {
+        if all_taken() {
+            return true;
+        }
+        tokio::select! {
+            // Taken just before the client went, it is the client's.
+            () = tx.closed() => return all_taken(),
+            () = &mut deadline => return true,
+            () = tokio::time::sleep(std::time::Duration::from_millis(5)) => {}
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -865,5 +911,39 @@ mod tests {
         two.metadata_mut()
             .append("authorization", "Bearer def".parse().unwrap());
         assert_eq!(bearer(&two).unwrap_err(), GameError::SeveralAuthorizations);
+    }
+
+    /// A `paired` counts as delivered once the stream took it (even if the client went right
+    /// after), and not if the client went away while it was still queued.
+    #[tokio::test]
+    async fn a_message_is_taken_by_the_stream_or_lost_with_the_client() {
+        use std::sync::atomic::{AtomicUsize, Ordering};
+        let (tx, rx) = mpsc::channel::<u8>(4);
+        let taken = Arc::new(AtomicUsize::new(0));
+        tx.send(1).await.unwrap();
+        let reader = {
+            let taken = Arc::clone(&taken);
+            tokio::spawn(async move {
+                tokio::time::sleep(std::time::Duration::from_millis(30)).await;
+                let mut rx = rx;
+                let got = rx.recv().await;
+                taken.fetch_add(1, Ordering::SeqCst);
+                // Gone at once after taking it.
+                drop(rx);
+                got
+            })
+        };
+        assert!(taken_by_stream(&tx, &taken, 1).await);
+        assert_eq!(reader.await.unwrap(), Some(1));
+
+        let (tx, rx) = mpsc::channel::<u8>(4);
+        let taken = AtomicUsize::new(0);
+        tx.send(1).await.unwrap();
+        let gone = tokio::spawn(async move {
+            tokio::time::sleep(std::time::Duration::from_millis(30)).await;
+            drop(rx);
+        });
+        assert!(!taken_by_stream(&tx, &taken, 1).await);
+        gone.await.unwrap();
     }
 }
