@@ -465,6 +465,9 @@ impl LeaderboardAfter {
     }
 }
 
+/// The most players a leaderboard cursor may say were listed before it.
+const MAX_LISTED: u64 = 1_000_000_000_000;
+
 /// A leaderboard cursor: the speed and [`LeaderboardAfter`], as
 /// `top-<speed>.<listed>.<rating's bits in hex>.<account id>`. Shared by the stores so that
 /// all accept and refuse the same texts.
@@ -488,6 +491,11 @@ pub fn leaderboard_after(speed: Speed, cursor: &str) -> Result<LeaderboardAfter,
     let (named, account) = cursor.rsplit_once('.').ok_or(StoreError::BadCursor)?;
     let (named, bits) = named.rsplit_once('.').ok_or(StoreError::BadCursor)?;
     let listed = parse_named_cursor(&format!("top-{}", speed.name()), named)?;
+    // No leaderboard holds a trillion players: a larger count is forged, and ranks counted
+    // on from near u64::MAX wrapped to 0 (an outside probe's token).
+    if listed > MAX_LISTED {
+        return Err(StoreError::BadCursor);
+    }
     // Only what a page issued: sixteen lower-case hex digits of a finite rating, and an id
     // in the alphabet ids are made of.
     let canonical_bits = bits.len() == 16

@@ -1239,6 +1239,8 @@ pub async fn leaderboards_rank_established_ratings_only(
     let no_id = format!("{named}.{bits}.");
     let odd_id = format!("{named}.{bits}.a b");
     let lead = format!("top-blitz.01.{bits}.{id}");
+    let wraps = format!("top-blitz.{}.{bits}.{id}", u64::MAX - 1);
+    let trillions = format!("top-blitz.1000000000001.{bits}.{id}");
     for junk in [
         "",
         "junk",
@@ -1257,6 +1259,8 @@ pub async fn leaderboards_rank_established_ratings_only(
         &no_id,
         &odd_id,
         &lead,
+        &wraps,
+        &trillions,
     ] {
         assert_eq!(
             store.leaderboard(Speed::Blitz, 1, Some(junk)).await,
