@@ -213,11 +213,27 @@ function accountChanged() {
 
 /** The signed-in account's profile (undefined when anonymous or refused), for the lobby too. */
 let myProfile: Promise<PlayerProfile | undefined> = Promise.resolve(undefined);
+/** The signed-in account's username once known, for what must be drawn at once. */
+let myUsername: string | undefined;
+
+/** Whether this browser plays in `game`: by a seat it keeps, or as the account signed in
+ * (another browser of the same account made the game; an outside probe's lobby offered it
+ * to join, and joining said someone else had the seat). */
+function playsIn(game: Game): boolean {
+  if (store.seat(game.id)) return true;
+  return (
+    !!myUsername &&
+    [game.firstSeat, game.secondSeat].some(
+      (seat) => seat?.occupied && seat.kind !== PlayerKind.COMPUTER && seat.account?.username === myUsername,
+    )
+  );
+}
 
 function showMe(): Promise<void> {
   const key = store.apiKey();
   signOutButton.hidden = !key;
   meLine.title = "";
+  myUsername = undefined;
   if (!key) {
     meLine.textContent = "anonymous";
     myProfile = Promise.resolve(undefined);
@@ -232,6 +248,7 @@ function showMe(): Promise<void> {
   myProfile = asked.catch(() => undefined);
   return asked.then(
     (player) => {
+      if (store.apiKey() === key) myUsername = player?.username;
       const rating = player?.ratings.map((r) => `${Speed[r.speed].toLowerCase()} ${ratingText(r)}`).join(", ");
       meLine.textContent = `${player?.username ?? "?"}${rating ? ` (${rating})` : ""}`;
       meLine.title = player?.ratings.some((r) => r.provisional) ? "? = provisional rating" : "";
@@ -664,7 +681,7 @@ function showLobby(): () => void {
           { "data-game": g.id },
           h("span", {}, `${host} · ${g.preset} · ${timeControlText(g)}${g.rated ? " · rated" : ""}`),
           // One's own game is opened, not joined or watched: both would open it anyway.
-          ...(store.seat(g.id)
+          ...(playsIn(g)
             ? [button("Open", "open", () => openGame(g.id), { "aria-label": `Open ${which}` })]
             : [
                 button("Join", "join", () => void join(g.id), { "aria-label": `Join ${which}` }),
@@ -682,7 +699,7 @@ function showLobby(): () => void {
           { "data-game": g.id },
           h("span", {}, `${players} · ${timeControlText(g)}`),
           // A game this page holds a seat in is played from here, not watched.
-          store.seat(g.id)
+          playsIn(g)
             ? button("Play", "play", () => openGame(g.id), { "aria-label": `Play your game ${players}` })
             : button("Watch", "watch", () => openGame(g.id), { "aria-label": `Watch ${players}` }),
         );
@@ -823,7 +840,15 @@ function showLobby(): () => void {
     );
   };
   leaderSpeed.addEventListener("change", () => void showLeaders());
-  window.addEventListener(SIGNED_IN, () => void showLeaders(), { signal: abort.signal });
+  window.addEventListener(
+    SIGNED_IN,
+    () => {
+      void showLeaders();
+      // The account's own games, made in another browser, are now its to open and play.
+      render();
+    },
+    { signal: abort.signal },
+  );
   void showLeaders();
 
   return () => {

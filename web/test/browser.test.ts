@@ -577,6 +577,24 @@ async function signIn(page: Page, key: string, username: string) {
   await page.locator("#me").getByText(username).waitFor();
 }
 
+test("an account's game made in another browser is the account's to open there, not to join", async () => {
+  const key = await register("lan_two_browsers");
+  const home = await player("Lan");
+  const work = await player("Lan");
+  await signIn(home, key, "lan_two_browsers");
+  const id = await createGame(home);
+  await signIn(work, key, "lan_two_browsers");
+  const row = work.locator(`[data-testid=open-games] li[data-game="${id}"]`);
+  await row.getByTestId("open").waitFor();
+  assert.equal(await row.getByTestId("join").count(), 0);
+  await row.getByTestId("open").click();
+  await work.waitForURL(new RegExp(`#/game/${id}$`));
+  // The seat is the account's here too: it may call the game off.
+  await work.getByTestId("abort").waitFor();
+  await work.getByTestId("abort").click();
+  await home.getByTestId("game-over").waitFor();
+});
+
 /** Each player makes a move, then `resigner` resigns (a finished game, rated if it can be). */
 async function bothMoveThenResigns(resigner: Page, other: Page) {
   for (let ply = 0; ply < 2; ply++) {
