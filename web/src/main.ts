@@ -372,6 +372,13 @@ function resultText(game: Game): string {
  * username: the seats' names carry the ratings they sat down with, which the result changed. */
 function ratingChangesText(game: Game): string {
   const { firstRating, secondRating } = game.result ?? {};
+  // A rated game that changed no rating says so, and why (game.proto, GameResult): a player
+  // could not tell otherwise whether it counted.
+  if (game.rated && (!firstRating || !secondRating)) {
+    return (game.moveCount ?? 0) < 2
+      ? " · ratings unchanged (the game ended before both players moved)"
+      : " · ratings unchanged (these two accounts have played their rated games of the day at this speed)";
+  }
   if (!firstRating || !secondRating) return "";
   const change = (player: Player, r: RatingChange) => {
     const seat = player === Player.FIRST ? game.firstSeat : game.secondSeat;
@@ -694,14 +701,16 @@ function showLobby(): () => void {
     activeList.replaceChildren(
       ...active.map((g) => {
         const players = `${seatName(g, Player.FIRST)} – ${seatName(g, Player.SECOND)}`;
+        // With the rules and clock, as the open games' buttons: one pair's games read apart.
+        const which = `${players}, ${g.preset}, ${timeControlText(g)}`;
         return h(
           "li",
           { "data-game": g.id },
           h("span", {}, `${players} · ${timeControlText(g)}`),
           // A game this page holds a seat in is played from here, not watched.
           playsIn(g)
-            ? button("Play", "play", () => openGame(g.id), { "aria-label": `Play your game ${players}` })
-            : button("Watch", "watch", () => openGame(g.id), { "aria-label": `Watch ${players}` }),
+            ? button("Play", "play", () => openGame(g.id), { "aria-label": `Play your game ${which}` })
+            : button("Watch", "watch", () => openGame(g.id), { "aria-label": `Watch ${which}` }),
         );
       }),
     );
@@ -1120,19 +1129,26 @@ function showGame(id: string): () => void {
     "aria-label": "This game's link",
   }) as HTMLInputElement;
   linkText.addEventListener("focus", () => linkText.select());
+  // What copying did, beside the button too: on a phone the status line is scrolled away
+  // above it (an outside probe's 320-px screen).
+  const copyNote = h("span", { class: "hint", "data-testid": "copy-note" });
+  const copyResult = (text: string) => {
+    say(text);
+    copyNote.textContent = text;
+  };
   const copyLink = button("Copy link", "copy-link", () => {
     linkText.select();
     const copied = navigator.clipboard?.writeText(link);
     if (!copied) {
-      say("This browser does not let the page copy: the link is selected, copy it from there.");
+      copyResult("This browser does not let the page copy: the link is selected, copy it from there.");
       return;
     }
     copied.then(
-      () => say("Link copied: whoever opens it can join this game."),
-      () => say("The browser refused to copy: the link is selected, copy it from there."),
+      () => copyResult("Link copied: whoever opens it can join this game."),
+      () => copyResult("The browser refused to copy: the link is selected, copy it from there."),
     );
   });
-  const invite = h("div", { class: "actions invite", "data-testid": "invite", hidden: true }, linkText, copyLink);
+  const invite = h("div", { class: "actions invite", "data-testid": "invite", hidden: true }, linkText, copyLink, copyNote);
 
   // Seen from a seat, "right" on screen is the player's right; the bottom row is always the
   // viewer's, so the screen's left and right are the protocol's for the bottom player.

@@ -455,6 +455,8 @@ test("a waiting game's link is shown and copied for a friend, who joins by it", 
   assert.equal(await lan.getByTestId("invite-link").inputValue(), link);
   await lan.getByTestId("copy-link").click();
   await lan.locator("#status").getByText("Link copied: whoever opens it can join this game.").waitFor();
+  // Beside the button too, where a phone's screen shows it.
+  assert.equal(await lan.getByTestId("copy-note").textContent(), "Link copied: whoever opens it can join this game.");
   assert.equal(await lan.evaluate(() => navigator.clipboard.readText()), link);
   const minh = await player("Minh");
   await minh.goto(link);
@@ -593,6 +595,29 @@ test("an account's game made in another browser is the account's to open there, 
   await work.getByTestId("abort").waitFor();
   await work.getByTestId("abort").click();
   await home.getByTestId("game-over").waitFor();
+});
+
+test("a rated game ended before both players moved says the ratings are unchanged, and why", async () => {
+  const hoa = await player("Hoa");
+  const binh = await player("Binh");
+  await signIn(hoa, await register("hoa_unchanged"), "hoa_unchanged");
+  await signIn(binh, await register("binh_unchanged"), "binh_unchanged");
+  await hoa.getByTestId("rated").check();
+  const id = await createGame(hoa, "180000+2000");
+  await joinGame(binh, id);
+  const mover = await whoseTurn([hoa, binh]);
+  assert.ok(mover);
+  await playOneMove(mover, 0, false);
+  const waiter = mover === hoa ? binh : hoa;
+  await until("the move shown", async () => (await movesOf(waiter)) === 1);
+  await waiter.getByTestId("resign").click();
+  for (const page of [hoa, binh]) {
+    await page.getByTestId("game-over").waitFor();
+    assert.match(
+      (await page.getByTestId("game-over").textContent()) ?? "",
+      / · ratings unchanged \(the game ended before both players moved\)$/,
+    );
+  }
 });
 
 /** Each player makes a move, then `resigner` resigns (a finished game, rated if it can be). */
