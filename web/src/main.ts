@@ -388,6 +388,26 @@ function ratingChangesText(game: Game): string {
   return ` · ratings: ${change(Player.FIRST, firstRating)}, ${change(Player.SECOND, secondRating)}`;
 }
 
+/** A move in words, for a screen reader: "Minh played their square 3 and captured 6 stones.
+ * Your turn." Squares are counted 1-5 from the mover's own left, as moves are given. */
+function moveSentence(game: Game, record: MoveRecord, viewer: Player): string {
+  const square = record.move?.square ?? 0;
+  const number = square >= 7 ? square - 6 : square;
+  let stones = 0;
+  let mandarins = 0;
+  for (const step of record.steps) {
+    if (step.kind.case === "capture") {
+      stones += step.kind.value.stones;
+      mandarins += step.kind.value.pieces;
+    }
+  }
+  const took = [stones > 0 ? `${stones} ${stones === 1 ? "stone" : "stones"}` : "", mandarins > 0 ? "a mandarin" : ""]
+    .filter(Boolean)
+    .join(" and ");
+  const yours = viewer !== Player.UNSPECIFIED && record.position?.toMove === viewer && !record.position?.over;
+  return `${seatName(game, record.player)} played their square ${number}${took ? ` and captured ${took}` : ""}.${yours ? " Your turn." : ""}`;
+}
+
 // ---------------------------------------------------------------- routing
 
 let leave: (() => void) | undefined;
@@ -1087,6 +1107,10 @@ function showGame(id: string): () => void {
   const topScore = h("span", { class: "score", "data-testid": "top-score" });
   const bottomScore = h("span", { class: "score", "data-testid": "bottom-score" });
   const turn = h("div", { class: "turn", "data-testid": "turn", role: "status" });
+  // Each move not this page's, in words, for a screen reader: the turn line's "Your turn" reads
+  // the same after every reply, and an outside probe had to read all twelve squares again to
+  // learn what the opponent did.
+  const moveSaid = h("p", { class: "sr-only", "aria-live": "polite", "data-testid": "move-said" });
   const over = h("div", { class: "over", "data-testid": "game-over", hidden: true });
   const connection = h("div", { class: "connection", "data-testid": "connection" });
   const moves = h("div", { class: "moves", "data-testid": "move-count" });
@@ -1179,6 +1203,7 @@ function showGame(id: string): () => void {
       h("div", { class: "actions" }, join, resign, abortGame, draw, declineDraw, rematch, speed, moves),
       hint,
       invite,
+      moveSaid,
     ),
   );
 
@@ -1655,6 +1680,7 @@ function showGame(id: string): () => void {
           await animate(record);
           if (record.position) game.position = record.position;
           game.moveCount = record.number;
+          if (record.player !== seat) moveSaid.textContent = moveSentence(game, record, seat);
           // A draw offer stands until the offerer's opponent moves (game.proto, DrawAction).
           if (record.player !== game.drawOffer) {
             game.drawOffer = Player.UNSPECIFIED;

@@ -610,6 +610,13 @@ test("a rated game ended before both players moved says the ratings are unchange
   await playOneMove(mover, 0, false);
   const waiter = mover === hoa ? binh : hoa;
   await until("the move shown", async () => (await movesOf(waiter)) === 1);
+  // The move in words for a screen reader, on the other page only.
+  const moverName = mover === hoa ? "hoa_unchanged" : "binh_unchanged";
+  assert.match(
+    (await waiter.getByTestId("move-said").textContent()) ?? "",
+    new RegExp(`^${moverName} \\(\\d+\\?\\) played their square [1-5]( and captured [^.]+)?\\. Your turn\\.$`),
+  );
+  assert.equal(await mover.getByTestId("move-said").textContent(), "");
   await waiter.getByTestId("resign").click();
   for (const page of [hoa, binh]) {
     await page.getByTestId("game-over").waitFor();
