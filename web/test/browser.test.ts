@@ -597,14 +597,21 @@ test("an account's game made in another browser is the account's to open there, 
   await home.getByTestId("game-over").waitFor();
 });
 
+/** Two new accounts signed in on pages of their own, the first's rated 3+2 game joined by the
+ * second: (first's page, second's page, the game id). */
+async function ratedBlitzGame(first: string, second: string): Promise<[Page, Page, string]> {
+  const creator = await player("Hoa");
+  const joiner = await player("Binh");
+  await signIn(creator, await register(first), first);
+  await signIn(joiner, await register(second), second);
+  await creator.getByTestId("rated").check();
+  const id = await createGame(creator, "180000+2000");
+  await joinGame(joiner, id);
+  return [creator, joiner, id];
+}
+
 test("a rated game ended before both players moved says the ratings are unchanged, and why", async () => {
-  const hoa = await player("Hoa");
-  const binh = await player("Binh");
-  await signIn(hoa, await register("hoa_unchanged"), "hoa_unchanged");
-  await signIn(binh, await register("binh_unchanged"), "binh_unchanged");
-  await hoa.getByTestId("rated").check();
-  const id = await createGame(hoa, "180000+2000");
-  await joinGame(binh, id);
+  const [hoa, binh] = await ratedBlitzGame("hoa_unchanged", "binh_unchanged");
   const mover = await whoseTurn([hoa, binh]);
   assert.ok(mover);
   await playOneMove(mover, 0, false);
@@ -640,14 +647,8 @@ async function bothMoveThenResigns(resigner: Page, other: Page) {
 }
 
 test("a player's profile opens from a seat's name and leads back to the lobby", async () => {
-  const hoa = await player("Hoa");
-  const binh = await player("Binh");
-  await signIn(hoa, await register("hoa_profile"), "hoa_profile");
-  await signIn(binh, await register("binh_profile"), "binh_profile");
   // A rated blitz game (3+2), resigned once both have moved: both accounts get a blitz rating.
-  await hoa.getByTestId("rated").check();
-  const id = await createGame(hoa, "180000+2000");
-  await joinGame(binh, id);
+  const [hoa, binh, id] = await ratedBlitzGame("hoa_profile", "binh_profile");
   await bothMoveThenResigns(hoa, binh);
   await hoa.getByTestId("game-over").waitFor();
   // The result says what it did to the ratings, not only what they were before.

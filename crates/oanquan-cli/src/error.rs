@@ -81,10 +81,7 @@ impl CliError {
     /// ("join game abc").
     pub fn from_status(what: &str, status: &tonic::Status) -> Self {
         if broken_connection(status) {
-            let detail = match std::error::Error::source(status) {
-                Some(source) => error_chain(source),
-                None => shown(status.message()).into_owned(),
-            };
+            let detail = connection_detail(status);
             return Self::new(
                 code::UNAVAILABLE,
                 format!(
@@ -119,10 +116,7 @@ impl CliError {
         if !broken_connection(status) && status.code() != Code::Unavailable {
             return None;
         }
-        let detail = match std::error::Error::source(status) {
-            Some(source) => error_chain(source),
-            None => shown(status.message()).into_owned(),
-        };
+        let detail = connection_detail(status);
         Some(Self::new(
             code::UNAVAILABLE,
             format!("{what}: the connection to the server broke ({detail}); {consequence}"),
@@ -170,6 +164,14 @@ impl std::error::Error for CliError {}
 /// (hyper's "operation was canceled": the connection closed before the request went out; this
 /// client never cancels a request itself). The usual cause is a cleartext client talking to a
 /// TLS server: the TLS alert it gets back is no HTTP/2 frame.
+/// What broke a connection: the transport's error chain, or the status's own words.
+fn connection_detail(status: &tonic::Status) -> String {
+    match std::error::Error::source(status) {
+        Some(source) => error_chain(source),
+        None => shown(status.message()).into_owned(),
+    }
+}
+
 fn broken_connection(status: &tonic::Status) -> bool {
     match status.code() {
         Code::Cancelled => true,
