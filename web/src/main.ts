@@ -53,6 +53,51 @@ function button(label: string, testid: string, onClick: () => void, attrs: Recor
   return b;
 }
 
+/** The rules in a few lines, for a first game; RULES.md (and the README) say it all. */
+function howToPlay(): HTMLDetailsElement {
+  const item = (text: string) => h("li", {}, text);
+  return h(
+    "details",
+    { class: "how-to-play", "data-testid": "how-to-play" },
+    h("summary", {}, "How to play"),
+    h(
+      "ul",
+      {},
+      item("Your five squares are the row nearest you; the big squares at the ends are the mandarin squares."),
+      item(
+        "On your turn, pick one of your squares that holds stones and a direction. Its stones are sown one by one into the squares that follow.",
+      ),
+      item(
+        "If the square after the last stone holds stones, they are picked up and sown on; if it is a mandarin square, the turn ends.",
+      ),
+      item(
+        "If it is empty, you capture the square after it; after another empty square, the next one too, and so on. Two empty squares in a row end the turn.",
+      ),
+      item(
+        "If all five of your squares are empty when your turn starts, one of your captured stones goes back on each (borrowed if you have none).",
+      ),
+      item(
+        "The game ends when both mandarin squares have been captured: each player takes the stones left on their own row, and more stones wins. A mandarin stone counts one; a mandarin piece (mancala-world) counts ten.",
+      ),
+      item(
+        "A position seen for the third time, or the 300th move, also ends the game; stones still in the mandarin squares are then shared.",
+      ),
+      item(
+        "Presets: standard does not let the game's first move capture a mandarin square. Traditional has no such protection, and an empty mandarin square after the last stone counts as an empty square. Mancala-world has a mandarin piece worth ten in each mandarin square, no protection, and ends when both pieces are captured.",
+      ),
+    ),
+  );
+}
+
+/** A direction button: its arrow is drawn, not read; render() names the square it sows. */
+function directionButton(side: "left" | "right", arrow: string, onClick: () => void) {
+  const glyph = h("span", { "aria-hidden": "true" }, arrow);
+  const b = button("", `dir-${side}`, onClick, { "data-side": side, "aria-label": `Sow to the ${side}` });
+  if (side === "left") b.append(glyph, " left");
+  else b.append("right ", glyph);
+  return b;
+}
+
 function say(text: string, kind: "info" | "error" | "" = "info") {
   // An error's description starts in lower case, to follow a "Cannot join: "; alone, it starts a sentence.
   statusLine.textContent = text.charAt(0).toUpperCase() + text.slice(1);
@@ -1117,8 +1162,8 @@ function showGame(id: string): () => void {
   const directions = h(
     "div",
     { class: "directions", hidden: true },
-    button("◀ left", "dir-left", () => selected !== undefined && void play(selected, leftDirection())),
-    button("right ▶", "dir-right", () => selected !== undefined && void play(selected, rightDirection())),
+    directionButton("left", "◀", () => selected !== undefined && void play(selected, leftDirection())),
+    directionButton("right", "▶", () => selected !== undefined && void play(selected, rightDirection())),
   );
   const speed = select("speed", SPEEDS);
   speed.setAttribute("aria-label", "Animation speed");
@@ -1203,6 +1248,7 @@ function showGame(id: string): () => void {
       h("div", { class: "actions" }, join, resign, abortGame, draw, declineDraw, rematch, speed, moves),
       hint,
       invite,
+      howToPlay(),
       moveSaid,
     ),
   );
@@ -1394,12 +1440,21 @@ function showGame(id: string): () => void {
       if (playable) {
         b.removeAttribute("tabindex");
         b.removeAttribute("aria-disabled");
+        // A toggle: a screen reader says "pressed" on the square picked, as the ring shows it.
+        b.setAttribute("aria-pressed", String(selected === index));
       } else {
         b.tabIndex = -1;
         b.setAttribute("aria-disabled", "true");
+        b.removeAttribute("aria-pressed");
       }
     }
     directions.hidden = selected === undefined;
+    for (const d of directions.querySelectorAll<HTMLButtonElement>("button")) {
+      d.setAttribute(
+        "aria-label",
+        selected === undefined ? `Sow to the ${d.dataset.side}` : `Sow ${squareName(selected)} to the ${d.dataset.side}`,
+      );
+    }
     if (selected !== undefined) squares.get(selected)?.focus();
     else moveFocusToPlay();
     if (!game) return;

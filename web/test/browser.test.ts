@@ -1064,8 +1064,27 @@ test("only the squares the player can play now are Tab stops; the others still s
     await mover.keyboard.press("Tab");
     if (await mover.evaluate(() => document.activeElement?.hasAttribute("data-square") ?? false)) break;
   }
+  // Before a pick, no own square is pressed; the pick is said as "pressed", and the direction
+  // buttons name the square they sow, not their arrows.
+  assert.deepEqual(
+    await mover.locator(".square.playable").evaluateAll((e) => [...new Set(e.map((b) => b.getAttribute("aria-pressed")))]),
+    ["false"],
+  );
   await mover.keyboard.press("Enter");
   await mover.getByTestId("dir-right").waitFor();
+  const picked = await mover.evaluate(() => document.activeElement?.getAttribute("aria-label") ?? "");
+  assert.match(picked, /^your square [1-5], /);
+  assert.deepEqual(
+    await mover.locator("[aria-pressed=true]").evaluateAll((e) => e.map((b) => b.getAttribute("aria-label"))),
+    [picked],
+  );
+  const square = picked.split(",")[0];
+  assert.ok(await mover.getByRole("button", { name: `Sow ${square} to the left`, exact: true }).isVisible());
+  assert.ok(await mover.getByRole("button", { name: `Sow ${square} to the right`, exact: true }).isVisible());
+  // The rules are a click away, folded until asked for.
+  const howTo = mover.getByTestId("how-to-play");
+  assert.ok(!(await howTo.evaluate((d) => (d as HTMLDetailsElement).open)));
+  assert.match((await howTo.textContent()) ?? "", /How to play.*mandarin/s);
   await mover.keyboard.press("ArrowRight");
   for (const page of [mover, waiter]) await until("the move shown", async () => (await movesOf(page)) === 1);
   // Now the other player's five squares are the Tab stops, on their page.
