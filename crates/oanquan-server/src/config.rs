@@ -564,7 +564,11 @@ pub fn parse_duration(text: &str) -> Result<Duration, String> {
 /// [`parse_duration`] without its maximum, for options with a smaller one of their own.
 fn any_duration(text: &str) -> Result<Duration, String> {
     let text = text.trim();
-    if text.starts_with('-') && text.len() > 1 && !text.starts_with("--") {
+    // Only a number is negative: `-s` (a flag's name given as its value) is not a duration.
+    if text
+        .strip_prefix('-')
+        .is_some_and(|rest| rest.starts_with(|c: char| c.is_ascii_digit() || c == '.'))
+    {
         return Err(format!("{text:?} is negative; a duration is 0 or more"));
     }
     let split = text
@@ -574,7 +578,8 @@ fn any_duration(text: &str) -> Result<Duration, String> {
     let value: f64 = number
         .parse()
         .map_err(|_| format!("{text:?} is not a duration like 500ms, 15s or 2m"))?;
-    let seconds = match unit {
+    // `5 s` and `5S` as sizes take `4 MiB` and `4mib`.
+    let seconds = match unit.trim_start().to_ascii_lowercase().as_str() {
         "ms" => value / 1000.0,
         "" | "s" => value,
         "m" => value * 60.0,
@@ -937,6 +942,12 @@ fn byte_count(text: &str) -> Result<usize, String> {
     let (number, unit) = text.split_at(split);
     let unit = unit.trim_start();
     let not_a_size = || format!("{text:?} is not a size like 4MiB, 512 KiB or 65536");
+    if text
+        .strip_prefix('-')
+        .is_some_and(|rest| rest.starts_with(|c: char| c.is_ascii_digit()))
+    {
+        return Err(format!("{text:?} is negative; a size is 0 or more"));
+    }
     if number.is_empty() || !unit.chars().all(|c| c.is_ascii_alphabetic()) {
         return Err(not_a_size());
     }
@@ -978,10 +989,25 @@ mod tests {
             let error = parse_duration(text).unwrap_err();
             assert!(error.contains("longer than a year"), "{text}: {error}");
         }
-        for text in ["-5s", "-0.5", "-1h"] {
+        for text in ["-5s", "-0.5", "-1h", "-.5s"] {
             let error = parse_duration(text).unwrap_err();
             assert!(error.contains("is negative"), "{text}: {error}");
         }
+        // A flag's name taken as the value is not a number, let alone a negative one.
+        for text in ["-s", "--request-timeout", "-"] {
+            let error = parse_duration(text).unwrap_err();
+            assert!(error.contains("is not a duration"), "{text}: {error}");
+        }
+    }
+
+    #[test]
+    fn durations_take_a_space_and_capital_units_as_sizes_do() {
+        assert_eq!(parse_duration("5 s"), Ok(Duration::from_secs(5)));
+        assert_eq!(parse_duration("5S"), Ok(Duration::from_secs(5)));
+        assert_eq!(parse_duration(" 250 MS "), Ok(Duration::from_millis(250)));
+        assert_eq!(parse_duration("2 M"), Ok(Duration::from_secs(120)));
+        assert!(parse_duration("5 s 2").is_err());
+        assert!(parse_duration("5 d").is_err());
     }
 
     #[test]
@@ -1006,7 +1032,7 @@ mod tests {
         refused(&format!("{}MiB", usize::MAX / 1024), "too large");
         refused("", "not a size");
         refused("MiB", "not a size");
-        refused("-4MiB", "not a size");
+        refused("-4MiB", "is negative; a size is 0 or more");
         refused("4.5MiB", "not a size");
         refused("4 MiB 2", "not a size");
         refused("four", "not a size");
