@@ -8,6 +8,7 @@
 //! look and the opening) and refused unless it is a regular file; reads stop one byte past a
 //! cap, so a huge file is refused, not read into memory.
 
+use std::fmt;
 use std::fs::{File, Metadata, OpenOptions};
 use std::io::{self, Read as _};
 use std::path::Path;
@@ -180,4 +181,60 @@ mod tests {
             open_regular(OpenOptions::new().read(true).write(true), &fifo).expect_err("a FIFO");
         assert!(err.to_string().contains("a FIFO"), "{err}");
     }
+}
+
+/// Why a state file (the token or the account file) was not read.
+#[derive(Debug)]
+pub enum StateError {
+    /// Not JSON, not an object, or a field this client does not know or a value of the wrong
+    /// type: a damaged file, or one edited by hand.
+    Invalid(String),
+    /// Written by a newer client, in format `found` (this one writes up to `known`): rewriting
+    /// it here would drop what this build does not know of it.
+    Newer { found: u64, known: u32 },
+}
+
+impl fmt::Display for StateError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::Invalid(why) => f.write_str(why),
+            Self::Newer { found, known } => {
+                write!(
+                    f,
+                    "written in format {found}, this client knows up to {known}"
+                )
+            }
+        }
+    }
+}
+
+/// Reads a state file's bytes as `T`, a format this client writes up to `version`, strictly.
+///
+/// A file whose key was damaged (`"entriez"`) would otherwise read as holding nothing under the
+/// real key, and the next write would replace it, losing every seat or key it held: so `T`
+/// should deny unknown fields, and the top level must be an object (a bare `[]` is not a file
+/// this client wrote). A newer client's file may carry fields this one does not know: its
+/// version is read first, so it is refused as newer, not as damaged.
+///
+/// # Errors
+///
+/// [`StateError`].
+pub fn parse_state<T: serde::de::DeserializeOwned>(
+    bytes: &[u8],
+    version: u32,
+) -> Result<T, StateError> {
+    let value: serde_json::Value =
+        serde_json::from_slice(bytes).map_err(|e| StateError::Invalid(e.to_string()))?;
+    let Some(object) = value.as_object() else {
+        return Err(StateError::Invalid("it is not a JSON object".to_owned()));
+    };
+    if let Some(found) = object.get("version").and_then(serde_json::Value::as_u64)
+        && found > u64::from(version)
+    {
+        return Err(StateError::Newer {
+            found,
+            known: version,
+        });
+    }
+    serde_json::from_value(value).map_err(|e| StateError::Invalid(e.to_string()))
 }

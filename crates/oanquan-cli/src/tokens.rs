@@ -27,12 +27,13 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use serde::{Deserialize, Serialize};
 
 use crate::error::{CliError, code};
-use crate::files::{STATE_MAX_BYTES, open_regular, read_regular};
+use crate::files::{STATE_MAX_BYTES, StateError, open_regular, parse_state, read_regular};
 
 const FILE_NAME: &str = "tokens.json";
 
 /// One stored seat.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct Entry {
     /// Server address, normalised by [`normalize_server`].
     pub server: String,
@@ -45,11 +46,30 @@ pub struct Entry {
 }
 
 #[derive(Debug, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 struct TokenFile {
     #[serde(default)]
     version: u32,
     #[serde(default)]
     entries: Vec<Entry>,
+}
+
+/// The error for a token or account file (`what`) that [`parse_state`] refused. Neither is
+/// rewritten: what it holds may be the only copy of a seat's token or an account's key.
+pub fn state_refused(what: &str, path: &Path, error: &StateError) -> CliError {
+    let message = match error {
+        StateError::Invalid(why) => format!(
+            "{what} file {} is not valid: {why}; it is left as it is: mend it, or move it aside \
+             to start a new one",
+            path.display()
+        ),
+        StateError::Newer { found, known } => format!(
+            "{what} file {} was written by a newer oanquan (format {found}; this one knows up \
+             to {known}): use that oanquan, or move the file aside",
+            path.display(),
+        ),
+    };
+    CliError::new(code::FAILURE, message)
 }
 
 /// Handle on the token file in one directory.
@@ -150,25 +170,8 @@ impl TokenStore {
         match read_regular(&path, STATE_MAX_BYTES) {
             Ok(None) => Ok(TokenFile::default()),
             Ok(Some((bytes, _))) => {
-                let mut file: TokenFile = serde_json::from_slice(&bytes).map_err(|e| {
-                    CliError::new(
-                        code::FAILURE,
-                        format!("token file {} is not valid: {e}", path.display()),
-                    )
-                })?;
-                // Rewriting a newer format in this one would drop what this build does not
-                // know of it.
-                if file.version > VERSION {
-                    return Err(CliError::new(
-                        code::FAILURE,
-                        format!(
-                            "token file {} was written by a newer oanquan (format {}; this one \
-                             knows up to {VERSION}): use that oanquan, or move the file aside",
-                            path.display(),
-                            file.version
-                        ),
-                    ));
-                }
+                let mut file: TokenFile =
+                    parse_state(&bytes, VERSION).map_err(|e| state_refused("token", &path, &e))?;
                 // Version 1 stored addresses as typed (minus a trailing slash).
                 for entry in &mut file.entries {
                     entry.server = normalize_server(&entry.server);
@@ -647,6 +650,55 @@ mod tests {
         assert_eq!(
             fs::read_to_string(dir.path().join(FILE_NAME)).unwrap(),
             newer
+        );
+    }
+
+    /// A damaged key, or a top level that is no object, read as a file with no seats: the next
+    /// write replaced it, and every seat it held was gone.
+    #[test]
+    fn a_damaged_file_is_refused_and_left_as_it_is() {
+        let good = r#"{"version":2,"entries":[{"server":"http://s:1","game_id":"g","seat":"first","token":"t"}]}"#;
+        for damaged in [
+            good.replace("entries", "entriez"),
+            good.replace("\"token\"", "\"tokeN\""),
+            "[]".to_owned(),
+            "[2,[]]".to_owned(),
+            "null".to_owned(),
+        ] {
+            let dir = tempfile::tempdir().expect("tempdir");
+            fs::write(dir.path().join(FILE_NAME), &damaged).expect("write");
+            let store = TokenStore::new(dir.path());
+            let err = store.seats("s:1", "g").expect_err(&damaged);
+            assert_eq!(err.code, code::FAILURE);
+            assert!(
+                err.message.contains("is not valid"),
+                "{damaged}: {}",
+                err.message
+            );
+            assert!(
+                err.message.contains("move it aside"),
+                "{damaged}: {}",
+                err.message
+            );
+            let entry = Entry {
+                server: "s:1".to_owned(),
+                game_id: "h".to_owned(),
+                seat: "second".to_owned(),
+                token: "u".to_owned(),
+                display_name: String::new(),
+            };
+            assert!(store.put(entry).is_err(), "{damaged}");
+            assert_eq!(
+                fs::read_to_string(dir.path().join(FILE_NAME)).unwrap(),
+                damaged
+            );
+        }
+        // The good file reads, so the refusals above are the damage's.
+        let dir = tempfile::tempdir().expect("tempdir");
+        fs::write(dir.path().join(FILE_NAME), good).expect("write");
+        assert_eq!(
+            TokenStore::new(dir.path()).seats("s:1", "g").unwrap().len(),
+            1
         );
     }
 
