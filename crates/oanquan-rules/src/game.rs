@@ -25,6 +25,7 @@ pub struct Game {
 /// A game as stored: the full rule set, the start setup and the moves. Replaying it with
 /// [`GameRecord::replay`] reproduces every position.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct GameRecord {
     /// The full rule set (not only a preset name), so that the game replays exactly.
     pub rules: Rules,

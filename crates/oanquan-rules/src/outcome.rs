@@ -9,6 +9,7 @@ use crate::player::Player;
 
 /// Why a game ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 #[serde(rename_all = "snake_case")]
 pub enum EndReason {
     /// Both mandarin squares empty (or, under
@@ -35,6 +36,7 @@ impl fmt::Display for EndReason {
 
 /// The result of a finished game.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 #[serde(rename_all = "snake_case")]
 pub enum Outcome {
     /// One player has more points.

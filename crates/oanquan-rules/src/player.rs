@@ -8,6 +8,7 @@ use serde::{Deserialize, Serialize};
 /// The first player sits South, owns ring squares `1..=5` and moves first; the second sits North
 /// and owns `7..=11`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 #[serde(rename_all = "snake_case")]
 pub enum Player {
     /// Moves first ("player 1", South).
@@ -77,6 +78,7 @@ impl fmt::Display for Player {
 /// A value for each player, like shakmaty's `ByColor`: indexing by [`Player`] instead of by hand
 /// keeps "whose count is this" in the types.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct ByPlayer<T> {
     /// The first player's value.
     pub first: T,
@@ -146,6 +148,7 @@ impl<T> IndexMut<Player> for ByPlayer<T> {
 /// For **both** players, [`Direction::Right`] is "to my right" seen from their own seat, which is
 /// `+1` on the ring (increasing index); [`Direction::Left`] is `-1`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 #[serde(rename_all = "snake_case")]
 pub enum Direction {
     /// `-1` on the ring.

@@ -37,6 +37,7 @@ pub const fn is_mandarin(square: u8) -> bool {
 ///
 /// Its text form (see the crate docs) is the ring index followed by `+` or `-`: `3-`, `10+`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct Move {
     /// Ring index of the square to empty, `1..=5` for the first player, `7..=11` for the second.
     pub square: u8,
@@ -58,6 +59,7 @@ impl Move {
 /// Counts are `i32` so that any input maps here without loss and bad values (negative stones, a
 /// second piece) are reported by validation instead of being unrepresentable.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct Setup {
     /// Plain stones in each square, by ring index.
     pub squares: [i32; SQUARES],

@@ -10,6 +10,7 @@ pub const MANDARIN_STONES: u8 = 10;
 
 /// What a mandarin square holds at the start.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 #[serde(rename_all = "snake_case", tag = "kind")]
 pub enum MandarinSetup {
     /// Ten plain stones in each mandarin square (standard).
@@ -23,6 +24,7 @@ pub enum MandarinSetup {
 
 /// What happens when the square after the last sown stone is an empty mandarin square.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 #[serde(rename_all = "snake_case")]
 pub enum EmptyMandarinNext {
     /// The turn ends, as it does for any mandarin square (standard).
@@ -34,6 +36,7 @@ pub enum EmptyMandarinNext {
 
 /// When the game ends by itself (besides repetition and the ply limit).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 #[serde(rename_all = "snake_case")]
 pub enum EndCondition {
     /// Both mandarin squares hold nothing (standard).
@@ -49,6 +52,7 @@ pub enum EndCondition {
 /// preset changes. Build one from a [`Preset`] and adjust fields; [`Rules::validate`] (called by
 /// every constructor that takes rules) rejects contradictory combinations.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct Rules {
     /// What the mandarin squares hold at the start.
     pub mandarin: MandarinSetup,
@@ -193,6 +197,7 @@ impl Default for Rules {
 
 /// A named rule set.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub enum Preset {
     /// `standard`: see [`Rules::STANDARD`].
     #[serde(rename = "standard")]

@@ -7,6 +7,7 @@ use crate::player::{ByPlayer, Player};
 ///
 /// Squares are ring indices.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 #[serde(rename_all = "snake_case", tag = "step")]
 pub enum Step {
     /// All stones taken from `square`: the chosen square, or a relay from the square after the

@@ -31,6 +31,15 @@
 //! exactly as version 3 wrote it. Accounts themselves live in tables of their own (see
 //! `accounts`).
 
+//!
+//! # Unknown keys are refused
+//!
+//! Every mirror here (and the rules crate's stored types) denies unknown fields. No version
+//! has removed a field, so no row written by an older server carries one; a key this build does
+//! not know is damage (one flipped byte in `"clock"`), and read as missing it would have turned
+//! a timed game untimed without a word. Such a row is corrupt, as undecodable JSON is. A field
+//! removed in a later version must first be accepted and ignored by name.
+
 use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
@@ -119,6 +128,7 @@ pub(super) fn parse_player(text: &str) -> Result<Player, String> {
 }
 
 #[derive(Debug, Clone, Copy, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 #[serde(rename_all = "snake_case")]
 enum StatusDto {
     Waiting,
@@ -150,6 +160,7 @@ impl From<StatusDto> for GameStatus {
 }
 
 #[derive(Debug, Clone, Copy, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 #[serde(rename_all = "snake_case")]
 pub(super) enum KindDto {
     Human,
@@ -186,6 +197,7 @@ impl From<KindDto> for PlayerKind {
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 struct SeatDto {
     display_name: String,
     kind: KindDto,
@@ -196,6 +208,7 @@ struct SeatDto {
 
 /// A [`SeatAccount`]: the account that took a seat, as the game shows it.
 #[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 struct SeatAccountDto {
     id: String,
     username: String,
@@ -227,6 +240,7 @@ impl From<SeatAccountDto> for SeatAccount {
 
 /// A [`RatingChange`] announced with a rated game's result.
 #[derive(Debug, Clone, Copy, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 struct RatingChangeDto {
     before: i32,
     after: i32,
@@ -254,6 +268,7 @@ impl From<RatingChangeDto> for RatingChange {
 }
 
 #[derive(Debug, Clone, Copy, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 #[serde(rename_all = "snake_case")]
 enum TerminationDto {
     Rules(EndReason),
@@ -268,6 +283,7 @@ enum TerminationDto {
 }
 
 #[derive(Debug, Clone, Copy, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub(super) struct ResultDto {
     outcome: Option<Outcome>,
     scores: ByPlayer<i32>,
@@ -322,6 +338,7 @@ impl From<ResultDto> for GameResult {
 
 /// A [`TimeControl`]; durations in nanoseconds.
 #[derive(Debug, Clone, Copy, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 #[serde(tag = "type", rename_all = "snake_case")]
 pub(crate) enum TimeControlDto {
     /// Also what a row from before schema version 3 reads as.
@@ -370,6 +387,7 @@ impl From<TimeControlDto> for TimeControl {
 
 /// A [`Clock`]; durations in nanoseconds.
 #[derive(Debug, Clone, Copy, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 struct ClockDto {
     remaining: ByPlayer<u64>,
     first_move: u64,
@@ -395,6 +413,7 @@ impl From<ClockDto> for Clock {
 
 /// A [`ClockReading`] inside an event; durations in nanoseconds, times as in [`time_to_db`].
 #[derive(Debug, Clone, Copy, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub(super) struct ClockReadingDto {
     remaining: ByPlayer<u64>,
     measured_at: i64,
@@ -426,6 +445,7 @@ impl From<ClockReadingDto> for ClockReading {
 
 /// A game's [`Rematch`]: the linked games' ids, the standing offer, the window's end.
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 struct RematchDto {
     #[serde(default)]
     of: Option<String>,
@@ -462,6 +482,7 @@ impl RematchDto {
 }
 
 #[derive(Debug, Clone, Copy, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 #[serde(rename_all = "snake_case")]
 pub(super) enum DrawActionDto {
     Offered,
@@ -490,6 +511,7 @@ impl From<DrawActionDto> for DrawAction {
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 #[serde(rename_all = "snake_case")]
 pub(super) enum RematchActionDto {
     Offered,
@@ -527,6 +549,7 @@ impl RematchActionDto {
 
 /// A position: its setup and how it ended.
 #[derive(Debug, Clone, Copy, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 struct PositionDto {
     setup: Setup,
     end: Option<EndReason>,
@@ -550,6 +573,7 @@ impl PositionDto {
 
 /// A [`GameInfo`] as stored: in the `games.info` column and inside events.
 #[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub(super) struct InfoDto {
     id: String,
     rules: Rules,
@@ -673,6 +697,7 @@ impl InfoDto {
 
 /// A game event as stored in `game_events.event`.
 #[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 #[serde(tag = "type", rename_all = "snake_case")]
 pub(super) enum GameEventDto {
     PlayerJoined {
@@ -769,6 +794,7 @@ impl GameEventDto {
 
 /// A lobby event as stored in `lobby_events.event`.
 #[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 #[serde(tag = "type", rename_all = "snake_case")]
 pub(super) enum LobbyEventDto {
     GameCreated {
@@ -1203,6 +1229,46 @@ mod tests {
         let bad = r#"{"type":"rematch","by":null,"action":{"started":{"game_id":"no spaces"}}}"#;
         let dto: GameEventDto = serde_json::from_str(bad).unwrap();
         assert!(dto.decode(&mut history).unwrap_err().contains("no spaces"));
+    }
+
+    /// A stored key that a damaged page changed by one byte read as the field left out: a timed
+    /// game as untimed, a rated one as unrated. Every key of a stored game and event is checked.
+    #[test]
+    fn a_damaged_key_is_refused_not_read_as_missing() {
+        fn keys(value: &serde_json::Value, out: &mut Vec<String>) {
+            match value {
+                serde_json::Value::Object(map) => {
+                    for (key, inner) in map {
+                        out.push(key.clone());
+                        keys(inner, out);
+                    }
+                }
+                serde_json::Value::Array(items) => items.iter().for_each(|i| keys(i, out)),
+                _ => {}
+            }
+        }
+        let info = serde_json::to_string(&InfoDto::new(&timed_info())).unwrap();
+        let over = serde_json::to_string(&GameEventDto::new(&GameEventKind::Rematch {
+            by: Some(Player::First),
+            action: RematchAction::Declined,
+        }))
+        .unwrap();
+        let mut checked = 0;
+        for json in [&info, &over] {
+            let mut found = Vec::new();
+            keys(&serde_json::from_str(json).unwrap(), &mut found);
+            for key in found {
+                let damaged = json.replacen(&format!("\"{key}\":"), &format!("\"{key}x\":"), 1);
+                let refused = if json == &info {
+                    serde_json::from_str::<InfoDto>(&damaged).is_err()
+                } else {
+                    serde_json::from_str::<GameEventDto>(&damaged).is_err()
+                };
+                assert!(refused, "{damaged}");
+                checked += 1;
+            }
+        }
+        assert!(checked > 20, "{checked} keys");
     }
 
     /// Removes the keys schema version 3 added, wherever they are: what the previous version
