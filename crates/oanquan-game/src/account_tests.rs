@@ -1366,7 +1366,8 @@ async fn rating_ranges_are_respected_both_ways() {
     let ranged_id = ranged.info().id.clone();
     assert!(matches!(
         pool.accept(&ranged_id, "Anonymous", None, None).await,
-        Err(GameError::SeekRefused(_))
+        Err(GameError::SeekRefused(ref why))
+            if why == "it wants a rated opponent, and you have no rating (play as an account)"
     ));
     // A backwards range is refused outright, and so is one that no rating falls in; one that
     // reaches into the ratings is taken.
@@ -1385,6 +1386,16 @@ async fn rating_ranges_are_respected_both_ways() {
             "{range:?}"
         );
     }
+    // Untimed games have no speed, so nobody's rating: an outside probe's range waited for ever.
+    let untimed = SeekRequest {
+        time_control: TimeControl::Untimed,
+        ..seek_request(Some(&weak), false, Some((400, 4000)))
+    };
+    assert!(matches!(
+        pool.seek(untimed).await,
+        Err(GameError::InvalidArgument { ref field, ref description })
+            if field == "rating_range" && description.contains("untimed game has no speed")
+    ),);
     for range in [(i32::MIN, 400), (4000, i32::MAX), (i32::MIN, i32::MAX)] {
         // Dropping the ticket withdraws the seek.
         drop(waiting(

@@ -32,7 +32,7 @@ use crate::limits::{self, OpenGameSlot, client_key};
 use crate::manager::{GameManager, PairedGame, RatedAsk, Seated, check_rated, seat_account};
 use crate::model::{GameId, GameInfo};
 use crate::outage::Outage;
-use crate::rating::{MAX_RATING, MIN_RATING};
+use crate::rating::{MAX_RATING, MIN_RATING, Speed};
 use crate::store::StoreError;
 use crate::text;
 use crate::token::{PlayerToken, TokenHash, random_game_id};
@@ -138,15 +138,18 @@ fn refusal(seek: &SeekInfo, mine: &SeekInfo) -> GameError {
     let why = match (own, seek.rating_range) {
         (true, _) => "it is your own seek".to_owned(),
         (false, Some((low, high))) => {
-            let wanted = wanted_rating(low, high);
-            match mine.account.as_ref().and_then(|account| account.rating) {
-                Some(rating) => format!(
-                    "it wants an opponent rated {wanted} at its speed, and yours is {rating}"
-                ),
-                None => format!(
-                    "it wants an opponent rated {wanted} at its speed, and you have no rating \
-                     (play as an account)"
-                ),
+            let wanted = match wanted_rating(low, high).as_str() {
+                "at all" => "a rated opponent".to_owned(),
+                wanted => format!("an opponent rated {wanted} at its speed"),
+            };
+            match &mine.account {
+                Some(account) => match account.rating {
+                    Some(rating) => format!("it wants {wanted}, and yours is {rating}"),
+                    // Seeks with a range have a clock (checked when made), so an account
+                    // always has a rating there; said plainly should that change.
+                    None => format!("it wants {wanted}, and this game's clock rates nobody"),
+                },
+                None => format!("it wants {wanted}, and you have no rating (play as an account)"),
             }
         }
         (false, None) => "it does not take you".to_owned(),
@@ -836,6 +839,15 @@ impl SeekPool {
         }
         limits::hosted_rules(&request.rules, "rules")?;
         if let Some((low, high)) = request.rating_range {
+            // Ratings are kept per speed, and an untimed game has none: such a range could
+            // match nobody, and its seeker would wait for ever.
+            if Speed::of(request.time_control).is_none() {
+                return Err(GameError::invalid(
+                    "rating_range",
+                    "an untimed game has no speed, so no opponent has a rating for it: give a \
+                     time control, or leave the range out",
+                ));
+            }
             if low > high {
                 return Err(GameError::invalid(
                     "rating_range",
