@@ -512,6 +512,13 @@ async fn bad_create_game_requests() {
         status.message().contains("too large") && status.message().contains("--max-request-size"),
         "{status:?}"
     );
+    // Every RESOURCE_EXHAUSTED carries its reason (errors.proto); an outside probe found this
+    // one without details.
+    assert_eq!(
+        status.get_details_error_info().map(|info| info.reason),
+        Some("ERROR_REASON_LIMIT_EXCEEDED".to_owned()),
+        "{status:?}"
+    );
     m.finish().await;
 }
 

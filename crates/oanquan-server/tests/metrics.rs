@@ -496,17 +496,27 @@ async fn limits_count_their_refusals() {
 #[tokio::test]
 async fn undecodable_requests_are_counted_apart() {
     let server = Running::start();
-    let junk = common::grpc_frame(false, 4, &[0x0a, 0xff, 0xfe, 0xc0]);
-    let (code, message) = common::raw_grpc_call(
-        server.addr,
-        "/oanquan.v1.GameService/GetGame",
-        None,
-        junk,
-        Duration::from_secs(10),
-    )
-    .await
-    .expect("an answer");
-    assert_eq!(code, "13", "{message}");
+    let mut frames = vec![common::grpc_frame(false, 4, &[0x0a, 0xff, 0xfe, 0xc0])];
+    // A frame marked compressed with no `grpc-encoding`, and a flag that is neither 0 nor 1:
+    // INTERNAL as gRPC's compression spec has it, the client's fault as well (an outside
+    // probe's counted as the server's failures).
+    let mut compressed = common::grpc_frame(true, 2, &[0x0a, 0x00]).to_vec();
+    frames.push(compressed.clone().into());
+    compressed[0] = 7;
+    frames.push(compressed.into());
+    let sent = frames.len();
+    for junk in frames {
+        let (code, message) = common::raw_grpc_call(
+            server.addr,
+            "/oanquan.v1.GameService/GetGame",
+            None,
+            junk,
+            Duration::from_secs(10),
+        )
+        .await
+        .expect("an answer");
+        assert_eq!(code, "13", "{message}");
+    }
     let mut games = server.games().await;
     let missing = games
         .get_game(pb::GetGameRequest {
@@ -515,14 +525,17 @@ async fn undecodable_requests_are_counted_apart() {
         .await
         .unwrap_err();
     assert_eq!(missing.code(), Code::NotFound);
-    let samples = wait_for(&server, "the undecodable call is counted", |samples| {
-        samples.sum("oanquan_rpcs_undecodable_total", &[]) == 1.0
+    let samples = wait_for(&server, "the undecodable calls are counted", |samples| {
+        samples.sum("oanquan_rpcs_undecodable_total", &[]) == sent as f64
     });
     let internal = [
         r#"method="GetGame""#.to_owned(),
         r#"code="INTERNAL""#.to_owned(),
     ];
-    assert_eq!(samples.sum("oanquan_rpcs_total", &labels(&internal)), 1.0);
+    assert_eq!(
+        samples.sum("oanquan_rpcs_total", &labels(&internal)),
+        sent as f64
+    );
 }
 
 /// SQLite's group commit: every write lands in exactly one counted batch.

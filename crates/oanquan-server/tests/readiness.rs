@@ -210,7 +210,7 @@ async fn a_drain_turns_readiness_off_while_open_calls_are_still_served() {
     assert!(head.to_lowercase().contains("allow: get, head"), "{head}");
     let channel = server.channel().await;
     let (game, _) = create(&mut Games::new(channel.clone()), "standard").await;
-    let mut health = HealthClient::new(channel)
+    let mut health = HealthClient::new(channel.clone())
         .watch(HealthCheckRequest::default())
         .await
         .unwrap()
@@ -219,6 +219,25 @@ async fn a_drain_turns_readiness_off_while_open_calls_are_still_served() {
         next(&mut health).await.unwrap().unwrap().status(),
         ServingStatus::Serving
     );
+    // A service the server does not know is SERVICE_UNKNOWN and the watch stays open, as
+    // the health spec has it (an outside probe's ended at once with NOT_FOUND).
+    let mut unknown = HealthClient::new(channel)
+        .watch(HealthCheckRequest {
+            service: "oanquan.v1.Nope".to_owned(),
+        })
+        .await
+        .unwrap()
+        .into_inner();
+    assert_eq!(
+        next(&mut unknown).await.unwrap().unwrap().status(),
+        ServingStatus::ServiceUnknown
+    );
+    assert!(
+        tokio::time::timeout(Duration::from_millis(300), unknown.message())
+            .await
+            .is_err(),
+        "still open"
+    );
     let held = HeldCall::open(server.addr, &game.id).await;
 
     server.sigterm();
@@ -226,6 +245,9 @@ async fn a_drain_turns_readiness_off_while_open_calls_are_still_served() {
         next(&mut health).await.unwrap().unwrap().status(),
         ServingStatus::NotServing
     );
+    // It ends with the server, as every watch does.
+    let ended = next(&mut unknown).await.unwrap_err();
+    assert_eq!(ended.code(), tonic::Code::Unavailable, "{ended:?}");
     server.wait_ready(false, "not ready: draining");
     assert_eq!(server.get("/live").0, 200, "alive while it drains");
     // The held call's connection, at least, is open and draining.

@@ -1,5 +1,6 @@
 //! `grpc.health.v1.Health`: tonic-health's service, with `Watch` streams that end when the
-//! server shuts down.
+//! server shuts down, and a `Watch` of an unknown service told `SERVICE_UNKNOWN` and kept open,
+//! as the health spec has it.
 //!
 //! tonic-health ends a `Watch` stream only when its status is removed, and a removed status
 //! answers `Check` with `NOT_FOUND`, which a load balancer draining the server must not see.
@@ -20,9 +21,10 @@ use std::pin::Pin;
 use std::sync::Arc;
 use std::task::{Context, Poll};
 
-use futures::Stream;
+use futures::{Stream, StreamExt as _};
 use tokio::sync::{OwnedSemaphorePermit, Semaphore, watch};
 use tonic::{Request, Response, Status};
+use tonic_health::pb::health_check_response::ServingStatus;
 use tonic_health::pb::health_server::{Health, HealthServer};
 use tonic_health::pb::{HealthCheckRequest, HealthCheckResponse};
 use tonic_health::server::{HealthReporter, HealthService};
@@ -88,7 +90,19 @@ impl Health for HealthApi {
         let place = Arc::clone(&self.watches)
             .try_acquire_owned()
             .map_err(|_| status::health_watches_full(self.max_watches))?;
-        let inner = self.inner.watch(request).await?.into_inner();
+        let inner: WatchInner = match self.inner.watch(request).await {
+            Ok(response) => Box::pin(response.into_inner()),
+            // The health spec: a watch of a service the server does not know is told
+            // SERVICE_UNKNOWN and kept open, not ended (tonic-health's NOT_FOUND), so that a
+            // watcher started before the service would see it come.
+            Err(refused) if refused.code() == tonic::Code::NotFound => Box::pin(
+                futures::stream::once(futures::future::ready(Ok(HealthCheckResponse {
+                    status: ServingStatus::ServiceUnknown.into(),
+                })))
+                .chain(futures::stream::pending()),
+            ),
+            Err(refused) => return Err(refused),
+        };
         let mut shutdown = self.shutdown.clone();
         Ok(Response::new(HealthWatch {
             inner,
@@ -104,9 +118,12 @@ impl Health for HealthApi {
     }
 }
 
+/// The statuses a `Watch` stream passes on.
+type WatchInner = Pin<Box<dyn Stream<Item = Result<HealthCheckResponse, Status>> + Send>>;
+
 /// A `Watch` stream of [`HealthApi`].
 pub struct HealthWatch {
-    inner: <HealthService as Health>::WatchStream,
+    inner: WatchInner,
     /// This stream's place under `--max-health-watches`, given back when tonic drops the
     /// stream: at its end, or when its client resets it or goes away.
     _place: OwnedSemaphorePermit,

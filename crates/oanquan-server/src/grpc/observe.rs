@@ -256,11 +256,21 @@ impl Done {
 fn undecodable(code: i32, headers: &http::HeaderMap) -> bool {
     code == INTERNAL
         && tonic::Status::from_header_map(headers)
-            .is_some_and(|status| status.message().starts_with(UNDECODABLE))
+            .is_some_and(|status| is_undecodable(status.message()))
+}
+
+/// Whether an INTERNAL's message is tonic's for a request that is not valid protobuf, or whose
+/// framing's compression flag is wrong (set with no `grpc-encoding`, or neither 0 nor 1): the
+/// client's fault, INTERNAL as gRPC's compression spec has it.
+fn is_undecodable(message: &str) -> bool {
+    message.starts_with(UNDECODABLE) || message.starts_with(BAD_COMPRESSION_FLAG)
 }
 
 /// How tonic's INTERNAL for a request that is not valid protobuf begins.
 const UNDECODABLE: &str = "failed to decode Protobuf message";
+
+/// How tonic's INTERNAL for a message frame with a compression flag it cannot take begins.
+const BAD_COMPRESSION_FLAG: &str = "protocol error: received message with";
 
 impl Drop for Done {
     fn drop(&mut self) {
@@ -538,7 +548,7 @@ fn mend_too_large(headers: &mut http::HeaderMap, code: i32) -> i32 {
     };
     let message =
         format!("the request message is too large{limit} (the server's --max-request-size)");
-    replace_status(headers, &tonic::Status::resource_exhausted(message));
+    replace_status(headers, &super::status::request_too_large(message));
     RESOURCE_EXHAUSTED
 }
 
@@ -546,7 +556,7 @@ fn mend_too_large(headers: &mut http::HeaderMap, code: i32) -> i32 {
 fn replace_status(headers: &mut http::HeaderMap, status: &tonic::Status) {
     // tonic writes the headers (the message percent-encoded, as gRPC has it).
     let mended = status.clone().into_http::<Body>();
-    for name in ["grpc-status", "grpc-message"] {
+    for name in ["grpc-status", "grpc-message", "grpc-status-details-bin"] {
         match mended.headers().get(name) {
             Some(value) => {
                 headers.insert(name, value.clone());
@@ -556,7 +566,6 @@ fn replace_status(headers: &mut http::HeaderMap, status: &tonic::Status) {
             }
         }
     }
-    headers.remove("grpc-status-details-bin");
 }
 
 impl<F, E> Future for ObserveFuture<F>
@@ -632,7 +641,7 @@ impl http_body::Body for ObservedBody {
             }),
             Some(Err(status)) => Some((
                 status.code() as i32,
-                status.code() == tonic::Code::Internal && status.message().starts_with(UNDECODABLE),
+                status.code() == tonic::Code::Internal && is_undecodable(status.message()),
             )),
             None => None,
         };

@@ -207,6 +207,14 @@ pub fn limit_exceeded(message: String, retry_after: std::time::Duration) -> Stat
     Status::with_error_details(Code::ResourceExhausted, message, details)
 }
 
+/// RESOURCE_EXHAUSTED for a request message over `--max-request-size`: reason
+/// `ERROR_REASON_LIMIT_EXCEEDED` as every limit, without a retry delay (the same request is
+/// refused again).
+#[must_use]
+pub fn request_too_large(message: String) -> Status {
+    to_status(&GameError::LimitExceeded(message))
+}
+
 /// RESOURCE_EXHAUSTED for an `Analyze` call refused for lack of search capacity: see
 /// [`limit_exceeded`].
 #[must_use]
