@@ -12,7 +12,7 @@ use std::time::SystemTime;
 use futures::FutureExt as _;
 
 use crate::account::{Account, AccountId, ApiKeyRecord};
-use crate::model::{GameEvent, GameFilter, GameId, GameInfo, GameState, LobbyEvent};
+use crate::model::{GameEvent, GameFilter, GameId, GameInfo, GameState, GameStatus, LobbyEvent};
 use crate::rating::Speed;
 use crate::store::{
     Commit, Committed, GameStore, LeaderboardAfter, LeaderboardPage, Page, PlayerGameFilter,
@@ -381,14 +381,22 @@ impl GameStore for MemoryStore {
 
     fn lobby_snapshot(&self, limit: usize) -> StoreFuture<'_, (Vec<GameInfo>, u64)> {
         let inner = self.lock();
+        let (mut waiting, mut active) = (0, 0);
         let games = inner
             .order
             .iter()
             .rev()
             .filter_map(|id| inner.games.get(id.as_ref()?))
             .map(|stored| stored.state.info())
-            .filter(|info| !info.status.is_over())
-            .take(limit)
+            .filter(|info| {
+                let count = match info.status {
+                    GameStatus::WaitingForPlayers => &mut waiting,
+                    GameStatus::Active => &mut active,
+                    _ => return false,
+                };
+                *count += 1;
+                *count <= limit
+            })
             .cloned()
             .collect();
         let result = Ok((games, inner.lobby_sequence));

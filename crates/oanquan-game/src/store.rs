@@ -289,8 +289,9 @@ pub trait GameStore: Send + Sync + fmt::Debug + 'static {
     /// Backend failures only.
     fn lobby_events_since(&self, after: u64) -> StoreFuture<'_, Since<LobbyEvent>>;
 
-    /// The waiting and active games, newest first (at most `limit`), and the lobby sequence this
-    /// list reflects, read atomically.
+    /// The waiting and active games, newest first (at most `limit` of each, so that many new
+    /// waiting games cannot push the games being played out), and the lobby sequence this list
+    /// reflects, read atomically.
     ///
     /// # Errors
     ///

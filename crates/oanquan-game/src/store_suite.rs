@@ -374,11 +374,31 @@ pub async fn listings_page_and_refuse_foreign_cursors(store: Arc<dyn GameStore>)
 /// The lobby log is numbered 1, 2, 3, ... and its snapshot names the last number.
 pub async fn lobby_events_and_snapshot_agree(store: Arc<dyn GameStore>) {
     let manager = manager(&store);
-    played(&manager, 1).await;
+    let (active, _) = played(&manager, 1).await;
     manager.create_game(new_game()).await.unwrap();
     let (games, last) = store.lobby_snapshot(100).await.unwrap();
     assert_eq!(games.len(), 2);
     assert!(last >= 2);
+    // The cap is per status: newer waiting games do not push the game being played out (an
+    // outside probe's 210 waiting games left "Games being played" empty).
+    let mut waiting = Vec::new();
+    for _ in 0..2 {
+        waiting.push(manager.create_game(new_game()).await.unwrap().game.id);
+    }
+    let (capped, _) = store.lobby_snapshot(2).await.unwrap();
+    let mut ids: Vec<&GameId> = capped.iter().map(|g| &g.id).collect();
+    assert!(
+        capped
+            .windows(2)
+            .all(|pair| pair[0].created >= pair[1].created),
+        "newest first"
+    );
+    ids.sort_by(|a, b| a.as_str().cmp(b.as_str()));
+    let mut expected = vec![&active, &waiting[0], &waiting[1]];
+    expected.sort_by(|a, b| a.as_str().cmp(b.as_str()));
+    assert_eq!(ids, expected);
+    let (games, last) = store.lobby_snapshot(100).await.unwrap();
+    assert_eq!(games.len(), 4);
     match store.lobby_events_since(0).await.unwrap() {
         Since::Events { events, .. } => {
             let sequences: Vec<u64> = events.iter().map(|e| e.sequence).collect();

@@ -673,8 +673,14 @@ impl GameStore for PostgresStore {
         self.read(move |tx| {
             async move {
                 // One snapshot: the list and the sequence describe the same moment.
-                let open = [GameStatus::WaitingForPlayers, GameStatus::Active].map(status_name);
-                let (games, _) = list_games(tx, &open, limit, i64::MAX, &damage).await?;
+                // At most `limit` of each status, merged newest first.
+                let mut games = Vec::new();
+                for status in [GameStatus::WaitingForPlayers, GameStatus::Active] {
+                    let (some, _) =
+                        list_games(tx, &[status_name(status)], limit, i64::MAX, &damage).await?;
+                    games.extend(some);
+                }
+                games.sort_by(|a, b| b.created.cmp(&a.created));
                 Ok((games, reads::last_lobby_sequence(tx).await?))
             }
             .boxed()

@@ -606,10 +606,14 @@ impl GameStore for SqliteStore {
         let damage = Arc::clone(&self.damage);
         self.read(move |conn| {
             // One read transaction: the list and the sequence describe the same moment.
-            let [waiting, active] =
-                [GameStatus::WaitingForPlayers, GameStatus::Active].map(status_name);
-            let statuses = [waiting, active, waiting, active];
-            let (games, _) = list_games(conn, statuses, limit, i64::MAX, &damage)?;
+            // At most `limit` of each status, merged newest first.
+            let mut games = Vec::new();
+            for status in [GameStatus::WaitingForPlayers, GameStatus::Active] {
+                let (some, _) =
+                    list_games(conn, [status_name(status); 4], limit, i64::MAX, &damage)?;
+                games.extend(some);
+            }
+            games.sort_by(|a, b| b.created.cmp(&a.created));
             Ok((games, last_lobby_sequence(conn)?))
         })
     }
