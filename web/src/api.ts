@@ -210,6 +210,12 @@ export const store = {
     }
     store.setApiKey("");
   },
+  /** The games this browser keeps a seat in (finished ones too, until they are forgotten). */
+  seatGames(): string[] {
+    return Array.from({ length: localStorage.length }, (_, i) => localStorage.key(i) ?? "")
+      .filter((key) => key.startsWith(SEAT) && !key.startsWith(SEAT + REMATCH))
+      .map((key) => key.slice(SEAT.length));
+  },
   removeSeat(gameId: string) {
     localStorage.removeItem(SEAT + gameId);
   },

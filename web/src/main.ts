@@ -110,6 +110,8 @@ const OFFERS_REMATCH = " offers a rematch";
 
 /** The lobby's notice while its stream is away. */
 const LOBBY_AWAY = "Reconnecting to the lobby…";
+/** The most waiting games a lobby snapshot holds (game.proto, LobbyEvent.Snapshot). */
+const LOBBY_CAP = 200;
 
 /** The ending of the status line's error for a move that never reached the server. */
 const NOT_SENT_ENDING = "; play it again once the page is connected";
@@ -207,7 +209,16 @@ const onGamePage = () => GAME_ROUTE.test(location.hash);
 
 /** The key whose account this page was last drawn for. */
 let shownKey = store.apiKey();
-nameInput.addEventListener("change", () => store.setName(nameInput.value.trim()));
+/** The most characters a name has on the server (game's text.rs), counted as it counts them. */
+const MAX_NAME_CHARS = 32;
+nameInput.addEventListener("change", () => {
+  store.setName(nameInput.value.trim());
+  // Said as the name is typed, not after Create (an outside probe's 128-character name).
+  const chars = [...nameInput.value.normalize("NFC").trim()].length;
+  if (chars > MAX_NAME_CHARS) {
+    say(`Your name is ${chars} characters long; a name has at most ${MAX_NAME_CHARS}.`, "error");
+  }
+});
 document.getElementById("account")!.addEventListener("submit", (event) => {
   event.preventDefault();
   store.setName(nameInput.value.trim());
@@ -686,6 +697,7 @@ function showLobby(): () => void {
     seeking = undefined;
     seekButton.textContent = "Seek";
     seekState.textContent = "";
+    seekFor();
     render();
   }
 
@@ -706,6 +718,15 @@ function showLobby(): () => void {
   }
 
   const seekButton = button("Seek", "seek", () => void seek());
+  // A seek finds a person (the Opponent menu's computer is played with Create game): said
+  // beside the button rather than a person's seek made without a word (an outside probe's).
+  const seekFor = () => {
+    if (seeking) return;
+    const computer = !!Number(opponent.value);
+    seekButton.disabled = computer;
+    seekState.textContent = computer ? "a seek finds a person: to play the computer, Create game" : "";
+  };
+  opponent.addEventListener("change", seekFor);
   app.append(
     h(
       "section",
@@ -735,6 +756,31 @@ function showLobby(): () => void {
 
   const known = new Map<string, Game>();
   const seeks = new Map<string, Seek>();
+  /** Whether a snapshot has come: before it, "none" would be a guess. */
+  let loaded = false;
+  /** Whether the last snapshot held as many waiting games as the server sends (the newest). */
+  let openCut = false;
+  /** Games this browser held a seat in that are over: not asked for again. */
+  const overHere = new Set<string>();
+
+  /** The games this browser plays in that the snapshot left out (it holds only the newest
+   * 200 of each kind): asked for one by one, so one's own game stays listed however many
+   * others are made (an outside probe's 210 new games hid it). */
+  async function findOwn() {
+    for (const id of store.seatGames()) {
+      if (known.has(id) || overHere.has(id) || abort.signal.aborted) continue;
+      try {
+        const game = (await games.getGame({ gameId: id }, bearer(undefined))).game;
+        if (game?.status === GameStatus.WAITING_FOR_PLAYERS || game?.status === GameStatus.ACTIVE) {
+          known.set(id, game);
+          render();
+        } else overHere.add(id);
+      } catch (error) {
+        if (error instanceof ConnectError && error.code === Code.NotFound) overHere.add(id);
+      }
+    }
+  }
+
   function render() {
     // Newest first, as the snapshot lists them: a game created while the page is open goes on
     // top, where a reload would put it.
@@ -762,7 +808,11 @@ function showLobby(): () => void {
         );
       }),
     );
-    if (open.length === 0) openList.append(h("li", { class: "empty" }, "none: create one"));
+    if (!loaded) openList.append(h("li", { class: "empty" }, "not loaded yet"));
+    else if (open.length === 0) openList.append(h("li", { class: "empty" }, "none: create one"));
+    else if (openCut) {
+      openList.append(h("li", { class: "empty", "data-testid": "open-cut" }, "the newest are shown; older games wait too"));
+    }
     activeList.replaceChildren(
       ...active.map((g) => {
         const players = `${seatName(g, Player.FIRST)} – ${seatName(g, Player.SECOND)}`;
@@ -779,7 +829,7 @@ function showLobby(): () => void {
         );
       }),
     );
-    if (active.length === 0) activeList.append(h("li", { class: "empty" }, "none"));
+    if (active.length === 0) activeList.append(h("li", { class: "empty" }, loaded ? "none" : "not loaded yet"));
     seekList.replaceChildren(
       ...[...seeks.values()].map((s) =>
         h(
@@ -795,7 +845,7 @@ function showLobby(): () => void {
         ),
       ),
     );
-    if (seeks.size === 0) seekList.append(h("li", { class: "empty" }, "none"));
+    if (seeks.size === 0) seekList.append(h("li", { class: "empty" }, loaded ? "none" : "not loaded yet"));
   }
 
   async function followLobby() {
@@ -835,10 +885,14 @@ function showLobby(): () => void {
           switch (kind.case) {
             case "snapshot":
               openList.dataset.live = "true";
+              loaded = true;
               known.clear();
               seeks.clear();
               for (const g of kind.value.games) known.set(g.id, g);
               for (const s of kind.value.seeks) seeks.set(s.id, s);
+              openCut =
+                kind.value.games.filter((g) => g.status === GameStatus.WAITING_FOR_PLAYERS).length >= LOBBY_CAP;
+              void findOwn();
               break;
             case "gameCreated":
               if (kind.value.game) known.set(kind.value.game.id, kind.value.game);
@@ -1691,6 +1745,7 @@ function showGame(id: string): () => void {
       case "snapshot":
         enqueue(() => {
           game = kind.value.game;
+          selected = undefined;
           if (game) {
             setPosition(game);
             setClocks(game.clocks, game.position?.toMove);
@@ -1735,6 +1790,9 @@ function showGame(id: string): () => void {
           await animate(record);
           if (record.position) game.position = record.position;
           game.moveCount = record.number;
+          // A square picked on the board before this move was picked on another board (a
+          // second tab of the seat moved): playing it would send a move no one chose.
+          selected = undefined;
           if (record.player !== seat) moveSaid.textContent = moveSentence(game, record, seat);
           // A draw offer stands until the offerer's opponent moves (game.proto, DrawAction).
           if (record.player !== game.drawOffer) {
@@ -1780,6 +1838,9 @@ function showGame(id: string): () => void {
           // A rated result changed the account's rating: the account bar says the new one (an
           // outside probe's stayed at the old one until a reload).
           if (store.apiKey() && (kind.value.result?.firstRating || kind.value.result?.secondRating)) void showMe();
+          // Said to a screen reader too, in place of the last move's sentence (whose "Your
+          // turn" no longer holds): an outside probe's blind player never heard the result.
+          moveSaid.textContent = `Game over: ${resultText(game) || "aborted"}`;
           render();
         });
         break;

@@ -1469,3 +1469,56 @@ test("a lobby stream that goes silent is dropped and resumed", async () => {
   await visitor.locator(`[data-testid=open-games] li[data-game="${created.game!.id}"]`).waitFor();
   await gameApi().abortGame({ gameId: created.game!.id }, { headers: { authorization: `Bearer ${created.playerToken}` } });
 });
+
+test("one's own game and the games being played stay listed when many newer games wait", async () => {
+  // A server of its own: the flood would crowd every later test's lobby.
+  const flood = await new Server(join(dir, "flood.db")).start();
+  try {
+    const api = createClient(GameService, createGrpcWebTransport({ baseUrl: flood.url, useBinaryFormat: true }));
+    const standard = { kind: { case: "preset" as const, value: "standard" } };
+    const gus = await player("Gus");
+    await gus.goto(flood.url);
+    await gus.getByTestId("open-games").waitFor();
+    const own = await createGame(gus);
+    const played = await api.createGame({ rules: standard, displayName: "Ann" });
+    await api.joinGame({ gameId: played.game!.id, displayName: "Ben" });
+    // More waiting games than a snapshot holds, all newer than both (an outside probe's 210).
+    for (let i = 0; i < 205; i++) await api.createGame({ rules: standard, displayName: `flood${i}` });
+    await gus.goto(flood.url);
+    await gus.reload();
+    await gus.getByTestId("open-cut").waitFor();
+    await gus.locator(`[data-testid=open-games] li[data-game="${own}"] [data-testid=open]`).waitFor();
+    await gus.locator(`[data-testid=active-games] li[data-game="${played.game!.id}"]`).waitFor();
+    // A computer opponent is not sought: the page says where it is played instead.
+    await gus.getByTestId("opponent").selectOption("2");
+    assert.ok(await gus.getByTestId("seek").isDisabled());
+    assert.match((await gus.getByTestId("seek-state").textContent()) ?? "", /to play the computer, Create game/);
+    await gus.getByTestId("opponent").selectOption("");
+    assert.ok(await gus.getByTestId("seek").isEnabled());
+  } finally {
+    await flood.stop();
+  }
+});
+
+test("a screen reader hears the result, and a square picked before another tab moved is dropped", async () => {
+  const { mover, waiter } = await moverAndWaiter("Ida", "Jon");
+  // The same seat in a second tab of the mover's browser.
+  const second = await mover.context().newPage();
+  await second.goto(mover.url());
+  await second.locator(".row.bottom .square.playable").first().waitFor();
+  await second.locator(".row.bottom .square.playable").last().click();
+  await second.getByTestId("dir-right").waitFor();
+  // The first tab moves: the second's pick was made on the board before it.
+  await mover.locator(".row.bottom .square.playable").first().click();
+  await mover.getByTestId("dir-left").click();
+  await until("the move shown in the second tab", async () => (await movesOf(second)) === 1);
+  assert.ok(await second.getByTestId("dir-right").isHidden(), "no direction offered for the old pick");
+  assert.equal(await second.locator("[aria-pressed=true]").count(), 0);
+  // The result is said in words where the moves are.
+  await waiter.getByTestId("resign").click();
+  for (const page of [mover, second, waiter]) {
+    await until("the result said", async () =>
+      /^Game over: .* wins \(.* resigned\)/.test((await page.getByTestId("move-said").textContent()) ?? ""),
+    );
+  }
+});
