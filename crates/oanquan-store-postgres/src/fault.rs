@@ -69,7 +69,12 @@ pub(crate) fn is_unavailable(error: &tokio_postgres::Error) -> bool {
 /// A connection the pool could not give: the database is away or every connection is busy.
 pub(crate) fn pool(error: deadpool_postgres::PoolError) -> StoreError {
     match error {
-        deadpool_postgres::PoolError::Backend(error) => backend(error),
+        // Opening a connection failed: whatever the database said (an outside probe's
+        // `ALTER DATABASE … ALLOW_CONNECTIONS false` answers 55000, which in a query would be
+        // a bug), it cannot be used now, and the same call may succeed once it can.
+        deadpool_postgres::PoolError::Backend(error) => {
+            StoreError::Unavailable(format!("postgres: cannot connect: {}", describe(&error)))
+        }
         deadpool_postgres::PoolError::Timeout(kind) => StoreError::Unavailable(format!(
             "postgres: no database connection in time ({kind:?}): the database is slow, away, \
              or every connection of the pool is busy"

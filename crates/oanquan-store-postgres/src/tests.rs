@@ -717,6 +717,32 @@ async fn an_unreachable_database_or_a_bad_url_is_refused_at_start() {
     assert!(!is_postgres_url("/var/lib/postgres/oanquan.db"));
 }
 
+/// A connection the database refuses to open, whatever its reason, is `Unavailable`: an outside
+/// probe's `ALTER DATABASE … ALLOW_CONNECTIONS false` (55000) answered every call INTERNAL, "a
+/// defect". Here the refusal is a database that does not exist (3D000), which a query could
+/// never meet either.
+#[tokio::test]
+async fn a_connection_the_database_refuses_is_unavailable() {
+    let Some(url) = test_url() else { return };
+    let mut config: tokio_postgres::Config = url.parse().unwrap();
+    config.dbname("oq_test_no_such_database");
+    let refused = config
+        .connect(tokio_postgres::NoTls)
+        .await
+        .err()
+        .expect("refused");
+    assert!(refused.as_db_error().is_some(), "{refused}");
+    assert!(
+        !crate::fault::is_unavailable(&refused),
+        "a query's error of this kind is a bug"
+    );
+    let error = crate::fault::pool(deadpool_postgres::PoolError::Backend(refused));
+    assert!(
+        matches!(&error, StoreError::Unavailable(why) if why.contains("cannot connect") && why.contains("3D000")),
+        "{error:?}"
+    );
+}
+
 /// A node frozen inside one of its transactions (SIGSTOP, a paused VM) holds the rows it locked,
 /// the lobby's counter among them, which every node's writes to the lobby need: the database
 /// ends such a transaction after [`IDLE_IN_TRANSACTION_LIMIT`], within the statement timeout
