@@ -572,6 +572,24 @@ async fn a_directory_is_refused_by_name_not_as_a_disk_error() {
     );
 }
 
+/// An outside probe's mistyped folder read "opening the lock file: No such file or directory",
+/// naming a file it never gave.
+#[tokio::test]
+async fn a_missing_folder_is_named_and_not_made() {
+    let dir = tempfile::tempdir().unwrap();
+    let folder = dir.path().join("nodir");
+    let path = folder.join("oanquan.db");
+    let error = refused(&path).await;
+    assert!(matches!(error, OpenError::NoFolder { .. }), "{error}");
+    let message = error.to_string();
+    assert!(
+        message.contains(&format!("its folder {} does not exist", folder.display())),
+        "{message}"
+    );
+    assert!(message.contains("Nothing was changed"), "{message}");
+    assert!(!folder.exists(), "no folder made");
+}
+
 /// Runs the server, which must exit by itself: one that starts serving instead is killed, so
 /// that the test fails rather than hangs.
 fn refused_by_binary(command: &mut std::process::Command) -> std::process::Output {

@@ -309,6 +309,17 @@ pub enum OpenError {
         /// "write-ahead log" or "shared-memory index of its log".
         what: &'static str,
     },
+    /// The folder the database would be made in does not exist: the server makes a new
+    /// database file, never the folders on its way (a mistyped path would grow a tree).
+    #[error(
+        "{path}: its folder {folder} does not exist. Nothing was changed. Create the folder          (`mkdir -p {folder}`), or point --database at a file in one that exists (see          STORAGE.md)"
+    )]
+    NoFolder {
+        /// The database.
+        path: PathBuf,
+        /// Its folder.
+        folder: PathBuf,
+    },
     /// Something that is not a regular file (a directory, a device, a pipe): SQLite only says
     /// "disk I/O error" of it.
     #[error(
@@ -739,6 +750,18 @@ fn lock_file_refused(path: &Path, lock: &Path, source: std::io::Error) -> OpenEr
                     "its lock file {} cannot be created: {source}",
                     lock.display()
                 ),
+            }
+        }
+        // The lock file is made beside the database: its folder is not there (an outside
+        // probe read "opening the lock file: No such file or directory" of a mistyped folder).
+        ErrorKind::NotFound
+            if lock
+                .parent()
+                .is_some_and(|folder| !folder.as_os_str().is_empty() && !folder.exists()) =>
+        {
+            OpenError::NoFolder {
+                path: path.to_owned(),
+                folder: lock.parent().unwrap_or(lock).to_owned(),
             }
         }
         _ => OpenError::Io {
