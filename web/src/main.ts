@@ -399,7 +399,7 @@ function seatName(game: Game, player: Player): string {
 
 /** How the game ended, naming who ended it where one did, and each side's score by name (the
  * winner of a game lost on time or by resignation may have the lower score). */
-function resultText(game: Game): string {
+function resultText(game: Game, firstMoveMissed?: boolean): string {
   const result = game.result;
   if (!result) return "";
   const reason = REASONS[result.endReason] ?? "";
@@ -410,7 +410,15 @@ function resultText(game: Game): string {
   if (result.outcome === Outcome.DRAW) return `Draw (${reason})${scores}${ratingChangesText(game)}`;
   // An aborted game has no winner: the outcome is unset.
   if (result.outcome !== Outcome.FIRST_WINS && result.outcome !== Outcome.SECOND_WINS) {
-    const by = endedBy === undefined ? "" : `: ${seatName(game, endedBy)} aborted the game or missed the first move's deadline`;
+    // Which of the two, where this page saw it happen (the game's end against the first
+    // move's deadline, both the server's times); after a reload it cannot tell.
+    const what =
+      firstMoveMissed === undefined
+        ? "aborted the game or missed the first move's deadline"
+        : firstMoveMissed
+          ? "did not make their first move in time"
+          : "aborted the game";
+    const by = endedBy === undefined ? "" : `: ${seatName(game, endedBy)} ${what}`;
     return `No result (${reason || "ended"})${by}`;
   }
   const winner = result.outcome === Outcome.FIRST_WINS ? Player.FIRST : Player.SECOND;
@@ -1137,6 +1145,8 @@ function showGame(id: string): () => void {
   // Scores as shown: they change during a move's animation, before `game` has the new position.
   let score: [number, number] = [0, 0];
   let clocks: Clocks | undefined;
+  /** Whether the game this page saw aborted ended at its first move's deadline (undefined: not seen). */
+  let abortedLate: boolean | undefined;
   let clocksAt = 0;
   // The server's time of the reading a resumed stream asked for (see `refreshClocks`).
   let freshAt: number | undefined;
@@ -1550,7 +1560,7 @@ function showGame(id: string): () => void {
             : "";
     }
     invite.hidden = !mine || game.status !== GameStatus.WAITING_FOR_PLAYERS;
-    over.textContent = finished ? `Game over: ${resultText(game) || "aborted"}` : "";
+    over.textContent = finished ? `Game over: ${resultText(game, abortedLate) || "aborted"}` : "";
     const beforeFirstMove =
       (game.status === GameStatus.WAITING_FOR_PLAYERS || active) && (game.moveCount ?? 0) === 0;
     abortGame.hidden = !mine || !beforeFirstMove;
@@ -1830,6 +1840,13 @@ function showGame(id: string): () => void {
             if (game.position) game.position.scores = final;
             score = [final.first, final.second];
           }
+          // Aborted at the first move's deadline (the server ends such a game at the deadline
+          // itself), or by a player before it.
+          const deadline = clocks?.running === Player.UNSPECIFIED ? clocks.deadline : undefined;
+          const endedAt = event.time ?? kind.value.clocks?.measuredAt;
+          if (kind.value.result?.endReason === EndReason.ABORTED && deadline && endedAt) {
+            abortedLate = timestampMs(endedAt) >= timestampMs(deadline);
+          }
           setClocks(kind.value.clocks, Player.UNSPECIFIED);
           // An offer the game's end leaves unanswered no longer stands (an outside probe saw
           // "offers a draw" beside the result).
@@ -1840,7 +1857,7 @@ function showGame(id: string): () => void {
           if (store.apiKey() && (kind.value.result?.firstRating || kind.value.result?.secondRating)) void showMe();
           // Said to a screen reader too, in place of the last move's sentence (whose "Your
           // turn" no longer holds): an outside probe's blind player never heard the result.
-          moveSaid.textContent = `Game over: ${resultText(game) || "aborted"}`;
+          moveSaid.textContent = `Game over: ${resultText(game, abortedLate) || "aborted"}`;
           render();
         });
         break;

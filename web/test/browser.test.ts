@@ -42,10 +42,11 @@ class Server {
   constructor(
     readonly database: string,
     readonly listen = "127.0.0.1:0",
+    readonly flags: string[] = [],
   ) {}
 
   async start(): Promise<this> {
-    this.process = spawn(bin, ["--listen", this.listen, "--database", this.database], {
+    this.process = spawn(bin, ["--listen", this.listen, "--database", this.database, ...this.flags], {
       stdio: ["ignore", "pipe", "inherit"],
       env: { ...process.env, RUST_LOG: process.env.RUST_LOG ?? "warn" },
     });
@@ -1520,5 +1521,42 @@ test("a screen reader hears the result, and a square picked before another tab m
     await until("the result said", async () =>
       /^Game over: .* wins \(.* resigned\)/.test((await page.getByTestId("move-said").textContent()) ?? ""),
     );
+  }
+});
+
+test("an aborted game says whether its player called it off or let the first move's time run out", async () => {
+  // A server of its own, with a first-move limit short enough to miss.
+  const quick = await new Server(join(dir, "quick.db"), "127.0.0.1:0", ["--first-move-time", "3s"]).start();
+  try {
+    const [a, b] = [await player("Ula"), await player("Vic")];
+    for (const page of [a, b]) {
+      await page.goto(quick.url);
+      await page.getByTestId("open-games").waitFor();
+    }
+    // Called off: the player to move aborts before their first move.
+    await joinGame(b, await createGame(a, "60000+1000"));
+    let mover = await whoseTurn([a, b]);
+    assert.ok(mover);
+    await mover.getByTestId("abort").click();
+    for (const page of [a, b]) {
+      await until("the abort said", async () => / aborted the game$/.test((await page.getByTestId("game-over").textContent()) ?? ""));
+    }
+    // Missed: nobody moves within the limit.
+    for (const page of [a, b]) {
+      await page.goto(quick.url);
+      await page.getByTestId("open-games").waitFor();
+    }
+    await joinGame(b, await createGame(a, "60000+1000"));
+    mover = await whoseTurn([a, b]);
+    assert.ok(mover);
+    for (const page of [a, b]) {
+      await until(
+        "the missed first move said",
+        async () => / did not make their first move in time$/.test((await page.getByTestId("game-over").textContent()) ?? ""),
+        10_000,
+      );
+    }
+  } finally {
+    await quick.stop();
   }
 });
