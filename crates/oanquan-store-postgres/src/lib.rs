@@ -680,7 +680,7 @@ impl GameStore for PostgresStore {
                         list_games(tx, &[status_name(status)], limit, i64::MAX, &damage).await?;
                     games.extend(some);
                 }
-                games.sort_by(|a, b| b.created.cmp(&a.created));
+                games.sort_by_key(|game| std::cmp::Reverse(game.created));
                 Ok((games, reads::last_lobby_sequence(tx).await?))
             }
             .boxed()

@@ -613,7 +613,7 @@ impl GameStore for SqliteStore {
                     list_games(conn, [status_name(status); 4], limit, i64::MAX, &damage)?;
                 games.extend(some);
             }
-            games.sort_by(|a, b| b.created.cmp(&a.created));
+            games.sort_by_key(|game| std::cmp::Reverse(game.created));
             Ok((games, last_lobby_sequence(conn)?))
         })
     }
