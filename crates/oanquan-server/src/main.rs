@@ -678,25 +678,6 @@ fn load_endgame_tables(path: &std::path::Path) -> anyhow::Result<Arc<Tablebase>>
 /// a second (its GOAWAY already deals with them).
 const DEFAULT_LOG_FILTER: &str = "info,h2=error";
 
-/// tonic-reflection panics in its stream task when a client goes away mid-stream (its
-/// `send(..).expect("send")`): the task ends, nothing else is affected, but the default hook
-/// prints each one (with a backtrace under `RUST_BACKTRACE`, costly to make), so a client could
-/// fill the log and spend the server's CPU at will. Those panics are logged at debug; any other
-/// goes to the default hook as before.
-fn quiet_client_caused_panics() {
-    let default = std::panic::take_hook();
-    std::panic::set_hook(Box::new(move |info| {
-        let reflection = info
-            .location()
-            .is_some_and(|at| at.file().contains("tonic-reflection"));
-        if reflection {
-            tracing::debug!(panic = %info, "a reflection stream ended with its client");
-        } else {
-            default(info);
-        }
-    }));
-}
-
 fn main() -> ExitCode {
     let args = Args::parse_checked();
     let logs = tracing_subscriber::fmt()
@@ -720,7 +701,6 @@ fn main() -> ExitCode {
     if let Some(Command::Backup(backup_args)) = &args.command {
         return backup(backup_args);
     }
-    quiet_client_caused_panics();
     let runtime = match tokio::runtime::Runtime::new() {
         Ok(runtime) => runtime,
         Err(error) => {

@@ -33,6 +33,7 @@ use crate::grpc::deadline::DeadlineLayer;
 use crate::grpc::health::HealthApi;
 use crate::grpc::hosts::HostCheckLayer;
 use crate::grpc::reflection::Metered;
+use crate::grpc::reflection_index;
 use crate::grpc::stalls::Stalls;
 use crate::grpc::unread::{Unread, UnreadLayer};
 use crate::grpc::{
@@ -131,7 +132,7 @@ pub struct Config {
 pub enum ServeError {
     /// Reflection could not load a descriptor set (a build problem).
     #[error("building the reflection service")]
-    Reflection(#[from] tonic_reflection::server::Error),
+    Reflection(#[from] prost::DecodeError),
     /// The transport failed.
     #[error("serving gRPC")]
     Transport(#[from] tonic::transport::Error),
@@ -373,23 +374,22 @@ pub async fn run_with_store(
         }
     };
 
-    let reflection = || {
-        tonic_reflection::server::Builder::configure()
-            .register_encoded_file_descriptor_set(oanquan_proto::FILE_DESCRIPTOR_SET)
-            .register_encoded_file_descriptor_set(tonic_health::pb::FILE_DESCRIPTOR_SET)
-            .register_encoded_file_descriptor_set(GOOGLE_RPC_DESCRIPTOR_SET)
-    };
+    let reflection = Arc::new(reflection_index::Index::new(&[
+        oanquan_proto::FILE_DESCRIPTOR_SET,
+        tonic_health::pb::FILE_DESCRIPTOR_SET,
+        GOOGLE_RPC_DESCRIPTOR_SET,
+        tonic_reflection::pb::v1::FILE_DESCRIPTOR_SET,
+        tonic_reflection::pb::v1alpha::FILE_DESCRIPTOR_SET,
+    ])?);
     // One stream carries any number of reflection requests: each counts against the rate limit.
     let reflection_v1 = Metered::new(
-        reflection()
-            .build_v1()?
+        reflection_index::ReflectionV1::server(Arc::clone(&reflection))
             .max_decoding_message_size(max_request),
         Arc::clone(&rate_limiter),
         metrics.clone(),
     );
     let reflection_v1alpha = Metered::new(
-        reflection()
-            .build_v1alpha()?
+        reflection_index::ReflectionV1Alpha::server(reflection)
             .max_decoding_message_size(max_request),
         Arc::clone(&rate_limiter),
         metrics.clone(),

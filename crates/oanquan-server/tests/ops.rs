@@ -93,30 +93,58 @@ async fn reflection_v1_lists_services_and_error_details() {
     server.stop().await.unwrap();
 }
 
+/// A lookup that misses is answered in the stream, as the reflection protocol has it, and the
+/// stream goes on: tonic-reflection ended it with NOT_FOUND (an outside probe's Python
+/// descriptor pool raised on every miss). The name is quoted short, however long it is.
 #[tokio::test]
-async fn reflection_does_not_quote_a_huge_name_back() {
+async fn a_reflection_miss_is_answered_in_the_stream_which_goes_on() {
     use v1::server_reflection_client::ServerReflectionClient;
     use v1::server_reflection_request::MessageRequest;
+    use v1::server_reflection_response::MessageResponse;
 
     let server = start(config()).await;
     let mut client = ServerReflectionClient::new(server.channel().await);
-    let mut responses = reflection_stream(
-        &mut client,
-        1,
-        MessageRequest::FileContainingSymbol("x".repeat(200_000)),
-    )
-    .await;
-    // tonic-reflection answers NOT_FOUND quoting the name: the trailer is cut, not 200 kB.
-    let status = loop {
-        match responses.next().await {
-            Some(Ok(_)) => {}
-            Some(Err(status)) => break status,
-            None => panic!("the stream ended without a status"),
-        }
+    let ask = |request| v1::ServerReflectionRequest {
+        host: String::new(),
+        message_request: Some(request),
     };
-    assert_eq!(status.code(), tonic::Code::NotFound, "{status:?}");
-    assert!(status.message().len() <= 512, "{}", status.message().len());
-    assert!(status.message().ends_with("..."), "{}", status.message());
+    let requests = vec![
+        ask(MessageRequest::FileContainingSymbol("x".repeat(100_000))),
+        ask(MessageRequest::FileByFilename("nope.proto".into())),
+        ask(MessageRequest::FileContainingExtension(
+            v1::ExtensionRequest {
+                containing_type: "oanquan.v1.Game".into(),
+                extension_number: 1,
+            },
+        )),
+        v1::ServerReflectionRequest {
+            host: String::new(),
+            message_request: None,
+        },
+        ask(MessageRequest::ListServices(String::new())),
+    ];
+    let mut responses = client
+        .server_reflection_info(tokio_stream::iter(requests))
+        .await
+        .unwrap()
+        .into_inner();
+    for expected in [5, 5, 5, 3] {
+        let response = responses.next().await.unwrap().unwrap().message_response;
+        let Some(MessageResponse::ErrorResponse(error)) = response else {
+            panic!("expected an error response: {response:?}")
+        };
+        assert_eq!(error.error_code, expected, "{error:?}");
+        assert!(
+            error.error_message.len() <= 512,
+            "{}",
+            error.error_message.len()
+        );
+    }
+    assert!(matches!(
+        responses.next().await.unwrap().unwrap().message_response,
+        Some(MessageResponse::ListServicesResponse(_))
+    ));
+    assert!(responses.next().await.is_none(), "ends with the requests");
     server.stop().await.unwrap();
 }
 
@@ -539,9 +567,9 @@ fn a_closed_stderr_loses_the_logs_and_nothing_else() {
     assert!(status.success(), "{status:?}");
 }
 
-/// tonic-reflection's stream task panics (`expect("send")`) when its client leaves with answers
-/// still to send; the binary's panic hook turns each into a debug line. Without it, every such
-/// client printed a panic (with a backtrace under `RUST_BACKTRACE`) to the server's stderr.
+/// Reflection clients that leave with answers still to send end their calls and nothing else:
+/// tonic-reflection's stream task panicked then (`expect("send")`), a line on stderr each (with
+/// a backtrace under `RUST_BACKTRACE`) that a client could repeat at will.
 #[test]
 fn reflection_clients_that_leave_mid_stream_print_no_panics() {
     use v1::server_reflection_client::ServerReflectionClient;
@@ -559,16 +587,9 @@ fn reflection_clients_that_leave_mid_stream_print_no_panics() {
     let runtime = tokio::runtime::Runtime::new().unwrap();
     runtime.block_on(async {
         let channel = connect_to(addr).await;
-        // Whether a task panicked is a race; a few hundred clients make it sure.
-        let quieted = || {
-            std::fs::read_to_string(log.path())
-                .unwrap()
-                .contains("a reflection stream ended with its client")
-        };
+        // Whether a client leaves while its answers are being sent is a race; a few hundred
+        // clients make it sure.
         for _ in 0..400 {
-            if quieted() {
-                break;
-            }
             let mut client = ServerReflectionClient::new(channel.clone());
             // More requests than the task can answer into its one-message channel: it is
             // waiting to send when the client goes.
@@ -599,9 +620,5 @@ fn reflection_clients_that_leave_mid_stream_print_no_panics() {
         "{stderr}"
     );
     assert!(!stderr.contains("stack backtrace"), "{stderr}");
-    // The panics did happen (so the test is not empty), and were logged at debug instead.
-    assert!(
-        stderr.contains("a reflection stream ended with its client"),
-        "no reflection task panicked: {stderr}"
-    );
+    assert!(!stderr.contains("panicked"), "{stderr}");
 }

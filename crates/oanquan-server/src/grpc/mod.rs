@@ -17,6 +17,7 @@ mod imports;
 pub mod observe;
 pub mod rate_limit;
 pub mod reflection;
+pub mod reflection_index;
 mod rules_service;
 pub mod stalls;
 pub mod status;

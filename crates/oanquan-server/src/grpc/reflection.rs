@@ -7,20 +7,17 @@
 //! and finishes), and the call ends with the same RESOURCE_EXHAUSTED status as a refused call,
 //! instead of the service's OK.
 //!
-//! tonic-reflection also quotes the requested name in its NOT_FOUND messages, whatever its
-//! length (up to the message size limit): a trailer of megabytes that many clients refuse
-//! outright. Its `grpc-message` is cut to [`MAX_MESSAGE`] bytes.
+//! A status that ends a call is cut to [`MAX_MESSAGE`] bytes in its `grpc-message`, and a
+//! request whose names hold a control character or a bidirectional override is refused with
+//! INVALID_ARGUMENT before the service sees it whole: the service's answers quote names (cut
+//! short, see [`super::reflection_index`]).
 //!
-//! It quotes an unknown name as it came, control characters and bidirectional overrides
-//! included: a request whose names hold one is refused with INVALID_ARGUMENT before the
-//! service sees it whole.
-//!
-//! And a request it cannot decode (a message cut short by the end of the stream, a compressed
-//! or unknown flag, a length over the message size limit, bytes that are no protobuf message)
-//! just ends its stream, with OK. Those are seen in the framing here (each message is decoded
-//! once more, as a `ServerReflectionRequest`, which both versions share on the wire), and the
-//! call ends with the error instead: the status tonic gives any other service's undecodable
-//! request.
+//! A request that cannot be decoded (a message cut short by the end of the stream, a
+//! compressed or unknown flag, a length over the message size limit, bytes that are no
+//! protobuf message) is seen in the framing here (each message is decoded once more, as a
+//! `ServerReflectionRequest`, which both versions share on the wire), and the call ends with
+//! the error: the status tonic gives any other service's undecodable request. (tonic-reflection,
+//! the service this wraps first, ended such a stream with OK.)
 
 use std::convert::Infallible;
 use std::net::IpAddr;
@@ -230,8 +227,8 @@ impl Framing {
 
     /// The current message has all its bytes: they must decode, and the names it asks for
     /// must be visible text. Returns whether it is refused for its content, which the service
-    /// must then not see: tonic-reflection quotes a name it does not know in its answer as it
-    /// came, and an outside probe had a right-to-left override and a newline sent back raw.
+    /// must then not see: its answers quote a name they do not know, and an outside probe had
+    /// a right-to-left override and a newline sent back raw (by tonic-reflection, before).
     fn message_whole(&mut self) -> bool {
         let mut refused = false;
         if self.malformed.is_none() {
