@@ -8,6 +8,7 @@ use std::time::{Duration, Instant};
 
 use common::*;
 use oanquan_proto::v1 as pb;
+use prost::Message as _;
 use tokio_stream::StreamExt as _;
 use tonic_health::pb::health_check_response::ServingStatus;
 use tonic_health::pb::health_client::HealthClient;
@@ -145,6 +146,48 @@ async fn a_reflection_miss_is_answered_in_the_stream_which_goes_on() {
         Some(MessageResponse::ListServicesResponse(_))
     ));
     assert!(responses.next().await.is_none(), "ends with the requests");
+    server.stop().await.unwrap();
+}
+
+/// What grpcurl and buf curl do with no .proto files: the file of a service, then each file it
+/// imports by name, until the whole closure is there and builds into descriptors.
+#[tokio::test]
+async fn reflection_gives_each_service_with_every_file_it_imports() {
+    use v1::server_reflection_client::ServerReflectionClient;
+    use v1::server_reflection_request::MessageRequest;
+    use v1::server_reflection_response::MessageResponse;
+
+    let server = start(config()).await;
+    let mut client = ServerReflectionClient::new(server.channel().await);
+    let mut files: std::collections::BTreeMap<String, prost_types::FileDescriptorProto> =
+        std::collections::BTreeMap::new();
+    let mut wanted = vec![MessageRequest::FileContainingSymbol(
+        "oanquan.v1.GameService".into(),
+    )];
+    while let Some(request) = wanted.pop() {
+        let mut responses = reflection_stream(&mut client, 1, request).await;
+        let Some(MessageResponse::FileDescriptorResponse(found)) =
+            responses.next().await.unwrap().unwrap().message_response
+        else {
+            panic!("expected a file")
+        };
+        for bytes in found.file_descriptor_proto {
+            let file = prost_types::FileDescriptorProto::decode(bytes.as_slice()).unwrap();
+            for import in &file.dependency {
+                if !files.contains_key(import) {
+                    wanted.push(MessageRequest::FileByFilename(import.clone()));
+                }
+            }
+            files.insert(file.name().to_owned(), file);
+        }
+    }
+    let pool =
+        prost_reflect::DescriptorPool::from_file_descriptor_set(prost_types::FileDescriptorSet {
+            file: files.into_values().collect(),
+        })
+        .expect("the closure builds");
+    let service = pool.get_service_by_name("oanquan.v1.GameService").unwrap();
+    assert!(service.methods().any(|m| m.name() == "PlayMove"));
     server.stop().await.unwrap();
 }
 
