@@ -26,13 +26,19 @@ fn only_the_scenarios_beside_echo_need_the_echo_server() {
     for needs in ["throughput", "all", "spectators", "first-move"] {
         let (ok, stderr) = bench_alone(&[needs]);
         assert!(!ok, "{needs}");
-        assert!(stderr.contains("oanquan-echo-server is missing"), "{needs}: {stderr}");
+        assert!(
+            stderr.contains("oanquan-echo-server is missing"),
+            "{needs}: {stderr}"
+        );
     }
     // Past the echo's check, these stop at the server that does not exist.
     for alone in ["clocks", "cross-node", "idle", "fanout"] {
         let (ok, stderr) = bench_alone(&[alone]);
         assert!(!ok, "{alone}");
         assert!(!stderr.contains("echo"), "{alone}: {stderr}");
-        assert!(stderr.contains("/nonexistent/oanquan-server"), "{alone}: {stderr}");
+        assert!(
+            stderr.contains("/nonexistent/oanquan-server"),
+            "{alone}: {stderr}"
+        );
     }
 }

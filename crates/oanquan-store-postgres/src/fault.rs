@@ -1,7 +1,7 @@
 //! What a PostgreSQL failure means for the caller: unavailable for now (the database is away,
 //! busy or out of room; the same request may succeed later), a bug, or a damaged game.
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::fmt;
 use std::sync::Mutex;
 
@@ -98,6 +98,11 @@ pub(crate) fn corrupt(id: &GameId, why: impl fmt::Display) -> StoreError {
 #[derive(Debug, Default)]
 pub(crate) struct Damage {
     reported: Mutex<HashSet<String>>,
+    /// The games among them: every later read or write of one answers its damage at once, so
+    /// that a game whose log was found damaged (at start, by its replay, or for a watcher)
+    /// does not go on showing its summary, which still decodes, as a game that can be played,
+    /// nor stay listed (an outside probe's did both, and took a move).
+    games: Mutex<HashMap<GameId, String>>,
 }
 
 impl Damage {
@@ -128,9 +133,31 @@ impl Damage {
 
     /// Reports `result`'s error if it says a game is damaged.
     pub(crate) fn check<T>(&self, result: Result<T, StoreError>) -> Result<T, StoreError> {
-        if let Err(error @ StoreError::Damaged { id, .. }) = &result {
-            self.report(&format!("game {id}"), error);
+        if let Err(error @ StoreError::Damaged { .. }) = &result {
+            self.game(error);
         }
         result
+    }
+
+    /// Records and reports a game's damage (`error` is [`StoreError::Damaged`]; any other is
+    /// only reported).
+    pub(crate) fn game(&self, error: &StoreError) {
+        if let StoreError::Damaged { id, detail } = error {
+            self.games
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner)
+                .entry(id.clone())
+                .or_insert_with(|| detail.clone());
+            self.report(&format!("game {id}"), error);
+        }
+    }
+
+    /// The error for game `id` if it was found damaged before: the same as then.
+    pub(crate) fn known(&self, id: &GameId) -> Option<StoreError> {
+        let games = self
+            .games
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        games.get(id).map(|detail| corrupt(id, detail))
     }
 }

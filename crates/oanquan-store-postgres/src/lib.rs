@@ -438,6 +438,10 @@ impl PostgresStore {
             match loaded {
                 Ok(_) => {}
                 Err(error @ StoreError::Unavailable(_)) => return Err(error),
+                Err(error @ StoreError::Damaged { .. }) => {
+                    broken += 1;
+                    self.damage.game(&error);
+                }
                 Err(error) => {
                     broken += 1;
                     self.damage.report(&format!("game {id}"), &error);
@@ -463,6 +467,11 @@ impl PostgresStore {
     /// (or refused). A caller that goes away does not withdraw it: its outcome is the same as
     /// if it had waited.
     fn submit(&self, create: bool, commit: Commit) -> StoreFuture<'_, Committed> {
+        // A game found damaged takes no more writes: its state, the base of the change, may be
+        // what the damage made of it.
+        if let Some(known) = self.damage.known(&commit.state.info().id) {
+            return futures::future::ready(Err(known)).boxed();
+        }
         let (reply, answer) = tokio::sync::oneshot::channel();
         let queued = self.commits.send(batch::Job {
             create,
@@ -602,6 +611,9 @@ impl GameStore for PostgresStore {
     }
 
     fn load<'a>(&'a self, id: &'a GameId) -> StoreFuture<'a, GameState> {
+        if let Some(known) = self.damage.known(id) {
+            return futures::future::ready(Err(known)).boxed();
+        }
         let cache = Arc::clone(&self.cache);
         self.read_game(move |client| async move {
             if cache.contains(id) {
@@ -617,6 +629,9 @@ impl GameStore for PostgresStore {
     }
 
     fn info<'a>(&'a self, id: &'a GameId) -> StoreFuture<'a, GameInfo> {
+        if let Some(known) = self.damage.known(id) {
+            return futures::future::ready(Err(known)).boxed();
+        }
         self.read_game(move |client| async move { read_info(&client, id).await })
     }
 
@@ -655,6 +670,9 @@ impl GameStore for PostgresStore {
         id: &'a GameId,
         after: u64,
     ) -> StoreFuture<'a, Since<GameEvent>> {
+        if let Some(known) = self.damage.known(id) {
+            return futures::future::ready(Err(known)).boxed();
+        }
         let (id, damage) = (id.clone(), Arc::clone(&self.damage));
         self.read(move |tx| async move { reads::game_events_since(tx, &id, after).await }.boxed())
             .map(move |result| damage.check(result))

@@ -589,6 +589,12 @@ impl Listener {
                 Ok(Since::Gone | Since::Ahead { .. }) => {}
                 // A game of another schema on the same database (channels are per database).
                 Err(StoreError::NotFound) => return,
+                // The store logged it once; read again only once the game changes (an outside
+                // probe's node warned of each damaged game every second).
+                Err(StoreError::Damaged { .. }) => {
+                    self.games.insert(id, sequence);
+                    return;
+                }
                 Err(error) => {
                     warn!(game_id = %id, %error, "reading events another node committed");
                     return;
@@ -602,8 +608,12 @@ impl Listener {
         let info = match self.store.info(&id).await {
             Ok(info) => info,
             Err(StoreError::NotFound) => return,
+            Err(StoreError::Damaged { .. }) => {
+                self.games.insert(id, sequence);
+                return;
+            }
             Err(error) => {
-                warn!(game_id = %id, %error, "reading a game another node committed");
+                warn!(game_id = %id, %error, "reading a game the database notified");
                 return;
             }
         };

@@ -290,6 +290,7 @@ pub(crate) async fn collect_games<C: GenericClient>(
             })?;
             end = ord;
             match decode_row(client, row).await {
+                Ok(info) if damage.known(&info.id).is_some() => {}
                 Ok(info) if accept(&info) => {
                     if games.len() == limit {
                         return Ok((games, Some(ord)));

@@ -903,13 +903,12 @@ async fn a_damaged_game_fails_alone() {
         store.info(&damaged).await,
         Err(StoreError::Damaged { .. })
     ));
-    assert!(
-        matches!(
-            store.game_events_since(&damaged, 0).await,
-            Ok(Since::Events { .. })
-        ),
-        "an active game's log does not need its summary"
-    );
+    // Found damaged, a game answers its damage from then on, also where the damage is not
+    // (its log), and listings leave it out (STORAGE.md, as SQLite does).
+    assert!(matches!(
+        store.game_events_since(&damaged, 0).await,
+        Err(StoreError::Damaged { .. })
+    ));
     let listed: Vec<GameId> = store
         .list(GameFilter::All, 10, None)
         .await
@@ -918,9 +917,9 @@ async fn a_damaged_game_fails_alone() {
         .into_iter()
         .map(|game| game.id)
         .collect();
-    assert_eq!(listed, [short_token.clone(), sound.clone()]);
+    assert_eq!(listed, std::slice::from_ref(&sound));
     let (open, _) = store.lobby_snapshot(10).await.unwrap();
-    assert_eq!(open.len(), 2);
+    assert_eq!(open.len(), 1);
     assert_eq!(store.info(&sound).await.unwrap().id, sound);
     // A node started now finds the damaged games at once, and does not count them.
     let other: Arc<dyn GameStore> = Arc::new(schema.store().await);
@@ -928,6 +927,55 @@ async fn a_damaged_game_fails_alone() {
         other.open_games_by_creator().await.unwrap(),
         [(sound.clone(), creator)]
     );
+}
+
+/// Damage found in an active game's log (for a watcher resuming) fences the whole game: an
+/// outside probe's went on answering GetGame as active, stayed listed and took a move.
+#[tokio::test]
+async fn damage_found_in_a_log_fences_the_game() {
+    let Some(schema) = TestSchema::new() else {
+        return;
+    };
+    let store: Arc<dyn GameStore> = Arc::new(schema.store().await);
+    let (games, _hub) = manager(Arc::clone(&store));
+    let (id, tokens) = started(&games).await;
+    let (sound, _) = started(&games).await;
+    // Cached on this node: the summary decodes, the log does not.
+    store.load(&id).await.unwrap();
+    let (client, _) = schema.raw().await;
+    client
+        .execute(
+            "UPDATE game_events SET event = replace(event, '\"type\"', '\"typf\"') \
+             WHERE game = (SELECT ord FROM games WHERE id = $1) AND sequence = 2",
+            &[&id.as_str()],
+        )
+        .await
+        .unwrap();
+    assert!(matches!(
+        store.game_events_since(&id, 0).await,
+        Err(StoreError::Damaged { .. })
+    ));
+    assert!(matches!(
+        store.load(&id).await,
+        Err(StoreError::Damaged { .. })
+    ));
+    assert!(matches!(
+        store.info(&id).await,
+        Err(StoreError::Damaged { .. })
+    ));
+    assert!(matches!(
+        games.resign(&id, &tokens[0]).await,
+        Err(oanquan_game::GameError::GameDamaged(_))
+    ));
+    let listed: Vec<GameId> = store
+        .list(GameFilter::All, 10, None)
+        .await
+        .unwrap()
+        .games
+        .into_iter()
+        .map(|game| game.id)
+        .collect();
+    assert_eq!(listed, [sound]);
 }
 
 /// Listings page past damaged rows as if they were not there: a page is full whenever more

@@ -311,6 +311,11 @@ impl SqliteStore {
     }
 
     fn submit(&self, create: bool, commit: Commit) -> StoreFuture<'_, Committed> {
+        // A game found damaged takes no more writes: its state, the base of the change, may be
+        // what the damage made of it (an outside probe's move on a game whose log had failed).
+        if let Some(known) = self.damage.known(&commit.state.info().id) {
+            return futures::future::ready(Err(known)).boxed();
+        }
         let (reply, answer) = oneshot::channel();
         let job = Job {
             create,
@@ -404,6 +409,11 @@ impl GameStore for SqliteStore {
     }
 
     fn load<'a>(&'a self, id: &'a GameId) -> StoreFuture<'a, GameState> {
+        // Damage found since the game was cached (its log, read for a watcher) is answered
+        // before the cached state: a damaged game is not one to play.
+        if let Some(known) = self.damage.known(id) {
+            return futures::future::ready(Err(known)).boxed();
+        }
         if let Some(state) = lock(&self.cache).get(id) {
             return futures::future::ready(Ok(state.clone())).boxed();
         }
@@ -415,6 +425,9 @@ impl GameStore for SqliteStore {
         // As `load` answers: a commit is visible in the file a moment before the writer puts
         // its state in the cache, and in that moment GetGame showed an outside probe a move
         // that PlayMove (whose `expected_ply` it refused) and LegalMoves did not see yet.
+        if let Some(known) = self.damage.known(id) {
+            return futures::future::ready(Err(known)).boxed();
+        }
         if let Some(state) = lock(&self.cache).get(id) {
             return futures::future::ready(Ok(state.info().clone())).boxed();
         }

@@ -622,6 +622,50 @@ async fn a_damaged_open_game_does_not_hold_its_creators_slot() {
     ));
 }
 
+/// Damage found in an active, cached game's log (for a watcher resuming) fences the whole
+/// game: an outside probe's went on answering GetGame as active and took a move.
+#[tokio::test]
+async fn damage_found_in_a_log_fences_the_cached_game() {
+    let (_dir, path, store) = fresh_store();
+    let (games, _hub) = manager(Arc::clone(&store));
+    let (id, tokens) = new_game(&games, Preset::Standard.rules()).await;
+    let (sound, _) = new_game(&games, Preset::Standard.rules()).await;
+    store.load(&id).await.unwrap();
+    Connection::open(&path)
+        .unwrap()
+        .execute(
+            "UPDATE game_log SET event = replace(event, '\"type\"', '\"typf\"') \
+             WHERE game = (SELECT ord FROM games WHERE id = ?1) AND sequence = 2",
+            [id.as_str()],
+        )
+        .unwrap();
+    assert!(matches!(
+        store.game_events_since(&id, 0).await,
+        Err(StoreError::Damaged { .. })
+    ));
+    assert!(matches!(
+        store.load(&id).await,
+        Err(StoreError::Damaged { .. })
+    ));
+    assert!(matches!(
+        store.info(&id).await,
+        Err(StoreError::Damaged { .. })
+    ));
+    assert!(matches!(
+        games.resign(&id, &tokens[0]).await,
+        Err(oanquan_game::GameError::GameDamaged(_))
+    ));
+    let listed: Vec<GameId> = store
+        .list(GameFilter::All, 10, None)
+        .await
+        .unwrap()
+        .games
+        .into_iter()
+        .map(|game| game.id)
+        .collect();
+    assert_eq!(listed, [sound]);
+}
+
 /// Moves that no longer replay to the stored summary make a damaged game, not a game with
 /// another position: `GameState::restore` checks them on every load.
 #[tokio::test]
