@@ -183,6 +183,29 @@ impl Rating {
         Rating::INITIAL
     }
 
+    /// Why a stored rating cannot be one the server wrote: a rating outside
+    /// [`MIN_RATING`]..=[`MAX_RATING`] (every update keeps it inside), or a value that is not a
+    /// positive number. A store answers such a row as damaged rather than shown clamped (an
+    /// outside probe's `1e300` read as 4000 without a word).
+    #[must_use]
+    pub fn stored_fault(&self) -> Option<String> {
+        if !(MIN_RATING..=MAX_RATING).contains(&self.rating) {
+            return Some(format!(
+                "rating {} is outside {MIN_RATING}..{MAX_RATING}",
+                self.rating
+            ));
+        }
+        for (what, value) in [
+            ("deviation", self.deviation),
+            ("volatility", self.volatility),
+        ] {
+            if !(value.is_finite() && value > 0.0) {
+                return Some(format!("{what} {value} is not a positive number"));
+            }
+        }
+        None
+    }
+
     /// The rating with every value within its bounds ([`MIN_RATING`]…): a value out of bounds
     /// is moved to the nearest bound, and one that is not a number takes a newcomer's value
     /// (the largest deviation for the deviation), so a damaged record rates as an unknown
@@ -353,6 +376,57 @@ mod tests {
     use skillratings::glicko2::glicko2_rating_period;
 
     use super::*;
+
+    #[test]
+    fn a_stored_rating_outside_what_updates_keep_is_a_fault() {
+        assert_eq!(Rating::INITIAL.stored_fault(), None);
+        let settled = Rating {
+            rating: 2_200.0,
+            deviation: 30.0,
+            ..Rating::INITIAL
+        };
+        assert_eq!(settled.stored_fault(), None, "bounds of the rating alone");
+        for (rating, why) in [
+            (
+                Rating {
+                    rating: 1e300,
+                    ..Rating::INITIAL
+                },
+                "outside",
+            ),
+            (
+                Rating {
+                    rating: -100.0,
+                    ..Rating::INITIAL
+                },
+                "outside",
+            ),
+            (
+                Rating {
+                    rating: f64::NAN,
+                    ..Rating::INITIAL
+                },
+                "outside",
+            ),
+            (
+                Rating {
+                    deviation: f64::INFINITY,
+                    ..Rating::INITIAL
+                },
+                "deviation",
+            ),
+            (
+                Rating {
+                    volatility: 0.0,
+                    ..Rating::INITIAL
+                },
+                "volatility",
+            ),
+        ] {
+            let fault = rating.stored_fault().expect("a fault");
+            assert!(fault.contains(why), "{fault}");
+        }
+    }
 
     fn real_time(initial_secs: u64, increment_secs: u64) -> TimeControl {
         TimeControl::RealTime {

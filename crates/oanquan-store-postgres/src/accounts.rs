@@ -391,6 +391,9 @@ fn decode_account(rows: &[Row]) -> Result<Option<Account>, StoreError> {
             volatility: float(10)?,
             games: count_from_db(&id, "rated games", column(row, 11)?)?,
         };
+        if let Some(fault) = rating.stored_fault() {
+            return Err(damaged(&id, format_args!("its {speed} {fault}")));
+        }
         ratings.insert(speed, rating);
     }
     let version = column(first, 6)?;

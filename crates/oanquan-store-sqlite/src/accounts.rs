@@ -369,6 +369,9 @@ fn read_ratings(conn: &Connection, id: &str) -> Result<BTreeMap<Speed, Rating>, 
                 volatility,
                 games: count_from_db(id, "rated games", games)?,
             };
+            if let Some(fault) = rating.stored_fault() {
+                return Err(damaged(id, format_args!("its {speed} {fault}")));
+            }
             Ok((speed, rating))
         })
         .collect()

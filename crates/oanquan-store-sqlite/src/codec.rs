@@ -385,6 +385,10 @@ impl From<TimeControlDto> for TimeControl {
     }
 }
 
+/// More time than any clock can hold (time controls are far shorter): a stored reading over it
+/// is damage.
+const MAX_CLOCK_NANOS: u64 = 10 * 365 * 24 * 3600 * 1_000_000_000;
+
 /// A [`Clock`]; durations in nanoseconds.
 #[derive(Debug, Clone, Copy, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -661,6 +665,27 @@ impl InfoDto {
                 ));
             }
         }
+        // What no server writes: a clock without a time control (the `time_control` key cut
+        // out read as untimed, and an outside probe's timed game came back with its clock
+        // running and never charged), a rated game without one, or time beyond any clock.
+        let time_control = TimeControl::from(self.time_control);
+        if self.clock.is_some() && !time_control.is_timed() {
+            return Err(format!("game {id} has a clock but no time control"));
+        }
+        if self.rated && !time_control.is_timed() {
+            return Err(format!("game {id} is rated but has no time control"));
+        }
+        if let Some(clock) = &self.clock
+            && [
+                clock.remaining.first,
+                clock.remaining.second,
+                clock.first_move,
+            ]
+            .iter()
+            .any(|&nanos| nanos > MAX_CLOCK_NANOS)
+        {
+            return Err(format!("game {id} has a clock reading over ten years"));
+        }
         let rematch = self.rematch.decode()?;
         Ok(DecodedInfo {
             position_known: position.is_some(),
@@ -683,7 +708,7 @@ impl InfoDto {
                 created: time_from_db(self.created),
                 updated: time_from_db(self.updated),
                 sequence: self.sequence,
-                time_control: self.time_control.into(),
+                time_control,
                 clock: self.clock.map(Clock::from),
                 turn_started: self.turn_started.map(time_from_db),
                 draw_offer: self.draw_offer,
@@ -1106,8 +1131,10 @@ mod tests {
                 per_move: Duration::new(86_400, 5),
             },
         ] {
+            // An untimed game has no clock (`Clock::new`), and one stored with a clock is damage.
             let info = GameInfo {
                 time_control: control,
+                clock: timed_info().clock.filter(|_| control.is_timed()),
                 ..timed_info()
             };
             let json = serde_json::to_string(&InfoDto::new(&info)).unwrap();
@@ -1229,6 +1256,38 @@ mod tests {
         let bad = r#"{"type":"rematch","by":null,"action":{"started":{"game_id":"no spaces"}}}"#;
         let dto: GameEventDto = serde_json::from_str(bad).unwrap();
         assert!(dto.decode(&mut history).unwrap_err().contains("no spaces"));
+    }
+
+    /// What no server writes reads as damage, not as another game: a timed game whose
+    /// `time_control` key is gone (it read as untimed with its clock running), a rated game
+    /// without a time control, a clock of centuries.
+    #[test]
+    fn a_clock_without_its_time_control_or_beyond_any_clock_is_damage() {
+        let json = serde_json::to_string(&InfoDto::new(&timed_info())).unwrap();
+        let mut value: serde_json::Value = serde_json::from_str(&json).unwrap();
+        value.as_object_mut().unwrap().remove("time_control");
+        let cut: InfoDto = serde_json::from_value(value.clone()).unwrap();
+        assert!(
+            cut.decode()
+                .unwrap_err()
+                .contains("has a clock but no time control")
+        );
+        value.as_object_mut().unwrap().remove("clock");
+        value["rated"] = serde_json::Value::Bool(true);
+        let rated: InfoDto = serde_json::from_value(value).unwrap();
+        assert!(
+            rated
+                .decode()
+                .unwrap_err()
+                .contains("rated but has no time control")
+        );
+        let mut value: serde_json::Value = serde_json::from_str(&json).unwrap();
+        value["clock"]["remaining"]["first"] = serde_json::json!(9_000_000_000_000_000_000u64);
+        let huge: InfoDto = serde_json::from_value(value).unwrap();
+        assert!(huge.decode().unwrap_err().contains("over ten years"));
+        // The same game as written decodes.
+        let sound: InfoDto = serde_json::from_str(&json).unwrap();
+        assert_eq!(sound.decode().unwrap().info, timed_info());
     }
 
     /// A stored key that a damaged page changed by one byte read as the field left out: a timed
