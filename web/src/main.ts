@@ -2007,6 +2007,14 @@ function showGame(id: string): () => void {
           say("This browser's seat in the game was refused; watching it instead.", "error");
           return;
         }
+        if (code === Code.DataLoss) {
+          // A damaged game stays damaged until someone restores it: said once, not retried
+          // behind "reconnecting…" for ever.
+          say(describe(error), "error");
+          connection.textContent = "this game's stored data is damaged";
+          connection.classList.add("bad");
+          return;
+        }
         if (code === Code.NotFound || code === Code.InvalidArgument) {
           // Retrying cannot make a game appear; and an empty board would look like one.
           say(describe(error), "error");

@@ -6,7 +6,7 @@
 // Writes screenshots into docs/screenshots/ and measurements into test-results/bench.json.
 
 import assert from "node:assert/strict";
-import { spawn, type ChildProcess } from "node:child_process";
+import { spawn, spawnSync, type ChildProcess } from "node:child_process";
 import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { dirname, join, resolve } from "node:path";
@@ -1558,5 +1558,31 @@ test("an aborted game says whether its player called it off or let the first mov
     }
   } finally {
     await quick.stop();
+  }
+});
+
+test("a game whose stored data is damaged says so once, not reconnecting for ever", async () => {
+  const path = join(dir, "damaged.db");
+  let damaged = await new Server(path).start();
+  const api = createClient(GameService, createGrpcWebTransport({ baseUrl: damaged.url, useBinaryFormat: true }));
+  const made = await api.createGame({ rules: { kind: { case: "preset", value: "standard" } }, displayName: "Ann" });
+  const id = made.game!.id;
+  await damaged.stop();
+  // One flipped byte in a key of the stored game (python3's sqlite3: the machine's own).
+  const edit = spawnSync("python3", [
+    "-c",
+    "import sqlite3,sys; c=sqlite3.connect(sys.argv[1]); c.execute(\"UPDATE games SET info=replace(info,'\\\"seats\\\"','\\\"seatz\\\"') WHERE id=?\", (sys.argv[2],)); c.commit()",
+    path,
+    id,
+  ]);
+  assert.equal(edit.status, 0, String(edit.stderr));
+  damaged = await new Server(path).start();
+  try {
+    const page = await player("Wes");
+    await page.goto(`${damaged.url}#/game/${id}`);
+    await until("the damage said", async () => (await page.getByTestId("connection").textContent()) === "this game's stored data is damaged");
+    assert.match((await page.locator("#status").textContent()) ?? "", /damaged/);
+  } finally {
+    await damaged.stop();
   }
 });

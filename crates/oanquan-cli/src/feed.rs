@@ -262,7 +262,10 @@ impl Feed {
             | Code::InvalidArgument
             | Code::PermissionDenied
             | Code::Unauthenticated
-            | Code::Unimplemented => Ended::Fatal(CliError::from_status(&what, status)),
+            | Code::Unimplemented
+            // A damaged game stays damaged: an outside probe's `watch` said "unreachable;
+            // reconnecting" for ever.
+            | Code::DataLoss => Ended::Fatal(CliError::from_status(&what, status)),
             // Refused at the door with no retry delay: the game's watcher places are taken, and
             // hammering it would not free one. The rate limit (which attaches a delay) and a
             // stream dropped later for not reading are retried below.
@@ -418,5 +421,17 @@ mod tests {
             f.classify(&tonic::Status::unavailable("down"), true),
             Ended::Dropped { progress: true, .. }
         ));
+    }
+
+    #[test]
+    fn a_damaged_game_is_not_retried() {
+        let (mut f, _rx) = feed();
+        let damaged = tonic::Status::data_loss(
+            "game g cannot be read: its stored data is damaged; retrying does not help",
+        );
+        let Ended::Fatal(err) = f.classify(&damaged, true) else {
+            panic!("retried");
+        };
+        assert!(err.message.contains("damaged"), "{}", err.message);
     }
 }
