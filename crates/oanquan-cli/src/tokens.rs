@@ -59,8 +59,7 @@ struct TokenFile {
 pub fn state_refused(what: &str, path: &Path, error: &StateError) -> CliError {
     let message = match error {
         StateError::Invalid(why) => format!(
-            "{what} file {} is not valid: {why}; it is left as it is: mend it, or move it aside \
-             to start a new one",
+            "{what} file {} is not valid: {why}; it is left as it is",
             path.display()
         ),
         StateError::Newer { found, known } => format!(
@@ -676,7 +675,7 @@ mod tests {
                 err.message
             );
             assert!(
-                err.message.contains("move it aside"),
+                err.message.contains("left as it is"),
                 "{damaged}: {}",
                 err.message
             );

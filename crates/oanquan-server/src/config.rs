@@ -946,7 +946,7 @@ fn byte_count(text: &str) -> Result<usize, String> {
         .strip_prefix('-')
         .is_some_and(|rest| rest.starts_with(|c: char| c.is_ascii_digit()))
     {
-        return Err(format!("{text:?} is negative; a size is 0 or more"));
+        return Err(format!("{text:?} is negative; a size cannot be"));
     }
     if number.is_empty() || !unit.chars().all(|c| c.is_ascii_alphabetic()) {
         return Err(not_a_size());
@@ -1032,7 +1032,7 @@ mod tests {
         refused(&format!("{}MiB", usize::MAX / 1024), "too large");
         refused("", "not a size");
         refused("MiB", "not a size");
-        refused("-4MiB", "is negative; a size is 0 or more");
+        refused("-4MiB", "is negative; a size cannot be");
         refused("4.5MiB", "not a size");
         refused("4 MiB 2", "not a size");
         refused("four", "not a size");

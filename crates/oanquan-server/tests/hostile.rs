@@ -519,6 +519,8 @@ async fn bad_create_game_requests() {
         Some("ERROR_REASON_LIMIT_EXCEEDED".to_owned()),
         "{status:?}"
     );
+    // The same request is refused again: no "retry later" (an outside probe's read so).
+    assert!(!status.message().contains("retry"), "{status:?}");
     m.finish().await;
 }
 

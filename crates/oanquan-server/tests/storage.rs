@@ -587,7 +587,21 @@ async fn a_missing_folder_is_named_and_not_made() {
         "{message}"
     );
     assert!(message.contains("Nothing was changed"), "{message}");
+    assert!(
+        !message.contains("  "),
+        "one space between words: {message}"
+    );
     assert!(!folder.exists(), "no folder made");
+    // A file where the path wants a folder.
+    let file = dir.path().join("afile");
+    std::fs::write(&file, b"x").unwrap();
+    let error = refused(&file.join("x.db")).await;
+    assert!(matches!(error, OpenError::NotAFolder { .. }), "{error}");
+    assert!(
+        error.to_string().contains("should be a folder is a file"),
+        "{error}"
+    );
+    assert_eq!(std::fs::read(&file).unwrap(), b"x", "untouched");
 }
 
 /// Runs the server, which must exit by itself: one that starts serving instead is killed, so

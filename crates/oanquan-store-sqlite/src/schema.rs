@@ -312,13 +312,24 @@ pub enum OpenError {
     /// The folder the database would be made in does not exist: the server makes a new
     /// database file, never the folders on its way (a mistyped path would grow a tree).
     #[error(
-        "{path}: its folder {folder} does not exist. Nothing was changed. Create the folder          (`mkdir -p {folder}`), or point --database at a file in one that exists (see          STORAGE.md)"
+        "{path}: its folder {folder} does not exist. Nothing was changed. Create the folder \
+         (`mkdir -p {folder}`), or point --database at a file in a folder that exists (see \
+         STORAGE.md)"
     )]
     NoFolder {
         /// The database.
         path: PathBuf,
         /// Its folder.
         folder: PathBuf,
+    },
+    /// A file stands where the path wants a folder (`games.db/x.db` with `games.db` a file).
+    #[error(
+        "{path}: a part of this path that should be a folder is a file. Nothing was changed. \
+         Point --database at a file in a folder (see STORAGE.md)"
+    )]
+    NotAFolder {
+        /// The database.
+        path: PathBuf,
     },
     /// Something that is not a regular file (a directory, a device, a pipe): SQLite only says
     /// "disk I/O error" of it.
@@ -753,7 +764,11 @@ fn lock_file_refused(path: &Path, lock: &Path, source: std::io::Error) -> OpenEr
             }
         }
         // The lock file is made beside the database: its folder is not there (an outside
-        // probe read "opening the lock file: No such file or directory" of a mistyped folder).
+        // probe read "opening the lock file: No such file or directory" of a mistyped folder),
+        // or a file stands where a folder of the path should be.
+        ErrorKind::NotADirectory => OpenError::NotAFolder {
+            path: path.to_owned(),
+        },
         ErrorKind::NotFound
             if lock
                 .parent()

@@ -546,8 +546,11 @@ fn mend_too_large(headers: &mut http::HeaderMap, code: i32) -> i32 {
     else {
         return code;
     };
-    let message =
-        format!("the request message is too large{limit} (the server's --max-request-size)");
+    // The bound in force is the smaller of the two flags; which one, this layer does not know.
+    let message = format!(
+        "the request message is too large{limit} (the server's --max-request-size, or \
+         --max-message-size where that is smaller); send a smaller request"
+    );
     replace_status(headers, &super::status::request_too_large(message));
     RESOURCE_EXHAUSTED
 }

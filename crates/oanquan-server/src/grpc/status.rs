@@ -207,12 +207,20 @@ pub fn limit_exceeded(message: String, retry_after: std::time::Duration) -> Stat
     Status::with_error_details(Code::ResourceExhausted, message, details)
 }
 
-/// RESOURCE_EXHAUSTED for a request message over `--max-request-size`: reason
-/// `ERROR_REASON_LIMIT_EXCEEDED` as every limit, without a retry delay (the same request is
-/// refused again).
+/// RESOURCE_EXHAUSTED for a request message over the size limit: reason
+/// `ERROR_REASON_LIMIT_EXCEEDED` as every limit, without a retry delay and without
+/// [`GameError::LimitExceeded`]'s "retry later": the same request is refused again.
 #[must_use]
 pub fn request_too_large(message: String) -> Status {
-    to_status(&GameError::LimitExceeded(message))
+    Status::with_error_details(
+        Code::ResourceExhausted,
+        bounded(message),
+        ErrorDetails::with_error_info(
+            ErrorReason::LimitExceeded.as_str_name(),
+            ERROR_DOMAIN,
+            HashMap::new(),
+        ),
+    )
 }
 
 /// RESOURCE_EXHAUSTED for an `Analyze` call refused for lack of search capacity: see
