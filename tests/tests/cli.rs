@@ -566,6 +566,63 @@ fn play_resumes_after_the_client_restarts() {
     drop(bob);
 }
 
+/// Moves pasted at once at a terminal, the board animating the computer's reply meanwhile: the
+/// lines read then were typed before the next turn, and are refused, not played on a position
+/// their player never saw (an outside probe's paste of four moves played two of them).
+#[test]
+fn on_a_terminal_moves_pasted_ahead_are_not_played_at_later_turns() {
+    let server = Server::start();
+    let url = server.url();
+    let dir = config_dir();
+    let (tx, mut lines) = Lines::new();
+    let mut alice = CliProcess::spawn_on_terminal(
+        "alice",
+        &url,
+        dir.path(),
+        &[
+            "create",
+            "--name",
+            "Alice",
+            "--computer",
+            "2",
+            "--play",
+            "--animate-ms",
+            "150",
+        ],
+        &tx,
+    );
+    lines.follow("alice", |l| l.contains("legal moves:"));
+    for mv in ["1 r", "3 r", "4 r", "5 r"] {
+        alice.send(mv);
+    }
+    // The computer's reply, animated (its line drawn after the board's escape codes), then her
+    // turn again, with the lines read meanwhile.
+    lines.follow("alice", |l| l.contains("move 2: second plays"));
+    std::thread::sleep(std::time::Duration::from_secs(2));
+    alice.send("quit");
+    let status = alice.wait();
+    assert!(status.success(), "{status:?}\n{}", lines.tail(40));
+    let out = lines.stdout_of("alice");
+    let id = out
+        .iter()
+        .find_map(|l| {
+            let (_, rest) = l.split_once("created game ")?;
+            rest.split(' ').next()
+        })
+        .expect("the game's id")
+        .to_owned();
+    let show = run_cli(&url, dir.path(), &["show", &id, "--json"]);
+    assert_eq!(show.code, Some(0), "{id:?}: {}", show.stderr);
+    let shown = json_of(&show.stdout);
+    assert_eq!(shown["game"]["moveCount"], 2, "{shown}\n{}", lines.tail(40));
+    assert!(
+        out.iter()
+            .any(|l| l.contains("typed before your turn") || l.contains("not your turn")),
+        "{}",
+        lines.tail(40)
+    );
+}
+
 /// A script's move that meets a server that is down is sent again once the server is back,
 /// and no further line is read meanwhile: the script's next line is for its next turn, and
 /// was read (and refused) a second at a time during the outage.

@@ -190,18 +190,19 @@ pub async fn watch(ctx: &Context, clients: Clients, args: &WatchArgs) -> Result<
 /// read and dropped, so a 100 MB line costs no memory, and the line still fails as a move.
 const MAX_LINE: usize = 1024;
 
-/// Lines from standard input, read on a plain thread (tokio's stdin is blocking underneath
+/// Lines from standard input, each with when it was read, on a plain thread (tokio's stdin is blocking underneath
 /// anyway). The channel closes at end of input (or when it cannot be read). Bytes that are not
 /// UTF-8 are replaced (U+FFFD), so such a line is refused as a move like any other, rather than
 /// ending the input; a line over [`MAX_LINE`] bytes is cut there and marked with `…`.
-fn stdin_lines() -> mpsc::UnboundedReceiver<String> {
+fn stdin_lines() -> mpsc::UnboundedReceiver<(String, Instant)> {
     let (tx, rx) = mpsc::unbounded_channel();
     std::thread::spawn(move || {
         let stdin = std::io::stdin();
         let mut input = stdin.lock();
         while let Some(line) = read_line_capped(&mut input, MAX_LINE) {
             output::input_read();
-            if tx.send(line).is_err() {
+            // When it was typed (its Enter), for a terminal's moves typed ahead of their turn.
+            if tx.send((line, Instant::now())).is_err() {
                 break;
             }
         }
@@ -275,6 +276,10 @@ struct Player {
     /// arrives (and the ply moves on) the game as shown still has this seat to move, but it is
     /// not its turn: a line read meanwhile would be sent for a position already left.
     moved_at: Option<u32>,
+    /// When this seat's current turn was prompted. On a terminal a move typed before then
+    /// (pasted with others, or typed while a move was animated) was typed for another
+    /// position: it is refused, not played on a board its player has not seen.
+    turn_since: Option<Instant>,
     /// After the game: `rematch?` has been asked.
     rematch_prompted: bool,
     /// This seat's token for the rematch (from OfferRematch), and its seat there, until the
@@ -384,7 +389,7 @@ async fn play_one(
     wanted: Wanted<'_>,
     from_start: bool,
     args: &LiveArgs,
-    lines: &mut mpsc::UnboundedReceiver<String>,
+    lines: &mut mpsc::UnboundedReceiver<(String, Instant)>,
 ) -> Result<Next, CliError> {
     let interactive = ctx.stdin_tty && ctx.stdout_tty;
     // Wait for a rematch choice after the game: always on a terminal, with --rematch elsewhere.
@@ -396,7 +401,7 @@ async fn play_one(
             out_inline(&format!(
                 "you hold both seats of game {game_id}: play which? (first/second) "
             ))?;
-            let Some(line) = lines.recv().await else {
+            let Some((line, _)) = lines.recv().await else {
                 return Err(commands::both_seats(game_id));
             };
             match commands::seat_answer(&line) {
@@ -423,6 +428,7 @@ async fn play_one(
         confirming_resign: false,
         ended: false,
         moved_at: None,
+        turn_since: None,
         rematch_prompted: false,
         rematch_token: None,
         unsent: None,
@@ -471,6 +477,7 @@ async fn play_one(
         let announced = live.turn_announced == Some(live.ply());
         if my_turn && player.prompted != Some(live.ply()) && announced {
             player.prompted = Some(live.ply());
+            player.turn_since = Some(Instant::now());
             player.prompt(&mut live).await?;
         }
         // On a terminal, the opponent's turn of a timed game shows the ticking clocks above a
@@ -538,7 +545,7 @@ async fn play_one(
                 None => return Err(CliError::new(code::FAILURE, "the event stream stopped unexpectedly")),
             },
             line = lines.recv(), if want_input => match line {
-                Some(line) => match player.on_line(ctx, &mut live, &line).await? {
+                Some((line, typed)) => match player.on_line(ctx, &mut live, &line, typed).await? {
                     Next::Stay => {}
                     Next::Done if live.over => return Ok(Next::Done),
                     Next::Done => {
@@ -714,11 +721,18 @@ impl Player {
     }
 
     /// Handles one input line.
+    /// Whether a line read at `typed` came before this turn's prompt, on a terminal. A script's
+    /// lines are all read ahead (piped at once) and each is meant for the turn it is read at.
+    fn typed_ahead(&self, typed: Instant) -> bool {
+        self.interactive && self.turn_since.is_some_and(|since| typed < since)
+    }
+
     async fn on_line(
         &mut self,
         ctx: &Context,
         live: &mut Live,
         line: &str,
+        typed: Instant,
     ) -> Result<Next, CliError> {
         if live.over {
             return self.on_line_after(ctx, live, line).await;
@@ -833,6 +847,11 @@ impl Player {
                 out("error: hints are for your turn; the game waits for an opponent to join")?;
             }
             Input::Hint => out("error: hints are for your turn; wait for the opponent's move")?,
+            // An outside probe pasted four moves at the first prompt: some were refused, some
+            // played a turn or two later on positions never seen.
+            Input::Move(_) if my_turn && self.typed_ahead(typed) => out(
+                "error: that move was typed before your turn and is not sent; type your move now",
+            )?,
             Input::Move(mv) if my_turn => match self.send_move(live, mv).await? {
                 Sent::Accepted => return Ok(Next::Stay),
                 Sent::Refused => {}
