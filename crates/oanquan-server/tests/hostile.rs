@@ -1740,6 +1740,67 @@ async fn a_ping_flood_closes_its_connection_and_a_steady_pinger_stays() {
     assert_serving(server.channel().await).await;
 }
 
+/// A stream's WINDOW_UPDATE or RST_STREAM, sent in a flood to a stream already closed, asks
+/// nothing of the service either: an outside probe sent millions on one connection, at a
+/// quarter of a core, never closed.
+#[tokio::test]
+async fn a_flood_of_frames_to_a_closed_stream_closes_its_connection() {
+    let server = start(hostile_config()).await;
+    let addr = server.addr;
+    let mut game = Bystander::new(Games::new(channel_from("127.0.0.2", addr).await)).await;
+    for (source, kind, payload) in [
+        ("127.0.0.3", 8_u8, [0_u8, 0, 0, 1]),
+        ("127.0.0.4", 3, [0, 0, 0, 8]),
+    ] {
+        let tcp = raw_h2(source, addr).await;
+        let (mut reader, mut writer) = tcp.into_split();
+        // Stream 1: a whole GetGame call (HPACK literals: POST, http, its path, gRPC's
+        // content type and `te: trailers`), answered and closed.
+        let path = b"/oanquan.v1.GameService/GetGame";
+        let mut block = vec![0x83, 0x86, 0x04, path.len() as u8];
+        block.extend_from_slice(path);
+        block.extend([0x0f, 0x10, 16]);
+        block.extend_from_slice(b"application/grpc");
+        block.extend([0x00, 2, b't', b'e', 8]);
+        block.extend_from_slice(b"trailers");
+        let mut call = on_stream_frame(1, 1, 0x4, &block);
+        call.extend(on_stream_frame(1, 0, 0x1, &[0, 0, 0, 0, 0]));
+        let flood: Vec<u8> = (0..30_000)
+            .flat_map(|_| on_stream_frame(1, kind, 0, &payload))
+            .collect();
+        let writing = tokio::spawn(async move {
+            writer.write_all(&call).await.unwrap();
+            tokio::time::sleep(Duration::from_millis(300)).await;
+            let _ = writer.write_all(&flood).await;
+            writer
+        });
+        let mut chunk = vec![0; 64 * 1024];
+        let ended = tokio::time::timeout(Duration::from_secs(10), async {
+            loop {
+                match reader.read(&mut chunk).await {
+                    Ok(0) | Err(_) => break,
+                    Ok(_) => {}
+                }
+            }
+        })
+        .await;
+        assert!(
+            ended.is_ok(),
+            "frame {kind}: the flooding connection stayed open"
+        );
+        drop(writing.await);
+    }
+    game.advance().await;
+    assert_serving(server.channel().await).await;
+}
+
+/// A frame on stream `stream`.
+fn on_stream_frame(stream: u8, kind: u8, flags: u8, payload: &[u8]) -> Vec<u8> {
+    let mut frame = h2_frame(kind, flags, payload);
+    frame[8] = stream;
+    frame
+}
+
 #[tokio::test]
 async fn a_connection_that_leaves_its_streams_unread_is_closed() {
     let mut settings = hostile_config();

@@ -1,7 +1,7 @@
 //! A budget for the HTTP/2 frames a client sends that ask nothing of the application.
 //!
 //! h2 answers every PING and every SETTINGS frame, and reads PRIORITY frames, empty DATA frames,
-//! connection-level WINDOW_UPDATE frames and frames of unknown types at little more than the
+//! WINDOW_UPDATE and RST_STREAM frames and frames of unknown types at little more than the
 //! cost of reading them: none of them passes the rate limiter, which
 //! sees requests, so a client sending them in a loop costs the server CPU for nothing. Each
 //! HTTP/2 connection therefore has a token bucket of [`BURST`] such frames, refilled at
@@ -11,9 +11,12 @@
 //! trip while data flows, which on a fast network can be thousands of pings a second, always
 //! behind data the server sent. Keepalive pings every few seconds and a SETTINGS frame now and
 //! then are far below the rate, and so are the connection's WINDOW_UPDATEs of a client that
-//! reads (one per window's worth of data the server wrote). Frames that carry requests or a
-//! stream's flow control (HEADERS, DATA with bytes, a stream's WINDOW_UPDATE, RST_STREAM, GOAWAY,
-//! CONTINUATION) are not counted: h2 and the rate limiter have their own limits for those.
+//! reads (one per window's worth of data the server wrote), and a client's cancelled calls. A
+//! stream's WINDOW_UPDATE and RST_STREAM are counted too: an outside probe sent millions of
+//! them on one connection (to a closed stream, or overflowing a stream's window so that the
+//! server reset it, "MadeYouReset"), at half a core, never closed. Frames that carry requests
+//! (HEADERS, DATA with bytes, GOAWAY, CONTINUATION) are not counted: h2 and the rate limiter
+//! have their own limits for those.
 
 use std::time::Instant;
 
@@ -34,6 +37,7 @@ const HEADER: usize = 9;
 const DATA: u8 = 0;
 const PRIORITY: u8 = 2;
 const SETTINGS: u8 = 4;
+const RST_STREAM: u8 = 3;
 const PING: u8 = 6;
 const WINDOW_UPDATE: u8 = 8;
 /// The highest frame type RFC 9113 defines (CONTINUATION); above it, h2 ignores the frame.
@@ -87,12 +91,10 @@ impl FrameBudget {
                 bytes = &bytes[take..];
                 if self.header_len == HEADER {
                     self.header_len = 0;
-                    let [a, b, c, kind, flags, s0, s1, s2, s3] = self.header;
+                    let [a, b, c, kind, flags, ..] = self.header;
                     let length = usize::from(a) << 16 | usize::from(b) << 8 | usize::from(c);
-                    // The top bit is reserved.
-                    let stream = u32::from_be_bytes([s0, s1, s2, s3]) & 0x7fff_ffff;
                     self.payload_left = length;
-                    if idle(kind, flags, length, stream) && !self.take(now()) {
+                    if idle(kind, flags, length) && !self.take(now()) {
                         return false;
                     }
                 }
@@ -122,11 +124,10 @@ impl FrameBudget {
 }
 
 /// Whether a frame asks nothing of the application.
-fn idle(kind: u8, flags: u8, length: usize, stream: u32) -> bool {
+fn idle(kind: u8, flags: u8, length: usize) -> bool {
     match kind {
-        PING | SETTINGS | PRIORITY => true,
+        PING | SETTINGS | PRIORITY | WINDOW_UPDATE | RST_STREAM => true,
         DATA => length == 0 && flags & END_STREAM == 0,
-        WINDOW_UPDATE => stream == 0,
         kind => kind > LAST_KNOWN,
     }
 }
@@ -150,18 +151,29 @@ mod tests {
     }
 
     #[test]
-    fn connection_window_updates_count_and_a_stream_s_do_not() {
+    fn window_updates_and_resets_count_on_any_stream() {
+        for (stream, kind, payload) in [
+            (0, WINDOW_UPDATE, [0, 0, 0, 1]),
+            (1, WINDOW_UPDATE, [0, 0, 0, 1]),
+            (1, WINDOW_UPDATE, [0x7f, 0xff, 0xff, 0xff]),
+            (1, RST_STREAM, [0, 0, 0, 8]),
+        ] {
+            let start = Instant::now();
+            let mut budget = FrameBudget::new(start);
+            let mut flood = preface();
+            for _ in 0..=BURST as usize {
+                flood.extend(on_stream(stream, kind, 0, &payload));
+            }
+            assert!(!budget.read(&flood, || start), "{kind} on {stream}");
+        }
+        // A reader's updates are paid for by what the server wrote.
         let start = Instant::now();
         let mut budget = FrameBudget::new(start);
-        let mut bytes = preface();
+        assert!(budget.read(&preface(), || start));
         for _ in 0..50_000 {
-            bytes.extend(on_stream(1, WINDOW_UPDATE, 0, &[0, 0, 0, 1]));
+            budget.wrote(16_384);
+            assert!(budget.read(&on_stream(1, WINDOW_UPDATE, 0, &[0, 0, 0x40, 0]), || start));
         }
-        assert!(budget.read(&bytes, || start));
-        let flood: Vec<u8> = (0..BURST as usize)
-            .flat_map(|_| on_stream(0, WINDOW_UPDATE, 0, &[0, 0, 0, 1]))
-            .collect();
-        assert!(!budget.read(&flood, || start));
     }
 
     fn preface() -> Vec<u8> {
@@ -224,8 +236,6 @@ mod tests {
             bytes.extend(frame(1, 0x4, &[0x82; 20])); // HEADERS
             bytes.extend(frame(DATA, END_STREAM, &[])); // an empty body's end
             bytes.extend(frame(DATA, 0, &[7; 300]));
-            bytes.extend(frame(8, 0, &[0, 0, 1, 0])); // WINDOW_UPDATE
-            bytes.extend(frame(3, 0, &[0, 0, 0, 8])); // RST_STREAM
         }
         assert!(budget.read(&bytes, || start));
     }
