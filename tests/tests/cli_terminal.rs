@@ -496,3 +496,54 @@ fn a_dumb_terminal_gets_no_escape_sequences() {
     let escaped: Vec<&String> = shown.iter().filter(|l| l.contains('\x1b')).collect();
     assert!(escaped.is_empty(), "{escaped:#?}");
 }
+
+/// Accepting the opponent's draw offer ends the game: no `legal moves:` line (which a script
+/// reads as its turn) between the acceptance and the end, as an outside probe saw.
+#[test]
+fn an_accepted_draw_is_followed_by_the_end_not_by_a_turn() {
+    let server = Server::start();
+    let url = server.url();
+    let (alice_dir, bob_dir) = (config_dir(), config_dir());
+    let id = new_game(&url, alice_dir.path(), bob_dir.path(), "bob");
+    let (tx, mut lines) = Lines::new();
+    let on_terminal = |who: &str, dir: &Path| {
+        CliProcess::spawn_on_terminal_sized(who, &url, dir, &["play", &id], Some(100), &tx)
+    };
+    let mut alice = on_terminal("alice", alice_dir.path());
+    let mut bob = on_terminal("bob", bob_dir.path());
+    let legal = |l: &str| strip_csi(l).contains("legal moves: ");
+    lines.follow("alice", legal);
+    alice.send("1r");
+    // Bob offers and moves: the offer stands at alice's turn, and she accepts it there.
+    lines.follow("bob", legal);
+    bob.send("draw");
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    bob.send("3r");
+    lines.follow("alice", |l| strip_csi(l).contains("bob offers a draw"));
+    lines.follow("alice", legal);
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    alice.send("draw");
+    lines.follow("alice", |l| strip_csi(l).contains("game over: "));
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    let shown: Vec<String> = lines
+        .stdout_of("alice")
+        .iter()
+        .map(|l| strip_csi(l))
+        .collect();
+    let accepted = shown
+        .iter()
+        .position(|l| l.contains("you accept the draw"))
+        .expect("the acceptance");
+    let over = shown
+        .iter()
+        .position(|l| l.contains("game over: "))
+        .expect("the end");
+    assert!(
+        !shown[accepted..over]
+            .iter()
+            .any(|l| l.contains("legal moves:")),
+        "{:?}",
+        &shown[accepted..=over]
+    );
+    drop((alice, bob));
+}

@@ -503,10 +503,15 @@ async fn play_one(
         tokio::select! {
             item = events.recv() => match item {
                 Some(FeedItem::Event(event, received)) => {
-                    let offer = matches!(
-                        event.kind,
-                        Some(game_event::Kind::Draw(_) | game_event::Kind::Rematch(_))
-                    );
+                    // An accepted draw is followed by the game's end: no prompt (with its
+                    // `legal moves:` line, which a script reads as a turn) in between.
+                    let offer = match &event.kind {
+                        Some(game_event::Kind::Draw(draw)) => {
+                            draw.action() != game_event::DrawAction::Accepted
+                        }
+                        Some(game_event::Kind::Rematch(_)) => true,
+                        _ => false,
+                    };
                     live.handle(*event, received).await?;
                     // An offer's line went above the prompt, which is still there; but after
                     // the one the offer answered, a new one is due.
