@@ -301,7 +301,14 @@ struct AfterResignation {
     lines: Lines,
 }
 
-fn after_resignation() -> AfterResignation {
+/// Whether a line shows the legal moves, the start of a turn.
+fn legal(line: &str) -> bool {
+    strip_csi(line).contains("legal moves: ")
+}
+
+/// Alice and bob playing a new game on terminals 100 columns wide, alice's first move (`1r`)
+/// played and bob to move.
+fn on_terminals_after_a_move() -> AfterResignation {
     let server = Server::start();
     let url = server.url();
     let (alice_dir, bob_dir) = (config_dir(), config_dir());
@@ -311,11 +318,27 @@ fn after_resignation() -> AfterResignation {
         CliProcess::spawn_on_terminal_sized(who, &url, dir, &["play", &id], Some(100), &tx)
     };
     let mut alice = on_terminal("alice", alice_dir.path());
-    let mut bob = on_terminal("bob", bob_dir.path());
-    let legal = |l: &str| strip_csi(l).contains("legal moves: ");
+    let bob = on_terminal("bob", bob_dir.path());
     lines.follow("alice", legal);
     alice.send("1r");
     lines.follow("bob", legal);
+    AfterResignation {
+        _server: server,
+        _dirs: (alice_dir, bob_dir),
+        alice,
+        bob,
+        lines,
+    }
+}
+
+fn after_resignation() -> AfterResignation {
+    let AfterResignation {
+        _server: server,
+        _dirs: dirs,
+        mut alice,
+        mut bob,
+        mut lines,
+    } = on_terminals_after_a_move();
     bob.send("3r");
     lines.follow("alice", legal);
     alice.send("resign");
@@ -325,7 +348,7 @@ fn after_resignation() -> AfterResignation {
     std::thread::sleep(std::time::Duration::from_millis(500));
     AfterResignation {
         _server: server,
-        _dirs: (alice_dir, bob_dir),
+        _dirs: dirs,
         alice,
         bob,
         lines,
@@ -501,21 +524,15 @@ fn a_dumb_terminal_gets_no_escape_sequences() {
 /// reads as its turn) between the acceptance and the end, as an outside probe saw.
 #[test]
 fn an_accepted_draw_is_followed_by_the_end_not_by_a_turn() {
-    let server = Server::start();
-    let url = server.url();
-    let (alice_dir, bob_dir) = (config_dir(), config_dir());
-    let id = new_game(&url, alice_dir.path(), bob_dir.path(), "bob");
-    let (tx, mut lines) = Lines::new();
-    let on_terminal = |who: &str, dir: &Path| {
-        CliProcess::spawn_on_terminal_sized(who, &url, dir, &["play", &id], Some(100), &tx)
-    };
-    let mut alice = on_terminal("alice", alice_dir.path());
-    let mut bob = on_terminal("bob", bob_dir.path());
-    let legal = |l: &str| strip_csi(l).contains("legal moves: ");
-    lines.follow("alice", legal);
-    alice.send("1r");
+    // Every field bound: one left to `..` would be dropped here, the server with it.
+    let AfterResignation {
+        _server,
+        _dirs,
+        mut alice,
+        mut bob,
+        mut lines,
+    } = on_terminals_after_a_move();
     // Bob offers and moves: the offer stands at alice's turn, and she accepts it there.
-    lines.follow("bob", legal);
     bob.send("draw");
     std::thread::sleep(std::time::Duration::from_millis(300));
     bob.send("3r");

@@ -13,6 +13,7 @@ pub mod account;
 mod account_tests;
 pub mod clock;
 pub mod computer;
+pub mod damage;
 mod error;
 #[cfg(test)]
 mod faulty_store;

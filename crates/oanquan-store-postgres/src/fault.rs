@@ -1,13 +1,11 @@
 //! What a PostgreSQL failure means for the caller: unavailable for now (the database is away,
 //! busy or out of room; the same request may succeed later), a bug, or a damaged game.
 
-use std::collections::{HashMap, HashSet};
-use std::fmt;
-use std::sync::Mutex;
-
-use oanquan_game::{GameId, StoreError};
+use oanquan_game::StoreError;
 use tokio_postgres::error::SqlState;
-use tracing::{debug, error};
+
+// The registry of what was found damaged, shared with the other durable store.
+pub(crate) use oanquan_game::damage::{Damage, corrupt};
 
 /// A database error as the store's callers see it.
 pub(crate) fn backend(error: tokio_postgres::Error) -> StoreError {
@@ -83,81 +81,5 @@ pub(crate) fn pool(error: deadpool_postgres::PoolError) -> StoreError {
             StoreError::Unavailable("the database is closed (the server is stopping)".to_owned())
         }
         other => StoreError::Unavailable(format!("postgres: {other}")),
-    }
-}
-
-pub(crate) fn corrupt(id: &GameId, why: impl fmt::Display) -> StoreError {
-    StoreError::Damaged {
-        id: id.clone(),
-        detail: why.to_string(),
-    }
-}
-
-/// Games (or lobby events) found damaged, each logged once: a listing that skips a damaged
-/// game on every call must not flood the log.
-#[derive(Debug, Default)]
-pub(crate) struct Damage {
-    reported: Mutex<HashSet<String>>,
-    /// The games among them: every later read or write of one answers its damage at once, so
-    /// that a game whose log was found damaged (at start, by its replay, or for a watcher)
-    /// does not go on showing its summary, which still decodes, as a game that can be played,
-    /// nor stay listed (an outside probe's did both, and took a move).
-    games: Mutex<HashMap<GameId, String>>,
-}
-
-impl Damage {
-    pub(crate) fn report(&self, what: &str, error: &dyn fmt::Display) {
-        let first = self
-            .reported
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .insert(what.to_owned());
-        if first {
-            error!(
-                damaged = %what,
-                %error,
-                "stored data does not load; the calls that read it answer DATA_LOSS, and listings \
-                 and the lobby skip what of it they cannot read (see STORAGE.md)"
-            );
-        } else {
-            debug!(damaged = %what, "skipping damaged stored data");
-        }
-    }
-
-    pub(crate) fn contains(&self, what: &str) -> bool {
-        self.reported
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .contains(what)
-    }
-
-    /// Reports `result`'s error if it says a game is damaged.
-    pub(crate) fn check<T>(&self, result: Result<T, StoreError>) -> Result<T, StoreError> {
-        if let Err(error @ StoreError::Damaged { .. }) = &result {
-            self.game(error);
-        }
-        result
-    }
-
-    /// Records and reports a game's damage (`error` is [`StoreError::Damaged`]; any other is
-    /// only reported).
-    pub(crate) fn game(&self, error: &StoreError) {
-        if let StoreError::Damaged { id, detail } = error {
-            self.games
-                .lock()
-                .unwrap_or_else(std::sync::PoisonError::into_inner)
-                .entry(id.clone())
-                .or_insert_with(|| detail.clone());
-            self.report(&format!("game {id}"), error);
-        }
-    }
-
-    /// The error for game `id` if it was found damaged before: the same as then.
-    pub(crate) fn known(&self, id: &GameId) -> Option<StoreError> {
-        let games = self
-            .games
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
-        games.get(id).map(|detail| corrupt(id, detail))
     }
 }

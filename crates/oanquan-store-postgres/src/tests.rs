@@ -909,14 +909,7 @@ async fn a_damaged_game_fails_alone() {
         store.game_events_since(&damaged, 0).await,
         Err(StoreError::Damaged { .. })
     ));
-    let listed: Vec<GameId> = store
-        .list(GameFilter::All, 10, None)
-        .await
-        .unwrap()
-        .games
-        .into_iter()
-        .map(|game| game.id)
-        .collect();
+    let listed = listed_ids(&store).await;
     assert_eq!(listed, std::slice::from_ref(&sound));
     let (open, _) = store.lobby_snapshot(10).await.unwrap();
     assert_eq!(open.len(), 1);
@@ -927,6 +920,18 @@ async fn a_damaged_game_fails_alone() {
         other.open_games_by_creator().await.unwrap(),
         [(sound.clone(), creator)]
     );
+}
+
+/// The ids of the first ten games `store` lists, newest first.
+async fn listed_ids(store: &Arc<dyn GameStore>) -> Vec<GameId> {
+    store
+        .list(GameFilter::All, 10, None)
+        .await
+        .unwrap()
+        .games
+        .into_iter()
+        .map(|game| game.id)
+        .collect()
 }
 
 /// Damage found in an active game's log (for a watcher resuming) fences the whole game: an
@@ -967,14 +972,7 @@ async fn damage_found_in_a_log_fences_the_game() {
         games.resign(&id, &tokens[0]).await,
         Err(oanquan_game::GameError::GameDamaged(_))
     ));
-    let listed: Vec<GameId> = store
-        .list(GameFilter::All, 10, None)
-        .await
-        .unwrap()
-        .games
-        .into_iter()
-        .map(|game| game.id)
-        .collect();
+    let listed = listed_ids(&store).await;
     assert_eq!(listed, [sound]);
 }
 

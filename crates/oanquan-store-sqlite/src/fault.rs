@@ -1,12 +1,10 @@
 //! What a SQLite failure means for the caller: unavailable for now, a bug, or a damaged game.
 
-use std::collections::{HashMap, HashSet};
-use std::fmt;
-use std::sync::Mutex;
-
 use oanquan_game::{GameId, StoreError};
 use rusqlite::ErrorCode;
-use tracing::{debug, error};
+
+// The registry of what was found damaged, shared with the other durable store.
+pub(crate) use oanquan_game::damage::{Damage, corrupt};
 
 /// Errors that say the file cannot be written (or read) now, rather than that a request or
 /// the data is wrong: the same write may succeed once an operator frees disk space or fixes
@@ -73,71 +71,4 @@ pub(crate) fn of_game<T>(id: &GameId, result: Result<T, StoreError>) -> Result<T
         StoreError::DamagedData(detail) => corrupt(id, detail),
         error => error,
     })
-}
-
-pub(crate) fn corrupt(id: &GameId, why: impl fmt::Display) -> StoreError {
-    StoreError::Damaged {
-        id: id.clone(),
-        detail: why.to_string(),
-    }
-}
-
-/// Games (or lobby events) found damaged, each logged once: a listing that skips a damaged
-/// game on every call must not flood the log.
-#[derive(Debug, Default)]
-pub(crate) struct Damage {
-    reported: Mutex<HashSet<String>>,
-    /// The games among them: every later read of one answers its damage at once, so that a
-    /// game whose log was found damaged (at start, by its replay) does not go on showing its
-    /// summary, which still decodes, as a game that can be played.
-    games: Mutex<HashMap<GameId, String>>,
-}
-
-impl Damage {
-    pub(crate) fn report(&self, what: &str, error: &dyn fmt::Display) {
-        let first = self
-            .reported
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .insert(what.to_owned());
-        if first {
-            error!(
-                damaged = %what,
-                %error,
-                "stored data does not load; the calls that read it answer DATA_LOSS, and listings \
-                 and the lobby skip what of it they cannot read (see STORAGE.md)"
-            );
-        } else {
-            debug!(damaged = %what, "skipping damaged stored data");
-        }
-    }
-
-    pub(crate) fn contains(&self, what: &str) -> bool {
-        self.reported
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .contains(what)
-    }
-
-    /// Reports `result`'s error if it says a game is damaged.
-    pub(crate) fn check<T>(&self, result: Result<T, StoreError>) -> Result<T, StoreError> {
-        if let Err(error @ StoreError::Damaged { id, detail }) = &result {
-            self.games
-                .lock()
-                .unwrap_or_else(std::sync::PoisonError::into_inner)
-                .entry(id.clone())
-                .or_insert_with(|| detail.clone());
-            self.report(&format!("game {id}"), error);
-        }
-        result
-    }
-
-    /// The error for game `id` if it was found damaged before: the same as then.
-    pub(crate) fn known(&self, id: &GameId) -> Option<StoreError> {
-        let games = self
-            .games
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
-        games.get(id).map(|detail| corrupt(id, detail))
-    }
 }

@@ -622,6 +622,18 @@ async fn a_damaged_open_game_does_not_hold_its_creators_slot() {
     ));
 }
 
+/// The ids of the first ten games `store` lists, newest first.
+async fn listed_ids(store: &Arc<dyn GameStore>) -> Vec<GameId> {
+    store
+        .list(GameFilter::All, 10, None)
+        .await
+        .unwrap()
+        .games
+        .into_iter()
+        .map(|game| game.id)
+        .collect()
+}
+
 /// Damage found in an active, cached game's log (for a watcher resuming) fences the whole
 /// game: an outside probe's went on answering GetGame as active and took a move.
 #[tokio::test]
@@ -655,14 +667,7 @@ async fn damage_found_in_a_log_fences_the_cached_game() {
         games.resign(&id, &tokens[0]).await,
         Err(oanquan_game::GameError::GameDamaged(_))
     ));
-    let listed: Vec<GameId> = store
-        .list(GameFilter::All, 10, None)
-        .await
-        .unwrap()
-        .games
-        .into_iter()
-        .map(|game| game.id)
-        .collect();
+    let listed = listed_ids(&store).await;
     assert_eq!(listed, [sound]);
 }
 
