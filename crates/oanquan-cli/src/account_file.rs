@@ -18,9 +18,9 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 
 use crate::error::{CliError, code};
-use crate::files::{STATE_MAX_BYTES, parse_state, read_regular};
+use crate::files::{STATE_MAX_BYTES, read_regular, read_state};
 use crate::output::note;
-use crate::tokens::{lock, normalize_server, save_private, state_refused};
+use crate::tokens::{lock, normalize_server, save_private};
 
 const FILE_NAME: &str = "account.json";
 
@@ -107,8 +107,7 @@ impl AccountFile {
             Err(e) => return Err(CliError::io(&format!("reading {}", path.display()), &e)),
         };
         warn_if_shared(&path, &meta);
-        let mut file: File =
-            parse_state(&bytes, VERSION).map_err(|e| state_refused("account", &path, &e))?;
+        let mut file: File = read_state(&bytes, VERSION, "account", &path)?;
         for account in &mut file.accounts {
             account.server = normalize_server(&account.server);
         }

@@ -8,10 +8,11 @@
 //! look and the opening) and refused unless it is a regular file; reads stop one byte past a
 //! cap, so a huge file is refused, not read into memory.
 
-use std::fmt;
 use std::fs::{File, Metadata, OpenOptions};
 use std::io::{self, Read as _};
 use std::path::Path;
+
+use crate::error::{CliError, code};
 
 /// The most read of the token file or the account file: some 50,000 seats, far more than a
 /// person keeps.
@@ -185,27 +186,13 @@ mod tests {
 
 /// Why a state file (the token or the account file) was not read.
 #[derive(Debug)]
-pub enum StateError {
+enum StateError {
     /// Not JSON, not an object, or a field this client does not know or a value of the wrong
     /// type: a damaged file, or one edited by hand.
     Invalid(String),
     /// Written by a newer client, in format `found` (this one writes up to `known`): rewriting
     /// it here would drop what this build does not know of it.
     Newer { found: u64, known: u32 },
-}
-
-impl fmt::Display for StateError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            Self::Invalid(why) => f.write_str(why),
-            Self::Newer { found, known } => {
-                write!(
-                    f,
-                    "written in format {found}, this client knows up to {known}"
-                )
-            }
-        }
-    }
 }
 
 /// Reads a state file's bytes as `T`, a format this client writes up to `version`, strictly.
@@ -219,7 +206,7 @@ impl fmt::Display for StateError {
 /// # Errors
 ///
 /// [`StateError`].
-pub fn parse_state<T: serde::de::DeserializeOwned>(
+fn parse_state<T: serde::de::DeserializeOwned>(
     bytes: &[u8],
     version: u32,
 ) -> Result<T, StateError> {
@@ -237,4 +224,33 @@ pub fn parse_state<T: serde::de::DeserializeOwned>(
         });
     }
     serde_json::from_value(value).map_err(|e| StateError::Invalid(e.to_string()))
+}
+
+/// A state file's bytes (`what`: "token" or "account", at `path`) as `T`, read by
+/// [`parse_state`]. A file refused is not rewritten: what it holds may be the only copy of a
+/// seat's token or an account's key.
+///
+/// # Errors
+///
+/// The refusal, saying what is wrong and that the file is left as it is.
+pub fn read_state<T: serde::de::DeserializeOwned>(
+    bytes: &[u8],
+    version: u32,
+    what: &str,
+    path: &Path,
+) -> Result<T, CliError> {
+    parse_state(bytes, version).map_err(|error| {
+        let message = match error {
+            StateError::Invalid(why) => format!(
+                "{what} file {} is not valid: {why}; it is left as it is",
+                path.display()
+            ),
+            StateError::Newer { found, known } => format!(
+                "{what} file {} was written by a newer oanquan (format {found}; this one knows \
+                 up to {known}): use that oanquan, or move the file aside",
+                path.display(),
+            ),
+        };
+        CliError::new(code::FAILURE, message)
+    })
 }

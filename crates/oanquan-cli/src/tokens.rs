@@ -27,7 +27,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use serde::{Deserialize, Serialize};
 
 use crate::error::{CliError, code};
-use crate::files::{STATE_MAX_BYTES, StateError, open_regular, parse_state, read_regular};
+use crate::files::{STATE_MAX_BYTES, open_regular, read_regular, read_state};
 
 const FILE_NAME: &str = "tokens.json";
 
@@ -52,23 +52,6 @@ struct TokenFile {
     version: u32,
     #[serde(default)]
     entries: Vec<Entry>,
-}
-
-/// The error for a token or account file (`what`) that [`parse_state`] refused. Neither is
-/// rewritten: what it holds may be the only copy of a seat's token or an account's key.
-pub fn state_refused(what: &str, path: &Path, error: &StateError) -> CliError {
-    let message = match error {
-        StateError::Invalid(why) => format!(
-            "{what} file {} is not valid: {why}; it is left as it is",
-            path.display()
-        ),
-        StateError::Newer { found, known } => format!(
-            "{what} file {} was written by a newer oanquan (format {found}; this one knows up \
-             to {known}): use that oanquan, or move the file aside",
-            path.display(),
-        ),
-    };
-    CliError::new(code::FAILURE, message)
 }
 
 /// Handle on the token file in one directory.
@@ -169,8 +152,7 @@ impl TokenStore {
         match read_regular(&path, STATE_MAX_BYTES) {
             Ok(None) => Ok(TokenFile::default()),
             Ok(Some((bytes, _))) => {
-                let mut file: TokenFile =
-                    parse_state(&bytes, VERSION).map_err(|e| state_refused("token", &path, &e))?;
+                let mut file: TokenFile = read_state(&bytes, VERSION, "token", &path)?;
                 // Version 1 stored addresses as typed (minus a trailing slash).
                 for entry in &mut file.entries {
                     entry.server = normalize_server(&entry.server);

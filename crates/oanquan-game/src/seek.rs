@@ -138,9 +138,13 @@ fn refusal(seek: &SeekInfo, mine: &SeekInfo) -> GameError {
     let why = match (own, seek.rating_range) {
         (true, _) => "it is your own seek".to_owned(),
         (false, Some((low, high))) => {
-            let wanted = match wanted_rating(low, high).as_str() {
-                "at all" => "a rated opponent".to_owned(),
-                wanted => format!("an opponent rated {wanted} at its speed"),
+            let wanted = if any_rating(low, high) {
+                "a rated opponent".to_owned()
+            } else {
+                format!(
+                    "an opponent rated {} at its speed",
+                    wanted_rating(low, high)
+                )
             };
             match &mine.account {
                 Some(account) => match account.rating {
@@ -160,14 +164,25 @@ fn refusal(seek: &SeekInfo, mine: &SeekInfo) -> GameError {
 /// A rating range as a person reads it: a bound the seek left open (0 for no minimum, the
 /// top for no maximum) is not a rating anyone has, and "rated 0 to 1400" read like one.
 fn wanted_rating(low: i32, high: i32) -> String {
-    let no_min = f64::from(low) <= crate::rating::MIN_RATING;
-    let no_max = f64::from(high) >= crate::rating::MAX_RATING;
-    match (no_min, no_max) {
+    match bounds_left_open(low, high) {
         (true, false) => format!("at most {high}"),
         (false, true) => format!("at least {low}"),
         (true, true) => "at all".to_owned(),
         (false, false) => format!("{low} to {high}"),
     }
+}
+
+/// Whether a range leaves (no minimum, no maximum): each bound at or past the ratings' own.
+fn bounds_left_open(low: i32, high: i32) -> (bool, bool) {
+    (
+        f64::from(low) <= crate::rating::MIN_RATING,
+        f64::from(high) >= crate::rating::MAX_RATING,
+    )
+}
+
+/// Whether a range takes any rating at all.
+fn any_rating(low: i32, high: i32) -> bool {
+    bounds_left_open(low, high) == (true, true)
 }
 
 /// Limits of the pool.

@@ -564,11 +564,7 @@ pub fn parse_duration(text: &str) -> Result<Duration, String> {
 /// [`parse_duration`] without its maximum, for options with a smaller one of their own.
 fn any_duration(text: &str) -> Result<Duration, String> {
     let text = text.trim();
-    // Only a number is negative: `-s` (a flag's name given as its value) is not a duration.
-    if text
-        .strip_prefix('-')
-        .is_some_and(|rest| rest.starts_with(|c: char| c.is_ascii_digit() || c == '.'))
-    {
+    if negative_number(text) {
         return Err(format!("{text:?} is negative; a duration is 0 or more"));
     }
     let split = text
@@ -588,6 +584,13 @@ fn any_duration(text: &str) -> Result<Duration, String> {
     };
     Duration::try_from_secs_f64(seconds)
         .map_err(|_| format!("{text:?} is longer than any duration this server can keep"))
+}
+
+/// Whether `text` is a negative number (a size or a duration, unit or not). Only a number is:
+/// `-s`, a flag's name taken as the value, is not a duration, let alone a negative one.
+fn negative_number(text: &str) -> bool {
+    text.strip_prefix('-')
+        .is_some_and(|rest| rest.starts_with(|c: char| c.is_ascii_digit() || c == '.'))
 }
 
 /// No option wants more than a year: a larger value is a slip (a unit missed or wrong).
@@ -942,10 +945,7 @@ fn byte_count(text: &str) -> Result<usize, String> {
     let (number, unit) = text.split_at(split);
     let unit = unit.trim_start();
     let not_a_size = || format!("{text:?} is not a size like 4MiB, 512 KiB or 65536");
-    if text
-        .strip_prefix('-')
-        .is_some_and(|rest| rest.starts_with(|c: char| c.is_ascii_digit()))
-    {
+    if negative_number(text) {
         return Err(format!("{text:?} is negative; a size cannot be"));
     }
     if number.is_empty() || !unit.chars().all(|c| c.is_ascii_alphabetic()) {

@@ -113,10 +113,12 @@ impl Index {
     ///
     /// `NOT_FOUND` naming it.
     pub fn file(&self, name: &str) -> Result<&[u8], Miss> {
-        self.files
-            .get(name)
-            .map(Vec::as_slice)
-            .ok_or_else(|| (Code::NotFound, format!("file {} not found", quoted(name))))
+        self.files.get(name).map(Vec::as_slice).ok_or_else(|| {
+            (
+                Code::NotFound,
+                format!("file {} not found", oanquan_game::quoted(name)),
+            )
+        })
     }
 
     /// The encoded descriptor of the file that defines `symbol` (fully qualified, no leading
@@ -133,7 +135,7 @@ impl Index {
             .ok_or_else(|| {
                 (
                     Code::NotFound,
-                    format!("symbol {} not found", quoted(symbol)),
+                    format!("symbol {} not found", oanquan_game::quoted(symbol)),
                 )
             })
     }
@@ -146,12 +148,6 @@ fn qualified(scope: &str, name: &str) -> String {
     } else {
         format!("{scope}.{name}")
     }
-}
-
-/// A client's name in a message: cut and escaped (the wrapper refuses control characters in
-/// requests already; a long name is still a long trailer).
-fn quoted(name: &str) -> String {
-    oanquan_game::quoted(name)
 }
 
 /// A reflection response stream.
