@@ -784,7 +784,10 @@ function showLobby(): () => void {
           render();
         } else overHere.add(id);
       } catch (error) {
-        if (error instanceof ConnectError && error.code === Code.NotFound) overHere.add(id);
+        const code = ConnectError.from(error).code;
+        if (code === Code.NotFound) overHere.add(id);
+        // Over the rate limit: the next snapshot asks again, rather than this one spending more.
+        if (code === Code.ResourceExhausted) return;
       }
     }
   }
@@ -900,7 +903,15 @@ function showLobby(): () => void {
               for (const s of kind.value.seeks) seeks.set(s.id, s);
               openCut =
                 kind.value.games.filter((g) => g.status === GameStatus.WAITING_FOR_PLAYERS).length >= LOBBY_CAP;
-              void findOwn();
+              // A snapshot that holds every open game leaves none of this browser's out: only
+              // a cut one is worth a GetGame per kept seat (a browser keeps seats of games long
+              // over, and each call counts against its address's rate limit).
+              if (
+                openCut ||
+                kind.value.games.filter((g) => g.status === GameStatus.ACTIVE).length >= LOBBY_CAP
+              ) {
+                void findOwn();
+              }
               break;
             case "gameCreated":
               if (kind.value.game) known.set(kind.value.game.id, kind.value.game);
